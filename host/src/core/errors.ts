@@ -1,0 +1,70 @@
+/**
+ * Triton error codes and their HTTP mapping (spec §1.2, enum values §6.5).
+ *
+ * Every error that can reach a client is a {@link TritonError}; anything else that escapes a
+ * handler is reported as INTERNAL (500) by the frontend.
+ */
+
+/** `TRITONSERVER_Error_Code` names; the numeric value is the index in {@link ERROR_CODES}. */
+export type ErrorCode =
+  | 'UNKNOWN'
+  | 'INTERNAL'
+  | 'NOT_FOUND'
+  | 'INVALID_ARG'
+  | 'UNAVAILABLE'
+  | 'UNSUPPORTED'
+  | 'ALREADY_EXISTS'
+  | 'CANCELLED';
+
+/** `TRITONSERVER_Error_Code` in C enum order: `ERROR_CODES[n]` is the name of value n. */
+export const ERROR_CODES: readonly ErrorCode[] = [
+  'UNKNOWN',
+  'INTERNAL',
+  'NOT_FOUND',
+  'INVALID_ARG',
+  'UNAVAILABLE',
+  'UNSUPPORTED',
+  'ALREADY_EXISTS',
+  'CANCELLED',
+];
+
+/** An error carrying a Triton error code; `message` follows Triton's wording where the spec gives it. */
+export class TritonError extends Error {
+  constructor(
+    public readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'TritonError';
+  }
+}
+
+/** Shorthand constructors, e.g. `invalidArg("unexpected shape ...")`. */
+export const invalidArg = (msg: string) => new TritonError('INVALID_ARG', msg);
+export const notFound = (msg: string) => new TritonError('NOT_FOUND', msg);
+export const unavailable = (msg: string) => new TritonError('UNAVAILABLE', msg);
+export const unsupported = (msg: string) => new TritonError('UNSUPPORTED', msg);
+export const internal = (msg: string) => new TritonError('INTERNAL', msg);
+
+/** HTTP status for a Triton error code (`HttpCodeFromError`, spec §1.2). */
+export function httpStatusOf(code: ErrorCode): number {
+  switch (code) {
+    case 'INTERNAL':
+      return 500;
+    case 'NOT_FOUND':
+      return 404;
+    case 'UNAVAILABLE':
+      return 503;
+    case 'UNSUPPORTED':
+      return 501;
+    default:
+      return 400;
+  }
+}
+
+/** Wraps any thrown value as a TritonError (non-Triton errors become INTERNAL). */
+export function asTritonError(e: unknown): TritonError {
+  if (e instanceof TritonError) return e;
+  const msg = e instanceof Error ? e.message : String(e);
+  return new TritonError('INTERNAL', msg);
+}

@@ -1,0 +1,175 @@
+/**
+ * The backend contract: what every backend kind (onnxruntime, wasm, native Triton ABI, python)
+ * implements, and the request / response objects that flow through the scheduler.
+ * Mirrors Triton's object model (Backend → Model → ModelInstance, spec §6.2) so that each
+ * backend adapter is a thin mapping.
+ *
+ * Backends never see HTTP; frontends never see backends (DESIGN "One request, end to end").
+ */
+import type { Logger } from 'pino';
+import type { ModelConfig } from '../config/types.js';
+import type { DataType } from '../tensor/datatypes.js';
+import type { TritonError } from './errors.js';
+
+/**
+ * A tensor in host (CPU) memory.
+ * - `shape`: dims, batch dim first when the model batches (`max_batch_size > 0`).
+ * - `data`: row-major, little-endian, no padding. BYTES elements are `[u32 LE length][bytes]`
+ *   concatenated (spec §1.10). BOOL is one byte per element (0 / 1).
+ */
+export interface Tensor {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  data: Uint8Array;
+}
+
+/**
+ * A request or response parameter (spec §1.11, §3.8). Numbers that are integers are Triton INT
+ * (int64) parameters; other numbers are DOUBLE.
+ */
+export type ParameterValue = string | number | boolean;
+
+/** `TRITONSERVER_RequestFlag` bits. */
+export const REQUEST_FLAG_SEQUENCE_START = 1;
+export const REQUEST_FLAG_SEQUENCE_END = 2;
+
+/**
+ * One inference request as a backend sees it, after validation against the model config.
+ * Inputs carry the shapes the backend expects (after `reshape`).
+ */
+export interface InferenceRequest {
+  /** Client request id ('' if none). */
+  id: string;
+  /** Resolved model name and version. */
+  model: string;
+  version: number;
+  inputs: Tensor[];
+  /**
+   * Output names the backend should produce: the client's list, or every config output when the
+   * client listed none (spec §1.12).
+   */
+  requestedOutputs: string[];
+  /** Client parameters with reserved keys removed (spec §1.11). */
+  parameters: Record<string, ParameterValue>;
+  /** Sequence correlation id: 0 or '' = none; bigint for ids above 2^53. */
+  correlationId: number | bigint | string;
+  /** `TRITONSERVER_RequestFlag` bits. */
+  flags: number;
+  /** 0 = model default. */
+  priority: number;
+  /** Request timeout in µs; 0 = none. */
+  timeoutUs: number;
+  /** Batch size this request contributes (first dim when batching, else 1). */
+  batchSize: number;
+  /** Set by the host when the client went away; backends may check it (RequestIsCancelled). */
+  cancelled: boolean;
+}
+
+/** One response (spec §1.13). Outputs are in the order the backend produced them. */
+export interface InferenceResponse {
+  outputs: Tensor[];
+  parameters?: Record<string, ParameterValue>;
+}
+
+/**
+ * Delivers the responses of one request to whoever is waiting (HTTP, BLS, ...).
+ * Non-decoupled models send exactly one response with `final = true`. Decoupled models send
+ * any number of responses, and exactly one `final` (possibly flags-only: `send(null, true)`).
+ * Calls after the final one are ignored (and logged by the host).
+ */
+export interface ResponseSender {
+  /** Send a response (or `null` for a flags-only final). */
+  send(response: InferenceResponse | null, final: boolean): void;
+  /** Send an error as this request's response. */
+  sendError(error: TritonError, final: boolean): void;
+}
+
+/**
+ * Optional timing a backend reports for one execution, in ns of the monotonic clock
+ * (`process.hrtime.bigint()` / CLOCK_MONOTONIC): `computeStartNs` after inputs are staged,
+ * `computeEndNs` when inference finished and outputs are about to be produced.
+ * Used for compute_input / compute_infer / compute_output statistics (spec §3.2).
+ */
+export interface ExecuteTimings {
+  computeStartNs: bigint;
+  computeEndNs: bigint;
+}
+
+/** What a backend needs to load one model version. */
+export interface ModelLoadContext {
+  name: string;
+  version: number;
+  /** `<repository>/<model>` (or the override directory of a load with files). */
+  modelPath: string;
+  /** `<modelPath>/<version>`. */
+  versionPath: string;
+  /** Normalised config (JSON Triton would print). */
+  config: ModelConfig;
+  /** False with `--disable-auto-complete-config`. */
+  autoCompleteConfig: boolean;
+  /** Per-model child logger. */
+  logger: Logger;
+}
+
+/** Placement of one model instance (spec §5.5). */
+export interface InstanceSpec {
+  /** `<group name>_<k>` — what `TRITONBACKEND_ModelInstanceName` returns. */
+  name: string;
+  groupName: string;
+  kind: 'KIND_CPU' | 'KIND_GPU' | 'KIND_MODEL';
+  deviceId: number;
+  hostPolicy: string;
+  passive: boolean;
+}
+
+/**
+ * A loaded instance. `execute` is never called concurrently on one instance; different instances
+ * run in parallel.
+ */
+export interface BackendModelInstance {
+  /**
+   * Run one batch of requests (1 unless the scheduler batches). Resolves when the instance can
+   * take more work. Each request must get exactly one final response through its sender, possibly
+   * after `execute` resolved (decoupled). If `execute` rejects, the host sends the error to every
+   * request that has not had its final response yet.
+   */
+  execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void>;
+  /** Readiness probe (`TRITONBACKEND_ModelInstanceReady`); absent = always ready. */
+  isReady?(): boolean;
+  /** Release everything the instance holds. Called once, after in-flight executions finished. */
+  finalize(): Promise<void>;
+}
+
+/** A loaded model version inside a backend. */
+export interface BackendModel {
+  /**
+   * Config after backend-side auto-complete (`TRITONBACKEND_ModelSetConfig`, spec §5.7), if the
+   * backend changed it; the host re-normalises and validates it before creating instances.
+   */
+  readonly config?: ModelConfig;
+  createInstance(spec: InstanceSpec): Promise<BackendModelInstance>;
+  /** Called once after all instances were finalized. */
+  finalize(): Promise<void>;
+}
+
+/** A backend library / engine: initialised once, shared by all models that use it. */
+export interface Backend {
+  readonly name: string;
+  /** Errors (thrown TritonError) fail the load; the model becomes UNAVAILABLE with the message. */
+  loadModel(ctx: ModelLoadContext): Promise<BackendModel>;
+  /** Server shutdown. */
+  finalize(): Promise<void>;
+}
+
+/**
+ * Finds the backend that serves a model, e.g. the wasm engine for `backend: "wasm"`, or a
+ * `libtriton_<name>.so` found by the search order (spec §6.9). Resolvers are tried in order;
+ * the first that returns a Backend serves the model.
+ */
+export interface BackendResolver {
+  /** undefined = not this kind's model. Throws TritonError if it is, but cannot be served. */
+  resolve(config: ModelConfig, modelPath: string, versionPath: string): Promise<Backend | undefined>;
+  /** Finalize every backend this resolver created (server shutdown). */
+  finalizeAll(): Promise<void>;
+}

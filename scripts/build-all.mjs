@@ -1,0 +1,23 @@
+#!/usr/bin/env node
+// Runs after `npm install`: builds every artefact the default model_repository/ and the tests need,
+// from source. Each part has its own script; a part whose script is absent is skipped.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const parts = [
+  ['TypeScript host', 'npx', ['tsc', '-p', 'tsconfig.json']],
+  ['native Triton API host + sample backends', 'node', ['scripts/build-native.mjs']],
+  ['sandboxed sample backends (WASM components)', 'node', ['scripts/build-wasm.mjs']],
+];
+for (const [what, cmd, args] of parts) {
+  if (cmd === 'node' && !existsSync(join(root, args[0]))) continue;
+  process.stdout.write(`[warden build] ${what}\n`);
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) {
+    process.stderr.write(`[warden build] ${what} failed (exit ${r.status})\n`);
+    process.exit(r.status ?? 1);
+  }
+}
