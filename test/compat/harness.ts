@@ -1,0 +1,146 @@
+/**
+ * Runs the Python compatibility scripts (test/compat/python/*.py) against a Warden server and
+ * parses their machine-readable result line (see compat_common.py); starts that server.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { startServer } from '../../host/src/server.js';
+import { ensureCompatVenv, PROJECT_ROOT } from './venv.js';
+
+export const PY_DIR = join(PROJECT_ROOT, 'test', 'compat', 'python');
+/** The default model repository `npm start` serves (Triton's example models live there). */
+export const MODEL_REPOSITORY = join(PROJECT_ROOT, 'model_repository');
+const RESULT_PREFIX = 'WARDEN_COMPAT_RESULT ';
+
+export interface CaseResult {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export interface ScriptResult {
+  script: string;
+  ok: boolean;
+  cases: CaseResult[];
+  observed: Record<string, unknown>;
+}
+
+export interface ScriptRun {
+  exitCode: number | null;
+  result: ScriptResult | undefined;
+  stdout: string;
+  stderr: string;
+}
+
+/** tritonclient wants `host:port`, not a URL. */
+export function hostPort(httpUrl: string): string {
+  return new URL(httpUrl).host;
+}
+
+/** Run one script with the venv's python; resolves after it exits (killed after timeoutMs). */
+export function runScript(
+  python: string,
+  script: string,
+  args: string[],
+  timeoutMs = 120_000,
+): Promise<ScriptRun> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(python, [join(PY_DIR, script), ...args], {
+      cwd: PY_DIR,
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('close', (exitCode) => {
+      clearTimeout(timer);
+      const line = stdout
+        .split('\n')
+        .reverse()
+        .find((l) => l.startsWith(RESULT_PREFIX));
+      let result: ScriptResult | undefined;
+      if (line) result = JSON.parse(line.slice(RESULT_PREFIX.length)) as ScriptResult;
+      resolvePromise({ exitCode, result, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * Asserts a script ran to its result line, that every expected case ran, and that all passed.
+ * On failure the message lists each failed case with the script's detail (request, expected,
+ * got), so a report can quote it directly.
+ */
+export function expectAllPassed(run: ScriptRun, expectedCases: readonly string[]): ScriptResult {
+  if (!run.result) {
+    throw new Error(
+      `script printed no result line (exit ${run.exitCode})\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`,
+    );
+  }
+  const r = run.result;
+  const names = r.cases.map((c) => c.name);
+  expect(names, `cases run by ${r.script}`).toEqual(expect.arrayContaining([...expectedCases]));
+  const failed = r.cases.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
+  expect(failed, `failed cases in ${r.script}`).toEqual([]);
+  expect(r.ok).toBe(true);
+  expect(run.exitCode).toBe(0);
+  return r;
+}
+
+export interface CompatServerOptions {
+  modelControlMode: 'none' | 'poll' | 'explicit';
+  loadModels?: string[];
+}
+
+/** What a test in a compat suite uses: the venv's python and the server's `host:port`. */
+export interface CompatContext {
+  python: string;
+  url: string;
+  /** Skips the calling test (with the reason) when PyPI was unreachable for the venv. */
+  skipIfNoClient(ctx: { skip: (note?: string) => never }): void;
+}
+
+/**
+ * Registers beforeAll / afterAll that prepare the venv and start Warden in-process on the
+ * default model repository with ephemeral ports. The returned object is filled in by beforeAll.
+ */
+export function useCompatServer(opts: CompatServerOptions): CompatContext {
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  let skipReason: string | undefined;
+  const c: CompatContext = {
+    python: '',
+    url: '',
+    skipIfNoClient(ctx) {
+      if (skipReason !== undefined) ctx.skip(`tritonclient unavailable: ${skipReason}`);
+    },
+  };
+  beforeAll(async () => {
+    const venv = await ensureCompatVenv();
+    if (!venv.ok) {
+      skipReason = venv.reason;
+      process.stderr.write(`[compat] SKIPPING tritonclient suite: ${venv.reason}\n`);
+      return;
+    }
+    c.python = venv.python;
+    server = await startServer({
+      modelRepositories: [MODEL_REPOSITORY],
+      httpPort: 0,
+      metricsPort: 0,
+      modelControlMode: opts.modelControlMode,
+      loadModels: opts.loadModels,
+      logLevel: 'silent',
+    });
+    c.url = hostPort(server.httpUrl);
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return c;
+}

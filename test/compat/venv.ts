@@ -1,0 +1,171 @@
+/**
+ * The Python environment the compatibility suite drives Warden with: `.venv/` in the project
+ * root (gitignored) holding NVIDIA's official client `tritonclient[http]` and numpy, pinned.
+ *
+ * Idempotent and fast when present: one `python -c` that imports the client and prints the
+ * installed versions (~0.3 s). Otherwise `python3 -m venv .venv` + `pip install` of the pins.
+ * Concurrent callers (several vitest workers) serialise on a lock directory.
+ *
+ * The suite may skip ONLY when PyPI cannot be reached: a failed install is followed by a probe
+ * of the package index; if the index answers, the failure is real and is thrown.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createHash } from 'node:crypto';
+
+/** Pinned versions (looked up with `pip index versions`; newest at the time of writing). */
+export const TRITONCLIENT_VERSION = '2.73.0';
+export const NUMPY_VERSION = '2.4.6';
+
+/** Project root (this file is `test/compat/venv.ts`). */
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const VENV_DIR = join(PROJECT_ROOT, '.venv');
+export const VENV_PYTHON = join(VENV_DIR, 'bin', 'python');
+
+export type VenvStatus =
+  | { ok: true; python: string; tritonclient: string; numpy: string }
+  | { ok: false; reason: string };
+
+interface Exec {
+  code: number | null;
+  out: string;
+}
+
+function exec(cmd: string, args: string[], timeoutMs: number): Promise<Exec> {
+  return new Promise((resolvePromise) => {
+    const child = spawn(cmd, args, {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolvePromise({ code: -1, out: out + String(e) });
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, out });
+    });
+  });
+}
+
+/** Versions importable from the venv, or undefined if the venv is missing or broken. */
+async function installedVersions(): Promise<{ tritonclient: string; numpy: string } | undefined> {
+  if (!existsSync(VENV_PYTHON)) return undefined;
+  const r = await exec(
+    VENV_PYTHON,
+    [
+      '-c',
+      'import importlib.metadata as m, numpy, tritonclient.http; ' +
+        'print(m.version("tritonclient"), numpy.__version__)',
+    ],
+    60_000,
+  );
+  if (r.code !== 0) return undefined;
+  const [tritonclient, numpy] = r.out.trim().split(/\s+/).slice(-2);
+  return tritonclient && numpy ? { tritonclient, numpy } : undefined;
+}
+
+/** True if the package index pip uses answers at all (any HTTP status counts as reachable). */
+async function indexReachable(): Promise<{ reachable: boolean; url: string; error?: string }> {
+  const base = (process.env.PIP_INDEX_URL ?? 'https://pypi.org/simple').replace(/\/+$/, '');
+  const url = `${base}/tritonclient/`;
+  try {
+    const res = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(15_000) });
+    await res.arrayBuffer().catch(() => undefined);
+    return { reachable: true, url };
+  } catch (e) {
+    const cause = (e as { cause?: unknown }).cause;
+    return { reachable: false, url, error: String(cause ?? e) };
+  }
+}
+
+async function withLock<T>(fn: () => Promise<T>): Promise<T> {
+  const key = createHash('sha256').update(PROJECT_ROOT).digest('hex').slice(0, 12);
+  const lock = join(tmpdir(), `warden-compat-venv-${key}.lock`);
+  const deadline = Date.now() + 10 * 60_000;
+  for (;;) {
+    try {
+      await mkdir(lock);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      if (age > 10 * 60_000) await rm(lock, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error(`timed out waiting for the venv lock ${lock}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lock, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Make sure `.venv/` holds tritonclient[http]==TRITONCLIENT_VERSION and numpy==NUMPY_VERSION.
+ * Returns `{ok: false, reason}` only when the install failed AND the package index is
+ * unreachable; throws on any other failure (no python3, venv creation failed, pip refused).
+ * The interpreter used to create the venv is `$WARDEN_PYTHON` or `python3`.
+ */
+export async function ensureCompatVenv(): Promise<VenvStatus> {
+  const want = { tritonclient: TRITONCLIENT_VERSION, numpy: NUMPY_VERSION };
+  const matches = (v?: { tritonclient: string; numpy: string }) =>
+    v !== undefined && v.tritonclient === want.tritonclient && v.numpy === want.numpy;
+
+  const quick = await installedVersions();
+  if (matches(quick)) return { ok: true, python: VENV_PYTHON, ...quick! };
+
+  return withLock(async () => {
+    const again = await installedVersions();
+    if (matches(again)) return { ok: true, python: VENV_PYTHON, ...again! };
+
+    if (!existsSync(VENV_PYTHON)) {
+      const python3 = process.env.WARDEN_PYTHON ?? 'python3';
+      const mk = await exec(python3, ['-m', 'venv', VENV_DIR], 120_000);
+      if (mk.code !== 0) throw new Error(`\`${python3} -m venv .venv\` failed:\n${mk.out}`);
+    }
+    const pip = await exec(
+      VENV_PYTHON,
+      [
+        '-m',
+        'pip',
+        'install',
+        '--quiet',
+        '--timeout',
+        '30',
+        '--retries',
+        '2',
+        `tritonclient[http]==${TRITONCLIENT_VERSION}`,
+        `numpy==${NUMPY_VERSION}`,
+      ],
+      8 * 60_000,
+    );
+    if (pip.code !== 0) {
+      const probe = await indexReachable();
+      if (!probe.reachable) {
+        return {
+          ok: false,
+          reason:
+            `PyPI is unreachable (${probe.url}: ${probe.error}); cannot install ` +
+            `tritonclient[http]==${TRITONCLIENT_VERSION} numpy==${NUMPY_VERSION} into .venv`,
+        };
+      }
+      throw new Error(`pip install into .venv failed although ${probe.url} is reachable:\n${pip.out}`);
+    }
+    const after = await installedVersions();
+    if (!matches(after)) {
+      throw new Error(`after pip install, .venv has ${JSON.stringify(after)}; wanted ${JSON.stringify(want)}`);
+    }
+    return { ok: true, python: VENV_PYTHON, ...after! };
+  });
+}
