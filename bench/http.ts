@@ -1,0 +1,185 @@
+/**
+ * HTTP inference benchmark on Triton's `simple` example (INT32 [1,16] add/sub): concurrency 1 and
+ * 16, JSON and binary-extension requests, Warden vs the bare Fastify floor (bench/floor.ts)
+ * answering with a response of exactly the same bytes. Both servers run in child processes;
+ * autocannon runs here.
+ *
+ * Targets (this 2-core machine): Warden at concurrency 1 >= 2,000 infer/s; at concurrency 16
+ * >= 40 % of the floor.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { BenchContext, CaseSummary, HttpRequestSpec } from './ctx.js';
+import type { CannedResponse, CannedSet } from './floor.js';
+
+const PATH = '/v2/models/simple/infer';
+const IN0 = Array.from({ length: 16 }, (_, i) => i * 3 - 7);
+const IN1 = Array.from({ length: 16 }, (_, i) => 100 - i);
+const OUT0 = IN0.map((v, i) => v + IN1[i]);
+const OUT1 = IN0.map((v, i) => v - IN1[i]);
+
+/** The JSON request tritonclient sends with `binary_data=False` inputs and outputs. */
+export function jsonRequest(): HttpRequestSpec {
+  const body = JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: IN0 },
+      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: IN1 },
+    ],
+    outputs: [
+      { name: 'OUTPUT0', parameters: { binary_data: false } },
+      { name: 'OUTPUT1', parameters: { binary_data: false } },
+    ],
+  });
+  return { path: PATH, method: 'POST', headers: { 'content-type': 'application/json' }, body };
+}
+
+/** The binary-extension request tritonclient sends by default (binary inputs and outputs). */
+export function binaryRequest(): HttpRequestSpec {
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [
+        { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', parameters: { binary_data_size: 64 } },
+        { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', parameters: { binary_data_size: 64 } },
+      ],
+      parameters: { binary_data_output: true },
+    }),
+  );
+  const data = Buffer.alloc(128);
+  IN0.forEach((v, i) => data.writeInt32LE(v, i * 4));
+  IN1.forEach((v, i) => data.writeInt32LE(v, 64 + i * 4));
+  return {
+    path: PATH,
+    method: 'POST',
+    headers: {
+      'content-type': 'application/octet-stream',
+      'inference-header-content-length': String(header.length),
+    },
+    body: Buffer.concat([header, data]),
+  };
+}
+
+function eq(a: number[], b: number[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+/**
+ * Send one request to Warden, check the numbers are right (a benchmark of wrong answers is
+ * worthless) and return the response as the floor must replay it.
+ */
+async function recordAndCheck(url: string, req: HttpRequestSpec, binary: boolean): Promise<CannedResponse> {
+  const body0 = typeof req.body === 'string' || req.body === undefined ? req.body : new Uint8Array(req.body);
+  const res = await fetch(url + req.path, { method: 'POST', headers: req.headers, body: body0 });
+  const body = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200) throw new Error(`Warden answered ${res.status}: ${body.toString()}`);
+  const headers: Record<string, string> = {};
+  const ct = res.headers.get('content-type');
+  if (ct) headers['content-type'] = ct;
+  const ihcl = res.headers.get('inference-header-content-length');
+  if (ihcl) headers['inference-header-content-length'] = ihcl;
+  const jsonLen = ihcl ? Number(ihcl) : body.length;
+  const parsed = JSON.parse(body.subarray(0, jsonLen).toString()) as {
+    outputs: { name: string; data?: number[]; parameters?: { binary_data_size?: number } }[];
+  };
+  let offset = jsonLen;
+  const got: Record<string, number[]> = {};
+  for (const o of parsed.outputs) {
+    const size = o.parameters?.binary_data_size;
+    if (size !== undefined) {
+      const vals: number[] = [];
+      for (let i = 0; i < size; i += 4) vals.push(body.readInt32LE(offset + i));
+      offset += size;
+      got[o.name] = vals;
+    } else {
+      got[o.name] = o.data ?? [];
+    }
+  }
+  if (!eq(got.OUTPUT0 ?? [], OUT0) || !eq(got.OUTPUT1 ?? [], OUT1)) {
+    throw new Error(`Warden returned wrong results for simple: ${JSON.stringify(got)}`);
+  }
+  if (binary !== (ihcl !== null)) {
+    throw new Error(`expected a ${binary ? 'binary' : 'JSON'} response, got headers ${JSON.stringify(headers)}`);
+  }
+  return { headers, bodyBase64: body.toString('base64') };
+}
+
+export interface HttpBenchResult {
+  summaries: CaseSummary[];
+  targetsMet: boolean;
+}
+
+/** Run the HTTP suite; prints and records (ctx.section) its table. */
+export async function benchHttp(ctx: BenchContext): Promise<HttpBenchResult> {
+  ctx.log('\n== HTTP inference on `simple` (Warden vs bare Fastify floor) ==');
+  const repo = await ctx.makeRepository(['simple']);
+  const warden = await ctx.startWarden(repo);
+  const requests = { JSON: jsonRequest(), binary: binaryRequest() };
+  const canned: CannedSet = {
+    json: await recordAndCheck(warden.url, requests.JSON, false),
+    binary: await recordAndCheck(warden.url, requests.binary, true),
+  };
+  const cannedFile = join(repo, 'floor-canned.json');
+  await writeFile(cannedFile, JSON.stringify(canned));
+  const floorPort = await ctx.freePort();
+  const floor = await ctx.startChild(
+    'floor',
+    process.execPath,
+    [join(ctx.root, 'dist', 'bench', 'floor.js'), '--port', String(floorPort), '--canned', cannedFile],
+    floorPort,
+    '/v2/health/ready',
+  );
+  const sizes = {
+    JSON: Buffer.from(canned.json.bodyBase64, 'base64').length,
+    binary: Buffer.from(canned.binary.bodyBase64, 'base64').length,
+  };
+  ctx.log(`  response bytes: JSON ${sizes.JSON}, binary ${sizes.binary} (floor replays the same bytes)`);
+
+  const cases = [];
+  for (const connections of [1, 16]) {
+    for (const enc of ['JSON', 'binary'] as const) {
+      const label = `${enc} c=${connections}`;
+      cases.push({ label, target: 'warden', server: warden, request: requests[enc], connections });
+      cases.push({ label, target: 'floor', server: floor, request: requests[enc], connections });
+    }
+  }
+  const summaries = await ctx.measure(cases);
+  await warden.stop();
+  await floor.stop();
+
+  const rows: (string | number)[][] = [];
+  let targetsMet = true;
+  const verdicts: string[] = [];
+  for (const label of [...new Set(summaries.map((s) => s.label))]) {
+    const w = summaries.find((s) => s.label === label && s.target === 'warden')!;
+    const f = summaries.find((s) => s.label === label && s.target === 'floor')!;
+    const ratio = w.rps / f.rps;
+    const overheadUs = (w.p50Ms - f.p50Ms) * 1000;
+    rows.push([
+      label,
+      w.rps.toFixed(0),
+      w.p50Ms.toFixed(3),
+      w.p99Ms.toFixed(3),
+      f.rps.toFixed(0),
+      f.p50Ms.toFixed(3),
+      f.p99Ms.toFixed(3),
+      `${(ratio * 100).toFixed(0)} %`,
+      overheadUs.toFixed(0),
+    ]);
+    const met = w.connections === 1 ? w.rps >= 2000 : ratio >= 0.4;
+    targetsMet &&= met;
+    verdicts.push(
+      `${label}: ${met ? 'MET' : 'MISSED'} — ` +
+        (w.connections === 1 ? `${w.rps.toFixed(0)} infer/s (target >= 2000)` : `${(ratio * 100).toFixed(0)} % of floor (target >= 40 %)`),
+    );
+  }
+  const table = ctx.table(
+    ['case', 'Warden infer/s', 'p50 ms', 'p99 ms', 'floor req/s', 'floor p50 ms', 'floor p99 ms', 'Warden ÷ floor', 'p50 overhead µs'],
+    rows,
+  );
+  const body =
+    `${table}\n\nMedians over ${ctx.rounds} rounds of ${ctx.durationS} s (after ${ctx.warmupS} s warm-up per case); ` +
+    `response bytes JSON ${sizes.JSON}, binary ${sizes.binary}.\nTargets:\n` +
+    verdicts.map((v) => `- ${v}`).join('\n');
+  ctx.log('\n' + body);
+  ctx.section('HTTP inference on `simple`', body);
+  return { summaries, targetsMet };
+}

@@ -1,0 +1,83 @@
+/**
+ * `npm run bench`: Warden's benchmarks (never run as tests). Runs the HTTP suite (bench/http.ts),
+ * then the optional suites other parts contribute, if present in the build:
+ *   bench/wasm.ts   exporting `benchWasm(ctx: BenchContext): Promise<unknown>`
+ *   bench/native.ts exporting `benchNative(ctx: BenchContext): Promise<unknown>`
+ * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
+ * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native).
+ *
+ * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
+ */
+import { createContext, type BenchContext } from './ctx.js';
+import { benchHttp } from './http.js';
+
+type Suite = (ctx: BenchContext) => Promise<unknown>;
+
+/**
+ * Load an optional suite compiled next to this file. Returns undefined when the module does not
+ * exist; a module that exists but fails to load is an error.
+ */
+async function optionalSuite(file: string, exportName: string): Promise<Suite | undefined> {
+  const url = new URL(file, import.meta.url);
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(url.href)) as Record<string, unknown>;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException & { url?: string };
+    const missingSelf =
+      err.code === 'ERR_MODULE_NOT_FOUND' && (err.url === url.href || String(err.message).includes(url.pathname));
+    if (missingSelf) return undefined;
+    throw e;
+  }
+  const fn = mod[exportName];
+  if (typeof fn !== 'function') throw new Error(`${file} does not export ${exportName}(ctx)`);
+  return fn as Suite;
+}
+
+async function main(): Promise<number> {
+  const ctx = createContext();
+  const only = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
+  const wanted = (name: string) => only.length === 0 || only.includes(name);
+  const started = Date.now();
+  ctx.log(`Warden benchmarks — ${ctx.machine()}`);
+  ctx.log(`rounds ${ctx.rounds} × ${ctx.durationS} s per case, warm-up ${ctx.warmupS} s`);
+  let failed = false;
+  const suites: [string, () => Promise<Suite | undefined>][] = [
+    ['http', async () => benchHttp],
+    ['wasm', () => optionalSuite('./wasm.js', 'benchWasm')],
+    ['native', () => optionalSuite('./native.js', 'benchNative')],
+  ];
+  try {
+    for (const [name, get] of suites) {
+      if (!wanted(name)) continue;
+      let suite: Suite | undefined;
+      try {
+        suite = await get();
+        if (!suite) {
+          ctx.log(`\n(${name} suite not present in this build: skipped)`);
+          continue;
+        }
+        await suite(ctx);
+      } catch (e) {
+        failed = true;
+        ctx.log(`\n${name} suite FAILED: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+        ctx.section(`${name} suite`, `FAILED: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
+  } finally {
+    await ctx.cleanup();
+  }
+  ctx.log(`\n==================== summary (${((Date.now() - started) / 1000).toFixed(0)} s) ====================`);
+  ctx.log(ctx.machine());
+  for (const s of ctx.sections) ctx.log(`\n### ${s.title}\n\n${s.body}`);
+  return failed ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`bench: ${e instanceof Error ? e.stack : String(e)}\n`);
+    process.exit(1);
+  },
+);
