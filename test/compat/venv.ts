@@ -35,11 +35,11 @@ interface Exec {
   out: string;
 }
 
-function exec(cmd: string, args: string[], timeoutMs: number): Promise<Exec> {
+function exec(cmd: string, args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<Exec> {
   return new Promise((resolvePromise) => {
     const child = spawn(cmd, args, {
       cwd: PROJECT_ROOT,
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1' },
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -58,10 +58,10 @@ function exec(cmd: string, args: string[], timeoutMs: number): Promise<Exec> {
 }
 
 /** Versions importable from the venv, or undefined if the venv is missing or broken. */
-async function installedVersions(): Promise<{ tritonclient: string; numpy: string } | undefined> {
-  if (!existsSync(VENV_PYTHON)) return undefined;
+async function installedVersions(python: string): Promise<{ tritonclient: string; numpy: string } | undefined> {
+  if (!existsSync(python)) return undefined;
   const r = await exec(
-    VENV_PYTHON,
+    python,
     [
       '-c',
       'import importlib.metadata as m, numpy, tritonclient.http; ' +
@@ -75,8 +75,8 @@ async function installedVersions(): Promise<{ tritonclient: string; numpy: strin
 }
 
 /** True if the package index pip uses answers at all (any HTTP status counts as reachable). */
-async function indexReachable(): Promise<{ reachable: boolean; url: string; error?: string }> {
-  const base = (process.env.PIP_INDEX_URL ?? 'https://pypi.org/simple').replace(/\/+$/, '');
+async function indexReachable(env: NodeJS.ProcessEnv): Promise<{ reachable: boolean; url: string; error?: string }> {
+  const base = (env.PIP_INDEX_URL ?? process.env.PIP_INDEX_URL ?? 'https://pypi.org/simple').replace(/\/+$/, '');
   const url = `${base}/tritonclient/`;
   try {
     const res = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(15_000) });
@@ -88,8 +88,8 @@ async function indexReachable(): Promise<{ reachable: boolean; url: string; erro
   }
 }
 
-async function withLock<T>(fn: () => Promise<T>): Promise<T> {
-  const key = createHash('sha256').update(PROJECT_ROOT).digest('hex').slice(0, 12);
+async function withLock<T>(venvDir: string, fn: () => Promise<T>): Promise<T> {
+  const key = createHash('sha256').update(venvDir).digest('hex').slice(0, 12);
   const lock = join(tmpdir(), `warden-compat-venv-${key}.lock`);
   const deadline = Date.now() + 10 * 60_000;
   for (;;) {
@@ -111,61 +111,65 @@ async function withLock<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Overrides, for testing the install / skip decision on a scratch venv. */
+export interface VenvOptions {
+  /** Default: `<project root>/.venv`. */
+  venvDir?: string;
+  /** Default: the pinned tritonclient[http] and numpy. */
+  tritonclient?: string;
+  numpy?: string;
+  /** Extra environment for python / pip (e.g. PIP_INDEX_URL); also used by the index probe. */
+  env?: NodeJS.ProcessEnv;
+}
+
 /**
- * Make sure `.venv/` holds tritonclient[http]==TRITONCLIENT_VERSION and numpy==NUMPY_VERSION.
- * Returns `{ok: false, reason}` only when the install failed AND the package index is
- * unreachable; throws on any other failure (no python3, venv creation failed, pip refused).
- * The interpreter used to create the venv is `$WARDEN_PYTHON` or `python3`.
+ * Make sure the venv (default `.venv/`) holds tritonclient[http]==TRITONCLIENT_VERSION and
+ * numpy==NUMPY_VERSION. Returns `{ok: false, reason}` only when the install failed AND the
+ * package index is unreachable; throws on any other failure (no python3, venv creation failed,
+ * pip refused although the index answers). The interpreter used to create the venv is
+ * `$WARDEN_PYTHON` or `python3`.
  */
-export async function ensureCompatVenv(): Promise<VenvStatus> {
-  const want = { tritonclient: TRITONCLIENT_VERSION, numpy: NUMPY_VERSION };
+export async function ensureCompatVenv(opts: VenvOptions = {}): Promise<VenvStatus> {
+  const venvDir = opts.venvDir ?? VENV_DIR;
+  const python = join(venvDir, 'bin', 'python');
+  const env = opts.env ?? {};
+  const want = { tritonclient: opts.tritonclient ?? TRITONCLIENT_VERSION, numpy: opts.numpy ?? NUMPY_VERSION };
   const matches = (v?: { tritonclient: string; numpy: string }) =>
     v !== undefined && v.tritonclient === want.tritonclient && v.numpy === want.numpy;
 
-  const quick = await installedVersions();
-  if (matches(quick)) return { ok: true, python: VENV_PYTHON, ...quick! };
+  const quick = await installedVersions(python);
+  if (matches(quick)) return { ok: true, python, ...quick! };
 
-  return withLock(async () => {
-    const again = await installedVersions();
-    if (matches(again)) return { ok: true, python: VENV_PYTHON, ...again! };
+  return withLock(venvDir, async () => {
+    const again = await installedVersions(python);
+    if (matches(again)) return { ok: true, python, ...again! };
 
-    if (!existsSync(VENV_PYTHON)) {
+    if (!existsSync(python)) {
       const python3 = process.env.WARDEN_PYTHON ?? 'python3';
-      const mk = await exec(python3, ['-m', 'venv', VENV_DIR], 120_000);
-      if (mk.code !== 0) throw new Error(`\`${python3} -m venv .venv\` failed:\n${mk.out}`);
+      const mk = await exec(python3, ['-m', 'venv', venvDir], 120_000, env);
+      if (mk.code !== 0) throw new Error(`\`${python3} -m venv ${venvDir}\` failed:\n${mk.out}`);
     }
+    const requirements = [`tritonclient[http]==${want.tritonclient}`, `numpy==${want.numpy}`];
     const pip = await exec(
-      VENV_PYTHON,
-      [
-        '-m',
-        'pip',
-        'install',
-        '--quiet',
-        '--timeout',
-        '30',
-        '--retries',
-        '2',
-        `tritonclient[http]==${TRITONCLIENT_VERSION}`,
-        `numpy==${NUMPY_VERSION}`,
-      ],
+      python,
+      ['-m', 'pip', 'install', '--quiet', '--timeout', '30', '--retries', '2', ...requirements],
       8 * 60_000,
+      env,
     );
     if (pip.code !== 0) {
-      const probe = await indexReachable();
+      const probe = await indexReachable(env);
       if (!probe.reachable) {
         return {
           ok: false,
-          reason:
-            `PyPI is unreachable (${probe.url}: ${probe.error}); cannot install ` +
-            `tritonclient[http]==${TRITONCLIENT_VERSION} numpy==${NUMPY_VERSION} into .venv`,
+          reason: `PyPI is unreachable (${probe.url}: ${probe.error}); cannot install ${requirements.join(' ')} into ${venvDir}`,
         };
       }
-      throw new Error(`pip install into .venv failed although ${probe.url} is reachable:\n${pip.out}`);
+      throw new Error(`pip install ${requirements.join(' ')} failed although ${probe.url} is reachable:\n${pip.out}`);
     }
-    const after = await installedVersions();
+    const after = await installedVersions(python);
     if (!matches(after)) {
-      throw new Error(`after pip install, .venv has ${JSON.stringify(after)}; wanted ${JSON.stringify(want)}`);
+      throw new Error(`after pip install, ${venvDir} has ${JSON.stringify(after)}; wanted ${JSON.stringify(want)}`);
     }
-    return { ok: true, python: VENV_PYTHON, ...after! };
+    return { ok: true, python, ...after! };
   });
 }
