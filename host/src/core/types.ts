@@ -148,6 +148,11 @@ export interface BackendModel {
    * backend changed it; the host re-normalises and validates it before creating instances.
    */
   readonly config?: ModelConfig;
+  /**
+   * True if instances may be created concurrently (Triton's parallel-instance-loading backend
+   * attribute); otherwise the host creates them one after another, in instance-group order.
+   */
+  readonly parallelInstanceLoading?: boolean;
   createInstance(spec: InstanceSpec): Promise<BackendModelInstance>;
   /** Called once after all instances were finalized. */
   finalize(): Promise<void>;

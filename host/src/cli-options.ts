@@ -1,0 +1,127 @@
+/**
+ * tritonserver's command-line flags (spec §5.8) → ServerOptions. Boolean flags take
+ * `--flag=true|false` (or bare `--flag` = true) as tritonserver does.
+ */
+import { parseArgs } from 'node:util';
+import type { ServerOptions } from './server.js';
+
+export const USAGE = `Usage: warden --model-repository=<path> [options]
+
+  --model-repository=<path>       model repository (repeatable); alias --model-store
+  --http-port=<port>              HTTP port (default 8000)
+  --http-address=<addr>           HTTP bind address (default 0.0.0.0)
+  --metrics-port=<port>           Prometheus metrics port (default 8002)
+  --allow-metrics=<bool>          serve metrics (default true)
+  --model-control-mode=<mode>     none | poll | explicit (default none)
+  --load-model=<name>             model to load at start in explicit mode (repeatable; * = all)
+  --repository-poll-secs=<n>      poll interval in poll mode (default 15)
+  --strict-readiness=<bool>       ready only when every model is ready (default true)
+  --disable-auto-complete-config  do not auto-complete model configurations
+  --strict-model-config=<bool>    deprecated alias of --disable-auto-complete-config
+  --exit-on-error=<bool>          exit if a model fails to load at start (default true)
+  --log-verbose=<n>               verbose logging level (default 0)
+  --http-max-input-size=<bytes>   largest accepted request body (default 67108864)
+  --backend-directory=<path>      where native backends live (default <warden>/build/backends)
+  --backend-config=<b>,<k>=<v>    per-backend setting (repeatable)
+  --model-config-name=<name>      use configs/<name>.pbtxt when present
+  --wasm-max-memory-bytes=<n>     cap on a sandboxed instance's linear memory (default 268435456)
+  --wasm-max-execute-ms=<n>       cap on a sandboxed execute deadline (default 10000)
+  --help                          this text
+`;
+
+/** Thrown for bad flags; the CLI prints the message and the usage, and exits 1. */
+export class UsageError extends Error {}
+
+function bool(name: string, v: string | undefined, dflt: boolean): boolean {
+  if (v === undefined) return dflt;
+  const s = v.toLowerCase();
+  if (['', 'true', '1', 'on', 'yes'].includes(s)) return true;
+  if (['false', '0', 'off', 'no'].includes(s)) return false;
+  throw new UsageError(`--${name} expects true or false, got '${v}'`);
+}
+
+function int(name: string, v: string | undefined, dflt: number, min = 0): number {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name} expects an integer >= ${min}, got '${v}'`);
+  return n;
+}
+
+/** Parse argv (without node and script). @throws UsageError */
+export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
+  const str = { type: 'string' } as const;
+  const multi = { type: 'string', multiple: true } as const;
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        'model-repository': multi,
+        'model-store': multi,
+        'http-port': str,
+        'http-address': str,
+        'metrics-port': str,
+        'allow-metrics': str,
+        'model-control-mode': str,
+        'load-model': multi,
+        'repository-poll-secs': str,
+        'strict-readiness': str,
+        'disable-auto-complete-config': { type: 'boolean' },
+        'strict-model-config': str,
+        'exit-on-error': str,
+        'log-verbose': str,
+        'http-max-input-size': str,
+        'backend-directory': str,
+        'backend-config': multi,
+        'model-config-name': str,
+        'wasm-max-memory-bytes': str,
+        'wasm-max-execute-ms': str,
+        help: { type: 'boolean' },
+      },
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const v = parsed.values;
+  if (v.help) return { modelRepositories: [], help: true };
+  const repos = [...(v['model-repository'] ?? []), ...(v['model-store'] ?? [])];
+  if (repos.length === 0) throw new UsageError('--model-repository must be given');
+  const mode = v['model-control-mode'] ?? 'none';
+  if (mode !== 'none' && mode !== 'poll' && mode !== 'explicit') throw new UsageError(`--model-control-mode must be none, poll or explicit, got '${mode}'`);
+  const loadModels = v['load-model'] ?? [];
+  if (loadModels.length > 0 && mode !== 'explicit') throw new UsageError('--load-model requires --model-control-mode=explicit');
+  if (loadModels.includes('*') && loadModels.length > 1) throw new UsageError("--load-model=* must be the only --load-model");
+  const backendConfig: Record<string, Record<string, string>> = {};
+  for (const bc of v['backend-config'] ?? []) {
+    const m = /^(?:([^,=]*),)?([^,=]+)=(.*)$/.exec(bc);
+    if (!m) throw new UsageError(`--backend-config expects <backend>,<setting>=<value>, got '${bc}'`);
+    const backend = m[1] ?? '';
+    (backendConfig[backend] ??= {})[m[2]!] = m[3]!;
+  }
+  const strictModelConfig = v['strict-model-config'] !== undefined && bool('strict-model-config', v['strict-model-config'], false);
+  const allowMetrics = bool('allow-metrics', v['allow-metrics'], true);
+  return {
+    modelRepositories: repos,
+    httpPort: int('http-port', v['http-port'], 8000),
+    httpAddress: v['http-address'],
+    metricsPort: allowMetrics ? int('metrics-port', v['metrics-port'], 8002) : -1,
+    modelControlMode: mode,
+    loadModels,
+    repositoryPollSecs: int('repository-poll-secs', v['repository-poll-secs'], 15, 1),
+    strictReadiness: bool('strict-readiness', v['strict-readiness'], true),
+    autoCompleteConfig: !(v['disable-auto-complete-config'] || strictModelConfig),
+    exitOnError: bool('exit-on-error', v['exit-on-error'], true),
+    logVerbose: int('log-verbose', v['log-verbose'], 0),
+    maxInputSize: int('http-max-input-size', v['http-max-input-size'], 64 * 1024 * 1024, 1),
+    backendDirectory: v['backend-directory'],
+    backendConfig,
+    modelConfigName: v['model-config-name'],
+    wasmLimits: {
+      maxMemoryBytes: int('wasm-max-memory-bytes', v['wasm-max-memory-bytes'], 256 * 1024 * 1024, 65536),
+      maxExecuteMs: int('wasm-max-execute-ms', v['wasm-max-execute-ms'], 10_000, 1),
+      maxLogBytes: 64 * 1024,
+    },
+  };
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+/**
+ * `warden` — the server's command line, with tritonserver's flags. SIGTERM / SIGINT stop it
+ * gracefully: stop accepting, finish in-flight requests, unload models.
+ */
+import { pino } from 'pino';
+import { USAGE, UsageError, parseCli } from './cli-options.js';
+import { startServer } from './server.js';
+
+async function main(): Promise<void> {
+  let opts;
+  try {
+    opts = parseCli(process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`error: ${e.message}\n\n${USAGE}`);
+      process.exit(1);
+    }
+    throw e;
+  }
+  if (opts.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const logger = pino({ level: (opts.logVerbose ?? 0) > 0 ? 'debug' : 'info', base: { service: 'warden' } });
+  let server;
+  try {
+    server = await startServer({ ...opts, logger });
+  } catch (e) {
+    logger.fatal({ err: e }, 'failed to start');
+    process.exit(1);
+  }
+  let signals = 0;
+  const stop = (sig: string) => {
+    if (++signals > 1) {
+      logger.warn({ signal: sig }, 'second signal, exiting now');
+      process.exit(1);
+    }
+    logger.info({ signal: sig }, 'shutting down gracefully');
+    server.stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+process.on('unhandledRejection', (reason) => {
+  // Never let a stray promise take the server down; log it loudly instead.
+  pino().error({ err: reason }, 'unhandled promise rejection');
+});
+
+void main();

@@ -1,0 +1,425 @@
+/**
+ * The model repository manager: model control modes none / poll / explicit (spec §5.8), the
+ * repository extension's index / load / unload (spec §3.1), version policy, and the model state
+ * machine `UNAVAILABLE → LOADING → READY → UNLOADING → UNAVAILABLE` with reasons.
+ *
+ * Operations on one model are serialised; different models load concurrently. A reload builds the
+ * new versions completely before swapping them in, so requests in flight on the old ones finish
+ * and new requests never see a gap. A failed (re)load leaves what was serving in place.
+ */
+import type { Logger } from 'pino';
+import { loadModelConfig, normalizeModelConfig, validateModelConfig } from '../config/index.js';
+import type { ModelConfig } from '../config/types.js';
+import { ModelStatistics } from '../metrics/stats.js';
+import type { ServerMetrics } from '../metrics/prometheus.js';
+import { fingerprintModel, listVersions, scanRepositories, selectVersions, type ModelLocation } from '../repository/scan.js';
+import { removeOverrideDirectory, writeOverrideDirectory, type FileOverrides } from '../repository/overrides.js';
+import { TritonError, asTritonError, invalidArg, notFound, unavailable } from './errors.js';
+import { ModelVersion } from './model.js';
+import type { Backend, BackendModelInstance, BackendResolver, InstanceSpec } from './types.js';
+
+export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
+export type ModelControlMode = 'none' | 'poll' | 'explicit';
+
+/** One entry of `POST /v2/repository/index`. */
+export interface IndexEntry {
+  name: string;
+  version?: string;
+  state?: ModelState;
+  reason?: string;
+}
+
+interface VersionStatus {
+  state: ModelState;
+  reason: string;
+}
+
+interface ModelRecord {
+  name: string;
+  serving: Map<number, ModelVersion>;
+  status: Map<number, VersionStatus>;
+  /** Set when the model was loaded from an override directory (load API with files). */
+  overrideDir?: string;
+  fingerprint?: string;
+  /** Tail of the per-model operation chain. */
+  chain: Promise<unknown>;
+}
+
+export interface RepositoryManagerOptions {
+  repositories: string[];
+  controlMode: ModelControlMode;
+  resolvers: BackendResolver[];
+  autoCompleteConfig: boolean;
+  /** `--model-config-name`. */
+  configName?: string;
+  logger: Logger;
+  metrics: ServerMetrics;
+}
+
+/** What the load API may carry (spec §3.1). */
+export interface LoadOptions {
+  /** Parsed JSON of `parameters.config`. */
+  configOverride?: unknown;
+  files?: FileOverrides;
+}
+
+export class ModelRepositoryManager {
+  private readonly records = new Map<string, ModelRecord>();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly opts: RepositoryManagerOptions) {
+    opts.metrics.setPendingSource(() =>
+      [...this.records.values()].flatMap((r) =>
+        [...r.serving.values()].map((v) => ({ model: v.name, version: String(v.version), count: v.pendingCount })),
+      ),
+    );
+  }
+
+  get controlMode(): ModelControlMode {
+    return this.opts.controlMode;
+  }
+
+  /**
+   * Initial load: everything (modes none / poll, or explicit with `*`), or the `--load-model`
+   * names (explicit). Failures leave models UNAVAILABLE; they are returned, not thrown.
+   */
+  async startup(loadModels: readonly string[]): Promise<{ name: string; error: TritonError }[]> {
+    const found = await scanRepositories(this.opts.repositories);
+    const all = this.opts.controlMode !== 'explicit' || loadModels.includes('*');
+    const names = all ? [...found.keys()] : [...loadModels];
+    const failures: { name: string; error: TritonError }[] = [];
+    await Promise.all(
+      names.map(async (name) => {
+        try {
+          await this.load(name, {}, true);
+        } catch (e) {
+          failures.push({ name, error: asTritonError(e) });
+        }
+      }),
+    );
+    return failures;
+  }
+
+  /** Start polling the repositories every `seconds` (poll mode). */
+  startPolling(seconds: number): void {
+    const tick = async (): Promise<void> => {
+      try {
+        await this.poll();
+      } catch (e) {
+        this.opts.logger.error({ err: e }, 'repository poll failed');
+      }
+      if (!this.closed) this.pollTimer = setTimeout(tick, seconds * 1000);
+    };
+    this.pollTimer = setTimeout(tick, seconds * 1000);
+  }
+
+  /**
+   * Rescan (poll mode): load new models, unload removed ones, reload changed ones. A failed reload
+   * keeps the old versions serving.
+   */
+  async poll(): Promise<void> {
+    const found = await scanRepositories(this.opts.repositories);
+    const jobs: Promise<unknown>[] = [];
+    for (const [name, loc] of found) {
+      const rec = this.records.get(name);
+      if (rec?.overrideDir) continue;
+      const fp = await fingerprintModel(loc.modelPath);
+      if (!rec || rec.fingerprint !== fp) jobs.push(this.load(name, {}, true).catch(() => undefined));
+    }
+    for (const [name, rec] of this.records) {
+      if (!found.has(name) && !rec.overrideDir && rec.serving.size > 0) jobs.push(this.unload(name, true));
+    }
+    await Promise.all(jobs);
+  }
+
+  /**
+   * Load or reload a model (repository extension `load`). Resolves once the model is READY.
+   * @throws TritonError (UNAVAILABLE in modes none/poll; INVALID_ARG / NOT_FOUND / INTERNAL with the
+   *   load failure, the model then being UNAVAILABLE with that reason unless older versions serve).
+   */
+  load(name: string, options: LoadOptions = {}, internalCall = false): Promise<void> {
+    if (!internalCall && this.opts.controlMode !== 'explicit') {
+      return Promise.reject(unavailable('explicit model load / unload is not allowed if polling is enabled'));
+    }
+    if (this.closed) return Promise.reject(unavailable('server is shutting down'));
+    return this.serialise(name, () => this.doLoad(name, options));
+  }
+
+  /**
+   * Unload every version of a model (repository extension `unload`). Returns once the model stops
+   * taking new requests; in-flight requests finish in the background before finalize.
+   * Unloading a model that is not loaded succeeds.
+   */
+  unload(name: string, internalCall = false): Promise<void> {
+    if (!internalCall && this.opts.controlMode !== 'explicit') {
+      return Promise.reject(unavailable('explicit model load / unload is not allowed if polling is enabled'));
+    }
+    return new Promise<void>((resolveReturned, reject) => {
+      this.serialise(name, async () => {
+        const rec = this.records.get(name);
+        if (!rec) return resolveReturned();
+        const retiring = [...rec.serving.values()];
+        rec.serving = new Map();
+        for (const v of retiring) rec.status.set(v.version, { state: 'UNLOADING', reason: '' });
+        rec.fingerprint = undefined;
+        resolveReturned();
+        await Promise.all(
+          retiring.map(async (v) => {
+            await v.retire();
+            // A newer load may have replaced the status meanwhile; only mark ours.
+            if (rec.status.get(v.version)?.state === 'UNLOADING') rec.status.set(v.version, { state: 'UNAVAILABLE', reason: 'unloaded' });
+          }),
+        );
+        if (rec.overrideDir && rec.serving.size === 0) {
+          await removeOverrideDirectory(rec.overrideDir);
+          rec.overrideDir = undefined;
+        }
+      }).catch(reject);
+    });
+  }
+
+  /**
+   * The version that serves a request.
+   * @param version -1 = highest ready version
+   * @throws TritonError NOT_FOUND for an unknown model or version, UNAVAILABLE if not ready.
+   */
+  getVersion(name: string, version: number): ModelVersion {
+    const rec = this.records.get(name);
+    if (!rec || (rec.serving.size === 0 && rec.status.size === 0)) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (version < 0) {
+      let best: ModelVersion | undefined;
+      for (const v of rec.serving.values()) if (!best || v.version > best.version) best = v;
+      if (!best) throw unavailable(`Request for unknown model: '${name}' has no available versions`);
+      return best;
+    }
+    const v = rec.serving.get(version);
+    if (v) return v;
+    if (rec.status.has(version)) throw unavailable(`Request for unknown model: '${name}' version ${version} is not at ready state`);
+    throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
+  }
+
+  /** Every serving version, for statistics and metadata; `name` limits it to one model. */
+  servingVersions(name?: string): ModelVersion[] {
+    const recs = name === undefined ? [...this.records.values()] : [this.records.get(name)].filter((r): r is ModelRecord => !!r);
+    return recs.flatMap((r) => [...r.serving.values()].sort((a, b) => a.version - b.version));
+  }
+
+  /** Whether a model name is known at all (loaded once, or being loaded). */
+  isKnown(name: string): boolean {
+    const rec = this.records.get(name);
+    return !!rec && (rec.serving.size > 0 || rec.status.size > 0);
+  }
+
+  /** Strict readiness: every model that was asked to load is READY. */
+  allReady(): boolean {
+    for (const r of this.records.values()) {
+      for (const s of r.status.values()) if (s.state !== 'READY' && s.reason !== 'unloaded') return false;
+    }
+    return true;
+  }
+
+  /** The repository index (spec §3.1). */
+  async index(readyOnly: boolean): Promise<IndexEntry[]> {
+    const onDisk = await scanRepositories(this.opts.repositories).catch(() => new Map<string, ModelLocation>());
+    const names = new Set([...onDisk.keys(), ...this.records.keys()]);
+    const out: IndexEntry[] = [];
+    for (const name of [...names].sort()) {
+      const rec = this.records.get(name);
+      const dup = onDisk.get(name)?.duplicates.length;
+      if (dup) {
+        if (!readyOnly) out.push({ name, state: 'UNAVAILABLE', reason: 'model appears in two or more repositories' });
+        continue;
+      }
+      if (!rec || rec.status.size === 0) {
+        if (!readyOnly) out.push({ name });
+        continue;
+      }
+      for (const [v, s] of [...rec.status].sort((a, b) => a[0] - b[0])) {
+        if (readyOnly && s.state !== 'READY') continue;
+        const e: IndexEntry = { name, version: String(v), state: s.state };
+        if (s.reason) e.reason = s.reason;
+        out.push(e);
+      }
+    }
+    return out;
+  }
+
+  /** Unload everything and finalize backends (graceful shutdown): in-flight requests finish first. */
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.pollTimer);
+    await Promise.all([...this.records.keys()].map((n) => this.unload(n, true)));
+    await Promise.all([...this.records.values()].map((r) => r.chain));
+    for (const r of this.opts.resolvers) {
+      await r.finalizeAll().catch((e) => this.opts.logger.error({ err: e }, 'backend finalize failed'));
+    }
+  }
+
+  private serialise<T>(name: string, op: () => Promise<T>): Promise<T> {
+    let rec = this.records.get(name);
+    if (!rec) {
+      rec = { name, serving: new Map(), status: new Map(), chain: Promise.resolve() };
+      this.records.set(name, rec);
+    }
+    const run = rec.chain.then(op, op);
+    rec.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async doLoad(name: string, options: LoadOptions): Promise<void> {
+    const rec = this.records.get(name)!;
+    const log = this.opts.logger.child({ model: name });
+    if (options.files && options.files.size > 0 && options.configOverride === undefined) {
+      throw invalidArg(`failed to load '${name}', failed to poll from model repository: model configuration must be provided when file overrides are given`);
+    }
+    let modelPath: string;
+    let overrideDir: string | undefined;
+    if (options.files && options.files.size > 0) {
+      overrideDir = await writeOverrideDirectory(name, options.files);
+      modelPath = overrideDir;
+    } else {
+      const loc = (await scanRepositories(this.opts.repositories)).get(name);
+      if (!loc) throw invalidArg(`failed to load '${name}', failed to poll from model repository: model not found in any model repository`);
+      if (loc.duplicates.length > 0) throw invalidArg(`failed to load '${name}', model appears in two or more repositories`);
+      modelPath = loc.modelPath;
+    }
+    const fingerprint = overrideDir ? undefined : await fingerprintModel(modelPath);
+    let loaded: Map<number, ModelVersion>;
+    try {
+      loaded = await this.buildVersions(rec, name, modelPath, options, log);
+    } catch (e) {
+      if (overrideDir) await removeOverrideDirectory(overrideDir);
+      const err = asTritonError(e);
+      if (rec.serving.size === 0) {
+        // Nothing serves: the model (every version it tried) is UNAVAILABLE with the reason.
+        if (rec.status.size === 0) rec.status.set(1, { state: 'UNAVAILABLE', reason: err.message });
+        for (const [v, s] of rec.status) if (s.state !== 'READY') rec.status.set(v, { state: 'UNAVAILABLE', reason: err.message });
+      }
+      log.error({ reason: err.message }, 'failed to load model');
+      throw err;
+    }
+    // Swap: new versions serve from now on; old ones drain and finalize in the background.
+    const old = rec.serving;
+    rec.serving = loaded;
+    for (const v of rec.status.keys()) if (!loaded.has(v)) rec.status.delete(v);
+    for (const v of loaded.keys()) rec.status.set(v, { state: 'READY', reason: '' });
+    const oldOverride = rec.overrideDir;
+    rec.overrideDir = overrideDir;
+    rec.fingerprint = fingerprint;
+    void Promise.all([...old.values()].map((v) => v.retire())).then(async () => {
+      if (oldOverride && oldOverride !== overrideDir) await removeOverrideDirectory(oldOverride);
+    });
+    log.info({ versions: [...loaded.keys()] }, 'successfully loaded');
+  }
+
+  /** Load every selected version; all-or-nothing (partial successes are finalized on failure). */
+  private async buildVersions(
+    rec: ModelRecord,
+    name: string,
+    modelPath: string,
+    options: LoadOptions,
+    log: Logger,
+  ): Promise<Map<number, ModelVersion>> {
+    const versions = await listVersions(modelPath);
+    const config = await loadModelConfig(modelPath, {
+      modelName: name,
+      autoComplete: this.opts.autoCompleteConfig,
+      configName: this.opts.configName,
+      versions,
+      overrideJson: options.configOverride,
+    });
+    rejectUnsupported(config);
+    const selected = selectVersions(config.version_policy, versions);
+    if (selected.length === 0) throw invalidArg(`failed to load '${name}', no version is available`);
+    const backend = await this.resolveBackend(config, modelPath, `${modelPath}/${selected[selected.length - 1]}`);
+    const built = new Map<number, ModelVersion>();
+    for (const v of selected) if (!rec.serving.has(v)) rec.status.set(v, { state: 'LOADING', reason: '' });
+    try {
+      for (const version of selected) {
+        built.set(version, await this.buildVersion(backend, name, version, modelPath, config, log));
+      }
+    } catch (e) {
+      await Promise.all([...built.values()].map((m) => m.finalize()));
+      throw e;
+    }
+    return built;
+  }
+
+  private async buildVersion(backend: Backend, name: string, version: number, modelPath: string, config: ModelConfig, log: Logger): Promise<ModelVersion> {
+    const t0 = process.hrtime.bigint();
+    const vlog = log.child({ version });
+    const backendModel = await backend.loadModel({
+      name,
+      version,
+      modelPath,
+      versionPath: `${modelPath}/${version}`,
+      config,
+      autoCompleteConfig: this.opts.autoCompleteConfig,
+      logger: vlog,
+    });
+    const instances: BackendModelInstance[] = [];
+    let finalConfig = config;
+    try {
+      if (backendModel.config) {
+        finalConfig = normalizeModelConfig(backendModel.config, { modelName: name, gpuCount: 0 });
+        validateModelConfig(finalConfig);
+        rejectUnsupported(finalConfig);
+      }
+      const specs = instanceSpecs(finalConfig);
+      if (backendModel.parallelInstanceLoading) {
+        const results = await Promise.allSettled(specs.map((s) => backendModel.createInstance(s)));
+        for (const r of results) if (r.status === 'fulfilled') instances.push(r.value);
+        const failed = results.find((r) => r.status === 'rejected');
+        if (failed) throw (failed as PromiseRejectedResult).reason;
+      } else {
+        for (const s of specs) instances.push(await backendModel.createInstance(s));
+      }
+    } catch (e) {
+      for (const i of instances) await i.finalize().catch(() => undefined);
+      await backendModel.finalize().catch(() => undefined);
+      throw e;
+    }
+    const stats = new ModelStatistics(this.opts.metrics.forModel(name, version));
+    this.opts.metrics.setLoadDuration(name, version, Number(process.hrtime.bigint() - t0) / 1e9);
+    return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog);
+  }
+
+  private async resolveBackend(config: ModelConfig, modelPath: string, versionPath: string): Promise<Backend> {
+    for (const r of this.opts.resolvers) {
+      const b = await r.resolve(config, modelPath, versionPath);
+      if (b) return b;
+    }
+    throw invalidArg(`unable to find backend library for backend '${config.backend || config.platform}'`);
+  }
+}
+
+/** Scheduling features Warden does not implement yet make the model UNAVAILABLE with a clear reason. */
+function rejectUnsupported(config: ModelConfig): void {
+  if (config.sequence_batching) {
+    throw new TritonError('UNSUPPORTED', `model '${config.name}' uses sequence_batching, which Warden does not support yet`);
+  }
+  if (config.ensemble_scheduling || config.platform === 'ensemble') {
+    throw new TritonError('UNSUPPORTED', `model '${config.name}' is an ensemble, which Warden does not support yet`);
+  }
+}
+
+/** Instance placements from the normalised instance groups (spec §5.5); CPU / MODEL only here. */
+export function instanceSpecs(config: ModelConfig): InstanceSpec[] {
+  const specs: InstanceSpec[] = [];
+  for (const g of config.instance_group) {
+    if (g.kind === 'KIND_GPU') throw invalidArg(`instance group ${g.name} of model ${config.name} has kind KIND_GPU but no GPUs are available`);
+    const kind = g.kind === 'KIND_MODEL' ? 'KIND_MODEL' : 'KIND_CPU';
+    for (let k = 0; k < g.count; k++) {
+      specs.push({
+        name: `${g.name}_${k}`,
+        groupName: g.name,
+        kind,
+        deviceId: 0,
+        hostPolicy: g.host_policy || (kind === 'KIND_MODEL' ? 'model' : 'cpu'),
+        passive: g.passive,
+      });
+    }
+  }
+  return specs;
+}

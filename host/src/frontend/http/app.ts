@@ -1,0 +1,107 @@
+/**
+ * The HTTP frontend: Triton's HTTP/REST protocol on Fastify (spec §1–§3). Routes follow Triton's
+ * dispatch table (spec §1.1); every error leaves as `{"error": ...}` with Triton's status.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { TritonError, asTritonError, invalidArg, unsupported } from '../../core/errors.js';
+import { optionalJson } from './body.js';
+import type { FrontendContext } from './context.js';
+import { handleGenerate, handleGenerateStream } from './generate.js';
+import { handleInfer } from './infer.js';
+import { LogSettingsStore } from './logging.js';
+import { modelMetadata, modelReady, modelStatistics, serverMetadata, serverReady } from './metadata.js';
+import { handleIndex, handleLoad, handleUnload } from './repository.js';
+import { parseVersion, route, sendError } from './routing.js';
+
+const SHM_DISABLED = "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.";
+
+type ModelParams = { model: string; version?: string };
+
+/** Build the Fastify app (not listening). `logSettings` backs the logging extension. */
+export function buildHttpApp(ctx: FrontendContext, logSettings: LogSettingsStore): FastifyInstance {
+  const app: FastifyInstance = Fastify({
+    loggerInstance: ctx.logger.child({ component: 'http' }) as FastifyBaseLogger,
+    disableRequestLogging: true,
+    exposeHeadRoutes: false,
+    bodyLimit: ctx.maxInputSize,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: ctx.maxInputSize }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err: unknown, _req, reply) => {
+    if (err instanceof TritonError) return sendError(reply, err);
+    const fe = err as { code?: string; statusCode?: number; message?: string };
+    if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return sendError(reply, invalidArg(`request body exceeds the maximum allowed value of ${ctx.maxInputSize} bytes. Use --http-max-input-size to increase the limit.`));
+    }
+    if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+      return reply.code(fe.statusCode).type('application/json').send(JSON.stringify({ error: fe.message ?? 'Bad Request' }));
+    }
+    ctx.logger.error({ err }, 'unhandled error in HTTP handler');
+    return sendError(reply, asTritonError(err));
+  });
+  app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send('{"error":"Not Found"}'));
+
+  const empty = (reply: FastifyReply, ok: boolean) => (ok ? reply.code(200).send() : reply.code(400).send());
+  route(app, '/v2/health/live', { GET: (_q, r) => empty(r, true) });
+  route(app, '/v2/health/ready', { GET: (_q, r) => empty(r, serverReady(ctx)) });
+  route(app, '/v2', { GET: (_q, r) => r.send(serverMetadata()) });
+  route(app, '/v2/models/stats', { GET: (_q, r) => r.send(modelStatistics(ctx)) });
+  route(app, '/v2/logging', {
+    GET: (_q, r) => r.send(logSettings.get()),
+    POST: (q, r) => r.send(logSettings.update(optionalJson(q, ctx.maxInputSize) ?? {})),
+  });
+
+  // Per-model endpoints, with and without /versions/{v}.
+  const modelRoute = (suffix: string, handlers: Record<'GET' | 'POST', ((q: FastifyRequest, r: FastifyReply, model: string, version: number) => unknown) | undefined>) => {
+    for (const prefix of ['/v2/models/:model', '/v2/models/:model/versions/:version']) {
+      const wrap = (h?: (q: FastifyRequest, r: FastifyReply, model: string, version: number) => unknown) =>
+        h &&
+        ((q: FastifyRequest, r: FastifyReply) => {
+          const p = q.params as ModelParams;
+          const version = parseVersion(p.version);
+          if (version === undefined) return r.code(404).type('application/json').send('{"error":"Not Found"}');
+          return h(q, r, p.model, version);
+        });
+      route(app, prefix + suffix, { GET: wrap(handlers.GET), POST: wrap(handlers.POST) });
+    }
+  };
+  modelRoute('', { GET: (_q, r, m, v) => r.send(modelMetadata(ctx, m, v)), POST: undefined });
+  modelRoute('/ready', {
+    GET: (_q, r, m, v) => (modelReady(ctx, m, v) ? r.code(200).send() : r.code(400).type('application/json').send('{"error":"Model version not ready"}')),
+    POST: undefined,
+  });
+  modelRoute('/config', { GET: (_q, r, m, v) => r.type('application/json').send(JSON.stringify(ctx.manager.getVersion(m, v).config)), POST: undefined });
+  modelRoute('/stats', { GET: (_q, r, m, v) => r.send(modelStatistics(ctx, m, v)), POST: undefined });
+  modelRoute('/infer', { GET: undefined, POST: (q, r, m, v) => handleInfer(ctx, q, r, m, v) });
+  modelRoute('/generate', { GET: undefined, POST: (q, r, m, v) => handleGenerate(ctx, q, r, m, v) });
+  modelRoute('/generate_stream', { GET: undefined, POST: (q, r, m, v) => handleGenerateStream(ctx, q, r, m, v) });
+
+  route(app, '/v2/repository/index', { POST: (q, r) => handleIndex(ctx, q, r) });
+  route(app, '/v2/repository/models/:model/load', { POST: (q, r) => handleLoad(ctx, q, r, (q.params as ModelParams).model) });
+  route(app, '/v2/repository/models/:model/unload', { POST: (q, r) => handleUnload(ctx, q, r, (q.params as ModelParams).model) });
+  const namedRepo = () => {
+    throw unsupported("'repository_name' specification is not supported");
+  };
+  route(app, '/v2/repository/:repo/index', { POST: namedRepo });
+  route(app, '/v2/repository/:repo/models/:model/load', { POST: namedRepo });
+  route(app, '/v2/repository/:repo/models/:model/unload', { POST: namedRepo });
+
+  // Client shared memory is off (Triton's default since 2026-04, spec §3.3).
+  for (const kind of ['systemsharedmemory', 'cudasharedmemory']) {
+    route(app, `/v2/${kind}/status`, { GET: (_q, r) => r.send([]) });
+    route(app, `/v2/${kind}/region/:region/status`, { GET: (_q, r) => r.send([]) });
+    for (const op of ['register', 'unregister']) {
+      const h = () => {
+        throw unsupported(SHM_DISABLED);
+      };
+      route(app, `/v2/${kind}/${op}`, { POST: h });
+      route(app, `/v2/${kind}/region/:region/${op}`, { POST: h });
+    }
+  }
+  return app;
+}
+
+export { LogSettingsStore };

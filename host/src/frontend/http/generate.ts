@@ -1,0 +1,164 @@
+/**
+ * `POST /v2/models/{m}[/versions/{v}]/generate` and `/generate_stream` (spec §3.6): flat JSON
+ * requests mapped onto the model's inputs and request parameters; one flat JSON object per
+ * response; `generate_stream` answers as server-sent events. Both accept decoupled models.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ModelConfig } from '../../config/types.js';
+import { TritonError, asTritonError, invalidArg } from '../../core/errors.js';
+import type { InferenceResponse, ParameterValue, ResponseSender, Tensor } from '../../core/types.js';
+import { tensorDataType, type InferenceRequestInit } from '../../core/validate.js';
+import { tensorDataToValues, jsonToTensorData } from '../../tensor/json.js';
+import { parseJsonBody } from './infer-request.js';
+import { submitAndCollect } from './infer.js';
+import type { FrontendContext } from './context.js';
+import { requestBody } from './body.js';
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Shape for `n` elements from config dims (spec §3.6): fixed dims must divide `n`, the innermost
+ * -1 takes the remainder, other -1 dims become 1; a batching model gets a leading batch of 1.
+ */
+export function generateShape(config: ModelConfig, dims: readonly number[], n: number, name: string): number[] {
+  const fixed = dims.reduce((p, d) => (d === -1 ? p : p * d), 1);
+  const innermost = dims.lastIndexOf(-1);
+  if (innermost < 0 ? fixed !== n : fixed === 0 ? n !== 0 : n % fixed !== 0) {
+    throw invalidArg(`unable to fit ${n} element(s) of '${name}' into its dims ${JSON.stringify(dims)}`);
+  }
+  const shape = dims.map((d, i) => (d !== -1 ? d : i === innermost ? (fixed === 0 ? 0 : n / fixed) : 1));
+  return config.max_batch_size > 0 ? [1, ...shape] : shape;
+}
+
+function toParameter(key: string, value: unknown): ParameterValue {
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
+  throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', 'double' or 'string'.`);
+}
+
+/** Map a generate request body onto inputs and parameters. @throws TritonError INVALID_ARG */
+export function decodeGenerateRequest(doc: unknown, model: string, version: number, config: ModelConfig): InferenceRequestInit {
+  if (!isObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the generate request must be a JSON object');
+  const init: InferenceRequestInit = {
+    id: '',
+    model,
+    version,
+    inputs: [],
+    requestedOutputs: [],
+    parameters: {},
+    correlationId: 0,
+    flags: 0,
+    priority: 0,
+    timeoutUs: 0,
+  };
+  const inputs = new Map(config.input.map((i) => [i.name, i]));
+  if (doc.parameters !== undefined) {
+    if (inputs.has('parameters')) throw invalidArg("Keyword 'parameters' for nested schema also given as input tensor name");
+    if (!isObject(doc.parameters)) throw invalidArg("Expected JSON object for keyword 'parameters'");
+  }
+  if (typeof doc.id === 'string') init.id = doc.id;
+  const entries = [
+    ...Object.entries(doc).filter(([k]) => k !== 'parameters'),
+    ...Object.entries((doc.parameters as Record<string, unknown> | undefined) ?? {}),
+  ];
+  for (const [key, value] of entries) {
+    const ci = inputs.get(key);
+    if (!ci) {
+      if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`);
+      init.parameters[key] = toParameter(key, value);
+      continue;
+    }
+    const values = Array.isArray(value) ? value : [value];
+    if (values.some((v) => Array.isArray(v))) throw invalidArg(`input '${key}' must be a scalar or a 1-D array`);
+    const datatype = tensorDataType(ci);
+    const shape = generateShape(config, ci.dims, values.length, key);
+    const tensor: Tensor = { name: key, datatype, shape, data: jsonToTensorData(values, datatype, values.length, key) };
+    init.inputs.push(tensor);
+  }
+  return init;
+}
+
+/** One response as a flat JSON object; single-element tensors become scalars. */
+export function encodeGenerateResponse(model: string, version: number, id: string, r: InferenceResponse): string {
+  const o: Record<string, unknown> = {};
+  if (id) o.id = id;
+  o.model_name = model;
+  o.model_version = String(version);
+  for (const [k, v] of Object.entries(r.parameters ?? {})) o[k] = v;
+  for (const t of r.outputs) {
+    const values = tensorDataToValues(t.data, t.datatype);
+    o[t.name] = values.length === 1 ? values[0] : values;
+  }
+  return JSON.stringify(o);
+}
+
+function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, version: number) {
+  const mv = ctx.manager.getVersion(model, version);
+  const body = requestBody(req, ctx.maxInputSize);
+  if (req.headers['content-encoding'] && req.headers['content-encoding'] !== 'identity') {
+    throw invalidArg("Unsupported HTTP header Content-Encoding: only 'identity' is supported for generate");
+  }
+  const init = decodeGenerateRequest(parseJsonBody(body.toString('utf8')), model, version, mv.config);
+  return { mv, init };
+}
+
+export async function handleGenerate(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<FastifyReply> {
+  const { mv, init } = prepare(ctx, req, model, version);
+  const responses = await submitAndCollect(req, mv, init);
+  if (responses.length !== 1) {
+    throw invalidArg('generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses');
+  }
+  return reply.code(200).type('application/json').send(encodeGenerateResponse(model, mv.version, init.id, responses[0]!));
+}
+
+export async function handleGenerateStream(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<void> {
+  const { mv, init } = prepare(ctx, req, model, version);
+  await new Promise<void>((resolve, reject) => {
+    let started = false;
+    let ended = false;
+    const start = (): void => {
+      if (started) return;
+      started = true;
+      reply.hijack();
+      reply.raw.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' });
+    };
+    const write = (payload: string): void => {
+      start();
+      reply.raw.write(`data: ${payload}\n\n`);
+    };
+    const end = (): void => {
+      ended = true;
+      reply.raw.end();
+      resolve();
+    };
+    const sender: ResponseSender = {
+      send(r, final) {
+        if (ended) return;
+        if (r) write(encodeGenerateResponse(model, mv.version, init.id, r));
+        if (final) {
+          start(); // a flags-only final with no responses yields an empty 200 event stream
+          end();
+        }
+      },
+      sendError(e: TritonError, final) {
+        if (ended) return;
+        if (!started) {
+          ended = true;
+          reject(e);
+          return;
+        }
+        write(JSON.stringify({ error: e.message }));
+        if (final) end();
+      },
+    };
+    let request: ReturnType<typeof mv.submit>;
+    try {
+      request = mv.submit(init, sender);
+    } catch (e) {
+      reject(asTritonError(e));
+      return;
+    }
+    req.raw.once('close', () => {
+      if (!ended) request.cancelled = true;
+    });
+  });
+}

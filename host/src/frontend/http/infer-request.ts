@@ -1,0 +1,230 @@
+/**
+ * Decoding of `POST /v2/models/{m}[/versions/{v}]/infer` bodies: the JSON inference header
+ * (spec §1.8, §1.11, §1.12), the binary tensor data extension (spec §2) and raw-binary requests.
+ */
+import type { ModelConfig } from '../../config/types.js';
+import { TritonError, internal, invalidArg } from '../../core/errors.js';
+import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type ParameterValue, type Tensor } from '../../core/types.js';
+import { tensorDataType, type InferenceRequestInit } from '../../core/validate.js';
+import { isDataType, dataTypeByteSize, elementCount } from '../../tensor/datatypes.js';
+import { jsonToTensorData } from '../../tensor/json.js';
+
+/** How each output is to be returned: `binary` = binary tensor data extension. */
+export interface OutputFormats {
+  /** `binary_data_output` request parameter (default for outputs without their own setting). */
+  defaultBinary: boolean;
+  perOutput: Map<string, boolean>;
+}
+
+export interface DecodedInferRequest {
+  init: InferenceRequestInit;
+  formats: OutputFormats;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Parse JSON with Triton's error wording (INVALID_ARG, 400). */
+export function parseJsonBody(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
+  }
+}
+
+/** Request-level `parameters` (spec §1.11): reserved keys become request fields, the rest pass through. */
+function decodeParameters(params: unknown, init: InferenceRequestInit, formats: OutputFormats): void {
+  if (params === undefined) return;
+  if (!isObject(params)) throw invalidArg(`'parameters' must be a JSON object`);
+  for (const [key, value] of Object.entries(params)) {
+    switch (key) {
+      case 'sequence_id':
+        if (typeof value === 'string') init.correlationId = value;
+        else if (typeof value === 'number' && Number.isInteger(value) && value >= 0) init.correlationId = value;
+        else throw invalidArg(`'sequence_id' must be an unsigned integer or a string`);
+        break;
+      case 'sequence_start':
+      case 'sequence_end': {
+        if (typeof value !== 'boolean') throw invalidArg(`'${key}' must be a boolean`);
+        const flag = key === 'sequence_start' ? REQUEST_FLAG_SEQUENCE_START : REQUEST_FLAG_SEQUENCE_END;
+        if (value) init.flags |= flag;
+        break;
+      }
+      case 'priority':
+        if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw invalidArg(`'priority' must be an unsigned integer`);
+        init.priority = value;
+        break;
+      case 'timeout':
+        if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw invalidArg(`'timeout' must be an unsigned integer`);
+        init.timeoutUs = value;
+        break;
+      case 'binary_data_output':
+        if (typeof value !== 'boolean') throw invalidArg(`'binary_data_output' must be a boolean`);
+        formats.defaultBinary = value;
+        break;
+      case 'headers':
+        break;
+      default:
+        if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`);
+        if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+          throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', 'double' or 'string'.`);
+        }
+        init.parameters[key] = value as ParameterValue;
+    }
+  }
+}
+
+function decodeShape(shape: unknown, name: string): number[] {
+  if (!Array.isArray(shape)) throw internal(`Unable to parse 'shape': attempt to access JSON non-array as array for input '${name}'`);
+  return shape.map((d) => {
+    if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
+      throw invalidArg(`Unable to parse 'shape' for input '${name}': dims must be non-negative integers`);
+    }
+    return d;
+  });
+}
+
+/**
+ * Decode an inference request.
+ * @param body the whole request body (decompressed)
+ * @param headerLength `Inference-Header-Content-Length`, or undefined if absent (whole body is JSON)
+ * @throws TritonError with Triton's codes: INVALID_ARG for malformed JSON, bad sizes, leftover
+ *   bytes; INTERNAL for JSON type errors in tensor data (as Triton's JSON layer).
+ */
+export function decodeInferRequest(
+  body: Buffer,
+  headerLength: number | undefined,
+  modelName: string,
+  version: number,
+  config: ModelConfig,
+): DecodedInferRequest {
+  const init: InferenceRequestInit = {
+    id: '',
+    model: modelName,
+    version,
+    inputs: [],
+    requestedOutputs: [],
+    parameters: {},
+    correlationId: 0,
+    flags: 0,
+    priority: 0,
+    timeoutUs: 0,
+  };
+  const formats: OutputFormats = { defaultBinary: false, perOutput: new Map() };
+  const jsonLen = headerLength ?? body.length;
+  if (jsonLen === 0) return decodeRawBinary(body, init, formats, modelName, config);
+  if (jsonLen < 0 || jsonLen > body.length) {
+    throw invalidArg(`unexpected size for request JSON, expecting ${jsonLen - body.length} more bytes`);
+  }
+  const doc = parseJsonBody(body.subarray(0, jsonLen).toString('utf8'));
+  if (!isObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the inference request must be a JSON object');
+  if (doc.id !== undefined) {
+    if (typeof doc.id !== 'string') throw internal(`Unable to parse 'id': attempt to access JSON non-string as string`);
+    init.id = doc.id;
+  }
+  decodeParameters(doc.parameters, init, formats);
+  if (!Array.isArray(doc.inputs)) throw internal(`Unable to parse 'inputs': attempt to access JSON non-array as array`);
+  let offset = jsonLen;
+  for (const raw of doc.inputs) {
+    if (!isObject(raw)) throw internal(`Unable to parse 'inputs': attempt to access JSON non-object as object`);
+    const name = raw.name;
+    if (typeof name !== 'string') throw internal(`Unable to parse 'name': attempt to access JSON non-string as string`);
+    const datatype = raw.datatype;
+    if (!isDataType(datatype)) throw invalidArg(`invalid datatype for input ${name}`);
+    const shape = decodeShape(raw.shape, name);
+    const params = raw.parameters;
+    if (params !== undefined && !isObject(params)) throw invalidArg(`'parameters' of input '${name}' must be a JSON object`);
+    const binSize = params?.binary_data_size;
+    const shm = params?.shared_memory_region;
+    const sources = [raw.data !== undefined, binSize !== undefined, shm !== undefined].filter(Boolean).length;
+    if (sources !== 1) {
+      throw invalidArg(
+        `Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But ${sources === 0 ? 'none were set' : 'more than one were set'} for input '${name}'`,
+      );
+    }
+    if (shm !== undefined) {
+      throw new TritonError('UNSUPPORTED', "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
+    }
+    const n = elementCount(shape);
+    if (!Number.isSafeInteger(n)) throw invalidArg(`shape ${JSON.stringify(shape)} of input '${name}' is too large`);
+    let data: Uint8Array;
+    if (binSize !== undefined) {
+      if (typeof binSize !== 'number' || !Number.isSafeInteger(binSize) || binSize < 0) {
+        throw invalidArg(`'binary_data_size' of input '${name}' must be an unsigned integer`);
+      }
+      if (offset + binSize > body.length) {
+        throw invalidArg(
+          `unexpected size for input '${name}', expecting ${binSize} additional bytes for model '${modelName}'`,
+        );
+      }
+      data = body.subarray(offset, offset + binSize);
+      offset += binSize;
+    } else {
+      data = jsonToTensorData(raw.data, datatype, n, name);
+    }
+    init.inputs.push({ name, datatype, shape, data });
+  }
+  if (offset !== body.length) throw invalidArg(`unexpected additional input data for model '${modelName}'`);
+  if (doc.outputs !== undefined) {
+    if (!Array.isArray(doc.outputs)) throw internal(`Unable to parse 'outputs': attempt to access JSON non-array as array`);
+    for (const raw of doc.outputs) {
+      if (!isObject(raw) || typeof raw.name !== 'string') throw internal(`Unable to parse 'outputs': each output needs a string 'name'`);
+      const p = raw.parameters;
+      if (p !== undefined && !isObject(p)) throw invalidArg(`'parameters' of output '${raw.name}' must be a JSON object`);
+      if (p?.shared_memory_region !== undefined) {
+        throw new TritonError('UNSUPPORTED', "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
+      }
+      if (p?.classification !== undefined) {
+        throw new TritonError('UNSUPPORTED', `classification output '${raw.name}' is not supported by Warden yet`);
+      }
+      if (p?.binary_data !== undefined) {
+        if (typeof p.binary_data !== 'boolean') throw invalidArg(`'binary_data' of output '${raw.name}' must be a boolean`);
+        formats.perOutput.set(raw.name, p.binary_data);
+      }
+      init.requestedOutputs.push(raw.name);
+    }
+  }
+  return { init, formats };
+}
+
+/**
+ * Raw binary request (spec §2, `Inference-Header-Content-Length: 0`): the body is the bytes of the
+ * model's single input; every output is returned binary.
+ */
+function decodeRawBinary(
+  body: Buffer,
+  init: InferenceRequestInit,
+  formats: OutputFormats,
+  modelName: string,
+  config: ModelConfig,
+): DecodedInferRequest {
+  formats.defaultBinary = true;
+  if (config.input.length !== 1) {
+    throw invalidArg(
+      `Raw request must only have 1 input (found 1) to be deduced but got ${config.input.length} inputs in '${modelName}' model configuration`,
+    );
+  }
+  const ci = config.input[0]!;
+  const datatype = tensorDataType(ci);
+  const batched = config.max_batch_size > 0;
+  let dims: number[];
+  if (datatype === 'BYTES') {
+    if (ci.dims.length !== 1 || ci.dims[0] !== 1) {
+      throw invalidArg(`For BYTE datatype raw input '${ci.name}', the model must have input shape [1]`);
+    }
+    dims = [1];
+  } else {
+    const size = dataTypeByteSize(datatype);
+    const variable = ci.dims.filter((d) => d === -1).length;
+    if (variable > 1) {
+      throw invalidArg(`The shape of the raw input '${ci.name}' can not be deduced because there are more than one variable-sized dimension`);
+    }
+    const fixed = ci.dims.reduce((n, d) => (d === -1 ? n : n * d), 1) * size;
+    if (fixed === 0 || body.length % fixed !== 0 || (variable === 0 && body.length !== fixed)) {
+      throw invalidArg(`The shape of the raw input '${ci.name}' can not be deduced: ${body.length} bytes do not fit dims ${JSON.stringify(ci.dims)}`);
+    }
+    dims = ci.dims.map((d) => (d === -1 ? body.length / fixed : d));
+  }
+  init.inputs.push({ name: ci.name, datatype, shape: batched ? [1, ...dims] : dims, data: body } satisfies Tensor);
+  return { init, formats };
+}

@@ -1,0 +1,65 @@
+/** The model repository extension (spec §3.1): index, load (with config / file overrides), unload. */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { internal, invalidArg } from '../../core/errors.js';
+import { decodeFileOverride, type FileOverrides } from '../../repository/overrides.js';
+import { optionalJson } from './body.js';
+import type { FrontendContext } from './context.js';
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export async function handleIndex(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const body = optionalJson(req, ctx.maxInputSize);
+  let ready = false;
+  if (body !== undefined) {
+    if (!isObject(body)) throw invalidArg('index request must be a JSON object');
+    if (body.ready !== undefined) {
+      if (typeof body.ready !== 'boolean') throw invalidArg("Unable to parse 'ready': attempt to access JSON non-boolean as boolean");
+      ready = body.ready;
+    }
+  }
+  return reply.code(200).type('application/json').send(JSON.stringify(await ctx.manager.index(ready)));
+}
+
+export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string): Promise<FastifyReply> {
+  const body = optionalJson(req, ctx.maxInputSize);
+  let configOverride: unknown;
+  const files: FileOverrides = new Map();
+  if (body !== undefined) {
+    if (!isObject(body)) throw invalidArg('load request must be a JSON object');
+    const params = body.parameters;
+    if (params !== undefined) {
+      if (!isObject(params)) throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
+      for (const [key, value] of Object.entries(params)) {
+        if (key === 'config') {
+          if (typeof value !== 'string') throw invalidArg("Unable to parse 'config': attempt to access JSON non-string as string");
+          try {
+            configOverride = JSON.parse(value);
+          } catch (e) {
+            throw invalidArg(`failed to load '${model}': invalid 'config' parameter, not JSON: ${(e as Error).message}`);
+          }
+        } else if (key.startsWith('file:')) {
+          const [path, data] = decodeFileOverride(key, value);
+          files.set(path, data);
+        } else {
+          throw internal(`unexpected error on creating Triton parameter: unrecognized load parameter '${key}'`);
+        }
+      }
+    }
+  }
+  await ctx.manager.load(model, { configOverride, files });
+  return reply.code(200).send();
+}
+
+export async function handleUnload(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string): Promise<FastifyReply> {
+  const body = optionalJson(req, ctx.maxInputSize);
+  if (body !== undefined && !isObject(body)) throw invalidArg('unload request must be a JSON object');
+  const params = isObject(body) ? body.parameters : undefined;
+  if (params !== undefined) {
+    if (!isObject(params)) throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
+    if (params.unload_dependents !== undefined && typeof params.unload_dependents !== 'boolean') {
+      throw invalidArg("Unable to parse 'unload_dependents': attempt to access JSON non-boolean as boolean");
+    }
+  }
+  await ctx.manager.unload(model);
+  return reply.code(200).send();
+}

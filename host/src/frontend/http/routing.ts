@@ -1,0 +1,35 @@
+/**
+ * Triton's routing rules on Fastify (spec §1.1): exact paths, 405 `{"error":"Method Not Allowed"}`
+ * for a wrong method on a known path, 404 `{"error":"Not Found"}` for anything else, errors as
+ * `{"error": "<message>"}` with the status of their Triton error code (spec §1.2).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { TritonError, httpStatusOf } from '../../core/errors.js';
+
+export type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | unknown;
+
+const ALL_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'] as const;
+
+/** Register `url` for every method; methods without a handler answer 405. */
+export function route(app: FastifyInstance, url: string, handlers: { GET?: Handler; POST?: Handler }): void {
+  app.route({
+    method: [...ALL_METHODS],
+    url,
+    handler: async (req, reply) => {
+      const h = handlers[req.method as 'GET' | 'POST'];
+      if (!h) return reply.code(405).send({ error: 'Method Not Allowed' });
+      return h(req, reply);
+    },
+  });
+}
+
+/** Send a Triton error as `{"error": message}` with its HTTP status. */
+export function sendError(reply: FastifyReply, e: TritonError): FastifyReply {
+  return reply.code(httpStatusOf(e.code)).type('application/json').send(JSON.stringify({ error: e.message }));
+}
+
+/** Parse the `versions/{v}` path segment: digits only (else the path is unknown, 404). */
+export function parseVersion(v: string | undefined): number | undefined {
+  if (v === undefined) return -1;
+  return /^[0-9]+$/.test(v) ? Number(v) : undefined;
+}

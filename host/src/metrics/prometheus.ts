@@ -1,0 +1,105 @@
+/**
+ * Prometheus metrics with Triton's names and labels (spec §4), on prom-client. Per-model series
+ * carry `model` and `version` labels; failures also carry `reason`.
+ */
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Counter children bound to one model version. */
+export interface ModelMetricSeries {
+  success: Counter.Internal;
+  failure(reason: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER'): Counter.Internal;
+  inferenceCount: Counter.Internal;
+  execCount: Counter.Internal;
+  requestDurationUs: Counter.Internal;
+  queueDurationUs: Counter.Internal;
+  computeInputDurationUs: Counter.Internal;
+  computeInferDurationUs: Counter.Internal;
+  computeOutputDurationUs: Counter.Internal;
+}
+
+/** One source of pending-request counts, polled at scrape time. */
+export type PendingSource = () => { model: string; version: string; count: number }[];
+
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly success;
+  private readonly failure;
+  private readonly inferenceCount;
+  private readonly execCount;
+  private readonly requestDuration;
+  private readonly queueDuration;
+  private readonly computeInput;
+  private readonly computeInfer;
+  private readonly computeOutput;
+  private readonly loadDuration;
+  private pendingSource: PendingSource = () => [];
+
+  constructor() {
+    const registers = [this.registry];
+    const labelNames = ['model', 'version'] as const;
+    const counter = (name: string, help: string) => new Counter({ name, help, labelNames, registers });
+    this.success = counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes');
+    this.failure = new Counter({
+      name: 'nv_inference_request_failure',
+      help: 'Number of failed inference requests, all batch sizes',
+      labelNames: ['model', 'version', 'reason'] as const,
+      registers,
+    });
+    this.inferenceCount = counter('nv_inference_count', 'Number of inferences performed (does not include cached requests)');
+    this.execCount = counter('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)');
+    this.requestDuration = counter('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)');
+    this.queueDuration = counter('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)');
+    this.computeInput = counter('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)');
+    this.computeInfer = counter('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)');
+    this.computeOutput = counter('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)');
+    const self = this;
+    new Gauge({
+      name: 'nv_inference_pending_request_count',
+      help: 'Instantaneous number of pending requests awaiting execution per-model.',
+      labelNames,
+      registers,
+      collect() {
+        this.reset();
+        for (const p of self.pendingSource()) this.set({ model: p.model, version: p.version }, p.count);
+      },
+    });
+    this.loadDuration = new Gauge({
+      name: 'nv_model_load_duration_secs',
+      help: 'Model load time in seconds',
+      labelNames,
+      registers,
+    });
+    collectDefaultMetrics({ register: this.registry, prefix: 'warden_process_' });
+  }
+
+  /** Counter children for one model version (cheap to call; children are cached by prom-client). */
+  forModel(model: string, version: number): ModelMetricSeries {
+    const labels = { model, version: String(version) };
+    return {
+      success: this.success.labels(labels),
+      failure: (reason) => this.failure.labels({ ...labels, reason }),
+      inferenceCount: this.inferenceCount.labels(labels),
+      execCount: this.execCount.labels(labels),
+      requestDurationUs: this.requestDuration.labels(labels),
+      queueDurationUs: this.queueDuration.labels(labels),
+      computeInputDurationUs: this.computeInput.labels(labels),
+      computeInferDurationUs: this.computeInfer.labels(labels),
+      computeOutputDurationUs: this.computeOutput.labels(labels),
+    };
+  }
+
+  /** Record how long a model version took to load. */
+  setLoadDuration(model: string, version: number, seconds: number): void {
+    this.loadDuration.set({ model, version: String(version) }, seconds);
+  }
+
+  /** Where `nv_inference_pending_request_count` reads from. */
+  setPendingSource(source: PendingSource): void {
+    this.pendingSource = source;
+  }
+
+  /** Prometheus text exposition. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

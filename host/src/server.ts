@@ -1,0 +1,165 @@
+/**
+ * Warden's server object: the repository manager, the backends, the HTTP frontend and the metrics
+ * endpoint, started and stopped together. `startServer` is what the CLI and the tests use.
+ */
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pino, type Logger } from 'pino';
+import { OnnxRuntimeResolver } from './backends/onnxruntime/index.js';
+import type { BackendResolver } from './core/types.js';
+import { ModelRepositoryManager, type ModelControlMode } from './core/repository-manager.js';
+import { buildHttpApp, LogSettingsStore } from './frontend/http/app.js';
+import { ServerMetrics } from './metrics/prometheus.js';
+import { buildMetricsApp } from './metrics/server.js';
+
+/** The project root (two levels above host/src, or dist/host/src). */
+export const PROJECT_ROOT = (() => {
+  const here = fileURLToPath(new URL('.', import.meta.url));
+  return here.includes(`${'/'}dist${'/'}`) ? join(here, '..', '..', '..') : join(here, '..', '..');
+})();
+
+export interface ServerOptions {
+  modelRepositories: string[];
+  /** 0 = ephemeral port. Default 8000. */
+  httpPort?: number;
+  httpAddress?: string;
+  /** 0 = ephemeral; -1 = no metrics endpoint. Default 8002. */
+  metricsPort?: number;
+  modelControlMode?: ModelControlMode;
+  /** `--load-model` names (explicit mode); `*` = all. */
+  loadModels?: string[];
+  /** `--repository-poll-secs` (poll mode). Default 15. */
+  repositoryPollSecs?: number;
+  strictReadiness?: boolean;
+  autoCompleteConfig?: boolean;
+  /** `--exit-on-error`: fail start-up if any model fails to load. Default false here (the CLI defaults true). */
+  exitOnError?: boolean;
+  /** `--http-max-input-size` in bytes. Default 64 MiB. */
+  maxInputSize?: number;
+  /** `--backend-directory` for native backends. */
+  backendDirectory?: string;
+  /** `--backend-config=<backend>,<k>=<v>` settings, by backend ('' = global). */
+  backendConfig?: Record<string, Record<string, string>>;
+  /** `--model-config-name`. */
+  modelConfigName?: string;
+  /** Sandbox caps for wasm backends. */
+  wasmLimits?: { maxMemoryBytes: number; maxExecuteMs: number; maxLogBytes: number };
+  /** Directory for caches (transpiled components). */
+  cacheDir?: string;
+  logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  /** Log verbosity (`--log-verbose`). */
+  logVerbose?: number;
+  /** Use this logger instead of creating one. */
+  logger?: Logger;
+}
+
+export interface RunningServer {
+  httpUrl: string;
+  metricsUrl?: string;
+  manager: ModelRepositoryManager;
+  metrics: ServerMetrics;
+  logger: Logger;
+  /** Graceful stop: refuse new connections, finish in-flight requests, unload models. */
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_WASM_LIMITS = { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 64 * 1024 };
+
+/** The backend resolvers in resolution order: wasm, onnxruntime, (python), native. */
+async function createResolvers(opts: ServerOptions, logger: Logger): Promise<BackendResolver[]> {
+  const resolvers: BackendResolver[] = [];
+  const autoCompleteConfig = opts.autoCompleteConfig ?? true;
+  // Optional backend kinds are loaded lazily so a missing build artefact disables only that kind.
+  try {
+    const { WasmBackendResolver } = await import('./backends/wasm/index.js');
+    resolvers.push(
+      new WasmBackendResolver({
+        cacheDir: opts.cacheDir ?? join(PROJECT_ROOT, '.cache', 'wasm'),
+        limits: opts.wasmLimits ?? DEFAULT_WASM_LIMITS,
+        logger: logger.child({ backend: 'wasm' }),
+      }),
+    );
+  } catch (e) {
+    logger.warn({ err: e }, 'wasm backend unavailable');
+  }
+  resolvers.push(new OnnxRuntimeResolver());
+  try {
+    const { NativeBackendResolver } = await import('./backends/native/index.js');
+    resolvers.push(
+      new NativeBackendResolver({
+        backendDirectory: opts.backendDirectory ?? join(PROJECT_ROOT, 'build', 'backends'),
+        backendConfig: opts.backendConfig,
+        autoCompleteConfig,
+        logger: logger.child({ backend: 'native' }),
+      }),
+    );
+  } catch (e) {
+    logger.warn({ err: e }, 'native backend host unavailable');
+  }
+  return resolvers;
+}
+
+/**
+ * Start Warden.
+ * @throws Error if a port cannot be bound, a repository cannot be read, or (exitOnError) a model
+ *   fails to load.
+ */
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const logger = opts.logger ?? pino({ level: opts.logLevel ?? 'info', base: { service: 'warden' } });
+  const metrics = new ServerMetrics();
+  const manager = new ModelRepositoryManager({
+    repositories: opts.modelRepositories,
+    controlMode: opts.modelControlMode ?? 'none',
+    resolvers: await createResolvers(opts, logger),
+    autoCompleteConfig: opts.autoCompleteConfig ?? true,
+    configName: opts.modelConfigName,
+    logger,
+    metrics,
+  });
+  let accepting = true;
+  const maxInputSize = opts.maxInputSize ?? 64 * 1024 * 1024;
+  const http = buildHttpApp(
+    { manager, strictReadiness: opts.strictReadiness ?? true, accepting: () => accepting, maxInputSize, logger },
+    new LogSettingsStore(logger, opts.logVerbose ?? 0),
+  );
+  const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger) : undefined;
+
+  const failures = await manager.startup(opts.loadModels ?? []);
+  for (const f of failures) logger.error({ model: f.name, reason: f.error.message }, 'model failed to load');
+  if (opts.exitOnError && failures.length > 0) {
+    await manager.shutdown();
+    throw new Error(`failed to load ${failures.map((f) => `'${f.name}'`).join(', ')}: ${failures[0]!.error.message}`);
+  }
+  if ((opts.modelControlMode ?? 'none') === 'poll') manager.startPolling(opts.repositoryPollSecs ?? 15);
+
+  const host = opts.httpAddress ?? '0.0.0.0';
+  await http.listen({ port: opts.httpPort ?? 8000, host });
+  const httpPort = (http.server.address() as { port: number }).port;
+  let metricsUrl: string | undefined;
+  if (metricsApp) {
+    await metricsApp.listen({ port: opts.metricsPort ?? 8002, host });
+    metricsUrl = `http://127.0.0.1:${(metricsApp.server.address() as { port: number }).port}`;
+  }
+  const display = host === '0.0.0.0' ? '127.0.0.1' : host;
+  logger.info({ http: `${display}:${httpPort}`, metrics: metricsUrl }, 'Warden started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    httpUrl: `http://${display}:${httpPort}`,
+    metricsUrl,
+    manager,
+    metrics,
+    logger,
+    stop() {
+      stopping ??= (async () => {
+        accepting = false;
+        // close() stops accepting and waits for in-flight requests to be answered.
+        await http.close();
+        await manager.shutdown();
+        await metricsApp?.close();
+        logger.info('Warden stopped');
+      })();
+      return stopping;
+    },
+  };
+}

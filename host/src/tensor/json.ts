@@ -1,0 +1,208 @@
+/**
+ * JSON tensor data ↔ raw tensor bytes (spec §1.9 "JSON data element", §1.10 layout).
+ *
+ * Input rules follow Triton's HTTP frontend: `data` may be nested or flat (only the total element
+ * count is checked); integers are narrowed with C-cast semantics (wrap, no range check); BOOL must
+ * be JSON true/false; FP16/BF16 cannot be sent as JSON; BYTES elements are JSON strings.
+ */
+import { TritonError, internal, invalidArg } from '../core/errors.js';
+import { type DataType, dataTypeByteSize } from './datatypes.js';
+import { decodeBytesElements, encodeBytesElements } from './bytes.js';
+import { bf16ToNumber, halfToNumber } from './half.js';
+
+function flatten(data: unknown, out: unknown[]): void {
+  if (Array.isArray(data)) {
+    for (const d of data) flatten(d, out);
+  } else {
+    out.push(data);
+  }
+}
+
+const INT_KIND: Partial<Record<DataType, 'signed' | 'unsigned'>> = {
+  INT8: 'signed',
+  INT16: 'signed',
+  INT32: 'signed',
+  INT64: 'signed',
+  UINT8: 'unsigned',
+  UINT16: 'unsigned',
+  UINT32: 'unsigned',
+  UINT64: 'unsigned',
+};
+
+/**
+ * Convert an input's JSON `data` into raw bytes.
+ * @param data nested or flat JSON array (a bare scalar is accepted as one element)
+ * @param expectedElements element count of the declared shape
+ * @throws TritonError INVALID_ARG for FP16/BF16 JSON; INTERNAL (500, as Triton's JSON layer) for
+ *   elements of the wrong JSON type and for an element count that does not match the shape.
+ */
+export function jsonToTensorData(
+  data: unknown,
+  datatype: DataType,
+  expectedElements: number,
+  inputName: string,
+): Uint8Array {
+  if (datatype === 'FP16' || datatype === 'BF16') {
+    throw invalidArg(
+      `receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${inputName}`,
+    );
+  }
+  const flat: unknown[] = [];
+  flatten(data, flat);
+  if (flat.length !== expectedElements) {
+    throw internal(
+      `Unable to parse 'data': Shape does not match true shape of 'data' field for input '${inputName}': expected ${expectedElements} elements, got ${flat.length}`,
+    );
+  }
+  if (datatype === 'BYTES') {
+    for (const e of flat) {
+      if (typeof e !== 'string') throw internal(`Unable to parse 'data': attempt to access JSON non-string as string`);
+    }
+    return encodeBytesElements(flat as string[]);
+  }
+  const size = dataTypeByteSize(datatype);
+  const out = new Uint8Array(flat.length * size);
+  const view = new DataView(out.buffer);
+  if (datatype === 'BOOL') {
+    for (let i = 0; i < flat.length; i++) {
+      const e = flat[i];
+      if (typeof e !== 'boolean') throw internal(`Unable to parse 'data': attempt to access JSON non-boolean as boolean`);
+      out[i] = e ? 1 : 0;
+    }
+    return out;
+  }
+  const kind = INT_KIND[datatype];
+  for (let i = 0; i < flat.length; i++) {
+    const e = flat[i];
+    if (typeof e !== 'number') {
+      throw internal(`Unable to parse 'data': attempt to access JSON non-number as ${kind ? `${kind} integer` : 'double'}`);
+    }
+    if (kind) {
+      if (!Number.isInteger(e) || (kind === 'unsigned' && e < 0)) {
+        throw internal(
+          `Unable to parse 'data': attempt to access JSON non-${kind}-integer as ${kind}-integer`,
+        );
+      }
+    }
+    const off = i * size;
+    switch (datatype) {
+      case 'INT8':
+        view.setInt8(off, e);
+        break;
+      case 'UINT8':
+        view.setUint8(off, e);
+        break;
+      case 'INT16':
+        view.setInt16(off, e, true);
+        break;
+      case 'UINT16':
+        view.setUint16(off, e, true);
+        break;
+      case 'INT32':
+        view.setInt32(off, e, true);
+        break;
+      case 'UINT32':
+        view.setUint32(off, e, true);
+        break;
+      case 'INT64':
+        view.setBigInt64(off, BigInt(e), true);
+        break;
+      case 'UINT64':
+        view.setBigUint64(off, BigInt(e), true);
+        break;
+      case 'FP32':
+        view.setFloat32(off, e, true);
+        break;
+      case 'FP64':
+        view.setFloat64(off, e, true);
+        break;
+      default:
+        throw new TritonError('INTERNAL', `unhandled datatype ${datatype}`);
+    }
+  }
+  return out;
+}
+
+function numberText(v: number): string {
+  // JSON has no NaN/Infinity; Triton (rapidjson) writes them as tokens clients' parsers accept.
+  if (Number.isFinite(v)) return String(v);
+  return Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
+}
+
+/**
+ * Render raw tensor bytes as the text of a flat JSON array (e.g. `[1,2,3]`), ready to splice into
+ * a response. 64-bit integers keep full precision; FP32 is widened to double as Triton does;
+ * BYTES elements become JSON strings of their raw bytes (decoded as UTF-8); BOOL → true/false.
+ * @throws TritonError INVALID_ARG on a truncated BYTES buffer or a byte size not a multiple of the element size.
+ */
+export function tensorDataToJsonText(data: Uint8Array, datatype: DataType): string {
+  if (datatype === 'BYTES') {
+    const dec = new TextDecoder();
+    return `[${decodeBytesElements(data, 'output').map((e) => JSON.stringify(dec.decode(e))).join(',')}]`;
+  }
+  const size = dataTypeByteSize(datatype);
+  if (data.length % size !== 0) {
+    throw invalidArg(`output byte size ${data.length} is not a multiple of the ${datatype} element size ${size}`);
+  }
+  const n = data.length / size;
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const parts = new Array<string>(n);
+  for (let i = 0; i < n; i++) {
+    const off = i * size;
+    switch (datatype) {
+      case 'BOOL':
+        parts[i] = data[off] ? 'true' : 'false';
+        break;
+      case 'INT8':
+        parts[i] = String(view.getInt8(off));
+        break;
+      case 'UINT8':
+        parts[i] = String(data[off]);
+        break;
+      case 'INT16':
+        parts[i] = String(view.getInt16(off, true));
+        break;
+      case 'UINT16':
+        parts[i] = String(view.getUint16(off, true));
+        break;
+      case 'INT32':
+        parts[i] = String(view.getInt32(off, true));
+        break;
+      case 'UINT32':
+        parts[i] = String(view.getUint32(off, true));
+        break;
+      case 'INT64':
+        parts[i] = view.getBigInt64(off, true).toString();
+        break;
+      case 'UINT64':
+        parts[i] = view.getBigUint64(off, true).toString();
+        break;
+      case 'FP16':
+        parts[i] = numberText(halfToNumber(view.getUint16(off, true)));
+        break;
+      case 'BF16':
+        parts[i] = numberText(bf16ToNumber(view.getUint16(off, true)));
+        break;
+      case 'FP32':
+        parts[i] = numberText(view.getFloat32(off, true));
+        break;
+      case 'FP64':
+        parts[i] = numberText(view.getFloat64(off, true));
+        break;
+    }
+  }
+  return `[${parts.join(',')}]`;
+}
+
+/**
+ * Tensor bytes as JS values (for /generate's flat JSON objects): numbers, booleans, strings;
+ * 64-bit integers beyond 2^53 lose precision here.
+ */
+export function tensorDataToValues(data: Uint8Array, datatype: DataType): unknown[] {
+  if (datatype === 'BYTES') {
+    const dec = new TextDecoder();
+    return decodeBytesElements(data, 'output').map((e) => dec.decode(e));
+  }
+  // Only numbers and booleans here: non-finite tokens become null, as JSON.stringify would.
+  return JSON.parse(tensorDataToJsonText(data, datatype).replace(/-?Infinity|NaN/g, 'null')) as unknown[];
+}
