@@ -63,6 +63,7 @@ export interface ModelInstanceGroup {
   kind: InstanceGroupKind;
   count: number;
   gpus: number[];
+  /** `device_id` is int64; Triton's JSON prints it as a string (see json.ts). */
   secondary_devices: { kind: string; device_id: number }[];
   profile: string[];
   passive: boolean;
@@ -89,12 +90,48 @@ export interface ModelDynamicBatching {
   priority_queue_policy: Record<string, ModelQueuePolicy>;
 }
 
-/** `ModelSequenceBatching` (spec §5.6); kept structurally, the sequence batcher comes later. */
+/** `ModelSequenceBatching.Control` (spec §5.6): how one control value reaches the model. */
+export interface ModelSequenceControl {
+  kind: 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_CORRID';
+  /** `[false_value, true_value]` for START/READY/END as an INT32 tensor. */
+  int32_false_true: number[];
+  /** `[false_value, true_value]` as an FP32 tensor. */
+  fp32_false_true: number[];
+  /** `[false_value, true_value]` as a BOOL tensor. */
+  bool_false_true: boolean[];
+  /** CORRID tensor type (TYPE_UINT64/INT64/UINT32/INT32/STRING). */
+  data_type: ConfigDataType;
+}
+
+/** `ModelSequenceBatching.ControlInput`: a model input fed with sequence controls. */
+export interface ModelSequenceControlInput {
+  name: string;
+  control: ModelSequenceControl[];
+}
+
+/** `ModelSequenceBatching.InitialState`; exactly one of `zero_data` / `data_file` when set. */
+export interface ModelSequenceInitialState {
+  data_type: ConfigDataType;
+  dims: number[];
+  zero_data?: boolean;
+  /** File under `<model>/initial_state/`. */
+  data_file?: string;
+  name: string;
+}
+
+/** `ModelSequenceBatching.State`: an implicit state input/output pair. */
+export interface ModelSequenceState {
+  input_name: string;
+  output_name: string;
+  data_type: ConfigDataType;
+  dims: number[];
+  initial_state: ModelSequenceInitialState[];
+  use_same_buffer_for_input_output: boolean;
+  use_growable_memory: boolean;
+}
+
+/** `ModelSequenceBatching` (spec §5.6). At most one of `direct` / `oldest` is set. */
 export interface ModelSequenceBatching {
-  max_sequence_idle_microseconds: number;
-  control_input: unknown[];
-  state: unknown[];
-  iterative_sequence: boolean;
   direct?: { max_queue_delay_microseconds: number; minimum_slot_utilization: number };
   oldest?: {
     max_candidate_sequences: number;
@@ -102,6 +139,111 @@ export interface ModelSequenceBatching {
     max_queue_delay_microseconds: number;
     preserve_ordering: boolean;
   };
+  /** µs; normalised to 1,000,000 when 0 / unset. */
+  max_sequence_idle_microseconds: number;
+  control_input: ModelSequenceControlInput[];
+  state: ModelSequenceState[];
+  iterative_sequence: boolean;
+}
+
+/** `BatchInput` (spec §5.3): an extra input the backend derives from the batch. */
+export interface BatchInput {
+  kind:
+    | 'BATCH_ELEMENT_COUNT'
+    | 'BATCH_ACCUMULATED_ELEMENT_COUNT'
+    | 'BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO'
+    | 'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE'
+    | 'BATCH_ITEM_SHAPE'
+    | 'BATCH_ITEM_SHAPE_FLATTEN';
+  target_name: string[];
+  data_type: ConfigDataType;
+  source_input: string[];
+}
+
+/** `BatchOutput` (spec §5.3). */
+export interface BatchOutput {
+  target_name: string[];
+  kind: 'BATCH_SCATTER_WITH_INPUT_SHAPE';
+  source_input: string[];
+}
+
+/** `ModelOptimizationPolicy.ExecutionAccelerators.Accelerator`. */
+export interface ModelExecutionAccelerator {
+  name: string;
+  parameters: Record<string, string>;
+}
+
+/** `ModelOptimizationPolicy.Cuda.GraphSpec` (TensorRT CUDA graphs). */
+export interface ModelCudaGraphSpec {
+  batch_size: number;
+  input: Record<string, { dim: number[] }>;
+  graph_lower_bound?: { batch_size: number; input: Record<string, { dim: number[] }> };
+}
+
+/** `ModelOptimizationPolicy` (spec §5.3). Both pinned-memory flags are set by normalisation. */
+export interface ModelOptimizationPolicy {
+  graph?: { level: number };
+  priority: 'PRIORITY_DEFAULT' | 'PRIORITY_MAX' | 'PRIORITY_MIN';
+  cuda?: { graphs: boolean; busy_wait_events: boolean; graph_spec: ModelCudaGraphSpec[]; output_copy_stream: boolean };
+  execution_accelerators?: {
+    gpu_execution_accelerator: ModelExecutionAccelerator[];
+    cpu_execution_accelerator: ModelExecutionAccelerator[];
+  };
+  input_pinned_memory?: { enable: boolean };
+  output_pinned_memory?: { enable: boolean };
+  gather_kernel_buffer_threshold: number;
+  eager_batching: boolean;
+}
+
+/** `ModelEnsembling.Step` (spec §5.6). */
+export interface ModelEnsembleStep {
+  model_name: string;
+  /** -1 = latest. */
+  model_version: number;
+  /** composing-model input name → ensemble tensor name. */
+  input_map: Record<string, string>;
+  /** composing-model output name → ensemble tensor name. */
+  output_map: Record<string, string>;
+  model_namespace: string;
+}
+
+/** `ModelEnsembling` (spec §5.6). */
+export interface ModelEnsembling {
+  step: ModelEnsembleStep[];
+  /** 0 = unlimited (older protos call field 2 `max_inflight_responses`). */
+  max_inflight_requests: number;
+}
+
+/** `ModelWarmup.Input`; at most one of zero_data / random_data / input_data_file. */
+export interface ModelWarmupInput {
+  data_type: ConfigDataType;
+  dims: number[];
+  zero_data?: boolean;
+  random_data?: boolean;
+  /** File under `<model>/warmup/`. */
+  input_data_file?: string;
+}
+
+/** `ModelWarmup` (spec §5.3). */
+export interface ModelWarmup {
+  name: string;
+  batch_size: number;
+  inputs: Record<string, ModelWarmupInput>;
+  count: number;
+}
+
+/** `ModelRepositoryAgents.Agent`. */
+export interface ModelRepositoryAgent {
+  name: string;
+  parameters: Record<string, string>;
+}
+
+/** `ModelMetrics` (histogram bucket overrides). */
+export interface ModelMetrics {
+  metric_control: {
+    metric_identifier?: { family: string };
+    histogram_options?: { buckets: number[] };
+  }[];
 }
 
 /** `ModelParameter`: free-form backend parameters, e.g. `execute_delay_ms`. */
@@ -129,21 +271,25 @@ export interface ModelConfig {
   max_batch_size: number;
   input: ModelInput[];
   output: ModelOutput[];
-  batch_input: unknown[];
-  batch_output: unknown[];
-  optimization: Record<string, unknown>;
+  batch_input: BatchInput[];
+  batch_output: BatchOutput[];
+  /**
+   * Always present after normalisation except for ensembles (`platform: "ensemble"`), for which
+   * Triton neither fills nor prints it.
+   */
+  optimization?: ModelOptimizationPolicy;
   dynamic_batching?: ModelDynamicBatching;
   sequence_batching?: ModelSequenceBatching;
-  ensemble_scheduling?: Record<string, unknown>;
+  ensemble_scheduling?: ModelEnsembling;
   instance_group: ModelInstanceGroup[];
   default_model_filename: string;
   cc_model_filenames: Record<string, string>;
   metric_tags: Record<string, string>;
   parameters: Record<string, ModelParameter>;
-  model_warmup: unknown[];
+  model_warmup: ModelWarmup[];
   model_operations?: { op_library_filename: string[] };
   model_transaction_policy?: { decoupled: boolean };
-  model_repository_agents?: { agents: unknown[] };
+  model_repository_agents?: { agents: ModelRepositoryAgent[] };
   response_cache?: { enable: boolean };
-  model_metrics?: Record<string, unknown>;
+  model_metrics?: ModelMetrics;
 }

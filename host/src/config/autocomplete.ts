@@ -1,0 +1,192 @@
+/**
+ * Server-side auto-complete of the backend fields (spec §5.7), ported from Triton core's
+ * `AutoCompleteBackendFields` (src/model_config_utils.cc): fills `name` (from the directory),
+ * `backend`, `platform` and `default_model_filename` from what the config already says and from
+ * the files of the first version directory. Triton runs this for every model, with or without
+ * `--disable-auto-complete-config` (that flag only controls backend-side completion).
+ *
+ * Checked in Triton's order: TensorFlow (`model.savedmodel/` dir, `model.graphdef` file),
+ * TensorRT (`model.plan`), ONNX Runtime (`model.onnx`, file or dir), OpenVINO (`model.xml`),
+ * PyTorch (`model.pt`, `model.pt2`), Python (`model.py`); then — Warden addition — the sandboxed
+ * WebAssembly backend (`model.wasm` ⇒ backend `wasm`); finally a custom backend named by the model
+ * name `foo.<backend>` (default filename `model.<backend>`), else INVALID_ARG.
+ */
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { invalidArg } from '../core/errors.js';
+import type { ModelConfig } from './types.js';
+
+/** Filenames / names Triton's auto-complete knows (core src/constants.h). */
+export const KNOWN = {
+  tfSavedModelPlatform: 'tensorflow_savedmodel',
+  tfGraphDefPlatform: 'tensorflow_graphdef',
+  tfSavedModelFile: 'model.savedmodel',
+  tfGraphDefFile: 'model.graphdef',
+  tfBackend: 'tensorflow',
+  trtPlatform: 'tensorrt_plan',
+  trtFile: 'model.plan',
+  trtBackend: 'tensorrt',
+  onnxPlatform: 'onnxruntime_onnx',
+  onnxFile: 'model.onnx',
+  onnxBackend: 'onnxruntime',
+  openvinoFile: 'model.xml',
+  openvinoBackend: 'openvino',
+  torchPlatform: 'pytorch_libtorch',
+  torchPlatformAlt: 'libtorch',
+  torchFile: 'model.pt',
+  torchBackend: 'pytorch',
+  aotiPlatform: 'torch_aoti',
+  aotiFile: 'model.pt2',
+  pythonFile: 'model.py',
+  pythonBackend: 'python',
+  wasmFile: 'model.wasm',
+  wasmBackend: 'wasm',
+} as const;
+
+async function isDirectory(p: string): Promise<boolean> {
+  return (await stat(p).catch(() => undefined))?.isDirectory() ?? false;
+}
+
+/**
+ * Fill `name`, `backend`, `platform` and `default_model_filename` (spec §5.7). Does not modify `raw`.
+ * @param modelName directory name of the model.
+ * @param modelPath `<repository>/<model>`.
+ * @param versions version numbers present; Triton inspects the first version directory in
+ *   directory-listing (lexical) order, so does Warden.
+ * @throws TritonError INVALID_ARG `Invalid model name: Could not determine backend ...` when no
+ *   backend can be determined.
+ */
+export async function autoCompleteFromRepository(
+  raw: Partial<ModelConfig>,
+  modelName: string,
+  modelPath: string,
+  versions: number[],
+): Promise<Partial<ModelConfig>> {
+  const c: Partial<ModelConfig> = { ...raw };
+  const first = versions.map(String).sort()[0];
+  const hasVersion = first !== undefined;
+  const versionPath = hasVersion ? join(modelPath, first) : '';
+  const contents = new Set<string>(hasVersion ? await readdir(versionPath).catch(() => []) : []);
+  const has = (f: string) => contents.has(f);
+  const isDir = (f: string) => isDirectory(join(versionPath, f));
+
+  if (!c.name) c.name = modelName;
+  const platform = () => c.platform ?? '';
+  const backend = () => c.backend ?? '';
+  const filename = () => c.default_model_filename ?? '';
+
+  // TensorFlow: the platform is required by the TF backend.
+  if (platform() === '' && (backend() === '' || backend() === KNOWN.tfBackend)) {
+    if (filename() === KNOWN.tfSavedModelFile) c.platform = KNOWN.tfSavedModelPlatform;
+    else if (filename() === KNOWN.tfGraphDefFile) c.platform = KNOWN.tfGraphDefPlatform;
+    else if (filename() === '' && hasVersion) {
+      if (has(KNOWN.tfSavedModelFile) && (await isDir(KNOWN.tfSavedModelFile))) c.platform = KNOWN.tfSavedModelPlatform;
+      if (has(KNOWN.tfGraphDefFile) && !(await isDir(KNOWN.tfGraphDefFile))) c.platform = KNOWN.tfGraphDefPlatform;
+    }
+  }
+  if (platform() === KNOWN.tfSavedModelPlatform || platform() === KNOWN.tfGraphDefPlatform) {
+    if (backend() === '') c.backend = KNOWN.tfBackend;
+    if (filename() === '') {
+      c.default_model_filename = platform() === KNOWN.tfSavedModelPlatform ? KNOWN.tfSavedModelFile : KNOWN.tfGraphDefFile;
+    }
+    return c;
+  }
+
+  // TensorRT
+  if (backend() === '') {
+    if (platform() === KNOWN.trtPlatform || filename() === KNOWN.trtFile) c.backend = KNOWN.trtBackend;
+    else if (platform() === '' && filename() === '' && hasVersion && has(KNOWN.trtFile) && !(await isDir(KNOWN.trtFile))) {
+      c.backend = KNOWN.trtBackend;
+    }
+  }
+  if (backend() === KNOWN.trtBackend) {
+    if (platform() === '') c.platform = KNOWN.trtPlatform;
+    if (filename() === '') c.default_model_filename = KNOWN.trtFile;
+    return c;
+  }
+
+  // ONNX Runtime (model.onnx may be a file or a directory holding a large model)
+  if (backend() === '') {
+    if (platform() === KNOWN.onnxPlatform || filename() === KNOWN.onnxFile) c.backend = KNOWN.onnxBackend;
+    else if (platform() === '' && filename() === '' && hasVersion && has(KNOWN.onnxFile)) c.backend = KNOWN.onnxBackend;
+  }
+  if (backend() === KNOWN.onnxBackend) {
+    if (platform() === '') c.platform = KNOWN.onnxPlatform;
+    if (filename() === '') c.default_model_filename = KNOWN.onnxFile;
+    return c;
+  }
+
+  // OpenVINO
+  if (backend() === '') {
+    if (filename() === KNOWN.openvinoFile) c.backend = KNOWN.openvinoBackend;
+    else if (platform() === '' && filename() === '' && hasVersion && has(KNOWN.openvinoFile)) c.backend = KNOWN.openvinoBackend;
+  }
+  if (backend() === KNOWN.openvinoBackend) {
+    if (filename() === '') c.default_model_filename = KNOWN.openvinoFile;
+    return c;
+  }
+
+  // PyTorch (LibTorch and AOTInductor share the `pytorch` backend)
+  if (backend() === '') {
+    if (platform() === KNOWN.torchPlatform || platform() === KNOWN.torchPlatformAlt || filename() === KNOWN.torchFile) {
+      c.backend = KNOWN.torchBackend;
+    } else if (platform() === KNOWN.aotiPlatform || filename() === KNOWN.aotiFile) {
+      c.backend = KNOWN.torchBackend;
+    } else if (hasVersion && filename() === '' && platform() === '') {
+      if (has(KNOWN.torchFile)) {
+        if (!(await isDir(KNOWN.torchFile))) {
+          c.backend = KNOWN.torchBackend;
+          c.platform = KNOWN.torchPlatform;
+        }
+      } else if (has(KNOWN.aotiFile) && !(await isDir(KNOWN.aotiFile))) {
+        c.backend = KNOWN.torchBackend;
+        c.platform = KNOWN.aotiPlatform;
+      }
+    }
+  }
+  if (backend() === KNOWN.torchBackend) {
+    if (platform() === '') {
+      c.platform = KNOWN.torchPlatform;
+      if (filename() === '') c.default_model_filename = KNOWN.torchFile;
+    } else if (platform() === KNOWN.aotiPlatform && filename() === '') {
+      c.default_model_filename = KNOWN.aotiFile;
+    }
+    return c;
+  }
+
+  // Python
+  if (backend() === '') {
+    if (filename() === KNOWN.pythonFile) c.backend = KNOWN.pythonBackend;
+    else if (platform() === '' && filename() === '' && hasVersion && has(KNOWN.pythonFile)) c.backend = KNOWN.pythonBackend;
+  }
+  if (backend() === KNOWN.pythonBackend) {
+    if (filename() === '') c.default_model_filename = KNOWN.pythonFile;
+    return c;
+  }
+
+  // WebAssembly component (Warden; Triton has no such backend and would fail below).
+  if (backend() === '') {
+    if (filename() === KNOWN.wasmFile) c.backend = KNOWN.wasmBackend;
+    else if (platform() === '' && filename() === '' && hasVersion && has(KNOWN.wasmFile) && !(await isDir(KNOWN.wasmFile))) {
+      c.backend = KNOWN.wasmBackend;
+    }
+  }
+  if (backend() === KNOWN.wasmBackend) {
+    if (filename() === '') c.default_model_filename = KNOWN.wasmFile;
+    return c;
+  }
+
+  // Custom backend named by the model name: `model.<backend_name>`.
+  if (backend() === '' && platform() === '' && filename() === '') {
+    const dot = modelName.indexOf('.');
+    if (dot < 0) {
+      throw invalidArg(
+        `Invalid model name: Could not determine backend for model '${modelName}' with no backend in model configuration. Expected model name of the form 'model.<backend_name>'.`,
+      );
+    }
+    const b = modelName.slice(dot + 1);
+    c.backend = b;
+    c.default_model_filename = `model.${b}`;
+  }
+  return c;
+}

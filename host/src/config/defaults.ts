@@ -1,0 +1,111 @@
+/**
+ * Proto3 default filling in model_config.proto declaration order (spec §1.7): the shape protobuf's
+ * JSON printer gives with `always_print_primitive_fields` — every scalar, repeated and map field
+ * present (defaults `""`, `0`, `false`, first enum name, `[]`, `{}`), singular sub-messages and
+ * oneof members only when set. Also a structural check: unknown keys, wrong value types and two
+ * members of one oneof throw INVALID_ARG with the field path.
+ */
+import { invalidArg } from '../core/errors.js';
+import type { FieldDesc, MessageDesc, ValueType } from './schema.js';
+import { oneofSiblings } from './schema.js';
+import { checkScalarValue, describe, scalarDefault } from './scalars.js';
+
+type Obj = Record<string, unknown>;
+
+/** `config`: Warden's in-memory form. `json`: Triton's `/config` JSON (int64 strings where Triton keeps them). */
+export type DefaultsMode = 'config' | 'json';
+
+function isPlainObject(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function fail(path: string, message: string): never {
+  throw invalidArg(`invalid model configuration: ${message}${path ? ` (at ${path})` : ''}`);
+}
+
+function value(t: ValueType, v: unknown, f: FieldDesc, path: string, mode: DefaultsMode): unknown {
+  if (t.kind === 'message') return withDefaults(v, t.messageType, path, mode);
+  if (t.kind === 'enum') {
+    if (typeof v !== 'string' || !t.enumType.values.some(([n]) => n === v)) {
+      fail(path, `invalid ${t.enumType.name} value ${describe(v)}`);
+    }
+    return v;
+  }
+  const err = checkScalarValue(t.kind, v);
+  if (err) fail(path, err);
+  if (mode === 'json') {
+    const n = v as number;
+    if ((t.kind === 'float' || t.kind === 'double') && !Number.isFinite(n)) {
+      return Number.isNaN(n) ? 'NaN' : n > 0 ? 'Infinity' : '-Infinity';
+    }
+    if (f.jsonAsString) return String(n);
+  }
+  return v;
+}
+
+/**
+ * A new object of message type `desc` with every default filled in, keys in declaration order.
+ * @param path field path of `obj` for error messages ('' for the root).
+ * @throws TritonError INVALID_ARG on unknown fields, wrongly typed values or a oneof set twice.
+ */
+export function withDefaults(obj: unknown, desc: MessageDesc, path = '', mode: DefaultsMode = 'config'): Obj {
+  if (!isPlainObject(obj)) fail(path, `expected an object for ${desc.name}, got ${describe(obj)}`);
+  for (const k of Object.keys(obj)) {
+    const f = desc.byName.get(k);
+    if (!f || f.name !== k) fail(path, `unknown field '${k}' in ${desc.name}`);
+  }
+  const out: Obj = {};
+  for (const f of desc.fields) {
+    const fpath = path ? `${path}.${f.name}` : f.name;
+    const v = obj[f.name];
+    if (f.mapKey !== undefined) {
+      if (v === undefined) {
+        out[f.name] = {};
+        continue;
+      }
+      if (!isPlainObject(v)) fail(fpath, `expected an object (map), got ${describe(v)}`);
+      const m: Obj = {};
+      for (const [k, x] of Object.entries(v)) {
+        if (f.mapKey === 'uint64' && (!/^(0|[1-9][0-9]*)$/.test(k) || !Number.isSafeInteger(Number(k)))) {
+          fail(fpath, `map key must be an unsigned integer, got ${JSON.stringify(k)}`);
+        }
+        m[k] = value(f.type, x, f, `${fpath}[${JSON.stringify(k)}]`, mode);
+      }
+      out[f.name] = m;
+    } else if (f.repeated) {
+      if (v === undefined) {
+        out[f.name] = [];
+        continue;
+      }
+      if (!Array.isArray(v)) fail(fpath, `expected an array, got ${describe(v)}`);
+      out[f.name] = v.map((x, i) => value(f.type, x, f, `${fpath}[${i}]`, mode));
+    } else if (v !== undefined) {
+      const other = oneofSiblings(desc, f).find((s) => obj[s.name] !== undefined);
+      if (other) fail(fpath, `'${f.name}' and '${other.name}' are both set but belong to oneof '${f.oneof}' of ${desc.name}`);
+      out[f.name] = value(f.type, v, f, fpath, mode);
+    } else if (f.type.kind !== 'message' && f.oneof === undefined) {
+      out[f.name] = f.type.kind === 'enum' ? f.type.enumType.values[0]![0] : scalarDefault(f.type.kind);
+    }
+  }
+  return out;
+}
+
+/** True when `obj` holds only proto3 defaults (protobuf would serialise it to 0 bytes). */
+export function isAllDefault(obj: Obj, desc: MessageDesc): boolean {
+  for (const f of desc.fields) {
+    const v = obj[f.name];
+    if (v === undefined) continue;
+    if (f.mapKey !== undefined) {
+      if (Object.keys(v as Obj).length) return false;
+    } else if (f.repeated) {
+      if ((v as unknown[]).length) return false;
+    } else if (f.type.kind === 'message' || f.oneof !== undefined) {
+      return false; // a set sub-message or oneof member always serialises
+    } else if (f.type.kind === 'enum') {
+      if (v !== f.type.enumType.values[0]![0]) return false;
+    } else if (v !== scalarDefault(f.type.kind) && !(typeof v === 'number' && v === 0)) {
+      return false;
+    }
+  }
+  return true;
+}
