@@ -97,7 +97,13 @@ export class ModelVersion {
    */
   submit(init: InferenceRequestInit, sender: ResponseSender): InferenceRequest {
     if (!this.accepting) throw unavailable(`Request for unknown model: '${this.name}' version ${this.version} is not at ready state`);
-    const request = validateRequest(this.config, this.version, init);
+    let request: InferenceRequest;
+    try {
+      request = validateRequest(this.config, this.version, init);
+    } catch (e) {
+      this.stats.recordFailure(0n, 'OTHER');
+      throw e;
+    }
     const tracked = new TrackedSender(this, request, sender, now());
     this.inflight++;
     try {

@@ -62,7 +62,7 @@ export function toOrtTensor(datatype: DataType, shape: readonly number[], data: 
   }
   const size = dataTypeByteSize(datatype);
   // Typed arrays need aligned offsets; copy when the bytes are not aligned.
-  const bytes = data.byteOffset % size === 0 ? data : data.slice();
+  const bytes = data.byteOffset % size === 0 ? data : new Uint8Array(data); // copy (Buffer#slice would not)
   const Ctor = ARRAY_OF[type]!;
   const arr = new Ctor(bytes.buffer, bytes.byteOffset, bytes.byteLength / size);
   return new ort.Tensor(type, arr as never, shape);

@@ -1,0 +1,79 @@
+/** Temporary model repositories for tests, built from Triton's example models. */
+import { cpSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const EXAMPLES = join(PROJECT_ROOT, '..', 'shared', 'models', 'triton-examples');
+
+export interface TempRepo {
+  path: string;
+  /** Copy an example model in (optionally under another name). */
+  addExample(model: string, as?: string): string;
+  /** Write a file relative to the repository. */
+  write(rel: string, content: string | Uint8Array): void;
+  remove(rel: string): void;
+  cleanup(): void;
+}
+
+export function tempRepo(examples: string[] = []): TempRepo {
+  const path = mkdtempSync(join(tmpdir(), 'warden-repo-'));
+  const repo: TempRepo = {
+    path,
+    addExample(model, as = model) {
+      const dst = join(path, as);
+      cpSync(join(EXAMPLES, model), dst, { recursive: true });
+      return dst;
+    },
+    write(rel, content) {
+      const p = join(path, rel);
+      mkdirSync(join(p, '..'), { recursive: true });
+      writeFileSync(p, content);
+    },
+    remove(rel) {
+      rmSync(join(path, rel), { recursive: true, force: true });
+    },
+    cleanup() {
+      rmSync(path, { recursive: true, force: true });
+    },
+  };
+  for (const m of examples) repo.addExample(m);
+  return repo;
+}
+
+/** JSON body for `simple`-style models: INPUT0, INPUT1 of `rows` x 16. */
+export function simpleRequest(datatype: string, input0: unknown[], input1: unknown[], rows = 1, extra: Record<string, unknown> = {}) {
+  return {
+    inputs: [
+      { name: 'INPUT0', datatype, shape: [rows, 16], data: input0 },
+      { name: 'INPUT1', datatype, shape: [rows, 16], data: input1 },
+    ],
+    ...extra,
+  };
+}
+
+/** POST JSON, returning status and parsed body (or text). */
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string; headers: Headers }> {
+  const res = await fetch(url, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, text, headers: res.headers };
+}
+
+export async function getJson(url: string): Promise<{ status: number; json: any; text: string }> {
+  const res = await fetch(url);
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, text };
+}
