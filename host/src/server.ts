@@ -49,6 +49,11 @@ export interface ServerOptions {
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   /** Log verbosity (`--log-verbose`). */
   logVerbose?: number;
+  /**
+   * Extra backend resolvers, tried before the built-in ones (embedding Warden with an in-process
+   * backend kind; the tests use it for scheduler and protocol tests).
+   */
+  backendResolvers?: BackendResolver[];
   /** Use this logger instead of creating one. */
   logger?: Logger;
 }
@@ -67,7 +72,7 @@ export const DEFAULT_WASM_LIMITS = { maxMemoryBytes: 256 * 1024 * 1024, maxExecu
 
 /** The backend resolvers in resolution order: wasm, onnxruntime, (python), native. */
 async function createResolvers(opts: ServerOptions, logger: Logger): Promise<BackendResolver[]> {
-  const resolvers: BackendResolver[] = [];
+  const resolvers: BackendResolver[] = [...(opts.backendResolvers ?? [])];
   const autoCompleteConfig = opts.autoCompleteConfig ?? true;
   // Optional backend kinds are loaded lazily so a missing build artefact disables only that kind.
   try {

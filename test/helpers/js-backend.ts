@@ -1,0 +1,78 @@
+/**
+ * An in-process JavaScript backend for protocol and scheduler tests (`backend: "jstest"`):
+ * - `mode: "repeat"` (decoupled): for each element of INT32 input IN, one response with OUT = that
+ *   element and IDX = its index, then a flags-only final;
+ * - `mode: "echo"`: OUTPUT0 = INPUT0 (any datatype), recording every batch it executes;
+ * - `delay_ms` parameter: sleep before answering (to hold requests in flight).
+ */
+import type { ModelConfig } from '../../host/src/config/types.js';
+import type { Backend, BackendModel, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/core/types.js';
+
+export const executed: { model: string; batchSizes: number[] }[] = [];
+
+function int32(x: number): Uint8Array {
+  return new Uint8Array(Int32Array.of(x).buffer);
+}
+
+class JsBackend implements Backend {
+  readonly name = 'jstest';
+  async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
+    const mode = ctx.config.parameters.mode?.string_value ?? 'echo';
+    const delay = Number(ctx.config.parameters.delay_ms?.string_value ?? '0');
+    return {
+      async createInstance() {
+        return {
+          async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
+            executed.push({ model: ctx.name, batchSizes: requests.map((r) => r.batchSize) });
+            if (delay) await new Promise((r) => setTimeout(r, delay));
+            requests.forEach((r, i) => {
+              const s = senders[i]!;
+              if (mode === 'repeat') {
+                const input = r.inputs.find((t) => t.name === 'IN')!;
+                const values = new Int32Array(input.data.slice().buffer);
+                values.forEach((v, k) => s.send({ outputs: [
+                  { name: 'OUT', datatype: 'INT32', shape: [1], data: int32(v) },
+                  { name: 'IDX', datatype: 'UINT32', shape: [1], data: new Uint8Array(Uint32Array.of(k).buffer) },
+                ] }, false));
+                s.send(null, true);
+              } else if (mode === 'bad') {
+                s.send({ outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [1000], data: new Uint8Array(16) }] }, true);
+              } else {
+                const t = r.inputs[0]!;
+                s.send({ outputs: [{ ...t, name: 'OUTPUT0' }], parameters: { echoed: true } }, true);
+              }
+            });
+          },
+          async finalize() {},
+        };
+      },
+      async finalize() {},
+    };
+  }
+  async finalize() {}
+}
+
+export class JsBackendResolver implements BackendResolver {
+  private readonly backend = new JsBackend();
+  async resolve(config: ModelConfig) {
+    return config.backend === 'jstest' ? this.backend : undefined;
+  }
+  async finalizeAll() {}
+}
+
+export const REPEAT_CONFIG = `
+backend: "jstest"
+max_batch_size: 0
+model_transaction_policy { decoupled: True }
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "IDX" data_type: TYPE_UINT32 dims: [ 1 ] } ]
+parameters { key: "mode" value: { string_value: "repeat" } }
+`;
+
+export const echoConfig = (extra = '', maxBatch = 8) => `
+backend: "jstest"
+max_batch_size: ${maxBatch}
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
+${extra}
+`;
