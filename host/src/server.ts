@@ -158,8 +158,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     stop() {
       stopping ??= (async () => {
         accepting = false;
-        // close() stops accepting and waits for in-flight requests to be answered.
-        await http.close();
+        // close() stops accepting and waits for in-flight requests to be answered; keep-alive
+        // connections that go idle after their last answer are closed as they do, rather than
+        // after the keep-alive timeout.
+        const sweeper = setInterval(() => http.server.closeIdleConnections(), 50);
+        try {
+          await http.close();
+        } finally {
+          clearInterval(sweeper);
+        }
         await manager.shutdown();
         await metricsApp?.close();
         logger.info('Warden stopped');

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { ServerMetrics } from './prometheus.js';
 
 export function buildMetricsApp(metrics: ServerMetrics, logger: Logger): FastifyInstance {
-  const app: FastifyInstance = Fastify({ loggerInstance: logger.child({ component: 'metrics' }) as FastifyBaseLogger, disableRequestLogging: true, exposeHeadRoutes: false, forceCloseConnections: true });
+  const app: FastifyInstance = Fastify({ loggerInstance: logger.child({ component: 'metrics' }, { level: logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,  exposeHeadRoutes: false, forceCloseConnections: true });
   app.route({
     method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'],
     url: '*',

@@ -20,8 +20,9 @@ type ModelParams = { model: string; version?: string };
 /** Build the Fastify app (not listening). `logSettings` backs the logging extension. */
 export function buildHttpApp(ctx: FrontendContext, logSettings: LogSettingsStore): FastifyInstance {
   const app: FastifyInstance = Fastify({
-    loggerInstance: ctx.logger.child({ component: 'http' }) as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // Per-request access logs are info-level: keep Fastify's own logger at warn.
+    loggerInstance: ctx.logger.child({ component: 'http' }, { level: ctx.logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,
+    
     exposeHeadRoutes: false,
     bodyLimit: ctx.maxInputSize,
     return503OnClosing: true,
