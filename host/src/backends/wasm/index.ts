@@ -1,0 +1,61 @@
+/**
+ * Sandboxed backends (`backend: "wasm"`): the public entry point the server wires into its list
+ * of {@link BackendResolver}s. See wit/README.md for the backend API, the sandbox rules and the
+ * model parameters (`memory_limit_bytes`, `execute_timeout_ms`, `log_limit_bytes`).
+ */
+import { mkdirSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { Backend, BackendResolver } from '../../core/types.js';
+import type { ModelConfig } from '../../config/types.js';
+import { WasmBackend } from './backend.js';
+import type { WasmLimits } from './limits.js';
+
+export type { WasmLimits, ModelLimits } from './limits.js';
+export { DEFAULT_WASM_LIMITS, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT } from './limits.js';
+export { WasmBackend, WasmModel, DEFAULT_COMPONENT_FILE } from './backend.js';
+export { SandboxInstance, type SandboxStats } from './instance.js';
+export { checkComponent, componentSurface, ALLOWED_IMPORTS, BACKEND_EXPORT, BACKEND_API_VERSION } from './component-check.js';
+
+/** The backend name in model configs that selects the sandboxed engine. */
+export const WASM_BACKEND_NAME = 'wasm';
+
+/**
+ * Resolves `backend: "wasm"` models to the one {@link WasmBackend} (V8 engine) it owns.
+ *
+ * @param opts.cacheDir folder for the transpile cache (created if missing); one subfolder per
+ *   component SHA-256
+ * @param opts.limits server-wide caps on memory (bytes per linear memory), execute deadline (ms)
+ *   and log budget (bytes per call); per-model parameters may only lower them
+ * @param opts.logger server logger; the backend logs under `{ backend: 'wasm' }`
+ */
+export class WasmBackendResolver implements BackendResolver {
+  private backend?: WasmBackend;
+  private readonly cacheDir: string;
+  private readonly limits: WasmLimits;
+  private readonly logger: Logger;
+
+  constructor(opts: { cacheDir: string; limits: WasmLimits; logger: Logger }) {
+    for (const [k, v] of Object.entries(opts.limits)) {
+      if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`WasmLimits.${k} must be a positive integer, got ${v}`);
+    }
+    this.cacheDir = opts.cacheDir;
+    this.limits = { ...opts.limits };
+    this.logger = opts.logger.child({ backend: WASM_BACKEND_NAME });
+  }
+
+  /** The wasm backend for `backend: "wasm"` configs; undefined for any other model. */
+  async resolve(config: ModelConfig, _modelPath: string, _versionPath: string): Promise<Backend | undefined> {
+    if (config.backend !== WASM_BACKEND_NAME) return undefined;
+    if (!this.backend) {
+      mkdirSync(this.cacheDir, { recursive: true });
+      this.backend = new WasmBackend(this.cacheDir, this.limits, this.logger);
+    }
+    return this.backend;
+  }
+
+  async finalizeAll(): Promise<void> {
+    const b = this.backend;
+    this.backend = undefined;
+    if (b) await b.finalize();
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Resource limits of sandboxed backends: server-wide caps ({@link WasmLimits}) and the per-model
+ * limits read from config `parameters` (documented in wit/README.md), clamped by the caps.
+ */
+import { invalidArg } from '../../core/errors.js';
+import type { ModelConfig } from '../../config/types.js';
+import { WASM_PAGE_BYTES } from './memory-cap.js';
+
+/** Server-wide caps on every sandboxed model (and the defaults for models that set nothing). */
+export interface WasmLimits {
+  /** Maximum size of each linear memory of each instance, in bytes. */
+  maxMemoryBytes: number;
+  /** Deadline of one execute call (and of instance start-up), in ms. */
+  maxExecuteMs: number;
+  /** Log budget per call into a backend (log + stdout + stderr), in bytes. */
+  maxLogBytes: number;
+}
+
+/** Caps used when the server sets none: 1 GiB, 30 s, 64 KiB. */
+export const DEFAULT_WASM_LIMITS: WasmLimits = {
+  maxMemoryBytes: 1 << 30,
+  maxExecuteMs: 30_000,
+  maxLogBytes: 64 * 1024,
+};
+
+/** Smallest memory limit accepted (one page). */
+const MIN_MEMORY_BYTES = WASM_PAGE_BYTES;
+
+/** Config parameter names (`parameters { key: ... }`). */
+export const PARAM_MEMORY = 'memory_limit_bytes';
+export const PARAM_TIMEOUT = 'execute_timeout_ms';
+export const PARAM_LOG = 'log_limit_bytes';
+
+/** Limits in force for one model. */
+export interface ModelLimits {
+  /** Per linear memory, bytes, a multiple of 64 KiB. */
+  memoryBytes: number;
+  /** Execute deadline, ms. */
+  executeMs: number;
+  /** Log budget per call, bytes. */
+  logBytes: number;
+}
+
+function positiveIntParam(config: ModelConfig, key: string): number | undefined {
+  const p = config.parameters?.[key];
+  if (p === undefined) return undefined;
+  const s = p.string_value.trim();
+  if (!/^\d+$/.test(s)) throw invalidArg(`model '${config.name}': parameter ${key} must be a positive integer, got '${p.string_value}'`);
+  const n = Number(s);
+  if (!Number.isSafeInteger(n) || n <= 0) throw invalidArg(`model '${config.name}': parameter ${key} must be a positive integer, got '${p.string_value}'`);
+  return n;
+}
+
+/**
+ * Per-model limits: `memory_limit_bytes`, `execute_timeout_ms`, `log_limit_bytes` from the config
+ * parameters, each clamped to the server cap (a missing parameter = the cap).
+ * @throws TritonError INVALID_ARG for a parameter that is not a positive integer, or a memory
+ *   limit below 64 KiB.
+ */
+export function modelLimits(config: ModelConfig, caps: WasmLimits): ModelLimits {
+  const mem = Math.min(positiveIntParam(config, PARAM_MEMORY) ?? caps.maxMemoryBytes, caps.maxMemoryBytes);
+  if (mem < MIN_MEMORY_BYTES) throw invalidArg(`model '${config.name}': ${PARAM_MEMORY} must be at least ${MIN_MEMORY_BYTES} bytes`);
+  return {
+    memoryBytes: Math.floor(mem / WASM_PAGE_BYTES) * WASM_PAGE_BYTES,
+    executeMs: Math.min(positiveIntParam(config, PARAM_TIMEOUT) ?? caps.maxExecuteMs, caps.maxExecuteMs),
+    logBytes: Math.min(positiveIntParam(config, PARAM_LOG) ?? caps.maxLogBytes, caps.maxLogBytes),
+  };
+}

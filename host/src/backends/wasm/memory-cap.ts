@@ -1,0 +1,79 @@
+/**
+ * Caps the linear memories a core module defines, by rewriting the maximum in its memory section
+ * (section 5) before V8 compiles it. V8 then refuses `memory.grow` past the cap (the guest sees
+ * -1), which Worker `resourceLimits` cannot do: they do not bound wasm memory.
+ */
+import { TritonError } from '../../core/errors.js';
+import { binaryKind, encodeUleb, Reader, sections, WasmFormatError } from './binary.js';
+
+/** Bytes in one wasm page. */
+export const WASM_PAGE_BYTES = 65536;
+
+/** Result of {@link capMemories}. */
+export interface CappedModule {
+  /** The module bytes (the input itself when it defines no memory). */
+  bytes: Uint8Array;
+  /** Initial size of each defined memory, in bytes. */
+  initialBytes: number[];
+}
+
+/**
+ * Rewrites every memory defined by a core module so that its maximum is at most `maxPages`
+ * (64 KiB pages). Imported memories are left alone (they are some other module's memory).
+ *
+ * @param bytes core module
+ * @param maxPages cap, in 64 KiB pages (>= 1)
+ * @param what name for messages, e.g. 'model.wasm core module 0'
+ * @throws TritonError INVALID_ARG if a memory's initial size already exceeds the cap,
+ *   UNSUPPORTED for memory64 or shared memories, INVALID_ARG for a malformed module.
+ */
+export function capMemories(bytes: Uint8Array, maxPages: number, what: string): CappedModule {
+  if (binaryKind(bytes) !== 'module') throw new TritonError('INVALID_ARG', `${what} is not a core WebAssembly module`);
+  let secs;
+  try {
+    secs = sections(bytes);
+  } catch (e) {
+    throw new TritonError('INVALID_ARG', `${what}: ${(e as Error).message}`);
+  }
+  const mem = secs.find((s) => s.id === 5);
+  if (!mem) return { bytes, initialBytes: [] };
+
+  const r = new Reader(bytes, mem.contentStart, mem.end);
+  const out: number[] = [];
+  const initialBytes: number[] = [];
+  try {
+    const count = r.uleb();
+    out.push(...encodeUleb(count));
+    for (let i = 0; i < count; i++) {
+      const flags = r.byte();
+      if (flags & 0x04) throw new TritonError('UNSUPPORTED', `${what}: memory64 memories are not supported in the sandbox`);
+      if (flags & 0x02) throw new TritonError('UNSUPPORTED', `${what}: shared memories are not supported in the sandbox`);
+      if (flags & ~0x0b) throw new WasmFormatError(`unknown memory flags 0x${flags.toString(16)}`);
+      const min = r.uleb();
+      const max = flags & 0x01 ? r.uleb() : undefined;
+      // custom page sizes (flag 0x08) carry a log2 page size; only the default 64 KiB is accepted
+      if (flags & 0x08) throw new TritonError('UNSUPPORTED', `${what}: custom page sizes are not supported in the sandbox`);
+      if (min > maxPages) {
+        throw new TritonError(
+          'INVALID_ARG',
+          `${what} needs ${min * WASM_PAGE_BYTES} bytes of linear memory at start, more than the model's memory limit of ${maxPages * WASM_PAGE_BYTES} bytes (parameter memory_limit_bytes)`,
+        );
+      }
+      initialBytes.push(min * WASM_PAGE_BYTES);
+      const newMax = max === undefined ? maxPages : Math.min(max, maxPages);
+      out.push(0x01, ...encodeUleb(min), ...encodeUleb(newMax));
+    }
+    if (!r.done) throw new WasmFormatError('trailing bytes in the memory section');
+  } catch (e) {
+    if (e instanceof WasmFormatError) throw new TritonError('INVALID_ARG', `${what}: ${e.message}`);
+    throw e;
+  }
+
+  const header = [5, ...encodeUleb(out.length)];
+  const result = new Uint8Array(bytes.length - (mem.end - mem.start) + header.length + out.length);
+  result.set(bytes.subarray(0, mem.start), 0);
+  result.set(header, mem.start);
+  result.set(out, mem.start + header.length);
+  result.set(bytes.subarray(mem.end), mem.start + header.length + out.length);
+  return { bytes: result, initialBytes };
+}

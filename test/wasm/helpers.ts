@@ -1,0 +1,154 @@
+/**
+ * Test helpers for the sandboxed backend: normalised configs, requests, recording senders,
+ * loading a component through WasmBackendResolver, host memory / worker counts.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import type { ModelConfig, ModelInput, ModelOutput } from '../../host/src/config/types.js';
+import type { TritonError } from '../../host/src/core/errors.js';
+import type { InferenceRequest, InferenceResponse, ResponseSender, Tensor } from '../../host/src/core/types.js';
+import type { DataType } from '../../host/src/tensor/datatypes.js';
+import { toConfigDataType } from '../../host/src/tensor/datatypes.js';
+import { WasmBackendResolver, type WasmLimits } from '../../host/src/backends/wasm/index.js';
+import type { WasmModel } from '../../host/src/backends/wasm/backend.js';
+import type { SandboxInstance } from '../../host/src/backends/wasm/instance.js';
+
+export const ROOT = join(import.meta.dirname, '..', '..');
+export const REPO = join(ROOT, 'model_repository');
+export const FIXTURES = join(ROOT, 'test', 'fixtures', 'wasm');
+
+export type IO = [name: string, dt: DataType, dims: number[]];
+
+/** A normalised ModelConfig (the fields Triton's /config prints) for a wasm model. */
+export function wasmConfig(name: string, inputs: IO[], outputs: IO[], extra: Partial<ModelConfig> & { params?: Record<string, string> } = {}): ModelConfig {
+  const { params, ...rest } = extra;
+  const input: ModelInput[] = inputs.map(([n, dt, dims]) => ({
+    name: n,
+    data_type: toConfigDataType(dt) as ModelInput['data_type'],
+    format: 'FORMAT_NONE',
+    dims,
+    is_shape_tensor: false,
+    allow_ragged_batch: false,
+    optional: false,
+    is_non_linear_format_io: false,
+  }));
+  const output: ModelOutput[] = outputs.map(([n, dt, dims]) => ({
+    name: n,
+    data_type: toConfigDataType(dt) as ModelOutput['data_type'],
+    dims,
+    label_filename: '',
+    is_shape_tensor: false,
+    is_non_linear_format_io: false,
+  }));
+  return {
+    name,
+    platform: '',
+    backend: 'wasm',
+    runtime: '',
+    version_policy: { latest: { num_versions: 1 } },
+    max_batch_size: 0,
+    input,
+    output,
+    batch_input: [],
+    batch_output: [],
+    optimization: {},
+    instance_group: [{ name, kind: 'KIND_CPU', count: 1, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: '' }],
+    default_model_filename: '',
+    cc_model_filenames: {},
+    metric_tags: {},
+    parameters: Object.fromEntries(Object.entries(params ?? {}).map(([k, v]) => [k, { string_value: v }])),
+    model_warmup: [],
+    ...rest,
+  };
+}
+
+export function tensor(name: string, datatype: DataType, shape: number[], data: ArrayBufferView): Tensor {
+  return { name, datatype, shape, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+}
+
+export function f32(t: Tensor): Float32Array {
+  return new Float32Array(t.data.slice().buffer);
+}
+
+let reqId = 0;
+export function request(model: string, inputs: Tensor[], requestedOutputs: string[], extra: Partial<InferenceRequest> = {}): InferenceRequest {
+  return {
+    id: `r${++reqId}`,
+    model,
+    version: 1,
+    inputs,
+    requestedOutputs,
+    parameters: {},
+    correlationId: 0,
+    flags: 0,
+    priority: 0,
+    timeoutUs: 0,
+    batchSize: 1,
+    cancelled: false,
+    ...extra,
+  };
+}
+
+/** What a ResponseSender received. */
+export interface Recorded {
+  responses: (InferenceResponse | null)[];
+  errors: TritonError[];
+  finals: number;
+  times: number[];
+  done: Promise<void>;
+}
+
+export function recorder(): { sender: ResponseSender; rec: Recorded } {
+  let resolve!: () => void;
+  const rec: Recorded = { responses: [], errors: [], finals: 0, times: [], done: new Promise<void>((r) => (resolve = r)) };
+  const sender: ResponseSender = {
+    send(response, final) {
+      rec.responses.push(response);
+      rec.times.push(performance.now());
+      if (final) {
+        rec.finals++;
+        resolve();
+      }
+    },
+    sendError(error, final) {
+      rec.errors.push(error);
+      if (final) {
+        rec.finals++;
+        resolve();
+      }
+    },
+  };
+  return { sender, rec };
+}
+
+export const silentLogger = pino({ level: 'silent' });
+
+export function newResolver(limits: Partial<WasmLimits> = {}, logger = silentLogger): WasmBackendResolver {
+  return new WasmBackendResolver({
+    cacheDir: mkdtempSync(join(tmpdir(), 'warden-wasm-cache-')),
+    limits: { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 5_000, maxLogBytes: 16 * 1024, ...limits },
+    logger,
+  });
+}
+
+/** Loads a model version from `modelPath/1` through the resolver. */
+export async function loadModel(resolver: WasmBackendResolver, config: ModelConfig, modelPath: string, logger = silentLogger): Promise<WasmModel> {
+  const versionPath = join(modelPath, '1');
+  const backend = await resolver.resolve(config, modelPath, versionPath);
+  if (!backend) throw new Error('not a wasm model');
+  return (await backend.loadModel({ name: config.name, version: 1, modelPath, versionPath, config, autoCompleteConfig: true, logger })) as WasmModel;
+}
+
+export function instanceSpec(name: string, k = 0) {
+  return { name: `${name}_${k}`, groupName: name, kind: 'KIND_CPU' as const, deviceId: 0, hostPolicy: '', passive: false };
+}
+
+/** Runs one request on an instance; resolves when its final response arrived. */
+export async function infer(inst: SandboxInstance, req: InferenceRequest): Promise<Recorded> {
+  const { sender, rec } = recorder();
+  await inst.execute([req], [sender]);
+  await rec.done;
+  return rec;
+}
