@@ -1,42 +1,49 @@
 /**
  * tritonclient[http] against Warden in model-control mode NONE on the default repository, as
- * `npm start` serves it: the four example ONNX models READY, the sequence-batching examples
- * UNAVAILABLE with a reason, strict readiness therefore false, load / unload refused (503).
+ * `npm start` serves it: the four example ONNX models READY, the sequence-batching examples (if
+ * present) UNAVAILABLE with a reason, strict readiness following the index, load / unload
+ * refused (503).
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { expectAllPassed, runScript, useCompatServer } from './harness.js';
+import { expectAllPassed, MODEL_REPOSITORY, runScript, useCompatServer } from './harness.js';
 
 const READY = ['simple', 'simple_string', 'simple_int8', 'addsub_onnx'];
-const UNAVAILABLE = ['simple_sequence', 'simple_dyna_sequence'];
+/** Sequence-batching examples: served UNAVAILABLE (with a reason) when present on disk. */
+const UNAVAILABLE = ['simple_sequence', 'simple_dyna_sequence'].filter((m) =>
+  existsSync(join(MODEL_REPOSITORY, m, 'config.pbtxt')),
+);
 
 describe('tritonclient.http against Warden (mode none, default repository)', () => {
   const c = useCompatServer({ modelControlMode: 'none' });
 
-  it('liveness, strict readiness, metadata of the READY models', async (ctx) => {
+  it('liveness, metadata / config / readiness of the example models', async (ctx) => {
     c.skipIfNoClient(ctx);
     const run = await runScript(c.python, 'health_metadata.py', [
-      '--url', c.url, '--models', READY.join(','), '--expect-ready', 'false', '--unavailable', UNAVAILABLE.join(','),
+      '--url', c.url, '--models', READY.join(','), '--unavailable', UNAVAILABLE.join(','),
     ]);
     expectAllPassed(run, [
       'is_server_live',
-      'is_server_ready is False',
-      ...READY.map((m) => `${m}: model metadata`),
+      ...READY.flatMap((m) => [`${m}: model metadata`, `${m}: model config`, `${m}: model ready`]),
       ...UNAVAILABLE.map((m) => `${m}: not ready`),
     ]);
   });
 
-  it('index states, inference, unavailable models refused, load / unload refused', async (ctx) => {
+  it('index states, strict readiness, inference, unavailable models refused, load / unload refused', async (ctx) => {
     c.skipIfNoClient(ctx);
     const run = await runScript(c.python, 'control_none.py', [
       '--url', c.url, '--models', READY.join(','), '--unavailable', UNAVAILABLE.join(','),
     ]);
     const r = expectAllPassed(run, [
       'index: READY and UNAVAILABLE models',
+      'strict readiness follows the index',
       'example models infer exactly',
       'unavailable models refuse inference',
       'load / unload refused',
     ]);
     const index = r.observed['index'] as { name: string; state?: string; reason?: string }[];
+    for (const m of READY) expect(index.find((x) => x.name === m)).toEqual({ name: m, version: '1', state: 'READY' });
     for (const m of UNAVAILABLE) {
       const e = index.find((x) => x.name === m);
       expect(e?.state).toBe('UNAVAILABLE');

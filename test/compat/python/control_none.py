@@ -3,7 +3,8 @@
 Usage: control_none.py --url host:port --models simple,... --unavailable simple_sequence,...
 
 The listed models are READY in the index and infer exactly; the unavailable ones are listed
-UNAVAILABLE with a reason and refuse inference; load / unload are refused with Triton's 503.
+UNAVAILABLE with a reason and refuse inference; is_server_ready() follows Triton's strict
+readiness (true iff every model in the index is READY); load / unload are refused with 503.
 """
 
 import numpy as np
@@ -36,6 +37,12 @@ def index():
         e = found[0]
         expect_eq(e.get("state"), "UNAVAILABLE", f"{m} state")
         expect_true(isinstance(e.get("reason"), str) and e["reason"], f"{m} has no reason: {e!r}")
+
+
+def strict_readiness():
+    idx = client.get_model_repository_index()
+    all_ready = all(e.get("state") == "READY" for e in idx)
+    expect_eq(client.is_server_ready(), all_ready, f"is_server_ready() with index states {[(e.get('name'), e.get('state')) for e in idx]}")
 
 
 def infer_each():
@@ -75,6 +82,7 @@ def load_unload_refused():
 
 
 run.case("index: READY and UNAVAILABLE models", index)
+run.case("strict readiness follows the index", strict_readiness)
 run.case("example models infer exactly", infer_each)
 run.case("unavailable models refuse inference", unavailable_refuse)
 run.case("load / unload refused", load_unload_refused)

@@ -27,7 +27,7 @@ from compat_common import (
 run = Run("repository.py", __doc__)
 client = run.client
 repo = run.args.repo
-EXAMPLES = ["simple", "simple_string", "simple_int8", "addsub_onnx", "simple_sequence", "simple_dyna_sequence"]
+EXAMPLES = ["simple", "simple_string", "simple_int8", "addsub_onnx"]
 
 
 def read_model(model):
@@ -94,9 +94,16 @@ def int32_request(model, batch):
 
 
 def index_before_load():
+    """Every model directory of the repository is listed, by name only (never loaded)."""
     idx = index_entries()
     run.observe("index_before_load", idx)
+    on_disk = sorted(
+        d for d in os.listdir(repo) if os.path.isfile(os.path.join(repo, d, "config.pbtxt"))
+    )
     for m in EXAMPLES:
+        expect_true(m in on_disk, f"example model {m} missing from {repo}")
+    expect_eq(sorted(e.get("name") for e in idx), on_disk, "index names vs model directories")
+    for m in on_disk:
         expect_eq(entry(idx, m), {"name": m}, f"index entry of never-loaded {m}")
 
 
