@@ -7,7 +7,7 @@
  */
 import { invalidArg } from '../core/errors.js';
 import type { FieldDesc, MessageDesc, ValueType } from './schema.js';
-import { oneofSiblings } from './schema.js';
+import { oneofSiblings, setMapEntry } from './schema.js';
 import { checkScalarValue, describe, scalarDefault } from './scalars.js';
 
 type Obj = Record<string, unknown>;
@@ -69,7 +69,7 @@ export function withDefaults(obj: unknown, desc: MessageDesc, path = '', mode: D
         if (f.mapKey === 'uint64' && (!/^(0|[1-9][0-9]*)$/.test(k) || !Number.isSafeInteger(Number(k)))) {
           fail(fpath, `map key must be an unsigned integer, got ${JSON.stringify(k)}`);
         }
-        m[k] = value(f.type, x, f, `${fpath}[${JSON.stringify(k)}]`, mode);
+        setMapEntry(m, k, value(f.type, x, f, `${fpath}[${JSON.stringify(k)}]`, mode));
       }
       out[f.name] = m;
     } else if (f.repeated) {
@@ -84,7 +84,8 @@ export function withDefaults(obj: unknown, desc: MessageDesc, path = '', mode: D
       if (other) fail(fpath, `'${f.name}' and '${other.name}' are both set but belong to oneof '${f.oneof}' of ${desc.name}`);
       out[f.name] = value(f.type, v, f, fpath, mode);
     } else if (f.type.kind !== 'message' && f.oneof === undefined) {
-      out[f.name] = f.type.kind === 'enum' ? f.type.enumType.values[0]![0] : scalarDefault(f.type.kind);
+      const d = f.type.kind === 'enum' ? f.type.enumType.values[0]![0] : scalarDefault(f.type.kind);
+      out[f.name] = mode === 'json' && f.jsonAsString ? String(d) : d;
     }
   }
   return out;

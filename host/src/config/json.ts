@@ -12,7 +12,7 @@
 import { invalidArg } from '../core/errors.js';
 import { isAllDefault, withDefaults } from './defaults.js';
 import type { FieldDesc, MessageDesc, ScalarKind, ValueType } from './schema.js';
-import { ModelConfigDesc, oneofSiblings } from './schema.js';
+import { ModelConfigDesc, oneofSiblings, setMapEntry } from './schema.js';
 import { checkInteger, describe, enumNames, isIntKind, resolveEnum } from './scalars.js';
 import type { ModelConfig } from './types.js';
 
@@ -101,7 +101,7 @@ function messageFromJson(json: unknown, desc: MessageDesc, path: string): Obj {
           if (typeof r !== 'number') fail(fpath, r.error);
           key = String(r);
         }
-        m[key] = valueFromJson(f.type, x, `${fpath}[${JSON.stringify(k)}]`);
+        setMapEntry(m, key, valueFromJson(f.type, x, `${fpath}[${JSON.stringify(k)}]`));
       }
       out[f.name] = m;
     } else if (f.repeated) {

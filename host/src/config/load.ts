@@ -32,6 +32,7 @@ export interface LoadModelConfigOptions {
   gpuCount?: number;
 }
 
+/** Strict UTF-8; a leading byte-order mark is dropped (TextDecoder's default). */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 async function exists(p: string): Promise<boolean> {
@@ -87,7 +88,6 @@ export async function loadModelConfig(modelPath: string, opts: LoadModelConfigOp
       } catch {
         throw invalidArg(`${opts.modelName}/${relative}: file is not valid UTF-8`);
       }
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
       raw = parsePbtxt(text, ModelConfigDesc, `${opts.modelName}/${relative}`) as Partial<ModelConfig>;
     }
   }

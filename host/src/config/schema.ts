@@ -401,3 +401,11 @@ export function typeName(t: ValueType): string {
   if (t.kind === 'message') return t.messageType.name;
   return t.kind;
 }
+
+/**
+ * Set a map entry as an own property (safe for keys such as `__proto__`, which a plain
+ * assignment would treat as the prototype).
+ */
+export function setMapEntry(map: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(map, key, { value, enumerable: true, writable: true, configurable: true });
+}

@@ -12,7 +12,7 @@
  * Setting two members of a oneof, or a non-repeated field twice, is an error.
  */
 import type { EnumDesc, FieldDesc, MessageDesc, ScalarKind, ValueType } from '../schema.js';
-import { oneofSiblings, typeName } from '../schema.js';
+import { oneofSiblings, setMapEntry, typeName } from '../schema.js';
 import { checkInteger, enumNames, isIntKind, parseIntLiteral, resolveEnum } from '../scalars.js';
 import { Tokenizer, showToken, type Token } from './tokenizer.js';
 
@@ -161,7 +161,7 @@ class Parser {
         if (!this.tok.trySymbol(',')) this.tok.trySymbol(';');
       }
       const k = key === undefined ? (f.mapKey === 'string' ? '' : '0') : String(key);
-      map[k] = value !== undefined ? value : f.type.kind === 'message' ? {} : defaultScalar(f.type);
+      setMapEntry(map, k, value !== undefined ? value : f.type.kind === 'message' ? {} : defaultScalar(f.type));
       return;
     }
     let path = fpath;

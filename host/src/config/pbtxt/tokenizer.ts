@@ -19,7 +19,8 @@ export interface Token {
 }
 
 const utf8 = new TextEncoder();
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: keep a leading U+FEFF in string values (the default would silently drop it).
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 const isDigit = (c: string) => c >= '0' && c <= '9';
 const isHex = (c: string) => /[0-9a-fA-F]/.test(c);
