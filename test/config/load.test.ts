@@ -105,15 +105,11 @@ describe('loadModelConfig', () => {
     expect(c.backend).toBe('onnxruntime');
   });
 
-  it('without config.pbtxt: auto-completes when enabled, INTERNAL error when disabled', async () => {
+  it('without config.pbtxt: auto-completes when enabled, error when disabled', async () => {
     const dir = modelDir('auto', { '1/model.onnx': '' });
     const c = await loadModelConfig(dir, { modelName: 'auto', autoComplete: true, versions: [1] });
     expect(modelConfigToJson(c)).toContain('"name":"auto","platform":"onnxruntime_onnx","backend":"onnxruntime"');
-    await expectTritonErrorAsync(
-      loadModelConfig(dir, { modelName: 'auto', autoComplete: false, versions: [1] }),
-      `failed to open text file for read ${join(dir, 'config.pbtxt')}: No such file or directory`,
-      'INTERNAL',
-    );
+    await expectTritonErrorAsync(loadModelConfig(dir, { modelName: 'auto', autoComplete: false, versions: [1] }), 'model configuration is not provided');
     const unknown = modelDir('unknown', { '1/weights.bin': '' });
     await expectTritonErrorAsync(loadModelConfig(unknown, { modelName: 'unknown', autoComplete: true, versions: [1] }), /Could not determine backend for model 'unknown'/);
   });
@@ -154,6 +150,15 @@ describe('loadModelConfig', () => {
     const bin = modelDir('binary', { '1/model.onnx': '' });
     writeFileSync(join(bin, 'config.pbtxt'), Buffer.from([0x6e, 0x61, 0x6d, 0x65, 0x3a, 0x20, 0x22, 0xff, 0x22]));
     await expectTritonErrorAsync(loadModelConfig(bin, { modelName: 'binary', autoComplete: true, versions: [1] }), 'binary/config.pbtxt: file is not valid UTF-8');
+  });
+
+  it('reports an unreadable config.pbtxt as INTERNAL', async () => {
+    const dir = modelDir('unreadable', { 'config.pbtxt/': '', '1/model.py': '' });
+    await expectTritonErrorAsync(
+      loadModelConfig(dir, { modelName: 'unreadable', autoComplete: true, versions: [1] }),
+      new RegExp(`^failed to open text file for read ${join(dir, 'config.pbtxt')}: EISDIR`),
+      'INTERNAL',
+    );
   });
 
   it('accepts a UTF-8 byte-order mark', async () => {

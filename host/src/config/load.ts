@@ -55,9 +55,9 @@ export async function modelConfigPath(modelPath: string, configName?: string): P
 /**
  * Read, parse, auto-complete, normalise and validate a model's configuration.
  * @throws TritonError INVALID_ARG for syntax / schema / validation errors (pbtxt errors carry
- *   `<model>/config.pbtxt:line:col`; override errors are prefixed `Invalid config override: `);
- *   INTERNAL `failed to open text file for read <path>: ...` when the file is missing and
- *   auto-complete is disabled, or unreadable.
+ *   `<model>/config.pbtxt:line:col`; override errors are prefixed `Invalid config override: `),
+ *   and `model configuration is not provided` when the file is missing and auto-complete is
+ *   disabled; INTERNAL `failed to open text file for read <path>: ...` when it cannot be read.
  */
 export async function loadModelConfig(modelPath: string, opts: LoadModelConfigOptions): Promise<ModelConfig> {
   let raw: Partial<ModelConfig>;
@@ -74,9 +74,12 @@ export async function loadModelConfig(modelPath: string, opts: LoadModelConfigOp
       bytes = await readFile(path);
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
-      if (!(err.code === 'ENOENT' && opts.autoComplete)) {
-        const reason = err.code === 'ENOENT' ? 'No such file or directory' : err.message;
-        throw internal(`failed to open text file for read ${path}: ${reason}`);
+      // Triton (qa/L0_model_config special_cases/noautofill_noconfig): a missing config is an
+      // error only when auto-complete is disabled.
+      if (err.code === 'ENOENT') {
+        if (!opts.autoComplete) throw invalidArg('model configuration is not provided');
+      } else {
+        throw internal(`failed to open text file for read ${path}: ${err.message}`);
       }
     }
     if (bytes === undefined) {

@@ -153,6 +153,18 @@ export class Tokenizer {
   private readString(line: number, col: number): Token {
     const quote = this.text[this.pos]!;
     const start = this.pos;
+    // Fast path: no escapes and no line break before the closing quote — the value is the slice.
+    for (let i = start + 1; i < this.text.length; i++) {
+      const c = this.text[i];
+      if (c === '\\' || c === '\n') break;
+      if (c === quote) {
+        const value = this.text.slice(start + 1, i);
+        if (/[\ud800-\udfff]/.test(value)) break; // astral or lone surrogates: the byte path handles them
+        this.col += i + 1 - start;
+        this.pos = i + 1;
+        return { kind: 'string', text: this.text.slice(start, this.pos), value, line, col };
+      }
+    }
     this.advance();
     const bytes: number[] = [];
     const pushCodePoint = (cp: number) => {
