@@ -13,6 +13,8 @@ declare module 'autocannon' {
     duration?: number;
     /** Seconds per request before it counts as a timeout. */
     timeout?: number;
+    /** ms between samples; the run also checks for its end at this interval. */
+    sampleInt?: number;
   }
 
   interface Histogram {

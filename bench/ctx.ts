@@ -8,8 +8,8 @@
  * process (never in the benchmark's event loop).
  */
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -27,6 +27,11 @@ export interface ChildServer {
   port: number;
   /** The last ~64 KiB the child wrote (stdout + stderr), for error messages. */
   output(): string;
+  /**
+   * CPU time (user + system, all threads) the child has used so far, in µs, from
+   * `/proc/<pid>/stat`; undefined where that is unavailable (non-Linux).
+   */
+  cpuMicros(): number | undefined;
   /** SIGTERM, then SIGKILL after 5 s; resolves when the process exited. */
   stop(): Promise<void>;
 }
@@ -51,6 +56,8 @@ export interface LoadResult {
   ok: number;
   /** Non-2xx responses + socket errors + timeouts; any > 0 marks the run as failed. */
   failures: number;
+  /** Server CPU time per 2xx response, µs (all the server's threads); NaN if unknown. */
+  cpuUsPerReq: number;
 }
 
 /** One benchmark case: a request against a server at a concurrency. */
@@ -72,6 +79,10 @@ export interface CaseSummary {
   rps: number;
   p50Ms: number;
   p99Ms: number;
+  cpuUsPerReq: number;
+  /** Lowest and highest infer/s over the rounds (spread = machine noise). */
+  rpsMin: number;
+  rpsMax: number;
   rounds: LoadResult[];
 }
 
@@ -125,6 +136,29 @@ function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[i];
+}
+
+/** Clock ticks per second for /proc/<pid>/stat times (`getconf CLK_TCK`, 100 on Linux). */
+const CLK_TCK = (() => {
+  try {
+    const n = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+    return Number.isFinite(n) && n > 0 ? n : 100;
+  } catch {
+    return 100;
+  }
+})();
+
+function procCpuMicros(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(rest[11]) + Number(rest[12]);
+    return Number.isFinite(ticks) ? (ticks * 1e6) / CLK_TCK : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function envNumber(name: string, dflt: number): number {
@@ -214,6 +248,7 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
         url,
         port,
         output: () => out,
+        cpuMicros: () => (exited ? undefined : procCpuMicros(child.pid)),
         async stop() {
           if (exited) return;
           child.kill('SIGTERM');
@@ -254,6 +289,7 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
         pipelining: 1,
         duration: durationS,
         timeout: 10,
+        sampleInt: 100,
       });
       instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTimeMs: number) => {
         if (statusCode >= 200 && statusCode < 300) {
@@ -263,11 +299,13 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
           bad++;
         }
       });
+      const cpu0 = server.cpuMicros();
       const t0 = process.hrtime.bigint();
       let firstAt: bigint | undefined;
       instance.once('response', () => (firstAt = process.hrtime.bigint()));
       const result = await instance;
       const t1 = process.hrtime.bigint();
+      const cpu1 = server.cpuMicros();
       const start = firstAt ?? t0;
       const seconds = Number(t1 - start) / 1e9;
       const sorted = Float64Array.from(latencies).sort();
@@ -277,6 +315,7 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
         p99Ms: percentile(sorted, 99),
         ok,
         failures: bad + result.errors + result.timeouts,
+        cpuUsPerReq: cpu0 !== undefined && cpu1 !== undefined && ok > 0 ? (cpu1 - cpu0) / ok : NaN,
       };
     },
 
@@ -298,7 +337,8 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
           runs.get(c)!.push(res);
           ctx.log(
             `  round ${r + 1}/${ctx.rounds} ${c.target.padEnd(8)} ${c.label.padEnd(12)} ` +
-              `${res.rps.toFixed(0).padStart(7)} infer/s  p50 ${res.p50Ms.toFixed(3)} ms  p99 ${res.p99Ms.toFixed(3)} ms`,
+              `${res.rps.toFixed(0).padStart(7)} infer/s  p50 ${res.p50Ms.toFixed(3)} ms  p99 ${res.p99Ms.toFixed(3)} ms  ` +
+              `server CPU ${res.cpuUsPerReq.toFixed(0)} µs/req`,
           );
         }
       }
@@ -311,6 +351,9 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
           rps: ctx.median(rs.map((x) => x.rps)),
           p50Ms: ctx.median(rs.map((x) => x.p50Ms)),
           p99Ms: ctx.median(rs.map((x) => x.p99Ms)),
+          cpuUsPerReq: ctx.median(rs.map((x) => x.cpuUsPerReq)),
+          rpsMin: Math.min(...rs.map((x) => x.rps)),
+          rpsMax: Math.max(...rs.map((x) => x.rps)),
           rounds: rs,
         };
       });

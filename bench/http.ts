@@ -148,21 +148,23 @@ export async function benchHttp(ctx: BenchContext): Promise<HttpBenchResult> {
   const rows: (string | number)[][] = [];
   let targetsMet = true;
   const verdicts: string[] = [];
+  const range = (x: CaseSummary) => `${x.rps.toFixed(0)} (${x.rpsMin.toFixed(0)}–${x.rpsMax.toFixed(0)})`;
   for (const label of [...new Set(summaries.map((s) => s.label))]) {
     const w = summaries.find((s) => s.label === label && s.target === 'warden')!;
     const f = summaries.find((s) => s.label === label && s.target === 'floor')!;
     const ratio = w.rps / f.rps;
-    const overheadUs = (w.p50Ms - f.p50Ms) * 1000;
     rows.push([
       label,
-      w.rps.toFixed(0),
+      range(w),
       w.p50Ms.toFixed(3),
       w.p99Ms.toFixed(3),
-      f.rps.toFixed(0),
+      w.cpuUsPerReq.toFixed(0),
+      range(f),
       f.p50Ms.toFixed(3),
       f.p99Ms.toFixed(3),
+      f.cpuUsPerReq.toFixed(0),
       `${(ratio * 100).toFixed(0)} %`,
-      overheadUs.toFixed(0),
+      (w.cpuUsPerReq - f.cpuUsPerReq).toFixed(0),
     ]);
     const met = w.connections === 1 ? w.rps >= 2000 : ratio >= 0.4;
     targetsMet &&= met;
@@ -172,12 +174,25 @@ export async function benchHttp(ctx: BenchContext): Promise<HttpBenchResult> {
     );
   }
   const table = ctx.table(
-    ['case', 'Warden infer/s', 'p50 ms', 'p99 ms', 'floor req/s', 'floor p50 ms', 'floor p99 ms', 'Warden ÷ floor', 'p50 overhead µs'],
+    [
+      'case',
+      'Warden infer/s (min–max)',
+      'p50 ms',
+      'p99 ms',
+      'CPU µs/req',
+      'floor req/s (min–max)',
+      'p50 ms',
+      'p99 ms',
+      'CPU µs/req',
+      'Warden ÷ floor',
+      'Warden CPU overhead µs/req',
+    ],
     rows,
   );
   const body =
     `${table}\n\nMedians over ${ctx.rounds} rounds of ${ctx.durationS} s (after ${ctx.warmupS} s warm-up per case); ` +
-    `response bytes JSON ${sizes.JSON}, binary ${sizes.binary}.\nTargets:\n` +
+    `response bytes JSON ${sizes.JSON}, binary ${sizes.binary}. CPU µs/req = server process CPU time ` +
+    `(user + system, all threads, /proc) ÷ responses; overhead = Warden's minus the floor's.\nTargets:\n` +
     verdicts.map((v) => `- ${v}`).join('\n');
   ctx.log('\n' + body);
   ctx.section('HTTP inference on `simple`', body);

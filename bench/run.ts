@@ -9,6 +9,7 @@
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
  */
+import { loadavg } from 'node:os';
 import { createContext, type BenchContext } from './ctx.js';
 import { benchHttp } from './http.js';
 
@@ -42,6 +43,9 @@ async function main(): Promise<number> {
   const started = Date.now();
   ctx.log(`Warden benchmarks — ${ctx.machine()}`);
   ctx.log(`rounds ${ctx.rounds} × ${ctx.durationS} s per case, warm-up ${ctx.warmupS} s`);
+  const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+  const loadBefore = load();
+  ctx.log(`load average before: ${loadBefore}`);
   let failed = false;
   const suites: [string, () => Promise<Suite | undefined>][] = [
     ['http', async () => benchHttp],
@@ -70,6 +74,7 @@ async function main(): Promise<number> {
   }
   ctx.log(`\n==================== summary (${((Date.now() - started) / 1000).toFixed(0)} s) ====================`);
   ctx.log(ctx.machine());
+  ctx.log(`load average before ${loadBefore}, after ${load()} (other work on the machine skews results)`);
   for (const s of ctx.sections) ctx.log(`\n### ${s.title}\n\n${s.body}`);
   return failed ? 1 : 0;
 }
