@@ -127,11 +127,11 @@ function compileTsGuests() {
 
 /**
  * Componentizes one JS module (ESM, single file or relative imports) against a world of
- * `warden:backend`. No StarlingMonkey WASI feature is enabled, so the component imports only
- * what its world names.
+ * `warden:backend`. No StarlingMonkey WASI feature is enabled unless listed in `features` (only
+ * hostile fixtures do that), so the component imports only what its world names.
  */
-export async function componentizeJs({ source, world, out }) {
-  const hash = hashOf([witHash(), readFileSync(source), world, 'componentize-js-0.23']);
+export async function componentizeJs({ source, world, out, features = [] }) {
+  const hash = hashOf([witHash(), ...filesUnder(dirname(source)).filter((f) => f.endsWith('.js')).flatMap((f) => [f, readFileSync(f)]), world, ...features, 'componentize-js-0.23']);
   if (upToDate(out, hash)) return false;
   prepareWitDeps();
   await tools();
@@ -140,7 +140,7 @@ export async function componentizeJs({ source, world, out }) {
     sourcePath: source,
     witPath: WIT_DIR,
     worldName: world,
-    disableFeatures: ['stdio', 'random', 'clocks', 'http', 'fetch-event'],
+    disableFeatures: ['stdio', 'random', 'clocks', 'http', 'fetch-event'].filter((f) => !features.includes(f)),
   });
   writeOutput(out, component, hash);
   return true;
@@ -183,7 +183,7 @@ export async function buildC({ srcDir, sources, world = 'sandboxed-backend', out
   };
   for (const f of readdirSync(C_GEN)) add(f, readFileSync(join(C_GEN, f)));
   for (const f of readdirSync(C_DIR)) if (f.endsWith('.h')) add(f, readFileSync(join(C_DIR, f)));
-  for (const s of sources) add(s, readFileSync(join(srcDir, s)));
+  for (const s of sources) add(s, readFileSync(existsSync(join(srcDir, s)) ? join(srcDir, s) : join(C_DIR, s)));
   for (const [n, b] of Object.entries(extraFiles)) add(n, b);
   const hash = hashOf(inputs);
   if (upToDate(out, hash)) return false;

@@ -67,8 +67,15 @@ function toResponse(r: WireResponse) {
   return r.parameters ? { outputs: r.outputs, parameters: r.parameters } : { outputs: r.outputs };
 }
 
+let liveWorkers = 0;
+
 /** One sandboxed instance. Create with {@link SandboxInstance.start}. */
 export class SandboxInstance implements BackendModelInstance {
+  /** Sandbox worker threads alive in this process (all models), for tests and metrics. */
+  static liveWorkers(): number {
+    return liveWorkers;
+  }
+
   readonly stats: SandboxStats = { starts: 0, deadlineKills: 0, traps: 0 };
   private worker?: Worker;
   private readonly cancelFlags = new SharedArrayBuffer(CANCEL_SLOTS * 4);
@@ -118,6 +125,8 @@ export class SandboxInstance implements BackendModelInstance {
       resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
     });
     this.worker = worker;
+    liveWorkers++;
+    worker.once('exit', () => liveWorkers--);
     const started = new Promise<void>((resolve, reject) => {
       const limitMs = this.p.executeMs + BOOT_ALLOWANCE_MS;
       const timer = setTimeout(() => fail(unavailable(`sandbox of model '${this.p.init.model.name}' did not start within ${limitMs} ms`)), limitMs);
@@ -131,7 +140,7 @@ export class SandboxInstance implements BackendModelInstance {
       };
       const fail = (e: TritonError) => {
         detach();
-        worker.removeAllListeners();
+        worker.on('error', () => {}); // a late error of a discarded worker is not news
         void worker.terminate();
         if (this.worker === worker) this.worker = undefined;
         reject(e);
@@ -272,7 +281,7 @@ export class SandboxInstance implements BackendModelInstance {
       },
       (e: TritonError) => {
         this.broken = e;
-        this.log.error({ err: e.message }, 'sandbox could not be restarted');
+        if (!this.finalized) this.log.error({ err: e.message }, 'sandbox could not be restarted');
       },
     );
   }
@@ -353,9 +362,6 @@ export class SandboxInstance implements BackendModelInstance {
     this.finalized = true;
     const w = this.worker;
     this.worker = undefined;
-    if (w) {
-      w.removeAllListeners();
-      await w.terminate();
-    }
+    if (w) await w.terminate();
   }
 }

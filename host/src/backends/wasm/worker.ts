@@ -234,16 +234,22 @@ interface GuestBackend {
   Instance: { create(model: object, ctx: WitBackend.InstanceContext): { execute(reqs: WitTypes.Request[]): WitBackend.Result<WitTypes.Response, WitTypes.Error>[] } };
 }
 
-/** True if `e` is a `result` error returned by the guest (jco's ComponentError payload). */
+/**
+ * The `err` of a `result` returned by the guest, as jco throws it: a ComponentError carrying it
+ * as `payload`, or the error record itself. Anything else thrown (Error instances) is a trap.
+ */
 function guestError(e: unknown): WireError | undefined {
-  if (e && typeof e === 'object' && Object.prototype.hasOwnProperty.call(e, 'payload')) return fromWitError((e as { payload: unknown }).payload);
+  if (!e || typeof e !== 'object') return undefined;
+  if (Object.prototype.hasOwnProperty.call(e, 'payload')) return fromWitError((e as { payload: unknown }).payload);
+  if (!(e instanceof Error) && 'code' in e && 'message' in e) return fromWitError(e);
   return undefined;
 }
 
 function trapMessage(e: unknown): string {
   if (e instanceof GuestExit) return e.message;
   if (e instanceof RangeError && /call stack/i.test(e.message)) return `stack overflow (${e.message})`;
-  if (e instanceof Error) return `${e.name === 'RuntimeError' ? 'wasm trap' : e.name}: ${e.message}`;
+  if (e instanceof Error && e.name === 'RuntimeError') return `wasm trap: ${e.message.replace(/^wasm trap: /, '')}`;
+  if (e instanceof Error) return `${e.name}: ${e.message}`;
   return String(e);
 }
 
