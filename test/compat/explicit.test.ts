@@ -25,6 +25,13 @@ function inferCases(): string[] {
     names.push(batched ? `${m}: batch 9 rejected` : `${m}: batch dimension rejected`);
   }
   names.push('simple: async_infer x16', 'addsub_onnx: async_infer x16');
+  names.push(
+    "simple: model_version '1'",
+    'simple: tritonclient.http.aio infer',
+    'simple: gzip request and response',
+    'simple: deflate request and response',
+    'simple_string: gzip request and response',
+  );
   return names;
 }
 

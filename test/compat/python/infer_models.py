@@ -4,7 +4,9 @@ Cases per batching model (simple, simple_string, simple_int8) and batch size 1 a
 input encoding x output encoding (binary/JSON both ways, the client's default included),
 batch 9 rejected with Triton's message, a requested-output subset, per-output binary_data,
 the request id echoed. addsub_onnx (FP32, max_batch_size 0) gets the same without the batch
-dimension. Then async_infer with 16 requests in flight.
+dimension. Then async_infer with 16 requests in flight, the asyncio client (tritonclient.http.aio, an
+aiohttp stack), gzip / deflate request and response compression (spec §1.14), and an explicit
+model version.
 
 Usage: infer_models.py --url host:port [--models simple,simple_string,...]
 """
@@ -167,6 +169,55 @@ def async_case(model, batch_of):
     return fn
 
 
+def aio_case(model, batch):
+    """The asyncio client: a different HTTP stack (aiohttp) on the same protocol."""
+
+    def fn():
+        import asyncio
+
+        import tritonclient.http.aio as aioclient
+
+        async def go():
+            async with aioclient.InferenceServerClient(url=run.args.url) as c:
+                expect_eq(await c.is_server_live(), True, "aio is_server_live")
+                expect_eq(await c.is_model_ready(model), True, "aio is_model_ready")
+                inputs, expected = ex.make(model, batch, 40)
+                tensors = []
+                for n in ("INPUT0", "INPUT1"):
+                    t = aioclient.InferInput(n, list(inputs[n].shape), ex.ALL[model])
+                    t.set_data_from_numpy(inputs[n])
+                    tensors.append(t)
+                result = await c.infer(model, tensors)
+                check_outputs(model, result, expected, ["OUTPUT0", "OUTPUT1"], {"OUTPUT0": True, "OUTPUT1": True})
+
+        asyncio.run(go())
+
+    return fn
+
+
+def compression_case(model, batch, algorithm):
+    def fn():
+        inputs, expected = ex.make(model, batch, 50)
+        result = client.infer(
+            model,
+            build_inputs(model, inputs, True),
+            request_compression_algorithm=algorithm,
+            response_compression_algorithm=algorithm,
+        )
+        check_outputs(model, result, expected, ["OUTPUT0", "OUTPUT1"], {"OUTPUT0": True, "OUTPUT1": True})
+
+    return fn
+
+
+def version_case(model, batch):
+    def fn():
+        inputs, expected = ex.make(model, batch, 60)
+        result = client.infer(model, build_inputs(model, inputs, True), model_version="1")
+        check_outputs(model, result, expected, ["OUTPUT0", "OUTPUT1"], {"OUTPUT0": True, "OUTPUT1": True})
+
+    return fn
+
+
 modes = [(True, "default"), (False, "json"), (False, "binary"), (True, "json")]
 for model in models:
     batched = ex.MAX_BATCH[model] > 0
@@ -188,5 +239,12 @@ if "simple" in models:
     run.case("simple: async_infer x16", async_case("simple", lambda i: 1 + i % 8))
 if "addsub_onnx" in models:
     run.case("addsub_onnx: async_infer x16", async_case("addsub_onnx", lambda i: None))
+if "simple" in models:
+    run.case("simple: model_version '1'", version_case("simple", 2))
+    run.case("simple: tritonclient.http.aio infer", aio_case("simple", 3))
+    run.case("simple: gzip request and response", compression_case("simple", 4, "gzip"))
+    run.case("simple: deflate request and response", compression_case("simple", 4, "deflate"))
+if "simple_string" in models:
+    run.case("simple_string: gzip request and response", compression_case("simple_string", 8, "gzip"))
 
 run.finish()
