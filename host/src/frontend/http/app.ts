@@ -3,6 +3,7 @@
  * dispatch table (spec §1.1); every error leaves as `{"error": ...}` with Triton's status.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { modelConfigToJson } from '../../config/index.js';
 import { TritonError, asTritonError, invalidArg, unsupported } from '../../core/errors.js';
 import { optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
@@ -74,7 +75,7 @@ export function buildHttpApp(ctx: FrontendContext, logSettings: LogSettingsStore
     GET: (_q, r, m, v) => (modelReady(ctx, m, v) ? r.code(200).send() : r.code(400).type('application/json').send('{"error":"Model version not ready"}')),
     POST: undefined,
   });
-  modelRoute('/config', { GET: (_q, r, m, v) => r.type('application/json').send(JSON.stringify(ctx.manager.getVersion(m, v).config)), POST: undefined });
+  modelRoute('/config', { GET: (_q, r, m, v) => r.type('application/json').send(modelConfigToJson(ctx.manager.getVersion(m, v).config)), POST: undefined });
   modelRoute('/stats', { GET: (_q, r, m, v) => r.send(modelStatistics(ctx, m, v)), POST: undefined });
   modelRoute('/infer', { GET: undefined, POST: (q, r, m, v) => handleInfer(ctx, q, r, m, v) });
   modelRoute('/generate', { GET: undefined, POST: (q, r, m, v) => handleGenerate(ctx, q, r, m, v) });
