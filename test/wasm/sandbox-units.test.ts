@@ -1,0 +1,112 @@
+/**
+ * Units of the sandbox that need no worker: the component import/export check and its allow-list
+ * (kept equal to the `sandbox` world of wit/worlds.wit), the memory-maximum rewrite, the per-model
+ * limits, and the generated host types being current with the WIT.
+ */
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ALLOWED_IMPORTS, checkComponent, componentSurface } from '../../host/src/backends/wasm/component-check.js';
+import { DEFAULT_WASM_LIMITS, modelLimits } from '../../host/src/backends/wasm/limits.js';
+import { capMemories } from '../../host/src/backends/wasm/memory-cap.js';
+import * as h from './helpers.js';
+
+type Build = {
+  prepareWitDeps(): void;
+  generateHostTypes(out?: string): Promise<string>;
+  WIT_DIR: string;
+};
+const build = (await import('../../scripts/build-wasm.mjs')) as Build;
+const jco = await import('@bytecodealliance/jco');
+
+describe('component check', () => {
+  it('reads the imports and exports of a real sample component', () => {
+    const s = componentSurface(readFileSync(join(h.REPO, 'identity_wasm', '1', 'model.wasm')));
+    expect(s.exports).toEqual([{ name: 'warden:backend/backend@0.1.0', kind: 'instance' }]);
+    expect(s.imports.map((i) => i.name)).toContain('warden:backend/host@0.1.0');
+    const c = componentSurface(readFileSync(join(h.REPO, 'preprocess_wasm', '1', 'model.wasm')));
+    expect(c.imports.every((i) => i.name.startsWith('warden:backend/'))).toBe(true);
+  });
+
+  it('accepts allowed WASI at any 0.2.x version, refuses others naming the import', async () => {
+    const comp = async (imports: string[], exp = true) =>
+      jco.parse(`(component ${imports.map((i) => `(import "${i}" (instance))`).join(' ')} ${exp ? '(instance $b) (export "warden:backend/backend@0.1.0" (instance $b))' : ''})`);
+    expect(() => checkComponent(new Uint8Array(0))).toThrow(/not a WebAssembly component/);
+    const ok = await comp(['wasi:clocks/monotonic-clock@0.2.0', 'wasi:cli/stdout@0.2.9', 'warden:backend/host@0.1.0']);
+    expect(checkComponent(ok).imports).toHaveLength(3);
+    for (const [imp, why] of [
+      ['wasi:clocks/monotonic-clock@0.3.0', 'WASI 0.2.x'],
+      ['warden:backend/host@0.2.0', 'warden:backend@0.1.0'],
+      ['wasi:filesystem/preopens@0.2.0', 'not in the sandbox world'],
+      ['wasi:sockets/udp@0.2.3', 'not in the sandbox world'],
+      ['my:evil/thing', 'not in the sandbox world'],
+    ]) {
+      const c = await comp([imp!]);
+      expect(() => checkComponent(c), imp).toThrow(`imports '${imp}' (`);
+      expect(() => checkComponent(c), imp).toThrow(why);
+    }
+    const noExport = await comp([], false);
+    expect(() => checkComponent(noExport)).toThrow(/does not export 'warden:backend\/backend@0.1.0'/);
+  });
+
+  it('the allow-list equals the imports of the sandbox world in wit/worlds.wit', async () => {
+    build.prepareWitDeps();
+    const { componentWitMetadataForWorld } = await import('@bytecodealliance/jco-transpile');
+    const fs = await import('@bytecodealliance/preview2-shim/filesystem');
+    (fs as unknown as { _setPreopens(p: Record<string, string>): void })._setPreopens({ '/': '/' });
+    const meta = await componentWitMetadataForWorld({ tag: 'path', val: build.WIT_DIR } as never, 'sandbox');
+    const world = meta.imports.map((i) => `${i.namespace}:${i.package}/${i.interface}`).sort();
+    expect(world).toEqual([...ALLOWED_IMPORTS].sort());
+  });
+});
+
+describe('memory cap', () => {
+  it('rewrites the memory maximum so that memory.grow fails past the cap', async () => {
+    const core = await jco.parse('(module (memory (export "m") 1) (func (export "grow") (param i32) (result i32) local.get 0 memory.grow))');
+    const capped = capMemories(core, 4, 'test');
+    expect(capped.initialBytes).toEqual([65536]);
+    const { instance } = await WebAssembly.instantiate(capped.bytes as Uint8Array<ArrayBuffer>);
+    const grow = instance.exports.grow as (n: number) => number;
+    expect(grow(3)).toBe(1);
+    expect(grow(1)).toBe(-1);
+    // an existing smaller maximum is kept; an initial size above the cap is refused
+    const small = await jco.parse('(module (memory (export "m") 1 2))');
+    const kept = await WebAssembly.instantiate(capMemories(small, 4, 't').bytes as Uint8Array<ArrayBuffer>);
+    const mem = kept.instance.exports.m as WebAssembly.Memory;
+    expect(mem.grow(1)).toBe(1);
+    expect(() => mem.grow(1)).toThrow(RangeError);
+    const big = await jco.parse('(module (memory 10))');
+    expect(() => capMemories(big, 4, 'big')).toThrow(/needs 655360 bytes of linear memory at start, more than the model's memory limit of 262144 bytes/);
+    const shared = await jco.parse('(module (memory 1 2 shared))');
+    expect(() => capMemories(shared, 4, 'sh')).toThrow(/shared memories are not supported/);
+  });
+});
+
+describe('model limits', () => {
+  const caps = { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 1000, maxLogBytes: 4096 };
+  const cfg = (params: Record<string, string>) => h.wasmConfig('m', [], [], { params });
+  it('defaults to the caps, clamps to them, rounds memory down to pages', () => {
+    expect(modelLimits(cfg({}), caps)).toEqual({ memoryBytes: caps.maxMemoryBytes, executeMs: 1000, logBytes: 4096 });
+    expect(modelLimits(cfg({ memory_limit_bytes: '100000', execute_timeout_ms: '99999', log_limit_bytes: '10' }), caps)).toEqual({ memoryBytes: 65536, executeMs: 1000, logBytes: 10 });
+    expect(DEFAULT_WASM_LIMITS.maxExecuteMs).toBeGreaterThan(0);
+  });
+  it('refuses malformed parameters with INVALID_ARG', () => {
+    expect(() => modelLimits(cfg({ execute_timeout_ms: 'soon' }), caps)).toThrow(/parameter execute_timeout_ms must be a positive integer/);
+    expect(() => modelLimits(cfg({ memory_limit_bytes: '-5' }), caps)).toThrow(/must be a positive integer/);
+    expect(() => modelLimits(cfg({ memory_limit_bytes: '1000' }), caps)).toThrow(/at least 65536 bytes/);
+  });
+});
+
+describe('generated host types', () => {
+  it('host/src/backends/wasm/wit-types/ is what jco generates from wit/ today', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'warden-wit-types-'));
+    await build.generateHostTypes(out);
+    const committed = join(h.ROOT, 'host', 'src', 'backends', 'wasm', 'wit-types');
+    const list = (dir: string): string[] =>
+      readdirSync(dir).flatMap((f) => (statSync(join(dir, f)).isDirectory() ? list(join(dir, f)) : [join(dir, f)]));
+    const rel = (dir: string) => list(dir).map((f) => relative(dir, f)).sort();
+    expect(rel(out)).toEqual(rel(committed));
+    for (const f of rel(out)) expect(readFileSync(join(out, f), 'utf8'), f).toBe(readFileSync(join(committed, f), 'utf8'));
+  });
+});
