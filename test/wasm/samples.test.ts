@@ -106,6 +106,23 @@ describe('add_sub_wasm', () => {
     await inst.finalize();
   });
 
+  it('takes inputs that are views into one shared request Buffer, and leaves that Buffer intact', async () => {
+    const inst = await start('add_sub_wasm', config);
+    const body = Buffer.alloc(8 + 64 + 64);
+    for (let i = 0; i < 16; i++) {
+      body.writeFloatLE(i, 8 + i * 4);
+      body.writeFloatLE(10, 72 + i * 4);
+    }
+    const a = { name: 'INPUT0', datatype: 'FP32' as const, shape: [16], data: body.subarray(8, 72) };
+    const b = { name: 'INPUT1', datatype: 'FP32' as const, shape: [16], data: body.subarray(72, 136) };
+    const rec = await h.infer(inst, h.request('add_sub_wasm', [a, b], ['OUTPUT0']));
+    expect(rec.errors).toEqual([]);
+    expect(Array.from(h.f32(rec.responses[0]!.outputs[0]!))).toEqual(Array.from({ length: 16 }, (_, i) => i + 10));
+    expect(body.buffer.byteLength).toBeGreaterThan(0); // not detached by a transfer
+    expect(body.readFloatLE(8 + 4)).toBe(1);
+    await inst.finalize();
+  });
+
   it('handles 1 MiB inputs', async () => {
     const inst = await start('add_sub_wasm', config);
     const n = 262144;

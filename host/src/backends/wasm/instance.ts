@@ -324,8 +324,9 @@ export class SandboxInstance implements BackendModelInstance {
       batchSize: r.batchSize,
       inputs: r.inputs.map((t) => {
         // send only the tensor's own bytes (a view may sit in a larger request buffer)
+        // (new Uint8Array(view) copies; Buffer#slice would not)
         const whole = t.data.byteOffset === 0 && t.data.byteLength === t.data.buffer.byteLength;
-        const data = whole ? t.data : t.data.slice();
+        const data = whole ? t.data : new Uint8Array(t.data);
         if (!whole) transfer.push(data.buffer as ArrayBuffer);
         return { name: t.name, datatype: t.datatype, shape: t.shape, data };
       }),

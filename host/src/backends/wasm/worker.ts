@@ -91,7 +91,7 @@ function transferListOf(resp: WireResponse | undefined): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
   for (const t of resp.outputs) {
     // jco lifts every list<u8> into its own ArrayBuffer; copy anything that is only a view
-    if (t.data.byteOffset !== 0 || t.data.byteLength !== t.data.buffer.byteLength || out.includes(t.data.buffer as ArrayBuffer)) t.data = t.data.slice();
+    if (t.data.byteOffset !== 0 || t.data.byteLength !== t.data.buffer.byteLength || out.includes(t.data.buffer as ArrayBuffer)) t.data = new Uint8Array(t.data);
     out.push(t.data.buffer as ArrayBuffer);
   }
   return out;

@@ -1,0 +1,204 @@
+/**
+ * Sandboxed-backend benchmark (`benchWasm(ctx)`, run by bench/run.ts):
+ *  - per-request cost through the sandbox: `identity_wasm` (FP32 [16], JSON) at concurrency 1 and
+ *    16, side by side with the ONNX `simple` path (INT32 [1,16] add/sub, JSON) and the bare
+ *    Fastify floor, all in the same run; the sandbox's extra cost per request at concurrency 1 is
+ *    1/rps(identity_wasm) − 1/rps(simple), in µs (target: < 150 µs);
+ *  - `add_sub_wasm` on 1 MiB FP32 inputs (binary extension): MB/s of input processed;
+ *  - the engine alone (no HTTP): one execute round trip host → worker → guest → host, in µs;
+ *  - respawn time after a deadline kill (the `loop_execute` hostile fixture), in ms.
+ */
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
+
+const MiB = 1024 * 1024;
+
+function identityRequest(): HttpRequestSpec {
+  const body = JSON.stringify({
+    inputs: [{ name: 'INPUT0', shape: [16], datatype: 'FP32', data: Array.from({ length: 16 }, (_, i) => i * 0.5) }],
+    outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }],
+  });
+  return { path: '/v2/models/identity_wasm/infer', method: 'POST', headers: { 'content-type': 'application/json' }, body };
+}
+
+function simpleRequest(): HttpRequestSpec {
+  const body = JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, (_, i) => i) },
+      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, () => 1) },
+    ],
+    outputs: [
+      { name: 'OUTPUT0', parameters: { binary_data: false } },
+      { name: 'OUTPUT1', parameters: { binary_data: false } },
+    ],
+  });
+  return { path: '/v2/models/simple/infer', method: 'POST', headers: { 'content-type': 'application/json' }, body };
+}
+
+/** add_sub_wasm on two FP32 inputs of `bytes` each, binary in and out. */
+function addSubRequest(bytes: number): HttpRequestSpec {
+  const n = bytes / 4;
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [
+        { name: 'INPUT0', shape: [n], datatype: 'FP32', parameters: { binary_data_size: bytes } },
+        { name: 'INPUT1', shape: [n], datatype: 'FP32', parameters: { binary_data_size: bytes } },
+      ],
+      parameters: { binary_data_output: true },
+    }),
+  );
+  const a = Float32Array.from({ length: n }, (_, i) => i);
+  const b = Float32Array.from({ length: n }, () => 2);
+  return {
+    path: '/v2/models/add_sub_wasm/infer',
+    method: 'POST',
+    headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
+    body: Buffer.concat([header, Buffer.from(a.buffer), Buffer.from(b.buffer)]),
+  };
+}
+
+async function send(url: string, req: HttpRequestSpec): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+  const body = typeof req.body === 'string' || req.body === undefined ? req.body : new Uint8Array(req.body);
+  const r = await fetch(url + req.path, { method: req.method ?? 'POST', headers: req.headers, body });
+  const headers: Record<string, string> = {};
+  r.headers.forEach((v, k) => {
+    if (k !== 'date' && k !== 'connection' && k !== 'keep-alive' && k !== 'transfer-encoding') headers[k] = v;
+  });
+  return { status: r.status, headers, body: Buffer.from(await r.arrayBuffer()) };
+}
+
+/** Engine-only numbers: execute round trip and respawn after a deadline kill, in this process. */
+async function engineNumbers(ctx: BenchContext): Promise<{ roundTripUs: number; respawnMs: number[] }> {
+  const { WasmBackendResolver } = await import('../host/src/backends/wasm/index.js');
+  const resolver = new WasmBackendResolver({
+    cacheDir: join(ctx.root, '.cache', 'wasm'),
+    limits: { maxMemoryBytes: 256 * MiB, maxExecuteMs: 200, maxLogBytes: 16 * 1024 },
+    logger: pino({ level: 'silent' }),
+  });
+  const logger = pino({ level: 'silent' });
+  const cfg = (name: string) => ({
+    name,
+    platform: '',
+    backend: 'wasm',
+    runtime: '',
+    version_policy: { latest: { num_versions: 1 } },
+    max_batch_size: 0,
+    input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [-1], is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false }],
+    output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1], label_filename: '', is_shape_tensor: false, is_non_linear_format_io: false }],
+    batch_input: [],
+    batch_output: [],
+    optimization: {},
+    instance_group: [],
+    default_model_filename: '',
+    cc_model_filenames: {},
+    metric_tags: {},
+    parameters: {},
+    model_warmup: [],
+  }) as never;
+  const load = async (name: string, dir: string) => {
+    const backend = (await resolver.resolve(cfg(name), dir, join(dir, '1')))!;
+    const model = await backend.loadModel({ name, version: 1, modelPath: dir, versionPath: join(dir, '1'), config: cfg(name), autoCompleteConfig: true, logger });
+    return model.createInstance({ name: `${name}_0`, groupName: name, kind: 'KIND_CPU', deviceId: 0, hostPolicy: '', passive: false });
+  };
+  const data = new Uint8Array(new Float32Array(16).buffer);
+  const run = async (inst: Awaited<ReturnType<typeof load>>) => {
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    const sender = { send: (_r: unknown, final: boolean) => final && done(), sendError: (_e: unknown, final: boolean) => final && done() };
+    const req = { id: '', model: 'm', version: 1, inputs: [{ name: 'INPUT0', datatype: 'FP32' as const, shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false };
+    await inst.execute([req], [sender]);
+    await finished;
+  };
+  const identity = await load('identity_wasm', join(ctx.root, 'model_repository', 'identity_wasm'));
+  for (let i = 0; i < 500; i++) await run(identity);
+  const samples: number[] = [];
+  for (let r = 0; r < ctx.rounds; r++) {
+    const n = 3000;
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) await run(identity);
+    samples.push(((performance.now() - t0) * 1000) / n);
+  }
+  const respawnMs: number[] = [];
+  const fixture = join(ctx.root, 'test', 'fixtures', 'wasm', 'build', 'loop_execute.wasm');
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'warden-bench-loop-'));
+    mkdirSync(join(dir, '1'));
+    copyFileSync(fixture, join(dir, '1', 'model.wasm'));
+    const loop = (await load('loop_execute', dir)) as unknown as { stats: { lastRespawnMs?: number }; execute: (typeof identity)['execute'] };
+    for (let i = 0; i < 5; i++) {
+      await run(loop as never); // killed at the 200 ms deadline
+      await run(loop as never); // waits for the respawn, then killed again
+      if (loop.stats.lastRespawnMs !== undefined) respawnMs.push(loop.stats.lastRespawnMs);
+    }
+  } catch (e) {
+    ctx.log(`respawn measurement skipped: ${(e as Error).message} (build the fixtures: node scripts/build-wasm.mjs --fixtures)`);
+  }
+  await resolver.finalizeAll();
+  return { roundTripUs: ctx.median(samples), respawnMs };
+}
+
+export async function benchWasm(ctx: BenchContext): Promise<unknown> {
+  ctx.log('\n== Sandboxed backends (wasm, V8 engine) ==');
+  const repo = await ctx.makeRepository(['identity_wasm', 'add_sub_wasm', 'simple']);
+  const warden = await ctx.startWarden(repo);
+  try {
+    // check answers before timing them
+    const idReq = identityRequest();
+    const id = await send(warden.url, idReq);
+    const idOut = JSON.parse(id.body.toString()).outputs?.[0]?.data as number[] | undefined;
+    if (id.status !== 200 || !idOut || idOut[3] !== 1.5) throw new Error(`identity_wasm answered ${id.status}: ${id.body.toString().slice(0, 300)}`);
+    const simple = await send(warden.url, simpleRequest());
+    if (simple.status !== 200) throw new Error(`simple answered ${simple.status}: ${simple.body.toString().slice(0, 300)}`);
+    const big = addSubRequest(MiB);
+    const bigRes = await send(warden.url, big);
+    if (bigRes.status !== 200) throw new Error(`add_sub_wasm answered ${bigRes.status}: ${bigRes.body.toString().slice(0, 300)}`);
+    const hlen = Number(bigRes.headers['inference-header-content-length']);
+    const sum = new Float32Array(bigRes.body.buffer.slice(bigRes.body.byteOffset + hlen, bigRes.body.byteOffset + hlen + MiB));
+    if (sum[1000] !== 1002) throw new Error(`add_sub_wasm returned a wrong sum: ${sum[1000]}`);
+
+    // the bare Fastify floor replays Warden's identity response byte for byte
+    const cannedFile = join(mkdtempSync(join(tmpdir(), 'warden-bench-canned-')), 'canned.json');
+    const canned = { headers: id.headers, bodyBase64: id.body.toString('base64') };
+    writeFileSync(cannedFile, JSON.stringify({ json: canned, binary: canned }));
+    const floorPort = await ctx.freePort();
+    const floor = await ctx.startChild('floor', process.execPath, [join(ctx.root, 'dist', 'bench', 'floor.js'), '--port', String(floorPort), '--canned', cannedFile], floorPort, '/v2/health/ready');
+    try {
+      const cases: BenchCase[] = [];
+      for (const c of [1, 16]) {
+        cases.push({ label: `identity FP32[16] JSON c=${c}`, target: 'wasm identity_wasm', server: warden, request: idReq, connections: c });
+        cases.push({ label: `simple INT32[1,16] JSON c=${c}`, target: 'onnx simple', server: warden, request: simpleRequest(), connections: c });
+        cases.push({ label: `floor c=${c}`, target: 'fastify floor', server: floor, request: { ...idReq, path: '/v2/models/identity_wasm/infer' }, connections: c });
+      }
+      cases.push({ label: 'add_sub 2×1 MiB FP32 binary c=1', target: 'wasm add_sub_wasm', server: warden, request: big, connections: 1 });
+      const res = await ctx.measure(cases);
+      const by = (label: string) => res.find((r) => r.label === label)!;
+      const us = (rps: number) => 1e6 / rps;
+      const rows = res.map((r) => [r.target, r.label, r.rps.toFixed(0), `${r.rpsMin.toFixed(0)}–${r.rpsMax.toFixed(0)}`, r.p50Ms.toFixed(3), r.p99Ms.toFixed(3), Number.isFinite(r.cpuUsPerReq) ? r.cpuUsPerReq.toFixed(0) : '-']);
+      const overhead1 = us(by('identity FP32[16] JSON c=1').rps) - us(by('simple INT32[1,16] JSON c=1').rps);
+      const overhead16 = us(by('identity FP32[16] JSON c=16').rps) - us(by('simple INT32[1,16] JSON c=16').rps);
+      const addSub = by('add_sub 2×1 MiB FP32 binary c=1');
+      const mbps = (addSub.rps * 2 * MiB) / 1e6;
+      const engine = await engineNumbers(ctx);
+      const respawn = engine.respawnMs.length ? ctx.median(engine.respawnMs) : NaN;
+      const body = [
+        ctx.table(['target', 'case', 'infer/s (median)', 'range', 'p50 ms', 'p99 ms', 'server CPU µs/req'], rows),
+        '',
+        `sandbox cost over the ONNX path at c=1: ${overhead1.toFixed(0)} µs per request (1/rps difference; target < 150 µs: ${overhead1 < 150 ? 'met' : 'MISSED'})`,
+        `sandbox cost over the ONNX path at c=16: ${overhead16.toFixed(1)} µs per request of throughput`,
+        `add_sub_wasm on 2 × 1 MiB FP32: ${mbps.toFixed(1)} MB/s of input (${addSub.rps.toFixed(1)} infer/s, p50 ${addSub.p50Ms.toFixed(1)} ms) — the JS guest runs interpreted inside wasm`,
+        `engine only (no HTTP), identity execute round trip host → worker → guest → host: ${engine.roundTripUs.toFixed(1)} µs (median of ${ctx.rounds} rounds × 3000)`,
+        `respawn after a deadline kill (terminate → new worker ready): median ${respawn.toFixed(1)} ms over ${engine.respawnMs.length} kills (${engine.respawnMs.map((x) => x.toFixed(0)).join(', ')} ms)`,
+      ].join('\n');
+      ctx.log(body);
+      ctx.section('Sandboxed backends (wasm, V8 engine)', body);
+      return { overheadUsC1: overhead1, overheadUsC16: overhead16, addSubMBps: mbps, roundTripUs: engine.roundTripUs, respawnMs: respawn, cases: res };
+    } finally {
+      await floor.stop();
+    }
+  } finally {
+    await warden.stop();
+  }
+}
