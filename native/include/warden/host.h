@@ -1,0 +1,205 @@
+/*
+ * Warden's embedding interface to its Triton backend host (libtritonserver.so).
+ *
+ * Not part of Triton's API: this is what the Node addon (native/src/addon) and the standalone
+ * drivers (native/test) use to load backend libraries, models and instances and to run requests.
+ * Everything is C so the boundary is ABI-stable; errors are TRITONSERVER_Error* owned by the
+ * caller. Nothing here touches JavaScript.
+ *
+ * Threading: WARDEN_BackendLoad / WARDEN_ModelLoad / WARDEN_ModelUnload / WARDEN_BackendUnload call
+ * into the backend synchronously on the calling thread (call them off the JS thread). Instances own
+ * (or, with TRITONBACKEND_EXECUTION_DEVICE_BLOCKING, share) a native worker thread: initialize,
+ * execute and finalize run there and report through callbacks invoked on that thread.
+ */
+#ifndef WARDEN_HOST_H
+#define WARDEN_HOST_H
+
+#include "warden/tritonbackend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ logging */
+
+/** Receives every TRITONSERVER_LogMessage whose level is enabled; called on any thread. */
+typedef void (*WARDEN_LogFn)(
+    void* userp, TRITONSERVER_LogLevel level, const char* file, int line, const char* msg);
+/** Install the log sink (NULL = drop) and the levels TRITONSERVER_LogIsEnabled reports. */
+TRITONSERVER_DECLSPEC void WARDEN_SetLogSink(
+    WARDEN_LogFn fn, void* userp, bool info, bool warn, bool error, bool verbose);
+
+/* ------------------------------------------------------------------ backends */
+
+/**
+ * dlopen(`library_path`, RTLD_NOW | RTLD_LOCAL) (after making this library's symbols global),
+ * resolve the entry points (TRITONBACKEND_ModelInstanceExecute is required), call
+ * TRITONBACKEND_Initialize and TRITONBACKEND_GetBackendAttribute. On any failure the library is
+ * closed and nothing is kept.
+ * @param name backend name (`backend:` in the config).
+ * @param artifacts_dir what TRITONBACKEND_BackendArtifacts reports (the library's directory).
+ * @param config_json BackendConfig message: {"cmdline":{...}}.
+ */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_BackendLoad(
+    const char* name, const char* library_path, const char* artifacts_dir,
+    const char* config_json, TRITONBACKEND_Backend** backend);
+/** Attributes gathered after Initialize: parallel instance loading, execution policy, and the
+ *  preferred instance groups as JSON [{"kind":"KIND_CPU","count":N,"gpus":[..]}] (backend-owned). */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_BackendAttributes(
+    TRITONBACKEND_Backend* backend, bool* parallel_instance_loading,
+    TRITONBACKEND_ExecutionPolicy* policy, const char** preferred_groups_json);
+/** TRITONBACKEND_Finalize, dlclose, free. All models must be unloaded first. */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_BackendUnload(TRITONBACKEND_Backend* backend);
+
+/* ------------------------------------------------------------------ models */
+
+typedef struct WARDEN_ModelDesc {
+  const char* name;
+  uint64_t version;
+  /** `<repository>/<model>`: what TRITONBACKEND_ModelRepository reports. */
+  const char* repository_path;
+  /** Normalised model config JSON (what TRITONBACKEND_ModelConfig returns). */
+  const char* config_json;
+  bool auto_complete_config;
+  /** Names of the config's outputs (TRITONBACKEND_ResponseOutput accepts only these). */
+  const char* const* output_names;
+  uint32_t output_count;
+  bool decoupled;
+} WARDEN_ModelDesc;
+
+/** Create the model and call TRITONBACKEND_ModelInitialize; on error nothing is kept. */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelLoad(
+    TRITONBACKEND_Backend* backend, const WARDEN_ModelDesc* desc, TRITONBACKEND_Model** model);
+/** The JSON the backend passed to TRITONBACKEND_ModelSetConfig during ModelInitialize, or NULL. */
+TRITONSERVER_DECLSPEC const char* WARDEN_ModelSetConfigJson(TRITONBACKEND_Model* model);
+/** Replace the config after the host re-normalised a backend's auto-complete (before instances). */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelUpdateConfig(
+    TRITONBACKEND_Model* model, const char* config_json, const char* const* output_names,
+    uint32_t output_count, bool decoupled);
+/** TRITONBACKEND_ModelFinalize and free; every instance must be deleted first. */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelUnload(TRITONBACKEND_Model* model);
+
+/* ------------------------------------------------------------------ instances */
+
+typedef struct WARDEN_InstanceDesc {
+  const char* name;
+  TRITONSERVER_InstanceGroupKind kind;
+  int32_t device_id;
+  /** Host policy name; TRITONBACKEND_ModelInstanceHostPolicy reports {"<name>":{}}. */
+  const char* host_policy_name;
+  bool passive;
+  const char* const* profiles;
+  uint32_t profile_count;
+  const char* const* secondary_device_kinds;
+  const int64_t* secondary_device_ids;
+  uint32_t secondary_device_count;
+} WARDEN_InstanceDesc;
+
+/** Called on the instance's worker thread; the callee owns `error` (NULL = success). */
+typedef void (*WARDEN_DoneFn)(void* userp, TRITONSERVER_Error* error);
+
+/** Create an instance (no backend call yet) bound to its worker thread. */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InstanceNew(
+    TRITONBACKEND_Model* model, const WARDEN_InstanceDesc* desc,
+    TRITONBACKEND_ModelInstance** instance);
+/** Queue TRITONBACKEND_ModelInstanceInitialize on the worker. */
+TRITONSERVER_DECLSPEC void WARDEN_InstanceInitialize(
+    TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done, void* userp);
+/** Queue TRITONBACKEND_ModelInstanceFinalize (skipped if Initialize failed) on the worker. */
+TRITONSERVER_DECLSPEC void WARDEN_InstanceFinalize(
+    TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done, void* userp);
+/** Stop (or release a shared) worker and free the instance; after WARDEN_InstanceFinalize's done. */
+TRITONSERVER_DECLSPEC void WARDEN_InstanceDelete(TRITONBACKEND_ModelInstance* instance);
+/** TRITONBACKEND_ModelInstanceReady if the backend has it, else NULL (ready). Caller's thread. */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InstanceReady(TRITONBACKEND_ModelInstance* instance);
+
+/* ------------------------------------------------------------------ requests */
+
+typedef struct WARDEN_InputDesc {
+  const char* name;
+  TRITONSERVER_DataType datatype;
+  const int64_t* shape;
+  uint32_t dims_count;
+  /** CPU memory, borrowed: must stay valid until the request's release callback. */
+  const void* data;
+  uint64_t byte_size;
+} WARDEN_InputDesc;
+
+typedef struct WARDEN_ParamDesc {
+  const char* key;
+  TRITONSERVER_ParameterType type; /* STRING, INT, BOOL or DOUBLE */
+  const char* string_value;
+  int64_t int_value;
+  bool bool_value;
+  double double_value;
+} WARDEN_ParamDesc;
+
+/** Per-request statistics the backend reported (TRITONBACKEND_ModelInstanceReportStatistics). */
+typedef struct WARDEN_RequestStats {
+  bool reported;
+  bool success;
+  uint64_t exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns;
+} WARDEN_RequestStats;
+
+/** A response for a request (may be NULL with FINAL: flags-only). Callee owns `response` and frees
+ *  it with TRITONSERVER_InferenceResponseDelete. Called on whatever thread the backend sends from,
+ *  in send order per request; exactly one call per request carries TRITONSERVER_RESPONSE_COMPLETE_FINAL. */
+typedef void (*WARDEN_ResponseFn)(
+    void* userp, TRITONSERVER_InferenceResponse* response, uint32_t flags);
+/** The backend released the request: its input buffers are no longer referenced. Exactly once. */
+typedef void (*WARDEN_ReleaseFn)(void* userp, const WARDEN_RequestStats* stats);
+
+typedef struct WARDEN_RequestDesc {
+  const char* id;
+  /** Used when correlation_id_string is NULL. */
+  uint64_t correlation_id;
+  const char* correlation_id_string;
+  uint32_t flags;
+  uint64_t timeout_us;
+  uint64_t priority;
+  bool cancelled;
+  const WARDEN_InputDesc* inputs;
+  uint32_t input_count;
+  const char* const* requested_outputs;
+  uint32_t requested_output_count;
+  const WARDEN_ParamDesc* parameters;
+  uint32_t parameter_count;
+  WARDEN_ResponseFn response_fn;
+  WARDEN_ReleaseFn release_fn;
+  void* userp;
+} WARDEN_RequestDesc;
+
+typedef struct WARDEN_ExecStats {
+  /** TRITONBACKEND_ModelInstanceReportBatchStatistics was called during this execution. */
+  bool reported;
+  uint64_t batch_size;
+  uint64_t exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns;
+} WARDEN_ExecStats;
+
+/** After TRITONBACKEND_ModelInstanceExecute returned. If it returned an error, that error was
+ *  already delivered as the final response of every request and the requests released; `error` is a
+ *  copy, owned by the callee. */
+typedef void (*WARDEN_ExecDoneFn)(
+    void* userp, TRITONSERVER_Error* error, const WARDEN_ExecStats* stats);
+
+/** Build the TRITONBACKEND_Request objects (metadata copied, input data borrowed) and queue one
+ *  TRITONBACKEND_ModelInstanceExecute call for them on the instance's worker. */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InstanceExecute(
+    TRITONBACKEND_ModelInstance* instance, const WARDEN_RequestDesc* requests, uint32_t count,
+    WARDEN_ExecDoneFn done, void* userp);
+
+/** Take ownership of an output's buffer (malloc'd; free with free()); the response keeps metadata. */
+TRITONSERVER_DECLSPEC void* WARDEN_InferenceResponseOutputTakeBuffer(
+    TRITONSERVER_InferenceResponse* response, uint32_t index);
+
+/* ------------------------------------------------------------------ custom metrics */
+
+/** Prometheus text of every metric family backends created (TRITONSERVER_MetricFamilyNew);
+ *  free the returned string with free(). */
+TRITONSERVER_DECLSPEC char* WARDEN_CustomMetricsText(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WARDEN_HOST_H */

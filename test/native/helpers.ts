@@ -1,0 +1,168 @@
+/** Shared helpers for the native backend host tests (test/native). */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { loadModelConfig, parseModelConfigPbtxt, normalizeModelConfig } from '../../host/src/config/index.js';
+import type { ModelConfig } from '../../host/src/config/types.js';
+import { instanceSpecs } from '../../host/src/core/repository-manager.js';
+import type { TritonError } from '../../host/src/core/errors.js';
+import type {
+  Backend,
+  BackendModel,
+  BackendModelInstance,
+  InferenceRequest,
+  InferenceResponse,
+  ResponseSender,
+  Tensor,
+} from '../../host/src/core/types.js';
+import { NativeBackendResolver } from '../../host/src/backends/native/index.js';
+import { PROJECT_ROOT } from '../helpers/repo.js';
+
+export { PROJECT_ROOT };
+export const BACKEND_DIR = join(PROJECT_ROOT, 'build', 'backends');
+export const TEST_BACKEND_DIR = join(PROJECT_ROOT, 'native', 'build', 'test-backends');
+export const NATIVE_BUILD = join(PROJECT_ROOT, 'native', 'build');
+export const LIBTRITONSERVER = join(NATIVE_BUILD, 'Release', 'libtritonserver.so');
+export const MODEL_REPOSITORY = join(PROJECT_ROOT, 'model_repository');
+
+/** Fail loudly (not skip) when the native build is missing: npm install builds it. */
+export function requireNativeBuild(): void {
+  for (const p of [LIBTRITONSERVER, join(NATIVE_BUILD, 'Release', 'warden_native.node'), join(BACKEND_DIR, 'warden_identity')]) {
+    if (!existsSync(p)) throw new Error(`${p} is missing: run 'node scripts/build-native.mjs' (npm install does)`);
+  }
+}
+
+export const silent: Logger = pino({ level: 'silent' });
+
+export function resolver(opts: { backendDirectory?: string; autoCompleteConfig?: boolean; backendConfig?: Record<string, Record<string, string>> } = {}): NativeBackendResolver {
+  return new NativeBackendResolver({
+    backendDirectory: opts.backendDirectory ?? BACKEND_DIR,
+    autoCompleteConfig: opts.autoCompleteConfig ?? true,
+    backendConfig: opts.backendConfig,
+    logger: silent,
+  });
+}
+
+/** The normalised config of a model directory (as the repository manager would load it). */
+export function repoConfig(modelPath: string, name: string): Promise<ModelConfig> {
+  return loadModelConfig(modelPath, { modelName: name, autoComplete: true, versions: [1] });
+}
+
+/** A normalised config from pbtxt text. */
+export function pbtxtConfig(name: string, text: string): ModelConfig {
+  return normalizeModelConfig(parseModelConfigPbtxt(text), { modelName: name, gpuCount: 0 });
+}
+
+/** A loaded model with its instances, as the repository manager builds it. */
+export interface Loaded {
+  backend: Backend;
+  model: BackendModel;
+  config: ModelConfig;
+  instances: BackendModelInstance[];
+  unload(): Promise<void>;
+}
+
+export async function loadNative(
+  r: NativeBackendResolver,
+  config: ModelConfig,
+  modelPath: string,
+  opts: { autoCompleteConfig?: boolean } = {},
+): Promise<Loaded> {
+  const backend = await r.resolve(config, modelPath, join(modelPath, '1'));
+  if (!backend) throw new Error('resolver declined the model');
+  const model = await backend.loadModel({
+    name: config.name,
+    version: 1,
+    modelPath,
+    versionPath: join(modelPath, '1'),
+    config,
+    autoCompleteConfig: opts.autoCompleteConfig ?? true,
+    logger: silent,
+  });
+  const effective = model.config ? normalizeModelConfig(model.config, { modelName: config.name, gpuCount: 0 }) : config;
+  const instances: BackendModelInstance[] = [];
+  try {
+    for (const s of instanceSpecs(effective)) instances.push(await model.createInstance(s));
+  } catch (e) {
+    for (const i of instances) await i.finalize();
+    await model.finalize();
+    throw e;
+  }
+  return {
+    backend,
+    model,
+    config: effective,
+    instances,
+    async unload() {
+      for (const i of instances) await i.finalize();
+      await model.finalize();
+    },
+  };
+}
+
+export function tensor(name: string, datatype: Tensor['datatype'], shape: number[], data: ArrayBufferView): Tensor {
+  return { name, datatype, shape, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+}
+
+export function request(model: string, inputs: Tensor[], requestedOutputs: string[], extra: Partial<InferenceRequest> = {}): InferenceRequest {
+  return {
+    id: extra.id ?? '',
+    model,
+    version: 1,
+    inputs,
+    requestedOutputs,
+    parameters: {},
+    correlationId: 0,
+    flags: 0,
+    priority: 0,
+    timeoutUs: 0,
+    batchSize: 1,
+    cancelled: false,
+    ...extra,
+  };
+}
+
+/** What a request received: every response in order, with arrival times (ms, monotonic). */
+export interface Collected {
+  sender: ResponseSender;
+  responses: { response: InferenceResponse | null; error?: TritonError; final: boolean; atMs: number }[];
+  /** Resolves at the final response (or error). */
+  done: Promise<void>;
+}
+
+export function collector(): Collected {
+  let resolveDone!: () => void;
+  const done = new Promise<void>((r) => (resolveDone = r));
+  const c: Collected = {
+    responses: [],
+    done,
+    sender: {
+      send(response, final) {
+        c.responses.push({ response, final, atMs: performance.now() });
+        if (final) resolveDone();
+      },
+      sendError(error, final) {
+        c.responses.push({ response: null, error, final, atMs: performance.now() });
+        if (final) resolveDone();
+      },
+    },
+  };
+  return c;
+}
+
+/** Run one batch on an instance and wait for every final response. */
+export async function run(instance: BackendModelInstance, requests: InferenceRequest[]): Promise<{ collected: Collected[]; timings: unknown; error?: unknown }> {
+  const collected = requests.map(() => collector());
+  let timings: unknown;
+  let error: unknown;
+  try {
+    timings = await instance.execute(requests, collected.map((c) => c.sender));
+  } catch (e) {
+    error = e;
+  }
+  await Promise.all(collected.map((c) => c.done));
+  return { collected, timings, error };
+}
+
+export const f32 = (...v: number[]) => new Float32Array(v);
+export const asF32 = (t: Tensor) => Array.from(new Float32Array(t.data.buffer.slice(t.data.byteOffset, t.data.byteOffset + t.data.byteLength)));
