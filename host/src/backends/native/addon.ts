@@ -1,0 +1,171 @@
+/**
+ * Loading and typing of Warden's native addon (`native/build/Release/warden_native.node`, built by
+ * scripts/build-native.mjs), which links Warden's `libtritonserver.so` — the Triton backend C API
+ * host (spec §6). Everything here is a thin typed view of native/src/addon.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ERROR_CODES, TritonError } from '../../core/errors.js';
+import type { DataType } from '../../tensor/datatypes.js';
+
+/** A tensor as the addon reads (requests) and produces (responses): see core `Tensor`. */
+export interface AddonTensor {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  data: Uint8Array;
+}
+
+/** One request for `InstanceHandle.execute`. Input `data` is borrowed until the release event. */
+export interface AddonRequest {
+  /** Echoed in this request's events. */
+  token: number;
+  id: string;
+  /** number/bigint = TRITONBACKEND_RequestCorrelationId, string = ...CorrelationIdString. */
+  correlationId: number | bigint | string;
+  flags: number;
+  timeoutUs: number;
+  priority: number;
+  cancelled: boolean;
+  inputs: readonly AddonTensor[];
+  outputs: readonly string[];
+  /** Flattened parameters: [key0, value0, key1, value1, ...]. */
+  params: (string | number | boolean | bigint)[];
+}
+
+/** Timestamps a backend reported, ns of CLOCK_MONOTONIC (= process.hrtime.bigint()). */
+export interface AddonTimestamps {
+  execStartNs: bigint;
+  computeStartNs: bigint;
+  computeEndNs: bigint;
+  execEndNs: bigint;
+}
+
+/** TRITONBACKEND_ModelInstanceReportBatchStatistics of one execution. */
+export interface AddonExecStats extends AddonTimestamps {
+  batchSize: number;
+}
+
+/** A response (`t: 0`) or a release (`t: 1`) of a request, in the order the backend made them. */
+export type AddonEvent =
+  | {
+      t: 0;
+      token: number;
+      final: boolean;
+      error?: { code: number; message: string };
+      /** Absent for a flags-only response (TRITONBACKEND_ResponseFactorySendFlags). */
+      outputs?: AddonTensor[];
+      parameters?: Record<string, string | number | boolean | bigint>;
+    }
+  | { t: 1; token: number; stats?: AddonTimestamps & { success: boolean } };
+
+export interface AddonInstanceSpec {
+  name: string;
+  /** TRITONSERVER_InstanceGroupKind: 1 CPU, 2 GPU, 3 MODEL. */
+  kind: number;
+  deviceId: number;
+  hostPolicy: string;
+  passive: boolean;
+  profiles: string[];
+  secondaryDevices: { kind: string; deviceId: number }[];
+}
+
+export interface InstanceHandle {
+  /** TRITONBACKEND_ModelInstanceInitialize on the instance's native thread. */
+  initialize(): Promise<void>;
+  /** One TRITONBACKEND_ModelInstanceExecute; resolves when it returned (not when responses are done). */
+  execute(requests: AddonRequest[]): Promise<AddonExecStats | undefined>;
+  /** TRITONBACKEND_ModelInstanceFinalize, then the thread is stopped and the instance freed. */
+  finalize(): Promise<void>;
+  /** TRITONBACKEND_ModelInstanceReady (true if the backend does not implement it). */
+  isReady(): boolean;
+  /** Requests not yet both final-responded and released. */
+  outstanding(): number;
+}
+
+export interface ModelHandle {
+  /** JSON a backend passed to TRITONBACKEND_ModelSetConfig inside ModelInitialize, or null. */
+  setConfigJson(): string | null;
+  updateConfig(configJson: string, outputs: string[], decoupled: boolean): void;
+  createInstance(spec: AddonInstanceSpec, onEvents: (events: AddonEvent[]) => void): InstanceHandle;
+  /** TRITONBACKEND_ModelFinalize (all instances must be finalized). */
+  unload(): Promise<void>;
+}
+
+export interface BackendHandle {
+  attributes(): { parallelInstanceLoading: boolean; executionPolicy: 'BLOCKING' | 'DEVICE_BLOCKING'; preferredInstanceGroupsJson: string };
+  /** TRITONBACKEND_ModelInitialize off the JS thread. */
+  loadModel(opts: {
+    name: string;
+    version: number;
+    repositoryPath: string;
+    configJson: string;
+    autoCompleteConfig: boolean;
+    outputs: string[];
+    decoupled: boolean;
+  }): Promise<ModelHandle>;
+  /** TRITONBACKEND_Finalize and dlclose (all models must be unloaded). */
+  unload(): Promise<void>;
+}
+
+export interface NativeAddon {
+  /** dlopen(RTLD_NOW) + TRITONBACKEND_Initialize + TRITONBACKEND_GetBackendAttribute, off-thread. */
+  loadBackend(opts: { name: string; libraryPath: string; artifactsDir: string; configJson: string }): Promise<BackendHandle>;
+  /** Route TRITONSERVER_LogMessage to `fn` (level: 0 INFO, 1 WARN, 2 ERROR, 3 VERBOSE). */
+  setLogger(
+    fn: (level: number, file: string, line: number, message: string) => void,
+    levels: { info: boolean; warn: boolean; error: boolean; verbose: boolean },
+  ): void;
+  /** Prometheus text of the metric families backends created (TRITONSERVER_MetricFamilyNew). */
+  customMetricsText(): string;
+  /** Reported API versions, e.g. { backend: '1.19', server: '1.34' }. */
+  apiVersion(): { backend: string; server: string };
+}
+
+/** Where the addon is looked for (first hit): $WARDEN_NATIVE_ADDON, then `<project>/native/build/Release`. */
+export function addonPath(): string {
+  if (process.env.WARDEN_NATIVE_ADDON) return resolve(process.env.WARDEN_NATIVE_ADDON);
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 8; i++) {
+    const candidate = join(dir, 'native', 'build', 'Release', 'warden_native.node');
+    if (existsSync(candidate)) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  return join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', 'native', 'build', 'Release', 'warden_native.node');
+}
+
+let cached: NativeAddon | undefined;
+
+/**
+ * The addon, loaded once. Loading it also loads `libtritonserver.so` (its DT_NEEDED, found through
+ * RUNPATH $ORIGIN); the host makes that library's symbols global before the first backend dlopen.
+ * @throws TritonError UNAVAILABLE if the addon was not built.
+ */
+export function nativeAddon(): NativeAddon {
+  if (cached) return cached;
+  const path = addonPath();
+  if (!existsSync(path)) {
+    throw new TritonError('UNAVAILABLE', `Warden's native backend host is not built (${path} is missing); run 'node scripts/build-native.mjs'`);
+  }
+  const require = createRequire(import.meta.url);
+  cached = require(path) as NativeAddon;
+  return cached;
+}
+
+/** An error thrown or rejected by the addon, as a TritonError (`tritonCode` carries the code). */
+export function fromAddonError(e: unknown): TritonError {
+  if (e instanceof TritonError) return e;
+  const code = (e as { tritonCode?: unknown })?.tritonCode;
+  const message = e instanceof Error ? e.message : String(e);
+  if (typeof code === 'number' && ERROR_CODES[code]) return new TritonError(ERROR_CODES[code]!, message);
+  return new TritonError(e instanceof TypeError || e instanceof RangeError ? 'INVALID_ARG' : 'INTERNAL', message);
+}
+
+/** TRITONSERVER_Error_Code number → TritonError. */
+export function tritonErrorOf(code: number, message: string): TritonError {
+  return new TritonError(ERROR_CODES[code] ?? 'UNKNOWN', message);
+}

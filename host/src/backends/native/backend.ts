@@ -1,0 +1,98 @@
+/**
+ * One native Triton backend library (`libtriton_<name>.so`), initialised once at the first model
+ * load that needs it and shared by all its models (spec §6.2).
+ */
+import type { Logger } from 'pino';
+import type { ModelConfig } from '../../config/types.js';
+import type { Backend, BackendModel, ModelLoadContext } from '../../core/types.js';
+import { fromAddonError, nativeAddon, type BackendHandle, type ModelHandle } from './addon.js';
+import { configJson, mergeAutoCompletedConfig, responseContract } from './config.js';
+import { ensureNativeLogger } from './log.js';
+import { NativeModel } from './model.js';
+
+export class NativeBackend implements Backend {
+  private handle?: Promise<BackendHandle>;
+
+  /**
+   * @param name backend name (`backend:` or the platform's backend)
+   * @param libraryPath the library found by the search order (spec §6.9)
+   * @param artifactsDir what TRITONBACKEND_BackendArtifacts reports (the library's directory)
+   * @param backendConfigJson TRITONBACKEND_BackendConfig message, `{"cmdline":{...}}`
+   */
+  constructor(
+    readonly name: string,
+    readonly libraryPath: string,
+    readonly artifactsDir: string,
+    private readonly backendConfigJson: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** dlopen + TRITONBACKEND_Initialize, once; a failure is not cached (the next load retries). */
+  private backend(): Promise<BackendHandle> {
+    if (!this.handle) {
+      const addon = nativeAddon();
+      ensureNativeLogger(addon, this.logger);
+      this.handle = addon
+        .loadBackend({ name: this.name, libraryPath: this.libraryPath, artifactsDir: this.artifactsDir, configJson: this.backendConfigJson })
+        .then((h) => {
+          this.logger.info({ library: this.libraryPath, ...h.attributes() }, `backend '${this.name}' initialized`);
+          return h;
+        })
+        .catch((e) => {
+          this.handle = undefined;
+          throw fromAddonError(e);
+        });
+    }
+    return this.handle;
+  }
+
+  /**
+   * Load one model version: TRITONBACKEND_Initialize if this is the library's first model, then
+   * TRITONBACKEND_ModelInitialize with the normalised config JSON (off the JS thread). A config the
+   * backend set with TRITONBACKEND_ModelSetConfig is merged and re-normalised (spec §5.7).
+   * @throws TritonError with the backend's code and message (the model becomes UNAVAILABLE).
+   */
+  async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
+    const be = await this.backend();
+    let model: ModelHandle;
+    try {
+      model = await be.loadModel({
+        name: ctx.name,
+        version: ctx.version,
+        repositoryPath: ctx.modelPath,
+        configJson: configJson(ctx.config),
+        autoCompleteConfig: ctx.autoCompleteConfig,
+        ...responseContract(ctx.config),
+      });
+    } catch (e) {
+      throw fromAddonError(e);
+    }
+    let completed: ModelConfig | undefined;
+    const setJson = model.setConfigJson();
+    if (setJson !== null) {
+      try {
+        completed = mergeAutoCompletedConfig(ctx.config, this.name, setJson);
+        const contract = responseContract(completed);
+        model.updateConfig(configJson(completed), contract.outputs, contract.decoupled);
+      } catch (e) {
+        await model.unload().catch(() => undefined);
+        throw fromAddonError(e);
+      }
+    }
+    const { parallelInstanceLoading } = be.attributes();
+    return new NativeModel(model, completed, completed ?? ctx.config, parallelInstanceLoading, ctx.logger);
+  }
+
+  /** TRITONBACKEND_Finalize and dlclose (server shutdown, after every model was unloaded). */
+  async finalize(): Promise<void> {
+    const pending = this.handle;
+    this.handle = undefined;
+    const h = pending ? await pending.catch(() => undefined) : undefined;
+    if (!h) return;
+    try {
+      await h.unload();
+    } catch (e) {
+      throw fromAddonError(e);
+    }
+  }
+}

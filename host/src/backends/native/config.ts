@@ -1,0 +1,95 @@
+/**
+ * What the native host hands backends besides tensors: the backend config message
+ * (TRITONBACKEND_BackendConfig), the model config JSON and its backend-side auto-complete
+ * (TRITONBACKEND_ModelSetConfig, spec §5.7), and instance placement (spec §5.5).
+ */
+import { modelConfigFromJson, modelConfigToJson, normalizeModelConfig } from '../../config/index.js';
+import type { ModelConfig } from '../../config/types.js';
+import { invalidArg } from '../../core/errors.js';
+import type { InstanceSpec } from '../../core/types.js';
+import type { AddonInstanceSpec } from './addon.js';
+
+/** Triton's default `--min-supported-compute-capability`, printed as std::to_string does. */
+const MIN_COMPUTE_CAPABILITY = (6.0).toFixed(6);
+/** Triton's default `--backend-config=<backend>,default-max-batch-size`. */
+const DEFAULT_MAX_BATCH_SIZE = '4';
+
+/**
+ * The TRITONBACKEND_BackendConfig message: `{"cmdline":{...}}` with the settings Triton always adds
+ * (`auto-complete-config`, `backend-directory`, `min-compute-capability`, `default-max-batch-size`),
+ * then the global `--backend-config` settings (key ''), then this backend's (spec §6.3).
+ */
+export function backendConfigJson(opts: {
+  backendName: string;
+  backendDirectory: string;
+  autoCompleteConfig: boolean;
+  settings?: Record<string, Record<string, string>>;
+}): string {
+  const cmdline: Record<string, string> = {
+    'auto-complete-config': String(opts.autoCompleteConfig),
+    'backend-directory': opts.backendDirectory,
+    'min-compute-capability': MIN_COMPUTE_CAPABILITY,
+    'default-max-batch-size': DEFAULT_MAX_BATCH_SIZE,
+  };
+  Object.assign(cmdline, opts.settings?.[''] ?? {}, opts.settings?.[opts.backendName] ?? {});
+  return JSON.stringify({ cmdline });
+}
+
+/** The model config as TRITONBACKEND_ModelConfig returns it (Triton's `/config` JSON). */
+export function configJson(config: ModelConfig): string {
+  return modelConfigToJson(config) || '{}';
+}
+
+/** Output names (the only names TRITONBACKEND_ResponseOutput accepts) and the decoupled flag. */
+export function responseContract(config: ModelConfig): { outputs: string[]; decoupled: boolean } {
+  return {
+    outputs: config.output.map((o) => o.name),
+    decoupled: config.model_transaction_policy?.decoupled === true,
+  };
+}
+
+/**
+ * Apply what a backend set with TRITONBACKEND_ModelSetConfig (spec §5.7): only `input`, `output`,
+ * `max_batch_size`, the scheduling choice (when the config had none) and
+ * `model_transaction_policy` are taken; the result is normalised again.
+ * @throws TritonError INVALID_ARG naming the backend if its JSON is not a valid ModelConfig.
+ */
+export function mergeAutoCompletedConfig(base: ModelConfig, backendName: string, setJson: string): ModelConfig {
+  let fromBackend: Partial<ModelConfig>;
+  try {
+    fromBackend = modelConfigFromJson(setJson);
+  } catch (e) {
+    throw invalidArg(`backend '${backendName}' set an invalid configuration for model '${base.name}': ${(e as Error).message}`);
+  }
+  const merged: Partial<ModelConfig> = { ...base };
+  if (fromBackend.input !== undefined) merged.input = fromBackend.input;
+  if (fromBackend.output !== undefined) merged.output = fromBackend.output;
+  if (fromBackend.max_batch_size !== undefined) merged.max_batch_size = fromBackend.max_batch_size;
+  const hasScheduler = base.dynamic_batching || base.sequence_batching || base.ensemble_scheduling;
+  if (!hasScheduler) {
+    if (fromBackend.dynamic_batching) merged.dynamic_batching = fromBackend.dynamic_batching;
+    else if (fromBackend.sequence_batching) merged.sequence_batching = fromBackend.sequence_batching;
+  }
+  if (fromBackend.model_transaction_policy !== undefined) {
+    merged.model_transaction_policy = fromBackend.model_transaction_policy;
+  }
+  return normalizeModelConfig(merged, { modelName: base.name, gpuCount: 0 });
+}
+
+/** TRITONSERVER_InstanceGroupKind of an instance spec (note: not the config enum order). */
+const INSTANCE_KIND = { KIND_CPU: 1, KIND_GPU: 2, KIND_MODEL: 3 } as const;
+
+/** The addon's view of an instance: kind, device, host policy, and its group's profiles and
+ *  secondary devices (spec §5.5; what TRITONBACKEND_ModelInstance* report). */
+export function addonInstanceSpec(spec: InstanceSpec, config: ModelConfig): AddonInstanceSpec {
+  const group = config.instance_group.find((g) => g.name === spec.groupName);
+  return {
+    name: spec.name,
+    kind: INSTANCE_KIND[spec.kind],
+    deviceId: spec.deviceId,
+    hostPolicy: spec.hostPolicy,
+    passive: spec.passive,
+    profiles: [...(group?.profile ?? [])],
+    secondaryDevices: (group?.secondary_devices ?? []).map((d) => ({ kind: d.kind, deviceId: Number(d.device_id) })),
+  };
+}

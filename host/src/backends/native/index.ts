@@ -1,0 +1,113 @@
+/**
+ * Trusted native backends (spec §6): real Triton backend libraries (`libtriton_<name>.so`) hosted
+ * by Warden's own `libtritonserver.so` (native/) through a Node addon. This module is what the
+ * server wires into its {@link BackendResolver} list, after the wasm, onnxruntime and python kinds.
+ */
+import type { Logger } from 'pino';
+import type { ModelConfig } from '../../config/types.js';
+import { invalidArg } from '../../core/errors.js';
+import type { Backend, BackendResolver } from '../../core/types.js';
+import { nativeAddon } from './addon.js';
+import { NativeBackend } from './backend.js';
+import { backendConfigJson } from './config.js';
+import { backendNameOf, findBackendLibrary, libraryFileName } from './search.js';
+
+export { NativeBackend } from './backend.js';
+export { NativeModel } from './model.js';
+export { NativeModelInstance, FINALIZE_DRAIN_TIMEOUT_MS } from './instance.js';
+export { backendNameOf, findBackendLibrary, libraryFileName, PLATFORM_BACKENDS } from './search.js';
+export { backendConfigJson, mergeAutoCompletedConfig } from './config.js';
+export { addonPath, nativeAddon } from './addon.js';
+export { installNativeLogger } from './log.js';
+
+/**
+ * Resolves every model whose backend no earlier resolver took to a native library found by
+ * Triton's search order (spec §6.9): `<version dir>`, `<model dir>`, `<backendDirectory>/<name>/`,
+ * file `runtime` or `libtriton_<name>.so`. Backend objects are cached per (name, library path) and
+ * live until {@link finalizeAll}.
+ */
+export class NativeBackendResolver implements BackendResolver {
+  private readonly backends = new Map<string, NativeBackend>();
+  private readonly logger: Logger;
+
+  /**
+   * @param opts.backendDirectory `--backend-directory`
+   * @param opts.backendConfig `--backend-config` settings by backend name ('' = every backend),
+   *   passed to backends in TRITONBACKEND_BackendConfig's `cmdline`
+   * @param opts.autoCompleteConfig false with `--disable-auto-complete-config`
+   */
+  constructor(
+    private readonly opts: {
+      backendDirectory: string;
+      backendConfig?: Record<string, Record<string, string>>;
+      autoCompleteConfig: boolean;
+      logger: Logger;
+    },
+  ) {
+    this.logger = opts.logger;
+  }
+
+  /**
+   * The native backend serving `config`, or undefined for models without a backend (ensembles) and
+   * Python-based runtimes (`runtime: "*.py"`).
+   * @throws TritonError INVALID_ARG if no library is found (the message lists where it looked) or
+   *   the backend name / runtime is not a plain file name.
+   */
+  async resolve(config: ModelConfig, modelPath: string, versionPath: string): Promise<Backend | undefined> {
+    const name = backendNameOf(config);
+    if (!name) return undefined;
+    if (config.runtime.endsWith('.py')) return undefined;
+    const found = findBackendLibrary({
+      backendName: name,
+      runtime: config.runtime,
+      modelPath,
+      versionPath,
+      backendDirectory: this.opts.backendDirectory,
+    });
+    if (!found) {
+      const file = config.runtime || libraryFileName(name);
+      throw invalidArg(
+        `unable to find backend library '${file}' for backend '${name}' of model '${config.name}'; searched ${versionPath}, ${modelPath} and ${this.opts.backendDirectory}/${name}`,
+      );
+    }
+    const key = `${name}\0${found.libraryPath}`;
+    let backend = this.backends.get(key);
+    if (!backend) {
+      backend = new NativeBackend(
+        name,
+        found.libraryPath,
+        found.artifactsDir,
+        backendConfigJson({
+          backendName: name,
+          backendDirectory: this.opts.backendDirectory,
+          autoCompleteConfig: this.opts.autoCompleteConfig,
+          settings: this.opts.backendConfig,
+        }),
+        this.logger,
+      );
+      this.backends.set(key, backend);
+    }
+    return backend;
+  }
+
+  /** TRITONBACKEND_Finalize every backend this resolver initialised (server shutdown). */
+  async finalizeAll(): Promise<void> {
+    const all = [...this.backends.values()];
+    this.backends.clear();
+    for (const b of all) {
+      await b.finalize().catch((e) => this.logger.error({ err: e, backend: b.name }, 'backend finalize failed'));
+    }
+  }
+
+  /**
+   * Prometheus text of the custom metrics native backends created (TRITONSERVER_MetricFamilyNew),
+   * for appending to `/metrics`; '' when the native host is not loaded.
+   */
+  customMetricsText(): string {
+    try {
+      return nativeAddon().customMetricsText();
+    } catch {
+      return '';
+    }
+  }
+}

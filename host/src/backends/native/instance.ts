@@ -1,0 +1,196 @@
+/**
+ * A model instance of a native Triton backend (spec §6.7, §6.8): requests go to
+ * TRITONBACKEND_ModelInstanceExecute on the instance's native thread; responses and releases come
+ * back as events and are routed to each request's ResponseSender. Decoupled backends may keep
+ * sending after `execute` resolved.
+ */
+import type { Logger } from 'pino';
+import type { ModelConfig } from '../../config/types.js';
+import type {
+  BackendModelInstance,
+  ExecuteTimings,
+  InferenceRequest,
+  InstanceSpec,
+  ParameterValue,
+  ResponseSender,
+} from '../../core/types.js';
+import { addonInstanceSpec } from './config.js';
+import {
+  fromAddonError,
+  tritonErrorOf,
+  type AddonEvent,
+  type AddonRequest,
+  type InstanceHandle,
+  type ModelHandle,
+} from './addon.js';
+
+/** How long `finalize` waits for outstanding requests to be released before finalizing anyway. */
+export const FINALIZE_DRAIN_TIMEOUT_MS = 30_000;
+
+interface Pending {
+  sender: ResponseSender;
+  /** Keeps the input buffers the backend borrows alive until the release event. */
+  request: InferenceRequest;
+  final: boolean;
+  released: boolean;
+}
+
+/** Flatten request parameters for the addon: [k0, v0, k1, v1, ...]. */
+function flattenParameters(params: Record<string, ParameterValue>): (string | number | boolean)[] {
+  const flat: (string | number | boolean)[] = [];
+  for (const k of Object.keys(params)) flat.push(k, params[k]!);
+  return flat;
+}
+
+function toAddonRequest(token: number, r: InferenceRequest): AddonRequest {
+  return {
+    token,
+    id: r.id,
+    correlationId: r.correlationId,
+    flags: r.flags,
+    timeoutUs: r.timeoutUs,
+    priority: r.priority,
+    cancelled: r.cancelled,
+    inputs: r.inputs,
+    outputs: r.requestedOutputs,
+    params: flattenParameters(r.parameters),
+  };
+}
+
+function responseParameters(
+  p: Record<string, string | number | boolean | bigint> | undefined,
+): Record<string, ParameterValue> | undefined {
+  if (!p) return undefined;
+  const out: Record<string, ParameterValue> = {};
+  for (const [k, v] of Object.entries(p)) out[k] = typeof v === 'bigint' ? v.toString() : v;
+  return out;
+}
+
+export class NativeModelInstance implements BackendModelInstance {
+  private readonly pending = new Map<number, Pending>();
+  private nextToken = 1;
+  private finalizing?: Promise<void>;
+  private drained?: () => void;
+
+  private constructor(
+    private readonly name: string,
+    private readonly logger: Logger,
+  ) {}
+
+  private handle!: InstanceHandle;
+
+  /**
+   * Create the instance and run TRITONBACKEND_ModelInstanceInitialize on its thread.
+   * @throws TritonError with the backend's code and message if initialization fails (the instance
+   *   is finalized and freed first).
+   */
+  static async create(model: ModelHandle, spec: InstanceSpec, config: ModelConfig, logger: Logger): Promise<NativeModelInstance> {
+    const inst = new NativeModelInstance(spec.name, logger.child({ instance: spec.name }));
+    try {
+      inst.handle = model.createInstance(addonInstanceSpec(spec, config), (events) => inst.onEvents(events));
+    } catch (e) {
+      throw fromAddonError(e);
+    }
+    try {
+      await inst.handle.initialize();
+    } catch (e) {
+      await inst.handle.finalize().catch(() => undefined);
+      throw fromAddonError(e);
+    }
+    return inst;
+  }
+
+  /**
+   * One TRITONBACKEND_ModelInstanceExecute for `requests` (inputs are lent to the backend without a
+   * copy). Resolves when the backend returned from Execute, with the compute timestamps it reported
+   * through TRITONBACKEND_ModelInstanceReportBatchStatistics.
+   * @throws TritonError if the backend's Execute returned an error (each request has then already
+   *   received it as its final response), or if the batch could not be submitted.
+   */
+  async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
+    const batch: AddonRequest[] = new Array(requests.length);
+    for (let i = 0; i < requests.length; i++) {
+      const token = this.nextToken;
+      this.nextToken = this.nextToken >= 0xfffffffe ? 1 : this.nextToken + 1;
+      this.pending.set(token, { sender: senders[i]!, request: requests[i]!, final: false, released: false });
+      batch[i] = toAddonRequest(token, requests[i]!);
+    }
+    try {
+      const stats = await this.handle.execute(batch);
+      if (stats) return { computeStartNs: stats.computeStartNs, computeEndNs: stats.computeEndNs };
+    } catch (e) {
+      // Requests that got no final response were never submitted: forget them (the caller answers).
+      for (const r of batch) if (!this.pending.get(r.token)?.final) this.pending.delete(r.token);
+      this.checkDrained();
+      throw fromAddonError(e);
+    }
+  }
+
+  /** TRITONBACKEND_ModelInstanceReady. */
+  isReady(): boolean {
+    return this.handle.isReady();
+  }
+
+  /** Requests handed to the backend and not yet both answered (FINAL) and released. */
+  get outstanding(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Wait (up to {@link FINALIZE_DRAIN_TIMEOUT_MS}) until every request was released, then
+   * TRITONBACKEND_ModelInstanceFinalize and free the instance and its thread.
+   */
+  finalize(): Promise<void> {
+    this.finalizing ??= (async () => {
+      if (this.pending.size > 0) {
+        const drained = new Promise<void>((r) => (this.drained = r));
+        const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), FINALIZE_DRAIN_TIMEOUT_MS).unref());
+        if ((await Promise.race([drained, timeout])) === 'timeout') {
+          this.logger.warn({ outstanding: this.pending.size }, 'finalizing with requests the backend never released');
+        }
+      }
+      try {
+        await this.handle.finalize();
+      } catch (e) {
+        throw fromAddonError(e);
+      }
+    })();
+    return this.finalizing;
+  }
+
+  private onEvents(events: AddonEvent[]): void {
+    for (const ev of events) {
+      const p = this.pending.get(ev.token);
+      if (!p) {
+        this.logger.warn({ token: ev.token, event: ev.t }, 'event for an unknown request ignored');
+        continue;
+      }
+      try {
+        if (ev.t === 0) {
+          if (ev.error) p.sender.sendError(tritonErrorOf(ev.error.code, ev.error.message), ev.final);
+          else if (ev.outputs) p.sender.send({ outputs: ev.outputs, parameters: responseParameters(ev.parameters) }, ev.final);
+          else if (ev.final) p.sender.send(null, true);
+          if (ev.final) p.final = true;
+        } else {
+          p.released = true;
+        }
+      } catch (e) {
+        this.logger.error({ err: e, request: p.request.id }, 'response delivery failed');
+      }
+      if (p.final && p.released) this.pending.delete(ev.token);
+    }
+    this.checkDrained();
+  }
+
+  private checkDrained(): void {
+    if (this.pending.size === 0 && this.drained) {
+      const d = this.drained;
+      this.drained = undefined;
+      d();
+    }
+  }
+
+  toString(): string {
+    return `NativeModelInstance(${this.name})`;
+  }
+}

@@ -1,0 +1,161 @@
+// Warden's Node addon over libtritonserver.so (warden/host.h): a thin layer that turns JS requests
+// into native ones, runs backend calls off the JS thread, and brings responses back through one
+// ThreadSafeFunction wakeup per batch of events.
+#pragma once
+
+#include <napi.h>
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "warden/host.h"
+
+namespace warden_addon {
+
+/** A JS Error carrying `tritonCode` (TRITONSERVER_Error_Code); takes ownership of `err`. */
+Napi::Error TritonError(Napi::Env env, TRITONSERVER_Error* err);
+Napi::Error TritonError(Napi::Env env, TRITONSERVER_Error_Code code, const std::string& message);
+
+/** Runs `work` on the libuv pool and settles a promise with `resolve(env)` or the error. */
+Napi::Promise RunAsync(Napi::Env env, const char* name, std::function<TRITONSERVER_Error*()> work,
+                       std::function<Napi::Value(Napi::Env)> resolve);
+
+// ---------------------------------------------------------------- instance events
+
+/** Something a native thread reports to JS. */
+struct Event {
+  enum Kind { kResponse, kReleased, kJobDone } kind;
+  uint32_t token = 0;  // request token (responses, releases) or job id (jobs)
+  TRITONSERVER_InferenceResponse* response = nullptr;  // owned until converted
+  uint32_t flags = 0;
+  TRITONSERVER_Error* error = nullptr;  // job error, owned
+  bool has_request_stats = false;
+  WARDEN_RequestStats request_stats{};
+  bool has_exec_stats = false;
+  WARDEN_ExecStats exec_stats{};
+  /** This FINAL or release was the second of the two: the request is done on the native side. */
+  bool completes_request = false;
+};
+
+class InstanceHandle;
+
+/** Multi-producer (native threads) / single-consumer (JS thread) event queue of one instance. */
+class EventQueue : public std::enable_shared_from_this<EventQueue> {
+ public:
+  EventQueue(Napi::Env env, InstanceHandle* owner);
+  void Push(Event&& e);
+  /** JS thread: take everything queued so far. */
+  std::vector<Event> Drain();
+  /** JS thread: stop accepting events (late ones are dropped) and release the TSFN. */
+  void Close();
+  void Ref(Napi::Env env) { tsfn_.Ref(env); }
+  void Unref(Napi::Env env) { tsfn_.Unref(env); }
+
+ private:
+  std::mutex mu_;
+  std::vector<Event> events_;
+  bool scheduled_ = false;
+  bool closed_ = false;
+  Napi::ThreadSafeFunction tsfn_;
+  InstanceHandle* owner_;  // JS thread only
+};
+
+void DiscardEvent(Event& e);
+
+// ---------------------------------------------------------------- handles
+
+class BackendHandle : public Napi::ObjectWrap<BackendHandle> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::FunctionReference constructor;
+  explicit BackendHandle(const Napi::CallbackInfo& info);
+  TRITONBACKEND_Backend* backend = nullptr;
+
+ private:
+  Napi::Value Attributes(const Napi::CallbackInfo& info);
+  Napi::Value LoadModel(const Napi::CallbackInfo& info);
+  Napi::Value Unload(const Napi::CallbackInfo& info);
+};
+
+class ModelHandle : public Napi::ObjectWrap<ModelHandle> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::FunctionReference constructor;
+  explicit ModelHandle(const Napi::CallbackInfo& info);
+  TRITONBACKEND_Model* model = nullptr;
+
+ private:
+  Napi::Value SetConfigJson(const Napi::CallbackInfo& info);
+  Napi::Value UpdateConfig(const Napi::CallbackInfo& info);
+  Napi::Value CreateInstance(const Napi::CallbackInfo& info);
+  Napi::Value Unload(const Napi::CallbackInfo& info);
+};
+
+class InstanceHandle : public Napi::ObjectWrap<InstanceHandle> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::FunctionReference constructor;
+  explicit InstanceHandle(const Napi::CallbackInfo& info);
+  /** JS thread: called by the queue's TSFN with everything that happened since the last call. */
+  void OnEvents(Napi::Env env, std::vector<Event> events);
+
+  TRITONBACKEND_ModelInstance* instance = nullptr;
+
+ private:
+  Napi::Value Initialize(const Napi::CallbackInfo& info);
+  Napi::Value Execute(const Napi::CallbackInfo& info);
+  Napi::Value Finalize(const Napi::CallbackInfo& info);
+  Napi::Value IsReady(const Napi::CallbackInfo& info);
+  Napi::Value Outstanding(const Napi::CallbackInfo& info);
+
+  uint32_t NewJob(Napi::Env env, Napi::Promise::Deferred deferred, bool delete_after);
+  void AddInflight(Napi::Env env, int64_t delta);
+
+  std::shared_ptr<EventQueue> queue_;
+  Napi::FunctionReference on_events_;
+  std::map<uint32_t, Napi::Promise::Deferred> jobs_;
+  uint32_t next_job_ = 1;
+  uint32_t delete_job_ = 0;  // the finalize job: delete the instance when it is done
+  int64_t inflight_ = 0;     // jobs + requests not yet final-and-released
+  int64_t requests_ = 0;     // requests not yet final-and-released
+};
+
+// ---------------------------------------------------------------- conversions (convert.cc)
+
+/** Holds everything a WARDEN_RequestDesc batch points into while it is being submitted. */
+struct RequestBatch {
+  std::deque<std::string> strings;  // deque: element addresses stay stable while appending
+  std::deque<std::vector<int64_t>> shapes;
+  std::vector<std::vector<WARDEN_InputDesc>> inputs;
+  std::vector<std::vector<const char*>> outputs;
+  std::vector<std::vector<WARDEN_ParamDesc>> params;
+  std::vector<WARDEN_RequestDesc> descs;
+};
+
+/** Per-request context for the WARDEN callbacks; freed after both FINAL and release. */
+struct RequestContext {
+  std::shared_ptr<EventQueue> queue;
+  uint32_t token;
+  std::atomic<int> remaining{2};
+};
+
+/** Point a request's callbacks at the instance callbacks with `ctx` (instance.cc). */
+void ParseRequestsCallbacks(WARDEN_RequestDesc* d, RequestContext* ctx);
+/** Parse JS requests into `batch` (throws Napi::Error on malformed input). */
+void ParseRequests(Napi::Env env, Napi::Array requests, const std::shared_ptr<EventQueue>& queue,
+                   RequestBatch* batch, std::vector<RequestContext*>* contexts);
+/** Build the JS event object for a response (and free the response). */
+Napi::Object ResponseEvent(Napi::Env env, Event& e);
+Napi::Object ReleasedEvent(Napi::Env env, const Event& e);
+Napi::Value ExecStatsValue(Napi::Env env, const WARDEN_ExecStats& s);
+
+/** Extract an array of strings (throws on a non-string element). */
+std::vector<std::string> StringArray(Napi::Env env, Napi::Value v, const char* what);
+
+}  // namespace warden_addon
