@@ -64,7 +64,7 @@ describe('identity_native (sample backend warden_identity)', () => {
     const initLog = logLines.find((l) => l.msg.startsWith('backend warden_identity initialized'));
     expect(initLog?.msg).toContain('"backend-directory"');
     expect(initLog?.msg).toContain('"default-max-batch-size":"4"');
-    expect(logLines.some((l) => l.msg === 'instance identity_native_0_0 (CPU device 0) initialized')).toBe(true);
+    expect(logLines.some((l) => l.msg === 'instance identity_native_0_0 (CPU device 0, host policy {"cpu":{}}) initialized')).toBe(true);
     // Initialize runs once per backend object, however many models / reloads use it.
     expect(logLines.filter((l) => l.msg.startsWith('backend warden_identity initialized'))).toHaveLength(1);
   });
@@ -152,6 +152,32 @@ describe('identity_native (sample backend warden_identity)', () => {
       code: 'INVALID_ARG',
       message: expect.stringContaining("'execute_delay_ms' must be a non-negative integer"),
     });
+  });
+});
+
+describe('lifecycle order', () => {
+  it("calls Initialize, ModelInitialize, ModelInstanceInitialize ... ModelInstanceFinalize, ModelFinalize, Finalize in Triton's order", async () => {
+    const r = resolver();
+    const config = pbtxtConfig('identity_order', `backend: "warden_identity" max_batch_size: 0
+      input { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
+      output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
+      instance_group { name: "g" kind: KIND_MODEL count: 2 }`);
+    const from = logLines.length;
+    const m = await loadNative(r, config, '/nonexistent/identity_order');
+    await m.unload();
+    await r.finalizeAll();
+    await new Promise((res) => setTimeout(res, 50));
+    const events = logLines.slice(from).map((l) => l.msg).filter((msg) => /initialized|finalized/.test(msg));
+    expect(events).toEqual([
+      expect.stringMatching(/^backend warden_identity initialized, config \{"cmdline":\{"auto-complete-config":"true"/),
+      'model identity_order version 1 initialized',
+      'instance g_0 (MODEL device 0, host policy {"model":{}}) initialized',
+      'instance g_1 (MODEL device 0, host policy {"model":{}}) initialized',
+      'instance g_0 finalized',
+      'instance g_1 finalized',
+      'model identity_order finalized',
+      'backend warden_identity finalized',
+    ]);
   });
 });
 

@@ -28,6 +28,13 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
   return NULL;
 }
 
+TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend* backend) {
+  const char* name = NULL;
+  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_BackendName(backend, &name));
+  SAMPLE_LOG(TRITONSERVER_LOG_VERBOSE, "backend %s finalized", name);
+  return NULL;
+}
+
 TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(TRITONBACKEND_Backend* backend,
                                                       TRITONBACKEND_BackendAttribute* attributes) {
   (void)backend;
@@ -47,6 +54,11 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
     free(state);
     return err;
   }
+  const char* name = NULL;
+  uint64_t version = 0;
+  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelName(model, &name));
+  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelVersion(model, &version));
+  SAMPLE_LOG(TRITONSERVER_LOG_VERBOSE, "model %s version %llu initialized", name, (unsigned long long)version);
   return TRITONBACKEND_ModelSetState(model, state);
 }
 
@@ -54,6 +66,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
   void* state = NULL;
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &state));
   free(state);
+  const char* name = NULL;
+  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelName(model, &name));
+  SAMPLE_LOG(TRITONSERVER_LOG_VERBOSE, "model %s finalized", name);
   return NULL;
 }
 
@@ -64,13 +79,20 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceName(instance, &name));
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceKind(instance, &kind));
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceDeviceId(instance, &device));
-  SAMPLE_LOG(TRITONSERVER_LOG_VERBOSE, "instance %s (%s device %d) initialized", name,
-             TRITONSERVER_InstanceGroupKindString(kind), (int)device);
+  TRITONSERVER_Message* policy = NULL;
+  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceHostPolicy(instance, &policy));  // host-owned
+  const char* policy_json = NULL;
+  size_t policy_len = 0;
+  SAMPLE_RETURN_IF_ERROR(TRITONSERVER_MessageSerializeToJson(policy, &policy_json, &policy_len));
+  SAMPLE_LOG(TRITONSERVER_LOG_VERBOSE, "instance %s (%s device %d, host policy %.*s) initialized", name,
+             TRITONSERVER_InstanceGroupKindString(kind), (int)device, (int)policy_len, policy_json);
   return NULL;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance* instance) {
-  (void)instance;
+  const char* name = NULL;
+  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceName(instance, &name));
+  SAMPLE_LOG(TRITONSERVER_LOG_VERBOSE, "instance %s finalized", name);
   return NULL;
 }
 
