@@ -30,7 +30,7 @@ void EventQueue::Push(Event&& e) {
   events_.push_back(std::move(e));
   if (scheduled_) return;  // a wakeup is already pending: it will take this event too
   scheduled_ = true;
-  lk.unlock();
+  // Called under the lock so Close() cannot release the TSFN between the check and the call.
   auto self = shared_from_this();
   napi_status st = tsfn_.NonBlockingCall([self](Napi::Env env, Napi::Function) {
     if (self->owner_ == nullptr) {
@@ -40,7 +40,11 @@ void EventQueue::Push(Event&& e) {
     self->owner_->OnEvents(env, self->Drain());
   });
   if (st != napi_ok) {  // closing (environment teardown): drop what we have
-    for (Event& ev : Drain()) DiscardEvent(ev);
+    std::vector<Event> dropped;
+    dropped.swap(events_);
+    scheduled_ = false;
+    lk.unlock();
+    for (Event& ev : dropped) DiscardEvent(ev);
   }
 }
 
@@ -53,11 +57,9 @@ std::vector<Event> EventQueue::Drain() {
 }
 
 void EventQueue::Close() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (closed_) return;
-    closed_ = true;
-  }
+  std::lock_guard<std::mutex> lk(mu_);
+  if (closed_) return;
+  closed_ = true;
   owner_ = nullptr;
   tsfn_.Release();
 }

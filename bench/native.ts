@@ -1,0 +1,153 @@
+/**
+ * Native-backend benchmark (`benchNative(ctx)`, run by bench/run.ts):
+ *  - per-request cost of the native `identity_native` model (warden_identity through Warden's
+ *    libtritonserver.so; FP32 [16], JSON) at concurrency 1 and 16, side by side with the ONNX
+ *    `simple` path (INT32 [1,16] add/sub, JSON) and the bare Fastify floor replaying identity's
+ *    response byte for byte, all in one run. What native identity adds per request over the floor
+ *    at concurrency 1 is 1/rps(identity_native) − 1/rps(floor), in µs (target: < 30 µs);
+ *  - the native host alone (no HTTP, in this process): one execute round trip JS → native worker
+ *    thread → TRITONBACKEND_ModelInstanceExecute → response event back on the JS thread, in µs.
+ */
+import { join } from 'node:path';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import pino from 'pino';
+import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
+
+const IDENTITY_INPUT = Array.from({ length: 16 }, (_, i) => i * 0.5 - 3);
+
+function identityRequest(): HttpRequestSpec {
+  const body = JSON.stringify({
+    inputs: [{ name: 'INPUT0', shape: [16], datatype: 'FP32', data: IDENTITY_INPUT }],
+    outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }],
+  });
+  return { path: '/v2/models/identity_native/infer', method: 'POST', headers: { 'content-type': 'application/json' }, body };
+}
+
+function simpleRequest(): HttpRequestSpec {
+  const body = JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, (_, i) => i) },
+      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, () => 1) },
+    ],
+    outputs: [
+      { name: 'OUTPUT0', parameters: { binary_data: false } },
+      { name: 'OUTPUT1', parameters: { binary_data: false } },
+    ],
+  });
+  return { path: '/v2/models/simple/infer', method: 'POST', headers: { 'content-type': 'application/json' }, body };
+}
+
+/** One request to Warden; checks the answer and returns what the floor must replay. */
+async function recordIdentity(url: string, req: HttpRequestSpec): Promise<{ headers: Record<string, string>; body: Buffer }> {
+  const res = await fetch(url + req.path, { method: 'POST', headers: req.headers, body: req.body as string });
+  const body = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200) throw new Error(`identity_native answered ${res.status}: ${body.toString()}`);
+  const out = (JSON.parse(body.toString()) as { outputs: { data: number[] }[] }).outputs[0]!.data;
+  if (out.length !== IDENTITY_INPUT.length || out.some((v, i) => v !== IDENTITY_INPUT[i])) {
+    throw new Error(`identity_native returned wrong data: ${JSON.stringify(out)}`);
+  }
+  const headers: Record<string, string> = {};
+  const ct = res.headers.get('content-type');
+  if (ct) headers['content-type'] = ct;
+  return { headers, body };
+}
+
+/** Median µs of a sequential execute round trip through the native host, in this process. */
+async function roundTripMicros(ctx: BenchContext, iterations: number): Promise<{ medianUs: number; p99Us: number }> {
+  const native = await import('../host/src/backends/native/index.js');
+  const { loadModelConfig } = await import('../host/src/config/index.js');
+  const { instanceSpecs } = await import('../host/src/core/repository-manager.js');
+  const logger = pino({ level: 'silent' });
+  const resolver = new native.NativeBackendResolver({ backendDirectory: join(ctx.root, 'build', 'backends'), autoCompleteConfig: true, logger });
+  const modelPath = join(ctx.root, 'model_repository', 'identity_native');
+  const config = await loadModelConfig(modelPath, { modelName: 'identity_native', autoComplete: true, versions: [1] });
+  const backend = (await resolver.resolve(config, modelPath, join(modelPath, '1')))!;
+  const model = await backend.loadModel({ name: 'identity_native', version: 1, modelPath, versionPath: join(modelPath, '1'), config, autoCompleteConfig: true, logger });
+  const instance = await model.createInstance(instanceSpecs(config)[0]!);
+  const data = new Uint8Array(new Float32Array(IDENTITY_INPUT).buffer);
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < iterations; i++) {
+      const t0 = process.hrtime.bigint();
+      await new Promise<void>((resolve, reject) => {
+        const sender = {
+          send: (r: unknown, final: boolean) => final && resolve(),
+          sendError: (e: Error) => reject(e),
+        };
+        instance
+          .execute(
+            [{ id: '', model: 'identity_native', version: 1, inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false }],
+            [sender],
+          )
+          .catch(reject);
+      });
+      samples.push(Number(process.hrtime.bigint() - t0) / 1000);
+    }
+  } finally {
+    await instance.finalize();
+    await model.finalize();
+    await resolver.finalizeAll();
+  }
+  const steady = samples.slice(Math.floor(iterations / 10)).sort((a, b) => a - b);
+  return { medianUs: ctx.median(steady), p99Us: steady[Math.min(steady.length - 1, Math.ceil(steady.length * 0.99) - 1)]! };
+}
+
+export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs: number; targetMet: boolean }> {
+  ctx.log('\n== Native backends: identity_native (libtriton_warden_identity.so) vs ONNX simple vs Fastify floor ==');
+  const repo = await ctx.makeRepository(['identity_native', 'simple']);
+  const warden = await ctx.startWarden(repo, ['--backend-directory', join(ctx.root, 'build', 'backends')]);
+  const idReq = identityRequest();
+  const simpleReq = simpleRequest();
+  const canned = await recordIdentity(warden.url, idReq);
+  const cannedDir = mkdtempSync(join(tmpdir(), 'warden-bench-native-'));
+  const cannedFile = join(cannedDir, 'canned.json');
+  const c = { headers: canned.headers, bodyBase64: canned.body.toString('base64') };
+  writeFileSync(cannedFile, JSON.stringify({ json: c, binary: c }));
+  const floorPort = await ctx.freePort();
+  const floor = await ctx.startChild('floor', process.execPath, [join(ctx.root, 'dist', 'bench', 'floor.js'), '--port', String(floorPort), '--canned', cannedFile], floorPort, '/v2/health/ready');
+
+  const cases: BenchCase[] = [];
+  for (const connections of [1, 16]) {
+    cases.push({ label: `c=${connections}`, target: 'identity_native', server: warden, request: idReq, connections });
+    cases.push({ label: `c=${connections}`, target: 'simple (ONNX)', server: warden, request: simpleReq, connections });
+    cases.push({ label: `c=${connections}`, target: 'fastify floor', server: floor, request: { ...idReq }, connections });
+  }
+  let summaries;
+  try {
+    summaries = await ctx.measure(cases);
+  } finally {
+    await warden.stop();
+    await floor.stop();
+  }
+  const get = (target: string, connections: number) => summaries.find((s) => s.target === target && s.connections === connections)!;
+  const rows: (string | number)[][] = [];
+  for (const connections of [1, 16]) {
+    for (const target of ['identity_native', 'simple (ONNX)', 'fastify floor']) {
+      const s = get(target, connections);
+      rows.push([`c=${connections}`, target, `${s.rps.toFixed(0)} (${s.rpsMin.toFixed(0)}–${s.rpsMax.toFixed(0)})`, s.p50Ms.toFixed(3), s.p99Ms.toFixed(3), s.cpuUsPerReq.toFixed(0), ((1 / s.rps) * 1e6).toFixed(1)]);
+    }
+  }
+  const perReq = (target: string, connections: number) => 1e6 / get(target, connections).rps;
+  const addedOverFloor = perReq('identity_native', 1) - perReq('fastify floor', 1);
+  const vsSimple = perReq('identity_native', 1) - perReq('simple (ONNX)', 1);
+  const cpuOverFloor = get('identity_native', 1).cpuUsPerReq - get('fastify floor', 1).cpuUsPerReq;
+
+  ctx.log('  native host round trip (no HTTP, in-process, 5,000 sequential executes)...');
+  const rt = await roundTripMicros(ctx, 5000);
+
+  const targetMet = addedOverFloor < 30;
+  const table = ctx.table(['case', 'target', 'infer/s (min–max)', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'µs/req (1/rps)'], rows);
+  const body =
+    `${table}\n\nMedians over ${ctx.rounds} rounds of ${ctx.durationS} s (after ${ctx.warmupS} s warm-up per case). ` +
+    `The floor replays identity_native's ${canned.body.length}-byte JSON response.\n` +
+    `- identity_native adds ${addedOverFloor.toFixed(1)} µs per request over the bare Fastify floor at concurrency 1 ` +
+    `(server CPU ${cpuOverFloor.toFixed(0)} µs/req more): target < 30 µs ${targetMet ? 'MET' : 'MISSED'}. ` +
+    `This includes all of Warden's HTTP path (JSON tensor decode/encode, validation, scheduling, statistics), not only the native host.\n` +
+    `- identity_native vs ONNX simple at concurrency 1: ${vsSimple >= 0 ? '+' : ''}${vsSimple.toFixed(1)} µs per request.\n` +
+    `- native host alone (JS → native worker thread → TRITONBACKEND_ModelInstanceExecute → response on the JS thread), ` +
+    `sequential, in-process: median ${rt.medianUs.toFixed(1)} µs, p99 ${rt.p99Us.toFixed(1)} µs per request.`;
+  ctx.log('\n' + body);
+  ctx.section('Native backends (identity_native)', body);
+  return { addedOverFloorUs: addedOverFloor, targetMet };
+}
