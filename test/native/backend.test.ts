@@ -21,6 +21,7 @@ import {
   resolver,
   run,
   tensor,
+  threadsNamed,
 } from './helpers.js';
 
 const logLines: { level: number; msg: string; file?: string }[] = [];
@@ -130,6 +131,7 @@ describe('identity_native (sample backend warden_identity)', () => {
       parameters { key: "execute_delay_ms" value: { string_value: "150" } }`);
     const m = await loadNative(r, config, '/nonexistent/identity_slow');
     expect(m.instances).toHaveLength(2);
+    expect(threadsNamed('w:identity_slow')).toBe(2); // BLOCKING policy: one native thread per instance
     let ticks = 0;
     const timer = setInterval(() => ticks++, 10);
     const t0 = performance.now();
@@ -141,6 +143,7 @@ describe('identity_native (sample backend warden_identity)', () => {
     expect(elapsed).toBeLessThan(290);
     expect(ticks).toBeGreaterThanOrEqual(8);
     await m.unload();
+    expect(threadsNamed('w:identity_slow')).toBe(0);
   });
 
   it('rejects an execute_delay_ms that is not an integer at load time', async () => {
@@ -157,19 +160,20 @@ describe('identity_native (sample backend warden_identity)', () => {
 
 describe('lifecycle order', () => {
   it("calls Initialize, ModelInitialize, ModelInstanceInitialize ... ModelInstanceFinalize, ModelFinalize, Finalize in Triton's order", async () => {
-    const r = resolver();
+    const r = resolver({ backendConfig: { '': { 'global-setting': 'g' }, warden_identity: { 'my-setting': 'x' }, other: { ignored: 'y' } } });
     const config = pbtxtConfig('identity_order', `backend: "warden_identity" max_batch_size: 0
       input { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
       output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
       instance_group { name: "g" kind: KIND_MODEL count: 2 }`);
     const from = logLines.length;
     const m = await loadNative(r, config, '/nonexistent/identity_order');
+    expect(m.model.parallelInstanceLoading).toBe(true); // TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading
     await m.unload();
     await r.finalizeAll();
     await new Promise((res) => setTimeout(res, 50));
     const events = logLines.slice(from).map((l) => l.msg).filter((msg) => /initialized|finalized/.test(msg));
     expect(events).toEqual([
-      expect.stringMatching(/^backend warden_identity initialized, config \{"cmdline":\{"auto-complete-config":"true"/),
+      expect.stringMatching(/^backend warden_identity initialized, config \{"cmdline":\{"auto-complete-config":"true",.*"global-setting":"g","my-setting":"x"\}\}$/),
       'model identity_order version 1 initialized',
       'instance g_0 (MODEL device 0, host policy {"model":{}}) initialized',
       'instance g_1 (MODEL device 0, host policy {"model":{}}) initialized',
@@ -284,11 +288,30 @@ describe('backend-side auto-complete (TRITONBACKEND_ModelSetConfig)', () => {
     expect(m.config.output.map((o) => o.name)).toEqual(['OUTPUT0']);
     expect(m.config.dynamic_batching?.preferred_batch_size).toEqual([4]);
     expect(m.config.parameters).toEqual({}); // not an auto-completable field
+    expect(m.model.parallelInstanceLoading).toBe(false);
     const { collected } = await run(m.instances[0]!, [
       request('completed', [tensor('INPUT0', 'INT32', [2, 2], new Int32Array([1, 2, 3, 4]))], ['OUTPUT0'], { batchSize: 2 }),
     ]);
     expect(Array.from(new Int32Array(collected[0]!.responses[0]!.response!.outputs[0]!.data.slice().buffer))).toEqual([1, 2, 3, 4]);
     await m.unload();
+  });
+
+  it('DEVICE_BLOCKING: instances on one device share one native thread, executions serialise and still all complete', async () => {
+    const config = pbtxtConfig('shared_thread', `backend: "warden_test_autocomplete" max_batch_size: 0
+      input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
+      output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
+      instance_group { kind: KIND_CPU count: 3 }`);
+    const m = await loadNative(r, config, '/nonexistent/shared_thread');
+    expect(m.instances).toHaveLength(3);
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, k) =>
+        run(m.instances[k % 3]!, [request('shared_thread', [tensor('INPUT0', 'INT32', [1], new Int32Array([k]))], ['OUTPUT0'])]),
+      ),
+    );
+    results.forEach((res, k) => expect(new Int32Array(res.collected[0]!.responses[0]!.response!.outputs[0]!.data.slice().buffer)[0]).toBe(k));
+    expect(threadsNamed('wd:warden_test_')).toBe(1);
+    await m.unload(); // the shared worker is joined after the last instance goes
+    expect(threadsNamed('wd:warden_test_')).toBe(0);
   });
 
   it('leaves the config alone when auto-complete is disabled', async () => {

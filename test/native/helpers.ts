@@ -1,5 +1,5 @@
 /** Shared helpers for the native backend host tests (test/native). */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { loadModelConfig, parseModelConfigPbtxt, normalizeModelConfig } from '../../host/src/config/index.js';
@@ -166,3 +166,16 @@ export async function run(instance: BackendModelInstance, requests: InferenceReq
 
 export const f32 = (...v: number[]) => new Float32Array(v);
 export const asF32 = (t: Tensor) => Array.from(new Float32Array(t.data.buffer.slice(t.data.byteOffset, t.data.byteOffset + t.data.byteLength)));
+
+/** Threads of this process whose name (15 chars max, /proc/self/task/<tid>/comm) starts with `prefix`. */
+export function threadsNamed(prefix: string): number {
+  let n = 0;
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      if (readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').startsWith(prefix)) n++;
+    } catch {
+      /* thread exited meanwhile */
+    }
+  }
+  return n;
+}
