@@ -8,7 +8,7 @@
  *  - the engine alone (no HTTP): one execute round trip host → worker → guest → host, in µs;
  *  - respawn time after a deadline kill (the `loop_execute` hostile fixture), in ms.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -143,10 +143,21 @@ async function engineNumbers(ctx: BenchContext): Promise<{ roundTripUs: number; 
 export async function benchWasm(ctx: BenchContext): Promise<unknown> {
   ctx.log('\n== Sandboxed backends (wasm, V8 engine) ==');
   const repo = await ctx.makeRepository(['identity_wasm', 'add_sub_wasm', 'simple']);
+  // the same identity as a C guest (test/fixtures/wasm/hostile.c, mode IDENTITY): separates the
+  // engine's cost from the JS guest runtime's (StarlingMonkey runs the TS samples interpreted)
+  const cIdentity = join(ctx.root, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm');
+  mkdirSync(join(repo, 'identity_c_wasm', '1'), { recursive: true });
+  copyFileSync(cIdentity, join(repo, 'identity_c_wasm', '1', 'model.wasm'));
+  writeFileSync(
+    join(repo, 'identity_c_wasm', 'config.pbtxt'),
+    readFileSync(join(ctx.root, 'model_repository', 'identity_wasm', 'config.pbtxt'), 'utf8').replace('name: "identity_wasm"', 'name: "identity_c_wasm"'),
+  );
   const warden = await ctx.startWarden(repo);
   try {
     // check answers before timing them
     const idReq = identityRequest();
+    const idC = await send(warden.url, { ...idReq, path: '/v2/models/identity_c_wasm/infer' });
+    if (idC.status !== 200 || (JSON.parse(idC.body.toString()).outputs?.[0]?.data as number[])[3] !== 1.5) throw new Error(`identity_c_wasm answered ${idC.status}: ${idC.body.toString().slice(0, 300)}`);
     const id = await send(warden.url, idReq);
     const idOut = JSON.parse(id.body.toString()).outputs?.[0]?.data as number[] | undefined;
     if (id.status !== 200 || !idOut || idOut[3] !== 1.5) throw new Error(`identity_wasm answered ${id.status}: ${id.body.toString().slice(0, 300)}`);
@@ -169,6 +180,7 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
       const cases: BenchCase[] = [];
       for (const c of [1, 16]) {
         cases.push({ label: `identity FP32[16] JSON c=${c}`, target: 'wasm identity_wasm', server: warden, request: idReq, connections: c });
+        cases.push({ label: `identity (C guest) FP32[16] JSON c=${c}`, target: 'wasm identity_c_wasm', server: warden, request: { ...idReq, path: '/v2/models/identity_c_wasm/infer' }, connections: c });
         cases.push({ label: `simple INT32[1,16] JSON c=${c}`, target: 'onnx simple', server: warden, request: simpleRequest(), connections: c });
         cases.push({ label: `floor c=${c}`, target: 'fastify floor', server: floor, request: { ...idReq, path: '/v2/models/identity_wasm/infer' }, connections: c });
       }
@@ -179,6 +191,7 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
       const rows = res.map((r) => [r.target, r.label, r.rps.toFixed(0), `${r.rpsMin.toFixed(0)}–${r.rpsMax.toFixed(0)}`, r.p50Ms.toFixed(3), r.p99Ms.toFixed(3), Number.isFinite(r.cpuUsPerReq) ? r.cpuUsPerReq.toFixed(0) : '-']);
       const overhead1 = us(by('identity FP32[16] JSON c=1').rps) - us(by('simple INT32[1,16] JSON c=1').rps);
       const overhead16 = us(by('identity FP32[16] JSON c=16').rps) - us(by('simple INT32[1,16] JSON c=16').rps);
+      const overheadC1 = us(by('identity (C guest) FP32[16] JSON c=1').rps) - us(by('simple INT32[1,16] JSON c=1').rps);
       const addSub = by('add_sub 2×1 MiB FP32 binary c=1');
       const mbps = (addSub.rps * 2 * MiB) / 1e6;
       const engine = await engineNumbers(ctx);
@@ -187,6 +200,7 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
         ctx.table(['target', 'case', 'infer/s (median)', 'range', 'p50 ms', 'p99 ms', 'server CPU µs/req'], rows),
         '',
         `sandbox cost over the ONNX path at c=1: ${overhead1.toFixed(0)} µs per request (1/rps difference; target < 150 µs: ${overhead1 < 150 ? 'met' : 'MISSED'})`,
+        `same with the C-guest identity at c=1: ${overheadC1.toFixed(0)} µs per request (target < 150 µs: ${overheadC1 < 150 ? 'met' : 'MISSED'}) — the difference is the JS guest runtime, not the sandbox round trip`,
         `sandbox cost over the ONNX path at c=16: ${overhead16.toFixed(1)} µs per request of throughput`,
         `add_sub_wasm on 2 × 1 MiB FP32: ${mbps.toFixed(1)} MB/s of input (${addSub.rps.toFixed(1)} infer/s, p50 ${addSub.p50Ms.toFixed(1)} ms) — the JS guest runs interpreted inside wasm`,
         `engine only (no HTTP), identity execute round trip host → worker → guest → host: ${engine.roundTripUs.toFixed(1)} µs (median of ${ctx.rounds} rounds × 3000)`,
@@ -194,7 +208,7 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
       ].join('\n');
       ctx.log(body);
       ctx.section('Sandboxed backends (wasm, V8 engine)', body);
-      return { overheadUsC1: overhead1, overheadUsC16: overhead16, addSubMBps: mbps, roundTripUs: engine.roundTripUs, respawnMs: respawn, cases: res };
+      return { overheadUsC1: overhead1, overheadUsC1CGuest: overheadC1, overheadUsC16: overhead16, addSubMBps: mbps, roundTripUs: engine.roundTripUs, respawnMs: respawn, cases: res };
     } finally {
       await floor.stop();
     }
