@@ -292,6 +292,27 @@ void RunIdentity(const std::string& dir, int total) {
   bool parallel = false;
   TakeMessage(WARDEN_BackendAttributes(be, &parallel, nullptr, nullptr));
   CHECK(parallel, "identity sets the parallel instance loading attribute");
+  {
+    // Memory manager: CPU works; pinned and GPU memory are UNSUPPORTED without CUDA.
+    TRITONBACKEND_MemoryManager* mm = nullptr;
+    TakeMessage(TRITONBACKEND_BackendMemoryManager(be, &mm));
+    void* p = nullptr;
+    CHECK(TakeMessage(TRITONBACKEND_MemoryManagerAllocate(mm, &p, TRITONSERVER_MEMORY_CPU, 0, 1000)).empty() && p, "CPU alloc");
+    std::memset(p, 1, 1000);
+    CHECK(TakeMessage(TRITONBACKEND_MemoryManagerFree(mm, p, TRITONSERVER_MEMORY_CPU, 0)).empty(), "CPU free");
+    for (TRITONSERVER_MemoryType t : {TRITONSERVER_MEMORY_GPU, TRITONSERVER_MEMORY_CPU_PINNED}) {
+      void* q = nullptr;
+      TRITONSERVER_Error* e = TRITONBACKEND_MemoryManagerAllocate(mm, &q, t, 0, 64);
+      CHECK(e != nullptr && TRITONSERVER_ErrorCode(e) == TRITONSERVER_ERROR_UNSUPPORTED && q == nullptr,
+            "%s allocation is UNSUPPORTED", TRITONSERVER_MemoryTypeString(t));
+      TakeMessage(e);
+    }
+    TRITONBACKEND_ArtifactType type;
+    const char* location = nullptr;
+    TakeMessage(TRITONBACKEND_BackendArtifacts(be, &type, &location));
+    CHECK(type == TRITONBACKEND_ARTIFACT_FILESYSTEM && std::string(location) == dir + "/warden_identity",
+          "artifacts: %s", location);
+  }
   const std::string config =
       "{\"name\":\"identity_batch\",\"backend\":\"warden_identity\",\"max_batch_size\":8,"
       "\"input\":[{\"name\":\"INPUT0\",\"data_type\":\"TYPE_FP32\",\"dims\":[-1],\"optional\":false}],"
