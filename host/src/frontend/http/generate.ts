@@ -157,7 +157,9 @@ export async function handleGenerateStream(ctx: FrontendContext, req: FastifyReq
       reject(asTritonError(e));
       return;
     }
-    req.raw.once('close', () => {
+    // the response's 'close' (client gone, or stream ended); the request's 'close' fires as soon as
+    // its body has been read, which would cancel every streamed request at once
+    reply.raw.once('close', () => {
       if (!ended) request.cancelled = true;
     });
   });
