@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installNativeLogger, nativeAddon } from '../../host/src/backends/native/index.js';
+import { modelConfigToJson } from '../../host/src/config/index.js';
 import type { DataType } from '../../host/src/tensor/datatypes.js';
 import { toConfigDataType } from '../../host/src/tensor/datatypes.js';
 import {
@@ -314,6 +315,26 @@ describe('backend-side auto-complete (TRITONBACKEND_ModelSetConfig)', () => {
     expect(threadsNamed('wd:warden_test_')).toBe(1);
     await m.unload(); // the shared worker is joined after the last instance goes
     expect(threadsNamed('wd:warden_test_')).toBe(0);
+  });
+
+  it('hands the backend exactly the normalised config JSON Triton prints (every default, 64-bit numbers as numbers)', async () => {
+    const errors = resolver({ backendDirectory: TEST_BACKEND_DIR });
+    const config = pbtxtConfig('config_echo', `backend: "warden_test_errors" max_batch_size: 2
+      input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
+      output { name: "OUTPUT0" data_type: TYPE_STRING dims: [ 1 ] }
+      dynamic_batching { max_queue_delay_microseconds: 9007199254740991 }
+      parameters { key: "mode" value: { string_value: "config_echo" } }`);
+    const m = await loadNative(errors, config, '/nonexistent/config_echo');
+    const { collected } = await run(m.instances[0]!, [request('config_echo', [tensor('INPUT0', 'INT32', [1, 1], new Int32Array(1))], ['OUTPUT0'])]);
+    const out = collected[0]!.responses[0]!.response!.outputs[0]!;
+    const json = Buffer.from(out.data).subarray(4).toString();
+    expect(json).toBe(modelConfigToJson(config));
+    const parsed = JSON.parse(json);
+    expect(parsed.dynamic_batching.max_queue_delay_microseconds).toBe(9007199254740991);
+    expect(parsed.input[0]).toMatchObject({ optional: false, allow_ragged_batch: false, format: 'FORMAT_NONE' });
+    expect(parsed.default_model_filename).toBe('');
+    await m.unload();
+    await errors.finalizeAll();
   });
 
   it('leaves the config alone when auto-complete is disabled', async () => {
