@@ -21,6 +21,19 @@ export const FIXTURES = join(ROOT, 'test', 'fixtures', 'wasm');
 
 export type IO = [name: string, dt: DataType, dims: number[]];
 
+/**
+ * Builds the sample components (and hostile fixtures) with scripts/build-wasm.mjs if any is
+ * missing — `npm install` normally has; this covers a checkout where only the tests are run.
+ */
+export async function ensureBuilt(): Promise<void> {
+  const { existsSync } = await import('node:fs');
+  const samples = ['identity_wasm', 'add_sub_wasm', 'repeat_wasm', 'preprocess_wasm'].map((m) => join(REPO, m, '1', 'model.wasm'));
+  const fixtures = ['identity', 'loop_execute', 'send_after', 'js_with_stdio'].map((f) => join(FIXTURES, 'build', `${f}.wasm`));
+  if ([...samples, ...fixtures].every((f) => existsSync(f))) return;
+  const build = (await import('../../scripts/build-wasm.mjs')) as { buildAll(): Promise<void> };
+  await build.buildAll();
+}
+
 /** A normalised ModelConfig (the fields Triton's /config prints) for a wasm model. */
 export function wasmConfig(name: string, inputs: IO[], outputs: IO[], extra: Partial<ModelConfig> & { params?: Record<string, string> } = {}): ModelConfig {
   const { params, ...rest } = extra;

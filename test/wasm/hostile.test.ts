@@ -4,7 +4,7 @@
  * well-behaved model (identity_wasm) answering correctly during and after every case (checked by
  * a concurrent prober), and host memory / sandbox workers back near their baseline afterwards.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -93,10 +93,7 @@ let baselineRss = 0;
 let baselineWorkers = 0;
 
 beforeAll(async () => {
-  if (!existsSync(join(BUILD, 'send_after.wasm')) || !existsSync(join(BUILD, 'js_with_stdio.wasm'))) {
-    const build = (await import('../../scripts/build-wasm.mjs')) as { buildFixtures(): Promise<void> };
-    await build.buildFixtures();
-  }
+  await h.ensureBuilt();
   work = mkdtempSync(join(tmpdir(), 'warden-hostile-'));
   resolver = h.newResolver({ maxMemoryBytes: 64 * MiB, maxExecuteMs: 1500, maxLogBytes: 16 * 1024 }, logger);
   good = await h.loadModel(resolver, h.wasmConfig('identity_wasm', io().inputs, io().outputs), join(h.REPO, 'identity_wasm'), logger.child({ model: 'identity_wasm' }));

@@ -7,7 +7,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO } from './helpers.js';
+import { ensureBuilt, REPO } from './helpers.js';
 
 type Running = { httpUrl: string; stop(): Promise<void> };
 let server: Running;
@@ -15,6 +15,7 @@ let repo: string;
 let cache: string;
 
 beforeAll(async () => {
+  await ensureBuilt();
   repo = mkdtempSync(join(tmpdir(), 'warden-wasm-http-repo-'));
   cache = mkdtempSync(join(tmpdir(), 'warden-wasm-http-cache-'));
   for (const m of ['identity_wasm', 'add_sub_wasm', 'repeat_wasm', 'preprocess_wasm']) cpSync(join(REPO, m), join(repo, m), { recursive: true });

@@ -13,7 +13,8 @@ import * as h from './helpers.js';
 
 let resolver: WasmBackendResolver;
 
-beforeAll(() => {
+beforeAll(async () => {
+  await h.ensureBuilt();
   resolver = h.newResolver();
 });
 afterAll(async () => {

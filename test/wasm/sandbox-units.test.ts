@@ -18,6 +18,7 @@ type Build = {
   WIT_DIR: string;
 };
 const build = (await import('../../scripts/build-wasm.mjs')) as Build;
+await h.ensureBuilt();
 const jco = await import('@bytecodealliance/jco');
 
 describe('component check', () => {
