@@ -1,21 +1,26 @@
 /**
  * tritonclient[http] against Warden in model-control mode NONE on the default repository, as
- * `npm start` serves it: the four example ONNX models READY, the sequence-batching examples (if
- * present) UNAVAILABLE with a reason, strict readiness following the index, load / unload
+ * `npm start` serves it: the four example ONNX models READY, the sequence-batching examples (from a
+ * second repository) UNAVAILABLE with a reason, strict readiness following the index, load / unload
  * refused (503).
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { expectAllPassed, MODEL_REPOSITORY, runScript, useCompatServer, type ScriptResult } from './harness.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { tempRepo } from '../helpers/repo.js';
+import { expectAllPassed, runScript, useCompatServer, type ScriptResult } from './harness.js';
 
 const READY = ['simple', 'simple_string', 'simple_int8', 'addsub_onnx'];
-/** Sequence-batching examples: served UNAVAILABLE (with a reason) when present on disk. */
+/**
+ * Sequence-batching examples: Warden has no sequence batcher yet, so they are served UNAVAILABLE
+ * with a reason. They are not in model_repository/ (a server with unready models is not ready);
+ * a second repository beside it holds them.
+ */
 const SEQUENCE_EXAMPLES = ['simple_sequence', 'simple_dyna_sequence'];
-const UNAVAILABLE = SEQUENCE_EXAMPLES.filter((m) => existsSync(join(MODEL_REPOSITORY, m, 'config.pbtxt')));
+const UNAVAILABLE = SEQUENCE_EXAMPLES;
+const sequenceRepo = tempRepo(SEQUENCE_EXAMPLES);
+afterAll(() => sequenceRepo.cleanup());
 
 describe('tritonclient.http against Warden (mode none, default repository)', () => {
-  const c = useCompatServer({ modelControlMode: 'none' });
+  const c = useCompatServer({ modelControlMode: 'none', extraRepositories: [sequenceRepo.path] });
 
   it('liveness, metadata / config / readiness of the example models', async (ctx) => {
     c.skipIfNoClient(ctx);
@@ -48,8 +53,8 @@ describe('tritonclient.http against Warden (mode none, default repository)', () 
     for (const m of READY) expect(index.find((x) => x.name === m)).toEqual({ name: m, version: '1', state: 'READY' });
   });
 
-  it.skipIf(UNAVAILABLE.length < SEQUENCE_EXAMPLES.length)(
-    `sequence-batching examples (${SEQUENCE_EXAMPLES.join(', ')}) listed UNAVAILABLE with a reason [skipped when absent from model_repository/]`,
+  it(
+    `sequence-batching examples (${SEQUENCE_EXAMPLES.join(', ')}) listed UNAVAILABLE with a reason`,
     () => {
       expect(noneResult, 'the index test above ran').toBeDefined();
       const index = noneResult!.observed['index'] as { name: string; state?: string; reason?: string }[];

@@ -97,6 +97,8 @@ export function expectAllPassed(run: ScriptRun, expectedCases: readonly string[]
 export interface CompatServerOptions {
   modelControlMode: 'none' | 'poll' | 'explicit';
   loadModels?: string[];
+  /** More repositories served beside the default one. */
+  extraRepositories?: string[];
 }
 
 /** What a test in a compat suite uses: the venv's python and the server's `host:port`. */
@@ -130,7 +132,7 @@ export function useCompatServer(opts: CompatServerOptions): CompatContext {
     }
     c.python = venv.python;
     server = await startServer({
-      modelRepositories: [MODEL_REPOSITORY],
+      modelRepositories: [MODEL_REPOSITORY, ...(opts.extraRepositories ?? [])],
       httpPort: 0,
       metricsPort: 0,
       modelControlMode: opts.modelControlMode,

@@ -89,7 +89,9 @@ describe('bad model directories: UNAVAILABLE with a reason, the rest serving', (
     expect((await fetch(`${s.httpUrl}/v2/health/ready`)).status).toBe(400);
     expect((await inferSimple(s.httpUrl)).status).toBe(200);
     const r = await inferSimple(s.httpUrl, 'broken_syntax');
-    expect(r.status).toBe(503);
+    expect(r.status).toBe(404);
+    expect(r.json.error).toBe("Request for unknown model: 'broken_syntax' has no available versions");
+    expect((await fetch(`${s.httpUrl}/v2/models/broken_syntax/ready`)).status).toBe(400);
     const ready = (await postJson(`${s.httpUrl}/v2/repository/index`, { ready: true })).json;
     expect(ready).toEqual([{ name: 'simple', version: '1', state: 'READY' }]);
     expect((await postJson(`${s.httpUrl}/v2/repository/index`, { ready: 'yes' })).status).toBe(400);
@@ -121,7 +123,7 @@ describe('repository extension (explicit mode)', () => {
     await new Promise((r) => setTimeout(r, 100));
     index = (await postJson(`${s.httpUrl}/v2/repository/index`, {})).json;
     expect(index.find((e: any) => e.name === 'simple')).toEqual({ name: 'simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' });
-    expect((await inferSimple(s.httpUrl)).status).toBe(503);
+    expect((await inferSimple(s.httpUrl)).status).toBe(404);
     // Unloading something never loaded succeeds; loading something absent fails clearly.
     expect((await postJson(`${s.httpUrl}/v2/repository/models/never/unload`, {})).status).toBe(200);
     const missing = await postJson(`${s.httpUrl}/v2/repository/models/absent/load`, {});

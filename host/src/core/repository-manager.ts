@@ -190,7 +190,7 @@ export class ModelRepositoryManager {
     if (version < 0) {
       let best: ModelVersion | undefined;
       for (const v of rec.serving.values()) if (!best || v.version > best.version) best = v;
-      if (!best) throw unavailable(`Request for unknown model: '${name}' has no available versions`);
+      if (!best) throw notFound(`Request for unknown model: '${name}' has no available versions`);
       return best;
     }
     const v = rec.serving.get(version);

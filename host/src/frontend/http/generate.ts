@@ -103,7 +103,7 @@ function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, versi
 
 export async function handleGenerate(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<FastifyReply> {
   const { mv, init } = prepare(ctx, req, model, version);
-  const responses = await submitAndCollect(req, mv, init);
+  const responses = await submitAndCollect(reply, mv, init);
   if (responses.length !== 1) {
     throw invalidArg('generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses');
   }

@@ -15,7 +15,7 @@ import { encodeInferResponse } from './infer-response.js';
  * @throws TritonError from validation (synchronously, as a rejected promise) or from the backend.
  */
 export function submitAndCollect(
-  req: FastifyRequest,
+  reply: FastifyReply,
   mv: ModelVersion,
   init: InferenceRequestInit,
   onResponse?: (r: InferenceResponse) => void,
@@ -51,7 +51,9 @@ export function submitAndCollect(
       reject(e);
       return;
     }
-    req.raw.once('close', () => {
+    // The response's 'close' means the client went away before we answered (the request's
+    // 'close' fires as soon as its body has been read, so it cannot be used).
+    reply.raw.once('close', () => {
       if (!finished) request.cancelled = true;
     });
   });
@@ -73,7 +75,7 @@ export async function handleInfer(ctx: FrontendContext, req: FastifyRequest, rep
   if (mv.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const body = requestBody(req, ctx.maxInputSize);
   const { init, formats } = decodeInferRequest(body, headerLength(req), model, version, mv.config);
-  const responses = await submitAndCollect(req, mv, init);
+  const responses = await submitAndCollect(reply, mv, init);
   if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
   const enc = encodeInferResponse(model, mv.version, init.id, responses[0]!, formats);
   if (enc.headerLength !== undefined) {

@@ -59,8 +59,8 @@ export function modelReady(ctx: FrontendContext, name: string, version: number):
   try {
     return ctx.manager.getVersion(name, version).isReady();
   } catch (e) {
-    if (e instanceof TritonError && e.code === 'NOT_FOUND' && version >= 0) return false;
-    if (e instanceof TritonError && e.code === 'UNAVAILABLE') return false;
+    // The model is known: a missing or unready version is "not ready", not an unknown model.
+    if (e instanceof TritonError && (e.code === 'NOT_FOUND' || e.code === 'UNAVAILABLE')) return false;
     throw e;
   }
 }
