@@ -71,7 +71,7 @@ export interface RunningServer {
 export const DEFAULT_WASM_LIMITS = { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 64 * 1024 };
 
 /** The backend resolvers in resolution order: wasm, onnxruntime, (python), native. */
-async function createResolvers(opts: ServerOptions, logger: Logger): Promise<BackendResolver[]> {
+async function createResolvers(opts: ServerOptions, logger: Logger, metrics: ServerMetrics): Promise<BackendResolver[]> {
   const resolvers: BackendResolver[] = [...(opts.backendResolvers ?? [])];
   const autoCompleteConfig = opts.autoCompleteConfig ?? true;
   // Optional backend kinds are loaded lazily so a missing build artefact disables only that kind.
@@ -90,14 +90,14 @@ async function createResolvers(opts: ServerOptions, logger: Logger): Promise<Bac
   resolvers.push(new OnnxRuntimeResolver());
   try {
     const { NativeBackendResolver } = await import('./backends/native/index.js');
-    resolvers.push(
-      new NativeBackendResolver({
-        backendDirectory: opts.backendDirectory ?? join(PROJECT_ROOT, 'build', 'backends'),
-        backendConfig: opts.backendConfig,
-        autoCompleteConfig,
-        logger: logger.child({ backend: 'native' }),
-      }),
-    );
+    const native = new NativeBackendResolver({
+      backendDirectory: opts.backendDirectory ?? join(PROJECT_ROOT, 'build', 'backends'),
+      backendConfig: opts.backendConfig,
+      autoCompleteConfig,
+      logger: logger.child({ backend: 'native' }),
+    });
+    resolvers.push(native);
+    metrics.addTextSource(() => native.customMetricsText());
   } catch (e) {
     logger.warn({ err: e }, 'native backend host unavailable');
   }
@@ -115,7 +115,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const manager = new ModelRepositoryManager({
     repositories: opts.modelRepositories,
     controlMode: opts.modelControlMode ?? 'none',
-    resolvers: await createResolvers(opts, logger),
+    resolvers: await createResolvers(opts, logger, metrics),
     autoCompleteConfig: opts.autoCompleteConfig ?? true,
     configName: opts.modelConfigName,
     logger,

@@ -49,7 +49,7 @@ beforeAll(async () => {
   server = await startServer({
     modelRepositories: [repo.path],
     httpPort: 0,
-    metricsPort: -1,
+    metricsPort: 0,
     modelControlMode: 'explicit',
     loadModels: ['*'],
     backendDirectory: BACKEND_DIR,
@@ -72,6 +72,23 @@ async function index(): Promise<Record<string, { state: string; reason: string }
 }
 
 describe('native models over HTTP', () => {
+  it("a backend's custom metrics (TRITONSERVER_MetricFamilyNew) appear on /metrics", async () => {
+    const scrape = async (): Promise<number> => {
+      const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+      expect(text).toMatch(/^# TYPE input_byte_size_counter counter$/m);
+      const m = /^input_byte_size_counter\{[^}]*model="identity_native"[^}]*\} ([0-9.e+]+)$/m.exec(text);
+      expect(m, text.slice(0, 400)).not.toBeNull();
+      return Number(m![1]);
+    };
+    await postJson(`${url}/v2/models/identity_native/infer`, { inputs: [f32Body('INPUT0', [1])] });
+    const before = await scrape();
+    const r = await postJson(`${url}/v2/models/identity_native/infer`, { inputs: [f32Body('INPUT0', [1, 2, 3])] });
+    expect(r.status).toBe(200);
+    expect((await scrape()) - before).toBe(12); // 3 FP32 elements
+    // Warden's own series are still there.
+    expect(await (await fetch(`${server.metricsUrl}/metrics`)).text()).toMatch(/^nv_inference_count\{model="identity_native",version="1"\} \d+$/m);
+  });
+
   it('serves identity_native, add_sub_native and a runtime-named library beside the ONNX simple model', async () => {
     const id = await postJson(`${url}/v2/models/identity_native/infer`, { inputs: [f32Body('INPUT0', [1, 2.5, -3])] });
     expect(id.status).toBe(200);

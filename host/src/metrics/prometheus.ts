@@ -33,6 +33,7 @@ export class ServerMetrics {
   private readonly computeOutput;
   private readonly loadDuration;
   private pendingSource: PendingSource = () => [];
+  private readonly textSources: (() => string)[] = [];
 
   constructor() {
     const registers = [this.registry];
@@ -98,8 +99,18 @@ export class ServerMetrics {
     this.pendingSource = source;
   }
 
+  /**
+   * Add Prometheus text rendered elsewhere (custom metric families native backends register
+   * through `TRITONSERVER_MetricFamilyNew`), appended to every scrape.
+   */
+  addTextSource(source: () => string): void {
+    this.textSources.push(source);
+  }
+
   /** Prometheus text exposition. */
-  render(): Promise<string> {
-    return this.registry.metrics();
+  async render(): Promise<string> {
+    const own = await this.registry.metrics();
+    const extra = this.textSources.map((f) => f()).filter((t) => t.length > 0);
+    return extra.length === 0 ? own : [own.trimEnd(), ...extra.map((t) => t.trimEnd())].join('\n') + '\n';
   }
 }

@@ -7,13 +7,21 @@
  * before computing. Batching: with max_batch_size > 0 the host may hand several requests to one
  * execution; the batch size reported is the sum of their first dimensions.
  * Served as model `identity_native` (INPUT0 -> OUTPUT0, TYPE_FP32, dims [-1]).
+ *
+ * Custom metric (as Triton's identity backend): counter `input_byte_size_counter{model,version}`,
+ * the cumulative byte size of every input the model received, registered through
+ * TRITONSERVER_MetricFamilyNew / TRITONSERVER_MetricNew.
  */
 #include "common/sample_util.h"
 
 typedef struct {
   long long execute_delay_ms;
   long long max_batch_size;
+  TRITONSERVER_Metric* input_bytes; /* NULL if the host has no metrics */
 } ModelState;
+
+/* One metric family per backend library, created in Initialize, deleted in Finalize. */
+static TRITONSERVER_MetricFamily* g_input_bytes_family = NULL;
 
 TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
   SAMPLE_RETURN_IF_ERROR(sample_check_api_version());
@@ -25,6 +33,14 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
   size_t len = 0;
   SAMPLE_RETURN_IF_ERROR(TRITONSERVER_MessageSerializeToJson(config, &json, &len));
   SAMPLE_LOG(TRITONSERVER_LOG_VERBOSE, "backend %s initialized, config %.*s", name, (int)len, json);
+  TRITONSERVER_Error* err = TRITONSERVER_MetricFamilyNew(
+      &g_input_bytes_family, TRITONSERVER_METRIC_KIND_COUNTER, "input_byte_size_counter",
+      "Cumulative input byte size of all requests received by the model");
+  if (err != NULL) { /* metrics are optional: serve without them */
+    SAMPLE_LOG(TRITONSERVER_LOG_WARN, "no custom metrics: %s", TRITONSERVER_ErrorMessage(err));
+    TRITONSERVER_ErrorDelete(err);
+    g_input_bytes_family = NULL;
+  }
   return NULL;
 }
 
@@ -32,6 +48,11 @@ TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend* backend) {
   const char* name = NULL;
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_BackendName(backend, &name));
   SAMPLE_LOG(TRITONSERVER_LOG_VERBOSE, "backend %s finalized", name);
+  if (g_input_bytes_family != NULL) {
+    TRITONSERVER_Error* err = TRITONSERVER_MetricFamilyDelete(g_input_bytes_family);
+    if (err != NULL) TRITONSERVER_ErrorDelete(err);
+    g_input_bytes_family = NULL;
+  }
   return NULL;
 }
 
@@ -59,12 +80,31 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelName(model, &name));
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelVersion(model, &version));
   SAMPLE_LOG(TRITONSERVER_LOG_VERBOSE, "model %s version %llu initialized", name, (unsigned long long)version);
+  if (g_input_bytes_family != NULL) {
+    char vtext[32];
+    snprintf(vtext, sizeof vtext, "%llu", (unsigned long long)version);
+    const TRITONSERVER_Parameter* labels[2] = {
+        TRITONSERVER_ParameterNew("model", TRITONSERVER_PARAMETER_STRING, name),
+        TRITONSERVER_ParameterNew("version", TRITONSERVER_PARAMETER_STRING, vtext)};
+    TRITONSERVER_Error* merr = TRITONSERVER_MetricNew(&state->input_bytes, g_input_bytes_family, labels, 2);
+    TRITONSERVER_ParameterDelete((TRITONSERVER_Parameter*)labels[0]); /* MetricNew copies labels */
+    TRITONSERVER_ParameterDelete((TRITONSERVER_Parameter*)labels[1]);
+    if (merr != NULL) {
+      TRITONSERVER_ErrorDelete(merr);
+      state->input_bytes = NULL;
+    }
+  }
   return TRITONBACKEND_ModelSetState(model, state);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
   void* state = NULL;
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &state));
+  ModelState* ms = (ModelState*)state;
+  if (ms != NULL && ms->input_bytes != NULL) {
+    TRITONSERVER_Error* err = TRITONSERVER_MetricDelete(ms->input_bytes);
+    if (err != NULL) TRITONSERVER_ErrorDelete(err);
+  }
   free(state);
   const char* name = NULL;
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ModelName(model, &name));
@@ -163,6 +203,27 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   if (state->execute_delay_ms > 0) sample_sleep_ms((uint64_t)state->execute_delay_ms);
 
   uint64_t compute_start = sample_now_ns();
+  if (state->input_bytes != NULL) {
+    double bytes = 0;
+    for (uint32_t r = 0; r < request_count; ++r) {
+      uint32_t inputs = 0;
+      TRITONSERVER_Error* ce = TRITONBACKEND_RequestInputCount(requests[r], &inputs);
+      if (ce != NULL) {
+        TRITONSERVER_ErrorDelete(ce);
+        continue;
+      }
+      for (uint32_t i = 0; i < inputs; ++i) {
+        TRITONBACKEND_Input* input = NULL;
+        uint64_t size = 0;
+        TRITONSERVER_Error* e = TRITONBACKEND_RequestInputByIndex(requests[r], i, &input);
+        if (e == NULL) e = TRITONBACKEND_InputProperties(input, NULL, NULL, NULL, NULL, &size, NULL);
+        if (e != NULL) TRITONSERVER_ErrorDelete(e);
+        else bytes += (double)size;
+      }
+    }
+    TRITONSERVER_Error* e = TRITONSERVER_MetricIncrement(state->input_bytes, bytes);
+    if (e != NULL) TRITONSERVER_ErrorDelete(e);
+  }
   uint64_t batch = 0;
   char* ok = (char*)calloc(request_count == 0 ? 1 : request_count, 1);
   for (uint32_t r = 0; r < request_count; ++r) {
