@@ -13,30 +13,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import pino from 'pino';
 import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
+import { identityRequest, simpleRequest } from './requests.js';
 
 const IDENTITY_INPUT = Array.from({ length: 16 }, (_, i) => i * 0.5 - 3);
 
-function identityRequest(): HttpRequestSpec {
-  const body = JSON.stringify({
-    inputs: [{ name: 'INPUT0', shape: [16], datatype: 'FP32', data: IDENTITY_INPUT }],
-    outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }],
-  });
-  return { path: '/v2/models/identity_native/infer', method: 'POST', headers: { 'content-type': 'application/json' }, body };
-}
-
-function simpleRequest(): HttpRequestSpec {
-  const body = JSON.stringify({
-    inputs: [
-      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, (_, i) => i) },
-      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, () => 1) },
-    ],
-    outputs: [
-      { name: 'OUTPUT0', parameters: { binary_data: false } },
-      { name: 'OUTPUT1', parameters: { binary_data: false } },
-    ],
-  });
-  return { path: '/v2/models/simple/infer', method: 'POST', headers: { 'content-type': 'application/json' }, body };
-}
 
 /** One request to Warden; checks the answer and returns what the floor must replay. */
 async function recordIdentity(url: string, req: HttpRequestSpec): Promise<{ headers: Record<string, string>; body: Buffer }> {
@@ -97,7 +77,7 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
   ctx.log('\n== Native backends: identity_native (libtriton_warden_identity.so) vs ONNX simple vs Fastify floor ==');
   const repo = await ctx.makeRepository(['identity_native', 'simple']);
   const warden = await ctx.startWarden(repo, ['--backend-directory', join(ctx.root, 'build', 'backends')]);
-  const idReq = identityRequest();
+  const idReq = identityRequest('identity_native');
   const simpleReq = simpleRequest();
   const canned = await recordIdentity(warden.url, idReq);
   const cannedDir = mkdtempSync(join(tmpdir(), 'warden-bench-native-'));

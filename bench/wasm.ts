@@ -13,30 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
+import { identityRequest, simpleRequest } from './requests.js';
 
 const MiB = 1024 * 1024;
-
-function identityRequest(): HttpRequestSpec {
-  const body = JSON.stringify({
-    inputs: [{ name: 'INPUT0', shape: [16], datatype: 'FP32', data: Array.from({ length: 16 }, (_, i) => i * 0.5) }],
-    outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }],
-  });
-  return { path: '/v2/models/identity_wasm/infer', method: 'POST', headers: { 'content-type': 'application/json' }, body };
-}
-
-function simpleRequest(): HttpRequestSpec {
-  const body = JSON.stringify({
-    inputs: [
-      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, (_, i) => i) },
-      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, () => 1) },
-    ],
-    outputs: [
-      { name: 'OUTPUT0', parameters: { binary_data: false } },
-      { name: 'OUTPUT1', parameters: { binary_data: false } },
-    ],
-  });
-  return { path: '/v2/models/simple/infer', method: 'POST', headers: { 'content-type': 'application/json' }, body };
-}
 
 /** add_sub_wasm on two FP32 inputs of `bytes` each, binary in and out. */
 function addSubRequest(bytes: number): HttpRequestSpec {
@@ -155,7 +134,7 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
   const warden = await ctx.startWarden(repo);
   try {
     // check answers before timing them
-    const idReq = identityRequest();
+    const idReq = identityRequest('identity_wasm');
     const idC = await send(warden.url, { ...idReq, path: '/v2/models/identity_c_wasm/infer' });
     if (idC.status !== 200 || (JSON.parse(idC.body.toString()).outputs?.[0]?.data as number[])[3] !== 1.5) throw new Error(`identity_c_wasm answered ${idC.status}: ${idC.body.toString().slice(0, 300)}`);
     const id = await send(warden.url, idReq);

@@ -18,6 +18,7 @@ import type {
 import { NativeBackendResolver } from '../../host/src/backends/native/index.js';
 import { PROJECT_ROOT } from '../helpers/repo.js';
 
+export { request, tensor } from '../helpers/backend-request.js';
 export { PROJECT_ROOT };
 export const BACKEND_DIR = join(PROJECT_ROOT, 'build', 'backends');
 export const TEST_BACKEND_DIR = join(PROJECT_ROOT, 'native', 'build', 'test-backends');
@@ -100,27 +101,7 @@ export async function loadNative(
   };
 }
 
-export function tensor(name: string, datatype: Tensor['datatype'], shape: number[], data: ArrayBufferView): Tensor {
-  return { name, datatype, shape, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
-}
 
-export function request(model: string, inputs: Tensor[], requestedOutputs: string[], extra: Partial<InferenceRequest> = {}): InferenceRequest {
-  return {
-    id: extra.id ?? '',
-    model,
-    version: 1,
-    inputs,
-    requestedOutputs,
-    parameters: {},
-    correlationId: 0,
-    flags: 0,
-    priority: 0,
-    timeoutUs: 0,
-    batchSize: 1,
-    cancelled: false,
-    ...extra,
-  };
-}
 
 /** What a request received: every response in order, with arrival times (ms, monotonic). */
 export interface Collected {

@@ -15,6 +15,7 @@ import { WasmBackendResolver, type WasmLimits } from '../../host/src/backends/wa
 import type { WasmModel } from '../../host/src/backends/wasm/backend.js';
 import type { SandboxInstance } from '../../host/src/backends/wasm/instance.js';
 
+export { request, tensor } from '../helpers/backend-request.js';
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const REPO = join(ROOT, 'model_repository');
 export const FIXTURES = join(ROOT, 'test', 'fixtures', 'wasm');
@@ -77,32 +78,11 @@ export function wasmConfig(name: string, inputs: IO[], outputs: IO[], extra: Par
   };
 }
 
-export function tensor(name: string, datatype: DataType, shape: number[], data: ArrayBufferView): Tensor {
-  return { name, datatype, shape, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
-}
 
 export function f32(t: Tensor): Float32Array {
   return new Float32Array(t.data.slice().buffer);
 }
 
-let reqId = 0;
-export function request(model: string, inputs: Tensor[], requestedOutputs: string[], extra: Partial<InferenceRequest> = {}): InferenceRequest {
-  return {
-    id: `r${++reqId}`,
-    model,
-    version: 1,
-    inputs,
-    requestedOutputs,
-    parameters: {},
-    correlationId: 0,
-    flags: 0,
-    priority: 0,
-    timeoutUs: 0,
-    batchSize: 1,
-    cancelled: false,
-    ...extra,
-  };
-}
 
 /** What a ResponseSender received. */
 export interface Recorded {

@@ -6,10 +6,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ModelConfig } from '../../config/types.js';
 import { TritonError, asTritonError, invalidArg } from '../../core/errors.js';
-import type { InferenceResponse, ParameterValue, ResponseSender, Tensor } from '../../core/types.js';
+import type { InferenceResponse, ResponseSender, Tensor } from '../../core/types.js';
 import { tensorDataType, type InferenceRequestInit } from '../../core/validate.js';
 import { tensorDataToValues, jsonToTensorData } from '../../tensor/json.js';
-import { parseJsonBody } from './infer-request.js';
+import { parseJsonBody, requestParameter } from './infer-request.js';
 import { submitAndCollect } from './infer.js';
 import type { FrontendContext } from './context.js';
 import { requestBody } from './body.js';
@@ -30,10 +30,6 @@ export function generateShape(config: ModelConfig, dims: readonly number[], n: n
   return config.max_batch_size > 0 ? [1, ...shape] : shape;
 }
 
-function toParameter(key: string, value: unknown): ParameterValue {
-  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
-  throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', 'double' or 'string'.`);
-}
 
 /** Map a generate request body onto inputs and parameters. @throws TritonError INVALID_ARG */
 export function decodeGenerateRequest(doc: unknown, model: string, version: number, config: ModelConfig): InferenceRequestInit {
@@ -63,8 +59,7 @@ export function decodeGenerateRequest(doc: unknown, model: string, version: numb
   for (const [key, value] of entries) {
     const ci = inputs.get(key);
     if (!ci) {
-      if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`);
-      init.parameters[key] = toParameter(key, value);
+      init.parameters[key] = requestParameter(key, value);
       continue;
     }
     const values = Array.isArray(value) ? value : [value];

@@ -32,6 +32,16 @@ export function parseJsonBody(text: string): unknown {
   }
 }
 
+/**
+ * A pass-through request parameter (spec §1.11): string, int, bool or double; `triton_` keys are
+ * reserved. @throws TritonError INVALID_ARG
+ */
+export function requestParameter(key: string, value: unknown): ParameterValue {
+  if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`);
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
+  throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', 'double' or 'string'.`);
+}
+
 /** Request-level `parameters` (spec §1.11): reserved keys become request fields, the rest pass through. */
 function decodeParameters(params: unknown, init: InferenceRequestInit, formats: OutputFormats): void {
   if (params === undefined) return;
@@ -65,11 +75,7 @@ function decodeParameters(params: unknown, init: InferenceRequestInit, formats: 
       case 'headers':
         break;
       default:
-        if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`);
-        if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-          throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', 'double' or 'string'.`);
-        }
-        init.parameters[key] = value as ParameterValue;
+        init.parameters[key] = requestParameter(key, value);
     }
   }
 }
