@@ -13,10 +13,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import pino from 'pino';
 import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
-import { identityRequest, simpleRequest } from './requests.js';
-
-const IDENTITY_INPUT = Array.from({ length: 16 }, (_, i) => i * 0.5 - 3);
-
+import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
 
 /** One request to Warden; checks the answer and returns what the floor must replay. */
 async function recordIdentity(url: string, req: HttpRequestSpec): Promise<{ headers: Record<string, string>; body: Buffer }> {

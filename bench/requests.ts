@@ -8,10 +8,13 @@ const json = (path: string, body: unknown): HttpRequestSpec => ({
   body: JSON.stringify(body),
 });
 
+/** The 16 FP32 values identity requests carry (exact in FP32, so answers compare exactly). */
+export const IDENTITY_INPUT: readonly number[] = Array.from({ length: 16 }, (_, i) => i * 0.5 - 3);
+
 /** An identity model (INPUT0 → OUTPUT0, FP32 [-1], max_batch_size 0) on 16 FP32 values. */
 export function identityRequest(model: string): HttpRequestSpec {
   return json(`/v2/models/${model}/infer`, {
-    inputs: [{ name: 'INPUT0', shape: [16], datatype: 'FP32', data: Array.from({ length: 16 }, (_, i) => i * 0.5 - 3) }],
+    inputs: [{ name: 'INPUT0', shape: [16], datatype: 'FP32', data: IDENTITY_INPUT }],
     outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }],
   });
 }

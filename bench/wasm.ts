@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
-import { identityRequest, simpleRequest } from './requests.js';
+import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
 
 const MiB = 1024 * 1024;
 
@@ -136,10 +136,10 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
     // check answers before timing them
     const idReq = identityRequest('identity_wasm');
     const idC = await send(warden.url, { ...idReq, path: '/v2/models/identity_c_wasm/infer' });
-    if (idC.status !== 200 || (JSON.parse(idC.body.toString()).outputs?.[0]?.data as number[])[3] !== 1.5) throw new Error(`identity_c_wasm answered ${idC.status}: ${idC.body.toString().slice(0, 300)}`);
+    if (idC.status !== 200 || JSON.stringify(JSON.parse(idC.body.toString()).outputs?.[0]?.data) !== JSON.stringify(IDENTITY_INPUT)) throw new Error(`identity_c_wasm answered ${idC.status}: ${idC.body.toString().slice(0, 300)}`);
     const id = await send(warden.url, idReq);
     const idOut = JSON.parse(id.body.toString()).outputs?.[0]?.data as number[] | undefined;
-    if (id.status !== 200 || !idOut || idOut[3] !== 1.5) throw new Error(`identity_wasm answered ${id.status}: ${id.body.toString().slice(0, 300)}`);
+    if (id.status !== 200 || JSON.stringify(idOut) !== JSON.stringify(IDENTITY_INPUT)) throw new Error(`identity_wasm answered ${id.status}: ${id.body.toString().slice(0, 300)}`);
     const simple = await send(warden.url, simpleRequest());
     if (simple.status !== 200) throw new Error(`simple answered ${simple.status}: ${simple.body.toString().slice(0, 300)}`);
     const big = addSubRequest(MiB);
