@@ -8,21 +8,12 @@ import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } fro
 import { internal, invalidArg } from './errors.js';
 import type { InferenceRequest, InferenceResponse, ParameterValue, Tensor } from './types.js';
 
-/** A request as the frontend builds it, before validation. */
-export interface InferenceRequestInit {
-  id: string;
-  model: string;
-  /** -1 = let the server pick (highest ready version). */
-  version: number;
-  inputs: Tensor[];
-  /** Empty = every output in the config (spec §1.12). */
-  requestedOutputs: string[];
-  parameters: Record<string, ParameterValue>;
-  correlationId: number | bigint | string;
-  flags: number;
-  priority: number;
-  timeoutUs: number;
-}
+/**
+ * A request as the frontend builds it, before validation: the fields of InferenceRequest the
+ * client controls. `version` may be -1 (let the server pick the highest ready version) and an
+ * empty `requestedOutputs` means every output in the config (spec §1.12).
+ */
+export type InferenceRequestInit = Omit<InferenceRequest, 'batchSize' | 'cancelled'>;
 
 const shapeText = (s: readonly number[]): string => `[${s.join(',')}]`;
 
