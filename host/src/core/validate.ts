@@ -6,7 +6,7 @@ import type { ModelConfig, ModelInput, ModelOutput } from '../config/types.js';
 import { countBytesElements } from '../tensor/bytes.js';
 import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } from '../tensor/datatypes.js';
 import { internal, invalidArg } from './errors.js';
-import type { InferenceRequest, InferenceResponse, ParameterValue, Tensor } from './types.js';
+import type { InferenceRequest, InferenceResponse, Tensor } from './types.js';
 
 /**
  * A request as the frontend builds it, before validation: the fields of InferenceRequest the
