@@ -139,9 +139,7 @@ export class ModelRepositoryManager {
    *   load failure, the model then being UNAVAILABLE with that reason unless older versions serve).
    */
   load(name: string, options: LoadOptions = {}, internalCall = false): Promise<void> {
-    if (!internalCall && this.opts.controlMode !== 'explicit') {
-      return Promise.reject(unavailable('explicit model load / unload is not allowed if polling is enabled'));
-    }
+    if (!internalCall && this.opts.controlMode !== 'explicit') return Promise.reject(explicitOnly());
     if (this.closed) return Promise.reject(unavailable('server is shutting down'));
     return this.serialise(name, () => this.doLoad(name, options));
   }
@@ -152,9 +150,7 @@ export class ModelRepositoryManager {
    * Unloading a model that is not loaded succeeds.
    */
   unload(name: string, internalCall = false): Promise<void> {
-    if (!internalCall && this.opts.controlMode !== 'explicit') {
-      return Promise.reject(unavailable('explicit model load / unload is not allowed if polling is enabled'));
-    }
+    if (!internalCall && this.opts.controlMode !== 'explicit') return Promise.reject(explicitOnly());
     return new Promise<void>((resolveReturned, reject) => {
       this.serialise(name, async () => {
         const rec = this.records.get(name);
@@ -392,6 +388,11 @@ export class ModelRepositoryManager {
     }
     throw invalidArg(`unable to find backend library for backend '${config.backend || config.platform}'`);
   }
+}
+
+/** The load / unload API outside explicit mode (Triton's wording). */
+function explicitOnly(): TritonError {
+  return unavailable('explicit model load / unload is not allowed if polling is enabled');
 }
 
 /** Scheduling features Warden does not implement yet make the model UNAVAILABLE with a clear reason. */

@@ -5,7 +5,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
 import { TritonError, asTritonError, invalidArg, unsupported } from '../../core/errors.js';
-import { optionalJson } from './body.js';
+import { clientShmDisabled, optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
 import { handleGenerate, handleGenerateStream } from './generate.js';
 import { handleInfer } from './infer.js';
@@ -13,8 +13,6 @@ import { LogSettingsStore } from './logging.js';
 import { modelMetadata, modelReady, modelStatistics, serverMetadata, serverReady } from './metadata.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { parseVersion, route, sendError } from './routing.js';
-
-const SHM_DISABLED = "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.";
 
 type ModelParams = { model: string; version?: string };
 
@@ -97,7 +95,7 @@ export function buildHttpApp(ctx: FrontendContext, logSettings: LogSettingsStore
     route(app, `/v2/${kind}/region/:region/status`, { GET: (_q, r) => r.send([]) });
     for (const op of ['register', 'unregister']) {
       const h = () => {
-        throw unsupported(SHM_DISABLED);
+        throw clientShmDisabled();
       };
       route(app, `/v2/${kind}/${op}`, { POST: h });
       route(app, `/v2/${kind}/region/:region/${op}`, { POST: h });

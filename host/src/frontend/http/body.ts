@@ -4,7 +4,15 @@
  */
 import { gunzipSync, inflateSync } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
-import { invalidArg } from '../../core/errors.js';
+import { TritonError, invalidArg } from '../../core/errors.js';
+
+/** True for a JSON object (not null, not an array). */
+export const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Client shared memory is off (Triton's default since 2026-04, spec §3.3): UNSUPPORTED (501). */
+export function clientShmDisabled(): TritonError {
+  return new TritonError('UNSUPPORTED', "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
+}
 
 /** The raw body as a Buffer, decompressed. @throws TritonError INVALID_ARG for unknown encodings or oversize bodies. */
 export function requestBody(req: FastifyRequest, maxInputSize: number): Buffer {

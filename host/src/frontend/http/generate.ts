@@ -12,9 +12,7 @@ import { tensorDataToValues, jsonToTensorData } from '../../tensor/json.js';
 import { parseJsonBody, requestParameter } from './infer-request.js';
 import { submitAndCollect } from './infer.js';
 import type { FrontendContext } from './context.js';
-import { requestBody } from './body.js';
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { isJsonObject, requestBody } from './body.js';
 
 /**
  * Shape for `n` elements from config dims (spec §3.6): fixed dims must divide `n`, the innermost
@@ -33,7 +31,7 @@ export function generateShape(config: ModelConfig, dims: readonly number[], n: n
 
 /** Map a generate request body onto inputs and parameters. @throws TritonError INVALID_ARG */
 export function decodeGenerateRequest(doc: unknown, model: string, version: number, config: ModelConfig): InferenceRequestInit {
-  if (!isObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the generate request must be a JSON object');
+  if (!isJsonObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the generate request must be a JSON object');
   const init: InferenceRequestInit = {
     id: '',
     model,
@@ -49,7 +47,7 @@ export function decodeGenerateRequest(doc: unknown, model: string, version: numb
   const inputs = new Map(config.input.map((i) => [i.name, i]));
   if (doc.parameters !== undefined) {
     if (inputs.has('parameters')) throw invalidArg("Keyword 'parameters' for nested schema also given as input tensor name");
-    if (!isObject(doc.parameters)) throw invalidArg("Expected JSON object for keyword 'parameters'");
+    if (!isJsonObject(doc.parameters)) throw invalidArg("Expected JSON object for keyword 'parameters'");
   }
   if (typeof doc.id === 'string') init.id = doc.id;
   const entries = [
@@ -88,10 +86,10 @@ export function encodeGenerateResponse(model: string, version: number, id: strin
 
 function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, version: number) {
   const mv = ctx.manager.getVersion(model, version);
-  const body = requestBody(req, ctx.maxInputSize);
   if (req.headers['content-encoding'] && req.headers['content-encoding'] !== 'identity') {
     throw invalidArg("Unsupported HTTP header Content-Encoding: only 'identity' is supported for generate");
   }
+  const body = requestBody(req, ctx.maxInputSize);
   const init = decodeGenerateRequest(parseJsonBody(body.toString('utf8')), model, version, mv.config);
   return { mv, init };
 }

@@ -6,6 +6,7 @@ import type { ModelConfig } from '../../config/types.js';
 import { TritonError, internal, invalidArg } from '../../core/errors.js';
 import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type ParameterValue, type Tensor } from '../../core/types.js';
 import { tensorDataType, type InferenceRequestInit } from '../../core/validate.js';
+import { clientShmDisabled, isJsonObject } from './body.js';
 import { isDataType, dataTypeByteSize, elementCount } from '../../tensor/datatypes.js';
 import { jsonToTensorData } from '../../tensor/json.js';
 
@@ -20,8 +21,6 @@ export interface DecodedInferRequest {
   init: InferenceRequestInit;
   formats: OutputFormats;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Parse JSON with Triton's error wording (INVALID_ARG, 400). */
 export function parseJsonBody(text: string): unknown {
@@ -45,7 +44,7 @@ export function requestParameter(key: string, value: unknown): ParameterValue {
 /** Request-level `parameters` (spec §1.11): reserved keys become request fields, the rest pass through. */
 function decodeParameters(params: unknown, init: InferenceRequestInit, formats: OutputFormats): void {
   if (params === undefined) return;
-  if (!isObject(params)) throw invalidArg(`'parameters' must be a JSON object`);
+  if (!isJsonObject(params)) throw invalidArg(`'parameters' must be a JSON object`);
   for (const [key, value] of Object.entries(params)) {
     switch (key) {
       case 'sequence_id':
@@ -123,7 +122,7 @@ export function decodeInferRequest(
     throw invalidArg(`unexpected size for request JSON, expecting ${jsonLen - body.length} more bytes`);
   }
   const doc = parseJsonBody(body.subarray(0, jsonLen).toString('utf8'));
-  if (!isObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the inference request must be a JSON object');
+  if (!isJsonObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the inference request must be a JSON object');
   if (doc.id !== undefined) {
     if (typeof doc.id !== 'string') throw internal(`Unable to parse 'id': attempt to access JSON non-string as string`);
     init.id = doc.id;
@@ -132,14 +131,14 @@ export function decodeInferRequest(
   if (!Array.isArray(doc.inputs)) throw internal(`Unable to parse 'inputs': attempt to access JSON non-array as array`);
   let offset = jsonLen;
   for (const raw of doc.inputs) {
-    if (!isObject(raw)) throw internal(`Unable to parse 'inputs': attempt to access JSON non-object as object`);
+    if (!isJsonObject(raw)) throw internal(`Unable to parse 'inputs': attempt to access JSON non-object as object`);
     const name = raw.name;
     if (typeof name !== 'string') throw internal(`Unable to parse 'name': attempt to access JSON non-string as string`);
     const datatype = raw.datatype;
     if (!isDataType(datatype)) throw invalidArg(`invalid datatype for input ${name}`);
     const shape = decodeShape(raw.shape, name);
     const params = raw.parameters;
-    if (params !== undefined && !isObject(params)) throw invalidArg(`'parameters' of input '${name}' must be a JSON object`);
+    if (params !== undefined && !isJsonObject(params)) throw invalidArg(`'parameters' of input '${name}' must be a JSON object`);
     const binSize = params?.binary_data_size;
     const shm = params?.shared_memory_region;
     const sources = [raw.data !== undefined, binSize !== undefined, shm !== undefined].filter(Boolean).length;
@@ -149,7 +148,7 @@ export function decodeInferRequest(
       );
     }
     if (shm !== undefined) {
-      throw new TritonError('UNSUPPORTED', "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
+      throw clientShmDisabled();
     }
     const n = elementCount(shape);
     if (!Number.isSafeInteger(n)) throw invalidArg(`shape ${JSON.stringify(shape)} of input '${name}' is too large`);
@@ -174,11 +173,11 @@ export function decodeInferRequest(
   if (doc.outputs !== undefined) {
     if (!Array.isArray(doc.outputs)) throw internal(`Unable to parse 'outputs': attempt to access JSON non-array as array`);
     for (const raw of doc.outputs) {
-      if (!isObject(raw) || typeof raw.name !== 'string') throw internal(`Unable to parse 'outputs': each output needs a string 'name'`);
+      if (!isJsonObject(raw) || typeof raw.name !== 'string') throw internal(`Unable to parse 'outputs': each output needs a string 'name'`);
       const p = raw.parameters;
-      if (p !== undefined && !isObject(p)) throw invalidArg(`'parameters' of output '${raw.name}' must be a JSON object`);
+      if (p !== undefined && !isJsonObject(p)) throw invalidArg(`'parameters' of output '${raw.name}' must be a JSON object`);
       if (p?.shared_memory_region !== undefined) {
-        throw new TritonError('UNSUPPORTED', "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
+        throw clientShmDisabled();
       }
       if (p?.classification !== undefined) {
         throw new TritonError('UNSUPPORTED', `classification output '${raw.name}' is not supported by Warden yet`);

@@ -2,16 +2,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { internal, invalidArg } from '../../core/errors.js';
 import { decodeFileOverride, type FileOverrides } from '../../repository/overrides.js';
-import { optionalJson } from './body.js';
+import { isJsonObject, optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export async function handleIndex(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const body = optionalJson(req, ctx.maxInputSize);
   let ready = false;
   if (body !== undefined) {
-    if (!isObject(body)) throw invalidArg('index request must be a JSON object');
+    if (!isJsonObject(body)) throw invalidArg('index request must be a JSON object');
     if (body.ready !== undefined) {
       if (typeof body.ready !== 'boolean') throw invalidArg("Unable to parse 'ready': attempt to access JSON non-boolean as boolean");
       ready = body.ready;
@@ -25,10 +23,10 @@ export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, repl
   let configOverride: unknown;
   const files: FileOverrides = new Map();
   if (body !== undefined) {
-    if (!isObject(body)) throw invalidArg('load request must be a JSON object');
+    if (!isJsonObject(body)) throw invalidArg('load request must be a JSON object');
     const params = body.parameters;
     if (params !== undefined) {
-      if (!isObject(params)) throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
+      if (!isJsonObject(params)) throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
       for (const [key, value] of Object.entries(params)) {
         if (key === 'config') {
           if (typeof value !== 'string') throw invalidArg("Unable to parse 'config': attempt to access JSON non-string as string");
@@ -52,10 +50,10 @@ export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, repl
 
 export async function handleUnload(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string): Promise<FastifyReply> {
   const body = optionalJson(req, ctx.maxInputSize);
-  if (body !== undefined && !isObject(body)) throw invalidArg('unload request must be a JSON object');
-  const params = isObject(body) ? body.parameters : undefined;
+  if (body !== undefined && !isJsonObject(body)) throw invalidArg('unload request must be a JSON object');
+  const params = isJsonObject(body) ? body.parameters : undefined;
   if (params !== undefined) {
-    if (!isObject(params)) throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
+    if (!isJsonObject(params)) throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
     if (params.unload_dependents !== undefined && typeof params.unload_dependents !== 'boolean') {
       throw invalidArg("Unable to parse 'unload_dependents': attempt to access JSON non-boolean as boolean");
     }
