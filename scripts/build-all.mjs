@@ -8,12 +8,12 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const parts = [
-  ['TypeScript host', 'npx', ['tsc', '-p', 'tsconfig.json']],
+  ['TypeScript host', 'node', ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json']],
   ['native Triton API host + sample backends', 'node', ['scripts/build-native.mjs']],
   ['sandboxed sample backends (WASM components)', 'node', ['scripts/build-wasm.mjs']],
 ];
 for (const [what, cmd, args] of parts) {
-  if (cmd === 'node' && !existsSync(join(root, args[0]))) continue;
+  if (args[0].startsWith('scripts/') && !existsSync(join(root, args[0]))) continue;
   process.stdout.write(`[warden build] ${what}\n`);
   const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) {
