@@ -39,8 +39,10 @@ async function roundTripMicros(ctx: BenchContext, iterations: number): Promise<{
   const resolver = new native.NativeBackendResolver({ backendDirectory: join(ctx.root, 'build', 'backends'), autoCompleteConfig: true, logger });
   const modelPath = join(ctx.root, 'model_repository', 'identity_native');
   const config = await loadModelConfig(modelPath, { modelName: 'identity_native', autoComplete: true, versions: [1] });
-  const backend = (await resolver.resolve(config, modelPath, join(modelPath, '1')))!;
-  const model = await backend.loadModel({ name: 'identity_native', version: 1, modelPath, versionPath: join(modelPath, '1'), config, autoCompleteConfig: true, logger });
+  const { backendResolveRequest, modelLoadContext } = await import('../host/src/core/load-context.js');
+  const request = backendResolveRequest(config, modelPath, 1);
+  const backend = (await resolver.resolve(request))!;
+  const model = await backend.loadModel(modelLoadContext(request, 1, { logger }));
   const instance = await model.createInstance(instanceSpecs(config)[0]!);
   const data = new Uint8Array(new Float32Array(IDENTITY_INPUT).buffer);
   const samples: number[] = [];

@@ -12,6 +12,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { backendResolveRequest, modelLoadContext } from '../host/src/core/load-context.js';
 import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
 import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
 
@@ -78,8 +79,9 @@ async function engineNumbers(ctx: BenchContext): Promise<{ roundTripUs: number; 
     model_warmup: [],
   }) as never;
   const load = async (name: string, dir: string) => {
-    const backend = (await resolver.resolve(cfg(name), dir, join(dir, '1')))!;
-    const model = await backend.loadModel({ name, version: 1, modelPath: dir, versionPath: join(dir, '1'), config: cfg(name), autoCompleteConfig: true, logger });
+    const request = backendResolveRequest(cfg(name), dir, 1);
+    const backend = (await resolver.resolve(request))!;
+    const model = await backend.loadModel(modelLoadContext(request, 1, { logger }));
     return model.createInstance({ name: `${name}_0`, groupName: name, kind: 'KIND_CPU', deviceId: 0, hostPolicy: '', passive: false });
   };
   const data = new Uint8Array(new Float32Array(16).buffer);

@@ -3,7 +3,8 @@
  * `--flag=true|false` (or bare `--flag` = true) as tritonserver does.
  */
 import { parseArgs } from 'node:util';
-import type { ServerOptions } from './server.js';
+import { DEFAULT_WASM_LIMITS } from './backends/wasm/limits.js';
+import { DEFAULT_MAX_INPUT_SIZE, type ServerOptions } from './server.js';
 
 export const USAGE = `Usage: warden --model-repository=<path> [options]
 
@@ -20,12 +21,12 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --strict-model-config=<bool>    deprecated alias of --disable-auto-complete-config
   --exit-on-error=<bool>          exit if a model fails to load at start (default true)
   --log-verbose=<n>               verbose logging level (default 0)
-  --http-max-input-size=<bytes>   largest accepted request body (default 67108864)
+  --http-max-input-size=<bytes>   largest accepted request body (default ${DEFAULT_MAX_INPUT_SIZE})
   --backend-directory=<path>      where native backends live (default <warden>/build/backends)
   --backend-config=<b>,<k>=<v>    per-backend setting (repeatable)
   --model-config-name=<name>      use configs/<name>.pbtxt when present
-  --wasm-max-memory-bytes=<n>     cap on a sandboxed instance's linear memory (default 268435456)
-  --wasm-max-execute-ms=<n>       cap on a sandboxed execute deadline (default 10000)
+  --wasm-max-memory-bytes=<n>     cap on a sandboxed instance's linear memory (default ${DEFAULT_WASM_LIMITS.maxMemoryBytes})
+  --wasm-max-execute-ms=<n>       cap on a sandboxed execute deadline (default ${DEFAULT_WASM_LIMITS.maxExecuteMs})
   --help                          this text
 `;
 
@@ -114,14 +115,14 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
     autoCompleteConfig: !(v['disable-auto-complete-config'] || strictModelConfig),
     exitOnError: bool('exit-on-error', v['exit-on-error'], true),
     logVerbose: int('log-verbose', v['log-verbose'], 0),
-    maxInputSize: int('http-max-input-size', v['http-max-input-size'], 64 * 1024 * 1024, 1),
+    maxInputSize: int('http-max-input-size', v['http-max-input-size'], DEFAULT_MAX_INPUT_SIZE, 1),
     backendDirectory: v['backend-directory'],
     backendConfig,
     modelConfigName: v['model-config-name'],
     wasmLimits: {
-      maxMemoryBytes: int('wasm-max-memory-bytes', v['wasm-max-memory-bytes'], 256 * 1024 * 1024, 65536),
-      maxExecuteMs: int('wasm-max-execute-ms', v['wasm-max-execute-ms'], 10_000, 1),
-      maxLogBytes: 64 * 1024,
+      maxMemoryBytes: int('wasm-max-memory-bytes', v['wasm-max-memory-bytes'], DEFAULT_WASM_LIMITS.maxMemoryBytes, 65536),
+      maxExecuteMs: int('wasm-max-execute-ms', v['wasm-max-execute-ms'], DEFAULT_WASM_LIMITS.maxExecuteMs, 1),
+      maxLogBytes: DEFAULT_WASM_LIMITS.maxLogBytes,
     },
   };
 }

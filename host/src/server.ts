@@ -7,8 +7,12 @@ import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { OnnxRuntimeResolver } from './backends/onnxruntime/index.js';
 import type { BackendResolver } from './core/types.js';
+import { LogSettingsStore } from './core/log-settings.js';
 import { ModelRepositoryManager, type ModelControlMode } from './core/repository-manager.js';
-import { buildHttpApp, LogSettingsStore } from './frontend/http/app.js';
+import { ServerApi } from './core/server-api.js';
+import { SINGLE_USER } from './core/types.js';
+import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
+import { buildHttpApp } from './frontend/http/app.js';
 import { ServerMetrics } from './metrics/prometheus.js';
 import { buildMetricsApp } from './metrics/server.js';
 
@@ -17,6 +21,9 @@ export const PROJECT_ROOT = (() => {
   const here = fileURLToPath(new URL('.', import.meta.url));
   return here.includes(`${'/'}dist${'/'}`) ? join(here, '..', '..', '..') : join(here, '..', '..');
 })();
+
+/** `--http-max-input-size` default: 64 MiB, as Triton. */
+export const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
 
 export interface ServerOptions {
   modelRepositories: string[];
@@ -43,7 +50,7 @@ export interface ServerOptions {
   /** `--model-config-name`. */
   modelConfigName?: string;
   /** Sandbox caps for wasm backends. */
-  wasmLimits?: { maxMemoryBytes: number; maxExecuteMs: number; maxLogBytes: number };
+  wasmLimits?: WasmLimits;
   /** Directory for caches (transpiled components). */
   cacheDir?: string;
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -61,14 +68,14 @@ export interface ServerOptions {
 export interface RunningServer {
   httpUrl: string;
   metricsUrl?: string;
+  /** The data plane (what the frontends call; in-process callers use it too). */
+  api: ServerApi;
   manager: ModelRepositoryManager;
   metrics: ServerMetrics;
   logger: Logger;
   /** Graceful stop: refuse new connections, finish in-flight requests, unload models. */
   stop(): Promise<void>;
 }
-
-export const DEFAULT_WASM_LIMITS = { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 64 * 1024 };
 
 /** The backend resolvers in resolution order: wasm, onnxruntime, (python), native. */
 async function createResolvers(opts: ServerOptions, logger: Logger, metrics: ServerMetrics): Promise<BackendResolver[]> {
@@ -122,11 +129,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     metrics,
   });
   let accepting = true;
-  const maxInputSize = opts.maxInputSize ?? 64 * 1024 * 1024;
-  const http = buildHttpApp(
-    { manager, strictReadiness: opts.strictReadiness ?? true, accepting: () => accepting, maxInputSize, logger },
-    new LogSettingsStore(logger, opts.logVerbose ?? 0),
-  );
+  const api = new ServerApi(manager, {
+    strictReadiness: opts.strictReadiness ?? true,
+    accepting: () => accepting,
+    logSettings: new LogSettingsStore(logger, opts.logVerbose ?? 0),
+  });
+  manager.attachServer(api);
+  const maxInputSize = opts.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
+  const http = buildHttpApp({ api, principalOf: () => SINGLE_USER, maxInputSize, logger });
   const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger) : undefined;
 
   const failures = await manager.startup(opts.loadModels ?? []);
@@ -152,6 +162,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   return {
     httpUrl: `http://${display}:${httpPort}`,
     metricsUrl,
+    api,
     manager,
     metrics,
     logger,

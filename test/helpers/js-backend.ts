@@ -6,7 +6,7 @@
  * - `delay_ms` parameter: sleep before answering (to hold requests in flight).
  */
 import type { ModelConfig } from '../../host/src/config/types.js';
-import type { Backend, BackendModel, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/core/types.js';
+import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/core/types.js';
 
 export const executed: { model: string; batchSizes: number[] }[] = [];
 
@@ -54,7 +54,7 @@ class JsBackend implements Backend {
 
 export class JsBackendResolver implements BackendResolver {
   private readonly backend = new JsBackend();
-  async resolve(config: ModelConfig) {
+  async resolve({ config }: BackendResolveRequest) {
     return config.backend === 'jstest' ? this.backend : undefined;
   }
   async finalizeAll() {}

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { loadModelConfig, parseModelConfigPbtxt, normalizeModelConfig } from '../../host/src/config/index.js';
 import type { ModelConfig } from '../../host/src/config/types.js';
+import { backendResolveRequest, modelLoadContext } from '../../host/src/core/load-context.js';
 import { instanceSpecs } from '../../host/src/core/repository-manager.js';
 import type { TritonError } from '../../host/src/core/errors.js';
 import type {
@@ -69,17 +70,10 @@ export async function loadNative(
   modelPath: string,
   opts: { autoCompleteConfig?: boolean } = {},
 ): Promise<Loaded> {
-  const backend = await r.resolve(config, modelPath, join(modelPath, '1'));
+  const request = backendResolveRequest(config, modelPath, 1);
+  const backend = await r.resolve(request);
   if (!backend) throw new Error('resolver declined the model');
-  const model = await backend.loadModel({
-    name: config.name,
-    version: 1,
-    modelPath,
-    versionPath: join(modelPath, '1'),
-    config,
-    autoCompleteConfig: opts.autoCompleteConfig ?? true,
-    logger: silent,
-  });
+  const model = await backend.loadModel(modelLoadContext(request, 1, { logger: silent, autoCompleteConfig: opts.autoCompleteConfig ?? true }));
   const effective = model.config ? normalizeModelConfig(model.config, { modelName: config.name, gpuCount: 0 }) : config;
   const instances: BackendModelInstance[] = [];
   try {

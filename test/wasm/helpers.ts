@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../host/src/config/types.js';
+import { backendResolveRequest, modelLoadContext } from '../../host/src/core/load-context.js';
 import type { TritonError } from '../../host/src/core/errors.js';
 import type { InferenceRequest, InferenceResponse, ResponseSender, Tensor } from '../../host/src/core/types.js';
 import type { DataType } from '../../host/src/tensor/datatypes.js';
@@ -128,10 +129,10 @@ export function newResolver(limits: Partial<WasmLimits> = {}, logger = silentLog
 
 /** Loads a model version from `modelPath/1` through the resolver. */
 export async function loadModel(resolver: WasmBackendResolver, config: ModelConfig, modelPath: string, logger = silentLogger): Promise<WasmModel> {
-  const versionPath = join(modelPath, '1');
-  const backend = await resolver.resolve(config, modelPath, versionPath);
+  const request = backendResolveRequest(config, modelPath, 1);
+  const backend = await resolver.resolve(request);
   if (!backend) throw new Error('not a wasm model');
-  return (await backend.loadModel({ name: config.name, version: 1, modelPath, versionPath, config, autoCompleteConfig: true, logger })) as WasmModel;
+  return (await backend.loadModel(modelLoadContext(request, 1, { logger }))) as WasmModel;
 }
 
 export function instanceSpec(name: string, k = 0) {

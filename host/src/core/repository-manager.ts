@@ -15,11 +15,15 @@ import type { ServerMetrics } from '../metrics/prometheus.js';
 import { fingerprintModel, listVersions, scanRepositories, selectVersions, type ModelLocation } from '../repository/scan.js';
 import { removeOverrideDirectory, writeOverrideDirectory, type FileOverrides } from '../repository/overrides.js';
 import { TritonError, asTritonError, invalidArg, notFound, unavailable } from './errors.js';
+import { backendResolveRequest, modelLoadContext, NO_SERVER } from './load-context.js';
 import { ModelVersion } from './model.js';
-import type { Backend, BackendModelInstance, BackendResolver, InstanceSpec } from './types.js';
+import type { Backend, BackendModelInstance, BackendResolveRequest, BackendResolver, InferenceServerHandle, InstanceSpec, ModelKey, ModelOrigin } from './types.js';
 
 export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
+
+/** The map key of a {@link ModelKey} (names never contain NUL). */
+export const modelKeyId = (k: ModelKey): string => (k.namespace === '' ? k.name : `${k.namespace}\u0000${k.name}`);
 
 /** One entry of `POST /v2/repository/index`. */
 export interface IndexEntry {
@@ -29,15 +33,25 @@ export interface IndexEntry {
   reason?: string;
 }
 
+/**
+ * State of one version as the index reports it. `unloaded` marks a version that is UNAVAILABLE
+ * because it was unloaded on purpose (reason "unloaded"), which readiness does not count as a
+ * failure — a real state, not a comparison on the reason text.
+ */
 interface VersionStatus {
   state: ModelState;
   reason: string;
+  unloaded?: true;
 }
 
+const UNLOADED: VersionStatus = Object.freeze({ state: 'UNAVAILABLE', reason: 'unloaded', unloaded: true }) as VersionStatus;
+
 interface ModelRecord {
-  name: string;
+  key: ModelKey;
   serving: Map<number, ModelVersion>;
   status: Map<number, VersionStatus>;
+  /** Where the serving versions' files came from. */
+  origin?: ModelOrigin;
   /** Set when the model was loaded from an override directory (load API with files). */
   overrideDir?: string;
   fingerprint?: string;
@@ -67,6 +81,7 @@ export class ModelRepositoryManager {
   private readonly records = new Map<string, ModelRecord>();
   private pollTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  private server: InferenceServerHandle = NO_SERVER;
 
   constructor(private readonly opts: RepositoryManagerOptions) {
     opts.metrics.setPendingSource(() =>
@@ -78,6 +93,11 @@ export class ModelRepositoryManager {
 
   get controlMode(): ModelControlMode {
     return this.opts.controlMode;
+  }
+
+  /** The data plane backends reach for in-process inference (set once, by the server). */
+  attachServer(server: InferenceServerHandle): void {
+    this.server = server;
   }
 
   /**
@@ -92,7 +112,7 @@ export class ModelRepositoryManager {
     await Promise.all(
       names.map(async (name) => {
         try {
-          await this.load(name, {}, true);
+          await this.load(operatorKey(name), {}, true);
         } catch (e) {
           failures.push({ name, error: asTritonError(e) });
         }
@@ -122,13 +142,15 @@ export class ModelRepositoryManager {
     const found = await scanRepositories(this.opts.repositories);
     const jobs: Promise<unknown>[] = [];
     for (const [name, loc] of found) {
-      const rec = this.records.get(name);
+      const key = operatorKey(name);
+      const rec = this.records.get(modelKeyId(key));
       if (rec?.overrideDir) continue;
       const fp = await fingerprintModel(loc.modelPath);
-      if (!rec || rec.fingerprint !== fp) jobs.push(this.load(name, {}, true).catch(() => undefined));
+      if (!rec || rec.fingerprint !== fp) jobs.push(this.load(key, {}, true).catch(() => undefined));
     }
-    for (const [name, rec] of this.records) {
-      if (!found.has(name) && !rec.overrideDir && rec.serving.size > 0) jobs.push(this.unload(name, true));
+    for (const rec of this.records.values()) {
+      if (rec.key.namespace !== '' || rec.overrideDir || rec.serving.size === 0) continue;
+      if (!found.has(rec.key.name)) jobs.push(this.unload(rec.key, true));
     }
     await Promise.all(jobs);
   }
@@ -138,10 +160,10 @@ export class ModelRepositoryManager {
    * @throws TritonError (UNAVAILABLE in modes none/poll; INVALID_ARG / NOT_FOUND / INTERNAL with the
    *   load failure, the model then being UNAVAILABLE with that reason unless older versions serve).
    */
-  load(name: string, options: LoadOptions = {}, internalCall = false): Promise<void> {
+  load(key: ModelKey, options: LoadOptions = {}, internalCall = false): Promise<void> {
     if (!internalCall && this.opts.controlMode !== 'explicit') return Promise.reject(explicitOnly());
     if (this.closed) return Promise.reject(unavailable('server is shutting down'));
-    return this.serialise(name, () => this.doLoad(name, options));
+    return this.serialise(key, (rec) => this.doLoad(rec, options));
   }
 
   /**
@@ -149,12 +171,10 @@ export class ModelRepositoryManager {
    * taking new requests; in-flight requests finish in the background before finalize.
    * Unloading a model that is not loaded succeeds.
    */
-  unload(name: string, internalCall = false): Promise<void> {
+  unload(key: ModelKey, internalCall = false): Promise<void> {
     if (!internalCall && this.opts.controlMode !== 'explicit') return Promise.reject(explicitOnly());
     return new Promise<void>((resolveReturned, reject) => {
-      this.serialise(name, async () => {
-        const rec = this.records.get(name);
-        if (!rec) return resolveReturned();
+      this.serialise(key, async (rec) => {
         const retiring = [...rec.serving.values()];
         rec.serving = new Map();
         for (const v of retiring) rec.status.set(v.version, { state: 'UNLOADING', reason: '' });
@@ -164,7 +184,7 @@ export class ModelRepositoryManager {
           retiring.map(async (v) => {
             await v.retire();
             // A newer load may have replaced the status meanwhile; only mark ours.
-            if (rec.status.get(v.version)?.state === 'UNLOADING') rec.status.set(v.version, { state: 'UNAVAILABLE', reason: 'unloaded' });
+            if (rec.status.get(v.version)?.state === 'UNLOADING') rec.status.set(v.version, UNLOADED);
           }),
         );
         if (rec.overrideDir && rec.serving.size === 0) {
@@ -180,8 +200,9 @@ export class ModelRepositoryManager {
    * @param version -1 = highest ready version
    * @throws TritonError NOT_FOUND for an unknown model or version, UNAVAILABLE if not ready.
    */
-  getVersion(name: string, version: number): ModelVersion {
-    const rec = this.records.get(name);
+  getVersion(key: ModelKey, version: number): ModelVersion {
+    const name = key.name;
+    const rec = this.records.get(modelKeyId(key));
     if (!rec || (rec.serving.size === 0 && rec.status.size === 0)) throw notFound(`Request for unknown model: '${name}' is not found`);
     if (version < 0) {
       let best: ModelVersion | undefined;
@@ -195,33 +216,47 @@ export class ModelRepositoryManager {
     throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
   }
 
-  /** Every serving version, for statistics and metadata; `name` limits it to one model. */
-  servingVersions(name?: string): ModelVersion[] {
-    const recs = name === undefined ? [...this.records.values()] : [this.records.get(name)].filter((r): r is ModelRecord => !!r);
+  /**
+   * Every serving version, for statistics and metadata: of one model (`key`), or of every model
+   * in `namespace` (undefined = every namespace).
+   */
+  servingVersions(scope: { key: ModelKey } | { namespace?: string } = {}): ModelVersion[] {
+    let recs: ModelRecord[];
+    if ('key' in scope) recs = [this.records.get(modelKeyId(scope.key))].filter((r): r is ModelRecord => !!r);
+    else recs = [...this.records.values()].filter((r) => scope.namespace === undefined || r.key.namespace === scope.namespace);
     return recs.flatMap((r) => [...r.serving.values()].sort((a, b) => a.version - b.version));
   }
 
-  /** Whether a model name is known at all (loaded once, or being loaded). */
-  isKnown(name: string): boolean {
-    const rec = this.records.get(name);
+  /** Whether a model is known at all (loaded once, or being loaded). */
+  isKnown(key: ModelKey): boolean {
+    const rec = this.records.get(modelKeyId(key));
     return !!rec && (rec.serving.size > 0 || rec.status.size > 0);
   }
 
-  /** Strict readiness: every model that was asked to load is READY. */
-  allReady(): boolean {
+  /**
+   * Strict readiness: every model of `namespace` that was asked to load is READY (versions
+   * unloaded on purpose do not count).
+   */
+  allReady(namespace = ''): boolean {
     for (const r of this.records.values()) {
-      for (const s of r.status.values()) if (s.state !== 'READY' && s.reason !== 'unloaded') return false;
+      if (r.key.namespace !== namespace) continue;
+      for (const s of r.status.values()) if (s.state !== 'READY' && !s.unloaded) return false;
     }
     return true;
   }
 
-  /** The repository index (spec §3.1). */
-  async index(readyOnly: boolean): Promise<IndexEntry[]> {
-    const onDisk = await scanRepositories(this.opts.repositories).catch(() => new Map<string, ModelLocation>());
-    const names = new Set([...onDisk.keys(), ...this.records.keys()]);
+  /**
+   * The repository index (spec §3.1) of one namespace: its loaded models, plus (namespace `''`)
+   * every model of the operator's repositories.
+   */
+  async index(readyOnly: boolean, namespace = ''): Promise<IndexEntry[]> {
+    const onDisk =
+      namespace === '' ? await scanRepositories(this.opts.repositories).catch(() => new Map<string, ModelLocation>()) : new Map<string, ModelLocation>();
+    const mine = [...this.records.values()].filter((r) => r.key.namespace === namespace);
+    const names = new Set([...onDisk.keys(), ...mine.map((r) => r.key.name)]);
     const out: IndexEntry[] = [];
     for (const name of [...names].sort()) {
-      const rec = this.records.get(name);
+      const rec = this.records.get(modelKeyId({ namespace, name }));
       const dup = onDisk.get(name)?.duplicates.length;
       if (dup) {
         if (!readyOnly) out.push({ name, state: 'UNAVAILABLE', reason: 'model appears in two or more repositories' });
@@ -245,45 +280,55 @@ export class ModelRepositoryManager {
   async shutdown(): Promise<void> {
     this.closed = true;
     clearTimeout(this.pollTimer);
-    await Promise.all([...this.records.keys()].map((n) => this.unload(n, true)));
+    await Promise.all([...this.records.values()].map((r) => this.unload(r.key, true)));
     await Promise.all([...this.records.values()].map((r) => r.chain));
     for (const r of this.opts.resolvers) {
       await r.finalizeAll().catch((e) => this.opts.logger.error({ err: e }, 'backend finalize failed'));
     }
   }
 
-  private serialise<T>(name: string, op: () => Promise<T>): Promise<T> {
-    let rec = this.records.get(name);
+  private serialise<T>(key: ModelKey, op: (rec: ModelRecord) => Promise<T>): Promise<T> {
+    const id = modelKeyId(key);
+    let rec = this.records.get(id);
     if (!rec) {
-      rec = { name, serving: new Map(), status: new Map(), chain: Promise.resolve() };
-      this.records.set(name, rec);
+      rec = { key: { namespace: key.namespace, name: key.name }, serving: new Map(), status: new Map(), chain: Promise.resolve() };
+      this.records.set(id, rec);
     }
-    const run = rec.chain.then(op, op);
-    rec.chain = run.catch(() => undefined);
+    const r = rec;
+    const run = r.chain.then(
+      () => op(r),
+      () => op(r),
+    );
+    r.chain = run.catch(() => undefined);
     return run;
   }
 
-  private async doLoad(name: string, options: LoadOptions): Promise<void> {
-    const rec = this.records.get(name)!;
-    const log = this.opts.logger.child({ model: name });
+  private async doLoad(rec: ModelRecord, options: LoadOptions): Promise<void> {
+    const { name } = rec.key;
+    const log = this.opts.logger.child(rec.key.namespace === '' ? { model: name } : { model: name, namespace: rec.key.namespace });
     if (options.files && options.files.size > 0 && options.configOverride === undefined) {
       throw invalidArg(`failed to load '${name}', failed to poll from model repository: model configuration must be provided when file overrides are given`);
     }
     let modelPath: string;
     let overrideDir: string | undefined;
+    let origin: ModelOrigin;
     if (options.files && options.files.size > 0) {
       overrideDir = await writeOverrideDirectory(name, options.files);
       modelPath = overrideDir;
+      origin = { kind: 'upload', tenant: rec.key.namespace };
     } else {
-      const loc = (await scanRepositories(this.opts.repositories)).get(name);
+      // Only the operator's namespace has models on disk here; a tenant's own models come from
+      // its uploads.
+      const loc = rec.key.namespace === '' ? (await scanRepositories(this.opts.repositories)).get(name) : undefined;
       if (!loc) throw invalidArg(`failed to load '${name}', failed to poll from model repository: model not found in any model repository`);
       if (loc.duplicates.length > 0) throw invalidArg(`failed to load '${name}', model appears in two or more repositories`);
       modelPath = loc.modelPath;
+      origin = { kind: 'repository', repository: loc.repositoryPath };
     }
     const fingerprint = overrideDir ? undefined : await fingerprintModel(modelPath);
     let loaded: Map<number, ModelVersion>;
     try {
-      loaded = await this.buildVersions(rec, name, modelPath, options, log);
+      loaded = await this.buildVersions(rec, modelPath, origin, options, log);
     } catch (e) {
       if (overrideDir) await removeOverrideDirectory(overrideDir);
       const err = asTritonError(e);
@@ -302,6 +347,7 @@ export class ModelRepositoryManager {
     for (const v of loaded.keys()) rec.status.set(v, { state: 'READY', reason: '' });
     const oldOverride = rec.overrideDir;
     rec.overrideDir = overrideDir;
+    rec.origin = origin;
     rec.fingerprint = fingerprint;
     void Promise.all([...old.values()].map((v) => v.retire())).then(async () => {
       if (oldOverride && oldOverride !== overrideDir) await removeOverrideDirectory(oldOverride);
@@ -310,13 +356,8 @@ export class ModelRepositoryManager {
   }
 
   /** Load every selected version; all-or-nothing (partial successes are finalized on failure). */
-  private async buildVersions(
-    rec: ModelRecord,
-    name: string,
-    modelPath: string,
-    options: LoadOptions,
-    log: Logger,
-  ): Promise<Map<number, ModelVersion>> {
+  private async buildVersions(rec: ModelRecord, modelPath: string, origin: ModelOrigin, options: LoadOptions, log: Logger): Promise<Map<number, ModelVersion>> {
+    const { name } = rec.key;
     const versions = await listVersions(modelPath);
     const config = await loadModelConfig(modelPath, {
       modelName: name,
@@ -328,12 +369,13 @@ export class ModelRepositoryManager {
     rejectUnsupported(config);
     const selected = selectVersions(config.version_policy, versions);
     if (selected.length === 0) throw invalidArg(`failed to load '${name}', no version is available`);
-    const backend = await this.resolveBackend(config, modelPath, `${modelPath}/${selected[selected.length - 1]}`);
+    const request = backendResolveRequest(config, modelPath, selected[selected.length - 1]!, origin, rec.key);
+    const backend = await this.resolveBackend(request);
     const built = new Map<number, ModelVersion>();
     for (const v of selected) if (!rec.serving.has(v)) rec.status.set(v, { state: 'LOADING', reason: '' });
     try {
       for (const version of selected) {
-        built.set(version, await this.buildVersion(backend, name, version, modelPath, config, log));
+        built.set(version, await this.buildVersion(backend, request, version, log));
       }
     } catch (e) {
       await Promise.all([...built.values()].map((m) => m.finalize()));
@@ -342,18 +384,14 @@ export class ModelRepositoryManager {
     return built;
   }
 
-  private async buildVersion(backend: Backend, name: string, version: number, modelPath: string, config: ModelConfig, log: Logger): Promise<ModelVersion> {
+  private async buildVersion(backend: Backend, request: BackendResolveRequest, version: number, log: Logger): Promise<ModelVersion> {
+    const { config, key } = request;
+    const { name } = key;
     const t0 = process.hrtime.bigint();
     const vlog = log.child({ version });
-    const backendModel = await backend.loadModel({
-      name,
-      version,
-      modelPath,
-      versionPath: `${modelPath}/${version}`,
-      config,
-      autoCompleteConfig: this.opts.autoCompleteConfig,
-      logger: vlog,
-    });
+    const backendModel = await backend.loadModel(
+      modelLoadContext(request, version, { logger: vlog, autoCompleteConfig: this.opts.autoCompleteConfig, server: this.server }),
+    );
     const instances: BackendModelInstance[] = [];
     let finalConfig = config;
     try {
@@ -381,14 +419,18 @@ export class ModelRepositoryManager {
     return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog);
   }
 
-  private async resolveBackend(config: ModelConfig, modelPath: string, versionPath: string): Promise<Backend> {
+  private async resolveBackend(request: BackendResolveRequest): Promise<Backend> {
     for (const r of this.opts.resolvers) {
-      const b = await r.resolve(config, modelPath, versionPath);
+      const b = await r.resolve(request);
       if (b) return b;
     }
+    const { config } = request;
     throw invalidArg(`unable to find backend library for backend '${config.backend || config.platform}'`);
   }
 }
+
+/** A model of the operator's namespace (the repositories on disk). */
+export const operatorKey = (name: string): ModelKey => ({ namespace: '', name });
 
 /** The load / unload API outside explicit mode (Triton's wording). */
 function explicitOnly(): TritonError {

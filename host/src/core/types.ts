@@ -22,6 +22,19 @@ export interface Tensor {
   datatype: DataType;
   shape: number[];
   data: Uint8Array;
+  /**
+   * Set when `data` views memory the host does not own (a shared-memory region, a backend's
+   * buffer): released exactly once when the tensor is no longer needed — request inputs by the
+   * data plane after the request's final response, response outputs by whoever consumed the
+   * response (a frontend after encoding it). Absent = ordinary GC-managed memory.
+   */
+  owner?: TensorMemoryOwner;
+}
+
+/** Owner of memory a {@link Tensor} views without owning it. */
+export interface TensorMemoryOwner {
+  /** Give the memory back; called once, after which the tensor's `data` must not be read. */
+  release(): void;
 }
 
 /**
@@ -96,10 +109,76 @@ export interface ExecuteTimings {
   computeEndNs: bigint;
 }
 
+/**
+ * Identity of a model in the server: a namespace and a name. Namespace `''` is the operator's
+ * (single-user mode and models of the operator's repositories); a tenant's models live in the
+ * tenant's namespace, so two tenants may each have a model called `simple`.
+ */
+export interface ModelKey {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/**
+ * Where a model's files came from — the trust boundary of loading (DESIGN "Multi-tenancy"):
+ * `repository` = an operator's model repository on disk (trusted: may name native backends);
+ * `upload` = the load API's file overrides (untrusted, whoever sent them: `tenant` is the
+ * uploader's namespace, `''` in single-user mode). Resolvers use it to refuse native code from
+ * uploads.
+ */
+export type ModelOrigin = { readonly kind: 'repository'; readonly repository: string } | { readonly kind: 'upload'; readonly tenant: string };
+
+/**
+ * Who makes a call on the server (from the frontend's authentication). `namespace` scopes model
+ * names; `role: 'admin'` sees every namespace. Single-user mode uses {@link SINGLE_USER}.
+ */
+export interface Principal {
+  readonly namespace: string;
+  readonly role: 'admin' | 'tenant';
+}
+
+/** The principal of single-user mode (no tenants configured): the operator, namespace `''`. */
+export const SINGLE_USER: Principal = Object.freeze({ namespace: '', role: 'admin' });
+
+/**
+ * The server as a backend sees it, for in-process inference (BLS, ensembles, the native
+ * `TRITONSERVER_ServerInferAsync`): the same data plane the frontends call. Implemented by
+ * `ServerApi` (core/server-api.ts).
+ */
+export interface InferenceServerHandle {
+  /**
+   * Queue a request on `model` (version -1 = highest ready); responses go to `sender`.
+   * @throws TritonError synchronously (NOT_FOUND / UNAVAILABLE / INVALID_ARG); nothing was queued.
+   */
+  infer(principal: Principal, model: string, version: number, request: InferenceRequestInit, sender: ResponseSender, signal?: AbortSignal): SubmittedRequest;
+  /** Whether a model version is ready (false for unknown models the principal may not see). */
+  isModelReady(principal: Principal, model: string, version: number): boolean;
+}
+
+/**
+ * A request as a frontend (or an in-process caller) builds it, before validation: the fields of
+ * InferenceRequest the client controls. `version` may be -1 (let the server pick the highest
+ * ready version) and an empty `requestedOutputs` means every output in the config (spec §1.12).
+ */
+export type InferenceRequestInit = Omit<InferenceRequest, 'batchSize' | 'cancelled'>;
+
+/** What {@link InferenceServerHandle.infer} queued: the resolved model version. */
+export interface SubmittedRequest {
+  readonly model: string;
+  readonly version: number;
+  readonly request: InferenceRequest;
+}
+
 /** What a backend needs to load one model version. */
 export interface ModelLoadContext {
+  /** The model's identity; `name` equals `key.name`. */
+  key: ModelKey;
   name: string;
   version: number;
+  /** Where the files came from (trusted operator repository, or an upload). */
+  origin: ModelOrigin;
+  /** The server, for in-process inference from the backend (BLS-style calls). */
+  server: InferenceServerHandle;
   /** `<repository>/<model>` (or the override directory of a load with files). */
   modelPath: string;
   /** `<modelPath>/<version>`. */
@@ -167,6 +246,19 @@ export interface Backend {
   finalize(): Promise<void>;
 }
 
+/** What a {@link BackendResolver} decides on. */
+export interface BackendResolveRequest {
+  key: ModelKey;
+  /** Normalised config (after auto-complete by Warden, before any backend-side completion). */
+  config: ModelConfig;
+  /** `<repository>/<model>`, or the override directory of a load with files. */
+  modelPath: string;
+  /** `<modelPath>/<highest selected version>`. */
+  versionPath: string;
+  /** Trusted operator repository, or an upload: native code must never come from an upload. */
+  origin: ModelOrigin;
+}
+
 /**
  * Finds the backend that serves a model, e.g. the wasm engine for `backend: "wasm"`, or a
  * `libtriton_<name>.so` found by the search order (spec §6.9). Resolvers are tried in order;
@@ -174,7 +266,7 @@ export interface Backend {
  */
 export interface BackendResolver {
   /** undefined = not this kind's model. Throws TritonError if it is, but cannot be served. */
-  resolve(config: ModelConfig, modelPath: string, versionPath: string): Promise<Backend | undefined>;
+  resolve(request: BackendResolveRequest): Promise<Backend | undefined>;
   /** Finalize every backend this resolver created (server shutdown). */
   finalizeAll(): Promise<void>;
 }

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../../config/types.js';
 import { invalidArg } from '../../core/errors.js';
-import type { Backend, BackendResolver } from '../../core/types.js';
+import type { Backend, BackendResolveRequest, BackendResolver } from '../../core/types.js';
 import { nativeAddon } from './addon.js';
 import { NativeBackend } from './backend.js';
 import { backendConfigJson } from './config.js';
@@ -53,7 +53,7 @@ export class NativeBackendResolver implements BackendResolver {
    * @throws TritonError INVALID_ARG if no library is found (the message lists where it looked) or
    *   the backend name / runtime is not a plain file name.
    */
-  async resolve(config: ModelConfig, modelPath: string, versionPath: string): Promise<Backend | undefined> {
+  async resolve({ config, modelPath, versionPath }: BackendResolveRequest): Promise<Backend | undefined> {
     const name = backendNameOf(config);
     if (!name) return undefined;
     if (config.runtime.endsWith('.py')) return undefined;

@@ -16,6 +16,7 @@ import type {
   Backend,
   BackendModel,
   BackendModelInstance,
+  BackendResolveRequest,
   BackendResolver,
   ExecuteTimings,
   InferenceRequest,
@@ -212,7 +213,7 @@ function checkAgainstGraph(config: ModelConfig, session: ort.InferenceSession): 
 export class OnnxRuntimeResolver implements BackendResolver {
   private readonly backend = new OnnxRuntimeBackend();
 
-  async resolve(config: ModelConfig): Promise<Backend | undefined> {
+  async resolve({ config }: BackendResolveRequest): Promise<Backend | undefined> {
     return isOnnxModel(config) ? this.backend : undefined;
   }
 

@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { Backend, BackendResolver } from '../../core/types.js';
+import type { Backend, BackendResolveRequest, BackendResolver } from '../../core/types.js';
 import type { ModelConfig } from '../../config/types.js';
 import { WasmBackend } from './backend.js';
 import type { WasmLimits } from './limits.js';
@@ -44,7 +44,7 @@ export class WasmBackendResolver implements BackendResolver {
   }
 
   /** The wasm backend for `backend: "wasm"` configs; undefined for any other model. */
-  async resolve(config: ModelConfig, _modelPath: string, _versionPath: string): Promise<Backend | undefined> {
+  async resolve({ config }: BackendResolveRequest): Promise<Backend | undefined> {
     if (config.backend !== WASM_BACKEND_NAME) return undefined;
     if (!this.backend) {
       mkdirSync(this.cacheDir, { recursive: true });

@@ -16,12 +16,15 @@ export interface WasmLimits {
   maxLogBytes: number;
 }
 
-/** Caps used when the server sets none: 1 GiB, 30 s, 64 KiB. */
-export const DEFAULT_WASM_LIMITS: WasmLimits = {
-  maxMemoryBytes: 1 << 30,
-  maxExecuteMs: 30_000,
+/**
+ * Caps used when the server sets none: 256 MiB per linear memory, 10 s per execute, 64 KiB of log
+ * per call. The one source of these defaults (server options and CLI flags read it).
+ */
+export const DEFAULT_WASM_LIMITS: Readonly<WasmLimits> = Object.freeze({
+  maxMemoryBytes: 256 * 1024 * 1024,
+  maxExecuteMs: 10_000,
   maxLogBytes: 64 * 1024,
-};
+});
 
 /** Smallest memory limit accepted (one page). */
 const MIN_MEMORY_BYTES = WASM_PAGE_BYTES;

@@ -9,15 +9,15 @@ import { clientShmDisabled, optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
 import { handleGenerate, handleGenerateStream } from './generate.js';
 import { handleInfer } from './infer.js';
-import { LogSettingsStore } from './logging.js';
-import { modelMetadata, modelReady, modelStatistics, serverMetadata, serverReady } from './metadata.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { parseVersion, route, sendError } from './routing.js';
 
 type ModelParams = { model: string; version?: string };
 
-/** Build the Fastify app (not listening). `logSettings` backs the logging extension. */
-export function buildHttpApp(ctx: FrontendContext, logSettings: LogSettingsStore): FastifyInstance {
+/** Build the Fastify app (not listening). */
+export function buildHttpApp(ctx: FrontendContext): FastifyInstance {
+  const { api } = ctx;
+  const who = ctx.principalOf;
   const app: FastifyInstance = Fastify({
     // Per-request access logs are info-level: keep Fastify's own logger at warn.
     loggerInstance: ctx.logger.child({ component: 'http' }, { level: ctx.logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,
@@ -45,13 +45,13 @@ export function buildHttpApp(ctx: FrontendContext, logSettings: LogSettingsStore
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send('{"error":"Not Found"}'));
 
   const empty = (reply: FastifyReply, ok: boolean) => (ok ? reply.code(200).send() : reply.code(400).send());
-  route(app, '/v2/health/live', { GET: (_q, r) => empty(r, true) });
-  route(app, '/v2/health/ready', { GET: (_q, r) => empty(r, serverReady(ctx)) });
-  route(app, '/v2', { GET: (_q, r) => r.send(serverMetadata()) });
-  route(app, '/v2/models/stats', { GET: (_q, r) => r.send(modelStatistics(ctx)) });
+  route(app, '/v2/health/live', { GET: (_q, r) => empty(r, api.isLive()) });
+  route(app, '/v2/health/ready', { GET: (_q, r) => empty(r, api.isReady()) });
+  route(app, '/v2', { GET: (_q, r) => r.send(api.serverMetadata()) });
+  route(app, '/v2/models/stats', { GET: (q, r) => r.send(api.modelStatistics(who(q))) });
   route(app, '/v2/logging', {
-    GET: (_q, r) => r.send(logSettings.get()),
-    POST: (q, r) => r.send(logSettings.update(optionalJson(q, ctx.maxInputSize) ?? {})),
+    GET: (q, r) => r.send(api.logSettings(who(q))),
+    POST: (q, r) => r.send(api.updateLogSettings(who(q), optionalJson(q, ctx.maxInputSize) ?? {})),
   });
 
   // Per-model endpoints, with and without /versions/{v}.
@@ -68,13 +68,14 @@ export function buildHttpApp(ctx: FrontendContext, logSettings: LogSettingsStore
       route(app, prefix + suffix, { GET: wrap(handlers.GET), POST: wrap(handlers.POST) });
     }
   };
-  modelRoute('', { GET: (_q, r, m, v) => r.send(modelMetadata(ctx, m, v)), POST: undefined });
+  modelRoute('', { GET: (q, r, m, v) => r.send(api.modelMetadata(who(q), m, v)), POST: undefined });
   modelRoute('/ready', {
-    GET: (_q, r, m, v) => (modelReady(ctx, m, v) ? r.code(200).send() : r.code(400).type('application/json').send('{"error":"Model version not ready"}')),
+    GET: (q, r, m, v) =>
+      api.isModelReady(who(q), m, v) ? r.code(200).send() : r.code(400).type('application/json').send('{"error":"Model version not ready"}'),
     POST: undefined,
   });
-  modelRoute('/config', { GET: (_q, r, m, v) => r.type('application/json').send(modelConfigToJson(ctx.manager.getVersion(m, v).config)), POST: undefined });
-  modelRoute('/stats', { GET: (_q, r, m, v) => r.send(modelStatistics(ctx, m, v)), POST: undefined });
+  modelRoute('/config', { GET: (q, r, m, v) => r.type('application/json').send(modelConfigToJson(api.modelConfig(who(q), m, v))), POST: undefined });
+  modelRoute('/stats', { GET: (q, r, m, v) => r.send(api.modelStatistics(who(q), m, v)), POST: undefined });
   modelRoute('/infer', { GET: undefined, POST: (q, r, m, v) => handleInfer(ctx, q, r, m, v) });
   modelRoute('/generate', { GET: undefined, POST: (q, r, m, v) => handleGenerate(ctx, q, r, m, v) });
   modelRoute('/generate_stream', { GET: undefined, POST: (q, r, m, v) => handleGenerateStream(ctx, q, r, m, v) });
@@ -103,5 +104,3 @@ export function buildHttpApp(ctx: FrontendContext, logSettings: LogSettingsStore
   }
   return app;
 }
-
-export { LogSettingsStore };

@@ -1,13 +1,14 @@
-/** What the HTTP routes need from the server. */
+/** What the HTTP routes need from the server: the data plane and the frontend's own settings. */
+import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { ModelRepositoryManager } from '../../core/repository-manager.js';
+import type { ServerApi } from '../../core/server-api.js';
+import type { Principal } from '../../core/types.js';
 
 export interface FrontendContext {
-  manager: ModelRepositoryManager;
-  /** `--strict-readiness`: ready = live and every model ready. */
-  strictReadiness: boolean;
-  /** False once shutdown started (ready then fails; live stays true until the socket closes). */
-  accepting(): boolean;
+  /** The only way into the server: nothing under frontend/ touches the manager or model objects. */
+  api: ServerApi;
+  /** Who sends `req` (single-user mode: always the operator). */
+  principalOf(req: FastifyRequest): Principal;
   /** `--http-max-input-size` in bytes. */
   maxInputSize: number;
   logger: Logger;

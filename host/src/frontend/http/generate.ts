@@ -6,13 +6,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ModelConfig } from '../../config/types.js';
 import { TritonError, asTritonError, invalidArg } from '../../core/errors.js';
-import type { InferenceResponse, ResponseSender, Tensor } from '../../core/types.js';
-import { tensorDataType, type InferenceRequestInit } from '../../core/validate.js';
+import { emptyRequestInit, requestParameter } from '../../core/request-parameters.js';
+import { inferAndCollect, releaseTensors } from '../../core/server-api.js';
+import type { InferenceRequestInit, InferenceResponse, ResponseSender, Tensor } from '../../core/types.js';
+import { tensorDataType } from '../../core/validate.js';
 import { tensorDataToValues, jsonToTensorData } from '../../tensor/json.js';
-import { parseJsonBody, requestParameter } from './infer-request.js';
-import { submitAndCollect } from './infer.js';
-import type { FrontendContext } from './context.js';
 import { isJsonObject, requestBody } from './body.js';
+import type { FrontendContext } from './context.js';
+import { parseJsonBody } from './infer-request.js';
+import { connectionSignal } from './infer.js';
 
 /**
  * Shape for `n` elements from config dims (spec §3.6): fixed dims must divide `n`, the innermost
@@ -32,18 +34,7 @@ export function generateShape(config: ModelConfig, dims: readonly number[], n: n
 /** Map a generate request body onto inputs and parameters. @throws TritonError INVALID_ARG */
 export function decodeGenerateRequest(doc: unknown, model: string, version: number, config: ModelConfig): InferenceRequestInit {
   if (!isJsonObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the generate request must be a JSON object');
-  const init: InferenceRequestInit = {
-    id: '',
-    model,
-    version,
-    inputs: [],
-    requestedOutputs: [],
-    parameters: {},
-    correlationId: 0,
-    flags: 0,
-    priority: 0,
-    timeoutUs: 0,
-  };
+  const init = emptyRequestInit(model, version);
   const inputs = new Map(config.input.map((i) => [i.name, i]));
   if (doc.parameters !== undefined) {
     if (inputs.has('parameters')) throw invalidArg("Keyword 'parameters' for nested schema also given as input tensor name");
@@ -85,26 +76,31 @@ export function encodeGenerateResponse(model: string, version: number, id: strin
 }
 
 function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, version: number) {
-  const mv = ctx.manager.getVersion(model, version);
+  const principal = ctx.principalOf(req);
+  const target = ctx.api.inferenceTarget(principal, model, version);
   if (req.headers['content-encoding'] && req.headers['content-encoding'] !== 'identity') {
     throw invalidArg("Unsupported HTTP header Content-Encoding: only 'identity' is supported for generate");
   }
   const body = requestBody(req, ctx.maxInputSize);
-  const init = decodeGenerateRequest(parseJsonBody(body.toString('utf8')), model, version, mv.config);
-  return { mv, init };
+  const init = decodeGenerateRequest(parseJsonBody(body.toString('utf8')), model, target.version, target.config);
+  return { principal, target, init };
 }
 
 export async function handleGenerate(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<FastifyReply> {
-  const { mv, init } = prepare(ctx, req, model, version);
-  const responses = await submitAndCollect(reply, mv, init);
+  const { principal, target, init } = prepare(ctx, req, model, version);
+  const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, connectionSignal(reply));
   if (responses.length !== 1) {
+    for (const r of responses) releaseTensors(r.outputs);
     throw invalidArg('generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses');
   }
-  return reply.code(200).type('application/json').send(encodeGenerateResponse(model, mv.version, init.id, responses[0]!));
+  const text = encodeGenerateResponse(model, served, init.id, responses[0]!);
+  releaseTensors(responses[0]!.outputs);
+  return reply.code(200).type('application/json').send(text);
 }
 
 export async function handleGenerateStream(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<void> {
-  const { mv, init } = prepare(ctx, req, model, version);
+  const { principal, target, init } = prepare(ctx, req, model, version);
+  let served = target.version;
   await new Promise<void>((resolve, reject) => {
     let started = false;
     let ended = false;
@@ -125,9 +121,11 @@ export async function handleGenerateStream(ctx: FrontendContext, req: FastifyReq
     };
     const sender: ResponseSender = {
       send(r, final) {
-        if (ended) return;
-        if (r) write(encodeGenerateResponse(model, mv.version, init.id, r));
-        if (final) {
+        if (r) {
+          if (!ended) write(encodeGenerateResponse(model, served, init.id, r));
+          releaseTensors(r.outputs);
+        }
+        if (final && !ended) {
           start(); // a flags-only final with no responses yields an empty 200 event stream
           end();
         }
@@ -143,17 +141,10 @@ export async function handleGenerateStream(ctx: FrontendContext, req: FastifyReq
         if (final) end();
       },
     };
-    let request: ReturnType<typeof mv.submit>;
     try {
-      request = mv.submit(init, sender);
+      served = ctx.api.infer(principal, model, target.version, init, sender, connectionSignal(reply)).version;
     } catch (e) {
       reject(asTritonError(e));
-      return;
     }
-    // the response's 'close' (client gone, or stream ended); the request's 'close' fires as soon as
-    // its body has been read, which would cancel every streamed request at once
-    reply.raw.once('close', () => {
-      if (!ended) request.cancelled = true;
-    });
   });
 }

@@ -4,8 +4,9 @@
  */
 import type { ModelConfig } from '../../config/types.js';
 import { TritonError, internal, invalidArg } from '../../core/errors.js';
-import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type ParameterValue, type Tensor } from '../../core/types.js';
-import { tensorDataType, type InferenceRequestInit } from '../../core/validate.js';
+import { applyRequestParameter, emptyRequestInit } from '../../core/request-parameters.js';
+import type { InferenceRequestInit, Tensor } from '../../core/types.js';
+import { tensorDataType } from '../../core/validate.js';
 import { clientShmDisabled, isJsonObject } from './body.js';
 import { isDataType, dataTypeByteSize, elementCount } from '../../tensor/datatypes.js';
 import { jsonToTensorData } from '../../tensor/json.js';
@@ -32,49 +33,18 @@ export function parseJsonBody(text: string): unknown {
 }
 
 /**
- * A pass-through request parameter (spec §1.11): string, int, bool or double; `triton_` keys are
- * reserved. @throws TritonError INVALID_ARG
+ * Request-level `parameters` (spec §1.11): HTTP's own `binary_data_output` (and the ignored
+ * `headers`) here; reserved keys and pass-through parameters by the protocol-neutral rule.
  */
-export function requestParameter(key: string, value: unknown): ParameterValue {
-  if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`);
-  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
-  throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', 'double' or 'string'.`);
-}
-
-/** Request-level `parameters` (spec §1.11): reserved keys become request fields, the rest pass through. */
 function decodeParameters(params: unknown, init: InferenceRequestInit, formats: OutputFormats): void {
   if (params === undefined) return;
   if (!isJsonObject(params)) throw invalidArg(`'parameters' must be a JSON object`);
   for (const [key, value] of Object.entries(params)) {
-    switch (key) {
-      case 'sequence_id':
-        if (typeof value === 'string') init.correlationId = value;
-        else if (typeof value === 'number' && Number.isInteger(value) && value >= 0) init.correlationId = value;
-        else throw invalidArg(`'sequence_id' must be an unsigned integer or a string`);
-        break;
-      case 'sequence_start':
-      case 'sequence_end': {
-        if (typeof value !== 'boolean') throw invalidArg(`'${key}' must be a boolean`);
-        const flag = key === 'sequence_start' ? REQUEST_FLAG_SEQUENCE_START : REQUEST_FLAG_SEQUENCE_END;
-        if (value) init.flags |= flag;
-        break;
-      }
-      case 'priority':
-        if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw invalidArg(`'priority' must be an unsigned integer`);
-        init.priority = value;
-        break;
-      case 'timeout':
-        if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw invalidArg(`'timeout' must be an unsigned integer`);
-        init.timeoutUs = value;
-        break;
-      case 'binary_data_output':
-        if (typeof value !== 'boolean') throw invalidArg(`'binary_data_output' must be a boolean`);
-        formats.defaultBinary = value;
-        break;
-      case 'headers':
-        break;
-      default:
-        init.parameters[key] = requestParameter(key, value);
+    if (key === 'binary_data_output') {
+      if (typeof value !== 'boolean') throw invalidArg(`'binary_data_output' must be a boolean`);
+      formats.defaultBinary = value;
+    } else if (key !== 'headers') {
+      applyRequestParameter(init, key, value);
     }
   }
 }
@@ -103,18 +73,7 @@ export function decodeInferRequest(
   version: number,
   config: ModelConfig,
 ): DecodedInferRequest {
-  const init: InferenceRequestInit = {
-    id: '',
-    model: modelName,
-    version,
-    inputs: [],
-    requestedOutputs: [],
-    parameters: {},
-    correlationId: 0,
-    flags: 0,
-    priority: 0,
-    timeoutUs: 0,
-  };
+  const init = emptyRequestInit(modelName, version);
   const formats: OutputFormats = { defaultBinary: false, perOutput: new Map() };
   const jsonLen = headerLength ?? body.length;
   if (jsonLen === 0) return decodeRawBinary(body, init, formats, modelName, config);

@@ -15,7 +15,7 @@ export async function handleIndex(ctx: FrontendContext, req: FastifyRequest, rep
       ready = body.ready;
     }
   }
-  return reply.code(200).type('application/json').send(JSON.stringify(await ctx.manager.index(ready)));
+  return reply.code(200).type('application/json').send(JSON.stringify(await ctx.api.repositoryIndex(ctx.principalOf(req), ready)));
 }
 
 export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string): Promise<FastifyReply> {
@@ -44,7 +44,7 @@ export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, repl
       }
     }
   }
-  await ctx.manager.load(model, { configOverride, files });
+  await ctx.api.loadModel(ctx.principalOf(req), model, { configOverride, files });
   return reply.code(200).send();
 }
 
@@ -58,6 +58,6 @@ export async function handleUnload(ctx: FrontendContext, req: FastifyRequest, re
       throw invalidArg("Unable to parse 'unload_dependents': attempt to access JSON non-boolean as boolean");
     }
   }
-  await ctx.manager.unload(model);
+  await ctx.api.unloadModel(ctx.principalOf(req), model);
   return reply.code(200).send();
 }

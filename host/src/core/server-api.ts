@@ -1,0 +1,328 @@
+/**
+ * The data plane: the one protocol-neutral API every frontend (HTTP today, gRPC later) and every
+ * in-process caller (ensembles, BLS, the native `TRITONSERVER_ServerInferAsync`) goes through —
+ * health, metadata, readiness, config, statistics, inference, the repository extension and the
+ * log settings (spec §1.3–§1.13, §3.1, §3.2, §3.4).
+ *
+ * Every model-scoped call takes the caller's {@link Principal} first: this module alone turns a
+ * (principal, model name) pair into a model key, so tenant scoping cannot be forgotten at a call
+ * site. Frontends map TritonError codes to their transport (HTTP status, gRPC code) themselves.
+ */
+import type { ModelConfig } from '../config/types.js';
+import { TritonError, invalidArg, notFound } from './errors.js';
+import { type LogSettings, LogSettingsStore } from './log-settings.js';
+import type { ModelVersion } from './model.js';
+import type { IndexEntry, LoadOptions, ModelRepositoryManager } from './repository-manager.js';
+import { tensorDataType } from './validate.js';
+import type {
+  InferenceRequestInit,
+  InferenceResponse,
+  InferenceServerHandle,
+  ModelKey,
+  Principal,
+  ResponseSender,
+  SubmittedRequest,
+  Tensor,
+} from './types.js';
+
+export const SERVER_NAME = 'warden';
+/** The Triton release whose protocol Warden implements (spec header). */
+export const TRITON_PROTOCOL_VERSION = '2.73.0';
+/** Protocol extensions Warden implements, as `GET /v2` lists them (spec §1.4). */
+export const EXTENSIONS: readonly string[] = [
+  'model_repository',
+  'model_configuration',
+  'binary_tensor_data',
+  'parameters',
+  'statistics',
+  'schedule_policy',
+  'logging',
+  'generate',
+];
+
+/** Server metadata (spec §1.4). */
+export interface ServerMetadata {
+  name: string;
+  version: string;
+  extensions: string[];
+}
+
+/** Tensor metadata: shape with -1 for the batch dim of a batching model (spec §1.5). */
+export interface TensorMetadata {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
+
+/** Model metadata (spec §1.5). */
+export interface ModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: TensorMetadata[];
+  outputs: TensorMetadata[];
+}
+
+/** Facts about the version that would serve a request, for decoding it (config, decoupled). */
+export interface InferenceTarget {
+  readonly name: string;
+  /** The version that serves now (-1 resolved to the highest ready version). */
+  readonly version: number;
+  readonly config: ModelConfig;
+  readonly decoupled: boolean;
+}
+
+export interface ServerApiOptions {
+  /** `--strict-readiness`: ready = live and every operator model ready. */
+  strictReadiness: boolean;
+  /** False once shutdown started (ready then fails). */
+  accepting(): boolean;
+  logSettings: LogSettingsStore;
+}
+
+/** The CANCELLED error of a request whose caller went away before it was queued. */
+const cancelledBeforeQueued = (): TritonError => new TritonError('CANCELLED', 'Request was cancelled');
+
+/** Release the memory owners of tensors that carry one (see {@link Tensor.owner}). */
+export function releaseTensors(tensors: readonly Tensor[]): void {
+  for (const t of tensors) t.owner?.release();
+}
+
+/**
+ * Wraps the caller's sender so that the data plane's per-request duties run exactly once, at the
+ * final response: detach the abort listener and release request inputs the host does not own.
+ */
+class FinalHook implements ResponseSender {
+  private done = false;
+  onFinal: (() => void) | undefined;
+  constructor(
+    private readonly downstream: ResponseSender,
+    private readonly inputs: readonly Tensor[],
+  ) {}
+  send(response: InferenceResponse | null, final: boolean): void {
+    this.downstream.send(response, final);
+    if (final) this.finish();
+  }
+  sendError(error: TritonError, final: boolean): void {
+    this.downstream.sendError(error, final);
+    if (final) this.finish();
+  }
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    this.onFinal?.();
+    releaseTensors(this.inputs);
+  }
+}
+
+export class ServerApi implements InferenceServerHandle {
+  constructor(
+    private readonly manager: ModelRepositoryManager,
+    private readonly opts: ServerApiOptions,
+  ) {}
+
+  /**
+   * The model key a principal means by `name`: its own namespace. (Tenant sharing of operator
+   * models resolves here too, when tenancy lands; nothing else maps names to keys.)
+   */
+  private keyOf(principal: Principal, name: string): ModelKey {
+    return { namespace: principal.namespace, name };
+  }
+
+  private version(principal: Principal, name: string, version: number): ModelVersion {
+    return this.manager.getVersion(this.keyOf(principal, name), version);
+  }
+
+  // ---- health and metadata (spec §1.3, §1.4) ----
+
+  /** `GET /v2/health/live`: the process is up. */
+  isLive(): boolean {
+    return true;
+  }
+
+  /** `GET /v2/health/ready`: accepting, and (strict) every operator model that was asked to load is ready. */
+  isReady(): boolean {
+    return this.opts.accepting() && (!this.opts.strictReadiness || this.manager.allReady(''));
+  }
+
+  serverMetadata(): ServerMetadata {
+    return { name: SERVER_NAME, version: TRITON_PROTOCOL_VERSION, extensions: [...EXTENSIONS] };
+  }
+
+  // ---- per model (spec §1.5–§1.7, §3.2) ----
+
+  /** @throws TritonError NOT_FOUND (unknown model or version), UNAVAILABLE (version not ready) */
+  modelMetadata(principal: Principal, name: string, version: number): ModelMetadata {
+    const mv = this.version(principal, name, version);
+    const versions =
+      version >= 0 ? [String(version)] : this.manager.servingVersions({ key: this.keyOf(principal, name) }).map((v) => String(v.version));
+    const c = mv.config;
+    const meta = (t: ModelConfig['input'][number] | ModelConfig['output'][number]): TensorMetadata => ({
+      name: t.name,
+      datatype: tensorDataType(t),
+      shape: c.max_batch_size >= 1 ? [-1, ...t.dims] : [...t.dims],
+    });
+    return { name, versions, platform: c.platform || c.backend, inputs: c.input.map(meta), outputs: c.output.map(meta) };
+  }
+
+  /**
+   * Whether a model version is ready (`version` -1 = any ready version).
+   * @throws TritonError NOT_FOUND for a model the principal does not know
+   */
+  isModelReady(principal: Principal, name: string, version: number): boolean {
+    const key = this.keyOf(principal, name);
+    if (!this.manager.isKnown(key)) throw notFound(`Request for unknown model: '${name}' is not found`);
+    try {
+      return this.manager.getVersion(key, version).isReady();
+    } catch (e) {
+      // The model is known: a missing or unready version is "not ready", not an unknown model.
+      if (e instanceof TritonError && (e.code === 'NOT_FOUND' || e.code === 'UNAVAILABLE')) return false;
+      throw e;
+    }
+  }
+
+  /** The normalised config of the serving version. @throws TritonError NOT_FOUND / UNAVAILABLE */
+  modelConfig(principal: Principal, name: string, version: number): ModelConfig {
+    return this.version(principal, name, version).config;
+  }
+
+  /**
+   * Statistics JSON (spec §3.2) of every model the principal sees, or of one model / version.
+   * @throws TritonError INVALID_ARG "requested model '<m>' is not available" for a model with no
+   *   serving version (Triton's answer)
+   */
+  modelStatistics(principal: Principal, name?: string, version = -1): { model_stats: unknown[] } {
+    let versions: ModelVersion[];
+    if (name === undefined) {
+      versions = this.manager.servingVersions(principal.role === 'admin' && principal.namespace === '' ? {} : { namespace: principal.namespace });
+    } else {
+      versions = this.manager.servingVersions({ key: this.keyOf(principal, name) }).filter((v) => version < 0 || v.version === version);
+      if (versions.length === 0) throw invalidArg(`requested model '${name}' is not available`);
+    }
+    return { model_stats: versions.map((v) => v.stats.toJson(v.name, v.version)) };
+  }
+
+  // ---- inference (spec §1.8–§1.13, §3.6) ----
+
+  /**
+   * What a frontend needs to decode a request for `name` / `version` before calling
+   * {@link infer}: the serving version's config and transaction policy.
+   * @throws TritonError NOT_FOUND / UNAVAILABLE
+   */
+  inferenceTarget(principal: Principal, name: string, version: number): InferenceTarget {
+    const mv = this.version(principal, name, version);
+    return { name, version: mv.version, config: mv.config, decoupled: mv.decoupled };
+  }
+
+  /**
+   * Validate and queue one request. Responses (one final for ordinary models, any number then a
+   * final for decoupled ones) go to `sender`. When `signal` aborts before the final response, the
+   * request is marked cancelled: a queued request is then dropped with CANCELLED, an executing
+   * one may be stopped by its backend (`TRITONBACKEND_RequestIsCancelled`).
+   * Inputs that carry a memory owner are released after the final response.
+   * @throws TritonError synchronously — NOT_FOUND / UNAVAILABLE (model), INVALID_ARG (request does
+   *   not match the config), UNAVAILABLE (queue full), CANCELLED (already aborted); nothing was
+   *   queued and no response will be sent.
+   */
+  infer(principal: Principal, name: string, version: number, init: InferenceRequestInit, sender: ResponseSender, signal?: AbortSignal): SubmittedRequest {
+    const mv = this.version(principal, name, version);
+    if (signal?.aborted) throw cancelledBeforeQueued();
+    const needsHook = signal !== undefined || init.inputs.some((t) => t.owner !== undefined);
+    if (!needsHook) {
+      const request = mv.submit(init, sender);
+      return { model: name, version: mv.version, request };
+    }
+    const hook = new FinalHook(sender, init.inputs);
+    const request = mv.submit(init, hook);
+    if (signal) {
+      const onAbort = (): void => {
+        request.cancelled = true;
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      hook.onFinal = () => signal.removeEventListener('abort', onAbort);
+    }
+    return { model: name, version: mv.version, request };
+  }
+
+  // ---- repository extension (spec §3.1) ----
+
+  /** The index of the principal's namespace (`ready` = READY versions only). */
+  repositoryIndex(principal: Principal, readyOnly: boolean): Promise<IndexEntry[]> {
+    return this.manager.index(readyOnly, principal.namespace);
+  }
+
+  /**
+   * Load or reload a model; resolves once it is READY.
+   * @throws TritonError UNAVAILABLE (not explicit mode), INVALID_ARG / NOT_FOUND / INTERNAL (load failure)
+   */
+  loadModel(principal: Principal, name: string, options: LoadOptions): Promise<void> {
+    return this.manager.load(this.keyOf(principal, name), options);
+  }
+
+  /** Unload every version of a model (succeeds for a model that is not loaded). @throws TritonError UNAVAILABLE (not explicit mode) */
+  unloadModel(principal: Principal, name: string): Promise<void> {
+    return this.manager.unload(this.keyOf(principal, name));
+  }
+
+  // ---- logging extension (spec §3.4) ----
+
+  logSettings(_principal: Principal): LogSettings {
+    return this.opts.logSettings.get();
+  }
+
+  /** Apply log settings (`null` values leave a setting unchanged). @throws TritonError on bad values */
+  updateLogSettings(_principal: Principal, body: unknown): LogSettings {
+    return this.opts.logSettings.update(body);
+  }
+}
+
+/** Everything one request produced, in order, once its final response arrived. */
+export interface CollectedResponses {
+  /** The version that served the request. */
+  version: number;
+  responses: InferenceResponse[];
+}
+
+/**
+ * Infer and gather every response until the final one (what a unary frontend call, an ensemble
+ * step or a BLS call needs). `onResponse` sees each response as it arrives (streaming).
+ * @returns a promise that rejects with the request's first error (validation errors included:
+ *   they reject rather than throw)
+ */
+export function inferAndCollect(
+  server: InferenceServerHandle,
+  principal: Principal,
+  name: string,
+  version: number,
+  init: InferenceRequestInit,
+  signal?: AbortSignal,
+  onResponse?: (r: InferenceResponse) => void,
+): Promise<CollectedResponses> {
+  return new Promise((resolve, reject) => {
+    // A backend may answer inside infer(); `out.version` is filled in before any reader runs
+    // (promise reactions run after this synchronous code).
+    const out: CollectedResponses = { version, responses: [] };
+    let error: TritonError | undefined;
+    const sender: ResponseSender = {
+      send(response, final) {
+        if (response) {
+          out.responses.push(response);
+          onResponse?.(response);
+        }
+        if (final) {
+          if (error) reject(error);
+          else resolve(out);
+        }
+      },
+      sendError(e, final) {
+        error ??= e;
+        if (final) reject(error);
+      },
+    };
+    try {
+      out.version = server.infer(principal, name, version, init, sender, signal).version;
+    } catch (e) {
+      reject(e);
+    }
+  });
+}
