@@ -1,0 +1,223 @@
+/**
+ * The data plane (host/src/core/server-api.ts): in-process inference through `server.api`, the
+ * server handle backends get at load (BLS-style calls), the origin and key resolvers and backends
+ * see, cancellation by AbortSignal, release of tensor memory the host does not own, and the rule
+ * that nothing under frontend/ reaches past the data plane.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inferAndCollect } from '../../host/src/core/server-api.js';
+import { emptyRequestInit } from '../../host/src/core/request-parameters.js';
+import {
+  SINGLE_USER,
+  type Backend,
+  type BackendModel,
+  type BackendResolveRequest,
+  type BackendResolver,
+  type InferenceRequest,
+  type ModelLoadContext,
+  type ModelOrigin,
+  type ResponseSender,
+  type Tensor,
+} from '../../host/src/core/types.js';
+import { startServer, type RunningServer } from '../../host/src/server.js';
+import { PROJECT_ROOT, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+
+/** What the test backend saw: load contexts, executed request ids, output releases. */
+const seen = { loads: [] as { name: string; namespace: string; origin: ModelOrigin }[], executed: [] as string[], outputReleases: 0 };
+
+/**
+ * `backend: "dptest"`: OUTPUT0 = INPUT0. Parameters: `delay_ms` (hold the instance), `owned`
+ * (outputs carry a memory owner), `forward_to` (answer by inferring on that model in-process,
+ * through the load context's server handle).
+ */
+class DataPlaneBackend implements Backend {
+  readonly name = 'dptest';
+  async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
+    seen.loads.push({ name: ctx.key.name, namespace: ctx.key.namespace, origin: ctx.origin });
+    const p = (k: string) => ctx.config.parameters[k]?.string_value;
+    const delay = Number(p('delay_ms') ?? '0');
+    const owned = p('owned') === 'true';
+    const forwardTo = p('forward_to');
+    return {
+      async createInstance() {
+        return {
+          async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
+            for (const r of requests) seen.executed.push(r.id);
+            if (delay) await new Promise((res) => setTimeout(res, delay));
+            for (const [i, r] of requests.entries()) {
+              const s = senders[i]!;
+              const input = r.inputs[0]!;
+              if (forwardTo) {
+                const init = { ...emptyRequestInit(forwardTo, -1), inputs: [{ ...input }] };
+                inferAndCollect(ctx.server, SINGLE_USER, forwardTo, -1, init).then(
+                  ({ responses }) => s.send({ outputs: responses[0]!.outputs }, true),
+                  (e) => s.sendError(e, true),
+                );
+                continue;
+              }
+              const out: Tensor = { name: 'OUTPUT0', datatype: input.datatype, shape: input.shape, data: input.data.slice() };
+              if (owned) out.owner = { release: () => void seen.outputReleases++ };
+              s.send({ outputs: [out] }, true);
+            }
+          },
+          async finalize() {},
+        };
+      },
+      async finalize() {},
+    };
+  }
+  async finalize() {}
+}
+
+class DataPlaneResolver implements BackendResolver {
+  private readonly backend = new DataPlaneBackend();
+  async resolve({ config }: BackendResolveRequest) {
+    return config.backend === 'dptest' ? this.backend : undefined;
+  }
+  async finalizeAll() {}
+}
+
+const config = (params: Record<string, string> = {}) => `
+backend: "dptest"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
+${Object.entries(params)
+  .map(([k, v]) => `parameters { key: "${k}" value: { string_value: "${v}" } }`)
+  .join('\n')}
+`;
+
+const int32Tensor = (values: number[]): Tensor => ({ name: 'INPUT0', datatype: 'INT32', shape: [values.length], data: new Uint8Array(Int32Array.from(values).buffer) });
+
+let repo: TempRepo;
+let server: RunningServer;
+
+beforeAll(async () => {
+  repo = tempRepo();
+  const model = (name: string, params?: Record<string, string>) => {
+    repo.write(`${name}/config.pbtxt`, config(params));
+    repo.write(`${name}/1/.keep`, '');
+  };
+  model('echo');
+  model('owned', { owned: 'true' });
+  model('slow', { delay_ms: '150' });
+  model('forward', { forward_to: 'echo' });
+  server = await startServer({
+    modelRepositories: [repo.path],
+    modelControlMode: 'explicit',
+    loadModels: ['*'],
+    httpPort: 0,
+    metricsPort: -1,
+    logLevel: 'silent',
+    backendResolvers: [new DataPlaneResolver()],
+  });
+});
+afterAll(async () => {
+  await server?.stop();
+  repo?.cleanup();
+});
+
+describe('in-process inference through the data plane', () => {
+  it('infers without any frontend and reports the version that served', async () => {
+    const init = { ...emptyRequestInit('echo', -1), id: 'in-process', inputs: [int32Tensor([1, 2, 3, 4])] };
+    const { version, responses } = await inferAndCollect(server.api, SINGLE_USER, 'echo', -1, init);
+    expect(version).toBe(1);
+    expect(Array.from(new Int32Array(responses[0]!.outputs[0]!.data.slice().buffer))).toEqual([1, 2, 3, 4]);
+  });
+
+  it('an unknown model is NOT_FOUND, thrown synchronously, nothing queued', () => {
+    const sender = { send: () => expect.fail('no response expected'), sendError: () => expect.fail('no error response expected') };
+    expect(() => server.api.infer(SINGLE_USER, 'nope', -1, emptyRequestInit('nope', -1), sender)).toThrow(/unknown model: 'nope'/);
+  });
+
+  it('a backend infers on another model through the server handle of its load context (BLS)', async () => {
+    const r = await postJson(`${server.httpUrl}/v2/models/forward/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [4], data: [7, 8, 9, 10] }] });
+    expect(r.status).toBe(200);
+    expect(r.json.outputs[0].data).toEqual([7, 8, 9, 10]);
+  });
+});
+
+describe('tensor memory the host does not own', () => {
+  it('request inputs are released once, after the final response', async () => {
+    let released = 0;
+    let releasedBeforeFinal = -1;
+    const input = { ...int32Tensor([5, 6, 7, 8]), owner: { release: () => void released++ } };
+    await new Promise<void>((resolve, reject) => {
+      server.api.infer(SINGLE_USER, 'echo', -1, { ...emptyRequestInit('echo', -1), inputs: [input] }, {
+        send(_r, final) {
+          if (final) {
+            releasedBeforeFinal = released;
+            resolve();
+          }
+        },
+        sendError: (e) => reject(e),
+      });
+    });
+    expect(releasedBeforeFinal).toBe(0);
+    expect(released).toBe(1);
+  });
+
+  it('response outputs are released once by the HTTP frontend after encoding', async () => {
+    const before = seen.outputReleases;
+    const r = await postJson(`${server.httpUrl}/v2/models/owned/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [4], data: [1, 1, 2, 3] }] });
+    expect(r.status).toBe(200);
+    expect(r.json.outputs[0].data).toEqual([1, 1, 2, 3]);
+    expect(seen.outputReleases - before).toBe(1);
+  });
+});
+
+describe('cancellation by AbortSignal', () => {
+  it('an already aborted signal: CANCELLED, thrown, nothing queued', () => {
+    const ac = new AbortController();
+    ac.abort();
+    const sender = { send: () => expect.fail('no response expected'), sendError: () => expect.fail('no error response expected') };
+    const init = { ...emptyRequestInit('echo', -1), id: 'pre-aborted', inputs: [int32Tensor([1, 2, 3, 4])] };
+    expect(() => server.api.infer(SINGLE_USER, 'echo', -1, init, sender, ac.signal)).toThrow(/cancelled/);
+    expect(seen.executed).not.toContain('pre-aborted');
+  });
+
+  it('a queued request whose caller aborts is dropped with CANCELLED, never executed; the others run', async () => {
+    const run = (id: string, signal?: AbortSignal) =>
+      inferAndCollect(server.api, SINGLE_USER, 'slow', -1, { ...emptyRequestInit('slow', -1), id, inputs: [int32Tensor([1, 2, 3, 4])] }, signal);
+    const first = run('holds-the-instance');
+    const ac = new AbortController();
+    const second = run('gone-before-dispatch', ac.signal);
+    const third = run('runs-after');
+    ac.abort();
+    await expect(first).resolves.toMatchObject({ version: 1 });
+    await expect(second).rejects.toMatchObject({ code: 'CANCELLED' });
+    await expect(third).resolves.toMatchObject({ version: 1 });
+    expect(seen.executed).toContain('holds-the-instance');
+    expect(seen.executed).toContain('runs-after');
+    expect(seen.executed).not.toContain('gone-before-dispatch');
+  });
+});
+
+describe('origin-aware loading', () => {
+  it('models from the repository are loaded with origin "repository", in the operator namespace', () => {
+    const echo = seen.loads.find((l) => l.name === 'echo')!;
+    expect(echo.namespace).toBe('');
+    expect(echo.origin).toEqual({ kind: 'repository', repository: repo.path });
+  });
+
+  it('models loaded with file overrides are loaded with origin "upload"', async () => {
+    const r = await postJson(`${server.httpUrl}/v2/repository/models/uploaded/load`, {
+      parameters: { config: JSON.stringify({ backend: 'dptest', max_batch_size: 0, input: [{ name: 'INPUT0', data_type: 'TYPE_INT32', dims: [4] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_INT32', dims: [4] }] }), 'file:1/.keep': '' },
+    });
+    expect(r.status).toBe(200);
+    const up = seen.loads.filter((l) => l.name === 'uploaded').at(-1)!;
+    expect(up.origin).toEqual({ kind: 'upload', tenant: '' });
+  });
+});
+
+describe('structure', () => {
+  it('nothing under frontend/ imports the repository manager or model internals', () => {
+    const dir = join(PROJECT_ROOT, 'host', 'src', 'frontend');
+    const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    expect(files.length).toBeGreaterThan(3);
+    const offenders = files.filter((f) => /from '[^']*core\/(repository-manager|model)\.js'/.test(readFileSync(join(dir, f), 'utf8')));
+    expect(offenders).toEqual([]);
+  });
+});
