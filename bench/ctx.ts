@@ -99,7 +99,8 @@ export interface BenchContext {
   freePort(): Promise<number>;
   /**
    * A temporary model repository holding copies of the named models from the project's
-   * `model_repository/` (falling back to the shared Triton examples). Removed at exit.
+   * `model_repository/` (falling back to the vendored Triton examples in `third_party/triton-examples/`).
+   * Removed at exit.
    */
   makeRepository(models: string[]): Promise<string>;
   /**
@@ -201,9 +202,9 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
       tempDirs.push(dir);
       for (const m of models) {
         const local = join(ROOT, 'model_repository', m);
-        const shared = join('/work/shared/models/triton-examples', m);
-        const src = existsSync(join(local, 'config.pbtxt')) ? local : shared;
-        if (!existsSync(join(src, 'config.pbtxt'))) throw new Error(`model ${m} not found in model_repository/`);
+        const vendored = join(ROOT, 'third_party', 'triton-examples', m);
+        const src = existsSync(join(local, 'config.pbtxt')) ? local : vendored;
+        if (!existsSync(join(src, 'config.pbtxt'))) throw new Error(`model ${m} not found in model_repository/ or third_party/triton-examples/`);
         await cp(src, join(dir, m), { recursive: true });
       }
       return dir;

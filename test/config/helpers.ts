@@ -5,7 +5,8 @@ import { TritonError, type ErrorCode } from '../../host/src/core/errors.js';
 import type { MessageDesc } from '../../host/src/config/schema.js';
 
 export const FIXTURES = join(import.meta.dirname, 'fixtures');
-export const TRITON_EXAMPLES = '/work/shared/models/triton-examples';
+/** Triton's example models, vendored in the repository (third_party/triton-examples, see its NOTICE.md). */
+export const TRITON_EXAMPLES = join(import.meta.dirname, '..', '..', 'third_party', 'triton-examples');
 
 export function fixture(name: string): string {
   return readFileSync(join(FIXTURES, name), 'utf8');

@@ -1,8 +1,9 @@
 /**
- * Every real Triton example config (/work/shared/models/triton-examples) parses, auto-completes,
- * normalises and validates; `simple`'s `/config` JSON is byte-for-byte what Triton prints.
+ * Every real Triton example config (third_party/triton-examples, vendored) parses, auto-completes,
+ * normalises and validates; `simple`'s `/config` JSON is byte-for-byte what Triton prints; the
+ * copies model_repository/ serves are identical to the vendored originals.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadModelConfig, modelConfigToJson } from '../../host/src/config/index.js';
@@ -89,5 +90,17 @@ describe('Triton example models', () => {
     const c = await loadModelConfig(join(TRITON_EXAMPLES, 'addsub_onnx'), { modelName: 'addsub_onnx', autoComplete: true, versions: [1] });
     expect(c.max_batch_size).toBe(0);
     expect(c.input.map((i) => [i.name, i.data_type, i.dims])).toEqual([['INPUT0', 'TYPE_FP32', [16]], ['INPUT1', 'TYPE_FP32', [16]]]);
+  });
+
+  it("model_repository/'s copies are identical to the vendored originals, and carry their notice", () => {
+    const served = join(TRITON_EXAMPLES, '..', '..', 'model_repository');
+    for (const m of ['simple', 'simple_string', 'simple_int8', 'addsub_onnx']) {
+      for (const f of ['config.pbtxt', join('1', 'model.onnx')]) {
+        expect(readFileSync(join(served, m, f)).equals(readFileSync(join(TRITON_EXAMPLES, m, f))), `model_repository/${m}/${f}`).toBe(true);
+      }
+    }
+    // The notice beside the copies is the vendored NOTICE.md up to its "In this repository" section.
+    const notice = (p: string) => readFileSync(p, 'utf8').split('\n## In this repository\n')[0];
+    expect(notice(join(served, 'NOTICE-triton-examples.md'))).toBe(notice(join(TRITON_EXAMPLES, 'NOTICE.md')));
   });
 });

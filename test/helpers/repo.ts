@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const EXAMPLES = join(PROJECT_ROOT, '..', 'shared', 'models', 'triton-examples');
+/** Triton's example models, vendored in the repository (see third_party/triton-examples/NOTICE.md). */
+export const EXAMPLES = join(PROJECT_ROOT, 'third_party', 'triton-examples');
 
 export interface TempRepo {
   path: string;
