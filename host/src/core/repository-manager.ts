@@ -52,6 +52,11 @@ interface ModelRecord {
   status: Map<number, VersionStatus>;
   /** Where the serving versions' files came from. */
   origin?: ModelOrigin;
+  /**
+   * Where the latest load attempt's files came from: readiness counts a failure only when the
+   * operator's repository produced it (an upload's failure is the uploader's problem).
+   */
+  attemptOrigin?: ModelOrigin;
   /** Set when the model was loaded from an override directory (load API with files). */
   overrideDir?: string;
   fingerprint?: string;
@@ -177,6 +182,8 @@ export class ModelRepositoryManager {
       this.serialise(key, async (rec) => {
         const retiring = [...rec.serving.values()];
         rec.serving = new Map();
+        // Versions that failed to load are unloaded too: the failure no longer counts anywhere.
+        for (const [v, st] of rec.status) if (st.state === 'UNAVAILABLE') rec.status.set(v, UNLOADED);
         for (const v of retiring) rec.status.set(v.version, { state: 'UNLOADING', reason: '' });
         rec.fingerprint = undefined;
         resolveReturned();
@@ -234,12 +241,14 @@ export class ModelRepositoryManager {
   }
 
   /**
-   * Strict readiness: every model of `namespace` that was asked to load is READY (versions
-   * unloaded on purpose do not count).
+   * Strict readiness (DESIGN "Multi-tenancy"): every operator model (namespace `''`) whose latest
+   * load came from the operator's repositories is READY. Versions unloaded on purpose do not
+   * count, nor do uploads (load API file overrides) or tenants' models: an upload that fails must
+   * never take the replica out of service.
    */
-  allReady(namespace = ''): boolean {
+  allReady(): boolean {
     for (const r of this.records.values()) {
-      if (r.key.namespace !== namespace) continue;
+      if (r.key.namespace !== '' || r.attemptOrigin?.kind !== 'repository') continue;
       for (const s of r.status.values()) if (s.state !== 'READY' && !s.unloaded) return false;
     }
     return true;
@@ -325,6 +334,7 @@ export class ModelRepositoryManager {
       modelPath = loc.modelPath;
       origin = { kind: 'repository', repository: loc.repositoryPath };
     }
+    rec.attemptOrigin = origin;
     const fingerprint = overrideDir ? undefined : await fingerprintModel(modelPath);
     let loaded: Map<number, ModelVersion>;
     try {

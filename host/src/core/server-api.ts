@@ -142,7 +142,7 @@ export class ServerApi implements InferenceServerHandle {
 
   /** `GET /v2/health/ready`: accepting, and (strict) every operator model that was asked to load is ready. */
   isReady(): boolean {
-    return this.opts.accepting() && (!this.opts.strictReadiness || this.manager.allReady(''));
+    return this.opts.accepting() && (!this.opts.strictReadiness || this.manager.allReady());
   }
 
   serverMetadata(): ServerMetadata {
