@@ -4,6 +4,8 @@
  */
 import { parseArgs } from 'node:util';
 import { DEFAULT_WASM_LIMITS } from './backends/wasm/limits.js';
+import { DEFAULT_SERVER_CAPS } from './core/admission.js';
+import { DEFAULT_HTTP_LIMITS } from './frontend/http/limits.js';
 import { DEFAULT_MAX_INPUT_SIZE, type ServerOptions } from './server.js';
 
 export const USAGE = `Usage: warden --model-repository=<path> [options]
@@ -27,6 +29,10 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --model-config-name=<name>      use configs/<name>.pbtxt when present
   --wasm-max-memory-bytes=<n>     cap on a sandboxed instance's linear memory (default ${DEFAULT_WASM_LIMITS.maxMemoryBytes})
   --wasm-max-execute-ms=<n>       cap on a sandboxed execute deadline (default ${DEFAULT_WASM_LIMITS.maxExecuteMs})
+  --max-instances-per-model=<n>   cap on one model's instance count (default ${DEFAULT_SERVER_CAPS.maxInstancesPerModel})
+  --http-header-timeout-ms=<n>    time a client has to send the request headers (default ${DEFAULT_HTTP_LIMITS.headerTimeoutMs})
+  --http-request-timeout-ms=<n>   time a client has to send the whole request (default ${DEFAULT_HTTP_LIMITS.requestTimeoutMs})
+  --http-max-connections=<n>      open HTTP connections accepted at once (default ${DEFAULT_HTTP_LIMITS.maxConnections})
   --help                          this text
 `;
 
@@ -79,6 +85,10 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
         'model-config-name': str,
         'wasm-max-memory-bytes': str,
         'wasm-max-execute-ms': str,
+        'max-instances-per-model': str,
+        'http-header-timeout-ms': str,
+        'http-request-timeout-ms': str,
+        'http-max-connections': str,
         help: { type: 'boolean' },
       },
     });
@@ -123,6 +133,12 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
       maxMemoryBytes: int('wasm-max-memory-bytes', v['wasm-max-memory-bytes'], DEFAULT_WASM_LIMITS.maxMemoryBytes, 65536),
       maxExecuteMs: int('wasm-max-execute-ms', v['wasm-max-execute-ms'], DEFAULT_WASM_LIMITS.maxExecuteMs, 1),
       maxLogBytes: DEFAULT_WASM_LIMITS.maxLogBytes,
+    },
+    caps: { maxInstancesPerModel: int('max-instances-per-model', v['max-instances-per-model'], DEFAULT_SERVER_CAPS.maxInstancesPerModel, 1) },
+    httpLimits: {
+      headerTimeoutMs: int('http-header-timeout-ms', v['http-header-timeout-ms'], DEFAULT_HTTP_LIMITS.headerTimeoutMs, 1),
+      requestTimeoutMs: int('http-request-timeout-ms', v['http-request-timeout-ms'], DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1),
+      maxConnections: int('http-max-connections', v['http-max-connections'], DEFAULT_HTTP_LIMITS.maxConnections, 1),
     },
   };
 }

@@ -7,12 +7,14 @@ import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { OnnxRuntimeResolver } from './backends/onnxruntime/index.js';
 import type { BackendResolver } from './core/types.js';
+import { DEFAULT_SERVER_CAPS, ServerAdmission, type ServerCaps } from './core/admission.js';
 import { LogSettingsStore } from './core/log-settings.js';
 import { ModelRepositoryManager, type ModelControlMode } from './core/repository-manager.js';
 import { ServerApi } from './core/server-api.js';
 import { SINGLE_USER } from './core/types.js';
 import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
 import { buildHttpApp } from './frontend/http/app.js';
+import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './frontend/http/limits.js';
 import { ServerMetrics } from './metrics/prometheus.js';
 import { buildMetricsApp } from './metrics/server.js';
 
@@ -51,6 +53,10 @@ export interface ServerOptions {
   modelConfigName?: string;
   /** Sandbox caps for wasm backends. */
   wasmLimits?: WasmLimits;
+  /** Server-wide caps on models (instances per model). */
+  caps?: ServerCaps;
+  /** HTTP connection limits (header / request timeouts, connection cap). */
+  httpLimits?: HttpLimits;
   /** Directory for caches (transpiled components). */
   cacheDir?: string;
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -127,6 +133,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     configName: opts.modelConfigName,
     logger,
     metrics,
+    admission: new ServerAdmission(opts.caps ?? DEFAULT_SERVER_CAPS),
   });
   let accepting = true;
   const api = new ServerApi(manager, {
@@ -136,7 +143,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
   manager.attachServer(api);
   const maxInputSize = opts.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
-  const http = buildHttpApp({ api, principalOf: () => SINGLE_USER, maxInputSize, logger });
+  const http = buildHttpApp({ api, principalOf: () => SINGLE_USER, maxInputSize, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger });
   const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger) : undefined;
 
   const failures = await manager.startup(opts.loadModels ?? []);

@@ -14,6 +14,7 @@ import { ModelStatistics } from '../metrics/stats.js';
 import type { ServerMetrics } from '../metrics/prometheus.js';
 import { fingerprintModel, listVersions, scanRepositories, selectVersions, type ModelLocation } from '../repository/scan.js';
 import { removeOverrideDirectory, writeOverrideDirectory, type FileOverrides } from '../repository/overrides.js';
+import { ServerAdmission, type ModelAdmission } from './admission.js';
 import { TritonError, asTritonError, invalidArg, notFound, unavailable } from './errors.js';
 import { backendResolveRequest, modelLoadContext, NO_SERVER } from './load-context.js';
 import { ModelVersion } from './model.js';
@@ -73,6 +74,8 @@ export interface RepositoryManagerOptions {
   configName?: string;
   logger: Logger;
   metrics: ServerMetrics;
+  /** Caps and the upload trust rules, checked before a backend sees a config (default: {@link ServerAdmission} with its defaults). */
+  admission?: ModelAdmission;
 }
 
 /** What the load API may carry (spec §3.1). */
@@ -87,8 +90,10 @@ export class ModelRepositoryManager {
   private pollTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private server: InferenceServerHandle = NO_SERVER;
+  private readonly admission: ModelAdmission;
 
   constructor(private readonly opts: RepositoryManagerOptions) {
+    this.admission = opts.admission ?? new ServerAdmission();
     opts.metrics.setPendingSource(() =>
       [...this.records.values()].flatMap((r) =>
         [...r.serving.values()].map((v) => ({ model: v.name, version: String(v.version), count: v.pendingCount })),
@@ -377,6 +382,7 @@ export class ModelRepositoryManager {
       overrideJson: options.configOverride,
     });
     rejectUnsupported(config);
+    this.admission.admit(rec.key, origin, config);
     const selected = selectVersions(config.version_policy, versions);
     if (selected.length === 0) throw invalidArg(`failed to load '${name}', no version is available`);
     const request = backendResolveRequest(config, modelPath, selected[selected.length - 1]!, origin, rec.key);
@@ -409,6 +415,7 @@ export class ModelRepositoryManager {
         finalConfig = normalizeModelConfig(backendModel.config, { modelName: name, gpuCount: 0 });
         validateModelConfig(finalConfig);
         rejectUnsupported(finalConfig);
+        this.admission.admit(key, request.origin, finalConfig);
       }
       const specs = instanceSpecs(finalConfig);
       if (backendModel.parallelInstanceLoading) {

@@ -11,6 +11,7 @@
 import type { ModelConfig } from '../config/types.js';
 import { TritonError, invalidArg, notFound } from './errors.js';
 import { type LogSettings, LogSettingsStore } from './log-settings.js';
+import { modelNameProblem } from './names.js';
 import type { ModelVersion } from './model.js';
 import type { IndexEntry, LoadOptions, ModelRepositoryManager } from './repository-manager.js';
 import { tensorDataType } from './validate.js';
@@ -80,6 +81,14 @@ export interface ServerApiOptions {
   logSettings: LogSettingsStore;
 }
 
+/**
+ * A model name inside an error message: quoted as Triton does ('name'), with control characters
+ * and quotes escaped so a hostile name cannot forge log lines or message text.
+ */
+function quoteName(name: string): string {
+  return `'${JSON.stringify(name).slice(1, -1).replace(/'/g, "\\'")}'`;
+}
+
 /** The CANCELLED error of a request whose caller went away before it was queued. */
 const cancelledBeforeQueued = (): TritonError => new TritonError('CANCELLED', 'Request was cancelled');
 
@@ -122,10 +131,18 @@ export class ServerApi implements InferenceServerHandle {
   ) {}
 
   /**
-   * The model key a principal means by `name`: its own namespace. (Tenant sharing of operator
-   * models resolves here too, when tenancy lands; nothing else maps names to keys.)
+   * The model key a principal means by `name`: its own namespace. Nothing else maps names to
+   * keys. Lookups need no name check (a name that cannot be a model name is simply not found;
+   * nothing touches the filesystem); load and unload check it ({@link controlKeyOf}).
    */
   private keyOf(principal: Principal, name: string): ModelKey {
+    return { namespace: principal.namespace, name };
+  }
+
+  /** {@link keyOf} for load / unload. @throws TritonError INVALID_ARG for an invalid name */
+  private controlKeyOf(principal: Principal, name: string): ModelKey {
+    const problem = modelNameProblem(name);
+    if (problem !== undefined) throw invalidArg(`invalid model name ${quoteName(name)}: ${problem}`);
     return { namespace: principal.namespace, name };
   }
 
@@ -256,12 +273,12 @@ export class ServerApi implements InferenceServerHandle {
    * @throws TritonError UNAVAILABLE (not explicit mode), INVALID_ARG / NOT_FOUND / INTERNAL (load failure)
    */
   loadModel(principal: Principal, name: string, options: LoadOptions): Promise<void> {
-    return this.manager.load(this.keyOf(principal, name), options);
+    return this.manager.load(this.controlKeyOf(principal, name), options);
   }
 
   /** Unload every version of a model (succeeds for a model that is not loaded). @throws TritonError UNAVAILABLE (not explicit mode) */
   unloadModel(principal: Principal, name: string): Promise<void> {
-    return this.manager.unload(this.keyOf(principal, name));
+    return this.manager.unload(this.controlKeyOf(principal, name));
   }
 
   // ---- logging extension (spec §3.4) ----

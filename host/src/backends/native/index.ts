@@ -3,6 +3,7 @@
  * by Warden's own `libtritonserver.so` (native/) through a Node addon. This module is what the
  * server wires into its {@link BackendResolver} list, after the wasm, onnxruntime and python kinds.
  */
+import { basename } from 'node:path';
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../../config/types.js';
 import { invalidArg } from '../../core/errors.js';
@@ -53,10 +54,15 @@ export class NativeBackendResolver implements BackendResolver {
    * @throws TritonError INVALID_ARG if no library is found (the message lists where it looked) or
    *   the backend name / runtime is not a plain file name.
    */
-  async resolve({ config, modelPath, versionPath }: BackendResolveRequest): Promise<Backend | undefined> {
+  async resolve({ config, modelPath, versionPath, origin }: BackendResolveRequest): Promise<Backend | undefined> {
     const name = backendNameOf(config);
     if (!name) return undefined;
     if (config.runtime.endsWith('.py')) return undefined;
+    // Native code never comes from an upload, whatever admission let through (defence in depth):
+    // the library search order would otherwise find a library inside the uploaded folder.
+    if (origin.kind === 'upload') {
+      throw invalidArg(`model '${config.name}' was uploaded: native backend '${name}' cannot serve uploaded models`);
+    }
     const found = findBackendLibrary({
       backendName: name,
       runtime: config.runtime,
@@ -67,7 +73,7 @@ export class NativeBackendResolver implements BackendResolver {
     if (!found) {
       const file = config.runtime || libraryFileName(name);
       throw invalidArg(
-        `unable to find backend library '${file}' for backend '${name}' of model '${config.name}'; searched ${versionPath}, ${modelPath} and ${this.opts.backendDirectory}/${name}`,
+        `unable to find backend library '${file}' for backend '${name}' of model '${config.name}'; searched the model's version directory (${config.name}/${basename(versionPath)}), the model directory (${config.name}) and the backend directory (--backend-directory/${name})`,
       );
     }
     const key = `${name}\0${found.libraryPath}`;

@@ -9,6 +9,7 @@ import { clientShmDisabled, optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
 import { handleGenerate, handleGenerateStream } from './generate.js';
 import { handleInfer } from './infer.js';
+import { connectionsCheckingInterval } from './limits.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { parseVersion, route, sendError } from './routing.js';
 
@@ -24,9 +25,17 @@ export function buildHttpApp(ctx: FrontendContext): FastifyInstance {
     
     exposeHeadRoutes: false,
     bodyLimit: ctx.maxInputSize,
+    // A model name may be 255 bytes (core/names.ts), up to 765 characters percent-encoded; longer
+    // segments are answered by the data plane's name check, not by Fastify's 414.
+    routerOptions: { maxParamLength: 1024 },
+    // Slow clients cannot hold a connection: headers, then the whole request, must arrive in time.
+    requestTimeout: ctx.limits.requestTimeoutMs,
+    // Node enforces requestTimeout only when it is >= headersTimeout (measured): clamp.
+    http: { headersTimeout: Math.min(ctx.limits.headerTimeoutMs, ctx.limits.requestTimeoutMs), connectionsCheckingInterval: connectionsCheckingInterval(ctx.limits) },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   });
+  app.server.maxConnections = ctx.limits.maxConnections;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: ctx.maxInputSize }, (_req, body, done) => done(null, body));
 

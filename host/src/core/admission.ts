@@ -1,0 +1,90 @@
+/**
+ * Model admission: what the server checks on a model's config before any backend sees it or any
+ * instance is allocated (DESIGN "Multi-tenancy", trust boundary). Two rules:
+ *
+ * - Counts from a config are bounded by server-wide caps before anything is allocated
+ *   (`instance_group` counts: a config asking for 2^31 instances is refused, not attempted).
+ * - Files that came through the load API (origin `upload`) can never make the server run native
+ *   code: an upload may only name a backend the server runs itself, in a sandbox or as a data
+ *   interpreter (`wasm`, and ONNX Runtime models where allowed). Native Triton backends, Python
+ *   models, ensembles of unknown kinds and any `runtime` override are refused with a clear error.
+ *   Operators install native and Python backends on disk (`--backend-directory`, their own
+ *   repositories).
+ */
+import type { ModelConfig } from '../config/types.js';
+import { invalidArg } from './errors.js';
+import type { ModelKey, ModelOrigin } from './types.js';
+
+/** Server-wide caps every model is held to (CLI flags; see {@link DEFAULT_SERVER_CAPS}). */
+export interface ServerCaps {
+  /** Most instances one model version may have (sum of its instance groups' counts). */
+  maxInstancesPerModel: number;
+}
+
+/** 64 instances per model. */
+export const DEFAULT_SERVER_CAPS: Readonly<ServerCaps> = Object.freeze({ maxInstancesPerModel: 64 });
+
+/** Backend kinds an upload may use. */
+export type UploadBackend = 'wasm' | 'onnxruntime';
+
+/** The backend kind of a config as far as uploads are concerned, or undefined if it is not one an upload may use. */
+export function uploadBackendOf(config: Pick<ModelConfig, 'backend' | 'platform'>): UploadBackend | undefined {
+  const { backend, platform } = config;
+  if (backend === 'wasm' && platform === '') return 'wasm';
+  const onnxPlatform = platform === '' || platform === 'onnxruntime_onnx';
+  const onnxBackend = backend === 'onnxruntime' || (backend === '' && platform === 'onnxruntime_onnx');
+  return onnxPlatform && onnxBackend ? 'onnxruntime' : undefined;
+}
+
+/** Total instance count of a config's instance groups (a count < 1 counts as 1, as normalisation makes it). */
+export function instanceCount(config: Pick<ModelConfig, 'instance_group'>): number {
+  let n = 0;
+  for (const g of config.instance_group) n += Math.max(1, Number.isSafeInteger(g.count) ? g.count : Number.MAX_SAFE_INTEGER);
+  return n;
+}
+
+/**
+ * Decides whether a model may be loaded. The repository manager calls {@link admit} on the
+ * normalised config, and again on the config after backend-side auto-complete.
+ */
+export interface ModelAdmission {
+  /**
+   * @param uploadBackends backend kinds this origin's uploads may use (ignored for repository models)
+   * @throws TritonError INVALID_ARG naming the rule the config breaks; nothing was allocated
+   */
+  admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig): void;
+}
+
+/**
+ * The server's admission rules: {@link ServerCaps} for every model; for uploads, the backend
+ * allow-list (`uploadBackends(origin)`; default `wasm` and `onnxruntime`) and no `runtime`.
+ */
+export class ServerAdmission implements ModelAdmission {
+  constructor(
+    private readonly caps: ServerCaps = DEFAULT_SERVER_CAPS,
+    private readonly uploadBackends: (origin: Extract<ModelOrigin, { kind: 'upload' }>) => ReadonlySet<UploadBackend> = () => ALL_UPLOAD_BACKENDS,
+  ) {}
+
+  admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig): void {
+    const n = instanceCount(config);
+    if (n > this.caps.maxInstancesPerModel) {
+      throw invalidArg(
+        `model '${key.name}' asks for ${n} instances, more than this server allows per model (${this.caps.maxInstancesPerModel}; --max-instances-per-model)`,
+      );
+    }
+    if (origin.kind !== 'upload') return;
+    const kind = uploadBackendOf(config);
+    const what = config.backend ? `backend '${config.backend}'` : config.platform ? `platform '${config.platform}'` : 'no backend';
+    if (!kind || !this.uploadBackends(origin).has(kind)) {
+      const allowed = [...this.uploadBackends(origin)].join(', ') || 'none';
+      throw invalidArg(
+        `model '${key.name}' names ${what}, which cannot be loaded from uploaded files (allowed: ${allowed}); native and Python backends are installed by the operator on the server's disk`,
+      );
+    }
+    if (config.runtime) {
+      throw invalidArg(`model '${key.name}' sets runtime '${config.runtime}', which uploaded models may not set`);
+    }
+  }
+}
+
+const ALL_UPLOAD_BACKENDS: ReadonlySet<UploadBackend> = new Set<UploadBackend>(['wasm', 'onnxruntime']);

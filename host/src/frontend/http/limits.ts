@@ -1,0 +1,25 @@
+/**
+ * HTTP connection limits: how long a client may take to send its headers and its whole request,
+ * and how many connections are open at once. Fastify leaves request timeouts off by default, so
+ * without these a slow client holds a connection (and its buffers) for as long as it likes.
+ */
+
+export interface HttpLimits {
+  /** Time from connection (or the previous request) to the end of the headers, ms. */
+  headerTimeoutMs: number;
+  /** Time to receive the whole request, headers and body, ms (responses are not bounded: decoupled streams last). */
+  requestTimeoutMs: number;
+  /** Connections accepted at once; further ones are closed by the kernel-side accept. */
+  maxConnections: number;
+}
+
+/** 10 s for headers, 120 s for the whole request (a 64 MiB body at ~4 Mbit/s), 4096 connections. */
+export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = Object.freeze({ headerTimeoutMs: 10_000, requestTimeoutMs: 120_000, maxConnections: 4096 });
+
+/**
+ * How often Node checks connections for the two timeouts, ms: a quarter of the shorter one,
+ * between 10 ms and Node's default 30 s, so a timeout fires within 25 % of its value.
+ */
+export function connectionsCheckingInterval(limits: HttpLimits): number {
+  return Math.min(30_000, Math.max(10, Math.floor(Math.min(limits.headerTimeoutMs, limits.requestTimeoutMs) / 4)));
+}
