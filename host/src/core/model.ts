@@ -8,7 +8,13 @@ import type { ModelStatistics } from '../metrics/stats.js';
 import { Scheduler, type ExecutionRecord } from '../scheduler/scheduler.js';
 import { TritonError, asTritonError, unavailable } from './errors.js';
 import type { BackendModel, BackendModelInstance, InferenceRequest, InferenceResponse, ResponseSender } from './types.js';
-import { validateRequest, validateResponse, type InferenceRequestInit } from './validate.js';
+import {
+  compileRequestValidator,
+  compileResponseValidator,
+  type InferenceRequestInit,
+  type RequestValidator,
+  type ResponseValidator,
+} from './validate.js';
 
 const now = (): bigint => process.hrtime.bigint();
 
@@ -27,7 +33,7 @@ class TrackedSender implements ResponseSender {
     if (response) {
       let checked: InferenceResponse;
       try {
-        checked = validateResponse(this.owner.config, this.request, response);
+        checked = this.owner.responseValidator.validate(this.request, response);
       } catch (e) {
         return this.sendError(asTritonError(e), final);
       }
@@ -59,6 +65,9 @@ class TrackedSender implements ResponseSender {
  */
 export class ModelVersion {
   private readonly scheduler: Scheduler;
+  private readonly requestValidator: RequestValidator;
+  /** Checks what the backend sends (used by the per-request senders). */
+  readonly responseValidator: ResponseValidator;
   private inflight = 0;
   private drainWaiters: (() => void)[] = [];
   private accepting = true;
@@ -72,6 +81,8 @@ export class ModelVersion {
     readonly stats: ModelStatistics,
     readonly logger: Logger,
   ) {
+    this.requestValidator = compileRequestValidator(config, version);
+    this.responseValidator = compileResponseValidator(config);
     this.scheduler = new Scheduler(instances, config, { onExecuted: (r) => this.recordExecution(r) });
   }
 
@@ -99,7 +110,7 @@ export class ModelVersion {
     if (!this.accepting) throw unavailable(`Request for unknown model: '${this.name}' version ${this.version} is not at ready state`);
     let request: InferenceRequest;
     try {
-      request = validateRequest(this.config, this.version, init);
+      request = this.requestValidator.validate(init);
     } catch (e) {
       this.stats.recordFailure(0n, 'OTHER');
       throw e;
