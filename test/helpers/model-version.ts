@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { normalizeModelConfig, parseModelConfigPbtxt } from '../../host/src/config/index.js';
 import type { ModelConfig } from '../../host/src/config/types.js';
 import { TritonError } from '../../host/src/core/errors.js';
-import { ModelVersion } from '../../host/src/core/model.js';
+import { ModelVersion, type ModelVersionOptions } from '../../host/src/core/model.js';
 import type { BackendModelInstance, InferenceRequest, InferenceResponse, ResponseSender } from '../../host/src/core/types.js';
 import type { InferenceRequestInit } from '../../host/src/core/validate.js';
 import { ServerMetrics } from '../../host/src/metrics/prometheus.js';
@@ -87,11 +87,11 @@ export function collector(): { sender: ResponseSender; done: Promise<Outcome> } 
 }
 
 /** A ModelVersion with real statistics and Prometheus series over `instances`. */
-export function modelVersion(cfg: ModelConfig, instances: BackendModelInstance[]) {
+export function modelVersion(cfg: ModelConfig, instances: BackendModelInstance[], options: ModelVersionOptions = {}) {
   const metrics = new ServerMetrics();
   const stats = new ModelStatistics(metrics.forModel(cfg.name, 1));
   const backendModel = { createInstance: async () => instances[0]!, finalize: async () => {} };
-  const mv = new ModelVersion(cfg.name, 1, cfg, backendModel, instances, stats, pino({ level: 'silent' }));
+  const mv = new ModelVersion(cfg.name, 1, cfg, backendModel, instances, stats, pino({ level: 'silent' }), options);
   return { mv, stats, metrics };
 }
 

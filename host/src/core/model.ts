@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../config/types.js';
 import type { ModelStatistics } from '../metrics/stats.js';
-import { Scheduler, type ExecutionRecord } from '../scheduler/scheduler.js';
+import { createScheduler, type ExecutionArbiter, type ExecutionRecord, type ModelScheduler } from '../scheduler/index.js';
 import { TritonError, asTritonError, unavailable } from './errors.js';
 import type { BackendModel, BackendModelInstance, InferenceRequest, InferenceResponse, ResponseSender } from './types.js';
 import {
@@ -59,12 +59,21 @@ class TrackedSender implements ResponseSender {
   }
 }
 
+/** Optional collaborators of a {@link ModelVersion}. */
+export interface ModelVersionOptions {
+  /**
+   * The server-wide execution arbiter every version's scheduler asks before dispatching a batch;
+   * default: the pass-through one (admits everything).
+   */
+  arbiter?: ExecutionArbiter;
+}
+
 /**
  * One model version in service. States are kept by the repository manager; this object only
  * serves requests while READY and drains on retire.
  */
 export class ModelVersion {
-  private readonly scheduler: Scheduler;
+  private readonly scheduler: ModelScheduler;
   private readonly requestValidator: RequestValidator;
   /** Checks what the backend sends (used by the per-request senders). */
   readonly responseValidator: ResponseValidator;
@@ -72,6 +81,12 @@ export class ModelVersion {
   private drainWaiters: (() => void)[] = [];
   private accepting = true;
 
+  /**
+   * Compiles the request / response validators and builds the scheduler the config asks for
+   * (spec §5.6), over `instances`.
+   * @throws TritonError UNSUPPORTED for `sequence_batching` and ensembles (the repository manager
+   *   rejects those before loading; it still owns `instances` and `backendModel` then).
+   */
   constructor(
     readonly name: string,
     readonly version: number,
@@ -80,10 +95,11 @@ export class ModelVersion {
     private readonly instances: BackendModelInstance[],
     readonly stats: ModelStatistics,
     readonly logger: Logger,
+    options: ModelVersionOptions = {},
   ) {
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);
-    this.scheduler = new Scheduler(instances, config, { onExecuted: (r) => this.recordExecution(r) });
+    this.scheduler = createScheduler(config, instances, { onExecuted: (r) => this.recordExecution(r) }, { version, arbiter: options.arbiter });
   }
 
   /** True for `model_transaction_policy { decoupled: true }`. */
@@ -102,7 +118,9 @@ export class ModelVersion {
   }
 
   /**
-   * Validate and queue a request; responses go to `sender`.
+   * Validate and queue a request; responses go to `sender`. If the request's `cancelled` flag is
+   * set before it is dispatched, it is not executed: its final response is the error CANCELLED
+   * "Request was cancelled" (a failure with reason CANCELED in the statistics).
    * @throws TritonError INVALID_ARG for a request that does not match the config, UNAVAILABLE if
    *   the version is being unloaded or the queue is full. Nothing is queued when it throws.
    */
