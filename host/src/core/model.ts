@@ -5,10 +5,16 @@
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../config/types.js';
 import type { ModelStatistics } from '../metrics/stats.js';
-import { Scheduler, type ExecutionRecord } from '../scheduler/scheduler.js';
+import { createScheduler, type ExecutionArbiter, type ExecutionRecord, type ModelScheduler } from '../scheduler/index.js';
 import { TritonError, asTritonError, unavailable } from './errors.js';
 import type { BackendModel, BackendModelInstance, InferenceRequest, InferenceResponse, ResponseSender } from './types.js';
-import { validateRequest, validateResponse, type InferenceRequestInit } from './validate.js';
+import {
+  compileRequestValidator,
+  compileResponseValidator,
+  type InferenceRequestInit,
+  type RequestValidator,
+  type ResponseValidator,
+} from './validate.js';
 
 const now = (): bigint => process.hrtime.bigint();
 
@@ -27,7 +33,7 @@ class TrackedSender implements ResponseSender {
     if (response) {
       let checked: InferenceResponse;
       try {
-        checked = validateResponse(this.owner.config, this.request, response);
+        checked = this.owner.responseValidator.validate(this.request, response);
       } catch (e) {
         return this.sendError(asTritonError(e), final);
       }
@@ -53,16 +59,34 @@ class TrackedSender implements ResponseSender {
   }
 }
 
+/** Optional collaborators of a {@link ModelVersion}. */
+export interface ModelVersionOptions {
+  /**
+   * The server-wide execution arbiter every version's scheduler asks before dispatching a batch;
+   * default: the pass-through one (admits everything).
+   */
+  arbiter?: ExecutionArbiter;
+}
+
 /**
  * One model version in service. States are kept by the repository manager; this object only
  * serves requests while READY and drains on retire.
  */
 export class ModelVersion {
-  private readonly scheduler: Scheduler;
+  private readonly scheduler: ModelScheduler;
+  private readonly requestValidator: RequestValidator;
+  /** Checks what the backend sends (used by the per-request senders). */
+  readonly responseValidator: ResponseValidator;
   private inflight = 0;
   private drainWaiters: (() => void)[] = [];
   private accepting = true;
 
+  /**
+   * Compiles the request / response validators and builds the scheduler the config asks for
+   * (spec §5.6), over `instances`.
+   * @throws TritonError UNSUPPORTED for `sequence_batching` and ensembles (the repository manager
+   *   rejects those before loading; it still owns `instances` and `backendModel` then).
+   */
   constructor(
     readonly name: string,
     readonly version: number,
@@ -71,8 +95,11 @@ export class ModelVersion {
     private readonly instances: BackendModelInstance[],
     readonly stats: ModelStatistics,
     readonly logger: Logger,
+    options: ModelVersionOptions = {},
   ) {
-    this.scheduler = new Scheduler(instances, config, { onExecuted: (r) => this.recordExecution(r) });
+    this.requestValidator = compileRequestValidator(config, version);
+    this.responseValidator = compileResponseValidator(config);
+    this.scheduler = createScheduler(config, instances, { onExecuted: (r) => this.recordExecution(r) }, { version, arbiter: options.arbiter });
   }
 
   /** True for `model_transaction_policy { decoupled: true }`. */
@@ -91,7 +118,9 @@ export class ModelVersion {
   }
 
   /**
-   * Validate and queue a request; responses go to `sender`.
+   * Validate and queue a request; responses go to `sender`. If the request's `cancelled` flag is
+   * set before it is dispatched, it is not executed: its final response is the error CANCELLED
+   * "Request was cancelled" (a failure with reason CANCELED in the statistics).
    * @throws TritonError INVALID_ARG for a request that does not match the config, UNAVAILABLE if
    *   the version is being unloaded or the queue is full. Nothing is queued when it throws.
    */
@@ -99,7 +128,7 @@ export class ModelVersion {
     if (!this.accepting) throw unavailable(`Request for unknown model: '${this.name}' version ${this.version} is not at ready state`);
     let request: InferenceRequest;
     try {
-      request = validateRequest(this.config, this.version, init);
+      request = this.requestValidator.validate(init);
     } catch (e) {
       this.stats.recordFailure(0n, 'OTHER');
       throw e;

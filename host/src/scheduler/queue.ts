@@ -1,7 +1,11 @@
 /**
  * The scheduler's pending-request queue, with priority levels and queue policy (spec §5.6,
  * §3.9): `max_queue_size` overflow is rejected with UNAVAILABLE "Exceeds maximum queue size";
- * requests whose timeout expired before execution are rejected with "Request timeout expired".
+ * requests whose timeout expired before execution are taken out by {@link PendingQueue.takeExpired}
+ * (the scheduler rejects them with "Request timeout expired").
+ *
+ * Expiry is lazy: the queue keeps the earliest deadline it may hold, so a check while no deadline
+ * is due costs O(1); only a due deadline costs a sweep.
  */
 import type { ModelDynamicBatching, ModelQueuePolicy } from '../config/types.js';
 import { unavailable } from '../core/errors.js';
@@ -14,6 +18,8 @@ export interface PendingRequest {
   queueStartNs: bigint;
   /** 0n = no timeout. */
   deadlineNs: bigint;
+  /** Index of its priority level (0 = level 1, the highest). */
+  level: number;
 }
 
 const NO_POLICY: ModelQueuePolicy = {
@@ -23,12 +29,19 @@ const NO_POLICY: ModelQueuePolicy = {
   max_queue_size: 0,
 };
 
+const NONE_EXPIRED: readonly PendingRequest[] = Object.freeze([]);
+
 /** Priority queues: level 1 is the highest; a model without priority levels has one queue. */
 export class PendingQueue {
   private readonly levels: PendingRequest[][];
   private readonly policies: ModelQueuePolicy[];
   private readonly defaultLevel: number;
   private count = 0;
+  /**
+   * A lower bound of the deadlines of the queued requests on REJECT levels (0n = none). It may be
+   * stale (its request already left the queue); a sweep then finds nothing and recomputes it.
+   */
+  private nextDeadlineNs = 0n;
 
   constructor(batching: ModelDynamicBatching | undefined) {
     const n = Math.max(1, batching?.priority_levels ?? 0);
@@ -48,7 +61,7 @@ export class PendingQueue {
    * Queue a request at its priority level.
    * @throws TritonError UNAVAILABLE when the level's `max_queue_size` is reached.
    */
-  push(p: Omit<PendingRequest, 'deadlineNs'>): void {
+  push(p: Omit<PendingRequest, 'deadlineNs' | 'level'>): void {
     const levelIdx = this.levelOf(p.request.priority);
     const policy = this.policies[levelIdx]!;
     const level = this.levels[levelIdx]!;
@@ -60,8 +73,11 @@ export class PendingQueue {
     // A request may only shorten the timeout, and only when the policy allows it (spec §3.9).
     if (asked > 0 && policy.allow_timeout_override && (timeoutUs === 0 || asked < timeoutUs)) timeoutUs = asked;
     const deadlineNs = timeoutUs > 0 ? p.queueStartNs + BigInt(timeoutUs) * 1000n : 0n;
-    level.push({ ...p, deadlineNs });
+    level.push({ request: p.request, sender: p.sender, queueStartNs: p.queueStartNs, deadlineNs, level: levelIdx });
     this.count++;
+    if (deadlineNs !== 0n && policy.timeout_action === 'REJECT' && (this.nextDeadlineNs === 0n || deadlineNs < this.nextDeadlineNs)) {
+      this.nextDeadlineNs = deadlineNs;
+    }
   }
 
   /** The oldest request of the highest non-empty level, without removing it. */
@@ -86,20 +102,39 @@ export class PendingQueue {
     return undefined;
   }
 
-  /** Remove every request whose deadline passed and whose level's action is REJECT. */
-  takeExpired(nowNs: bigint): PendingRequest[] {
+  /** Remove one queued request (O(its position in its level)); false if it is not queued. */
+  remove(p: PendingRequest): boolean {
+    const level = this.levels[p.level]!;
+    const i = level.indexOf(p);
+    if (i < 0) return false;
+    level.splice(i, 1);
+    this.count--;
+    return true;
+  }
+
+  /**
+   * Remove and return every request whose deadline is at or before `nowNs` on a level whose
+   * `timeout_action` is REJECT (DELAY levels keep theirs). O(1) while no deadline is due.
+   */
+  takeExpired(nowNs: bigint): readonly PendingRequest[] {
+    if (this.nextDeadlineNs === 0n || nowNs < this.nextDeadlineNs) return NONE_EXPIRED;
     const expired: PendingRequest[] = [];
+    let next = 0n;
     this.levels.forEach((level, i) => {
       if (this.policies[i]!.timeout_action !== 'REJECT') return;
-      for (let j = level.length - 1; j >= 0; j--) {
-        const p = level[j]!;
+      let kept = 0;
+      for (const p of level) {
         if (p.deadlineNs !== 0n && p.deadlineNs <= nowNs) {
           expired.push(p);
-          level.splice(j, 1);
-          this.count--;
+          continue;
         }
+        if (p.deadlineNs !== 0n && (next === 0n || p.deadlineNs < next)) next = p.deadlineNs;
+        level[kept++] = p;
       }
+      level.length = kept;
     });
+    this.count -= expired.length;
+    this.nextDeadlineNs = next;
     return expired;
   }
 
@@ -108,6 +143,7 @@ export class PendingQueue {
     const all = this.levels.flat();
     for (const l of this.levels) l.length = 0;
     this.count = 0;
+    this.nextDeadlineNs = 0n;
     return all;
   }
 

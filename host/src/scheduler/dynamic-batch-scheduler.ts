@@ -1,0 +1,182 @@
+/**
+ * The default scheduler and the dynamic batcher of one model version (spec §5.6): requests wait in
+ * a {@link PendingQueue} (priority levels, queue policy §3.9), a {@link BatchPolicy} decides what
+ * runs next, an {@link InstancePool} gives the instance and the server-wide
+ * {@link ExecutionArbiter} admits the execution. Expired requests are rejected and cancelled ones
+ * dropped when they would be dispatched, so neither reaches a backend.
+ */
+import type { ModelConfig } from '../config/types.js';
+import { TritonError, asTritonError, unavailable } from '../core/errors.js';
+import type { ExecuteTimings, InferenceRequest, ResponseSender } from '../core/types.js';
+import type { ExecutionArbiter, ExecutionClaim, ExecutionGrant } from './arbiter.js';
+import { BatchPolicy } from './batch-policy.js';
+import type { InstanceLease, InstancePool } from './instance-pool.js';
+import { PendingQueue, type PendingRequest } from './queue.js';
+import type { ModelScheduler, SchedulerHooks } from './types.js';
+
+const now = (): bigint => process.hrtime.bigint();
+
+/** Triton's final error for a request whose client went away before it ran. */
+const cancelledError = (): TritonError => new TritonError('CANCELLED', 'Request was cancelled');
+
+/** Dispatches one model version's requests: one per execution, or batched with `dynamic_batching`. */
+export class DynamicBatchScheduler implements ModelScheduler {
+  private readonly queue: PendingQueue;
+  private readonly policy: BatchPolicy;
+  private timer: NodeJS.Timeout | undefined;
+  private executing = 0;
+  private idleWaiters: (() => void)[] = [];
+  /** The arbiter deferred us and owes a wake; don't ask again until it comes. */
+  private deferred = false;
+  private pumping = false;
+  private pumpAgain = false;
+  private pumpAgainForced = false;
+  /** Scratch list for {@link BatchPolicy.plan}'s cancelled requests (reused, always left empty). */
+  private readonly cancelled: PendingRequest[] = [];
+  private readonly wakeFromArbiter = (): void => {
+    this.deferred = false;
+    this.pump();
+  };
+  private readonly wakeFromPool = (): void => this.pump();
+
+  /**
+   * @param claim how this model version is named to the arbiter.
+   */
+  constructor(
+    config: ModelConfig,
+    private readonly pool: InstancePool,
+    private readonly hooks: SchedulerHooks,
+    private readonly arbiter: ExecutionArbiter,
+    private readonly claim: ExecutionClaim,
+  ) {
+    this.queue = new PendingQueue(config.dynamic_batching);
+    this.policy = new BatchPolicy(config);
+  }
+
+  get pendingCount(): number {
+    return this.queue.size;
+  }
+
+  enqueue(request: InferenceRequest, sender: ResponseSender): void {
+    this.queue.push({ request, sender, queueStartNs: now() });
+    this.pump();
+  }
+
+  drain(): Promise<void> {
+    if (this.queue.size === 0 && this.executing === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  rejectPending(error: TritonError): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const p of this.queue.clear()) p.sender.sendError(error, true);
+    this.checkIdle();
+  }
+
+  /**
+   * Dispatch what can run now. Re-entrant calls (a wake or a response sent while dispatching) are
+   * folded into one more round of the outer call.
+   */
+  private pump(force = false): void {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      this.pumpAgainForced ||= force;
+      return;
+    }
+    this.pumping = true;
+    try {
+      this.dispatch(force);
+      while (this.pumpAgain) {
+        const again = this.pumpAgainForced;
+        this.pumpAgain = this.pumpAgainForced = false;
+        this.dispatch(again);
+      }
+    } finally {
+      this.pumping = false;
+    }
+    this.checkIdle();
+  }
+
+  private dispatch(force: boolean): void {
+    while (this.queue.size > 0) {
+      const t = now();
+      for (const p of this.queue.takeExpired(t)) p.sender.sendError(unavailable('Request timeout expired'), true);
+      const count = this.policy.plan(this.queue, t, force, this.cancelled);
+      if (this.cancelled.length > 0) this.dropCancelled();
+      if (count === 0) {
+        const oldest = this.queue.peek();
+        if (oldest) this.armDelayTimer(this.policy.delayLeftNs(oldest, t));
+        return;
+      }
+      if (this.deferred) return;
+      const lease = this.pool.tryAcquire();
+      if (!lease) {
+        this.pool.notifyWhenAvailable(this.wakeFromPool);
+        return;
+      }
+      const grant = this.arbiter.tryAdmit(this.claim, this.wakeFromArbiter);
+      if (!grant) {
+        this.deferred = true;
+        this.pool.release(lease);
+        return;
+      }
+      const batch: PendingRequest[] = new Array(count);
+      for (let i = 0; i < count; i++) batch[i] = this.queue.shift()!;
+      void this.run(lease, grant, batch);
+    }
+  }
+
+  /** Take the cancelled requests {@link BatchPolicy.plan} met out of the queue; each gets CANCELLED. */
+  private dropCancelled(): void {
+    for (const p of this.cancelled) {
+      if (this.queue.remove(p)) p.sender.sendError(cancelledError(), true);
+    }
+    this.cancelled.length = 0;
+  }
+
+  private armDelayTimer(leftNs: bigint): void {
+    if (this.timer) return;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.pump(true);
+      },
+      Math.max(0, Number(leftNs) / 1e6),
+    );
+  }
+
+  private async run(lease: InstanceLease, grant: ExecutionGrant, batch: PendingRequest[]): Promise<void> {
+    this.executing++;
+    try {
+      const execStartNs = now();
+      let timings: ExecuteTimings | void = undefined;
+      let error: TritonError | undefined;
+      try {
+        timings = await lease.instance.execute(
+          batch.map((p) => p.request),
+          batch.map((p) => p.sender),
+        );
+      } catch (e) {
+        error = asTritonError(e);
+      }
+      const execEndNs = now();
+      const batchSize = batch.reduce((n, p) => n + p.request.batchSize, 0);
+      this.hooks.onExecuted({ batch, batchSize, execStartNs, execEndNs, timings: timings ?? undefined, error });
+      if (error) for (const p of batch) p.sender.sendError(error, true);
+    } finally {
+      this.executing--;
+      this.pool.release(lease);
+      grant.release();
+      this.pump();
+    }
+  }
+
+  private checkIdle(): void {
+    if (this.queue.size === 0 && this.executing === 0 && this.idleWaiters.length > 0) {
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const r of w) r();
+    }
+  }
+}

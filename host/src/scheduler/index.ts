@@ -1,0 +1,98 @@
+/**
+ * Scheduler selection (spec §5.6), the shape of Triton's `SetConfiguredScheduler`: the config's
+ * `scheduling_choice` picks the {@link ModelScheduler} implementation of a model version.
+ * Adding a kind = one file implementing ModelScheduler + its entry in {@link FACTORIES}.
+ */
+import type { ModelConfig } from '../config/types.js';
+import { TritonError } from '../core/errors.js';
+import type { BackendModelInstance } from '../core/types.js';
+import { PASS_THROUGH_ARBITER, type ExecutionArbiter } from './arbiter.js';
+import { DynamicBatchScheduler } from './dynamic-batch-scheduler.js';
+import { IdleInstancePool, type InstancePool } from './instance-pool.js';
+import type { ModelScheduler, SchedulerHooks } from './types.js';
+
+export type { ExecutionArbiter, ExecutionClaim, ExecutionGrant } from './arbiter.js';
+export { PASS_THROUGH_ARBITER } from './arbiter.js';
+export type { InstanceLease, InstancePool } from './instance-pool.js';
+export type { PendingRequest } from './queue.js';
+export type { ExecutionRecord, ModelScheduler, SchedulerHooks } from './types.js';
+
+/**
+ * The scheduling kinds of a model config: `default` (no scheduling block: one request per
+ * execution), `dynamic_batching`, `sequence_batching`, and `ensemble` (`ensemble_scheduling` or
+ * `platform: "ensemble"`).
+ */
+export type SchedulerKind = 'default' | 'dynamic_batching' | 'sequence_batching' | 'ensemble';
+
+/** Options of {@link createScheduler}. */
+export interface SchedulerOptions {
+  /** The model version served (the model name is `config.name`). */
+  version: number;
+  /** Server-wide admission of executions; default {@link PASS_THROUGH_ARBITER}. */
+  arbiter?: ExecutionArbiter;
+}
+
+/** Everything a scheduler implementation is built from. */
+interface SchedulerParts {
+  config: ModelConfig;
+  pool: InstancePool;
+  hooks: SchedulerHooks;
+  arbiter: ExecutionArbiter;
+  version: number;
+}
+
+type SchedulerFactory = (parts: SchedulerParts) => ModelScheduler;
+
+const dynamicBatch: SchedulerFactory = (p) =>
+  new DynamicBatchScheduler(p.config, p.pool, p.hooks, p.arbiter, Object.freeze({ model: p.config.name, version: p.version }));
+
+/** Implementation per kind; undefined = not supported yet. */
+const FACTORIES: Record<SchedulerKind, SchedulerFactory | undefined> = {
+  default: dynamicBatch,
+  dynamic_batching: dynamicBatch,
+  sequence_batching: undefined,
+  ensemble: undefined,
+};
+
+/** The scheduling kind `config` asks for. */
+export function schedulerKind(config: ModelConfig): SchedulerKind {
+  if (config.sequence_batching) return 'sequence_batching';
+  if (config.ensemble_scheduling || config.platform === 'ensemble') return 'ensemble';
+  if (config.dynamic_batching) return 'dynamic_batching';
+  return 'default';
+}
+
+/**
+ * The error for a config whose scheduling kind Warden cannot serve yet, or undefined if it can.
+ * Messages: "model '<name>' uses sequence_batching, which Warden does not support yet" and
+ * "model '<name>' is an ensemble, which Warden does not support yet" (TritonError UNSUPPORTED).
+ */
+export function unsupportedSchedulerError(config: ModelConfig): TritonError | undefined {
+  const kind = schedulerKind(config);
+  if (FACTORIES[kind]) return undefined;
+  const what = kind === 'ensemble' ? 'is an ensemble' : `uses ${kind}`;
+  return new TritonError('UNSUPPORTED', `model '${config.name}' ${what}, which Warden does not support yet`);
+}
+
+/**
+ * Build the scheduler of one model version over `instances` (one {@link IdleInstancePool} per
+ * version), chosen by {@link schedulerKind}.
+ * @throws TritonError UNSUPPORTED for `sequence_batching` and ensembles (see
+ *   {@link unsupportedSchedulerError} for the messages).
+ */
+export function createScheduler(
+  config: ModelConfig,
+  instances: readonly BackendModelInstance[],
+  hooks: SchedulerHooks,
+  options: SchedulerOptions,
+): ModelScheduler {
+  const factory = FACTORIES[schedulerKind(config)];
+  if (!factory) throw unsupportedSchedulerError(config)!;
+  return factory({
+    config,
+    pool: new IdleInstancePool(instances),
+    hooks,
+    arbiter: options.arbiter ?? PASS_THROUGH_ARBITER,
+    version: options.version,
+  });
+}

@@ -1,0 +1,50 @@
+/**
+ * The scheduler contract between a model version and whatever orders its requests onto its
+ * instances (spec §5.6). One implementation per scheduling kind of the config's
+ * `scheduling_choice` oneof; {@link createScheduler} in `./index.ts` picks it.
+ */
+import type { TritonError } from '../core/errors.js';
+import type { ExecuteTimings, InferenceRequest, ResponseSender } from '../core/types.js';
+import type { PendingRequest } from './queue.js';
+
+/**
+ * Orders one model version's validated requests onto its instances. Every request passed to
+ * {@link enqueue} gets exactly one final response through its sender: from the backend, or an
+ * error from the scheduler (timeout, cancellation, unload, failed execution).
+ */
+export interface ModelScheduler {
+  /**
+   * Queue a validated request; may dispatch it before returning.
+   * @throws TritonError UNAVAILABLE "Exceeds maximum queue size" when the queue policy's
+   *   `max_queue_size` is reached (spec §5.6); nothing was queued and the sender was not used.
+   */
+  enqueue(request: InferenceRequest, sender: ResponseSender): void;
+  /** Requests waiting for an instance (`nv_inference_pending_request_count`, spec §4). */
+  readonly pendingCount: number;
+  /** Resolves once nothing is queued or executing. */
+  drain(): Promise<void>;
+  /**
+   * Fail every queued (not yet executing) request with `error` as its final response; used when
+   * a model version is torn down. Executions in progress are left to finish.
+   */
+  rejectPending(error: TritonError): void;
+}
+
+/** What happened in one `execute` call; times are monotonic ns (`process.hrtime.bigint()`). */
+export interface ExecutionRecord {
+  batch: PendingRequest[];
+  /** Sum of the requests' batch sizes (batch elements, not requests). */
+  batchSize: number;
+  execStartNs: bigint;
+  execEndNs: bigint;
+  /** compute start / end as the backend reported them, if it did. */
+  timings?: ExecuteTimings;
+  /** Set when `execute` rejected; every request of the batch then gets this error. */
+  error?: TritonError;
+}
+
+/** Callbacks from a scheduler to the model version that owns it. */
+export interface SchedulerHooks {
+  /** Statistics for an execution (called before the error fan-out of a failed execution). */
+  onExecuted(record: ExecutionRecord): void;
+}
