@@ -9,6 +9,7 @@ import { OnnxRuntimeResolver } from './backends/onnxruntime/index.js';
 import type { BackendResolver } from './core/types.js';
 import { DEFAULT_SERVER_CAPS, ServerAdmission, type ServerCaps } from './core/admission.js';
 import { LogSettingsStore } from './core/log-settings.js';
+import { PathScrubber } from './core/public-errors.js';
 import { ModelRepositoryManager, type ModelControlMode } from './core/repository-manager.js';
 import { ServerApi } from './core/server-api.js';
 import { SINGLE_USER } from './core/types.js';
@@ -83,6 +84,9 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+const cacheDirOf = (opts: ServerOptions): string => opts.cacheDir ?? join(PROJECT_ROOT, '.cache', 'wasm');
+const backendDirectoryOf = (opts: ServerOptions): string => opts.backendDirectory ?? join(PROJECT_ROOT, 'build', 'backends');
+
 /** The backend resolvers in resolution order: wasm, onnxruntime, (python), native. */
 async function createResolvers(opts: ServerOptions, logger: Logger, metrics: ServerMetrics): Promise<BackendResolver[]> {
   const resolvers: BackendResolver[] = [...(opts.backendResolvers ?? [])];
@@ -92,7 +96,7 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
     const { WasmBackendResolver } = await import('./backends/wasm/index.js');
     resolvers.push(
       new WasmBackendResolver({
-        cacheDir: opts.cacheDir ?? join(PROJECT_ROOT, '.cache', 'wasm'),
+        cacheDir: cacheDirOf(opts),
         limits: opts.wasmLimits ?? DEFAULT_WASM_LIMITS,
         logger: logger.child({ backend: 'wasm' }),
       }),
@@ -104,7 +108,7 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
   try {
     const { NativeBackendResolver } = await import('./backends/native/index.js');
     const native = new NativeBackendResolver({
-      backendDirectory: opts.backendDirectory ?? join(PROJECT_ROOT, 'build', 'backends'),
+      backendDirectory: backendDirectoryOf(opts),
       backendConfig: opts.backendConfig,
       autoCompleteConfig,
       logger: logger.child({ backend: 'native' }),
@@ -140,6 +144,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     strictReadiness: opts.strictReadiness ?? true,
     accepting: () => accepting,
     logSettings: new LogSettingsStore(logger, opts.logVerbose ?? 0),
+    scrubber: new PathScrubber([
+      ...opts.modelRepositories.map((path) => ({ path, label: '' })),
+      { path: cacheDirOf(opts), label: '<cache>' },
+      { path: backendDirectoryOf(opts), label: '<backend-directory>' },
+      { path: PROJECT_ROOT, label: '<warden>' },
+    ]),
   });
   manager.attachServer(api);
   const maxInputSize = opts.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;

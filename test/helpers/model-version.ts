@@ -8,7 +8,7 @@ import type { ModelConfig } from '../../host/src/config/types.js';
 import { TritonError } from '../../host/src/core/errors.js';
 import { ModelVersion, type ModelVersionOptions } from '../../host/src/core/model.js';
 import type { BackendModelInstance, InferenceRequest, InferenceResponse, ResponseSender } from '../../host/src/core/types.js';
-import type { InferenceRequestInit } from '../../host/src/core/validate.js';
+import type { InferenceRequestInit } from '../../host/src/core/types.js';
 import { ServerMetrics } from '../../host/src/metrics/prometheus.js';
 import { ModelStatistics } from '../../host/src/metrics/stats.js';
 

@@ -71,9 +71,12 @@ class DataPlaneBackend implements Backend {
   async finalize() {}
 }
 
+/** Serves `dptest` models; records every resolve request it is asked about (any backend). */
 class DataPlaneResolver implements BackendResolver {
   private readonly backend = new DataPlaneBackend();
-  async resolve({ config }: BackendResolveRequest) {
+  readonly asked: { name: string; origin: ModelOrigin }[] = [];
+  async resolve({ config, key, origin }: BackendResolveRequest) {
+    this.asked.push({ name: key.name, origin });
     return config.backend === 'dptest' ? this.backend : undefined;
   }
   async finalizeAll() {}
@@ -93,6 +96,7 @@ const int32Tensor = (values: number[]): Tensor => ({ name: 'INPUT0', datatype: '
 
 let repo: TempRepo;
 let server: RunningServer;
+const resolver = new DataPlaneResolver();
 
 beforeAll(async () => {
   repo = tempRepo();
@@ -111,7 +115,7 @@ beforeAll(async () => {
     httpPort: 0,
     metricsPort: -1,
     logLevel: 'silent',
-    backendResolvers: [new DataPlaneResolver()],
+    backendResolvers: [resolver],
   });
 });
 afterAll(async () => {
@@ -202,13 +206,14 @@ describe('origin-aware loading', () => {
     expect(echo.origin).toEqual({ kind: 'repository', repository: repo.path });
   });
 
-  it('models loaded with file overrides are loaded with origin "upload"', async () => {
-    const r = await postJson(`${server.httpUrl}/v2/repository/models/uploaded/load`, {
-      parameters: { config: JSON.stringify({ backend: 'dptest', max_batch_size: 0, input: [{ name: 'INPUT0', data_type: 'TYPE_INT32', dims: [4] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_INT32', dims: [4] }] }), 'file:1/.keep': '' },
-    });
-    expect(r.status).toBe(200);
-    const up = seen.loads.filter((l) => l.name === 'uploaded').at(-1)!;
-    expect(up.origin).toEqual({ kind: 'upload', tenant: '' });
+  it('models loaded with file overrides reach resolvers and backends with origin "upload"', async () => {
+    const model = readFileSync(join(PROJECT_ROOT, 'third_party', 'triton-examples', 'addsub_onnx', '1', 'model.onnx')).toString('base64');
+    const io = (n: string) => ({ name: n, data_type: 'TYPE_FP32', dims: [16] });
+    const config = JSON.stringify({ platform: 'onnxruntime_onnx', input: [io('INPUT0'), io('INPUT1')], output: [io('OUTPUT0'), io('OUTPUT1')] });
+    const r = await postJson(`${server.httpUrl}/v2/repository/models/uploaded/load`, { parameters: { config, 'file:1/model.onnx': model } });
+    expect(r.status, r.text).toBe(200);
+    expect(resolver.asked.filter((a) => a.name === 'uploaded').at(-1)!.origin).toEqual({ kind: 'upload', tenant: '' });
+    expect(resolver.asked.filter((a) => a.name === 'echo').at(-1)!.origin).toEqual({ kind: 'repository', repository: repo.path });
   });
 });
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../host/src/server.js';
-import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { PROJECT_ROOT, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 
 const running: RunningServer[] = [];
 const repos: TempRepo[] = [];
@@ -198,5 +198,32 @@ describe('slow and greedy clients', () => {
     });
     expect(answer).toMatch(/^HTTP\/1.1 200/);
     held[1]!.destroy();
+  });
+});
+
+describe('errors never show absolute host paths', () => {
+  it('load failures, index reasons and inference errors name models and files relative to the model', async () => {
+    const { s, repo } = await serve({}, ['simple', 'addsub_onnx']);
+    repo.write('broken_syntax/config.pbtxt', 'platform: "onnxruntime_onnx" max_batch_size: [\n');
+    repo.write('broken_syntax/1/.keep', '');
+    repo.write('no_library/config.pbtxt', 'backend: "warden_not_installed"\n');
+    repo.write('no_library/1/.keep', '');
+    repo.write('no_file/config.pbtxt', readFileSync(join(repo.path, 'addsub_onnx', 'config.pbtxt'), 'utf8').replace('addsub_onnx', 'no_file') + '\ndefault_model_filename: "absent.onnx"\n');
+    repo.write('no_file/1/.keep', '');
+    const texts: string[] = [];
+    for (const m of ['broken_syntax', 'no_library', 'no_file']) {
+      const r = await postJson(`${s.httpUrl}/v2/repository/models/${m}/load`, {});
+      expect(r.status, m).toBeGreaterThanOrEqual(400);
+      texts.push(r.text);
+    }
+    const onnx = JSON.stringify({ platform: 'onnxruntime_onnx', input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [1] }], output: [{ name: 'OUT', data_type: 'TYPE_FP32', dims: [1] }] });
+    const garbage = await postJson(`${s.httpUrl}/v2/repository/models/garbage_onnx/load`, { parameters: { config: onnx, 'file:1/model.onnx': b64('not an onnx graph') } });
+    expect(garbage.status).toBeGreaterThanOrEqual(400);
+    texts.push(garbage.text);
+    texts.push((await postJson(`${s.httpUrl}/v2/repository/index`, {})).text);
+    const joined = texts.join('\n');
+    expect(joined).toMatch(/no_library/);
+    for (const root of [repo.path, tmpdir(), PROJECT_ROOT, process.cwd()]) expect(joined).not.toContain(root);
+    expect(joined).not.toMatch(/(^|[\s'"(])\/(tmp|home|root|work|usr|var)\//);
   });
 });

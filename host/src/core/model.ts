@@ -7,11 +7,10 @@ import type { ModelConfig } from '../config/types.js';
 import type { ModelStatistics } from '../metrics/stats.js';
 import { createScheduler, type ExecutionArbiter, type ExecutionRecord, type ModelScheduler } from '../scheduler/index.js';
 import { TritonError, asTritonError, unavailable } from './errors.js';
-import type { BackendModel, BackendModelInstance, InferenceRequest, InferenceResponse, ResponseSender } from './types.js';
+import type { BackendModel, BackendModelInstance, InferenceRequest, InferenceRequestInit, InferenceResponse, ResponseSender } from './types.js';
 import {
   compileRequestValidator,
   compileResponseValidator,
-  type InferenceRequestInit,
   type RequestValidator,
   type ResponseValidator,
 } from './validate.js';

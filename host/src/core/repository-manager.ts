@@ -17,6 +17,8 @@ import { removeOverrideDirectory, writeOverrideDirectory, type FileOverrides } f
 import { ServerAdmission, type ModelAdmission } from './admission.js';
 import { TritonError, asTritonError, invalidArg, notFound, unavailable } from './errors.js';
 import { backendResolveRequest, modelLoadContext, NO_SERVER } from './load-context.js';
+import type { ExecutionArbiter } from '../scheduler/arbiter.js';
+import { unsupportedSchedulerError } from '../scheduler/index.js';
 import { ModelVersion } from './model.js';
 import type { Backend, BackendModelInstance, BackendResolveRequest, BackendResolver, InferenceServerHandle, InstanceSpec, ModelKey, ModelOrigin } from './types.js';
 
@@ -76,6 +78,8 @@ export interface RepositoryManagerOptions {
   metrics: ServerMetrics;
   /** Caps and the upload trust rules, checked before a backend sees a config (default: {@link ServerAdmission} with its defaults). */
   admission?: ModelAdmission;
+  /** The server-wide arbiter every model's scheduler asks before dispatching (default: admits everything). */
+  arbiter?: ExecutionArbiter;
 }
 
 /** What the load API may carry (spec §3.1). */
@@ -433,7 +437,7 @@ export class ModelRepositoryManager {
     }
     const stats = new ModelStatistics(this.opts.metrics.forModel(name, version));
     this.opts.metrics.setLoadDuration(name, version, Number(process.hrtime.bigint() - t0) / 1e9);
-    return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog);
+    return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog, { arbiter: this.opts.arbiter });
   }
 
   private async resolveBackend(request: BackendResolveRequest): Promise<Backend> {
@@ -456,12 +460,8 @@ function explicitOnly(): TritonError {
 
 /** Scheduling features Warden does not implement yet make the model UNAVAILABLE with a clear reason. */
 function rejectUnsupported(config: ModelConfig): void {
-  if (config.sequence_batching) {
-    throw new TritonError('UNSUPPORTED', `model '${config.name}' uses sequence_batching, which Warden does not support yet`);
-  }
-  if (config.ensemble_scheduling || config.platform === 'ensemble') {
-    throw new TritonError('UNSUPPORTED', `model '${config.name}' is an ensemble, which Warden does not support yet`);
-  }
+  const e = unsupportedSchedulerError(config);
+  if (e) throw e;
 }
 
 /** Instance placements from the normalised instance groups (spec §5.5); CPU / MODEL only here. */

@@ -12,6 +12,7 @@ import type { ModelConfig } from '../config/types.js';
 import { TritonError, invalidArg, notFound } from './errors.js';
 import { type LogSettings, LogSettingsStore } from './log-settings.js';
 import { modelNameProblem } from './names.js';
+import type { PathScrubber } from './public-errors.js';
 import type { ModelVersion } from './model.js';
 import type { IndexEntry, LoadOptions, ModelRepositoryManager } from './repository-manager.js';
 import { tensorDataType } from './validate.js';
@@ -79,6 +80,8 @@ export interface ServerApiOptions {
   /** False once shutdown started (ready then fails). */
   accepting(): boolean;
   logSettings: LogSettingsStore;
+  /** Rewrites absolute host paths out of client-facing error text. */
+  scrubber: PathScrubber;
 }
 
 /**
@@ -148,6 +151,15 @@ export class ServerApi implements InferenceServerHandle {
 
   private version(principal: Principal, name: string, version: number): ModelVersion {
     return this.manager.getVersion(this.keyOf(principal, name), version);
+  }
+
+  /**
+   * The form of any error a frontend is about to send to a client: a TritonError (anything else
+   * is INTERNAL) whose message names no absolute host path. Every frontend sends errors through
+   * this.
+   */
+  publicError(e: unknown): TritonError {
+    return this.opts.scrubber.publicError(e);
   }
 
   // ---- health and metadata (spec §1.3, §1.4) ----
@@ -263,9 +275,11 @@ export class ServerApi implements InferenceServerHandle {
 
   // ---- repository extension (spec §3.1) ----
 
-  /** The index of the principal's namespace (`ready` = READY versions only). */
-  repositoryIndex(principal: Principal, readyOnly: boolean): Promise<IndexEntry[]> {
-    return this.manager.index(readyOnly, principal.namespace);
+  /** The index of the principal's namespace (`ready` = READY versions only); reasons carry no host paths. */
+  async repositoryIndex(principal: Principal, readyOnly: boolean): Promise<IndexEntry[]> {
+    const entries = await this.manager.index(readyOnly, principal.namespace);
+    for (const e of entries) if (e.reason) e.reason = this.opts.scrubber.scrub(e.reason);
+    return entries;
   }
 
   /**

@@ -75,7 +75,11 @@ export interface InferenceRequest {
   timeoutUs: number;
   /** Batch size this request contributes (first dim when batching, else 1). */
   batchSize: number;
-  /** Set by the host when the client went away; backends may check it (RequestIsCancelled). */
+  /**
+   * Set by the host when the caller went away (the data plane's AbortSignal). A request still
+   * queued is then dropped with CANCELLED before it reaches a backend; one already executing may
+   * be stopped by its backend, which checks this flag (`TRITONBACKEND_RequestIsCancelled`).
+   */
   cancelled: boolean;
 }
 

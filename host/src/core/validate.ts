@@ -6,14 +6,8 @@ import type { ModelConfig, ModelInput, ModelOutput } from '../config/types.js';
 import { countBytesElements } from '../tensor/bytes.js';
 import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } from '../tensor/datatypes.js';
 import { internal, invalidArg } from './errors.js';
-import type { InferenceRequest, InferenceResponse, Tensor } from './types.js';
+import type { InferenceRequest, InferenceRequestInit, InferenceResponse, Tensor } from './types.js';
 
-/**
- * A request as the frontend builds it, before validation: the fields of InferenceRequest the
- * client controls. `version` may be -1 (let the server pick the highest ready version) and an
- * empty `requestedOutputs` means every output in the config (spec §1.12).
- */
-export type InferenceRequestInit = Omit<InferenceRequest, 'batchSize' | 'cancelled'>;
 
 const shapeText = (s: readonly number[]): string => `[${s.join(',')}]`;
 

@@ -4,7 +4,7 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
-import { TritonError, asTritonError, invalidArg, unsupported } from '../../core/errors.js';
+import { TritonError, invalidArg, unsupported } from '../../core/errors.js';
 import { clientShmDisabled, optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
 import { handleGenerate, handleGenerateStream } from './generate.js';
@@ -40,7 +40,7 @@ export function buildHttpApp(ctx: FrontendContext): FastifyInstance {
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: ctx.maxInputSize }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler((err: unknown, _req, reply) => {
-    if (err instanceof TritonError) return sendError(reply, err);
+    if (err instanceof TritonError) return sendError(reply, api.publicError(err));
     const fe = err as { code?: string; statusCode?: number; message?: string };
     if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       return sendError(reply, invalidArg(`request body exceeds the maximum allowed value of ${ctx.maxInputSize} bytes. Use --http-max-input-size to increase the limit.`));
@@ -49,7 +49,7 @@ export function buildHttpApp(ctx: FrontendContext): FastifyInstance {
       return reply.code(fe.statusCode).type('application/json').send(JSON.stringify({ error: fe.message ?? 'Bad Request' }));
     }
     ctx.logger.error({ err }, 'unhandled error in HTTP handler');
-    return sendError(reply, asTritonError(err));
+    return sendError(reply, api.publicError(err));
   });
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send('{"error":"Not Found"}'));
 

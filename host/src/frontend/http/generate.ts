@@ -137,7 +137,7 @@ export async function handleGenerateStream(ctx: FrontendContext, req: FastifyReq
           reject(e);
           return;
         }
-        write(JSON.stringify({ error: e.message }));
+        write(JSON.stringify({ error: ctx.api.publicError(e).message }));
         if (final) end();
       },
     };
