@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ALLOWED_IMPORTS, checkComponent, componentSurface } from '../../host/src/backends/wasm/component-check.js';
-import { DEFAULT_WASM_LIMITS, modelLimits } from '../../host/src/backends/wasm/limits.js';
+import { checkWasmLimits, DEFAULT_WASM_LIMITS, modelLimits } from '../../host/src/backends/wasm/limits.js';
 import { capMemories } from '../../host/src/backends/wasm/memory-cap.js';
 import * as h from './helpers.js';
 
@@ -90,7 +90,15 @@ describe('model limits', () => {
   it('defaults to the caps, clamps to them, rounds memory down to pages', () => {
     expect(modelLimits(cfg({}), caps)).toEqual({ memoryBytes: caps.maxMemoryBytes, executeMs: 1000, logBytes: 4096 });
     expect(modelLimits(cfg({ memory_limit_bytes: '100000', execute_timeout_ms: '99999', log_limit_bytes: '10' }), caps)).toEqual({ memoryBytes: 65536, executeMs: 1000, logBytes: 10 });
-    expect(DEFAULT_WASM_LIMITS.maxExecuteMs).toBeGreaterThan(0);
+  });
+  it('the default caps are the ones the server runs with: 256 MiB, 10 s, 64 KiB of log per call', () => {
+    expect(DEFAULT_WASM_LIMITS).toEqual({ maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 64 * 1024 });
+    expect(Object.isFrozen(DEFAULT_WASM_LIMITS)).toBe(true);
+  });
+  it('checkWasmLimits refuses caps that are not positive integers', () => {
+    expect(checkWasmLimits(caps)).toEqual(caps);
+    expect(() => checkWasmLimits({ ...caps, maxExecuteMs: 0 })).toThrow('WasmLimits.maxExecuteMs must be a positive integer, got 0');
+    expect(() => checkWasmLimits({ ...caps, maxLogBytes: 1.5 })).toThrow(RangeError);
   });
   it('refuses malformed parameters with INVALID_ARG', () => {
     expect(() => modelLimits(cfg({ execute_timeout_ms: 'soon' }), caps)).toThrow(/parameter execute_timeout_ms must be a positive integer/);

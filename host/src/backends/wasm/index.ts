@@ -8,10 +8,10 @@ import type { Logger } from 'pino';
 import type { Backend, BackendResolver } from '../../core/types.js';
 import type { ModelConfig } from '../../config/types.js';
 import { WasmBackend } from './backend.js';
-import type { WasmLimits } from './limits.js';
+import { checkWasmLimits, type WasmLimits } from './limits.js';
 
 export type { WasmLimits, ModelLimits } from './limits.js';
-export { DEFAULT_WASM_LIMITS, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT } from './limits.js';
+export { DEFAULT_WASM_LIMITS, checkWasmLimits, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT } from './limits.js';
 export { WasmBackend, WasmModel, DEFAULT_COMPONENT_FILE } from './backend.js';
 export { SandboxInstance, type SandboxStats } from './instance.js';
 export { checkComponent, componentSurface, ALLOWED_IMPORTS, BACKEND_EXPORT, BACKEND_API_VERSION } from './component-check.js';
@@ -27,6 +27,7 @@ export const WASM_BACKEND_NAME = 'wasm';
  * @param opts.limits server-wide caps on memory (bytes per linear memory), execute deadline (ms)
  *   and log budget (bytes per call); per-model parameters may only lower them
  * @param opts.logger server logger; the backend logs under `{ backend: 'wasm' }`
+ * @throws RangeError for a cap that is not a positive integer
  */
 export class WasmBackendResolver implements BackendResolver {
   private backend?: WasmBackend;
@@ -35,11 +36,8 @@ export class WasmBackendResolver implements BackendResolver {
   private readonly logger: Logger;
 
   constructor(opts: { cacheDir: string; limits: WasmLimits; logger: Logger }) {
-    for (const [k, v] of Object.entries(opts.limits)) {
-      if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`WasmLimits.${k} must be a positive integer, got ${v}`);
-    }
+    this.limits = checkWasmLimits(opts.limits);
     this.cacheDir = opts.cacheDir;
-    this.limits = { ...opts.limits };
     this.logger = opts.logger.child({ backend: WASM_BACKEND_NAME });
   }
 

@@ -1,6 +1,7 @@
 /**
  * Resource limits of sandboxed backends: server-wide caps ({@link WasmLimits}) and the per-model
  * limits read from config `parameters` (documented in wit/README.md), clamped by the caps.
+ * This file is the single source of the default caps ({@link DEFAULT_WASM_LIMITS}).
  */
 import { invalidArg } from '../../core/errors.js';
 import type { ModelConfig } from '../../config/types.js';
@@ -16,12 +17,28 @@ export interface WasmLimits {
   maxLogBytes: number;
 }
 
-/** Caps used when the server sets none: 1 GiB, 30 s, 64 KiB. */
-export const DEFAULT_WASM_LIMITS: WasmLimits = {
-  maxMemoryBytes: 1 << 30,
-  maxExecuteMs: 30_000,
+/**
+ * Caps used when the server sets none: 256 MiB per linear memory, 10 s per execute, 64 KiB of log
+ * per call. The server and the CLI take their defaults from here.
+ */
+export const DEFAULT_WASM_LIMITS: Readonly<WasmLimits> = Object.freeze({
+  maxMemoryBytes: 256 * 1024 * 1024,
+  maxExecuteMs: 10_000,
   maxLogBytes: 64 * 1024,
-};
+});
+
+/**
+ * Checks server-wide caps.
+ * @returns a copy
+ * @throws RangeError for a cap that is not a positive safe integer
+ */
+export function checkWasmLimits(limits: WasmLimits): WasmLimits {
+  const out: WasmLimits = { ...limits };
+  for (const [k, v] of Object.entries(out)) {
+    if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`WasmLimits.${k} must be a positive integer, got ${v}`);
+  }
+  return out;
+}
 
 /** Smallest memory limit accepted (one page). */
 const MIN_MEMORY_BYTES = WASM_PAGE_BYTES;
