@@ -1,7 +1,8 @@
 /**
  * Units of the sandbox that need no worker: the component import/export check and its allow-list
  * (kept equal to the `sandbox` world of wit/worlds.wit), the memory-maximum rewrite, the per-model
- * limits, and the generated host types being current with the WIT.
+ * limits and default caps, the engine registry, and the generated host types being current with
+ * the WIT.
  */
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,8 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ALLOWED_IMPORTS, checkComponent, componentSurface } from '../../host/src/backends/wasm/component-check.js';
 import { checkWasmLimits, DEFAULT_WASM_LIMITS, modelLimits } from '../../host/src/backends/wasm/limits.js';
-import { capMemories } from '../../host/src/backends/wasm/memory-cap.js';
+import { capMemories } from '../../host/src/backends/wasm/v8/memory-cap.js';
+import { checkEngineName, createEngine, DEFAULT_ENGINE, ENGINE_NAMES, WasmBackendResolver } from '../../host/src/backends/wasm/index.js';
 import * as h from './helpers.js';
 
 type Build = {
@@ -104,6 +106,30 @@ describe('model limits', () => {
     expect(() => modelLimits(cfg({ execute_timeout_ms: 'soon' }), caps)).toThrow(/parameter execute_timeout_ms must be a positive integer/);
     expect(() => modelLimits(cfg({ memory_limit_bytes: '-5' }), caps)).toThrow(/must be a positive integer/);
     expect(() => modelLimits(cfg({ memory_limit_bytes: '1000' }), caps)).toThrow(/at least 65536 bytes/);
+  });
+});
+
+describe('sandbox engines', () => {
+  it('v8 is available and the default; unknown engines are refused by name', () => {
+    expect(ENGINE_NAMES).toContain('v8');
+    expect(DEFAULT_ENGINE).toBe('v8');
+    expect(h.ENGINES).toEqual(ENGINE_NAMES);
+    expect(createEngine('v8', { cacheDir: tmpdir() }).name).toBe('v8');
+    expect(() => checkEngineName('wasmtime2')).toThrow(/unknown sandbox engine 'wasmtime2' \(available: v8/);
+    const make = (engine: string) => new WasmBackendResolver({ cacheDir: tmpdir(), limits: DEFAULT_WASM_LIMITS, logger: h.silentLogger, engine: engine as never });
+    expect(() => make('nope')).toThrow(RangeError);
+    expect(make('v8')).toBeInstanceOf(WasmBackendResolver);
+  });
+
+  it('an engine runs only what it compiled', async () => {
+    const engine = createEngine('v8', { cacheDir: tmpdir() });
+    const limits = modelLimits(h.wasmConfig('m', [], []), DEFAULT_WASM_LIMITS);
+    const host = { model: { name: 'm', version: 1, configJson: '{}', versionPath: tmpdir(), decoupled: false, maxBatchSize: 0 }, outputs: [], limits };
+    await expect(engine.instantiate({ engine: 'other', hash: '' }, h.instanceSpec('m'), host, 1000, h.silentLogger)).rejects.toMatchObject({
+      code: 'INTERNAL',
+      message: 'engine v8 cannot run a component compiled by engine other',
+    });
+    expect(engine.liveSandboxes()).toBe(0);
   });
 });
 

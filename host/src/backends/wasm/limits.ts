@@ -5,7 +5,7 @@
  */
 import { invalidArg } from '../../core/errors.js';
 import type { ModelConfig } from '../../config/types.js';
-import { WASM_PAGE_BYTES } from './memory-cap.js';
+import { WASM_PAGE_BYTES } from './binary.js';
 
 /** Server-wide caps on every sandboxed model (and the defaults for models that set nothing). */
 export interface WasmLimits {
