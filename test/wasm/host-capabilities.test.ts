@@ -36,14 +36,14 @@ function hostError(fn: () => unknown, code: string): string {
   return (thrown as { payload: { message: string } }).payload.message;
 }
 
-function logCapture(bytes: number) {
+function logCapture(bytes: number, messages: number) {
   const lines: LogLine[] = [];
-  return { lines, state: createLogState({ bytes }, (l) => lines.push(l)) };
+  return { lines, state: createLogState({ bytes, messages }, (l) => lines.push(l)) };
 }
 
 describe('log (host.log + budget)', () => {
-  it('admits messages while the budget lasts; the first that does not fit ends the call, then one warning and a refill', () => {
-    const { lines, state } = logCapture(10);
+  it('admits messages while both budgets last; the first that does not fit ends the call, then one warning and a refill', () => {
+    const { lines, state } = logCapture(10, 100);
     log(state, 'info', 'abcd');
     log(state, 'warn', 'éé'); // 4 bytes of UTF-8
     log(state, 'info', 'xyz'); // 11 > 10: dropped, budget exhausted
@@ -59,13 +59,38 @@ describe('log (host.log + budget)', () => {
     endLogCall(state);
     expect(lines).toHaveLength(4); // nothing dropped: no warning
   });
+
+  it('empty messages count against the message budget', () => {
+    const { lines, state } = logCapture(1024, 3);
+    for (let i = 0; i < 5; i++) log(state, 'info', '');
+    expect(lines).toHaveLength(3);
+    endLogCall(state);
+    expect(lines.at(-1)).toEqual({ level: 'warn', source: 'host', message: 'log budget of 3 messages per call exceeded: 2 messages (0 bytes) of backend log dropped' });
+  });
+
+  it('empty messages do not get through once the byte budget is exhausted', () => {
+    const { lines, state } = logCapture(4, 1000);
+    log(state, 'info', 'too long');
+    for (let i = 0; i < 100; i++) log(state, 'info', '');
+    expect(lines).toEqual([]);
+    endLogCall(state);
+    expect(lines.map((l) => l.message)).toEqual(['log budget of 4 bytes per call exceeded: 8 bytes of backend log dropped']);
+  });
+
+  it('a message that breaks both budgets is reported as the byte budget', () => {
+    const { lines, state } = logCapture(4, 1);
+    log(state, 'info', 'a');
+    log(state, 'info', 'bcdef');
+    endLogCall(state);
+    expect(lines.at(-1)?.message).toBe('log budget of 4 bytes per call exceeded: 5 bytes of backend log dropped');
+  });
 });
 
 describe('stdout / stderr capture (wasi/stdio)', () => {
   const enc = (s: string) => new TextEncoder().encode(s);
 
   it('logs complete lines (stdout info, stderr warn), keeps the rest until the call ends', () => {
-    const { lines, state } = logCapture(1024);
+    const { lines, state } = logCapture(1024, 100);
     const stdio = createStdioState(state);
     writeOutput(stdio, 'stdout', enc('one\ntw'));
     writeOutput(stdio, 'stderr', enc('oops'));
@@ -81,7 +106,7 @@ describe('stdout / stderr capture (wasi/stdio)', () => {
   });
 
   it('decodes a UTF-8 character split across writes', () => {
-    const { lines, state } = logCapture(1024);
+    const { lines, state } = logCapture(1024, 100);
     const stdio = createStdioState(state);
     const bytes = enc('€\n');
     writeOutput(stdio, 'stdout', bytes.subarray(0, 1));
@@ -90,7 +115,7 @@ describe('stdout / stderr capture (wasi/stdio)', () => {
   });
 
   it('charges the bytes of each write; a write that does not fit is dropped whole', () => {
-    const { lines, state } = logCapture(8);
+    const { lines, state } = logCapture(8, 100);
     const stdio = createStdioState(state);
     writeOutput(stdio, 'stdout', enc('abc\n'));
     writeOutput(stdio, 'stdout', enc('defgh\nij\n'));
@@ -99,8 +124,22 @@ describe('stdout / stderr capture (wasi/stdio)', () => {
     expect(lines.map((l) => l.message)).toEqual(['abc', 'log budget of 8 bytes per call exceeded: 9 bytes of backend log dropped']);
   });
 
+  it('charges one message per line: a flood of empty lines does not get past the message budget', () => {
+    const { lines, state } = logCapture(64 * 1024, 4);
+    const stdio = createStdioState(state);
+    writeOutput(stdio, 'stdout', new Uint8Array(4096).fill(10)); // 4096 empty lines > 4 messages
+    expect(lines).toEqual([]);
+    writeOutput(stdio, 'stdout', enc('later\n'));
+    expect(lines).toEqual([]);
+    flushOutput(stdio);
+    endLogCall(state);
+    expect(lines.map((l) => l.message)).toEqual(['log budget of 4 messages per call exceeded: 4097 messages (4102 bytes) of backend log dropped']);
+    writeOutput(stdio, 'stdout', enc('a\nb\nc\nd\n'));
+    expect(lines.slice(1).map((l) => l.message)).toEqual(['a', 'b', 'c', 'd']);
+  });
+
   it('streams: stdin is closed, stdout writes reach the log, check-write allows 64 KiB', () => {
-    const { lines, state } = logCapture(1024);
+    const { lines, state } = logCapture(1024, 100);
     const imports = stdioImports(createStdioState(state));
     const stdin = (imports['wasi:cli/stdin']!.getStdin as () => { read(): unknown })();
     let thrown: unknown;
@@ -243,7 +282,7 @@ describe('responses (host.send-response, send-final, is-cancelled)', () => {
 
 describe('deny-by-default WASI pieces', () => {
   it('environment is empty, exit traps, random is capped per call, clocks work', () => {
-    const wasi = createWasi(createStdioState(logCapture(1).state));
+    const wasi = createWasi(createStdioState(logCapture(1, 1).state));
     const env = wasi['wasi:cli/environment']!;
     expect([(env.getEnvironment as () => unknown)(), (env.getArguments as () => unknown)(), (env.initialCwd as () => unknown)()]).toEqual([[], [], undefined]);
     expect(() => exit({ tag: 'err' })).toThrow(GuestExit);
@@ -268,7 +307,7 @@ describe('deny-by-default WASI pieces', () => {
   });
 
   it('the WASI import object has exactly the WASI interfaces of the sandbox world', () => {
-    const wasi = createWasi(createStdioState(logCapture(1).state));
+    const wasi = createWasi(createStdioState(logCapture(1, 1).state));
     expect(Object.keys(wasi).sort()).toEqual(ALLOWED_IMPORTS.filter((i) => i.startsWith('wasi:')).sort());
   });
 });
@@ -277,7 +316,7 @@ describe('V8 import object', () => {
   const config: HostConfig = {
     model: { name: 'm', version: 1, configJson: '{}', versionPath: tmpdir(), decoupled: false, maxBatchSize: 0 },
     outputs: [],
-    limits: { memoryBytes: 65536, executeMs: 1000, logBytes: 64 },
+    limits: { memoryBytes: 65536, executeMs: 1000, logBytes: 64, logMessages: 2 },
   };
 
   it('holds each interface of the sandbox world, unversioned and versioned, as plain objects of functions', () => {
@@ -295,10 +334,9 @@ describe('V8 import object', () => {
     const lines: LogLine[] = [];
     const host = createHostState(config, { log: (l) => lines.push(l), send: () => {}, cancelledAt: () => false });
     const hostLog = buildImports(host)['warden:backend/host']!.log as (level: string, message: string) => void;
-    hostLog('info', 'x'.repeat(60));
-    hostLog('info', 'y'.repeat(10));
+    for (let i = 0; i < 5; i++) hostLog('info', '');
     endCall(host);
-    expect(lines.map((l) => l.source)).toEqual(['guest', 'host']);
-    expect(lines[1]!.message).toBe('log budget of 64 bytes per call exceeded: 10 bytes of backend log dropped');
+    expect(lines.map((l) => l.source)).toEqual(['guest', 'guest', 'host']);
+    expect(lines[2]!.message).toBe('log budget of 2 messages per call exceeded: 3 messages (0 bytes) of backend log dropped');
   });
 });

@@ -32,6 +32,12 @@ const logger = pino(
   }),
 );
 
+/**
+ * Message budget of the suite's resolver: log_spam logs 511-byte lines, so 24 of them hit the
+ * message budget inside the 16 KiB byte budget, while an 8 KiB byte budget (16 lines) runs out first.
+ */
+const LOG_MESSAGES = 24;
+
 describe.each(h.ENGINES)('%s engine', (engine) => {
   let resolver: WasmBackendResolver;
   let good: WasmModel;
@@ -97,7 +103,7 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
   beforeAll(async () => {
     await h.ensureBuilt();
     work = mkdtempSync(join(tmpdir(), 'warden-hostile-'));
-    resolver = h.newResolver(engine, { maxMemoryBytes: 64 * MiB, maxExecuteMs: 1500, maxLogBytes: 16 * 1024 }, logger);
+    resolver = h.newResolver(engine, { maxMemoryBytes: 64 * MiB, maxExecuteMs: 1500, maxLogBytes: 16 * 1024, maxLogMessages: LOG_MESSAGES }, logger);
     good = await h.loadModel(resolver, h.wasmConfig('identity_wasm', io().inputs, io().outputs), join(h.REPO, 'identity_wasm'), logger.child({ model: 'identity_wasm' }));
     goodInstance = await good.createInstance(h.instanceSpec('identity_wasm'));
     // warm up, then take the baseline
@@ -210,6 +216,24 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       const guestBytes = lines.filter((l) => l.source === 'guest').reduce((n, l) => n + l.msg.length, 0);
       expect(guestBytes).toBeLessThanOrEqual(8192);
       expect(lines.some((l) => /log budget of 8192 bytes per call exceeded: \d+ bytes of backend log dropped/.test(l.msg))).toBe(true);
+      await m.finalize();
+    });
+
+    it('many small log lines are cut at the message budget (maxLogMessages) before the byte budget', async () => {
+      const before = logLines.length;
+      const m = await loadFixture('log_spam');
+      const inst = await instanceOf(m, 'log_spam');
+      const rec = await h.infer(inst, h.request('log_spam', [input4()], ['OUTPUT0']));
+      expect(rec.errors).toEqual([]);
+      const lines = logLines.slice(before).filter((l) => l.model === 'log_spam');
+      const guest = lines.filter((l) => l.source === 'guest');
+      expect(guest).toHaveLength(LOG_MESSAGES);
+      const lineBytes = guest[0]!.msg.length;
+      expect(lineBytes * LOG_MESSAGES).toBeLessThan(16 * 1024);
+      const dropped = 65536 - LOG_MESSAGES;
+      expect(lines.filter((l) => l.source === 'host').map((l) => l.msg)).toContain(
+        `log budget of ${LOG_MESSAGES} messages per call exceeded: ${dropped} messages (${dropped * lineBytes} bytes) of backend log dropped`,
+      );
       await m.finalize();
     });
 

@@ -90,17 +90,20 @@ describe('model limits', () => {
   const caps = { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 1000, maxLogBytes: 4096 };
   const cfg = (params: Record<string, string>) => h.wasmConfig('m', [], [], { params });
   it('defaults to the caps, clamps to them, rounds memory down to pages', () => {
-    expect(modelLimits(cfg({}), caps)).toEqual({ memoryBytes: caps.maxMemoryBytes, executeMs: 1000, logBytes: 4096 });
-    expect(modelLimits(cfg({ memory_limit_bytes: '100000', execute_timeout_ms: '99999', log_limit_bytes: '10' }), caps)).toEqual({ memoryBytes: 65536, executeMs: 1000, logBytes: 10 });
+    const logMessages = DEFAULT_WASM_LIMITS.maxLogMessages;
+    expect(modelLimits(cfg({}), caps)).toEqual({ memoryBytes: caps.maxMemoryBytes, executeMs: 1000, logBytes: 4096, logMessages });
+    expect(modelLimits(cfg({ memory_limit_bytes: '100000', execute_timeout_ms: '99999', log_limit_bytes: '10' }), caps)).toEqual({ memoryBytes: 65536, executeMs: 1000, logBytes: 10, logMessages });
+    expect(modelLimits(cfg({}), { ...caps, maxLogMessages: 7 }).logMessages).toBe(7);
   });
-  it('the default caps are the ones the server runs with: 256 MiB, 10 s, 64 KiB of log per call', () => {
-    expect(DEFAULT_WASM_LIMITS).toEqual({ maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 64 * 1024 });
+  it('the default caps are the ones the server runs with: 256 MiB, 10 s, 64 KiB and 1024 messages of log per call', () => {
+    expect(DEFAULT_WASM_LIMITS).toEqual({ maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 64 * 1024, maxLogMessages: 1024 });
     expect(Object.isFrozen(DEFAULT_WASM_LIMITS)).toBe(true);
   });
-  it('checkWasmLimits refuses caps that are not positive integers', () => {
-    expect(checkWasmLimits(caps)).toEqual(caps);
+  it('checkWasmLimits fills in the message budget and refuses caps that are not positive integers', () => {
+    expect(checkWasmLimits(caps)).toEqual({ ...caps, maxLogMessages: DEFAULT_WASM_LIMITS.maxLogMessages });
+    expect(checkWasmLimits({ ...caps, maxLogMessages: 3 }).maxLogMessages).toBe(3);
     expect(() => checkWasmLimits({ ...caps, maxExecuteMs: 0 })).toThrow('WasmLimits.maxExecuteMs must be a positive integer, got 0');
-    expect(() => checkWasmLimits({ ...caps, maxLogBytes: 1.5 })).toThrow(RangeError);
+    expect(() => checkWasmLimits({ ...caps, maxLogMessages: 1.5 })).toThrow(RangeError);
   });
   it('refuses malformed parameters with INVALID_ARG', () => {
     expect(() => modelLimits(cfg({ execute_timeout_ms: 'soon' }), caps)).toThrow(/parameter execute_timeout_ms must be a positive integer/);

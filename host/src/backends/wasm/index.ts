@@ -28,7 +28,7 @@ export const WASM_BACKEND_NAME = 'wasm';
  * @param opts.cacheDir folder for the engine's compile cache (created if missing); one subfolder
  *   per component SHA-256
  * @param opts.limits server-wide caps on memory (bytes per linear memory), execute deadline (ms)
- *   and log budget (bytes per call); per-model parameters may only lower them
+ *   and log budget (bytes and messages per call); per-model parameters may only lower them
  * @param opts.logger server logger; the backend logs under `{ backend: 'wasm' }`
  * @param opts.engine sandbox engine, one of `ENGINE_NAMES` (default `v8`)
  * @throws RangeError for a cap that is not a positive integer or an unknown engine
@@ -36,7 +36,7 @@ export const WASM_BACKEND_NAME = 'wasm';
 export class WasmBackendResolver implements BackendResolver {
   private backend?: WasmBackend;
   private readonly cacheDir: string;
-  private readonly limits: WasmLimits;
+  private readonly limits: Required<WasmLimits>;
   private readonly logger: Logger;
   private readonly engine: EngineName;
 

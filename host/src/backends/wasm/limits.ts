@@ -15,25 +15,31 @@ export interface WasmLimits {
   maxExecuteMs: number;
   /** Log budget per call into a backend (log + stdout + stderr), in bytes. */
   maxLogBytes: number;
+  /**
+   * Log budget per call into a backend, in messages (each `host.log` call is one, each stdout /
+   * stderr line is one). Absent = {@link DEFAULT_WASM_LIMITS}`.maxLogMessages`.
+   */
+  maxLogMessages?: number;
 }
 
 /**
- * Caps used when the server sets none: 256 MiB per linear memory, 10 s per execute, 64 KiB of log
- * per call. The server and the CLI take their defaults from here.
+ * Caps used when the server sets none: 256 MiB per linear memory, 10 s per execute, 64 KiB and
+ * 1024 messages of log per call. The server and the CLI take their defaults from here.
  */
-export const DEFAULT_WASM_LIMITS: Readonly<WasmLimits> = Object.freeze({
+export const DEFAULT_WASM_LIMITS: Readonly<Required<WasmLimits>> = Object.freeze({
   maxMemoryBytes: 256 * 1024 * 1024,
   maxExecuteMs: 10_000,
   maxLogBytes: 64 * 1024,
+  maxLogMessages: 1024,
 });
 
 /**
- * Checks server-wide caps.
- * @returns a copy
+ * Checks server-wide caps and fills in the defaults of optional ones.
+ * @returns a copy with every field set
  * @throws RangeError for a cap that is not a positive safe integer
  */
-export function checkWasmLimits(limits: WasmLimits): WasmLimits {
-  const out: WasmLimits = { ...limits };
+export function checkWasmLimits(limits: WasmLimits): Required<WasmLimits> {
+  const out: Required<WasmLimits> = { ...limits, maxLogMessages: limits.maxLogMessages ?? DEFAULT_WASM_LIMITS.maxLogMessages };
   for (const [k, v] of Object.entries(out)) {
     if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`WasmLimits.${k} must be a positive integer, got ${v}`);
   }
@@ -56,6 +62,8 @@ export interface ModelLimits {
   executeMs: number;
   /** Log budget per call, bytes. */
   logBytes: number;
+  /** Log budget per call, messages (the server cap; there is no per-model parameter). */
+  logMessages: number;
 }
 
 function positiveIntParam(config: ModelConfig, key: string): number | undefined {
@@ -70,7 +78,8 @@ function positiveIntParam(config: ModelConfig, key: string): number | undefined 
 
 /**
  * Per-model limits: `memory_limit_bytes`, `execute_timeout_ms`, `log_limit_bytes` from the config
- * parameters, each clamped to the server cap (a missing parameter = the cap).
+ * parameters, each clamped to the server cap (a missing parameter = the cap); the message budget
+ * is the server's `maxLogMessages`.
  * @throws TritonError INVALID_ARG for a parameter that is not a positive integer, or a memory
  *   limit below 64 KiB.
  */
@@ -81,5 +90,6 @@ export function modelLimits(config: ModelConfig, caps: WasmLimits): ModelLimits 
     memoryBytes: Math.floor(mem / WASM_PAGE_BYTES) * WASM_PAGE_BYTES,
     executeMs: Math.min(positiveIntParam(config, PARAM_TIMEOUT) ?? caps.maxExecuteMs, caps.maxExecuteMs),
     logBytes: Math.min(positiveIntParam(config, PARAM_LOG) ?? caps.maxLogBytes, caps.maxLogBytes),
+    logMessages: caps.maxLogMessages ?? DEFAULT_WASM_LIMITS.maxLogMessages,
   };
 }

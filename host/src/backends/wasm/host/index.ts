@@ -32,7 +32,7 @@ export interface HostState {
 
 /** Capability states for one sandbox of a model configured by `config`. */
 export function createHostState(config: HostConfig, sinks: HostSinks): HostState {
-  const log = createLogState({ bytes: config.limits.logBytes }, (line) => sinks.log(line));
+  const log = createLogState({ bytes: config.limits.logBytes, messages: config.limits.logMessages }, (line) => sinks.log(line));
   return {
     log,
     stdio: createStdioState(log),

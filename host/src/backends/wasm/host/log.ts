@@ -2,10 +2,11 @@
  * Host capability `warden:backend/host.log`, and the per-call log budget it shares with captured
  * stdout / stderr (./wasi/stdio.ts).
  *
- * The budget is in bytes, per call into the backend (start-up, each execute): a message is
- * admitted only if it fits what is left of the budget. The first message that does not fit
- * empties the budget: it and every later non-empty message are dropped and counted, and
- * {@link endLogCall} emits one warning saying how many bytes were dropped, then refills the budget.
+ * The budget is in bytes and in messages, per call into the backend (start-up, each execute):
+ * a message is admitted only if it fits both what is left of the byte budget and of the message
+ * budget. The first message that does not fit exhausts the budget for the rest of the call: it and
+ * every later message (empty ones included) are dropped and counted, and {@link endLogCall}
+ * emits one warning saying how much was dropped, then refills the budget.
  */
 
 /** `log-level` of the WIT. */
@@ -25,6 +26,8 @@ export interface LogLine {
 export interface LogBudgetLimits {
   /** Bytes (UTF-8) of log per call, >= 1. */
   bytes: number;
+  /** Messages per call, >= 1. */
+  messages: number;
 }
 
 /** Per-instance state of the log capability. */
@@ -34,34 +37,47 @@ export interface LogState {
   readonly emit: (line: LogLine) => void;
   /** Bytes left in this call's budget. */
   bytesLeft: number;
+  /** Messages left in this call's budget. */
+  messagesLeft: number;
+  /** The budget that ran out first in this call; once set, everything is dropped until the call ends. */
+  exhausted?: 'bytes' | 'messages';
   /** Bytes dropped in this call. */
   droppedBytes: number;
+  /** Messages dropped in this call. */
+  droppedMessages: number;
 }
 
 /** A fresh log state with a full budget. */
 export function createLogState(limits: LogBudgetLimits, emit: (line: LogLine) => void): LogState {
-  return { limits, emit, bytesLeft: limits.bytes, droppedBytes: 0 };
+  return { limits, emit, bytesLeft: limits.bytes, messagesLeft: limits.messages, droppedBytes: 0, droppedMessages: 0 };
 }
 
 /**
- * Charges `bytes` bytes to this call's budget.
+ * Charges `bytes` bytes and `messages` messages to this call's budget.
  * @returns true if they fit (the caller may emit them), false if they were dropped (and counted)
  */
-export function chargeLog(state: LogState, bytes: number): boolean {
-  if (bytes > state.bytesLeft) {
-    state.droppedBytes += bytes;
-    state.bytesLeft = 0;
-    return false;
+export function chargeLog(state: LogState, bytes: number, messages: number): boolean {
+  if (state.exhausted === undefined && bytes <= state.bytesLeft && messages <= state.messagesLeft) {
+    state.bytesLeft -= bytes;
+    state.messagesLeft -= messages;
+    return true;
   }
-  state.bytesLeft -= bytes;
-  return true;
+  state.exhausted ??= bytes > state.bytesLeft ? 'bytes' : 'messages';
+  state.bytesLeft = 0;
+  state.messagesLeft = 0;
+  state.droppedBytes += bytes;
+  state.droppedMessages += messages;
+  return false;
 }
 
 const encoder = new TextEncoder();
 
-/** `host.log(level, message)`: charged the message's UTF-8 length. */
+/**
+ * `host.log(level, message)`: one message of the message's UTF-8 length; an empty message still
+ * costs one message.
+ */
 export function log(state: LogState, level: LogLevel, message: string): void {
-  if (chargeLog(state, encoder.encode(message).length)) state.emit({ level, source: 'guest', message });
+  if (chargeLog(state, encoder.encode(message).length, 1)) state.emit({ level, source: 'guest', message });
 }
 
 /**
@@ -69,9 +85,18 @@ export function log(state: LogState, level: LogLevel, message: string): void {
  * saying how much; then refills the budget.
  */
 export function endLogCall(state: LogState): void {
-  if (state.droppedBytes > 0) {
+  if (state.exhausted === 'bytes') {
     state.emit({ level: 'warn', source: 'host', message: `log budget of ${state.limits.bytes} bytes per call exceeded: ${state.droppedBytes} bytes of backend log dropped` });
+  } else if (state.exhausted === 'messages') {
+    state.emit({
+      level: 'warn',
+      source: 'host',
+      message: `log budget of ${state.limits.messages} messages per call exceeded: ${state.droppedMessages} messages (${state.droppedBytes} bytes) of backend log dropped`,
+    });
   }
   state.bytesLeft = state.limits.bytes;
+  state.messagesLeft = state.limits.messages;
+  state.exhausted = undefined;
   state.droppedBytes = 0;
+  state.droppedMessages = 0;
 }

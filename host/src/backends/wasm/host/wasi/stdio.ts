@@ -1,8 +1,8 @@
 /**
  * `wasi:io/streams` and `wasi:cli/{stdin,stdout,stderr}` for sandboxed backends: stdin is always
  * closed; stdout and stderr are captured line by line into the model's log (stdout at `info`,
- * stderr at `warn`), charged to the per-call log budget of ../log.ts. A write costs its bytes; a
- * write that does not fit is dropped whole.
+ * stderr at `warn`), charged to the per-call log budget of ../log.ts. A write costs its bytes and
+ * one message per line it completes; a write that does not fit is dropped whole.
  */
 import { chargeLog, type LogState } from '../log.js';
 import { Pollable } from './poll.js';
@@ -29,12 +29,18 @@ export function createStdioState(log: LogState): StdioState {
 
 const levelOf = (stream: OutputStreamName) => (stream === 'stderr' ? 'warn' : 'info');
 
+function countNewlines(bytes: Uint8Array): number {
+  let n = 0;
+  for (let i = bytes.indexOf(10); i >= 0; i = bytes.indexOf(10, i + 1)) n++;
+  return n;
+}
+
 /**
- * One write to stdout / stderr: charged to the log budget (its bytes); if it fits, every line it
- * completes goes to the log and the rest waits for more.
+ * One write to stdout / stderr: charged to the log budget (its bytes, one message per newline);
+ * if it fits, every line it completes goes to the log and the rest waits for more.
  */
 export function writeOutput(state: StdioState, stream: OutputStreamName, bytes: Uint8Array): void {
-  if (!chargeLog(state.log, bytes.length)) return;
+  if (!chargeLog(state.log, bytes.length, countNewlines(bytes))) return;
   const text = state.pending[stream] + state.decoders[stream].decode(bytes, { stream: true });
   const lines = text.split('\n');
   state.pending[stream] = lines.pop()!;
