@@ -1,6 +1,6 @@
 /**
- * Test helpers for the sandboxed backend: normalised configs, requests, recording senders,
- * loading a component through WasmBackendResolver, host memory / worker counts.
+ * Test helpers for the sandboxed backend: the engines to run the sandbox suites on, normalised
+ * configs, requests, recording senders, loading a component through WasmBackendResolver.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,9 +12,15 @@ import type { TritonError } from '../../host/src/core/errors.js';
 import type { InferenceRequest, InferenceResponse, ResponseSender, Tensor } from '../../host/src/core/types.js';
 import type { DataType } from '../../host/src/tensor/datatypes.js';
 import { toConfigDataType } from '../../host/src/tensor/datatypes.js';
-import { WasmBackendResolver, type WasmLimits } from '../../host/src/backends/wasm/index.js';
+import { ENGINE_NAMES, WasmBackendResolver, type EngineName, type WasmLimits } from '../../host/src/backends/wasm/index.js';
 import type { WasmModel } from '../../host/src/backends/wasm/backend.js';
-import type { SandboxInstance } from '../../host/src/backends/wasm/instance.js';
+import type { SandboxedInstance } from '../../host/src/backends/wasm/engine.js';
+
+/**
+ * The sandbox engines the engine-parametrised suites run on (`describe.each(ENGINES)`): every
+ * engine this build has. A new engine joins the suites by joining ENGINE_NAMES.
+ */
+export const ENGINES: readonly EngineName[] = ENGINE_NAMES;
 
 export { request, tensor } from '../helpers/backend-request.js';
 export const ROOT = join(import.meta.dirname, '..', '..');
@@ -119,11 +125,13 @@ export function recorder(): { sender: ResponseSender; rec: Recorded } {
 
 export const silentLogger = pino({ level: 'silent' });
 
-export function newResolver(limits: Partial<WasmLimits> = {}, logger = silentLogger): WasmBackendResolver {
+/** A resolver on `engine` with a fresh cache folder and test caps (overridable by `limits`). */
+export function newResolver(engine: EngineName, limits: Partial<WasmLimits> = {}, logger = silentLogger): WasmBackendResolver {
   return new WasmBackendResolver({
     cacheDir: mkdtempSync(join(tmpdir(), 'warden-wasm-cache-')),
     limits: { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 5_000, maxLogBytes: 16 * 1024, ...limits },
     logger,
+    engine,
   });
 }
 
@@ -140,7 +148,7 @@ export function instanceSpec(name: string, k = 0) {
 }
 
 /** Runs one request on an instance; resolves when its final response arrived. */
-export async function infer(inst: SandboxInstance, req: InferenceRequest): Promise<Recorded> {
+export async function infer(inst: SandboxedInstance, req: InferenceRequest): Promise<Recorded> {
   const { sender, rec } = recorder();
   await inst.execute([req], [sender]);
   await rec.done;

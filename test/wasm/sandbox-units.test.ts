@@ -1,15 +1,17 @@
 /**
  * Units of the sandbox that need no worker: the component import/export check and its allow-list
  * (kept equal to the `sandbox` world of wit/worlds.wit), the memory-maximum rewrite, the per-model
- * limits, and the generated host types being current with the WIT.
+ * limits and default caps, the engine registry, and the generated host types being current with
+ * the WIT.
  */
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ALLOWED_IMPORTS, checkComponent, componentSurface } from '../../host/src/backends/wasm/component-check.js';
-import { DEFAULT_WASM_LIMITS, modelLimits } from '../../host/src/backends/wasm/limits.js';
-import { capMemories } from '../../host/src/backends/wasm/memory-cap.js';
+import { checkWasmLimits, DEFAULT_WASM_LIMITS, modelLimits } from '../../host/src/backends/wasm/limits.js';
+import { capMemories } from '../../host/src/backends/wasm/v8/memory-cap.js';
+import { checkEngineName, createEngine, DEFAULT_ENGINE, ENGINE_NAMES, WasmBackendResolver } from '../../host/src/backends/wasm/index.js';
 import * as h from './helpers.js';
 
 type Build = {
@@ -88,14 +90,49 @@ describe('model limits', () => {
   const caps = { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 1000, maxLogBytes: 4096 };
   const cfg = (params: Record<string, string>) => h.wasmConfig('m', [], [], { params });
   it('defaults to the caps, clamps to them, rounds memory down to pages', () => {
-    expect(modelLimits(cfg({}), caps)).toEqual({ memoryBytes: caps.maxMemoryBytes, executeMs: 1000, logBytes: 4096 });
-    expect(modelLimits(cfg({ memory_limit_bytes: '100000', execute_timeout_ms: '99999', log_limit_bytes: '10' }), caps)).toEqual({ memoryBytes: 65536, executeMs: 1000, logBytes: 10 });
-    expect(DEFAULT_WASM_LIMITS.maxExecuteMs).toBeGreaterThan(0);
+    const logMessages = DEFAULT_WASM_LIMITS.maxLogMessages;
+    expect(modelLimits(cfg({}), caps)).toEqual({ memoryBytes: caps.maxMemoryBytes, executeMs: 1000, logBytes: 4096, logMessages });
+    expect(modelLimits(cfg({ memory_limit_bytes: '100000', execute_timeout_ms: '99999', log_limit_bytes: '10' }), caps)).toEqual({ memoryBytes: 65536, executeMs: 1000, logBytes: 10, logMessages });
+    expect(modelLimits(cfg({}), { ...caps, maxLogMessages: 7 }).logMessages).toBe(7);
+  });
+  it('the default caps are the ones the server runs with: 256 MiB, 10 s, 64 KiB and 1024 messages of log per call', () => {
+    expect(DEFAULT_WASM_LIMITS).toEqual({ maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 64 * 1024, maxLogMessages: 1024 });
+    expect(Object.isFrozen(DEFAULT_WASM_LIMITS)).toBe(true);
+  });
+  it('checkWasmLimits fills in the message budget and refuses caps that are not positive integers', () => {
+    expect(checkWasmLimits(caps)).toEqual({ ...caps, maxLogMessages: DEFAULT_WASM_LIMITS.maxLogMessages });
+    expect(checkWasmLimits({ ...caps, maxLogMessages: 3 }).maxLogMessages).toBe(3);
+    expect(() => checkWasmLimits({ ...caps, maxExecuteMs: 0 })).toThrow('WasmLimits.maxExecuteMs must be a positive integer, got 0');
+    expect(() => checkWasmLimits({ ...caps, maxLogMessages: 1.5 })).toThrow(RangeError);
   });
   it('refuses malformed parameters with INVALID_ARG', () => {
     expect(() => modelLimits(cfg({ execute_timeout_ms: 'soon' }), caps)).toThrow(/parameter execute_timeout_ms must be a positive integer/);
     expect(() => modelLimits(cfg({ memory_limit_bytes: '-5' }), caps)).toThrow(/must be a positive integer/);
     expect(() => modelLimits(cfg({ memory_limit_bytes: '1000' }), caps)).toThrow(/at least 65536 bytes/);
+  });
+});
+
+describe('sandbox engines', () => {
+  it('v8 is available and the default; unknown engines are refused by name', () => {
+    expect(ENGINE_NAMES).toContain('v8');
+    expect(DEFAULT_ENGINE).toBe('v8');
+    expect(h.ENGINES).toEqual(ENGINE_NAMES);
+    expect(createEngine('v8', { cacheDir: tmpdir() }).name).toBe('v8');
+    expect(() => checkEngineName('wasmtime2')).toThrow(/unknown sandbox engine 'wasmtime2' \(available: v8/);
+    const make = (engine: string) => new WasmBackendResolver({ cacheDir: tmpdir(), limits: DEFAULT_WASM_LIMITS, logger: h.silentLogger, engine: engine as never });
+    expect(() => make('nope')).toThrow(RangeError);
+    expect(make('v8')).toBeInstanceOf(WasmBackendResolver);
+  });
+
+  it('an engine runs only what it compiled', async () => {
+    const engine = createEngine('v8', { cacheDir: tmpdir() });
+    const limits = modelLimits(h.wasmConfig('m', [], []), DEFAULT_WASM_LIMITS);
+    const host = { model: { name: 'm', version: 1, configJson: '{}', versionPath: tmpdir(), decoupled: false, maxBatchSize: 0 }, outputs: [], limits };
+    await expect(engine.instantiate({ engine: 'other', hash: '' }, h.instanceSpec('m'), host, 1000, h.silentLogger)).rejects.toMatchObject({
+      code: 'INTERNAL',
+      message: 'engine v8 cannot run a component compiled by engine other',
+    });
+    expect(engine.liveSandboxes()).toBe(0);
   });
 });
 

@@ -85,6 +85,9 @@ export interface Section {
   end: number;
 }
 
+/** Bytes in one wasm page (the default page size; custom page sizes are refused). */
+export const WASM_PAGE_BYTES = 65536;
+
 export const MAGIC = [0x00, 0x61, 0x73, 0x6d];
 /** Preamble version of core modules (`01 00 00 00`). */
 export const CORE_VERSION = [0x01, 0x00, 0x00, 0x00];

@@ -8,7 +8,7 @@
 import type { ErrorCode } from '../../core/errors.js';
 import type { ParameterValue } from '../../core/types.js';
 import { dataTypeByteSize, isDataType, type DataType } from '../../tensor/datatypes.js';
-import type { OutputSpec, WireError, WireRequest, WireResponse, WireTensor } from './protocol.js';
+import type { OutputSpec, WireError, WireRequest, WireResponse, WireTensor } from './wire.js';
 import type * as Wit from './wit-types/interfaces/warden-backend-types.js';
 
 /** Protocol datatype → WIT `data-type` case. */

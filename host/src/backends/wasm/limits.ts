@@ -1,10 +1,11 @@
 /**
  * Resource limits of sandboxed backends: server-wide caps ({@link WasmLimits}) and the per-model
  * limits read from config `parameters` (documented in wit/README.md), clamped by the caps.
+ * This file is the single source of the default caps ({@link DEFAULT_WASM_LIMITS}).
  */
 import { invalidArg } from '../../core/errors.js';
 import type { ModelConfig } from '../../config/types.js';
-import { WASM_PAGE_BYTES } from './memory-cap.js';
+import { WASM_PAGE_BYTES } from './binary.js';
 
 /** Server-wide caps on every sandboxed model (and the defaults for models that set nothing). */
 export interface WasmLimits {
@@ -14,17 +15,36 @@ export interface WasmLimits {
   maxExecuteMs: number;
   /** Log budget per call into a backend (log + stdout + stderr), in bytes. */
   maxLogBytes: number;
+  /**
+   * Log budget per call into a backend, in messages (each `host.log` call is one, each stdout /
+   * stderr line is one). Absent = {@link DEFAULT_WASM_LIMITS}`.maxLogMessages`.
+   */
+  maxLogMessages?: number;
 }
 
 /**
- * Caps used when the server sets none: 256 MiB per linear memory, 10 s per execute, 64 KiB of log
- * per call. The one source of these defaults (server options and CLI flags read it).
+ * Caps used when the server sets none: 256 MiB per linear memory, 10 s per execute, 64 KiB and
+ * 1024 messages of log per call. The server and the CLI take their defaults from here.
  */
-export const DEFAULT_WASM_LIMITS: Readonly<WasmLimits> = Object.freeze({
+export const DEFAULT_WASM_LIMITS: Readonly<Required<WasmLimits>> = Object.freeze({
   maxMemoryBytes: 256 * 1024 * 1024,
   maxExecuteMs: 10_000,
   maxLogBytes: 64 * 1024,
+  maxLogMessages: 1024,
 });
+
+/**
+ * Checks server-wide caps and fills in the defaults of optional ones.
+ * @returns a copy with every field set
+ * @throws RangeError for a cap that is not a positive safe integer
+ */
+export function checkWasmLimits(limits: WasmLimits): Required<WasmLimits> {
+  const out: Required<WasmLimits> = { ...limits, maxLogMessages: limits.maxLogMessages ?? DEFAULT_WASM_LIMITS.maxLogMessages };
+  for (const [k, v] of Object.entries(out)) {
+    if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`WasmLimits.${k} must be a positive integer, got ${v}`);
+  }
+  return out;
+}
 
 /** Smallest memory limit accepted (one page). */
 const MIN_MEMORY_BYTES = WASM_PAGE_BYTES;
@@ -42,6 +62,8 @@ export interface ModelLimits {
   executeMs: number;
   /** Log budget per call, bytes. */
   logBytes: number;
+  /** Log budget per call, messages (the server cap; there is no per-model parameter). */
+  logMessages: number;
 }
 
 function positiveIntParam(config: ModelConfig, key: string): number | undefined {
@@ -56,7 +78,8 @@ function positiveIntParam(config: ModelConfig, key: string): number | undefined 
 
 /**
  * Per-model limits: `memory_limit_bytes`, `execute_timeout_ms`, `log_limit_bytes` from the config
- * parameters, each clamped to the server cap (a missing parameter = the cap).
+ * parameters, each clamped to the server cap (a missing parameter = the cap); the message budget
+ * is the server's `maxLogMessages`.
  * @throws TritonError INVALID_ARG for a parameter that is not a positive integer, or a memory
  *   limit below 64 KiB.
  */
@@ -67,5 +90,6 @@ export function modelLimits(config: ModelConfig, caps: WasmLimits): ModelLimits 
     memoryBytes: Math.floor(mem / WASM_PAGE_BYTES) * WASM_PAGE_BYTES,
     executeMs: Math.min(positiveIntParam(config, PARAM_TIMEOUT) ?? caps.maxExecuteMs, caps.maxExecuteMs),
     logBytes: Math.min(positiveIntParam(config, PARAM_LOG) ?? caps.maxLogBytes, caps.maxLogBytes),
+    logMessages: caps.maxLogMessages ?? DEFAULT_WASM_LIMITS.maxLogMessages,
   };
 }

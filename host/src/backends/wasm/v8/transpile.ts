@@ -7,11 +7,10 @@
  * a `package.json` marking the folder as ESM, and `meta.json` (written last: a folder without it
  * is incomplete and is rebuilt). Folders are built under a temporary name and renamed into place.
  */
-import { createHash } from 'node:crypto';
 import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { internal, invalidArg } from '../../core/errors.js';
+import { internal, invalidArg } from '../../../core/errors.js';
 
 /** What the cache holds for one component. */
 export interface TranspiledComponent {
@@ -33,21 +32,16 @@ interface Meta {
 /** Bumped when the transpile options change, so old cache entries are not reused. */
 const CACHE_FORMAT = 'jco-transpile-0.15/async/v1';
 
-/** SHA-256 of bytes, hex. */
-export function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
-
 const inFlight = new Map<string, Promise<TranspiledComponent>>();
 
 /**
  * Returns the transpiled form of a component, from the cache or by running jco.
  * Call only with a component that passed `checkComponent`.
+ * @param hash SHA-256 of `component` (hex): the cache key
  * @throws TritonError INVALID_ARG if jco cannot transpile it (the component is malformed or
  *   uses something jco does not support), INTERNAL if the cache cannot be written.
  */
-export async function transpileCached(component: Uint8Array, cacheDir: string, what: string): Promise<TranspiledComponent> {
-  const hash = sha256(component);
+export async function transpileCached(component: Uint8Array, cacheDir: string, what: string, hash: string): Promise<TranspiledComponent> {
   const pending = inFlight.get(hash);
   if (pending) return pending;
   const p = doTranspile(component, hash, cacheDir, what).finally(() => inFlight.delete(hash));

@@ -2,12 +2,12 @@
  * Caps the linear memories a core module defines, by rewriting the maximum in its memory section
  * (section 5) before V8 compiles it. V8 then refuses `memory.grow` past the cap (the guest sees
  * -1), which Worker `resourceLimits` cannot do: they do not bound wasm memory.
+ *
+ * The rewrite is plain binary editing, but only the V8 engine needs it (wasmtime bounds memory
+ * with StoreLimits at run time), so it lives with that engine.
  */
-import { TritonError } from '../../core/errors.js';
-import { binaryKind, encodeUleb, Reader, sections, WasmFormatError } from './binary.js';
-
-/** Bytes in one wasm page. */
-export const WASM_PAGE_BYTES = 65536;
+import { TritonError } from '../../../core/errors.js';
+import { binaryKind, encodeUleb, Reader, sections, WASM_PAGE_BYTES, WasmFormatError } from '../binary.js';
 
 /** Result of {@link capMemories}. */
 export interface CappedModule {

@@ -1,6 +1,6 @@
 /**
- * Host side of one sandboxed model instance: owns the sandbox worker, runs `execute` through it
- * under the execute deadline, delivers responses to the requests' senders, and replaces the
+ * Host side of one V8-sandboxed model instance: owns the sandbox worker, runs `execute` through
+ * it under the execute deadline, delivers responses to the requests' senders, and replaces the
  * worker after a deadline kill, a trap or an unexpected exit (spec §6.7, §6.8; DESIGN "Sandbox
  * rules"). Other instances and models are untouched by anything that happens here.
  */
@@ -8,10 +8,11 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { TritonError, unavailable } from '../../core/errors.js';
-import type { BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../core/types.js';
-import type { FromWorker, ToWorker, WireError, WireRequest, WireResponse, WorkerInit } from './protocol.js';
-import { CANCEL_SLOTS } from './protocol.js';
+import { TritonError, unavailable } from '../../../core/errors.js';
+import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../core/types.js';
+import type { SandboxedInstance, SandboxStats } from '../engine.js';
+import type { WireError, WireRequest, WireResponse } from '../wire.js';
+import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 
 /** Time allowed for a worker to boot and instantiate, on top of the execute deadline (ms). */
 const BOOT_ALLOWANCE_MS = 10_000;
@@ -27,16 +28,9 @@ function workerEntry(): { script: URL | string; eval: boolean } {
   return { script: `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(ts)}); })`, eval: true };
 }
 
-/** Statistics of one instance, for logs, tests and benchmarks. */
-export interface SandboxStats {
-  /** Workers started (1 + respawns). */
-  starts: number;
-  /** Workers terminated after a deadline. */
-  deadlineKills: number;
-  /** Workers replaced after a trap or an unexpected exit. */
-  traps: number;
-  /** Time from the kill to the new worker being ready, last respawn (ms). */
-  lastRespawnMs?: number;
+/** Counts the worker threads of one engine that have not exited yet. */
+export interface WorkerCounter {
+  live: number;
 }
 
 /** What the model hands each instance. */
@@ -44,7 +38,10 @@ export interface SandboxParams {
   init: Omit<WorkerInit, 'cancelFlags' | 'instance'>;
   spec: InstanceSpec;
   logger: Logger;
+  /** Execute deadline, ms. */
   executeMs: number;
+  /** The engine's live-worker count, kept up to date by the instance. */
+  workers: WorkerCounter;
 }
 
 interface Pending {
@@ -67,15 +64,8 @@ function toResponse(r: WireResponse) {
   return r.parameters ? { outputs: r.outputs, parameters: r.parameters } : { outputs: r.outputs };
 }
 
-let liveWorkers = 0;
-
-/** One sandboxed instance. Create with {@link SandboxInstance.start}. */
-export class SandboxInstance implements BackendModelInstance {
-  /** Sandbox worker threads alive in this process (all models), for tests and metrics. */
-  static liveWorkers(): number {
-    return liveWorkers;
-  }
-
+/** One V8-sandboxed instance. Create with {@link SandboxInstance.start}. */
+export class SandboxInstance implements SandboxedInstance {
   readonly stats: SandboxStats = { starts: 0, deadlineKills: 0, traps: 0 };
   private worker?: Worker;
   private readonly cancelFlags = new SharedArrayBuffer(CANCEL_SLOTS * 4);
@@ -125,8 +115,9 @@ export class SandboxInstance implements BackendModelInstance {
       resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
     });
     this.worker = worker;
-    liveWorkers++;
-    worker.once('exit', () => liveWorkers--);
+    const workers = this.p.workers;
+    workers.live++;
+    worker.once('exit', () => workers.live--);
     const started = new Promise<void>((resolve, reject) => {
       const limitMs = this.p.executeMs + BOOT_ALLOWANCE_MS;
       const timer = setTimeout(() => fail(unavailable(`sandbox of model '${this.p.init.model.name}' did not start within ${limitMs} ms`)), limitMs);

@@ -1,0 +1,110 @@
+/**
+ * The seam between the engine-neutral `wasm` backend (./backend.ts: read, check, limits, output
+ * specs, model and instance bookkeeping) and a WebAssembly engine that compiles and runs the
+ * checked component (DESIGN "Backend kinds"): `v8` (./v8/, jco + worker threads) today,
+ * `wasmtime` (native addon) later. An engine gets only components that passed `checkComponent`,
+ * and must give every instance exactly the host capabilities of ./host/ (deny-by-default WASI,
+ * log budget, response sending, read-only model files) and the limits it is handed.
+ */
+import type { Logger } from 'pino';
+import type { BackendModelInstance, InstanceSpec } from '../../core/types.js';
+import type { ComponentSurface } from './component-check.js';
+import type { ModelLimits } from './limits.js';
+import type { OutputSpec } from './wire.js';
+
+/** What {@link SandboxEngine.compile} is given: one model version's checked component. */
+export interface CompileInput {
+  /** The component binary; it passed `checkComponent`. */
+  bytes: Uint8Array;
+  /** SHA-256 of `bytes`, hex (cache key). */
+  hash: string;
+  /** Its top-level imports and exports, as `checkComponent` returned them. */
+  surface: ComponentSurface;
+  /** The model's limits (the V8 engine bakes the memory cap into the compiled modules). */
+  limits: ModelLimits;
+  /** Names the component in error messages, e.g. `model 'm' version 1: model.wasm`. */
+  what: string;
+}
+
+/** A component compiled by one engine, shared by every instance of the model version. */
+export interface CompiledComponent {
+  /** {@link SandboxEngine.name} of the engine that compiled it; only that engine instantiates it. */
+  readonly engine: string;
+  /** SHA-256 of the component, hex. */
+  readonly hash: string;
+}
+
+/** The model facts an instance's guest (`model.create`) and host capabilities see. */
+export interface SandboxModelInfo {
+  name: string;
+  version: number;
+  /** The normalised config as JSON (what `/config` prints), for `model-context.config`. */
+  configJson: string;
+  /** `<model>/<version>`: the only directory `host.read-file` / `list-files` serve. */
+  versionPath: string;
+  /** `model_transaction_policy.decoupled`: may send many responses per request. */
+  decoupled: boolean;
+  /** Config `max_batch_size` (0 = the model does not batch), for response shape checks. */
+  maxBatchSize: number;
+}
+
+/** How the host capabilities of a model's instances are configured (same for all instances). */
+export interface HostConfig {
+  model: SandboxModelInfo;
+  /** The outputs responses are checked against. */
+  outputs: OutputSpec[];
+  /** Memory cap (bytes; also the largest file `read-file` returns), deadline, log budget. */
+  limits: ModelLimits;
+}
+
+/** Statistics of one sandboxed instance, for logs, tests and benchmarks. */
+export interface SandboxStats {
+  /** Sandboxes started (1 + respawns). */
+  starts: number;
+  /** Sandboxes discarded after the execute deadline. */
+  deadlineKills: number;
+  /** Sandboxes replaced after a trap or an unexpected exit. */
+  traps: number;
+  /** Time from the kill to the new sandbox being ready, last respawn (ms). */
+  lastRespawnMs?: number;
+}
+
+/**
+ * One running model instance in its sandbox (core `BackendModelInstance`): `execute` runs under
+ * the deadline and never re-enters a trapped sandbox (a replacement is started instead); errors
+ * reach the requests' senders, other instances are unaffected.
+ */
+export interface SandboxedInstance extends BackendModelInstance {
+  readonly stats: SandboxStats;
+  /** False once finalized, or while the sandbox is down and its restart failed. */
+  isReady(): boolean;
+}
+
+/**
+ * A WebAssembly engine for sandboxed backends. One per {@link WasmBackend}; used from the main
+ * thread only.
+ */
+export interface SandboxEngine<C extends CompiledComponent = CompiledComponent> {
+  /** Engine name as in configs and test names: `v8`, later `wasmtime`. */
+  readonly name: string;
+  /**
+   * Prepares a checked component for instantiation (once per model version): e.g. transpile,
+   * apply the memory cap, compile.
+   * @throws TritonError INVALID_ARG for a component the engine cannot compile or that cannot
+   *   run within `limits` (e.g. an initial memory above the cap), INTERNAL for cache failures.
+   */
+  compile(input: CompileInput): Promise<C>;
+  /**
+   * Starts one instance: a fresh sandbox with the host capabilities configured by `host`,
+   * running the guest's `model.create` and `instance.create`.
+   * @param executeMs deadline of each execute, and of start-up on top of a boot allowance (ms)
+   * @param logger the model's logger; guest log lines go to a child tagged with the instance
+   * @throws TritonError the guest's own error from a `create`, INTERNAL if it trapped during
+   *   start-up, UNAVAILABLE if start-up exceeded its deadline
+   */
+  instantiate(compiled: C, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance>;
+  /** Sandboxes (V8: worker threads) alive now, terminating ones included; for tests and metrics. */
+  liveSandboxes(): number;
+  /** Releases engine-wide resources; called after every model of the backend was finalized. */
+  dispose(): Promise<void>;
+}

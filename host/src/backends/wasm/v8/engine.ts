@@ -1,0 +1,82 @@
+/**
+ * The `v8` sandbox engine (DESIGN "Backend kinds"): `jco transpile --instantiation async` (cached
+ * on disk by content hash), every core module's memory maximum rewritten to the model's memory
+ * cap, core modules compiled once per model version; each instance is a worker thread
+ * (./instance.ts, ./worker.ts) that instantiates them with the host capabilities of ../host/.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from 'pino';
+import { internal, invalidArg } from '../../../core/errors.js';
+import type { InstanceSpec } from '../../../core/types.js';
+import { WASM_PAGE_BYTES } from '../binary.js';
+import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, SandboxEngine } from '../engine.js';
+import { SandboxInstance, type WorkerCounter } from './instance.js';
+import { capMemories } from './memory-cap.js';
+import { transpileCached } from './transpile.js';
+
+/** Engine name. */
+export const V8_ENGINE = 'v8';
+
+/** A component compiled by the V8 engine: jco glue on disk plus compiled core modules. */
+export interface V8Compiled extends CompiledComponent {
+  readonly engine: typeof V8_ENGINE;
+  /** file: URL of the jco glue module (in the transpile cache). */
+  readonly glueUrl: string;
+  /** Compiled, memory-capped core modules by the name the glue asks for. */
+  readonly modules: Record<string, WebAssembly.Module>;
+}
+
+/** Options of the V8 engine. */
+export interface V8EngineOptions {
+  /** Folder of the transpile cache (must exist); one subfolder per component SHA-256. */
+  cacheDir: string;
+}
+
+/** The V8 engine: jco + worker threads. */
+export class V8Engine implements SandboxEngine<V8Compiled> {
+  readonly name = V8_ENGINE;
+  private readonly workers: WorkerCounter = { live: 0 };
+
+  constructor(private readonly opts: V8EngineOptions) {}
+
+  /**
+   * Transpiles (cached), caps every defined linear memory at `limits.memoryBytes` and compiles
+   * the core modules.
+   * @throws TritonError INVALID_ARG if jco cannot transpile the component, a memory starts
+   *   above the cap, or a core module does not compile; INTERNAL for cache failures
+   */
+  async compile({ bytes, hash, limits, what }: CompileInput): Promise<V8Compiled> {
+    const transpiled = await transpileCached(bytes, this.opts.cacheDir, what, hash);
+    const maxPages = limits.memoryBytes / WASM_PAGE_BYTES;
+    const modules: Record<string, WebAssembly.Module> = {};
+    for (const name of transpiled.coreModules) {
+      const core = await readFile(join(transpiled.dir, name));
+      const capped = capMemories(core, maxPages, `${what} (core module ${name})`);
+      try {
+        modules[name] = await WebAssembly.compile(capped.bytes as Uint8Array<ArrayBuffer>);
+      } catch (e) {
+        throw invalidArg(`${what}: core module ${name} does not compile: ${(e as Error).message}`);
+      }
+    }
+    return { engine: V8_ENGINE, hash: transpiled.hash, glueUrl: pathToFileURL(transpiled.gluePath).href, modules };
+  }
+
+  /**
+   * Starts a sandbox worker for the instance.
+   * @throws TritonError as {@link SandboxEngine.instantiate}; INTERNAL for a component compiled
+   *   by another engine
+   */
+  async instantiate(compiled: V8Compiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance> {
+    if (compiled.engine !== V8_ENGINE) throw internal(`engine ${V8_ENGINE} cannot run a component compiled by engine ${compiled.engine}`);
+    const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules };
+    return SandboxInstance.start({ init, spec, logger, executeMs, workers: this.workers });
+  }
+
+  liveSandboxes(): number {
+    return this.workers.live;
+  }
+
+  async dispose(): Promise<void> {}
+}

@@ -1,0 +1,141 @@
+/**
+ * V8 sandbox worker: one per model instance. Instantiates the component from the compiled core
+ * modules it was given (jco glue, async instantiation) with only the host's imports — the host
+ * capabilities of ../host/ bound to this instance (./imports.ts) — creates the `model` and
+ * `instance` resources, then runs `execute` for each message from the host.
+ *
+ * A trap (any exception out of the guest that is not a returned error) is reported and the
+ * worker does nothing more: the host terminates it and starts a new one.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { fromWitError, toWitRequest } from '../convert.js';
+import { createHostState, endCall } from '../host/index.js';
+import { beginExecute, finishExecute } from '../host/responses.js';
+import { GuestExit } from '../host/wasi/index.js';
+import { flushOutput } from '../host/wasi/stdio.js';
+import type { WireError, WireResponse, WireResult } from '../wire.js';
+import type * as WitBackend from '../wit-types/interfaces/warden-backend-backend.js';
+import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
+import { buildImports } from './imports.js';
+import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
+
+const init = workerData as WorkerInit;
+const port = parentPort!;
+const cancelFlags = new Int32Array(init.cancelFlags);
+
+function post(msg: FromWorker, transfer: ArrayBuffer[] = []): void {
+  port.postMessage(msg, transfer);
+}
+
+/** Buffers of a response's outputs to transfer (each output gets a buffer of its own). */
+function transferListOf(resp: WireResponse | undefined): ArrayBuffer[] {
+  if (!resp) return [];
+  const out: ArrayBuffer[] = [];
+  for (const t of resp.outputs) {
+    // jco lifts every list<u8> into its own ArrayBuffer; copy anything that is only a view
+    if (t.data.byteOffset !== 0 || t.data.byteLength !== t.data.buffer.byteLength || out.includes(t.data.buffer as ArrayBuffer)) t.data = new Uint8Array(t.data);
+    out.push(t.data.buffer as ArrayBuffer);
+  }
+  return out;
+}
+
+const host = createHostState(init, {
+  log: (line) => post({ t: 'log', ...line }),
+  send: (s) => post({ t: 'send', ...s }, transferListOf(s.response)),
+  cancelledAt: (index) => index < CANCEL_SLOTS && Atomics.load(cancelFlags, index) !== 0,
+});
+
+// ------------------------------------------------------------------------------ life cycle
+
+interface GuestBackend {
+  Model: { create(ctx: WitBackend.ModelContext): object };
+  Instance: { create(model: object, ctx: WitBackend.InstanceContext): { execute(reqs: WitTypes.Request[]): WitBackend.Result<WitTypes.Response, WitTypes.Error>[] } };
+}
+
+/**
+ * The `err` of a `result` returned by the guest, as jco throws it: a ComponentError carrying it
+ * as `payload`, or the error record itself. Anything else thrown (Error instances) is a trap.
+ */
+function guestError(e: unknown): WireError | undefined {
+  if (!e || typeof e !== 'object') return undefined;
+  if (Object.prototype.hasOwnProperty.call(e, 'payload')) return fromWitError((e as { payload: unknown }).payload);
+  if (!(e instanceof Error) && 'code' in e && 'message' in e) return fromWitError(e);
+  return undefined;
+}
+
+function trapMessage(e: unknown): string {
+  if (e instanceof GuestExit) return e.message;
+  if (e instanceof RangeError && /call stack/i.test(e.message)) return `stack overflow (${e.message})`;
+  if (e instanceof Error && e.name === 'RuntimeError') return `wasm trap: ${e.message.replace(/^wasm trap: /, '')}`;
+  if (e instanceof Error) return `${e.name}: ${e.message}`;
+  return String(e);
+}
+
+let instance: ReturnType<GuestBackend['Instance']['create']> | undefined;
+let trapped = false;
+
+function trap(e: unknown, during: 'create' | 'execute'): void {
+  trapped = true;
+  flushOutput(host.stdio);
+  post({ t: 'trap', message: trapMessage(e), during });
+}
+
+async function start(): Promise<void> {
+  const t0 = performance.now();
+  let exports: Record<string, unknown>;
+  try {
+    const glue = (await import(init.glueUrl)) as {
+      instantiate(getCoreModule: (name: string) => WebAssembly.Module, imports: unknown): Promise<Record<string, unknown>>;
+    };
+    exports = await glue.instantiate((name) => {
+      const m = init.modules[name];
+      if (!m) throw new Error(`no core module '${name}'`);
+      return m;
+    }, buildImports(host));
+  } catch (e) {
+    trap(e, 'create');
+    return;
+  }
+  const backend = (exports['warden:backend/backend@0.1.0'] ?? exports['backend']) as GuestBackend | undefined;
+  if (!backend?.Model?.create || !backend.Instance?.create) {
+    post({ t: 'create-error', error: { code: 'INVALID_ARG', message: 'the component does not export the model and instance resources of warden:backend/backend' } });
+    return;
+  }
+  try {
+    const model = backend.Model.create({ name: init.model.name, version: BigInt(init.model.version), config: init.model.configJson });
+    instance = backend.Instance.create(model, { name: init.instance.name, kind: init.instance.kind, deviceId: init.instance.deviceId });
+  } catch (e) {
+    const err = guestError(e);
+    endCall(host);
+    if (err) post({ t: 'create-error', error: err });
+    else trap(e, 'create');
+    return;
+  }
+  endCall(host);
+  post({ t: 'ready', startMs: performance.now() - t0 });
+}
+
+function execute(msg: Extract<ToWorker, { t: 'exec' }>): void {
+  if (trapped || !instance) return;
+  beginExecute(host.responses, msg.requests);
+  const witRequests = msg.requests.map(toWitRequest);
+  const computeStartNs = process.hrtime.bigint();
+  let returned: WitBackend.Result<WitTypes.Response, WitTypes.Error>[];
+  try {
+    returned = instance.execute(witRequests);
+  } catch (e) {
+    trap(e, 'execute');
+    return;
+  }
+  const computeEndNs = process.hrtime.bigint();
+  const results: WireResult[] = finishExecute(host.responses, msg.requests, returned);
+  const transfer = results.flatMap((r) => (r && 'ok' in r ? transferListOf(r.ok) : []));
+  endCall(host);
+  post({ t: 'done', seq: msg.seq, results, computeStartNs, computeEndNs }, transfer);
+}
+
+port.on('message', (msg: ToWorker) => {
+  if (msg.t === 'exec') execute(msg);
+});
+
+void start();

@@ -1,0 +1,56 @@
+/**
+ * Requests, responses, tensors and errors as they cross the sandbox boundary, whatever the engine:
+ * the host side of an engine builds {@link WireRequest}s, the host capabilities (./host/) and the
+ * response checks (./convert.ts) produce {@link WireResponse}s and {@link WireError}s.
+ * Tensors have the same shape as core `Tensor`s; byte buffers move without copies where the
+ * sender owns them.
+ */
+import type { ErrorCode } from '../../core/errors.js';
+import type { ParameterValue } from '../../core/types.js';
+import type { DataType } from '../../tensor/datatypes.js';
+
+/** A tensor on the wire (same shape as core `Tensor`). */
+export interface WireTensor {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  data: Uint8Array;
+}
+
+/** An error on the wire. */
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+}
+
+/** A response on the wire. */
+export interface WireResponse {
+  outputs: WireTensor[];
+  parameters?: Record<string, ParameterValue>;
+}
+
+/** One request as the sandbox needs it. */
+export interface WireRequest {
+  /** The request's handle for `host.send-response` / `send-final` / `is-cancelled`. */
+  handle: number;
+  id: string;
+  correlationId: number | bigint | string;
+  flags: number;
+  priority: number;
+  timeoutUs: number;
+  batchSize: number;
+  inputs: WireTensor[];
+  requestedOutputs: string[];
+  parameters: Record<string, ParameterValue>;
+}
+
+/** Expected output of the model config, for response checks in the sandbox. */
+export interface OutputSpec {
+  name: string;
+  datatype: DataType;
+  /** Dims the backend produces (config `reshape.shape` if set, else `dims`), without batch dim. */
+  dims: number[];
+}
+
+/** Outcome of one request as returned by `execute` (null: it already had its final response). */
+export type WireResult = { ok: WireResponse } | { err: WireError } | null;
