@@ -133,6 +133,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
       maxMemoryBytes: int('wasm-max-memory-bytes', v['wasm-max-memory-bytes'], DEFAULT_WASM_LIMITS.maxMemoryBytes, 65536),
       maxExecuteMs: int('wasm-max-execute-ms', v['wasm-max-execute-ms'], DEFAULT_WASM_LIMITS.maxExecuteMs, 1),
       maxLogBytes: DEFAULT_WASM_LIMITS.maxLogBytes,
+      maxLogMessages: DEFAULT_WASM_LIMITS.maxLogMessages,
     },
     caps: { maxInstancesPerModel: int('max-instances-per-model', v['max-instances-per-model'], DEFAULT_SERVER_CAPS.maxInstancesPerModel, 1) },
     httpLimits: {
