@@ -56,7 +56,7 @@ async function roundTripMicros(ctx: BenchContext, iterations: number): Promise<{
         };
         instance
           .execute(
-            [{ id: '', model: 'identity_native', version: 1, inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false }],
+            [{ id: '', model: 'identity_native', version: 1, tenant: '', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false }],
             [sender],
           )
           .catch(reject);

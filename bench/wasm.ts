@@ -89,7 +89,7 @@ async function engineNumbers(ctx: BenchContext): Promise<{ roundTripUs: number; 
     let done!: () => void;
     const finished = new Promise<void>((r) => (done = r));
     const sender = { send: (_r: unknown, final: boolean) => final && done(), sendError: (_e: unknown, final: boolean) => final && done() };
-    const req = { id: '', model: 'm', version: 1, inputs: [{ name: 'INPUT0', datatype: 'FP32' as const, shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false };
+    const req = { id: '', model: 'm', version: 1, tenant: '', inputs: [{ name: 'INPUT0', datatype: 'FP32' as const, shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false };
     await inst.execute([req], [sender]);
     await finished;
   };

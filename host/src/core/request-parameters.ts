@@ -53,5 +53,5 @@ export function applyRequestParameter(init: InferenceRequestInit, key: string, v
 
 /** A request with no inputs and every field at its default, for `model` / `version` (-1 = latest). */
 export function emptyRequestInit(model: string, version: number): InferenceRequestInit {
-  return { id: '', model, version, inputs: [], requestedOutputs: [], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0 };
+  return { id: '', model, version, tenant: '', inputs: [], requestedOutputs: [], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0 };
 }

@@ -256,6 +256,7 @@ export class ServerApi implements InferenceServerHandle {
   infer(principal: Principal, name: string, version: number, init: InferenceRequestInit, sender: ResponseSender, signal?: AbortSignal): SubmittedRequest {
     const mv = this.version(principal, name, version);
     if (signal?.aborted) throw cancelledBeforeQueued();
+    init.tenant = principal.namespace;
     const needsHook = signal !== undefined || init.inputs.some((t) => t.owner !== undefined);
     if (!needsHook) {
       const request = mv.submit(init, sender);

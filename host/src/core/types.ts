@@ -57,6 +57,11 @@ export interface InferenceRequest {
   /** Resolved model name and version. */
   model: string;
   version: number;
+  /**
+   * Namespace of the principal that sent the request ('' = the operator / single-user mode). Set
+   * by the data plane, never by a client; schedulers queue fairly by it.
+   */
+  tenant: string;
   inputs: Tensor[];
   /**
    * Output names the backend should produce: the client's list, or every config output when the

@@ -151,6 +151,7 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
         requestedOutputs: init.requestedOutputs.length > 0 ? [...new Set(init.requestedOutputs)] : allOutputs.slice(),
         parameters: init.parameters,
         correlationId: init.correlationId,
+        tenant: init.tenant ?? '',
         flags: init.flags,
         priority: init.priority,
         timeoutUs: init.timeoutUs,
