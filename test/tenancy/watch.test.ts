@@ -1,5 +1,5 @@
 /** The file watcher behind hot reload: change events, the poll fallback, unchanged content, read errors. */
-import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -35,6 +35,22 @@ describe('watchFileContent', () => {
     writeFileSync(path, 'two'); // same bytes: no call
     writeFileSync(join(dir, 'other.json'), 'x'); // another file: ignored
     await w.check();
+    expect(seen).toEqual(['two']);
+  });
+
+  it('sees a Kubernetes-style ConfigMap update (a ..data symlink swapped) through fs.watch', async () => {
+    for (const [d, text] of [['v1', 'one'], ['v2', 'two']]) {
+      mkdirSync(join(dir, d));
+      writeFileSync(join(dir, d, 'tenants.json'), text);
+    }
+    symlinkSync('v1', join(dir, '..data'));
+    const linked = join(dir, 'tenants.json.link');
+    symlinkSync('..data/tenants.json', linked);
+    const seen: string[] = [];
+    w = watchFileContent(linked, 'one', (t) => void seen.push(t), { debounceMs: 10, pollIntervalMs: 0 });
+    symlinkSync('v2', join(dir, '..data_tmp'));
+    renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
+    await until(() => seen.length === 1);
     expect(seen).toEqual(['two']);
   });
 

@@ -1,13 +1,13 @@
 /**
  * Watches one file for changes: `fs.watch` on its directory (so an atomic rename over the file is
- * seen, which a watch on the file itself misses) plus a stat poll as a fallback for file systems
+ * seen, which a watch on the file's old inode misses) plus a stat poll as a fallback for file systems
  * where `fs.watch` is silent (NFS, some container mounts). Events are debounced, and the callback
  * runs only when the file's bytes changed, one call at a time.
  */
 import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { dirname } from 'node:path';
 
 export interface FileWatchOptions {
   /** Quiet period after the last event before the file is read, ms (default 100). */
@@ -39,7 +39,6 @@ export function watchFileContent(
 ): FileWatch {
   const debounceMs = options.debounceMs ?? 100;
   const pollMs = options.pollIntervalMs ?? 2000;
-  const base = basename(path);
   let lastDigest = digest(initialText);
   let lastStat = '';
   let lastProblem = '';
@@ -99,9 +98,10 @@ export function watchFileContent(
   let watcher: FSWatcher | undefined;
   if (options.useFsWatch !== false) {
     try {
-      watcher = watch(dirname(path), { persistent: false }, (_event, filename) => {
-        if (filename === null || filename === base) schedule();
-      });
+      // Any event in the directory triggers a (debounced, digest-compared) read rather than only
+      // events naming the file: a Kubernetes ConfigMap mount swaps a `..data` symlink, and the
+      // events name that, not the file.
+      watcher = watch(dirname(path), { persistent: false }, () => schedule());
       watcher.on('error', (err) => {
         report(err as NodeJS.ErrnoException);
         watcher?.close();
