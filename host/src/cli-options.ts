@@ -33,6 +33,14 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --http-header-timeout-ms=<n>    time a client has to send the request headers (default ${DEFAULT_HTTP_LIMITS.headerTimeoutMs})
   --http-request-timeout-ms=<n>   time a client has to send the whole request (default ${DEFAULT_HTTP_LIMITS.requestTimeoutMs})
   --http-max-connections=<n>      open HTTP connections accepted at once (default ${DEFAULT_HTTP_LIMITS.maxConnections})
+  --tenants=<path>                tenants file (YAML / JSON): multi-tenant mode, bearer tokens required
+  --jwt-jwks-file=<path>          also accept JWTs signed by these keys (multi-tenant mode)
+  --jwt-jwks-url=<url>            ... or by the keys at this JWKS URL
+  --jwt-issuer=<iss>              required JWT issuer (with --jwt-jwks-*)
+  --jwt-audience=<aud>            required JWT audience (with --jwt-jwks-*)
+  --jwt-tenant-claim=<claim>      JWT claim naming the tenant (default sub)
+
+  warden tenants add|rotate|remove|list --tenants=<path> ...   edit the tenants file (--help there)
   --help                          this text
 `;
 
@@ -89,6 +97,12 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
         'http-header-timeout-ms': str,
         'http-request-timeout-ms': str,
         'http-max-connections': str,
+        tenants: str,
+        'jwt-jwks-file': str,
+        'jwt-jwks-url': str,
+        'jwt-issuer': str,
+        'jwt-audience': str,
+        'jwt-tenant-claim': str,
         help: { type: 'boolean' },
       },
     });
@@ -113,8 +127,18 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
   }
   const strictModelConfig = v['strict-model-config'] !== undefined && bool('strict-model-config', v['strict-model-config'], false);
   const allowMetrics = bool('allow-metrics', v['allow-metrics'], true);
+  const jwksFile = v['jwt-jwks-file'];
+  const jwksUrl = v['jwt-jwks-url'];
+  let jwt: ServerOptions['jwt'];
+  if (jwksFile !== undefined || jwksUrl !== undefined) {
+    if (v.tenants === undefined) throw new UsageError('--jwt-jwks-file / --jwt-jwks-url need --tenants (the tenant a JWT names must be in it)');
+    if (!v['jwt-issuer'] || !v['jwt-audience']) throw new UsageError('--jwt-jwks-* need --jwt-issuer and --jwt-audience');
+    jwt = { jwksFile, jwksUrl, issuer: v['jwt-issuer'], audience: v['jwt-audience'], tenantClaim: v['jwt-tenant-claim'] };
+  }
   return {
     modelRepositories: repos,
+    tenantsFile: v.tenants,
+    jwt,
     httpPort: int('http-port', v['http-port'], 8000),
     httpAddress: v['http-address'],
     metricsPort: allowMetrics ? int('metrics-port', v['metrics-port'], 8002) : -1,

@@ -8,6 +8,12 @@ import { USAGE, UsageError, parseCli } from './cli-options.js';
 import { startServer } from './server.js';
 
 async function main(): Promise<void> {
+  if (process.argv[2] === 'tenants') {
+    // `warden tenants add|rotate|remove|list`: edits the tenants file (host/src/tenancy/cli.ts).
+    const { runTenantsCli } = await import('./tenancy/cli.js');
+    process.exitCode = await runTenantsCli(process.argv.slice(3), process);
+    return;
+  }
   let opts;
   try {
     opts = parseCli(process.argv.slice(2));

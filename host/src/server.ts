@@ -7,7 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { OnnxRuntimeResolver } from './backends/onnxruntime/index.js';
 import type { BackendResolver } from './core/types.js';
-import { DEFAULT_SERVER_CAPS, ServerAdmission, type ServerCaps } from './core/admission.js';
+import { ALL_UPLOAD_BACKENDS, DEFAULT_SERVER_CAPS, ServerAdmission, WASM_UPLOADS, type ServerCaps } from './core/admission.js';
+import { sandboxMemoryOf, TenantAdmission } from './tenancy/admission.js';
+import type { JwtOptions } from './tenancy/jwt.js';
+import { TenantRegistry } from './tenancy/registry.js';
 import { LogSettingsStore } from './core/log-settings.js';
 import { PathScrubber } from './core/public-errors.js';
 import { ModelRepositoryManager, type ModelControlMode } from './core/repository-manager.js';
@@ -58,6 +61,13 @@ export interface ServerOptions {
   caps?: ServerCaps;
   /** HTTP connection limits (header / request timeouts, connection cap). */
   httpLimits?: HttpLimits;
+  /**
+   * `--tenants`: the tenants file (YAML or JSON; host/src/tenancy). Set = multi-tenant mode: every
+   * request but the health probes needs `Authorization: Bearer <token>`.
+   */
+  tenantsFile?: string;
+  /** JWT bearer tokens verified against a JWKS (multi-tenant mode), besides the file's tokens. */
+  jwt?: JwtOptions;
   /** Directory for caches (transpiled components). */
   cacheDir?: string;
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -129,7 +139,24 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const logger = opts.logger ?? pino({ level: opts.logLevel ?? 'info', base: { service: 'warden' } });
   const metrics = new ServerMetrics();
-  const manager = new ModelRepositoryManager({
+  const tenants = opts.tenantsFile
+    ? await TenantRegistry.open(opts.tenantsFile, { logger: logger.child({ component: 'tenants' }), jwt: opts.jwt })
+    : undefined;
+  const wasmLimits = opts.wasmLimits ?? DEFAULT_WASM_LIMITS;
+  const serverAdmission = new ServerAdmission(opts.caps ?? DEFAULT_SERVER_CAPS, (origin) =>
+    origin.tenant === '' || tenants?.get(origin.tenant)?.allow_onnx ? ALL_UPLOAD_BACKENDS : WASM_UPLOADS,
+  );
+  // eslint-disable-next-line prefer-const
+  let manager: ModelRepositoryManager;
+  const admission = tenants
+    ? new TenantAdmission({
+        server: serverAdmission,
+        tenants,
+        usage: (namespace, exclude) => manager.usageOf(namespace, exclude, (c) => sandboxMemoryOf(c, wasmLimits)),
+        wasmCaps: wasmLimits,
+      })
+    : serverAdmission;
+  manager = new ModelRepositoryManager({
     repositories: opts.modelRepositories,
     controlMode: opts.modelControlMode ?? 'none',
     resolvers: await createResolvers(opts, logger, metrics),
@@ -137,7 +164,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     configName: opts.modelConfigName,
     logger,
     metrics,
-    admission: new ServerAdmission(opts.caps ?? DEFAULT_SERVER_CAPS),
+    admission,
   });
   let accepting = true;
   const api = new ServerApi(manager, {
@@ -150,10 +177,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       { path: backendDirectoryOf(opts), label: '<backend-directory>' },
       { path: PROJECT_ROOT, label: '<warden>' },
     ]),
+    tenants,
+    logger: logger.child({ component: 'audit' }),
   });
   manager.attachServer(api);
   const maxInputSize = opts.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
-  const http = buildHttpApp({ api, principalOf: () => SINGLE_USER, maxInputSize, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger });
+  const http = await buildHttpApp({ api, tenants, maxInputSize, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger });
   const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger) : undefined;
 
   const failures = await manager.startup(opts.loadModels ?? []);
@@ -197,6 +226,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         }
         await manager.shutdown();
         await metricsApp?.close();
+        tenants?.close();
         logger.info('Warden stopped');
       })();
       return stopping;

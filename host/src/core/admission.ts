@@ -49,10 +49,11 @@ export function instanceCount(config: Pick<ModelConfig, 'instance_group'>): numb
  */
 export interface ModelAdmission {
   /**
-   * @param uploadBackends backend kinds this origin's uploads may use (ignored for repository models)
-   * @throws TritonError INVALID_ARG naming the rule the config breaks; nothing was allocated
+   * @param versions how many versions of the model this load creates (each has the config's instances)
+   * @returns the config to load (unchanged, or with limits the policy imposes written into it)
+   * @throws TritonError naming the rule the config breaks; nothing was allocated
    */
-  admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig): void;
+  admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig, versions: number): ModelConfig;
 }
 
 /**
@@ -65,14 +66,14 @@ export class ServerAdmission implements ModelAdmission {
     private readonly uploadBackends: (origin: Extract<ModelOrigin, { kind: 'upload' }>) => ReadonlySet<UploadBackend> = () => ALL_UPLOAD_BACKENDS,
   ) {}
 
-  admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig): void {
+  admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig, _versions = 1): ModelConfig {
     const n = instanceCount(config);
     if (n > this.caps.maxInstancesPerModel) {
       throw invalidArg(
         `model '${key.name}' asks for ${n} instances, more than this server allows per model (${this.caps.maxInstancesPerModel}; --max-instances-per-model)`,
       );
     }
-    if (origin.kind !== 'upload') return;
+    if (origin.kind !== 'upload') return config;
     const kind = uploadBackendOf(config);
     const what = config.backend ? `backend '${config.backend}'` : config.platform ? `platform '${config.platform}'` : 'no backend';
     if (!kind || !this.uploadBackends(origin).has(kind)) {
@@ -84,7 +85,11 @@ export class ServerAdmission implements ModelAdmission {
     if (config.runtime) {
       throw invalidArg(`model '${key.name}' sets runtime '${config.runtime}', which uploaded models may not set`);
     }
+    return config;
   }
 }
 
-const ALL_UPLOAD_BACKENDS: ReadonlySet<UploadBackend> = new Set<UploadBackend>(['wasm', 'onnxruntime']);
+/** Every backend kind an upload may use. */
+export const ALL_UPLOAD_BACKENDS: ReadonlySet<UploadBackend> = new Set<UploadBackend>(['wasm', 'onnxruntime']);
+/** Sandboxed models only. */
+export const WASM_UPLOADS: ReadonlySet<UploadBackend> = new Set<UploadBackend>(['wasm']);

@@ -62,6 +62,28 @@ export function httpStatusOf(code: ErrorCode): number {
   }
 }
 
+/**
+ * An error about who may do what, rather than about the request's content: authentication (401),
+ * permission or quota (403) and rate / concurrency limits (429, with a `Retry-After` in seconds).
+ * Triton's error codes have no such distinction, so it carries its HTTP status (a gRPC frontend
+ * maps the same statuses to UNAUTHENTICATED / PERMISSION_DENIED / RESOURCE_EXHAUSTED); its Triton
+ * code is what in-process callers see.
+ */
+export class AccessError extends TritonError {
+  constructor(
+    readonly httpStatus: 401 | 403 | 429,
+    message: string,
+    /** Seconds a client should wait before retrying (429). */
+    readonly retryAfterS?: number,
+  ) {
+    super(httpStatus === 429 ? 'UNAVAILABLE' : 'INVALID_ARG', message);
+    this.name = 'AccessError';
+  }
+}
+
+/** `AccessError` 403 shorthand. */
+export const forbidden = (msg: string) => new AccessError(403, msg);
+
 /** Wraps any thrown value as a TritonError (non-Triton errors become INTERNAL). */
 export function asTritonError(e: unknown): TritonError {
   if (e instanceof TritonError) return e;

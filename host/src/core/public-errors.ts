@@ -7,7 +7,7 @@
  */
 import { homedir, tmpdir } from 'node:os';
 import { resolve, sep } from 'node:path';
-import { TritonError, asTritonError } from './errors.js';
+import { AccessError, TritonError, asTritonError } from './errors.js';
 
 /** A directory whose absolute path must not be shown, and what stands for it in messages. */
 export interface PathRoot {
@@ -52,6 +52,7 @@ export class PathScrubber {
   publicError(e: unknown): TritonError {
     const t = asTritonError(e);
     const message = this.scrub(t.message);
-    return message === t.message ? t : new TritonError(t.code, message);
+    if (message === t.message) return t;
+    return t instanceof AccessError ? new AccessError(t.httpStatus, message, t.retryAfterS) : new TritonError(t.code, message);
   }
 }

@@ -14,7 +14,7 @@ import { ModelStatistics } from '../metrics/stats.js';
 import type { ServerMetrics } from '../metrics/prometheus.js';
 import { fingerprintModel, listVersions, scanRepositories, selectVersions, type ModelLocation } from '../repository/scan.js';
 import { removeOverrideDirectory, writeOverrideDirectory, type FileOverrides } from '../repository/overrides.js';
-import { ServerAdmission, type ModelAdmission } from './admission.js';
+import { instanceCount, ServerAdmission, type ModelAdmission } from './admission.js';
 import { TritonError, asTritonError, invalidArg, notFound, unavailable } from './errors.js';
 import { backendResolveRequest, modelLoadContext, NO_SERVER } from './load-context.js';
 import type { ExecutionArbiter } from '../scheduler/arbiter.js';
@@ -63,6 +63,8 @@ interface ModelRecord {
   /** Set when the model was loaded from an override directory (load API with files). */
   overrideDir?: string;
   fingerprint?: string;
+  /** The config admitted for the load in progress, and how many versions it loads. */
+  admitted?: { config: ModelConfig; versions: number };
   /** Tail of the per-model operation chain. */
   chain: Promise<unknown>;
 }
@@ -177,7 +179,13 @@ export class ModelRepositoryManager {
   load(key: ModelKey, options: LoadOptions = {}, internalCall = false): Promise<void> {
     if (!internalCall && this.opts.controlMode !== 'explicit') return Promise.reject(explicitOnly());
     if (this.closed) return Promise.reject(unavailable('server is shutting down'));
-    return this.serialise(key, (rec) => this.doLoad(rec, options));
+    return this.serialise(key, async (rec) => {
+      try {
+        return await this.doLoad(rec, options);
+      } finally {
+        rec.admitted = undefined;
+      }
+    });
   }
 
   /**
@@ -241,6 +249,29 @@ export class ModelRepositoryManager {
     if ('key' in scope) recs = [this.records.get(modelKeyId(scope.key))].filter((r): r is ModelRecord => !!r);
     else recs = [...this.records.values()].filter((r) => scope.namespace === undefined || r.key.namespace === scope.namespace);
     return recs.flatMap((r) => [...r.serving.values()].sort((a, b) => a.version - b.version));
+  }
+
+  /**
+   * What a namespace's models hold, for quotas: distinct models serving or loading, and the instances and sandbox memory of their serving versions (`memoryOf` gives one
+   * instance's bytes from its config). `exclude` = a model name left out (the one being loaded).
+   */
+  usageOf(namespace: string, exclude: string, memoryOf: (config: ModelConfig) => number): { models: number; instances: number; memoryBytes: number } {
+    let models = 0;
+    let instances = 0;
+    let memoryBytes = 0;
+    for (const r of this.records.values()) {
+      if (r.key.namespace !== namespace || r.key.name === exclude) continue;
+      // Serving or being loaded counts; unloaded or failed models hold nothing.
+      if (r.serving.size === 0 && !r.admitted) continue;
+      models++;
+      const held = r.serving.size > 0 ? [...r.serving.values()].map((v) => ({ config: v.config, versions: 1 })) : [r.admitted!];
+      for (const { config, versions } of held) {
+        const n = instanceCount(config) * versions;
+        instances += n;
+        memoryBytes += n * memoryOf(config);
+      }
+    }
+    return { models, instances, memoryBytes };
   }
 
   /** Whether a model is known at all (loaded once, or being loaded). */
@@ -378,17 +409,20 @@ export class ModelRepositoryManager {
   private async buildVersions(rec: ModelRecord, modelPath: string, origin: ModelOrigin, options: LoadOptions, log: Logger): Promise<Map<number, ModelVersion>> {
     const { name } = rec.key;
     const versions = await listVersions(modelPath);
-    const config = await loadModelConfig(modelPath, {
+    const loaded = await loadModelConfig(modelPath, {
       modelName: name,
       autoComplete: this.opts.autoCompleteConfig,
       configName: this.opts.configName,
       versions,
       overrideJson: options.configOverride,
     });
-    rejectUnsupported(config);
-    this.admission.admit(rec.key, origin, config);
-    const selected = selectVersions(config.version_policy, versions);
+    rejectUnsupported(loaded);
+    const selected = selectVersions(loaded.version_policy, versions);
+    const config = this.admission.admit(rec.key, origin, loaded, selected.length);
     if (selected.length === 0) throw invalidArg(`failed to load '${name}', no version is available`);
+    // Held against the namespace's quotas from now until the load ends (concurrent loads of other
+    // models in the namespace see it).
+    rec.admitted = { config, versions: selected.length };
     const request = backendResolveRequest(config, modelPath, selected[selected.length - 1]!, origin, rec.key);
     const backend = await this.resolveBackend(request);
     const built = new Map<number, ModelVersion>();
@@ -419,7 +453,7 @@ export class ModelRepositoryManager {
         finalConfig = normalizeModelConfig(backendModel.config, { modelName: name, gpuCount: 0 });
         validateModelConfig(finalConfig);
         rejectUnsupported(finalConfig);
-        this.admission.admit(key, request.origin, finalConfig);
+        finalConfig = this.admission.admit(key, request.origin, finalConfig, 1);
       }
       const specs = instanceSpecs(finalConfig);
       if (backendModel.parallelInstanceLoading) {

@@ -13,6 +13,11 @@ import { TritonError, invalidArg, notFound } from './errors.js';
 import { type LogSettings, LogSettingsStore } from './log-settings.js';
 import { modelNameProblem } from './names.js';
 import type { PathScrubber } from './public-errors.js';
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { auditEvent } from '../tenancy/audit.js';
+import type { TenantConfig } from '../tenancy/types.js';
+import { AccessError, forbidden } from './errors.js';
 import type { ModelVersion } from './model.js';
 import type { IndexEntry, LoadOptions, ModelRepositoryManager } from './repository-manager.js';
 import { tensorDataType } from './validate.js';
@@ -82,6 +87,10 @@ export interface ServerApiOptions {
   logSettings: LogSettingsStore;
   /** Rewrites absolute host paths out of client-facing error text. */
   scrubber: PathScrubber;
+  /** The tenants (multi-tenant mode); absent = single-user mode. */
+  tenants?: TenantDirectory;
+  /** Where audit lines go (loads, unloads, deletes). */
+  logger?: Logger;
 }
 
 /**
@@ -106,7 +115,12 @@ export function releaseTensors(tensors: readonly Tensor[]): void {
  */
 class FinalHook implements ResponseSender {
   private done = false;
-  onFinal: (() => void) | undefined;
+  private onFinal: (() => void) | undefined;
+  /** Run `fn` at the final response — now, if it already came (a backend may answer inside submit). */
+  afterFinal(fn: () => void): void {
+    if (this.done) fn();
+    else this.onFinal = fn;
+  }
   constructor(
     private readonly downstream: ResponseSender,
     private readonly inputs: readonly Tensor[],
@@ -127,11 +141,26 @@ class FinalHook implements ResponseSender {
   }
 }
 
+/** The tenants as the data plane reads them (the registry of host/src/tenancy, reloaded live). */
+export interface TenantDirectory {
+  get(id: string): TenantConfig | undefined;
+}
+
+/** `<tenant>/<model>`: how an admin addresses a tenant's model. */
+const ADMIN_QUALIFIED = /^([A-Za-z0-9_][A-Za-z0-9_-]{0,63})\/(.+)$/;
+
 export class ServerApi implements InferenceServerHandle {
+  /** Inference requests of each tenant queued or executing (for `max_inflight`). */
+  private readonly inflight = new Map<string, number>();
+
   constructor(
     private readonly manager: ModelRepositoryManager,
     private readonly opts: ServerApiOptions,
   ) {}
+
+  private tenantOf(principal: Principal): TenantConfig | undefined {
+    return principal.role === 'tenant' ? this.opts.tenants?.get(principal.namespace) : undefined;
+  }
 
   /**
    * The model key a principal means by `name`: its own namespace. Nothing else maps names to
@@ -139,14 +168,25 @@ export class ServerApi implements InferenceServerHandle {
    * nothing touches the filesystem); load and unload check it ({@link controlKeyOf}).
    */
   private keyOf(principal: Principal, name: string): ModelKey {
-    return { namespace: principal.namespace, name };
+    if (principal.role === 'admin') {
+      const q = this.opts.tenants && principal.namespace === '' ? ADMIN_QUALIFIED.exec(name) : null;
+      return q ? { namespace: q[1]!, name: q[2]! } : { namespace: principal.namespace, name };
+    }
+    const own = { namespace: principal.namespace, name };
+    // A tenant's own model first; else an operator model shared with it; else its own (not found,
+    // with exactly the text any unknown model gets — another tenant's model is indistinguishable).
+    if (this.manager.isKnown(own)) return own;
+    if (this.tenantOf(principal)?.shared_models.includes(name)) return { namespace: '', name };
+    return own;
   }
 
   /** {@link keyOf} for load / unload. @throws TritonError INVALID_ARG for an invalid name */
   private controlKeyOf(principal: Principal, name: string): ModelKey {
-    const problem = modelNameProblem(name);
+    const q = this.opts.tenants && principal.role === 'admin' && principal.namespace === '' ? ADMIN_QUALIFIED.exec(name) : null;
+    const key = q ? { namespace: q[1]!, name: q[2]! } : { namespace: principal.namespace, name };
+    const problem = modelNameProblem(key.name);
     if (problem !== undefined) throw invalidArg(`invalid model name ${quoteName(name)}: ${problem}`);
-    return { namespace: principal.namespace, name };
+    return key;
   }
 
   private version(principal: Principal, name: string, version: number): ModelVersion {
@@ -223,9 +263,13 @@ export class ServerApi implements InferenceServerHandle {
   modelStatistics(principal: Principal, name?: string, version = -1): { model_stats: unknown[] } {
     let versions: ModelVersion[];
     if (name === undefined) {
+      // The admin sees every namespace; a tenant its own models (a shared model's statistics
+      // would show other tenants' traffic).
       versions = this.manager.servingVersions(principal.role === 'admin' && principal.namespace === '' ? {} : { namespace: principal.namespace });
     } else {
-      versions = this.manager.servingVersions({ key: this.keyOf(principal, name) }).filter((v) => version < 0 || v.version === version);
+      const key = this.keyOf(principal, name);
+      const visible = principal.role === 'admin' || key.namespace === principal.namespace;
+      versions = visible ? this.manager.servingVersions({ key }).filter((v) => version < 0 || v.version === version) : [];
       if (versions.length === 0) throw invalidArg(`requested model '${name}' is not available`);
     }
     return { model_stats: versions.map((v) => v.stats.toJson(v.name, v.version)) };
@@ -257,21 +301,53 @@ export class ServerApi implements InferenceServerHandle {
     const mv = this.version(principal, name, version);
     if (signal?.aborted) throw cancelledBeforeQueued();
     init.tenant = principal.namespace;
-    const needsHook = signal !== undefined || init.inputs.some((t) => t.owner !== undefined);
+    const tenant = this.tenantOf(principal);
+    const needsHook = signal !== undefined || tenant !== undefined || init.inputs.some((t) => t.owner !== undefined);
     if (!needsHook) {
       const request = mv.submit(init, sender);
       return { model: name, version: mv.version, request };
     }
     const hook = new FinalHook(sender, init.inputs);
-    const request = mv.submit(init, hook);
+    let release: (() => void) | undefined;
+    if (tenant) release = this.takeInflight(tenant);
+    let request;
+    try {
+      request = mv.submit(init, hook);
+    } catch (e) {
+      release?.();
+      throw e;
+    }
+    let onAbort: (() => void) | undefined;
     if (signal) {
-      const onAbort = (): void => {
-        request.cancelled = true;
+      const r = request;
+      onAbort = () => {
+        r.cancelled = true;
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      hook.onFinal = () => signal.removeEventListener('abort', onAbort);
     }
+    hook.afterFinal(() => {
+      if (onAbort) signal!.removeEventListener('abort', onAbort);
+      release?.();
+    });
     return { model: name, version: mv.version, request };
+  }
+
+  /**
+   * Count one request against the tenant's `max_inflight` (queued + executing).
+   * @returns the release, to call once at the final response
+   * @throws AccessError 429 when the tenant is at its quota
+   */
+  private takeInflight(tenant: TenantConfig): () => void {
+    const n = this.inflight.get(tenant.id) ?? 0;
+    if (n >= tenant.quotas.max_inflight) {
+      throw new AccessError(429, `tenant '${tenant.id}' has ${n} inference requests in flight, its quota (max_inflight)`, 1);
+    }
+    this.inflight.set(tenant.id, n + 1);
+    return () => {
+      const m = (this.inflight.get(tenant.id) ?? 1) - 1;
+      if (m <= 0) this.inflight.delete(tenant.id);
+      else this.inflight.set(tenant.id, m);
+    };
   }
 
   // ---- repository extension (spec §3.1) ----
@@ -279,6 +355,13 @@ export class ServerApi implements InferenceServerHandle {
   /** The index of the principal's namespace (`ready` = READY versions only); reasons carry no host paths. */
   async repositoryIndex(principal: Principal, readyOnly: boolean): Promise<IndexEntry[]> {
     const entries = await this.manager.index(readyOnly, principal.namespace);
+    const shared = this.tenantOf(principal)?.shared_models ?? [];
+    if (shared.length > 0) {
+      const own = new Set(entries.map((e) => e.name));
+      const operator = await this.manager.index(readyOnly, '');
+      entries.push(...operator.filter((e) => shared.includes(e.name) && !own.has(e.name)));
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    }
     for (const e of entries) if (e.reason) e.reason = this.opts.scrubber.scrub(e.reason);
     return entries;
   }
@@ -287,25 +370,67 @@ export class ServerApi implements InferenceServerHandle {
    * Load or reload a model; resolves once it is READY.
    * @throws TritonError UNAVAILABLE (not explicit mode), INVALID_ARG / NOT_FOUND / INTERNAL (load failure)
    */
-  loadModel(principal: Principal, name: string, options: LoadOptions): Promise<void> {
-    return this.manager.load(this.controlKeyOf(principal, name), options);
+  async loadModel(principal: Principal, name: string, options: LoadOptions): Promise<void> {
+    const key = this.controlKeyOf(principal, name);
+    const files = [...(options.files ?? new Map<string, Uint8Array>())].map(([path, data]) => ({
+      path,
+      sha256: createHash('sha256').update(data).digest('hex'),
+      bytes: data.length,
+    }));
+    const audit = (outcome: 'ok' | 'error', reason?: string) =>
+      this.opts.logger && auditEvent(this.opts.logger, { event: 'load', tenant: auditTenant(principal, key), model: key.name, files, outcome, reason });
+    try {
+      const tenant = this.tenantOf(principal);
+      if (tenant) {
+        const bytes = files.reduce((n, f) => n + f.bytes, 0);
+        if (bytes > tenant.quotas.max_upload_bytes) {
+          throw forbidden(`upload of ${bytes} bytes exceeds tenant '${tenant.id}''s quota of ${tenant.quotas.max_upload_bytes} bytes (max_upload_bytes)`);
+        }
+      }
+      await this.manager.load(key, options);
+      audit('ok');
+    } catch (e) {
+      audit('error', this.publicError(e).message);
+      throw e;
+    }
   }
 
   /** Unload every version of a model (succeeds for a model that is not loaded). @throws TritonError UNAVAILABLE (not explicit mode) */
-  unloadModel(principal: Principal, name: string): Promise<void> {
-    return this.manager.unload(this.controlKeyOf(principal, name));
+  async unloadModel(principal: Principal, name: string, options: { deleteFiles?: boolean } = {}): Promise<void> {
+    const key = this.controlKeyOf(principal, name);
+    const event = options.deleteFiles ? 'delete' : 'unload';
+    try {
+      await this.manager.unload(key);
+      if (this.opts.logger) auditEvent(this.opts.logger, { event, tenant: auditTenant(principal, key), model: key.name, outcome: 'ok' });
+    } catch (e) {
+      if (this.opts.logger) auditEvent(this.opts.logger, { event, tenant: auditTenant(principal, key), model: key.name, outcome: 'error', reason: this.publicError(e).message });
+      throw e;
+    }
   }
 
   // ---- logging extension (spec §3.4) ----
 
-  logSettings(_principal: Principal): LogSettings {
+  /** The server's log settings. @throws AccessError 403 for a tenant (they are the operator's) */
+  logSettings(principal: Principal): LogSettings {
+    adminOnly(principal, 'logging settings');
     return this.opts.logSettings.get();
   }
 
-  /** Apply log settings (`null` values leave a setting unchanged). @throws TritonError on bad values */
-  updateLogSettings(_principal: Principal, body: unknown): LogSettings {
+  /** Apply log settings (`null` values leave a setting unchanged). @throws TritonError on bad values, AccessError 403 for a tenant */
+  updateLogSettings(principal: Principal, body: unknown): LogSettings {
+    adminOnly(principal, 'logging settings');
     return this.opts.logSettings.update(body);
   }
+}
+
+/** @throws AccessError 403 unless `principal` is an admin */
+function adminOnly(principal: Principal, what: string): void {
+  if (principal.role !== 'admin') throw forbidden(`${what} are available to administrators only`);
+}
+
+/** The tenant an audit line names: the model's namespace, or null for the operator's. */
+function auditTenant(principal: Principal, key: ModelKey): string | null {
+  return key.namespace || (principal.role === 'admin' ? null : principal.namespace);
 }
 
 /** Everything one request produced, in order, once its final response arrived. */

@@ -6,7 +6,9 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import { modelConfigToJson } from '../../config/index.js';
 import { TritonError, invalidArg, unsupported } from '../../core/errors.js';
 import { clientShmDisabled, optionalJson } from './body.js';
-import type { FrontendContext } from './context.js';
+import { SINGLE_USER } from '../../core/types.js';
+import { installTenancy, requestPrincipal } from './auth.js';
+import type { FrontendContext, HttpFrontendOptions, PrincipalOf } from './context.js';
 import { handleGenerate, handleGenerateStream } from './generate.js';
 import { handleInfer } from './infer.js';
 import { connectionsCheckingInterval } from './limits.js';
@@ -16,9 +18,10 @@ import { parseVersion, route, sendError } from './routing.js';
 type ModelParams = { model: string; version?: string };
 
 /** Build the Fastify app (not listening). */
-export function buildHttpApp(ctx: FrontendContext): FastifyInstance {
-  const { api } = ctx;
-  const who = ctx.principalOf;
+export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyInstance> {
+  const { api } = opts;
+  const who: PrincipalOf = opts.tenants ? requestPrincipal : () => SINGLE_USER;
+  const ctx: FrontendContext = { ...opts, principalOf: who };
   const app: FastifyInstance = Fastify({
     // Per-request access logs are info-level: keep Fastify's own logger at warn.
     loggerInstance: ctx.logger.child({ component: 'http' }, { level: ctx.logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,
@@ -51,6 +54,7 @@ export function buildHttpApp(ctx: FrontendContext): FastifyInstance {
     ctx.logger.error({ err }, 'unhandled error in HTTP handler');
     return sendError(reply, api.publicError(err));
   });
+  if (ctx.tenants) await installTenancy(app, ctx.tenants, ctx.logger.child({ component: 'auth' }));
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send('{"error":"Not Found"}'));
 
   const empty = (reply: FastifyReply, ok: boolean) => (ok ? reply.code(200).send() : reply.code(400).send());

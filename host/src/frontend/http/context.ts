@@ -3,16 +3,26 @@ import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { ServerApi } from '../../core/server-api.js';
 import type { Principal } from '../../core/types.js';
+import type { TenantRegistry } from '../../tenancy/registry.js';
 import type { HttpLimits } from './limits.js';
 
-export interface FrontendContext {
+/** Who sends `req`: the authenticated principal (multi-tenant mode) or the operator (single-user). */
+export type PrincipalOf = (req: FastifyRequest) => Principal;
+
+/** What the server hands the HTTP frontend. */
+export interface HttpFrontendOptions {
   /** The only way into the server: nothing under frontend/ touches the manager or model objects. */
   api: ServerApi;
-  /** Who sends `req` (single-user mode: always the operator). */
-  principalOf(req: FastifyRequest): Principal;
+  /** Multi-tenant mode: the tenants authenticating requests. Absent = single-user mode. */
+  tenants?: TenantRegistry;
   /** `--http-max-input-size` in bytes. */
   maxInputSize: number;
   /** Connection limits: header / request timeouts, connection cap. */
   limits: HttpLimits;
   logger: Logger;
+}
+
+/** What every route handler gets: the options plus the principal of each request. */
+export interface FrontendContext extends HttpFrontendOptions {
+  principalOf: PrincipalOf;
 }

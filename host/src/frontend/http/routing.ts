@@ -4,7 +4,7 @@
  * `{"error": "<message>"}` with the status of their Triton error code (spec §1.2).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { TritonError, httpStatusOf } from '../../core/errors.js';
+import { AccessError, TritonError, httpStatusOf } from '../../core/errors.js';
 
 export type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | unknown;
 
@@ -25,7 +25,14 @@ export function route(app: FastifyInstance, url: string, handlers: { GET?: Handl
 
 /** Send a Triton error as `{"error": message}` with its HTTP status. */
 export function sendError(reply: FastifyReply, e: TritonError): FastifyReply {
-  return reply.code(httpStatusOf(e.code)).type('application/json').send(JSON.stringify({ error: e.message }));
+  if (e instanceof AccessError) {
+    reply.code(e.httpStatus);
+    if (e.retryAfterS !== undefined) reply.header('Retry-After', String(Math.max(1, Math.ceil(e.retryAfterS))));
+    if (e.httpStatus === 401) reply.header('WWW-Authenticate', 'Bearer realm="warden"');
+  } else {
+    reply.code(httpStatusOf(e.code));
+  }
+  return reply.type('application/json').send(JSON.stringify({ error: e.message }));
 }
 
 /** Parse the `versions/{v}` path segment: digits only (else the path is unknown, 404). */

@@ -1,0 +1,85 @@
+/**
+ * Tenant quotas at load (DESIGN "Multi-tenancy"): before any file of a tenant's model is handed
+ * to a backend or any instance exists, its config is held to the tenant's quotas — models,
+ * instances per model and in total, memory per instance and in total, execute deadline and log
+ * budget. Sandboxed (wasm) models get the tenant's limits written into their config parameters
+ * (`memory_limit_bytes`, `execute_timeout_ms`, `log_limit_bytes`, each the smaller of what the
+ * model asks and what the tenant may have), so the backend enforces them and `/config` shows them.
+ * Operator models (namespace '') pass through to the server's own rules.
+ */
+import type { ModelConfig } from '../config/types.js';
+import { DEFAULT_WASM_LIMITS, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT, type WasmLimits } from '../backends/wasm/limits.js';
+import { instanceCount, type ModelAdmission } from '../core/admission.js';
+import { forbidden } from '../core/errors.js';
+import type { ModelKey, ModelOrigin } from '../core/types.js';
+import type { TenantConfig } from './types.js';
+
+/** What a tenant's other models already hold (the model being loaded excluded). */
+export interface TenantUsage {
+  /** Distinct models in the namespace (loaded or loading). */
+  models: number;
+  /** Their instances. */
+  instances: number;
+  /** Their sandbox memory (instances × per-instance limit), bytes. */
+  memoryBytes: number;
+}
+
+export interface TenantAdmissionOptions {
+  /** The server's own rules (caps, upload backends), applied to every model first. */
+  server: ModelAdmission;
+  tenants: { get(id: string): TenantConfig | undefined };
+  /** Usage of `namespace` by models other than `exclude`. */
+  usage(namespace: string, exclude: string): TenantUsage;
+  /** The server-wide sandbox caps (tenant limits can only be lower). */
+  wasmCaps?: WasmLimits;
+}
+
+/** The sandbox memory one instance of `config` may use under `caps`, bytes (0 for non-wasm models). */
+export function sandboxMemoryOf(config: ModelConfig, caps: WasmLimits = DEFAULT_WASM_LIMITS): number {
+  return config.backend === 'wasm' ? modelLimits(config, caps).memoryBytes : 0;
+}
+
+export class TenantAdmission implements ModelAdmission {
+  constructor(private readonly opts: TenantAdmissionOptions) {}
+
+  /**
+   * @returns the config to load: for a tenant's wasm model, with the tenant's limits in its parameters
+   * @throws TritonError from the server's rules; AccessError 403 naming the quota a tenant's model exceeds
+   */
+  admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig, versions = 1): ModelConfig {
+    const admitted = this.opts.server.admit(key, origin, config, versions);
+    if (key.namespace === '') return admitted;
+    const tenant = this.opts.tenants.get(key.namespace);
+    if (!tenant) throw forbidden(`tenant '${key.namespace}' is not configured`);
+    const q = tenant.quotas;
+    const used = this.opts.usage(key.namespace, key.name);
+    const over = (what: string, asked: number, limit: number, quota: string) =>
+      forbidden(`model '${key.name}' would bring tenant '${tenant.id}' to ${asked} ${what}, over its quota of ${limit} (${quota})`);
+    if (used.models + 1 > q.max_models) throw over('models', used.models + 1, q.max_models, 'max_models');
+    const perVersion = instanceCount(admitted);
+    if (perVersion > q.max_instances_per_model) throw over('instances of one model', perVersion, q.max_instances_per_model, 'max_instances_per_model');
+    const n = perVersion * versions;
+    if (used.instances + n > q.max_instances_total) throw over('instances', used.instances + n, q.max_instances_total, 'max_instances_total');
+    if (admitted.backend !== 'wasm') return admitted;
+    const server = this.opts.wasmCaps ?? DEFAULT_WASM_LIMITS;
+    const caps: WasmLimits = {
+      ...server,
+      maxMemoryBytes: Math.min(server.maxMemoryBytes, q.max_memory_per_instance_bytes),
+      maxExecuteMs: Math.min(server.maxExecuteMs, q.max_execute_ms),
+      maxLogBytes: Math.min(server.maxLogBytes, q.max_log_bytes),
+    };
+    if (caps.maxMemoryBytes < 65536 || caps.maxLogBytes < 1) throw forbidden(`tenant '${tenant.id}' may not run sandboxed models (memory or log quota below the minimum)`);
+    const limits = modelLimits(admitted, caps);
+    const memory = used.memoryBytes + n * limits.memoryBytes;
+    if (memory > q.max_memory_total_bytes) throw over('bytes of sandbox memory', memory, q.max_memory_total_bytes, 'max_memory_total_bytes');
+    return {
+      ...admitted,
+      parameters: {
+        ...admitted.parameters,
+        [PARAM_MEMORY]: { string_value: String(limits.memoryBytes) },
+        [PARAM_TIMEOUT]: { string_value: String(limits.executeMs) },
+        [PARAM_LOG]: { string_value: String(limits.logBytes) },
+      },
+    };
+  }
+}
