@@ -138,7 +138,7 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
  */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const logger = opts.logger ?? pino({ level: opts.logLevel ?? 'info', base: { service: 'warden' } });
-  const metrics = new ServerMetrics();
+  const metrics = new ServerMetrics({ tenantLabel: opts.tenantsFile !== undefined });
   const tenants = opts.tenantsFile
     ? await TenantRegistry.open(opts.tenantsFile, { logger: logger.child({ component: 'tenants' }), jwt: opts.jwt })
     : undefined;

@@ -152,13 +152,23 @@ describe('namespaces', () => {
 
   it('the admin sees every namespace and addresses tenant models as <tenant>/<model>', async () => {
     const stats = await call('ops', 'GET', '/v2/models/stats');
-    const names = stats.json.model_stats.map((s: any) => s.name).sort();
-    expect(names).toEqual(['m', 'm', 'only_acme', 'simple']);
+    const names = stats.json.model_stats.map((s: any) => `${s.tenant}/${s.name}`).sort();
+    expect(names).toEqual(['/simple', 'acme/m', 'acme/only_acme', 'bob/m']);
     expect((await call('ops', 'POST', `/v2/models/${encodeURIComponent('acme/m')}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [9] }] })).json.outputs[0].data).toEqual([9]);
     expect((await call('ops', 'GET', '/v2/logging')).status).toBe(200);
     const tenantLogging = await call('acme', 'GET', '/v2/logging');
     expect(tenantLogging.status).toBe(403);
     expect((await call('acme', 'POST', '/v2/logging', { log_verbose_level: 1 })).status).toBe(403);
+  });
+});
+
+describe('metrics', () => {
+  it('per-model series carry a tenant label, so both tenants\' `m` are separate series', async () => {
+    const res = await fetch(`${server.metricsUrl ?? ''}/metrics`).catch(() => undefined);
+    const text = res ? await res.text() : await server.metrics.render();
+    expect(text).toMatch(/nv_inference_request_success\{model="m",version="1",tenant="acme"\} [1-9]/);
+    expect(text).toMatch(/nv_inference_request_success\{model="m",version="1",tenant="bob"\} [1-9]/);
+    expect(text).toMatch(/nv_inference_request_success\{model="simple",version="1",tenant=""\}/);
   });
 });
 

@@ -102,7 +102,7 @@ export class ModelRepositoryManager {
     this.admission = opts.admission ?? new ServerAdmission();
     opts.metrics.setPendingSource(() =>
       [...this.records.values()].flatMap((r) =>
-        [...r.serving.values()].map((v) => ({ model: v.name, version: String(v.version), count: v.pendingCount })),
+        [...r.serving.values()].map((v) => ({ model: v.name, version: String(v.version), tenant: r.key.namespace, count: v.pendingCount })),
       ),
     );
   }
@@ -245,10 +245,15 @@ export class ModelRepositoryManager {
    * in `namespace` (undefined = every namespace).
    */
   servingVersions(scope: { key: ModelKey } | { namespace?: string } = {}): ModelVersion[] {
+    return this.serving(scope).map((e) => e.version);
+  }
+
+  /** {@link servingVersions} with the key of each version's model. */
+  serving(scope: { key: ModelKey } | { namespace?: string } = {}): { key: ModelKey; version: ModelVersion }[] {
     let recs: ModelRecord[];
     if ('key' in scope) recs = [this.records.get(modelKeyId(scope.key))].filter((r): r is ModelRecord => !!r);
     else recs = [...this.records.values()].filter((r) => scope.namespace === undefined || r.key.namespace === scope.namespace);
-    return recs.flatMap((r) => [...r.serving.values()].sort((a, b) => a.version - b.version));
+    return recs.flatMap((r) => [...r.serving.values()].sort((a, b) => a.version - b.version).map((version) => ({ key: r.key, version })));
   }
 
   /**
@@ -469,8 +474,8 @@ export class ModelRepositoryManager {
       await backendModel.finalize().catch(() => undefined);
       throw e;
     }
-    const stats = new ModelStatistics(this.opts.metrics.forModel(name, version));
-    this.opts.metrics.setLoadDuration(name, version, Number(process.hrtime.bigint() - t0) / 1e9);
+    const stats = new ModelStatistics(this.opts.metrics.forModel(name, version, key.namespace));
+    this.opts.metrics.setLoadDuration(name, version, Number(process.hrtime.bigint() - t0) / 1e9, key.namespace);
     return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog, { arbiter: this.opts.arbiter });
   }
 

@@ -261,18 +261,25 @@ export class ServerApi implements InferenceServerHandle {
    *   serving version (Triton's answer)
    */
   modelStatistics(principal: Principal, name?: string, version = -1): { model_stats: unknown[] } {
-    let versions: ModelVersion[];
+    let entries: { key: ModelKey; version: ModelVersion }[];
     if (name === undefined) {
       // The admin sees every namespace; a tenant its own models (a shared model's statistics
       // would show other tenants' traffic).
-      versions = this.manager.servingVersions(principal.role === 'admin' && principal.namespace === '' ? {} : { namespace: principal.namespace });
+      entries = this.manager.serving(principal.role === 'admin' && principal.namespace === '' ? {} : { namespace: principal.namespace });
     } else {
       const key = this.keyOf(principal, name);
       const visible = principal.role === 'admin' || key.namespace === principal.namespace;
-      versions = visible ? this.manager.servingVersions({ key }).filter((v) => version < 0 || v.version === version) : [];
-      if (versions.length === 0) throw invalidArg(`requested model '${name}' is not available`);
+      entries = visible ? this.manager.serving({ key }).filter((e) => version < 0 || e.version.version === version) : [];
+      if (entries.length === 0) throw invalidArg(`requested model '${name}' is not available`);
     }
-    return { model_stats: versions.map((v) => v.stats.toJson(v.name, v.version)) };
+    // Multi-tenant mode: each entry says whose model it is (two tenants may both have `m`).
+    const tenantField = this.opts.tenants !== undefined;
+    return {
+      model_stats: entries.map(({ key, version: v }) => {
+        const json = v.stats.toJson(v.name, v.version);
+        return tenantField ? { ...json, tenant: key.namespace } : json;
+      }),
+    };
   }
 
   // ---- inference (spec §1.8–§1.13, §3.6) ----

@@ -1,6 +1,8 @@
 /**
  * Prometheus metrics with Triton's names and labels (spec §4), on prom-client. Per-model series
- * carry `model` and `version` labels; failures also carry `reason`.
+ * carry `model` and `version` labels; failures also carry `reason`. In multi-tenant mode every
+ * per-model series also carries `tenant` (the model's namespace, '' for the operator's models),
+ * so two tenants' models of the same name are separate series.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -18,7 +20,7 @@ export interface ModelMetricSeries {
 }
 
 /** One source of pending-request counts, polled at scrape time. */
-export type PendingSource = () => { model: string; version: string; count: number }[];
+export type PendingSource = () => { model: string; version: string; tenant: string; count: number }[];
 
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -35,15 +37,19 @@ export class ServerMetrics {
   private pendingSource: PendingSource = () => [];
   private readonly textSources: (() => string)[] = [];
 
-  constructor() {
+  private readonly tenantLabel: boolean;
+
+  /** @param opts.tenantLabel add the `tenant` label to per-model series (multi-tenant mode) */
+  constructor(opts: { tenantLabel?: boolean } = {}) {
+    this.tenantLabel = opts.tenantLabel ?? false;
     const registers = [this.registry];
-    const labelNames = ['model', 'version'] as const;
+    const labelNames: string[] = this.tenantLabel ? ['model', 'version', 'tenant'] : ['model', 'version'];
     const counter = (name: string, help: string) => new Counter({ name, help, labelNames, registers });
     this.success = counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes');
     this.failure = new Counter({
       name: 'nv_inference_request_failure',
       help: 'Number of failed inference requests, all batch sizes',
-      labelNames: ['model', 'version', 'reason'] as const,
+      labelNames: [...labelNames, 'reason'],
       registers,
     });
     this.inferenceCount = counter('nv_inference_count', 'Number of inferences performed (does not include cached requests)');
@@ -61,7 +67,7 @@ export class ServerMetrics {
       registers,
       collect() {
         this.reset();
-        for (const p of self.pendingSource()) this.set({ model: p.model, version: p.version }, p.count);
+        for (const p of self.pendingSource()) this.set(self.labels(p.model, p.version, p.tenant), p.count);
       },
     });
     this.loadDuration = new Gauge({
@@ -74,8 +80,8 @@ export class ServerMetrics {
   }
 
   /** Counter children for one model version (cheap to call; children are cached by prom-client). */
-  forModel(model: string, version: number): ModelMetricSeries {
-    const labels = { model, version: String(version) };
+  forModel(model: string, version: number, tenant = ''): ModelMetricSeries {
+    const labels = this.labels(model, String(version), tenant);
     return {
       success: this.success.labels(labels),
       failure: (reason) => this.failure.labels({ ...labels, reason }),
@@ -90,8 +96,12 @@ export class ServerMetrics {
   }
 
   /** Record how long a model version took to load. */
-  setLoadDuration(model: string, version: number, seconds: number): void {
-    this.loadDuration.set({ model, version: String(version) }, seconds);
+  setLoadDuration(model: string, version: number, seconds: number, tenant = ''): void {
+    this.loadDuration.set(this.labels(model, String(version), tenant), seconds);
+  }
+
+  private labels(model: string, version: string, tenant: string): Record<string, string> {
+    return this.tenantLabel ? { model, version, tenant } : { model, version };
   }
 
   /** Where `nv_inference_pending_request_count` reads from. */
