@@ -99,6 +99,8 @@ export interface CompatServerOptions {
   loadModels?: string[];
   /** More repositories served beside the default one. */
   extraRepositories?: string[];
+  /** Multi-tenant mode: the tenants file. */
+  tenantsFile?: string;
 }
 
 /** What a test in a compat suite uses: the venv's python and the server's `host:port`. */
@@ -137,6 +139,7 @@ export function useCompatServer(opts: CompatServerOptions): CompatContext {
       metricsPort: 0,
       modelControlMode: opts.modelControlMode,
       loadModels: opts.loadModels,
+      tenantsFile: opts.tenantsFile,
       logLevel: 'silent',
     });
     c.url = hostPort(server.httpUrl);
