@@ -22,6 +22,9 @@ export const PROJECT_ROOT = (() => {
   return here.includes(`${'/'}dist${'/'}`) ? join(here, '..', '..', '..') : join(here, '..', '..');
 })();
 
+/** Name of the default upload directory inside the first model repository. */
+export const DEFAULT_UPLOAD_DIRECTORY = '.warden-uploads';
+
 /** `--http-max-input-size` default: 64 MiB, as Triton. */
 export const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
 
@@ -51,6 +54,11 @@ export interface ServerOptions {
   modelConfigName?: string;
   /** Sandbox caps for wasm backends. */
   wasmLimits?: WasmLimits;
+  /**
+   * `--upload-directory`: where the load API's file overrides are stored (tenants' uploads durably).
+   * Default `<first model repository>/.warden-uploads` (the repository scan skips dot-names).
+   */
+  uploadDirectory?: string;
   /** Directory for caches (transpiled components). */
   cacheDir?: string;
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -125,6 +133,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     resolvers: await createResolvers(opts, logger, metrics),
     autoCompleteConfig: opts.autoCompleteConfig ?? true,
     configName: opts.modelConfigName,
+    uploadDirectory: opts.uploadDirectory ?? (opts.modelRepositories[0] !== undefined ? join(opts.modelRepositories[0], DEFAULT_UPLOAD_DIRECTORY) : undefined),
     logger,
     metrics,
   });
