@@ -29,7 +29,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, readdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
-import { join, resolve, sep } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { TritonError, internal, invalidArg, unavailable } from '../core/errors.js';
 import type { ModelKey } from '../core/types.js';
 import type { FileOverrides } from './overrides.js';
@@ -411,7 +411,11 @@ export class UploadStore {
 
   private ensureRoot(): Promise<void> {
     this.rootReady ??= (async () => {
-      await mkdir(this.path(STAGING_DIR), { recursive: true });
+      const first = await mkdir(this.path(STAGING_DIR), { recursive: true });
+      if (first === undefined) return;
+      // Make the new directories' entries durable, from the root up to the first one created.
+      await fsyncDir(this.root);
+      for (let d = this.root; d !== dirname(first); d = dirname(d)) await fsyncDir(dirname(d));
     })();
     const p = this.rootReady;
     p.catch(() => {
