@@ -33,6 +33,7 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --http-header-timeout-ms=<n>    time a client has to send the request headers (default ${DEFAULT_HTTP_LIMITS.headerTimeoutMs})
   --http-request-timeout-ms=<n>   time a client has to send the whole request (default ${DEFAULT_HTTP_LIMITS.requestTimeoutMs})
   --http-max-connections=<n>      open HTTP connections accepted at once (default ${DEFAULT_HTTP_LIMITS.maxConnections})
+  --upload-directory=<path>       where uploads are stored (default <first repository>/.warden-uploads)
   --tenants=<path>                tenants file (YAML / JSON): multi-tenant mode, bearer tokens required
   --jwt-jwks-file=<path>          also accept JWTs signed by these keys (multi-tenant mode)
   --jwt-jwks-url=<url>            ... or by the keys at this JWKS URL
@@ -98,6 +99,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
         'http-request-timeout-ms': str,
         'http-max-connections': str,
         tenants: str,
+        'upload-directory': str,
         'jwt-jwks-file': str,
         'jwt-jwks-url': str,
         'jwt-issuer': str,
@@ -138,6 +140,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
   return {
     modelRepositories: repos,
     tenantsFile: v.tenants,
+    uploadDirectory: v['upload-directory'],
     jwt,
     httpPort: int('http-port', v['http-port'], 8000),
     httpAddress: v['http-address'],

@@ -28,6 +28,9 @@ export const PROJECT_ROOT = (() => {
   return here.includes(`${'/'}dist${'/'}`) ? join(here, '..', '..', '..') : join(here, '..', '..');
 })();
 
+/** Name of the default upload directory inside the first model repository. */
+export const DEFAULT_UPLOAD_DIRECTORY = '.warden-uploads';
+
 /** `--http-max-input-size` default: 64 MiB, as Triton. */
 export const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
 
@@ -68,6 +71,11 @@ export interface ServerOptions {
   tenantsFile?: string;
   /** JWT bearer tokens verified against a JWKS (multi-tenant mode), besides the file's tokens. */
   jwt?: JwtOptions;
+  /**
+   * `--upload-directory`: where the load API's file overrides are stored (tenants' uploads durably).
+   * Default `<first model repository>/.warden-uploads` (the repository scan skips dot-names).
+   */
+  uploadDirectory?: string;
   /** Directory for caches (transpiled components). */
   cacheDir?: string;
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -162,6 +170,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     resolvers: await createResolvers(opts, logger, metrics),
     autoCompleteConfig: opts.autoCompleteConfig ?? true,
     configName: opts.modelConfigName,
+    uploadDirectory: opts.uploadDirectory ?? (opts.modelRepositories[0] !== undefined ? join(opts.modelRepositories[0], DEFAULT_UPLOAD_DIRECTORY) : undefined),
     logger,
     metrics,
     admission,

@@ -54,6 +54,13 @@ export interface ModelAdmission {
    * @throws TritonError naming the rule the config breaks; nothing was allocated
    */
   admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig, versions: number): ModelConfig;
+  /**
+   * Checks that need no files, run before an upload is written (quotas are refused before
+   * anything touches disk); {@link admit} still checks the normalised config afterwards.
+   * @param configOverride the load API's `parameters.config` JSON, as sent
+   * @throws TritonError naming the rule the upload breaks
+   */
+  precheckUpload?(key: ModelKey, configOverride: unknown): void;
 }
 
 /**

@@ -13,7 +13,8 @@ import type { ModelConfig } from '../config/types.js';
 import { ModelStatistics } from '../metrics/stats.js';
 import type { ServerMetrics } from '../metrics/prometheus.js';
 import { fingerprintModel, listVersions, scanRepositories, selectVersions, type ModelLocation } from '../repository/scan.js';
-import { removeOverrideDirectory, writeOverrideDirectory, type FileOverrides } from '../repository/overrides.js';
+import type { FileOverrides } from '../repository/overrides.js';
+import { UploadStore, type StoredGeneration, type StoredModel } from '../repository/upload-store.js';
 import { instanceCount, ServerAdmission, type ModelAdmission } from './admission.js';
 import { TritonError, asTritonError, invalidArg, notFound, unavailable } from './errors.js';
 import { backendResolveRequest, modelLoadContext, NO_SERVER } from './load-context.js';
@@ -60,8 +61,12 @@ interface ModelRecord {
    * operator's repository produced it (an upload's failure is the uploader's problem).
    */
   attemptOrigin?: ModelOrigin;
-  /** Set when the model was loaded from an override directory (load API with files). */
+  /** Set when the serving versions were loaded from an upload (the generation's model directory). */
   overrideDir?: string;
+  /** The upload store generation the serving versions were loaded from. */
+  uploadGeneration?: number;
+  /** Version sets using each upload generation (serving or still draining): kept on disk until 0. */
+  generationUsers?: Map<number, number>;
   fingerprint?: string;
   /** The config admitted for the load in progress, and how many versions it loads. */
   admitted?: { config: ModelConfig; versions: number };
@@ -82,6 +87,11 @@ export interface RepositoryManagerOptions {
   admission?: ModelAdmission;
   /** The server-wide arbiter every model's scheduler asks before dispatching (default: admits everything). */
   arbiter?: ExecutionArbiter;
+  /**
+   * Root of the upload store (load API file overrides); none = uploads refused. Tenants' uploads
+   * are durable there, the operator namespace's are removed at unload and at start.
+   */
+  uploadDirectory?: string;
 }
 
 /** What the load API may carry (spec §3.1). */
@@ -89,6 +99,17 @@ export interface LoadOptions {
   /** Parsed JSON of `parameters.config`. */
   configOverride?: unknown;
   files?: FileOverrides;
+  /** Largest accepted upload (decoded file bytes + config JSON), checked before anything is written. */
+  maxUploadBytes?: number;
+}
+
+/** What the unload API may carry. */
+export interface UnloadOptions {
+  /**
+   * Also delete the model's stored upload (a tenant's uploads are kept across unloads and restarts
+   * otherwise), once its versions have retired.
+   */
+  deleteFiles?: boolean;
 }
 
 export class ModelRepositoryManager {
@@ -97,9 +118,16 @@ export class ModelRepositoryManager {
   private closed = false;
   private server: InferenceServerHandle = NO_SERVER;
   private readonly admission: ModelAdmission;
+  private uploads: UploadStore | undefined;
+  /** Why uploads are refused (no upload directory, or it is not usable). */
+  private uploadsDisabled = 'no upload directory is configured';
 
   constructor(private readonly opts: RepositoryManagerOptions) {
     this.admission = opts.admission ?? new ServerAdmission();
+    if (opts.uploadDirectory !== undefined) {
+      this.uploads = new UploadStore({ root: opts.uploadDirectory });
+      this.uploadsDisabled = '';
+    }
     opts.metrics.setPendingSource(() =>
       [...this.records.values()].flatMap((r) =>
         [...r.serving.values()].map((v) => ({ model: v.name, version: String(v.version), tenant: r.key.namespace, count: v.pendingCount })),
@@ -109,6 +137,11 @@ export class ModelRepositoryManager {
 
   get controlMode(): ModelControlMode {
     return this.opts.controlMode;
+  }
+
+  /** The upload store (undefined when uploads are refused). */
+  get uploadStore(): UploadStore | undefined {
+    return this.uploads;
   }
 
   /** The data plane backends reach for in-process inference (set once, by the server). */
@@ -121,6 +154,7 @@ export class ModelRepositoryManager {
    * names (explicit). Failures leave models UNAVAILABLE; they are returned, not thrown.
    */
   async startup(loadModels: readonly string[]): Promise<{ name: string; error: TritonError }[]> {
+    const restoring = this.restoreUploads();
     const found = await scanRepositories(this.opts.repositories);
     const all = this.opts.controlMode !== 'explicit' || loadModels.includes('*');
     const names = all ? [...found.keys()] : [...loadModels];
@@ -134,7 +168,37 @@ export class ModelRepositoryManager {
         }
       }),
     );
+    await restoring;
     return failures;
+  }
+
+  /**
+   * Start-up of the upload store: remove what a previous process left (staging, uncommitted
+   * generations, the operator namespace's ephemeral uploads), then load every tenant model stored
+   * there. A model that fails to load stays UNAVAILABLE with the reason; start-up goes on. A store
+   * that cannot be used disables uploads (logged) without failing start-up.
+   */
+  private async restoreUploads(): Promise<void> {
+    const store = this.uploads;
+    if (!store) return;
+    let models: ModelKey[];
+    try {
+      const report = await store.recover();
+      if (report.removed.length > 0) this.opts.logger.info({ removed: report.removed }, 'upload store: removed leftovers of an earlier run');
+      models = report.models;
+    } catch (e) {
+      this.uploads = undefined;
+      this.uploadsDisabled = `the upload directory is not usable (${(e as NodeJS.ErrnoException).code ?? 'error'})`;
+      this.opts.logger.error({ reason: this.uploadsDisabled }, 'upload store unavailable: uploads are refused');
+      return;
+    }
+    await Promise.all(
+      models.map((key) =>
+        this.load(key, {}, true).catch((e) => {
+          this.opts.logger.error({ model: key.name, namespace: key.namespace, reason: asTritonError(e).message }, 'failed to restore uploaded model');
+        }),
+      ),
+    );
   }
 
   /** Start polling the repositories every `seconds` (poll mode). */
@@ -193,12 +257,15 @@ export class ModelRepositoryManager {
    * taking new requests; in-flight requests finish in the background before finalize.
    * Unloading a model that is not loaded succeeds.
    */
-  unload(key: ModelKey, internalCall = false): Promise<void> {
+  unload(key: ModelKey, internalCall = false, options: UnloadOptions = {}): Promise<void> {
     if (!internalCall && this.opts.controlMode !== 'explicit') return Promise.reject(explicitOnly());
     return new Promise<void>((resolveReturned, reject) => {
       this.serialise(key, async (rec) => {
         const retiring = [...rec.serving.values()];
+        const retiringGeneration = rec.uploadGeneration;
         rec.serving = new Map();
+        rec.overrideDir = undefined;
+        rec.uploadGeneration = undefined;
         // Versions that failed to load are unloaded too: the failure no longer counts anywhere.
         for (const [v, st] of rec.status) if (st.state === 'UNAVAILABLE') rec.status.set(v, UNLOADED);
         for (const v of retiring) rec.status.set(v.version, { state: 'UNLOADING', reason: '' });
@@ -211,10 +278,10 @@ export class ModelRepositoryManager {
             if (rec.status.get(v.version)?.state === 'UNLOADING') rec.status.set(v.version, UNLOADED);
           }),
         );
-        if (rec.overrideDir && rec.serving.size === 0) {
-          await removeOverrideDirectory(rec.overrideDir);
-          rec.overrideDir = undefined;
-        }
+        if (retiringGeneration !== undefined) releaseGeneration(rec, retiringGeneration);
+        // An operator upload is ephemeral: gone once its versions retired. A tenant's stays stored
+        // (a later load without files serves it again) unless deleting was asked for.
+        if (retiringGeneration !== undefined || options.deleteFiles) await this.pruneUploads(rec, options.deleteFiles === true);
       }).catch(reject);
     });
   }
@@ -366,8 +433,25 @@ export class ModelRepositoryManager {
     let modelPath: string;
     let overrideDir: string | undefined;
     let origin: ModelOrigin;
+    // Loads from the upload store: a new generation (`staged`, committed once it loaded), or a
+    // tenant's committed one (its stored config override applies unless a new one is given).
+    let staged: StoredGeneration | undefined;
+    let fromStore: { generation: number; configOverride: unknown; commit: boolean } | undefined;
+    let stored: StoredModel | undefined;
     if (options.files && options.files.size > 0) {
-      overrideDir = await writeOverrideDirectory(name, options.files);
+      if (!this.uploads) throw unavailable(`failed to load '${name}': uploads are refused: ${this.uploadsDisabled}`);
+      this.admission.precheckUpload?.(rec.key, options.configOverride);
+      staged = await this.uploads.stage(rec.key, options.files, options.configOverride, { maxUploadBytes: options.maxUploadBytes });
+      // The operator namespace's uploads are ephemeral: nothing to commit.
+      fromStore = { generation: staged.generation, configOverride: options.configOverride, commit: rec.key.namespace !== '' };
+      overrideDir = staged.modelPath;
+      modelPath = overrideDir;
+      origin = { kind: 'upload', tenant: rec.key.namespace };
+    } else if (rec.key.namespace !== '' && (stored = await this.storedUpload(rec, log))) {
+      // A tenant's models live in the upload store: a load without files serves the stored one.
+      const configOverride = options.configOverride ?? stored.configOverride;
+      fromStore = { generation: stored.generation, configOverride, commit: JSON.stringify(configOverride) !== JSON.stringify(stored.configOverride) };
+      overrideDir = stored.modelPath;
       modelPath = overrideDir;
       origin = { kind: 'upload', tenant: rec.key.namespace };
     } else {
@@ -383,10 +467,17 @@ export class ModelRepositoryManager {
     const fingerprint = overrideDir ? undefined : await fingerprintModel(modelPath);
     let loaded: Map<number, ModelVersion>;
     try {
-      loaded = await this.buildVersions(rec, modelPath, origin, options, log);
+      loaded = await this.buildVersions(rec, modelPath, origin, fromStore ? { ...options, configOverride: fromStore.configOverride } : options, log);
+      if (fromStore?.commit) {
+        // Durable from here: a restart serves this generation with this config.
+        await this.uploads!.publish(rec.key, fromStore.generation, fromStore.configOverride).catch(async (e: unknown) => {
+          await Promise.all([...loaded.values()].map((m) => m.finalize()));
+          throw e;
+        });
+      }
     } catch (e) {
-      if (overrideDir) await removeOverrideDirectory(overrideDir);
-      const err = asTritonError(e);
+      if (staged) await this.uploads!.discard(staged).catch((d: unknown) => log.error({ err: d }, 'failed to remove a failed upload'));
+      const err = overrideDir ? withoutPath(asTritonError(e), overrideDir, name) : asTritonError(e);
       if (rec.serving.size === 0) {
         // Nothing serves: the model (every version it tried) is UNAVAILABLE with the reason.
         if (rec.status.size === 0) rec.status.set(1, { state: 'UNAVAILABLE', reason: err.message });
@@ -400,14 +491,51 @@ export class ModelRepositoryManager {
     rec.serving = loaded;
     for (const v of rec.status.keys()) if (!loaded.has(v)) rec.status.delete(v);
     for (const v of loaded.keys()) rec.status.set(v, { state: 'READY', reason: '' });
-    const oldOverride = rec.overrideDir;
+    const oldGeneration = rec.uploadGeneration;
     rec.overrideDir = overrideDir;
+    rec.uploadGeneration = fromStore?.generation;
+    if (fromStore) retainGeneration(rec, fromStore.generation);
     rec.origin = origin;
     rec.fingerprint = fingerprint;
-    void Promise.all([...old.values()].map((v) => v.retire())).then(async () => {
-      if (oldOverride && oldOverride !== overrideDir) await removeOverrideDirectory(oldOverride);
+    void Promise.all([...old.values()].map((v) => v.retire())).then(() => {
+      // The old generation's files go once no version set uses them (in this model's turn).
+      if (oldGeneration !== undefined && releaseGeneration(rec, oldGeneration)) void this.serialise(rec.key, (r) => this.pruneUploads(r, false));
     });
     log.info({ versions: [...loaded.keys()] }, 'successfully loaded');
+  }
+
+  /**
+   * A tenant model's committed upload, if any. A damaged one fails the load: the model is then
+   * UNAVAILABLE with the reason (unless older versions serve).
+   */
+  private async storedUpload(rec: ModelRecord, log: Logger): Promise<StoredModel | undefined> {
+    try {
+      return await this.uploads?.current(rec.key);
+    } catch (e) {
+      const err = asTritonError(e);
+      rec.attemptOrigin = { kind: 'upload', tenant: rec.key.namespace };
+      if (rec.serving.size === 0) {
+        if (rec.status.size === 0) rec.status.set(1, { state: 'UNAVAILABLE', reason: err.message });
+        for (const [v, s] of rec.status) if (s.state !== 'READY') rec.status.set(v, { state: 'UNAVAILABLE', reason: err.message });
+      }
+      log.error({ reason: err.message }, 'failed to load model');
+      throw err;
+    }
+  }
+
+  /**
+   * Remove the model's upload generations no version set uses (and, `deleteFiles`, its committed
+   * tenant upload). Runs in the model's turn. Failures are logged: the files go at the next start.
+   */
+  private async pruneUploads(rec: ModelRecord, deleteFiles: boolean): Promise<void> {
+    const store = this.uploads;
+    if (!store) return;
+    try {
+      if (deleteFiles && rec.key.namespace !== '') await store.forget(rec.key);
+      await store.prune(rec.key, new Set(rec.generationUsers?.keys() ?? []), rec.key.namespace === '' ? 'operator' : 'tenant');
+    } catch (e) {
+      this.opts.logger.error({ model: rec.key.name, namespace: rec.key.namespace, reason: asTritonError(e).message }, 'failed to remove uploaded files');
+    }
   }
 
   /** Load every selected version; all-or-nothing (partial successes are finalized on failure). */
@@ -487,6 +615,33 @@ export class ModelRepositoryManager {
     const { config } = request;
     throw invalidArg(`unable to find backend library for backend '${config.backend || config.platform}'`);
   }
+}
+
+/** One more version set uses upload generation `g` of the model. */
+function retainGeneration(rec: ModelRecord, g: number): void {
+  rec.generationUsers ??= new Map();
+  rec.generationUsers.set(g, (rec.generationUsers.get(g) ?? 0) + 1);
+}
+
+/** A version set stopped using generation `g`; true when nothing uses it any more. */
+function releaseGeneration(rec: ModelRecord, g: number): boolean {
+  const n = (rec.generationUsers?.get(g) ?? 1) - 1;
+  if (n > 0) {
+    rec.generationUsers!.set(g, n);
+    return false;
+  }
+  rec.generationUsers?.delete(g);
+  return true;
+}
+
+/**
+ * An upload's load error without host paths: the model directory (somewhere in the upload store)
+ * is named by the model's name, as the uploader knows it.
+ */
+function withoutPath(err: TritonError, modelPath: string, name: string): TritonError {
+  if (!err.message.includes(modelPath)) return err;
+  const message = err.message.split(`${modelPath}/`).join(`${name}/`).split(modelPath).join(name);
+  return new TritonError(err.code, message);
 }
 
 /** A model of the operator's namespace (the repositories on disk). */

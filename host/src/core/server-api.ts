@@ -407,7 +407,7 @@ export class ServerApi implements InferenceServerHandle {
     const key = this.controlKeyOf(principal, name);
     const event = options.deleteFiles ? 'delete' : 'unload';
     try {
-      await this.manager.unload(key);
+      await this.manager.unload(key, false, { deleteFiles: options.deleteFiles === true });
       if (this.opts.logger) auditEvent(this.opts.logger, { event, tenant: auditTenant(principal, key), model: key.name, outcome: 'ok' });
     } catch (e) {
       if (this.opts.logger) auditEvent(this.opts.logger, { event, tenant: auditTenant(principal, key), model: key.name, outcome: 'error', reason: this.publicError(e).message });

@@ -46,6 +46,27 @@ export class TenantAdmission implements ModelAdmission {
    * @returns the config to load: for a tenant's wasm model, with the tenant's limits in its parameters
    * @throws TritonError from the server's rules; AccessError 403 naming the quota a tenant's model exceeds
    */
+  /** Model count and the instance counts the raw config asks for (each group at least 1), before any file is written. */
+  precheckUpload(key: ModelKey, configOverride: unknown): void {
+    if (key.namespace === '') return;
+    const tenant = this.opts.tenants.get(key.namespace);
+    if (!tenant) throw forbidden(`tenant '${key.namespace}' is not configured`);
+    const q = tenant.quotas;
+    const used = this.opts.usage(key.namespace, key.name);
+    if (used.models + 1 > q.max_models) {
+      throw forbidden(`model '${key.name}' would bring tenant '${tenant.id}' to ${used.models + 1} models, over its quota of ${q.max_models} (max_models)`);
+    }
+    const groups = (configOverride as { instance_group?: unknown } | null)?.instance_group;
+    if (!Array.isArray(groups)) return;
+    const n = groups.reduce<number>((sum, g) => {
+      const c = Number((g as { count?: unknown } | null)?.count ?? 1);
+      return sum + (Number.isFinite(c) && c > 1 ? c : 1);
+    }, 0);
+    if (n > q.max_instances_per_model) {
+      throw forbidden(`model '${key.name}' would bring tenant '${tenant.id}' to ${n} instances of one model, over its quota of ${q.max_instances_per_model} (max_instances_per_model)`);
+    }
+  }
+
   admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig, versions = 1): ModelConfig {
     const admitted = this.opts.server.admit(key, origin, config, versions);
     if (key.namespace === '') return admitted;

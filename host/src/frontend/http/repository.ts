@@ -57,7 +57,11 @@ export async function handleUnload(ctx: FrontendContext, req: FastifyRequest, re
     if (params.unload_dependents !== undefined && typeof params.unload_dependents !== 'boolean') {
       throw invalidArg("Unable to parse 'unload_dependents': attempt to access JSON non-boolean as boolean");
     }
+    if (params.delete_files !== undefined && typeof params.delete_files !== 'boolean') {
+      throw invalidArg("Unable to parse 'delete_files': attempt to access JSON non-boolean as boolean");
+    }
   }
-  await ctx.api.unloadModel(ctx.principalOf(req), model);
+  // Warden's extension: `delete_files: true` also deletes a tenant's stored upload.
+  await ctx.api.unloadModel(ctx.principalOf(req), model, { deleteFiles: isJsonObject(params) && params.delete_files === true });
   return reply.code(200).send();
 }

@@ -1,0 +1,329 @@
+/**
+ * The upload store (host/src/repository/upload-store.ts) on real files: commit and read back, a
+ * replacement keeps the old generation committed until the pointer switches, names that are not
+ * plain file names never become paths (nothing is written outside the root), the size limit is
+ * checked before anything is written, start-up clean-up removes only the store's own leftovers, and
+ * error messages carry no host paths.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TritonError } from '../../host/src/core/errors.js';
+import type { ModelKey } from '../../host/src/core/types.js';
+import { decodeFileOverride, type FileOverrides } from '../../host/src/repository/overrides.js';
+import { UploadStore, type CommitStep } from '../../host/src/repository/upload-store.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  while (dirs.length) rmSync(dirs.pop()!, { recursive: true, force: true });
+});
+
+/** A fresh parent directory; the store root is `<parent>/store` (not created). */
+function parent(): string {
+  const d = mkdtempSync(join(tmpdir(), 'warden-store-test-'));
+  dirs.push(d);
+  return d;
+}
+
+/** Every path under `dir`, relative, sorted (directories end with '/'). */
+function tree(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      out.push(relative(dir, p) + (e.isDirectory() ? '/' : ''));
+      if (e.isDirectory()) walk(p);
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  return out.sort();
+}
+
+const files = (entries: Record<string, string>): FileOverrides => new Map(Object.entries(entries).map(([k, v]) => [k, new Uint8Array(Buffer.from(v))]));
+const ACME: ModelKey = { namespace: 'acme', name: 'm' };
+
+async function expectInvalid(p: Promise<unknown>, pattern?: RegExp): Promise<TritonError> {
+  const e = await p.then(
+    () => undefined,
+    (x: unknown) => x,
+  );
+  expect(e).toBeInstanceOf(TritonError);
+  expect((e as TritonError).code).toBe('INVALID_ARG');
+  if (pattern) expect((e as TritonError).message).toMatch(pattern);
+  return e as TritonError;
+}
+
+describe('commit and read back', () => {
+  it('stage + publish: the committed generation holds the files and the config override', async () => {
+    const p = parent();
+    const store = new UploadStore({ root: join(p, 'store') });
+    const config = { name: 'm', backend: 'wasm', max_batch_size: 0 };
+    const gen = await store.stage(ACME, files({ '1/model.wasm': 'AAA', 'labels.txt': 'a\nb\n', '1/sub/deep.bin': 'x' }), config);
+    expect(gen.generation).toBe(1);
+    // Not committed yet: nothing to serve after a restart.
+    expect(await store.current(ACME)).toBeUndefined();
+    expect(await store.list()).toEqual([]);
+    await store.publish(ACME, gen.generation, config);
+    const cur = await store.current(ACME);
+    expect(cur).toMatchObject({ key: ACME, generation: 1, configOverride: config });
+    expect(readFileSync(join(cur!.modelPath, '1/model.wasm'), 'utf8')).toBe('AAA');
+    expect(readFileSync(join(cur!.modelPath, 'labels.txt'), 'utf8')).toBe('a\nb\n');
+    expect(readFileSync(join(cur!.modelPath, '1/sub/deep.bin'), 'utf8')).toBe('x');
+    expect(await store.list()).toEqual([ACME]);
+    // Only the store root appeared in the parent; no staging leftovers.
+    expect(readdirSync(p)).toEqual(['store']);
+    expect(tree(join(p, 'store'))).toEqual(['.staging/', 'acme/', 'acme/m/', 'acme/m/CURRENT', 'acme/m/g1/', 'acme/m/g1/1/', 'acme/m/g1/1/model.wasm', 'acme/m/g1/1/sub/', 'acme/m/g1/1/sub/deep.bin', 'acme/m/g1/labels.txt']);
+  });
+
+  it('the operator namespace lives in .operator, which no tenant id can name', async () => {
+    const p = parent();
+    const store = new UploadStore({ root: join(p, 'store') });
+    const gen = await store.stage({ namespace: '', name: 'm' }, files({ '1/a': 'x' }), {});
+    expect(relative(join(p, 'store'), gen.modelPath)).toBe('.operator/m/g1');
+    await expectInvalid(store.stage({ namespace: '.operator', name: 'm' }, files({ '1/a': 'x' }), {}), /invalid namespace/);
+  });
+
+  it('a replacement keeps the old generation committed until the pointer switches; prune removes the old one', async () => {
+    const p = parent();
+    const store = new UploadStore({ root: join(p, 'store') });
+    const a = await store.stage(ACME, files({ '1/model.bin': 'A', '1/extra.bin': 'A' }), { v: 'A' });
+    await store.publish(ACME, a.generation, { v: 'A' });
+    const seen: [CommitStep, number | undefined][] = [];
+    store.onCommitStep = async (step) => {
+      const cur = await store.current(ACME);
+      seen.push([step, cur?.generation]);
+      // The committed generation is intact at every step.
+      expect(readFileSync(join(cur!.modelPath, '1/model.bin'), 'utf8')).toBe(cur!.generation === 1 ? 'A' : 'B');
+      expect(readFileSync(join(cur!.modelPath, '1/extra.bin'), 'utf8')).toBe(cur!.generation === 1 ? 'A' : 'B');
+    };
+    const b = await store.stage(ACME, files({ '1/model.bin': 'B', '1/extra.bin': 'B' }), { v: 'B' });
+    expect(b.generation).toBe(2);
+    await store.publish(ACME, b.generation, { v: 'B' });
+    expect(seen).toEqual([
+      ['staging', 1],
+      ['file', 1],
+      ['file', 1],
+      ['staged', 1],
+      ['renamed', 1],
+      ['pointer-staged', 1],
+      ['switched', 2],
+    ]);
+    expect((await store.current(ACME))?.configOverride).toEqual({ v: 'B' });
+    // The old generation stays until the caller says it is unused.
+    expect(existsSync(a.modelPath)).toBe(true);
+    await store.prune(ACME, new Set([1]), 'tenant');
+    expect(existsSync(a.modelPath)).toBe(true);
+    await store.prune(ACME, new Set(), 'tenant');
+    expect(existsSync(a.modelPath)).toBe(false);
+    expect(existsSync(b.modelPath)).toBe(true);
+    // A discarded (never published) generation goes; the committed one stays.
+    const c = await store.stage(ACME, files({ '1/model.bin': 'C' }), {});
+    expect(c.generation).toBe(3);
+    await store.discard(c);
+    expect(existsSync(c.modelPath)).toBe(false);
+    expect((await store.current(ACME))?.generation).toBe(2);
+    // forget: no longer committed; prune then removes the files and the model directory.
+    await store.forget(ACME);
+    expect(await store.current(ACME)).toBeUndefined();
+    await store.prune(ACME, new Set(), 'tenant');
+    expect(tree(join(p, 'store'))).toEqual(['.staging/', 'acme/']);
+  });
+
+  it('operator prune drops everything unused, CURRENT included', async () => {
+    const p = parent();
+    const store = new UploadStore({ root: join(p, 'store') });
+    const key = { namespace: '', name: 'm' };
+    const g = await store.stage(key, files({ '1/a': 'x' }), {});
+    await store.publish(key, g.generation, {});
+    await store.prune(key, new Set([g.generation]), 'operator');
+    expect(existsSync(g.modelPath)).toBe(true);
+    await store.prune(key, new Set(), 'operator');
+    expect(tree(join(p, 'store'))).toEqual(['.operator/', '.staging/']);
+  });
+
+  it('generation numbers are never reused, even when stages run concurrently', async () => {
+    const store = new UploadStore({ root: join(parent(), 'store') });
+    const gens = await Promise.all([1, 2, 3, 4].map((i) => store.stage(ACME, files({ '1/a': String(i) }), {})));
+    expect(gens.map((g) => g.generation).sort()).toEqual([1, 2, 3, 4]);
+  });
+});
+
+describe('names never become paths outside the store', () => {
+  const BAD_MODEL_NAMES = ['', '.', '..', decodeURIComponent('%2e%2e'), 'a/b', decodeURIComponent('..%2F..%2Fetc'), 'a\\b', 'a\u0000b', 'a\nb', 'x'.repeat(256), 'é'.repeat(128)];
+  const BAD_NAMESPACES = ['..', '.operator', '.staging', '-x', 'a/b', 'a.b', 'x'.repeat(65), '../../tmp'];
+  const BAD_PATHS = ['../x', '1/../../x', '/etc/passwd', '1/./x', './1/x', '1//x', '1/', 'a\\b', '1/\u0000', '1/a\u0007', `1/${'x'.repeat(256)}`, '1/..', '..', decodeURIComponent('%2e%2e/x'), `${'a/'.repeat(600)}x`];
+
+  it('rejects bad model names, namespaces and file paths with INVALID_ARG, writing nothing', async () => {
+    const p = parent();
+    writeFileSync(join(p, 'sibling.txt'), 'mine');
+    const store = new UploadStore({ root: join(p, 'store') });
+    const before = tree(p);
+    for (const name of BAD_MODEL_NAMES) {
+      const e = await expectInvalid(store.stage({ namespace: 'acme', name }, files({ '1/a': 'x' }), {}), /invalid model name/);
+      expect(e.message).not.toContain('\u0000');
+      await expectInvalid(store.stage({ namespace: '', name }, files({ '1/a': 'x' }), {}));
+      await expectInvalid(store.current({ namespace: 'acme', name }));
+      await expectInvalid(store.publish({ namespace: 'acme', name }, 1, {}));
+      await expectInvalid(store.prune({ namespace: 'acme', name }, new Set(), 'tenant'));
+      await expectInvalid(store.forget({ namespace: 'acme', name }));
+    }
+    for (const namespace of BAD_NAMESPACES) {
+      await expectInvalid(store.stage({ namespace, name: 'm' }, files({ '1/a': 'x' }), {}), /invalid namespace/);
+      await expectInvalid(store.current({ namespace, name: 'm' }));
+    }
+    for (const rel of BAD_PATHS) {
+      await expectInvalid(store.stage(ACME, files({ [rel]: 'x' }), {}), /invalid file override path/);
+      expect(() => decodeFileOverride(`file:${rel}`, 'eA==')).toThrow(TritonError);
+    }
+    // A path that is both a file and a directory.
+    await expectInvalid(store.stage(ACME, files({ '1': 'x', '1/model.bin': 'y' }), {}), /both a file and a directory/);
+    expect(tree(p)).toEqual(before);
+    expect(existsSync(join(p, 'store'))).toBe(false);
+    // Good names still work, and only the root appears in the parent.
+    expect(decodeFileOverride('file:1/model.onnx', 'eA==')).toEqual(['1/model.onnx', new Uint8Array([0x78])]);
+    await store.stage({ namespace: 'a-b_C9', name: '%2e%2e' }, files({ '1/a': 'x' }), {});
+    expect(readdirSync(p).sort()).toEqual(['sibling.txt', 'store']);
+  });
+
+  it('maxUploadBytes: the decoded bytes plus the config JSON, checked before anything is written', async () => {
+    const p = parent();
+    const store = new UploadStore({ root: join(p, 'store') });
+    const config = { name: 'm' }; // 12 bytes of JSON
+    const upload = files({ '1/a': 'x'.repeat(100), '1/b': 'y'.repeat(50) });
+    const e = await expectInvalid(store.stage(ACME, upload, config, { maxUploadBytes: 161 }), /162 bytes exceeds the limit of 161 bytes/);
+    expect(e.message).not.toContain(p);
+    expect(existsSync(join(p, 'store'))).toBe(false);
+    await store.stage(ACME, upload, config, { maxUploadBytes: 162 });
+    expect(existsSync(join(p, 'store', 'acme', 'm', 'g1', '1', 'b'))).toBe(true);
+  });
+});
+
+describe('start-up clean-up', () => {
+  it("removes staging leftovers, uncommitted generations and the operator's uploads; nothing else", async () => {
+    const p = parent();
+    const root = join(p, 'store');
+    const store = new UploadStore({ root });
+    // A committed tenant model (g1), replaced by g2, then an uncommitted g3 and a pointer temp file.
+    for (const v of ['A', 'B']) {
+      const g = await store.stage(ACME, files({ '1/model.bin': v }), { v });
+      await store.publish(ACME, g.generation, { v });
+    }
+    await store.stage(ACME, files({ '1/model.bin': 'C' }), {});
+    writeFileSync(join(root, 'acme/m/CURRENT.tmp-0123456789abcdef'), '{');
+    // A tenant model never committed, another namespace's committed one, an operator upload.
+    await store.stage({ namespace: 'acme', name: 'half' }, files({ '1/a': 'x' }), {});
+    const other = await store.stage({ namespace: 'other', name: 'n' }, files({ '1/a': 'x' }), {});
+    await store.publish(other.key, other.generation, {});
+    const op = await store.stage({ namespace: '', name: 'm' }, files({ '1/a': 'x' }), {});
+    await store.publish(op.key, op.generation, {});
+    mkdirSync(join(root, '.staging/s-00112233445566ff/1'), { recursive: true });
+    writeFileSync(join(root, '.staging/s-00112233445566ff/1/a'), 'partial');
+    // Foreign entries: in the parent, in the root, and inside the store's own directories.
+    writeFileSync(join(p, 'foreign.txt'), 'f');
+    mkdirSync(join(p, 'foreign-dir'));
+    writeFileSync(join(p, 'foreign-dir', 'g1'), 'f');
+    writeFileSync(join(root, 'foreign.txt'), 'f');
+    mkdirSync(join(root, '.hidden/g1'), { recursive: true });
+    mkdirSync(join(root, 'not a tenant/m/g1'), { recursive: true });
+    mkdirSync(join(root, '.staging/not-mine'));
+    writeFileSync(join(root, '.staging/s-short'), 'f');
+    writeFileSync(join(root, 'acme/m/notes.txt'), 'f');
+    mkdirSync(join(root, 'acme/m/g01'));
+    mkdirSync(join(root, 'acme/m/gx'));
+    writeFileSync(join(root, 'acme/m/g7'), 'a file, not a generation');
+    mkdirSync(join(root, '.operator/m/keep-me'));
+    mkdirSync(join(p, 'outside/1'), { recursive: true });
+    writeFileSync(join(p, 'outside/1/a'), 'outside');
+    symlinkSync(join(p, 'outside'), join(root, 'acme/m/g9'));
+    symlinkSync(join(p, 'outside'), join(root, '.staging/s-aaaaaaaaaaaaaaaa'));
+
+    const fresh = new UploadStore({ root });
+    const report = await fresh.recover();
+    expect(report.models).toEqual([ACME, { namespace: 'other', name: 'n' }]);
+    expect(report.removed.sort()).toEqual(['.operator/m/CURRENT', '.operator/m/g1', '.staging/s-00112233445566ff', 'acme/half/g1', 'acme/m/CURRENT.tmp-0123456789abcdef', 'acme/m/g1', 'acme/m/g3']);
+    expect(tree(p)).toEqual(
+      [
+        'foreign-dir/',
+        'foreign-dir/g1',
+        'foreign.txt',
+        'outside/',
+        'outside/1/',
+        'outside/1/a',
+        'store/',
+        'store/.hidden/',
+        'store/.hidden/g1/',
+        'store/.operator/',
+        'store/.operator/m/',
+        'store/.operator/m/keep-me/',
+        'store/.staging/',
+        'store/.staging/not-mine/',
+        'store/.staging/s-aaaaaaaaaaaaaaaa',
+        'store/.staging/s-short',
+        'store/acme/',
+        'store/acme/m/',
+        'store/acme/m/CURRENT',
+        'store/acme/m/g01/',
+        'store/acme/m/g2/',
+        'store/acme/m/g2/1/',
+        'store/acme/m/g2/1/model.bin',
+        'store/acme/m/g7',
+        'store/acme/m/g9',
+        'store/acme/m/gx/',
+        'store/acme/m/notes.txt',
+        'store/foreign.txt',
+        'store/not a tenant/',
+        'store/not a tenant/m/',
+        'store/not a tenant/m/g1/',
+        'store/other/',
+        'store/other/n/',
+        'store/other/n/CURRENT',
+        'store/other/n/g1/',
+        'store/other/n/g1/1/',
+        'store/other/n/g1/1/a',
+      ].sort(),
+    );
+    expect(readFileSync(join(p, 'outside/1/a'), 'utf8')).toBe('outside');
+    const cur = await fresh.current(ACME);
+    expect(cur?.generation).toBe(2);
+    expect(cur?.configOverride).toEqual({ v: 'B' });
+    // The next generation number is past every one seen (g9 is a foreign symlink, still counted).
+    expect((await fresh.stage(ACME, files({ '1/a': 'x' }), {})).generation).toBe(10);
+  });
+
+  it('a missing root is not created; a damaged pointer keeps the files and is reported', async () => {
+    const p = parent();
+    const root = join(p, 'store');
+    expect(await new UploadStore({ root }).recover()).toEqual({ removed: [], models: [] });
+    expect(existsSync(root)).toBe(false);
+    const store = new UploadStore({ root });
+    const g = await store.stage(ACME, files({ '1/a': 'x' }), {});
+    writeFileSync(join(root, 'acme/m/CURRENT'), 'not json');
+    const report = await new UploadStore({ root }).recover();
+    expect(report.models).toEqual([ACME]);
+    expect(existsSync(g.modelPath)).toBe(true);
+    const e = await store.current(ACME).catch((x: unknown) => x as TritonError);
+    expect(e).toBeInstanceOf(TritonError);
+    expect((e as TritonError).code).toBe('INTERNAL');
+    expect((e as TritonError).message).toBe("stored model 'm' is damaged: the pointer file is not JSON");
+  });
+});
+
+describe('error messages carry no host paths', () => {
+  it('an I/O failure is named by its code', async () => {
+    const p = parent();
+    const root = join(p, 'store');
+    mkdirSync(root);
+    writeFileSync(join(root, 'acme'), 'a file where the namespace directory belongs');
+    const store = new UploadStore({ root });
+    const e = (await store.stage(ACME, files({ '1/a': 'x' }), {}).then(
+      () => undefined,
+      (x: unknown) => x,
+    )) as TritonError;
+    expect(e).toBeInstanceOf(TritonError);
+    expect(e.message).toBe("failed to store the files of model 'm': ENOTDIR");
+    expect(e.message).not.toContain(p);
+    // The staged copy was removed.
+    expect(readdirSync(join(root, '.staging'))).toEqual([]);
+  });
+});
