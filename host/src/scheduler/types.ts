@@ -23,6 +23,11 @@ export interface ModelScheduler {
   enqueue(request: InferenceRequest, sender: ResponseSender): void;
   /** Requests waiting for an instance (`nv_inference_pending_request_count`, spec §4). */
   readonly pendingCount: number;
+  /**
+   * Requests waiting for an instance per tenant ({@link InferenceRequest.tenant}; tenants with
+   * none are left out): the `tenant` label of the pending-count metric. A fresh map per call.
+   */
+  pendingByTenant(): Map<string, number>;
   /** Resolves once nothing is queued or executing. */
   drain(): Promise<void>;
   /**
