@@ -95,7 +95,10 @@ export function modelVersion(cfg: ModelConfig, instances: BackendModelInstance[]
   return { mv, stats, metrics };
 }
 
-/** An INT32 request for the echo configs: INPUT0 of shape [1, 4] (or [4] with `batched: false`). */
+/**
+ * An INT32 request for the echo configs: INPUT0 of shape [1, 4] (or [4] with `batched: false`),
+ * from the operator (tenant '') unless `extra.tenant` says otherwise.
+ */
 export function echoInit(id: string, extra: Partial<InferenceRequestInit> = {}, batched = true): InferenceRequestInit {
   return {
     id,
@@ -108,6 +111,7 @@ export function echoInit(id: string, extra: Partial<InferenceRequestInit> = {}, 
     flags: 0,
     priority: 0,
     timeoutUs: 0,
+    tenant: '',
     ...extra,
   };
 }

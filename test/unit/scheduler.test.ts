@@ -199,7 +199,7 @@ describe('execution arbiter', () => {
 
   it('requests deferred by the arbiter stay queued, then all run once it wakes the scheduler; retire waits for them', async () => {
     const arbiter = new LimitArbiter(1);
-    const held = arbiter.tryAdmit({ model: 'other', version: 1 }, () => undefined)!;
+    const held = arbiter.tryAdmit({ model: 'other', version: 1, tenants: [] }, () => undefined)!;
     const inst = new FakeInstance();
     const { mv } = modelVersion(config(`${ECHO} dynamic_batching { preferred_batch_size: [ 2 ] }`), [inst], { arbiter });
     const done = Array.from({ length: 5 }, (_, i) => {

@@ -5,7 +5,13 @@
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../config/types.js';
 import type { ModelStatistics } from '../metrics/stats.js';
-import { createScheduler, type ExecutionArbiter, type ExecutionRecord, type ModelScheduler } from '../scheduler/index.js';
+import {
+  createScheduler,
+  type ExecutionArbiter,
+  type ExecutionRecord,
+  type ModelScheduler,
+  type TenantFairness,
+} from '../scheduler/index.js';
 import { TritonError, asTritonError, unavailable } from './errors.js';
 import type { BackendModel, BackendModelInstance, InferenceRequest, InferenceRequestInit, InferenceResponse, ResponseSender } from './types.js';
 import {
@@ -65,6 +71,11 @@ export interface ModelVersionOptions {
    * default: the pass-through one (admits everything).
    */
   arbiter?: ExecutionArbiter;
+  /**
+   * Fairness across the tenants sharing this version ({@link InferenceRequest.tenant}): weights,
+   * DRR quantum, per-tenant queue cap. Default: every tenant weight 1, no per-tenant cap.
+   */
+  fairness?: TenantFairness;
 }
 
 /**
@@ -98,7 +109,11 @@ export class ModelVersion {
   ) {
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);
-    this.scheduler = createScheduler(config, instances, { onExecuted: (r) => this.recordExecution(r) }, { version, arbiter: options.arbiter });
+    this.scheduler = createScheduler(config, instances, { onExecuted: (r) => this.recordExecution(r) }, {
+      version,
+      arbiter: options.arbiter,
+      fairness: options.fairness,
+    });
   }
 
   /** True for `model_transaction_policy { decoupled: true }`. */
@@ -111,6 +126,11 @@ export class ModelVersion {
     return this.scheduler.pendingCount;
   }
 
+  /** Queued requests per tenant (tenants with none left out), for the pending-count metric's `tenant` label. */
+  pendingByTenant(): Map<string, number> {
+    return this.scheduler.pendingByTenant();
+  }
+
   /** Every instance reports ready (`TRITONBACKEND_ModelInstanceReady`). */
   isReady(): boolean {
     return this.accepting && this.instances.every((i) => i.isReady?.() ?? true);
@@ -121,7 +141,8 @@ export class ModelVersion {
    * set before it is dispatched, it is not executed: its final response is the error CANCELLED
    * "Request was cancelled" (a failure with reason CANCELED in the statistics).
    * @throws TritonError INVALID_ARG for a request that does not match the config, UNAVAILABLE if
-   *   the version is being unloaded or the queue is full. Nothing is queued when it throws.
+   *   the version is being unloaded, the queue is full or the request's tenant is at its queue
+   *   quota. Nothing is queued when it throws.
    */
   submit(init: InferenceRequestInit, sender: ResponseSender): InferenceRequest {
     if (!this.accepting) throw unavailable(`Request for unknown model: '${this.name}' version ${this.version} is not at ready state`);

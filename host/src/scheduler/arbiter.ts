@@ -3,11 +3,31 @@
  * dispatches a batch to an instance, so that limits spanning models (tenant fairness, rate
  * limits — Triton's rate limiter, spec §5.5 `rate_limiter`) can sit in one object.
  */
+import type { InferenceRequest } from '../core/types.js';
 
-/** Who asks: one constant object per model version (built once, no allocation per batch). */
+/**
+ * Who asks: one object per model version (built once, no allocation per batch).
+ *
+ * A tenant-aware arbiter (fairness across models: one tenant flooding model X must not crowd out
+ * another tenant's model Y on the same machine) would keep, per tenant, the executions it runs and
+ * a FIFO of deferred `wake`s, and decide from {@link tenants}: admit while every tenant of the
+ * claim is under its share of the server's execution slots (slots × weight / sum of the weights of
+ * the tenants with work waiting), otherwise defer and remember the wake under those tenants; on
+ * `release` of a grant (which it built knowing the claim's tenants), hand the freed slot to the
+ * deferred claims of the tenant furthest below its share first (one at a time, per the wake
+ * contract below). Within one model version the scheduler already orders tenants fairly (deficit
+ * round robin in its queue), so the arbiter only has to arbitrate between model versions.
+ */
 export interface ExecutionClaim {
   readonly model: string;
   readonly version: number;
+  /**
+   * The distinct tenants of the batch the scheduler asks to run ({@link InferenceRequest.tenant};
+   * `''` = the operator), in dispatch order. Valid during the `tryAdmit` call only: the scheduler
+   * rewrites this array before each call (copy it to keep it). Left empty with
+   * {@link PASS_THROUGH_ARBITER}, which never reads it.
+   */
+  readonly tenants: readonly string[];
 }
 
 /** Permission to run one execution; released exactly once, when the execution finished. */

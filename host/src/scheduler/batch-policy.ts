@@ -1,8 +1,9 @@
 /**
  * Which queued requests form the next execution (spec §5.6): one request at a time without
- * dynamic batching; with it, the oldest compatible requests up to `max_batch_size` batch
- * elements, dispatched at once when a preferred batch size is reached, otherwise after waiting at
- * most `max_queue_delay_microseconds` for more. A request never splits across executions.
+ * dynamic batching; with it, the next compatible requests in the queue's dispatch order (fair
+ * across tenants) up to `max_batch_size` batch elements, dispatched at once when a preferred batch
+ * size is reached, otherwise once the oldest request has waited `max_queue_delay_microseconds`
+ * for more. A request never splits across executions.
  */
 import type { ModelConfig } from '../config/types.js';
 import type { InferenceRequest } from '../core/types.js';
@@ -28,17 +29,23 @@ export class BatchPolicy {
   }
 
   /**
-   * Plan the next batch from the head of `queue` without removing anything. Cancelled requests
-   * met on the way are skipped and appended to `cancelled` (the caller removes them; they all lie
-   * before the planned batch's end, so after their removal the batch is the first `n` requests).
+   * Plan the next batch from the front of `queue`'s dispatch order ({@link PendingQueue.ordered}:
+   * priority level first, then deficit round robin across tenants; a batch may mix tenants)
+   * without removing anything. Cancelled requests met on the way are skipped and appended to
+   * `cancelled` (the caller removes them; they all lie before the planned batch's end, and cost
+   * nothing in the queue's order, so after their removal the batch is the next `n` requests
+   * {@link PendingQueue.shift} returns).
    * @param force dispatch whatever fits now (the queue delay expired).
-   * @returns n > 0: take the first n requests now; 0: nothing to run yet — either nothing left
+   * @param tenants when given, cleared and filled with the distinct tenants of the planned
+   *   batch, in dispatch order (for the arbiter's claim).
+   * @returns n > 0: take the next n requests now; 0: nothing to run yet — either nothing left
    *   but cancelled requests, or wait for more (see {@link delayLeftNs}).
    */
-  plan(queue: PendingQueue, nowNs: bigint, force: boolean, cancelled: PendingRequest[]): number {
+  plan(queue: PendingQueue, nowNs: bigint, force: boolean, cancelled: PendingRequest[], tenants?: string[]): number {
     let head: PendingRequest | undefined;
     let count = 0;
     let total = 0;
+    if (tenants) tenants.length = 0;
     for (const p of queue.ordered()) {
       const r = p.request;
       if (r.cancelled) {
@@ -52,15 +59,20 @@ export class BatchPolicy {
       }
       count++;
       total += r.batchSize;
+      if (tenants && tenants[tenants.length - 1] !== r.tenant && !tenants.includes(r.tenant)) tenants.push(r.tenant);
       if (!this.dynamic || total >= this.preferredMax) break;
     }
     if (head === undefined || !this.dynamic || force || total >= this.preferredMax) return count;
-    return this.delayLeftNs(head, nowNs) > 0n ? 0 : count;
+    // The delay counts from the oldest request of the level served, whichever tenant's turn it is.
+    return this.delayLeftNs(queue.oldestStartNs(head.level) ?? head.queueStartNs, nowNs) > 0n ? 0 : count;
   }
 
-  /** ns left before `oldest` must be dispatched even in a smaller batch than preferred (≤ 0: now). */
-  delayLeftNs(oldest: PendingRequest, nowNs: bigint): bigint {
-    return this.maxDelayNs - (nowNs - oldest.queueStartNs);
+  /**
+   * ns left before the oldest request, queued at `oldestStartNs`, must be dispatched even in a
+   * smaller batch than preferred (≤ 0: now).
+   */
+  delayLeftNs(oldestStartNs: bigint, nowNs: bigint): bigint {
+    return this.maxDelayNs - (nowNs - oldestStartNs);
   }
 
   /** Same inputs and datatypes, and the same non-batch dims for every input except ragged ones. */

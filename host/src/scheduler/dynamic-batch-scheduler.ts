@@ -1,18 +1,19 @@
 /**
  * The default scheduler and the dynamic batcher of one model version (spec §5.6): requests wait in
- * a {@link PendingQueue} (priority levels, queue policy §3.9), a {@link BatchPolicy} decides what
- * runs next, an {@link InstancePool} gives the instance and the server-wide
+ * a {@link PendingQueue} (priority levels, queue policy §3.9, deficit round robin across tenants
+ * within a level), a {@link BatchPolicy} decides what runs next (batches follow the queue's fair
+ * order and may mix tenants), an {@link InstancePool} gives the instance and the server-wide
  * {@link ExecutionArbiter} admits the execution. Expired requests are rejected and cancelled ones
  * dropped when they would be dispatched, so neither reaches a backend.
  */
 import type { ModelConfig } from '../config/types.js';
 import { TritonError, asTritonError, unavailable } from '../core/errors.js';
 import type { ExecuteTimings, InferenceRequest, ResponseSender } from '../core/types.js';
-import type { ExecutionArbiter, ExecutionClaim, ExecutionGrant } from './arbiter.js';
+import { PASS_THROUGH_ARBITER, type ExecutionArbiter, type ExecutionClaim, type ExecutionGrant } from './arbiter.js';
 import { BatchPolicy } from './batch-policy.js';
 import type { InstanceLease, InstancePool } from './instance-pool.js';
 import { PendingQueue, type PendingRequest } from './queue.js';
-import type { ModelScheduler, SchedulerHooks } from './types.js';
+import type { ModelScheduler, SchedulerHooks, TenantFairness } from './types.js';
 
 const now = (): bigint => process.hrtime.bigint();
 
@@ -33,6 +34,12 @@ export class DynamicBatchScheduler implements ModelScheduler {
   private pumpAgainForced = false;
   /** Scratch list for {@link BatchPolicy.plan}'s cancelled requests (reused, always left empty). */
   private readonly cancelled: PendingRequest[] = [];
+  /** The tenants of the batch about to be claimed ({@link ExecutionClaim.tenants}); rewritten per claim. */
+  private readonly batchTenants: string[] = [];
+  /** How this model version is named to the arbiter (one object, its `tenants` rewritten per claim). */
+  private readonly claim: ExecutionClaim;
+  /** Whether the arbiter may read `claim.tenants` (the pass-through one never does: skip filling it). */
+  private readonly fillTenants: boolean;
   private readonly wakeFromArbiter = (): void => {
     this.deferred = false;
     this.pump();
@@ -40,21 +47,35 @@ export class DynamicBatchScheduler implements ModelScheduler {
   private readonly wakeFromPool = (): void => this.pump();
 
   /**
-   * @param claim how this model version is named to the arbiter.
+   * @param version the model version served (named to the arbiter with `config.name`).
+   * @param fairness tenant weights, DRR quantum (default `max(1, max_batch_size)`) and per-tenant cap.
    */
   constructor(
     config: ModelConfig,
     private readonly pool: InstancePool,
     private readonly hooks: SchedulerHooks,
     private readonly arbiter: ExecutionArbiter,
-    private readonly claim: ExecutionClaim,
+    version: number,
+    fairness: TenantFairness = {},
   ) {
-    this.queue = new PendingQueue(config.dynamic_batching);
+    const q = fairness.quantum;
+    this.queue = new PendingQueue(config.dynamic_batching, {
+      weightOf: fairness.weightOf?.bind(fairness),
+      quantum: q !== undefined && q > 0 && Number.isFinite(q) ? q : Math.max(1, config.max_batch_size),
+      maxQueuedPerTenant: fairness.maxQueuedPerTenant,
+      model: config.name,
+    });
     this.policy = new BatchPolicy(config);
+    this.claim = Object.freeze({ model: config.name, version, tenants: this.batchTenants });
+    this.fillTenants = arbiter !== PASS_THROUGH_ARBITER;
   }
 
   get pendingCount(): number {
     return this.queue.size;
+  }
+
+  pendingByTenant(): Map<string, number> {
+    return this.queue.pendingByTenant();
   }
 
   enqueue(request: InferenceRequest, sender: ResponseSender): void {
@@ -102,11 +123,11 @@ export class DynamicBatchScheduler implements ModelScheduler {
     while (this.queue.size > 0) {
       const t = now();
       for (const p of this.queue.takeExpired(t)) p.sender.sendError(unavailable('Request timeout expired'), true);
-      const count = this.policy.plan(this.queue, t, force, this.cancelled);
+      const count = this.policy.plan(this.queue, t, force, this.cancelled, this.fillTenants ? this.batchTenants : undefined);
       if (this.cancelled.length > 0) this.dropCancelled();
       if (count === 0) {
-        const oldest = this.queue.peek();
-        if (oldest) this.armDelayTimer(this.policy.delayLeftNs(oldest, t));
+        const oldestNs = this.queue.oldestStartNs();
+        if (oldestNs !== undefined) this.armDelayTimer(this.policy.delayLeftNs(oldestNs, t));
         return;
       }
       if (this.deferred) return;

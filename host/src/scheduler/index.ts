@@ -9,13 +9,13 @@ import type { BackendModelInstance } from '../core/types.js';
 import { PASS_THROUGH_ARBITER, type ExecutionArbiter } from './arbiter.js';
 import { DynamicBatchScheduler } from './dynamic-batch-scheduler.js';
 import { IdleInstancePool, type InstancePool } from './instance-pool.js';
-import type { ModelScheduler, SchedulerHooks } from './types.js';
+import type { ModelScheduler, SchedulerHooks, TenantFairness } from './types.js';
 
 export type { ExecutionArbiter, ExecutionClaim, ExecutionGrant } from './arbiter.js';
 export { PASS_THROUGH_ARBITER } from './arbiter.js';
 export type { InstanceLease, InstancePool } from './instance-pool.js';
 export type { PendingRequest } from './queue.js';
-export type { ExecutionRecord, ModelScheduler, SchedulerHooks } from './types.js';
+export type { ExecutionRecord, ModelScheduler, SchedulerHooks, TenantFairness } from './types.js';
 
 /**
  * The scheduling kinds of a model config: `default` (no scheduling block: one request per
@@ -30,6 +30,11 @@ export interface SchedulerOptions {
   version: number;
   /** Server-wide admission of executions; default {@link PASS_THROUGH_ARBITER}. */
   arbiter?: ExecutionArbiter;
+  /**
+   * Fairness across the tenants sharing this model version (weights, DRR quantum, per-tenant
+   * queue cap); default: equal weights, no per-tenant cap.
+   */
+  fairness?: TenantFairness;
 }
 
 /** Everything a scheduler implementation is built from. */
@@ -39,12 +44,12 @@ interface SchedulerParts {
   hooks: SchedulerHooks;
   arbiter: ExecutionArbiter;
   version: number;
+  fairness: TenantFairness | undefined;
 }
 
 type SchedulerFactory = (parts: SchedulerParts) => ModelScheduler;
 
-const dynamicBatch: SchedulerFactory = (p) =>
-  new DynamicBatchScheduler(p.config, p.pool, p.hooks, p.arbiter, Object.freeze({ model: p.config.name, version: p.version }));
+const dynamicBatch: SchedulerFactory = (p) => new DynamicBatchScheduler(p.config, p.pool, p.hooks, p.arbiter, p.version, p.fairness);
 
 /** Implementation per kind; undefined = not supported yet. */
 const FACTORIES: Record<SchedulerKind, SchedulerFactory | undefined> = {
@@ -94,5 +99,6 @@ export function createScheduler(
     hooks,
     arbiter: options.arbiter ?? PASS_THROUGH_ARBITER,
     version: options.version,
+    fairness: options.fairness,
   });
 }
