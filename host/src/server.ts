@@ -174,6 +174,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     logger,
     metrics,
     admission,
+    // Tenants sharing a model are served by deficit round robin with the file's weights (read
+    // live, so a reload applies).
+    fairness: tenants ? { weightOf: (t) => tenants.get(t)?.weight ?? 1 } : undefined,
   });
   let accepting = true;
   const api = new ServerApi(manager, {

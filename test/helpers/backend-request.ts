@@ -13,6 +13,7 @@ export function request(model: string, inputs: Tensor[], requestedOutputs: strin
     id: `r${++reqId}`,
     model,
     version: 1,
+    tenant: '',
     inputs,
     requestedOutputs,
     parameters: {},

@@ -62,7 +62,9 @@ describe('process', () => {
       expect((await fetch(`${base}/v2/health/ready`)).status).toBe(200);
       const body = JSON.stringify(simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)));
       const inflight = Array.from({ length: 20 }, () => fetch(`${base}/v2/models/simple/infer`, { method: 'POST', body }).then((r) => r.status));
-      await new Promise((r) => setTimeout(r, 5));
+      // SIGTERM once the server has answered one of them (so requests surely reached it), while the
+      // rest may still be in flight.
+      await Promise.race(inflight);
       child.kill('SIGTERM');
       const statuses = await Promise.all(inflight.map((p) => p.catch(() => -1)));
       // Every request that reached the server got its answer; none failed half-way.

@@ -19,7 +19,7 @@ import { instanceCount, ServerAdmission, type ModelAdmission } from './admission
 import { TritonError, asTritonError, invalidArg, notFound, unavailable } from './errors.js';
 import { backendResolveRequest, modelLoadContext, NO_SERVER } from './load-context.js';
 import type { ExecutionArbiter } from '../scheduler/arbiter.js';
-import { unsupportedSchedulerError } from '../scheduler/index.js';
+import { unsupportedSchedulerError, type TenantFairness } from '../scheduler/index.js';
 import { ModelVersion } from './model.js';
 import type { Backend, BackendModelInstance, BackendResolveRequest, BackendResolver, InferenceServerHandle, InstanceSpec, ModelKey, ModelOrigin } from './types.js';
 
@@ -87,6 +87,8 @@ export interface RepositoryManagerOptions {
   admission?: ModelAdmission;
   /** The server-wide arbiter every model's scheduler asks before dispatching (default: admits everything). */
   arbiter?: ExecutionArbiter;
+  /** How schedulers share a model between tenants (weights from the tenants file). */
+  fairness?: TenantFairness;
   /**
    * Root of the upload store (load API file overrides); none = uploads refused. Tenants' uploads
    * are durable there, the operator namespace's are removed at unload and at start.
@@ -604,7 +606,7 @@ export class ModelRepositoryManager {
     }
     const stats = new ModelStatistics(this.opts.metrics.forModel(name, version, key.namespace));
     this.opts.metrics.setLoadDuration(name, version, Number(process.hrtime.bigint() - t0) / 1e9, key.namespace);
-    return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog, { arbiter: this.opts.arbiter });
+    return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog, { arbiter: this.opts.arbiter, fairness: this.opts.fairness });
   }
 
   private async resolveBackend(request: BackendResolveRequest): Promise<Backend> {
