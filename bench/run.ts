@@ -3,9 +3,10 @@
  * then the optional suites other parts contribute, if present in the build:
  *   bench/wasm.ts   exporting `benchWasm(ctx: BenchContext): Promise<unknown>`
  *   bench/native.ts exporting `benchNative(ctx: BenchContext): Promise<unknown>`
+ *   bench/tenancy.ts exporting `benchTenancy(ctx: BenchContext): Promise<unknown>`
  * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
  * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
- * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native).
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native, tenancy).
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
  */
@@ -51,6 +52,7 @@ async function main(): Promise<number> {
     ['http', async () => benchHttp],
     ['wasm', () => optionalSuite('./wasm.js', 'benchWasm')],
     ['native', () => optionalSuite('./native.js', 'benchNative')],
+    ['tenancy', () => optionalSuite('./tenancy.js', 'benchTenancy')],
   ];
   try {
     for (const [name, get] of suites) {

@@ -213,6 +213,17 @@ describe('uploads and quotas', () => {
     expect(files[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
   });
 
+  it('a tenant deletes a model it uploaded (unload with delete_files); the deletion is audited', async () => {
+    expect((await upload('bob', 'doomed')).status).toBe(200);
+    const r = await call('bob', 'POST', '/v2/repository/models/doomed/unload', { parameters: { delete_files: true } });
+    expect(r.status).toBe(200);
+    // Gone for good: a load without files finds nothing stored.
+    await new Promise((res) => setTimeout(res, 200));
+    const again = await call('bob', 'POST', '/v2/repository/models/doomed/load', {});
+    expect(again.status).toBe(400);
+    expect(logLines.some((l) => l.audit && l.event === 'delete' && l.tenant === 'bob' && l.model === 'doomed' && l.outcome === 'ok')).toBe(true);
+  });
+
   it("a tenant's failed upload never affects readiness", async () => {
     expect((await upload('bob', 'broken', identityConfig(), { 'file:1/model.wasm': Buffer.from('garbage').toString('base64') })).status).toBe(400);
     expect((await fetch(`${url}/v2/health/ready`)).status).toBe(200);
