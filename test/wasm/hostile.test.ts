@@ -280,6 +280,34 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       expect(e.message).toContain(`imports '${iface}`);
     });
 
+    it.each([
+      ['import_error_constructor', 'wasi:io/error@0.2.12', '[static]error.constructor'],
+      ['import_host_to_string', 'warden:backend/host@0.1.0', 'to-string'],
+    ])('a component importing a member the sandbox world does not define (%s) is refused at load, naming it', async (fixture, iface, member) => {
+      const e = await expectRejects(loadFixture(fixture), 'INVALID_ARG', /imports '/);
+      expect(e.message).toContain(`imports '${member}' from '${iface}'`);
+    });
+
+    it.each([
+      ['import_error_constructor', /wasi:io\/error.*\[static\]error\.constructor|Error\$?\d*\.constructor is not a function/],
+      ['import_host_to_string', /unexpectedly undefined instance import 'toString'/],
+    ])('without the load check, %s still reaches nothing through the prototype chain of the import object', async (fixture, expected) => {
+      // straight to the engine, past checkComponent: the import object itself must not hand out
+      // Function / Object.prototype members (defence in depth)
+      const { createHash } = await import('node:crypto');
+      const { componentSurface } = await import('../../host/src/backends/wasm/component-check.js');
+      const bytes = readFileSync(join(BUILD, `${fixture}.wasm`));
+      const limits = { memoryBytes: 16 * MiB, executeMs: 1000, logBytes: 4096, logMessages: 16 };
+      const engine = good.engine;
+      const compiled = await engine.compile({ bytes, hash: createHash('sha256').update(bytes).digest('hex'), surface: componentSurface(bytes), limits, what: fixture });
+      const host = { model: { name: fixture, version: 1, configJson: '{}', versionPath: join(work, 'nowhere'), decoupled: false, maxBatchSize: 0 }, outputs: [], limits };
+      const before = logLines.length;
+      const e = await expectRejects(engine.instantiate(compiled, h.instanceSpec(fixture), host, 1000, logger.child({ model: fixture })), 'INTERNAL', /trapped during start-up/);
+      expect(e.message).not.toMatch(/SyntaxError|EvalError/); // the guest's source was never compiled
+      expect(e.message).toMatch(expected);
+      expect(logLines.slice(before).filter((l) => l.source === 'guest')).toEqual([]); // nothing came back to log
+    });
+
     it('core modules and garbage are refused at load', async () => {
       const dir = join(work, 'garbage');
       mkdirSync(join(dir, '1'), { recursive: true });

@@ -16,7 +16,7 @@ export { DEFAULT_WASM_LIMITS, checkWasmLimits, modelLimits, PARAM_LOG, PARAM_MEM
 export { WasmBackend, WasmModel, DEFAULT_COMPONENT_FILE } from './backend.js';
 export type { SandboxEngine, SandboxedInstance, SandboxStats, CompiledComponent, CompileInput, HostConfig } from './engine.js';
 export { ENGINE_NAMES, DEFAULT_ENGINE, checkEngineName, createEngine, type EngineName } from './engines.js';
-export { checkComponent, componentSurface, ALLOWED_IMPORTS, BACKEND_EXPORT, BACKEND_API_VERSION } from './component-check.js';
+export { checkComponent, componentSurface, ALLOWED_IMPORTS, SANDBOX_MEMBERS, BACKEND_EXPORT, BACKEND_API_VERSION } from './component-check.js';
 
 /** The backend name in model configs that selects the sandboxed engine. */
 export const WASM_BACKEND_NAME = 'wasm';

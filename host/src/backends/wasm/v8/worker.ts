@@ -6,6 +6,13 @@
  *
  * A trap (any exception out of the guest that is not a returned error) is reported and the
  * worker does nothing more: the host terminates it and starts a new one.
+ *
+ * The guest reaches JavaScript only through the import object (no prototypes, ./imports.ts) and
+ * the glue jco generated for member names the load check allowed. As a last line behind both, the
+ * worker closes the property paths to code generation before it loads the glue: the `constructor`
+ * of every kind of function prototype (`Function`, async, generator, async generator) throws an
+ * EvalError instead of compiling source. The worker gets no environment (`env: {}`) and the glue
+ * is an ES module (no `require`).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { fromWitError, toWitRequest } from '../convert.js';
@@ -17,6 +24,7 @@ import type { WireError, WireResponse, WireResult } from '../wire.js';
 import type * as WitBackend from '../wit-types/interfaces/warden-backend-backend.js';
 import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
 import { buildImports } from './imports.js';
+import { closeCodeGeneration } from './realm.js';
 import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 
 const init = workerData as WorkerInit;
@@ -82,6 +90,7 @@ function trap(e: unknown, during: 'create' | 'execute'): void {
 
 async function start(): Promise<void> {
   const t0 = performance.now();
+  closeCodeGeneration();
   let exports: Record<string, unknown>;
   try {
     const glue = (await import(init.glueUrl)) as {
