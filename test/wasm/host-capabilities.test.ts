@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALLOWED_IMPORTS, BACKEND_API_VERSION, SANDBOX_MEMBERS } from '../../host/src/backends/wasm/component-check.js';
 import type { HostConfig } from '../../host/src/backends/wasm/engine.js';
-import { createFilesState, listFiles, readFile, resolveModelFile } from '../../host/src/backends/wasm/host/files.js';
+import { createFilesState, fileError, listFiles, readFile, resolveModelFile } from '../../host/src/backends/wasm/host/files.js';
 import { createHostState, endCall } from '../../host/src/backends/wasm/host/index.js';
 import { createLogState, endLogCall, log, type LogLine } from '../../host/src/backends/wasm/host/log.js';
 import { beginExecute, createResponsesState, finishExecute, isCancelled, sendFinal, sendResponse, type ResponseSend } from '../../host/src/backends/wasm/host/responses.js';
@@ -208,6 +208,36 @@ describe('files (host.read-file, host.list-files)', () => {
     const none = createFilesState(join(root, 'no-such-version'), 1024);
     expect(listFiles(none)).toEqual([]);
     expect(hostError(() => readFile(none, 'labels.txt'), 'not-found')).toBe('read-file: the model has no version directory');
+  });
+});
+
+describe('files: no host path ever reaches the guest', () => {
+  it('list-files of a version directory that went away or became a file: not-found, relative', () => {
+    const root = mkdtempSync(join(tmpdir(), 'warden-files-gone-'));
+    const version = join(root, 'm', '1');
+    mkdirSync(join(version, 'sub'), { recursive: true });
+    const s = createFilesState(version, 1024);
+    rmSync(version, { recursive: true });
+    expect(hostError(() => listFiles(s), 'not-found')).toBe("list-files: the model's version directory does not exist");
+    writeFileSync(version, 'x');
+    const msg = hostError(() => listFiles(s), 'not-found');
+    expect(msg).not.toContain(root);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('fileError builds its message from the code and the relative path only, never from Node\'s message', () => {
+    const nodeError = (code: string | undefined) => Object.assign(new Error(`${code}: something, open '/srv/secret/tenant-a/m/1/w.bin'`), { code });
+    const cases: [string | undefined, string, string][] = [
+      ['EACCES', 'unavailable', "read-file: 'w.bin' cannot be read (permission denied)"],
+      ['EPERM', 'unavailable', "read-file: 'w.bin' cannot be read (permission denied)"],
+      ['ENOENT', 'not-found', "read-file: 'w.bin' does not exist in the model's version directory"],
+      ['EISDIR', 'invalid-arg', "read-file: 'w.bin' is not a regular file"],
+      ['EIO', 'internal', "read-file: 'w.bin' cannot be read (EIO)"],
+      [undefined, 'internal', "read-file: 'w.bin' cannot be read"],
+      ["/etc/x'", 'internal', "read-file: 'w.bin' cannot be read"],
+    ];
+    for (const [code, wit, message] of cases) expect(fileError('read-file', 'w.bin', nodeError(code)), String(code)).toEqual({ payload: { code: wit, message } });
+    expect(fileError('list-files', 'sub', nodeError('EMFILE')).payload.message).toBe("list-files: 'sub' cannot be read (EMFILE)");
   });
 });
 

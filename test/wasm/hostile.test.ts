@@ -69,13 +69,13 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
 
   const io = (dims: number[] = [-1]) => ({ inputs: [['INPUT0', 'FP32', dims]] as h.IO[], outputs: [['OUTPUT0', 'FP32', dims]] as h.IO[] });
 
-  /** Puts a fixture at <work>/<name>/1/model.wasm and loads it. */
-  async function loadFixture(name: string, params: Record<string, string> = {}, dims?: number[], ioOverride?: { inputs: h.IO[]; outputs: h.IO[] }): Promise<WasmModel> {
-    const dir = join(work, name);
+  /** Puts a fixture at <work>/<model>/1/model.wasm (model = the fixture's name unless given) and loads it. */
+  async function loadFixture(name: string, params: Record<string, string> = {}, dims?: number[], ioOverride?: { inputs: h.IO[]; outputs: h.IO[] }, model = name): Promise<WasmModel> {
+    const dir = join(work, model);
     mkdirSync(join(dir, '1'), { recursive: true });
     copyFileSync(join(BUILD, `${name}.wasm`), join(dir, '1', 'model.wasm'));
     const { inputs, outputs } = ioOverride ?? io(dims);
-    const m = await h.loadModel(resolver, h.wasmConfig(name, inputs, outputs, { params }), dir, logger.child({ model: name }));
+    const m = await h.loadModel(resolver, h.wasmConfig(model, inputs, outputs, { params }), dir, logger.child({ model }));
     models.push(m);
     return m;
   }
@@ -267,6 +267,45 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       expect(await read('/etc/passwd')).toMatch(/^error invalid-arg: .*must be relative/);
       expect(await read('escape')).toMatch(/^error invalid-arg: .*leads outside the model's version directory/);
       expect(await read('missing.txt')).toMatch(/^error not-found: /);
+    });
+
+    it('host.list-files and host.read-file errors never show the guest a host path', async () => {
+      const filesIO = { inputs: [['PATH', 'BYTES', [1]]] as h.IO[], outputs: [['CONTENT', 'BYTES', [1]]] as h.IO[] };
+      const m = await loadFixture('files', {}, undefined, filesIO, 'files_paths');
+      const inst = await instanceOf(m, 'files_paths');
+      const read = async (path: string) => {
+        const b = Buffer.from(path);
+        const data = Buffer.concat([Buffer.from(Uint32Array.of(b.length).buffer), b]);
+        const rec = await h.infer(inst, h.request('files_paths', [h.tensor('PATH', 'BYTES', [1], data)], ['CONTENT']));
+        expect(rec.errors).toEqual([]);
+        return Buffer.from(rec.responses[0]!.outputs[0]!.data.subarray(4)).toString();
+      };
+      const { renameSync, writeFileSync } = await import('node:fs');
+      const version = join(work, 'files_paths', '1');
+      mkdirSync(join(version, 'sub'));
+      writeFileSync(join(version, 'sub', 'labels.txt'), 'cat\n');
+      expect(await read('*')).toBe('model.wasm\nsub/labels.txt\n');
+      const noHostPath = (msg: string) => {
+        expect(msg).not.toContain(work);
+        expect(msg).not.toContain(tmpdir());
+        expect(msg, msg).not.toMatch(/(^|[\s'"(,])\/[A-Za-z]/); // nothing that looks like an absolute path
+      };
+      // the operator moves the version directory away under a running instance
+      renameSync(version, `${version}.old`);
+      const gone = await read('*');
+      expect(gone).toMatch(/^error not-found: list-files: /);
+      noHostPath(gone);
+      const missing = await read('sub/labels.txt');
+      expect(missing).toMatch(/^error not-found: read-file: 'sub\/labels.txt' /);
+      noHostPath(missing);
+      // ... and puts a file where it was
+      writeFileSync(version, 'not a directory');
+      const notDir = await read('*');
+      expect(notDir).toMatch(/^error (not-found|internal): list-files: /);
+      noHostPath(notDir);
+      noHostPath(await read('sub/labels.txt'));
+      expect(inst.stats.traps).toBe(0);
+      await m.finalize();
     });
 
     it.each([
