@@ -226,15 +226,16 @@ describe('sandbox engines', () => {
     expect(ENGINE_NAMES).toContain('v8');
     expect(DEFAULT_ENGINE).toBe('v8');
     expect(h.ENGINES).toEqual(ENGINE_NAMES);
-    expect(createEngine('v8', { cacheDir: tmpdir() }).name).toBe('v8');
+    const cacheDir = mkdtempSync(join(tmpdir(), 'warden-engine-cache-'));
+    expect(createEngine('v8', { cacheDir }).name).toBe('v8');
     expect(() => checkEngineName('wasmtime2')).toThrow(/unknown sandbox engine 'wasmtime2' \(available: v8/);
-    const make = (engine: string) => new WasmBackendResolver({ cacheDir: tmpdir(), limits: DEFAULT_WASM_LIMITS, logger: h.silentLogger, engine: engine as never });
+    const make = (engine: string) => new WasmBackendResolver({ cacheDir, limits: DEFAULT_WASM_LIMITS, logger: h.silentLogger, engine: engine as never });
     expect(() => make('nope')).toThrow(RangeError);
     expect(make('v8')).toBeInstanceOf(WasmBackendResolver);
   });
 
   it('an engine runs only what it compiled', async () => {
-    const engine = createEngine('v8', { cacheDir: tmpdir() });
+    const engine = createEngine('v8', { cacheDir: mkdtempSync(join(tmpdir(), 'warden-engine-cache-')) });
     const limits = modelLimits(h.wasmConfig('m', [], []), DEFAULT_WASM_LIMITS);
     const host = { model: { name: 'm', version: 1, configJson: '{}', versionPath: tmpdir(), decoupled: false, maxBatchSize: 0 }, outputs: [], limits };
     await expect(engine.instantiate({ engine: 'other', hash: '' }, h.instanceSpec('m'), host, 1000, h.silentLogger)).rejects.toMatchObject({

@@ -55,6 +55,7 @@ async function readComponent(ctx: ModelLoadContext, file: string): Promise<Uint8
 export class WasmModel implements BackendModel {
   readonly parallelInstanceLoading = true;
   private readonly instances = new Set<SandboxedInstance>();
+  private released = false;
 
   constructor(
     private readonly ctx: ModelLoadContext,
@@ -95,8 +96,12 @@ export class WasmModel implements BackendModel {
     return [...this.instances];
   }
 
+  /** Finalizes the instances, then releases the compiled component (once). */
   async finalize(): Promise<void> {
     await Promise.all([...this.instances].map((i) => i.finalize()));
+    if (this.released) return;
+    this.released = true;
+    this.engine.release(this.compiled);
   }
 }
 

@@ -95,6 +95,12 @@ export interface SandboxEngine<C extends CompiledComponent = CompiledComponent> 
    */
   compile(input: CompileInput): Promise<C>;
   /**
+   * The model version `compiled` was made for is unloaded (called once per successful
+   * `compile`, after its instances were finalized): the engine may drop what it keeps for it,
+   * e.g. let its compile-cache entry be evicted.
+   */
+  release(compiled: C): void;
+  /**
    * Starts one instance: a fresh sandbox with the host capabilities configured by `host`,
    * running the guest's `model.create` and `instance.create`.
    * @param executeMs deadline of each execute, and of start-up on top of a boot allowance (ms)
