@@ -204,13 +204,15 @@ describe('model limits', () => {
     expect(modelLimits(cfg({ memory_limit_bytes: '100000', execute_timeout_ms: '99999', log_limit_bytes: '10' }), caps)).toEqual({ memoryBytes: 65536, executeMs: 1000, logBytes: 10, logMessages });
     expect(modelLimits(cfg({}), { ...caps, maxLogMessages: 7 }).logMessages).toBe(7);
   });
-  it('the default caps are the ones the server runs with: 256 MiB, 10 s, 64 KiB and 1024 messages of log per call', () => {
-    expect(DEFAULT_WASM_LIMITS).toEqual({ maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 64 * 1024, maxLogMessages: 1024 });
+  it('the default caps are the ones the server runs with: 256 MiB, 10 s, 64 KiB and 1024 messages of log per call, 4 GiB in all', () => {
+    expect(DEFAULT_WASM_LIMITS).toEqual({ maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 64 * 1024, maxLogMessages: 1024, maxTotalMemoryBytes: 4 * 1024 ** 3 });
     expect(Object.isFrozen(DEFAULT_WASM_LIMITS)).toBe(true);
   });
-  it('checkWasmLimits fills in the message budget and refuses caps that are not positive integers', () => {
-    expect(checkWasmLimits(caps)).toEqual({ ...caps, maxLogMessages: DEFAULT_WASM_LIMITS.maxLogMessages });
+  it('checkWasmLimits fills in the message and total memory budgets and refuses caps that are not positive integers', () => {
+    expect(checkWasmLimits(caps)).toEqual({ ...caps, maxLogMessages: DEFAULT_WASM_LIMITS.maxLogMessages, maxTotalMemoryBytes: DEFAULT_WASM_LIMITS.maxTotalMemoryBytes });
     expect(checkWasmLimits({ ...caps, maxLogMessages: 3 }).maxLogMessages).toBe(3);
+    expect(checkWasmLimits({ ...caps, maxTotalMemoryBytes: 1 << 20 }).maxTotalMemoryBytes).toBe(1 << 20);
+    expect(() => checkWasmLimits({ ...caps, maxTotalMemoryBytes: -1 })).toThrow('WasmLimits.maxTotalMemoryBytes must be a positive integer, got -1');
     expect(() => checkWasmLimits({ ...caps, maxExecuteMs: 0 })).toThrow('WasmLimits.maxExecuteMs must be a positive integer, got 0');
     expect(() => checkWasmLimits({ ...caps, maxLogMessages: 1.5 })).toThrow(RangeError);
   });

@@ -32,6 +32,12 @@ export interface CompiledComponent {
   readonly engine: string;
   /** SHA-256 of the component, hex. */
   readonly hash: string;
+  /**
+   * Linear memories one instance has at most (each capped at the model's memory limit): what an
+   * instance reserves from the memory budget is this times the limit. The engine must not let an
+   * instance have more.
+   */
+  readonly memories: number;
 }
 
 /** The model facts an instance's guest (`model.create`) and host capabilities see. */

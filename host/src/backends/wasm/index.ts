@@ -10,9 +10,11 @@ import type { ModelConfig } from '../../config/types.js';
 import { WasmBackend } from './backend.js';
 import { checkEngineName, createEngine, DEFAULT_CACHE_LIMITS, DEFAULT_ENGINE, type CacheLimits, type EngineName } from './engines.js';
 import { checkWasmLimits, type WasmLimits } from './limits.js';
+import { MemoryBudget, SERVER_BUDGET_NAME, type MemoryBudgetFor } from './memory-budget.js';
 
 export type { WasmLimits, ModelLimits } from './limits.js';
-export { DEFAULT_WASM_LIMITS, checkWasmLimits, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT } from './limits.js';
+export { DEFAULT_WASM_LIMITS, checkWasmLimits, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT, TOTAL_MEMORY_FLAG } from './limits.js';
+export { MemoryBudget, SERVER_BUDGET_NAME, type Reservation, type MemoryBudgetFor, type BudgetedModel } from './memory-budget.js';
 export { WasmBackend, WasmModel, DEFAULT_COMPONENT_FILE } from './backend.js';
 export type { SandboxEngine, SandboxedInstance, SandboxStats, CompiledComponent, CompileInput, HostConfig } from './engine.js';
 export { ENGINE_NAMES, DEFAULT_ENGINE, DEFAULT_CACHE_LIMITS, checkEngineName, createEngine, type EngineName, type CacheLimits } from './engines.js';
@@ -39,6 +41,12 @@ export interface WasmBackendOptions {
    * either, the least recently used entries no loaded model uses are removed.
    */
   cacheLimits?: Partial<CacheLimits>;
+  /**
+   * Picks the memory budget a model's instances reserve from — e.g. its tenant's quota, made with
+   * `resolver.memoryBudget.child(name, bytes)` — from the model's key (namespace), origin and
+   * config; undefined (or no hook) = the server's budget (`limits.maxTotalMemoryBytes`).
+   */
+  memoryBudgetFor?: MemoryBudgetFor;
 }
 
 /**
@@ -53,6 +61,12 @@ export class WasmBackendResolver implements BackendResolver {
   private readonly logger: Logger;
   private readonly engine: EngineName;
   private readonly cacheLimits: CacheLimits;
+  private readonly memoryBudgetFor?: MemoryBudgetFor;
+  /**
+   * The budget of all sandboxed instances' linear memory (`limits.maxTotalMemoryBytes`); make
+   * tenant budgets inside it with `child()` and hand them out through `memoryBudgetFor`.
+   */
+  readonly memoryBudget: MemoryBudget;
 
   constructor(opts: WasmBackendOptions) {
     this.limits = checkWasmLimits(opts.limits);
@@ -60,6 +74,8 @@ export class WasmBackendResolver implements BackendResolver {
     this.cacheLimits = checkCacheLimits(opts.cacheLimits ?? {});
     this.cacheDir = opts.cacheDir;
     this.logger = opts.logger.child({ backend: WASM_BACKEND_NAME });
+    this.memoryBudget = new MemoryBudget(SERVER_BUDGET_NAME, this.limits.maxTotalMemoryBytes);
+    this.memoryBudgetFor = opts.memoryBudgetFor;
   }
 
   /** The wasm backend for `backend: "wasm"` configs; undefined for any other model. */
@@ -76,7 +92,7 @@ export class WasmBackendResolver implements BackendResolver {
     if (!this.backend) {
       mkdirSync(this.cacheDir, { recursive: true });
       const engine = createEngine(this.engine, { cacheDir: this.cacheDir, cacheLimits: this.cacheLimits, logger: this.logger });
-      this.backend = new WasmBackend(engine, this.limits, this.logger);
+      this.backend = new WasmBackend(engine, this.limits, this.logger, { server: this.memoryBudget, budgetFor: this.memoryBudgetFor });
     }
     return this.backend;
   }

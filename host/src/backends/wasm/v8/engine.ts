@@ -26,6 +26,8 @@ export interface V8Compiled extends CompiledComponent {
   readonly glueUrl: string;
   /** Compiled, memory-capped core modules by the name the glue asks for. */
   readonly modules: Record<string, WebAssembly.Module>;
+  /** Linear memories each core module defines, by name (the worker counts instantiations). */
+  readonly memoryCounts: Record<string, number>;
 }
 
 /** Options of the V8 engine. */
@@ -63,16 +65,20 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
     try {
       const maxPages = limits.memoryBytes / WASM_PAGE_BYTES;
       const modules: Record<string, WebAssembly.Module> = {};
+      const memoryCounts: Record<string, number> = {};
       for (const name of transpiled.coreModules) {
         const core = await readFile(join(transpiled.dir, name));
         const capped = capMemories(core, maxPages, `${what} (core module ${name})`);
+        memoryCounts[name] = capped.initialBytes.length;
         try {
           modules[name] = await WebAssembly.compile(capped.bytes as Uint8Array<ArrayBuffer>);
         } catch (e) {
           throw invalidArg(`${what}: core module ${name} does not compile: ${(e as Error).message}`);
         }
       }
-      return { engine: V8_ENGINE, hash: transpiled.hash, glueUrl: pathToFileURL(transpiled.gluePath).href, modules };
+      // one instance of each core module (what jco's glue does); the worker refuses more
+      const memories = Object.values(memoryCounts).reduce((a, b) => a + b, 0);
+      return { engine: V8_ENGINE, hash: transpiled.hash, glueUrl: pathToFileURL(transpiled.gluePath).href, modules, memoryCounts, memories };
     } catch (e) {
       this.cache.release(hash);
       throw e;
@@ -91,7 +97,7 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
    */
   async instantiate(compiled: V8Compiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance> {
     if (compiled.engine !== V8_ENGINE) throw internal(`engine ${V8_ENGINE} cannot run a component compiled by engine ${compiled.engine}`);
-    const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules };
+    const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules, memoryCounts: compiled.memoryCounts, maxMemories: compiled.memories };
     return SandboxInstance.start({ init, spec, logger, executeMs, workers: this.workers });
   }
 

@@ -88,19 +88,47 @@ function trap(e: unknown, during: 'create' | 'execute'): void {
   post({ t: 'trap', message: trapMessage(e), during });
 }
 
+/**
+ * `WebAssembly.instantiate` for the glue's core instances that counts the linear memories they
+ * define: the instance's memory reservation covers `init.maxMemories` (each core module once),
+ * and a component that instantiates a module again to get more memory is refused (a trap at
+ * start-up).
+ */
+function countingInstantiate(): (module: WebAssembly.Module, imports: WebAssembly.Imports) => Promise<WebAssembly.Instance> {
+  const memoriesOf = new Map<WebAssembly.Module, number>(Object.entries(init.modules).map(([name, m]) => [m, init.memoryCounts[name] ?? 0]));
+  let created = 0;
+  return (module, imports) => {
+    const n = memoriesOf.get(module);
+    if (n === undefined) return Promise.reject(new Error('the glue instantiated a core module the host did not compile'));
+    created += n;
+    if (created > init.maxMemories) {
+      return Promise.reject(new Error(`the component creates more than the ${init.maxMemories} linear memories its core modules define (a core module instantiated more than once); refused`));
+    }
+    return WebAssembly.instantiate(module, imports);
+  };
+}
+
 async function start(): Promise<void> {
   const t0 = performance.now();
   closeCodeGeneration();
   let exports: Record<string, unknown>;
   try {
     const glue = (await import(init.glueUrl)) as {
-      instantiate(getCoreModule: (name: string) => WebAssembly.Module, imports: unknown): Promise<Record<string, unknown>>;
+      instantiate(
+        getCoreModule: (name: string) => WebAssembly.Module,
+        imports: unknown,
+        instantiateCore: (module: WebAssembly.Module, imports: WebAssembly.Imports) => Promise<WebAssembly.Instance>,
+      ): Promise<Record<string, unknown>>;
     };
-    exports = await glue.instantiate((name) => {
-      const m = init.modules[name];
-      if (!m) throw new Error(`no core module '${name}'`);
-      return m;
-    }, buildImports(host));
+    exports = await glue.instantiate(
+      (name) => {
+        const m = Object.prototype.hasOwnProperty.call(init.modules, name) ? init.modules[name] : undefined;
+        if (!m) throw new Error(`no core module '${name}'`);
+        return m;
+      },
+      buildImports(host),
+      countingInstantiate(),
+    );
   } catch (e) {
     trap(e, 'create');
     return;
