@@ -207,7 +207,7 @@ describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
       logger: h.silentLogger,
       engine,
     });
-    const { startServer } = (await import('../../host/src/server.js')) as { startServer(o: Record<string, unknown>): Promise<Running> };
+    const { startServer } = (await import('../../host/src/server.js')) as unknown as { startServer(o: Record<string, unknown>): Promise<Running> };
     server = await startServer({ modelRepositories: [repo], httpPort: 0, metricsPort: 0, modelControlMode: 'explicit', logLevel: 'silent', backendResolvers: [resolver] });
   });
 

@@ -240,7 +240,7 @@ describe('sandbox engines', () => {
     const engine = createEngine('v8', { cacheDir: mkdtempSync(join(tmpdir(), 'warden-engine-cache-')) });
     const limits = modelLimits(h.wasmConfig('m', [], []), DEFAULT_WASM_LIMITS);
     const host = { model: { name: 'm', version: 1, configJson: '{}', versionPath: tmpdir(), decoupled: false, maxBatchSize: 0 }, outputs: [], limits };
-    await expect(engine.instantiate({ engine: 'other', hash: '' }, h.instanceSpec('m'), host, 1000, h.silentLogger)).rejects.toMatchObject({
+    await expect(engine.instantiate({ engine: 'other', hash: '', memories: 0 }, h.instanceSpec('m'), host, 1000, h.silentLogger)).rejects.toMatchObject({
       code: 'INTERNAL',
       message: 'engine v8 cannot run a component compiled by engine other',
     });
