@@ -10,9 +10,9 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALLOWED_IMPORTS, BACKEND_API_VERSION } from '../../host/src/backends/wasm/component-check.js';
+import { ALLOWED_IMPORTS, BACKEND_API_VERSION, SANDBOX_MEMBERS } from '../../host/src/backends/wasm/component-check.js';
 import type { HostConfig } from '../../host/src/backends/wasm/engine.js';
-import { createFilesState, listFiles, readFile, resolveModelFile } from '../../host/src/backends/wasm/host/files.js';
+import { createFilesState, fileError, listFiles, readFile, resolveModelFile } from '../../host/src/backends/wasm/host/files.js';
 import { createHostState, endCall } from '../../host/src/backends/wasm/host/index.js';
 import { createLogState, endLogCall, log, type LogLine } from '../../host/src/backends/wasm/host/log.js';
 import { beginExecute, createResponsesState, finishExecute, isCancelled, sendFinal, sendResponse, type ResponseSend } from '../../host/src/backends/wasm/host/responses.js';
@@ -211,6 +211,36 @@ describe('files (host.read-file, host.list-files)', () => {
   });
 });
 
+describe('files: no host path ever reaches the guest', () => {
+  it('list-files of a version directory that went away or became a file: not-found, relative', () => {
+    const root = mkdtempSync(join(tmpdir(), 'warden-files-gone-'));
+    const version = join(root, 'm', '1');
+    mkdirSync(join(version, 'sub'), { recursive: true });
+    const s = createFilesState(version, 1024);
+    rmSync(version, { recursive: true });
+    expect(hostError(() => listFiles(s), 'not-found')).toBe("list-files: the model's version directory does not exist");
+    writeFileSync(version, 'x');
+    const msg = hostError(() => listFiles(s), 'not-found');
+    expect(msg).not.toContain(root);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('fileError builds its message from the code and the relative path only, never from Node\'s message', () => {
+    const nodeError = (code: string | undefined) => Object.assign(new Error(`${code}: something, open '/srv/secret/tenant-a/m/1/w.bin'`), { code });
+    const cases: [string | undefined, string, string][] = [
+      ['EACCES', 'unavailable', "read-file: 'w.bin' cannot be read (permission denied)"],
+      ['EPERM', 'unavailable', "read-file: 'w.bin' cannot be read (permission denied)"],
+      ['ENOENT', 'not-found', "read-file: 'w.bin' does not exist in the model's version directory"],
+      ['EISDIR', 'invalid-arg', "read-file: 'w.bin' is not a regular file"],
+      ['EIO', 'internal', "read-file: 'w.bin' cannot be read (EIO)"],
+      [undefined, 'internal', "read-file: 'w.bin' cannot be read"],
+      ["/etc/x'", 'internal', "read-file: 'w.bin' cannot be read"],
+    ];
+    for (const [code, wit, message] of cases) expect(fileError('read-file', 'w.bin', nodeError(code)), String(code)).toEqual({ payload: { code: wit, message } });
+    expect(fileError('list-files', 'sub', nodeError('EMFILE')).payload.message).toBe("list-files: 'sub' cannot be read (EMFILE)");
+  });
+});
+
 describe('responses (host.send-response, send-final, is-cancelled)', () => {
   const outputs = [{ name: 'OUT', datatype: 'FP32' as const, dims: [2] }];
   const req = (handle: number): WireRequest => ({ handle, id: '', correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, inputs: [], requestedOutputs: ['OUT'], parameters: {} });
@@ -319,15 +349,64 @@ describe('V8 import object', () => {
     limits: { memoryBytes: 65536, executeMs: 1000, logBytes: 64, logMessages: 2 },
   };
 
-  it('holds each interface of the sandbox world, unversioned and versioned, as plain objects of functions', () => {
+  it('holds each interface of the sandbox world, unversioned and versioned, as frozen objects of functions without prototypes', () => {
     const imports = buildImports(createHostState(config, { log: () => {}, send: () => {}, cancelledAt: () => false }));
     const expected = ALLOWED_IMPORTS.flatMap((i) => [i, `${i}@${i.startsWith('warden:') ? BACKEND_API_VERSION : '0.2.12'}`]).sort();
     expect(Object.keys(imports).sort()).toEqual(expected);
+    expect(Object.getPrototypeOf(imports)).toBeNull();
+    expect(Object.isFrozen(imports)).toBe(true);
     for (const [key, iface] of Object.entries(imports)) {
-      expect(Object.getPrototypeOf(iface), key).toBe(Object.prototype);
+      expect(Object.getPrototypeOf(iface), key).toBeNull();
+      expect(Object.isFrozen(iface), key).toBe(true);
       for (const [name, fn] of Object.entries(iface)) expect(typeof fn, `${key}.${name}`).toBe('function');
     }
     expect(Object.keys(imports['warden:backend/host']!).sort()).toEqual(['isCancelled', 'listFiles', 'log', 'readFile', 'sendFinal', 'sendResponse']);
+  });
+
+  /** jco's JavaScript name of a WIT name: `to-debug-string` → `toDebugString`, `input-stream` → `InputStream`. */
+  const camel = (n: string) => n.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+  const upper = (n: string) => camel(n).replace(/^[a-z]/, (c) => c.toUpperCase());
+
+  it('supplies every function and resource SANDBOX_MEMBERS allows, by the name jco looks up, as own properties', () => {
+    const imports = buildImports(createHostState(config, { log: () => {}, send: () => {}, cancelledAt: () => false }));
+    const own = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
+    for (const [iface, members] of Object.entries(SANDBOX_MEMBERS)) {
+      const obj = imports[iface]!;
+      for (const [name, kind] of Object.entries(members)) {
+        const at = `${iface} ${name}`;
+        if (kind === 'type') continue;
+        if (kind === 'resource') {
+          expect(own(obj, upper(name)), at).toBe(true);
+          continue;
+        }
+        const m = /^\[(method|static|constructor)\]([a-z0-9-]+)(?:\.([a-z0-9-]+))?$/.exec(name);
+        if (!m) {
+          expect(own(obj, camel(name)), at).toBe(true);
+          expect(typeof obj[camel(name)], at).toBe('function');
+          continue;
+        }
+        const cls = obj[upper(m[2]!)] as { prototype: object } & Record<string, unknown>;
+        expect(typeof cls, at).toBe('function');
+        if (m[1] === 'method') expect(own(cls.prototype, camel(m[3]!)), at).toBe(true);
+        if (m[1] === 'static') expect(own(cls, camel(m[3]!)), at).toBe(true);
+      }
+    }
+  });
+
+  it('resource classes inherit nothing: no Function constructor, no Object.prototype methods, still constructible', () => {
+    const imports = buildImports(createHostState(config, { log: () => {}, send: () => {}, cancelledAt: () => false }));
+    const IoError = imports['wasi:io/error']!.Error as unknown as (new (msg: string) => { toDebugString(): string }) & Record<string, unknown>;
+    expect(IoError.constructor).toBeUndefined();
+    expect(IoError.toString).toBeUndefined();
+    expect(IoError.call).toBeUndefined();
+    const e = new IoError('boom');
+    expect(e.toDebugString()).toBe('boom');
+    expect(e instanceof IoError).toBe(true);
+    expect((e as unknown as Record<string, unknown>).toString).toBeUndefined();
+    expect(Object.isFrozen(IoError) && Object.isFrozen(IoError.prototype)).toBe(true);
+    const host = imports['warden:backend/host']!;
+    for (const name of ['toString', 'constructor', 'valueOf', 'hasOwnProperty', '__proto__']) expect(host[name], name).toBeUndefined();
+    expect(imports['toString' as keyof typeof imports]).toBeUndefined();
   });
 
   it('binds host.log to the instance budget from the model limits', () => {

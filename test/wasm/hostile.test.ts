@@ -69,13 +69,13 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
 
   const io = (dims: number[] = [-1]) => ({ inputs: [['INPUT0', 'FP32', dims]] as h.IO[], outputs: [['OUTPUT0', 'FP32', dims]] as h.IO[] });
 
-  /** Puts a fixture at <work>/<name>/1/model.wasm and loads it. */
-  async function loadFixture(name: string, params: Record<string, string> = {}, dims?: number[], ioOverride?: { inputs: h.IO[]; outputs: h.IO[] }): Promise<WasmModel> {
-    const dir = join(work, name);
+  /** Puts a fixture at <work>/<model>/1/model.wasm (model = the fixture's name unless given) and loads it. */
+  async function loadFixture(name: string, params: Record<string, string> = {}, dims?: number[], ioOverride?: { inputs: h.IO[]; outputs: h.IO[] }, model = name): Promise<WasmModel> {
+    const dir = join(work, model);
     mkdirSync(join(dir, '1'), { recursive: true });
     copyFileSync(join(BUILD, `${name}.wasm`), join(dir, '1', 'model.wasm'));
     const { inputs, outputs } = ioOverride ?? io(dims);
-    const m = await h.loadModel(resolver, h.wasmConfig(name, inputs, outputs, { params }), dir, logger.child({ model: name }));
+    const m = await h.loadModel(resolver, h.wasmConfig(model, inputs, outputs, { params }), dir, logger.child({ model }));
     models.push(m);
     return m;
   }
@@ -269,6 +269,45 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       expect(await read('missing.txt')).toMatch(/^error not-found: /);
     });
 
+    it('host.list-files and host.read-file errors never show the guest a host path', async () => {
+      const filesIO = { inputs: [['PATH', 'BYTES', [1]]] as h.IO[], outputs: [['CONTENT', 'BYTES', [1]]] as h.IO[] };
+      const m = await loadFixture('files', {}, undefined, filesIO, 'files_paths');
+      const inst = await instanceOf(m, 'files_paths');
+      const read = async (path: string) => {
+        const b = Buffer.from(path);
+        const data = Buffer.concat([Buffer.from(Uint32Array.of(b.length).buffer), b]);
+        const rec = await h.infer(inst, h.request('files_paths', [h.tensor('PATH', 'BYTES', [1], data)], ['CONTENT']));
+        expect(rec.errors).toEqual([]);
+        return Buffer.from(rec.responses[0]!.outputs[0]!.data.subarray(4)).toString();
+      };
+      const { renameSync, writeFileSync } = await import('node:fs');
+      const version = join(work, 'files_paths', '1');
+      mkdirSync(join(version, 'sub'));
+      writeFileSync(join(version, 'sub', 'labels.txt'), 'cat\n');
+      expect(await read('*')).toBe('model.wasm\nsub/labels.txt\n');
+      const noHostPath = (msg: string) => {
+        expect(msg).not.toContain(work);
+        expect(msg).not.toContain(tmpdir());
+        expect(msg, msg).not.toMatch(/(^|[\s'"(,])\/[A-Za-z]/); // nothing that looks like an absolute path
+      };
+      // the operator moves the version directory away under a running instance
+      renameSync(version, `${version}.old`);
+      const gone = await read('*');
+      expect(gone).toMatch(/^error not-found: list-files: /);
+      noHostPath(gone);
+      const missing = await read('sub/labels.txt');
+      expect(missing).toMatch(/^error not-found: read-file: 'sub\/labels.txt' /);
+      noHostPath(missing);
+      // ... and puts a file where it was
+      writeFileSync(version, 'not a directory');
+      const notDir = await read('*');
+      expect(notDir).toMatch(/^error (not-found|internal): list-files: /);
+      noHostPath(notDir);
+      noHostPath(await read('sub/labels.txt'));
+      expect(inst.stats.traps).toBe(0);
+      await m.finalize();
+    });
+
     it.each([
       ['import_filesystem', 'wasi:filesystem/types@0.2.12'],
       ['import_sockets', 'wasi:sockets/tcp@0.2.12'],
@@ -278,6 +317,34 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
     ])('a component importing %s is refused at load, naming the import', async (fixture, iface) => {
       const e = await expectRejects(loadFixture(fixture), 'INVALID_ARG', /imports '/);
       expect(e.message).toContain(`imports '${iface}`);
+    });
+
+    it.each([
+      ['import_error_constructor', 'wasi:io/error@0.2.12', '[static]error.constructor'],
+      ['import_host_to_string', 'warden:backend/host@0.1.0', 'to-string'],
+    ])('a component importing a member the sandbox world does not define (%s) is refused at load, naming it', async (fixture, iface, member) => {
+      const e = await expectRejects(loadFixture(fixture), 'INVALID_ARG', /imports '/);
+      expect(e.message).toContain(`imports '${member}' from '${iface}'`);
+    });
+
+    it.each([
+      ['import_error_constructor', /wasi:io\/error.*\[static\]error\.constructor|Error\$?\d*\.constructor is not a function/],
+      ['import_host_to_string', /unexpectedly undefined instance import 'toString'/],
+    ])('without the load check, %s still reaches nothing through the prototype chain of the import object', async (fixture, expected) => {
+      // straight to the engine, past checkComponent: the import object itself must not hand out
+      // Function / Object.prototype members (defence in depth)
+      const { createHash } = await import('node:crypto');
+      const { componentSurface } = await import('../../host/src/backends/wasm/component-check.js');
+      const bytes = readFileSync(join(BUILD, `${fixture}.wasm`));
+      const limits = { memoryBytes: 16 * MiB, executeMs: 1000, logBytes: 4096, logMessages: 16 };
+      const engine = good.engine;
+      const compiled = await engine.compile({ bytes, hash: createHash('sha256').update(bytes).digest('hex'), surface: componentSurface(bytes), limits, what: fixture });
+      const host = { model: { name: fixture, version: 1, configJson: '{}', versionPath: join(work, 'nowhere'), decoupled: false, maxBatchSize: 0 }, outputs: [], limits };
+      const before = logLines.length;
+      const e = await expectRejects(engine.instantiate(compiled, h.instanceSpec(fixture), host, 1000, logger.child({ model: fixture })), 'INTERNAL', /trapped during start-up/);
+      expect(e.message).not.toMatch(/SyntaxError|EvalError/); // the guest's source was never compiled
+      expect(e.message).toMatch(expected);
+      expect(logLines.slice(before).filter((l) => l.source === 'guest')).toEqual([]); // nothing came back to log
     });
 
     it('core modules and garbage are refused at load', async () => {

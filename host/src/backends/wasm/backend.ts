@@ -9,13 +9,14 @@ import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { invalidArg, notFound, TritonError } from '../../core/errors.js';
+import { internal, invalidArg, notFound, TritonError, unavailable } from '../../core/errors.js';
 import type { Backend, BackendModel, InstanceSpec, ModelLoadContext } from '../../core/types.js';
 import type { ModelConfig } from '../../config/types.js';
 import { fromConfigDataType } from '../../tensor/datatypes.js';
 import { checkComponent } from './component-check.js';
 import type { CompiledComponent, HostConfig, SandboxedInstance, SandboxEngine } from './engine.js';
-import { modelLimits, type ModelLimits, type WasmLimits } from './limits.js';
+import { DEFAULT_WASM_LIMITS, modelLimits, PARAM_MEMORY, type ModelLimits, type WasmLimits } from './limits.js';
+import { MemoryBudget, SERVER_BUDGET_NAME, type MemoryBudgetFor } from './memory-budget.js';
 import type { OutputSpec } from './wire.js';
 
 /** Default component file name in a version directory. */
@@ -55,6 +56,7 @@ async function readComponent(ctx: ModelLoadContext, file: string): Promise<Uint8
 export class WasmModel implements BackendModel {
   readonly parallelInstanceLoading = true;
   private readonly instances = new Set<SandboxedInstance>();
+  private released = false;
 
   constructor(
     private readonly ctx: ModelLoadContext,
@@ -62,7 +64,14 @@ export class WasmModel implements BackendModel {
     readonly engine: SandboxEngine,
     private readonly compiled: CompiledComponent,
     private readonly host: HostConfig,
+    /** The budget each instance reserves {@link instanceMemoryBytes} from. */
+    readonly memoryBudget: MemoryBudget,
   ) {}
+
+  /** Linear memory one instance reserves: the memory limit times the component's memories. */
+  get instanceMemoryBytes(): number {
+    return this.host.limits.memoryBytes * this.compiled.memories;
+  }
 
   /** Limits in force for this model. */
   get limits(): ModelLimits {
@@ -75,19 +84,47 @@ export class WasmModel implements BackendModel {
   }
 
   /**
-   * Starts one instance in a fresh sandbox: `model.create`, then `instance.create`.
-   * @throws TritonError the backend's own error from `create`, INTERNAL on a trap, UNAVAILABLE on
-   *   a start-up timeout.
+   * Reserves the instance's linear memory from the memory budget, then starts the instance in a
+   * fresh sandbox: `model.create`, then `instance.create`. The reservation is released when the
+   * instance is finalized, or at once if it does not start.
+   * @throws TritonError UNAVAILABLE if the memory budget (or one above it) has not enough room
+   *   now; the backend's own error from `create`, INTERNAL on a trap, UNAVAILABLE on a start-up
+   *   timeout.
    */
   async createInstance(spec: InstanceSpec): Promise<SandboxedInstance> {
-    const inst = await this.engine.instantiate(this.compiled, spec, this.host, this.host.limits.executeMs, this.ctx.logger);
+    const need = this.instanceMemoryBytes;
+    const reservation = this.memoryBudget.tryReserve(need);
+    if (!reservation) {
+      const full = this.memoryBudget.blocker(need)!;
+      throw unavailable(
+        `model '${this.ctx.name}' instance ${spec.name} needs ${need} bytes of sandbox memory (${this.memoryDescription()}), ` +
+          `but ${full.name} has only ${full.freeBytes} of ${full.limitBytes} bytes free`,
+      );
+    }
+    let inst: SandboxedInstance;
+    try {
+      inst = await this.engine.instantiate(this.compiled, spec, this.host, this.host.limits.executeMs, this.ctx.logger);
+    } catch (e) {
+      reservation.release();
+      throw e;
+    }
     this.instances.add(inst);
     const finalize = inst.finalize.bind(inst);
     inst.finalize = async () => {
       this.instances.delete(inst);
-      await finalize();
+      try {
+        await finalize();
+      } finally {
+        reservation.release();
+      }
     };
     return inst;
+  }
+
+  /** `<n> linear memories × <limit> bytes (memory_limit_bytes)`, for budget errors. */
+  memoryDescription(): string {
+    const n = this.compiled.memories;
+    return `${n} linear ${n === 1 ? 'memory' : 'memories'} × ${this.host.limits.memoryBytes} bytes (${PARAM_MEMORY})`;
   }
 
   /** The instances currently alive (for tests and statistics). */
@@ -95,8 +132,12 @@ export class WasmModel implements BackendModel {
     return [...this.instances];
   }
 
+  /** Finalizes the instances, then releases the compiled component (once). */
   async finalize(): Promise<void> {
     await Promise.all([...this.instances].map((i) => i.finalize()));
+    if (this.released) return;
+    this.released = true;
+    this.engine.release(this.compiled);
   }
 }
 
@@ -109,19 +150,39 @@ export class WasmBackend implements Backend {
    * @param engine the engine that compiles and runs every model of this backend (the resolver
    *   creates the `v8` engine unless told otherwise); disposed by {@link finalize}
    * @param caps server-wide caps; per-model parameters may only lower them
+   * @param budgets `server`: the budget of all instances' linear memory (default: a new one of
+   *   `caps.maxTotalMemoryBytes`); `budgetFor`: picks a budget inside it per model (e.g. the
+   *   tenant's quota)
    */
   constructor(
     readonly engine: SandboxEngine,
     private readonly caps: WasmLimits,
     private readonly logger: Logger,
-  ) {}
+    budgets: { server?: MemoryBudget; budgetFor?: MemoryBudgetFor } = {},
+  ) {
+    this.memoryBudget = budgets.server ?? new MemoryBudget(SERVER_BUDGET_NAME, caps.maxTotalMemoryBytes ?? DEFAULT_WASM_LIMITS.maxTotalMemoryBytes);
+    this.budgetFor = budgets.budgetFor;
+  }
+
+  /** The budget of all sandboxed instances' linear memory. */
+  readonly memoryBudget: MemoryBudget;
+  private readonly budgetFor?: MemoryBudgetFor;
+
+  /** The budget `ctx`'s instances reserve from: `budgetFor`'s choice, or the server's. */
+  private budgetOf(ctx: ModelLoadContext): MemoryBudget {
+    const chosen = this.budgetFor?.({ key: ctx.key, origin: ctx.origin, config: ctx.config });
+    if (!chosen) return this.memoryBudget;
+    if (!chosen.within(this.memoryBudget)) throw internal(`model '${ctx.name}': its memory budget '${chosen.name}' is not inside the server's sandbox memory budget`);
+    return chosen;
+  }
 
   /**
    * Loads one model version: reads `<version>/<default_model_filename or model.wasm>`, checks
    * the component against the sandbox world (before anything else), then has the engine compile
    * it under the model's limits.
    * @throws TritonError NOT_FOUND for a missing component file, INVALID_ARG for a refused or
-   *   malformed component or bad limit parameters, INTERNAL for cache failures.
+   *   malformed component, bad limit parameters, or instances that could never fit in the
+   *   model's memory budget; INTERNAL for cache failures.
    */
   async loadModel(ctx: ModelLoadContext): Promise<WasmModel> {
     const t0 = performance.now();
@@ -134,6 +195,7 @@ export class WasmBackend implements Backend {
     const surface = checkComponent(bytes, what);
     const outputs = outputSpecs(config);
     const hash = createHash('sha256').update(bytes).digest('hex');
+    const budget = this.budgetOf(ctx);
     const compiled = await this.engine.compile({ bytes, hash, surface, limits, what });
     const host: HostConfig = {
       model: {
@@ -147,7 +209,18 @@ export class WasmBackend implements Backend {
       outputs,
       limits,
     };
-    const model = new WasmModel(ctx, this.engine, compiled, host);
+    const model = new WasmModel(ctx, this.engine, compiled, host, budget);
+    // instances the config asks for at least (a group of `count` gives `count` or more)
+    const minInstances = config.instance_group.reduce((n, g) => n + Math.max(1, g.count), 0);
+    const tooSmall = budget.tooSmallFor(minInstances * model.instanceMemoryBytes);
+    if (tooSmall) {
+      this.engine.release(compiled);
+      throw invalidArg(
+        `model '${ctx.name}' needs ${minInstances * model.instanceMemoryBytes} bytes of sandbox memory ` +
+          `(${minInstances} ${minInstances === 1 ? 'instance' : 'instances'} × ${model.memoryDescription()}), more than ${tooSmall.name} allows: ${tooSmall.limitBytes} bytes; ` +
+          `lower instance_group count or ${PARAM_MEMORY}`,
+      );
+    }
     const finalize = model.finalize.bind(model);
     model.finalize = async () => {
       this.models.delete(model);

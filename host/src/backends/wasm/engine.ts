@@ -32,6 +32,12 @@ export interface CompiledComponent {
   readonly engine: string;
   /** SHA-256 of the component, hex. */
   readonly hash: string;
+  /**
+   * Linear memories one instance has at most (each capped at the model's memory limit): what an
+   * instance reserves from the memory budget is this times the limit. The engine must not let an
+   * instance have more.
+   */
+  readonly memories: number;
 }
 
 /** The model facts an instance's guest (`model.create`) and host capabilities see. */
@@ -94,6 +100,12 @@ export interface SandboxEngine<C extends CompiledComponent = CompiledComponent> 
    *   run within `limits` (e.g. an initial memory above the cap), INTERNAL for cache failures.
    */
   compile(input: CompileInput): Promise<C>;
+  /**
+   * The model version `compiled` was made for is unloaded (called once per successful
+   * `compile`, after its instances were finalized): the engine may drop what it keeps for it,
+   * e.g. let its compile-cache entry be evicted.
+   */
+  release(compiled: C): void;
   /**
    * Starts one instance: a fresh sandbox with the host capabilities configured by `host`,
    * running the guest's `model.create` and `instance.create`.

@@ -3,13 +3,24 @@
  * and one entry here; the backend, the host capabilities and the engine-parametrised tests
  * (test/wasm) pick it up from {@link ENGINE_NAMES}.
  */
+import type { Logger } from 'pino';
 import type { SandboxEngine } from './engine.js';
 import { V8Engine } from './v8/engine.js';
+import type { CacheLimits } from './v8/transpile.js';
+
+export { DEFAULT_CACHE_LIMITS, type CacheLimits } from './v8/transpile.js';
 
 /** What every engine is created with. */
 export interface EngineOptions {
-  /** Folder for the engine's compile cache (created by the caller); one subfolder per component hash. */
+  /** Folder for the engine's compile cache; one entry per component hash. */
   cacheDir: string;
+  /**
+   * Bounds of the compile cache (entries, bytes; least recently used entries not used by a
+   * loaded model are evicted past them). Default `DEFAULT_CACHE_LIMITS`: 256 entries, 2 GiB.
+   */
+  cacheLimits?: Partial<CacheLimits>;
+  /** The backend's logger (cache clean-up and eviction). */
+  logger?: Logger;
 }
 
 const FACTORIES = {

@@ -8,30 +8,51 @@ import type { Logger } from 'pino';
 import type { Backend, BackendResolveRequest, BackendResolver } from '../../core/types.js';
 import type { ModelConfig } from '../../config/types.js';
 import { WasmBackend } from './backend.js';
-import { checkEngineName, createEngine, DEFAULT_ENGINE, type EngineName } from './engines.js';
+import { checkEngineName, createEngine, DEFAULT_CACHE_LIMITS, DEFAULT_ENGINE, type CacheLimits, type EngineName } from './engines.js';
 import { checkWasmLimits, type WasmLimits } from './limits.js';
+import { MemoryBudget, SERVER_BUDGET_NAME, type MemoryBudgetFor } from './memory-budget.js';
 
 export type { WasmLimits, ModelLimits } from './limits.js';
-export { DEFAULT_WASM_LIMITS, checkWasmLimits, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT } from './limits.js';
+export { DEFAULT_WASM_LIMITS, checkWasmLimits, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT, TOTAL_MEMORY_FLAG } from './limits.js';
+export { MemoryBudget, SERVER_BUDGET_NAME, type Reservation, type MemoryBudgetFor, type BudgetedModel } from './memory-budget.js';
 export { WasmBackend, WasmModel, DEFAULT_COMPONENT_FILE } from './backend.js';
 export type { SandboxEngine, SandboxedInstance, SandboxStats, CompiledComponent, CompileInput, HostConfig } from './engine.js';
-export { ENGINE_NAMES, DEFAULT_ENGINE, checkEngineName, createEngine, type EngineName } from './engines.js';
-export { checkComponent, componentSurface, ALLOWED_IMPORTS, BACKEND_EXPORT, BACKEND_API_VERSION } from './component-check.js';
+export { ENGINE_NAMES, DEFAULT_ENGINE, DEFAULT_CACHE_LIMITS, checkEngineName, createEngine, type EngineName, type CacheLimits } from './engines.js';
+export { checkComponent, componentSurface, ALLOWED_IMPORTS, SANDBOX_MEMBERS, BACKEND_EXPORT, BACKEND_API_VERSION } from './component-check.js';
 
 /** The backend name in model configs that selects the sandboxed engine. */
 export const WASM_BACKEND_NAME = 'wasm';
 
+/** Options of {@link WasmBackendResolver}. */
+export interface WasmBackendOptions {
+  /** Folder for the engine's compile cache (created if missing); one entry per component SHA-256. */
+  cacheDir: string;
+  /**
+   * Server-wide caps on memory (bytes per linear memory), execute deadline (ms) and log budget
+   * (bytes and messages per call); per-model parameters may only lower them.
+   */
+  limits: WasmLimits;
+  /** Server logger; the backend logs under `{ backend: 'wasm' }`. */
+  logger: Logger;
+  /** Sandbox engine, one of `ENGINE_NAMES` (default `v8`). */
+  engine?: EngineName;
+  /**
+   * Bounds of the compile cache: `maxEntries` (default 256) and `maxBytes` (default 2 GiB); past
+   * either, the least recently used entries no loaded model uses are removed.
+   */
+  cacheLimits?: Partial<CacheLimits>;
+  /**
+   * Picks the memory budget a model's instances reserve from — e.g. its tenant's quota, made with
+   * `resolver.memoryBudget.child(name, bytes)` — from the model's key (namespace), origin and
+   * config; undefined (or no hook) = the server's budget (`limits.maxTotalMemoryBytes`).
+   */
+  memoryBudgetFor?: MemoryBudgetFor;
+}
+
 /**
  * Resolves `backend: "wasm"` models to the one {@link WasmBackend} it owns, on the engine named
  * by `opts.engine`.
- *
- * @param opts.cacheDir folder for the engine's compile cache (created if missing); one subfolder
- *   per component SHA-256
- * @param opts.limits server-wide caps on memory (bytes per linear memory), execute deadline (ms)
- *   and log budget (bytes and messages per call); per-model parameters may only lower them
- * @param opts.logger server logger; the backend logs under `{ backend: 'wasm' }`
- * @param opts.engine sandbox engine, one of `ENGINE_NAMES` (default `v8`)
- * @throws RangeError for a cap that is not a positive integer or an unknown engine
+ * @throws RangeError for a cap or bound that is not a positive integer, or an unknown engine
  */
 export class WasmBackendResolver implements BackendResolver {
   private backend?: WasmBackend;
@@ -39,20 +60,39 @@ export class WasmBackendResolver implements BackendResolver {
   private readonly limits: Required<WasmLimits>;
   private readonly logger: Logger;
   private readonly engine: EngineName;
+  private readonly cacheLimits: CacheLimits;
+  private readonly memoryBudgetFor?: MemoryBudgetFor;
+  /**
+   * The budget of all sandboxed instances' linear memory (`limits.maxTotalMemoryBytes`); make
+   * tenant budgets inside it with `child()` and hand them out through `memoryBudgetFor`.
+   */
+  readonly memoryBudget: MemoryBudget;
 
-  constructor(opts: { cacheDir: string; limits: WasmLimits; logger: Logger; engine?: EngineName }) {
+  constructor(opts: WasmBackendOptions) {
     this.limits = checkWasmLimits(opts.limits);
     this.engine = checkEngineName(opts.engine ?? DEFAULT_ENGINE);
+    this.cacheLimits = checkCacheLimits(opts.cacheLimits ?? {});
     this.cacheDir = opts.cacheDir;
     this.logger = opts.logger.child({ backend: WASM_BACKEND_NAME });
+    this.memoryBudget = new MemoryBudget(SERVER_BUDGET_NAME, this.limits.maxTotalMemoryBytes);
+    this.memoryBudgetFor = opts.memoryBudgetFor;
   }
 
   /** The wasm backend for `backend: "wasm"` configs; undefined for any other model. */
   async resolve({ config }: BackendResolveRequest): Promise<Backend | undefined> {
     if (config.backend !== WASM_BACKEND_NAME) return undefined;
+    return this.getBackend();
+  }
+
+  /**
+   * The backend, created on first use (which also starts the engine: e.g. the V8 engine cleans
+   * its compile cache then). A server may call this at start to clean the cache right away.
+   */
+  getBackend(): WasmBackend {
     if (!this.backend) {
       mkdirSync(this.cacheDir, { recursive: true });
-      this.backend = new WasmBackend(createEngine(this.engine, { cacheDir: this.cacheDir }), this.limits, this.logger);
+      const engine = createEngine(this.engine, { cacheDir: this.cacheDir, cacheLimits: this.cacheLimits, logger: this.logger });
+      this.backend = new WasmBackend(engine, this.limits, this.logger, { server: this.memoryBudget, budgetFor: this.memoryBudgetFor });
     }
     return this.backend;
   }
@@ -62,4 +102,16 @@ export class WasmBackendResolver implements BackendResolver {
     this.backend = undefined;
     if (b) await b.finalize();
   }
+}
+
+/**
+ * Fills in and checks compile-cache bounds.
+ * @throws RangeError for a bound that is not a positive safe integer
+ */
+export function checkCacheLimits(limits: Partial<CacheLimits>): CacheLimits {
+  const out: CacheLimits = { ...DEFAULT_CACHE_LIMITS, ...limits };
+  for (const [k, v] of Object.entries(out)) {
+    if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`cacheLimits.${k} must be a positive integer, got ${v}`);
+  }
+  return out;
 }

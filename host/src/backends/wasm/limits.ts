@@ -20,17 +20,29 @@ export interface WasmLimits {
    * stderr line is one). Absent = {@link DEFAULT_WASM_LIMITS}`.maxLogMessages`.
    */
   maxLogMessages?: number;
+  /**
+   * Budget of all sandboxed instances' linear memory together, in bytes: each instance reserves
+   * its model's memory limit times the number of linear memories its component defines when it
+   * starts, and releases it when finalized; an instance that does not fit does not start.
+   * Absent = {@link DEFAULT_WASM_LIMITS}`.maxTotalMemoryBytes`.
+   */
+  maxTotalMemoryBytes?: number;
 }
+
+/** The command-line flag that sets `maxTotalMemoryBytes` (named in budget errors). */
+export const TOTAL_MEMORY_FLAG = '--wasm-max-total-memory-bytes';
 
 /**
  * Caps used when the server sets none: 256 MiB per linear memory, 10 s per execute, 64 KiB and
- * 1024 messages of log per call. The server and the CLI take their defaults from here.
+ * 1024 messages of log per call, 4 GiB of linear memory for all sandboxes together. The server
+ * and the CLI take their defaults from here.
  */
 export const DEFAULT_WASM_LIMITS: Readonly<Required<WasmLimits>> = Object.freeze({
   maxMemoryBytes: 256 * 1024 * 1024,
   maxExecuteMs: 10_000,
   maxLogBytes: 64 * 1024,
   maxLogMessages: 1024,
+  maxTotalMemoryBytes: 4 * 1024 * 1024 * 1024,
 });
 
 /**
@@ -39,7 +51,11 @@ export const DEFAULT_WASM_LIMITS: Readonly<Required<WasmLimits>> = Object.freeze
  * @throws RangeError for a cap that is not a positive safe integer
  */
 export function checkWasmLimits(limits: WasmLimits): Required<WasmLimits> {
-  const out: Required<WasmLimits> = { ...limits, maxLogMessages: limits.maxLogMessages ?? DEFAULT_WASM_LIMITS.maxLogMessages };
+  const out: Required<WasmLimits> = {
+    ...limits,
+    maxLogMessages: limits.maxLogMessages ?? DEFAULT_WASM_LIMITS.maxLogMessages,
+    maxTotalMemoryBytes: limits.maxTotalMemoryBytes ?? DEFAULT_WASM_LIMITS.maxTotalMemoryBytes,
+  };
   for (const [k, v] of Object.entries(out)) {
     if (!Number.isSafeInteger(v) || v <= 0) throw new RangeError(`WasmLimits.${k} must be a positive integer, got ${v}`);
   }

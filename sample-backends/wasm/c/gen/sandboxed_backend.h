@@ -343,9 +343,13 @@ typedef struct {
 
 // Imported Functions from `warden:backend/host@0.1.0`
 // Writes a line to the model's log (`TRITONSERVER_LogMessage`). The host tags it with the
-// model name, version and instance. Each instance has a byte budget per call into the
-// backend (the server's `maxLogBytes`, or the model parameter `log_limit_bytes`); messages
-// past the budget are dropped and counted, and one warning says how many bytes were dropped.
+// model name, version and instance. Each instance has a log budget per call into the
+// backend (start-up, each `execute`), shared with stdout and stderr: a byte budget (the
+// server's `maxLogBytes`, or the model parameter `log_limit_bytes`) and a message budget
+// (the server's `maxLogMessages`, 1024 by default; each `log` call counts as one message,
+// an empty one included, and so does each line written to stdout or stderr). The first
+// message past either budget ends logging for the rest of the call: later messages are
+// dropped and counted, and one warning at the end of the call says how much was dropped.
 extern void warden_backend_host_log(warden_backend_host_log_level_t level, sandboxed_backend_string_t *message);
 // Sends one response for the request `request` (`TRITONBACKEND_ResponseSend`): `ok` is a
 // response, `err` an error response. `final` sets `TRITONSERVER_RESPONSE_COMPLETE_FINAL`:
@@ -373,11 +377,16 @@ extern bool warden_backend_host_is_cancelled(warden_backend_host_request_handle_
 // `weights/layer0.bin`); absolute paths, `..` segments and symbolic links that lead outside
 // the directory are refused. The file must fit in the instance's memory limit.
 // 
-// Errors: `invalid-arg` for a refused path, `not-found` for a missing file, `unavailable`
-// for a file larger than the limit.
+// Errors: `invalid-arg` for a refused path or something that is not a regular file,
+// `not-found` for a missing file, `unavailable` for a file larger than the limit or one the
+// host may not read, `internal` for other read failures. Error messages name paths relative
+// to the version directory only, never a host path.
 extern bool warden_backend_host_read_file(sandboxed_backend_string_t *path, sandboxed_backend_list_u8_t *ret, warden_backend_host_error_t *err);
 // Lists the regular files of the model's version directory, recursively, as relative paths
-// with `/` separators, sorted. Errors: `internal` if the directory cannot be read.
+// with `/` separators, sorted. Errors: `not-found` if the version directory is gone (e.g.
+// the model is being replaced), `unavailable` for a directory the host may not read,
+// `internal` for other read failures; messages name directories relative to the version
+// directory only.
 extern bool warden_backend_host_list_files(sandboxed_backend_list_string_t *ret, warden_backend_host_error_t *err);
 
 // Exported Functions from `warden:backend/backend@0.1.0`

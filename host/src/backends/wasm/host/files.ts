@@ -3,6 +3,10 @@
  * own version directory and nothing else. Paths are relative with `/` separators; absolute paths,
  * drive letters, backslashes, NULs, `..` and empty segments are refused before the filesystem is
  * touched, and the real path (symbolic links resolved) must stay inside the directory.
+ *
+ * The guest never learns a host path: every error it gets is built from the path it asked for
+ * (or a path relative to the version directory) and the error's code, never from Node's error
+ * message (which names the absolute path), and no filesystem exception leaves these functions.
  */
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
@@ -60,18 +64,51 @@ export function resolveModelFile(state: FilesState, path: string): string {
 }
 
 /**
+ * The WIT error for a failed filesystem call on `rel` (a path relative to the version directory,
+ * '.' for the directory itself), from the error's code only: Node's message names the absolute
+ * host path, which the guest must never see.
+ */
+export function fileError(op: 'read-file' | 'list-files', rel: string, e: unknown): ReturnType<typeof witErr> {
+  const raw = (e as { code?: unknown } | null)?.code;
+  const code = typeof raw === 'string' && /^[A-Z0-9_]{1,32}$/.test(raw) ? raw : undefined;
+  const what = rel === '.' ? "the model's version directory" : `'${rel}'`;
+  switch (code) {
+    case 'ENOENT':
+    case 'ENOTDIR':
+      return witErr('not-found', `${op}: ${what} does not exist${rel === '.' ? '' : " in the model's version directory"}`);
+    case 'EACCES':
+    case 'EPERM':
+      return witErr('unavailable', `${op}: ${what} cannot be read (permission denied)`);
+    case 'EISDIR':
+      return witErr('invalid-arg', `${op}: ${what} is not a regular file`);
+    default:
+      return witErr('internal', `${op}: ${what} cannot be read${code ? ` (${code})` : ''}`);
+  }
+}
+
+/**
  * `read-file(path)`: the bytes of a regular file of the version directory.
  * @throws HostCallError as {@link resolveModelFile}; `invalid-arg` for something that is not a
- *   regular file, `unavailable` for a file larger than `maxFileBytes`
+ *   regular file, `unavailable` for a file larger than `maxFileBytes`; for a failing filesystem
+ *   call, the error of {@link fileError}
  */
 export function readFile(state: FilesState, path: string): Uint8Array {
   const real = resolveModelFile(state, path);
-  const st = statSync(real);
-  if (!st.isFile()) throw witErr('invalid-arg', `read-file: '${path}' is not a regular file`);
-  if (st.size > state.maxFileBytes) {
-    throw witErr('unavailable', `read-file: '${path}' is ${st.size} bytes, more than the instance's memory limit of ${state.maxFileBytes} bytes`);
+  try {
+    const st = statSync(real);
+    if (!st.isFile()) throw witErr('invalid-arg', `read-file: '${path}' is not a regular file`);
+    if (st.size > state.maxFileBytes) {
+      throw witErr('unavailable', `read-file: '${path}' is ${st.size} bytes, more than the instance's memory limit of ${state.maxFileBytes} bytes`);
+    }
+    return readFileSync(real);
+  } catch (e) {
+    if (isHostCallError(e)) throw e;
+    throw fileError('read-file', path, e);
   }
-  return readFileSync(real);
+}
+
+function isHostCallError(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && 'payload' in e && !(e instanceof Error);
 }
 
 /** Deepest directory level and most entries `list-files` walks. */
@@ -81,7 +118,9 @@ const MAX_ENTRIES = 10_000;
 /**
  * `list-files()`: regular files of the version directory, recursively (symbolic links only if
  * they lead to a regular file inside it), as sorted relative `/` paths; [] without a directory.
- * @throws HostCallError `internal` if the directory cannot be read
+ * @throws HostCallError if a directory cannot be read: `not-found` if it is gone (e.g. the version
+ *   directory was moved away under a running instance), else as {@link fileError}; the message
+ *   names the directory relative to the version directory
  */
 export function listFiles(state: FilesState): string[] {
   const root = state.root;
@@ -95,18 +134,21 @@ export function listFiles(state: FilesState): string[] {
       return false;
     }
   };
+  const rel = (p: string) => relative(root, p).split(sep).join('/') || '.';
   const walk = (dir: string, depth: number) => {
     if (depth > MAX_DEPTH || out.length > MAX_ENTRIES) return;
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch (e) {
+      throw fileError('list-files', rel(dir), e);
+    }
+    for (const e of entries) {
       const p = join(dir, e.name);
       if (e.isDirectory()) walk(p, depth + 1);
-      else if (e.isFile() || (e.isSymbolicLink() && safeFile(p))) out.push(relative(root, p).split(sep).join('/'));
+      else if (e.isFile() || (e.isSymbolicLink() && safeFile(p))) out.push(rel(p));
     }
   };
-  try {
-    walk(root, 0);
-  } catch (e) {
-    throw witErr('internal', `list-files: ${(e as Error).message}`);
-  }
+  walk(root, 0);
   return out.sort();
 }

@@ -14,7 +14,7 @@ import { WASM_PAGE_BYTES } from '../binary.js';
 import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, SandboxEngine } from '../engine.js';
 import { SandboxInstance, type WorkerCounter } from './instance.js';
 import { capMemories } from './memory-cap.js';
-import { transpileCached } from './transpile.js';
+import { TranspileCache, type CacheLimits } from './transpile.js';
 
 /** Engine name. */
 export const V8_ENGINE = 'v8';
@@ -26,20 +26,33 @@ export interface V8Compiled extends CompiledComponent {
   readonly glueUrl: string;
   /** Compiled, memory-capped core modules by the name the glue asks for. */
   readonly modules: Record<string, WebAssembly.Module>;
+  /** Linear memories each core module defines, by name (the worker counts instantiations). */
+  readonly memoryCounts: Record<string, number>;
 }
 
 /** Options of the V8 engine. */
 export interface V8EngineOptions {
-  /** Folder of the transpile cache (must exist); one subfolder per component SHA-256. */
+  /** Folder of the transpile cache (created if missing); one subfolder per component SHA-256. */
   cacheDir: string;
+  /** Bounds of the transpile cache (default `DEFAULT_CACHE_LIMITS`: 256 entries, 2 GiB). */
+  cacheLimits?: Partial<CacheLimits>;
+  /** Logs cache clean-ups and evictions. */
+  logger?: Logger;
 }
 
 /** The V8 engine: jco + worker threads. */
 export class V8Engine implements SandboxEngine<V8Compiled> {
   readonly name = V8_ENGINE;
   private readonly workers: WorkerCounter = { live: 0 };
+  /** The transpile cache (bounded, cleaned at start). */
+  readonly cache: TranspileCache;
 
-  constructor(private readonly opts: V8EngineOptions) {}
+  /** @throws RangeError for cache bounds that are not positive integers */
+  constructor(opts: V8EngineOptions) {
+    this.cache = new TranspileCache(opts.cacheDir, opts.cacheLimits, opts.logger);
+    // clean what a crashed process left as soon as the engine exists; compile waits for it
+    this.cache.prepare().catch((e: unknown) => opts.logger?.error({ err: e, cacheDir: opts.cacheDir }, 'transpile cache could not be scanned'));
+  }
 
   /**
    * Transpiles (cached), caps every defined linear memory at `limits.memoryBytes` and compiles
@@ -48,19 +61,33 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
    *   above the cap, or a core module does not compile; INTERNAL for cache failures
    */
   async compile({ bytes, hash, limits, what }: CompileInput): Promise<V8Compiled> {
-    const transpiled = await transpileCached(bytes, this.opts.cacheDir, what, hash);
-    const maxPages = limits.memoryBytes / WASM_PAGE_BYTES;
-    const modules: Record<string, WebAssembly.Module> = {};
-    for (const name of transpiled.coreModules) {
-      const core = await readFile(join(transpiled.dir, name));
-      const capped = capMemories(core, maxPages, `${what} (core module ${name})`);
-      try {
-        modules[name] = await WebAssembly.compile(capped.bytes as Uint8Array<ArrayBuffer>);
-      } catch (e) {
-        throw invalidArg(`${what}: core module ${name} does not compile: ${(e as Error).message}`);
+    const transpiled = await this.cache.acquire(bytes, what, hash);
+    try {
+      const maxPages = limits.memoryBytes / WASM_PAGE_BYTES;
+      const modules: Record<string, WebAssembly.Module> = {};
+      const memoryCounts: Record<string, number> = {};
+      for (const name of transpiled.coreModules) {
+        const core = await readFile(join(transpiled.dir, name));
+        const capped = capMemories(core, maxPages, `${what} (core module ${name})`);
+        memoryCounts[name] = capped.initialBytes.length;
+        try {
+          modules[name] = await WebAssembly.compile(capped.bytes as Uint8Array<ArrayBuffer>);
+        } catch (e) {
+          throw invalidArg(`${what}: core module ${name} does not compile: ${(e as Error).message}`);
+        }
       }
+      // one instance of each core module (what jco's glue does); the worker refuses more
+      const memories = Object.values(memoryCounts).reduce((a, b) => a + b, 0);
+      return { engine: V8_ENGINE, hash: transpiled.hash, glueUrl: pathToFileURL(transpiled.gluePath).href, modules, memoryCounts, memories };
+    } catch (e) {
+      this.cache.release(hash);
+      throw e;
     }
-    return { engine: V8_ENGINE, hash: transpiled.hash, glueUrl: pathToFileURL(transpiled.gluePath).href, modules };
+  }
+
+  /** The model of `compiled` was unloaded: its cache entry may be evicted once no model uses it. */
+  release(compiled: V8Compiled): void {
+    this.cache.release(compiled.hash);
   }
 
   /**
@@ -70,7 +97,7 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
    */
   async instantiate(compiled: V8Compiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance> {
     if (compiled.engine !== V8_ENGINE) throw internal(`engine ${V8_ENGINE} cannot run a component compiled by engine ${compiled.engine}`);
-    const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules };
+    const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules, memoryCounts: compiled.memoryCounts, maxMemories: compiled.memories };
     return SandboxInstance.start({ init, spec, logger, executeMs, workers: this.workers });
   }
 

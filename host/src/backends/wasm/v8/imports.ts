@@ -1,8 +1,16 @@
 /**
  * The import object a V8 sandbox instantiates jco's glue with: the host capabilities of ../host/
- * bound to one instance's state, keyed as jco's glue looks them up. Plain objects only: the keys
- * are exactly the interfaces of the `sandbox` world (ALLOWED_IMPORTS), each unversioned and
- * versioned, and each interface object holds only its WIT functions.
+ * bound to one instance's state, keyed as jco's glue looks them up. The keys are exactly the
+ * interfaces of the `sandbox` world (ALLOWED_IMPORTS), each unversioned and versioned, and each
+ * interface object holds only its WIT functions and resource classes.
+ *
+ * Nothing in it inherits anything: jco's glue resolves an imported member by name (`const { x } =
+ * imports[iface]`, `Resource.staticName(...)`, `rsc.methodName()`), and a name that resolved
+ * through a JavaScript prototype chain would hand the guest `Object.prototype.toString`, the
+ * `Function` constructor and the like. So the import object and every interface object have no
+ * prototype and are frozen, and each resource class and its `prototype` have no prototype either
+ * (statics and methods are own properties only). `checkComponent` already refuses members the
+ * sandbox world does not define; this is the second line.
  */
 import { BACKEND_API_VERSION } from '../component-check.js';
 import { listFiles, readFile } from '../host/files.js';
@@ -28,18 +36,55 @@ function hostInterface(host: HostState): Record<string, unknown> {
   };
 }
 
+/** A frozen copy of `entries` (own enumerable properties) without a prototype. */
+function bare<T>(entries: Record<string, T>): Readonly<Record<string, T>> {
+  const out = Object.create(null) as Record<string, T>;
+  for (const k of Object.keys(entries)) out[k] = entries[k]!;
+  return Object.freeze(out);
+}
+
+/** Resource classes jco's glue reaches (UpperCamelCase keys): sealed in place, once. */
+const sealed = new WeakSet<object>();
+
+/**
+ * Cuts a resource class off the prototype chain: the class itself (no `constructor`, `call`,
+ * `bind`, `toString` from `Function.prototype`) and its `prototype` (no `toString`, `valueOf`,
+ * `constructor` lookups past its own methods from `Object.prototype`), then freezes both. The class
+ * still constructs, and `instanceof` still works (ordinary instance check).
+ */
+export function sealResourceClass(cls: abstract new (...args: never[]) => unknown): void {
+  if (sealed.has(cls)) return;
+  Object.setPrototypeOf(cls.prototype, null);
+  Object.setPrototypeOf(cls, null);
+  Object.freeze(cls.prototype);
+  Object.freeze(cls);
+  sealed.add(cls);
+}
+
+/** One interface object: resource classes sealed, the object bare and frozen. */
+function interfaceObject(members: Record<string, unknown>): Readonly<Record<string, unknown>> {
+  for (const [name, v] of Object.entries(members)) {
+    if (typeof v === 'function' && /^[A-Z]/.test(name)) sealResourceClass(v as abstract new () => unknown);
+  }
+  return bare(members);
+}
+
 /**
  * The import object for jco's `instantiate(getCoreModule, imports)`: every interface under its
  * unversioned key (what the glue asks for at run time) and its versioned key (what the `.d.ts`
- * names).
+ * names); no prototypes anywhere, frozen.
  */
-export function buildImports(host: HostState): Record<string, Record<string, unknown>> {
+export function buildImports(host: HostState): Readonly<Record<string, Readonly<Record<string, unknown>>>> {
   const unversioned: Record<string, Record<string, unknown>> = {
     'warden:backend/host': hostInterface(host),
     'warden:backend/types': {},
     ...createWasi(host.stdio),
   };
-  const imports: Record<string, Record<string, unknown>> = { ...unversioned };
-  for (const [k, v] of Object.entries(unversioned)) imports[`${k}@${k.startsWith('warden:') ? BACKEND_API_VERSION : WASI_VERSION}`] = v;
-  return imports;
+  const imports: Record<string, Readonly<Record<string, unknown>>> = {};
+  for (const [k, v] of Object.entries(unversioned)) {
+    const iface = interfaceObject(v);
+    imports[k] = iface;
+    imports[`${k}@${k.startsWith('warden:') ? BACKEND_API_VERSION : WASI_VERSION}`] = iface;
+  }
+  return bare(imports);
 }

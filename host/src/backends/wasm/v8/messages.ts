@@ -14,6 +14,10 @@ export interface WorkerInit extends HostConfig {
   glueUrl: string;
   /** Compiled core modules by the name the glue asks for. */
   modules: Record<string, WebAssembly.Module>;
+  /** Linear memories each core module defines, by name. */
+  memoryCounts: Record<string, number>;
+  /** Most linear memories the instance may create (what its memory reservation covers). */
+  maxMemories: number;
   instance: { name: string; kind: 'cpu' | 'gpu' | 'model'; deviceId: number };
   /** Int32 cancellation flags, one per request position in the current execute. */
   cancelFlags: SharedArrayBuffer;

@@ -6,6 +6,13 @@
  *
  * A trap (any exception out of the guest that is not a returned error) is reported and the
  * worker does nothing more: the host terminates it and starts a new one.
+ *
+ * The guest reaches JavaScript only through the import object (no prototypes, ./imports.ts) and
+ * the glue jco generated for member names the load check allowed. As a last line behind both, the
+ * worker closes the property paths to code generation before it loads the glue: the `constructor`
+ * of every kind of function prototype (`Function`, async, generator, async generator) throws an
+ * EvalError instead of compiling source. The worker gets no environment (`env: {}`) and the glue
+ * is an ES module (no `require`).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { fromWitError, toWitRequest } from '../convert.js';
@@ -17,6 +24,7 @@ import type { WireError, WireResponse, WireResult } from '../wire.js';
 import type * as WitBackend from '../wit-types/interfaces/warden-backend-backend.js';
 import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
 import { buildImports } from './imports.js';
+import { closeCodeGeneration } from './realm.js';
 import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 
 const init = workerData as WorkerInit;
@@ -80,18 +88,47 @@ function trap(e: unknown, during: 'create' | 'execute'): void {
   post({ t: 'trap', message: trapMessage(e), during });
 }
 
+/**
+ * `WebAssembly.instantiate` for the glue's core instances that counts the linear memories they
+ * define: the instance's memory reservation covers `init.maxMemories` (each core module once),
+ * and a component that instantiates a module again to get more memory is refused (a trap at
+ * start-up).
+ */
+function countingInstantiate(): (module: WebAssembly.Module, imports: WebAssembly.Imports) => Promise<WebAssembly.Instance> {
+  const memoriesOf = new Map<WebAssembly.Module, number>(Object.entries(init.modules).map(([name, m]) => [m, init.memoryCounts[name] ?? 0]));
+  let created = 0;
+  return (module, imports) => {
+    const n = memoriesOf.get(module);
+    if (n === undefined) return Promise.reject(new Error('the glue instantiated a core module the host did not compile'));
+    created += n;
+    if (created > init.maxMemories) {
+      return Promise.reject(new Error(`the component creates more than the ${init.maxMemories} linear memories its core modules define (a core module instantiated more than once); refused`));
+    }
+    return WebAssembly.instantiate(module, imports);
+  };
+}
+
 async function start(): Promise<void> {
   const t0 = performance.now();
+  closeCodeGeneration();
   let exports: Record<string, unknown>;
   try {
     const glue = (await import(init.glueUrl)) as {
-      instantiate(getCoreModule: (name: string) => WebAssembly.Module, imports: unknown): Promise<Record<string, unknown>>;
+      instantiate(
+        getCoreModule: (name: string) => WebAssembly.Module,
+        imports: unknown,
+        instantiateCore: (module: WebAssembly.Module, imports: WebAssembly.Imports) => Promise<WebAssembly.Instance>,
+      ): Promise<Record<string, unknown>>;
     };
-    exports = await glue.instantiate((name) => {
-      const m = init.modules[name];
-      if (!m) throw new Error(`no core module '${name}'`);
-      return m;
-    }, buildImports(host));
+    exports = await glue.instantiate(
+      (name) => {
+        const m = Object.prototype.hasOwnProperty.call(init.modules, name) ? init.modules[name] : undefined;
+        if (!m) throw new Error(`no core module '${name}'`);
+        return m;
+      },
+      buildImports(host),
+      countingInstantiate(),
+    );
   } catch (e) {
     trap(e, 'create');
     return;

@@ -1,9 +1,13 @@
 /** @module Interface warden:backend/host@0.1.0 **/
 /**
  * Writes a line to the model's log (`TRITONSERVER_LogMessage`). The host tags it with the
- * model name, version and instance. Each instance has a byte budget per call into the
- * backend (the server's `maxLogBytes`, or the model parameter `log_limit_bytes`); messages
- * past the budget are dropped and counted, and one warning says how many bytes were dropped.
+ * model name, version and instance. Each instance has a log budget per call into the
+ * backend (start-up, each `execute`), shared with stdout and stderr: a byte budget (the
+ * server's `maxLogBytes`, or the model parameter `log_limit_bytes`) and a message budget
+ * (the server's `maxLogMessages`, 1024 by default; each `log` call counts as one message,
+ * an empty one included, and so does each line written to stdout or stderr). The first
+ * message past either budget ends logging for the rest of the call: later messages are
+ * dropped and counted, and one warning at the end of the call says how much was dropped.
  */
 export function log(level: LogLevel, message: string): void;
 /**
@@ -39,13 +43,18 @@ export function isCancelled(request: RequestHandle): boolean;
  * `weights/layer0.bin`); absolute paths, `..` segments and symbolic links that lead outside
  * the directory are refused. The file must fit in the instance's memory limit.
  * 
- * Errors: `invalid-arg` for a refused path, `not-found` for a missing file, `unavailable`
- * for a file larger than the limit.
+ * Errors: `invalid-arg` for a refused path or something that is not a regular file,
+ * `not-found` for a missing file, `unavailable` for a file larger than the limit or one the
+ * host may not read, `internal` for other read failures. Error messages name paths relative
+ * to the version directory only, never a host path.
  */
 export function readFile(path: string): Uint8Array;
 /**
  * Lists the regular files of the model's version directory, recursively, as relative paths
- * with `/` separators, sorted. Errors: `internal` if the directory cannot be read.
+ * with `/` separators, sorted. Errors: `not-found` if the version directory is gone (e.g.
+ * the model is being replaced), `unavailable` for a directory the host may not read,
+ * `internal` for other read failures; messages name directories relative to the version
+ * directory only.
  */
 export function listFiles(): Array<string>;
 export type Error = import('./warden-backend-types.js').Error;
