@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { DEFAULT_WASM_LIMITS } from './backends/wasm/limits.js';
+import { DEFAULT_CACHE_LIMITS } from './backends/wasm/v8/transpile.js';
 import { DEFAULT_SERVER_CAPS } from './core/admission.js';
 import { DEFAULT_HTTP_LIMITS } from './frontend/http/limits.js';
 import { DEFAULT_MAX_INPUT_SIZE, type ServerOptions } from './server.js';
@@ -29,6 +30,9 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --model-config-name=<name>      use configs/<name>.pbtxt when present
   --wasm-max-memory-bytes=<n>     cap on a sandboxed instance's linear memory (default ${DEFAULT_WASM_LIMITS.maxMemoryBytes})
   --wasm-max-execute-ms=<n>       cap on a sandboxed execute deadline (default ${DEFAULT_WASM_LIMITS.maxExecuteMs})
+  --wasm-max-total-memory-bytes=<n> cap on all sandboxes' memory together (default ${DEFAULT_WASM_LIMITS.maxTotalMemoryBytes})
+  --wasm-cache-max-entries=<n>    transpiled-component cache entries (default ${DEFAULT_CACHE_LIMITS.maxEntries})
+  --wasm-cache-max-bytes=<n>      transpiled-component cache size (default ${DEFAULT_CACHE_LIMITS.maxBytes})
   --max-instances-per-model=<n>   cap on one model's instance count (default ${DEFAULT_SERVER_CAPS.maxInstancesPerModel})
   --http-header-timeout-ms=<n>    time a client has to send the request headers (default ${DEFAULT_HTTP_LIMITS.headerTimeoutMs})
   --http-request-timeout-ms=<n>   time a client has to send the whole request (default ${DEFAULT_HTTP_LIMITS.requestTimeoutMs})
@@ -95,6 +99,9 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
         'wasm-max-memory-bytes': str,
         'wasm-max-execute-ms': str,
         'max-instances-per-model': str,
+        'wasm-max-total-memory-bytes': str,
+        'wasm-cache-max-entries': str,
+        'wasm-cache-max-bytes': str,
         'http-header-timeout-ms': str,
         'http-request-timeout-ms': str,
         'http-max-connections': str,
@@ -161,6 +168,11 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
       maxExecuteMs: int('wasm-max-execute-ms', v['wasm-max-execute-ms'], DEFAULT_WASM_LIMITS.maxExecuteMs, 1),
       maxLogBytes: DEFAULT_WASM_LIMITS.maxLogBytes,
       maxLogMessages: DEFAULT_WASM_LIMITS.maxLogMessages,
+      maxTotalMemoryBytes: int('wasm-max-total-memory-bytes', v['wasm-max-total-memory-bytes'], DEFAULT_WASM_LIMITS.maxTotalMemoryBytes, 65536),
+    },
+    wasmCacheLimits: {
+      maxEntries: int('wasm-cache-max-entries', v['wasm-cache-max-entries'], DEFAULT_CACHE_LIMITS.maxEntries, 1),
+      maxBytes: int('wasm-cache-max-bytes', v['wasm-cache-max-bytes'], DEFAULT_CACHE_LIMITS.maxBytes, 1),
     },
     caps: { maxInstancesPerModel: int('max-instances-per-model', v['max-instances-per-model'], DEFAULT_SERVER_CAPS.maxInstancesPerModel, 1) },
     httpLimits: {

@@ -11,6 +11,8 @@ import { ALL_UPLOAD_BACKENDS, DEFAULT_SERVER_CAPS, ServerAdmission, WASM_UPLOADS
 import { sandboxMemoryOf, TenantAdmission } from './tenancy/admission.js';
 import type { JwtOptions } from './tenancy/jwt.js';
 import { TenantRegistry } from './tenancy/registry.js';
+import type { MemoryBudget } from './backends/wasm/memory-budget.js';
+import type { CacheLimits } from './backends/wasm/v8/transpile.js';
 import { LogSettingsStore } from './core/log-settings.js';
 import { PathScrubber } from './core/public-errors.js';
 import { ModelRepositoryManager, type ModelControlMode } from './core/repository-manager.js';
@@ -76,6 +78,8 @@ export interface ServerOptions {
    * Default `<first model repository>/.warden-uploads` (the repository scan skips dot-names).
    */
   uploadDirectory?: string;
+  /** Bounds of the transpiled-component cache (default 256 entries, 2 GiB). */
+  wasmCacheLimits?: Partial<CacheLimits>;
   /** Directory for caches (transpiled components). */
   cacheDir?: string;
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -106,19 +110,30 @@ const cacheDirOf = (opts: ServerOptions): string => opts.cacheDir ?? join(PROJEC
 const backendDirectoryOf = (opts: ServerOptions): string => opts.backendDirectory ?? join(PROJECT_ROOT, 'build', 'backends');
 
 /** The backend resolvers in resolution order: wasm, onnxruntime, (python), native. */
-async function createResolvers(opts: ServerOptions, logger: Logger, metrics: ServerMetrics): Promise<BackendResolver[]> {
+async function createResolvers(opts: ServerOptions, logger: Logger, metrics: ServerMetrics, tenants: TenantRegistry | undefined): Promise<BackendResolver[]> {
   const resolvers: BackendResolver[] = [...(opts.backendResolvers ?? [])];
   const autoCompleteConfig = opts.autoCompleteConfig ?? true;
   // Optional backend kinds are loaded lazily so a missing build artefact disables only that kind.
   try {
     const { WasmBackendResolver } = await import('./backends/wasm/index.js');
-    resolvers.push(
-      new WasmBackendResolver({
-        cacheDir: cacheDirOf(opts),
-        limits: opts.wasmLimits ?? DEFAULT_WASM_LIMITS,
-        logger: logger.child({ backend: 'wasm' }),
-      }),
-    );
+    // Each tenant's sandboxes share a budget of its max_memory_total_bytes, inside the server's.
+    const tenantBudgets = new Map<string, MemoryBudget>();
+    const wasm: InstanceType<typeof WasmBackendResolver> = new WasmBackendResolver({
+      cacheDir: cacheDirOf(opts),
+      limits: opts.wasmLimits ?? DEFAULT_WASM_LIMITS,
+      cacheLimits: opts.wasmCacheLimits,
+      memoryBudgetFor: tenants
+        ? ({ key }) => {
+            const t = key.namespace === '' ? undefined : tenants.get(key.namespace);
+            if (!t) return undefined;
+            let b = tenantBudgets.get(t.id);
+            if (!b) tenantBudgets.set(t.id, (b = wasm.memoryBudget.child(`tenant '${t.id}''s sandbox memory quota (max_memory_total_bytes)`, t.quotas.max_memory_total_bytes)));
+            return b;
+          }
+        : undefined,
+      logger: logger.child({ backend: 'wasm' }),
+    });
+    resolvers.push(wasm);
   } catch (e) {
     logger.warn({ err: e }, 'wasm backend unavailable');
   }
@@ -167,7 +182,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   manager = new ModelRepositoryManager({
     repositories: opts.modelRepositories,
     controlMode: opts.modelControlMode ?? 'none',
-    resolvers: await createResolvers(opts, logger, metrics),
+    resolvers: await createResolvers(opts, logger, metrics, tenants),
     autoCompleteConfig: opts.autoCompleteConfig ?? true,
     configName: opts.modelConfigName,
     uploadDirectory: opts.uploadDirectory ?? (opts.modelRepositories[0] !== undefined ? join(opts.modelRepositories[0], DEFAULT_UPLOAD_DIRECTORY) : undefined),

@@ -3,6 +3,8 @@
  * parses their machine-readable result line (see compat_common.py); starts that server.
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startServer } from '../../host/src/server.js';
@@ -117,6 +119,7 @@ export interface CompatContext {
  */
 export function useCompatServer(opts: CompatServerOptions): CompatContext {
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  let uploads: string | undefined;
   let skipReason: string | undefined;
   const c: CompatContext = {
     python: '',
@@ -140,12 +143,16 @@ export function useCompatServer(opts: CompatServerOptions): CompatContext {
       modelControlMode: opts.modelControlMode,
       loadModels: opts.loadModels,
       tenantsFile: opts.tenantsFile,
+      // Uploads go to a fresh directory: the default (inside model_repository/) is durable and
+      // would carry tenants' models from one run into the next.
+      uploadDirectory: (uploads = mkdtempSync(join(tmpdir(), 'warden-compat-uploads-'))),
       logLevel: 'silent',
     });
     c.url = hostPort(server.httpUrl);
   });
   afterAll(async () => {
     await server?.stop();
+    if (uploads) rmSync(uploads, { recursive: true, force: true });
   });
   return c;
 }
