@@ -118,3 +118,12 @@ export function echoInit(id: string, extra: Partial<InferenceRequestInit> = {}, 
 
 /** Let pending microtasks and one macrotask run. */
 export const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** A batching echo model (INT32 [4] in and out, max_batch_size 8) on the fake backend, one instance. */
+export const ECHO = `
+backend: "fake"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+`;

@@ -1,5 +1,5 @@
 /** Temporary model repositories for tests, built from Triton's example models. */
-import { cpSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,3 +78,20 @@ export async function getJson(url: string): Promise<{ status: number; json: any;
   }
   return { status: res.status, json, text };
 }
+
+/** The `parameters.config` of an upload of Triton's `addsub_onnx` (FP32 [16] in, FP32 [16] out, no batching). */
+export const ADDSUB_CONFIG = {
+  platform: 'onnxruntime_onnx',
+  max_batch_size: 0,
+  input: [
+    { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [16] },
+    { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [16] },
+  ],
+  output: [
+    { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] },
+    { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [16] },
+  ],
+} as const;
+
+/** `addsub_onnx`'s model.onnx, base64 (what a load API upload carries). */
+export const addsubModelBase64 = (): string => readFileSync(join(EXAMPLES, 'addsub_onnx/1/model.onnx')).toString('base64');

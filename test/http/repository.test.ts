@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
-import { EXAMPLES, getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { ADDSUB_CONFIG, addsubModelBase64, EXAMPLES, getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
 
 const range = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -137,20 +137,8 @@ describe('repository extension (explicit mode)', () => {
     const s = await serve(tempRepo(['simple']), { modelControlMode: 'explicit' });
     const config = readFileSync(join(EXAMPLES, 'addsub_onnx/config.pbtxt'), 'utf8');
     expect(config).toContain('addsub_onnx');
-    const jsonConfig = {
-      name: 'uploaded',
-      platform: 'onnxruntime_onnx',
-      max_batch_size: 0,
-      input: [
-        { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [16] },
-        { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [16] },
-      ],
-      output: [
-        { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] },
-        { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [16] },
-      ],
-    };
-    const model = readFileSync(join(EXAMPLES, 'addsub_onnx/1/model.onnx')).toString('base64');
+    const jsonConfig = { name: 'uploaded', ...ADDSUB_CONFIG };
+    const model = addsubModelBase64();
     const noConfig = await postJson(`${s.httpUrl}/v2/repository/models/uploaded/load`, { parameters: { 'file:1/model.onnx': model } });
     expect(noConfig.status).toBe(400);
     expect(noConfig.json.error).toMatch(/configuration must be provided/);

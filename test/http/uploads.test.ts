@@ -5,44 +5,18 @@
  * from the URL or the `file:` keys that are not plain names are refused before anything is written,
  * and error messages carry no host paths.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { EXAMPLES, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { describe, expect, it } from 'vitest';
+import { perTestServers } from '../helpers/servers.js';
+import { ADDSUB_CONFIG, addsubModelBase64, postJson, type TempRepo } from '../helpers/repo.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
+const { repository, serve, defer } = perTestServers();
 
-function repository(): TempRepo {
-  const repo = tempRepo(['simple']);
-  cleanups.push(() => repo.cleanup());
-  return repo;
-}
-
-async function serve(repo: TempRepo, opts: Partial<Parameters<typeof startServer>[0]> = {}): Promise<RunningServer> {
-  const s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', httpPort: 0, metricsPort: -1, logLevel: 'silent', ...opts });
-  cleanups.push(() => s.stop());
-  return s;
-}
-
-const CONFIG = JSON.stringify({
-  platform: 'onnxruntime_onnx',
-  max_batch_size: 0,
-  input: [
-    { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [16] },
-    { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [16] },
-  ],
-  output: [
-    { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] },
-    { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [16] },
-  ],
-});
-const MODEL = readFileSync(join(EXAMPLES, 'addsub_onnx/1/model.onnx')).toString('base64');
+const CONFIG = JSON.stringify(ADDSUB_CONFIG);
+const MODEL = addsubModelBase64();
 const upload = (extra: Record<string, string> = {}) => ({ parameters: { config: CONFIG, 'file:1/model.onnx': MODEL, ...extra } });
 
 const infer = (url: string, model: string) =>
@@ -112,7 +86,7 @@ describe('uploads over HTTP', () => {
   it('--upload-directory puts the store elsewhere', async () => {
     const repo = repository();
     const dir = mkdtempSync(join(tmpdir(), 'warden-upload-dir-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    defer(() => rmSync(dir, { recursive: true, force: true }));
     const s = await serve(repo, { uploadDirectory: join(dir, 'store') });
     expect((await postJson(`${s.httpUrl}/v2/repository/models/up/load`, upload())).status).toBe(200);
     expect(readdirSync(join(dir, 'store', '.operator'))).toEqual(['up']);

@@ -6,33 +6,18 @@
  */
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { perTestServers } from '../helpers/servers.js';
 import { TritonError } from '../../host/src/core/errors.js';
 import type { ModelKey, Principal } from '../../host/src/core/types.js';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { tempRepo, type TempRepo } from '../helpers/repo.js';
+import type { TempRepo } from '../helpers/repo.js';
 import { inferVariant, uploadFiles, variantConfig } from './fixtures/models.js';
 
 const ACME: ModelKey = { namespace: 'acme', name: 'm' };
 const TENANT: Principal = { namespace: 'acme', role: 'tenant' };
 const OPERATOR: Principal = { namespace: '', role: 'admin' };
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
-
-function repository(): TempRepo {
-  const repo = tempRepo(['simple']);
-  cleanups.push(() => repo.cleanup());
-  return repo;
-}
-
-async function serve(repo: TempRepo, opts: Partial<Parameters<typeof startServer>[0]> = {}): Promise<RunningServer> {
-  const s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', httpPort: 0, metricsPort: -1, logLevel: 'silent', ...opts });
-  cleanups.push(() => s.stop());
-  return s;
-}
+const { repository, serve } = perTestServers();
 
 /** The TritonError a promise rejects with (fails the test if it resolves). */
 async function failure(p: Promise<unknown>): Promise<TritonError> {

@@ -11,15 +11,8 @@ import { BatchPolicy } from '../../host/src/scheduler/batch-policy.js';
 import type { ExecutionArbiter, ExecutionClaim, ExecutionGrant } from '../../host/src/scheduler/index.js';
 import { PendingQueue, type PendingRequest } from '../../host/src/scheduler/queue.js';
 import { request } from '../helpers/backend-request.js';
-import { FakeInstance, collector, config, echoInit, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
+import { FakeInstance, collector, config, ECHO, echoInit, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
 
-const ECHO = `
-backend: "fake"
-max_batch_size: 8
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
-instance_group [ { kind: KIND_CPU count: 1 } ]
-`;
 
 /** An echo request `id` from `tenant` with `batch` rows. */
 function init(id: string, tenant: string, batch = 1, extra: Partial<InferenceRequestInit> = {}): InferenceRequestInit {

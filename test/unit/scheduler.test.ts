@@ -12,15 +12,8 @@ import {
   type ExecutionClaim,
   type ExecutionGrant,
 } from '../../host/src/scheduler/index.js';
-import { Concurrency, FakeInstance, collector, config, echoInit, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
+import { Concurrency, FakeInstance, collector, config, ECHO, echoInit, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
 
-const ECHO = `
-backend: "fake"
-max_batch_size: 8
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
-instance_group [ { kind: KIND_CPU count: 1 } ]
-`;
 
 /** At most `limit` executions at once server-wide; freed capacity goes to deferred callers in FIFO order. */
 class LimitArbiter implements ExecutionArbiter {

@@ -22,6 +22,8 @@ import type { ModelVersion } from './model.js';
 import type { IndexEntry, LoadOptions, ModelRepositoryManager } from './repository-manager.js';
 import { tensorDataType } from './validate.js';
 import type {
+  CancellationSignal,
+  InferenceRequest,
   InferenceRequestInit,
   InferenceResponse,
   InferenceServerHandle,
@@ -111,20 +113,28 @@ export function releaseTensors(tensors: readonly Tensor[]): void {
 
 /**
  * Wraps the caller's sender so that the data plane's per-request duties run exactly once, at the
- * final response: detach the abort listener and release request inputs the host does not own.
+ * final response: detach from the caller's cancellation signal, give back the tenant's in-flight
+ * slot, release request inputs the host does not own. While the request is pending, an abort of
+ * the signal marks it cancelled.
  */
-class FinalHook implements ResponseSender {
+class RequestGuard implements ResponseSender {
   private done = false;
-  private onFinal: (() => void) | undefined;
-  /** Run `fn` at the final response — now, if it already came (a backend may answer inside submit). */
-  afterFinal(fn: () => void): void {
-    if (this.done) fn();
-    else this.onFinal = fn;
-  }
+  private request: InferenceRequest | undefined;
   constructor(
     private readonly downstream: ResponseSender,
     private readonly inputs: readonly Tensor[],
+    private readonly signal: CancellationSignal | undefined,
+    private readonly release: (() => void) | undefined,
   ) {}
+  /** The signal's listener (one per request). */
+  private readonly onAbort = (): void => {
+    if (this.request) this.request.cancelled = true;
+  };
+  /** Called once the request is queued (a backend may already have answered inside submit). */
+  attach(request: InferenceRequest): void {
+    this.request = request;
+    if (!this.done && this.signal) this.signal.addEventListener('abort', this.onAbort, { once: true });
+  }
   send(response: InferenceResponse | null, final: boolean): void {
     this.downstream.send(response, final);
     if (final) this.finish();
@@ -136,7 +146,8 @@ class FinalHook implements ResponseSender {
   private finish(): void {
     if (this.done) return;
     this.done = true;
-    this.onFinal?.();
+    if (this.request && this.signal) this.signal.removeEventListener('abort', this.onAbort);
+    this.release?.();
     releaseTensors(this.inputs);
   }
 }
@@ -304,7 +315,7 @@ export class ServerApi implements InferenceServerHandle {
    *   not match the config), UNAVAILABLE (queue full), CANCELLED (already aborted); nothing was
    *   queued and no response will be sent.
    */
-  infer(principal: Principal, name: string, version: number, init: InferenceRequestInit, sender: ResponseSender, signal?: AbortSignal): SubmittedRequest {
+  infer(principal: Principal, name: string, version: number, init: InferenceRequestInit, sender: ResponseSender, signal?: CancellationSignal): SubmittedRequest {
     const mv = this.version(principal, name, version);
     if (signal?.aborted) throw cancelledBeforeQueued();
     init.tenant = principal.namespace;
@@ -314,28 +325,16 @@ export class ServerApi implements InferenceServerHandle {
       const request = mv.submit(init, sender);
       return { model: name, version: mv.version, request };
     }
-    const hook = new FinalHook(sender, init.inputs);
-    let release: (() => void) | undefined;
-    if (tenant) release = this.takeInflight(tenant);
+    const release = tenant ? this.takeInflight(tenant) : undefined;
+    const guard = new RequestGuard(sender, init.inputs, signal, release);
     let request;
     try {
-      request = mv.submit(init, hook);
+      request = mv.submit(init, guard);
     } catch (e) {
       release?.();
       throw e;
     }
-    let onAbort: (() => void) | undefined;
-    if (signal) {
-      const r = request;
-      onAbort = () => {
-        r.cancelled = true;
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-    }
-    hook.afterFinal(() => {
-      if (onAbort) signal!.removeEventListener('abort', onAbort);
-      release?.();
-    });
+    guard.attach(request);
     return { model: name, version: mv.version, request };
   }
 
@@ -459,7 +458,7 @@ export function inferAndCollect(
   name: string,
   version: number,
   init: InferenceRequestInit,
-  signal?: AbortSignal,
+  signal?: CancellationSignal,
   onResponse?: (r: InferenceResponse) => void,
 ): Promise<CollectedResponses> {
   return new Promise((resolve, reject) => {

@@ -159,9 +159,21 @@ export interface InferenceServerHandle {
    * Queue a request on `model` (version -1 = highest ready); responses go to `sender`.
    * @throws TritonError synchronously (NOT_FOUND / UNAVAILABLE / INVALID_ARG); nothing was queued.
    */
-  infer(principal: Principal, model: string, version: number, request: InferenceRequestInit, sender: ResponseSender, signal?: AbortSignal): SubmittedRequest;
+  infer(principal: Principal, model: string, version: number, request: InferenceRequestInit, sender: ResponseSender, signal?: CancellationSignal): SubmittedRequest;
   /** Whether a model version is ready (false for unknown models the principal may not see). */
   isModelReady(principal: Principal, model: string, version: number): boolean;
+}
+
+/**
+ * What the data plane needs of a caller's cancellation: the part of `AbortSignal` it uses, so an
+ * in-process caller passes an `AbortSignal` and a frontend may pass something lighter (the HTTP
+ * frontend's per-connection signal costs one small object, where an AbortController per request
+ * measured ~6 µs).
+ */
+export interface CancellationSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 /**

@@ -2,22 +2,42 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TritonError, internal, unsupported } from '../../core/errors.js';
 import { inferAndCollect, releaseTensors } from '../../core/server-api.js';
+import type { CancellationSignal } from '../../core/types.js';
 import { requestBody } from './body.js';
 import type { FrontendContext } from './context.js';
 import { decodeInferRequest } from './infer-request.js';
 import { encodeInferResponse } from './infer-response.js';
 
 /**
- * An AbortSignal that fires when the client goes away before the response was written: the
+ * A cancellation signal that fires when the client goes away before the response was written: the
  * response's 'close' without a finished write (the request's 'close' fires as soon as its body
- * has been read, so it cannot be used).
+ * has been read, so it cannot be used). The data plane's `CancellationSignal` shape without an
+ * AbortController per request.
  */
-export function connectionSignal(reply: FastifyReply): AbortSignal {
-  const ac = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) ac.abort();
-  });
-  return ac.signal;
+class ConnectionSignal implements CancellationSignal {
+  aborted = false;
+  private listeners: (() => void)[] | undefined;
+  constructor(reply: FastifyReply) {
+    reply.raw.once('close', () => {
+      if (reply.raw.writableFinished) return;
+      this.aborted = true;
+      const ls = this.listeners;
+      this.listeners = undefined;
+      if (ls) for (const l of ls) l();
+    });
+  }
+  addEventListener(_type: 'abort', listener: () => void): void {
+    (this.listeners ??= []).push(listener);
+  }
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const i = this.listeners?.indexOf(listener) ?? -1;
+    if (i >= 0) this.listeners!.splice(i, 1);
+  }
+}
+
+/** The cancellation signal of `reply`'s connection (see {@link ConnectionSignal}). */
+export function connectionSignal(reply: FastifyReply): CancellationSignal {
+  return new ConnectionSignal(reply);
 }
 
 /** Parse the `Inference-Header-Content-Length` header (int32, 0 ≤ N). */
