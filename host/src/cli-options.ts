@@ -7,7 +7,7 @@ import { DEFAULT_WASM_LIMITS } from './backends/wasm/limits.js';
 import { DEFAULT_CACHE_LIMITS } from './backends/wasm/v8/transpile.js';
 import { DEFAULT_SERVER_CAPS } from './core/admission.js';
 import { DEFAULT_HTTP_LIMITS } from './frontend/http/limits.js';
-import { DEFAULT_MAX_INPUT_SIZE, type ServerOptions } from './server.js';
+import { DEFAULT_MAX_INPUT_SIZE, DEFAULT_MAX_UPLOAD_BYTES, type ServerOptions } from './server.js';
 
 export const USAGE = `Usage: warden --model-repository=<path> [options]
 
@@ -33,6 +33,7 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --wasm-max-total-memory-bytes=<n> cap on all sandboxes' memory together (default ${DEFAULT_WASM_LIMITS.maxTotalMemoryBytes})
   --wasm-cache-max-entries=<n>    transpiled-component cache entries (default ${DEFAULT_CACHE_LIMITS.maxEntries})
   --wasm-cache-max-bytes=<n>      transpiled-component cache size (default ${DEFAULT_CACHE_LIMITS.maxBytes})
+  --max-upload-bytes=<n>          decoded files of one load request (default ${DEFAULT_MAX_UPLOAD_BYTES})
   --max-instances-per-model=<n>   cap on one model's instance count (default ${DEFAULT_SERVER_CAPS.maxInstancesPerModel})
   --http-header-timeout-ms=<n>    time a client has to send the request headers (default ${DEFAULT_HTTP_LIMITS.headerTimeoutMs})
   --http-request-timeout-ms=<n>   time a client has to send the whole request (default ${DEFAULT_HTTP_LIMITS.requestTimeoutMs})
@@ -99,6 +100,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
         'wasm-max-memory-bytes': str,
         'wasm-max-execute-ms': str,
         'max-instances-per-model': str,
+        'max-upload-bytes': str,
         'wasm-max-total-memory-bytes': str,
         'wasm-cache-max-entries': str,
         'wasm-cache-max-bytes': str,
@@ -174,6 +176,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
       maxEntries: int('wasm-cache-max-entries', v['wasm-cache-max-entries'], DEFAULT_CACHE_LIMITS.maxEntries, 1),
       maxBytes: int('wasm-cache-max-bytes', v['wasm-cache-max-bytes'], DEFAULT_CACHE_LIMITS.maxBytes, 1),
     },
+    maxUploadBytes: int('max-upload-bytes', v['max-upload-bytes'], DEFAULT_MAX_UPLOAD_BYTES, 1),
     caps: { maxInstancesPerModel: int('max-instances-per-model', v['max-instances-per-model'], DEFAULT_SERVER_CAPS.maxInstancesPerModel, 1) },
     httpLimits: {
       headerTimeoutMs: int('http-header-timeout-ms', v['http-header-timeout-ms'], DEFAULT_HTTP_LIMITS.headerTimeoutMs, 1),

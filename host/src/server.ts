@@ -35,6 +35,8 @@ export const DEFAULT_UPLOAD_DIRECTORY = '.warden-uploads';
 
 /** `--http-max-input-size` default: 64 MiB, as Triton. */
 export const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
+/** `--max-upload-bytes` default: 64 MiB of decoded files per load request. */
+export const DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024;
 
 export interface ServerOptions {
   modelRepositories: string[];
@@ -78,6 +80,8 @@ export interface ServerOptions {
    * Default `<first model repository>/.warden-uploads` (the repository scan skips dot-names).
    */
   uploadDirectory?: string;
+  /** `--max-upload-bytes`: decoded files of one load request (default 64 MiB). */
+  maxUploadBytes?: number;
   /** Bounds of the transpiled-component cache (default 256 entries, 2 GiB). */
   wasmCacheLimits?: Partial<CacheLimits>;
   /** Directory for caches (transpiled components). */
@@ -206,6 +210,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ]),
     tenants,
     logger: logger.child({ component: 'audit' }),
+    maxUploadBytes: opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES,
   });
   manager.attachServer(api);
   const maxInputSize = opts.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;

@@ -229,3 +229,16 @@ describe('errors never show absolute host paths', () => {
     expect(joined).not.toMatch(/(^|[\s'"(])\/(tmp|home|root|work|usr|var)\//);
   });
 });
+
+describe('upload size', () => {
+  it('--max-upload-bytes refuses a larger upload before anything is written', async () => {
+    const { s, repo } = await serve({ maxUploadBytes: 1000 });
+    const config = JSON.stringify({ backend: 'wasm', input: [{ name: 'IN', data_type: 'TYPE_INT32', dims: [1] }], output: [{ name: 'OUT', data_type: 'TYPE_INT32', dims: [1] }] });
+    const r = await postJson(`${s.httpUrl}/v2/repository/models/big/load`, { parameters: { config, 'file:1/model.wasm': b64(new Uint8Array(2000)) } });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatch(/exceeds the limit of 1000 bytes/);
+    expect(readdirSync(repo.path).filter((f) => f !== 'simple' && f !== '.warden-uploads')).toEqual([]);
+    const staged = join(repo.path, '.warden-uploads', '.staging');
+    expect(existsSync(staged) ? readdirSync(staged) : []).toEqual([]);
+  });
+});

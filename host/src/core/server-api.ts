@@ -93,6 +93,8 @@ export interface ServerApiOptions {
   tenants?: TenantDirectory;
   /** Where audit lines go (loads, unloads, deletes). */
   logger?: Logger;
+  /** `--max-upload-bytes`: decoded size of one load request's files, any caller. */
+  maxUploadBytes?: number;
 }
 
 /**
@@ -393,7 +395,7 @@ export class ServerApi implements InferenceServerHandle {
           throw forbidden(`upload of ${bytes} bytes exceeds tenant '${tenant.id}''s quota of ${tenant.quotas.max_upload_bytes} bytes (max_upload_bytes)`);
         }
       }
-      await this.manager.load(key, options);
+      await this.manager.load(key, this.opts.maxUploadBytes === undefined ? options : { ...options, maxUploadBytes: this.opts.maxUploadBytes });
       audit('ok');
     } catch (e) {
       audit('error', this.publicError(e).message);

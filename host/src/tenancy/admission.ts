@@ -65,6 +65,9 @@ export class TenantAdmission implements ModelAdmission {
     if (n > q.max_instances_per_model) {
       throw forbidden(`model '${key.name}' would bring tenant '${tenant.id}' to ${n} instances of one model, over its quota of ${q.max_instances_per_model} (max_instances_per_model)`);
     }
+    if (used.instances + n > q.max_instances_total) {
+      throw forbidden(`model '${key.name}' would bring tenant '${tenant.id}' to ${used.instances + n} instances, over its quota of ${q.max_instances_total} (max_instances_total)`);
+    }
   }
 
   admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig, versions = 1): ModelConfig {
