@@ -31,7 +31,8 @@ async function main(): Promise<void> {
     return;
   }
   const logFile = opts.logSettings?.log_file;
-  const dest = pino.destination(logFile ? { dest: logFile, mkdir: true, append: true, sync: false } : { dest: 1, sync: false });
+  // Asynchronous, and bounded: a stdout nobody reads drops log lines past 16 MiB instead of growing.
+  const dest = pino.destination(logFile ? { dest: logFile, mkdir: true, append: true, sync: false, maxLength: 16 << 20 } : { dest: 1, sync: false, maxLength: 16 << 20 });
   let broken = false;
   // EPIPE (stdout is a closed pipe) or a failing log file: stop writing, keep serving.
   const onLogError = (): void => {
@@ -68,10 +69,20 @@ async function main(): Promise<void> {
     logger.info({ signal: sig }, 'shutting down gracefully');
     // Whatever a backend does, the process is gone a little after the exit timeout.
     setTimeout(() => process.exit(1), ((opts.exitTimeoutSecs ?? 30) + 10) * 1000).unref();
+    // Flush what can be written within a second, then exit without the synchronous flush at exit,
+    // which retries for ever on a full pipe nobody reads.
     const exit = (code: number) => {
-      if (broken) process.exit(code);
-      dest.flush?.();
-      process.exit(code);
+      const done = () => {
+        dest.flushSync = () => undefined;
+        process.exit(code);
+      };
+      if (broken) return done();
+      setTimeout(done, 1000).unref();
+      try {
+        dest.flush(() => done());
+      } catch {
+        done();
+      }
     };
     server.stop().then(
       () => exit(0),
