@@ -311,6 +311,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         stopCpuMetrics?.();
         await metricsApp?.close();
         tenants?.close();
+        await new Promise((r) => setImmediate(r)); // traces completing now reach the manager first
         trace.flush();
         logger.info('Warden stopped');
       })();

@@ -10,7 +10,7 @@
  * execution record and the response path measure). TENSORS level is accepted and reported but
  * records timestamps only.
  */
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { invalidArg, unsupported } from '../core/errors.js';
@@ -52,6 +52,8 @@ export interface TraceSettingsJson {
 /** Timestamp names Triton records, in the order they happen. */
 export type TraceTimestamp = 'REQUEST_START' | 'QUEUE_START' | 'COMPUTE_START' | 'COMPUTE_INPUT_END' | 'COMPUTE_OUTPUT_START' | 'COMPUTE_END' | 'REQUEST_END';
 
+const ORDER: readonly TraceTimestamp[] = ['REQUEST_START', 'QUEUE_START', 'COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END', 'REQUEST_END'];
+
 /** One sampled request's trace. */
 export class RequestTrace {
   private readonly stamps: { name: TraceTimestamp; ns: bigint }[] = [];
@@ -66,16 +68,22 @@ export class RequestTrace {
   stamp(name: TraceTimestamp, ns: bigint): void {
     this.stamps.push({ name, ns });
   }
-  /** REQUEST_END: the trace is complete and goes to the file. */
+  /**
+   * REQUEST_END: the final response went out. The trace goes to the file a turn of the event loop
+   * later, once the execution that produced the response has reported its compute timestamps
+   * (a backend answers inside execute, before the scheduler's execution record).
+   */
   end(ns: bigint): void {
     this.stamp('REQUEST_END', ns);
-    this.sink.collect(this);
+    setImmediate(() => this.sink.collect(this));
   }
-  /** The two JSON entries Triton writes for a trace. */
+  /** The two JSON entries Triton writes for a trace; timestamps in Triton's order. */
   toJson(): string {
     const head: Record<string, unknown> = { id: this.id, model_name: this.model, model_version: this.version };
     if (this.requestId) head.request_id = this.requestId;
-    const ts = this.stamps.map((s) => `{"name":"${s.name}","ns":${s.ns}}`).join(',');
+    const order = (n: TraceTimestamp) => ORDER.indexOf(n);
+    const sorted = [...this.stamps].sort((a, b) => order(a.name) - order(b.name));
+    const ts = sorted.map((s) => `{"name":"${s.name}","ns":${s.ns}}`).join(',');
     return `${JSON.stringify(head)},{"id":${this.id},"timestamps":[${ts}]}`;
   }
 }
@@ -104,7 +112,6 @@ export class TraceManager {
   private nextId = 1;
   private pending: string[] = [];
   private fileIndex = 0;
-  private wroteMain = false;
   /** True while some scope traces (a level other than OFF): the hot path's one check. */
   active = false;
 
@@ -223,14 +230,13 @@ export class TraceManager {
   private writeIndexed(): void {
     const entries = this.pending;
     this.pending = [];
-    this.write(`${this.file}.${this.fileIndex++}`, entries, false);
+    this.write(`${this.file}.${this.fileIndex++}`, entries);
   }
 
-  private write(path: string, entries: string[], append: boolean): void {
+  private write(path: string, entries: string[]): void {
     try {
       mkdirSync(dirname(path), { recursive: true });
-      if (append) appendFileSync(path, entries.join(','));
-      else writeFileSync(path, `[${entries.join(',')}]`);
+      writeFileSync(path, `[${entries.join(',')}]`);
     } catch (e) {
       this.logger?.error({ err: e, file: path }, 'failed to write the trace file');
     }
@@ -241,15 +247,10 @@ export class TraceManager {
     if (!this.file || this.pending.length === 0) return;
     if (this.global.logFrequency > 0) return this.writeIndexed();
     // log_frequency 0: one JSON array in trace_file, rewritten with everything collected so far.
-    if (!this.wroteMain) {
-      this.wroteMain = true;
-      this.write(this.file, this.pending, false);
-      this.mainEntries = this.pending;
-    } else {
-      this.mainEntries.push(...this.pending);
-      this.write(this.file, this.mainEntries, false);
-    }
+    this.written.push(...this.pending);
     this.pending = [];
+    this.write(this.file, this.written);
   }
-  private mainEntries: string[] = [];
+  /** Entries already in trace_file (log_frequency 0). */
+  private written: string[] = [];
 }
