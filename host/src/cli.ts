@@ -79,7 +79,9 @@ async function main(): Promise<void> {
       if (broken) return done();
       setTimeout(done, 1000).unref();
       try {
-        dest.flush(() => done());
+        // end() writes what is buffered, then closes ('close').
+        dest.once('close', done);
+        dest.end();
       } catch {
         done();
       }
