@@ -48,6 +48,25 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
 
   warden tenants add|rotate|remove|list --tenants=<path> ...   edit the tenants file (--help there)
   --help                          this text
+
+tritonserver flags Warden honours as Triton does:
+  --id=<name>                     server identifier (the 'name' of GET /v2; default warden)
+  --allow-http=<bool>             serve HTTP (default true; Warden has no other frontend)
+  --http-thread-count=<n>         accepted; Node serves HTTP on one event loop (no thread pool)
+  --metrics-address=<addr>        metrics bind address (default: --http-address)
+  --metrics-interval-ms=<ms>      refresh period of the interval (CPU) metrics (default 2000)
+  --allow-cpu-metrics=<bool>      nv_cpu_utilization, nv_cpu_memory_{total,used}_bytes (default true)
+  --allow-gpu-metrics=<bool>      accepted (Warden runs no GPU models: no GPU metrics)
+  --exit-timeout-secs=<n>         bound on draining in-flight requests at exit / unload (default 30)
+  --model-load-thread-count=<n>   models loaded concurrently at start (default 4)
+  --log-info / --log-warning / --log-error=<bool>   enable each severity (default true)
+  --log-format=default|ISO8601    timestamp format of log lines (JSON lines either way)
+  --log-file=<path>               write the log to this file instead of stdout
+  --trace-config=[<mode>,]<k>=<v> trace settings (file, level, rate, count, log-frequency, mode)
+  --trace-file / --trace-level / --trace-rate / --trace-count / --log-frequency   (deprecated forms)
+  --allow-client-shm=<bool>       client shared memory (default false; true is not supported yet)
+Every other tritonserver 2.x flag (gRPC, SageMaker, Vertex AI, caches, rate limiter, CUDA and pinned
+memory pools, ...) is accepted so launch scripts work; one warning names those Warden ignores.
 `;
 
 /** Thrown for bad flags; the CLI prints the message and the usage, and exits 1. */
@@ -68,8 +87,89 @@ function int(name: string, v: string | undefined, dflt: number, min = 0): number
   return n;
 }
 
+/**
+ * tritonserver 2.x flags for features Warden does not have: accepted (so an existing launch line
+ * starts Warden) and named in one warning. `allow-*` flags set to false ask for nothing and are
+ * not warned about.
+ */
+export const IGNORED_TRITON_FLAGS: readonly string[] = [
+  'allow-grpc', 'grpc-port', 'reuse-grpc-port', 'grpc-address', 'grpc-header-forward-pattern', 'grpc-infer-allocation-pool-size',
+  'grpc-max-response-pool-size', 'grpc-infer-thread-count', 'grpc-use-ssl', 'grpc-use-ssl-mutual', 'grpc-server-cert', 'grpc-server-key',
+  'grpc-root-cert', 'grpc-infer-response-compression-level', 'grpc-keepalive-time', 'grpc-keepalive-timeout',
+  'grpc-keepalive-permit-without-calls', 'grpc-http2-max-pings-without-data', 'grpc-http2-min-recv-ping-interval-without-data',
+  'grpc-http2-max-ping-strikes', 'grpc-max-connection-age', 'grpc-max-connection-age-grace', 'grpc-restricted-protocol',
+  'allow-sagemaker', 'sagemaker-port', 'sagemaker-safe-port-range', 'sagemaker-thread-count',
+  'allow-vertex-ai', 'vertex-ai-port', 'vertex-ai-thread-count', 'vertex-ai-default-model',
+  'reuse-http-port', 'http-header-forward-pattern', 'http-restricted-api', 'metrics-config',
+  'cache-config', 'cache-directory', 'response-cache-byte-size', 'rate-limit', 'rate-limit-resource',
+  'pinned-memory-pool-byte-size', 'cuda-memory-pool-byte-size', 'cuda-virtual-address-size', 'min-supported-compute-capability',
+  'repoagent-directory', 'buffer-manager-thread-count', 'host-policy', 'model-load-gpu-limit', 'model-load-retry-count',
+  'model-namespacing', 'enable-peer-access',
+];
+
+/** What the CLI tells the operator once, after parsing (the caller logs it). */
+export interface CliNotes {
+  /** tritonserver flags given whose feature Warden lacks (see {@link IGNORED_TRITON_FLAGS}). */
+  ignoredFlags: string[];
+}
+
+/** Trace settings from `--trace-config` and the deprecated `--trace-*` flags (spec §3.5). */
+function traceOptions(v: Record<string, string | string[] | boolean | undefined>): NonNullable<ServerOptions['trace']> {
+  const t: NonNullable<ServerOptions['trace']> = {};
+  const set = (key: string, value: string, flag: string): void => {
+    switch (key) {
+      case 'file':
+        t.file = value;
+        return;
+      case 'level': {
+        const l = value.toUpperCase();
+        if (l !== 'OFF' && l !== 'TIMESTAMPS' && l !== 'TENSORS') throw new UsageError(`${flag}: trace level must be OFF, TIMESTAMPS or TENSORS, got '${value}'`);
+        t.level = l === 'OFF' ? [] : [...new Set([...(t.level ?? []), l as 'TIMESTAMPS' | 'TENSORS'])];
+        return;
+      }
+      case 'rate':
+        t.rate = int(flag.slice(2), value, 1000, 0);
+        return;
+      case 'count': {
+        const n = Number(value);
+        if (!Number.isSafeInteger(n) || n < -1) throw new UsageError(`${flag}: trace count must be an integer >= -1, got '${value}'`);
+        t.count = n;
+        return;
+      }
+      case 'log-frequency':
+        t.logFrequency = int(flag.slice(2), value, 0, 0);
+        return;
+      case 'mode':
+        if (value !== 'triton' && value !== 'opentelemetry') throw new UsageError(`${flag}: trace mode must be triton or opentelemetry, got '${value}'`);
+        t.mode = value;
+        return;
+      default:
+        (t.ignored ??= []).push(`${flag}=${key}`);
+    }
+  };
+  const one = (name: string, key: string) => {
+    const x = v[name];
+    for (const s of Array.isArray(x) ? x : x === undefined ? [] : [String(x)]) set(key, s, `--${name}`);
+  };
+  one('trace-file', 'file');
+  one('trace-level', 'level');
+  one('trace-rate', 'rate');
+  one('trace-count', 'count');
+  one('log-frequency', 'log-frequency');
+  for (const c of (v['trace-config'] as string[] | undefined) ?? []) {
+    const m = /^(?:(triton|opentelemetry),)?([^,=]+)=(.*)$/.exec(c);
+    if (!m) throw new UsageError(`--trace-config expects [<mode>,]<setting>=<value>, got '${c}'`);
+    if (m[1] === 'opentelemetry') {
+      (t.ignored ??= []).push(`--trace-config=${c}`);
+      continue;
+    }
+    set(m[2]!, m[3]!, '--trace-config');
+  }
+  return t;
+}
+
 /** Parse argv (without node and script). @throws UsageError */
-export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
+export function parseCli(argv: string[]): ServerOptions & { help?: boolean; notes: CliNotes } {
   const str = { type: 'string' } as const;
   const multi = { type: 'string', multiple: true } as const;
   let parsed;
@@ -115,13 +215,60 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
         'jwt-audience': str,
         'jwt-tenant-claim': str,
         help: { type: 'boolean' },
+        // tritonserver flags honoured (spec §5.8)
+        id: str,
+        'allow-http': str,
+        'http-thread-count': str,
+        'metrics-address': str,
+        'metrics-interval-ms': str,
+        'allow-cpu-metrics': str,
+        'allow-gpu-metrics': str,
+        'exit-timeout-secs': str,
+        'model-load-thread-count': str,
+        'log-info': str,
+        'log-warning': str,
+        'log-error': str,
+        'log-format': str,
+        'log-file': str,
+        'allow-client-shm': str,
+        'trace-config': multi,
+        'trace-file': str,
+        'trace-level': multi,
+        'trace-rate': str,
+        'trace-count': str,
+        'log-frequency': str,
+        // tritonserver flags for features Warden lacks: accepted, warned about once
+        ...Object.fromEntries(IGNORED_TRITON_FLAGS.map((f) => [f, multi])),
       },
     });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const v = parsed.values;
-  if (v.help) return { modelRepositories: [], help: true };
+  const v = parsed.values as Record<string, string | string[] | boolean | undefined> & typeof parsed.values;
+  if (v.help) return { modelRepositories: [], help: true, notes: { ignoredFlags: [] } };
+  const ignoredFlags: string[] = [];
+  for (const f of IGNORED_TRITON_FLAGS) {
+    const given = v[f] as string[] | undefined;
+    if (given === undefined) continue;
+    // `--allow-grpc=false` and the like ask for nothing Warden lacks.
+    if (f.startsWith('allow-') && given.every((x) => ['false', '0', 'off', 'no'].includes(x.toLowerCase()))) continue;
+    ignoredFlags.push(`--${f}`);
+  }
+  const allowClientShm = bool('allow-client-shm', v['allow-client-shm'] as string | undefined, false);
+  if (allowClientShm) ignoredFlags.push('--allow-client-shm=true');
+  const allowGpuMetrics = bool('allow-gpu-metrics', v['allow-gpu-metrics'] as string | undefined, true);
+  void allowGpuMetrics; // no GPU models: there are no GPU metrics to report either way
+  const trace = traceOptions(v);
+  if (trace.mode === 'opentelemetry') {
+    ignoredFlags.push('--trace-config=mode=opentelemetry (triton mode is used)');
+    trace.mode = 'triton';
+  }
+  ignoredFlags.push(...(trace.ignored ?? []));
+  delete trace.ignored;
+  const logFormat = (v['log-format'] as string | undefined) ?? 'default';
+  if (logFormat !== 'default' && logFormat !== 'ISO8601') throw new UsageError(`invalid argument for --log-format, got: ${logFormat}`);
+  const metricsIntervalMs = Number(v['metrics-interval-ms'] ?? 2000);
+  if (!Number.isFinite(metricsIntervalMs) || metricsIntervalMs <= 0) throw new UsageError(`--metrics-interval-ms expects a positive number, got '${String(v['metrics-interval-ms'])}'`);
   const repos = [...(v['model-repository'] ?? []), ...(v['model-store'] ?? [])];
   if (repos.length === 0) throw new UsageError('--model-repository must be given');
   const mode = v['model-control-mode'] ?? 'none';
@@ -146,7 +293,25 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean } {
     if (!v['jwt-issuer'] || !v['jwt-audience']) throw new UsageError('--jwt-jwks-* need --jwt-issuer and --jwt-audience');
     jwt = { jwksFile, jwksUrl, issuer: v['jwt-issuer'], audience: v['jwt-audience'], tenantClaim: v['jwt-tenant-claim'] };
   }
+  const str1 = (k: string) => v[k] as string | undefined;
   return {
+    notes: { ignoredFlags },
+    serverId: str1('id'),
+    allowHttp: bool('allow-http', str1('allow-http'), true),
+    httpThreadCount: int('http-thread-count', str1('http-thread-count'), 8, 1),
+    metricsAddress: str1('metrics-address'),
+    metricsIntervalMs,
+    allowCpuMetrics: bool('allow-cpu-metrics', str1('allow-cpu-metrics'), true),
+    exitTimeoutSecs: int('exit-timeout-secs', str1('exit-timeout-secs'), 30, 0),
+    modelLoadThreadCount: int('model-load-thread-count', str1('model-load-thread-count'), 4, 1),
+    logSettings: {
+      log_info: bool('log-info', str1('log-info'), true),
+      log_warning: bool('log-warning', str1('log-warning'), true),
+      log_error: bool('log-error', str1('log-error'), true),
+      log_format: logFormat,
+      log_file: str1('log-file') ?? '',
+    },
+    trace,
     modelRepositories: repos,
     tenantsFile: v.tenants,
     uploadDirectory: v['upload-directory'],

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 /**
  * `warden` — the server's command line, with tritonserver's flags. SIGTERM / SIGINT stop it
- * gracefully: stop accepting, finish in-flight requests, unload models.
+ * gracefully: stop accepting, finish in-flight requests (at most `--exit-timeout-secs`), unload
+ * models. Logging never takes the process down: a closed stdout (EPIPE) or an unwritable log file
+ * silences the log instead of crashing or hanging the exit.
  */
-import { pino } from 'pino';
+import { pino, type DestinationStream } from 'pino';
 import { USAGE, UsageError, parseCli } from './cli-options.js';
 import { startServer } from './server.js';
 
@@ -28,7 +30,29 @@ async function main(): Promise<void> {
     process.stdout.write(USAGE);
     return;
   }
-  const logger = pino({ level: (opts.logVerbose ?? 0) > 0 ? 'debug' : 'info', base: { service: 'warden' } });
+  const logFile = opts.logSettings?.log_file;
+  // Asynchronous, and bounded: a stdout nobody reads drops log lines past 16 MiB instead of growing.
+  const dest = pino.destination(logFile ? { dest: logFile, mkdir: true, append: true, sync: false, maxLength: 16 << 20 } : { dest: 1, sync: false, maxLength: 16 << 20 });
+  let broken = false;
+  // EPIPE (stdout is a closed pipe) or a failing log file: stop writing, keep serving.
+  const onLogError = (): void => {
+    broken = true;
+  };
+  dest.on('error', onLogError);
+  process.stdout.on('error', onLogError);
+  const stream: DestinationStream = { write: (line: string) => (broken ? undefined : dest.write(line)) };
+  const logger = pino(
+    {
+      level: (opts.logVerbose ?? 0) > 0 ? 'debug' : 'info',
+      base: { service: 'warden' },
+      timestamp: opts.logSettings?.log_format === 'ISO8601' ? pino.stdTimeFunctions.isoTime : pino.stdTimeFunctions.epochTime,
+    },
+    stream,
+  );
+  const ignored = opts.notes.ignoredFlags;
+  if (ignored.length > 0) {
+    logger.warn({ flags: ignored }, `ignoring tritonserver flags for features Warden does not have: ${ignored.join(', ')}`);
+  }
   let server;
   try {
     server = await startServer({ ...opts, logger });
@@ -43,11 +67,30 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     logger.info({ signal: sig }, 'shutting down gracefully');
+    // Whatever a backend does, the process is gone a little after the exit timeout.
+    setTimeout(() => process.exit(1), ((opts.exitTimeoutSecs ?? 30) + 10) * 1000).unref();
+    // Flush what can be written within a second, then exit without the synchronous flush at exit,
+    // which retries for ever on a full pipe nobody reads.
+    const exit = (code: number) => {
+      const done = () => {
+        dest.flushSync = () => undefined;
+        process.exit(code);
+      };
+      if (broken) return done();
+      setTimeout(done, 1000).unref();
+      try {
+        // end() writes what is buffered, then closes ('close').
+        dest.once('close', done);
+        dest.end();
+      } catch {
+        done();
+      }
+    };
     server.stop().then(
-      () => process.exit(0),
+      () => exit(0),
       (err) => {
         logger.error({ err }, 'error during shutdown');
-        process.exit(1);
+        exit(1);
       },
     );
   };
@@ -57,7 +100,11 @@ async function main(): Promise<void> {
 
 process.on('unhandledRejection', (reason) => {
   // Never let a stray promise take the server down; log it loudly instead.
-  pino().error({ err: reason }, 'unhandled promise rejection');
+  try {
+    process.stderr.write(`${JSON.stringify({ level: 50, msg: 'unhandled promise rejection', err: String((reason as Error)?.stack ?? reason) })}\n`);
+  } catch {
+    // stderr closed too: nothing to tell
+  }
 });
 
 void main();

@@ -13,7 +13,8 @@ import type { JwtOptions } from './tenancy/jwt.js';
 import { TenantRegistry } from './tenancy/registry.js';
 import type { MemoryBudget } from './backends/wasm/memory-budget.js';
 import type { CacheLimits } from './backends/wasm/v8/transpile.js';
-import { LogSettingsStore } from './core/log-settings.js';
+import { LogSettingsStore, type LogSettings } from './core/log-settings.js';
+import { TraceManager, type TraceOptions } from './trace/trace-manager.js';
 import { PathScrubber } from './core/public-errors.js';
 import { ModelRepositoryManager, type ModelControlMode } from './core/repository-manager.js';
 import { ServerApi } from './core/server-api.js';
@@ -96,6 +97,29 @@ export interface ServerOptions {
   backendResolvers?: BackendResolver[];
   /** Use this logger instead of creating one. */
   logger?: Logger;
+  /** `--id`: the server's name in `GET /v2` (default `warden`). */
+  serverId?: string;
+  /** `--allow-http` (default true): false = no HTTP endpoint (Warden has no other frontend yet). */
+  allowHttp?: boolean;
+  /** `--http-thread-count`: accepted; Node serves HTTP on one event loop, so it changes nothing. */
+  httpThreadCount?: number;
+  /** `--metrics-address` (default: the HTTP address). */
+  metricsAddress?: string;
+  /** `--metrics-interval-ms`: refresh of the interval (CPU) metrics. Default 2000. */
+  metricsIntervalMs?: number;
+  /** `--allow-cpu-metrics` (default true): nv_cpu_* metrics. */
+  allowCpuMetrics?: boolean;
+  /**
+   * `--exit-timeout-secs` (default 30, as Triton): how long stop() waits for in-flight requests
+   * (and an unload for its version's requests) before failing them and finishing anyway.
+   */
+  exitTimeoutSecs?: number;
+  /** `--model-load-thread-count`: concurrent model loads at start (default 4). */
+  modelLoadThreadCount?: number;
+  /** Start-up log settings (`--log-info`, `--log-warning`, `--log-error`, `--log-format`, `--log-file`). */
+  logSettings?: Partial<Omit<LogSettings, 'log_verbose_level'>>;
+  /** Start-up trace settings (`--trace-config`, `--trace-*`, spec §3.5). */
+  trace?: TraceOptions;
 }
 
 export interface RunningServer {
@@ -106,6 +130,8 @@ export interface RunningServer {
   manager: ModelRepositoryManager;
   metrics: ServerMetrics;
   logger: Logger;
+  /** Request tracing (trace extension). */
+  trace: TraceManager;
   /** Graceful stop: refuse new connections, finish in-flight requests, unload models. */
   stop(): Promise<void>;
 }
@@ -183,7 +209,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         wasmCaps: wasmLimits,
       })
     : serverAdmission;
+  const exitTimeoutMs = (opts.exitTimeoutSecs ?? 30) * 1000;
+  const trace = new TraceManager(opts.trace ?? {}, logger.child({ component: 'trace' }));
   manager = new ModelRepositoryManager({
+    loadThreadCount: opts.modelLoadThreadCount,
+    drainTimeoutMs: exitTimeoutMs,
+    tracer: trace,
     repositories: opts.modelRepositories,
     controlMode: opts.modelControlMode ?? 'none',
     resolvers: await createResolvers(opts, logger, metrics, tenants),
@@ -201,7 +232,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const api = new ServerApi(manager, {
     strictReadiness: opts.strictReadiness ?? true,
     accepting: () => accepting,
-    logSettings: new LogSettingsStore(logger, opts.logVerbose ?? 0),
+    logSettings: new LogSettingsStore(logger, opts.logVerbose ?? 0, opts.logSettings),
+    serverId: opts.serverId,
+    trace,
     scrubber: new PathScrubber([
       ...opts.modelRepositories.map((path) => ({ path, label: '' })),
       { path: cacheDirOf(opts), label: '<cache>' },
@@ -226,39 +259,65 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   if ((opts.modelControlMode ?? 'none') === 'poll') manager.startPolling(opts.repositoryPollSecs ?? 15);
 
   const host = opts.httpAddress ?? '0.0.0.0';
-  await http.listen({ port: opts.httpPort ?? 8000, host });
-  const httpPort = (http.server.address() as { port: number }).port;
+  const allowHttp = opts.allowHttp ?? true;
+  let httpPort = -1;
+  if (allowHttp) {
+    await http.listen({ port: opts.httpPort ?? 8000, host });
+    httpPort = (http.server.address() as { port: number }).port;
+  } else {
+    logger.warn('--allow-http=false: no HTTP endpoint, and Warden has no other inference frontend yet');
+  }
   let metricsUrl: string | undefined;
+  let stopCpuMetrics: (() => void) | undefined;
   if (metricsApp) {
-    await metricsApp.listen({ port: opts.metricsPort ?? 8002, host });
-    metricsUrl = `http://127.0.0.1:${(metricsApp.server.address() as { port: number }).port}`;
+    const metricsHost = opts.metricsAddress ?? host;
+    await metricsApp.listen({ port: opts.metricsPort ?? 8002, host: metricsHost });
+    metricsUrl = `http://${metricsHost === '0.0.0.0' ? '127.0.0.1' : metricsHost}:${(metricsApp.server.address() as { port: number }).port}`;
+    if (opts.allowCpuMetrics ?? true) stopCpuMetrics = metrics.startCpuMetrics(opts.metricsIntervalMs ?? 2000);
   }
   const display = host === '0.0.0.0' ? '127.0.0.1' : host;
-  logger.info({ http: `${display}:${httpPort}`, metrics: metricsUrl }, 'Warden started');
+  logger.info({ http: allowHttp ? `${display}:${httpPort}` : undefined, metrics: metricsUrl }, 'Warden started');
 
   let stopping: Promise<void> | undefined;
   return {
-    httpUrl: `http://${display}:${httpPort}`,
+    httpUrl: allowHttp ? `http://${display}:${httpPort}` : '',
     metricsUrl,
     api,
     manager,
     metrics,
     logger,
+    trace,
     stop() {
       stopping ??= (async () => {
         accepting = false;
+        const deadline = Date.now() + exitTimeoutMs;
         // close() stops accepting and waits for in-flight requests to be answered; keep-alive
         // connections that go idle after their last answer are closed as they do, rather than
         // after the keep-alive timeout.
         const sweeper = setInterval(() => http.server.closeIdleConnections(), 50);
         try {
-          await http.close();
+          const closed = allowHttp ? http.close() : Promise.resolve();
+          // At most --exit-timeout-secs for in-flight requests: then the models are unloaded with
+          // what is left of it, requests still unanswered get an error, and the connections close.
+          let timer: NodeJS.Timeout | undefined;
+          const inTime = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), exitTimeoutMs)))]);
+          clearTimeout(timer);
+          if (!inTime) logger.warn({ exitTimeoutSecs: exitTimeoutMs / 1000 }, 'in-flight requests did not finish within the exit timeout');
+          await manager.shutdown(Math.max(0, deadline - Date.now()));
+          if (!inTime) {
+            // Answers to failed requests are on their way; then no connection may hold the exit.
+            await Promise.race([closed, new Promise((r) => setTimeout(r, 1000).unref())]);
+            http.server.closeAllConnections();
+            await closed;
+          }
         } finally {
           clearInterval(sweeper);
         }
-        await manager.shutdown();
+        stopCpuMetrics?.();
         await metricsApp?.close();
         tenants?.close();
+        await new Promise((r) => setImmediate(r)); // traces completing now reach the manager first
+        trace.flush();
         logger.info('Warden stopped');
       })();
       return stopping;

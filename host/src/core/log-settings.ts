@@ -19,11 +19,14 @@ export interface LogSettings {
 export class LogSettingsStore {
   private s: LogSettings;
 
+  /** @param initial start-up settings (`--log-info`, `--log-file`, ...), applied to the logger */
   constructor(
     private readonly logger: Logger,
     verbose: number,
+    initial: Partial<Omit<LogSettings, 'log_verbose_level'>> = {},
   ) {
-    this.s = { log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: verbose, log_format: 'default' };
+    this.s = { log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: verbose, log_format: 'default', ...initial };
+    if (Object.keys(initial).length > 0) this.apply();
   }
 
   get(): LogSettings {

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../config/types.js';
 import type { ModelStatistics } from '../metrics/stats.js';
+import type { RequestTrace, TraceManager } from '../trace/trace-manager.js';
 import {
   createScheduler,
   type ExecutionArbiter,
@@ -26,6 +27,8 @@ const now = (): bigint => process.hrtime.bigint();
 /** Per-request bookkeeping between enqueue and the final response. */
 class TrackedSender implements ResponseSender {
   private done = false;
+  /** Set when the request is traced (spec §3.5). */
+  trace: RequestTrace | undefined;
   constructor(
     private readonly owner: ModelVersion,
     private readonly request: InferenceRequest,
@@ -57,7 +60,10 @@ class TrackedSender implements ResponseSender {
 
   private finish(ok: boolean, reason: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER'): void {
     this.done = true;
-    const duration = now() - this.startNs;
+    const end = now();
+    const duration = end - this.startNs;
+    if (this.trace) this.trace.end(end);
+    this.owner.live?.delete(this);
     if (ok) this.owner.stats.recordSuccess(duration, this.request.batchSize);
     else this.owner.stats.recordFailure(duration, reason);
     this.owner.requestFinished();
@@ -76,6 +82,16 @@ export interface ModelVersionOptions {
    * DRR quantum, per-tenant queue cap. Default: every tenant weight 1, no per-tenant cap.
    */
   fairness?: TenantFairness;
+  /** Request tracing (spec §3.5); absent = never traced. */
+  tracer?: TraceManager;
+  /**
+   * Bound on {@link ModelVersion.retire}'s wait for in-flight requests (`--exit-timeout-secs`):
+   * past it, requests still unanswered get an UNAVAILABLE error and the version finalizes anyway.
+   * Absent = wait for ever.
+   */
+  drainTimeoutMs?: number;
+  /** `<repository>/<model>` (or the upload directory): where `label_filename` files are. */
+  modelPath?: string;
 }
 
 /**
@@ -90,6 +106,12 @@ export class ModelVersion {
   private inflight = 0;
   private drainWaiters: (() => void)[] = [];
   private accepting = true;
+  private readonly tracer: TraceManager | undefined;
+  private readonly drainTimeoutMs: number | undefined;
+  /** Unanswered requests, kept only when retire has a drain bound (to fail them past it). */
+  readonly live: Set<TrackedSender> | undefined;
+  /** Where the model's files are (label files for classification). */
+  readonly modelPath: string | undefined;
 
   /**
    * Compiles the request / response validators and builds the scheduler the config asks for
@@ -107,6 +129,10 @@ export class ModelVersion {
     readonly logger: Logger,
     options: ModelVersionOptions = {},
   ) {
+    this.tracer = options.tracer;
+    this.drainTimeoutMs = options.drainTimeoutMs;
+    this.live = options.drainTimeoutMs !== undefined ? new Set() : undefined;
+    this.modelPath = options.modelPath;
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);
     this.scheduler = createScheduler(config, instances, { onExecuted: (r) => this.recordExecution(r) }, {
@@ -153,12 +179,22 @@ export class ModelVersion {
       this.stats.recordFailure(0n, 'OTHER');
       throw e;
     }
-    const tracked = new TrackedSender(this, request, sender, now());
+    const start = now();
+    const tracked = new TrackedSender(this, request, sender, start);
+    if (this.tracer?.active) {
+      const t = (tracked.trace = this.tracer.sample(this.name, this.version, request.id));
+      if (t) {
+        t.stamp('REQUEST_START', start);
+        t.stamp('QUEUE_START', now());
+      }
+    }
+    this.live?.add(tracked);
     this.inflight++;
     try {
       this.scheduler.enqueue(request, tracked);
     } catch (e) {
       this.inflight--;
+      this.live?.delete(tracked);
       this.stats.recordFailure(0n, 'REJECTED');
       throw e;
     }
@@ -179,11 +215,35 @@ export class ModelVersion {
    * Stop accepting, let queued and in-flight requests finish (including decoupled responses sent
    * after execute returned), then finalize instances and the backend model.
    */
-  async retire(): Promise<void> {
+  async retire(drainTimeoutMs = this.drainTimeoutMs): Promise<void> {
     this.accepting = false;
-    await this.scheduler.drain();
-    if (this.inflight > 0) await new Promise<void>((r) => this.drainWaiters.push(r));
+    const drained = (async () => {
+      await this.scheduler.drain();
+      if (this.inflight > 0) await new Promise<void>((r) => this.drainWaiters.push(r));
+    })();
+    if (drainTimeoutMs === undefined) await drained;
+    else {
+      let timer: NodeJS.Timeout | undefined;
+      const expired = await Promise.race([
+        drained.then(() => false),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), drainTimeoutMs))),
+      ]);
+      clearTimeout(timer);
+      if (expired) this.abandonInflight();
+    }
     await this.finalize();
+  }
+
+  /**
+   * The drain bound passed: every request still unanswered (queued, or stuck in a backend that
+   * never answers) gets UNAVAILABLE as its final response; later responses are ignored.
+   */
+  private abandonInflight(): void {
+    const err = unavailable(`model '${this.name}' version ${this.version} is unloading: the request did not finish within the exit timeout`);
+    this.scheduler.rejectPending(err);
+    const stuck = [...(this.live ?? [])];
+    if (stuck.length > 0) this.logger.warn({ requests: stuck.length }, 'requests still in flight after the exit timeout: failing them');
+    for (const t of stuck) t.sendError(err, true);
   }
 
   /** Finalize without draining (load failure cleanup). */
@@ -204,5 +264,15 @@ export class ModelVersion {
     const output = r.execEndNs - computeEnd;
     if (!r.error) this.stats.recordExecution(r.batchSize, input, infer, output);
     for (const p of r.batch) this.stats.recordRequestTimes(r.execStartNs - p.queueStartNs, input, infer, output);
+    if (this.tracer?.active) {
+      for (const p of r.batch) {
+        const t = p.sender instanceof TrackedSender ? p.sender.trace : undefined;
+        if (!t) continue;
+        t.stamp('COMPUTE_START', r.execStartNs);
+        t.stamp('COMPUTE_INPUT_END', computeStart);
+        t.stamp('COMPUTE_OUTPUT_START', computeEnd);
+        t.stamp('COMPUTE_END', r.execEndNs);
+      }
+    }
   }
 }

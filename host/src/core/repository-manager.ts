@@ -21,6 +21,7 @@ import { backendResolveRequest, modelLoadContext, NO_SERVER } from './load-conte
 import type { ExecutionArbiter } from '../scheduler/arbiter.js';
 import { unsupportedSchedulerError, type TenantFairness } from '../scheduler/index.js';
 import { ModelVersion } from './model.js';
+import type { TraceManager } from '../trace/trace-manager.js';
 import type { Backend, BackendModelInstance, BackendResolveRequest, BackendResolver, InferenceServerHandle, InstanceSpec, ModelKey, ModelOrigin } from './types.js';
 
 export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
@@ -94,6 +95,12 @@ export interface RepositoryManagerOptions {
    * are durable there, the operator namespace's are removed at unload and at start.
    */
   uploadDirectory?: string;
+  /** `--model-load-thread-count`: models loaded at once by startup (default 4, as Triton). */
+  loadThreadCount?: number;
+  /** `--exit-timeout-secs` in ms: bound on a retiring version's drain (default: none). */
+  drainTimeoutMs?: number;
+  /** Request tracing (spec §3.5). */
+  tracer?: TraceManager;
 }
 
 /** What the load API may carry (spec §3.1). */
@@ -118,6 +125,8 @@ export class ModelRepositoryManager {
   private readonly records = new Map<string, ModelRecord>();
   private pollTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The drain bound of the shutdown in progress (what is left of --exit-timeout-secs). */
+  private shutdownDrainMs: number | undefined;
   private server: InferenceServerHandle = NO_SERVER;
   private readonly admission: ModelAdmission;
   private uploads: UploadStore | undefined;
@@ -161,15 +170,18 @@ export class ModelRepositoryManager {
     const all = this.opts.controlMode !== 'explicit' || loadModels.includes('*');
     const names = all ? [...found.keys()] : [...loadModels];
     const failures: { name: string; error: TritonError }[] = [];
-    await Promise.all(
-      names.map(async (name) => {
+    // At most --model-load-thread-count loads at once.
+    const queue = [...names];
+    const worker = async (): Promise<void> => {
+      for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
         try {
           await this.load(operatorKey(name), {}, true);
         } catch (e) {
           failures.push({ name, error: asTritonError(e) });
         }
-      }),
-    );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(this.opts.loadThreadCount ?? 4, names.length)) }, worker));
     await restoring;
     return failures;
   }
@@ -275,7 +287,7 @@ export class ModelRepositoryManager {
         resolveReturned();
         await Promise.all(
           retiring.map(async (v) => {
-            await v.retire();
+            await v.retire(this.closed && this.shutdownDrainMs !== undefined ? this.shutdownDrainMs : undefined);
             // A newer load may have replaced the status meanwhile; only mark ours.
             if (rec.status.get(v.version)?.state === 'UNLOADING') rec.status.set(v.version, UNLOADED);
           }),
@@ -400,7 +412,8 @@ export class ModelRepositoryManager {
   }
 
   /** Unload everything and finalize backends (graceful shutdown): in-flight requests finish first. */
-  async shutdown(): Promise<void> {
+  async shutdown(drainTimeoutMs?: number): Promise<void> {
+    this.shutdownDrainMs = drainTimeoutMs;
     this.closed = true;
     clearTimeout(this.pollTimer);
     await Promise.all([...this.records.values()].map((r) => this.unload(r.key, true)));
@@ -606,7 +619,13 @@ export class ModelRepositoryManager {
     }
     const stats = new ModelStatistics(this.opts.metrics.forModel(name, version, key.namespace));
     this.opts.metrics.setLoadDuration(name, version, Number(process.hrtime.bigint() - t0) / 1e9, key.namespace);
-    return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog, { arbiter: this.opts.arbiter, fairness: this.opts.fairness });
+    return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog, {
+      arbiter: this.opts.arbiter,
+      fairness: this.opts.fairness,
+      tracer: this.opts.tracer,
+      drainTimeoutMs: this.opts.drainTimeoutMs,
+      modelPath: request.modelPath,
+    });
   }
 
   private async resolveBackend(request: BackendResolveRequest): Promise<Backend> {

@@ -10,6 +10,8 @@
  */
 import type { ModelConfig } from '../config/types.js';
 import { TritonError, invalidArg, notFound } from './errors.js';
+import { ClassificationSender, checkClassification } from './classification.js';
+import type { TraceManager, TraceSettingsJson } from '../trace/trace-manager.js';
 import { type LogSettings, LogSettingsStore } from './log-settings.js';
 import { modelNameProblem } from './names.js';
 import type { PathScrubber } from './public-errors.js';
@@ -47,6 +49,8 @@ export const EXTENSIONS: readonly string[] = [
   'schedule_policy',
   'logging',
   'generate',
+  'classification',
+  'trace',
 ];
 
 /** Server metadata (spec §1.4). */
@@ -95,6 +99,10 @@ export interface ServerApiOptions {
   logger?: Logger;
   /** `--max-upload-bytes`: decoded size of one load request's files, any caller. */
   maxUploadBytes?: number;
+  /** `--id`: the server's name in its metadata (default `warden`). */
+  serverId?: string;
+  /** Request tracing (trace extension, spec §3.5). */
+  trace?: TraceManager;
 }
 
 /**
@@ -228,7 +236,7 @@ export class ServerApi implements InferenceServerHandle {
   }
 
   serverMetadata(): ServerMetadata {
-    return { name: SERVER_NAME, version: TRITON_PROTOCOL_VERSION, extensions: [...EXTENSIONS] };
+    return { name: this.opts.serverId ?? SERVER_NAME, version: TRITON_PROTOCOL_VERSION, extensions: [...EXTENSIONS] };
   }
 
   // ---- per model (spec §1.5–§1.7, §3.2) ----
@@ -321,6 +329,10 @@ export class ServerApi implements InferenceServerHandle {
     const mv = this.version(principal, name, version);
     if (signal?.aborted) throw cancelledBeforeQueued();
     init.tenant = principal.namespace;
+    if (init.classification !== undefined && init.classification.size > 0) {
+      checkClassification(mv.config, init.classification);
+      sender = new ClassificationSender(sender, mv.config, mv.modelPath, init.classification);
+    }
     const tenant = this.tenantOf(principal);
     const needsHook = signal !== undefined || tenant !== undefined || init.inputs.some((t) => t.owner !== undefined);
     if (!needsHook) {
@@ -414,6 +426,44 @@ export class ServerApi implements InferenceServerHandle {
       if (this.opts.logger) auditEvent(this.opts.logger, { event, tenant: auditTenant(principal, key), model: key.name, outcome: 'error', reason: this.publicError(e).message });
       throw e;
     }
+  }
+
+  // ---- trace extension (spec §3.5) ----
+
+  /**
+   * The trace settings of the server, or of `model` (its overrides over the global ones).
+   * @throws TritonError INVALID_ARG "Request for unknown model : <m>" for a model that is not
+   *   ready (Triton's answer); AccessError 403 for a tenant; UNAVAILABLE without tracing
+   */
+  traceSettings(principal: Principal, model?: string): TraceSettingsJson {
+    return this.traceOf(principal, model).settings(model === undefined ? undefined : this.traceModelId(principal, model));
+  }
+
+  /** Apply trace settings (POST). @throws TritonError as Triton (see TraceManager.update), AccessError 403 for a tenant */
+  updateTraceSettings(principal: Principal, model: string | undefined, body: unknown): TraceSettingsJson {
+    const t = this.traceOf(principal, model);
+    return t.update(body, model === undefined ? undefined : this.traceModelId(principal, model));
+  }
+
+  private traceOf(principal: Principal, model: string | undefined): TraceManager {
+    adminOnly(principal, 'trace settings');
+    if (!this.opts.trace) throw new TritonError('UNAVAILABLE', 'the server does not support tracing');
+    if (model !== undefined && !this.isKnownReady(principal, model)) throw invalidArg(`Request for unknown model : ${model}`);
+    return this.opts.trace;
+  }
+
+  private isKnownReady(principal: Principal, model: string): boolean {
+    try {
+      return this.isModelReady(principal, model, -1);
+    } catch {
+      return false;
+    }
+  }
+
+  /** The name a model's trace settings are kept under (its key; the admin may name a tenant's). */
+  private traceModelId(principal: Principal, model: string): string {
+    // Model versions sample by their name (tenants' models of the same name share overrides).
+    return this.keyOf(principal, model).name;
   }
 
   // ---- logging extension (spec §3.4) ----

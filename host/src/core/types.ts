@@ -181,7 +181,13 @@ export interface CancellationSignal {
  * InferenceRequest the client controls. `version` may be -1 (let the server pick the highest
  * ready version) and an empty `requestedOutputs` means every output in the config (spec §1.12).
  */
-export type InferenceRequestInit = Omit<InferenceRequest, 'batchSize' | 'cancelled'>;
+export type InferenceRequestInit = Omit<InferenceRequest, 'batchSize' | 'cancelled'> & {
+  /**
+   * Requested outputs to return as classification results (spec §3.10), by name → K (top K).
+   * Applied by the data plane to the backend's outputs; absent = none.
+   */
+  classification?: ReadonlyMap<string, number>;
+};
 
 /** What {@link InferenceServerHandle.infer} queued: the resolved model version. */
 export interface SubmittedRequest {

@@ -4,7 +4,21 @@
  * per-model series also carries `tenant` (the model's namespace, '' for the operator's models),
  * so two tenants' models of the same name are separate series.
  */
+import { cpus, freemem, totalmem } from 'node:os';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Busy and total CPU time of the machine, summed over its CPUs (ms). */
+function cpuTimes(): { busy: number; total: number } {
+  let busy = 0;
+  let total = 0;
+  for (const c of cpus()) {
+    const t = c.times;
+    const all = t.user + t.nice + t.sys + t.idle + t.irq;
+    total += all;
+    busy += all - t.idle;
+  }
+  return { busy, total };
+}
 
 /** Counter children bound to one model version. */
 export interface ModelMetricSeries {
@@ -115,6 +129,35 @@ export class ServerMetrics {
    */
   addTextSource(source: () => string): void {
     this.textSources.push(source);
+  }
+
+  /**
+   * Triton's CPU metrics (spec §4; `--allow-cpu-metrics`): `nv_cpu_utilization` (0–1, the
+   * machine's busy share since the previous sample), `nv_cpu_memory_total_bytes` and
+   * `nv_cpu_memory_used_bytes` (total − available), refreshed every `intervalMs`
+   * (`--metrics-interval-ms`) as Triton's interval metrics are.
+   * @returns stop (clears the timer)
+   */
+  startCpuMetrics(intervalMs: number): () => void {
+    const registers = [this.registry];
+    const util = new Gauge({ name: 'nv_cpu_utilization', help: 'CPU utilization rate [0.0 - 1.0]', registers });
+    const total = new Gauge({ name: 'nv_cpu_memory_total_bytes', help: 'CPU total memory (RAM), in bytes', registers });
+    const used = new Gauge({ name: 'nv_cpu_memory_used_bytes', help: 'CPU used memory (RAM), in bytes', registers });
+    let last = cpuTimes();
+    const sample = () => {
+      const now = cpuTimes();
+      const dt = now.total - last.total;
+      if (dt > 0) util.set(Math.min(1, Math.max(0, (now.busy - last.busy) / dt)));
+      last = now;
+      const t = totalmem();
+      total.set(t);
+      used.set(t - freemem());
+    };
+    util.set(0);
+    sample();
+    const timer = setInterval(sample, intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   /** Prometheus text exposition. */

@@ -17,6 +17,7 @@ import { handleInfer } from './infer.js';
 import { connectionsCheckingInterval } from './limits.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { parseVersion, route, sendError } from './routing.js';
+import { installTraceRoutes } from './trace.js';
 
 type ModelParams = { model: string; version?: string };
 
@@ -104,6 +105,7 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   modelRoute('/generate', { GET: undefined, POST: (q, r, m, v) => handleGenerate(ctx, q, r, m, v) });
   modelRoute('/generate_stream', { GET: undefined, POST: (q, r, m, v) => handleGenerateStream(ctx, q, r, m, v) });
 
+  installTraceRoutes(app, ctx);
   route(app, '/v2/repository/index', { POST: (q, r) => handleIndex(ctx, q, r) });
   route(app, '/v2/repository/models/:model/load', { POST: (q, r) => handleLoad(ctx, q, r, (q.params as ModelParams).model) });
   route(app, '/v2/repository/models/:model/unload', { POST: (q, r) => handleUnload(ctx, q, r, (q.params as ModelParams).model) });

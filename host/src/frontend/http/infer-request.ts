@@ -139,7 +139,9 @@ export function decodeInferRequest(
         throw clientShmDisabled();
       }
       if (p?.classification !== undefined) {
-        throw new TritonError('UNSUPPORTED', `classification output '${raw.name}' is not supported by Warden yet`);
+        const k = p.classification;
+        if (typeof k !== 'number' || !Number.isSafeInteger(k) || k < 0) throw invalidArg(`'classification' of output '${raw.name}' must be an unsigned integer`);
+        ((init.classification ??= new Map()) as Map<string, number>).set(raw.name, k);
       }
       if (p?.binary_data !== undefined) {
         if (typeof p.binary_data !== 'boolean') throw invalidArg(`'binary_data' of output '${raw.name}' must be a boolean`);

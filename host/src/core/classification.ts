@@ -1,0 +1,165 @@
+/**
+ * The classification extension (spec §3.10): a requested output with `classification: K` is
+ * returned as BYTES strings `"<value>:<index>[:<label>]"`, the top K elements by value (descending,
+ * compared in the output's datatype; ties keep the lower index first), shape `[batch, min(K, n)]`
+ * for batching models (each batch element classified on its own) or `[min(K, n)]` otherwise.
+ * Values print as C++ `std::to_string` does (floats with 6 decimals); labels come from the
+ * output's `label_filename` in the model directory, one per line.
+ *
+ * Applied by the data plane on the final response path, so backends produce ordinary outputs.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ModelConfig } from '../config/types.js';
+import { dataTypeByteSize, type DataType } from '../tensor/datatypes.js';
+import { TritonError, invalidArg } from './errors.js';
+import { tensorDataType } from './validate.js';
+import type { InferenceResponse, ResponseSender, Tensor } from './types.js';
+
+/** Triton's cap on the elements classified in one output. */
+const MAX_ELEMENTS = 1_000_000;
+
+const UNSUPPORTED: ReadonlySet<string> = new Set(['BOOL', 'FP16', 'BF16', 'BYTES']);
+
+/** `std::to_string` of a float / double: `%f`. */
+function cFloat(v: number): string {
+  if (Number.isNaN(v)) return v < 0 ? '-nan' : 'nan';
+  if (!Number.isFinite(v)) return v < 0 ? '-inf' : 'inf';
+  const neg = v < 0 || Object.is(v, -0);
+  const a = Math.abs(v);
+  const text = a < 1e21 ? a.toFixed(6) : `${BigInt(a)}.000000`;
+  return neg ? `-${text}` : text;
+}
+
+type Reader = (dv: DataView, i: number) => number | bigint;
+
+function readerOf(datatype: DataType): Reader {
+  switch (datatype) {
+    case 'UINT8': return (d, i) => d.getUint8(i);
+    case 'INT8': return (d, i) => d.getInt8(i);
+    case 'UINT16': return (d, i) => d.getUint16(i * 2, true);
+    case 'INT16': return (d, i) => d.getInt16(i * 2, true);
+    case 'UINT32': return (d, i) => d.getUint32(i * 4, true);
+    case 'INT32': return (d, i) => d.getInt32(i * 4, true);
+    case 'UINT64': return (d, i) => d.getBigUint64(i * 8, true);
+    case 'INT64': return (d, i) => d.getBigInt64(i * 8, true);
+    case 'FP32': return (d, i) => d.getFloat32(i * 4, true);
+    case 'FP64': return (d, i) => d.getFloat64(i * 8, true);
+    default: throw invalidArg(`class result not available for output due to unsupported type '${datatype}'`);
+  }
+}
+
+function bytesTensor(name: string, shape: number[], strings: string[]): Tensor {
+  const parts = strings.map((s) => Buffer.from(s, 'utf8'));
+  const out = new Uint8Array(parts.reduce((n, p) => n + 4 + p.length, 0));
+  const dv = new DataView(out.buffer);
+  let o = 0;
+  for (const p of parts) {
+    dv.setUint32(o, p.length, true);
+    out.set(p, o + 4);
+    o += 4 + p.length;
+  }
+  return { name, datatype: 'BYTES', shape, data: out };
+}
+
+/**
+ * Classify one output tensor.
+ * @param batched the model batches (first dim = batch): each batch element is classified alone
+ * @throws TritonError INVALID_ARG for an unsupported datatype or too many elements
+ */
+export function classifyTensor(t: Tensor, k: number, labels: readonly string[] | undefined, batched: boolean): Tensor {
+  const read = readerOf(t.datatype);
+  const size = dataTypeByteSize(t.datatype);
+  const total = t.data.length / size;
+  if (total > MAX_ELEMENTS) throw invalidArg(`output '${t.name}' has ${total} elements, more than classification supports (${MAX_ELEMENTS})`);
+  const batch = batched && t.shape.length > 0 ? t.shape[0]! : 1;
+  const per = batch === 0 ? 0 : total / batch;
+  const dv = new DataView(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  const take = Math.min(k, per);
+  const float = t.datatype === 'FP32' || t.datatype === 'FP64';
+  const strings: string[] = [];
+  for (let b = 0; b < batch; b++) {
+    const idx = Array.from({ length: per }, (_, i) => i);
+    const vals = idx.map((i) => read(dv, b * per + i));
+    idx.sort((x, y) => {
+      const a = vals[x]!;
+      const c = vals[y]!;
+      return a > c ? -1 : a < c ? 1 : x - y;
+    });
+    for (let j = 0; j < take; j++) {
+      const i = idx[j]!;
+      const v = vals[i]!;
+      let s = `${float ? cFloat(v as number) : String(v)}:${i}`;
+      const label = labels?.[i];
+      if (label !== undefined && label !== '') s += `:${label}`;
+      strings.push(s);
+    }
+  }
+  return bytesTensor(t.name, batched && t.shape.length > 0 ? [batch, take] : [take], strings);
+}
+
+/** The label files of a model version's outputs, read once. */
+const labelCache = new WeakMap<ModelConfig, Map<string, string[] | undefined>>();
+
+function labelsOf(config: ModelConfig, modelPath: string | undefined, output: string): string[] | undefined {
+  let m = labelCache.get(config);
+  if (!m) labelCache.set(config, (m = new Map()));
+  if (m.has(output)) return m.get(output);
+  const file = config.output.find((o) => o.name === output)?.label_filename;
+  let labels: string[] | undefined;
+  if (file && modelPath) {
+    try {
+      labels = readFileSync(join(modelPath, file), 'utf8').split('\n');
+      if (labels.length > 0 && labels[labels.length - 1] === '') labels.pop();
+      labels = labels.map((l) => l.replace(/\r$/, ''));
+    } catch {
+      labels = undefined;
+    }
+  }
+  m.set(output, labels);
+  return labels;
+}
+
+/**
+ * Check a request's classification asks against the config (before queueing).
+ * @throws TritonError INVALID_ARG for an unknown output or an unsupported datatype
+ */
+export function checkClassification(config: ModelConfig, classification: ReadonlyMap<string, number>): void {
+  for (const name of classification.keys()) {
+    const o = config.output.find((x) => x.name === name);
+    if (!o) continue; // the request validator reports unknown outputs
+    const dt = tensorDataType(o);
+    if (UNSUPPORTED.has(dt)) throw invalidArg(`class result not available for output '${name}' due to unsupported type '${dt}'`);
+  }
+}
+
+/** Wraps a sender: outputs asked for as classification are replaced by their top-K strings. */
+export class ClassificationSender implements ResponseSender {
+  constructor(
+    private readonly downstream: ResponseSender,
+    private readonly config: ModelConfig,
+    private readonly modelPath: string | undefined,
+    private readonly classification: ReadonlyMap<string, number>,
+  ) {}
+
+  send(response: InferenceResponse | null, final: boolean): void {
+    if (!response) return this.downstream.send(response, final);
+    let outputs: Tensor[];
+    try {
+      outputs = response.outputs.map((t) => {
+        const k = this.classification.get(t.name);
+        if (k === undefined) return t;
+        const c = classifyTensor(t, k, labelsOf(this.config, this.modelPath, t.name), this.config.max_batch_size > 0);
+        t.owner?.release();
+        return c;
+      });
+    } catch (e) {
+      return this.downstream.sendError(e instanceof TritonError ? e : invalidArg(String(e)), final);
+    }
+    this.downstream.send({ ...response, outputs }, final);
+  }
+
+  sendError(error: TritonError, final: boolean): void {
+    this.downstream.sendError(error, final);
+  }
+}

@@ -1,0 +1,256 @@
+/**
+ * Request tracing, Triton's trace extension (spec §3.5) in its `triton` mode: global settings and
+ * per-model overrides (`GET|POST /v2[/models/{m}]/trace/setting`), sampling by rate and count, and
+ * the JSON trace file Triton writes (an array of `{"id","model_name","model_version"}` entries
+ * followed by `{"id","timestamps":[{"name","ns"}, ...]}` entries; monotonic ns).
+ *
+ * Off the hot path when disabled: a model version asks {@link TraceManager.active} (one boolean)
+ * before anything else. Timestamps recorded: REQUEST_START, QUEUE_START, COMPUTE_START,
+ * COMPUTE_INPUT_END, COMPUTE_OUTPUT_START, COMPUTE_END, REQUEST_END (what the scheduler's
+ * execution record and the response path measure). TENSORS level is accepted and reported but
+ * records timestamps only.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Logger } from 'pino';
+import { invalidArg, unsupported } from '../core/errors.js';
+
+export type TraceLevel = 'TIMESTAMPS' | 'TENSORS';
+
+/** Startup trace settings (`--trace-config`, `--trace-*`). */
+export interface TraceOptions {
+  file?: string;
+  /** Empty = OFF. */
+  level?: TraceLevel[];
+  rate?: number;
+  /** -1 = unlimited. */
+  count?: number;
+  logFrequency?: number;
+  mode?: 'triton' | 'opentelemetry';
+  /** Settings the parser could not use (reported by the CLI). */
+  ignored?: string[];
+}
+
+/** One setting set; absent fields of a model's override fall back to the global ones. */
+interface Setting {
+  level?: TraceLevel[];
+  rate?: number;
+  count?: number;
+  logFrequency?: number;
+}
+
+/** The settings JSON of the trace extension: strings and string arrays. */
+export interface TraceSettingsJson {
+  trace_level: string[];
+  trace_rate: string;
+  trace_count: string;
+  log_frequency: string;
+  trace_file: string;
+  trace_mode: string;
+}
+
+/** Timestamp names Triton records, in the order they happen. */
+export type TraceTimestamp = 'REQUEST_START' | 'QUEUE_START' | 'COMPUTE_START' | 'COMPUTE_INPUT_END' | 'COMPUTE_OUTPUT_START' | 'COMPUTE_END' | 'REQUEST_END';
+
+const ORDER: readonly TraceTimestamp[] = ['REQUEST_START', 'QUEUE_START', 'COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END', 'REQUEST_END'];
+
+/** One sampled request's trace. */
+export class RequestTrace {
+  private readonly stamps: { name: TraceTimestamp; ns: bigint }[] = [];
+  constructor(
+    private readonly sink: TraceManager,
+    readonly id: number,
+    readonly model: string,
+    readonly version: number,
+    readonly requestId: string,
+  ) {}
+  /** Record a timestamp (monotonic ns). */
+  stamp(name: TraceTimestamp, ns: bigint): void {
+    this.stamps.push({ name, ns });
+  }
+  /**
+   * REQUEST_END: the final response went out. The trace goes to the file a turn of the event loop
+   * later, once the execution that produced the response has reported its compute timestamps
+   * (a backend answers inside execute, before the scheduler's execution record).
+   */
+  end(ns: bigint): void {
+    this.stamp('REQUEST_END', ns);
+    setImmediate(() => this.sink.collect(this));
+  }
+  /** The two JSON entries Triton writes for a trace; timestamps in Triton's order. */
+  toJson(): string {
+    const head: Record<string, unknown> = { id: this.id, model_name: this.model, model_version: this.version };
+    if (this.requestId) head.request_id = this.requestId;
+    const order = (n: TraceTimestamp) => ORDER.indexOf(n);
+    const sorted = [...this.stamps].sort((a, b) => order(a.name) - order(b.name));
+    const ts = sorted.map((s) => `{"name":"${s.name}","ns":${s.ns}}`).join(',');
+    return `${JSON.stringify(head)},{"id":${this.id},"timestamps":[${ts}]}`;
+  }
+}
+
+const LEVELS: readonly string[] = ['OFF', 'TIMESTAMPS', 'TENSORS'];
+const U32_MAX = 4294967295;
+const I32_MAX = 2147483647;
+
+/** Parse a decimal setting string as std::stoi does for Triton's messages (whole string digits). */
+function parseIntSetting(key: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'string') throw invalidArg(`Unable to parse '${key}', got: ${JSON.stringify(value)}`);
+  if (!/^\s*[-+]?\d+/.test(value)) throw invalidArg(`Unable to parse '${key}', got: ${value}`);
+  const n = parseInt(value, 10);
+  if (key === 'trace_count' && n < min && n >= -I32_MAX - 1) throw invalidArg(`Unable to parse 'trace_count'. Expecting value >= ${min}, got:${value}`);
+  if (n < min || n > max) throw invalidArg(`Unable to parse '${key}', value is out of range [ ${min}, ${max} ], got: ${value}`);
+  return n;
+}
+
+/** Global and per-model trace settings, the sampler, and the trace file writer. */
+export class TraceManager {
+  private global: Required<Setting>;
+  private readonly models = new Map<string, Setting>();
+  /** Requests seen per setting scope (global, or a model with its own rate), for sampling. */
+  private readonly seen = new Map<string, number>();
+  private readonly file: string;
+  private nextId = 1;
+  private pending: string[] = [];
+  private fileIndex = 0;
+  /** True while some scope traces (a level other than OFF): the hot path's one check. */
+  active = false;
+
+  constructor(
+    opts: TraceOptions = {},
+    private readonly logger?: Logger,
+  ) {
+    this.file = opts.file ?? '';
+    this.global = { level: opts.level ?? [], rate: opts.rate ?? 1000, count: opts.count ?? -1, logFrequency: opts.logFrequency ?? 0 };
+    this.refresh();
+  }
+
+  private effective(model?: string): Required<Setting> {
+    const o = model === undefined ? undefined : this.models.get(model);
+    const g = this.global;
+    return o ? { level: o.level ?? g.level, rate: o.rate ?? g.rate, count: o.count ?? g.count, logFrequency: o.logFrequency ?? g.logFrequency } : g;
+  }
+
+  private refresh(): void {
+    this.active = this.global.level.length > 0 || [...this.models.values()].some((s) => s.level !== undefined && s.level.length > 0);
+  }
+
+  /** The settings JSON (spec §3.5) of the server, or of `model`. */
+  settings(model?: string): TraceSettingsJson {
+    const s = this.effective(model);
+    return {
+      trace_level: s.level.length === 0 ? ['OFF'] : LEVELS.filter((l) => s.level.includes(l as TraceLevel)),
+      trace_rate: String(s.rate),
+      trace_count: String(s.count),
+      log_frequency: String(s.logFrequency),
+      trace_file: this.file,
+      trace_mode: 'triton',
+    };
+  }
+
+  /**
+   * Apply a POST body (Triton's checks and messages). On a model, `null` clears that field's
+   * override (the global value applies again) and an empty body clears every override.
+   * @throws TritonError UNSUPPORTED for trace_file, INVALID_ARG for bad values
+   */
+  update(body: unknown, model?: string): TraceSettingsJson {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidArg('trace settings must be a JSON object');
+    const b = body as Record<string, unknown>;
+    if ('trace_file' in b) throw unsupported('trace file location can not be updated through network protocol');
+    const next: Setting = model === undefined ? { ...this.global } : { ...(this.models.get(model) ?? {}) };
+    const clear = (k: keyof Setting) => {
+      if (model === undefined) return; // nothing to fall back to: the global value stays
+      delete next[k];
+    };
+    if ('trace_level' in b) {
+      const v = b.trace_level;
+      if (v === null) clear('level');
+      else {
+        if (!Array.isArray(v)) throw invalidArg(`attempt to access JSON non-array as array`);
+        let level: TraceLevel[] | undefined;
+        for (const x of v) {
+          if (typeof x !== 'string') throw invalidArg(`attempt to access JSON non-string as string`);
+          if (x === 'OFF') {
+            if (v.length !== 1) throw invalidArg(`Expect only one trace level 'OFF' is specified`);
+            level = [];
+          } else if (x === 'TIMESTAMPS' || x === 'TENSORS') {
+            level = [...new Set([...(level ?? []), x as TraceLevel])];
+          }
+        }
+        if (level !== undefined) next.level = level;
+      }
+    }
+    if ('trace_rate' in b) {
+      if (b.trace_rate === null) clear('rate');
+      else next.rate = parseIntSetting('trace_rate', b.trace_rate, 0, U32_MAX);
+    }
+    if ('trace_count' in b) {
+      if (b.trace_count === null) clear('count');
+      else next.count = parseIntSetting('trace_count', b.trace_count, -1, I32_MAX);
+    }
+    if ('log_frequency' in b) {
+      if (b.log_frequency === null) clear('logFrequency');
+      else next.logFrequency = parseIntSetting('log_frequency', b.log_frequency, 0, U32_MAX);
+    }
+    if (model === undefined) this.global = next as Required<Setting>;
+    else if (Object.keys(b).length === 0 || Object.keys(next).length === 0) this.models.delete(model);
+    else this.models.set(model, next);
+    this.seen.delete(model ?? '');
+    this.refresh();
+    return this.settings(model);
+  }
+
+  /**
+   * Whether to trace this request of `model` (call only when {@link active}): every `rate`-th
+   * request of its scope is traced while the scope's count lasts.
+   */
+  sample(model: string, version: number, requestId: string): RequestTrace | undefined {
+    const own = this.models.get(model);
+    const s = this.effective(model);
+    if (s.level.length === 0 || s.rate === 0 || s.count === 0) return undefined;
+    const scope = own?.rate !== undefined || own?.count !== undefined ? model : '';
+    const n = (this.seen.get(scope) ?? 0) + 1;
+    this.seen.set(scope, n);
+    if (n % s.rate !== 0) return undefined;
+    if (s.count > 0) {
+      if (own?.count !== undefined) own.count--;
+      else this.global.count--;
+      if (this.effective(model).count === 0) this.refresh();
+    }
+    return new RequestTrace(this, this.nextId++, model, version, requestId);
+  }
+
+  /** A finished trace: kept until the next write (log_frequency traces, or shutdown). */
+  collect(t: RequestTrace): void {
+    if (!this.file) return;
+    this.pending.push(t.toJson());
+    const freq = this.effective(t.model).logFrequency;
+    if (freq > 0 && this.pending.length >= freq) this.writeIndexed();
+  }
+
+  private writeIndexed(): void {
+    const entries = this.pending;
+    this.pending = [];
+    this.write(`${this.file}.${this.fileIndex++}`, entries);
+  }
+
+  private write(path: string, entries: string[]): void {
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, `[${entries.join(',')}]`);
+    } catch (e) {
+      this.logger?.error({ err: e, file: path }, 'failed to write the trace file');
+    }
+  }
+
+  /** Write what was collected (server shutdown): to `trace_file`, or its next index with log_frequency. */
+  flush(): void {
+    if (!this.file || this.pending.length === 0) return;
+    if (this.global.logFrequency > 0) return this.writeIndexed();
+    // log_frequency 0: one JSON array in trace_file, rewritten with everything collected so far.
+    this.written.push(...this.pending);
+    this.pending = [];
+    this.write(this.file, this.written);
+  }
+  /** Entries already in trace_file (log_frequency 0). */
+  private written: string[] = [];
+}

@@ -1,0 +1,204 @@
+/**
+ * tritonserver's whole command line (spec §5.8): flags Warden honours, and flags for features it
+ * lacks accepted with one warning, so an existing launch script (KServe ModelMesh's) starts Warden.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { IGNORED_TRITON_FLAGS, parseCli, UsageError } from '../../host/src/cli-options.js';
+import { startServer } from '../../host/src/server.js';
+import { getJson, PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
+
+const MODELMESH = [
+  '--model-control-mode=explicit', '--strict-model-config=false', '--strict-readiness=false', '--allow-http=true', '--allow-sagemaker=false',
+  '--grpc-keepalive-time=60000', '--grpc-keepalive-timeout=10000', '--grpc-keepalive-permit-without-calls=True',
+  '--grpc-http2-max-pings-without-data=0', '--grpc-http2-min-recv-ping-interval-without-data=10000', '--grpc-http2-max-ping-strikes=0',
+];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('parsing', () => {
+  it("accepts ModelMesh's launch line; names the gRPC flags once; allow-sagemaker=false asks for nothing", () => {
+    const o = parseCli(['--model-repository=/m', ...MODELMESH]);
+    expect(o).toMatchObject({ modelControlMode: 'explicit', strictReadiness: false, autoCompleteConfig: true, allowHttp: true });
+    expect(o.notes.ignoredFlags).toEqual([
+      '--grpc-keepalive-time', '--grpc-keepalive-timeout', '--grpc-keepalive-permit-without-calls', '--grpc-http2-max-pings-without-data',
+      '--grpc-http2-min-recv-ping-interval-without-data', '--grpc-http2-max-ping-strikes',
+    ]);
+  });
+
+  it('accepts every tritonserver flag of a feature Warden lacks, in both value forms', () => {
+    for (const f of IGNORED_TRITON_FLAGS) {
+      expect(parseCli(['--model-repository=/m', `--${f}=1`]).notes.ignoredFlags, f).toEqual([`--${f}`]);
+      expect(() => parseCli(['--model-repository=/m', `--${f}`, 'x'])).not.toThrow();
+    }
+    const o = parseCli(['--model-repository=/m', '--cuda-memory-pool-byte-size=0:1024', '--cuda-memory-pool-byte-size=1:1024', '--allow-grpc=false', '--allow-vertex-ai=0']);
+    expect(o.notes.ignoredFlags).toEqual(['--cuda-memory-pool-byte-size']);
+  });
+
+  it('parses the honoured flags', () => {
+    const o = parseCli([
+      '--model-repository=/m', '--id=inference-a', '--exit-timeout-secs=5', '--model-load-thread-count=2', '--metrics-interval-ms=500',
+      '--allow-cpu-metrics=false', '--allow-gpu-metrics=false', '--http-thread-count=16', '--metrics-address=127.0.0.1',
+      '--log-info=false', '--log-warning=true', '--log-error=true', '--log-format=ISO8601', '--log-file=/tmp/w.log',
+      '--trace-config=triton,file=/tmp/t.json', '--trace-config=level=TIMESTAMPS', '--trace-config=rate=10', '--trace-config=count=5',
+      '--trace-config=triton,log-frequency=50', '--allow-client-shm=false',
+    ]);
+    expect(o).toMatchObject({
+      serverId: 'inference-a', exitTimeoutSecs: 5, modelLoadThreadCount: 2, metricsIntervalMs: 500, allowCpuMetrics: false, httpThreadCount: 16,
+      metricsAddress: '127.0.0.1',
+      logSettings: { log_info: false, log_warning: true, log_error: true, log_format: 'ISO8601', log_file: '/tmp/w.log' },
+      trace: { file: '/tmp/t.json', level: ['TIMESTAMPS'], rate: 10, count: 5, logFrequency: 50 },
+      notes: { ignoredFlags: [] },
+    });
+    // deprecated trace flags, and defaults
+    expect(parseCli(['--model-repository=/m', '--trace-file=/x', '--trace-level=TIMESTAMPS', '--trace-level=TENSORS', '--trace-rate=1', '--log-frequency=3']).trace)
+      .toEqual({ file: '/x', level: ['TIMESTAMPS', 'TENSORS'], rate: 1, logFrequency: 3 });
+    expect(parseCli(['--model-repository=/m'])).toMatchObject({ exitTimeoutSecs: 30, modelLoadThreadCount: 4, allowHttp: true, allowCpuMetrics: true, metricsIntervalMs: 2000 });
+    // opentelemetry and client shm are warned about, not refused
+    expect(parseCli(['--model-repository=/m', '--trace-config=mode=opentelemetry', '--trace-config=opentelemetry,url=http://x', '--allow-client-shm=true']).notes.ignoredFlags)
+      .toEqual(['--allow-client-shm=true', '--trace-config=mode=opentelemetry (triton mode is used)', '--trace-config=opentelemetry,url=http://x']);
+  });
+
+  it('still refuses what is wrong, and flags no tritonserver has', () => {
+    expect(() => parseCli(['--model-repository=/m', '--log-format=xml'])).toThrow(/--log-format/);
+    expect(() => parseCli(['--model-repository=/m', '--exit-timeout-secs=-1'])).toThrow(UsageError);
+    expect(() => parseCli(['--model-repository=/m', '--trace-config=level=LOUD'])).toThrow(/trace level/);
+    expect(() => parseCli(['--model-repository=/m', '--trace-config=count=-5'])).toThrow(/trace count/);
+    expect(() => parseCli(['--model-repository=/m', '--grpc-port-typo=1'])).toThrow(UsageError);
+  });
+});
+
+describe('honoured flags in a running server', () => {
+  it('--id names the server; CPU metrics are served; --allow-http=false serves no HTTP', async () => {
+    const repo = tempRepo([]);
+    try {
+      const s = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: 0, logLevel: 'silent', serverId: 'inference-a', metricsIntervalMs: 50 });
+      try {
+        expect((await getJson(`${s.httpUrl}/v2`)).json.name).toBe('inference-a');
+        await new Promise((r) => setTimeout(r, 120));
+        const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
+        const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+        expect(value('nv_cpu_utilization')).toBeGreaterThanOrEqual(0);
+        expect(value('nv_cpu_utilization')).toBeLessThanOrEqual(1);
+        expect(value('nv_cpu_memory_total_bytes')).toBeGreaterThan(0);
+        expect(value('nv_cpu_memory_used_bytes')).toBeGreaterThan(0);
+        expect(value('nv_cpu_memory_used_bytes')).toBeLessThanOrEqual(value('nv_cpu_memory_total_bytes'));
+      } finally {
+        await s.stop();
+      }
+      const off = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: 0, logLevel: 'silent', allowCpuMetrics: false, allowHttp: false });
+      try {
+        expect(off.httpUrl).toBe('');
+        expect(await (await fetch(`${off.metricsUrl}/metrics`)).text()).not.toContain('nv_cpu_utilization');
+      } finally {
+        await off.stop();
+      }
+    } finally {
+      repo.cleanup();
+    }
+  });
+
+  it('--model-load-thread-count bounds concurrent loads at start', async () => {
+    const repo = tempRepo([]);
+    let loading = 0;
+    let most = 0;
+    const resolver = {
+      async resolve({ config }: { config: { backend: string } }) {
+        if (config.backend !== 'slowload') return undefined;
+        return {
+          name: 'slowload',
+          async loadModel() {
+            most = Math.max(most, ++loading);
+            await new Promise((r) => setTimeout(r, 30));
+            loading--;
+            return { createInstance: async () => ({ execute: async () => undefined, finalize: async () => undefined }), finalize: async () => undefined };
+          },
+          finalize: async () => undefined,
+        };
+      },
+      finalizeAll: async () => undefined,
+    };
+    for (let i = 0; i < 6; i++) {
+      repo.write(`m${i}/config.pbtxt`, 'backend: "slowload"\nmax_batch_size: 0\ninput [ { name: "I" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "O" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
+      repo.write(`m${i}/1/.keep`, '');
+    }
+    try {
+      const s = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, logLevel: 'silent', modelLoadThreadCount: 2, backendResolvers: [resolver as any] });
+      await s.stop();
+      expect(most).toBe(2);
+    } finally {
+      repo.cleanup();
+    }
+  });
+});
+
+describe('process', () => {
+  it("serves with ModelMesh's tritonserver launch line and warns once about the flags it ignores; --log-file gets the log", async () => {
+    const repo = tempRepo(['simple']);
+    const dir = mkdtempSync(join(tmpdir(), 'warden-log-'));
+    const logFile = join(dir, 'sub', 'warden.log');
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port}`, '--allow-metrics=false', '--load-model=simple', ...MODELMESH],
+      { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      for (let i = 0; i < 300 && !out.includes('Warden started'); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(out).toContain('Warden started');
+      const base = `http://127.0.0.1:${port}`;
+      const r = await postJson(`${base}/v2/models/simple/infer`, simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)));
+      expect(r.status).toBe(200);
+      const warnings = out.split('\n').filter((l) => l.includes('ignoring tritonserver flags'));
+      expect(warnings).toHaveLength(1);
+      const w = JSON.parse(warnings[0]!);
+      expect(w.level).toBe(40);
+      expect(w.flags).toContain('--grpc-keepalive-time');
+      expect(w.flags).not.toContain('--allow-sagemaker');
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    // --log-file: the log goes to the file (directories created), ISO timestamps with --log-format
+    const port2 = await freePort();
+    const child2 = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port2}`, '--allow-metrics=false', `--log-file=${logFile}`, '--log-format=ISO8601', '--exit-timeout-secs=5'],
+      { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out2 = '';
+    child2.stdout.on('data', (d) => (out2 += d));
+    const exited2 = new Promise<number | null>((r) => child2.on('exit', (code) => r(code)));
+    try {
+      for (let i = 0; i < 300 && !(existsSync(logFile) && readFileSync(logFile, 'utf8').includes('Warden started')); i++) await new Promise((r) => setTimeout(r, 100));
+      const started = readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('Warden started'))!;
+      expect(JSON.parse(started).time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
+      expect(out2).not.toContain('Warden started');
+      expect((await getJson(`http://127.0.0.1:${port2}/v2/logging`)).json.log_file).toBe(logFile);
+      child2.kill('SIGTERM');
+      expect(await exited2).toBe(0);
+      expect(readFileSync(logFile, 'utf8')).toContain('Warden stopped');
+    } finally {
+      child2.kill('SIGKILL');
+      repo.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
