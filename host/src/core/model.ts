@@ -10,6 +10,7 @@ import {
   type ExecutionArbiter,
   type ExecutionRecord,
   type ModelScheduler,
+  type SchedulerHooks,
   type TenantFairness,
 } from '../scheduler/index.js';
 import { TritonError, asTritonError, unavailable } from './errors.js';
@@ -76,6 +77,11 @@ export interface ModelVersionOptions {
    * DRR quantum, per-tenant queue cap. Default: every tenant weight 1, no per-tenant cap.
    */
   fairness?: TenantFairness;
+  /**
+   * Builds the version's scheduler instead of {@link createScheduler} (an ensemble's, which runs
+   * its steps through the data plane and keeps statistics itself).
+   */
+  scheduler?: (hooks: SchedulerHooks, stats: ModelStatistics) => ModelScheduler;
 }
 
 /**
@@ -109,11 +115,10 @@ export class ModelVersion {
   ) {
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);
-    this.scheduler = createScheduler(config, instances, { onExecuted: (r) => this.recordExecution(r) }, {
-      version,
-      arbiter: options.arbiter,
-      fairness: options.fairness,
-    });
+    const hooks: SchedulerHooks = { onExecuted: (r) => this.recordExecution(r) };
+    this.scheduler = options.scheduler
+      ? options.scheduler(hooks, stats)
+      : createScheduler(config, instances, hooks, { version, arbiter: options.arbiter, fairness: options.fairness });
   }
 
   /** True for `model_transaction_policy { decoupled: true }`. */
@@ -203,6 +208,10 @@ export class ModelVersion {
     const infer = computeEnd - computeStart;
     const output = r.execEndNs - computeEnd;
     if (!r.error) this.stats.recordExecution(r.batchSize, input, infer, output);
-    for (const p of r.batch) this.stats.recordRequestTimes(r.execStartNs - p.queueStartNs, input, infer, output);
+    for (const p of r.batch) {
+      const queue = r.execStartNs - p.queueStartNs;
+      this.stats.recordRequestTimes(queue, input, infer, output);
+      p.request.onTimes?.(queue, input, infer, output);
+    }
   }
 }
