@@ -99,9 +99,10 @@ export class ModelVersion {
 
   /**
    * Compiles the request / response validators and builds the scheduler the config asks for
-   * (spec §5.6), over `instances`.
-   * @throws TritonError UNSUPPORTED for `sequence_batching` and ensembles (the repository manager
-   *   rejects those before loading; it still owns `instances` and `backendModel` then).
+   * (spec §5.6), over `instances` (or the one `options.scheduler` builds: ensembles).
+   * @throws TritonError UNSUPPORTED for a scheduling kind without an implementation and no
+   *   `options.scheduler` (the repository manager rejects those before loading; it still owns
+   *   `instances` and `backendModel` then).
    */
   constructor(
     readonly name: string,
