@@ -81,6 +81,9 @@ export class ServerAdmission implements ModelAdmission {
       );
     }
     if (origin.kind !== 'upload') return config;
+    // An ensemble runs no code of its own: its steps are inferences on models its owner may use,
+    // through the data plane with the owner's principal (ensemble/load.ts).
+    if (config.platform === 'ensemble' && !config.backend && !config.runtime) return config;
     const kind = uploadBackendOf(config);
     const what = config.backend ? `backend '${config.backend}'` : config.platform ? `platform '${config.platform}'` : 'no backend';
     if (!kind || !this.uploadBackends(origin).has(kind)) {

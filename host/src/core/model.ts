@@ -11,6 +11,7 @@ import {
   type ExecutionArbiter,
   type ExecutionRecord,
   type ModelScheduler,
+  type SchedulerHooks,
   type TenantFairness,
 } from '../scheduler/index.js';
 import { TritonError, asTritonError, unavailable } from './errors.js';
@@ -92,6 +93,11 @@ export interface ModelVersionOptions {
   drainTimeoutMs?: number;
   /** `<repository>/<model>` (or the upload directory): where `label_filename` files are. */
   modelPath?: string;
+  /**
+   * Builds the version's scheduler instead of {@link createScheduler} (an ensemble's, which runs
+   * its steps through the data plane and keeps statistics itself).
+   */
+  scheduler?: (hooks: SchedulerHooks, stats: ModelStatistics) => ModelScheduler;
 }
 
 /**
@@ -115,9 +121,10 @@ export class ModelVersion {
 
   /**
    * Compiles the request / response validators and builds the scheduler the config asks for
-   * (spec §5.6), over `instances`.
-   * @throws TritonError UNSUPPORTED for `sequence_batching` and ensembles (the repository manager
-   *   rejects those before loading; it still owns `instances` and `backendModel` then).
+   * (spec §5.6), over `instances` (or the one `options.scheduler` builds: ensembles).
+   * @throws TritonError UNSUPPORTED for a scheduling kind without an implementation and no
+   *   `options.scheduler` (the repository manager rejects those before loading; it still owns
+   *   `instances` and `backendModel` then).
    */
   constructor(
     readonly name: string,
@@ -135,11 +142,10 @@ export class ModelVersion {
     this.modelPath = options.modelPath;
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);
-    this.scheduler = createScheduler(config, instances, { onExecuted: (r) => this.recordExecution(r) }, {
-      version,
-      arbiter: options.arbiter,
-      fairness: options.fairness,
-    });
+    const hooks: SchedulerHooks = { onExecuted: (r) => this.recordExecution(r) };
+    this.scheduler = options.scheduler
+      ? options.scheduler(hooks, stats)
+      : createScheduler(config, instances, hooks, { version, arbiter: options.arbiter, fairness: options.fairness });
   }
 
   /** True for `model_transaction_policy { decoupled: true }`. */
@@ -263,7 +269,11 @@ export class ModelVersion {
     const infer = computeEnd - computeStart;
     const output = r.execEndNs - computeEnd;
     if (!r.error) this.stats.recordExecution(r.batchSize, input, infer, output);
-    for (const p of r.batch) this.stats.recordRequestTimes(r.execStartNs - p.queueStartNs, input, infer, output);
+    for (const p of r.batch) {
+      const queue = r.execStartNs - p.queueStartNs;
+      this.stats.recordRequestTimes(queue, input, infer, output);
+      p.request.onTimes?.(queue, input, infer, output);
+    }
     if (this.tracer?.active) {
       for (const p of r.batch) {
         const t = p.sender instanceof TrackedSender ? p.sender.trace : undefined;

@@ -22,6 +22,8 @@ import type { ExecutionArbiter } from '../scheduler/arbiter.js';
 import { unsupportedSchedulerError, type TenantFairness } from '../scheduler/index.js';
 import { ModelVersion } from './model.js';
 import type { TraceManager } from '../trace/trace-manager.js';
+import { modelNameProblem } from './names.js';
+import { buildEnsembleVersion, composingNames, isEnsemble } from '../ensemble/load.js';
 import type { Backend, BackendModelInstance, BackendResolveRequest, BackendResolver, InferenceServerHandle, InstanceSpec, ModelKey, ModelOrigin } from './types.js';
 
 export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
@@ -123,6 +125,8 @@ export interface UnloadOptions {
 
 export class ModelRepositoryManager {
   private readonly records = new Map<string, ModelRecord>();
+  /** Ensemble loads in progress → the models (key ids) they are waiting for. */
+  private readonly ensembleWaits = new Map<string, Set<string>>();
   private pollTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** The drain bound of the shutdown in progress (what is left of --exit-timeout-secs). */
@@ -564,13 +568,14 @@ export class ModelRepositoryManager {
       versions,
       overrideJson: options.configOverride,
     });
-    rejectUnsupported(loaded);
+    if (!isEnsemble(loaded)) rejectUnsupported(loaded);
     const selected = selectVersions(loaded.version_policy, versions);
     const config = this.admission.admit(rec.key, origin, loaded, selected.length);
     if (selected.length === 0) throw invalidArg(`failed to load '${name}', no version is available`);
     // Held against the namespace's quotas from now until the load ends (concurrent loads of other
     // models in the namespace see it).
     rec.admitted = { config, versions: selected.length };
+    if (isEnsemble(config)) return this.buildEnsembleVersions(rec, config, selected, log);
     const request = backendResolveRequest(config, modelPath, selected[selected.length - 1]!, origin, rec.key);
     const backend = await this.resolveBackend(request);
     const built = new Map<number, ModelVersion>();
@@ -584,6 +589,91 @@ export class ModelRepositoryManager {
       throw e;
     }
     return built;
+  }
+
+  /**
+   * An ensemble's versions (no backend, no instances): its composing models are made ready first —
+   * a load in progress is waited for; in explicit mode a model not loaded is loaded, as Triton
+   * loads an ensemble's composing models with it — then each version's plan is checked against
+   * them (ensemble/load.ts).
+   * @throws TritonError INVALID_ARG "circular dependency between ensembles: ..." or the plan's errors
+   */
+  private async buildEnsembleVersions(rec: ModelRecord, config: ModelConfig, selected: number[], log: Logger): Promise<Map<number, ModelVersion>> {
+    for (const v of selected) if (!rec.serving.has(v)) rec.status.set(v, { state: 'LOADING', reason: '' });
+    await this.prepareComposing(rec.key, composingNames(config));
+    const built = new Map<number, ModelVersion>();
+    for (const version of selected) {
+      const t0 = process.hrtime.bigint();
+      const { key } = rec;
+      const stats = new ModelStatistics(this.opts.metrics.forModel(key.name, version, key.namespace));
+      built.set(
+        version,
+        buildEnsembleVersion({ key, version, config, server: this.server, stats, logger: log.child({ version }), options: { arbiter: this.opts.arbiter, fairness: this.opts.fairness } }),
+      );
+      this.opts.metrics.setLoadDuration(key.name, version, Number(process.hrtime.bigint() - t0) / 1e9, key.namespace);
+    }
+    return built;
+  }
+
+  /**
+   * Wait for (explicit mode: load) the models an ensemble's steps name, in the ensemble's
+   * namespace — a tenant's own model, else the operator's (sharing is checked by the data plane
+   * afterwards). Waits between ensembles are tracked so that a cycle fails instead of hanging.
+   */
+  private async prepareComposing(ensemble: ModelKey, names: string[]): Promise<void> {
+    const me = modelKeyId(ensemble);
+    await Promise.all(
+      names.map(async (name) => {
+        const candidates: ModelKey[] = [{ namespace: ensemble.namespace, name }];
+        if (ensemble.namespace !== '') candidates.push(operatorKey(name));
+        for (const key of candidates) {
+          const id = modelKeyId(key);
+          if (id === me || this.waitsFor(id, me)) {
+            throw invalidArg(`circular dependency between ensembles: ${name} -> ... -> ${ensemble.name} -> ${name}`);
+          }
+          let rec = this.records.get(id);
+          const waits = this.ensembleWaits.get(me) ?? new Set<string>();
+          this.ensembleWaits.set(me, waits.add(id));
+          try {
+            if (rec) await rec.chain;
+            rec = this.records.get(id);
+            if (rec && rec.serving.size > 0) return;
+            // Explicit mode loads a composing model that is not loaded (a tenant's from its stored
+            // uploads; only the operator's namespace loads from the repositories).
+            if (this.opts.controlMode === 'explicit' && key.namespace === ensemble.namespace && (await this.loadable(key))) {
+              // A dependency that failed is reported by the resolution afterwards ("not
+              // available"), except a cycle, which is the real reason.
+              const loaded = await this.load(key, {}, true).then(
+                () => true,
+                (e: unknown) => {
+                  if (e instanceof TritonError && e.message.startsWith('circular dependency between ensembles')) throw e;
+                  return false;
+                },
+              );
+              if (loaded) return;
+            }
+          } finally {
+            waits.delete(id);
+            if (waits.size === 0) this.ensembleWaits.delete(me);
+          }
+        }
+      }),
+    );
+  }
+
+  /** Whether a load of `key` has files to load: a tenant's stored upload, an operator model on disk. */
+  private async loadable(key: ModelKey): Promise<boolean> {
+    if (modelNameProblem(key.name) !== undefined) return false;
+    if (key.namespace !== '') return (await this.uploads?.current(key).catch(() => undefined)) !== undefined;
+    return (await scanRepositories(this.opts.repositories)).has(key.name);
+  }
+
+  /** Whether the ensemble load `from` (transitively) waits for the model `to`. */
+  private waitsFor(from: string, to: string, seen = new Set<string>()): boolean {
+    if (seen.has(from)) return false;
+    seen.add(from);
+    for (const next of this.ensembleWaits.get(from) ?? []) if (next === to || this.waitsFor(next, to, seen)) return true;
+    return false;
   }
 
   private async buildVersion(backend: Backend, request: BackendResolveRequest, version: number, log: Logger): Promise<ModelVersion> {

@@ -86,6 +86,12 @@ export interface InferenceRequest {
    * be stopped by its backend, which checks this flag (`TRITONBACKEND_RequestIsCancelled`).
    */
   cancelled: boolean;
+  /**
+   * Set by an in-process caller that aggregates the request's queue and compute durations (ns) —
+   * an ensemble, for its own statistics (spec §3.2). Called once per execution the request was
+   * part of, after the model recorded them.
+   */
+  onTimes?: (queueNs: bigint, inputNs: bigint, inferNs: bigint, outputNs: bigint) => void;
 }
 
 /** One response (spec §1.13). Outputs are in the order the backend produced them. */
@@ -162,6 +168,12 @@ export interface InferenceServerHandle {
   infer(principal: Principal, model: string, version: number, request: InferenceRequestInit, sender: ResponseSender, signal?: CancellationSignal): SubmittedRequest;
   /** Whether a model version is ready (false for unknown models the principal may not see). */
   isModelReady(principal: Principal, model: string, version: number): boolean;
+  /**
+   * The version that would serve `model` for `principal` now (-1 = highest ready): its number,
+   * normalised config and transaction policy — what an ensemble checks its steps against at load.
+   * @throws TritonError NOT_FOUND / UNAVAILABLE, as {@link infer} would
+   */
+  inferenceTarget?(principal: Principal, model: string, version: number): { readonly version: number; readonly config: ModelConfig; readonly decoupled: boolean };
 }
 
 /**
@@ -181,7 +193,7 @@ export interface CancellationSignal {
  * InferenceRequest the client controls. `version` may be -1 (let the server pick the highest
  * ready version) and an empty `requestedOutputs` means every output in the config (spec §1.12).
  */
-export type InferenceRequestInit = Omit<InferenceRequest, 'batchSize' | 'cancelled'> & {
+export type InferenceRequestInit = Omit<InferenceRequest, 'batchSize' | 'cancelled' | 'onTimes'> & {
   /**
    * Requested outputs to return as classification results (spec §3.10), by name → K (top K).
    * Applied by the data plane to the backend's outputs; absent = none.

@@ -1,0 +1,88 @@
+/**
+ * Loading an ensemble version: there is no backend and there are no instances (spec §5.5, §5.6);
+ * the "model" is the plan, checked against the composing models as they are loaded now, and its
+ * scheduler runs the steps through the data plane with the owner's principal.
+ */
+import type { Logger } from 'pino';
+import type { ModelConfig } from '../config/types.js';
+import { TritonError, invalidArg } from '../core/errors.js';
+import { ModelVersion, type ModelVersionOptions } from '../core/model.js';
+import { modelNameProblem } from '../core/names.js';
+import type { BackendModel, InferenceServerHandle, ModelKey, Principal } from '../core/types.js';
+import type { ModelStatistics } from '../metrics/stats.js';
+import { compileEnsemblePlan, type ComposingModel } from './plan.js';
+import { EnsembleScheduler } from './scheduler.js';
+
+/** True for an ensemble config (`platform: "ensemble"` / `ensemble_scheduling`). */
+export const isEnsemble = (c: Pick<ModelConfig, 'platform' | 'ensemble_scheduling'>): boolean => c.platform === 'ensemble' || c.ensemble_scheduling !== undefined;
+
+/**
+ * The principal an ensemble's steps run with: the owner of its namespace (the operator for `''`,
+ * else the tenant), so a tenant's ensemble reaches its own models and the operator models shared
+ * with it, never another tenant's.
+ */
+export const ownerPrincipal = (key: ModelKey): Principal => (key.namespace === '' ? { namespace: '', role: 'admin' } : { namespace: key.namespace, role: 'tenant' });
+
+/** The distinct model names an ensemble's steps use. */
+export function composingNames(config: ModelConfig): string[] {
+  return [...new Set((config.ensemble_scheduling?.step ?? []).map((s) => s.model_name))];
+}
+
+/**
+ * The composing models as `server` resolves them for the ensemble's owner, one per step.
+ * @throws TritonError INVALID_ARG "ensemble <e> contains models that are not available or
+ *   ambiguous: <m>, ..." (Triton's wording) for steps whose model (version) is not ready
+ */
+export function resolveComposing(key: ModelKey, config: ModelConfig, server: InferenceServerHandle): ComposingModel[] {
+  const principal = ownerPrincipal(key);
+  const missing: string[] = [];
+  const out: ComposingModel[] = [];
+  for (const step of config.ensemble_scheduling!.step) {
+    const problem = modelNameProblem(step.model_name);
+    if (problem !== undefined) throw invalidArg(`in ensemble ${config.name}, invalid model name '${step.model_name}' in a step: ${problem}`);
+    try {
+      if (!server.inferenceTarget) throw new TritonError('UNAVAILABLE', 'no server');
+      const t = server.inferenceTarget(principal, step.model_name, step.model_version);
+      out.push({ config: t.config, decoupled: t.decoupled });
+    } catch (e) {
+      if (!(e instanceof TritonError)) throw e;
+      if (!missing.includes(step.model_name)) missing.push(step.model_name);
+    }
+  }
+  if (missing.length > 0) throw invalidArg(`ensemble ${config.name} contains models that are not available or ambiguous: ${missing.join(', ')}`);
+  return out;
+}
+
+/** Nothing to finalize: an ensemble holds no backend state. */
+const NO_BACKEND_MODEL: BackendModel = Object.freeze({
+  createInstance(): never {
+    throw new TritonError('INTERNAL', 'an ensemble has no instances');
+  },
+  finalize: async () => undefined,
+});
+
+/**
+ * Build one ensemble version: compile and validate the plan against the composing models, set
+ * `model_transaction_policy.decoupled` as Triton does (true iff a decoupled model lies on the
+ * data flow), and serve it with an {@link EnsembleScheduler}.
+ * @throws TritonError INVALID_ARG (see {@link resolveComposing}, {@link compileEnsemblePlan})
+ */
+export function buildEnsembleVersion(args: {
+  key: ModelKey;
+  version: number;
+  config: ModelConfig;
+  server: InferenceServerHandle;
+  stats: ModelStatistics;
+  logger: Logger;
+  options?: ModelVersionOptions;
+}): ModelVersion {
+  const { key, version, server, stats, logger } = args;
+  const composing = resolveComposing(key, args.config, server);
+  const plan = compileEnsemblePlan(args.config, composing);
+  const config: ModelConfig = { ...args.config, model_transaction_policy: { ...args.config.model_transaction_policy, decoupled: plan.decoupled } };
+  const principal = ownerPrincipal(key);
+  return new ModelVersion(key.name, version, config, NO_BACKEND_MODEL, [], stats, logger, {
+    ...args.options,
+    scheduler: () => new EnsembleScheduler({ name: key.name, plan, server, principal, stats }),
+  });
+}

@@ -1,0 +1,237 @@
+/**
+ * One ensemble request, executed as a data-flow graph (spec §5.6): a step is sent as soon as every
+ * ensemble tensor it reads is available, so independent steps run concurrently. Every step is an
+ * ordinary inference request on its composing model through the data plane
+ * (`InferenceServerHandle.infer`) with the ensemble owner's principal: the composing model counts
+ * it in its statistics, tenant scoping applies, cancellation reaches it through its signal.
+ *
+ * Tensors pass between steps without copying (the step's request input views the producing
+ * response's buffer). Decoupled steps: each response of a decoupled composing model opens a new
+ * frame of ensemble tensors, and the steps downstream of it run once per response; the ensemble
+ * then sends one response per frame that completes its outputs (it is decoupled itself, see
+ * {@link EnsemblePlan.decoupled}).
+ */
+import { TritonError, asTritonError } from '../core/errors.js';
+import type { InferenceRequest, InferenceRequestInit, InferenceResponse, InferenceServerHandle, Principal, ResponseSender, Tensor } from '../core/types.js';
+import type { EnsemblePlan, PlanStep } from './plan.js';
+
+/** Queue and compute durations (ns) of the composing requests of one ensemble request, summed. */
+export interface StepTimes {
+  queueNs: bigint;
+  inputNs: bigint;
+  inferNs: bigint;
+  outputNs: bigint;
+}
+
+/** What a run needs besides the request. */
+export interface EnsembleRunOptions {
+  name: string;
+  plan: EnsemblePlan;
+  server: InferenceServerHandle;
+  /** The ensemble owner's principal: steps resolve model names in its namespace. */
+  principal: Principal;
+  /** Called once, after the final response went to the sender. */
+  onFinished(ok: boolean, times: StepTimes): void;
+}
+
+/** Ensemble tensors visible to the steps started in it (its own, then its parents'). */
+class Frame {
+  readonly tensors = new Map<string, Tensor>();
+  readonly started = new Set<PlanStep>();
+  emitted = false;
+  constructor(readonly parent?: Frame) {}
+  lookup(name: string): Tensor | undefined {
+    for (let f: Frame | undefined = this; f; f = f.parent) {
+      const t = f.tensors.get(name);
+      if (t) return t;
+    }
+    return undefined;
+  }
+}
+
+/** A tensor as a step's request input: the same bytes, under the model's input name, without the memory owner (the producer's consumer — this run — releases it). */
+const viewAs = (name: string, t: Tensor): Tensor => ({ name, datatype: t.datatype, shape: t.shape, data: t.data });
+
+export class EnsembleRun {
+  private readonly controller = new AbortController();
+  private readonly needed: Set<PlanStep>;
+  private readonly wanted: string[];
+  private pending = 0;
+  private error: TritonError | undefined;
+  private finished = false;
+  /** The response of a non-decoupled ensemble, sent with the final flag once every step is done. */
+  private single: InferenceResponse | undefined;
+  /** Memory owners of step outputs; released at the end unless they left in a response. */
+  private readonly owned = new Set<Tensor>();
+  private readonly times: StepTimes = { queueNs: 0n, inputNs: 0n, inferNs: 0n, outputNs: 0n };
+
+  constructor(
+    private readonly opts: EnsembleRunOptions,
+    private readonly request: InferenceRequest,
+    private readonly sender: ResponseSender,
+  ) {
+    const { plan } = opts;
+    this.wanted = request.requestedOutputs.length > 0 ? request.requestedOutputs : plan.outputs;
+    this.needed = neededSteps(plan, this.wanted);
+  }
+
+  /** Start the steps the request's inputs make ready. */
+  start(): void {
+    const root = new Frame();
+    for (const t of this.request.inputs) root.tensors.set(t.name, viewAs(t.name, t));
+    // Held while sending: a step answered synchronously must not end the run before its siblings start.
+    this.pending++;
+    this.added(
+      root,
+      this.request.inputs.map((t) => t.name),
+    );
+    this.pending--;
+    this.settle();
+  }
+
+  /** The caller went away: stop sending steps, cancel the ones in flight, answer CANCELLED. */
+  cancel(): void {
+    this.fail(new TritonError('CANCELLED', 'Request was cancelled'));
+  }
+
+  private fail(e: TritonError): void {
+    if (this.error || this.finished) return;
+    this.error = e;
+    this.controller.abort();
+    this.settle();
+  }
+
+  /** Tensors `names` became available in `frame`: send the steps they complete, emit outputs. */
+  private added(frame: Frame, names: string[]): void {
+    if (this.error) return;
+    const { plan } = this.opts;
+    for (const n of names) {
+      for (const step of plan.consumers.get(n) ?? []) {
+        if (!this.needed.has(step) || frame.started.has(step)) continue;
+        if (!step.inputs.every(([, t]) => frame.lookup(t) !== undefined)) continue;
+        frame.started.add(step);
+        this.send(step, frame);
+        if (this.error) return;
+      }
+    }
+    if (!frame.emitted && names.some((n) => this.wanted.includes(n)) && this.wanted.every((o) => frame.lookup(o) !== undefined)) {
+      frame.emitted = true;
+      const response: InferenceResponse = { outputs: this.wanted.map((o) => frame.lookup(o)!) };
+      for (const t of response.outputs) this.owned.delete(t);
+      if (plan.decoupled) this.sender.send(response, false);
+      else this.single = response;
+    }
+  }
+
+  private send(step: PlanStep, frame: Frame): void {
+    const r = this.request;
+    if (r.cancelled) return this.cancel();
+    const init: InferenceRequestInit = {
+      id: r.id,
+      model: step.modelName,
+      version: step.modelVersion,
+      tenant: '',
+      inputs: step.inputs.map(([input, tensor]) => viewAs(input, frame.lookup(tensor)!)),
+      requestedOutputs: step.outputs.map(([o]) => o),
+      parameters: r.parameters,
+      correlationId: r.correlationId,
+      flags: r.flags,
+      priority: r.priority,
+      timeoutUs: r.timeoutUs,
+    };
+    const outputs = new Map(step.outputs);
+    const take = (response: InferenceResponse | null): void => {
+      if (!response) return;
+      if (this.error || this.finished) {
+        for (const t of response.outputs) t.owner?.release();
+        return;
+      }
+      const target = step.decoupled ? new Frame(frame) : frame;
+      const names: string[] = [];
+      for (const t of response.outputs) {
+        const tensorName = outputs.get(t.name);
+        if (tensorName === undefined) {
+          t.owner?.release();
+          continue;
+        }
+        const renamed: Tensor = { ...t, name: tensorName };
+        if (t.owner) this.owned.add(renamed);
+        target.tensors.set(tensorName, renamed);
+        names.push(tensorName);
+      }
+      this.added(target, names);
+    };
+    this.pending++;
+    let done = false;
+    const sender: ResponseSender = {
+      send: (response, final) => {
+        if (done) return;
+        take(response);
+        if (final) {
+          done = true;
+          this.pending--;
+          this.settle();
+        }
+      },
+      sendError: (e, final) => {
+        if (done) return;
+        this.fail(e);
+        if (final) {
+          done = true;
+          this.pending--;
+          this.settle();
+        }
+      },
+    };
+    try {
+      const submitted = this.opts.server.infer(this.opts.principal, step.modelName, step.modelVersion, init, sender, this.controller.signal);
+      submitted.request.onTimes = (q, i, n, o) => {
+        this.times.queueNs += q;
+        this.times.inputNs += i;
+        this.times.inferNs += n;
+        this.times.outputNs += o;
+      };
+    } catch (e) {
+      if (!done) {
+        done = true;
+        this.pending--;
+      }
+      this.fail(asTritonError(e));
+    }
+  }
+
+  /** Once no step is in flight: send the final response (or the first error) and clean up. */
+  private settle(): void {
+    if (this.pending > 0 || this.finished) return;
+    this.finished = true;
+    for (const t of this.owned) t.owner?.release();
+    this.owned.clear();
+    if (this.error) {
+      this.sender.sendError(this.error, true);
+    } else if (this.opts.plan.decoupled) {
+      this.sender.send(null, true);
+    } else if (this.single) {
+      this.sender.send(this.single, true);
+    } else {
+      const missing = this.wanted.filter((o) => !this.single?.outputs.some((t) => t.name === o));
+      this.error = new TritonError('INTERNAL', `ensemble '${this.opts.name}' did not produce output(s) ${missing.map((m) => `'${m}'`).join(', ')}`);
+      this.sender.sendError(this.error, true);
+    }
+    this.opts.onFinished(this.error === undefined, this.times);
+  }
+}
+
+/** The steps the requested outputs depend on (the rest are not run). */
+function neededSteps(plan: EnsemblePlan, outputs: readonly string[]): Set<PlanStep> {
+  const producers = new Map<string, PlanStep>();
+  for (const s of plan.steps) for (const [, t] of s.outputs) producers.set(t, s);
+  const needed = new Set<PlanStep>();
+  const stack = [...outputs];
+  while (stack.length > 0) {
+    const s = producers.get(stack.pop()!);
+    if (!s || needed.has(s)) continue;
+    needed.add(s);
+    for (const [, t] of s.inputs) stack.push(t);
+  }
+  return needed;
+}

@@ -1,0 +1,216 @@
+/**
+ * Ensembles (spec §5.6) on a real server: a 2-step chain, a diamond whose branches run
+ * concurrently, an ensemble of ensembles, a decoupled step (the ensemble is then decoupled), a
+ * failing step, cancellation reaching the steps, statistics per composing model and of the
+ * ensemble, load-time validation with Triton's wording, and composing models loaded with the
+ * ensemble in explicit mode.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inferAndCollect } from '../../host/src/core/server-api.js';
+import { emptyRequestInit } from '../../host/src/core/request-parameters.js';
+import { SINGLE_USER, type Tensor } from '../../host/src/core/types.js';
+import { startServer, type RunningServer } from '../../host/src/server.js';
+import { getJson, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { ensembleConfig, opsConfig, opsSeen, OpsResolver } from './ops-backend.js';
+
+let repo: TempRepo;
+let server: RunningServer;
+
+const model = (name: string, config: string) => {
+  repo.write(`${name}/config.pbtxt`, `name: "${name}"\n${config}`);
+  repo.write(`${name}/1/.keep`, '');
+};
+
+const intsTensor = (name: string, values: number[]): Tensor => ({ name, datatype: 'INT32', shape: [values.length], data: new Uint8Array(Int32Array.from(values).buffer) });
+const ints = (t: Tensor | undefined) => Array.from(new Int32Array(t!.data.slice().buffer));
+const infer = (name: string, x: number[]) => postJson(`${server.httpUrl}/v2/models/${name}/infer`, { inputs: [{ name: 'X', datatype: 'INT32', shape: [x.length], data: x }] });
+const stats = async (name: string) => (await getJson(`${server.httpUrl}/v2/models/${name}/stats`)).json.model_stats[0];
+
+beforeAll(async () => {
+  repo = tempRepo();
+  model('inc', opsConfig('inc'));
+  model('double', opsConfig('double'));
+  model('add', opsConfig('add'));
+  model('fail', opsConfig('fail'));
+  model('split', opsConfig('split'));
+  model('slow_inc', opsConfig('inc', { delayMs: 250 }));
+  model('slow_double', opsConfig('double', { delayMs: 250 }));
+  model('very_slow', opsConfig('inc', { delayMs: 600 }));
+  model('stats_inc', opsConfig('inc'));
+  model('stats_double', opsConfig('double'));
+  model('fp32_inc', opsConfig('inc', { datatype: 'TYPE_FP32' }));
+  // X -> inc -> T -> double -> Y
+  model('chain', ensembleConfig(['X'], ['Y'], [
+    { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
+    { model: 'double', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+  ]));
+  // X -> slow_inc -> T1, X -> slow_double -> T2, add(T1, T2) -> Y
+  model('diamond', ensembleConfig(['X'], ['Y'], [
+    { model: 'add', inputs: { A: 'T1', B: 'T2' }, outputs: { OUT: 'Y' } },
+    { model: 'slow_inc', inputs: { IN: 'X' }, outputs: { OUT: 'T1' } },
+    { model: 'slow_double', inputs: { IN: 'X' }, outputs: { OUT: 'T2' } },
+  ]));
+  // X -> chain (an ensemble) -> T -> inc -> Y
+  model('outer', ensembleConfig(['X'], ['Y'], [
+    { model: 'chain', inputs: { X: 'X' }, outputs: { Y: 'T' } },
+    { model: 'inc', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+  ]));
+  // X -> split (decoupled) -> P -> inc -> Y: one response per element
+  model('stream', ensembleConfig(['X'], ['Y'], [
+    { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
+    { model: 'inc', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
+  ]));
+  model('broken', ensembleConfig(['X'], ['Y'], [
+    { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
+    { model: 'fail', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+  ]));
+  model('cancellable', ensembleConfig(['X'], ['Y'], [{ model: 'very_slow', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }]));
+  model('stats_chain', ensembleConfig(['X'], ['Y'], [
+    { model: 'stats_inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
+    { model: 'stats_double', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+  ]));
+  // Invalid ones (loaded by the tests).
+  model('missing_step', ensembleConfig(['X'], ['Y'], [{ model: 'no_such_model', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }]));
+  model('bad_type', ensembleConfig(['X'], ['Y'], [
+    { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
+    { model: 'fp32_inc', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+  ]));
+  model('bad_input', ensembleConfig(['X'], ['Y'], [{ model: 'inc', inputs: { NOPE: 'X' }, outputs: { OUT: 'Y' } }]));
+  model('cycle_a', ensembleConfig(['X'], ['Y'], [{ model: 'cycle_b', inputs: { X: 'X' }, outputs: { Y: 'Y' } }]));
+  model('cycle_b', ensembleConfig(['X'], ['Y'], [{ model: 'cycle_a', inputs: { X: 'X' }, outputs: { Y: 'Y' } }]));
+  model('mixed_decoupled', ensembleConfig(['X'], ['Y'], [
+    { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
+    { model: 'add', inputs: { A: 'P', B: 'X' }, outputs: { OUT: 'Z' } },
+    { model: 'inc', inputs: { IN: 'Z' }, outputs: { OUT: 'Y' } },
+  ]));
+  server = await startServer({
+    modelRepositories: [repo.path],
+    modelControlMode: 'explicit',
+    // Only the ensembles: their composing models are loaded with them (Triton's explicit mode).
+    loadModels: ['chain', 'diamond', 'outer', 'stream', 'broken', 'cancellable', 'stats_chain'],
+    httpPort: 0,
+    metricsPort: -1,
+    logLevel: 'silent',
+    backendResolvers: [new OpsResolver()],
+  });
+});
+afterAll(async () => {
+  await server?.stop();
+  repo?.cleanup();
+});
+
+describe('execution', () => {
+  it('a 2-step chain over HTTP: Y = (X + 1) * 2', async () => {
+    const r = await infer('chain', [1, 2, 3]);
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ model_name: 'chain', model_version: '1', outputs: [{ name: 'Y', datatype: 'INT32', shape: [3], data: [4, 6, 8] }] });
+  });
+
+  it('composing models were loaded with the ensembles (explicit mode)', async () => {
+    const index = (await postJson(`${server.httpUrl}/v2/repository/index`, { ready: true })).json as { name: string }[];
+    const ready = index.map((e) => e.name);
+    expect(ready).toEqual(expect.arrayContaining(['inc', 'double', 'add', 'fail', 'split', 'slow_inc', 'slow_double', 'chain', 'outer']));
+    expect(ready).not.toContain('fp32_inc');
+  });
+
+  it('a diamond: the two independent steps run concurrently, then the join', async () => {
+    opsSeen.runs.length = 0;
+    const r = await infer('diamond', [1, 2]);
+    expect(r.status).toBe(200);
+    expect(r.json.outputs[0].data).toEqual([1 + 1 + 2, 2 + 1 + 4]);
+    const a = opsSeen.runs.find((x) => x.model === 'slow_inc')!;
+    const b = opsSeen.runs.find((x) => x.model === 'slow_double')!;
+    const join = opsSeen.runs.find((x) => x.model === 'add')!;
+    // Each branch started before the other ended; the join started after both.
+    expect(a.start).toBeLessThan(b.end);
+    expect(b.start).toBeLessThan(a.end);
+    expect(join.start).toBeGreaterThanOrEqual(Math.max(a.end, b.end) - 1);
+  });
+
+  it('an ensemble of ensembles', async () => {
+    const r = await infer('outer', [5]);
+    expect(r.status).toBe(200);
+    expect(r.json.outputs[0].data).toEqual([13]);
+  });
+
+  it('a decoupled step: each of its responses flows downstream; the ensemble is decoupled', async () => {
+    const cfg = (await getJson(`${server.httpUrl}/v2/models/stream/config`)).json;
+    expect(cfg.model_transaction_policy).toEqual({ decoupled: true });
+    expect((await getJson(`${server.httpUrl}/v2/models/chain/config`)).json.model_transaction_policy).toEqual({ decoupled: false });
+    const init = { ...emptyRequestInit('stream', -1), inputs: [intsTensor('X', [10, 20, 30])] };
+    const { responses } = await inferAndCollect(server.api, SINGLE_USER, 'stream', -1, init);
+    expect(responses.map((r) => ints(r.outputs[0]))).toEqual([[11], [21], [31]]);
+    // Like any decoupled model, /infer refuses it (as repeat_wasm is refused).
+    const r = await infer('stream', [1]);
+    expect(r.status).toBe(501);
+  });
+
+  it("a failing step fails the ensemble request with the step's error", async () => {
+    const r = await infer('broken', [1]);
+    expect(r.status).toBe(500);
+    expect(r.json.error).toBe('step failed on purpose');
+  });
+
+  it('cancellation reaches the step in flight; the request ends CANCELLED', async () => {
+    opsSeen.runs.length = 0;
+    const ac = new AbortController();
+    const init = { ...emptyRequestInit('cancellable', -1), inputs: [intsTensor('X', [1])] };
+    const p = inferAndCollect(server.api, SINGLE_USER, 'cancellable', -1, init, ac.signal);
+    setTimeout(() => ac.abort(), 100);
+    await expect(p).rejects.toMatchObject({ code: 'CANCELLED' });
+    expect(opsSeen.runs.find((x) => x.model === 'very_slow')?.cancelled).toBe(true);
+  });
+
+  it('statistics: every step counts as an inference of its model; the ensemble counts its requests', async () => {
+    for (let i = 0; i < 3; i++) expect((await infer('stats_chain', [i])).status).toBe(200);
+    const inc = await stats('stats_inc');
+    const dbl = await stats('stats_double');
+    const ens = await stats('stats_chain');
+    expect(inc.inference_count).toBe(3);
+    expect(inc.execution_count).toBe(3);
+    expect(inc.inference_stats.success.count).toBe(3);
+    expect(dbl.inference_count).toBe(3);
+    expect(dbl.inference_stats.success.count).toBe(3);
+    expect(ens.inference_count).toBe(3);
+    expect(ens.execution_count).toBe(3);
+    expect(ens.inference_stats.success.count).toBe(3);
+    // The ensemble's queue and compute durations are the sums of its composing requests'.
+    const sum = (k: string) => Number(inc.inference_stats[k].ns) + Number(dbl.inference_stats[k].ns);
+    expect(Number(ens.inference_stats.compute_infer.ns)).toBe(sum('compute_infer'));
+    expect(Number(ens.inference_stats.queue.ns)).toBe(sum('queue'));
+  });
+});
+
+describe('validation at load (Triton wording)', () => {
+  const load = (name: string) => postJson(`${server.httpUrl}/v2/repository/models/${name}/load`, {});
+
+  it('a step naming a model that does not exist', async () => {
+    const r = await load('missing_step');
+    expect(r.status).toBe(400);
+    expect(r.json.error).toContain('ensemble missing_step contains models that are not available or ambiguous: no_such_model');
+  });
+
+  it('inconsistent data types between steps', async () => {
+    const r = await load('bad_type');
+    expect(r.status).toBe(400);
+    expect(r.json.error).toContain('in ensemble bad_type, ensemble tensor T: inconsistent data type: TYPE_INT32 is inferred from model inc while TYPE_FP32 is inferred from model fp32_inc');
+  });
+
+  it('a map to an input the model does not have', async () => {
+    const r = await load('bad_input');
+    expect(r.status).toBe(400);
+    expect(r.json.error).toContain('in ensemble bad_input, ensemble tensor X is mapping to non-existing input NOPE in model inc');
+  });
+
+  it('ensembles that depend on each other fail instead of hanging', async () => {
+    const r = await load('cycle_a');
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatch(/circular dependency between ensembles/);
+  });
+
+  it('a step mixing a decoupled model’s responses with other tensors', async () => {
+    const r = await load('mixed_decoupled');
+    expect(r.status).toBe(400);
+    expect(r.json.error).toContain("in ensemble mixed_decoupled, step of model 'add' receives inputs originated from different decoupled models");
+  });
+});

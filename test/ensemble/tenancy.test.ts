@@ -1,0 +1,117 @@
+/**
+ * Tenants' ensembles (multi-tenant mode over HTTP): an ensemble uploaded by a tenant lives in its
+ * namespace and its steps run with the tenant's principal — they reach the tenant's own models
+ * and the operator models shared with it, never another tenant's model nor an operator model
+ * that is not shared (those are "not available", as for a model that does not exist).
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type RunningServer } from '../../host/src/server.js';
+import { hashToken } from '../../host/src/tenancy/token.js';
+import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { ensureBuilt } from '../wasm/helpers.js';
+import { opsConfig, OpsResolver } from './ops-backend.js';
+
+const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123456789abcdefghijklmn' };
+const FIXTURE = (name: string) => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', `${name}.wasm`)).toString('base64');
+
+let repo: TempRepo;
+let dir: string;
+let server: RunningServer;
+
+beforeAll(async () => {
+  await ensureBuilt();
+  repo = tempRepo();
+  for (const [name, op] of [['inc', 'inc'], ['double', 'double']]) {
+    repo.write(`${name}/config.pbtxt`, `name: "${name}"\n${opsConfig(op!)}`);
+    repo.write(`${name}/1/.keep`, '');
+  }
+  dir = mkdtempSync(join(tmpdir(), 'warden-ens-tenants-'));
+  const tenants = {
+    tenants: [
+      { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['inc'] },
+      { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)] },
+    ],
+  };
+  writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
+  server = await startServer({
+    modelRepositories: [repo.path],
+    modelControlMode: 'explicit',
+    loadModels: ['*'],
+    httpPort: 0,
+    metricsPort: -1,
+    logLevel: 'silent',
+    tenantsFile: join(dir, 'tenants.json'),
+    uploadDirectory: join(dir, 'uploads'),
+    backendResolvers: [new OpsResolver()],
+  });
+});
+afterAll(async () => {
+  await server?.stop();
+  repo?.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function call(who: keyof typeof TOKENS, path: string, body: unknown) {
+  const res = await fetch(`${server.httpUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : undefined };
+}
+
+const identity = JSON.stringify({ backend: 'wasm', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] });
+const uploadIdentity = (who: keyof typeof TOKENS, name: string) =>
+  call(who, `/v2/repository/models/${name}/load`, { parameters: { config: identity, 'file:1/model.wasm': FIXTURE('identity') } });
+
+/** An ensemble of one step: X -> model -> Y. */
+function ensemble(model: string, datatype: string, input = 'IN', output = 'OUT'): string {
+  return JSON.stringify({
+    platform: 'ensemble',
+    max_batch_size: 0,
+    input: [{ name: 'X', data_type: datatype, dims: [-1] }],
+    output: [{ name: 'Y', data_type: datatype, dims: [-1] }],
+    ensemble_scheduling: { step: [{ model_name: model, model_version: -1, input_map: { [input]: 'X' }, output_map: { [output]: 'Y' } }] },
+  });
+}
+const uploadEnsemble = (who: keyof typeof TOKENS, name: string, config: string) =>
+  call(who, `/v2/repository/models/${name}/load`, { parameters: { config, 'file:1/README': Buffer.from('ensemble').toString('base64') } });
+
+describe("a tenant's ensembles", () => {
+  it('use the tenant’s own models and the operator models shared with it', async () => {
+    expect((await uploadIdentity('acme', 'mine')).status).toBe(200);
+    const own = await uploadEnsemble('acme', 'own_pipe', ensemble('mine', 'TYPE_FP32', 'INPUT0', 'OUTPUT0'));
+    expect(own.status).toBe(200);
+    const r1 = await call('acme', '/v2/models/own_pipe/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [2], data: [1.5, 2.5] }] });
+    expect(r1.status).toBe(200);
+    expect(r1.json.outputs[0].data).toEqual([1.5, 2.5]);
+
+    const shared = await uploadEnsemble('acme', 'shared_pipe', ensemble('inc', 'TYPE_INT32'));
+    expect(shared.status).toBe(200);
+    const r2 = await call('acme', '/v2/models/shared_pipe/infer', { inputs: [{ name: 'X', datatype: 'INT32', shape: [2], data: [1, 2] }] });
+    expect(r2.status).toBe(200);
+    expect(r2.json.outputs[0].data).toEqual([2, 3]);
+  });
+
+  it("cannot reach another tenant's model, nor an operator model not shared with it", async () => {
+    expect((await uploadIdentity('bob', 'secret')).status).toBe(200);
+    const sneaky = await uploadEnsemble('acme', 'sneaky', ensemble('secret', 'TYPE_FP32', 'INPUT0', 'OUTPUT0'));
+    expect(sneaky.status).toBe(400);
+    expect(sneaky.json.error).toBe('ensemble sneaky contains models that are not available or ambiguous: secret');
+    const unshared = await uploadEnsemble('acme', 'unshared', ensemble('double', 'TYPE_INT32'));
+    expect(unshared.status).toBe(400);
+    expect(unshared.json.error).toBe('ensemble unshared contains models that are not available or ambiguous: double');
+    // Nothing of bob's is visible to acme, and bob's model is untouched.
+    const r = await call('bob', '/v2/models/secret/infer', { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [7] }] });
+    expect(r.json.outputs[0].data).toEqual([7]);
+  });
+
+  it("another tenant cannot infer on a tenant's ensemble", async () => {
+    const r = await call('bob', '/v2/models/shared_pipe/infer', { inputs: [{ name: 'X', datatype: 'INT32', shape: [1], data: [1] }] });
+    expect(r.status).toBe(404);
+  });
+});
