@@ -76,6 +76,8 @@ export interface ModelVersionOptions {
    * DRR quantum, per-tenant queue cap. Default: every tenant weight 1, no per-tenant cap.
    */
   fairness?: TenantFairness;
+  /** `<repository>/<model>`, for files the scheduler reads (sequence initial states). */
+  modelPath?: string;
 }
 
 /**
@@ -94,8 +96,9 @@ export class ModelVersion {
   /**
    * Compiles the request / response validators and builds the scheduler the config asks for
    * (spec §5.6), over `instances`.
-   * @throws TritonError UNSUPPORTED for `sequence_batching` and ensembles (the repository manager
-   *   rejects those before loading; it still owns `instances` and `backendModel` then).
+   * @throws TritonError UNSUPPORTED for ensembles (the repository manager rejects those before
+   *   loading; it still owns `instances` and `backendModel` then), INVALID_ARG for an unusable
+   *   sequence initial state.
    */
   constructor(
     readonly name: string,
@@ -113,6 +116,7 @@ export class ModelVersion {
       version,
       arbiter: options.arbiter,
       fairness: options.fairness,
+      modelPath: options.modelPath,
     });
   }
 

@@ -606,7 +606,11 @@ export class ModelRepositoryManager {
     }
     const stats = new ModelStatistics(this.opts.metrics.forModel(name, version, key.namespace));
     this.opts.metrics.setLoadDuration(name, version, Number(process.hrtime.bigint() - t0) / 1e9, key.namespace);
-    return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog, { arbiter: this.opts.arbiter, fairness: this.opts.fairness });
+    return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog, {
+      arbiter: this.opts.arbiter,
+      fairness: this.opts.fairness,
+      modelPath: request.modelPath,
+    });
   }
 
   private async resolveBackend(request: BackendResolveRequest): Promise<Backend> {
