@@ -259,6 +259,8 @@ export class SequenceBatchScheduler implements ModelScheduler {
       const next = this.backlog[0]!;
       if (!this.assign(next)) break;
       this.backlog.shift();
+      // Its idle time counts from when it got the slot.
+      next.lastNs = now();
     }
   }
 
