@@ -8,7 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
-import { postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EXAMPLES, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
 
 let repo: TempRepo;
 let server: RunningServer;
@@ -16,6 +18,17 @@ let url: string;
 
 beforeAll(async () => {
   repo = tempRepo(['simple', 'simple_sequence', 'simple_dyna_sequence']);
+  // An implicit state whose initial_state data_file is missing: the load fails with the reason.
+  repo.addExample('simple_sequence', 'missing_state');
+  repo.write(
+    'missing_state/config.pbtxt',
+    readFileSync(join(EXAMPLES, 'simple_sequence/config.pbtxt'), 'utf8')
+      .replace('name: "simple_sequence"', 'name: "missing_state"')
+      .replace(
+        'sequence_batching {',
+        'sequence_batching {\n  state [ { input_name: "S_IN" output_name: "S_OUT" data_type: TYPE_INT32 dims: [ 1 ] initial_state [ { data_type: TYPE_INT32 dims: [ 1 ] data_file: "nope.bin" name: "init" } ] } ]',
+      ),
+  );
   server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: 0, logLevel: 'silent' });
   url = server.httpUrl;
 });
@@ -130,6 +143,17 @@ describe('simple_dyna_sequence (oldest, CORRID): Triton sequence client example 
     });
     expect(r.status).toBe(400);
     expect(r.json.error).toMatch(/sequence ID 'abc' for model 'simple_dyna_sequence' must be an unsigned integer/);
+  });
+});
+
+describe('loading', () => {
+  it('the sequence examples are READY; a missing initial_state data_file makes the model UNAVAILABLE with the reason', async () => {
+    const index = (await postJson(`${url}/v2/repository/index`, {})).json as { name: string; state: string; reason?: string }[];
+    const by = Object.fromEntries(index.map((e) => [e.name, e]));
+    expect(by.simple_sequence?.state).toBe('READY');
+    expect(by.simple_dyna_sequence?.state).toBe('READY');
+    expect(by.missing_state?.state).toBe('UNAVAILABLE');
+    expect(by.missing_state?.reason).toBe("failed to read initial state data_file 'nope.bin' of the model's initial_state directory");
   });
 });
 
