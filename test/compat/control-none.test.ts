@@ -1,26 +1,36 @@
 /**
  * tritonclient[http] against Warden in model-control mode NONE on the default repository, as
- * `npm start` serves it: the four example ONNX models READY, the sequence-batching examples (from a
- * second repository) UNAVAILABLE with a reason, strict readiness following the index, load / unload
- * refused (503).
+ * `npm start` serves it: the example ONNX models READY (the sequence examples too), a model with a
+ * bad sequence control (from a second repository) UNAVAILABLE with a reason, strict readiness
+ * following the index, load / unload refused (503).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { tempRepo } from '../helpers/repo.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EXAMPLES, tempRepo } from '../helpers/repo.js';
 import { expectAllPassed, runScript, useCompatServer, type ScriptResult } from './harness.js';
 
 const READY = ['simple', 'simple_string', 'simple_int8', 'addsub_onnx'];
-/**
- * Sequence-batching examples: Warden has no sequence batcher yet, so they are served UNAVAILABLE
- * with a reason. They are not in model_repository/ (a server with unready models is not ready);
- * a second repository beside it holds them.
- */
+/** Triton's sequence examples, served READY from model_repository/ (`sequence.test.ts` infers on them). */
 const SEQUENCE_EXAMPLES = ['simple_sequence', 'simple_dyna_sequence'];
-const UNAVAILABLE = SEQUENCE_EXAMPLES;
-const sequenceRepo = tempRepo(SEQUENCE_EXAMPLES);
-afterAll(() => sequenceRepo.cleanup());
+/**
+ * A model that fails to load, so UNAVAILABLE with a reason: `simple_sequence` with a START control
+ * of three values. Not in model_repository/ (a server with unready models is not ready); a second
+ * repository beside it holds it.
+ */
+const UNAVAILABLE = ['bad_sequence'];
+const badRepo = tempRepo();
+badRepo.addExample('simple_sequence', 'bad_sequence');
+badRepo.write(
+  'bad_sequence/config.pbtxt',
+  readFileSync(join(EXAMPLES, 'simple_sequence/config.pbtxt'), 'utf8')
+    .replace('name: "simple_sequence"', 'name: "bad_sequence"')
+    .replace('int32_false_true: [ 0, 1 ]', 'int32_false_true: [ 0, 1, 2 ]'),
+);
+afterAll(() => badRepo.cleanup());
 
 describe('tritonclient.http against Warden (mode none, default repository)', () => {
-  const c = useCompatServer({ modelControlMode: 'none', extraRepositories: [sequenceRepo.path] });
+  const c = useCompatServer({ modelControlMode: 'none', extraRepositories: [badRepo.path] });
 
   it('liveness, metadata / config / readiness of the example models', async (ctx) => {
     c.skipIfNoClient(ctx);
@@ -54,15 +64,14 @@ describe('tritonclient.http against Warden (mode none, default repository)', () 
   });
 
   it(
-    `sequence-batching examples (${SEQUENCE_EXAMPLES.join(', ')}) listed UNAVAILABLE with a reason`,
+    `sequence-batching examples (${SEQUENCE_EXAMPLES.join(', ')}) READY; ${UNAVAILABLE.join(', ')} UNAVAILABLE with its reason`,
     () => {
       expect(noneResult, 'the index test above ran').toBeDefined();
       const index = noneResult!.observed['index'] as { name: string; state?: string; reason?: string }[];
-      for (const m of SEQUENCE_EXAMPLES) {
-        const e = index.find((x) => x.name === m);
-        expect(e?.state, m).toBe('UNAVAILABLE');
-        expect(e?.reason?.length ?? 0, `${m} reason`).toBeGreaterThan(0);
-      }
+      for (const m of SEQUENCE_EXAMPLES) expect(index.find((x) => x.name === m)).toEqual({ name: m, version: '1', state: 'READY' });
+      const bad = index.find((x) => x.name === 'bad_sequence');
+      expect(bad?.state).toBe('UNAVAILABLE');
+      expect(bad?.reason).toMatch(/'int32_false_true' must have exactly 2 entries/);
     },
   );
 });

@@ -94,7 +94,7 @@ describe('Triton example models', () => {
 
   it("model_repository/'s copies are identical to the vendored originals, and carry their notice", () => {
     const served = join(TRITON_EXAMPLES, '..', '..', 'model_repository');
-    for (const m of ['simple', 'simple_string', 'simple_int8', 'addsub_onnx']) {
+    for (const m of ['simple', 'simple_string', 'simple_int8', 'simple_sequence', 'simple_dyna_sequence', 'addsub_onnx']) {
       for (const f of ['config.pbtxt', join('1', 'model.onnx')]) {
         expect(readFileSync(join(served, m, f)).equals(readFileSync(join(TRITON_EXAMPLES, m, f))), `model_repository/${m}/${f}`).toBe(true);
       }

@@ -66,25 +66,29 @@ describe('health and metadata', () => {
 });
 
 describe('bad model directories: UNAVAILABLE with a reason, the rest serving', () => {
-  it('syntax error, unknown field, no version directory, sequence batching', async () => {
+  it('syntax error, unknown field, no version directory, a bad sequence control', async () => {
     const repo = tempRepo(['simple']);
     repo.addExample('simple', 'broken_syntax');
     repo.write('broken_syntax/config.pbtxt', 'name: "broken_syntax"\nplatform: "onnxruntime_onnx"\ninput [ { name: "INPUT0" ');
     repo.addExample('simple', 'unknown_field');
     repo.write('unknown_field/config.pbtxt', readFileSync(join(EXAMPLES, 'simple/config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "unknown_field"\nmax_batch_sizes: 3'));
     repo.write('no_version/config.pbtxt', 'platform: "onnxruntime_onnx"\nmax_batch_size: 0\n');
-    repo.addExample('simple_sequence');
+    repo.addExample('simple_sequence', 'bad_sequence');
+    repo.write(
+      'bad_sequence/config.pbtxt',
+      readFileSync(join(EXAMPLES, 'simple_sequence/config.pbtxt'), 'utf8').replace('name: "simple_sequence"', 'name: "bad_sequence"').replace('int32_false_true: [ 0, 1 ]', 'int32_false_true: [ 0, 1, 2 ]'),
+    );
     const s = await serve(repo);
     const index = (await postJson(`${s.httpUrl}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string; version?: string }[];
     const by = Object.fromEntries(index.map((e) => [e.name, e]));
     expect(by.simple).toEqual({ name: 'simple', version: '1', state: 'READY' });
-    for (const bad of ['broken_syntax', 'unknown_field', 'no_version', 'simple_sequence']) {
+    for (const bad of ['broken_syntax', 'unknown_field', 'no_version', 'bad_sequence']) {
       expect(by[bad]?.state, bad).toBe('UNAVAILABLE');
     }
     expect(by.unknown_field!.reason).toMatch(/max_batch_sizes/);
     expect(by.broken_syntax!.reason).toMatch(/config\.pbtxt:\d+:\d+/);
     expect(by.no_version!.reason).toMatch(/no version is available/);
-    expect(by.simple_sequence!.reason).toMatch(/sequence_batching/);
+    expect(by.bad_sequence!.reason).toMatch(/'int32_false_true' must have exactly 2 entries/);
     // Strict readiness: not ready; the good model serves anyway.
     expect((await fetch(`${s.httpUrl}/v2/health/ready`)).status).toBe(400);
     expect((await inferSimple(s.httpUrl)).status).toBe(200);

@@ -8,6 +8,7 @@ import { TritonError } from '../../host/src/core/errors.js';
 import {
   createScheduler,
   schedulerKind,
+  unsupportedSchedulerError,
   type ExecutionArbiter,
   type ExecutionClaim,
   type ExecutionGrant,
@@ -228,9 +229,8 @@ describe('scheduler factory', () => {
     expect(schedulerKind(config('platform: "ensemble" max_batch_size: 0 ensemble_scheduling { }', 'ens'))).toBe('ensemble');
   });
 
-  it('refuses sequence batching and ensembles with UNSUPPORTED', () => {
+  it('refuses ensembles with UNSUPPORTED; builds the sequence batcher', () => {
     const cases: [string, string][] = [
-      [`${ECHO} sequence_batching { }`, "model 'model' uses sequence_batching, which Warden does not support yet"],
       ['platform: "ensemble" max_batch_size: 0 ensemble_scheduling { }', "model 'model' is an ensemble, which Warden does not support yet"],
     ];
     for (const [pbtxt, message] of cases) {
@@ -244,6 +244,7 @@ describe('scheduler factory', () => {
       expect((caught as TritonError).code).toBe('UNSUPPORTED');
       expect((caught as TritonError).message).toBe(message);
     }
-    expect(() => modelVersion(config(`${ECHO} sequence_batching { }`), [new FakeInstance()])).toThrow(/uses sequence_batching/);
+    expect(unsupportedSchedulerError(config(`${ECHO} sequence_batching { }`))).toBeUndefined();
+    expect(() => modelVersion(config(`${ECHO} sequence_batching { }`), [new FakeInstance()])).not.toThrow();
   });
 });

@@ -91,7 +91,10 @@ export interface ModelVersionOptions {
    * Absent = wait for ever.
    */
   drainTimeoutMs?: number;
-  /** `<repository>/<model>` (or the upload directory): where `label_filename` files are. */
+  /**
+   * `<repository>/<model>` (or the upload directory): where `label_filename` files and sequence
+   * initial states are.
+   */
   modelPath?: string;
   /**
    * Builds the version's scheduler instead of {@link createScheduler} (an ensemble's, which runs
@@ -124,7 +127,7 @@ export class ModelVersion {
    * (spec §5.6), over `instances` (or the one `options.scheduler` builds: ensembles).
    * @throws TritonError UNSUPPORTED for a scheduling kind without an implementation and no
    *   `options.scheduler` (the repository manager rejects those before loading; it still owns
-   *   `instances` and `backendModel` then).
+   *   `instances` and `backendModel` then), INVALID_ARG for an unusable sequence initial state.
    */
   constructor(
     readonly name: string,
@@ -145,7 +148,7 @@ export class ModelVersion {
     const hooks: SchedulerHooks = { onExecuted: (r) => this.recordExecution(r) };
     this.scheduler = options.scheduler
       ? options.scheduler(hooks, stats)
-      : createScheduler(config, instances, hooks, { version, arbiter: options.arbiter, fairness: options.fairness });
+      : createScheduler(config, instances, hooks, { version, arbiter: options.arbiter, fairness: options.fairness, modelPath: options.modelPath });
   }
 
   /** True for `model_transaction_policy { decoupled: true }`. */

@@ -709,13 +709,20 @@ export class ModelRepositoryManager {
     }
     const stats = new ModelStatistics(this.opts.metrics.forModel(name, version, key.namespace));
     this.opts.metrics.setLoadDuration(name, version, Number(process.hrtime.bigint() - t0) / 1e9, key.namespace);
-    return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog, {
-      arbiter: this.opts.arbiter,
-      fairness: this.opts.fairness,
-      tracer: this.opts.tracer,
-      drainTimeoutMs: this.opts.drainTimeoutMs,
-      modelPath: request.modelPath,
-    });
+    try {
+      return new ModelVersion(name, version, finalConfig, backendModel, instances, stats, vlog, {
+        arbiter: this.opts.arbiter,
+        fairness: this.opts.fairness,
+        tracer: this.opts.tracer,
+        drainTimeoutMs: this.opts.drainTimeoutMs,
+        modelPath: request.modelPath,
+      });
+    } catch (e) {
+      // The scheduler could not be built (e.g. an unreadable sequence initial state).
+      for (const i of instances) await i.finalize().catch(() => undefined);
+      await backendModel.finalize().catch(() => undefined);
+      throw e;
+    }
   }
 
   private async resolveBackend(request: BackendResolveRequest): Promise<Backend> {

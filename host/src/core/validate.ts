@@ -1,12 +1,14 @@
 /**
  * Request and response validation against the model config (spec §5.4, §1.8, §1.12), with
- * Triton's error wording. Every failure is a TritonError INVALID_ARG (400) unless noted.
+ * Triton's error wording. Every failure is a TritonError INVALID_ARG (400) unless noted. Sequence
+ * requests are checked by the sequence batcher (`scheduler/sequence-batch-scheduler.ts`); a model
+ * without one refuses the sequence parameters.
  */
 import type { ModelConfig, ModelInput, ModelOutput } from '../config/types.js';
 import { countBytesElements } from '../tensor/bytes.js';
 import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } from '../tensor/datatypes.js';
 import { internal, invalidArg } from './errors.js';
-import type { InferenceRequest, InferenceRequestInit, InferenceResponse, Tensor } from './types.js';
+import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type InferenceRequest, type InferenceRequestInit, type InferenceResponse, type Tensor } from './types.js';
 
 
 const shapeText = (s: readonly number[]): string => `[${s.join(',')}]`;
@@ -59,7 +61,10 @@ export interface RequestValidator {
    * Validate a request against the model config and build what the backend sees (inputs reshaped
    * per `reshape`, requested outputs filled in; spec §5.4, §1.8, §1.12).
    * @throws TritonError INVALID_ARG with Triton's messages (unknown input / output, datatype,
-   *   shape, batch size, byte size, missing inputs).
+   *   shape, batch size, byte size, missing inputs); "inference request to model '<m>' must not
+   *   specify 'sequence_id', 'sequence_start' or 'sequence_end': the model has no sequence
+   *   batcher" for a non-zero correlation id or a sequence flag on a model without
+   *   `sequence_batching` (ensembles excepted; Warden's wording).
    */
   validate(init: InferenceRequestInit): InferenceRequest;
 }
@@ -81,6 +86,9 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
   const requiredCount = config.input.filter((i) => !i.optional).length;
   const outputNames = new Set(config.output.map((o) => o.name));
   const allOutputs: readonly string[] = config.output.map((o) => o.name);
+  // Sequence parameters mean nothing to a model without a sequence batcher (ensembles pass them
+  // on to their steps).
+  const sequenceParamsRejected = !config.sequence_batching && !config.ensemble_scheduling && config.platform !== 'ensemble';
 
   const missingInputs = (init: InferenceRequestInit, seen: Uint8Array): never => {
     const missing = config.input.filter((i, k) => !i.optional && !seen[k]).map((i) => i.name);
@@ -93,6 +101,14 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
 
   return {
     validate(init: InferenceRequestInit): InferenceRequest {
+      if (sequenceParamsRejected) {
+        const id = init.correlationId;
+        if ((id !== 0 && id !== '' && id !== 0n) || (init.flags & (REQUEST_FLAG_SEQUENCE_START | REQUEST_FLAG_SEQUENCE_END)) !== 0) {
+          throw invalidArg(
+            `inference request to model '${m}' must not specify 'sequence_id', 'sequence_start' or 'sequence_end': the model has no sequence batcher`,
+          );
+        }
+      }
       const seen = new Uint8Array(inputCount);
       let requiredSeen = 0;
       let batch = -1;

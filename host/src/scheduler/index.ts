@@ -3,12 +3,15 @@
  * `scheduling_choice` picks the {@link ModelScheduler} implementation of a model version.
  * Adding a kind = one file implementing ModelScheduler + its entry in {@link FACTORIES}.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ModelConfig } from '../config/types.js';
 import { TritonError } from '../core/errors.js';
 import type { BackendModelInstance } from '../core/types.js';
 import { PASS_THROUGH_ARBITER, type ExecutionArbiter } from './arbiter.js';
 import { DynamicBatchScheduler } from './dynamic-batch-scheduler.js';
 import { IdleInstancePool, type InstancePool } from './instance-pool.js';
+import { SequenceBatchScheduler } from './sequence-batch-scheduler.js';
 import type { ModelScheduler, SchedulerHooks, TenantFairness } from './types.js';
 
 export type { ExecutionArbiter, ExecutionClaim, ExecutionGrant } from './arbiter.js';
@@ -35,27 +38,49 @@ export interface SchedulerOptions {
    * queue cap); default: equal weights, no per-tenant cap.
    */
   fairness?: TenantFairness;
+  /**
+   * `<repository>/<model>`: where `sequence_batching.state[].initial_state[].data_file` is read
+   * from (`<modelPath>/initial_state/<data_file>`); without it such a state fails the load.
+   */
+  modelPath?: string;
 }
 
 /** Everything a scheduler implementation is built from. */
 interface SchedulerParts {
   config: ModelConfig;
   pool: InstancePool;
+  instances: readonly BackendModelInstance[];
   hooks: SchedulerHooks;
   arbiter: ExecutionArbiter;
   version: number;
   fairness: TenantFairness | undefined;
+  modelPath: string | undefined;
 }
 
 type SchedulerFactory = (parts: SchedulerParts) => ModelScheduler;
 
 const dynamicBatch: SchedulerFactory = (p) => new DynamicBatchScheduler(p.config, p.pool, p.hooks, p.arbiter, p.version, p.fairness);
 
+const sequenceBatch: SchedulerFactory = (p) =>
+  new SequenceBatchScheduler(p.config, p.instances, p.hooks, p.arbiter, p.version, p.modelPath ? (f) => readInitialState(p.modelPath!, f) : undefined);
+
+/** `<modelPath>/initial_state/<file>`; the file name must not leave that directory. */
+function readInitialState(modelPath: string, file: string): Uint8Array {
+  if (file.includes('/') || file.includes('\\') || file === '..' || file === '.') {
+    throw new TritonError('INVALID_ARG', `initial state data_file '${file}' must be a file name inside the model's initial_state directory`);
+  }
+  try {
+    return readFileSync(join(modelPath, 'initial_state', file));
+  } catch {
+    throw new TritonError('INVALID_ARG', `failed to read initial state data_file '${file}' of the model's initial_state directory`);
+  }
+}
+
 /** Implementation per kind; undefined = not supported yet. */
 const FACTORIES: Record<SchedulerKind, SchedulerFactory | undefined> = {
   default: dynamicBatch,
   dynamic_batching: dynamicBatch,
-  sequence_batching: undefined,
+  sequence_batching: sequenceBatch,
   ensemble: undefined,
 };
 
@@ -69,8 +94,8 @@ export function schedulerKind(config: ModelConfig): SchedulerKind {
 
 /**
  * The error for a config whose scheduling kind Warden cannot serve yet, or undefined if it can.
- * Messages: "model '<name>' uses sequence_batching, which Warden does not support yet" and
- * "model '<name>' is an ensemble, which Warden does not support yet" (TritonError UNSUPPORTED).
+ * Message: "model '<name>' is an ensemble, which Warden does not support yet" (TritonError
+ * UNSUPPORTED).
  */
 export function unsupportedSchedulerError(config: ModelConfig): TritonError | undefined {
   const kind = schedulerKind(config);
@@ -82,8 +107,8 @@ export function unsupportedSchedulerError(config: ModelConfig): TritonError | un
 /**
  * Build the scheduler of one model version over `instances` (one {@link IdleInstancePool} per
  * version), chosen by {@link schedulerKind}.
- * @throws TritonError UNSUPPORTED for `sequence_batching` and ensembles (see
- *   {@link unsupportedSchedulerError} for the messages).
+ * @throws TritonError UNSUPPORTED for ensembles (see {@link unsupportedSchedulerError} for the
+ *   message); INVALID_ARG for an unusable `sequence_batching` initial state.
  */
 export function createScheduler(
   config: ModelConfig,
@@ -96,9 +121,11 @@ export function createScheduler(
   return factory({
     config,
     pool: new IdleInstancePool(instances),
+    instances,
     hooks,
     arbiter: options.arbiter ?? PASS_THROUGH_ARBITER,
     version: options.version,
     fairness: options.fairness,
+    modelPath: options.modelPath,
   });
 }

@@ -18,6 +18,8 @@ export interface ModelScheduler {
    * @throws TritonError UNAVAILABLE "Exceeds maximum queue size" when the queue policy's
    *   `max_queue_size` is reached (spec §5.6), or UNAVAILABLE "tenant '<t>' exceeds its queue
    *   quota of N requests for model '<m>'" when {@link TenantFairness.maxQueuedPerTenant} is;
+   *   the sequence batcher throws INVALID_ARG for requests it cannot route (no correlation id,
+   *   no START for an unknown sequence, batch size above 1; see `SequenceBatchScheduler`);
    *   nothing was queued and the sender was not used.
    */
   enqueue(request: InferenceRequest, sender: ResponseSender): void;

@@ -24,7 +24,8 @@ import type {
   ResponseSender,
 } from '../../core/types.js';
 import { tensorDataType } from '../../core/validate.js';
-import { toConfigDataType } from '../../tensor/datatypes.js';
+import { type DataType, toConfigDataType } from '../../tensor/datatypes.js';
+import { sequenceInputNames, stateOutputTypes } from '../../scheduler/sequence-controls.js';
 import { concatBatch, dataTypeFromOrt, fromOrtTensor, splitBatch, toOrtTensor } from './tensors.js';
 
 /** True if this model is served by the onnxruntime backend. */
@@ -94,20 +95,28 @@ function autoComplete(config: ModelConfig, session: ort.InferenceSession): Model
 }
 
 class OnnxInstance implements BackendModelInstance {
+  /** Config inputs, then the sequence batcher's control and state inputs (spec §5.6). */
+  private readonly feedNames: string[];
+  /** Implicit-state outputs (not in `config.output`) and their datatypes. */
+  private readonly stateOutputs: Map<string, DataType>;
+
   constructor(
     private readonly session: ort.InferenceSession,
     private readonly config: ModelConfig,
-  ) {}
+  ) {
+    this.feedNames = [...config.input.map((i) => i.name), ...sequenceInputNames(config)];
+    this.stateOutputs = stateOutputTypes(config);
+  }
 
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings> {
     const batched = this.config.max_batch_size > 0 && requests.length > 1;
     const feeds: Record<string, ort.Tensor> = {};
-    for (const ci of this.config.input) {
-      const parts = requests.map((r) => r.inputs.find((t) => t.name === ci.name)).filter((t) => t !== undefined);
+    for (const name of this.feedNames) {
+      const parts = requests.map((r) => r.inputs.find((t) => t.name === name)).filter((t) => t !== undefined);
       if (parts.length === 0) continue; // optional input not given
-      if (parts.length !== requests.length) throw invalidArg(`optional input '${ci.name}' must be given by every request of a batch`);
+      if (parts.length !== requests.length) throw invalidArg(`optional input '${name}' must be given by every request of a batch`);
       const t = batched ? concatBatch(parts) : parts[0]!;
-      feeds[ci.name] = toOrtTensor(t.datatype, t.shape, t.data);
+      feeds[name] = toOrtTensor(t.datatype, t.shape, t.data);
     }
     const wanted = [...new Set(requests.flatMap((r) => r.requestedOutputs))];
     const computeStartNs = process.hrtime.bigint();
@@ -121,10 +130,10 @@ class OnnxInstance implements BackendModelInstance {
     const sizes = requests.map((r) => r.batchSize);
     const perRequest = requests.map(() => [] as ReturnType<typeof fromOrtTensor>[]);
     for (const name of wanted) {
-      const co = this.config.output.find((o) => o.name === name)!;
+      const co = this.config.output.find((o) => o.name === name);
       const out = results[name];
       if (!out) throw internal(`onnxruntime did not produce output '${name}'`);
-      const t = fromOrtTensor(name, tensorDataType(co), out as ort.Tensor);
+      const t = fromOrtTensor(name, co ? tensorDataType(co) : this.stateOutputs.get(name)!, out as ort.Tensor);
       const split = batched ? splitBatch(t, sizes) : [t];
       requests.forEach((r, i) => {
         if (r.requestedOutputs.includes(name)) perRequest[i]!.push(split[i]!);

@@ -1,0 +1,482 @@
+/**
+ * The sequence batcher of one model version (spec §5.6 `sequence_batching`, §3.7): requests are
+ * routed by correlation id; each sequence holds one batch slot of one instance from its START
+ * request until its END request was dispatched or it was idle for
+ * `max_sequence_idle_microseconds` (sequences beyond the free slots wait in a backlog, in arrival
+ * order, for a slot). Control inputs (START / END / READY / CORRID) and implicit state inputs are
+ * added to every request handed to the backend; the state outputs are taken back from its
+ * responses and kept per sequence.
+ *
+ * Strategies:
+ * - `direct` (default): `max(1, max_batch_size)` slots per instance; a batch holds the next
+ *   request of every slot up to the highest slot with work, in slot order (request k of a batch
+ *   belongs to slot k); slots without a request get a filler request with READY (and every
+ *   other control) false, whose responses are dropped. With `max_queue_delay_microseconds`, a
+ *   batch waits until `minimum_slot_utilization` of the slots have work or the delay expired.
+ * - `oldest`: `max_candidate_sequences` slots per instance; a batch takes the next requests of
+ *   the sequences whose next request is oldest (one per sequence), up to `max_batch_size`,
+ *   dispatched at once when the largest `preferred_batch_size` (else `max_batch_size`) is reached
+ *   or the oldest request waited `max_queue_delay_microseconds`.
+ *
+ * Requests of one sequence run one after another on its instance, in arrival order.
+ */
+import type { ModelConfig } from '../config/types.js';
+import { TritonError, asTritonError, invalidArg } from '../core/errors.js';
+import {
+  REQUEST_FLAG_SEQUENCE_END,
+  REQUEST_FLAG_SEQUENCE_START,
+  type BackendModelInstance,
+  type ExecuteTimings,
+  type InferenceRequest,
+  type InferenceResponse,
+  type ResponseSender,
+  type Tensor,
+} from '../core/types.js';
+import { PASS_THROUGH_ARBITER, type ExecutionArbiter, type ExecutionClaim, type ExecutionGrant } from './arbiter.js';
+import type { PendingRequest } from './queue.js';
+import { SequenceControls } from './sequence-controls.js';
+import type { ModelScheduler, SchedulerHooks } from './types.js';
+
+const now = (): bigint => process.hrtime.bigint();
+
+const cancelledError = (): TritonError => new TritonError('CANCELLED', 'Request was cancelled');
+
+/** The responses of filler requests go nowhere. */
+const DROP: ResponseSender = Object.freeze({ send(): void {}, sendError(): void {} });
+
+/** Map key of a correlation id: integer ids (number or bigint) and string ids never collide. */
+const keyOf = (id: number | bigint | string): string => (typeof id === 'string' ? `s${id}` : `n${id}`);
+
+/** One live sequence. */
+interface Sequence {
+  readonly key: string;
+  readonly id: number | bigint | string;
+  /** CORRID control bytes (undefined without a CORRID control). */
+  readonly corrid: Uint8Array | undefined;
+  /** Requests waiting, in arrival order. */
+  readonly queue: PendingRequest[];
+  /** Its slot, undefined while in the backlog. */
+  lane: Lane | undefined;
+  slot: number;
+  /** Implicit state per state input name: `[shape without batch dim, bytes]`; undefined = initial. */
+  state: Map<string, { shape: number[]; data: Uint8Array }> | undefined;
+  /** Last enqueue (monotonic ns), for the idle timeout. */
+  lastNs: bigint;
+  /** END queued or idle timeout: no more requests join; the slot frees once the queue is taken. */
+  closed: boolean;
+}
+
+/** One instance and its batch slots. */
+interface Lane {
+  readonly index: number;
+  readonly instance: BackendModelInstance;
+  readonly slots: (Sequence | undefined)[];
+  busy: boolean;
+  /** Sequences holding a slot. */
+  used: number;
+}
+
+/** Sequence batcher for `direct` and `oldest` (see the module comment). */
+export class SequenceBatchScheduler implements ModelScheduler {
+  private readonly model: string;
+  private readonly controls: SequenceControls;
+  private readonly oldest: boolean;
+  private readonly maxBatch: number;
+  private readonly preferredMax: number;
+  private readonly maxDelayNs: bigint;
+  private readonly minSlotUtilization: number;
+  private readonly idleNs: bigint;
+  private readonly lanes: Lane[];
+  /** Live sequences by correlation id (closed ones are removed). */
+  private readonly sequences = new Map<string, Sequence>();
+  /** Sequences waiting for a slot, in arrival order. */
+  private readonly backlog: Sequence[] = [];
+  private queued = 0;
+  private executing = 0;
+  private idleWaiters: (() => void)[] = [];
+  private deferred = false;
+  private pumping = false;
+  private pumpAgain = false;
+  private delayTimer: NodeJS.Timeout | undefined;
+  private delayAtNs = 0n;
+  private reaper: NodeJS.Timeout | undefined;
+  private readonly batchTenants: string[] = [];
+  private readonly claim: ExecutionClaim;
+  private readonly fillTenants: boolean;
+  private readonly wakeFromArbiter = (): void => {
+    this.deferred = false;
+    this.pump();
+  };
+
+  /**
+   * @param readInitialState reads `<model>/initial_state/<file>` for `initial_state.data_file`.
+   * @throws TritonError INVALID_ARG for an unusable initial state (see {@link SequenceControls}).
+   */
+  constructor(
+    config: ModelConfig,
+    instances: readonly BackendModelInstance[],
+    private readonly hooks: SchedulerHooks,
+    private readonly arbiter: ExecutionArbiter,
+    version: number,
+    readInitialState?: (file: string) => Uint8Array,
+  ) {
+    const sb = config.sequence_batching!;
+    this.model = config.name;
+    this.controls = new SequenceControls(config, readInitialState);
+    this.oldest = sb.oldest !== undefined;
+    this.maxBatch = Math.max(1, config.max_batch_size);
+    const preferred = (sb.oldest?.preferred_batch_size ?? []).filter((n) => n <= this.maxBatch);
+    this.preferredMax = preferred.length > 0 ? Math.max(...preferred) : this.maxBatch;
+    this.maxDelayNs = BigInt((sb.oldest ?? sb.direct)?.max_queue_delay_microseconds ?? 0) * 1000n;
+    this.minSlotUtilization = sb.direct?.minimum_slot_utilization ?? 0;
+    this.idleNs = BigInt(sb.max_sequence_idle_microseconds) * 1000n;
+    const slots = this.oldest ? Math.max(1, sb.oldest!.max_candidate_sequences) : this.maxBatch;
+    this.lanes = instances.map((instance, index) => ({ index, instance, slots: new Array(slots).fill(undefined), busy: false, used: 0 }));
+    this.claim = Object.freeze({ model: config.name, version, tenants: this.batchTenants });
+    this.fillTenants = arbiter !== PASS_THROUGH_ARBITER;
+  }
+
+  get pendingCount(): number {
+    return this.queued;
+  }
+
+  pendingByTenant(): Map<string, number> {
+    const m = new Map<string, number>();
+    const count = (s: Sequence): void => {
+      for (const p of s.queue) if (p.request.tenant) m.set(p.request.tenant, (m.get(p.request.tenant) ?? 0) + 1);
+    };
+    for (const l of this.lanes) for (const s of l.slots) if (s) count(s);
+    for (const s of this.backlog) count(s);
+    return m;
+  }
+
+  /**
+   * Route a request to its sequence (spec §5.6).
+   * @throws TritonError INVALID_ARG (Triton's wording) for a batch size above 1 ("inference
+   *   request to model '<m>' must specify batch-size 1 due to requirements of sequence batcher"),
+   *   no correlation id ("... must specify a non-zero or non-empty correlation ID"), a request
+   *   without START for a sequence that is not live ("inference request for sequence <id> to
+   *   model '<m>' must specify the START flag on the first request of the sequence"), or a
+   *   string id that the model's integer CORRID control cannot carry. Nothing was queued.
+   */
+  enqueue(request: InferenceRequest, sender: ResponseSender): void {
+    const m = this.model;
+    if (request.batchSize > 1) {
+      throw invalidArg(`inference request to model '${m}' must specify batch-size 1 due to requirements of sequence batcher`);
+    }
+    const id = request.correlationId;
+    if (id === 0 || id === '' || id === 0n) {
+      throw invalidArg(`inference request to model '${m}' must specify a non-zero or non-empty correlation ID`);
+    }
+    const key = keyOf(id);
+    const start = (request.flags & REQUEST_FLAG_SEQUENCE_START) !== 0;
+    let seq = this.sequences.get(key);
+    if (!start && !seq) {
+      throw invalidArg(`inference request for sequence ${String(id)} to model '${m}' must specify the START flag on the first request of the sequence`);
+    }
+    const t = now();
+    if (!seq) {
+      seq = { key, id, corrid: this.controls.corridData(id, m), queue: [], lane: undefined, slot: -1, state: undefined, lastNs: t, closed: false };
+      this.sequences.set(key, seq);
+      if (!this.assign(seq)) this.backlog.push(seq);
+    }
+    // A START for a live sequence continues it in its slot (Triton: the previous sequence is
+    // ended early); the START resets its state when dispatched.
+    seq.lastNs = t;
+    seq.queue.push({ request, sender, queueStartNs: t, deadlineNs: 0n, level: 0 });
+    this.queued++;
+    if ((request.flags & REQUEST_FLAG_SEQUENCE_END) !== 0) this.close(seq);
+    this.armReaper();
+    this.pump();
+  }
+
+  drain(): Promise<void> {
+    if (this.queued === 0 && this.executing === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  rejectPending(error: TritonError): void {
+    clearTimeout(this.delayTimer);
+    this.delayTimer = undefined;
+    clearTimeout(this.reaper);
+    this.reaper = undefined;
+    const all: Sequence[] = [...this.backlog];
+    for (const l of this.lanes) {
+      for (let s = 0; s < l.slots.length; s++) {
+        const seq = l.slots[s];
+        if (seq) all.push(seq);
+        l.slots[s] = undefined;
+      }
+      l.used = 0;
+    }
+    this.backlog.length = 0;
+    this.sequences.clear();
+    for (const seq of all) {
+      for (const p of seq.queue.splice(0)) {
+        this.queued--;
+        p.sender.sendError(error, true);
+      }
+    }
+    this.checkIdle();
+  }
+
+  /** Give `seq` a free slot (the lane with the fewest sequences, lowest slot); false if none. */
+  private assign(seq: Sequence): boolean {
+    let best: Lane | undefined;
+    for (const l of this.lanes) {
+      if (l.used >= l.slots.length || !(l.instance.isReady?.() ?? true)) continue;
+      if (!best || l.used < best.used) best = l;
+    }
+    if (!best) return false;
+    const slot = best.slots.indexOf(undefined);
+    best.slots[slot] = seq;
+    best.used++;
+    seq.lane = best;
+    seq.slot = slot;
+    return true;
+  }
+
+  /** No more requests join `seq` (END queued, or idle); its slot frees once its queue is taken. */
+  private close(seq: Sequence): void {
+    seq.closed = true;
+    if (this.sequences.get(seq.key) === seq) this.sequences.delete(seq.key);
+    if (seq.queue.length === 0) this.release(seq);
+  }
+
+  /** Free `seq`'s slot (or drop it from the backlog) and hand the slot to the oldest backlogged sequence. */
+  private release(seq: Sequence): void {
+    const lane = seq.lane;
+    if (!lane) {
+      const i = this.backlog.indexOf(seq);
+      if (i >= 0) this.backlog.splice(i, 1);
+      return;
+    }
+    lane.slots[seq.slot] = undefined;
+    lane.used--;
+    seq.lane = undefined;
+    seq.state = undefined;
+    while (this.backlog.length > 0) {
+      const next = this.backlog[0]!;
+      if (!this.assign(next)) break;
+      this.backlog.shift();
+      // Its idle time counts from when it got the slot.
+      next.lastNs = now();
+    }
+  }
+
+  /** Release the sequences idle for `max_sequence_idle_microseconds`; re-arm for the next one. */
+  private reap(): void {
+    this.reaper = undefined;
+    const t = now();
+    for (const seq of [...this.sequences.values()]) {
+      // A backlogged sequence is not reaped (as in Triton): it has not had a slot to idle in.
+      if (seq.lane && t - seq.lastNs >= this.idleNs) this.close(seq);
+    }
+    this.armReaper();
+    this.pump();
+  }
+
+  private armReaper(): void {
+    if (this.reaper || this.sequences.size === 0) return;
+    let oldest: bigint | undefined;
+    for (const s of this.sequences.values()) if (oldest === undefined || s.lastNs < oldest) oldest = s.lastNs;
+    const leftMs = Math.max(0, Number(oldest! + this.idleNs - now()) / 1e6);
+    this.reaper = setTimeout(() => this.reap(), Math.ceil(leftMs) + 1);
+    this.reaper.unref();
+  }
+
+  private pump(): void {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        for (const lane of this.lanes) {
+          if (this.deferred) break;
+          this.dispatch(lane);
+        }
+      } while (this.pumpAgain);
+    } finally {
+      this.pumping = false;
+    }
+    this.checkIdle();
+  }
+
+  /** Drop the cancelled requests at the head of `seq`'s queue (CANCELLED); true if one was dropped. */
+  private dropCancelled(seq: Sequence): void {
+    while (seq.queue.length > 0 && seq.queue[0]!.request.cancelled) {
+      const p = seq.queue.shift()!;
+      this.queued--;
+      const ends = (p.request.flags & REQUEST_FLAG_SEQUENCE_END) !== 0;
+      p.sender.sendError(cancelledError(), true);
+      if (ends || (seq.closed && seq.queue.length === 0)) this.release(seq);
+    }
+  }
+
+  /** Run the next batch of `lane` if its instance is free and a batch is due. */
+  private dispatch(lane: Lane): void {
+    if (lane.busy || !(lane.instance.isReady?.() ?? true)) return;
+    const ready: Sequence[] = [];
+    for (const seq of lane.slots) {
+      if (!seq) continue;
+      this.dropCancelled(seq);
+      if (seq.queue.length > 0 && seq.lane === lane) ready.push(seq);
+    }
+    if (ready.length === 0) return;
+    const t = now();
+    let chosen: Sequence[];
+    if (this.oldest) {
+      ready.sort((a, b) => (a.queue[0]!.queueStartNs < b.queue[0]!.queueStartNs ? -1 : a.queue[0]!.queueStartNs > b.queue[0]!.queueStartNs ? 1 : 0));
+      chosen = ready.slice(0, this.maxBatch);
+      const full = chosen.length >= this.preferredMax;
+      const waited = t - chosen[0]!.queue[0]!.queueStartNs;
+      if (!full && this.maxDelayNs > 0n && waited < this.maxDelayNs) return this.armDelay(chosen[0]!.queue[0]!.queueStartNs + this.maxDelayNs);
+    } else {
+      chosen = ready.sort((a, b) => a.slot - b.slot);
+      if (this.maxDelayNs > 0n && ready.length < this.minSlotUtilization * lane.slots.length) {
+        let earliest = ready[0]!.queue[0]!.queueStartNs;
+        for (const s of ready) if (s.queue[0]!.queueStartNs < earliest) earliest = s.queue[0]!.queueStartNs;
+        if (t - earliest < this.maxDelayNs) return this.armDelay(earliest + this.maxDelayNs);
+      }
+    }
+    if (this.fillTenants) {
+      this.batchTenants.length = 0;
+      for (const s of chosen) {
+        const tenant = s.queue[0]!.request.tenant;
+        if (!this.batchTenants.includes(tenant)) this.batchTenants.push(tenant);
+      }
+    }
+    const grant = this.arbiter.tryAdmit(this.claim, this.wakeFromArbiter);
+    if (!grant) {
+      this.deferred = true;
+      return;
+    }
+    const batch: PendingRequest[] = [];
+    const requests: InferenceRequest[] = [];
+    const senders: ResponseSender[] = [];
+    let filler: { base: Tensor[]; requestedOutputs: string[]; template: InferenceRequest } | undefined;
+    const prepared: { seq: Sequence; p: PendingRequest; base: Tensor[] }[] = [];
+    for (const seq of chosen) {
+      const p = seq.queue.shift()!;
+      this.queued--;
+      prepared.push({ seq, p, base: p.request.inputs.slice() });
+    }
+    for (const { seq, p, base } of prepared) {
+      if (!this.oldest) {
+        // Pad the slots before this one that have no request with not-ready fillers.
+        filler ??= { base, requestedOutputs: p.request.requestedOutputs.slice(), template: p.request };
+        while (requests.length < seq.slot) {
+          requests.push(this.fillerRequest(filler.template, filler.base, filler.requestedOutputs));
+          senders.push(DROP);
+        }
+      }
+      const r = p.request;
+      r.inputs.push(...this.controls.controlTensors(r.flags, true, seq.corrid));
+      if ((r.flags & REQUEST_FLAG_SEQUENCE_START) !== 0) seq.state = undefined;
+      senders.push(this.addState(seq, r, p.sender));
+      requests.push(r);
+      batch.push(p);
+      if ((r.flags & REQUEST_FLAG_SEQUENCE_END) !== 0 || (seq.closed && seq.queue.length === 0)) {
+        // The END request is on its way: the slot is free for the backlog from the next batch on.
+        // Its state stays readable by the sender wrapper (it holds `seq`).
+        const state = seq.state;
+        this.release(seq);
+        seq.state = state;
+      }
+    }
+    lane.busy = true;
+    void this.run(lane, grant, batch, requests, senders);
+  }
+
+  /** A not-ready request padding a direct batch's empty slot: the template's inputs, every control false. */
+  private fillerRequest(template: InferenceRequest, base: Tensor[], requestedOutputs: string[]): InferenceRequest {
+    const inputs = [...base, ...this.controls.controlTensors(0, false, undefined)];
+    for (const spec of this.controls.states) inputs.push(this.controls.stateTensor(spec, spec.shape, spec.initial));
+    const outputs = requestedOutputs.slice();
+    for (const spec of this.controls.states) if (!outputs.includes(spec.output)) outputs.push(spec.output);
+    return { ...template, id: '', inputs, requestedOutputs: outputs, correlationId: 0, flags: 0, parameters: {}, cancelled: false, batchSize: 1 };
+  }
+
+  /**
+   * Add `seq`'s state inputs to `r` and ask for the state outputs; the returned sender takes the
+   * state outputs out of the responses (keeping them as the sequence's next state) before they
+   * reach `downstream`.
+   */
+  private addState(seq: Sequence, r: InferenceRequest, downstream: ResponseSender): ResponseSender {
+    const specs = this.controls.states;
+    if (specs.length === 0) return downstream;
+    for (const spec of specs) {
+      const cur = seq.state?.get(spec.input);
+      r.inputs.push(this.controls.stateTensor(spec, cur?.shape ?? spec.shape, cur?.data ?? spec.initial));
+      if (!r.requestedOutputs.includes(spec.output)) r.requestedOutputs.push(spec.output);
+    }
+    const batching = this.controls.batching;
+    return {
+      send(response: InferenceResponse | null, final: boolean): void {
+        if (response) {
+          const outputs: Tensor[] = [];
+          for (const t of response.outputs) {
+            const spec = specs.find((s) => s.output === t.name);
+            if (!spec) {
+              outputs.push(t);
+              continue;
+            }
+            seq.state ??= new Map();
+            seq.state.set(spec.input, { shape: batching ? t.shape.slice(1) : t.shape.slice(), data: t.data });
+          }
+          if (outputs.length !== response.outputs.length) response = response.parameters ? { outputs, parameters: response.parameters } : { outputs };
+        }
+        downstream.send(response, final);
+      },
+      sendError(error: TritonError, final: boolean): void {
+        downstream.sendError(error, final);
+      },
+    };
+  }
+
+  private armDelay(atNs: bigint): void {
+    if (this.delayTimer && this.delayAtNs <= atNs) return;
+    clearTimeout(this.delayTimer);
+    this.delayAtNs = atNs;
+    this.delayTimer = setTimeout(
+      () => {
+        this.delayTimer = undefined;
+        this.pump();
+      },
+      Math.max(0, Number(atNs - now()) / 1e6),
+    );
+  }
+
+  private async run(lane: Lane, grant: ExecutionGrant, batch: PendingRequest[], requests: InferenceRequest[], senders: ResponseSender[]): Promise<void> {
+    this.executing++;
+    try {
+      const execStartNs = now();
+      let timings: ExecuteTimings | void = undefined;
+      let error: TritonError | undefined;
+      try {
+        timings = await lane.instance.execute(requests, senders);
+      } catch (e) {
+        error = asTritonError(e);
+      }
+      const execEndNs = now();
+      this.hooks.onExecuted({ batch, batchSize: batch.length, execStartNs, execEndNs, timings: timings ?? undefined, error });
+      if (error) for (const p of batch) p.sender.sendError(error, true);
+    } finally {
+      this.executing--;
+      lane.busy = false;
+      grant.release();
+      this.pump();
+    }
+  }
+
+  private checkIdle(): void {
+    if (this.queued === 0 && this.executing === 0 && this.idleWaiters.length > 0) {
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const r of w) r();
+    }
+  }
+}
