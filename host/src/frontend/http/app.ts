@@ -24,8 +24,8 @@ type ModelParams = { model: string; version?: string };
 function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
   if (!socket.writable) return void socket.destroy();
   const message =
-    err.code === 'HPE_UNEXPECTED_CONTENT_LENGTH'
-      ? "Content-Length can't be present with Transfer-Encoding"
+    err.code === 'HPE_UNEXPECTED_CONTENT_LENGTH' || err.code === 'HPE_INVALID_TRANSFER_ENCODING'
+      ? "Transfer-Encoding can't be present with Content-Length"
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? 'Request Header Fields Too Large'
         : 'Bad Request';
