@@ -30,7 +30,9 @@ describe('health and metadata', () => {
     const s = await serve(tempRepo(['simple', 'addsub_onnx']));
     const live = await fetch(`${s.httpUrl}/v2/health/live`);
     expect(live.status).toBe(200);
-    expect(await live.text()).toBe('');
+    // Triton's status with the Open Inference Protocol's body (KServe's clients read it; tritonclient reads the status).
+    expect(live.headers.get('content-type')).toBe('application/json');
+    expect(await live.json()).toEqual({ live: true });
     expect((await fetch(`${s.httpUrl}/v2/health/ready`)).status).toBe(200);
     const meta = (await getJson(`${s.httpUrl}/v2`)).json;
     expect(meta.extensions).toContain('binary_tensor_data');

@@ -124,6 +124,63 @@ describe('cancelled requests', () => {
   });
 });
 
+describe('dynamic batcher: a request that cannot join sends the pending batch at once', () => {
+  // A queue delay of 60 s: without the rule, the first request would wait it out.
+  const VAR = `
+backend: "fake"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+dynamic_batching { max_queue_delay_microseconds: 60000000 }
+`;
+  const shaped = (id: string, shape: number[]) =>
+    echoInit(id, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape, data: new Uint8Array(shape[0]! * shape[1]! * 4) }] });
+
+  it('an incompatible shape dispatches the batch waiting before it; the new request waits for its own batch', async () => {
+    const inst = new FakeInstance();
+    const { mv } = modelVersion(config(VAR), [inst]);
+    const outcomes: Promise<Outcome>[] = [];
+    const submit = (id: string, shape: number[]) => {
+      const c = collector();
+      mv.submit(shaped(id, shape), c.sender);
+      outcomes.push(c.done);
+    };
+    submit('a', [1, 4]);
+    submit('b', [1, 4]);
+    await tick();
+    expect(inst.executions).toEqual([]); // compatible: they wait for more (preferred = 8)
+    submit('c', [1, 3]);
+    await tick();
+    expect(inst.executions).toEqual([['a', 'b']]);
+    // c waits; d (7 elements, same shape) completes a full batch of 8.
+    submit('d', [7, 3]);
+    await tick();
+    expect(inst.executions).toEqual([['a', 'b'], ['c', 'd']]);
+    for (const o of await Promise.all(outcomes)) expect(o.response).toBeDefined();
+    await mv.retire();
+  });
+
+  it('a request that would overflow max_batch_size dispatches the batch waiting before it', async () => {
+    const inst = new FakeInstance();
+    const { mv } = modelVersion(config(VAR), [inst]);
+    const a = collector();
+    const b = collector();
+    const c = collector();
+    mv.submit(shaped('a', [5, 4]), a.sender);
+    await tick();
+    expect(inst.executions).toEqual([]);
+    mv.submit(shaped('b', [5, 4]), b.sender);
+    await tick();
+    expect(inst.executions).toEqual([['a']]);
+    mv.submit(shaped('c', [3, 4]), c.sender); // 5 + 3 = 8: the preferred (max) size
+    await tick();
+    expect(inst.executions).toEqual([['a'], ['b', 'c']]);
+    for (const o of await Promise.all([a.done, b.done, c.done])) expect(o.response).toBeDefined();
+    await mv.retire();
+  });
+});
+
 describe('queue policy', () => {
   it('a request whose timeout expired in the queue is rejected, never executed', async () => {
     const inst = new FakeInstance({ manual: true });

@@ -77,6 +77,20 @@ interface ModelRecord {
   chain: Promise<unknown>;
 }
 
+/** Nothing loaded, attempted or stored under this record's name. */
+function isEmptyRecord(r: ModelRecord): boolean {
+  return (
+    r.serving.size === 0 &&
+    r.status.size === 0 &&
+    r.origin === undefined &&
+    r.attemptOrigin === undefined &&
+    r.overrideDir === undefined &&
+    r.uploadGeneration === undefined &&
+    (r.generationUsers?.size ?? 0) === 0 &&
+    r.admitted === undefined
+  );
+}
+
 export interface RepositoryManagerOptions {
   repositories: string[];
   controlMode: ModelControlMode;
@@ -439,15 +453,25 @@ export class ModelRepositoryManager {
       () => op(r),
       () => op(r),
     );
-    r.chain = run.catch(() => undefined);
+    // A record that holds nothing once its last queued operation is done (a failed load or an
+    // unload of a name that never existed) is dropped, so the index never grows bogus names.
+    const tail: Promise<unknown> = run.catch(() => undefined).then(() => {
+      if (r.chain === tail && this.records.get(id) === r && isEmptyRecord(r)) this.records.delete(id);
+    });
+    r.chain = tail;
     return run;
   }
 
   private async doLoad(rec: ModelRecord, options: LoadOptions): Promise<void> {
     const { name } = rec.key;
     const log = this.opts.logger.child(rec.key.namespace === '' ? { model: name } : { model: name, namespace: rec.key.namespace });
+    // Failures before a load starts are logged like the others (at the default level, with the reason).
+    const refuse = (e: TritonError): TritonError => {
+      log.error({ reason: e.message }, 'failed to load model');
+      return e;
+    };
     if (options.files && options.files.size > 0 && options.configOverride === undefined) {
-      throw invalidArg(`failed to load '${name}', failed to poll from model repository: model configuration must be provided when file overrides are given`);
+      throw refuse(invalidArg(`failed to load '${name}', failed to poll from model repository: model configuration must be provided when file overrides are given`));
     }
     let modelPath: string;
     let overrideDir: string | undefined;
@@ -477,8 +501,8 @@ export class ModelRepositoryManager {
       // Only the operator's namespace has models on disk here; a tenant's own models come from
       // its uploads.
       const loc = rec.key.namespace === '' ? (await scanRepositories(this.opts.repositories)).get(name) : undefined;
-      if (!loc) throw invalidArg(`failed to load '${name}', failed to poll from model repository: model not found in any model repository`);
-      if (loc.duplicates.length > 0) throw invalidArg(`failed to load '${name}', model appears in two or more repositories`);
+      if (!loc) throw refuse(invalidArg(`failed to load '${name}', failed to poll from model repository: model not found in any model repository`));
+      if (loc.duplicates.length > 0) throw refuse(invalidArg(`failed to load '${name}', model appears in two or more repositories`));
       modelPath = loc.modelPath;
       origin = { kind: 'repository', repository: loc.repositoryPath };
     }

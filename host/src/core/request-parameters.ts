@@ -13,7 +13,10 @@ import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type InferenceR
 export function requestParameter(key: string, value: unknown): ParameterValue {
   if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`);
   if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
-  throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', 'double' or 'string'.`);
+  // An integer beyond 2^53 from an exact JSON parse: a number (int64 parameters are 53-bit here).
+  if (typeof value === 'bigint') return Number(value);
+  // Triton's text (it also accepts doubles; the message was not updated when they were added).
+  throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
 }
 
 /**
@@ -25,6 +28,7 @@ export function requestParameter(key: string, value: unknown): ParameterValue {
  * @throws TritonError INVALID_ARG for a reserved key with a value of the wrong type or range
  */
 export function applyRequestParameter(init: InferenceRequestInit, key: string, value: unknown): void {
+  if (typeof value === 'bigint' && value >= 0n && (key === 'sequence_id' || key === 'priority' || key === 'timeout')) value = Number(value);
   switch (key) {
     case 'sequence_id':
       if (typeof value === 'string') init.correlationId = value;

@@ -51,6 +51,7 @@ export const EXTENSIONS: readonly string[] = [
   'generate',
   'classification',
   'trace',
+  'sequence',
 ];
 
 /** Server metadata (spec §1.4). */

@@ -2,8 +2,10 @@
  * Which queued requests form the next execution (spec §5.6): one request at a time without
  * dynamic batching; with it, the next compatible requests in the queue's dispatch order (fair
  * across tenants) up to `max_batch_size` batch elements, dispatched at once when a preferred batch
- * size is reached, otherwise once the oldest request has waited `max_queue_delay_microseconds`
- * for more. A request never splits across executions.
+ * size is reached or when the next request in order cannot join it (incompatible shapes or
+ * datatypes, or over `max_batch_size`: waiting could not make the batch bigger, so it goes at
+ * once, as Triton's dynamic batcher does), otherwise once the oldest request has waited
+ * `max_queue_delay_microseconds` for more. A request never splits across executions.
  */
 import type { ModelConfig } from '../config/types.js';
 import type { InferenceRequest } from '../core/types.js';
@@ -38,13 +40,16 @@ export class BatchPolicy {
    * @param force dispatch whatever fits now (the queue delay expired).
    * @param tenants when given, cleared and filled with the distinct tenants of the planned
    *   batch, in dispatch order (for the arbiter's claim).
-   * @returns n > 0: take the next n requests now; 0: nothing to run yet — either nothing left
+   * @returns n > 0: take the next n requests now (also when the request after them cannot join
+   *   the batch); 0: nothing to run yet — either nothing left
    *   but cancelled requests, or wait for more (see {@link delayLeftNs}).
    */
   plan(queue: PendingQueue, nowNs: bigint, force: boolean, cancelled: PendingRequest[], tenants?: string[]): number {
     let head: PendingRequest | undefined;
     let count = 0;
     let total = 0;
+    /** The next request in order cannot join this batch: send it now instead of waiting. */
+    let blocked = false;
     if (tenants) tenants.length = 0;
     for (const p of queue.ordered()) {
       const r = p.request;
@@ -55,6 +60,7 @@ export class BatchPolicy {
       if (head === undefined) {
         head = p;
       } else if (total + r.batchSize > this.maxBatch || !this.compatible(head.request, r)) {
+        blocked = true;
         break;
       }
       count++;
@@ -62,7 +68,7 @@ export class BatchPolicy {
       if (tenants && tenants[tenants.length - 1] !== r.tenant && !tenants.includes(r.tenant)) tenants.push(r.tenant);
       if (!this.dynamic || total >= this.preferredMax) break;
     }
-    if (head === undefined || !this.dynamic || force || total >= this.preferredMax) return count;
+    if (head === undefined || !this.dynamic || force || blocked || total >= this.preferredMax) return count;
     // The delay counts from the oldest request of the level served, whichever tenant's turn it is.
     return this.delayLeftNs(queue.oldestStartNs(head.level) ?? head.queueStartNs, nowNs) > 0n ? 0 : count;
   }

@@ -73,7 +73,23 @@ export function jsonToTensorData(
   }
   const kind = INT_KIND[datatype];
   for (let i = 0; i < flat.length; i++) {
-    const e = flat[i];
+    let e = flat[i];
+    if (typeof e === 'bigint') {
+      // An integer beyond 2^53, kept exact by the request parser: 64-bit types store it exactly;
+      // it must fit the 64-bit range of its kind (rapidjson's AsInt/AsUInt); narrower integer
+      // types take its low bits (C cast); floating-point types round it.
+      if (kind) {
+        const fits = kind === 'signed' ? e >= -(1n << 63n) && e < 1n << 63n : e >= 0n && e < 1n << 64n;
+        if (!fits) throw internal(`Unable to parse 'data': attempt to access JSON non-${kind}-integer as ${kind}-integer`);
+        const off = i * size;
+        if (datatype === 'INT64') view.setBigInt64(off, e, true);
+        else if (datatype === 'UINT64') view.setBigUint64(off, BigInt.asUintN(64, e), true);
+        else e = Number(BigInt.asIntN(64, e) & 0xffffffffn);
+        if (datatype === 'INT64' || datatype === 'UINT64') continue;
+      } else {
+        e = Number(e);
+      }
+    }
     if (typeof e !== 'number') {
       throw internal(`Unable to parse 'data': attempt to access JSON non-number as ${kind ? `${kind} integer` : 'double'}`);
     }
@@ -123,7 +139,7 @@ export function jsonToTensorData(
   return out;
 }
 
-function numberText(v: number): string {
+function tokenNumberText(v: number): string {
   // JSON has no NaN/Infinity; Triton (rapidjson) writes them as tokens clients' parsers accept.
   if (Number.isFinite(v)) return String(v);
   return Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
@@ -136,10 +152,19 @@ function numberText(v: number): string {
  * @throws TritonError INVALID_ARG on a truncated BYTES buffer or a byte size not a multiple of the element size.
  */
 export function tensorDataToJsonText(data: Uint8Array, datatype: DataType): string {
+  return `[${tensorDataToJsonElements(data, datatype).join(',')}]`;
+}
+
+/**
+ * The JSON text of each element of a tensor (see {@link tensorDataToJsonText}).
+ * @param nonFinite how NaN/±Infinity print: Triton's tokens (default) or `null` (strict JSON)
+ */
+export function tensorDataToJsonElements(data: Uint8Array, datatype: DataType, nonFinite: 'tokens' | 'null' = 'tokens'): string[] {
   if (datatype === 'BYTES') {
     const dec = new TextDecoder();
-    return `[${decodeBytesElements(data, 'output').map((e) => JSON.stringify(dec.decode(e))).join(',')}]`;
+    return decodeBytesElements(data, 'output').map((e) => JSON.stringify(dec.decode(e)));
   }
+  const numberText = nonFinite === 'null' ? (v: number) => (Number.isFinite(v) ? String(v) : 'null') : tokenNumberText;
   const size = dataTypeByteSize(datatype);
   if (data.length % size !== 0) {
     throw invalidArg(`output byte size ${data.length} is not a multiple of the ${datatype} element size ${size}`);
@@ -191,18 +216,17 @@ export function tensorDataToJsonText(data: Uint8Array, datatype: DataType): stri
         break;
     }
   }
-  return `[${parts.join(',')}]`;
+  return parts;
 }
 
 /**
- * Tensor bytes as JS values (for /generate's flat JSON objects): numbers, booleans, strings;
- * 64-bit integers beyond 2^53 lose precision here.
+ * Tensor bytes as JS values (numbers, booleans, strings; non-finite numbers become null).
+ * 64-bit integers beyond 2^53 lose precision here: print with {@link tensorDataToJsonElements}.
  */
 export function tensorDataToValues(data: Uint8Array, datatype: DataType): unknown[] {
   if (datatype === 'BYTES') {
     const dec = new TextDecoder();
     return decodeBytesElements(data, 'output').map((e) => dec.decode(e));
   }
-  // Only numbers and booleans here: non-finite tokens become null, as JSON.stringify would.
-  return JSON.parse(tensorDataToJsonText(data, datatype).replace(/-?Infinity|NaN/g, 'null')) as unknown[];
+  return JSON.parse(`[${tensorDataToJsonElements(data, datatype, 'null').join(',')}]`) as unknown[];
 }

@@ -2,13 +2,13 @@
  * The HTTP frontend: Triton's HTTP/REST protocol on Fastify (spec §1–§3). Routes follow Triton's
  * dispatch table (spec §1.1); every error leaves as `{"error": ...}` with Triton's status.
  */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
 import { AccessError, TritonError, invalidArg, unsupported } from '../../core/errors.js';
-
-/** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms. */
-export const OVER_QUOTA_DELAY_MS = 250;
-import { clientShmDisabled, optionalJson } from './body.js';
+import { clientShmDisabled, collectBody, optionalJson, sizeLimitError } from './body.js';
+import { compressReply } from './compression.js';
 import { SINGLE_USER } from '../../core/types.js';
 import { installTenancy, requestPrincipal } from './auth.js';
 import type { FrontendContext, HttpFrontendOptions, PrincipalOf } from './context.js';
@@ -19,7 +19,24 @@ import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { parseVersion, route, sendError } from './routing.js';
 import { installTraceRoutes } from './trace.js';
 
+/** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms. */
+export const OVER_QUOTA_DELAY_MS = 250;
+
 type ModelParams = { model: string; version?: string };
+
+/** A 400 `{"error": ...}` for a request the HTTP parser refused; the connection is closed. */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable) return void socket.destroy();
+  const message =
+    err.code === 'HPE_UNEXPECTED_CONTENT_LENGTH' || err.code === 'HPE_INVALID_TRANSFER_ENCODING'
+      ? "Transfer-Encoding can't be present with Content-Length"
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'Request Header Fields Too Large'
+        : 'Bad Request';
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+  const body = JSON.stringify({ error: message });
+  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
 
 /** Build the Fastify app (not listening). */
 export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyInstance> {
@@ -41,10 +58,20 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
     http: { headersTimeout: Math.min(ctx.limits.headerTimeoutMs, ctx.limits.requestTimeoutMs), connectionsCheckingInterval: connectionsCheckingInterval(ctx.limits) },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Requests Node's HTTP parser refuses (e.g. both `Transfer-Encoding: chunked` and
+    // `Content-Length`, a request-smuggling shape) are answered as Triton answers errors.
+    clientErrorHandler: answerClientError,
   });
   app.server.maxConnections = ctx.limits.maxConnections;
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: ctx.maxInputSize }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', { bodyLimit: ctx.maxInputSize }, (_req: FastifyRequest, payload: IncomingMessage) => collectBody(payload, ctx.maxInputSize));
+  // Every reply leaves through here: JSON is `application/json` exactly (Fastify would add
+  // `; charset=utf-8`), and the body is compressed as `Accept-Encoding` prefers (spec §1.14).
+  app.addHook('onSend', async (req, reply, payload) => {
+    const type = reply.getHeader('content-type');
+    if (typeof type === 'string' && type.startsWith('application/json')) reply.header('content-type', 'application/json');
+    return compressReply(req, reply, payload);
+  });
 
   app.setErrorHandler(async (err: unknown, _req, reply) => {
     if (err instanceof AccessError && err.httpStatus === 429) {
@@ -58,7 +85,7 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
     if (err instanceof TritonError) return sendError(reply, api.publicError(err));
     const fe = err as { code?: string; statusCode?: number; message?: string };
     if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return sendError(reply, invalidArg(`request body exceeds the maximum allowed value of ${ctx.maxInputSize} bytes. Use --http-max-input-size to increase the limit.`));
+      return sendError(reply, sizeLimitError(`more than ${ctx.maxInputSize}`, ctx.maxInputSize));
     }
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
       return reply.code(fe.statusCode).type('application/json').send(JSON.stringify({ error: fe.message ?? 'Bad Request' }));
@@ -69,9 +96,12 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   if (ctx.tenants) await installTenancy(app, ctx.tenants, ctx.logger.child({ component: 'auth' }));
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send('{"error":"Not Found"}'));
 
-  const empty = (reply: FastifyReply, ok: boolean) => (ok ? reply.code(200).send() : reply.code(400).send());
-  route(app, '/v2/health/live', { GET: (_q, r) => empty(r, api.isLive()) });
-  route(app, '/v2/health/ready', { GET: (_q, r) => empty(r, api.isReady()) });
+  // Triton's status codes (spec §1.3: 200, or 400) with the Open Inference Protocol's body
+  // (`{"live": bool}` / `{"ready": bool}`, which KServe's clients read; tritonclient reads the status).
+  const health = (reply: FastifyReply, key: 'live' | 'ready', ok: boolean) =>
+    reply.code(ok ? 200 : 400).type('application/json').send(`{"${key}":${ok}}`);
+  route(app, '/v2/health/live', { GET: (_q, r) => health(r, 'live', api.isLive()) });
+  route(app, '/v2/health/ready', { GET: (_q, r) => health(r, 'ready', api.isReady()) });
   route(app, '/v2', { GET: (_q, r) => r.send(api.serverMetadata()) });
   route(app, '/v2/models/stats', { GET: (q, r) => r.send(api.modelStatistics(who(q))) });
   route(app, '/v2/logging', {

@@ -2,9 +2,11 @@
  * Request bodies: decompression per `Content-Encoding` (spec §1.14), bounded by
  * `--http-max-input-size`.
  */
+import type { IncomingMessage } from 'node:http';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
 import { TritonError, invalidArg } from '../../core/errors.js';
+import { parseRequestJson } from './json-text.js';
 
 /** True for a JSON object (not null, not an array). */
 export const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -12,6 +14,64 @@ export const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof
 /** Client shared memory is off (Triton's default since 2026-04, spec §3.3): UNSUPPORTED (501). */
 export function clientShmDisabled(): TritonError {
   return new TritonError('UNSUPPORTED', "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
+}
+
+/**
+ * Most chunks a chunked request body may arrive in (about 512 bytes a chunk for a 64 MiB body):
+ * each chunk costs a callback, so a body of a million one-byte chunks is refused early.
+ */
+export const MAX_BODY_CHUNKS = 1 << 17;
+
+/** Triton's text for a request over `--http-max-input-size` (INVALID_ARG, 400). */
+export function sizeLimitError(size: number | string, maxInputSize: number): TritonError {
+  return invalidArg(`Request JSON size of ${size} bytes exceeds the maximum allowed value of ${maxInputSize} bytes. Use --http-max-input-size to increase the limit.`);
+}
+
+/**
+ * Read a request body into one Buffer, at most `maxInputSize` bytes: chunks are copied into a
+ * buffer preallocated from `Content-Length` (or grown by doubling, never past the limit), so a
+ * body of many tiny chunks costs no more memory than its size; a chunked body of more than
+ * {@link MAX_BODY_CHUNKS} chunks is refused. On an error the rest of the body is read and dropped.
+ * @throws TritonError INVALID_ARG (size limit, chunk cap)
+ */
+export function collectBody(payload: IncomingMessage, maxInputSize: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(payload.headers['content-length']);
+    const chunked = /chunked/i.test(String(payload.headers['transfer-encoding'] ?? ''));
+    if (!chunked && Number.isFinite(declared) && declared > maxInputSize) {
+      payload.resume();
+      reject(sizeLimitError(declared, maxInputSize));
+      return;
+    }
+    let buf = Buffer.allocUnsafe(!chunked && Number.isFinite(declared) && declared >= 0 ? declared : Math.min(maxInputSize, 64 * 1024));
+    let length = 0;
+    let chunks = 0;
+    const fail = (e: TritonError) => {
+      payload.removeListener('data', onData);
+      payload.removeListener('end', onEnd);
+      payload.removeListener('error', onError);
+      payload.on('error', () => undefined);
+      payload.resume(); // drain and drop the rest
+      reject(e);
+    };
+    const onData = (chunk: Buffer) => {
+      if (chunked && ++chunks > MAX_BODY_CHUNKS) return fail(invalidArg(`request body has more than ${MAX_BODY_CHUNKS} chunks`));
+      const need = length + chunk.length;
+      if (need > maxInputSize) return fail(sizeLimitError(need, maxInputSize));
+      if (need > buf.length) {
+        const grown = Buffer.allocUnsafe(Math.min(maxInputSize, Math.max(need, buf.length * 2)));
+        buf.copy(grown, 0, 0, length);
+        buf = grown;
+      }
+      chunk.copy(buf, length);
+      length = need;
+    };
+    const onEnd = () => resolve(length === buf.length ? buf : buf.subarray(0, length));
+    const onError = (e: Error) => reject(e);
+    payload.on('data', onData);
+    payload.once('end', onEnd);
+    payload.once('error', onError);
+  });
 }
 
 /** The raw body as a Buffer, decompressed. @throws TritonError INVALID_ARG for unknown encodings or oversize bodies. */
@@ -22,6 +82,7 @@ export function requestBody(req: FastifyRequest, maxInputSize: number): Buffer {
     if (enc === 'gzip') return gunzipSync(raw, { maxOutputLength: maxInputSize });
     if (enc === 'deflate') return inflateSync(raw, { maxOutputLength: maxInputSize });
   } catch (e) {
+    if ((e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw sizeLimitError(`more than ${maxInputSize}`, maxInputSize);
     throw invalidArg(`failed to decompress the request body (${enc}): ${(e as Error).message}`);
   }
   if (enc !== 'identity' && enc !== '') throw invalidArg(`unsupported Content-Encoding '${enc}', only 'gzip' and 'deflate' are supported`);
@@ -32,9 +93,5 @@ export function requestBody(req: FastifyRequest, maxInputSize: number): Buffer {
 export function optionalJson(req: FastifyRequest, maxInputSize: number): unknown {
   const body = requestBody(req, maxInputSize);
   if (body.length === 0) return undefined;
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch (e) {
-    throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
-  }
+  return parseRequestJson(body);
 }

@@ -10,10 +10,10 @@ import { emptyRequestInit, requestParameter } from '../../core/request-parameter
 import { inferAndCollect, releaseTensors } from '../../core/server-api.js';
 import type { InferenceRequestInit, InferenceResponse, ResponseSender, Tensor } from '../../core/types.js';
 import { tensorDataType } from '../../core/validate.js';
-import { tensorDataToValues, jsonToTensorData } from '../../tensor/json.js';
+import { tensorDataToJsonElements, jsonToTensorData } from '../../tensor/json.js';
 import { isJsonObject, requestBody } from './body.js';
 import type { FrontendContext } from './context.js';
-import { parseJsonBody } from './infer-request.js';
+import { parseRequestJson } from './json-text.js';
 import { connectionSignal } from './infer.js';
 
 /**
@@ -31,8 +31,13 @@ export function generateShape(config: ModelConfig, dims: readonly number[], n: n
 }
 
 
-/** Map a generate request body onto inputs and parameters. @throws TritonError INVALID_ARG */
-export function decodeGenerateRequest(doc: unknown, model: string, version: number, config: ModelConfig): InferenceRequestInit {
+/**
+ * Map a generate request body onto inputs and parameters.
+ * @param duplicates keys the body gave more than once (top level or in `parameters`): an input
+ *   named twice is an error, as Triton's core refuses a second input of the same name.
+ * @throws TritonError INVALID_ARG
+ */
+export function decodeGenerateRequest(doc: unknown, model: string, version: number, config: ModelConfig, duplicates: ReadonlySet<string> = new Set()): InferenceRequestInit {
   if (!isJsonObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the generate request must be a JSON object');
   const init = emptyRequestInit(model, version);
   const inputs = new Map(config.input.map((i) => [i.name, i]));
@@ -45,12 +50,15 @@ export function decodeGenerateRequest(doc: unknown, model: string, version: numb
     ...Object.entries(doc).filter(([k]) => k !== 'parameters'),
     ...Object.entries((doc.parameters as Record<string, unknown> | undefined) ?? {}),
   ];
+  const added = new Set<string>();
   for (const [key, value] of entries) {
     const ci = inputs.get(key);
     if (!ci) {
       init.parameters[key] = requestParameter(key, value);
       continue;
     }
+    if (added.has(key) || duplicates.has(key)) throw invalidArg(`input '${key}' already exists in request`);
+    added.add(key);
     const values = Array.isArray(value) ? value : [value];
     if (values.some((v) => Array.isArray(v))) throw invalidArg(`input '${key}' must be a scalar or a 1-D array`);
     const datatype = tensorDataType(ci);
@@ -61,18 +69,31 @@ export function decodeGenerateRequest(doc: unknown, model: string, version: numb
   return init;
 }
 
-/** One response as a flat JSON object; single-element tensors become scalars. */
+/**
+ * One response as a flat JSON object; single-element tensors become scalars. Printed directly so
+ * 64-bit integers stay exact (non-finite numbers print as null).
+ */
 export function encodeGenerateResponse(model: string, version: number, id: string, r: InferenceResponse): string {
-  const o: Record<string, unknown> = {};
-  if (id) o.id = id;
-  o.model_name = model;
-  o.model_version = String(version);
-  for (const [k, v] of Object.entries(r.parameters ?? {})) o[k] = v;
+  const fields: string[] = [];
+  const seen = new Set<string>();
+  const add = (k: string, text: string) => {
+    if (seen.has(k)) {
+      const i = fields.findIndex((f) => f.startsWith(`${JSON.stringify(k)}:`));
+      fields[i] = `${JSON.stringify(k)}:${text}`;
+    } else {
+      seen.add(k);
+      fields.push(`${JSON.stringify(k)}:${text}`);
+    }
+  };
+  if (id) add('id', JSON.stringify(id));
+  add('model_name', JSON.stringify(model));
+  add('model_version', JSON.stringify(String(version)));
+  for (const [k, v] of Object.entries(r.parameters ?? {})) add(k, JSON.stringify(v) ?? 'null');
   for (const t of r.outputs) {
-    const values = tensorDataToValues(t.data, t.datatype);
-    o[t.name] = values.length === 1 ? values[0] : values;
+    const elements = tensorDataToJsonElements(t.data, t.datatype, 'null');
+    add(t.name, elements.length === 1 ? elements[0]! : `[${elements.join(',')}]`);
   }
-  return JSON.stringify(o);
+  return `{${fields.join(',')}}`;
 }
 
 function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, version: number) {
@@ -82,7 +103,13 @@ function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, versi
     throw invalidArg("Unsupported HTTP header Content-Encoding: only 'identity' is supported for generate");
   }
   const body = requestBody(req, ctx.maxInputSize);
-  const init = decodeGenerateRequest(parseJsonBody(body.toString('utf8')), model, target.version, target.config);
+  const duplicates = new Set<string>();
+  const doc = parseRequestJson(body, {
+    onDuplicateKey: (key, path) => {
+      if (path.length === 0 || (path.length === 1 && path[0] === 'parameters')) duplicates.add(key);
+    },
+  });
+  const init = decodeGenerateRequest(doc, model, target.version, target.config, duplicates);
   return { principal, target, init };
 }
 

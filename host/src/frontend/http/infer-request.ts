@@ -10,6 +10,8 @@ import { tensorDataType } from '../../core/validate.js';
 import { clientShmDisabled, isJsonObject } from './body.js';
 import { isDataType, dataTypeByteSize, elementCount } from '../../tensor/datatypes.js';
 import { jsonToTensorData } from '../../tensor/json.js';
+import { encodeBytesElements } from '../../tensor/bytes.js';
+import { parseRequestJson } from './json-text.js';
 
 /** How each output is to be returned: `binary` = binary tensor data extension. */
 export interface OutputFormats {
@@ -23,14 +25,6 @@ export interface DecodedInferRequest {
   formats: OutputFormats;
 }
 
-/** Parse JSON with Triton's error wording (INVALID_ARG, 400). */
-export function parseJsonBody(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
-  }
-}
 
 /**
  * Request-level `parameters` (spec §1.11): HTTP's own `binary_data_output` (and the ignored
@@ -49,9 +43,15 @@ function decodeParameters(params: unknown, init: InferenceRequestInit, formats: 
   }
 }
 
+/** A shape whose element count or byte size does not fit in 64 bits (Triton's int64 arithmetic). */
+function shapeOverflow(shape: readonly unknown[], name: string) {
+  return invalidArg(`the shape [${shape.map(String).join(',')}] of input '${name}' is too large: its element count or byte size overflows`);
+}
+
 function decodeShape(shape: unknown, name: string): number[] {
   if (!Array.isArray(shape)) throw internal(`Unable to parse 'shape': attempt to access JSON non-array as array for input '${name}'`);
   return shape.map((d) => {
+    if (typeof d === 'bigint' && d >= 0n) throw shapeOverflow(shape, name);
     if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
       throw invalidArg(`Unable to parse 'shape' for input '${name}': dims must be non-negative integers`);
     }
@@ -80,7 +80,7 @@ export function decodeInferRequest(
   if (jsonLen < 0 || jsonLen > body.length) {
     throw invalidArg(`unexpected size for request JSON, expecting ${jsonLen - body.length} more bytes`);
   }
-  const doc = parseJsonBody(body.subarray(0, jsonLen).toString('utf8'));
+  const doc = parseRequestJson(body.subarray(0, jsonLen));
   if (!isJsonObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the inference request must be a JSON object');
   if (doc.id !== undefined) {
     if (typeof doc.id !== 'string') throw internal(`Unable to parse 'id': attempt to access JSON non-string as string`);
@@ -110,9 +110,12 @@ export function decodeInferRequest(
       throw clientShmDisabled();
     }
     const n = elementCount(shape);
-    if (!Number.isSafeInteger(n)) throw invalidArg(`shape ${JSON.stringify(shape)} of input '${name}' is too large`);
+    if (!Number.isSafeInteger(n) || (isDataType(datatype) && datatype !== 'BYTES' && !Number.isSafeInteger(n * dataTypeByteSize(datatype)))) throw shapeOverflow(shape, name);
     let data: Uint8Array;
     if (binSize !== undefined) {
+      if (typeof binSize === 'bigint' && binSize > 0n) {
+        throw invalidArg(`unexpected size for input '${name}', expecting ${binSize} additional bytes for model '${modelName}'`);
+      }
       if (typeof binSize !== 'number' || !Number.isSafeInteger(binSize) || binSize < 0) {
         throw invalidArg(`'binary_data_size' of input '${name}' must be an unsigned integer`);
       }
@@ -131,8 +134,11 @@ export function decodeInferRequest(
   if (offset !== body.length) throw invalidArg(`unexpected additional input data for model '${modelName}'`);
   if (doc.outputs !== undefined) {
     if (!Array.isArray(doc.outputs)) throw internal(`Unable to parse 'outputs': attempt to access JSON non-array as array`);
+    const requested = new Set<string>();
     for (const raw of doc.outputs) {
       if (!isJsonObject(raw) || typeof raw.name !== 'string') throw internal(`Unable to parse 'outputs': each output needs a string 'name'`);
+      if (requested.has(raw.name)) throw invalidArg(`output '${raw.name}' already exists in request`);
+      requested.add(raw.name);
       const p = raw.parameters;
       if (p !== undefined && !isJsonObject(p)) throw invalidArg(`'parameters' of output '${raw.name}' must be a JSON object`);
       if (p?.shared_memory_region !== undefined) {
@@ -191,6 +197,8 @@ function decodeRawBinary(
     }
     dims = ci.dims.map((d) => (d === -1 ? body.length / fixed : d));
   }
-  init.inputs.push({ name: ci.name, datatype, shape: batched ? [1, ...dims] : dims, data: body } satisfies Tensor);
+  // A raw BYTES input is the single element's bytes, without the 4-byte length prefix (as Triton reads it).
+  const data = datatype === 'BYTES' ? encodeBytesElements([body]) : body;
+  init.inputs.push({ name: ci.name, datatype, shape: batched ? [1, ...dims] : dims, data } satisfies Tensor);
   return { init, formats };
 }

@@ -1,0 +1,218 @@
+/**
+ * Request JSON parsing with Triton's limits and exact 64-bit integers (spec §1.8, §1.9):
+ * nesting deeper than {@link MAX_JSON_DEPTH} is refused, integers beyond 2^53 are kept exact
+ * (as `bigint`, so INT64/UINT64 data such as 2^63−1 is not rounded), and duplicate object keys
+ * can be reported (JSON.parse silently keeps the last one).
+ *
+ * The common case stays on V8's JSON.parse: one byte scan finds the depth and whether any integer
+ * literal has 16 or more digits; only then does the (slower) exact parser run.
+ */
+import { invalidArg } from '../../core/errors.js';
+
+/** Triton's maximum JSON nesting depth. */
+export const MAX_JSON_DEPTH = 100;
+
+/** A parsed JSON value: like JSON.parse's, with `bigint` for integers outside ±(2^53−1). */
+export type JsonValue = null | boolean | number | bigint | string | JsonValue[] | { [k: string]: JsonValue };
+
+export interface JsonParseOptions {
+  /** Called for a key met again in the same object (`path` = the enclosing keys); the last value is kept. */
+  onDuplicateKey?: (key: string, path: readonly string[]) => void;
+}
+
+const depthError = () => invalidArg(`JSON nesting depth exceeds maximum allowed limit (${MAX_JSON_DEPTH})`);
+const parseError = (msg: string) => invalidArg(`failed to parse the request JSON buffer: ${msg}`);
+
+/**
+ * One pass over the bytes: nesting depth (outside strings) and whether an integer literal of 16+
+ * digits occurs (2^53 has 16 digits; shorter integers are exact as doubles).
+ * @throws TritonError INVALID_ARG when the depth exceeds {@link MAX_JSON_DEPTH}
+ */
+function scan(b: Uint8Array): { longIntegers: boolean } {
+  let depth = 0;
+  let inString = false;
+  let digits = 0;
+  let fraction = false;
+  let longIntegers = false;
+  for (let i = 0; i < b.length; i++) {
+    const c = b[i]!;
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c >= 0x30 && c <= 0x39) {
+      if (!fraction && ++digits >= 16) longIntegers = true;
+      continue;
+    }
+    if (c === 0x2e || c === 0x65 || c === 0x45) {
+      fraction = true; // '.', 'e', 'E': the rest of this number is not an integer's digits
+      continue;
+    }
+    if (c === 0x2b || c === 0x2d) continue; // '+', '-'
+    digits = 0;
+    fraction = false;
+    if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) throw depthError();
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return { longIntegers };
+}
+
+/**
+ * Parse a request's JSON text from its bytes.
+ * @throws TritonError INVALID_ARG: malformed JSON (`failed to parse the request JSON buffer: ...`),
+ *   nesting deeper than {@link MAX_JSON_DEPTH}.
+ */
+export function parseRequestJson(bytes: Uint8Array, opts: JsonParseOptions = {}): JsonValue {
+  const { longIntegers } = scan(bytes);
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  if (!longIntegers && !opts.onDuplicateKey) {
+    try {
+      return JSON.parse(text) as JsonValue;
+    } catch (e) {
+      throw parseError((e as Error).message);
+    }
+  }
+  return new ExactParser(text, opts).parse();
+}
+
+const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
+
+/** A strict RFC 8259 parser keeping big integers exact and reporting duplicate keys. */
+class ExactParser {
+  private i = 0;
+  private readonly path: string[] = [];
+  constructor(
+    private readonly s: string,
+    private readonly opts: JsonParseOptions,
+  ) {}
+
+  parse(): JsonValue {
+    const v = this.value(1);
+    this.ws();
+    if (this.i < this.s.length) this.fail('unexpected data after the JSON value');
+    return v;
+  }
+
+  private fail(what: string): never {
+    throw parseError(`${what} at position ${this.i}`);
+  }
+
+  private ws(): void {
+    while (this.i < this.s.length && WS.has(this.s.charCodeAt(this.i))) this.i++;
+  }
+
+  private value(depth: number): JsonValue {
+    this.ws();
+    const c = this.s[this.i];
+    switch (c) {
+      case '{':
+        if (depth > MAX_JSON_DEPTH) throw depthError();
+        return this.object(depth);
+      case '[':
+        if (depth > MAX_JSON_DEPTH) throw depthError();
+        return this.array(depth);
+      case '"':
+        return this.string();
+      case 't':
+        return this.literal('true', true);
+      case 'f':
+        return this.literal('false', false);
+      case 'n':
+        return this.literal('null', null);
+      default:
+        return this.number();
+    }
+  }
+
+  private literal<T>(word: string, v: T): T {
+    if (!this.s.startsWith(word, this.i)) this.fail('invalid value');
+    this.i += word.length;
+    return v;
+  }
+
+  private number(): number | bigint {
+    NUMBER.lastIndex = this.i;
+    const m = NUMBER.exec(this.s);
+    if (!m || m[0].length === 0) this.fail('invalid value');
+    this.i += m[0].length;
+    const n = Number(m[0]);
+    if (m[1] === undefined && m[2] === undefined && !Number.isSafeInteger(n)) return BigInt(m[0]);
+    return n;
+  }
+
+  private string(): string {
+    // From the opening quote to the closing one; JSON.parse decodes the escapes.
+    const start = this.i++;
+    for (;;) {
+      const c = this.s.charCodeAt(this.i);
+      if (Number.isNaN(c)) this.fail('unterminated string');
+      if (c === 0x5c) this.i += 2;
+      else if (c === 0x22) break;
+      else if (c < 0x20) this.fail('control character in string');
+      else this.i++;
+    }
+    this.i++;
+    try {
+      return JSON.parse(this.s.slice(start, this.i)) as string;
+    } catch {
+      return this.fail('invalid string escape');
+    }
+  }
+
+  private array(depth: number): JsonValue[] {
+    this.i++;
+    const out: JsonValue[] = [];
+    this.ws();
+    if (this.s[this.i] === ']') {
+      this.i++;
+      return out;
+    }
+    for (;;) {
+      out.push(this.value(depth + 1));
+      this.ws();
+      const c = this.s[this.i++];
+      if (c === ']') return out;
+      if (c !== ',') {
+        this.i--;
+        this.fail("missing ',' or ']' in array");
+      }
+    }
+  }
+
+  private object(depth: number): { [k: string]: JsonValue } {
+    this.i++;
+    const out: { [k: string]: JsonValue } = {};
+    this.ws();
+    if (this.s[this.i] === '}') {
+      this.i++;
+      return out;
+    }
+    for (;;) {
+      this.ws();
+      if (this.s[this.i] !== '"') this.fail('missing a name for an object member');
+      const key = this.string();
+      this.ws();
+      if (this.s[this.i++] !== ':') {
+        this.i--;
+        this.fail("missing ':' after an object member's name");
+      }
+      this.path.push(key);
+      const v = this.value(depth + 1);
+      this.path.pop();
+      if (Object.prototype.hasOwnProperty.call(out, key)) this.opts.onDuplicateKey?.(key, this.path);
+      // The last value wins, as with JSON.parse (defineProperty: `__proto__` is a plain key).
+      Object.defineProperty(out, key, { value: v, writable: true, enumerable: true, configurable: true });
+      this.ws();
+      const c = this.s[this.i++];
+      if (c === '}') return out;
+      if (c !== ',') {
+        this.i--;
+        this.fail("missing ',' or '}' in object");
+      }
+    }
+  }
+}

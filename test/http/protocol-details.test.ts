@@ -1,0 +1,341 @@
+/**
+ * Protocol details against a real server (issue 11 items 3 and 7's HTTP side): exact 64-bit JSON
+ * integers on every backend kind (JS test backend, wasm sandbox, native Triton backend), raw BYTES
+ * requests, output formats, duplicate names, JSON depth, chunked bodies, size limits, Content-Type,
+ * response compression, health bodies, the repository index and server metadata.
+ */
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { gunzipSync, gzipSync, inflateSync } from 'node:zlib';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type RunningServer } from '../../host/src/server.js';
+import { JsBackendResolver } from '../helpers/js-backend.js';
+import { PROJECT_ROOT, getJson, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+
+let repo: TempRepo;
+let server: RunningServer;
+let url: string;
+const logLines: string[] = [];
+const MAX_INPUT = 1 << 20;
+
+const io = (type: string, dims = '[ -1 ]') =>
+  `input [ { name: "INPUT0" data_type: ${type} dims: ${dims} } ]\noutput [ { name: "OUTPUT0" data_type: ${type} dims: ${dims} } ]`;
+
+beforeAll(async () => {
+  repo = tempRepo(['simple']);
+  const model = (name: string, config: string) => {
+    repo.write(`${name}/config.pbtxt`, config);
+    mkdirSync(join(repo.path, name, '1'), { recursive: true });
+  };
+  model('echo_int64', `backend: "jstest"\nmax_batch_size: 0\n${io('TYPE_INT64')}`);
+  model('echo_uint64', `backend: "jstest"\nmax_batch_size: 0\n${io('TYPE_UINT64')}`);
+  model('echo_string', `backend: "jstest"\nmax_batch_size: 0\n${io('TYPE_STRING', '[ 1 ]')}`);
+  model('echo_int32', `backend: "jstest"\nmax_batch_size: 0\n${io('TYPE_INT32')}`);
+  // The sandboxed and native identity samples, retyped to INT64.
+  const samples = join(PROJECT_ROOT, 'model_repository');
+  cpSync(join(samples, 'identity_wasm'), join(repo.path, 'identity_wasm'), { recursive: true });
+  writeFileSync(join(repo.path, 'identity_wasm', 'config.pbtxt'), readFileSync(join(samples, 'identity_wasm', 'config.pbtxt'), 'utf8').replace(/TYPE_FP32/g, 'TYPE_INT64'));
+  model('identity_native', readFileSync(join(samples, 'identity_native', 'config.pbtxt'), 'utf8').replace(/TYPE_FP32/g, 'TYPE_INT64'));
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logLines.push(String(chunk));
+      cb();
+    },
+  });
+  server = await startServer({
+    modelRepositories: [repo.path],
+    modelControlMode: 'explicit',
+    loadModels: ['simple', 'echo_int64', 'echo_uint64', 'echo_string', 'echo_int32', 'identity_wasm', 'identity_native'],
+    httpPort: 0,
+    metricsPort: -1,
+    maxInputSize: MAX_INPUT,
+    logger: pino({ level: 'info' }, sink),
+    backendResolvers: [new JsBackendResolver()],
+  });
+  url = server.httpUrl;
+});
+afterAll(async () => {
+  await server?.stop();
+  repo?.cleanup();
+});
+
+const post = (path: string, body: string | Buffer, headers: Record<string, string> = {}) =>
+  fetch(`${url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+
+describe('64-bit integers in JSON are exact', () => {
+  const I64 = ['9223372036854775807', '-9223372036854775808', '9007199254740993', '-9007199254740993', '1', '0'];
+  const U64 = ['18446744073709551615', '9223372036854775808', '9007199254740993', '0'];
+  const body = (type: string, values: string[]) =>
+    `{"inputs":[{"name":"INPUT0","datatype":"${type}","shape":[${values.length}],"data":[${values.join(',')}]}]}`;
+
+  for (const model of ['echo_int64', 'identity_wasm', 'identity_native']) {
+    it(`INT64 round trip through ${model}`, async () => {
+      const res = await post(`/v2/models/${model}/infer`, body('INT64', I64));
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      expect(text).toContain(`"data":[${I64.join(',')}]`);
+    });
+  }
+
+  it('UINT64 round trip, and binary output carries the exact bytes', async () => {
+    const res = await post('/v2/models/echo_uint64/infer', body('UINT64', U64));
+    expect(await res.text()).toContain(`"data":[${U64.join(',')}]`);
+    const bin = await post(
+      '/v2/models/echo_uint64/infer',
+      `{"inputs":[{"name":"INPUT0","datatype":"UINT64","shape":[1],"data":[18446744073709551615]}],"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}}]}`,
+    );
+    const buf = Buffer.from(await bin.arrayBuffer());
+    const n = Number(bin.headers.get('inference-header-content-length'));
+    expect(buf.subarray(n).readBigUInt64LE(0)).toBe(18446744073709551615n);
+  });
+
+  it('out-of-range integers are refused as Triton refuses them (rapidjson AsInt/AsUInt)', async () => {
+    const over = await post('/v2/models/echo_int64/infer', body('INT64', ['9223372036854775808']));
+    expect(over.status).toBe(500);
+    expect((await over.json()).error).toContain('non-signed-integer');
+    const neg = await post('/v2/models/echo_uint64/infer', body('UINT64', ['-1']));
+    expect(neg.status).toBe(500);
+  });
+
+  it('narrower integer types take the low bits of a big integer (C cast)', async () => {
+    const res = await post('/v2/models/echo_int32/infer', body('INT32', ['4294967297']));
+    expect(await res.text()).toContain('"data":[1]');
+  });
+
+  it('/generate keeps 64-bit integers exact both ways', async () => {
+    const res = await post('/v2/models/echo_int64/generate', '{"INPUT0":[9223372036854775807,-9223372036854775808]}');
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    expect(text).toContain('"OUTPUT0":[9223372036854775807,-9223372036854775808]');
+  });
+});
+
+describe('request bodies', () => {
+  it('a raw binary BYTES request is the single element\'s bytes, without a length prefix', async () => {
+    const res = await fetch(`${url}/v2/models/echo_string/infer`, { method: 'POST', body: 'hello raw', headers: { 'Inference-Header-Content-Length': '0' } });
+    expect(res.status).toBe(200);
+    const buf = Buffer.from(await res.arrayBuffer());
+    const n = Number(res.headers.get('inference-header-content-length'));
+    const header = JSON.parse(buf.subarray(0, n).toString());
+    expect(header.outputs[0]).toEqual({ name: 'OUTPUT0', datatype: 'BYTES', shape: [1], parameters: { binary_data_size: 13 } });
+    const out = buf.subarray(n);
+    expect(out.readUInt32LE(0)).toBe(9);
+    expect(out.subarray(4).toString()).toBe('hello raw');
+  });
+
+  it('binary_data_output applies only to outputs that do not set binary_data', async () => {
+    const req = (outputs: unknown[]) =>
+      JSON.stringify({
+        parameters: { binary_data_output: true },
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(1) },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(2) },
+        ],
+        outputs,
+      });
+    const res = await post('/v2/models/simple/infer', req([{ name: 'OUTPUT0', parameters: { binary_data: false } }, { name: 'OUTPUT1' }]));
+    expect(res.status).toBe(200);
+    const buf = Buffer.from(await res.arrayBuffer());
+    const header = JSON.parse(buf.subarray(0, Number(res.headers.get('inference-header-content-length'))).toString());
+    const byName = Object.fromEntries(header.outputs.map((o: any) => [o.name, o]));
+    expect(byName.OUTPUT0.data).toEqual(Array(16).fill(3));
+    expect(byName.OUTPUT1.parameters).toEqual({ binary_data_size: 64 });
+    expect(byName.OUTPUT1.data).toBeUndefined();
+  });
+
+  it('a duplicate requested output is refused', async () => {
+    const r = await postJson(`${url}/v2/models/echo_int32/infer`, {
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [1] }],
+      outputs: [{ name: 'OUTPUT0' }, { name: 'OUTPUT0' }],
+    });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toBe("output 'OUTPUT0' already exists in request");
+  });
+
+  it('duplicate input keys in a /generate body are refused (top level, or top level and parameters)', async () => {
+    for (const body of ['{"INPUT0":[1],"INPUT0":[2]}', '{"INPUT0":[1],"parameters":{"INPUT0":[2]}}']) {
+      const r = await postJson(`${url}/v2/models/echo_int32/generate`, body);
+      expect(r.status, body).toBe(400);
+      expect(r.json.error).toBe("input 'INPUT0' already exists in request");
+    }
+  });
+
+  it('JSON nested deeper than 100 levels is refused; 100 is accepted by the parser', async () => {
+    const deep = (n: number) => `{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":${'['.repeat(n)}1${']'.repeat(n)}}]}`;
+    const bad = await post('/v2/models/echo_int32/infer', deep(100));
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error).toBe('JSON nesting depth exceeds maximum allowed limit (100)');
+    const ok = await post('/v2/models/echo_int32/infer', deep(96)); // 4 levels of object/array around data
+    expect(ok.status).toBe(200);
+    const gen = await post('/v2/models/echo_int32/generate', `{"x":${'['.repeat(200)}${']'.repeat(200)}}`);
+    expect(gen.status).toBe(400);
+    expect((await gen.json()).error).toBe('JSON nesting depth exceeds maximum allowed limit (100)');
+  });
+
+  it('bodies over --http-max-input-size get Triton\'s text (Content-Length, chunked and gzip)', async () => {
+    const big = Buffer.alloc(MAX_INPUT + 10, 0x20);
+    const text = `Request JSON size of ${MAX_INPUT + 10} bytes exceeds the maximum allowed value of ${MAX_INPUT} bytes. Use --http-max-input-size to increase the limit.`;
+    const r1 = await post('/v2/models/echo_int32/infer', big);
+    expect(r1.status).toBe(400);
+    expect((await r1.json()).error).toBe(text);
+    const chunked = await rawRequest('/v2/models/echo_int32/infer', [big.subarray(0, MAX_INPUT), big.subarray(MAX_INPUT)]);
+    expect(chunked.status).toBe(400);
+    expect(JSON.parse(chunked.body).error).toContain('exceeds the maximum allowed value of 1048576 bytes. Use --http-max-input-size to increase the limit.');
+    const gz = await post('/v2/models/echo_int32/infer', gzipSync(big), { 'content-encoding': 'gzip' });
+    expect(gz.status).toBe(400);
+    expect((await gz.json()).error).toContain('exceeds the maximum allowed value of 1048576 bytes');
+  });
+
+  it('a chunked body of too many chunks is refused, and tiny chunks do not cost memory per chunk', async () => {
+    const good = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[7]}]}';
+    const ok = await rawRequest('/v2/models/echo_int32/infer', [...good].map((c) => Buffer.from(c)));
+    expect(ok.status).toBe(200);
+    expect(JSON.parse(ok.body).outputs[0].data).toEqual([7]);
+    const many = await rawRequest('/v2/models/echo_int32/infer', Array.from({ length: 140_000 }, () => Buffer.from(' ')));
+    expect(many.status).toBe(400);
+    expect(JSON.parse(many.body).error).toBe('request body has more than 131072 chunks');
+  }, 60_000);
+
+  it('Transfer-Encoding: chunked with Content-Length: a 400 with a JSON error body', async () => {
+    const reply = await rawSocket(
+      'POST /v2/models/echo_int32/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    );
+    expect(reply).toMatch(/^HTTP\/1\.1 400 /);
+    expect(reply).toMatch(/content-type: application\/json/i);
+    expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toEqual({ error: "Transfer-Encoding can't be present with Content-Length" });
+  });
+
+  it('a parameter of the wrong type gets Triton\'s text', async () => {
+    const r = await postJson(`${url}/v2/models/echo_int32/infer`, { parameters: { p: [1] }, inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [1] }] });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toBe("parameter 'p' has invalid type. It should be either 'int', 'bool', or 'string'.");
+  });
+});
+
+describe('responses', () => {
+  const infer = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[3],"data":[1,2,3]}]}';
+
+  it('JSON replies are application/json exactly (no charset)', async () => {
+    for (const res of [
+      await post('/v2/models/echo_int32/infer', infer),
+      await fetch(`${url}/v2`),
+      await fetch(`${url}/v2/models/echo_int32`),
+      await fetch(`${url}/v2/models/echo_int32/config`),
+      await fetch(`${url}/v2/models/nope`),
+      await post('/v2/models/echo_int32/generate', '{"INPUT0":[1]}'),
+    ]) {
+      expect(res.headers.get('content-type'), res.url).toBe('application/json');
+    }
+  });
+
+  it('gzip and deflate per Accept-Encoding, with q-values and identity honoured', async () => {
+    const plain = await (await post('/v2/models/echo_int32/infer', infer)).text();
+    const get = (ae: string) =>
+      new Promise<{ enc: string | undefined; body: Buffer }>((resolve, reject) => {
+        const u = new URL(`${url}/v2/models/echo_int32/infer`);
+        const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'accept-encoding': ae, 'content-type': 'application/json' } }, (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (c) => parts.push(c));
+          res.on('end', () => resolve({ enc: res.headers['content-encoding'], body: Buffer.concat(parts) }));
+        });
+        req.on('error', reject);
+        req.end(infer);
+      });
+    const gz = await get('gzip');
+    expect(gz.enc).toBe('gzip');
+    expect(gunzipSync(gz.body).toString()).toBe(plain);
+    const df = await get('gzip;q=0.5, deflate;q=0.8');
+    expect(df.enc).toBe('deflate');
+    expect(inflateSync(df.body).toString()).toBe(plain);
+    const id = await get('gzip;q=0.5, identity');
+    expect(id.enc).toBeUndefined();
+    expect(id.body.toString()).toBe(plain);
+    const none = await get('gzip;q=0');
+    expect(none.enc).toBeUndefined();
+    const star = await get('*');
+    expect(star.enc).toBe('gzip');
+    // Binary replies: the header length stays the uncompressed JSON's.
+    const u = new URL(`${url}/v2/models/echo_int32/infer`);
+    const bin = await new Promise<{ headers: Record<string, any>; body: Buffer }>((resolve) => {
+      const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'accept-encoding': 'gzip' } }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c) => parts.push(c));
+        res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(parts) }));
+      });
+      req.end('{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[5]}],"outputs":[{"name":"OUTPUT0","parameters":{"binary_data":true}}]}');
+    });
+    const raw = gunzipSync(bin.body);
+    const n = Number(bin.headers['inference-header-content-length']);
+    expect(JSON.parse(raw.subarray(0, n).toString()).outputs[0].parameters).toEqual({ binary_data_size: 4 });
+    expect(raw.subarray(n).readInt32LE(0)).toBe(5);
+  });
+
+  it('health: Triton\'s status codes with the Open Inference Protocol\'s bodies', async () => {
+    const live = await fetch(`${url}/v2/health/live`);
+    expect(live.status).toBe(200);
+    expect(live.headers.get('content-type')).toBe('application/json');
+    expect(await live.json()).toEqual({ live: true });
+    const ready = await fetch(`${url}/v2/health/ready`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ ready: true });
+  });
+
+  it('GET /v2 lists exactly the extensions Warden implements', async () => {
+    const meta = (await getJson(`${url}/v2`)).json;
+    expect(meta.extensions).toEqual(['model_repository', 'model_configuration', 'binary_tensor_data', 'parameters', 'statistics', 'schedule_policy', 'logging', 'generate', 'classification', 'trace', 'sequence']);
+  });
+});
+
+describe('repository', () => {
+  it('failed loads and unloads of names that never existed leave no index entries; the failure is logged with its reason', async () => {
+    const before = (await postJson(`${url}/v2/repository/index`, {})).json.map((e: any) => e.name);
+    for (let i = 0; i < 5; i++) {
+      const l = await postJson(`${url}/v2/repository/models/bogus_${i}/load`, {});
+      expect(l.status).toBe(400);
+      expect((await postJson(`${url}/v2/repository/models/ghost_${i}/unload`, {})).status).toBe(200);
+    }
+    const after = (await postJson(`${url}/v2/repository/index`, {})).json.map((e: any) => e.name);
+    expect(after).toEqual(before);
+    const logged = logLines.map((l) => JSON.parse(l)).find((l) => l.model === 'bogus_0' && l.msg === 'failed to load model');
+    expect(logged?.level).toBeGreaterThanOrEqual(30);
+    expect(logged?.reason).toContain('model not found in any model repository');
+  });
+});
+
+/** POST with a chunked body sent in the given pieces; the reply's status and body. */
+function rawRequest(path: string, pieces: Buffer[]): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(`${url}${path}`);
+    const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'transfer-encoding': 'chunked' } }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c) => parts.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(parts).toString() }));
+    });
+    req.on('error', reject);
+    let i = 0;
+    const writeSome = () => {
+      while (i < pieces.length) {
+        if (!req.write(pieces[i++]!)) return void req.once('drain', writeSome);
+      }
+      req.end();
+    };
+    writeSome();
+  });
+}
+
+/** Send raw bytes on a socket; everything the server answers until it closes (or 5 s). */
+function rawSocket(text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const s = connect(Number(u.port), u.hostname, () => s.write(text));
+    let out = '';
+    s.on('data', (d) => (out += d.toString()));
+    s.on('close', () => resolve(out));
+    s.on('error', reject);
+    setTimeout(() => s.destroy(), 5000);
+  });
+}
