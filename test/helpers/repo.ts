@@ -1,5 +1,6 @@
 /** Temporary model repositories for tests, built from Triton's example models. */
 import { cpSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -95,3 +96,14 @@ export const ADDSUB_CONFIG = {
 
 /** `addsub_onnx`'s model.onnx, base64 (what a load API upload carries). */
 export const addsubModelBase64 = (): string => readFileSync(join(EXAMPLES, 'addsub_onnx/1/model.onnx')).toString('base64');
+
+/** A TCP port free on 127.0.0.1 right now (for a server started in a child process). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}

@@ -4,13 +4,12 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { IGNORED_TRITON_FLAGS, parseCli, UsageError } from '../../host/src/cli-options.js';
 import { startServer } from '../../host/src/server.js';
-import { getJson, PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
+import { freePort, getJson, PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
 
 const MODELMESH = [
   '--model-control-mode=explicit', '--strict-model-config=false', '--strict-readiness=false', '--allow-http=true', '--allow-sagemaker=false',
@@ -18,15 +17,6 @@ const MODELMESH = [
   '--grpc-http2-max-pings-without-data=0', '--grpc-http2-min-recv-ping-interval-without-data=10000', '--grpc-http2-max-ping-strikes=0',
 ];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('parsing', () => {
   it("accepts ModelMesh's launch line; names the gRPC flags once; allow-sagemaker=false asks for nothing", () => {

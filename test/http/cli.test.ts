@@ -3,21 +3,11 @@
  * (in-flight requests finish, then the process exits 0).
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCli, UsageError } from '../../host/src/cli-options.js';
-import { PROJECT_ROOT, simpleRequest, tempRepo } from '../helpers/repo.js';
+import { freePort, PROJECT_ROOT, simpleRequest, tempRepo } from '../helpers/repo.js';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('flags', () => {
   it('parses tritonserver flags', () => {

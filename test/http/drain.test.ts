@@ -3,12 +3,11 @@
  * shutdown; stuck requests get an error. The CLI exits on SIGTERM even when stdout is a closed pipe.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Backend, BackendModel, BackendResolveRequest, BackendResolver } from '../../host/src/core/types.js';
 import { startServer } from '../../host/src/server.js';
-import { PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
+import { freePort, PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
 
 /** `backend: "blackhole"`: execute never resolves and never answers. */
 class BlackHoleResolver implements BackendResolver {
@@ -103,15 +102,6 @@ describe('bounded drain', () => {
   });
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('process', () => {
   it('exits 0 on SIGTERM when stdout is a closed pipe (EPIPE while logging)', async () => {
