@@ -31,7 +31,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'warden-ens-tenants-'));
   const tenants = {
     tenants: [
-      { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['inc'] },
+      // max_inflight 1: an ensemble request counts once, not once per step.
+      { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['inc'], quotas: { max_inflight: 1 } },
       { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)] },
     ],
   };

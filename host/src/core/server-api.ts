@@ -340,7 +340,7 @@ export class ServerApi implements InferenceServerHandle {
       const request = mv.submit(init, sender);
       return { model: name, version: mv.version, request };
     }
-    const release = tenant ? this.takeInflight(tenant) : undefined;
+    const release = tenant && !principal.within ? this.takeInflight(tenant) : undefined;
     const guard = new RequestGuard(sender, init.inputs, signal, release);
     let request;
     try {

@@ -150,6 +150,12 @@ export type ModelOrigin = { readonly kind: 'repository'; readonly repository: st
 export interface Principal {
   readonly namespace: string;
   readonly role: 'admin' | 'tenant';
+  /**
+   * Set by in-process callers acting inside a request the data plane already admitted (an
+   * ensemble's steps): the tenant's quotas (in-flight count) are charged once, at the outer
+   * request. Never set from a frontend.
+   */
+  readonly within?: true;
 }
 
 /** The principal of single-user mode (no tenants configured): the operator, namespace `''`. */

@@ -64,6 +64,8 @@ export class EnsembleRun {
   /** Memory owners of step outputs; released at the end unless they left in a response. */
   private readonly owned = new Set<Tensor>();
   private readonly times: StepTimes = { queueNs: 0n, inputNs: 0n, inferNs: 0n, outputNs: 0n };
+  /** The owner, acting within this (already admitted) request: steps are not charged again. */
+  private readonly stepPrincipal: Principal;
 
   constructor(
     private readonly opts: EnsembleRunOptions,
@@ -71,6 +73,7 @@ export class EnsembleRun {
     private readonly sender: ResponseSender,
   ) {
     const { plan } = opts;
+    this.stepPrincipal = { ...opts.principal, within: true };
     this.wanted = request.requestedOutputs.length > 0 ? request.requestedOutputs : plan.outputs;
     this.needed = neededSteps(plan, this.wanted);
   }
@@ -184,7 +187,7 @@ export class EnsembleRun {
       },
     };
     try {
-      const submitted = this.opts.server.infer(this.opts.principal, step.modelName, step.modelVersion, init, sender, this.controller.signal);
+      const submitted = this.opts.server.infer(this.stepPrincipal, step.modelName, step.modelVersion, init, sender, this.controller.signal);
       submitted.request.onTimes = (q, i, n, o) => {
         this.times.queueNs += q;
         this.times.inputNs += i;
