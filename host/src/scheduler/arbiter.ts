@@ -61,3 +61,43 @@ const NO_OP_GRANT: ExecutionGrant = Object.freeze({ release(): void {} });
 export const PASS_THROUGH_ARBITER: ExecutionArbiter = Object.freeze({
   tryAdmit: (): ExecutionGrant => NO_OP_GRANT,
 });
+
+/**
+ * One scheduler's side of the {@link ExecutionArbiter}: the claim it makes (its model version, and
+ * the tenants of the batch it asks for, rewritten per claim), and whether the arbiter deferred it
+ * and still owes a wake. Every scheduler kind asks the arbiter through one of these.
+ */
+export class ArbiterGate {
+  /**
+   * The list to fill with the batch's distinct tenants before {@link admit}; undefined with
+   * {@link PASS_THROUGH_ARBITER}, which never reads them (so nobody spends time filling it).
+   */
+  readonly tenants: string[] | undefined;
+  /** The arbiter deferred this scheduler and owes a wake: don't ask again until it comes. */
+  deferred = false;
+  private readonly claim: ExecutionClaim;
+  private readonly wake: () => void;
+
+  /** @param onWake called when a deferring arbiter wakes this scheduler (after `deferred` is cleared) */
+  constructor(
+    private readonly arbiter: ExecutionArbiter,
+    model: string,
+    version: number,
+    onWake: () => void,
+  ) {
+    const tenants: string[] = [];
+    this.tenants = arbiter === PASS_THROUGH_ARBITER ? undefined : tenants;
+    this.claim = Object.freeze({ model, version, tenants });
+    this.wake = () => {
+      this.deferred = false;
+      onWake();
+    };
+  }
+
+  /** Ask to run one execution; undefined = deferred (`deferred` is then set until the wake). */
+  admit(): ExecutionGrant | undefined {
+    const grant = this.arbiter.tryAdmit(this.claim, this.wake);
+    if (!grant) this.deferred = true;
+    return grant;
+  }
+}

@@ -9,7 +9,7 @@
 import type { ModelConfig } from '../config/types.js';
 import { TritonError, asTritonError, unavailable } from '../core/errors.js';
 import type { ExecuteTimings, InferenceRequest, ResponseSender } from '../core/types.js';
-import { PASS_THROUGH_ARBITER, type ExecutionArbiter, type ExecutionClaim, type ExecutionGrant } from './arbiter.js';
+import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbiter.js';
 import { BatchPolicy } from './batch-policy.js';
 import type { InstanceLease, InstancePool } from './instance-pool.js';
 import { PendingQueue, type PendingRequest } from './queue.js';
@@ -27,23 +27,13 @@ export class DynamicBatchScheduler implements ModelScheduler {
   private timer: NodeJS.Timeout | undefined;
   private executing = 0;
   private idleWaiters: (() => void)[] = [];
-  /** The arbiter deferred us and owes a wake; don't ask again until it comes. */
-  private deferred = false;
   private pumping = false;
   private pumpAgain = false;
   private pumpAgainForced = false;
   /** Scratch list for {@link BatchPolicy.plan}'s cancelled requests (reused, always left empty). */
   private readonly cancelled: PendingRequest[] = [];
-  /** The tenants of the batch about to be claimed ({@link ExecutionClaim.tenants}); rewritten per claim. */
-  private readonly batchTenants: string[] = [];
-  /** How this model version is named to the arbiter (one object, its `tenants` rewritten per claim). */
-  private readonly claim: ExecutionClaim;
-  /** Whether the arbiter may read `claim.tenants` (the pass-through one never does: skip filling it). */
-  private readonly fillTenants: boolean;
-  private readonly wakeFromArbiter = (): void => {
-    this.deferred = false;
-    this.pump();
-  };
+  /** This model version's side of the arbiter (claim, deferred flag, wake). */
+  private readonly gate: ArbiterGate;
   private readonly wakeFromPool = (): void => this.pump();
 
   /**
@@ -54,7 +44,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
     config: ModelConfig,
     private readonly pool: InstancePool,
     private readonly hooks: SchedulerHooks,
-    private readonly arbiter: ExecutionArbiter,
+    arbiter: ExecutionArbiter,
     version: number,
     fairness: TenantFairness = {},
   ) {
@@ -66,8 +56,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
       model: config.name,
     });
     this.policy = new BatchPolicy(config);
-    this.claim = Object.freeze({ model: config.name, version, tenants: this.batchTenants });
-    this.fillTenants = arbiter !== PASS_THROUGH_ARBITER;
+    this.gate = new ArbiterGate(arbiter, config.name, version, () => this.pump());
   }
 
   get pendingCount(): number {
@@ -123,22 +112,21 @@ export class DynamicBatchScheduler implements ModelScheduler {
     while (this.queue.size > 0) {
       const t = now();
       for (const p of this.queue.takeExpired(t)) p.sender.sendError(unavailable('Request timeout expired'), true);
-      const count = this.policy.plan(this.queue, t, force, this.cancelled, this.fillTenants ? this.batchTenants : undefined);
+      const count = this.policy.plan(this.queue, t, force, this.cancelled, this.gate.tenants);
       if (this.cancelled.length > 0) this.dropCancelled();
       if (count === 0) {
         const oldestNs = this.queue.oldestStartNs();
         if (oldestNs !== undefined) this.armDelayTimer(this.policy.delayLeftNs(oldestNs, t));
         return;
       }
-      if (this.deferred) return;
+      if (this.gate.deferred) return;
       const lease = this.pool.tryAcquire();
       if (!lease) {
         this.pool.notifyWhenAvailable(this.wakeFromPool);
         return;
       }
-      const grant = this.arbiter.tryAdmit(this.claim, this.wakeFromArbiter);
+      const grant = this.gate.admit();
       if (!grant) {
-        this.deferred = true;
         this.pool.release(lease);
         return;
       }

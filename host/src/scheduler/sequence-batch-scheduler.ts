@@ -32,7 +32,7 @@ import {
   type ResponseSender,
   type Tensor,
 } from '../core/types.js';
-import { PASS_THROUGH_ARBITER, type ExecutionArbiter, type ExecutionClaim, type ExecutionGrant } from './arbiter.js';
+import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbiter.js';
 import type { PendingRequest } from './queue.js';
 import { SequenceControls } from './sequence-controls.js';
 import type { ModelScheduler, SchedulerHooks } from './types.js';
@@ -94,19 +94,13 @@ export class SequenceBatchScheduler implements ModelScheduler {
   private queued = 0;
   private executing = 0;
   private idleWaiters: (() => void)[] = [];
-  private deferred = false;
   private pumping = false;
   private pumpAgain = false;
   private delayTimer: NodeJS.Timeout | undefined;
   private delayAtNs = 0n;
   private reaper: NodeJS.Timeout | undefined;
-  private readonly batchTenants: string[] = [];
-  private readonly claim: ExecutionClaim;
-  private readonly fillTenants: boolean;
-  private readonly wakeFromArbiter = (): void => {
-    this.deferred = false;
-    this.pump();
-  };
+  /** This model version's side of the arbiter (claim, deferred flag, wake). */
+  private readonly gate: ArbiterGate;
 
   /**
    * @param readInitialState reads `<model>/initial_state/<file>` for `initial_state.data_file`.
@@ -116,7 +110,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
     config: ModelConfig,
     instances: readonly BackendModelInstance[],
     private readonly hooks: SchedulerHooks,
-    private readonly arbiter: ExecutionArbiter,
+    arbiter: ExecutionArbiter,
     version: number,
     readInitialState?: (file: string) => Uint8Array,
   ) {
@@ -132,8 +126,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
     this.idleNs = BigInt(sb.max_sequence_idle_microseconds) * 1000n;
     const slots = this.oldest ? Math.max(1, sb.oldest!.max_candidate_sequences) : this.maxBatch;
     this.lanes = instances.map((instance, index) => ({ index, instance, slots: new Array(slots).fill(undefined), busy: false, used: 0 }));
-    this.claim = Object.freeze({ model: config.name, version, tenants: this.batchTenants });
-    this.fillTenants = arbiter !== PASS_THROUGH_ARBITER;
+    this.gate = new ArbiterGate(arbiter, config.name, version, () => this.pump());
   }
 
   get pendingCount(): number {
@@ -295,7 +288,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
       do {
         this.pumpAgain = false;
         for (const lane of this.lanes) {
-          if (this.deferred) break;
+          if (this.gate.deferred) break;
           this.dispatch(lane);
         }
       } while (this.pumpAgain);
@@ -342,18 +335,16 @@ export class SequenceBatchScheduler implements ModelScheduler {
         if (t - earliest < this.maxDelayNs) return this.armDelay(earliest + this.maxDelayNs);
       }
     }
-    if (this.fillTenants) {
-      this.batchTenants.length = 0;
+    const tenants = this.gate.tenants;
+    if (tenants) {
+      tenants.length = 0;
       for (const s of chosen) {
         const tenant = s.queue[0]!.request.tenant;
-        if (!this.batchTenants.includes(tenant)) this.batchTenants.push(tenant);
+        if (!tenants.includes(tenant)) tenants.push(tenant);
       }
     }
-    const grant = this.arbiter.tryAdmit(this.claim, this.wakeFromArbiter);
-    if (!grant) {
-      this.deferred = true;
-      return;
-    }
+    const grant = this.gate.admit();
+    if (!grant) return;
     const batch: PendingRequest[] = [];
     const requests: InferenceRequest[] = [];
     const senders: ResponseSender[] = [];
