@@ -15,6 +15,7 @@ import { dataTypeByteSize, type DataType } from '../tensor/datatypes.js';
 import { TritonError, invalidArg } from './errors.js';
 import { tensorDataType } from './validate.js';
 import type { InferenceResponse, ResponseSender, Tensor } from './types.js';
+import { encodeBytesElements } from '../tensor/bytes.js';
 
 /** Triton's cap on the elements classified in one output. */
 const MAX_ELEMENTS = 1_000_000;
@@ -50,16 +51,7 @@ function readerOf(datatype: DataType): Reader {
 }
 
 function bytesTensor(name: string, shape: number[], strings: string[]): Tensor {
-  const parts = strings.map((s) => Buffer.from(s, 'utf8'));
-  const out = new Uint8Array(parts.reduce((n, p) => n + 4 + p.length, 0));
-  const dv = new DataView(out.buffer);
-  let o = 0;
-  for (const p of parts) {
-    dv.setUint32(o, p.length, true);
-    out.set(p, o + 4);
-    o += 4 + p.length;
-  }
-  return { name, datatype: 'BYTES', shape, data: out };
+  return { name, datatype: 'BYTES', shape, data: encodeBytesElements(strings) };
 }
 
 /**
