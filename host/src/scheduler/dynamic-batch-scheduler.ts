@@ -7,9 +7,10 @@
  * dropped when they would be dispatched, so neither reaches a backend.
  */
 import type { ModelConfig } from '../config/types.js';
-import { TritonError, asTritonError, unavailable } from '../core/errors.js';
-import type { ExecuteTimings, InferenceRequest, ResponseSender } from '../core/types.js';
+import { TritonError, unavailable } from '../core/errors.js';
+import type { InferenceRequest, ResponseSender } from '../core/types.js';
 import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbiter.js';
+import { executeBatch } from './execute.js';
 import { BatchPolicy } from './batch-policy.js';
 import type { InstanceLease, InstancePool } from './instance-pool.js';
 import { PendingQueue, type PendingRequest } from './queue.js';
@@ -155,30 +156,15 @@ export class DynamicBatchScheduler implements ModelScheduler {
     );
   }
 
-  private async run(lease: InstanceLease, grant: ExecutionGrant, batch: PendingRequest[]): Promise<void> {
+  private run(lease: InstanceLease, grant: ExecutionGrant, batch: PendingRequest[]): Promise<void> {
     this.executing++;
-    try {
-      const execStartNs = now();
-      let timings: ExecuteTimings | void = undefined;
-      let error: TritonError | undefined;
-      try {
-        timings = await lease.instance.execute(
-          batch.map((p) => p.request),
-          batch.map((p) => p.sender),
-        );
-      } catch (e) {
-        error = asTritonError(e);
-      }
-      const execEndNs = now();
-      const batchSize = batch.reduce((n, p) => n + p.request.batchSize, 0);
-      this.hooks.onExecuted({ batch, batchSize, execStartNs, execEndNs, timings: timings ?? undefined, error });
-      if (error) for (const p of batch) p.sender.sendError(error, true);
-    } finally {
+    const batchSize = batch.reduce((n, p) => n + p.request.batchSize, 0);
+    return executeBatch(lease.instance, batch, batch.map((p) => p.request), batch.map((p) => p.sender), batchSize, this.hooks, () => {
       this.executing--;
       this.pool.release(lease);
       grant.release();
       this.pump();
-    }
+    });
   }
 
   private checkIdle(): void {

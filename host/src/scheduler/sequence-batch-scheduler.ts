@@ -21,18 +21,18 @@
  * Requests of one sequence run one after another on its instance, in arrival order.
  */
 import type { ModelConfig } from '../config/types.js';
-import { TritonError, asTritonError, invalidArg } from '../core/errors.js';
+import { TritonError, invalidArg } from '../core/errors.js';
 import {
   REQUEST_FLAG_SEQUENCE_END,
   REQUEST_FLAG_SEQUENCE_START,
   type BackendModelInstance,
-  type ExecuteTimings,
   type InferenceRequest,
   type InferenceResponse,
   type ResponseSender,
   type Tensor,
 } from '../core/types.js';
 import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbiter.js';
+import { executeBatch } from './execute.js';
 import type { PendingRequest } from './queue.js';
 import { SequenceControls } from './sequence-controls.js';
 import type { ModelScheduler, SchedulerHooks } from './types.js';
@@ -441,26 +441,14 @@ export class SequenceBatchScheduler implements ModelScheduler {
     );
   }
 
-  private async run(lane: Lane, grant: ExecutionGrant, batch: PendingRequest[], requests: InferenceRequest[], senders: ResponseSender[]): Promise<void> {
+  private run(lane: Lane, grant: ExecutionGrant, batch: PendingRequest[], requests: InferenceRequest[], senders: ResponseSender[]): Promise<void> {
     this.executing++;
-    try {
-      const execStartNs = now();
-      let timings: ExecuteTimings | void = undefined;
-      let error: TritonError | undefined;
-      try {
-        timings = await lane.instance.execute(requests, senders);
-      } catch (e) {
-        error = asTritonError(e);
-      }
-      const execEndNs = now();
-      this.hooks.onExecuted({ batch, batchSize: batch.length, execStartNs, execEndNs, timings: timings ?? undefined, error });
-      if (error) for (const p of batch) p.sender.sendError(error, true);
-    } finally {
+    return executeBatch(lane.instance, batch, requests, senders, batch.length, this.hooks, () => {
       this.executing--;
       lane.busy = false;
       grant.release();
       this.pump();
-    }
+    });
   }
 
   private checkIdle(): void {
