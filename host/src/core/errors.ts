@@ -46,6 +46,9 @@ export const unavailable = (msg: string) => new TritonError('UNAVAILABLE', msg);
 export const unsupported = (msg: string) => new TritonError('UNSUPPORTED', msg);
 export const internal = (msg: string) => new TritonError('INTERNAL', msg);
 
+/** The CANCELLED error of a request whose caller went away (Triton's wording). */
+export const cancelled = (): TritonError => new TritonError('CANCELLED', 'Request was cancelled');
+
 /** HTTP status for a Triton error code (`HttpCodeFromError`, spec §1.2). */
 export function httpStatusOf(code: ErrorCode): number {
   switch (code) {

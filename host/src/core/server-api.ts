@@ -9,7 +9,7 @@
  * site. Frontends map TritonError codes to their transport (HTTP status, gRPC code) themselves.
  */
 import type { ModelConfig } from '../config/types.js';
-import { TritonError, invalidArg, notFound } from './errors.js';
+import { AccessError, TritonError, cancelled, forbidden, invalidArg, notFound } from './errors.js';
 import { ClassificationSender, checkClassification } from './classification.js';
 import type { TraceManager, TraceSettingsJson } from '../trace/trace-manager.js';
 import { type LogSettings, LogSettingsStore } from './log-settings.js';
@@ -18,8 +18,7 @@ import type { PathScrubber } from './public-errors.js';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { auditEvent } from '../tenancy/audit.js';
-import type { TenantConfig } from '../tenancy/types.js';
-import { AccessError, forbidden } from './errors.js';
+import { TENANT_ID_PATTERN, type TenantConfig } from '../tenancy/types.js';
 import type { ModelVersion } from './model.js';
 import type { IndexEntry, LoadOptions, ModelRepositoryManager } from './repository-manager.js';
 import { tensorDataType } from './validate.js';
@@ -114,9 +113,6 @@ function quoteName(name: string): string {
   return `'${JSON.stringify(name).slice(1, -1).replace(/'/g, "\\'")}'`;
 }
 
-/** The CANCELLED error of a request whose caller went away before it was queued. */
-const cancelledBeforeQueued = (): TritonError => new TritonError('CANCELLED', 'Request was cancelled');
-
 /** Release the memory owners of tensors that carry one (see {@link Tensor.owner}). */
 export function releaseTensors(tensors: readonly Tensor[]): void {
   for (const t of tensors) t.owner?.release();
@@ -169,7 +165,7 @@ export interface TenantDirectory {
 }
 
 /** `<tenant>/<model>`: how an admin addresses a tenant's model. */
-const ADMIN_QUALIFIED = /^([A-Za-z0-9_][A-Za-z0-9_-]{0,63})\/(.+)$/;
+const ADMIN_QUALIFIED = new RegExp(`^(${TENANT_ID_PATTERN})/(.+)$`);
 
 export class ServerApi implements InferenceServerHandle {
   /** Inference requests of each tenant queued or executing (for `max_inflight`). */
@@ -190,10 +186,7 @@ export class ServerApi implements InferenceServerHandle {
    * nothing touches the filesystem); load and unload check it ({@link controlKeyOf}).
    */
   private keyOf(principal: Principal, name: string): ModelKey {
-    if (principal.role === 'admin') {
-      const q = this.opts.tenants && principal.namespace === '' ? ADMIN_QUALIFIED.exec(name) : null;
-      return q ? { namespace: q[1]!, name: q[2]! } : { namespace: principal.namespace, name };
-    }
+    if (principal.role === 'admin') return this.adminKeyOf(principal, name);
     const own = { namespace: principal.namespace, name };
     // A tenant's own model first; else an operator model shared with it; else its own (not found,
     // with exactly the text any unknown model gets — another tenant's model is indistinguishable).
@@ -202,10 +195,15 @@ export class ServerApi implements InferenceServerHandle {
     return own;
   }
 
+  /** An admin's key: `<tenant>/<model>` names a tenant's model (multi-tenant mode), else its own namespace. */
+  private adminKeyOf(principal: Principal, name: string): ModelKey {
+    const q = this.opts.tenants && principal.namespace === '' ? ADMIN_QUALIFIED.exec(name) : null;
+    return q ? { namespace: q[1]!, name: q[2]! } : { namespace: principal.namespace, name };
+  }
+
   /** {@link keyOf} for load / unload. @throws TritonError INVALID_ARG for an invalid name */
   private controlKeyOf(principal: Principal, name: string): ModelKey {
-    const q = this.opts.tenants && principal.role === 'admin' && principal.namespace === '' ? ADMIN_QUALIFIED.exec(name) : null;
-    const key = q ? { namespace: q[1]!, name: q[2]! } : { namespace: principal.namespace, name };
+    const key = principal.role === 'admin' ? this.adminKeyOf(principal, name) : { namespace: principal.namespace, name };
     const problem = modelNameProblem(key.name);
     if (problem !== undefined) throw invalidArg(`invalid model name ${quoteName(name)}: ${problem}`);
     return key;
@@ -328,7 +326,7 @@ export class ServerApi implements InferenceServerHandle {
    */
   infer(principal: Principal, name: string, version: number, init: InferenceRequestInit, sender: ResponseSender, signal?: CancellationSignal): SubmittedRequest {
     const mv = this.version(principal, name, version);
-    if (signal?.aborted) throw cancelledBeforeQueued();
+    if (signal?.aborted) throw cancelled();
     init.tenant = principal.namespace;
     if (init.classification !== undefined && init.classification.size > 0) {
       checkClassification(mv.config, init.classification);

@@ -11,7 +11,7 @@
  * then sends one response per frame that completes its outputs (it is decoupled itself, see
  * {@link EnsemblePlan.decoupled}).
  */
-import { TritonError, asTritonError } from '../core/errors.js';
+import { TritonError, asTritonError, cancelled } from '../core/errors.js';
 import type { InferenceRequest, InferenceRequestInit, InferenceResponse, InferenceServerHandle, Principal, ResponseSender, Tensor } from '../core/types.js';
 import type { EnsemblePlan, PlanStep } from './plan.js';
 
@@ -94,7 +94,7 @@ export class EnsembleRun {
 
   /** The caller went away: stop sending steps, cancel the ones in flight, answer CANCELLED. */
   cancel(): void {
-    this.fail(new TritonError('CANCELLED', 'Request was cancelled'));
+    this.fail(cancelled());
   }
 
   private fail(e: TritonError): void {

@@ -33,6 +33,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { TritonError, internal, invalidArg, unavailable } from '../core/errors.js';
 import type { ModelKey } from '../core/types.js';
 import type { FileOverrides } from './overrides.js';
+import { TENANT_ID_RE } from '../tenancy/types.js';
 
 /** Directory of the operator's namespace `''` (single-user mode); its uploads are ephemeral. */
 export const OPERATOR_DIR = '.operator';
@@ -41,7 +42,6 @@ export const STAGING_DIR = '.staging';
 const CURRENT = 'CURRENT';
 const POINTER_FORMAT = 'warden-upload/1';
 
-const TENANT_ID = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 const GENERATION = /^g([1-9][0-9]{0,14})$/;
 const STAGED = /^s-[0-9a-f]{16}$/;
 const CURRENT_TMP = /^CURRENT\.tmp-[0-9a-f]{16}$/;
@@ -121,7 +121,7 @@ export function checkRelativePath(rel: string): string[] {
 /** The directory name of a namespace: `.operator` for `''`, else the (validated) tenant id. */
 export function namespaceDir(namespace: string): string {
   if (namespace === '') return OPERATOR_DIR;
-  if (typeof namespace !== 'string' || !TENANT_ID.test(namespace)) throw invalidArg(`invalid namespace ${quote(namespace)}`);
+  if (typeof namespace !== 'string' || !TENANT_ID_RE.test(namespace)) throw invalidArg(`invalid namespace ${quote(namespace)}`);
   return namespace;
 }
 
@@ -170,7 +170,7 @@ export class UploadStore {
       if (STAGED.test(e.name) && !e.isSymbolicLink()) await remove(STAGING_DIR, e.name);
     }
     for (const ns of await readdir(this.root, { withFileTypes: true })) {
-      if (!ns.isDirectory() || (ns.name !== OPERATOR_DIR && !TENANT_ID.test(ns.name))) continue;
+      if (!ns.isDirectory() || (ns.name !== OPERATOR_DIR && !TENANT_ID_RE.test(ns.name))) continue;
       const operator = ns.name === OPERATOR_DIR;
       for (const m of await readdir(this.path(ns.name), { withFileTypes: true })) {
         if (!m.isDirectory() || !isPlainName(m.name)) continue;
@@ -312,7 +312,7 @@ export class UploadStore {
   async list(): Promise<ModelKey[]> {
     const out: ModelKey[] = [];
     for (const ns of await readdir(this.root, { withFileTypes: true }).catch(() => [])) {
-      if (!ns.isDirectory() || !TENANT_ID.test(ns.name)) continue;
+      if (!ns.isDirectory() || !TENANT_ID_RE.test(ns.name)) continue;
       for (const m of await readdir(this.path(ns.name), { withFileTypes: true })) {
         if (!m.isDirectory() || !isPlainName(m.name)) continue;
         const st = await lstat(this.path(ns.name, m.name, CURRENT)).catch(() => undefined);

@@ -7,7 +7,7 @@
  * dropped when they would be dispatched, so neither reaches a backend.
  */
 import type { ModelConfig } from '../config/types.js';
-import { TritonError, unavailable } from '../core/errors.js';
+import { TritonError, cancelled, unavailable } from '../core/errors.js';
 import type { InferenceRequest, ResponseSender } from '../core/types.js';
 import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbiter.js';
 import { executeBatch } from './execute.js';
@@ -19,7 +19,6 @@ import type { ModelScheduler, SchedulerHooks, TenantFairness } from './types.js'
 const now = (): bigint => process.hrtime.bigint();
 
 /** Triton's final error for a request whose client went away before it ran. */
-const cancelledError = (): TritonError => new TritonError('CANCELLED', 'Request was cancelled');
 
 /** Dispatches one model version's requests: one per execution, or batched with `dynamic_batching`. */
 export class DynamicBatchScheduler implements ModelScheduler {
@@ -140,7 +139,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
   /** Take the cancelled requests {@link BatchPolicy.plan} met out of the queue; each gets CANCELLED. */
   private dropCancelled(): void {
     for (const p of this.cancelled) {
-      if (this.queue.remove(p)) p.sender.sendError(cancelledError(), true);
+      if (this.queue.remove(p)) p.sender.sendError(cancelled(), true);
     }
     this.cancelled.length = 0;
   }

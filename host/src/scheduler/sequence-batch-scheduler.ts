@@ -21,7 +21,7 @@
  * Requests of one sequence run one after another on its instance, in arrival order.
  */
 import type { ModelConfig } from '../config/types.js';
-import { TritonError, invalidArg } from '../core/errors.js';
+import { TritonError, cancelled, invalidArg } from '../core/errors.js';
 import {
   REQUEST_FLAG_SEQUENCE_END,
   REQUEST_FLAG_SEQUENCE_START,
@@ -39,7 +39,6 @@ import type { ModelScheduler, SchedulerHooks } from './types.js';
 
 const now = (): bigint => process.hrtime.bigint();
 
-const cancelledError = (): TritonError => new TritonError('CANCELLED', 'Request was cancelled');
 
 /** The responses of filler requests go nowhere. */
 const DROP: ResponseSender = Object.freeze({ send(): void {}, sendError(): void {} });
@@ -304,7 +303,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
       const p = seq.queue.shift()!;
       this.queued--;
       const ends = (p.request.flags & REQUEST_FLAG_SEQUENCE_END) !== 0;
-      p.sender.sendError(cancelledError(), true);
+      p.sender.sendError(cancelled(), true);
       if (ends || (seq.closed && seq.queue.length === 0)) this.release(seq);
     }
   }

@@ -17,6 +17,7 @@
 import { parseText, TenancyConfigError, type TenantsFileFormat } from './format.js';
 import { TOKEN_HASH_RE } from './token.js';
 import {
+  TENANT_ID_RE,
   DEFAULT_TENANT_QUOTAS,
   DEFAULT_WEIGHT,
   FRACTIONAL_QUOTAS,
@@ -28,8 +29,7 @@ import {
   type TenantRole,
 } from './types.js';
 
-/** Valid tenant id: 1–64 of `[A-Za-z0-9_-]`, not starting with `-` (nor `.`, which the set excludes). */
-export const TENANT_ID_RE = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
+export { TENANT_ID_RE } from './types.js';
 /** Longest accepted shared model name. */
 const MAX_MODEL_NAME_LENGTH = 256;
 
