@@ -210,6 +210,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       })
     : serverAdmission;
   const exitTimeoutMs = (opts.exitTimeoutSecs ?? 30) * 1000;
+  const uploadDirectory =
+    opts.uploadDirectory ?? (opts.modelRepositories[0] !== undefined ? join(opts.modelRepositories[0], DEFAULT_UPLOAD_DIRECTORY) : undefined);
   const trace = new TraceManager(opts.trace ?? {}, logger.child({ component: 'trace' }));
   manager = new ModelRepositoryManager({
     loadThreadCount: opts.modelLoadThreadCount,
@@ -220,7 +222,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     resolvers: await createResolvers(opts, logger, metrics, tenants),
     autoCompleteConfig: opts.autoCompleteConfig ?? true,
     configName: opts.modelConfigName,
-    uploadDirectory: opts.uploadDirectory ?? (opts.modelRepositories[0] !== undefined ? join(opts.modelRepositories[0], DEFAULT_UPLOAD_DIRECTORY) : undefined),
+    uploadDirectory,
     logger,
     metrics,
     admission,
@@ -237,6 +239,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     trace,
     scrubber: new PathScrubber([
       ...opts.modelRepositories.map((path) => ({ path, label: '' })),
+      ...(uploadDirectory !== undefined ? [{ path: uploadDirectory, label: '<uploads>' }] : []),
       { path: cacheDirOf(opts), label: '<cache>' },
       { path: backendDirectoryOf(opts), label: '<backend-directory>' },
       { path: PROJECT_ROOT, label: '<warden>' },
