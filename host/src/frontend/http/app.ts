@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
 import { AccessError, TritonError, invalidArg, unsupported } from '../../core/errors.js';
-import { clientShmDisabled, collectBody, optionalJson, sizeLimitError } from './body.js';
+import { clientShmDisabled, collectBody, optionalJson } from './body.js';
 import { compressReply } from './compression.js';
 import { SINGLE_USER } from '../../core/types.js';
 import { installTenancy, requestPrincipal } from './auth.js';
@@ -64,7 +64,9 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   });
   app.server.maxConnections = ctx.limits.maxConnections;
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { bodyLimit: ctx.maxInputSize }, (_req: FastifyRequest, payload: IncomingMessage) => collectBody(payload, ctx.maxInputSize));
+  // Every body goes through collectBody, which enforces --http-max-input-size itself (Fastify's
+  // bodyLimit applies only to its own raw-body reader, which is not used).
+  app.addContentTypeParser('*', (_req: FastifyRequest, payload: IncomingMessage) => collectBody(payload, ctx.maxInputSize));
   // Every reply leaves through here: JSON is `application/json` exactly (Fastify would add
   // `; charset=utf-8`), and the body is compressed as `Accept-Encoding` prefers (spec §1.14).
   app.addHook('onSend', async (req, reply, payload) => {
@@ -84,9 +86,6 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
     }
     if (err instanceof TritonError) return sendError(reply, api.publicError(err));
     const fe = err as { code?: string; statusCode?: number; message?: string };
-    if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return sendError(reply, sizeLimitError(`more than ${ctx.maxInputSize}`, ctx.maxInputSize));
-    }
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
       return reply.code(fe.statusCode).type('application/json').send(JSON.stringify({ error: fe.message ?? 'Bad Request' }));
     }
