@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { BACKEND_DIR, TEST_BACKEND_DIR, requireNativeBuild } from './helpers.js';
+import { BACKEND_DIR, TEST_BACKEND_DIR, loadNative, pbtxtConfig, request, requireNativeBuild, resolver, run, tensor } from './helpers.js';
 
 let repo: TempRepo;
 let server: RunningServer;
@@ -128,5 +128,27 @@ describe('native implicit state (warden_accumulate)', () => {
       "no buffer was allocated for state 'OUTPUT_STATE' (TRITONBACKEND_StateBuffer) before TRITONBACKEND_StateUpdate",
     ]);
     expect(await sequence('acc_direct', 13, [2, 2], true)).toEqual([2, 4]);
+  });
+});
+
+describe('a state update before a flags-only FINAL (decoupled backend)', () => {
+  it('travels in a response of its own, made by the host, carrying only the state', async () => {
+    const errors = resolver({ backendDirectory: TEST_BACKEND_DIR });
+    const config = pbtxtConfig('state_final', `backend: "warden_test_errors" max_batch_size: 0
+      model_transaction_policy { decoupled: true }
+      input { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] }
+      output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] }
+      parameters { key: "mode" value: { string_value: "state_flags_final" } }`);
+    const m = await loadNative(errors, config, '/nonexistent/state_final');
+    // As the sequence batcher sends it: the state's output_name is requested.
+    const { collected } = await run(m.instances[0]!, [request('state_final', [tensor('INPUT0', 'INT32', [1], new Int32Array([7]))], ['OUTPUT0', 'OUTPUT_STATE'])]);
+    const rs = collected[0]!.responses;
+    expect(rs.map((r) => [r.final, r.response?.outputs.map((o) => o.name)])).toEqual([
+      [false, ['OUTPUT0']],
+      [true, ['OUTPUT_STATE']],
+    ]);
+    expect(Array.from(new Int32Array(rs[1]!.response!.outputs[0]!.data.slice().buffer))).toEqual([42]);
+    await m.unload();
+    await errors.finalizeAll();
   });
 });
