@@ -176,6 +176,20 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
     }
   });
 
+  it('an unreachable collector costs nothing but the spans: requests succeed and shutdown stays bounded', async () => {
+    const s = await serve(repository(), {
+      loadModels: ['simple'],
+      // Port 9 (discard) on loopback refuses connections.
+      trace: { mode: 'opentelemetry', level: ['TIMESTAMPS'], rate: 1, opentelemetry: { url: 'http://127.0.0.1:9/v1/traces', bspScheduleDelayMs: 10 } },
+    });
+    for (let i = 0; i < 3; i++) expect((await infer(s.httpUrl)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 100)); // an export attempt fails in the background
+    expect((await infer(s.httpUrl)).status).toBe(200);
+    const t0 = Date.now();
+    await s.stop();
+    expect(Date.now() - t0).toBeLessThan(8_000);
+  });
+
   it('the CLI takes Triton\'s opentelemetry settings; unknown ones are warned about', () => {
     const r = parseCli([
       '--model-repository=/m', '--trace-config=mode=opentelemetry', '--trace-config=opentelemetry,url=collector:4318/v1/traces',
