@@ -386,6 +386,25 @@ describe('responses', () => {
   });
 });
 
+describe('empty path segments', () => {
+  it("are not Triton's paths: 404 Not Found (every capture of Triton's routes is [^/]+), whatever the method", async () => {
+    for (const [method, path] of [
+      ['POST', '/v2/models//infer'],
+      ['GET', '/v2/models//ready'],
+      ['GET', '/v2/models//versions/1/config'],
+      ['GET', '/v2/models//trace/setting'],
+      ['POST', '/v2/repository/models//load'],
+      ['POST', '/v2/repository/models//unload'],
+      ['POST', '/v2/repository//index'],
+      ['GET', '/v2/systemsharedmemory/region//status'],
+      ['PUT', '/v2/models//infer'],
+    ]) {
+      const r = await fetch(`${url}${path}`, { method, body: method === 'GET' ? undefined : '{}', headers: { 'content-type': 'application/json' } });
+      expect([path, r.status, await r.text()]).toEqual([path, 404, '{"error":"Not Found"}']);
+    }
+  });
+});
+
 describe('repository', () => {
   it('failed loads and unloads of names that never existed leave no index entries; the failure is logged with its reason', async () => {
     const before = (await postJson(`${url}/v2/repository/index`, {})).json.map((e: any) => e.name);
