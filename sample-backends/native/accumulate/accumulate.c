@@ -16,33 +16,9 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
   return sample_check_api_version();
 }
 
-typedef struct {
-  const int64_t* shape;
-  uint32_t dims;
-  uint64_t byte_size;
-  int32_t* data; /* malloc'd copy */
-} Tensor;
-
-static TRITONSERVER_Error* read_int32(TRITONBACKEND_Request* request, const char* name, Tensor* t) {
-  TRITONBACKEND_Input* input = NULL;
-  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_RequestInput(request, name, &input));
-  TRITONSERVER_DataType datatype;
-  uint32_t buffer_count = 0;
-  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_InputProperties(input, NULL, &datatype, &t->shape, &t->dims,
-                                                       &t->byte_size, &buffer_count));
-  if (datatype != TRITONSERVER_TYPE_INT32 || t->byte_size % sizeof(int32_t) != 0) {
-    char msg[256];
-    snprintf(msg, sizeof msg, "accumulate expects %s to be INT32", name);
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, msg);
-  }
-  t->data = (int32_t*)malloc(t->byte_size == 0 ? 1 : (size_t)t->byte_size);
-  if (t->data == NULL) return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE, "out of memory");
-  return sample_read_input(input, t->data, t->byte_size, buffer_count);
-}
-
 /* Sum into a fresh state (committed) and a response (sent FINAL). */
-static TRITONSERVER_Error* accumulate(TRITONBACKEND_Request* request, const Tensor* in,
-                                      const Tensor* state_in) {
+static TRITONSERVER_Error* accumulate(TRITONBACKEND_Request* request, const SampleTensor* in,
+                                      const SampleTensor* state_in) {
   if (in->byte_size != state_in->byte_size) {
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                  "accumulate: INPUT and INPUT_STATE must have the same element count");
@@ -58,7 +34,9 @@ static TRITONSERVER_Error* accumulate(TRITONBACKEND_Request* request, const Tens
   int64_t mt_id = 0;
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_StateBuffer(state, &buffer, in->byte_size, &mt, &mt_id));
   int32_t* next = (int32_t*)buffer;
-  for (size_t i = 0; i < n; ++i) next[i] = state_in->data[i] + in->data[i];
+  const int32_t* x = (const int32_t*)in->data;
+  const int32_t* s = (const int32_t*)state_in->data;
+  for (size_t i = 0; i < n; ++i) next[i] = s[i] + x[i];
   SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_StateUpdate(state));
 
   TRITONBACKEND_Response* response = NULL;
@@ -75,28 +53,19 @@ static TRITONSERVER_Error* accumulate(TRITONBACKEND_Request* request, const Tens
   return TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, NULL);
 }
 
+/* One request: OUTPUT and the next state from INPUT and INPUT_STATE. */
+static TRITONSERVER_Error* accumulate_request(TRITONBACKEND_Request* request) {
+  SampleTensor in = {0}, state_in = {0};
+  TRITONSERVER_Error* err = sample_read_tensor(request, "INPUT", TRITONSERVER_TYPE_INT32, "accumulate", &in);
+  if (err == NULL) err = sample_read_tensor(request, "INPUT_STATE", TRITONSERVER_TYPE_INT32, "accumulate", &state_in);
+  if (err == NULL) err = accumulate(request, &in, &state_in);
+  free(in.data);
+  free(state_in.data);
+  return err;
+}
+
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* instance,
                                                        TRITONBACKEND_Request** requests,
                                                        const uint32_t request_count) {
-  uint64_t exec_start = sample_now_ns();
-  for (uint32_t r = 0; r < request_count; ++r) {
-    Tensor in = {0}, state_in = {0};
-    uint64_t compute_start = sample_now_ns();
-    TRITONSERVER_Error* err = read_int32(requests[r], "INPUT", &in);
-    if (err == NULL) err = read_int32(requests[r], "INPUT_STATE", &state_in);
-    if (err == NULL) err = accumulate(requests[r], &in, &state_in);
-    uint64_t compute_end = sample_now_ns();
-    free(in.data);
-    free(state_in.data);
-    int ok = err == NULL;
-    if (err != NULL) sample_respond_error(requests[r], err);
-    TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportStatistics(
-        instance, requests[r], ok, exec_start, compute_start, compute_end, sample_now_ns());
-    if (e != NULL) TRITONSERVER_ErrorDelete(e);
-    e = TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL);
-    if (e != NULL) TRITONSERVER_ErrorDelete(e);
-  }
-  uint64_t exec_end = sample_now_ns();
-  return TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, request_count, exec_start,
-                                                          exec_start, exec_end, exec_end);
+  return sample_execute_each(instance, requests, request_count, accumulate_request);
 }
