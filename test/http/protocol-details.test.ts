@@ -221,9 +221,15 @@ describe("malformed requests get Triton's texts (spec §1.2: http_server.cc Pars
   const input = (over: Record<string, unknown> = {}) => ({ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [1], ...over });
   const infer = (body: unknown, model = 'echo_int32') => postJson(`${url}/v2/models/${model}/infer`, body);
   const cases: [string, unknown, number, string][] = [
+    ['no inputs', { outputs: [] }, 500, "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'"],
+    ['inputs not an array', { inputs: {} }, 500, "Unable to parse 'inputs': attempt to access JSON non-array as array"],
+    ['id not a string', { id: 5, inputs: [input()] }, 500, "Unable to parse 'id': attempt to access JSON non-string as string"],
     ['empty input name', { inputs: [input({ name: '' })] }, 400, "unexpected inference input '' for model 'echo_int32'"],
     ['empty output name', { inputs: [input()], outputs: [{ name: '' }] }, 400, "unexpected inference output '' for model 'echo_int32'"],
     ['input without a name', { inputs: [{ datatype: 'INT32', shape: [1], data: [1] }] }, 500, "Unable to parse 'name': attempt to access non-existing object member 'name'"],
+    ['input without data (checked before its name)', { inputs: [{ shape: [1] }] }, 400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But no field is set"],
+    ['input that is no object', { inputs: [7] }, 400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But no field is set"],
+    ['input with two data sources', { inputs: [input({ parameters: { binary_data_size: 4 } })] }, 400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set 'data' 'binary_data_size'"],
     ['output name not a string', { inputs: [input()], outputs: [{ name: 7 }] }, 500, "Unable to parse 'name': attempt to access JSON non-string as string"],
     ['input without a datatype', { inputs: [{ name: 'INPUT0', shape: [1], data: [1] }] }, 500, "Unable to parse 'datatype': attempt to access non-existing object member 'datatype'"],
     ['input without a shape', { inputs: [{ name: 'INPUT0', datatype: 'INT32', data: [1] }] }, 500, "Unable to parse 'shape': attempt to access non-existing object member 'shape'"],

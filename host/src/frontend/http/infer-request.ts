@@ -70,6 +70,18 @@ function decodeShape(shape: unknown, name: string): number[] {
   return dims;
 }
 
+/**
+ * Exactly one data source per input (Triton's ValidateInputContentType text).
+ * @throws TritonError INVALID_ARG `Input must set only one of the following fields: ... But no field is set` / `But set 'data' 'binary_data_size'`
+ */
+function validateInputContentType(data: boolean, binary: boolean, shm: boolean): void {
+  if (Number(data) + Number(binary) + Number(shm) === 1) return;
+  let err = "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But";
+  if (!data && !binary && !shm) err += ' no field is set';
+  else err += ` set${data ? " 'data'" : ''}${binary ? " 'binary_data_size'" : ''}${shm ? " 'shared_memory_region'" : ''}`;
+  throw invalidArg(err);
+}
+
 /** A member of `parameters` that is an object; Triton looks nothing up in a non-object (Find is false). */
 function objectOrUndefined(v: unknown): Record<string, unknown> | undefined {
   return isJsonObject(v) ? v : undefined;
@@ -99,26 +111,23 @@ export function decodeInferRequest(
   const doc = parseRequestJson(body.subarray(0, jsonLen));
   if (!isJsonObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the inference request must be a JSON object');
   if (doc.id !== undefined) {
-    if (typeof doc.id !== 'string') throw internal(`Unable to parse 'id': attempt to access JSON non-string as string`);
+    if (typeof doc.id !== 'string') throw jsonAccessError('id', 'string');
     init.id = doc.id;
   }
   decodeParameters(doc.parameters, init, formats);
-  if (!Array.isArray(doc.inputs)) throw internal(`Unable to parse 'inputs': attempt to access JSON non-array as array`);
+  if (doc.inputs === undefined) throw jsonAccessError('inputs', 'missing');
+  if (!Array.isArray(doc.inputs)) throw jsonAccessError('inputs', 'array');
   let offset = jsonLen;
-  for (const raw of doc.inputs) {
-    if (!isJsonObject(raw)) throw internal(`Unable to parse 'inputs': attempt to access JSON non-object as object`);
-    const name = raw.name;
-    if (name === undefined) throw jsonAccessError('name', 'missing');
-    if (typeof name !== 'string') throw jsonAccessError('name', 'string');
+  for (const item of doc.inputs) {
+    // Triton's order: the data source first (ValidateInputContentType: a non-object has none), then name, datatype, shape.
+    const raw: Record<string, unknown> = isJsonObject(item) ? item : {};
     const params = objectOrUndefined(raw.parameters);
     const binSize = params?.binary_data_size;
     const shm = params?.shared_memory_region;
-    const sources = [raw.data !== undefined, binSize !== undefined, shm !== undefined].filter(Boolean).length;
-    if (sources !== 1) {
-      throw invalidArg(
-        `Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But ${sources === 0 ? 'none were set' : 'more than one were set'} for input '${name}'`,
-      );
-    }
+    validateInputContentType(raw.data !== undefined, binSize !== undefined, shm !== undefined);
+    const name = raw.name;
+    if (name === undefined) throw jsonAccessError('name', 'missing');
+    if (typeof name !== 'string') throw jsonAccessError('name', 'string');
     const datatype = raw.datatype;
     if (datatype === undefined) throw jsonAccessError('datatype', 'missing');
     if (typeof datatype !== 'string') throw jsonAccessError('datatype', 'string');
@@ -151,7 +160,7 @@ export function decodeInferRequest(
   }
   if (offset !== body.length) throw invalidArg(`unexpected additional input data for model '${modelName}'`);
   if (doc.outputs !== undefined) {
-    if (!Array.isArray(doc.outputs)) throw internal(`Unable to parse 'outputs': attempt to access JSON non-array as array`);
+    if (!Array.isArray(doc.outputs)) throw jsonAccessError('outputs', 'array');
     const requested = new Set<string>();
     for (const raw of doc.outputs) {
       if (!isJsonObject(raw) || raw.name === undefined) throw jsonAccessError('name', 'missing');
