@@ -1,6 +1,6 @@
 /**
  * The Python environment the compatibility suite drives Warden with: `.venv/` in the project
- * root (gitignored) holding NVIDIA's official client `tritonclient[http]` and numpy, pinned.
+ * root (gitignored) holding NVIDIA's official client `tritonclient[http,grpc]` and numpy, pinned.
  *
  * Idempotent and fast when present: one `python -c` that imports the client and prints the
  * installed versions (~0.3 s). Otherwise `python3 -m venv .venv` + `pip install` of the pins.
@@ -64,7 +64,7 @@ async function installedVersions(python: string): Promise<{ tritonclient: string
     python,
     [
       '-c',
-      'import importlib.metadata as m, numpy, tritonclient.http; ' +
+      'import importlib.metadata as m, numpy, tritonclient.http, tritonclient.grpc; ' +
         'print(m.version("tritonclient"), numpy.__version__)',
     ],
     60_000,
@@ -115,7 +115,7 @@ async function withLock<T>(venvDir: string, fn: () => Promise<T>): Promise<T> {
 export interface VenvOptions {
   /** Default: `<project root>/.venv`. */
   venvDir?: string;
-  /** Default: the pinned tritonclient[http] and numpy. */
+  /** Default: the pinned tritonclient[http,grpc] and numpy. */
   tritonclient?: string;
   numpy?: string;
   /** Extra environment for python / pip (e.g. PIP_INDEX_URL); also used by the index probe. */
@@ -123,7 +123,7 @@ export interface VenvOptions {
 }
 
 /**
- * Make sure the venv (default `.venv/`) holds tritonclient[http]==TRITONCLIENT_VERSION and
+ * Make sure the venv (default `.venv/`) holds tritonclient[http,grpc]==TRITONCLIENT_VERSION and
  * numpy==NUMPY_VERSION. Returns `{ok: false, reason}` only when the install failed AND the
  * package index is unreachable; throws on any other failure (no python3, venv creation failed,
  * pip refused although the index answers). The interpreter used to create the venv is
@@ -149,7 +149,7 @@ export async function ensureCompatVenv(opts: VenvOptions = {}): Promise<VenvStat
       const mk = await exec(python3, ['-m', 'venv', venvDir], 120_000, env);
       if (mk.code !== 0) throw new Error(`\`${python3} -m venv ${venvDir}\` failed:\n${mk.out}`);
     }
-    const requirements = [`tritonclient[http]==${want.tritonclient}`, `numpy==${want.numpy}`];
+    const requirements = [`tritonclient[http,grpc]==${want.tritonclient}`, `numpy==${want.numpy}`];
     const pip = await exec(
       python,
       ['-m', 'pip', 'install', '--quiet', '--timeout', '30', '--retries', '2', ...requirements],
