@@ -1,0 +1,120 @@
+/**
+ * `ModelStreamInfer` (bidirectional): each `ModelInferRequest` read from the stream is decoded and
+ * sent to the data plane; every response it produces is written as a `ModelStreamInferResponse`
+ * (`infer_response`), errors as `error_message` — the way decoupled models stream over gRPC. For a
+ * decoupled model each response carries `triton_final_response` (bool); a flags-only final is
+ * written as an empty response only when the request asked with `triton_enable_empty_final_response`.
+ * Requests still running when the client cancels or half-closes the stream are cancelled / awaited.
+ */
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { TritonError } from '../../core/errors.js';
+import { releaseTensors } from '../../core/server-api.js';
+import type { CancellationSignal, InferenceResponse, Principal, ResponseSender } from '../../core/types.js';
+import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion } from './infer.js';
+import type { ModelInferRequest } from './proto.js';
+import type { GrpcServiceContext } from './service.js';
+import { stripReserved } from './service.js';
+import { toServiceError } from './status.js';
+
+type Stream = ServerDuplexStream<ModelInferRequest, unknown>;
+
+/** The stream's cancellation: fires when the client cancels the call. */
+class StreamSignal implements CancellationSignal {
+  aborted = false;
+  private readonly listeners = new Set<() => void>();
+  constructor(call: Stream) {
+    call.once('cancelled', () => {
+      this.aborted = true;
+      for (const l of [...this.listeners]) l();
+      this.listeners.clear();
+    });
+  }
+  addEventListener(_t: 'abort', l: () => void): void {
+    this.listeners.add(l);
+  }
+  removeEventListener(_t: 'abort', l: () => void): void {
+    this.listeners.delete(l);
+  }
+}
+
+export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
+  const signal = new StreamSignal(call);
+  let pending = 0;
+  let ended = false;
+  const finishIfDone = () => {
+    if (ended && pending === 0 && !call.destroyed) call.end();
+  };
+  const write = (msg: unknown) => {
+    if (!signal.aborted && !call.destroyed) call.write(msg);
+  };
+  const writeError = (e: unknown, id: string) => {
+    const pub = ctx.api.publicError(e);
+    write({ error_message: pub.message, infer_response: { id } });
+  };
+  const principalP: Promise<Principal> = ctx.auth.principal(call.metadata, call.getPeer());
+  // An authentication failure ends the stream with its status; nothing is read further.
+  principalP.catch((e: unknown) => {
+    if (!call.destroyed) call.destroy(Object.assign(new Error(ctx.api.publicError(e).message), toServiceError(ctx.api.publicError(e))));
+  });
+  call.on('data', (raw: ModelInferRequest) => {
+    pending++;
+    void principalP.then(
+      (principal) => inferOne(principal, raw),
+      () => {
+        pending--;
+      },
+    );
+  });
+  call.on('end', () => {
+    ended = true;
+    finishIfDone();
+  });
+  call.on('error', () => undefined);
+
+  function inferOne(principal: Principal, raw: ModelInferRequest): void {
+    const id = raw.id ?? '';
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      pending--;
+      finishIfDone();
+    };
+    try {
+      const req = stripReserved(raw);
+      const model = req.model_name ?? '';
+      const target = ctx.api.inferenceTarget(principal, model, parseModelVersion(req.model_version));
+      const { init, shmOutputs } = decodeModelInferRequest(req, model, target.version, ctx.shm.access(principal), () => ctx.shm.disabledError());
+      let version = target.version;
+      const send = (response: InferenceResponse | null, final: boolean) => {
+        const flag = target.decoupled ? final : undefined;
+        if (response) {
+          try {
+            ctx.shm.writeOutputs(principal, response, shmOutputs);
+            write({ infer_response: encodeModelInferResponse(model, version, init.id, response, shmOutputs, flag) });
+          } catch (e) {
+            writeError(e, id);
+          } finally {
+            releaseTensors(response.outputs);
+          }
+        } else if (final && target.decoupled && req.emptyFinal) {
+          write({ infer_response: encodeModelInferResponse(model, version, init.id, null, undefined, true) });
+        }
+      };
+      const sender: ResponseSender = {
+        send(response, final) {
+          send(response, final);
+          if (final) finish();
+        },
+        sendError(error: TritonError, final) {
+          writeError(error, id);
+          if (final) finish();
+        },
+      };
+      version = ctx.api.infer(principal, model, target.version, init, sender, signal).version;
+    } catch (e) {
+      writeError(e, id);
+      finish();
+    }
+  }
+}
