@@ -51,7 +51,7 @@ function namedRepository(req: Req): void {
   if (str(req.repository_name) !== '') throw unsupported("'repository_name' specification is not supported");
 }
 
-type RepoParam = { param_choice?: string; bool_param?: boolean; int64_param?: string; string_param?: string; bytes_param?: Buffer };
+type RepoParam = { parameter_choice?: string; bool_param?: boolean; int64_param?: string; string_param?: string; bytes_param?: Buffer };
 
 /** `RepositoryModelLoad` parameters: `config` (JSON text) and `file:<version>/<path>` (raw bytes). */
 function loadOptions(model: string, params: Record<string, RepoParam>): { configOverride?: unknown; files: FileOverrides } {
@@ -59,14 +59,14 @@ function loadOptions(model: string, params: Record<string, RepoParam>): { config
   const files: FileOverrides = new Map();
   for (const [key, p] of Object.entries(params)) {
     if (key === 'config') {
-      if (p.param_choice !== 'string_param') throw invalidArg("the 'config' parameter must be a string_param");
+      if (p.parameter_choice !== 'string_param') throw invalidArg("the 'config' parameter must be a string_param");
       try {
         configOverride = JSON.parse(p.string_param ?? '');
       } catch (e) {
         throw invalidArg(`failed to load '${model}': invalid 'config' parameter, not JSON: ${(e as Error).message}`);
       }
     } else if (key.startsWith('file:')) {
-      if (p.param_choice !== 'bytes_param') throw invalidArg(`file override '${key}' must be a bytes_param`);
+      if (p.parameter_choice !== 'bytes_param') throw invalidArg(`file override '${key}' must be a bytes_param`);
       files.set(fileOverridePath(key), new Uint8Array(p.bytes_param ?? Buffer.alloc(0)));
     } else {
       throw internal(`unexpected error on creating Triton parameter: unrecognized load parameter '${key}'`);
@@ -83,10 +83,10 @@ function logValue(v: unknown): Record<string, unknown> {
 }
 
 /** The `LogSettingsRequest` map as the logging extension's JSON body. */
-function logBody(settings: Record<string, { param_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }>): Record<string, unknown> {
+function logBody(settings: Record<string, { parameter_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }>): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(settings)) {
-    body[k] = v.param_choice === undefined ? null : v[v.param_choice as 'bool_param' | 'uint32_param' | 'string_param'] ?? null;
+    body[k] = v.parameter_choice === undefined ? null : v[v.parameter_choice as 'bool_param' | 'uint32_param' | 'string_param'] ?? null;
   }
   return body;
 }
@@ -111,7 +111,7 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
   return {
     ServerLive: u(() => ({ live: api.isLive() }), true),
     ServerReady: u(() => ({ ready: api.isReady() }), true),
-    ModelReady: u((p, r) => ({ ready: api.isModelReady(p, str(r.name), parseModelVersion(str(r.version))) })),
+    ModelReady: u((p, r) => ({ ready: modelReady(api, p, str(r.name), parseModelVersion(str(r.version))) })),
     ServerMetadata: u(() => api.serverMetadata()),
     ModelMetadata: u((p, r) => {
       const m = api.modelMetadata(p, str(r.name), parseModelVersion(str(r.version)));
@@ -133,7 +133,7 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
       namedRepository(r);
       const params = (r.parameters ?? {}) as Record<string, RepoParam>;
       const del = params.delete_files;
-      if (del !== undefined && del.param_choice !== 'bool_param') throw invalidArg("'delete_files' must be a bool_param");
+      if (del !== undefined && del.parameter_choice !== 'bool_param') throw invalidArg("'delete_files' must be a bool_param");
       await api.unloadModel(p, str(r.model_name), { deleteFiles: del?.bool_param === true });
       return {};
     }),
@@ -160,6 +160,16 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
     ModelInfer: u((p, r, call) => modelInfer(ctx, p, r as unknown as ModelInferRequest, call.metadata)),
     ModelStreamInfer: ((call: Parameters<typeof handleStreamInfer>[1]) => handleStreamInfer(ctx, call)) as UntypedHandleCall,
   };
+}
+
+/** `ModelReady`: Triton's core answers "not ready" (no error) for a model it does not know. */
+function modelReady(api: ServerApi, principal: Principal, name: string, version: number): boolean {
+  try {
+    return api.isModelReady(principal, name, version);
+  } catch (e) {
+    if (e instanceof TritonError && e.code === 'NOT_FOUND') return false;
+    throw e;
+  }
 }
 
 /** `ModelInfer`: one request, one response (decoupled models answer UNSUPPORTED, as Triton's unary call). */
