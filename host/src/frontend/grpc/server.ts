@@ -20,7 +20,7 @@ import type { SystemSharedMemory } from '../../core/shared-memory.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
 import { GrpcAuth } from './auth.js';
 import { loadTritonService } from './proto.js';
-import { grpcHandlers } from './service.js';
+import { CallCount, grpcHandlers } from './service.js';
 import { ClientShm } from './shm.js';
 
 /** tritonserver's gRPC keepalive flags (ms; undefined = grpc-js / Triton default). */
@@ -79,23 +79,25 @@ export interface GrpcFrontend {
 export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string, port: number): Promise<GrpcFrontend> {
   const server = new Server(grpcServerOptions(opts));
   const logger = opts.logger.child({ component: 'grpc' });
-  server.addService(loadTritonService(opts.protosetPath), grpcHandlers({ api: opts.api, auth: new GrpcAuth(opts.tenants, opts.logger.child({ component: 'auth' })), logger, shm: new ClientShm(opts.shm) }));
+  const calls = new CallCount();
+  server.addService(
+    loadTritonService(opts.protosetPath),
+    grpcHandlers({ api: opts.api, auth: new GrpcAuth(opts.tenants, opts.logger.child({ component: 'auth' })), logger, shm: new ClientShm(opts.shm), calls }),
+  );
   const bound = await new Promise<number>((resolve, reject) => {
     const addr = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
     server.bindAsync(addr, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
   return {
     port: bound,
-    stop: (graceMs) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
+    // New calls are refused at once; unary calls and stream requests being handled get up to
+    // graceMs; then every transport is closed (grpc-js's own graceful wait would also wait for
+    // open but idle streams).
+    async stop(graceMs) {
+      server.tryShutdown(() => undefined);
+      const deadline = Date.now() + graceMs;
+      while (calls.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      server.forceShutdown();
+    },
   };
 }

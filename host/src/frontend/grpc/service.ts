@@ -25,6 +25,19 @@ export interface GrpcServiceContext {
   logger: Logger;
   /** Client shared memory (system regions), with the error given when it is off. */
   shm: ClientShm;
+  /** Calls being handled (graceful shutdown waits for them). */
+  calls: CallCount;
+}
+
+/** How many calls are being handled. */
+export class CallCount {
+  active = 0;
+  begin(): void {
+    this.active++;
+  }
+  end(): void {
+    this.active--;
+  }
 }
 
 type Req = Record<string, unknown>;
@@ -33,6 +46,7 @@ type Unary = (principal: Principal, req: Req, call: ServerUnaryCall<Req, unknown
 /** One unary RPC: authenticate (unless `open`), run, map errors to Triton's gRPC statuses. */
 function unary(ctx: GrpcServiceContext, fn: Unary, open = false) {
   return (call: ServerUnaryCall<Req, unknown>, done: sendUnaryData<unknown>): void => {
+    ctx.calls.begin();
     void (async () => {
       try {
         const principal = open ? ctx.auth.anonymous() : await ctx.auth.principal(call.metadata, call.getPeer());
@@ -40,6 +54,8 @@ function unary(ctx: GrpcServiceContext, fn: Unary, open = false) {
       } catch (e) {
         if (!(e instanceof TritonError)) ctx.logger.error({ err: e }, 'unhandled error in gRPC handler');
         done(toServiceError(ctx.api.publicError(e)) as never, null);
+      } finally {
+        ctx.calls.end();
       }
     })();
   };

@@ -56,12 +56,16 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
   principalP.catch((e: unknown) => {
     if (!call.destroyed) call.destroy(Object.assign(new Error(ctx.api.publicError(e).message), toServiceError(ctx.api.publicError(e))));
   });
+  // Each request counts as a call being handled until its final response (an open, idle stream
+  // does not hold a graceful shutdown).
   call.on('data', (raw: ModelInferRequest) => {
     pending++;
+    ctx.calls.begin();
     void principalP.then(
       (principal) => inferOne(principal, raw),
       () => {
         pending--;
+        ctx.calls.end();
       },
     );
   });
@@ -70,6 +74,15 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
     finishIfDone();
   });
   call.on('error', () => undefined);
+  // A cancelled call takes no more writes: close our side now.
+  call.once('cancelled', () => {
+    ended = true;
+    try {
+      call.end();
+    } catch {
+      // already closed
+    }
+  });
 
   function inferOne(principal: Principal, raw: ModelInferRequest): void {
     const id = raw.id ?? '';
@@ -78,6 +91,7 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
       if (done) return;
       done = true;
       pending--;
+      ctx.calls.end();
       finishIfDone();
     };
     try {
