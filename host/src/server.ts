@@ -263,7 +263,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   manager.attachServer(api);
   const maxInputSize = opts.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
   const shm = new SystemSharedMemory({ enabled: opts.allowClientShm === true, multiTenant: tenants !== undefined, maxReadBytes: maxInputSize });
-  const http = await buildHttpApp({ api, tenants, maxInputSize, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger });
+  const http = await buildHttpApp({ api, tenants, maxInputSize, shm, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger });
   const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger) : undefined;
 
   const failures = await manager.startup(opts.loadModels ?? []);

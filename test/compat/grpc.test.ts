@@ -35,7 +35,7 @@ describe('tritonclient.grpc against Warden (explicit mode)', () => {
       'health', 'server metadata', 'model metadata', 'model config as protobuf ModelConfig', 'infer simple (raw contents, id echoed)',
       'infer batch 8, requested output subset', 'infer simple_string (BYTES)', 'async_infer x8', "errors with Triton's gRPC status codes",
       'statistics', 'repository index / load / unload / config and file overrides', 'log settings', 'trace settings',
-      'stream: decoupled model with triton_final_response', 'stream: ordinary model and errors', 'CUDA shared memory UNSUPPORTED',
+      'stream: decoupled model with triton_final_response', 'stream: ordinary model and errors', 'CUDA shared memory UNSUPPORTED, system shared memory off',
     ]);
     // The same data plane as HTTP: the gRPC ModelMetadata equals HTTP's (shapes as int64 strings).
     const http = await (await fetch(`http://${c.url}/v2/models/simple`)).json();
@@ -44,6 +44,20 @@ describe('tritonclient.grpc against Warden (explicit mode)', () => {
       inputs: http.inputs.map((t: { shape: number[] }) => ({ ...t, shape: t.shape.map(String) })),
       outputs: http.outputs.map((t: { shape: number[] }) => ({ ...t, shape: t.shape.map(String) })),
     });
+  });
+});
+
+describe("system shared memory through tritonclient's utilities (--allow-client-shm)", () => {
+  const c = useCompatServer({ modelControlMode: 'explicit', loadModels: ['simple'], grpc: true, allowClientShm: true });
+
+  it('register, status, inputs and outputs in regions (with offsets), errors, unregister — HTTP and gRPC', async (ctx) => {
+    c.skipIfNoClient(ctx);
+    const run = await runScript(c.python, 'shm.py', ['--url', c.url, '--grpc-url', c.grpcUrl]);
+    const r = expectAllPassed(run, ['system shared memory over HTTP', 'system shared memory over gRPC']);
+    expect((r.observed['status:http'] as { name: string; offset: number; byte_size: number }[]).map((x) => [x.name, x.offset, x.byte_size])).toEqual([
+      ['input_data', 0, 128],
+      ['output_data', 8, 128],
+    ]);
   });
 });
 

@@ -10,6 +10,9 @@
  * region is registered (as Triton keeps its mapping). Data moves with pread / pwrite on that
  * descriptor — the same pages the client has mapped — so no native code runs.
  *
+ * Names starting with `warden-` are refused for every client: Warden's own processes keep their
+ * shared memory there (the Python backend's stub IPC), and a client must never map it.
+ *
  * Regions belong to the principal that registered them: names are per namespace (a tenant sees,
  * uses and unregisters only its own), a tenant's keys must start with `/<tenant>_`, and a key
  * registered by one namespace cannot be registered by another. Counts are capped per namespace;
@@ -48,12 +51,29 @@ export function clientShmDisabled(): TritonError {
   return new TritonError('UNSUPPORTED', "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
 }
 
+/** Where a client placed one tensor: region name, offset in the region and size, bytes. */
+export interface ShmTarget {
+  region: string;
+  offset: number;
+  byteSize: number;
+}
+
+/** One principal's view of its regions, for a frontend's decoder (inputs) and encoder (outputs). */
+export interface ShmAccess {
+  /** A copy of an input's bytes. @throws TritonError (see SystemSharedMemory.read) */
+  read(target: ShmTarget): Uint8Array;
+  /** Write an output's bytes. @throws TritonError (see SystemSharedMemory.write) */
+  write(target: ShmTarget, data: Uint8Array, output: string): void;
+}
+
 interface Region extends SystemShmRegionStatus {
   namespace: string;
   fd: number;
 }
 
 const MAX_NAME_BYTES = 255;
+/** Shm object names Warden's own processes use; never a client region. */
+export const RESERVED_SHM_PREFIX = 'warden-';
 
 /**
  * The file name of a POSIX shm key. @throws TritonError INVALID_ARG for anything but one plain name
@@ -64,6 +84,7 @@ export function shmKeyFile(key: string): string {
   if (name === '' || name === '.' || name === '..' || name.includes('/') || /[\u0000-\u001f\u007f]/.test(name) || Buffer.byteLength(name) > MAX_NAME_BYTES) {
     throw invalidArg(`invalid shared memory key '${JSON.stringify(key).slice(1, -1)}': expected a POSIX shared memory name ('/name', no other '/')`);
   }
+  if (name.startsWith(RESERVED_SHM_PREFIX)) throw invalidArg(`shared memory key '${key}' is reserved for the server's own use ('/${RESERVED_SHM_PREFIX}...')`);
   return name;
 }
 
@@ -199,6 +220,15 @@ export class SystemSharedMemory {
     const r = this.region(principal, name, offset, byteSize);
     let done = 0;
     while (done < data.length) done += writeSync(r.fd, data, done, data.length - done, r.offset + offset + done);
+  }
+
+  /** `principal`'s regions for a request, or undefined while client shared memory is off. */
+  access(principal: Principal): ShmAccess | undefined {
+    if (!this.opts.enabled) return undefined;
+    return {
+      read: (t) => this.read(principal, t.region, t.offset, t.byteSize),
+      write: (t, data, output) => this.write(principal, t.region, t.offset, t.byteSize, data, output),
+    };
   }
 
   /** Close every region (server stop). */

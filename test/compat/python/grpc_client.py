@@ -236,6 +236,10 @@ def stream_ordinary_and_errors():
 def cuda_shm_unsupported():
     expect_server_error(lambda: g.register_cuda_shared_memory("r", b"\0" * 64, 0, 64), "StatusCode.UNIMPLEMENTED", contains="CUDA")
     expect_eq(g.get_cuda_shared_memory_status(as_json=True), {}, "CUDA shm status: no regions")
+    # this server runs without --allow-client-shm: system shared memory is off, as Triton's default
+    expect_server_error(lambda: g.register_system_shared_memory("r", "/r", 64), "StatusCode.UNIMPLEMENTED", contains="--allow-client-shm")
+    expect_server_error(lambda: run.client.register_system_shared_memory("r", "/r", 64), "501", contains="--allow-client-shm")
+    expect_eq(g.get_system_shared_memory_status(as_json=True), {}, "system shm status: no regions")
 
 
 for name, fn in [
@@ -254,7 +258,7 @@ for name, fn in [
     ("trace settings", trace_settings),
     ("stream: decoupled model with triton_final_response", stream_decoupled),
     ("stream: ordinary model and errors", stream_ordinary_and_errors),
-    ("CUDA shared memory UNSUPPORTED", cuda_shm_unsupported),
+    ("CUDA shared memory UNSUPPORTED, system shared memory off", cuda_shm_unsupported),
 ]:
     run.case(name, fn)
 g.close()

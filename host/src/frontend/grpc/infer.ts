@@ -6,17 +6,13 @@
  * `outputs` (an output written to shared memory has an empty entry there, keeping indexes aligned).
  */
 import { invalidArg } from '../../core/errors.js';
+import type { ShmAccess, ShmTarget } from '../../core/shared-memory.js';
 import { applyRequestParameter, emptyRequestInit } from '../../core/request-parameters.js';
 import type { InferenceRequestInit, InferenceResponse, ParameterValue } from '../../core/types.js';
 import { dataTypeByteSize, elementCount, isDataType } from '../../tensor/datatypes.js';
 import { contentsCount, contentsToTensorData } from './contents.js';
 import type { InferParameter, InferTensorContents, Int64, ModelInferRequest, ModelInferResponse } from './proto.js';
 
-/** Client shared memory as the decoder needs it (absent: shared-memory parameters are refused). */
-export interface ShmAccess {
-  /** The bytes of `size` at `offset` of region `region` (a view, not a copy). @throws TritonError */
-  read(region: string, offset: number, size: number): Uint8Array;
-}
 
 /** A decoded request: the data plane's request, plus where outputs go (shared memory) and the id. */
 export interface DecodedGrpcRequest {
@@ -25,12 +21,6 @@ export interface DecodedGrpcRequest {
   shmOutputs: Map<string, ShmTarget>;
 }
 
-/** Where one output is written: region name, offset and size in bytes. */
-export interface ShmTarget {
-  region: string;
-  offset: number;
-  byteSize: number;
-}
 
 /**
  * The model version a request names: '' = the server's choice (-1), else a decimal version.
@@ -129,7 +119,7 @@ export function decodeModelInferRequest(
     let data: Uint8Array;
     if (region !== undefined) {
       if (!shm) throw shmDisabled();
-      data = shm.read(region.region, region.offset, region.byteSize);
+      data = shm.read(region);
     } else if (raw.length > 0) {
       data = raw[i]!;
     } else if (typed) {

@@ -2,7 +2,7 @@
 import type { SystemSharedMemory } from '../../core/shared-memory.js';
 import { clientShmDisabled } from '../../core/shared-memory.js';
 import type { InferenceResponse, Principal } from '../../core/types.js';
-import type { ShmAccess, ShmTarget } from './infer.js';
+import type { ShmAccess, ShmTarget } from '../../core/shared-memory.js';
 
 export class ClientShm {
   constructor(private readonly shm: SystemSharedMemory) {}
@@ -28,15 +28,16 @@ export class ClientShm {
 
   /** Input reads for one principal, or undefined when client shared memory is off. */
   access(p: Principal): ShmAccess | undefined {
-    return this.shm.enabled ? { read: (region, offset, size) => this.shm.read(p, region, offset, size) } : undefined;
+    return this.shm.access(p);
   }
 
   /** Copy the outputs the client placed in shared memory (the caller releases the response). @throws TritonError */
   writeOutputs(p: Principal, response: InferenceResponse, targets: ReadonlyMap<string, ShmTarget>): void {
     if (targets.size === 0) return;
+    const access = this.shm.access(p);
     for (const t of response.outputs) {
       const target = targets.get(t.name);
-      if (target) this.shm.write(p, target.region, target.offset, target.byteSize, t.data, t.name);
+      if (target && access) access.write(target, t.data, t.name);
     }
   }
 }

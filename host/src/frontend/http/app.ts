@@ -7,7 +7,8 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
 import { AccessError, TritonError, invalidArg, unsupported } from '../../core/errors.js';
-import { clientShmDisabled, collectBody, optionalJson } from './body.js';
+import { collectBody, optionalJson } from './body.js';
+import { installSharedMemoryRoutes } from './shared-memory.js';
 import { compressReply } from './compression.js';
 import { SINGLE_USER } from '../../core/types.js';
 import { installTenancy, requestPrincipal } from './auth.js';
@@ -145,17 +146,6 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   route(app, '/v2/repository/:repo/models/:model/load', { POST: namedRepo });
   route(app, '/v2/repository/:repo/models/:model/unload', { POST: namedRepo });
 
-  // Client shared memory is off (Triton's default since 2026-04, spec §3.3).
-  for (const kind of ['systemsharedmemory', 'cudasharedmemory']) {
-    route(app, `/v2/${kind}/status`, { GET: (_q, r) => r.send([]) });
-    route(app, `/v2/${kind}/region/:region/status`, { GET: (_q, r) => r.send([]) });
-    for (const op of ['register', 'unregister']) {
-      const h = () => {
-        throw clientShmDisabled();
-      };
-      route(app, `/v2/${kind}/${op}`, { POST: h });
-      route(app, `/v2/${kind}/region/:region/${op}`, { POST: h });
-    }
-  }
+  installSharedMemoryRoutes(app, ctx);
   return app;
 }
