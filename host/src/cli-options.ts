@@ -65,6 +65,8 @@ tritonserver flags Warden honours as Triton does:
   --trace-config=[<mode>,]<k>=<v> trace settings (file, level, rate, count, log-frequency, mode)
   --trace-file / --trace-level / --trace-rate / --trace-count / --log-frequency   (deprecated forms)
   --allow-client-shm=<bool>       system shared memory over HTTP and gRPC (default false; CUDA shm: UNSUPPORTED)
+  --cache-config=local,size=<n>   response cache of n bytes (models opt in: response_cache { enable: true })
+  --response-cache-byte-size=<n>  deprecated form of the same
   --allow-grpc=<bool>             serve gRPC (inference.GRPCInferenceService; default true)
   --grpc-port=<port>              gRPC port (default 8001)
   --grpc-address=<addr>           gRPC bind address (default: --http-address)
@@ -107,7 +109,7 @@ export const IGNORED_TRITON_FLAGS: readonly string[] = [
   'allow-sagemaker', 'sagemaker-port', 'sagemaker-safe-port-range', 'sagemaker-thread-count',
   'allow-vertex-ai', 'vertex-ai-port', 'vertex-ai-thread-count', 'vertex-ai-default-model',
   'reuse-http-port', 'http-header-forward-pattern', 'http-restricted-api', 'metrics-config',
-  'cache-config', 'cache-directory', 'response-cache-byte-size', 'rate-limit', 'rate-limit-resource',
+  'cache-directory', 'rate-limit', 'rate-limit-resource',
   'pinned-memory-pool-byte-size', 'cuda-memory-pool-byte-size', 'cuda-virtual-address-size', 'min-supported-compute-capability',
   'repoagent-directory', 'buffer-manager-thread-count', 'host-policy', 'model-load-gpu-limit', 'model-load-retry-count',
   'model-namespacing', 'enable-peer-access',
@@ -204,6 +206,29 @@ function grpcOptions(str1: (k: string) => string | undefined): Pick<ServerOption
   };
 }
 
+/**
+ * `--cache-config local,size=N` (repeatable, `<cache>,<key>=<value>`) and the deprecated
+ * `--response-cache-byte-size=N`: the local response cache's size in bytes. Other cache kinds
+ * (redis) are named in the warning.
+ * @throws UsageError for a malformed setting or size
+ */
+function cacheOptions(v: Record<string, unknown>, ignored: string[]): number | undefined {
+  let size: number | undefined;
+  const legacy = v['response-cache-byte-size'] as string | undefined;
+  if (legacy !== undefined) size = int('response-cache-byte-size', legacy, 0, 0);
+  for (const c of (v['cache-config'] as string[] | undefined) ?? []) {
+    const m = /^([^,=]+),([^,=]+)=(.*)$/.exec(c);
+    if (!m) throw new UsageError(`--cache-config expects <cache>,<setting>=<value>, got '${c}'`);
+    if (m[1] !== 'local') {
+      ignored.push(`--cache-config=${c} (only the local cache exists)`);
+      continue;
+    }
+    if (m[2] === 'size') size = int('cache-config', m[3], 0, 0);
+    else ignored.push(`--cache-config=${c}`);
+  }
+  return size;
+}
+
 /** Parse argv (without node and script). @throws UsageError */
 export function parseCli(argv: string[]): ServerOptions & { help?: boolean; notes: CliNotes } {
   const str = { type: 'string' } as const;
@@ -268,6 +293,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'log-file': str,
         'allow-client-shm': str,
         ...GRPC_FLAG_OPTIONS,
+        'cache-config': multi,
+        'response-cache-byte-size': str,
         'trace-config': multi,
         'trace-file': str,
         'trace-level': multi,
@@ -334,6 +361,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
     notes: { ignoredFlags },
     ...grpcOptions(str1),
     allowClientShm,
+    responseCacheBytes: cacheOptions(v, ignoredFlags),
     serverId: str1('id'),
     allowHttp: bool('allow-http', str1('allow-http'), true),
     httpThreadCount: int('http-thread-count', str1('http-thread-count'), 8, 1),

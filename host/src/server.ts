@@ -23,6 +23,7 @@ import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js'
 import { buildHttpApp } from './frontend/http/app.js';
 import { startGrpcFrontend, type GrpcFrontend, type GrpcKeepalive } from './frontend/grpc/server.js';
 import { SystemSharedMemory } from './core/shared-memory.js';
+import { ResponseCache } from './cache/response-cache.js';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './frontend/http/limits.js';
 import { ServerMetrics } from './metrics/prometheus.js';
 import { buildMetricsApp } from './metrics/server.js';
@@ -130,6 +131,8 @@ export interface ServerOptions {
   grpcKeepalive?: GrpcKeepalive;
   /** `--allow-client-shm`: system shared memory over HTTP and gRPC (default false). */
   allowClientShm?: boolean;
+  /** `--cache-config local,size=N`: the response cache's size in bytes (absent = no cache). */
+  responseCacheBytes?: number;
 }
 
 export interface RunningServer {
@@ -229,6 +232,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     loadThreadCount: opts.modelLoadThreadCount,
     drainTimeoutMs: exitTimeoutMs,
     tracer: trace,
+    responseCache: opts.responseCacheBytes !== undefined && opts.responseCacheBytes > 0 ? new ResponseCache(opts.responseCacheBytes) : undefined,
     repositories: opts.modelRepositories,
     controlMode: opts.modelControlMode ?? 'none',
     resolvers: await createResolvers(opts, logger, metrics, tenants),

@@ -5,12 +5,14 @@
  * adapter call sequence against a server started with ModelMesh's tritonserver launch line.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCli } from '../../host/src/cli-options.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { expectAllPassed, hostPort, MODEL_REPOSITORY, runScript, useCompatServer } from './harness.js';
 import { ensureCompatVenv, PROJECT_ROOT } from './venv.js';
+import { tempRepo } from '../helpers/repo.js';
 
 describe('tritonclient.grpc against Warden (explicit mode)', () => {
   const c = useCompatServer({ modelControlMode: 'explicit', loadModels: ['simple', 'simple_string', 'repeat_wasm'], grpc: true });
@@ -47,8 +49,26 @@ describe('tritonclient.grpc against Warden (explicit mode)', () => {
   });
 });
 
-describe("system shared memory through tritonclient's utilities (--allow-client-shm)", () => {
-  const c = useCompatServer({ modelControlMode: 'explicit', loadModels: ['simple'], grpc: true, allowClientShm: true });
+describe("system shared memory through tritonclient's utilities (--allow-client-shm); the response cache", () => {
+  // simple under another name, with response_cache { enable: true }
+  const cached = tempRepo();
+  const dir = cached.addExample('simple', 'simple_cached');
+  writeFileSync(join(dir, 'config.pbtxt'), `${readFileSync(join(dir, 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "simple_cached"')}\nresponse_cache { enable: true }\n`);
+  afterAll(() => cached.cleanup());
+  const c = useCompatServer({
+    modelControlMode: 'explicit',
+    loadModels: ['simple', 'simple_cached'],
+    extraRepositories: [cached.path],
+    grpc: true,
+    allowClientShm: true,
+    responseCacheBytes: 1 << 20,
+  });
+
+  it('cache hits are visible in the statistics tritonclient.grpc reads', async (ctx) => {
+    c.skipIfNoClient(ctx);
+    const run = await runScript(c.python, 'cache.py', ['--url', c.url, '--grpc-url', c.grpcUrl, '--models', 'simple_cached']);
+    expectAllPassed(run, ['cache hits visible in statistics']);
+  });
 
   it('register, status, inputs and outputs in regions (with offsets), errors, unregister — HTTP and gRPC', async (ctx) => {
     c.skipIfNoClient(ctx);

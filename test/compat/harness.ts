@@ -107,6 +107,8 @@ export interface CompatServerOptions {
   grpc?: boolean;
   /** `--allow-client-shm`. */
   allowClientShm?: boolean;
+  /** `--cache-config local,size=N` (bytes). */
+  responseCacheBytes?: number;
 }
 
 /** What a test in a compat suite uses: the venv's python and the server's `host:port`. */
@@ -152,6 +154,7 @@ export function useCompatServer(opts: CompatServerOptions): CompatContext {
       tenantsFile: opts.tenantsFile,
       grpcPort: opts.grpc ? 0 : undefined,
       allowClientShm: opts.allowClientShm,
+      responseCacheBytes: opts.responseCacheBytes,
       // Uploads go to a fresh directory: the default (inside model_repository/) is durable and
       // would carry tenants' models from one run into the next.
       uploadDirectory: (uploads = mkdtempSync(join(tmpdir(), 'warden-compat-uploads-'))),
