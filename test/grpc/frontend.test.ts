@@ -5,7 +5,7 @@
  * (UNAUTHENTICATED, namespaces, admin-only settings, the per-tenant rate); the frontend never
  * imports the model manager.
  */
-import { status } from '@grpc/grpc-js';
+import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { startServer, type RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { int32s, simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { executed, JsBackendResolver } from '../helpers/js-backend.js';
 
 const A = Array.from({ length: 16 }, (_, i) => i);
 const B = Array(16).fill(2);
@@ -109,6 +110,39 @@ describe('single-user gRPC frontend', () => {
     await new Promise((r) => setTimeout(r, 200));
     const ok = await unaryCall(client, 'ModelInfer', simpleInfer(A, B));
     expect(int32s(ok.res.raw_output_contents[0])).toEqual(A.map((x, i) => x + B[i]));
+  });
+});
+
+describe('cancellation', () => {
+  it("a unary call whose deadline passes while queued is dropped, never executed (CANCELED in the statistics)", async () => {
+    const repo = tempRepo();
+    repo.write(
+      'slow/config.pbtxt',
+      'name: "slow"\nbackend: "jstest"\nmax_batch_size: 0\ninput [{ name: "INPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\noutput [{ name: "OUTPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\ninstance_group [{ kind: KIND_CPU, count: 1 }]\nparameters { key: "delay_ms" value: { string_value: "400" } }\n',
+    );
+    repo.write('slow/1/.keep', '');
+    const server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent', backendResolvers: [new JsBackendResolver()] });
+    const client = tritonGrpcClient(server.grpcUrl!);
+    try {
+      const one = (id: string) => ({ model_name: 'slow', id, inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }], raw_input_contents: [Buffer.from(Int32Array.of(5).buffer)] });
+      const before = executed.filter((e) => e.model === 'slow').length;
+      const first = unaryCall(client, 'ModelInfer', one('first'));
+      await new Promise((r) => setTimeout(r, 50));
+      const md = new Metadata();
+      const late = await new Promise<ServiceError | null>((resolve) =>
+        (client as unknown as Record<string, Function>).ModelInfer(one('late'), md, { deadline: Date.now() + 100 }, (e: ServiceError | null) => resolve(e)),
+      );
+      expect(late?.code).toBe(status.DEADLINE_EXCEEDED);
+      expect((await first).res.id).toBe('first');
+      await new Promise((r) => setTimeout(r, 500));
+      expect(executed.filter((e) => e.model === 'slow').length - before).toBe(1);
+      const stats = await unaryCall(client, 'ModelStatistics', { name: 'slow' });
+      expect(stats.res.model_stats[0].inference_stats.fail.count).toBe('1');
+    } finally {
+      client.close();
+      await server.stop();
+      repo.cleanup();
+    }
   });
 });
 

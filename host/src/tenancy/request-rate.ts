@@ -7,6 +7,13 @@
 import { AccessError } from '../core/errors.js';
 import type { TenantConfig } from './types.js';
 
+/**
+ * How long an over-quota answer (429 / RESOURCE_EXHAUSTED: rate or in-flight quota) is held
+ * before it is sent, ms: a client that keeps sending past its limit then costs one cheap answer
+ * per connection (HTTP) or call (gRPC) per delay, instead of one per request it can fire.
+ */
+export const OVER_QUOTA_DELAY_MS = 250;
+
 export class TenantRequestRate {
   private readonly windows = new Map<string, { start: number; count: number }>();
 

@@ -4,16 +4,18 @@
  * calls for the same operation. Errors leave through `ServerApi.publicError` (no host paths) and
  * status.ts (Triton's gRPC codes).
  */
-import type { Metadata, sendUnaryData, ServerUnaryCall, UntypedHandleCall } from '@grpc/grpc-js';
+import type { sendUnaryData, ServerUnaryCall, UntypedHandleCall } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { modelConfigToJson } from '../../config/index.js';
-import { TritonError, internal, invalidArg, unsupported } from '../../core/errors.js';
+import { AccessError, TritonError, internal, invalidArg, unsupported } from '../../core/errors.js';
+import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 import { inferAndCollect, releaseTensors, type ServerApi } from '../../core/server-api.js';
-import type { Principal } from '../../core/types.js';
+import type { CancellationSignal, Principal } from '../../core/types.js';
 import { fileOverridePath, type FileOverrides } from '../../repository/overrides.js';
 import type { GrpcAuth } from './auth.js';
 import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion } from './infer.js';
 import type { ModelInferRequest } from './proto.js';
+import { callSignal } from './cancel.js';
 import { toServiceError } from './status.js';
 import { handleStreamInfer } from './stream.js';
 import type { ClientShm } from './shm.js';
@@ -53,6 +55,8 @@ function unary(ctx: GrpcServiceContext, fn: Unary, open = false) {
         done(null, await fn(principal, call.request, call));
       } catch (e) {
         if (!(e instanceof TritonError)) ctx.logger.error({ err: e }, 'unhandled error in gRPC handler');
+        // Over-quota answers are held back, as over HTTP (tenancy/request-rate.ts).
+        if (e instanceof AccessError && e.httpStatus === 429) await new Promise((r) => setTimeout(r, OVER_QUOTA_DELAY_MS));
         done(toServiceError(ctx.api.publicError(e)) as never, null);
       } finally {
         ctx.calls.end();
@@ -173,7 +177,7 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
     CudaSharedMemoryUnregister: u(() => {
       throw unsupported('CUDA shared memory is not supported: this server has no GPU memory path');
     }),
-    ModelInfer: u((p, r, call) => modelInfer(ctx, p, r as unknown as ModelInferRequest, call.metadata)),
+    ModelInfer: u((p, r, call) => modelInfer(ctx, p, r as unknown as ModelInferRequest, callSignal(call))),
     ModelStreamInfer: ((call: Parameters<typeof handleStreamInfer>[1]) => handleStreamInfer(ctx, call)) as UntypedHandleCall,
   };
 }
@@ -189,12 +193,12 @@ function modelReady(api: ServerApi, principal: Principal, name: string, version:
 }
 
 /** `ModelInfer`: one request, one response (decoupled models answer UNSUPPORTED, as Triton's unary call). */
-async function modelInfer(ctx: GrpcServiceContext, principal: Principal, req: ModelInferRequest, _md: Metadata): Promise<unknown> {
+async function modelInfer(ctx: GrpcServiceContext, principal: Principal, req: ModelInferRequest, signal: CancellationSignal): Promise<unknown> {
   const model = req.model_name ?? '';
   const target = ctx.api.inferenceTarget(principal, model, parseModelVersion(req.model_version));
   if (target.decoupled) throw unsupported(`ModelInfer RPC doesn't support models with decoupled transaction policy`);
   const { init, shmOutputs } = decodeModelInferRequest(stripReserved(req), model, target.version, ctx.shm.access(principal), () => ctx.shm.disabledError());
-  const { version, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init);
+  const { version, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, signal);
   if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
   const response = responses[0]!;
   try {

@@ -9,36 +9,18 @@
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { TritonError } from '../../core/errors.js';
 import { releaseTensors } from '../../core/server-api.js';
-import type { CancellationSignal, InferenceResponse, Principal, ResponseSender } from '../../core/types.js';
+import type { InferenceResponse, Principal, ResponseSender } from '../../core/types.js';
 import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion } from './infer.js';
 import type { ModelInferRequest } from './proto.js';
 import type { GrpcServiceContext } from './service.js';
 import { stripReserved } from './service.js';
+import { callSignal } from './cancel.js';
 import { toServiceError } from './status.js';
 
 type Stream = ServerDuplexStream<ModelInferRequest, unknown>;
 
-/** The stream's cancellation: fires when the client cancels the call. */
-class StreamSignal implements CancellationSignal {
-  aborted = false;
-  private readonly listeners = new Set<() => void>();
-  constructor(call: Stream) {
-    call.once('cancelled', () => {
-      this.aborted = true;
-      for (const l of [...this.listeners]) l();
-      this.listeners.clear();
-    });
-  }
-  addEventListener(_t: 'abort', l: () => void): void {
-    this.listeners.add(l);
-  }
-  removeEventListener(_t: 'abort', l: () => void): void {
-    this.listeners.delete(l);
-  }
-}
-
 export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
-  const signal = new StreamSignal(call);
+  const signal = callSignal(call);
   let pending = 0;
   let ended = false;
   const finishIfDone = () => {

@@ -9,6 +9,7 @@ import { modelConfigToJson } from '../../config/index.js';
 import { AccessError, TritonError, invalidArg, unsupported } from '../../core/errors.js';
 import { collectBody, optionalJson } from './body.js';
 import { installSharedMemoryRoutes } from './shared-memory.js';
+import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 import { compressReply } from './compression.js';
 import { SINGLE_USER } from '../../core/types.js';
 import { installTenancy, requestPrincipal } from './auth.js';
@@ -20,8 +21,8 @@ import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { parseVersion, route, sendError } from './routing.js';
 import { installTraceRoutes } from './trace.js';
 
-/** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms. */
-export const OVER_QUOTA_DELAY_MS = 250;
+/** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms (shared with gRPC). */
+export { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 
 type ModelParams = { model: string; version?: string };
 
