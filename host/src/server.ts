@@ -21,7 +21,7 @@ import { ServerApi } from './core/server-api.js';
 import { SINGLE_USER } from './core/types.js';
 import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
 import { buildHttpApp } from './frontend/http/app.js';
-import { startGrpcFrontend, type GrpcFrontend, type GrpcKeepalive } from './frontend/grpc/server.js';
+import type { GrpcFrontend, GrpcKeepalive } from './frontend/grpc/server.js';
 import { SystemSharedMemory } from './core/shared-memory.js';
 import { ResponseCache } from './cache/response-cache.js';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './frontend/http/limits.js';
@@ -290,6 +290,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let grpc: GrpcFrontend | undefined;
   if (opts.grpcPort !== undefined && opts.grpcPort >= 0) {
     const grpcProtoset = join(PROJECT_ROOT, 'third_party', 'triton-grpc-protos', 'grpc_service.protoset');
+    // Loaded only when served: grpc-js and protobufjs add to every start-up otherwise.
+    const { startGrpcFrontend } = await import('./frontend/grpc/server.js');
     grpc = await startGrpcFrontend({ api, tenants, shm, protosetPath: grpcProtoset, maxReceiveBytes: maxInputSize, keepalive: opts.grpcKeepalive, logger }, opts.grpcAddress ?? host, opts.grpcPort);
   }
   let metricsUrl: string | undefined;

@@ -49,6 +49,8 @@ describe('keys and bounds', () => {
       req({ inputs: [{ ...req().inputs[0]!, name: 'Y' }, req().inputs[1]!] }),
     ];
     for (const r of differs) expect(ResponseCache.key(r)).not.toBe(base);
+    // a reloaded version (same number, maybe new files) has its own scope
+    expect(ResponseCache.key(req(), '7')).not.toBe(ResponseCache.key(req(), '8'));
   });
 
   it('an LRU bounded by bytes; entries are copies; too-large responses are not kept', () => {

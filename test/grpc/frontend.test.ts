@@ -169,7 +169,13 @@ describe('shutdown', () => {
 });
 
 describe('multi-tenant gRPC frontend', () => {
-  const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123456789abcdefghijklmn', flood: 'flood-token-0123456789abcdefghijkl', ops: 'ops-token-0123456789abcdefghijklmn' };
+  const TOKENS = {
+    acme: 'acme-token-0123456789abcdefghijkl',
+    bob: 'bob-token-0123456789abcdefghijklmn',
+    flood: 'flood-token-0123456789abcdefghijkl',
+    streamer: 'streamer-token-0123456789abcdefghi',
+    ops: 'ops-token-0123456789abcdefghijklmn',
+  };
   let repo: TempRepo;
   let dir: string;
   let server: RunningServer;
@@ -184,6 +190,7 @@ describe('multi-tenant gRPC frontend', () => {
           { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['simple'] },
           { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)] },
           { id: 'flood', role: 'tenant', tokens: [hashToken(TOKENS.flood)], shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
+          { id: 'streamer', role: 'tenant', tokens: [hashToken(TOKENS.streamer)], shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
           { id: 'ops', role: 'admin', tokens: [hashToken(TOKENS.ops)] },
         ],
       }),
@@ -228,6 +235,35 @@ describe('multi-tenant gRPC frontend', () => {
     expect(codes.slice(2)).toEqual([status.RESOURCE_EXHAUSTED, status.RESOURCE_EXHAUSTED]);
     // the admin is not limited, and others are unaffected
     expect((await unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKENS.acme)).err).toBeUndefined();
+  });
+
+  it('on a stream every request is authenticated and counted against the rate; bad credentials end the stream', async () => {
+    const open = (token: string) => {
+      const md = new Metadata();
+      md.set('authorization', `Bearer ${token}`);
+      const s = (client as unknown as { ModelStreamInfer(md: Metadata): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer(md);
+      const got: { infer_response?: { id: string }; error_message?: string }[] = [];
+      s.on('data', (m) => got.push(m));
+      const done = new Promise<ServiceError | undefined>((resolve) => {
+        s.on('error', (e: ServiceError) => resolve(e));
+        s.on('end', () => resolve(undefined));
+      });
+      return { s, got, done };
+    };
+    const a = open(TOKENS.streamer);
+    for (let i = 0; i < 4; i++) a.s.write(simpleInfer(A, B, { id: `r${i}` }));
+    a.s.end();
+    expect(await a.done).toBeUndefined();
+    const ok = a.got.filter((m) => m.error_message === '' || m.error_message === undefined).map((m) => m.infer_response!.id);
+    const limited = a.got.filter((m) => m.error_message);
+    expect(ok).toEqual(['r0', 'r1']);
+    expect(limited.map((m) => m.infer_response!.id).sort()).toEqual(['r2', 'r3']);
+    expect(limited[0]!.error_message).toMatch(/exceeded its request rate/);
+    const bad = open('not-a-token-at-all-xxxxxxxxxxxxxx');
+    bad.s.write(simpleInfer(A, B));
+    const err = await bad.done;
+    expect(err?.code).toBe(status.UNAUTHENTICATED);
+    expect(bad.got).toEqual([]);
   });
 });
 

@@ -29,10 +29,15 @@ export class ResponseCache {
     this.lru = new LRUCache<string, Entry>({ maxSize: maxBytes, sizeCalculation: (e) => Math.max(1, e.bytes) });
   }
 
-  /** The key of `request` (see the module comment). */
-  static key(request: InferenceRequest): string {
+  /**
+   * The key of `request` (see the module comment).
+   * @param scope names the loaded model version object: a reload of the same version number
+   *   (new files) gets a new scope, so it never answers from the old one's responses
+   */
+  static key(request: InferenceRequest, scope = ''): string {
     const h = createHash('sha256');
     const field = (s: string) => h.update(`${Buffer.byteLength(s)}:${s}`);
+    field(scope);
     field(request.tenant);
     field(request.model);
     field(String(request.version));

@@ -26,6 +26,9 @@ import {
 
 const now = (): bigint => process.hrtime.bigint();
 
+/** Model version objects created so far (each one's response-cache scope). */
+let loadedVersions = 0;
+
 /** Per-request bookkeeping between enqueue and the final response. */
 class TrackedSender implements ResponseSender {
   private done = false;
@@ -150,6 +153,8 @@ export class ModelVersion {
   private readonly tracer: TraceManager | undefined;
   /** The response cache, when this version's config enables it and the server has one. */
   private readonly cache: ResponseCache | undefined;
+  /** This loaded version's own part of cache keys (a reload never sees the old entries). */
+  private readonly cacheScope = String(++loadedVersions);
   private readonly drainTimeoutMs: number | undefined;
   /** Unanswered requests, kept only when retire has a drain bound (to fail them past it). */
   readonly live: Set<TrackedSender> | undefined;
@@ -225,7 +230,7 @@ export class ModelVersion {
     }
     const start = now();
     if (this.cache) {
-      const key = ResponseCache.key(request);
+      const key = ResponseCache.key(request, this.cacheScope);
       const hit = this.cache.get(key);
       const lookupNs = now() - start;
       if (hit) {

@@ -7,7 +7,7 @@
  * Requests still running when the client cancels or half-closes the stream are cancelled / awaited.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import { TritonError } from '../../core/errors.js';
+import { AccessError, TritonError } from '../../core/errors.js';
 import { releaseTensors } from '../../core/server-api.js';
 import type { InferenceResponse, Principal, ResponseSender } from '../../core/types.js';
 import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion } from './infer.js';
@@ -24,30 +24,40 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
   let pending = 0;
   let ended = false;
   const finishIfDone = () => {
-    if (ended && pending === 0 && !call.destroyed) call.end();
+    if (ended && pending === 0 && !call.destroyed && !call.writableEnded) call.end();
   };
   const write = (msg: unknown) => {
-    if (!signal.aborted && !call.destroyed) call.write(msg);
+    if (!signal.aborted && !call.destroyed && !call.writableEnded) call.write(msg);
   };
   const writeError = (e: unknown, id: string) => {
     const pub = ctx.api.publicError(e);
     write({ error_message: pub.message, infer_response: { id } });
   };
-  const principalP: Promise<Principal> = ctx.auth.principal(call.metadata, call.getPeer());
-  // An authentication failure ends the stream with its status; nothing is read further.
-  principalP.catch((e: unknown) => {
-    if (!call.destroyed) call.destroy(Object.assign(new Error(ctx.api.publicError(e).message), toServiceError(ctx.api.publicError(e))));
-  });
+  // Every request on the stream is authenticated and counted against the tenant's request rate
+  // on its own (a stream is no way around the rate, and a token revoked mid-stream stops working).
+  // Over its rate, the request gets an error message; bad credentials end the stream with
+  // UNAUTHENTICATED. Requests are handled in arrival order.
+  let chain: Promise<unknown> = Promise.resolve();
   // Each request counts as a call being handled until its final response (an open, idle stream
   // does not hold a graceful shutdown).
   call.on('data', (raw: ModelInferRequest) => {
     pending++;
     ctx.calls.begin();
-    void principalP.then(
+    const authorized = chain.then(() => ctx.auth.principal(call.metadata, call.getPeer()));
+    chain = authorized.catch(() => undefined);
+    authorized.then(
       (principal) => inferOne(principal, raw),
-      () => {
+      (e: unknown) => {
+        const pub = ctx.api.publicError(e);
+        if (e instanceof AccessError && e.httpStatus === 401) {
+          // grpc-js ends a server stream with a status when 'error' is emitted on it.
+          if (!call.destroyed && !call.writableEnded) call.emit('error', Object.assign(new Error(pub.message), toServiceError(pub)));
+        } else {
+          writeError(e, raw.id ?? '');
+        }
         pending--;
         ctx.calls.end();
+        finishIfDone();
       },
     );
   });
@@ -59,11 +69,7 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
   // A cancelled call takes no more writes: close our side now.
   call.once('cancelled', () => {
     ended = true;
-    try {
-      call.end();
-    } catch {
-      // already closed
-    }
+    if (!call.destroyed && !call.writableEnded) call.end();
   });
 
   function inferOne(principal: Principal, raw: ModelInferRequest): void {
