@@ -100,6 +100,35 @@ describe('single-user gRPC frontend', () => {
     expect(JSON.stringify(idx.res)).not.toContain(repo.path);
   });
 
+  it("stream errors are error_message responses, or the stream's status with triton_grpc_error: true", async () => {
+    const open = (md: Metadata) => {
+      const s = (client as unknown as { ModelStreamInfer(md: Metadata): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer(md);
+      const got: { error_message?: string; infer_response?: { id: string } }[] = [];
+      s.on('data', (m) => got.push(m));
+      const done = new Promise<ServiceError | undefined>((resolve) => {
+        s.on('error', (e: ServiceError) => resolve(e));
+        s.on('end', () => resolve(undefined));
+      });
+      return { s, got, done };
+    };
+    const plain = open(new Metadata());
+    plain.s.write(simpleInfer(A, B, { model_name: 'nope', id: 'e1' }));
+    plain.s.write(simpleInfer(A, B, { id: 'ok1' }));
+    plain.s.end();
+    expect(await plain.done).toBeUndefined();
+    expect(plain.got.map((m) => [m.infer_response?.id, m.error_message || ''])).toEqual([
+      ['e1', "Request for unknown model: 'nope' is not found"],
+      ['ok1', ''],
+    ]);
+    const md = new Metadata();
+    md.set('triton_grpc_error', 'true');
+    const strict = open(md);
+    strict.s.write(simpleInfer(A, B, { model_name: 'nope' }));
+    const err = await strict.done;
+    expect(err?.code).toBe(status.NOT_FOUND);
+    expect(err?.details).toBe("Request for unknown model: 'nope' is not found");
+  });
+
   it('a cancelled stream cancels its requests and the server stays up', async () => {
     const stream = (client as unknown as { ModelStreamInfer(): NodeJS.EventEmitter & { write(m: unknown): void; cancel(): void } }).ModelStreamInfer();
     stream.on('error', () => undefined);

@@ -4,6 +4,8 @@
  * (`infer_response`), errors as `error_message` — the way decoupled models stream over gRPC. For a
  * decoupled model each response carries `triton_final_response` (bool); a flags-only final is
  * written as an empty response only when the request asked with `triton_enable_empty_final_response`.
+ * Errors are `error_message` responses, or — with `triton_grpc_error: true` in the stream's
+ * metadata, as Triton — the stream's final gRPC status.
  * Requests still running when the client cancels or half-closes the stream are cancelled / awaited.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
@@ -29,9 +31,17 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
   const write = (msg: unknown) => {
     if (!signal.aborted && !call.destroyed && !call.writableEnded) call.write(msg);
   };
+  // `triton_grpc_error: true` metadata (Triton's opt-in): an error ends the stream with its gRPC
+  // status instead of being written as an `error_message` response.
+  const grpcErrors = call.metadata.get('triton_grpc_error')[0] === 'true';
+  const endWithStatus = (pub: TritonError) => {
+    // grpc-js ends a server stream with a status when 'error' is emitted on it.
+    if (!call.destroyed && !call.writableEnded) call.emit('error', Object.assign(new Error(pub.message), toServiceError(pub)));
+  };
   const writeError = (e: unknown, id: string) => {
     const pub = ctx.api.publicError(e);
-    write({ error_message: pub.message, infer_response: { id } });
+    if (grpcErrors) endWithStatus(pub);
+    else write({ error_message: pub.message, infer_response: { id } });
   };
   // Every request on the stream is authenticated and counted against the tenant's request rate
   // on its own (a stream is no way around the rate, and a token revoked mid-stream stops working).
@@ -50,8 +60,7 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
       (e: unknown) => {
         const pub = ctx.api.publicError(e);
         if (e instanceof AccessError && e.httpStatus === 401) {
-          // grpc-js ends a server stream with a status when 'error' is emitted on it.
-          if (!call.destroyed && !call.writableEnded) call.emit('error', Object.assign(new Error(pub.message), toServiceError(pub)));
+          endWithStatus(pub);
         } else {
           writeError(e, raw.id ?? '');
         }
