@@ -223,6 +223,8 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
         String(port),
         '--metrics-port',
         String(metricsPort),
+        // No gRPC on the default 8001 unless a bench asks for it (port clashes with other runs).
+        ...(extraArgs.some((a) => a.startsWith('--grpc-port') || a.startsWith('--allow-grpc')) ? [] : ['--allow-grpc=false']),
         ...extraArgs,
       ];
       return ctx.startChild('warden', process.execPath, args, port, '/v2/health/ready');

@@ -5,9 +5,10 @@
  *   bench/native.ts exporting `benchNative(ctx: BenchContext): Promise<unknown>`
  *   bench/tenancy.ts exporting `benchTenancy(ctx: BenchContext): Promise<unknown>`
  *   bench/json.ts   exporting `benchJson(ctx: BenchContext): Promise<unknown>` (no server: the request JSON parser)
+ *   bench/grpc.ts   exporting `benchGrpc(ctx: BenchContext): Promise<unknown>`
  * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
  * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
- * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native, tenancy, json).
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native, tenancy, json, grpc).
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
  */
@@ -55,6 +56,7 @@ async function main(): Promise<number> {
     ['native', () => optionalSuite('./native.js', 'benchNative')],
     ['tenancy', () => optionalSuite('./tenancy.js', 'benchTenancy')],
     ['json', () => optionalSuite('./json.js', 'benchJson')],
+    ['grpc', () => optionalSuite('./grpc.js', 'benchGrpc')],
   ];
   try {
     for (const [name, get] of suites) {

@@ -51,7 +51,7 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
 
 tritonserver flags Warden honours as Triton does:
   --id=<name>                     server identifier (the 'name' of GET /v2; default warden)
-  --allow-http=<bool>             serve HTTP (default true; Warden has no other frontend)
+  --allow-http=<bool>             serve HTTP (default true)
   --http-thread-count=<n>         accepted; Node serves HTTP on one event loop (no thread pool)
   --metrics-address=<addr>        metrics bind address (default: --http-address)
   --metrics-interval-ms=<ms>      refresh period of the interval (CPU) metrics (default 2000)
@@ -67,8 +67,18 @@ tritonserver flags Warden honours as Triton does:
                                   (default http://localhost:4318/v1/traces), resource=<k>=<v>,
                                   bsp_max_queue_size, bsp_schedule_delay, bsp_max_export_batch_size
   --trace-file / --trace-level / --trace-rate / --trace-count / --log-frequency   (deprecated forms)
-  --allow-client-shm=<bool>       client shared memory (default false; true is not supported yet)
-Every other tritonserver 2.x flag (gRPC, SageMaker, Vertex AI, caches, rate limiter, CUDA and pinned
+  --allow-client-shm=<bool>       system shared memory over HTTP and gRPC (default false; CUDA shm: UNSUPPORTED)
+  --cache-config=local,size=<n>   response cache of n bytes (models opt in: response_cache { enable: true })
+  --response-cache-byte-size=<n>  deprecated form of the same
+  --allow-grpc=<bool>             serve gRPC (inference.GRPCInferenceService; default true)
+  --grpc-port=<port>              gRPC port (default 8001)
+  --grpc-address=<addr>           gRPC bind address (default: --http-address)
+  --grpc-keepalive-time / --grpc-keepalive-timeout=<ms>   keepalive pings (grpc-js)
+  --grpc-max-connection-age / --grpc-max-connection-age-grace=<ms>
+  --grpc-keepalive-permit-without-calls, --grpc-http2-max-pings-without-data,
+  --grpc-http2-min-recv-ping-interval-without-data, --grpc-http2-max-ping-strikes
+                                  accepted: grpc-js servers accept client pings without limit
+Every other tritonserver 2.x flag (gRPC TLS, SageMaker, Vertex AI, caches, rate limiter, CUDA and pinned
 memory pools, ...) is accepted so launch scripts work; one warning names those Warden ignores.
 `;
 
@@ -96,15 +106,13 @@ function int(name: string, v: string | undefined, dflt: number, min = 0): number
  * not warned about.
  */
 export const IGNORED_TRITON_FLAGS: readonly string[] = [
-  'allow-grpc', 'grpc-port', 'reuse-grpc-port', 'grpc-address', 'grpc-header-forward-pattern', 'grpc-infer-allocation-pool-size',
+  'reuse-grpc-port', 'grpc-header-forward-pattern', 'grpc-infer-allocation-pool-size',
   'grpc-max-response-pool-size', 'grpc-infer-thread-count', 'grpc-use-ssl', 'grpc-use-ssl-mutual', 'grpc-server-cert', 'grpc-server-key',
-  'grpc-root-cert', 'grpc-infer-response-compression-level', 'grpc-keepalive-time', 'grpc-keepalive-timeout',
-  'grpc-keepalive-permit-without-calls', 'grpc-http2-max-pings-without-data', 'grpc-http2-min-recv-ping-interval-without-data',
-  'grpc-http2-max-ping-strikes', 'grpc-max-connection-age', 'grpc-max-connection-age-grace', 'grpc-restricted-protocol',
+  'grpc-root-cert', 'grpc-infer-response-compression-level', 'grpc-restricted-protocol',
   'allow-sagemaker', 'sagemaker-port', 'sagemaker-safe-port-range', 'sagemaker-thread-count',
   'allow-vertex-ai', 'vertex-ai-port', 'vertex-ai-thread-count', 'vertex-ai-default-model',
   'reuse-http-port', 'http-header-forward-pattern', 'http-restricted-api', 'metrics-config',
-  'cache-config', 'cache-directory', 'response-cache-byte-size', 'rate-limit', 'rate-limit-resource',
+  'cache-directory', 'rate-limit', 'rate-limit-resource',
   'pinned-memory-pool-byte-size', 'cuda-memory-pool-byte-size', 'cuda-virtual-address-size', 'min-supported-compute-capability',
   'repoagent-directory', 'buffer-manager-thread-count', 'host-policy', 'model-load-gpu-limit', 'model-load-retry-count',
   'model-namespacing', 'enable-peer-access',
@@ -208,6 +216,59 @@ function openTelemetrySetting(t: NonNullable<ServerOptions['trace']>, key: strin
   }
 }
 
+/** tritonserver's gRPC flags Warden honours (spec §5.8; frontend/grpc/server.ts says how). */
+const GRPC_FLAG_OPTIONS = Object.fromEntries(
+  [
+    'allow-grpc', 'grpc-port', 'grpc-address', 'grpc-keepalive-time', 'grpc-keepalive-timeout', 'grpc-keepalive-permit-without-calls',
+    'grpc-http2-max-pings-without-data', 'grpc-http2-min-recv-ping-interval-without-data', 'grpc-http2-max-ping-strikes',
+    'grpc-max-connection-age', 'grpc-max-connection-age-grace',
+  ].map((f) => [f, { type: 'string' } as const]),
+);
+
+/** `--allow-grpc`, `--grpc-port` (default 8001, as Triton), `--grpc-address` and the keepalive flags. @throws UsageError */
+function grpcOptions(str1: (k: string) => string | undefined): Pick<ServerOptions, 'grpcPort' | 'grpcAddress' | 'grpcKeepalive'> {
+  const allow = bool('allow-grpc', str1('allow-grpc'), true);
+  const opt = (k: string) => (str1(k) === undefined ? undefined : int(k, str1(k), 0, 0));
+  const permit = str1('grpc-keepalive-permit-without-calls');
+  return {
+    grpcPort: allow ? int('grpc-port', str1('grpc-port'), 8001) : undefined,
+    grpcAddress: str1('grpc-address'),
+    grpcKeepalive: {
+      timeMs: opt('grpc-keepalive-time'),
+      timeoutMs: opt('grpc-keepalive-timeout'),
+      permitWithoutCalls: permit === undefined ? undefined : bool('grpc-keepalive-permit-without-calls', permit, false),
+      maxPingsWithoutData: opt('grpc-http2-max-pings-without-data'),
+      minRecvPingIntervalWithoutDataMs: opt('grpc-http2-min-recv-ping-interval-without-data'),
+      maxPingStrikes: opt('grpc-http2-max-ping-strikes'),
+      maxConnectionAgeMs: opt('grpc-max-connection-age'),
+      maxConnectionAgeGraceMs: opt('grpc-max-connection-age-grace'),
+    },
+  };
+}
+
+/**
+ * `--cache-config local,size=N` (repeatable, `<cache>,<key>=<value>`) and the deprecated
+ * `--response-cache-byte-size=N`: the local response cache's size in bytes. Other cache kinds
+ * (redis) are named in the warning.
+ * @throws UsageError for a malformed setting or size
+ */
+function cacheOptions(v: Record<string, unknown>, ignored: string[]): number | undefined {
+  let size: number | undefined;
+  const legacy = v['response-cache-byte-size'] as string | undefined;
+  if (legacy !== undefined) size = int('response-cache-byte-size', legacy, 0, 0);
+  for (const c of (v['cache-config'] as string[] | undefined) ?? []) {
+    const m = /^([^,=]+),([^,=]+)=(.*)$/.exec(c);
+    if (!m) throw new UsageError(`--cache-config expects <cache>,<setting>=<value>, got '${c}'`);
+    if (m[1] !== 'local') {
+      ignored.push(`--cache-config=${c} (only the local cache exists)`);
+      continue;
+    }
+    if (m[2] === 'size') size = int('cache-config', m[3], 0, 0);
+    else ignored.push(`--cache-config=${c}`);
+  }
+  return size;
+}
+
 /** Parse argv (without node and script). @throws UsageError */
 export function parseCli(argv: string[]): ServerOptions & { help?: boolean; notes: CliNotes } {
   const str = { type: 'string' } as const;
@@ -271,6 +332,9 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'log-format': str,
         'log-file': str,
         'allow-client-shm': str,
+        ...GRPC_FLAG_OPTIONS,
+        'cache-config': multi,
+        'response-cache-byte-size': str,
         'trace-config': multi,
         'trace-file': str,
         'trace-level': multi,
@@ -295,7 +359,6 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
     ignoredFlags.push(`--${f}`);
   }
   const allowClientShm = bool('allow-client-shm', v['allow-client-shm'] as string | undefined, false);
-  if (allowClientShm) ignoredFlags.push('--allow-client-shm=true');
   const allowGpuMetrics = bool('allow-gpu-metrics', v['allow-gpu-metrics'] as string | undefined, true);
   void allowGpuMetrics; // no GPU models: there are no GPU metrics to report either way
   const trace = traceOptions(v);
@@ -332,6 +395,9 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
   const str1 = (k: string) => v[k] as string | undefined;
   return {
     notes: { ignoredFlags },
+    ...grpcOptions(str1),
+    allowClientShm,
+    responseCacheBytes: cacheOptions(v, ignoredFlags),
     serverId: str1('id'),
     allowHttp: bool('allow-http', str1('allow-http'), true),
     httpThreadCount: int('http-thread-count', str1('http-thread-count'), 8, 1),

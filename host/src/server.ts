@@ -21,6 +21,9 @@ import { ServerApi } from './core/server-api.js';
 import { SINGLE_USER } from './core/types.js';
 import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
 import { buildHttpApp } from './frontend/http/app.js';
+import type { GrpcFrontend, GrpcKeepalive } from './frontend/grpc/server.js';
+import { SystemSharedMemory } from './core/shared-memory.js';
+import { ResponseCache } from './cache/response-cache.js';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './frontend/http/limits.js';
 import { ServerMetrics } from './metrics/prometheus.js';
 import { buildMetricsApp } from './metrics/server.js';
@@ -120,10 +123,22 @@ export interface ServerOptions {
   logSettings?: Partial<Omit<LogSettings, 'log_verbose_level'>>;
   /** Start-up trace settings (`--trace-config`, `--trace-*`, spec §3.5). */
   trace?: TraceOptions;
+  /** `--grpc-port` (0 = ephemeral). Undefined = no gRPC frontend (the CLI gives 8001 unless `--allow-grpc=false`). */
+  grpcPort?: number;
+  /** `--grpc-address` (default: the HTTP address). */
+  grpcAddress?: string;
+  /** tritonserver's gRPC keepalive / HTTP/2 flags. */
+  grpcKeepalive?: GrpcKeepalive;
+  /** `--allow-client-shm`: system shared memory over HTTP and gRPC (default false). */
+  allowClientShm?: boolean;
+  /** `--cache-config local,size=N`: the response cache's size in bytes (absent = no cache). */
+  responseCacheBytes?: number;
 }
 
 export interface RunningServer {
   httpUrl: string;
+  /** `host:port` of the gRPC frontend (absent without one). */
+  grpcUrl?: string;
   metricsUrl?: string;
   /** The data plane (what the frontends call; in-process callers use it too). */
   api: ServerApi;
@@ -217,6 +232,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     loadThreadCount: opts.modelLoadThreadCount,
     drainTimeoutMs: exitTimeoutMs,
     tracer: trace,
+    responseCache: opts.responseCacheBytes !== undefined && opts.responseCacheBytes > 0 ? new ResponseCache(opts.responseCacheBytes) : undefined,
     repositories: opts.modelRepositories,
     controlMode: opts.modelControlMode ?? 'none',
     resolvers: await createResolvers(opts, logger, metrics, tenants),
@@ -250,7 +266,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
   manager.attachServer(api);
   const maxInputSize = opts.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
-  const http = await buildHttpApp({ api, tenants, maxInputSize, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger });
+  const shm = new SystemSharedMemory({ enabled: opts.allowClientShm === true, multiTenant: tenants !== undefined, maxReadBytes: maxInputSize });
+  const http = await buildHttpApp({ api, tenants, maxInputSize, shm, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger });
   const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger) : undefined;
 
   const failures = await manager.startup(opts.loadModels ?? []);
@@ -268,7 +285,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     await http.listen({ port: opts.httpPort ?? 8000, host });
     httpPort = (http.server.address() as { port: number }).port;
   } else {
-    logger.warn('--allow-http=false: no HTTP endpoint, and Warden has no other inference frontend yet');
+    logger.warn('--allow-http=false: no HTTP endpoint');
+  }
+  let grpc: GrpcFrontend | undefined;
+  if (opts.grpcPort !== undefined && opts.grpcPort >= 0) {
+    const grpcProtoset = join(PROJECT_ROOT, 'third_party', 'triton-grpc-protos', 'grpc_service.protoset');
+    // Loaded only when served: grpc-js and protobufjs add to every start-up otherwise.
+    const { startGrpcFrontend } = await import('./frontend/grpc/server.js');
+    grpc = await startGrpcFrontend({ api, tenants, shm, protosetPath: grpcProtoset, maxReceiveBytes: maxInputSize, keepalive: opts.grpcKeepalive, logger }, opts.grpcAddress ?? host, opts.grpcPort);
   }
   let metricsUrl: string | undefined;
   let stopCpuMetrics: (() => void) | undefined;
@@ -279,11 +303,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (opts.allowCpuMetrics ?? true) stopCpuMetrics = metrics.startCpuMetrics(opts.metricsIntervalMs ?? 2000);
   }
   const display = host === '0.0.0.0' ? '127.0.0.1' : host;
-  logger.info({ http: allowHttp ? `${display}:${httpPort}` : undefined, metrics: metricsUrl }, 'Warden started');
+  const grpcHost = (opts.grpcAddress ?? host) === '0.0.0.0' ? '127.0.0.1' : (opts.grpcAddress ?? host);
+  const grpcUrl = grpc ? `${grpcHost}:${grpc.port}` : undefined;
+  logger.info({ http: allowHttp ? `${display}:${httpPort}` : undefined, grpc: grpcUrl, metrics: metricsUrl }, 'Warden started');
 
   let stopping: Promise<void> | undefined;
   return {
     httpUrl: allowHttp ? `http://${display}:${httpPort}` : '',
+    grpcUrl,
     metricsUrl,
     api,
     manager,
@@ -299,7 +326,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         // after the keep-alive timeout.
         const sweeper = setInterval(() => http.server.closeIdleConnections(), 50);
         try {
-          const closed = allowHttp ? http.close() : Promise.resolve();
+          const closed = Promise.all([allowHttp ? http.close() : undefined, grpc?.stop(exitTimeoutMs)]);
           // At most --exit-timeout-secs for in-flight requests: then the models are unloaded with
           // what is left of it, requests still unanswered get an error, and the connections close.
           let timer: NodeJS.Timeout | undefined;
@@ -317,6 +344,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           clearInterval(sweeper);
         }
         stopCpuMetrics?.();
+        shm.close();
         await metricsApp?.close();
         tenants?.close();
         await new Promise((r) => setImmediate(r)); // traces completing now reach the manager first

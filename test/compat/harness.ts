@@ -103,12 +103,20 @@ export interface CompatServerOptions {
   extraRepositories?: string[];
   /** Multi-tenant mode: the tenants file. */
   tenantsFile?: string;
+  /** Serve gRPC too (ephemeral port; `CompatContext.grpcUrl`). */
+  grpc?: boolean;
+  /** `--allow-client-shm`. */
+  allowClientShm?: boolean;
+  /** `--cache-config local,size=N` (bytes). */
+  responseCacheBytes?: number;
 }
 
 /** What a test in a compat suite uses: the venv's python and the server's `host:port`. */
 export interface CompatContext {
   python: string;
   url: string;
+  /** `host:port` of the gRPC endpoint (with `grpc: true`). */
+  grpcUrl: string;
   /** Skips the calling test (with the reason) when PyPI was unreachable for the venv. */
   skipIfNoClient(ctx: { skip: (note?: string) => never }): void;
 }
@@ -124,6 +132,7 @@ export function useCompatServer(opts: CompatServerOptions): CompatContext {
   const c: CompatContext = {
     python: '',
     url: '',
+    grpcUrl: '',
     skipIfNoClient(ctx) {
       if (skipReason !== undefined) ctx.skip(`tritonclient unavailable: ${skipReason}`);
     },
@@ -143,12 +152,16 @@ export function useCompatServer(opts: CompatServerOptions): CompatContext {
       modelControlMode: opts.modelControlMode,
       loadModels: opts.loadModels,
       tenantsFile: opts.tenantsFile,
+      grpcPort: opts.grpc ? 0 : undefined,
+      allowClientShm: opts.allowClientShm,
+      responseCacheBytes: opts.responseCacheBytes,
       // Uploads go to a fresh directory: the default (inside model_repository/) is durable and
       // would carry tenants' models from one run into the next.
       uploadDirectory: (uploads = mkdtempSync(join(tmpdir(), 'warden-compat-uploads-'))),
       logLevel: 'silent',
     });
     c.url = hostPort(server.httpUrl);
+    c.grpcUrl = server.grpcUrl ?? '';
   });
   afterAll(async () => {
     await server?.stop();

@@ -1,6 +1,6 @@
 /**
  * The Python environment the compatibility suite drives Warden with: `.venv/` in the project
- * root (gitignored) holding NVIDIA's official client `tritonclient[http]`, KServe's own client
+ * root (gitignored) holding NVIDIA's official client `tritonclient[http,grpc]`, KServe's own client
  * (`kserve`, for `kserve.InferenceRESTClient`) and numpy, pinned. One venv for both clients:
  * the whole install (kserve pulls fastapi, grpcio, kubernetes, pandas, ...) took 43 s on the
  * 2-core dev machine.
@@ -75,7 +75,7 @@ async function installedVersions(python: string): Promise<Versions | undefined> 
     python,
     [
       '-c',
-      'import importlib.metadata as m, numpy, tritonclient.http, kserve; ' +
+      'import importlib.metadata as m, numpy, tritonclient.http, tritonclient.grpc, kserve; ' +
         'print(m.version("tritonclient"), numpy.__version__, m.version("kserve"))',
     ],
     60_000,
@@ -126,7 +126,7 @@ async function withLock<T>(venvDir: string, fn: () => Promise<T>): Promise<T> {
 export interface VenvOptions {
   /** Default: `<project root>/.venv`. */
   venvDir?: string;
-  /** Default: the pinned tritonclient[http], numpy and kserve. */
+  /** Default: the pinned tritonclient[http,grpc], numpy and kserve. */
   tritonclient?: string;
   numpy?: string;
   kserve?: string;
@@ -135,7 +135,7 @@ export interface VenvOptions {
 }
 
 /**
- * Make sure the venv (default `.venv/`) holds tritonclient[http]==TRITONCLIENT_VERSION,
+ * Make sure the venv (default `.venv/`) holds tritonclient[http,grpc]==TRITONCLIENT_VERSION,
  * numpy==NUMPY_VERSION and kserve==KSERVE_VERSION. Returns `{ok: false, reason}` only when the install failed AND the
  * package index is unreachable; throws on any other failure (no python3, venv creation failed,
  * pip refused although the index answers). The interpreter used to create the venv is
@@ -165,7 +165,7 @@ export async function ensureCompatVenv(opts: VenvOptions = {}): Promise<VenvStat
       const mk = await exec(python3, ['-m', 'venv', venvDir], 120_000, env);
       if (mk.code !== 0) throw new Error(`\`${python3} -m venv ${venvDir}\` failed:\n${mk.out}`);
     }
-    const requirements = [`tritonclient[http]==${want.tritonclient}`, `numpy==${want.numpy}`, `kserve==${want.kserve}`];
+    const requirements = [`tritonclient[http,grpc]==${want.tritonclient}`, `numpy==${want.numpy}`, `kserve==${want.kserve}`];
     const pip = await exec(
       python,
       ['-m', 'pip', 'install', '--quiet', '--timeout', '30', '--retries', '2', ...requirements],

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { IGNORED_TRITON_FLAGS, parseCli, UsageError } from '../../host/src/cli-options.js';
 import { startServer } from '../../host/src/server.js';
+import { grpcServerOptions } from '../../host/src/frontend/grpc/server.js';
 import { freePort, getJson, PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
 
 const MODELMESH = [
@@ -19,13 +20,23 @@ const MODELMESH = [
 
 
 describe('parsing', () => {
-  it("accepts ModelMesh's launch line; names the gRPC flags once; allow-sagemaker=false asks for nothing", () => {
+  it("accepts ModelMesh's launch line exactly: gRPC on 8001 with its keepalive flags honoured, nothing ignored", () => {
     const o = parseCli(['--model-repository=/m', ...MODELMESH]);
-    expect(o).toMatchObject({ modelControlMode: 'explicit', strictReadiness: false, autoCompleteConfig: true, allowHttp: true });
-    expect(o.notes.ignoredFlags).toEqual([
-      '--grpc-keepalive-time', '--grpc-keepalive-timeout', '--grpc-keepalive-permit-without-calls', '--grpc-http2-max-pings-without-data',
-      '--grpc-http2-min-recv-ping-interval-without-data', '--grpc-http2-max-ping-strikes',
-    ]);
+    expect(o).toMatchObject({ modelControlMode: 'explicit', strictReadiness: false, autoCompleteConfig: true, allowHttp: true, grpcPort: 8001 });
+    expect(o.grpcKeepalive).toEqual({
+      timeMs: 60000, timeoutMs: 10000, permitWithoutCalls: true, maxPingsWithoutData: 0, minRecvPingIntervalWithoutDataMs: 10000, maxPingStrikes: 0,
+      maxConnectionAgeMs: undefined, maxConnectionAgeGraceMs: undefined,
+    });
+    expect(o.notes.ignoredFlags).toEqual([]);
+    // what grpc-js is given for them
+    expect(grpcServerOptions({ maxReceiveBytes: 1024, keepalive: o.grpcKeepalive })).toEqual({
+      'grpc.max_receive_message_length': 1024, 'grpc.max_send_message_length': -1, 'grpc.keepalive_time_ms': 60000, 'grpc.keepalive_timeout_ms': 10000,
+    });
+    expect(parseCli(['--model-repository=/m', '--allow-grpc=false', '--grpc-port=9']).grpcPort).toBeUndefined();
+    expect(parseCli(['--model-repository=/m', '--grpc-port=9001', '--grpc-address=127.0.0.1', '--grpc-max-connection-age=5']))
+      .toMatchObject({ grpcPort: 9001, grpcAddress: '127.0.0.1', grpcKeepalive: { maxConnectionAgeMs: 5 } });
+    expect(() => parseCli(['--model-repository=/m', '--grpc-keepalive-time=soon'])).toThrow(UsageError);
+    expect(() => parseCli(['--model-repository=/m', '--grpc-keepalive-permit-without-calls=maybe'])).toThrow(UsageError);
   });
 
   it('accepts every tritonserver flag of a feature Warden lacks, in both value forms', () => {
@@ -56,9 +67,10 @@ describe('parsing', () => {
     expect(parseCli(['--model-repository=/m', '--trace-file=/x', '--trace-level=TIMESTAMPS', '--trace-level=TENSORS', '--trace-rate=1', '--log-frequency=3']).trace)
       .toEqual({ file: '/x', level: ['TIMESTAMPS', 'TENSORS'], rate: 1, logFrequency: 3 });
     expect(parseCli(['--model-repository=/m'])).toMatchObject({ exitTimeoutSecs: 30, modelLoadThreadCount: 4, allowHttp: true, allowCpuMetrics: true, metricsIntervalMs: 2000 });
-    // client shm is warned about, not refused; opentelemetry mode is honoured (trace.test.ts)
-    expect(parseCli(['--model-repository=/m', '--trace-config=mode=opentelemetry', '--trace-config=opentelemetry,url=http://x', '--allow-client-shm=true']).notes.ignoredFlags)
-      .toEqual(['--allow-client-shm=true']);
+    // opentelemetry mode is honoured (trace.test.ts); client shm is honoured
+    const shm = parseCli(['--model-repository=/m', '--trace-config=mode=opentelemetry', '--trace-config=opentelemetry,url=http://x', '--allow-client-shm=true']);
+    expect(shm.notes.ignoredFlags).toEqual([]);
+    expect(shm.allowClientShm).toBe(true);
   });
 
   it('still refuses what is wrong, and flags no tritonserver has', () => {
@@ -140,9 +152,10 @@ describe('process', () => {
     const dir = mkdtempSync(join(tmpdir(), 'warden-log-'));
     const logFile = join(dir, 'sub', 'warden.log');
     const port = await freePort();
+    const grpcPort = await freePort();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port}`, '--allow-metrics=false', '--load-model=simple', ...MODELMESH],
+      ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port}`, `--grpc-port=${grpcPort}`, '--allow-metrics=false', '--load-model=simple', '--pinned-memory-pool-byte-size=0', ...MODELMESH],
       { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -159,8 +172,8 @@ describe('process', () => {
       expect(warnings).toHaveLength(1);
       const w = JSON.parse(warnings[0]!);
       expect(w.level).toBe(40);
-      expect(w.flags).toContain('--grpc-keepalive-time');
-      expect(w.flags).not.toContain('--allow-sagemaker');
+      expect(w.flags).toEqual(['--pinned-memory-pool-byte-size']);
+      expect(out).toContain(`"grpc":"127.0.0.1:${grpcPort}"`);
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
     } finally {
@@ -170,7 +183,7 @@ describe('process', () => {
     const port2 = await freePort();
     const child2 = spawn(
       process.execPath,
-      ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port2}`, '--allow-metrics=false', `--log-file=${logFile}`, '--log-format=ISO8601', '--exit-timeout-secs=5'],
+      ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port2}`, '--allow-metrics=false', '--allow-grpc=false', `--log-file=${logFile}`, '--log-format=ISO8601', '--exit-timeout-secs=5'],
       { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out2 = '';

@@ -37,7 +37,7 @@ describe('process', () => {
   it('serves, then stops gracefully on SIGTERM with requests in flight', async () => {
     const repo = tempRepo(['simple']);
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port}`, '--allow-metrics=false'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port}`, '--allow-metrics=false', '--allow-grpc=false'], {
       cwd: PROJECT_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -107,7 +107,7 @@ describe('process', () => {
   it('exits 0 on SIGTERM when stdout is a closed pipe (EPIPE while logging)', async () => {
     const repo = tempRepo(['simple']);
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port}`, '--allow-metrics=false', '--log-verbose=1'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port}`, '--allow-metrics=false', '--allow-grpc=false', '--log-verbose=1'], {
       cwd: PROJECT_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../config/types.js';
 import type { ModelStatistics } from '../metrics/stats.js';
+import { ResponseCache } from '../cache/response-cache.js';
 import type { RequestTrace, TraceManager } from '../trace/trace-manager.js';
 import {
   createScheduler,
@@ -24,6 +25,9 @@ import {
 } from './validate.js';
 
 const now = (): bigint => process.hrtime.bigint();
+
+/** Model version objects created so far (each one's response-cache scope). */
+let loadedVersions = 0;
 
 /** Per-request bookkeeping between enqueue and the final response. */
 class TrackedSender implements ResponseSender {
@@ -101,6 +105,37 @@ export interface ModelVersionOptions {
    * its steps through the data plane and keeps statistics itself).
    */
   scheduler?: (hooks: SchedulerHooks, stats: ModelStatistics) => ModelScheduler;
+  /**
+   * The server's response cache (`--cache-config local,size=N`); used only when the config says
+   * `response_cache { enable: true }` (ensembles excluded).
+   */
+  responseCache?: ResponseCache;
+}
+
+/**
+ * Between a missed request and its caller: keeps the request's one successful final response in
+ * the cache and records the miss (lookup + insertion time).
+ */
+class CacheFill implements ResponseSender {
+  constructor(
+    private readonly downstream: ResponseSender,
+    private readonly cache: ResponseCache,
+    private readonly key: string,
+    private readonly lookupNs: bigint,
+    private readonly stats: ModelStatistics,
+  ) {}
+  send(response: InferenceResponse | null, final: boolean): void {
+    if (final) {
+      const t0 = now();
+      if (response) this.cache.set(this.key, response);
+      this.stats.recordCacheMiss(this.lookupNs + (now() - t0));
+    }
+    this.downstream.send(response, final);
+  }
+  sendError(error: TritonError, final: boolean): void {
+    if (final) this.stats.recordCacheMiss(this.lookupNs);
+    this.downstream.sendError(error, final);
+  }
 }
 
 /**
@@ -116,6 +151,10 @@ export class ModelVersion {
   private drainWaiters: (() => void)[] = [];
   private accepting = true;
   private readonly tracer: TraceManager | undefined;
+  /** The response cache, when this version's config enables it and the server has one. */
+  private readonly cache: ResponseCache | undefined;
+  /** This loaded version's own part of cache keys (a reload never sees the old entries). */
+  private readonly cacheScope = String(++loadedVersions);
   private readonly drainTimeoutMs: number | undefined;
   /** Unanswered requests, kept only when retire has a drain bound (to fail them past it). */
   readonly live: Set<TrackedSender> | undefined;
@@ -143,6 +182,7 @@ export class ModelVersion {
     this.drainTimeoutMs = options.drainTimeoutMs;
     this.live = options.drainTimeoutMs !== undefined ? new Set() : undefined;
     this.modelPath = options.modelPath;
+    this.cache = config.response_cache?.enable && !options.scheduler ? options.responseCache : undefined;
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);
     const hooks: SchedulerHooks = { onExecuted: (r) => this.recordExecution(r) };
@@ -189,6 +229,17 @@ export class ModelVersion {
       throw e;
     }
     const start = now();
+    if (this.cache) {
+      const key = ResponseCache.key(request, this.cacheScope);
+      const hit = this.cache.get(key);
+      const lookupNs = now() - start;
+      if (hit) {
+        this.stats.recordCacheHit(now() - start, lookupNs);
+        sender.send(hit, true);
+        return request;
+      }
+      sender = new CacheFill(sender, this.cache, key, lookupNs, this.stats);
+    }
     const tracked = new TrackedSender(this, request, sender, start);
     if (this.tracer?.active) {
       const t = (tracked.trace = this.tracer.sample(this.name, this.version, request.id));

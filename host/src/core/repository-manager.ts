@@ -7,6 +7,7 @@
  * new versions completely before swapping them in, so requests in flight on the old ones finish
  * and new requests never see a gap. A failed (re)load leaves what was serving in place.
  */
+import type { ResponseCache } from '../cache/response-cache.js';
 import type { Logger } from 'pino';
 import { loadModelConfig, normalizeModelConfig, validateModelConfig } from '../config/index.js';
 import type { ModelConfig } from '../config/types.js';
@@ -117,6 +118,8 @@ export interface RepositoryManagerOptions {
   drainTimeoutMs?: number;
   /** Request tracing (spec §3.5). */
   tracer?: TraceManager;
+  /** The response cache (`--cache-config local,size=N`) models with `response_cache { enable: true }` use. */
+  responseCache?: ResponseCache;
 }
 
 /** What the load API may carry (spec §3.1). */
@@ -738,6 +741,7 @@ export class ModelRepositoryManager {
         arbiter: this.opts.arbiter,
         fairness: this.opts.fairness,
         tracer: this.opts.tracer,
+        responseCache: this.opts.responseCache,
         drainTimeoutMs: this.opts.drainTimeoutMs,
         modelPath: request.modelPath,
       });

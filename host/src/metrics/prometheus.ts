@@ -31,6 +31,16 @@ export interface ModelMetricSeries {
   computeInputDurationUs: Counter.Internal;
   computeInferDurationUs: Counter.Internal;
   computeOutputDurationUs: Counter.Internal;
+  /** The response cache's series (created on first use: only models with a cache show them). */
+  cache(): CacheMetricSeries;
+}
+
+/** Triton's per-model response cache counters. */
+export interface CacheMetricSeries {
+  hits: Counter.Internal;
+  misses: Counter.Internal;
+  hitDurationUs: Counter.Internal;
+  missDurationUs: Counter.Internal;
 }
 
 /** One source of pending-request counts, polled at scrape time. */
@@ -48,6 +58,10 @@ export class ServerMetrics {
   private readonly computeInfer;
   private readonly computeOutput;
   private readonly loadDuration;
+  private readonly cacheHits;
+  private readonly cacheMisses;
+  private readonly cacheHitDuration;
+  private readonly cacheMissDuration;
   private pendingSource: PendingSource = () => [];
   private readonly textSources: (() => string)[] = [];
 
@@ -73,6 +87,10 @@ export class ServerMetrics {
     this.computeInput = counter('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)');
     this.computeInfer = counter('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)');
     this.computeOutput = counter('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)');
+    this.cacheHits = counter('nv_cache_num_hits_per_model', 'Number of cache hits per model');
+    this.cacheMisses = counter('nv_cache_num_misses_per_model', 'Number of cache misses per model');
+    this.cacheHitDuration = counter('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds');
+    this.cacheMissDuration = counter('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds');
     const self = this;
     new Gauge({
       name: 'nv_inference_pending_request_count',
@@ -106,6 +124,12 @@ export class ServerMetrics {
       computeInputDurationUs: this.computeInput.labels(labels),
       computeInferDurationUs: this.computeInfer.labels(labels),
       computeOutputDurationUs: this.computeOutput.labels(labels),
+      cache: () => ({
+        hits: this.cacheHits.labels(labels),
+        misses: this.cacheMisses.labels(labels),
+        hitDurationUs: this.cacheHitDuration.labels(labels),
+        missDurationUs: this.cacheMissDuration.labels(labels),
+      }),
     };
   }
 

@@ -40,6 +40,9 @@ export class ModelStatistics {
   readonly computeInput = zero();
   readonly computeInfer = zero();
   readonly computeOutput = zero();
+  /** Response cache lookups that hit (ns: the lookup) and missed (ns: lookup + insertion). */
+  readonly cacheHit = zero();
+  readonly cacheMiss = zero();
   private readonly batches = new Map<number, BatchStat>();
 
   /** A request finished successfully after `durationNs` end to end. */
@@ -61,6 +64,34 @@ export class ModelStatistics {
     if (this.metrics) {
       this.metrics.failure(reason).inc();
       this.metrics.requestDurationUs.inc(us(durationNs));
+    }
+  }
+
+  /**
+   * A request answered from the response cache after `durationNs` end to end, `lookupNs` of it
+   * the cache lookup: a success (and a queue entry) that is neither an inference nor an execution.
+   */
+  recordCacheHit(durationNs: bigint, lookupNs: bigint): void {
+    add(this.success, durationNs);
+    add(this.queue, 0n);
+    add(this.cacheHit, lookupNs);
+    this.lastInferenceMs = Date.now();
+    if (this.metrics) {
+      this.metrics.success.inc();
+      this.metrics.requestDurationUs.inc(us(durationNs));
+      const c = this.metrics.cache();
+      c.hits.inc();
+      c.hitDurationUs.inc(us(lookupNs));
+    }
+  }
+
+  /** A cache miss: the lookup and (when the response was kept) its insertion took `ns`. */
+  recordCacheMiss(ns: bigint): void {
+    add(this.cacheMiss, ns);
+    if (this.metrics) {
+      const c = this.metrics.cache();
+      c.misses.inc();
+      c.missDurationUs.inc(us(ns));
     }
   }
 
@@ -107,8 +138,8 @@ export class ModelStatistics {
         compute_input: this.computeInput,
         compute_infer: this.computeInfer,
         compute_output: this.computeOutput,
-        cache_hit: zero(),
-        cache_miss: zero(),
+        cache_hit: this.cacheHit,
+        cache_miss: this.cacheMiss,
       },
       response_stats: {},
       batch_stats: [...this.batches.values()].sort((a, b) => a.batch_size - b.batch_size),

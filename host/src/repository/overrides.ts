@@ -18,12 +18,22 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
  * @throws TritonError INVALID_ARG for a bad path or non-base64 content.
  */
 export function decodeFileOverride(key: string, value: unknown): [string, Uint8Array] {
-  const rel = key.slice('file:'.length);
   if (typeof value !== 'string') throw invalidArg(`parameter '${key}' must be a base64 string`);
-  checkRelativePath(rel);
+  const rel = fileOverridePath(key);
   const compact = value.replace(/\s+/g, '');
   if (!BASE64.test(compact) || compact.length % 4 === 1) {
     throw invalidArg(`file override '${rel}' is not valid base64`);
   }
   return [rel, new Uint8Array(Buffer.from(compact, 'base64'))];
+}
+
+/**
+ * The relative path of a `file:<version>/<path>` key (gRPC sends the contents as raw `bytes_param`,
+ * HTTP as base64: both check the path here).
+ * @throws TritonError INVALID_ARG for a bad path (see {@link decodeFileOverride})
+ */
+export function fileOverridePath(key: string): string {
+  const rel = key.slice('file:'.length);
+  checkRelativePath(rel);
+  return rel;
 }

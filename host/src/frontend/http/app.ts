@@ -7,7 +7,9 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
 import { AccessError, TritonError, invalidArg, unsupported } from '../../core/errors.js';
-import { clientShmDisabled, collectBody, optionalJson } from './body.js';
+import { collectBody, optionalJson } from './body.js';
+import { installSharedMemoryRoutes } from './shared-memory.js';
+import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 import { compressReply } from './compression.js';
 import { SINGLE_USER } from '../../core/types.js';
 import { installTenancy, requestPrincipal } from './auth.js';
@@ -19,8 +21,8 @@ import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { parseVersion, route, sendError } from './routing.js';
 import { installTraceRoutes } from './trace.js';
 
-/** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms. */
-export const OVER_QUOTA_DELAY_MS = 250;
+/** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms (shared with gRPC). */
+export { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 
 type ModelParams = { model: string; version?: string };
 
@@ -145,17 +147,6 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   route(app, '/v2/repository/:repo/models/:model/load', { POST: namedRepo });
   route(app, '/v2/repository/:repo/models/:model/unload', { POST: namedRepo });
 
-  // Client shared memory is off (Triton's default since 2026-04, spec §3.3).
-  for (const kind of ['systemsharedmemory', 'cudasharedmemory']) {
-    route(app, `/v2/${kind}/status`, { GET: (_q, r) => r.send([]) });
-    route(app, `/v2/${kind}/region/:region/status`, { GET: (_q, r) => r.send([]) });
-    for (const op of ['register', 'unregister']) {
-      const h = () => {
-        throw clientShmDisabled();
-      };
-      route(app, `/v2/${kind}/${op}`, { POST: h });
-      route(app, `/v2/${kind}/region/:region/${op}`, { POST: h });
-    }
-  }
+  installSharedMemoryRoutes(app, ctx);
   return app;
 }

@@ -12,9 +12,7 @@ import { parseRequestJson } from './json-text.js';
 export const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Client shared memory is off (Triton's default since 2026-04, spec §3.3): UNSUPPORTED (501). */
-export function clientShmDisabled(): TritonError {
-  return new TritonError('UNSUPPORTED', "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
-}
+export { clientShmDisabled } from '../../core/shared-memory.js';
 
 /**
  * Most chunks a chunked request body may arrive in (about 512 bytes a chunk for a 64 MiB body):

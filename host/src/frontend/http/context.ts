@@ -2,6 +2,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { ServerApi } from '../../core/server-api.js';
+import type { SystemSharedMemory } from '../../core/shared-memory.js';
 import type { Principal } from '../../core/types.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
 import type { HttpLimits } from './limits.js';
@@ -17,6 +18,8 @@ export interface HttpFrontendOptions {
   tenants?: TenantRegistry;
   /** `--http-max-input-size` in bytes. */
   maxInputSize: number;
+  /** System shared memory (`--allow-client-shm`; off: every shm call is UNSUPPORTED). */
+  shm: SystemSharedMemory;
   /** Connection limits: header / request timeouts, connection cap. */
   limits: HttpLimits;
   logger: Logger;

@@ -6,6 +6,7 @@ import type { ModelConfig } from '../../config/types.js';
 import { TritonError, internal, invalidArg, jsonAccessError } from '../../core/errors.js';
 import { applyRequestParameter, emptyRequestInit } from '../../core/request-parameters.js';
 import type { InferenceRequestInit, Tensor } from '../../core/types.js';
+import type { ShmAccess, ShmTarget } from '../../core/shared-memory.js';
 import { tensorDataType } from '../../core/validate.js';
 import { clientShmDisabled, isJsonObject } from './body.js';
 import { isDataType, dataTypeByteSize, elementCount } from '../../tensor/datatypes.js';
@@ -18,6 +19,24 @@ export interface OutputFormats {
   /** `binary_data_output` request parameter (default for outputs without their own setting). */
   defaultBinary: boolean;
   perOutput: Map<string, boolean>;
+  /** Outputs the client placed in a system shared-memory region (spec §3.3): written there, not in the body. */
+  shm?: Map<string, ShmTarget>;
+}
+
+/**
+ * The `shared_memory_*` parameters of one tensor (spec §3.3). @throws TritonError INVALID_ARG for
+ * a non-string region or a size / offset that is not a non-negative integer
+ */
+function shmTarget(p: Record<string, unknown>, what: string): ShmTarget {
+  const region = p.shared_memory_region;
+  if (typeof region !== 'string') throw invalidArg(`'shared_memory_region' of ${what} must be a string`);
+  const num = (v: unknown, key: string): number => {
+    const n = typeof v === 'bigint' ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw invalidArg(`'${key}' of ${what} must be a non-negative integer`);
+    return n;
+  };
+  if (p.shared_memory_byte_size === undefined) throw invalidArg(`'shared_memory_byte_size' must be set for ${what} in shared memory`);
+  return { region, byteSize: num(p.shared_memory_byte_size, 'shared_memory_byte_size'), offset: p.shared_memory_offset === undefined ? 0 : num(p.shared_memory_offset, 'shared_memory_offset') };
 }
 
 export interface DecodedInferRequest {
@@ -91,6 +110,8 @@ function objectOrUndefined(v: unknown): Record<string, unknown> | undefined {
  * Decode an inference request.
  * @param body the whole request body (decompressed)
  * @param headerLength `Inference-Header-Content-Length`, or undefined if absent (whole body is JSON)
+ * @param shm the caller's shared-memory regions (undefined: `--allow-client-shm` is off, and a
+ *   `shared_memory_region` parameter gets UNSUPPORTED)
  * @throws TritonError with Triton's codes: INVALID_ARG for malformed JSON, bad sizes, leftover
  *   bytes; INTERNAL for JSON type errors in tensor data (as Triton's JSON layer).
  */
@@ -100,6 +121,7 @@ export function decodeInferRequest(
   modelName: string,
   version: number,
   config: ModelConfig,
+  shm?: ShmAccess,
 ): DecodedInferRequest {
   const init = emptyRequestInit(modelName, version);
   const formats: OutputFormats = { defaultBinary: false, perOutput: new Map() };
@@ -123,8 +145,8 @@ export function decodeInferRequest(
     const raw: Record<string, unknown> = isJsonObject(item) ? item : {};
     const params = objectOrUndefined(raw.parameters);
     const binSize = params?.binary_data_size;
-    const shm = params?.shared_memory_region;
-    validateInputContentType(raw.data !== undefined, binSize !== undefined, shm !== undefined);
+    const shmRegion = params?.shared_memory_region;
+    validateInputContentType(raw.data !== undefined, binSize !== undefined, shmRegion !== undefined);
     const name = raw.name;
     if (name === undefined) throw jsonAccessError('name', 'missing');
     if (typeof name !== 'string') throw jsonAccessError('name', 'string');
@@ -133,13 +155,13 @@ export function decodeInferRequest(
     if (typeof datatype !== 'string') throw jsonAccessError('datatype', 'string');
     const shape = decodeShape(raw.shape, name);
     if (!isDataType(datatype)) throw invalidArg(`invalid datatype for input ${name}`);
-    if (shm !== undefined) {
-      throw clientShmDisabled();
-    }
     const n = elementCount(shape);
     if (!Number.isSafeInteger(n) || (isDataType(datatype) && datatype !== 'BYTES' && !Number.isSafeInteger(n * dataTypeByteSize(datatype)))) throw shapeOverflow(shape, name);
     let data: Uint8Array;
-    if (binSize !== undefined) {
+    if (shmRegion !== undefined) {
+      if (!shm) throw clientShmDisabled();
+      data = shm.read(shmTarget(params!, `input '${name}'`));
+    } else if (binSize !== undefined) {
       if (typeof binSize === 'bigint' && binSize > 0n && binSize <= UINT64_MAX) {
         throw invalidArg(`unexpected size for input '${name}', expecting ${binSize} additional bytes for model '${modelName}'`);
       }
@@ -169,7 +191,8 @@ export function decodeInferRequest(
       requested.add(raw.name);
       const p = objectOrUndefined(raw.parameters);
       if (p?.shared_memory_region !== undefined) {
-        throw clientShmDisabled();
+        if (!shm) throw clientShmDisabled();
+        (formats.shm ??= new Map()).set(raw.name, shmTarget(p, `output '${raw.name}'`));
       }
       if (p?.classification !== undefined) {
         const k = p.classification;

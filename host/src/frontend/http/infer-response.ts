@@ -40,7 +40,11 @@ export function encodeInferResponse(
   for (const t of response.outputs) {
     const binary = formats.perOutput.get(t.name) ?? formats.defaultBinary;
     let o = `{"name":${JSON.stringify(t.name)},"datatype":"${t.datatype}","shape":[${t.shape.join(',')}]`;
-    if (binary) {
+    const shm = formats.shm?.get(t.name);
+    if (shm) {
+      // Written to the client's region (spec §3.3): the output names it, and has no data here.
+      o += `,"parameters":{"shared_memory_region":${JSON.stringify(shm.region)},"shared_memory_byte_size":${t.data.length}${shm.offset ? `,"shared_memory_offset":${shm.offset}` : ''}}}`;
+    } else if (binary) {
       o += `,"parameters":{"binary_data_size":${t.data.length}}}`;
       if (t.data.length > 0) binaries.push(t.data);
     } else {
@@ -49,7 +53,7 @@ export function encodeInferResponse(
     outs.push(o);
   }
   json += `,"outputs":[${outs.join(',')}]}`;
-  if (binaries.length === 0 && !response.outputs.some((t) => formats.perOutput.get(t.name) ?? formats.defaultBinary)) {
+  if (binaries.length === 0 && !response.outputs.some((t) => !formats.shm?.has(t.name) && (formats.perOutput.get(t.name) ?? formats.defaultBinary))) {
     return { body: json };
   }
   const header = Buffer.from(json, 'utf8');

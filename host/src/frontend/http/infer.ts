@@ -56,11 +56,21 @@ export async function handleInfer(ctx: FrontendContext, req: FastifyRequest, rep
   const target = ctx.api.inferenceTarget(principal, model, version);
   if (target.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const body = requestBody(req, ctx.maxInputSize);
-  const { init, formats } = decodeInferRequest(body, headerLength(req), model, target.version, target.config);
+  const shm = ctx.shm.access(principal);
+  const { init, formats } = decodeInferRequest(body, headerLength(req), model, target.version, target.config, shm);
   const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, connectionSignal(reply));
   if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
-  const enc = encodeInferResponse(model, served, init.id, responses[0]!, formats);
-  releaseTensors(responses[0]!.outputs);
+  let enc;
+  try {
+    // Outputs the client placed in shared memory are written there (spec §3.3).
+    for (const t of responses[0]!.outputs) {
+      const target = formats.shm?.get(t.name);
+      if (target && shm) shm.write(target, t.data, t.name);
+    }
+    enc = encodeInferResponse(model, served, init.id, responses[0]!, formats);
+  } finally {
+    releaseTensors(responses[0]!.outputs);
+  }
   if (enc.headerLength !== undefined) {
     return reply
       .code(200)

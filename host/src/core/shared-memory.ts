@@ -1,0 +1,239 @@
+/**
+ * System (POSIX) client shared memory (spec §3.3), protocol-neutral: the regions clients register
+ * with `key` = a POSIX shm name (`shm_open`), inputs read from and outputs written to them. Both
+ * frontends (HTTP `/v2/systemsharedmemory/...`, gRPC `SystemSharedMemory*`) call this.
+ *
+ * A POSIX shm object is the file `/dev/shm/<name>`. The key is hostile: it must be one plain file
+ * name (an optional leading '/', then no '/', NUL or control characters, not '.' / '..', at most
+ * 255 bytes); the file is opened with O_NOFOLLOW (a symlink planted in /dev/shm is refused) and
+ * must be a regular file at least `offset + byte_size` long. The descriptor stays open while the
+ * region is registered (as Triton keeps its mapping). Data moves with pread / pwrite on that
+ * descriptor — the same pages the client has mapped — so no native code runs.
+ *
+ * Names starting with `warden-` are refused for every client: Warden's own processes keep their
+ * shared memory there (the Python backend's stub IPC), and a client must never map it.
+ *
+ * Regions belong to the principal that registered them: names are per namespace (a tenant sees,
+ * uses and unregisters only its own), a tenant's keys must start with `/<tenant>_`, and a key
+ * registered by one namespace cannot be registered by another. Counts are capped per namespace;
+ * one read is capped at `maxReadBytes` (the request-size bound of the frontends).
+ */
+import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { AccessError, TritonError, invalidArg, notFound } from './errors.js';
+import type { Principal } from './types.js';
+
+/** `GET /v2/systemsharedmemory/status` entry (spec §3.3); gRPC `SystemSharedMemoryStatusResponse.RegionStatus`. */
+export interface SystemShmRegionStatus {
+  name: string;
+  key: string;
+  /** Offset of the region in the shm object, bytes. */
+  offset: number;
+  /** Size of the region, bytes. */
+  byte_size: number;
+}
+
+export interface SystemSharedMemoryOptions {
+  /** `--allow-client-shm` (default false: every call answers {@link clientShmDisabled}). */
+  enabled: boolean;
+  /** Multi-tenant mode: tenants' keys must start with `/<tenant>_`. */
+  multiTenant: boolean;
+  /** Largest single read, bytes (an input taken from a region). */
+  maxReadBytes: number;
+  /** Where POSIX shm objects live (default `/dev/shm`; tests may point elsewhere). */
+  root?: string;
+  /** Regions one namespace may hold (default 64; each holds a file descriptor). */
+  maxRegionsPerNamespace?: number;
+}
+
+/** The UNSUPPORTED answer while client shared memory is off (Triton's default). */
+export function clientShmDisabled(): TritonError {
+  return new TritonError('UNSUPPORTED', "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
+}
+
+/** Where a client placed one tensor: region name, offset in the region and size, bytes. */
+export interface ShmTarget {
+  region: string;
+  offset: number;
+  byteSize: number;
+}
+
+/** One principal's view of its regions, for a frontend's decoder (inputs) and encoder (outputs). */
+export interface ShmAccess {
+  /** A copy of an input's bytes. @throws TritonError (see SystemSharedMemory.read) */
+  read(target: ShmTarget): Uint8Array;
+  /** Write an output's bytes. @throws TritonError (see SystemSharedMemory.write) */
+  write(target: ShmTarget, data: Uint8Array, output: string): void;
+}
+
+interface Region extends SystemShmRegionStatus {
+  namespace: string;
+  fd: number;
+}
+
+const MAX_NAME_BYTES = 255;
+/** Shm object names Warden's own processes use; never a client region. */
+export const RESERVED_SHM_PREFIX = 'warden-';
+
+/**
+ * The file name of a POSIX shm key. @throws TritonError INVALID_ARG for anything but one plain name
+ */
+export function shmKeyFile(key: string): string {
+  const name = key.startsWith('/') ? key.slice(1) : key;
+  // eslint-disable-next-line no-control-regex
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || /[\u0000-\u001f\u007f]/.test(name) || Buffer.byteLength(name) > MAX_NAME_BYTES) {
+    throw invalidArg(`invalid shared memory key '${JSON.stringify(key).slice(1, -1)}': expected a POSIX shared memory name ('/name', no other '/')`);
+  }
+  if (name.startsWith(RESERVED_SHM_PREFIX)) throw invalidArg(`shared memory key '${key}' is reserved for the server's own use ('/${RESERVED_SHM_PREFIX}...')`);
+  return name;
+}
+
+/** An offset / size from a request: a non-negative safe integer. @throws TritonError INVALID_ARG */
+function count(v: unknown, what: string): number {
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw invalidArg(`'${what}' must be a non-negative integer`);
+  return n;
+}
+
+export class SystemSharedMemory {
+  private readonly regions = new Map<string, Region>();
+  private readonly root: string;
+  private readonly maxPerNamespace: number;
+
+  constructor(private readonly opts: SystemSharedMemoryOptions) {
+    this.root = opts.root ?? '/dev/shm';
+    this.maxPerNamespace = opts.maxRegionsPerNamespace ?? 64;
+  }
+
+  get enabled(): boolean {
+    return this.opts.enabled;
+  }
+
+  private check(): void {
+    if (!this.opts.enabled) throw clientShmDisabled();
+  }
+
+  private id(principal: Principal, name: string): string {
+    return `${principal.namespace}\u0000${name}`;
+  }
+
+  /**
+   * Register `name` over `[offset, offset + byteSize)` of the shm object `key`.
+   * @throws TritonError UNSUPPORTED (disabled), ALREADY_EXISTS (name taken), INVALID_ARG (bad key,
+   *   offset or size; object too small; key registered by another namespace; not a regular
+   *   file), NOT_FOUND (no such object), AccessError 403 (a tenant's key without its prefix, too
+   *   many regions)
+   */
+  register(principal: Principal, name: string, key: string, offset: unknown, byteSize: unknown): void {
+    this.check();
+    if (name === '') throw invalidArg('a shared memory region needs a name');
+    const file = shmKeyFile(key);
+    const off = count(offset, 'offset');
+    const size = count(byteSize, 'byte_size');
+    if (this.regions.has(this.id(principal, name))) {
+      throw new TritonError('ALREADY_EXISTS', `shared memory region '${name}' already in manager`);
+    }
+    if (this.opts.multiTenant && principal.role === 'tenant' && !file.startsWith(`${principal.namespace}_`)) {
+      throw new AccessError(403, `tenant '${principal.namespace}' may register only shared memory keys starting with '/${principal.namespace}_'`);
+    }
+    let mine = 0;
+    for (const r of this.regions.values()) {
+      if (r.namespace === principal.namespace) mine++;
+      else if (shmKeyFile(r.key) === file) throw invalidArg(`shared memory key '${key}' is registered by another client`);
+    }
+    if (mine >= this.maxPerNamespace) throw new AccessError(403, `at most ${this.maxPerNamespace} shared memory regions may be registered at once`);
+    let fd: number;
+    try {
+      fd = openSync(join(this.root, file), constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw notFound(`Unable to open shared memory region: '${key}'`);
+      throw invalidArg(`Unable to open shared memory region: '${key}' (${code === 'ELOOP' ? 'a symbolic link' : (code ?? 'error')})`);
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile()) throw invalidArg(`Unable to open shared memory region: '${key}' (not a shared memory object)`);
+      if (off + size > st.size) {
+        throw invalidArg(`failed to register shared memory region '${name}': offset ${off} + byte_size ${size} exceeds the ${st.size} bytes of '${key}'`);
+      }
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+    this.regions.set(this.id(principal, name), { name, key, offset: off, byte_size: size, namespace: principal.namespace, fd });
+  }
+
+  /** Unregister `name` ('' = every region of the principal). Unknown names are no error (as Triton). @throws UNSUPPORTED when disabled */
+  unregister(principal: Principal, name: string): void {
+    this.check();
+    for (const [id, r] of this.regions) {
+      if (r.namespace !== principal.namespace || (name !== '' && r.name !== name)) continue;
+      closeSync(r.fd);
+      this.regions.delete(id);
+    }
+  }
+
+  /**
+   * Status of `name` ('' = every region of the principal), sorted by name.
+   * @throws TritonError NOT_FOUND "Unable to find system shared memory region: '<name>'"
+   */
+  status(principal: Principal, name: string): SystemShmRegionStatus[] {
+    if (!this.opts.enabled) return [];
+    const out = [...this.regions.values()].filter((r) => r.namespace === principal.namespace && (name === '' || r.name === name));
+    if (name !== '' && out.length === 0) throw notFound(`Unable to find system shared memory region: '${name}'`);
+    return out.map(({ name: n, key, offset, byte_size }) => ({ name: n, key, offset, byte_size })).sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  private region(principal: Principal, name: string, offset: number, size: number): Region {
+    this.check();
+    const r = this.regions.get(this.id(principal, name));
+    if (!r) throw notFound(`Unable to find shared memory region: '${name}'`);
+    if (offset + size > r.byte_size) throw invalidArg(`Invalid offset + byte size for shared memory region: '${name}'`);
+    return r;
+  }
+
+  /**
+   * A copy of `size` bytes at `offset` of region `name` (an input).
+   * @throws TritonError NOT_FOUND (unknown region), INVALID_ARG (out of bounds, over maxReadBytes)
+   */
+  read(principal: Principal, name: string, offset: number, size: number): Uint8Array {
+    const r = this.region(principal, name, offset, size);
+    if (size > this.opts.maxReadBytes) throw invalidArg(`input of ${size} bytes from shared memory region '${name}' exceeds the ${this.opts.maxReadBytes}-byte request limit`);
+    const out = Buffer.allocUnsafe(size);
+    let done = 0;
+    while (done < size) {
+      const n = readSync(r.fd, out, done, size - done, r.offset + offset + done);
+      if (n === 0) throw invalidArg(`shared memory region '${name}' is shorter than registered`);
+      done += n;
+    }
+    return out;
+  }
+
+  /**
+   * Write `data` at `offset` of region `name` (an output), which the client gave `byteSize` bytes.
+   * @throws TritonError NOT_FOUND (unknown region), INVALID_ARG (too small, out of bounds)
+   */
+  write(principal: Principal, name: string, offset: number, byteSize: number, data: Uint8Array, output: string): void {
+    if (data.length > byteSize) {
+      throw invalidArg(`shared memory size specified with the request for output '${output}' (${byteSize} bytes) should be at least ${data.length} bytes to hold the results`);
+    }
+    const r = this.region(principal, name, offset, byteSize);
+    let done = 0;
+    while (done < data.length) done += writeSync(r.fd, data, done, data.length - done, r.offset + offset + done);
+  }
+
+  /** `principal`'s regions for a request, or undefined while client shared memory is off. */
+  access(principal: Principal): ShmAccess | undefined {
+    if (!this.opts.enabled) return undefined;
+    return {
+      read: (t) => this.read(principal, t.region, t.offset, t.byteSize),
+      write: (t, data, output) => this.write(principal, t.region, t.offset, t.byteSize, data, output),
+    };
+  }
+
+  /** Close every region (server stop). */
+  close(): void {
+    for (const r of this.regions.values()) closeSync(r.fd);
+    this.regions.clear();
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * Multi-tenant mode on the gRPC frontend (DESIGN "Multi-tenancy"): every RPC except ServerLive /
+ * ServerReady carries `authorization: Bearer <token>` metadata (tritonclient.grpc sends its
+ * `headers=` as metadata), authenticated by the same tenant registry as HTTP. Failures are
+ * UNAUTHENTICATED with the HTTP frontend's text and an audit line; tokens are never logged. Each
+ * tenant's request rate is limited by tenancy/request-rate.ts with its quotas (RESOURCE_EXHAUSTED).
+ */
+import type { Metadata } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { AccessError } from '../../core/errors.js';
+import { SINGLE_USER, type Principal } from '../../core/types.js';
+import { auditEvent } from '../../tenancy/audit.js';
+import { authFailure } from '../../tenancy/http-auth.js';
+import type { TenantRegistry } from '../../tenancy/registry.js';
+import { TenantRequestRate } from '../../tenancy/request-rate.js';
+
+export class GrpcAuth {
+  private readonly rate = new TenantRequestRate();
+
+  /** @param tenants absent = single-user mode (every call is the operator's) */
+  constructor(
+    private readonly tenants: TenantRegistry | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The principal of a call that needs no credentials (health). */
+  anonymous(): Principal {
+    return SINGLE_USER;
+  }
+
+  /**
+   * The principal of a call from its metadata.
+   * @throws AccessError 401 (missing / malformed / unknown credentials), 429 (tenant over its rate)
+   */
+  async principal(md: Metadata, peer: string): Promise<Principal> {
+    if (!this.tenants) return SINGLE_USER;
+    const values = md.get('authorization');
+    const header = values.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
+    const r = await this.tenants.authenticate(values.length > 1 ? 'multiple' : header);
+    if (!r.ok) {
+      auditEvent(this.logger, { event: 'auth_failure', tenant: null, outcome: 'error', reason: r.reason, remote: peer });
+      throw new AccessError(401, authFailure(r.reason).message);
+    }
+    this.rate.admit(r.tenant);
+    return r.principal;
+  }
+}

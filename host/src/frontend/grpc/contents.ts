@@ -1,0 +1,94 @@
+/**
+ * `InferTensorContents` (grpc_service.proto): an input's elements as typed lists, the alternative
+ * to `raw_input_contents`. One list per datatype family, as Triton reads them: `bool_contents`
+ * (BOOL), `int_contents` (INT8/16/32), `int64_contents` (INT64), `uint_contents` (UINT8/16/32),
+ * `uint64_contents` (UINT64), `fp32_contents`, `fp64_contents`, `bytes_contents` (BYTES). FP16 and
+ * BF16 have no list: they must come as raw bytes.
+ */
+import { invalidArg } from '../../core/errors.js';
+import { encodeBytesElements } from '../../tensor/bytes.js';
+import { dataTypeByteSize, type DataType } from '../../tensor/datatypes.js';
+import type { InferTensorContents } from './proto.js';
+
+const LIST: Record<DataType, keyof InferTensorContents | undefined> = {
+  BOOL: 'bool_contents',
+  INT8: 'int_contents',
+  INT16: 'int_contents',
+  INT32: 'int_contents',
+  INT64: 'int64_contents',
+  UINT8: 'uint_contents',
+  UINT16: 'uint_contents',
+  UINT32: 'uint_contents',
+  UINT64: 'uint64_contents',
+  FP32: 'fp32_contents',
+  FP64: 'fp64_contents',
+  BYTES: 'bytes_contents',
+  FP16: undefined,
+  BF16: undefined,
+};
+
+/** Number of elements the contents hold in any list (0 = no contents given). */
+export function contentsCount(c: InferTensorContents | undefined): number {
+  if (!c) return 0;
+  return (Object.values(c) as unknown[]).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : 0), 0);
+}
+
+/**
+ * The tensor bytes (row-major, little-endian; BYTES as 4-byte length + bytes) of typed contents.
+ * @param elements the element count of the input's shape
+ * @throws TritonError INVALID_ARG for FP16/BF16, for elements in a list other than the datatype's,
+ *   or for a count that differs from the shape's
+ */
+export function contentsToTensorData(c: InferTensorContents, datatype: DataType, elements: number, name: string): Uint8Array {
+  const field = LIST[datatype];
+  if (field === undefined) throw invalidArg(`${datatype} input '${name}' must be sent in raw_input_contents: InferTensorContents has no ${datatype} list`);
+  const values = c[field] as unknown[];
+  if (values.length !== contentsCount(c)) throw invalidArg(`input '${name}' of datatype ${datatype} must carry its elements in '${field}' only`);
+  if (values.length !== elements) {
+    throw invalidArg(`unexpected number of elements in '${field}' for input '${name}': the shape has ${elements}, got ${values.length}`);
+  }
+  if (datatype === 'BYTES') return encodeBytesElements(values as Buffer[]);
+  const size = dataTypeByteSize(datatype);
+  const out = new Uint8Array(elements * size);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < elements; i++) {
+    const v = values[i];
+    const o = i * size;
+    switch (datatype) {
+      case 'BOOL':
+        view.setUint8(o, v ? 1 : 0);
+        break;
+      case 'INT8':
+        view.setInt8(o, Number(v));
+        break;
+      case 'INT16':
+        view.setInt16(o, Number(v), true);
+        break;
+      case 'INT32':
+        view.setInt32(o, Number(v), true);
+        break;
+      case 'UINT8':
+        view.setUint8(o, Number(v));
+        break;
+      case 'UINT16':
+        view.setUint16(o, Number(v), true);
+        break;
+      case 'UINT32':
+        view.setUint32(o, Number(v), true);
+        break;
+      case 'INT64':
+        view.setBigInt64(o, BigInt(v as string | number), true);
+        break;
+      case 'UINT64':
+        view.setBigUint64(o, BigInt(v as string | number), true);
+        break;
+      case 'FP32':
+        view.setFloat32(o, Number(v), true);
+        break;
+      case 'FP64':
+        view.setFloat64(o, Number(v), true);
+        break;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,103 @@
+/**
+ * The gRPC frontend: `inference.GRPCInferenceService` (KServe v2 gRPC with Triton's extensions)
+ * on @grpc/grpc-js, a thin converter over the data plane (core/server-api.ts) like the HTTP
+ * frontend; it never touches the model manager.
+ *
+ * Keepalive / HTTP/2 settings follow tritonserver's flags (spec §5.8) where grpc-js has the option:
+ * `--grpc-keepalive-time` / `--grpc-keepalive-timeout` (ms), `--grpc-max-connection-age` /
+ * `--grpc-max-connection-age-grace` (ms). grpc-js servers accept client pings without limit, so
+ * `--grpc-keepalive-permit-without-calls`, `--grpc-http2-max-pings-without-data`,
+ * `--grpc-http2-min-recv-ping-interval-without-data` and `--grpc-http2-max-ping-strikes` are
+ * accepted and need nothing (grpc-js already behaves as the most permissive setting).
+ * A request message is bounded by the server's input limit (`--http-max-input-size`, default
+ * 64 MiB; grpc-js refuses a longer one with RESOURCE_EXHAUSTED before buffering it); responses are
+ * unbounded, as in Triton.
+ */
+import { Server, ServerCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import type { ServerApi } from '../../core/server-api.js';
+import type { SystemSharedMemory } from '../../core/shared-memory.js';
+import type { TenantRegistry } from '../../tenancy/registry.js';
+import { GrpcAuth } from './auth.js';
+import { loadTritonService } from './proto.js';
+import { CallCount, grpcHandlers } from './service.js';
+import { ClientShm } from './shm.js';
+
+/** tritonserver's gRPC keepalive flags (ms; undefined = grpc-js / Triton default). */
+export interface GrpcKeepalive {
+  /** `--grpc-keepalive-time` (Triton default 7200000). */
+  timeMs?: number;
+  /** `--grpc-keepalive-timeout` (Triton default 20000). */
+  timeoutMs?: number;
+  /** `--grpc-keepalive-permit-without-calls`: accepted, grpc-js servers always permit. */
+  permitWithoutCalls?: boolean;
+  /** `--grpc-http2-max-pings-without-data`: accepted (a client-side setting in gRPC core). */
+  maxPingsWithoutData?: number;
+  /** `--grpc-http2-min-recv-ping-interval-without-data`: accepted, grpc-js does not police pings. */
+  minRecvPingIntervalWithoutDataMs?: number;
+  /** `--grpc-http2-max-ping-strikes`: accepted, grpc-js does not police pings. */
+  maxPingStrikes?: number;
+  /** `--grpc-max-connection-age` / `--grpc-max-connection-age-grace` (ms). */
+  maxConnectionAgeMs?: number;
+  maxConnectionAgeGraceMs?: number;
+}
+
+export interface GrpcFrontendOptions {
+  api: ServerApi;
+  tenants?: TenantRegistry;
+  shm: SystemSharedMemory;
+  /** The FileDescriptorSet of Triton's service (third_party/triton-grpc-protos). */
+  protosetPath: string;
+  /** Largest request message, bytes. */
+  maxReceiveBytes: number;
+  keepalive?: GrpcKeepalive;
+  logger: Logger;
+}
+
+/** The grpc-js server options for the flags (exported for tests). */
+export function grpcServerOptions(opts: Pick<GrpcFrontendOptions, 'maxReceiveBytes' | 'keepalive'>): ChannelOptions {
+  const k = opts.keepalive ?? {};
+  const o: ChannelOptions = { 'grpc.max_receive_message_length': opts.maxReceiveBytes, 'grpc.max_send_message_length': -1 };
+  if (k.timeMs !== undefined) o['grpc.keepalive_time_ms'] = k.timeMs;
+  if (k.timeoutMs !== undefined) o['grpc.keepalive_timeout_ms'] = k.timeoutMs;
+  if (k.maxConnectionAgeMs !== undefined) o['grpc.max_connection_age_ms'] = k.maxConnectionAgeMs;
+  if (k.maxConnectionAgeGraceMs !== undefined) o['grpc.max_connection_age_grace_ms'] = k.maxConnectionAgeGraceMs;
+  return o;
+}
+
+export interface GrpcFrontend {
+  /** Bound port. */
+  port: number;
+  /** Stop accepting; wait for calls in flight (at most `graceMs`, then cancel them). */
+  stop(graceMs: number): Promise<void>;
+}
+
+/**
+ * Start the gRPC frontend on `host:port` (0 = ephemeral).
+ * @throws Error when the port cannot be bound or the descriptor set cannot be loaded
+ */
+export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string, port: number): Promise<GrpcFrontend> {
+  const server = new Server(grpcServerOptions(opts));
+  const logger = opts.logger.child({ component: 'grpc' });
+  const calls = new CallCount();
+  server.addService(
+    loadTritonService(opts.protosetPath),
+    grpcHandlers({ api: opts.api, auth: new GrpcAuth(opts.tenants, opts.logger.child({ component: 'auth' })), logger, shm: new ClientShm(opts.shm), calls }),
+  );
+  const bound = await new Promise<number>((resolve, reject) => {
+    const addr = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+    server.bindAsync(addr, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+  });
+  return {
+    port: bound,
+    // New calls are refused at once; unary calls and stream requests being handled get up to
+    // graceMs; then every transport is closed (grpc-js's own graceful wait would also wait for
+    // open but idle streams).
+    async stop(graceMs) {
+      server.tryShutdown(() => undefined);
+      const deadline = Date.now() + graceMs;
+      while (calls.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      server.forceShutdown();
+    },
+  };
+}

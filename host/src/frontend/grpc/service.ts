@@ -1,0 +1,224 @@
+/**
+ * The handlers of `inference.GRPCInferenceService` (grpc_service.proto): a thin conversion of
+ * each RPC onto the data plane (core/server-api.ts `ServerApi`), exactly what the HTTP frontend
+ * calls for the same operation. Errors leave through `ServerApi.publicError` (no host paths) and
+ * status.ts (Triton's gRPC codes).
+ */
+import type { sendUnaryData, ServerUnaryCall, UntypedHandleCall } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { modelConfigToJson } from '../../config/index.js';
+import { AccessError, TritonError, internal, invalidArg, unsupported } from '../../core/errors.js';
+import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
+import { inferAndCollect, releaseTensors, type ServerApi } from '../../core/server-api.js';
+import type { CancellationSignal, Principal } from '../../core/types.js';
+import { fileOverridePath, type FileOverrides } from '../../repository/overrides.js';
+import type { GrpcAuth } from './auth.js';
+import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion } from './infer.js';
+import type { ModelInferRequest } from './proto.js';
+import { callSignal } from './cancel.js';
+import { toServiceError } from './status.js';
+import { handleStreamInfer } from './stream.js';
+import type { ClientShm } from './shm.js';
+
+/** What the handlers need. */
+export interface GrpcServiceContext {
+  api: ServerApi;
+  auth: GrpcAuth;
+  logger: Logger;
+  /** Client shared memory (system regions), with the error given when it is off. */
+  shm: ClientShm;
+  /** Calls being handled (graceful shutdown waits for them). */
+  calls: CallCount;
+}
+
+/** How many calls are being handled. */
+export class CallCount {
+  active = 0;
+  begin(): void {
+    this.active++;
+  }
+  end(): void {
+    this.active--;
+  }
+}
+
+type Req = Record<string, unknown>;
+type Unary = (principal: Principal, req: Req, call: ServerUnaryCall<Req, unknown>) => unknown;
+
+/** One unary RPC: authenticate (unless `open`), run, map errors to Triton's gRPC statuses. */
+function unary(ctx: GrpcServiceContext, fn: Unary, open = false) {
+  return (call: ServerUnaryCall<Req, unknown>, done: sendUnaryData<unknown>): void => {
+    ctx.calls.begin();
+    void (async () => {
+      try {
+        const principal = open ? ctx.auth.anonymous() : await ctx.auth.principal(call.metadata, call.getPeer());
+        done(null, await fn(principal, call.request, call));
+      } catch (e) {
+        if (!(e instanceof TritonError)) ctx.logger.error({ err: e }, 'unhandled error in gRPC handler');
+        // Over-quota answers are held back, as over HTTP (tenancy/request-rate.ts).
+        if (e instanceof AccessError && e.httpStatus === 429) await new Promise((r) => setTimeout(r, OVER_QUOTA_DELAY_MS));
+        done(toServiceError(ctx.api.publicError(e)) as never, null);
+      } finally {
+        ctx.calls.end();
+      }
+    })();
+  };
+}
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+function namedRepository(req: Req): void {
+  if (str(req.repository_name) !== '') throw unsupported("'repository_name' specification is not supported");
+}
+
+type RepoParam = { parameter_choice?: string; bool_param?: boolean; int64_param?: string; string_param?: string; bytes_param?: Buffer };
+
+/** `RepositoryModelLoad` parameters: `config` (JSON text) and `file:<version>/<path>` (raw bytes). */
+function loadOptions(model: string, params: Record<string, RepoParam>): { configOverride?: unknown; files: FileOverrides } {
+  let configOverride: unknown;
+  const files: FileOverrides = new Map();
+  for (const [key, p] of Object.entries(params)) {
+    if (key === 'config') {
+      if (p.parameter_choice !== 'string_param') throw invalidArg("the 'config' parameter must be a string_param");
+      try {
+        configOverride = JSON.parse(p.string_param ?? '');
+      } catch (e) {
+        throw invalidArg(`failed to load '${model}': invalid 'config' parameter, not JSON: ${(e as Error).message}`);
+      }
+    } else if (key.startsWith('file:')) {
+      if (p.parameter_choice !== 'bytes_param') throw invalidArg(`file override '${key}' must be a bytes_param`);
+      files.set(fileOverridePath(key), new Uint8Array(p.bytes_param ?? Buffer.alloc(0)));
+    } else {
+      throw internal(`unexpected error on creating Triton parameter: unrecognized load parameter '${key}'`);
+    }
+  }
+  return { configOverride, files };
+}
+
+/** A log setting as `LogSettingsResponse.SettingValue`. */
+function logValue(v: unknown): Record<string, unknown> {
+  if (typeof v === 'boolean') return { bool_param: v };
+  if (typeof v === 'number') return { uint32_param: v };
+  return { string_param: String(v) };
+}
+
+/** The `LogSettingsRequest` map as the logging extension's JSON body. */
+function logBody(settings: Record<string, { parameter_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(settings)) {
+    body[k] = v.parameter_choice === undefined ? null : v[v.parameter_choice as 'bool_param' | 'uint32_param' | 'string_param'] ?? null;
+  }
+  return body;
+}
+
+/** The `TraceSettingRequest` map as the trace extension's JSON body (an empty list clears). */
+function traceBody(settings: Record<string, { value: string[] }>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(settings)) body[k] = v.value.length === 0 ? null : k === 'trace_level' ? v.value : v.value[0];
+  return body;
+}
+
+function traceResponse(json: Record<string, unknown>): { settings: Record<string, { value: string[] }> } {
+  const settings: Record<string, { value: string[] }> = {};
+  for (const [k, v] of Object.entries(json)) settings[k] = { value: Array.isArray(v) ? v.map(String) : [String(v)] };
+  return { settings };
+}
+
+/** The implementation object for `server.addService`. */
+export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHandleCall> {
+  const { api, shm } = ctx;
+  const u = (fn: Unary, open = false) => unary(ctx, fn, open) as UntypedHandleCall;
+  return {
+    ServerLive: u(() => ({ live: api.isLive() }), true),
+    ServerReady: u(() => ({ ready: api.isReady() }), true),
+    ModelReady: u((p, r) => ({ ready: modelReady(api, p, str(r.name), parseModelVersion(str(r.version))) })),
+    ServerMetadata: u(() => api.serverMetadata()),
+    ModelMetadata: u((p, r) => {
+      const m = api.modelMetadata(p, str(r.name), parseModelVersion(str(r.version)));
+      return { ...m, inputs: m.inputs.map((t) => ({ ...t, shape: t.shape.map(String) })), outputs: m.outputs.map((t) => ({ ...t, shape: t.shape.map(String) })) };
+    }),
+    ModelConfig: u((p, r) => ({ config: JSON.parse(modelConfigToJson(api.modelConfig(p, str(r.name), parseModelVersion(str(r.version))))) })),
+    ModelStatistics: u((p, r) => api.modelStatistics(p, str(r.name) || undefined, parseModelVersion(str(r.version)))),
+    RepositoryIndex: u(async (p, r) => {
+      namedRepository(r);
+      return { models: await api.repositoryIndex(p, r.ready === true) };
+    }),
+    RepositoryModelLoad: u(async (p, r) => {
+      namedRepository(r);
+      const model = str(r.model_name);
+      await api.loadModel(p, model, loadOptions(model, (r.parameters ?? {}) as Record<string, RepoParam>));
+      return {};
+    }),
+    RepositoryModelUnload: u(async (p, r) => {
+      namedRepository(r);
+      const params = (r.parameters ?? {}) as Record<string, RepoParam>;
+      const del = params.delete_files;
+      if (del !== undefined && del.parameter_choice !== 'bool_param') throw invalidArg("'delete_files' must be a bool_param");
+      await api.unloadModel(p, str(r.model_name), { deleteFiles: del?.bool_param === true });
+      return {};
+    }),
+    LogSettings: u((p, r) => {
+      const body = logBody((r.settings ?? {}) as never);
+      const s = Object.keys(body).length > 0 ? api.updateLogSettings(p, body) : api.logSettings(p);
+      return { settings: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, logValue(v)])) };
+    }),
+    TraceSetting: u((p, r) => {
+      const model = str(r.model_name) || undefined;
+      const body = traceBody((r.settings ?? {}) as never);
+      return traceResponse((Object.keys(body).length > 0 ? api.updateTraceSettings(p, model, body) : api.traceSettings(p, model)) as unknown as Record<string, unknown>);
+    }),
+    SystemSharedMemoryStatus: u((p, r) => shm.status(p, str(r.name))),
+    SystemSharedMemoryRegister: u((p, r) => shm.register(p, str(r.name), str(r.key), (r.offset as string | undefined) ?? 0, (r.byte_size as string | undefined) ?? 0)),
+    SystemSharedMemoryUnregister: u((p, r) => shm.unregister(p, str(r.name))),
+    CudaSharedMemoryStatus: u(() => ({ regions: {} })),
+    CudaSharedMemoryRegister: u(() => {
+      throw unsupported('CUDA shared memory is not supported: this server has no GPU memory path');
+    }),
+    CudaSharedMemoryUnregister: u(() => {
+      throw unsupported('CUDA shared memory is not supported: this server has no GPU memory path');
+    }),
+    ModelInfer: u((p, r, call) => modelInfer(ctx, p, r as unknown as ModelInferRequest, callSignal(call))),
+    ModelStreamInfer: ((call: Parameters<typeof handleStreamInfer>[1]) => handleStreamInfer(ctx, call)) as UntypedHandleCall,
+  };
+}
+
+/** `ModelReady`: Triton's core answers "not ready" (no error) for a model it does not know. */
+function modelReady(api: ServerApi, principal: Principal, name: string, version: number): boolean {
+  try {
+    return api.isModelReady(principal, name, version);
+  } catch (e) {
+    if (e instanceof TritonError && e.code === 'NOT_FOUND') return false;
+    throw e;
+  }
+}
+
+/** `ModelInfer`: one request, one response (decoupled models answer UNSUPPORTED, as Triton's unary call). */
+async function modelInfer(ctx: GrpcServiceContext, principal: Principal, req: ModelInferRequest, signal: CancellationSignal): Promise<unknown> {
+  const model = req.model_name ?? '';
+  const target = ctx.api.inferenceTarget(principal, model, parseModelVersion(req.model_version));
+  if (target.decoupled) throw unsupported(`ModelInfer RPC doesn't support models with decoupled transaction policy`);
+  const { init, shmOutputs } = decodeModelInferRequest(stripReserved(req), model, target.version, ctx.shm.access(principal), () => ctx.shm.disabledError());
+  const { version, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, signal);
+  if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
+  const response = responses[0]!;
+  try {
+    ctx.shm.writeOutputs(principal, response, shmOutputs);
+    return encodeModelInferResponse(model, version, init.id, response, shmOutputs);
+  } finally {
+    releaseTensors(response.outputs);
+  }
+}
+
+/**
+ * The request without the gRPC frontend's own reserved parameter (`triton_enable_empty_final_response`).
+ * @returns the request, and whether an empty final response was asked for
+ * @throws TritonError INVALID_ARG when it is not a bool_param (Triton's wording)
+ */
+export function stripReserved(req: ModelInferRequest): ModelInferRequest & { emptyFinal?: boolean } {
+  const p = req.parameters.triton_enable_empty_final_response;
+  if (p === undefined) return req;
+  if (p.parameter_choice !== 'bool_param') throw invalidArg(`invalid value type for 'triton_enable_empty_final_response' parameter, expected bool_param.`);
+  const parameters = { ...req.parameters };
+  delete parameters.triton_enable_empty_final_response;
+  return { ...req, parameters, emptyFinal: p.bool_param === true };
+}

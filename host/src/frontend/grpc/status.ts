@@ -1,0 +1,40 @@
+/**
+ * Triton errors as gRPC statuses: the mapping of Triton's gRPC frontend (`grpc_utils.cc`
+ * `ToGrpcStatus`): INTERNAL→INTERNAL, NOT_FOUND→NOT_FOUND, INVALID_ARG→INVALID_ARGUMENT,
+ * UNAVAILABLE→UNAVAILABLE, UNSUPPORTED→UNIMPLEMENTED, ALREADY_EXISTS→ALREADY_EXISTS,
+ * CANCELLED→CANCELLED, anything else UNKNOWN; the message is the status details. Warden's
+ * {@link AccessError}s map by their HTTP status: 401→UNAUTHENTICATED, 403→PERMISSION_DENIED,
+ * 429→RESOURCE_EXHAUSTED.
+ */
+import { status, type ServiceError } from '@grpc/grpc-js';
+import { AccessError, type ErrorCode, type TritonError } from '../../core/errors.js';
+
+/** The gRPC status code of a Triton error code. */
+export function grpcStatusOf(code: ErrorCode): status {
+  switch (code) {
+    case 'INTERNAL':
+      return status.INTERNAL;
+    case 'NOT_FOUND':
+      return status.NOT_FOUND;
+    case 'INVALID_ARG':
+      return status.INVALID_ARGUMENT;
+    case 'UNAVAILABLE':
+      return status.UNAVAILABLE;
+    case 'UNSUPPORTED':
+      return status.UNIMPLEMENTED;
+    case 'ALREADY_EXISTS':
+      return status.ALREADY_EXISTS;
+    case 'CANCELLED':
+      return status.CANCELLED;
+    default:
+      return status.UNKNOWN;
+  }
+}
+
+/** The status a client gets for `e` (already made public: no host paths). */
+export function toServiceError(e: TritonError): Partial<ServiceError> {
+  let code: status;
+  if (e instanceof AccessError) code = e.httpStatus === 401 ? status.UNAUTHENTICATED : e.httpStatus === 403 ? status.PERMISSION_DENIED : status.RESOURCE_EXHAUSTED;
+  else code = grpcStatusOf(e.code);
+  return { code, details: e.message, message: e.message };
+}

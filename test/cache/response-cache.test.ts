@@ -1,0 +1,135 @@
+/**
+ * The response cache (`--cache-config local,size=N`, `response_cache { enable: true }`): Triton's
+ * key fields (model, version, inputs by name with their bytes) plus datatype, shape, requested
+ * outputs and namespace; an LRU bounded by bytes; over HTTP, hits answered without executing,
+ * visible in the statistics extension (`cache_hit` / `cache_miss`) and in Triton's metrics
+ * (`nv_cache_num_hits_per_model`, ...), models without `response_cache` untouched.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ResponseCache } from '../../host/src/cache/response-cache.js';
+import { parseCli } from '../../host/src/cli-options.js';
+import type { InferenceRequest } from '../../host/src/core/types.js';
+import { startServer, type RunningServer } from '../../host/src/server.js';
+import { getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
+
+const req = (over: Partial<InferenceRequest> = {}): InferenceRequest => ({
+  id: 'a',
+  model: 'm',
+  version: 1,
+  tenant: '',
+  inputs: [
+    { name: 'X', datatype: 'INT32', shape: [2], data: new Uint8Array([1, 0, 0, 0, 2, 0, 0, 0]) },
+    { name: 'A', datatype: 'INT32', shape: [1], data: new Uint8Array([7, 0, 0, 0]) },
+  ],
+  requestedOutputs: ['O'],
+  parameters: {},
+  correlationId: 0,
+  flags: 0,
+  priority: 0,
+  timeoutUs: 0,
+  batchSize: 1,
+  cancelled: false,
+  ...over,
+});
+
+describe('keys and bounds', () => {
+  it("equal for requests Triton hashes alike (id and input order don't matter), different otherwise", () => {
+    const base = ResponseCache.key(req());
+    expect(ResponseCache.key(req({ id: 'other', inputs: [...req().inputs].reverse() }))).toBe(base);
+    const differs = [
+      req({ model: 'n' }),
+      req({ version: 2 }),
+      req({ tenant: 'acme' }),
+      req({ requestedOutputs: ['O', 'P'] }),
+      req({ inputs: [{ ...req().inputs[0]!, shape: [1, 2] }, req().inputs[1]!] }),
+      req({ inputs: [{ ...req().inputs[0]!, datatype: 'UINT32' }, req().inputs[1]!] }),
+      req({ inputs: [{ ...req().inputs[0]!, data: new Uint8Array([1, 0, 0, 0, 3, 0, 0, 0]) }, req().inputs[1]!] }),
+      req({ inputs: [{ ...req().inputs[0]!, name: 'Y' }, req().inputs[1]!] }),
+    ];
+    for (const r of differs) expect(ResponseCache.key(r)).not.toBe(base);
+    // a reloaded version (same number, maybe new files) has its own scope
+    expect(ResponseCache.key(req(), '7')).not.toBe(ResponseCache.key(req(), '8'));
+  });
+
+  it('an LRU bounded by bytes; entries are copies; too-large responses are not kept', () => {
+    const c = new ResponseCache(1000);
+    const out = (n: number) => ({ outputs: [{ name: 'O', datatype: 'UINT8' as const, shape: [n], data: new Uint8Array(n).fill(n % 256) }] });
+    const r1 = out(100);
+    c.set('a', r1);
+    r1.outputs[0]!.data.fill(0); // the caller reuses its buffer: the cache kept a copy
+    expect(c.get('a')!.outputs[0]!.data[0]).toBe(100);
+    c.set('b', out(100));
+    c.get('a'); // a is now most recent
+    c.set('c', out(100)); // 3 × (100 + 256 overhead) > 1000 bytes: the least recent, b, goes
+    expect(c.get('b')).toBeUndefined();
+    expect(c.get('a')).toBeDefined();
+    expect(c.get('c')).toBeDefined();
+    c.set('huge', out(5000));
+    expect(c.get('huge')).toBeUndefined();
+    expect(c.size.bytes).toBeLessThanOrEqual(1000);
+  });
+
+  it('--cache-config local,size=N and --response-cache-byte-size set the size; other caches are named as ignored', () => {
+    expect(parseCli(['--model-repository=/m', '--cache-config=local,size=1048576']).responseCacheBytes).toBe(1048576);
+    expect(parseCli(['--model-repository=/m', '--response-cache-byte-size=4096']).responseCacheBytes).toBe(4096);
+    const r = parseCli(['--model-repository=/m', '--cache-config=redis,host=localhost']);
+    expect(r.responseCacheBytes).toBeUndefined();
+    expect(r.notes.ignoredFlags).toEqual(['--cache-config=redis,host=localhost (only the local cache exists)']);
+    expect(() => parseCli(['--model-repository=/m', '--cache-config=local,size=lots'])).toThrow(/integer/);
+    expect(() => parseCli(['--model-repository=/m', '--cache-config=local'])).toThrow(/--cache-config/);
+  });
+});
+
+describe('over HTTP', () => {
+  let repo: TempRepo;
+  let server: RunningServer;
+  beforeAll(async () => {
+    repo = tempRepo(['simple']);
+    const dir = repo.addExample('simple', 'simple_cached');
+    const cfg = readFileSync(join(dir, 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "simple_cached"');
+    writeFileSync(join(dir, 'config.pbtxt'), `${cfg}\nresponse_cache { enable: true }\n`);
+    server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: 0, responseCacheBytes: 1 << 20, logLevel: 'silent' });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    repo?.cleanup();
+  });
+
+  const A = Array.from({ length: 16 }, (_, i) => i);
+  const infer = (model: string, a = A) => postJson(`${server.httpUrl}/v2/models/${model}/infer`, simpleRequest('INT32', a, Array(16).fill(1)));
+
+  it('a repeated request is a hit: answered without executing, counted in statistics and metrics', async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await infer('simple_cached');
+      expect(r.status).toBe(200);
+      expect(r.json.outputs[0].data).toEqual(A.map((x) => x + 1));
+    }
+    const other = await infer('simple_cached', A.map((x) => x * 2));
+    expect(other.json.outputs[0].data).toEqual(A.map((x) => x * 2 + 1));
+    const s = (await getJson(`${server.httpUrl}/v2/models/simple_cached/stats`)).json.model_stats[0];
+    expect(s.inference_stats.cache_hit.count).toBe(2);
+    expect(s.inference_stats.cache_miss.count).toBe(2);
+    expect(s.inference_stats.success.count).toBe(4);
+    expect(s.inference_count).toBe(2); // hits are not inferences
+    expect(s.execution_count).toBe(2);
+    expect(s.inference_stats.compute_infer.count).toBe(2);
+    const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    expect(metrics).toMatch(/nv_cache_num_hits_per_model\{model="simple_cached",version="1"\} 2/);
+    expect(metrics).toMatch(/nv_cache_num_misses_per_model\{model="simple_cached",version="1"\} 2/);
+    expect(metrics).toMatch(/nv_cache_hit_duration_per_model\{model="simple_cached",version="1"\} \d/);
+    expect(metrics).toMatch(/nv_inference_request_success\{model="simple_cached",version="1"\} 4/);
+  });
+
+  it('a model without response_cache never uses it', async () => {
+    await infer('simple');
+    await infer('simple');
+    const s = (await getJson(`${server.httpUrl}/v2/models/simple/stats`)).json.model_stats[0];
+    expect(s.inference_stats.cache_hit.count).toBe(0);
+    expect(s.inference_stats.cache_miss.count).toBe(0);
+    expect(s.execution_count).toBe(2);
+    const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    expect(metrics).not.toMatch(/nv_cache_num_hits_per_model\{model="simple"/);
+  });
+});
