@@ -88,8 +88,13 @@ export class PythonInstance implements BackendModelInstance {
     return this.stub?.pid;
   }
 
+  /**
+   * True while a process runs or is being restarted (requests then wait for the new process: the
+   * scheduler's pool is not woken when an instance turns ready again, so a restarting instance
+   * must stay eligible); false once finalizing.
+   */
   isReady(): boolean {
-    return this.stub?.alive === true;
+    return !this.finalizing && (this.stub?.alive === true || this.starting !== undefined);
   }
 
   private async spawn(): Promise<StubProcess> {
@@ -98,6 +103,7 @@ export class PythonInstance implements BackendModelInstance {
     this.bls = this.opts.bls();
     stub.onMessage = (m) => this.onMessage(stub, m);
     stub.onExit = (reason) => this.onExit(stub, reason);
+    stub.deliverEarly();
     return stub;
   }
 

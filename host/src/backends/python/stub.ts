@@ -56,6 +56,8 @@ export class StubProcess {
   /** Called once when the process ends (after start succeeded). */
   onExit: (reason: string) => void = () => {};
   private exited = false;
+  /** Messages the stub sent before its answer to `init` (logs, metrics from `initialize`). */
+  private early: Record<string, unknown>[] = [];
   private readonly socket: Socket;
 
   private constructor(
@@ -78,6 +80,13 @@ export class StubProcess {
   send(msg: unknown): void {
     if (this.exited) return;
     this.socket.write(encodeFrame(msg));
+  }
+
+  /** Hand the messages sent during start-up to {@link onMessage} (call after setting it). */
+  deliverEarly(): void {
+    const e = this.early;
+    this.early = [];
+    for (const m of e) this.onMessage(m);
   }
 
   /** Kill the process (SIGKILL); its exit is reported through {@link onExit}. */
@@ -160,6 +169,11 @@ export class StubProcess {
         }
         for (const m of msgs) {
           if (!started) {
+            if (m.op !== 'init_failed' && m.op !== 'ready' && m.op !== 'auto_completed') {
+              if (m.op === 'log') opts.logger.info({ stub: opts.label }, String(m.message).slice(0, 65536));
+              else if (stub.early.length < 10_000) stub.early.push(m);
+              continue;
+            }
             if (m.op === 'init_failed') {
               opts.logger.error({ stub: opts.label }, String(m.trace ?? m.error));
               fail(String(m.error));
