@@ -24,10 +24,7 @@ export function pythonModel(repo: TempRepo, name: string, config: string, modelP
   repo.write(`${name}/1/model.py`, modelPy);
 }
 
-/** An input / output tensor from a typed array. */
-export function tensor(name: string, datatype: Tensor['datatype'], shape: number[], data: ArrayBufferView): Tensor {
-  return { name, datatype, shape, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
-}
+export { tensor } from '../helpers/backend-request.js';
 
 /** Infer in-process (the data plane) and collect every response. */
 export function infer(s: RunningServer, model: string, inputs: Tensor[], extra: Partial<InferenceRequestInit> = {}) {
