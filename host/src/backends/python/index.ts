@@ -1,7 +1,8 @@
 /**
  * Warden's Python backend (spec §7): `backend: "python"` models (`<model>/<version>/model.py`) and
- * Python-based backends (`backend: "<name>"` served by `<backend-directory>/<name>/model.py` when no
- * `libtriton_<name>.so` is found, spec §6.9), each instance a supervised Python process speaking
+ * Python-based backends (`backend: "<name>"` served by `<backend-directory>/<name>/model.py`, then
+ * Warden's own `host/python/backends/<name>/model.py`, when no `libtriton_<name>.so` is found,
+ * spec §6.9), each instance a supervised Python process speaking
  * to Warden over a socket with tensors in shared memory. Python models are trusted operator code:
  * they load only from the operator's repositories, never from the load API's uploads.
  */
@@ -13,6 +14,13 @@ import type { Backend, BackendResolveRequest, BackendResolver } from '../../core
 import { backendNameOf, findBackendLibrary } from '../native/search.js';
 import { PythonBackend } from './backend.js';
 import { PythonMetrics } from './metrics.js';
+import { PYTHON_DIR } from './stub.js';
+
+/**
+ * Python-based backends shipped with Warden (`host/python/backends/<name>/model.py`: `vllm`),
+ * found after `<backend-directory>/<name>/model.py` so an operator's copy wins.
+ */
+export const BUILTIN_BACKENDS = join(PYTHON_DIR, 'backends');
 
 export { PythonBackend } from './backend.js';
 export { PythonMetrics } from './metrics.js';
@@ -54,9 +62,8 @@ export class PythonBackendResolver implements BackendResolver {
         if (findBackendLibrary({ backendName: name, runtime: config.runtime, modelPath, versionPath, backendDirectory: this.opts.backendDirectory })) return undefined;
         if (config.runtime) return undefined;
       }
-      const dir = join(this.opts.backendDirectory, name);
-      if (!isFile(join(dir, 'model.py'))) return undefined;
-      artifactsDir = dir;
+      artifactsDir = [join(this.opts.backendDirectory, name), join(BUILTIN_BACKENDS, name)].find((d) => isFile(join(d, 'model.py')));
+      if (!artifactsDir) return undefined;
     }
     if (origin.kind === 'upload') {
       throw invalidArg(`model '${config.name}' was uploaded: Python backend '${name}' cannot serve uploaded models (Python models are installed by the operator)`);
