@@ -165,12 +165,13 @@ class Runtime:
                     raise ValueError("message from Warden too large")
                 msg = json.loads(self.recv_exact(n))
                 op = msg.get("op")
+                for off, size in msg.get("free", ()):
+                    self.out_arena.free(off, size)
                 if op == "cancel":
                     with self.cancel_lock:
                         self.cancelled.update(msg["rids"])
                 elif op == "free":
-                    for off, size in msg["regions"]:
-                        self.out_arena.free(off, size)
+                    pass
                 elif op == "bls_response":
                     self.on_bls_response(msg)
                 else:
@@ -219,6 +220,9 @@ class Runtime:
 
     # ---- responses ----
     def send_response(self, rid, response, final):
+        self.send(self.response_message(rid, response, final))
+
+    def response_message(self, rid, response, final):
         msg = {"op": "response", "rid": rid, "final": bool(final)}
         if response is not None:
             if not isinstance(response, pb_utils.InferenceResponse):
@@ -229,7 +233,7 @@ class Runtime:
                 msg["outputs"] = self.tensors_out(response.output_tensors())
                 if response._parameters:
                     msg["parameters"] = response._parameters
-        self.send(msg)
+        return msg
 
     def is_cancelled(self, rid):
         with self.cancel_lock:
@@ -336,6 +340,7 @@ def run_execute(rt, model, msg, decoupled):
         req._rid = r["rid"]
         requests.append(req)
     error = None
+    done = {"op": "executed", "eid": msg["eid"]}
     try:
         result = model.execute(requests)
         if inspect.iscoroutine(result):
@@ -349,15 +354,16 @@ def run_execute(rt, model, msg, decoupled):
             elif len(result) != len(requests):
                 error = "Number of InferenceResponse objects do not match the number of InferenceRequest objects. InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d" % (len(requests), len(result))
             else:
+                # the responses travel in the `executed` message itself (one frame per batch)
+                done["responses"] = []
                 for req, resp in zip(requests, result):
                     if resp is None:
                         error = "execute returned None as a response"
                         break
-                    rt.send_response(req._rid, resp, True)
+                    done["responses"].append(rt.response_message(req._rid, resp, True))
     except Exception as e:  # the model's exception becomes every request's error
         error = error_text(e)
         pb_utils.Logger.log_error("execute raised: %s" % traceback.format_exc())
-    done = {"op": "executed", "eid": msg["eid"]}
     if error is not None:
         done["error"] = error
     rt.send(done)

@@ -41,7 +41,7 @@ export class BlsBridge {
       fail(e);
       return;
     } finally {
-      if (regions.length) stub.send({ op: 'free', regions: regions.map((r) => [r.offset, r.size]) });
+      stub.freeOut(regions);
     }
     if (this.pending.size >= MAX_BLS_INFLIGHT) {
       fail(new Error(`too many BLS requests in flight (${MAX_BLS_INFLIGHT})`));

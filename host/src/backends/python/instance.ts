@@ -209,7 +209,7 @@ export class PythonInstance implements BackendModelInstance {
       const parameters = m.parameters as Record<string, string | number | boolean> | undefined;
       entry.sender.send(parameters ? { outputs, parameters } : { outputs }, final);
     } finally {
-      if (regions.length) stub.send({ op: 'free', regions: regions.map((r) => [r.offset, r.size]) });
+      stub.freeOut(regions);
       if (this.inflight.size === 0) this.stopPolling();
     }
   }
@@ -220,6 +220,7 @@ export class PythonInstance implements BackendModelInstance {
     this.execution = undefined;
     clearTimeout(ex.timer);
     for (const r of ex.regions) stub.arenas.release(r);
+    if (Array.isArray(m.responses)) for (const r of m.responses as Record<string, unknown>[]) this.onResponse(stub, r);
     const computeEndNs = process.hrtime.bigint();
     const error = m.error !== undefined ? internal(String(m.error)) : undefined;
     if (error || !this.opts.decoupled) {

@@ -24,6 +24,9 @@ export const PYTHON_DIR = (() => {
 })();
 export const STUB_FILE = join(PYTHON_DIR, 'warden_python_stub.py');
 
+/** How long freed out-arena regions wait for a message to ride on (ms). */
+export const FREE_FLUSH_MS = 2;
+
 /** Longest stdout / stderr line kept in the log (bytes); longer lines are cut. */
 const MAX_LOG_LINE = 8192;
 
@@ -76,10 +79,33 @@ export class StubProcess {
     return this.child.pid;
   }
 
-  /** Send a control message (dropped once the process is gone). */
-  send(msg: unknown): void {
+  /** Out-arena regions read and not yet given back (sent with the next message, or after {@link FREE_FLUSH_MS}). */
+  private pendingFree: [number, number][] = [];
+  private freeTimer?: NodeJS.Timeout;
+
+  /**
+   * Send a control message (dropped once the process is gone). Regions queued with
+   * {@link freeOut} ride along in its `free` field.
+   */
+  send(msg: Record<string, unknown>): void {
     if (this.exited) return;
+    if (this.pendingFree.length) {
+      msg = { ...msg, free: this.pendingFree };
+      this.pendingFree = [];
+      clearTimeout(this.freeTimer);
+      this.freeTimer = undefined;
+    }
     this.socket.write(encodeFrame(msg));
+  }
+
+  /** Give out-arena regions back to the stub, with the next message (saves a frame per response). */
+  freeOut(regions: readonly { offset: number; size: number }[]): void {
+    if (this.exited || regions.length === 0) return;
+    for (const r of regions) this.pendingFree.push([r.offset, r.size]);
+    this.freeTimer ??= setTimeout(() => {
+      this.freeTimer = undefined;
+      if (this.pendingFree.length) this.send({ op: 'free' });
+    }, FREE_FLUSH_MS).unref();
   }
 
   /** Hand the messages sent during start-up to {@link onMessage} (call after setting it). */
@@ -151,6 +177,7 @@ export class StubProcess {
       child.on('error', (e) => fail(`failed to start the Python interpreter '${opts.python}': ${e.message}`));
       child.on('exit', (code, signal) => {
         stub.exited = true;
+        clearTimeout(stub.freeTimer);
         arenas.close();
         if (!started) {
           const tail = stderrTail.slice(-5).join('\n');
