@@ -5,9 +5,10 @@
  *   bench/native.ts exporting `benchNative(ctx: BenchContext): Promise<unknown>`
  *   bench/tenancy.ts exporting `benchTenancy(ctx: BenchContext): Promise<unknown>`
  *   bench/python.ts exporting `benchPython(ctx: BenchContext): Promise<unknown>`
+ *   bench/python-gpu.ts exporting `benchPythonGpu(ctx: BenchContext): Promise<unknown>` (skips without torch)
  * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
  * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
- * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native, tenancy, python).
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native, tenancy, python, python-gpu).
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
  */
@@ -55,6 +56,7 @@ async function main(): Promise<number> {
     ['native', () => optionalSuite('./native.js', 'benchNative')],
     ['tenancy', () => optionalSuite('./tenancy.js', 'benchTenancy')],
     ['python', () => optionalSuite('./python.js', 'benchPython')],
+    ['python-gpu', () => optionalSuite('./python-gpu.js', 'benchPythonGpu')],
   ];
   try {
     for (const [name, get] of suites) {
