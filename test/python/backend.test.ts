@@ -5,7 +5,8 @@
  * well-behaved model served meanwhile and the process restarted, auto_complete_config, Logger and
  * custom metrics, EXECUTION_ENV_PATH.
  */
-import { cpSync, symlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -185,7 +186,7 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
   beforeAll(async () => {
     repo = buildRepo();
     const logger = pino({ level: 'debug' }, { write: (line: string) => void log.push(line) });
-    s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: 0, logger, exitOnError: true });
+    s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: 0, logger, exitOnError: true, cacheDir: join(repo.path, '.cache') });
   });
   afterAll(async () => {
     await s?.stop();
@@ -349,6 +350,19 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
     expect(exe).toBe(join(repo.path, 'env_py', 'env', 'bin', 'python'));
   });
 
+  it('EXECUTION_ENV_PATH may name a packed environment (.tar.gz), unpacked once', async () => {
+    const envDir = join(repo.path, 'packed_src');
+    mkdirSync(join(envDir, 'bin'), { recursive: true });
+    writeFileSync(join(envDir, 'bin', 'python'), `#!/bin/sh\nexec ${join(PROJECT_ROOT, '.venv', 'bin', 'python')} "$@"\n`, { mode: 0o755 });
+    pythonModel(repo, 'packed_py', `max_batch_size: 0\nparameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+      'import numpy as np\nimport triton_python_backend_utils as pb_utils\nclass TritonPythonModel:\n    def execute(self, requests):\n        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUT", r.inputs()[0].as_numpy() + 1)]) for r in requests]\n');
+    execFileSync('tar', ['-czf', join(repo.path, 'packed_py', 'env.tar.gz'), '-C', envDir, 'bin']);
+    const r = await postJson(`${s.httpUrl}/v2/repository/models/packed_py/load`, {});
+    expect(r.status, r.text).toBe(200);
+    const out = await infer(s, 'packed_py', [tensor('IN', 'INT32', [1], new Int32Array([41]))]);
+    expect(i32(out.responses[0]!.outputs[0])).toEqual([42]);
+  });
+
   it('a model whose EXECUTION_ENV_PATH holds no environment, or whose model.py fails to import, fails to load with the reason; the server keeps serving', async () => {
     pythonModel(repo, 'noenv_py', `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/missing" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`, 'x = 1\n');
     let r = await postJson(`${s.httpUrl}/v2/repository/models/noenv_py/load`, {});
@@ -362,6 +376,14 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
     pythonModel(repo, 'noclass_py', `input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`, 'class Other: pass\n');
     r = await postJson(`${s.httpUrl}/v2/repository/models/noclass_py/load`, {});
     expect(r.json.error).toContain('defines no class TritonPythonModel');
+    pythonModel(repo, 'escape_py', `default_model_filename: "../../escape.py"\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`, 'x = 1\n');
+    r = await postJson(`${s.httpUrl}/v2/repository/models/escape_py/load`, {});
+    expect(r.status).toBe(400);
+    expect(r.json.error).toContain("invalid default_model_filename '../../escape.py'");
+    pythonModel(repo, 'badtimeout_py', `parameters { key: "execute_timeout_ms" value { string_value: "-5" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`, 'class TritonPythonModel:\n    pass\n');
+    r = await postJson(`${s.httpUrl}/v2/repository/models/badtimeout_py/load`, {});
+    expect(r.status).toBe(400);
+    expect(r.json.error).toContain("parameter 'execute_timeout_ms'");
     const ok = await infer(s, 'big_py', [tensor('IN', 'FP32', [2], new Float32Array([1, 2]))]);
     expect(f32(ok.responses[0]!.outputs[0])).toEqual([1, 2]);
   });
