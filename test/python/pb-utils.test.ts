@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultPython } from '../../host/src/backends/python/index.js';
 import { encodeFrame, FrameDecoder, MAX_MESSAGE_BYTES } from '../../host/src/backends/python/ipc.js';
-import { RegionAllocator } from '../../host/src/backends/python/shm.js';
+import { RegionAllocator, removeStaleArenas } from '../../host/src/backends/python/shm.js';
+import { existsSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { PYTHON_DIR } from '../../host/src/backends/python/stub.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
@@ -56,6 +58,19 @@ describe('shared-memory region allocator', () => {
     a.grow(4096);
     expect(a.tailFree).toBe(4096);
     expect(a.alloc(4096)).toBe(0);
+  });
+});
+
+describe('stale arenas', () => {
+  it('files of dead Warden processes are removed; live ones and other files are kept', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'warden-shm-'));
+    const dead = join(dir, 'warden-py-999999999-m-x-in');
+    const live = join(dir, `warden-py-${process.ppid}-m-x-in`);
+    const other = join(dir, 'something-else');
+    for (const f of [dead, live, other]) writeFileSync(f, '');
+    expect(removeStaleArenas(dir)).toBe(1);
+    expect([existsSync(dead), existsSync(live), existsSync(other)]).toEqual([false, true, true]);
+    rmSync(dir, { recursive: true });
   });
 });
 

@@ -14,6 +14,7 @@ import type { Backend, BackendResolveRequest, BackendResolver } from '../../core
 import { backendNameOf, findBackendLibrary } from '../native/search.js';
 import { PythonBackend } from './backend.js';
 import { PythonMetrics } from './metrics.js';
+import { removeStaleArenas } from './shm.js';
 import { PYTHON_DIR } from './stub.js';
 
 /**
@@ -46,7 +47,10 @@ export class PythonBackendResolver implements BackendResolver {
    * @param opts.backendDirectory `--backend-directory` (Python-based backends live in `<dir>/<name>/model.py`)
    * @param opts.cacheDir where packed EXECUTION_ENV_PATH archives are unpacked
    */
-  constructor(private readonly opts: { backendDirectory: string; cacheDir: string; logger: Logger }) {}
+  constructor(private readonly opts: { backendDirectory: string; cacheDir: string; logger: Logger }) {
+    const stale = removeStaleArenas();
+    if (stale > 0) opts.logger.info({ files: stale }, 'removed shared-memory arenas of Python backend processes that no longer exist');
+  }
 
   /**
    * The Python backend for `backend: "python"` (or a `runtime` ending in `.py`), or the

@@ -10,7 +10,7 @@
  * Node has no mmap: reading/writing the tmpfs file at offsets was measured against a native mmap
  * in `bench/python-backend.ts` (64 MiB round trip) — the positioned copies run at memcpy speed.
  */
-import { closeSync, ftruncateSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -181,4 +181,36 @@ export class ArenaPair {
       }
     }
   }
+}
+
+/**
+ * Remove arena files left by Warden processes that no longer exist (killed before they could
+ * unlink them). Only names `warden-py-<pid>-…` whose pid is not alive are touched.
+ * @returns how many files were removed
+ */
+export function removeStaleArenas(dir = SHM_DIR): number {
+  let removed = 0;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    const m = /^warden-py-(\d+)-/.exec(name);
+    if (!m || Number(m[1]) === process.pid) continue;
+    try {
+      process.kill(Number(m[1]), 0);
+      continue; // alive
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ESRCH') continue;
+    }
+    try {
+      unlinkSync(join(dir, name));
+      removed++;
+    } catch {
+      /* raced with another cleaner */
+    }
+  }
+  return removed;
 }
