@@ -137,6 +137,16 @@ class TritonPythonModel:
     });
     expect(r.status).toBe(400);
     expect(r.json.error).toMatch(/\|3$/);
+    // a decoupled target through exec() without decoupled=True
+    r = await postJson(`${s.httpUrl}/v2/models/bls_generic_py/infer`, {
+      parameters: { target: 'repeat_python' },
+      inputs: [
+        { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
+        { name: 'INPUT1', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
+      ],
+    });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toContain("model 'repeat_python' is decoupled: use exec(decoupled=True)");
   });
 
   for (const [target, mode] of [

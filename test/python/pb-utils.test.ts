@@ -110,6 +110,8 @@ class TritonPythonModel:
         elif v == 4: # a response for a request that does not exist, then a normal one
             rt.send({"op": "response", "rid": 123456, "final": True})
             return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUT", np.array([4], np.int32))])]
+        elif v == 7: # 3 GiB claimed at offset 0 (must fail before Warden allocates it)
+            rt.send({"op": "response", "rid": rid, "final": True, "outputs": [{"name": "OUT", "datatype": "INT32", "shape": [3 * 2**28], "offset": 0, "size": 3 * 2**30}]})
         return [None] if v == 5 else None
 `,
     );
@@ -125,6 +127,9 @@ class TritonPythonModel:
     let r = await call(1);
     expect(r.status).toBe(500);
     expect(r.json.error).toMatch(/malformed response.*past the end of the arena/);
+    r = await call(7);
+    expect(r.status).toBe(500);
+    expect(r.json.error).toMatch(/past the end of the arena/);
     r = await call(2);
     expect(r.status).toBe(500);
     expect(r.json.error).toMatch(/malformed/);

@@ -7,7 +7,7 @@
  * reach the model as `TritonError`s on the response.
  */
 import type { Logger } from 'pino';
-import { asTritonError, type TritonError } from '../../core/errors.js';
+import { asTritonError, invalidArg, type TritonError } from '../../core/errors.js';
 import type { InferenceServerHandle, ParameterValue, Principal, ResponseSender } from '../../core/types.js';
 import type { Region } from './shm.js';
 import type { StubProcess } from './stub.js';
@@ -76,6 +76,10 @@ export class BlsBridge {
     };
     const corr = msg.correlation_id;
     try {
+      const target = this.server.inferenceTarget?.(this.principal, String(msg.model ?? ''), Number.isSafeInteger(msg.version) ? Number(msg.version) : -1);
+      if (target?.decoupled && msg.decoupled !== true) {
+        throw invalidArg(`model '${String(msg.model)}' is decoupled: use exec(decoupled=True) or async_exec(decoupled=True)`);
+      }
       this.server.infer(
         this.principal,
         String(msg.model ?? ''),

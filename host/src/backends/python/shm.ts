@@ -10,7 +10,7 @@
  * Node has no mmap: reading/writing the tmpfs file at offsets was measured against a native mmap
  * in `bench/python-backend.ts` (64 MiB round trip) — the positioned copies run at memcpy speed.
  */
-import { closeSync, ftruncateSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -158,6 +158,10 @@ export class ArenaPair {
   read(r: Region): Buffer {
     if (!Number.isSafeInteger(r.offset) || !Number.isSafeInteger(r.size) || r.offset < 0 || r.size < 0 || r.size > this.limitBytes) {
       throw new Error(`invalid shared memory region [${r.offset}, +${r.size})`);
+    }
+    // Bounded by what the stub really wrote before anything is allocated here.
+    if (r.offset + r.size > fstatSync(this.outFd).size) {
+      throw new Error(`shared memory region [${r.offset}, +${r.size}) lies past the end of the arena`);
     }
     const buf = Buffer.allocUnsafe(r.size);
     let done = 0;
