@@ -7,8 +7,11 @@
  * - the **out** arena, allocated and written by the stub through its mapping and read here with
  *   positioned `read(2)`s, after which Warden tells the stub to free the regions.
  *
- * Node has no mmap: reading/writing the tmpfs file at offsets was measured against a native mmap
- * in `bench/python-backend.ts` (64 MiB round trip) — the positioned copies run at memcpy speed.
+ * Node has no mmap: reading/writing the tmpfs file at offsets was measured against memcpy (what a
+ * native mmap would cost at best)
+ * in `bench/python.ts` (64 MiB: arena write + read against 2 × memcpy; a smoke run under load gave
+ * 1.26× memcpy time). A native mmap would save at most the read copy of outputs: request tensors live
+ * in Node buffers, so writing them into a mapping is the same one copy `write(2)` makes.
  */
 import { closeSync, fstatSync, ftruncateSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { existsSync } from 'node:fs';
