@@ -446,6 +446,20 @@ def get_model_dir():
     return _runtime.model_dir if _runtime else ""
 
 
+def is_model_ready(model_name, model_version=""):
+    """Whether a model (version; "" = the server's choice) is ready in Warden, as this model's
+    owner sees it."""
+    return _runtime.query({"op": "is_model_ready", "model": str(model_name), "version": int(model_version) if str(model_version) else -1})
+
+
+def load_model(model_name, config="", files=None):
+    raise TritonModelException("load_model is not supported by Warden's Python backend; use the model repository API")
+
+
+def unload_model(model_name, unload_dependents=False):
+    raise TritonModelException("unload_model is not supported by Warden's Python backend; use the model repository API")
+
+
 # --- logging ---------------------------------------------------------------------------------------
 class Logger:
     """Messages into Warden's log, with the model's name (``TRITONSERVER_LogMessage``)."""

@@ -172,6 +172,11 @@ class Runtime:
                         self.cancelled.update(msg["rids"])
                 elif op == "free":
                     pass
+                elif op == "query_response":
+                    with self.bls_lock:
+                        deliver = self.bls_waiters.pop(msg["cid"], None)
+                    if deliver:
+                        deliver(msg.get("value"), True)
                 elif op == "bls_response":
                     self.on_bls_response(msg)
                 else:
@@ -245,6 +250,16 @@ class Runtime:
     def metric(self, m):
         m["op"] = "metric"
         self.send(m)
+
+    # ---- queries answered by Warden (is_model_ready) ----
+    def query(self, msg):
+        q = queue.Queue()
+        with self.bls_lock:
+            cid = self.next_cid
+            self.next_cid += 1
+            self.bls_waiters[cid] = lambda r, f: q.put(r)
+        self.send(dict(msg, cid=cid))
+        return q.get()
 
     # ---- BLS ----
     def _bls_start(self, request, decoupled, deliver):

@@ -25,12 +25,18 @@ describe.skipIf(skip !== undefined)('BLS from Python models', () => {
       'bls_generic_py',
       `max_batch_size: 0\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]\n`,
       `import json
+import numpy as np
 import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
     async def execute(self, requests):
         out = []
         for r in requests:
             p = json.loads(r.parameters())
+            if p.get("mode") == "ready":
+                ready = [pb_utils.is_model_ready(m) for m in ("simple", "no_such_model")] + [pb_utils.is_model_ready("simple", "1"), pb_utils.is_model_ready("simple", "7")]
+                v = np.array([1.0 if x else 0.0 for x in ready], np.float32)
+                out.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUTPUT0", v), pb_utils.Tensor("OUTPUT1", v)]))
+                continue
             bls = pb_utils.InferenceRequest(model_name=p["target"], requested_output_names=["OUTPUT0", "OUTPUT1"], inputs=r.inputs())
             res = (await bls.async_exec()) if p.get("mode") == "async" else bls.exec()
             if res.has_error():
@@ -165,6 +171,11 @@ class TritonPythonModel:
       expect(events.map((e) => [e.OUT, e.IDX])).toEqual([300, 100, 400, 100, 500].map((v, i) => [v, i]));
     });
   }
+
+  it('pb_utils.is_model_ready asks Warden', async () => {
+    const r = await infer(s, 'bls_generic_py', [tensor('INPUT0', 'FP32', [4], new Float32Array(4)), tensor('INPUT1', 'FP32', [4], new Float32Array(4))], { parameters: { mode: 'ready' } });
+    expect(f32(r.responses[0]!.outputs[0])).toEqual([1, 0, 1, 0]);
+  });
 
   it('many concurrent BLS calls complete, and the arenas do not leak', async () => {
     const all = await Promise.all(

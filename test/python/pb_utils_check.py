@@ -121,5 +121,11 @@ try:
 except ValueError:
     check("conflicting max_batch_size refused", True)
 check("get_input_config_by_name", pb.get_input_config_by_name(d, "B")["data_type"] == "TYPE_INT32" and pb.get_output_config_by_name(d, "Y") is None)
+for fn in (lambda: pb.load_model("m"), lambda: pb.unload_model("m")):
+    try:
+        fn()
+        check("load/unload_model refused", False)
+    except pb.TritonModelException:
+        check("load/unload_model refused", True)
 print("ALL OK")
 sys.stdout.flush()

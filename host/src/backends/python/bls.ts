@@ -106,6 +106,15 @@ export class BlsBridge {
     }
   }
 
+  /** `pb_utils.is_model_ready`: whether the owner can infer on `model` (version -1 = any) now. */
+  isModelReady(model: string, version: number): boolean {
+    try {
+      return this.server.isModelReady(this.principal, model, version);
+    } catch {
+      return false; // unknown to this owner
+    }
+  }
+
   /** Cancel every outstanding call (the stub is gone). */
   abortAll(): void {
     for (const a of this.pending.values()) a.abort();

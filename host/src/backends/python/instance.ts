@@ -172,6 +172,8 @@ export class PythonInstance implements BackendModelInstance {
         return this.opts.metrics.apply(this.opts.modelName, m);
       case 'bls':
         return this.bls!.handle(stub, m);
+      case 'is_model_ready':
+        return stub.send({ op: 'query_response', cid: m.cid, value: this.bls!.isModelReady(String(m.model ?? ''), Number.isSafeInteger(m.version) ? Number(m.version) : -1) });
       case 'free_in':
         if (Array.isArray(m.regions)) for (const [offset, size] of m.regions as [number, number][]) stub.arenas.release({ offset, size });
         return;
