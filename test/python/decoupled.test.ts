@@ -45,11 +45,31 @@ class TritonPythonModel:
         sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 `,
     );
+    pythonModel(
+      repo,
+      'raise_decoupled_py',
+      `max_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+      `import numpy as np
+import triton_python_backend_utils as pb_utils
+class TritonPythonModel:
+    def execute(self, requests):
+        for r in requests:
+            v = int(r.inputs()[0].as_numpy()[0])
+            if v == 0:
+                raise RuntimeError("decoupled execute failed")
+            s = r.get_response_sender()
+            s.send(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUT", np.array([v], np.int32))]))
+            if v == 2:
+                raise RuntimeError("failed after one response")
+            s.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return [] if v == 3 else None
+`,
+    );
     const logger = pino({ level: 'info' }, { write: (l: string) => void log.push(l) });
     s = await startServer({
       modelRepositories: [join(PROJECT_ROOT, 'model_repository'), repo.path],
       modelControlMode: 'explicit',
-      loadModels: ['repeat_python', 'watch_cancel_py'],
+      loadModels: ['repeat_python', 'watch_cancel_py', 'raise_decoupled_py'],
       httpPort: 0,
       metricsPort: -1,
       logger,
@@ -113,6 +133,23 @@ class TritonPythonModel:
     const line = log.find((l) => l.includes('watch_cancel_py: cancelled after'));
     expect(line).toBeDefined();
     expect(Number(/cancelled after (\d+)/.exec(line!)![1])).toBeLessThan(20);
+  });
+
+  it('a decoupled execute that raises: an error before any response, or after one (the stream carries it); returning a value is an error', async () => {
+    const go = async (v: number) => {
+      const res = await fetch(`${s.httpUrl}/v2/models/raise_decoupled_py/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ IN: v }) });
+      return { status: res.status, text: await res.text() };
+    };
+    let r = await go(0);
+    expect(r.status).toBe(500);
+    expect(r.text).toContain('RuntimeError: decoupled execute failed');
+    r = await go(2);
+    expect(r.status).toBe(200);
+    expect(sse(r.text)).toEqual([{ model_name: 'raise_decoupled_py', model_version: '1', OUT: 2 }, { error: 'RuntimeError: failed after one response' }]);
+    r = await go(3);
+    expect(sse(r.text)[0]).toMatchObject({ OUT: 3 });
+    r = await go(1);
+    expect(sse(r.text)).toEqual([{ model_name: 'raise_decoupled_py', model_version: '1', OUT: 1 }]);
   });
 
   it('unloading while a stream is in flight: the stream completes, then the model unloads; the server keeps serving', async () => {
