@@ -261,6 +261,12 @@ export class PythonInstance implements BackendModelInstance {
         if (this.finalizing) return reject(unavailable('instance is being unloaded'));
         this.spawn().then(
           (s) => {
+            if (this.finalizing) {
+              // unloaded while this process was starting: it never serves
+              s.kill();
+              this.starting = undefined;
+              return reject(unavailable('instance is being unloaded'));
+            }
             this.stub = s;
             this.starting = undefined;
             this.backoffMs = RESTART_MIN_MS;
