@@ -6,9 +6,11 @@
  *   bench/tenancy.ts exporting `benchTenancy(ctx: BenchContext): Promise<unknown>`
  *   bench/json.ts   exporting `benchJson(ctx: BenchContext): Promise<unknown>` (no server: the request JSON parser)
  *   bench/grpc.ts   exporting `benchGrpc(ctx: BenchContext): Promise<unknown>`
+ *   bench/python.ts exporting `benchPython(ctx: BenchContext): Promise<unknown>`
+ *   bench/python-gpu.ts exporting `benchPythonGpu(ctx: BenchContext): Promise<unknown>` (skips without torch)
  * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
  * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
- * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native, tenancy, json, grpc).
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native, tenancy, json, grpc, python, python-gpu).
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
  */
@@ -57,6 +59,8 @@ async function main(): Promise<number> {
     ['tenancy', () => optionalSuite('./tenancy.js', 'benchTenancy')],
     ['json', () => optionalSuite('./json.js', 'benchJson')],
     ['grpc', () => optionalSuite('./grpc.js', 'benchGrpc')],
+    ['python', () => optionalSuite('./python.js', 'benchPython')],
+    ['python-gpu', () => optionalSuite('./python-gpu.js', 'benchPythonGpu')],
   ];
   try {
     for (const [name, get] of suites) {

@@ -11,6 +11,7 @@ const parts = [
   ['TypeScript host', 'node', ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json']],
   ['native Triton API host + sample backends', 'node', ['scripts/build-native.mjs']],
   ['sandboxed sample backends (WASM components)', 'node', ['scripts/build-wasm.mjs']],
+  ['Python backend environment (.venv with numpy)', 'node', ['scripts/build-python.mjs']],
 ];
 for (const [what, cmd, args] of parts) {
   if (args[0].startsWith('scripts/') && !existsSync(join(root, args[0]))) continue;

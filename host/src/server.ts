@@ -183,6 +183,12 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
     logger.warn({ err: e }, 'wasm backend unavailable');
   }
   resolvers.push(new OnnxRuntimeResolver());
+  {
+    const { PythonBackendResolver } = await import('./backends/python/index.js');
+    const python = new PythonBackendResolver({ backendDirectory: backendDirectoryOf(opts), cacheDir: opts.cacheDir ?? join(PROJECT_ROOT, '.cache'), logger: logger.child({ backend: 'python' }) });
+    resolvers.push(python);
+    metrics.addTextSource(() => python.metrics.text());
+  }
   try {
     const { NativeBackendResolver } = await import('./backends/native/index.js');
     const native = new NativeBackendResolver({

@@ -22,7 +22,9 @@ import { createHash } from 'node:crypto';
 
 /** Pinned versions (looked up with `pip index versions`; newest at the time of writing). */
 export const TRITONCLIENT_VERSION = '2.73.0';
-export const NUMPY_VERSION = '2.4.6';
+/** numpy: the Python backend's pin (its default environment is this same .venv). */
+export { NUMPY_VERSION } from '../../host/src/backends/python/environment.js';
+import { NUMPY_VERSION } from '../../host/src/backends/python/environment.js';
 /** KServe's Python SDK (PyPI `kserve`): its `InferenceRESTClient` speaks the Open Inference Protocol. */
 export const KSERVE_VERSION = '0.21.0';
 

@@ -1,0 +1,449 @@
+"""Warden's Python backend stub: one process per model instance (spec section 7), started and
+supervised by host/src/backends/python. It imports the model's ``model.py``, runs
+``TritonPythonModel`` (``auto_complete_config``, ``initialize``, ``execute`` sync or async,
+``finalize``) and talks to Warden over fd 3 (a Unix socket pair):
+
+- control messages: ``[u32 LE length][JSON]``, at most MAX_MESSAGE bytes each;
+- tensor bytes: two POSIX shared-memory files in /dev/shm, never through the socket.
+  ``in``: written by Warden (request inputs, BLS responses), mapped here read-only in spirit;
+  ``out``: allocated here (responses, BLS request inputs), read by Warden, which then frees them.
+
+Threads: the reader thread takes every message off the socket (cancellations, BLS responses and
+frees are handled at once, so a blocked ``execute`` can still receive its BLS answers); ``execute``
+runs on the main thread, in one asyncio event loop shared by ``async def execute`` calls.
+"""
+import asyncio
+import importlib.util
+import inspect
+import json
+import mmap
+import os
+import queue
+import socket
+import struct
+import sys
+import threading
+import traceback
+
+import numpy as np
+
+import triton_python_backend_utils as pb_utils
+
+MAX_MESSAGE = 16 * 1024 * 1024
+ALIGN = 64
+_HEADER = struct.Struct("<I")
+
+_NP_OF = {
+    "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
+    "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
+    "FP16": np.float16, "FP32": np.float32, "FP64": np.float64, "BF16": np.uint16,
+}
+
+
+class OutArena:
+    """The shared-memory file this process allocates in (first fit, 64-byte aligned, grows by
+    doubling up to ``limit`` bytes). Regions are freed when Warden has read them."""
+
+    def __init__(self, path, limit):
+        self.path, self.limit = path, limit
+        self.fd = os.open(path, os.O_RDWR)
+        self.size = max(os.fstat(self.fd).st_size, 1 << 20)
+        os.ftruncate(self.fd, self.size)
+        self.map = mmap.mmap(self.fd, self.size)
+        self.free_list = [(0, self.size)]
+        self.lock = threading.Lock()
+
+    def alloc(self, n):
+        n = max(ALIGN, (n + ALIGN - 1) // ALIGN * ALIGN)
+        with self.lock:
+            for i, (off, size) in enumerate(self.free_list):
+                if size >= n:
+                    if size == n:
+                        del self.free_list[i]
+                    else:
+                        self.free_list[i] = (off + n, size - n)
+                    return off
+            new_size = self.size
+            while True:
+                tail = self.free_list[-1] if self.free_list and self.free_list[-1][0] + self.free_list[-1][1] == self.size else None
+                have = tail[1] if tail else 0
+                if have + (new_size - self.size) >= n:
+                    break
+                new_size *= 2
+            if new_size > self.limit:
+                raise pb_utils.TritonModelException("shared memory arena would exceed %d bytes" % self.limit)
+            os.ftruncate(self.fd, new_size)
+            # The old mapping stays valid for its range (numpy views may still use it).
+            self.map = mmap.mmap(self.fd, new_size)
+            if tail:
+                self.free_list[-1] = (tail[0], tail[1] + new_size - self.size)
+            else:
+                self.free_list.append((self.size, new_size - self.size))
+            self.size = new_size
+        return self.alloc(n)
+
+    def free(self, off, n):
+        n = max(ALIGN, (n + ALIGN - 1) // ALIGN * ALIGN)
+        with self.lock:
+            fl = self.free_list
+            fl.append((off, n))
+            fl.sort()
+            merged = []
+            for o, s in fl:
+                if merged and merged[-1][0] + merged[-1][1] == o:
+                    merged[-1] = (merged[-1][0], merged[-1][1] + s)
+                else:
+                    merged.append((o, s))
+            self.free_list = merged
+
+    def write(self, data):
+        """Copy a C-contiguous buffer into a new region; returns (offset, size)."""
+        mv = memoryview(data).cast("B")
+        n = mv.nbytes
+        off = self.alloc(n)
+        if n:
+            self.map[off:off + n] = mv
+        return off, n
+
+
+class InArena:
+    """The shared-memory file Warden writes; remapped when Warden says it grew."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDWR)
+        self.size = 0
+        self.map = None
+        self.lock = threading.Lock()
+
+    def ensure(self, size):
+        with self.lock:
+            if size > self.size:
+                self.map = mmap.mmap(self.fd, size)
+                self.size = size
+            return self.map
+
+
+class Runtime:
+    def __init__(self, sock, init):
+        self.sock = sock
+        self.send_lock = threading.Lock()
+        self.cancelled = set()
+        self.cancel_lock = threading.Lock()
+        self.in_arena = InArena(init["in_path"])
+        self.out_arena = OutArena(init["out_path"], int(init.get("arena_limit", 1 << 31)))
+        self.model_dir = init.get("model_dir", "")
+        self.work = queue.Queue()
+        self.bls_waiters = {}
+        self.bls_lock = threading.Lock()
+        self.next_cid = 1
+        self.loop = asyncio.new_event_loop()
+
+    # ---- transport ----
+    def send(self, msg):
+        body = json.dumps(msg, separators=(",", ":")).encode("utf-8")
+        if len(body) > MAX_MESSAGE:
+            raise pb_utils.TritonModelException("message to Warden too large (%d bytes)" % len(body))
+        with self.send_lock:
+            self.sock.sendall(_HEADER.pack(len(body)) + body)
+
+    def recv_exact(self, n):
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise EOFError()
+            got += k
+        return buf
+
+    def reader(self):
+        try:
+            while True:
+                (n,) = _HEADER.unpack(self.recv_exact(4))
+                if n > MAX_MESSAGE:
+                    raise ValueError("message from Warden too large")
+                msg = json.loads(self.recv_exact(n))
+                op = msg.get("op")
+                for off, size in msg.get("free", ()):
+                    self.out_arena.free(off, size)
+                if op == "cancel":
+                    with self.cancel_lock:
+                        self.cancelled.update(msg["rids"])
+                elif op == "free":
+                    pass
+                elif op == "query_response":
+                    with self.bls_lock:
+                        deliver = self.bls_waiters.pop(msg["cid"], None)
+                    if deliver:
+                        deliver(msg.get("value"), True)
+                elif op == "bls_response":
+                    self.on_bls_response(msg)
+                else:
+                    self.work.put(msg)
+        except (EOFError, OSError):
+            pass
+        # Warden went away: stop.
+        os._exit(0)
+
+    # ---- tensors ----
+    def tensors_in(self, specs, copy):
+        """pb_utils.Tensors from regions of the in-arena (views unless ``copy``)."""
+        out = []
+        for s in specs:
+            m = self.in_arena.ensure(s["arena_size"]) if "arena_size" in s else self.in_arena.map
+            off, size, dt = s["offset"], s["size"], s["datatype"]
+            if dt == "BYTES":
+                arr = pb_utils.deserialize_bytes_tensor(memoryview(m)[off:off + size]).reshape(s["shape"])
+            else:
+                npdt = np.dtype(_NP_OF[dt])
+                count = size // npdt.itemsize
+                arr = np.frombuffer(m, dtype=npdt, count=count, offset=off).reshape(s["shape"])
+                if copy:
+                    arr = arr.copy()
+            out.append(pb_utils.Tensor(s["name"], arr, _dtype=pb_utils.TYPE_BF16 if dt == "BF16" else None))
+        return out
+
+    def tensors_out(self, tensors):
+        """Copy tensors into the out-arena; returns their wire specs."""
+        specs = []
+        for t in tensors:
+            dt = pb_utils._NAME_OF[t.triton_dtype()]
+            arr = t._arr
+            if dt == "BYTES":
+                data = pb_utils.serialize_byte_tensor(arr)
+                data = data if data is not None else np.zeros(0, np.uint8)
+            else:
+                if arr.dtype.kind == "b" and dt == "BOOL":
+                    arr = arr.astype(np.bool_)
+                data = np.ascontiguousarray(arr)
+                if data.dtype.byteorder == ">":
+                    data = data.astype(data.dtype.newbyteorder("<"))
+            off, size = self.out_arena.write(data)
+            specs.append({"name": t.name(), "datatype": dt, "shape": [int(d) for d in arr.shape], "offset": off, "size": size})
+        return specs
+
+    # ---- responses ----
+    def send_response(self, rid, response, final):
+        self.send(self.response_message(rid, response, final))
+
+    def response_message(self, rid, response, final):
+        msg = {"op": "response", "rid": rid, "final": bool(final)}
+        if response is not None:
+            if not isinstance(response, pb_utils.InferenceResponse):
+                raise pb_utils.TritonModelException("expected a pb_utils.InferenceResponse, got %s" % type(response).__name__)
+            if response.has_error():
+                msg["error"] = response.error()._wire()
+            else:
+                msg["outputs"] = self.tensors_out(response.output_tensors())
+                if response._parameters:
+                    msg["parameters"] = response._parameters
+        return msg
+
+    def is_cancelled(self, rid):
+        with self.cancel_lock:
+            return rid in self.cancelled
+
+    def log(self, level, message):
+        self.send({"op": "log", "level": level, "message": message})
+
+    def metric(self, m):
+        m["op"] = "metric"
+        self.send(m)
+
+    # ---- queries answered by Warden (is_model_ready) ----
+    def query(self, msg):
+        q = queue.Queue()
+        with self.bls_lock:
+            cid = self.next_cid
+            self.next_cid += 1
+            self.bls_waiters[cid] = lambda r, f: q.put(r)
+        self.send(dict(msg, cid=cid))
+        return q.get()
+
+    # ---- BLS ----
+    def _bls_start(self, request, decoupled, deliver):
+        with self.bls_lock:
+            cid = self.next_cid
+            self.next_cid += 1
+            self.bls_waiters[cid] = deliver
+        corr = request.correlation_id()
+        try:
+            self.send({
+                "op": "bls", "cid": cid, "model": request.model_name(), "version": request.model_version(),
+                "decoupled": bool(decoupled), "id": request.request_id(),
+                "correlation_id": corr if isinstance(corr, str) else int(corr),
+                "flags": request.flags(), "timeout": request.timeout(), "parameters": request._parameters,
+                "requested_outputs": request.requested_output_names(), "inputs": self.tensors_out(request.inputs()),
+            })
+        except Exception:
+            with self.bls_lock:
+                self.bls_waiters.pop(cid, None)
+            raise
+
+    def on_bls_response(self, msg):
+        with self.bls_lock:
+            deliver = self.bls_waiters.get(msg["cid"])
+            if msg.get("final"):
+                self.bls_waiters.pop(msg["cid"], None)
+        outputs = msg.get("outputs", [])
+        tensors = self.tensors_in(outputs, copy=True) if outputs else []
+        if outputs:
+            self.send({"op": "free_in", "regions": [[o["offset"], o["size"]] for o in outputs]})
+        err = pb_utils.TritonError._from_wire(msg["error"]) if "error" in msg else None
+        resp = pb_utils.InferenceResponse(output_tensors=tensors, error=err, parameters=msg.get("parameters"))
+        if deliver is not None:
+            deliver(resp, bool(msg.get("final")))
+
+    def bls_exec(self, request, decoupled):
+        q = queue.Queue()
+        self._bls_start(request, decoupled, lambda r, f: q.put((r, f)))
+        if not decoupled:
+            return q.get()[0]
+
+        def responses():
+            while True:
+                r, final = q.get()
+                yield r
+                if final:
+                    return
+        return responses()
+
+    def bls_async_exec(self, request, decoupled):
+        loop = asyncio.get_event_loop()
+        fut = loop.create_future()
+        collected = []
+
+        def deliver(r, final):
+            if not decoupled:
+                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(r))
+                return
+            collected.append(r)
+            if final:
+                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(iter(collected)))
+
+        self._bls_start(request, decoupled, deliver)
+        return fut
+
+
+def load_model_class(path, extra_paths):
+    for p in extra_paths:
+        if p and p not in sys.path:
+            sys.path.insert(0, p)
+    spec = importlib.util.spec_from_file_location("model", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["model"] = module
+    spec.loader.exec_module(module)
+    cls = getattr(module, "TritonPythonModel", None)
+    if cls is None:
+        raise RuntimeError("%s defines no class TritonPythonModel" % os.path.basename(path))
+    return cls
+
+
+def error_text(e):
+    return "".join(traceback.format_exception_only(type(e), e)).strip()
+
+
+def run_execute(rt, model, msg, decoupled):
+    requests = []
+    for r in msg["requests"]:
+        req = pb_utils.InferenceRequest(
+            model_name=msg.get("model", ""), requested_output_names=r["requested_outputs"],
+            inputs=rt.tensors_in(r["inputs"], copy=False), request_id=r["id"],
+            correlation_id=r["correlation_id"], flags=r["flags"], timeout=r.get("timeout", 0),
+            parameters=r.get("parameters") or {})
+        req._rid = r["rid"]
+        requests.append(req)
+    error = None
+    done = {"op": "executed", "eid": msg["eid"]}
+    try:
+        result = model.execute(requests)
+        if inspect.iscoroutine(result):
+            result = rt.loop.run_until_complete(result)
+        if decoupled:
+            if result is not None:
+                error = "the Python model is decoupled: execute must return None (responses go through the response sender)"
+        else:
+            if result is None or not isinstance(result, (list, tuple)):
+                error = "execute must return a list of pb_utils.InferenceResponse, got %s" % type(result).__name__
+            elif len(result) != len(requests):
+                error = "Number of InferenceResponse objects do not match the number of InferenceRequest objects. InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d" % (len(requests), len(result))
+            else:
+                # the responses travel in the `executed` message itself (one frame per batch)
+                done["responses"] = []
+                for req, resp in zip(requests, result):
+                    if resp is None:
+                        error = "execute returned None as a response"
+                        break
+                    done["responses"].append(rt.response_message(req._rid, resp, True))
+    except Exception as e:  # the model's exception becomes every request's error
+        error = error_text(e)
+        pb_utils.Logger.log_error("execute raised: %s" % traceback.format_exc())
+    if error is not None:
+        done["error"] = error
+    rt.send(done)
+
+
+def main():
+    sock = socket.socket(fileno=3)
+    (n,) = _HEADER.unpack(_recv(sock, 4))
+    if n > MAX_MESSAGE:
+        os._exit(3)
+    init = json.loads(_recv(sock, n))
+    rt = Runtime(sock, init)
+    pb_utils._runtime = rt
+    threading.Thread(target=rt.reader, daemon=True, name="warden-reader").start()
+    try:
+        cls = load_model_class(init["model_file"], init.get("sys_paths", []))
+        if init.get("mode") == "auto_complete":
+            config = init["config"]
+            if hasattr(cls, "auto_complete_config"):
+                result = cls.auto_complete_config(pb_utils.ModelConfig(config))
+                config = result.as_dict() if isinstance(result, pb_utils.ModelConfig) else config
+            rt.send({"op": "auto_completed", "config": config})
+            rt.work.get()
+            return
+        model = cls()
+        asyncio.set_event_loop(rt.loop)
+        if hasattr(model, "initialize"):
+            r = model.initialize(init["args"])
+            if inspect.iscoroutine(r):
+                rt.loop.run_until_complete(r)
+    except Exception as e:
+        rt.send({"op": "init_failed", "error": error_text(e), "trace": traceback.format_exc()})
+        rt.work.get()
+        return
+    rt.send({"op": "ready"})
+    decoupled = bool(init.get("decoupled"))
+    while True:
+        msg = rt.work.get()
+        op = msg.get("op")
+        if op == "execute":
+            run_execute(rt, model, msg, decoupled)
+        elif op == "finalize":
+            try:
+                if hasattr(model, "finalize"):
+                    r = model.finalize()
+                    if inspect.iscoroutine(r):
+                        rt.loop.run_until_complete(r)
+            except Exception:
+                pb_utils.Logger.log_error("finalize raised: %s" % traceback.format_exc())
+            rt.send({"op": "finalized"})
+            return
+
+
+def _recv(sock, n):
+    buf = b""
+    while len(buf) < n:
+        k = sock.recv(n - len(buf))
+        if not k:
+            os._exit(0)
+        buf += k
+    return buf
+
+
+if __name__ == "__main__":
+    main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

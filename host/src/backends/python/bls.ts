@@ -1,0 +1,123 @@
+/**
+ * BLS (spec §7.2 `InferenceRequest.exec` / `async_exec` / `exec(decoupled=True)`): a request a
+ * Python model makes on another model runs through Warden's data plane
+ * (`ModelLoadContext.server.infer`, the normal scheduler of the target: ONNX, native, wasm, Python)
+ * with the owner's principal; its responses go back to the stub as `bls_response` messages with
+ * the tensors in the stub's in arena. Errors (unknown model, bad input, the target's failures)
+ * reach the model as `TritonError`s on the response.
+ */
+import type { Logger } from 'pino';
+import { asTritonError, invalidArg, type TritonError } from '../../core/errors.js';
+import type { InferenceServerHandle, ParameterValue, Principal, ResponseSender } from '../../core/types.js';
+import type { Region } from './shm.js';
+import type { StubProcess } from './stub.js';
+import { readTensors, writeTensors } from './wire.js';
+
+/** Largest number of BLS requests one stub may have outstanding. */
+export const MAX_BLS_INFLIGHT = 1024;
+
+const errorWire = (e: TritonError) => ({ code: e.code, message: e.message });
+
+/** The BLS calls of one stub process; {@link abortAll} when the process ends. */
+export class BlsBridge {
+  private readonly pending = new Map<number, AbortController>();
+
+  constructor(
+    private readonly server: InferenceServerHandle,
+    private readonly principal: Principal,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Handle a `bls` message from `stub`. Never throws: failures become the call's error response. */
+  handle(stub: StubProcess, msg: Record<string, unknown>): void {
+    const cid = Number(msg.cid);
+    const reply = (body: Record<string, unknown>) => stub.send({ op: 'bls_response', cid, ...body });
+    const fail = (e: unknown) => reply({ final: true, error: errorWire(asTritonError(e)) });
+    const regions: Region[] = [];
+    let inputs;
+    try {
+      inputs = readTensors(stub.arenas, msg.inputs, regions);
+    } catch (e) {
+      fail(e);
+      return;
+    } finally {
+      stub.freeOut(regions);
+    }
+    if (this.pending.size >= MAX_BLS_INFLIGHT) {
+      fail(new Error(`too many BLS requests in flight (${MAX_BLS_INFLIGHT})`));
+      return;
+    }
+    const abort = new AbortController();
+    this.pending.set(cid, abort);
+    let done = false;
+    const finish = () => {
+      done = true;
+      this.pending.delete(cid);
+    };
+    const sender: ResponseSender = {
+      send: (response, final) => {
+        if (done) return;
+        if (final) finish();
+        if (!stub.alive) return;
+        try {
+          const written: Region[] = [];
+          const outputs = response ? writeTensors(stub.arenas, response.outputs, written) : [];
+          reply({ final, outputs, ...(response?.parameters ? { parameters: response.parameters } : {}) });
+        } catch (e) {
+          reply({ final, error: errorWire(asTritonError(e)) });
+        }
+        response?.outputs.forEach((t) => t.owner?.release());
+      },
+      sendError: (error, final) => {
+        if (done) return;
+        if (final) finish();
+        reply({ final, error: errorWire(error) });
+      },
+    };
+    const corr = msg.correlation_id;
+    try {
+      const target = this.server.inferenceTarget?.(this.principal, String(msg.model ?? ''), Number.isSafeInteger(msg.version) ? Number(msg.version) : -1);
+      if (target?.decoupled && msg.decoupled !== true) {
+        throw invalidArg(`model '${String(msg.model)}' is decoupled: use exec(decoupled=True) or async_exec(decoupled=True)`);
+      }
+      this.server.infer(
+        this.principal,
+        String(msg.model ?? ''),
+        Number.isSafeInteger(msg.version) ? Number(msg.version) : -1,
+        {
+          id: String(msg.id ?? ''),
+          model: String(msg.model ?? ''),
+          version: Number.isSafeInteger(msg.version) ? Number(msg.version) : -1,
+          tenant: this.principal.namespace,
+          inputs,
+          requestedOutputs: Array.isArray(msg.requested_outputs) ? msg.requested_outputs.map(String) : [],
+          parameters: (typeof msg.parameters === 'object' && msg.parameters !== null ? msg.parameters : {}) as Record<string, ParameterValue>,
+          correlationId: typeof corr === 'string' || (typeof corr === 'number' && Number.isSafeInteger(corr)) ? corr : 0,
+          flags: Number(msg.flags) | 0,
+          priority: 0,
+          timeoutUs: Math.max(0, Number(msg.timeout) || 0),
+        },
+        sender,
+        abort.signal,
+      );
+    } catch (e) {
+      finish();
+      fail(e);
+    }
+  }
+
+  /** `pb_utils.is_model_ready`: whether the owner can infer on `model` (version -1 = any) now. */
+  isModelReady(model: string, version: number): boolean {
+    try {
+      return this.server.isModelReady(this.principal, model, version);
+    } catch {
+      return false; // unknown to this owner
+    }
+  }
+
+  /** Cancel every outstanding call (the stub is gone). */
+  abortAll(): void {
+    for (const a of this.pending.values()) a.abort();
+    this.pending.clear();
+  }
+}

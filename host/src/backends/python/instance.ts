@@ -1,0 +1,332 @@
+/**
+ * One instance of a Python model (spec §7): a supervised stub process. Requests cross as control
+ * messages, their tensors through the instance's shared-memory arenas. Containment (issue 13 §4):
+ *
+ * - `execute` raising: the stub reports it and every request of the batch gets the model's error;
+ * - the process ending (segfault, `os._exit`, OOM kill): every in-flight request gets UNAVAILABLE
+ *   naming the reason, the model's log says why, and a new process is started (backing off while
+ *   it keeps dying at start);
+ * - `execute` not returning within `execute_timeout_ms` (config parameter; 0 = no deadline, as
+ *   Triton): the process is killed, then as above.
+ *
+ * Cancellation: while requests are in flight, their `cancelled` flags are checked every
+ * {@link CANCEL_POLL_MS} and newly cancelled ones are pushed to the stub (`is_cancelled()`).
+ */
+import type { Logger } from 'pino';
+import { internal, TritonError, unavailable } from '../../core/errors.js';
+import type { BackendModelInstance, ExecuteTimings, InferenceRequest, ResponseSender } from '../../core/types.js';
+import type { BlsBridge } from './bls.js';
+import type { PythonMetrics } from './metrics.js';
+import type { Region } from './shm.js';
+import { StubProcess, type StubStartOptions } from './stub.js';
+import { errorFromWire, readTensors, writeTensors } from './wire.js';
+
+/** How often cancellation flags of in-flight requests are polled (ms). */
+export const CANCEL_POLL_MS = 10;
+/** How long finalize waits for the stub's `finalize()` before killing it (ms). */
+export const FINALIZE_TIMEOUT_MS = 10_000;
+/** Restart back-off bounds (ms). */
+const RESTART_MIN_MS = 100;
+const RESTART_MAX_MS = 10_000;
+
+interface InFlight {
+  request: InferenceRequest;
+  sender: ResponseSender;
+  eid: number;
+  cancelSent: boolean;
+}
+
+interface Execution {
+  eid: number;
+  regions: Region[];
+  stub: StubProcess;
+  resolve: (t: ExecuteTimings) => void;
+  reject: (e: Error) => void;
+  startNs: bigint;
+  timer?: NodeJS.Timeout;
+}
+
+export interface PythonInstanceOptions {
+  /** Start options of every (re)started stub, `init` included. */
+  stub: StubStartOptions;
+  decoupled: boolean;
+  /** 0 = no deadline. */
+  executeTimeoutMs: number;
+  modelName: string;
+  instanceName: string;
+  logger: Logger;
+  bls: () => BlsBridge;
+  metrics: PythonMetrics;
+}
+
+export class PythonInstance implements BackendModelInstance {
+  private stub?: StubProcess;
+  private starting?: Promise<StubProcess>;
+  private readonly inflight = new Map<number, InFlight>();
+  private execution?: Execution;
+  private nextRid = 1;
+  private nextEid = 1;
+  private poll?: NodeJS.Timeout;
+  private finalizing = false;
+  private backoffMs = RESTART_MIN_MS;
+  private killReason?: string;
+  private bls?: BlsBridge;
+  /** Processes started (1 + restarts), for tests and logs. */
+  starts = 0;
+
+  private constructor(private readonly opts: PythonInstanceOptions) {}
+
+  /** Start the first process; rejects with the model's `initialize` error. */
+  static async create(opts: PythonInstanceOptions): Promise<PythonInstance> {
+    const inst = new PythonInstance(opts);
+    inst.stub = await inst.spawn();
+    return inst;
+  }
+
+  /** The current process id (tests). */
+  get pid(): number | undefined {
+    return this.stub?.pid;
+  }
+
+  /**
+   * True while a process runs or is being restarted (requests then wait for the new process: the
+   * scheduler's pool is not woken when an instance turns ready again, so a restarting instance
+   * must stay eligible); false once finalizing.
+   */
+  isReady(): boolean {
+    return !this.finalizing && (this.stub?.alive === true || this.starting !== undefined);
+  }
+
+  private async spawn(): Promise<StubProcess> {
+    const { stub } = await StubProcess.start(this.opts.stub);
+    this.starts++;
+    this.bls = this.opts.bls();
+    stub.onMessage = (m) => this.onMessage(stub, m);
+    stub.onExit = (reason) => this.onExit(stub, reason);
+    stub.deliverEarly();
+    return stub;
+  }
+
+  private async current(): Promise<StubProcess> {
+    if (this.stub?.alive) return this.stub;
+    if (this.starting) return this.starting;
+    throw unavailable(`Python model '${this.opts.modelName}' instance '${this.opts.instanceName}' has no running process`);
+  }
+
+  async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings> {
+    const stub = await this.current();
+    const eid = this.nextEid++;
+    const regions: Region[] = [];
+    const wire = requests.map((r, i) => {
+      const rid = this.nextRid++;
+      return {
+        rid,
+        i,
+        msg: {
+          rid,
+          id: r.id,
+          correlation_id: typeof r.correlationId === 'bigint' ? r.correlationId.toString() : r.correlationId,
+          flags: r.flags,
+          timeout: r.timeoutUs,
+          parameters: r.parameters,
+          requested_outputs: r.requestedOutputs,
+          inputs: [] as unknown[],
+        },
+      };
+    });
+    try {
+      for (const w of wire) w.msg.inputs = writeTensors(stub.arenas, requests[w.i]!.inputs, regions);
+    } catch (e) {
+      for (const r of regions) stub.arenas.release(r);
+      throw internal(`failed to pass inputs to the Python model: ${(e as Error).message}`);
+    }
+    for (const w of wire) this.inflight.set(w.rid, { request: requests[w.i]!, sender: senders[w.i]!, eid, cancelSent: false });
+    this.startPolling();
+    return new Promise<ExecuteTimings>((resolve, reject) => {
+      const ex: Execution = { eid, regions, stub, resolve, reject, startNs: process.hrtime.bigint() };
+      this.execution = ex;
+      if (this.opts.executeTimeoutMs > 0) {
+        ex.timer = setTimeout(() => {
+          this.killReason = `execute did not return within its deadline (execute_timeout_ms ${this.opts.executeTimeoutMs})`;
+          this.opts.logger.error({ instance: this.opts.instanceName }, `Python model '${this.opts.modelName}': ${this.killReason}; stopping its process`);
+          stub.kill();
+        }, this.opts.executeTimeoutMs);
+      }
+      stub.send({ op: 'execute', eid, model: this.opts.modelName, requests: wire.map((w) => w.msg) });
+    });
+  }
+
+  private onMessage(stub: StubProcess, m: Record<string, unknown>): void {
+    switch (m.op) {
+      case 'response':
+        return this.onResponse(stub, m);
+      case 'executed':
+        return this.onExecuted(stub, m);
+      case 'log': {
+        const level = Number(m.level);
+        const fn = level === 2 ? 'error' : level === 1 ? 'warn' : level === 3 ? 'debug' : 'info';
+        this.opts.logger[fn]({ instance: this.opts.instanceName }, String(m.message).slice(0, 65536));
+        return;
+      }
+      case 'metric':
+        return this.opts.metrics.apply(this.opts.modelName, m);
+      case 'bls':
+        return this.bls!.handle(stub, m);
+      case 'is_model_ready':
+        return stub.send({ op: 'query_response', cid: m.cid, value: this.bls!.isModelReady(String(m.model ?? ''), Number.isSafeInteger(m.version) ? Number(m.version) : -1) });
+      case 'free_in':
+        if (Array.isArray(m.regions)) for (const [offset, size] of m.regions as [number, number][]) stub.arenas.release({ offset, size });
+        return;
+      default:
+        this.opts.logger.warn({ instance: this.opts.instanceName, op: m.op }, 'unknown message from the Python stub');
+    }
+  }
+
+  private onResponse(stub: StubProcess, m: Record<string, unknown>): void {
+    const rid = Number(m.rid);
+    const entry = this.inflight.get(rid);
+    const regions: Region[] = [];
+    const final = m.final === true;
+    try {
+      if (!entry) {
+        if (Array.isArray(m.outputs)) for (const o of m.outputs as { offset: number; size: number }[]) regions.push({ offset: o.offset, size: o.size });
+        return;
+      }
+      if (final) this.inflight.delete(rid);
+      if (m.error !== undefined) {
+        entry.sender.sendError(errorFromWire(m.error), final);
+        return;
+      }
+      if (m.outputs === undefined) {
+        entry.sender.send(null, final);
+        return;
+      }
+      let outputs;
+      try {
+        outputs = readTensors(stub.arenas, m.outputs, regions);
+      } catch (e) {
+        entry.sender.sendError(internal(`Python model '${this.opts.modelName}' sent a malformed response: ${(e as Error).message}`), final);
+        return;
+      }
+      const parameters = m.parameters as Record<string, string | number | boolean> | undefined;
+      entry.sender.send(parameters ? { outputs, parameters } : { outputs }, final);
+    } finally {
+      stub.freeOut(regions);
+      if (this.inflight.size === 0) this.stopPolling();
+    }
+  }
+
+  private onExecuted(stub: StubProcess, m: Record<string, unknown>): void {
+    const ex = this.execution;
+    if (!ex || ex.eid !== m.eid) return;
+    this.execution = undefined;
+    clearTimeout(ex.timer);
+    for (const r of ex.regions) stub.arenas.release(r);
+    if (Array.isArray(m.responses)) for (const r of m.responses as Record<string, unknown>[]) this.onResponse(stub, r);
+    const computeEndNs = process.hrtime.bigint();
+    const error = m.error !== undefined ? internal(String(m.error)) : undefined;
+    if (error || !this.opts.decoupled) {
+      // The host sends the error (or "no response") to every request without a final response.
+      for (const [rid, e] of this.inflight) if (e.eid === ex.eid) this.inflight.delete(rid);
+      if (this.inflight.size === 0) this.stopPolling();
+    }
+    if (error) ex.reject(error);
+    else ex.resolve({ computeStartNs: ex.startNs, computeEndNs });
+  }
+
+  private onExit(stub: StubProcess, reason: string): void {
+    if (this.stub !== stub) return;
+    this.bls?.abortAll();
+    const why = this.killReason ?? `its process ${reason}`;
+    this.killReason = undefined;
+    const err = unavailable(`Python model '${this.opts.modelName}' instance '${this.opts.instanceName}' failed: ${why}`);
+    if (!this.finalizing) this.opts.logger.error({ instance: this.opts.instanceName, pid: stub.pid }, `${err.message}; restarting it`);
+    for (const e of this.inflight.values()) e.sender.sendError(err, true);
+    this.inflight.clear();
+    this.stopPolling();
+    const ex = this.execution;
+    this.execution = undefined;
+    if (ex) {
+      clearTimeout(ex.timer);
+      ex.resolve({ computeStartNs: ex.startNs, computeEndNs: process.hrtime.bigint() });
+    }
+    if (this.finalizing) return;
+    this.restart();
+  }
+
+  private restart(): void {
+    const delay = this.backoffMs;
+    this.starting = new Promise<StubProcess>((resolve, reject) => {
+      setTimeout(() => {
+        if (this.finalizing) return reject(unavailable('instance is being unloaded'));
+        this.spawn().then(
+          (s) => {
+            if (this.finalizing) {
+              // unloaded while this process was starting: it never serves
+              s.kill();
+              this.starting = undefined;
+              return reject(unavailable('instance is being unloaded'));
+            }
+            this.stub = s;
+            this.starting = undefined;
+            this.backoffMs = RESTART_MIN_MS;
+            this.opts.logger.info({ instance: this.opts.instanceName, pid: s.pid }, `Python model '${this.opts.modelName}' instance restarted`);
+            resolve(s);
+          },
+          (e: Error) => {
+            this.opts.logger.error({ instance: this.opts.instanceName, err: e.message }, `Python model '${this.opts.modelName}' instance failed to restart`);
+            this.backoffMs = Math.min(RESTART_MAX_MS, this.backoffMs * 2);
+            this.restart();
+            this.starting!.then(resolve, reject);
+          },
+        );
+      }, delay);
+    });
+    this.starting.catch(() => {});
+  }
+
+  private startPolling(): void {
+    if (this.poll) return;
+    this.poll = setInterval(() => {
+      const rids: number[] = [];
+      for (const [rid, e] of this.inflight) {
+        if (e.request.cancelled && !e.cancelSent) {
+          e.cancelSent = true;
+          rids.push(rid);
+        }
+      }
+      if (rids.length) this.stub?.send({ op: 'cancel', rids });
+    }, CANCEL_POLL_MS);
+    this.poll.unref();
+  }
+
+  private stopPolling(): void {
+    clearInterval(this.poll);
+    this.poll = undefined;
+  }
+
+  async finalize(): Promise<void> {
+    this.finalizing = true;
+    const stub = this.stub;
+    if (!stub?.alive) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.opts.logger.warn({ instance: this.opts.instanceName }, `Python model '${this.opts.modelName}': finalize did not return within ${FINALIZE_TIMEOUT_MS} ms; stopping the process`);
+        stub.kill();
+      }, FINALIZE_TIMEOUT_MS);
+      const prevExit = stub.onExit;
+      stub.onExit = (reason) => {
+        clearTimeout(timer);
+        prevExit(reason);
+        resolve();
+      };
+      stub.onMessage = (m) => {
+        if (m.op === 'finalized') stub.kill();
+        else this.onMessage(stub, m);
+      };
+      stub.send({ op: 'finalize' });
+    });
+    for (const e of this.inflight.values()) e.sender.sendError(new TritonError('UNAVAILABLE', 'model was unloaded'), true);
+    this.inflight.clear();
+  }
+}
