@@ -77,7 +77,10 @@ async function installedVersions(python: string): Promise<Versions | undefined> 
     python,
     [
       '-c',
-      'import importlib.metadata as m, numpy, tritonclient.http, tritonclient.grpc, kserve; ' +
+      // kserve is not imported here: its generated protos and tritonclient.grpc's both define the
+      // `inference.*` messages, so one process cannot import both (each compat script imports one).
+      'import importlib.metadata as m, importlib.util as u, numpy, tritonclient.http, tritonclient.grpc; ' +
+        'assert u.find_spec("kserve"); ' +
         'print(m.version("tritonclient"), numpy.__version__, m.version("kserve"))',
     ],
     60_000,
