@@ -253,7 +253,7 @@ impl Worker {
         if self.live.is_none() && !self.respawn() {
             return;
         }
-        let requests = match wire::requests_of(&json, &mut bufs) {
+        let requests = match wire::requests_of(json.get("requests").unwrap_or(&Value::Null), &mut bufs) {
             Ok(r) => r,
             Err(m) => {
                 self.post(kind::TRAP, json!({ "message": format!("host sent a malformed request: {m}"), "during": "execute", "reason": "trap" }), vec![]);
