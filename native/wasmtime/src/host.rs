@@ -51,14 +51,21 @@ impl LogFilter {
     pub fn new(bytes: u64, messages: u64) -> Self {
         LogFilter { bytes, messages, bytes_left: bytes, messages_left: messages, exhausted: false, dropped_bytes: 0, dropped_messages: 0 }
     }
-    /// True if the output may be sent.
+    /// True if the output may be sent: everything that fits, and the first output that does not
+    /// (the host's budget then runs out on the same output, for the same reason); later output
+    /// is only counted, and reported by `end_call`.
     pub fn charge(&mut self, bytes: u64, messages: u64) -> bool {
         if !self.exhausted && bytes <= self.bytes_left && messages <= self.messages_left {
             self.bytes_left -= bytes;
             self.messages_left -= messages;
             return true;
         }
-        self.exhausted = true;
+        if !self.exhausted {
+            self.exhausted = true;
+            self.bytes_left = 0;
+            self.messages_left = 0;
+            return true;
+        }
         self.bytes_left = 0;
         self.messages_left = 0;
         self.dropped_bytes += bytes;

@@ -135,7 +135,10 @@ fn classify(e: &wasmtime::Error) -> (&'static str, String) {
         return ("trap", x.0.clone());
     }
     if let Some(t) = e.downcast_ref::<Trap>() {
-        return ("trap", format!("wasm trap: {t}"));
+        if *t == Trap::StackOverflow {
+            return ("trap", "stack overflow (call stack exhausted)".into());
+        }
+        return ("trap", format!("{t}"));
     }
     ("trap", format!("{e:#}"))
 }

@@ -315,8 +315,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       s.resolve();
       return;
     }
-    // a respawn after a trap or a deadline, done by the native thread on its own
-    this.stats.starts++;
+    // a respawn after a trap or a deadline, done by the native thread on its own (counted in onTrap)
     this.stats.lastRespawnMs = this.killedAt !== undefined ? performance.now() - this.killedAt : Number(m.startMs);
     this.broken = undefined;
     this.log.info({ respawnMs: Math.round(this.stats.lastRespawnMs * 1000) / 1000 }, 'sandbox restarted');
@@ -328,6 +327,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       return;
     }
     this.killedAt = performance.now();
+    this.stats.starts++; // the native thread starts the replacement right away
     const deadline = m.reason === 'deadline';
     if (deadline) this.stats.deadlineKills++;
     else this.stats.traps++;
