@@ -10,13 +10,13 @@
  * engine, the payload has the recorded length and SHA-256 (a truncated, tampered or foreign file
  * fails), and wasmtime itself recognises it as a precompiled component
  * (`Engine::detect_precompiled`, in the addon); anything else is deleted and compiled again.
- * Files are written under a temporary name (`.tmp-<pid>-<n>.cwasm`) and renamed into place.
+ * Files are written under a temporary name (`.tmp-<pid>-<16 random hex>.cwasm`: threads of one process may share the folder) and renamed into place.
  *
  * Bounded like the V8 engine's transpile cache ({@link CacheLimits}: entries and bytes): past
  * either bound the least recently used files (modification time, refreshed on use) are removed,
  * except those of components a loaded model uses.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -24,7 +24,7 @@ import { processAlive, type CacheLimits } from '../v8/transpile.js';
 
 const MAGIC = 'WARDEN-CWASM/1';
 const ENTRY_NAME = /^([0-9a-f]{64})-([0-9a-f]{16})\.cwasm$/;
-const TEMP_NAME = /^\.tmp-(\d+)-(\d+)\.cwasm$/;
+const TEMP_NAME = /^\.tmp-(\d+)-([0-9a-f]{16})\.cwasm$/;
 /** Longest header line read (bytes). */
 const MAX_HEADER = 512;
 
@@ -37,7 +37,6 @@ export type CacheMiss = 'absent' | 'header' | 'length' | 'hash' | 'unreadable';
 export class CwasmCache {
   private readonly entries = new Map<string, { bytes: number; lastUsed: number }>();
   private readonly inUse = new Map<string, number>();
-  private seq = 0;
   private prepared?: Promise<void>;
 
   /**
@@ -106,7 +105,7 @@ export class CwasmCache {
   async write(hash: string, payload: Uint8Array): Promise<void> {
     await this.prepare();
     const header = Buffer.from(`${MAGIC} ${hash} ${this.configKey} ${payload.length} ${sha256(payload)}\n`, 'latin1');
-    const tmp = join(this.dir, `.tmp-${process.pid}-${++this.seq}.cwasm`);
+    const tmp = join(this.dir, `.tmp-${process.pid}-${randomBytes(8).toString('hex')}.cwasm`);
     try {
       await writeFile(tmp, Buffer.concat([header, payload]));
       await rename(tmp, this.fileOf(hash));
