@@ -15,7 +15,7 @@ import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, Sa
 import { DEFAULT_CACHE_LIMITS, type CacheLimits } from '../v8/transpile.js';
 import { CwasmCache } from './cache.js';
 import { WasmtimeInstance, type InstancePort } from './instance.js';
-import { wasmtimeNative, type ComponentHandle, type EngineHandle, type InstanceHandle, type WasmtimeNative, type WasmtimePoolOptions } from './native.js';
+import { MSG, wasmtimeNative, type ComponentHandle, type EngineHandle, type InstanceHandle, type WasmtimeNative, type WasmtimePoolOptions } from './native.js';
 
 /** Engine name. */
 export const WASMTIME_ENGINE = 'wasmtime';
@@ -49,16 +49,53 @@ interface Shared {
   refs: number;
 }
 
+/**
+ * A native wasmtime engine, shared by every {@link WasmtimeEngine} of the process with the same
+ * settings: one pool reservation (the pooling allocator reserves address space for all its slots
+ * up front, terabytes with 4 GiB guard regions), one epoch ticker, one wake-up path.
+ */
+interface NativeEngine {
+  handle: EngineHandle;
+  key: string;
+  refs: number;
+  /** Sandbox threads of all engines on it, by thread id. */
+  threads: Map<number, WasmtimeInstance>;
+}
+
+const nativeEngines = new Map<string, NativeEngine>();
+let nextThread = 1;
+
+function acquireNative(native: WasmtimeNative, optionsJson: string): NativeEngine {
+  let e = nativeEngines.get(optionsJson);
+  if (!e) {
+    const threads = new Map<number, WasmtimeInstance>();
+    const handle = native.engineNew(optionsJson, (tid, kind, json, bufs) => {
+      threads.get(tid)?.onMessage(tid, kind, json, bufs);
+      if (kind === MSG.EXITED) threads.delete(tid);
+    });
+    e = { handle, key: optionsJson, refs: 0, threads };
+    nativeEngines.set(optionsJson, e);
+  }
+  e.refs++;
+  return e;
+}
+
+function releaseNative(native: WasmtimeNative, e: NativeEngine): void {
+  if (--e.refs > 0) return;
+  nativeEngines.delete(e.key);
+  native.engineFree(e.handle);
+}
+
 /** The wasmtime engine. */
 export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, InstancePort {
   readonly name = WASMTIME_ENGINE;
   private readonly native: WasmtimeNative;
-  private handle?: EngineHandle;
+  private shared?: NativeEngine;
   readonly cache: CwasmCache;
   private readonly components = new Map<string, Shared>();
   private readonly compiling = new Map<string, Promise<{ shared: Shared; source: WasmtimeCompiled['source'] }>>();
-  private readonly threads = new Map<number, WasmtimeInstance>();
-  private nextThread = 1;
+  /** This engine's sandbox threads (ids on the shared native engine). */
+  private readonly threads = new Set<number>();
   private readonly logger?: Logger;
   /** Default idle release (ms; 0 = never). */
   readonly idleMs: number;
@@ -71,19 +108,16 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
     this.native = wasmtimeNative();
     this.logger = opts.logger;
     this.idleMs = opts.idleMs ?? 0;
-    this.handle = this.native.engineNew(JSON.stringify({ maxMemoryBytes: opts.maxMemoryBytes, ...opts.pool }), (tid, kind, json, bufs) => {
-      this.threads.get(tid)?.onMessage(tid, kind, json, bufs);
-      if (kind === 9 /* EXITED */) this.threads.delete(tid);
-    });
+    this.shared = acquireNative(this.native, JSON.stringify({ maxMemoryBytes: opts.maxMemoryBytes, ...opts.pool }));
     const dir = join(opts.cacheDir, 'wasmtime');
     mkdirSync(dir, { recursive: true });
-    this.cache = new CwasmCache(dir, this.native.engineConfigKey(this.handle), { ...DEFAULT_CACHE_LIMITS, ...opts.cacheLimits }, opts.logger);
+    this.cache = new CwasmCache(dir, this.native.engineConfigKey(this.shared.handle), { ...DEFAULT_CACHE_LIMITS, ...opts.cacheLimits }, opts.logger);
     this.cache.prepare().catch((e: unknown) => opts.logger?.error({ err: e }, 'wasmtime compile cache could not be scanned'));
   }
 
   private engine(): EngineHandle {
-    if (!this.handle) throw internal('the wasmtime engine was disposed');
-    return this.handle;
+    if (!this.shared) throw internal('the wasmtime engine was disposed');
+    return this.shared.handle;
   }
 
   /** Compiles (or takes from the disk cache) once per hash, concurrent loads included. */
@@ -117,21 +151,27 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
   async compile({ bytes, hash, what }: CompileInput): Promise<WasmtimeCompiled> {
     let source: WasmtimeCompiled['source'] = 'shared';
     let shared = this.components.get(hash);
-    if (!shared) {
-      let p = this.compiling.get(hash);
-      if (!p) {
-        p = this.obtain(bytes, hash, what).finally(() => this.compiling.delete(hash));
-        this.compiling.set(hash, p);
-        const got = await p;
-        source = got.source;
-        this.components.set(hash, got.shared);
-      } else {
-        await p;
+    // in use from now on: the entry written for it is never the one evicted to make room
+    this.cache.retain(hash);
+    try {
+      if (!shared) {
+        let p = this.compiling.get(hash);
+        if (!p) {
+          p = this.obtain(bytes, hash, what).finally(() => this.compiling.delete(hash));
+          this.compiling.set(hash, p);
+          const got = await p;
+          source = got.source;
+          this.components.set(hash, got.shared);
+        } else {
+          await p;
+        }
+        shared = this.components.get(hash)!;
       }
-      shared = this.components.get(hash)!;
+    } catch (e) {
+      this.cache.release(hash);
+      throw e;
     }
     shared.refs++;
-    this.cache.retain(hash);
     return { engine: WASMTIME_ENGINE, hash, memories: shared.memories, component: shared.component, source };
   }
 
@@ -157,11 +197,15 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
   // ------------------------------------------------------------------ InstancePort
 
   spawn(inst: WasmtimeInstance, paramsJson: string): { handle: InstanceHandle; id: number } {
-    const id = this.nextThread++;
-    this.threads.set(id, inst);
+    const shared = this.shared;
+    if (!shared) throw internal('the wasmtime engine was disposed');
+    const id = nextThread++;
+    shared.threads.set(id, inst);
+    this.threads.add(id);
     try {
-      return { handle: this.native.instanceNew(this.engine(), inst.component, id, paramsJson), id };
+      return { handle: this.native.instanceNew(shared.handle, inst.component, id, paramsJson), id };
     } catch (e) {
+      shared.threads.delete(id);
       this.threads.delete(id);
       throw e;
     }
@@ -180,26 +224,32 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
   }
 
   hold(on: boolean): void {
-    if (this.handle) this.native.engineRef(this.handle, on);
+    if (this.shared) this.native.engineRef(this.shared.handle, on);
   }
 
-  /** Sandbox threads alive now (terminating ones included). */
+  /** Sandbox threads of this engine alive now (terminating ones included). */
   liveSandboxes(): number {
+    const shared = this.shared;
+    if (!shared) return 0;
+    for (const id of this.threads) if (!shared.threads.has(id)) this.threads.delete(id);
     return this.threads.size;
   }
 
-  /** Frees the engine once every sandbox thread has ended (waits up to 5 s for them). */
+  /**
+   * Frees this engine's components once its sandbox threads have ended (waits up to 5 s), and
+   * the native engine with the last user.
+   */
   async dispose(): Promise<void> {
-    const h = this.handle;
-    if (!h) return;
-    for (let i = 0; i < 500 && this.threads.size > 0; i++) await new Promise((r) => setTimeout(r, 10));
-    if (this.threads.size > 0) {
+    const shared = this.shared;
+    if (!shared) return;
+    for (let i = 0; i < 500 && this.liveSandboxes() > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    if (this.liveSandboxes() > 0) {
       this.logger?.warn({ threads: this.threads.size }, 'wasmtime engine disposed with sandbox threads still running; its memory is kept');
       return;
     }
     for (const s of this.components.values()) this.native.componentFree(s.component);
     this.components.clear();
-    this.handle = undefined;
-    this.native.engineFree(h);
+    this.shared = undefined;
+    releaseNative(this.native, shared);
   }
 }
