@@ -1,11 +1,11 @@
 /**
  * Density of sandboxed models (issue 10, point 7), one engine per process:
- * `node dist/bench/density.js <v8|wasmtime> <models>` loads `models` copies of identity_wasm (the
+ * `node dist/bench/density.js <v8|wasmtime> <models> [live]` loads `models` copies of identity_wasm (the
  * TS guest, as uploads would be: one model each, one instance each) one after another through
  * the wasm backend, answers one request on each, and prints one JSON line: RSS and threads before
  * and after, per model, load time p50 / p90 (ms). On wasmtime it then lets the idle policy release
  * every instance (idle_timeout_ms = 1) and reports RSS and threads after that and the cold start of
- * a released model (p50, ms). Run by bench/wasm.ts; figures are noise on a busy machine.
+ * a released model (p50, ms); `live` keeps every instance's sandbox instead. Run by bench/wasm.ts; figures are noise on a busy machine.
  */
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,8 @@ const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(
 async function main(): Promise<void> {
   const engine = (process.argv[2] ?? 'wasmtime') as EngineName;
   const n = Number(process.argv[3] ?? 100);
-  const idle = engine === 'wasmtime';
+  // wasmtime: with the idle policy (released after 1 ms), unless a third argument says `live`
+  const idle = engine === 'wasmtime' && process.argv[4] !== 'live';
   const resolver = new WasmBackendResolver({
     cacheDir: join(ROOT, '.cache', 'wasm'),
     limits: { maxMemoryBytes: 64 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 16 * 1024, maxTotalMemoryBytes: 2 ** 52 },

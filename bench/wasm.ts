@@ -183,8 +183,8 @@ async function engineNumbers(ctx: BenchContext, engineName: 'v8' | 'wasmtime'): 
 }
 
 /** Runs bench/density.js in a child per engine: N uploads of identity_wasm loaded one after another. */
-async function density(ctx: BenchContext, engineName: string, models: number): Promise<Record<string, number>> {
-  const { stdout } = await promisify(execFile)(process.execPath, [join(ctx.root, 'dist', 'bench', 'density.js'), engineName, String(models)], { cwd: ctx.root, maxBuffer: 1 << 20, timeout: 1_800_000 });
+async function density(ctx: BenchContext, engineName: string, models: number, live = false): Promise<Record<string, number>> {
+  const { stdout } = await promisify(execFile)(process.execPath, [join(ctx.root, 'dist', 'bench', 'density.js'), engineName, String(models), ...(live ? ['live'] : [])], { cwd: ctx.root, maxBuffer: 1 << 20, timeout: 1_800_000 });
   return JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, number>;
 }
 
@@ -268,6 +268,7 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
         const mbps = (addSub.rps * 2 * MiB) / 1e6;
         const e = await engineNumbers(ctx, engine);
         const d = await density(ctx, engine, densityModels).catch((err: Error) => ({ error: err.message }) as unknown as Record<string, number>);
+        const dLive = engine === 'wasmtime' ? await density(ctx, engine, densityModels, true).catch((err: Error) => ({ error: err.message }) as unknown as Record<string, number>) : undefined;
         const med = (xs: number[]) => (xs.length ? ctx.median(xs) : NaN);
         lines.push(
           `[${engine}] sandbox cost over the ONNX path at c=1: TS guest ${over('TS', 1).toFixed(0)} µs, C guest ${over('C', 1).toFixed(0)} µs per request (1/rps difference; target for wasmtime C guest: < 30 µs)`,
@@ -277,10 +278,11 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
           `[${engine}] respawn after a deadline kill (kill → fresh sandbox ready to serve; TS guest): median ${med(e.respawnMs).toFixed(2)} ms (${e.respawnMs.map((x) => x.toFixed(1)).join(', ')}; target < 5 ms)`,
           `[${engine}] instantiation (C guest): ${e.instantiateMs.toFixed(2)} ms; RSS per idle instance: ${(e.idleInstanceBytes / MiB).toFixed(2)} MiB` +
             (e.coldStartMs !== undefined ? `; cold start of an idle-released instance: ${e.coldStartMs.toFixed(2)} ms (target < 5 ms)` : ''),
-          `[${engine}] density, ${densityModels} uploaded identity_wasm models one after another: ${JSON.stringify(d)}`,
+          `[${engine}] density, ${densityModels} uploaded identity_wasm models one after another${engine === 'wasmtime' ? ' (idle policy 1 ms)' : ''}: ${JSON.stringify(d)}`,
+          ...(dLive ? [`[${engine}] density, same, every sandbox kept live: ${JSON.stringify(dLive)}`] : []),
           '',
         );
-        out[engine] = { overheadUsC1: over('TS', 1), overheadUsC1CGuest: over('C', 1), overheadUsC16: over('TS', 16), addSubMBps: mbps, ...e, density: d };
+        out[engine] = { overheadUsC1: over('TS', 1), overheadUsC1CGuest: over('C', 1), overheadUsC16: over('TS', 16), addSubMBps: mbps, ...e, density: d, densityLive: dLive };
       }
       const body = lines.join('\n');
       ctx.log(body);
