@@ -96,6 +96,20 @@ describe('wasmtime compile cache (.cwasm)', () => {
     expect(sourceOf(await load(resolver(cache), 't3'))).toBe('cache');
   });
 
+  it('a precompiled .cwasm uploaded as model.wasm is refused before wasmtime sees it (uploads never become native code)', async () => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    await load(resolver(cache), 'u1');
+    const dir = join(cache, 'wasmtime');
+    const cwasm = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.cwasm'))!));
+    const payload = cwasm.subarray(cwasm.indexOf(10) + 1); // what wasmtime's deserialize would take
+    expect(payload.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
+    for (const [name, bytes] of [['u_cwasm', cwasm], ['u_elf', payload]] as const) {
+      mkdirSync(join(work, name, '1'), { recursive: true });
+      writeFileSync(join(work, name, '1', 'model.wasm'), bytes);
+      await expect(h.loadModel(resolver(cache), h.wasmConfig(name, io.inputs, io.outputs), join(work, name))).rejects.toMatchObject({ code: 'INVALID_ARG' });
+    }
+  });
+
   it('is bounded: past maxEntries the least recently used entry no loaded model uses goes', async () => {
     const cache = mkdtempSync(join(work, 'cache-'));
     const r = resolver(cache, { maxEntries: 2 });
