@@ -6,6 +6,8 @@ wasmtime::component::bindgen!({
     path: "../../wit",
     world: "warden:backend/sandbox",
     imports: { default: trappable },
+    // host → guest values borrow: request tensors are lowered straight from the host's buffers
+    ownership: Borrowing { duplicate_if_necessary: true },
     with: {
         "wasi:io/poll.pollable": crate::wasi::Pollable,
         "wasi:io/error.error": crate::wasi::IoError,

@@ -60,8 +60,13 @@ impl InstanceParams {
     }
 }
 
+/// Input buffers of an execute: (address, length) in the host's memory. The host keeps them
+/// alive and unchanged until this execute's terminal message (`DONE`, `TRAP`, `RESPAWN_FAILED`)
+/// or the thread's `EXITED`; they are read once, when wasmtime lowers the requests into the guest.
+pub struct HostBuffers(pub Vec<(usize, usize)>);
+
 enum Cmd {
-    Execute(Value, Vec<Option<Vec<u8>>>),
+    Execute(Value, HostBuffers),
     Stop,
 }
 
@@ -89,7 +94,7 @@ impl WwInstance {
         Ok(WwInstance { cmds, replies })
     }
 
-    pub fn execute(&self, json: Value, bufs: Vec<Option<Vec<u8>>>) -> bool {
+    pub fn execute(&self, json: Value, bufs: HostBuffers) -> bool {
         self.cmds.send(Cmd::Execute(json, bufs)).is_ok()
     }
 
@@ -186,13 +191,13 @@ impl Worker {
         let r = (|| -> wasmtime::Result<Result<(Sandbox, ResourceAny), crate::bindings::warden::backend::types::Error>> {
             let sandbox = self.pre.instantiate(&mut store)?;
             let backend = sandbox.warden_backend_backend();
-            let mctx = ModelContext { name: self.params.model_name.clone(), version: self.params.model_version, config: self.params.config_json.clone() };
-            let model = match backend.model().call_create(&mut store, &mctx)? {
+            let mctx = ModelContext { name: &self.params.model_name, version: self.params.model_version, config: &self.params.config_json };
+            let model = match backend.model().call_create(&mut store, mctx)? {
                 Ok(m) => m,
                 Err(e) => return Ok(Err(e)),
             };
-            let ictx = InstanceContext { name: self.params.name.clone(), kind: self.params.kind, device_id: self.params.device_id };
-            let inst = match backend.instance().call_create(&mut store, model, &ictx)? {
+            let ictx = InstanceContext { name: &self.params.name, kind: self.params.kind, device_id: self.params.device_id };
+            let inst = match backend.instance().call_create(&mut store, model, ictx)? {
                 Ok(i) => i,
                 Err(e) => return Ok(Err(e)),
             };
@@ -234,7 +239,16 @@ impl Worker {
         self.discard();
     }
 
+    /// A respawn for the execute about to run: its failure is that execute's terminal message.
+    fn respawn_for_execute(&mut self) -> bool {
+        self.respawn_with(true)
+    }
+
     fn respawn(&mut self) -> bool {
+        self.respawn_with(false)
+    }
+
+    fn respawn_with(&mut self, terminal: bool) -> bool {
         let t0 = Instant::now();
         match self.start() {
             Ok(()) => {
@@ -242,28 +256,31 @@ impl Worker {
                 true
             }
             Err(StartError::Guest(e)) => {
-                self.post(kind::RESPAWN_FAILED, json!({ "message": e.message }), vec![]);
+                self.post(kind::RESPAWN_FAILED, json!({ "message": e.message, "terminal": terminal }), vec![]);
                 false
             }
             Err(StartError::Trap(m)) => {
-                self.post(kind::RESPAWN_FAILED, json!({ "message": m }), vec![]);
+                self.post(kind::RESPAWN_FAILED, json!({ "message": m, "terminal": terminal }), vec![]);
                 false
             }
         }
     }
 
-    fn execute(&mut self, json: Value, mut bufs: Vec<Option<Vec<u8>>>) {
-        if self.live.is_none() && !self.respawn() {
+    fn execute(&mut self, json: Value, bufs: HostBuffers) {
+        if self.live.is_none() && !self.respawn_for_execute() {
             return;
         }
-        let requests = match wire::requests_of(json.get("requests").unwrap_or(&Value::Null), &mut bufs) {
+        // SAFETY: see HostBuffers; the slices are dropped before this execute's terminal message.
+        let slices: Vec<&[u8]> = bufs.0.iter().map(|&(p, n)| if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p as *const u8, n) } }).collect();
+        let parts = match wire::request_parts(json.get("requests").unwrap_or(&Value::Null), &slices) {
             Ok(r) => r,
             Err(m) => {
                 self.post(kind::TRAP, json!({ "message": format!("host sent a malformed request: {m}"), "during": "execute", "reason": "trap" }), vec![]);
                 return;
             }
         };
-        drop(bufs);
+        let tensors = wire::tensors(&parts);
+        let requests = wire::requests(&parts, &tensors);
         let ticks = self.ticks(self.params.execute_ms);
         let live = self.live.as_mut().unwrap();
         live.store.data_mut().io.deadline = Some(Instant::now() + Duration::from_millis(self.params.execute_ms));
@@ -271,6 +288,10 @@ impl Worker {
         let start_ns = monotonic_ns();
         let r = live.sandbox.warden_backend_backend().instance().call_execute(&mut live.store, live.instance, &requests);
         let end_ns = monotonic_ns();
+        drop(requests);
+        drop(tensors);
+        drop(parts);
+        drop(slices);
         match r {
             Ok(results) => {
                 let io = &mut live.store.data_mut().io;

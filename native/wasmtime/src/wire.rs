@@ -2,7 +2,8 @@
 //! `warden:backend/types` (the same shapes the V8 engine's jco glue uses: lower-case datatype and
 //! error-code case names, 64-bit integers as decimal strings, tensor data as buffer indexes).
 use crate::bindings::warden::backend::types::{
-    CorrelationId, DataType, Error, ErrorCode, Parameter, ParameterValue, Request, RequestFlags, Response, Tensor,
+    CorrelationId, DataType, Error, ErrorCode, ParameterParam, ParameterResult, ParameterValueParam, ParameterValueResult, Request, RequestFlags, Response,
+    TensorParam,
 };
 use serde_json::{json, Value};
 
@@ -83,15 +84,15 @@ pub fn error_from(v: &Value) -> Error {
     }
 }
 
-fn parameters_json(ps: &[Parameter]) -> Value {
+fn parameters_json(ps: &[ParameterResult]) -> Value {
     Value::Array(
         ps.iter()
             .map(|p| {
                 let value = match &p.value {
-                    ParameterValue::String(s) => json!({ "tag": "string", "val": s }),
-                    ParameterValue::Int(i) => json!({ "tag": "int", "val": i.to_string() }),
-                    ParameterValue::Bool(b) => json!({ "tag": "bool", "val": b }),
-                    ParameterValue::Double(d) => json!({ "tag": "double", "val": if d.is_finite() { json!(d) } else { json!(d.to_string()) } }),
+                    ParameterValueResult::String(s) => json!({ "tag": "string", "val": s }),
+                    ParameterValueResult::Int(i) => json!({ "tag": "int", "val": i.to_string() }),
+                    ParameterValueResult::Bool(b) => json!({ "tag": "bool", "val": b }),
+                    ParameterValueResult::Double(d) => json!({ "tag": "double", "val": if d.is_finite() { json!(d) } else { json!(d.to_string()) } }),
                 };
                 json!({ "key": p.key, "value": value })
             })
@@ -148,31 +149,54 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Result<&'a str, String> {
     v.get(key).and_then(Value::as_str).ok_or_else(|| format!("missing string '{key}'"))
 }
 
-fn take_buf(bufs: &mut [Option<Vec<u8>>], v: &Value) -> Result<Vec<u8>, String> {
+fn buf_at<'a>(bufs: &[&'a [u8]], v: &Value) -> Result<&'a [u8], String> {
     let i = u64_of(v)? as usize;
-    bufs.get_mut(i).and_then(Option::take).ok_or_else(|| format!("buffer {i} missing or used twice"))
+    bufs.get(i).copied().ok_or_else(|| format!("buffer {i} missing"))
 }
 
-fn parameters_of(v: &Value) -> Result<Vec<Parameter>, String> {
+fn parameters_of<'a>(v: &'a Value) -> Result<Vec<ParameterParam<'a>>, String> {
     let Some(list) = v.as_array() else { return Ok(vec![]) };
     list.iter()
         .map(|p| {
             let val = p.get("value").ok_or("parameter without value")?;
             let raw = val.get("val").unwrap_or(&Value::Null);
             let value = match str_of(val, "tag")? {
-                "string" => ParameterValue::String(raw.as_str().unwrap_or("").to_string()),
-                "int" => ParameterValue::Int(i64_of(raw)?),
-                "bool" => ParameterValue::Bool(raw.as_bool().unwrap_or(false)),
-                "double" => ParameterValue::Double(raw.as_f64().unwrap_or(f64::NAN)),
+                "string" => ParameterValueParam::String(raw.as_str().unwrap_or("")),
+                "int" => ParameterValueParam::Int(i64_of(raw)?),
+                "bool" => ParameterValueParam::Bool(raw.as_bool().unwrap_or(false)),
+                "double" => ParameterValueParam::Double(raw.as_f64().unwrap_or(f64::NAN)),
                 t => return Err(format!("unknown parameter tag '{t}'")),
             };
-            Ok(Parameter { key: str_of(p, "key")?.to_string(), value })
+            Ok(ParameterParam { key: str_of(p, "key")?, value })
         })
         .collect()
 }
 
-/// Requests from the host's JSON; input data is taken from `bufs` by index.
-pub fn requests_of(v: &Value, bufs: &mut [Option<Vec<u8>>]) -> Result<Vec<Request>, String> {
+/// One request's parts, borrowing the host's JSON and input buffers; [`requests`] makes the
+/// WIT `request`s pointing into them (nothing is copied until wasmtime lowers them into the guest).
+pub struct RequestParts<'a> {
+    handle: u32,
+    id: &'a str,
+    correlation_id: CorrelationId<'a>,
+    flags: RequestFlags,
+    priority: u32,
+    timeout_us: u64,
+    batch_size: u32,
+    inputs: Vec<InputPart<'a>>,
+    requested_outputs: Vec<&'a str>,
+    parameters: Vec<ParameterParam<'a>>,
+}
+
+/// One input tensor of a request, borrowing its data.
+pub struct InputPart<'a> {
+    name: &'a str,
+    datatype: DataType,
+    shape: Vec<i64>,
+    data: &'a [u8],
+}
+
+/// Request parts from the host's JSON; input data is `bufs[index]`.
+pub fn request_parts<'a>(v: &'a Value, bufs: &[&'a [u8]]) -> Result<Vec<RequestParts<'a>>, String> {
     let list = v.as_array().ok_or("requests must be a list")?;
     list.iter()
         .map(|r| {
@@ -180,7 +204,7 @@ pub fn requests_of(v: &Value, bufs: &mut [Option<Vec<u8>>]) -> Result<Vec<Reques
             let correlation_id = match str_of(corr, "tag")? {
                 "none" => CorrelationId::None,
                 "int" => CorrelationId::Int(u64_of(corr.get("val").unwrap_or(&Value::Null))?),
-                "string" => CorrelationId::String(str_of(corr, "val")?.to_string()),
+                "string" => CorrelationId::String(str_of(corr, "val")?),
                 t => return Err(format!("unknown correlation id tag '{t}'")),
             };
             let bits = u64_of(r.get("flags").unwrap_or(&Value::Null))?;
@@ -197,17 +221,17 @@ pub fn requests_of(v: &Value, bufs: &mut [Option<Vec<u8>>]) -> Result<Vec<Reques
                 .ok_or("missing inputs")?
                 .iter()
                 .map(|t| {
-                    Ok(Tensor {
-                        name: str_of(t, "name")?.to_string(),
+                    Ok(InputPart {
+                        name: str_of(t, "name")?,
                         datatype: datatype_of(str_of(t, "datatype")?)?,
                         shape: t.get("shape").and_then(Value::as_array).ok_or("missing shape")?.iter().map(i64_of).collect::<Result<_, _>>()?,
-                        data: take_buf(bufs, t.get("data").unwrap_or(&Value::Null))?,
+                        data: buf_at(bufs, t.get("data").unwrap_or(&Value::Null))?,
                     })
                 })
                 .collect::<Result<Vec<_>, String>>()?;
-            Ok(Request {
+            Ok(RequestParts {
                 handle: u64_of(r.get("handle").unwrap_or(&Value::Null))? as u32,
-                id: str_of(r, "id")?.to_string(),
+                id: str_of(r, "id")?,
                 correlation_id,
                 flags,
                 priority: u64_of(r.get("priority").unwrap_or(&Value::Null))?.min(u32::MAX as u64) as u32,
@@ -219,10 +243,35 @@ pub fn requests_of(v: &Value, bufs: &mut [Option<Vec<u8>>]) -> Result<Vec<Reques
                     .and_then(Value::as_array)
                     .ok_or("missing requestedOutputs")?
                     .iter()
-                    .map(|s| s.as_str().map(str::to_string).ok_or_else(|| "requested output must be a string".to_string()))
+                    .map(|s| s.as_str().ok_or_else(|| "requested output must be a string".to_string()))
                     .collect::<Result<_, _>>()?,
                 parameters: parameters_of(r.get("parameters").unwrap_or(&Value::Null))?,
             })
+        })
+        .collect()
+}
+
+/// The WIT `tensor`s of each request of `parts`.
+pub fn tensors<'a>(parts: &'a [RequestParts<'a>]) -> Vec<Vec<TensorParam<'a>>> {
+    parts.iter().map(|p| p.inputs.iter().map(|t| TensorParam { name: t.name, datatype: t.datatype, shape: &t.shape, data: t.data }).collect()).collect()
+}
+
+/// The WIT `request`s over `parts` and their [`tensors`].
+pub fn requests<'a>(parts: &'a [RequestParts<'a>], tensors: &'a [Vec<TensorParam<'a>>]) -> Vec<Request<'a>> {
+    parts
+        .iter()
+        .zip(tensors)
+        .map(|(p, inputs)| Request {
+            handle: p.handle,
+            id: p.id,
+            correlation_id: p.correlation_id.clone(),
+            flags: p.flags,
+            priority: p.priority,
+            timeout_us: p.timeout_us,
+            batch_size: p.batch_size,
+            inputs,
+            requested_outputs: &p.requested_outputs,
+            parameters: &p.parameters,
         })
         .collect()
 }

@@ -116,6 +116,12 @@ export class WasmtimeInstance implements SandboxedInstance {
   private idleTimer?: NodeJS.Timeout;
   private exited?: () => void;
   private exitWaitFor = -1;
+  /**
+   * Input buffers of executes queued on each sandbox thread, oldest first: the native side reads
+   * them in place (no copy until wasmtime lowers them into the guest), so they stay referenced
+   * until the execute's terminal message, or the thread's exit.
+   */
+  private readonly inputsHeld = new Map<number, Uint8Array[][]>();
 
   private constructor(
     private readonly port: InstancePort,
@@ -224,11 +230,15 @@ export class WasmtimeInstance implements SandboxedInstance {
   /** A message of one of this instance's sandbox threads (the engine routes them by thread id). */
   onMessage(tid: number, kind: number, json: string, buffers: Uint8Array[]): void {
     if (kind === MSG.EXITED) {
+      this.inputsHeld.delete(tid);
       if (tid === this.exitWaitFor) this.exited?.();
       return;
     }
-    if (tid !== this.threadId || !this.handle) return; // a thread released or replaced since
     const m = JSON.parse(json) as J;
+    if (kind === MSG.DONE || (kind === MSG.TRAP && m.during === 'execute') || (kind === MSG.RESPAWN_FAILED && m.terminal === true)) {
+      this.inputsHeld.get(tid)?.shift(); // that execute's inputs were read (or never will be)
+    }
+    if (tid !== this.threadId || !this.handle) return; // a thread released or replaced since
     switch (kind) {
       case MSG.LOG:
         log(this.host.log, m.level as LogLevel, String(m.message));
@@ -446,7 +456,13 @@ export class WasmtimeInstance implements SandboxedInstance {
     return new Promise<ExecuteTimings | void>((resolve) => {
       this.pending = { requests, senders, wire, handles, finals: requests.map(() => false), resolve };
       this.port.hold(true);
-      if (!this.port.execute(handle, json, buffers)) this.failPending(unavailable(`sandbox of model '${this.modelName}' is gone`));
+      let held = this.inputsHeld.get(this.threadId);
+      if (!held) this.inputsHeld.set(this.threadId, (held = []));
+      held.push(buffers);
+      if (!this.port.execute(handle, json, buffers)) {
+        held.pop();
+        this.failPending(unavailable(`sandbox of model '${this.modelName}' is gone`));
+      }
     });
   }
 
