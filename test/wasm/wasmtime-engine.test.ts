@@ -31,7 +31,7 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function resolver(cacheDir: string, opts: { engine?: 'v8' | 'wasmtime'; maxEntries?: number; idleMs?: number } = {}): WasmBackendResolver {
+function resolver(cacheDir: string, opts: { engine?: 'v8' | 'wasmtime'; maxEntries?: number; idleMs?: number; fuel?: boolean } = {}): WasmBackendResolver {
   const r = new WasmBackendResolver({
     cacheDir,
     limits: { maxMemoryBytes: 64 * 1024 * 1024, maxExecuteMs: 5_000, maxLogBytes: 16 * 1024 },
@@ -39,6 +39,7 @@ function resolver(cacheDir: string, opts: { engine?: 'v8' | 'wasmtime'; maxEntri
     engine: opts.engine ?? 'wasmtime',
     cacheLimits: opts.maxEntries ? { maxEntries: opts.maxEntries } : undefined,
     idleMs: opts.idleMs,
+    wasmtimePool: opts.fuel ? { fuel: true } : undefined,
   });
   resolvers.push(r);
   return r;
@@ -157,6 +158,26 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
     expect(inst.idle.lastColdStartMs).toBeGreaterThan(0);
     await m.finalize();
     expect(m.memoryBudget.usedBytes).toBe(0);
+  });
+
+  it('fuel metering reports a deterministic figure per execute that grows with the work', async () => {
+    const r = resolver(mkdtempSync(join(work, 'cache-')), { fuel: true });
+    const m = await load(r, 'fuel');
+    const inst = await m.createInstance(h.instanceSpec('fuel'));
+    const fuelOf = async (n: number) => {
+      const rec = await h.infer(inst, h.request('fuel', [h.tensor('INPUT0', 'FP32', [n], new Float32Array(n).fill(1))], ['OUTPUT0']));
+      expect(rec.errors).toEqual([]);
+      return inst.stats.lastFuel!;
+    };
+    const small = await fuelOf(16);
+    expect(small).toBeGreaterThan(0);
+    expect(await fuelOf(16)).toBe(small);
+    expect(await fuelOf(65536)).toBeGreaterThan(small);
+    // without fuel metering there is no figure
+    const plain = await load(resolver(mkdtempSync(join(work, 'cache-'))), 'nofuel');
+    const pi = await plain.createInstance(h.instanceSpec('nofuel'));
+    await h.infer(pi, h.request('nofuel', [h.tensor('INPUT0', 'FP32', [1], Float32Array.of(1))], ['OUTPUT0']));
+    expect(pi.stats.lastFuel).toBeUndefined();
   });
 
   it('idle_timeout_ms must be a non-negative integer', async () => {

@@ -21,6 +21,8 @@ pub struct EngineOptions {
     pub tick_ms: u64,
     /// Pooling allocator on (default) or on-demand allocation.
     pub pooling: bool,
+    /// Fuel metering: every execute reports the fuel (≈ wasm instructions) it consumed.
+    pub fuel: bool,
     /// Largest linear memory of any instance, bytes (the pool's slot size).
     pub max_memory_bytes: u64,
     pub total_component_instances: u32,
@@ -42,6 +44,7 @@ impl EngineOptions {
         EngineOptions {
             tick_ms: field(v, "tickMs", 1).clamp(1, 1000),
             pooling: v.get("pooling").and_then(Value::as_bool).unwrap_or(true),
+            fuel: v.get("fuel").and_then(Value::as_bool).unwrap_or(false),
             max_memory_bytes: field(v, "maxMemoryBytes", 256 << 20),
             total_component_instances: field(v, "totalComponentInstances", 1000) as u32,
             total_core_instances: field(v, "totalCoreInstances", 20_000) as u32,
@@ -71,6 +74,8 @@ pub struct WwEngine {
     pub linker: Linker<Guest>,
     pub notifier: Arc<Notifier>,
     pub tick_ms: u64,
+    /// Fuel metering on.
+    pub fuel: bool,
     /// SHA-256 (hex) of everything that makes a precompiled component valid for this engine.
     pub config_key: String,
     stop: Arc<AtomicBool>,
@@ -85,6 +90,7 @@ impl WwEngine {
         config.cranelift_opt_level(OptLevel::Speed);
         config.parallel_compilation(true);
         config.max_wasm_stack(1 << 20);
+        config.consume_fuel(opts.fuel);
         if opts.pooling {
             let mut pool = PoolingAllocationConfig::default();
             pool.total_component_instances(opts.total_component_instances)
@@ -119,7 +125,7 @@ impl WwEngine {
                 }
             })?
         };
-        Ok(WwEngine { engine, linker, notifier, tick_ms: opts.tick_ms, config_key, stop, ticker: Some(ticker) })
+        Ok(WwEngine { engine, linker, notifier, tick_ms: opts.tick_ms, fuel: opts.fuel, config_key, stop, ticker: Some(ticker) })
     }
 
     /// Compiles a component (Cranelift; seconds for a large one) and links it.

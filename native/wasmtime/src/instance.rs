@@ -77,14 +77,14 @@ pub struct WwInstance {
 }
 
 impl WwInstance {
-    pub fn start(engine: Engine, tick_ms: u64, pre: SandboxPre<Guest>, notifier: Arc<Notifier>, id: u64, params: InstanceParams) -> std::io::Result<WwInstance> {
+    pub fn start(engine: Engine, tick_ms: u64, fuel: bool, pre: SandboxPre<Guest>, notifier: Arc<Notifier>, id: u64, params: InstanceParams) -> std::io::Result<WwInstance> {
         let (cmds, cmd_rx) = channel();
         let (replies, reply_rx) = channel();
         std::thread::Builder::new().name(format!("warden-wasm-{id}")).stack_size(8 << 20).spawn(move || {
             let notifier2 = notifier.clone();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let io = Io { id, notifier: notifier.clone(), replies: reply_rx, deadline: None, log: LogFilter::new(params.log_bytes, params.log_messages) };
-                Worker { engine, tick_ms, pre, params, live: None, io: Some(io) }.run(cmd_rx)
+                Worker { engine, tick_ms, fuel, pre, params, live: None, io: Some(io) }.run(cmd_rx)
             }));
             if r.is_err() {
                 notifier2.post(id, kind::TRAP, json!({ "message": "the wasmtime engine failed (panic)", "during": "execute", "reason": "trap" }).to_string(), vec![]);
@@ -124,6 +124,8 @@ enum StartError {
 struct Worker {
     engine: Engine,
     tick_ms: u64,
+    /// Fuel metering on (the engine consumes fuel): each execute reports what it used.
+    fuel: bool,
     pre: SandboxPre<Guest>,
     params: InstanceParams,
     live: Option<Live>,
@@ -186,6 +188,9 @@ impl Worker {
             .build();
         let mut store = Store::new(&self.engine, Guest { table: ResourceTable::new(), limits, io, resources: 0 });
         store.limiter(|g| &mut g.limits);
+        if self.fuel {
+            let _ = store.set_fuel(u64::MAX);
+        }
         store.epoch_deadline_trap();
         store.set_epoch_deadline(self.ticks(limit.as_millis() as u64));
         let r = (|| -> wasmtime::Result<Result<(Sandbox, ResourceAny), crate::bindings::warden::backend::types::Error>> {
@@ -285,9 +290,13 @@ impl Worker {
         let live = self.live.as_mut().unwrap();
         live.store.data_mut().io.deadline = Some(Instant::now() + Duration::from_millis(self.params.execute_ms));
         live.store.set_epoch_deadline(ticks);
+        if self.fuel {
+            let _ = live.store.set_fuel(u64::MAX);
+        }
         let start_ns = monotonic_ns();
         let r = live.sandbox.warden_backend_backend().instance().call_execute(&mut live.store, live.instance, &requests);
         let end_ns = monotonic_ns();
+        let fuel = if self.fuel { live.store.get_fuel().ok().map(|left| u64::MAX - left) } else { None };
         drop(requests);
         drop(tensors);
         drop(parts);
@@ -299,7 +308,11 @@ impl Worker {
                 io.end_call();
                 let mut out = Vec::new();
                 let results: Vec<Value> = results.into_iter().map(|r| wire::result_json(r, &mut out)).collect();
-                self.post(kind::DONE, json!({ "results": results, "computeStartNs": start_ns.to_string(), "computeEndNs": end_ns.to_string() }), out);
+                let mut done = json!({ "results": results, "computeStartNs": start_ns.to_string(), "computeEndNs": end_ns.to_string() });
+                if let Some(f) = fuel {
+                    done["fuel"] = json!(f.to_string());
+                }
+                self.post(kind::DONE, done, out);
             }
             Err(e) => {
                 let (reason, message) = classify(&e);

@@ -384,6 +384,10 @@ export class WasmtimeInstance implements SandboxedInstance {
       else if ('ok' in r) p.senders[i]!.send(toResponse(r.ok), true);
       else p.senders[i]!.sendError(new TritonError(r.err.code, r.err.message), true);
     });
+    if (typeof m.fuel === 'string') {
+      this.stats.lastFuel = Number(m.fuel);
+      this.log.debug({ fuel: this.stats.lastFuel }, 'execute fuel');
+    }
     this.port.hold(false);
     p.resolve({ computeStartNs: BigInt(m.computeStartNs as string), computeEndNs: BigInt(m.computeEndNs as string) });
     this.armIdle();

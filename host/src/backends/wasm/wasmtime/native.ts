@@ -33,6 +33,8 @@ export interface WasmtimePoolOptions {
   tickMs?: number;
   /** Pooling allocator (default true); false = allocate every instance on demand. */
   pooling?: boolean;
+  /** Fuel metering (default false; costs speed): each execute reports the fuel it consumed (`SandboxStats.lastFuel`). */
+  fuel?: boolean;
   /** Largest linear memory of any instance (bytes): the pool's slot size. */
   maxMemoryBytes?: number;
   /** Component instances alive at once, all models together (default 1000). */
