@@ -24,6 +24,16 @@ impl std::fmt::Display for DeadlineExceeded {
 }
 impl std::error::Error for DeadlineExceeded {}
 
+/// The host let go of the instance while the guest waited in a host call: end, do not respawn.
+#[derive(Debug)]
+pub struct Finalized;
+impl std::fmt::Display for Finalized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the instance was finalized during a host call")
+    }
+}
+impl std::error::Error for Finalized {}
+
 /// The guest called WASI `exit`: ends the sandbox like a trap.
 #[derive(Debug)]
 pub struct GuestExit(pub String);
@@ -121,7 +131,7 @@ impl Io {
         match r {
             Ok(reply) => Ok(reply),
             Err(RecvTimeoutError::Timeout) => Err(wasmtime::Error::new(DeadlineExceeded)),
-            Err(RecvTimeoutError::Disconnected) => Err(wasmtime::Error::msg("the instance was finalized during a host call")),
+            Err(RecvTimeoutError::Disconnected) => Err(wasmtime::Error::new(Finalized)),
         }
     }
 

@@ -6,7 +6,7 @@
 use crate::bindings::exports::warden::backend::backend::{InstanceContext, InstanceKind, ModelContext};
 use crate::bindings::{Sandbox, SandboxPre};
 use crate::ffi_types::{kind, Notifier, Reply};
-use crate::host::{DeadlineExceeded, Guest, GuestExit, Io, LogFilter};
+use crate::host::{DeadlineExceeded, Finalized, Guest, GuestExit, Io, LogFilter};
 use crate::wasi::monotonic_ns;
 use crate::wire;
 use serde_json::{json, Value};
@@ -318,7 +318,9 @@ impl Worker {
                 let (reason, message) = classify(&e);
                 self.discard();
                 self.post(kind::TRAP, json!({ "message": message, "during": "execute", "reason": reason }), vec![]);
-                self.respawn();
+                if !e.is::<Finalized>() {
+                    self.respawn();
+                }
             }
         }
     }
