@@ -26,6 +26,9 @@ import type { WireRequest, WireResponse } from '../wire.js';
 import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
 import { MSG, type ComponentHandle, type InstanceHandle } from './native.js';
 
+/** Longest idle timeout a timer can carry (ms); longer ones never release. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Time allowed for start-up on top of the execute deadline (ms), as the V8 engine. */
 export const BOOT_ALLOWANCE_MS = 10_000;
 
@@ -396,6 +399,8 @@ export class WasmtimeInstance implements SandboxedInstance {
   private armIdle(): void {
     if (this.idleMs <= 0 || this.finalized) return;
     clearTimeout(this.idleTimer);
+    // setTimeout takes at most 2^31 - 1 ms (longer fires at once): longer = never in practice
+    if (this.idleMs > MAX_TIMER_MS) return;
     this.idleTimer = setTimeout(() => this.releaseIdle(), this.idleMs);
     this.idleTimer.unref();
   }
