@@ -6,9 +6,18 @@
  *    1/rps(identity_wasm) − 1/rps(simple), in µs (target: < 150 µs);
  *  - `add_sub_wasm` on 1 MiB FP32 inputs (binary extension): MB/s of input processed;
  *  - the engine alone (no HTTP): one execute round trip host → worker → guest → host, in µs;
- *  - respawn time after a deadline kill (the `loop_execute` hostile fixture), in ms.
+ *  - respawn time after a deadline kill (the `loop_execute` hostile fixture), in ms;
+ *  - instantiation time and memory per idle instance; wasmtime: cold start of an idle-released
+ *    instance;
+ *  - density (bench/density.ts, one child process per engine): N uploaded copies of identity_wasm
+ *    loaded one after another (BENCH_DENSITY_MODELS, default 100): RSS and threads per model,
+ *    load time p50/p90.
+ * Every case runs on both sandbox engines (`v8`, `wasmtime`) side by side in one server: the
+ * wasmtime copies of the models pick their engine with `parameters { key: "engine" }`.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -51,12 +60,24 @@ async function send(url: string, req: HttpRequestSpec): Promise<{ status: number
 }
 
 /** Engine-only numbers: execute round trip and respawn after a deadline kill, in this process. */
-async function engineNumbers(ctx: BenchContext): Promise<{ roundTripUs: number; respawnMs: number[] }> {
+interface EngineNumbers {
+  roundTripUs: number;
+  respawnMs: number[];
+  /** createInstance of the C-guest identity (ms, median of 20). */
+  instantiateMs: number;
+  /** RSS growth per idle C-guest identity instance (bytes; 20 instances). */
+  idleInstanceBytes: number;
+  /** wasmtime: cold start of an idle-released instance (ms, median of 10). */
+  coldStartMs?: number;
+}
+
+async function engineNumbers(ctx: BenchContext, engineName: 'v8' | 'wasmtime'): Promise<EngineNumbers> {
   const { WasmBackendResolver } = await import('../host/src/backends/wasm/index.js');
   const resolver = new WasmBackendResolver({
     cacheDir: join(ctx.root, '.cache', 'wasm'),
-    limits: { maxMemoryBytes: 256 * MiB, maxExecuteMs: 200, maxLogBytes: 16 * 1024 },
+    limits: { maxMemoryBytes: 256 * MiB, maxExecuteMs: 200, maxLogBytes: 16 * 1024, maxTotalMemoryBytes: 2 ** 40 },
     logger: pino({ level: 'silent' }),
+    engine: engineName,
   });
   const logger = pino({ level: 'silent' });
   const cfg = (name: string) => ({
@@ -78,12 +99,15 @@ async function engineNumbers(ctx: BenchContext): Promise<{ roundTripUs: number; 
     parameters: {},
     model_warmup: [],
   }) as never;
-  const load = async (name: string, dir: string) => {
-    const request = backendResolveRequest(cfg(name), dir, 1);
+  const loadModel = async (name: string, dir: string, params: Record<string, string> = {}) => {
+    const c = cfg(name) as { parameters: Record<string, { string_value: string }> };
+    for (const [k, v] of Object.entries(params)) c.parameters[k] = { string_value: v };
+    const request = backendResolveRequest(c as never, dir, 1);
     const backend = (await resolver.resolve(request))!;
-    const model = await backend.loadModel(modelLoadContext(request, 1, { logger }));
-    return model.createInstance({ name: `${name}_0`, groupName: name, kind: 'KIND_CPU', deviceId: 0, hostPolicy: '', passive: false });
+    return backend.loadModel(modelLoadContext(request, 1, { logger }));
   };
+  const spec = (name: string, k = 0) => ({ name: `${name}_${k}`, groupName: name, kind: 'KIND_CPU' as const, deviceId: 0, hostPolicy: '', passive: false });
+  const load = async (name: string, dir: string) => (await loadModel(name, dir)).createInstance(spec(name));
   const data = new Uint8Array(new Float32Array(16).buffer);
   const run = async (inst: Awaited<ReturnType<typeof load>>) => {
     let done!: () => void;
@@ -117,12 +141,59 @@ async function engineNumbers(ctx: BenchContext): Promise<{ roundTripUs: number; 
   } catch (e) {
     ctx.log(`respawn measurement skipped: ${(e as Error).message} (build the fixtures: node scripts/build-wasm.mjs --fixtures)`);
   }
+  const cDir = join(ctx.root, 'test', 'fixtures', 'wasm', 'build');
+  const work = mkdtempSync(join(tmpdir(), 'warden-bench-engine-'));
+  const put = (name: string, fixture: string) => {
+    mkdirSync(join(work, name, '1'), { recursive: true });
+    copyFileSync(join(cDir, `${fixture}.wasm`), join(work, name, '1', 'model.wasm'));
+    return join(work, name);
+  };
+  // instantiation time and RSS per idle instance (C guest)
+  const cModel = await loadModel('id_c', put('id_c', 'identity'));
+  const insts = [];
+  const inst0 = await cModel.createInstance(spec('id_c', 0));
+  await run(inst0);
+  insts.push(inst0);
+  const rss0 = process.memoryUsage.rss();
+  const instMs: number[] = [];
+  for (let k = 1; k <= 20; k++) {
+    const t0 = performance.now();
+    const inst = await cModel.createInstance(spec('id_c', k));
+    instMs.push(performance.now() - t0);
+    await run(inst);
+    insts.push(inst);
+  }
+  const idleInstanceBytes = (process.memoryUsage.rss() - rss0) / 20;
+  await Promise.all(insts.map((i) => i.finalize()));
+  let coldStartMs: number | undefined;
+  if (engineName === 'wasmtime') {
+    const idleModel = await loadModel('id_idle', put('id_idle', 'identity'), { idle_timeout_ms: '1' });
+    const inst = (await idleModel.createInstance(spec('id_idle'))) as unknown as { idle: { lastColdStartMs: number } } & typeof inst0;
+    const cold: number[] = [];
+    await run(inst);
+    for (let k = 0; k < 10; k++) {
+      await new Promise((r) => setTimeout(r, 20)); // released after 1 ms idle
+      await run(inst);
+      cold.push(inst.idle.lastColdStartMs);
+    }
+    coldStartMs = ctx.median(cold);
+  }
   await resolver.finalizeAll();
-  return { roundTripUs: ctx.median(samples), respawnMs };
+  return { roundTripUs: ctx.median(samples), respawnMs, instantiateMs: ctx.median(instMs), idleInstanceBytes, coldStartMs };
 }
 
+/** Runs bench/density.js in a child per engine: N uploads of identity_wasm loaded one after another. */
+async function density(ctx: BenchContext, engineName: string, models: number, live = false): Promise<Record<string, number>> {
+  const { stdout } = await promisify(execFile)(process.execPath, [join(ctx.root, 'dist', 'bench', 'density.js'), engineName, String(models), ...(live ? ['live'] : [])], { cwd: ctx.root, maxBuffer: 1 << 20, timeout: 1_800_000 });
+  return JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, number>;
+}
+
+const ENGINES = ['v8', 'wasmtime'] as const;
+/** The model names of `base` on `engine` in the bench repository. */
+const onEngine = (base: string, engine: string) => (engine === 'v8' ? base : `${base}__${engine}`);
+
 export async function benchWasm(ctx: BenchContext): Promise<unknown> {
-  ctx.log('\n== Sandboxed backends (wasm, V8 engine) ==');
+  ctx.log('\n== Sandboxed backends (wasm, v8 and wasmtime engines) ==');
   const repo = await ctx.makeRepository(['identity_wasm', 'add_sub_wasm', 'simple']);
   // the same identity as a C guest (test/fixtures/wasm/hostile.c, mode IDENTITY): separates the
   // engine's cost from the JS guest runtime's (StarlingMonkey runs the TS samples interpreted)
@@ -133,6 +204,13 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
     join(repo, 'identity_c_wasm', 'config.pbtxt'),
     readFileSync(join(ctx.root, 'model_repository', 'identity_wasm', 'config.pbtxt'), 'utf8').replace('name: "identity_wasm"', 'name: "identity_c_wasm"'),
   );
+  // a wasmtime copy of each sandboxed model, picking its engine by parameter
+  for (const base of ['identity_wasm', 'identity_c_wasm', 'add_sub_wasm']) {
+    const name = onEngine(base, 'wasmtime');
+    cpSync(join(repo, base), join(repo, name), { recursive: true });
+    const pbtxt = readFileSync(join(repo, base, 'config.pbtxt'), 'utf8').replace(`name: "${base}"`, `name: "${name}"`);
+    writeFileSync(join(repo, name, 'config.pbtxt'), `${pbtxt}\nparameters { key: "engine" value: { string_value: "wasmtime" } }\n`);
+  }
   const warden = await ctx.startWarden(repo);
   try {
     // check answers before timing them
@@ -145,11 +223,18 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
     const simple = await send(warden.url, simpleRequest());
     if (simple.status !== 200) throw new Error(`simple answered ${simple.status}: ${simple.body.toString().slice(0, 300)}`);
     const big = addSubRequest(MiB);
-    const bigRes = await send(warden.url, big);
-    if (bigRes.status !== 200) throw new Error(`add_sub_wasm answered ${bigRes.status}: ${bigRes.body.toString().slice(0, 300)}`);
-    const hlen = Number(bigRes.headers['inference-header-content-length']);
-    const sum = new Float32Array(bigRes.body.buffer.slice(bigRes.body.byteOffset + hlen, bigRes.body.byteOffset + hlen + MiB));
-    if (sum[1000] !== 1002) throw new Error(`add_sub_wasm returned a wrong sum: ${sum[1000]}`);
+    for (const engine of ENGINES) {
+      const path = `/v2/models/${onEngine('add_sub_wasm', engine)}/infer`;
+      const bigRes = await send(warden.url, { ...big, path });
+      if (bigRes.status !== 200) throw new Error(`${path} answered ${bigRes.status}: ${bigRes.body.toString().slice(0, 300)}`);
+      const hlen = Number(bigRes.headers['inference-header-content-length']);
+      const sum = new Float32Array(bigRes.body.buffer.slice(bigRes.body.byteOffset + hlen, bigRes.body.byteOffset + hlen + MiB));
+      if (sum[1000] !== 1002) throw new Error(`${path} returned a wrong sum: ${sum[1000]}`);
+      for (const base of ['identity_wasm', 'identity_c_wasm']) {
+        const r = await send(warden.url, { ...idReq, path: `/v2/models/${onEngine(base, engine)}/infer` });
+        if (r.status !== 200 || JSON.stringify(JSON.parse(r.body.toString()).outputs?.[0]?.data) !== JSON.stringify(IDENTITY_INPUT)) throw new Error(`${base} on ${engine} answered ${r.status}: ${r.body.toString().slice(0, 300)}`);
+      }
+    }
 
     // the bare Fastify floor replays Warden's identity response byte for byte
     const cannedFile = join(mkdtempSync(join(tmpdir(), 'warden-bench-canned-')), 'canned.json');
@@ -160,36 +245,49 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
     try {
       const cases: BenchCase[] = [];
       for (const c of [1, 16]) {
-        cases.push({ label: `identity FP32[16] JSON c=${c}`, target: 'wasm identity_wasm', server: warden, request: idReq, connections: c });
-        cases.push({ label: `identity (C guest) FP32[16] JSON c=${c}`, target: 'wasm identity_c_wasm', server: warden, request: { ...idReq, path: '/v2/models/identity_c_wasm/infer' }, connections: c });
+        for (const engine of ENGINES) {
+          cases.push({ label: `${engine}: identity (TS guest) FP32[16] JSON c=${c}`, target: `wasm ${engine}`, server: warden, request: { ...idReq, path: `/v2/models/${onEngine('identity_wasm', engine)}/infer` }, connections: c });
+          cases.push({ label: `${engine}: identity (C guest) FP32[16] JSON c=${c}`, target: `wasm ${engine}`, server: warden, request: { ...idReq, path: `/v2/models/${onEngine('identity_c_wasm', engine)}/infer` }, connections: c });
+        }
         cases.push({ label: `simple INT32[1,16] JSON c=${c}`, target: 'onnx simple', server: warden, request: simpleRequest(), connections: c });
         cases.push({ label: `floor c=${c}`, target: 'fastify floor', server: floor, request: { ...idReq, path: '/v2/models/identity_wasm/infer' }, connections: c });
       }
-      cases.push({ label: 'add_sub 2×1 MiB FP32 binary c=1', target: 'wasm add_sub_wasm', server: warden, request: big, connections: 1 });
+      for (const engine of ENGINES) {
+        cases.push({ label: `${engine}: add_sub 2×1 MiB FP32 binary c=1`, target: `wasm ${engine}`, server: warden, request: { ...big, path: `/v2/models/${onEngine('add_sub_wasm', engine)}/infer` }, connections: 1 });
+      }
       const res = await ctx.measure(cases);
       const by = (label: string) => res.find((r) => r.label === label)!;
       const us = (rps: number) => 1e6 / rps;
       const rows = res.map((r) => [r.target, r.label, r.rps.toFixed(0), `${r.rpsMin.toFixed(0)}–${r.rpsMax.toFixed(0)}`, r.p50Ms.toFixed(3), r.p99Ms.toFixed(3), Number.isFinite(r.cpuUsPerReq) ? r.cpuUsPerReq.toFixed(0) : '-']);
-      const overhead1 = us(by('identity FP32[16] JSON c=1').rps) - us(by('simple INT32[1,16] JSON c=1').rps);
-      const overhead16 = us(by('identity FP32[16] JSON c=16').rps) - us(by('simple INT32[1,16] JSON c=16').rps);
-      const overheadC1 = us(by('identity (C guest) FP32[16] JSON c=1').rps) - us(by('simple INT32[1,16] JSON c=1').rps);
-      const addSub = by('add_sub 2×1 MiB FP32 binary c=1');
-      const mbps = (addSub.rps * 2 * MiB) / 1e6;
-      const engine = await engineNumbers(ctx);
-      const respawn = engine.respawnMs.length ? ctx.median(engine.respawnMs) : NaN;
-      const body = [
-        ctx.table(['target', 'case', 'infer/s (median)', 'range', 'p50 ms', 'p99 ms', 'server CPU µs/req'], rows),
-        '',
-        `sandbox cost over the ONNX path at c=1: ${overhead1.toFixed(0)} µs per request (1/rps difference; target < 150 µs: ${overhead1 < 150 ? 'met' : 'MISSED'})`,
-        `same with the C-guest identity at c=1: ${overheadC1.toFixed(0)} µs per request (target < 150 µs: ${overheadC1 < 150 ? 'met' : 'MISSED'}) — the difference is the JS guest runtime, not the sandbox round trip`,
-        `sandbox cost over the ONNX path at c=16: ${overhead16.toFixed(1)} µs per request of throughput`,
-        `add_sub_wasm on 2 × 1 MiB FP32: ${mbps.toFixed(1)} MB/s of input (${addSub.rps.toFixed(1)} infer/s, p50 ${addSub.p50Ms.toFixed(1)} ms) — the JS guest runs interpreted inside wasm`,
-        `engine only (no HTTP), identity execute round trip host → worker → guest → host: ${engine.roundTripUs.toFixed(1)} µs (median of ${ctx.rounds} rounds × 3000)`,
-        `respawn after a deadline kill (terminate → new worker ready): median ${respawn.toFixed(1)} ms over ${engine.respawnMs.length} kills (${engine.respawnMs.map((x) => x.toFixed(0)).join(', ')} ms)`,
-      ].join('\n');
+      const lines: string[] = [ctx.table(['target', 'case', 'infer/s (median)', 'range', 'p50 ms', 'p99 ms', 'server CPU µs/req'], rows), ''];
+      const out: Record<string, unknown> = { cases: res };
+      const densityModels = Number(process.env.BENCH_DENSITY_MODELS ?? 100);
+      for (const engine of ENGINES) {
+        const over = (guest: string, c: number) => us(by(`${engine}: identity (${guest} guest) FP32[16] JSON c=${c}`).rps) - us(by(`simple INT32[1,16] JSON c=${c}`).rps);
+        const addSub = by(`${engine}: add_sub 2×1 MiB FP32 binary c=1`);
+        const mbps = (addSub.rps * 2 * MiB) / 1e6;
+        const e = await engineNumbers(ctx, engine);
+        const d = await density(ctx, engine, densityModels).catch((err: Error) => ({ error: err.message }) as unknown as Record<string, number>);
+        const dLive = engine === 'wasmtime' ? await density(ctx, engine, densityModels, true).catch((err: Error) => ({ error: err.message }) as unknown as Record<string, number>) : undefined;
+        const med = (xs: number[]) => (xs.length ? ctx.median(xs) : NaN);
+        lines.push(
+          `[${engine}] sandbox cost over the ONNX path at c=1: TS guest ${over('TS', 1).toFixed(0)} µs, C guest ${over('C', 1).toFixed(0)} µs per request (1/rps difference; target for wasmtime C guest: < 30 µs)`,
+          `[${engine}] at c=16: TS guest ${over('TS', 16).toFixed(1)} µs, C guest ${over('C', 16).toFixed(1)} µs per request of throughput`,
+          `[${engine}] add_sub_wasm (TS guest) on 2 × 1 MiB FP32: ${mbps.toFixed(1)} MB/s of input (${addSub.rps.toFixed(1)} infer/s, p50 ${addSub.p50Ms.toFixed(1)} ms)`,
+          `[${engine}] engine only (no HTTP), TS identity execute round trip: ${e.roundTripUs.toFixed(1)} µs`,
+          `[${engine}] respawn after a deadline kill (kill → fresh sandbox ready to serve; C guest loop_execute): median ${med(e.respawnMs).toFixed(2)} ms (${e.respawnMs.map((x) => x.toFixed(1)).join(', ')}; target < 5 ms)`,
+          `[${engine}] instantiation (C guest): ${e.instantiateMs.toFixed(2)} ms; RSS per idle instance: ${(e.idleInstanceBytes / MiB).toFixed(2)} MiB` +
+            (e.coldStartMs !== undefined ? `; cold start of an idle-released instance: ${e.coldStartMs.toFixed(2)} ms (target < 5 ms)` : ''),
+          `[${engine}] density, ${densityModels} uploaded identity_wasm models one after another${engine === 'wasmtime' ? ' (idle policy 1 ms)' : ''}: ${JSON.stringify(d)}`,
+          ...(dLive ? [`[${engine}] density, same, every sandbox kept live: ${JSON.stringify(dLive)}`] : []),
+          '',
+        );
+        out[engine] = { overheadUsC1: over('TS', 1), overheadUsC1CGuest: over('C', 1), overheadUsC16: over('TS', 16), addSubMBps: mbps, ...e, density: d, densityLive: dLive };
+      }
+      const body = lines.join('\n');
       ctx.log(body);
-      ctx.section('Sandboxed backends (wasm, V8 engine)', body);
-      return { overheadUsC1: overhead1, overheadUsC1CGuest: overheadC1, overheadUsC16: overhead16, addSubMBps: mbps, roundTripUs: engine.roundTripUs, respawnMs: respawn, cases: res };
+      ctx.section('Sandboxed backends (wasm, v8 and wasmtime engines)', body);
+      return out;
     } finally {
       await floor.stop();
     }

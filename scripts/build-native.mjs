@@ -6,14 +6,30 @@
 //   build/backends/<name>/libtriton_<name>.so   sample backends, where --backend-directory finds them
 //   native/build/test-backends/<name>/...       failure-test backends (test/fixtures/native)
 //   native/build/warden_native_driver           standalone driver (the ASan run builds its own)
-// Needs cmake (>= 3.18) and a C/C++17 compiler; Node-API headers come from npm (node-api-headers,
-// node-addon-api), so nothing is downloaded.
+//   native/wasmtime/target/release/libwarden_wasmtime.a   the wasmtime sandbox engine (Rust, linked
+//                                                into the addon; `cargo build --release --locked`)
+// Needs cmake (>= 3.18), a C/C++17 compiler and cargo (Rust >= 1.95; crates from crates.io, pinned
+// by native/wasmtime/Cargo.lock); Node-API headers come from npm (node-api-headers, node-addon-api).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { prepareWitDeps } from './build-wasm.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+// The wasmtime engine first: the addon links it. Its bindings come from wit/ (+ the WASI deps).
+// A failure fails the whole build (and so `npm install`): the engine is not optional.
+prepareWitDeps();
+const crate = join(root, 'native', 'wasmtime');
+const cargoArgs = ['build', '--release', '--locked', '--manifest-path', join(crate, 'Cargo.toml')];
+if (!process.argv.includes('--verbose')) cargoArgs.push('--quiet');
+const cargo = spawnSync('cargo', cargoArgs, { cwd: crate, stdio: 'inherit', env: { ...process.env, CARGO_TARGET_DIR: join(crate, 'target') } });
+if (cargo.status !== 0) {
+  process.stderr.write(`[build-native] cargo build of the wasmtime engine failed${cargo.error ? ` (${cargo.error.message})` : ''}; Rust >= 1.95 (cargo) is required\n`);
+  process.exit(cargo.status ?? 1);
+}
+const wasmtimeLib = join(crate, 'target', 'release', 'libwarden_wasmtime.a');
 const cmakeJs = join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js');
 const args = [
   cmakeJs,
@@ -23,6 +39,7 @@ const args = [
   '--parallel', '2',
   `--CDWARDEN_BACKEND_DIR=${join(root, 'build', 'backends')}`,
   `--CDWARDEN_TEST_BACKEND_DIR=${join(root, 'native', 'build', 'test-backends')}`,
+  `--CDWARDEN_WASMTIME_LIB=${wasmtimeLib}`,
 ];
 if (!process.argv.includes('--verbose')) args.push('--log-level', 'warn');
 const r = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });

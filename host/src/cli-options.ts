@@ -3,6 +3,7 @@
  * `--flag=true|false` (or bare `--flag` = true) as tritonserver does.
  */
 import { parseArgs } from 'node:util';
+import { checkEngineName, DEFAULT_ENGINE, ENGINE_NAMES } from './backends/wasm/engines.js';
 import { DEFAULT_WASM_LIMITS } from './backends/wasm/limits.js';
 import { DEFAULT_CACHE_LIMITS } from './backends/wasm/v8/transpile.js';
 import { DEFAULT_SERVER_CAPS } from './core/admission.js';
@@ -31,6 +32,10 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --wasm-max-memory-bytes=<n>     cap on a sandboxed instance's linear memory (default ${DEFAULT_WASM_LIMITS.maxMemoryBytes})
   --wasm-max-execute-ms=<n>       cap on a sandboxed execute deadline (default ${DEFAULT_WASM_LIMITS.maxExecuteMs})
   --wasm-max-total-memory-bytes=<n> cap on all sandboxes' memory together (default ${DEFAULT_WASM_LIMITS.maxTotalMemoryBytes})
+  --wasm-engine=<name>            sandbox engine of wasm models: ${ENGINE_NAMES.join(' | ')} (default ${DEFAULT_ENGINE});
+                                  a model may pick its own with parameters { key: "engine" }
+  --wasm-idle-timeout-ms=<n>      wasmtime: release an idle instance's sandbox after n ms, 0 = never (default 0);
+                                  a model may set its own with parameters { key: "idle_timeout_ms" }
   --wasm-cache-max-entries=<n>    transpiled-component cache entries (default ${DEFAULT_CACHE_LIMITS.maxEntries})
   --wasm-cache-max-bytes=<n>      transpiled-component cache size (default ${DEFAULT_CACHE_LIMITS.maxBytes})
   --max-upload-bytes=<n>          decoded files of one load request (default ${DEFAULT_MAX_UPLOAD_BYTES})
@@ -91,6 +96,15 @@ function bool(name: string, v: string | undefined, dflt: boolean): boolean {
   if (['', 'true', '1', 'on', 'yes'].includes(s)) return true;
   if (['false', '0', 'off', 'no'].includes(s)) return false;
   throw new UsageError(`--${name} expects true or false, got '${v}'`);
+}
+
+function engineOption(v: string | undefined): ServerOptions['wasmEngine'] {
+  if (v === undefined) return DEFAULT_ENGINE;
+  try {
+    return checkEngineName(v);
+  } catch (e) {
+    throw new UsageError(`--wasm-engine: ${(e as Error).message}`);
+  }
 }
 
 function int(name: string, v: string | undefined, dflt: number, min = 0): number {
@@ -304,6 +318,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'max-upload-bytes': str,
         'wasm-max-total-memory-bytes': str,
         'wasm-cache-max-entries': str,
+        'wasm-engine': str,
+        'wasm-idle-timeout-ms': str,
         'wasm-cache-max-bytes': str,
         'http-header-timeout-ms': str,
         'http-request-timeout-ms': str,
@@ -439,6 +455,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
       maxLogMessages: DEFAULT_WASM_LIMITS.maxLogMessages,
       maxTotalMemoryBytes: int('wasm-max-total-memory-bytes', v['wasm-max-total-memory-bytes'], DEFAULT_WASM_LIMITS.maxTotalMemoryBytes, 65536),
     },
+    wasmEngine: engineOption(v['wasm-engine']),
+    wasmIdleMs: int('wasm-idle-timeout-ms', v['wasm-idle-timeout-ms'], 0, 0),
     wasmCacheLimits: {
       maxEntries: int('wasm-cache-max-entries', v['wasm-cache-max-entries'], DEFAULT_CACHE_LIMITS.maxEntries, 1),
       maxBytes: int('wasm-cache-max-bytes', v['wasm-cache-max-bytes'], DEFAULT_CACHE_LIMITS.maxBytes, 1),

@@ -13,6 +13,7 @@ import type { JwtOptions } from './tenancy/jwt.js';
 import { TenantRegistry } from './tenancy/registry.js';
 import type { MemoryBudget } from './backends/wasm/memory-budget.js';
 import type { CacheLimits } from './backends/wasm/v8/transpile.js';
+import type { EngineName } from './backends/wasm/engines.js';
 import { LogSettingsStore, type LogSettings } from './core/log-settings.js';
 import { TraceManager, type TraceOptions } from './trace/trace-manager.js';
 import { PathScrubber } from './core/public-errors.js';
@@ -88,6 +89,10 @@ export interface ServerOptions {
   maxUploadBytes?: number;
   /** Bounds of the transpiled-component cache (default 256 entries, 2 GiB). */
   wasmCacheLimits?: Partial<CacheLimits>;
+  /** `--wasm-engine`: the sandbox engine of `backend: "wasm"` models (default `DEFAULT_ENGINE`); a model's `engine` parameter overrides it. */
+  wasmEngine?: EngineName;
+  /** `--wasm-idle-timeout-ms`: wasmtime's default idle policy (ms; 0 = never release). */
+  wasmIdleMs?: number;
   /** Directory for caches (transpiled components). */
   cacheDir?: string;
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -167,6 +172,8 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
       cacheDir: cacheDirOf(opts),
       limits: opts.wasmLimits ?? DEFAULT_WASM_LIMITS,
       cacheLimits: opts.wasmCacheLimits,
+      engine: opts.wasmEngine,
+      idleMs: opts.wasmIdleMs,
       memoryBudgetFor: tenants
         ? ({ key }) => {
             const t = key.namespace === '' ? undefined : tenants.get(key.namespace);

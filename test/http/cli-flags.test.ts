@@ -79,6 +79,13 @@ describe('parsing', () => {
     expect(() => parseCli(['--model-repository=/m', '--trace-config=level=LOUD'])).toThrow(/trace level/);
     expect(() => parseCli(['--model-repository=/m', '--trace-config=count=-5'])).toThrow(/trace count/);
     expect(() => parseCli(['--model-repository=/m', '--grpc-port-typo=1'])).toThrow(UsageError);
+    expect(() => parseCli(['--model-repository=/m', '--wasm-engine=spidermonkey'])).toThrow(/--wasm-engine: unknown sandbox engine 'spidermonkey' \(available: v8, wasmtime\)/);
+    expect(() => parseCli(['--model-repository=/m', '--wasm-idle-timeout-ms=-1'])).toThrow(UsageError);
+  });
+
+  it('--wasm-engine picks the sandbox engine; --wasm-idle-timeout-ms the idle policy', () => {
+    expect(parseCli(['--model-repository=/m'])).toMatchObject({ wasmEngine: 'v8', wasmIdleMs: 0 });
+    expect(parseCli(['--model-repository=/m', '--wasm-engine=wasmtime', '--wasm-idle-timeout-ms=30000'])).toMatchObject({ wasmEngine: 'wasmtime', wasmIdleMs: 30000 });
   });
 });
 

@@ -125,10 +125,17 @@ export function recorder(): { sender: ResponseSender; rec: Recorded } {
 
 export const silentLogger = pino({ level: 'silent' });
 
-/** A resolver on `engine` with a fresh cache folder and test caps (overridable by `limits`). */
+/**
+ * The wasmtime engine's compile cache folder shared by the suites of one machine: compiling the
+ * componentize-js samples with Cranelift takes seconds each, so suites reuse each other's `.cwasm`
+ * (checked on every read; test/wasm/wasmtime-engine.test.ts tests the cache itself on fresh folders).
+ */
+export const SHARED_WASMTIME_CACHE = join(tmpdir(), 'warden-test-wasmtime-cache');
+
+/** A resolver on `engine` with a fresh cache folder (wasmtime: the shared one) and test caps (overridable by `limits`). */
 export function newResolver(engine: EngineName, limits: Partial<WasmLimits> = {}, logger = silentLogger): WasmBackendResolver {
   return new WasmBackendResolver({
-    cacheDir: mkdtempSync(join(tmpdir(), 'warden-wasm-cache-')),
+    cacheDir: engine === 'wasmtime' ? SHARED_WASMTIME_CACHE : mkdtempSync(join(tmpdir(), 'warden-wasm-cache-')),
     limits: { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 5_000, maxLogBytes: 16 * 1024, ...limits },
     logger,
     engine,

@@ -60,6 +60,21 @@ describe.each(ENGINES)('%s engine', (engine) => {
       expect(asBody.outputs.find((o: { name: string }) => o.name === 'OUTPUT1').data).toEqual([-9, -8, -7, -6]);
     });
 
+    it('statistics count sandboxed inferences the same way on every engine (compute times from the engine)', async () => {
+      const before = await (await fetch(`${server.httpUrl}/v2/models/identity_wasm/stats`)).json();
+      const n0 = before.model_stats[0].inference_count as number;
+      for (let i = 0; i < 3; i++) {
+        const r = await post('/v2/models/identity_wasm/infer', { inputs: [{ name: 'INPUT0', shape: [2], datatype: 'FP32', data: [i, i] }] });
+        expect(r.status).toBe(200);
+      }
+      const s = (await (await fetch(`${server.httpUrl}/v2/models/identity_wasm/stats`)).json()).model_stats[0];
+      expect(s.inference_count).toBe(n0 + 3);
+      expect(s.execution_count).toBeGreaterThanOrEqual(n0 + 3);
+      expect(s.inference_stats.success.count).toBeGreaterThanOrEqual(3);
+      expect(s.inference_stats.compute_infer.count).toBeGreaterThanOrEqual(3);
+      expect(s.inference_stats.compute_infer.ns).toBeGreaterThan(0);
+    });
+
     it('a guest error reaches the client with its code', async () => {
       const r = await post('/v2/models/add_sub_wasm/infer', {
         inputs: [

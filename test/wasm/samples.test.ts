@@ -151,6 +151,25 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
     const req = (values: number[], delays: number[], wait: number) =>
       h.request('repeat_wasm', [h.tensor('IN', 'INT32', [values.length], Int32Array.from(values)), h.tensor('DELAY', 'UINT32', [delays.length], Uint32Array.from(delays)), h.tensor('WAIT', 'UINT32', [1], Uint32Array.of(wait))], ['OUT', 'IDX']);
 
+    it('a guest sleeping (wasi:clocks + poll) past its execute deadline is stopped near the deadline, and serves again', async () => {
+      const m = await h.loadModel(resolver, { ...config, parameters: { execute_timeout_ms: { string_value: '300' } } }, join(h.REPO, 'repeat_wasm'));
+      const inst = await m.createInstance(h.instanceSpec('repeat_wasm_sleepy'));
+      const t0 = performance.now();
+      const { sender, rec } = h.recorder();
+      await inst.execute([req([1], [60_000], 0)], [sender]); // would sleep a minute
+      await rec.done;
+      const took = performance.now() - t0;
+      expect(rec.errors[0]?.code).toBe('UNAVAILABLE');
+      expect(rec.errors[0]?.message).toMatch(/exceeded its execute deadline of 300 ms/);
+      expect(took).toBeLessThan(5_000);
+      const again = h.recorder();
+      await inst.execute([req([7], [0], 0)], [again.sender]);
+      await again.rec.done;
+      expect(again.rec.errors).toEqual([]);
+      expect(new Int32Array(again.rec.responses[0]!.outputs.find((o) => o.name === 'OUT')!.data.slice().buffer)[0]).toBe(7);
+      await m.finalize();
+    });
+
     it('streams one response per IN element, paced by DELAY, then a flags-only final', async () => {
       const inst = await start('repeat_wasm', config);
       const { sender, rec } = h.recorder();

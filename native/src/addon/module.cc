@@ -4,6 +4,10 @@
 
 #include "addon.h"
 
+namespace warden_wasmtime {
+Napi::Object Init(Napi::Env env);  // native/src/wasmtime/binding.cc
+}
+
 namespace warden_addon {
 
 Napi::Error TritonError(Napi::Env env, TRITONSERVER_Error_Code code, const std::string& message) {
@@ -193,6 +197,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("BackendHandle", BackendHandle::Init(env));
   exports.Set("ModelHandle", ModelHandle::Init(env));
   exports.Set("InstanceHandle", InstanceHandle::Init(env));
+  exports.Set("wasmtime", warden_wasmtime::Init(env));
   return exports;
 }
 

@@ -15,6 +15,7 @@ import type { ModelConfig } from '../../config/types.js';
 import { fromConfigDataType } from '../../tensor/datatypes.js';
 import { checkComponent } from './component-check.js';
 import type { CompiledComponent, HostConfig, SandboxedInstance, SandboxEngine } from './engine.js';
+import { engineOfConfig, type EngineName } from './engines.js';
 import { DEFAULT_WASM_LIMITS, modelLimits, PARAM_MEMORY, type ModelLimits, type WasmLimits } from './limits.js';
 import { MemoryBudget, SERVER_BUDGET_NAME, type MemoryBudgetFor } from './memory-budget.js';
 import type { OutputSpec } from './wire.js';
@@ -159,6 +160,8 @@ export class WasmBackend implements Backend {
     private readonly caps: WasmLimits,
     private readonly logger: Logger,
     budgets: { server?: MemoryBudget; budgetFor?: MemoryBudgetFor } = {},
+    /** Another engine by name, for models whose `parameters { key: "engine" }` names one (created on first use). */
+    private readonly otherEngine?: (name: EngineName) => SandboxEngine,
   ) {
     this.memoryBudget = budgets.server ?? new MemoryBudget(SERVER_BUDGET_NAME, caps.maxTotalMemoryBytes ?? DEFAULT_WASM_LIMITS.maxTotalMemoryBytes);
     this.budgetFor = budgets.budgetFor;
@@ -167,6 +170,24 @@ export class WasmBackend implements Backend {
   /** The budget of all sandboxed instances' linear memory. */
   readonly memoryBudget: MemoryBudget;
   private readonly budgetFor?: MemoryBudgetFor;
+
+  private readonly others = new Map<string, SandboxEngine>();
+
+  /**
+   * The engine a model runs on: its `engine` parameter's, else the backend's.
+   * @throws TritonError INVALID_ARG for an unknown engine, or one this backend cannot create
+   */
+  engineFor(config: ModelConfig): SandboxEngine {
+    const name = engineOfConfig(config);
+    if (name === undefined || name === this.engine.name) return this.engine;
+    let e = this.others.get(name);
+    if (!e) {
+      if (!this.otherEngine) throw invalidArg(`model '${config.name}': this server runs sandboxed models on engine ${this.engine.name} only`);
+      e = this.otherEngine(name);
+      this.others.set(name, e);
+    }
+    return e;
+  }
 
   /** The budget `ctx`'s instances reserve from: `budgetFor`'s choice, or the server's. */
   private budgetOf(ctx: ModelLoadContext): MemoryBudget {
@@ -196,7 +217,8 @@ export class WasmBackend implements Backend {
     const outputs = outputSpecs(config);
     const hash = createHash('sha256').update(bytes).digest('hex');
     const budget = this.budgetOf(ctx);
-    const compiled = await this.engine.compile({ bytes, hash, surface, limits, what });
+    const engine = this.engineFor(config);
+    const compiled = await engine.compile({ bytes, hash, surface, limits, what });
     const host: HostConfig = {
       model: {
         name: ctx.name,
@@ -209,12 +231,12 @@ export class WasmBackend implements Backend {
       outputs,
       limits,
     };
-    const model = new WasmModel(ctx, this.engine, compiled, host, budget);
+    const model = new WasmModel(ctx, engine, compiled, host, budget);
     // instances the config asks for at least (a group of `count` gives `count` or more)
     const minInstances = config.instance_group.reduce((n, g) => n + Math.max(1, g.count), 0);
     const tooSmall = budget.tooSmallFor(minInstances * model.instanceMemoryBytes);
     if (tooSmall) {
-      this.engine.release(compiled);
+      engine.release(compiled);
       throw invalidArg(
         `model '${ctx.name}' needs ${minInstances * model.instanceMemoryBytes} bytes of sandbox memory ` +
           `(${minInstances} ${minInstances === 1 ? 'instance' : 'instances'} × ${model.memoryDescription()}), more than ${tooSmall.name} allows: ${tooSmall.limitBytes} bytes; ` +
@@ -228,7 +250,7 @@ export class WasmBackend implements Backend {
     };
     this.models.add(model);
     ctx.logger.info(
-      { engine: this.engine.name, component: hash.slice(0, 16), memoryLimitBytes: limits.memoryBytes, executeTimeoutMs: limits.executeMs, loadMs: Math.round(performance.now() - t0) },
+      { engine: engine.name, component: hash.slice(0, 16), memoryLimitBytes: limits.memoryBytes, executeTimeoutMs: limits.executeMs, loadMs: Math.round(performance.now() - t0) },
       'sandboxed model loaded',
     );
     return model;
@@ -238,7 +260,8 @@ export class WasmBackend implements Backend {
     const all = [...this.models];
     this.models.clear();
     await Promise.all(all.map((m) => m.finalize()));
-    await this.engine.dispose();
+    await Promise.all([this.engine, ...this.others.values()].map((e) => e.dispose()));
+    this.others.clear();
     this.logger.debug('wasm backend finalized');
   }
 }

@@ -73,6 +73,12 @@ export interface SandboxStats {
   traps: number;
   /** Time from the kill to the new sandbox being ready, last respawn (ms). */
   lastRespawnMs?: number;
+  /**
+   * wasmtime with fuel metering (`WasmtimePoolOptions.fuel`): the fuel the last execute consumed —
+   * about one unit per wasm instruction, the same for the same input on any machine (a
+   * deterministic CPU figure).
+   */
+  lastFuel?: number;
 }
 
 /**

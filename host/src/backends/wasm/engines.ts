@@ -1,12 +1,18 @@
 /**
- * The sandbox engines this build has, by name. Adding an engine is one folder (e.g. ./wasmtime/)
- * and one entry here; the backend, the host capabilities and the engine-parametrised tests
- * (test/wasm) pick it up from {@link ENGINE_NAMES}.
+ * The sandbox engines this build has, by name: `v8` (./v8/, jco + worker threads) and `wasmtime`
+ * (./wasmtime/, the native addon). Adding an engine is one folder and one entry here; the
+ * backend, the host capabilities and the engine-parametrised tests (test/wasm) pick it up from
+ * {@link ENGINE_NAMES}. A model picks its engine with `parameters { key: "engine" }`
+ * ({@link PARAM_ENGINE}); the server's default is `--wasm-engine`.
  */
 import type { Logger } from 'pino';
+import { invalidArg } from '../../core/errors.js';
+import type { ModelConfig } from '../../config/types.js';
 import type { SandboxEngine } from './engine.js';
 import { V8Engine } from './v8/engine.js';
 import type { CacheLimits } from './v8/transpile.js';
+import { WasmtimeEngine } from './wasmtime/engine.js';
+import type { WasmtimePoolOptions } from './wasmtime/native.js';
 
 export { DEFAULT_CACHE_LIMITS, type CacheLimits } from './v8/transpile.js';
 
@@ -21,10 +27,17 @@ export interface EngineOptions {
   cacheLimits?: Partial<CacheLimits>;
   /** The backend's logger (cache clean-up and eviction). */
   logger?: Logger;
+  /** Largest linear memory of any instance (bytes; the server's cap). wasmtime: the pool's slot size. */
+  maxMemoryBytes?: number;
+  /** wasmtime: pooling allocator and epoch settings. */
+  pool?: WasmtimePoolOptions;
+  /** wasmtime: default idle policy (ms; 0 = never release an idle instance's sandbox). */
+  idleMs?: number;
 }
 
 const FACTORIES = {
   v8: (o: EngineOptions): SandboxEngine => new V8Engine(o),
+  wasmtime: (o: EngineOptions): SandboxEngine => new WasmtimeEngine(o),
 } satisfies Record<string, (o: EngineOptions) => SandboxEngine>;
 
 /** Name of an available engine. */
@@ -42,6 +55,23 @@ export const DEFAULT_ENGINE: EngineName = 'v8';
  */
 export function checkEngineName(name: string): EngineName {
   if (!Object.prototype.hasOwnProperty.call(FACTORIES, name)) throw new RangeError(`unknown sandbox engine '${name}' (available: ${ENGINE_NAMES.join(', ')})`);
+  return name as EngineName;
+}
+
+/** The config parameter that picks a model's engine (`parameters { key: "engine" value: { string_value: "wasmtime" } }`). */
+export const PARAM_ENGINE = 'engine';
+
+/**
+ * The engine a model's config asks for, if any.
+ * @throws TritonError INVALID_ARG for an engine name that is not in {@link ENGINE_NAMES}
+ */
+export function engineOfConfig(config: ModelConfig): EngineName | undefined {
+  const p = config.parameters?.[PARAM_ENGINE];
+  if (p === undefined) return undefined;
+  const name = p.string_value.trim();
+  if (!Object.prototype.hasOwnProperty.call(FACTORIES, name)) {
+    throw invalidArg(`model '${config.name}': parameter ${PARAM_ENGINE} must be one of ${ENGINE_NAMES.join(', ')}, got '${name.slice(0, 64)}'`);
+  }
   return name as EngineName;
 }
 

@@ -10,6 +10,7 @@ import type { ModelConfig } from '../../config/types.js';
 import { WasmBackend } from './backend.js';
 import { checkEngineName, createEngine, DEFAULT_CACHE_LIMITS, DEFAULT_ENGINE, type CacheLimits, type EngineName } from './engines.js';
 import { checkWasmLimits, type WasmLimits } from './limits.js';
+import type { WasmtimePoolOptions } from './wasmtime/native.js';
 import { MemoryBudget, SERVER_BUDGET_NAME, type MemoryBudgetFor } from './memory-budget.js';
 
 export type { WasmLimits, ModelLimits } from './limits.js';
@@ -17,6 +18,8 @@ export { DEFAULT_WASM_LIMITS, checkWasmLimits, modelLimits, PARAM_LOG, PARAM_MEM
 export { MemoryBudget, SERVER_BUDGET_NAME, type Reservation, type MemoryBudgetFor, type BudgetedModel } from './memory-budget.js';
 export { WasmBackend, WasmModel, DEFAULT_COMPONENT_FILE } from './backend.js';
 export type { SandboxEngine, SandboxedInstance, SandboxStats, CompiledComponent, CompileInput, HostConfig } from './engine.js';
+export type { WasmtimePoolOptions } from './wasmtime/native.js';
+export { PARAM_ENGINE, engineOfConfig } from './engines.js';
 export { ENGINE_NAMES, DEFAULT_ENGINE, DEFAULT_CACHE_LIMITS, checkEngineName, createEngine, type EngineName, type CacheLimits } from './engines.js';
 export { checkComponent, componentSurface, ALLOWED_IMPORTS, SANDBOX_MEMBERS, BACKEND_EXPORT, BACKEND_API_VERSION } from './component-check.js';
 
@@ -34,8 +37,12 @@ export interface WasmBackendOptions {
   limits: WasmLimits;
   /** Server logger; the backend logs under `{ backend: 'wasm' }`. */
   logger: Logger;
-  /** Sandbox engine, one of `ENGINE_NAMES` (default `v8`). */
+  /** Sandbox engine, one of `ENGINE_NAMES` (default `DEFAULT_ENGINE`); a model may pick another with `parameters { key: "engine" }`. */
   engine?: EngineName;
+  /** wasmtime: pooling allocator and epoch settings. */
+  wasmtimePool?: WasmtimePoolOptions;
+  /** wasmtime: default idle policy (ms; 0 = never release an idle instance's sandbox). */
+  idleMs?: number;
   /**
    * Bounds of the compile cache: `maxEntries` (default 256) and `maxBytes` (default 2 GiB); past
    * either, the least recently used entries no loaded model uses are removed.
@@ -62,6 +69,8 @@ export class WasmBackendResolver implements BackendResolver {
   private readonly engine: EngineName;
   private readonly cacheLimits: CacheLimits;
   private readonly memoryBudgetFor?: MemoryBudgetFor;
+  private readonly wasmtimePool?: WasmtimePoolOptions;
+  private readonly idleMs?: number;
   /**
    * The budget of all sandboxed instances' linear memory (`limits.maxTotalMemoryBytes`); make
    * tenant budgets inside it with `child()` and hand them out through `memoryBudgetFor`.
@@ -76,6 +85,9 @@ export class WasmBackendResolver implements BackendResolver {
     this.logger = opts.logger.child({ backend: WASM_BACKEND_NAME });
     this.memoryBudget = new MemoryBudget(SERVER_BUDGET_NAME, this.limits.maxTotalMemoryBytes);
     this.memoryBudgetFor = opts.memoryBudgetFor;
+    this.wasmtimePool = opts.wasmtimePool;
+    if (opts.idleMs !== undefined && (!Number.isSafeInteger(opts.idleMs) || opts.idleMs < 0)) throw new RangeError(`idleMs must be a non-negative integer, got ${opts.idleMs}`);
+    this.idleMs = opts.idleMs;
   }
 
   /** The wasm backend for `backend: "wasm"` configs; undefined for any other model. */
@@ -91,8 +103,9 @@ export class WasmBackendResolver implements BackendResolver {
   getBackend(): WasmBackend {
     if (!this.backend) {
       mkdirSync(this.cacheDir, { recursive: true });
-      const engine = createEngine(this.engine, { cacheDir: this.cacheDir, cacheLimits: this.cacheLimits, logger: this.logger });
-      this.backend = new WasmBackend(engine, this.limits, this.logger, { server: this.memoryBudget, budgetFor: this.memoryBudgetFor });
+      const make = (name: EngineName) =>
+        createEngine(name, { cacheDir: this.cacheDir, cacheLimits: this.cacheLimits, logger: this.logger, maxMemoryBytes: this.limits.maxMemoryBytes, pool: this.wasmtimePool, idleMs: this.idleMs });
+      this.backend = new WasmBackend(make(this.engine), this.limits, this.logger, { server: this.memoryBudget, budgetFor: this.memoryBudgetFor }, make);
     }
     return this.backend;
   }

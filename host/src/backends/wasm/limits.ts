@@ -69,6 +69,8 @@ const MIN_MEMORY_BYTES = WASM_PAGE_BYTES;
 export const PARAM_MEMORY = 'memory_limit_bytes';
 export const PARAM_TIMEOUT = 'execute_timeout_ms';
 export const PARAM_LOG = 'log_limit_bytes';
+/** Idle policy (ms): release an idle instance's sandbox after this long; `0` = never. */
+export const PARAM_IDLE = 'idle_timeout_ms';
 
 /** Limits in force for one model. */
 export interface ModelLimits {
@@ -80,12 +82,19 @@ export interface ModelLimits {
   logBytes: number;
   /** Log budget per call, messages (the server cap; there is no per-model parameter). */
   logMessages: number;
+  /**
+   * Idle policy from `idle_timeout_ms` (ms; 0 = never release): an engine that supports it
+   * (wasmtime) releases an instance's sandbox after this long without an execute and starts a new
+   * one on the next. Absent = the engine's default.
+   */
+  idleMs?: number;
 }
 
-function positiveIntParam(config: ModelConfig, key: string): number | undefined {
+function positiveIntParam(config: ModelConfig, key: string, allowZero = false): number | undefined {
   const p = config.parameters?.[key];
   if (p === undefined) return undefined;
   const s = p.string_value.trim();
+  if (allowZero && s === '0') return 0;
   if (!/^\d+$/.test(s)) throw invalidArg(`model '${config.name}': parameter ${key} must be a positive integer, got '${p.string_value}'`);
   const n = Number(s);
   if (!Number.isSafeInteger(n) || n <= 0) throw invalidArg(`model '${config.name}': parameter ${key} must be a positive integer, got '${p.string_value}'`);
@@ -107,5 +116,11 @@ export function modelLimits(config: ModelConfig, caps: WasmLimits): ModelLimits 
     executeMs: Math.min(positiveIntParam(config, PARAM_TIMEOUT) ?? caps.maxExecuteMs, caps.maxExecuteMs),
     logBytes: Math.min(positiveIntParam(config, PARAM_LOG) ?? caps.maxLogBytes, caps.maxLogBytes),
     logMessages: caps.maxLogMessages ?? DEFAULT_WASM_LIMITS.maxLogMessages,
+    ...idle(config),
   };
+}
+
+function idle(config: ModelConfig): { idleMs?: number } {
+  const ms = positiveIntParam(config, PARAM_IDLE, true);
+  return ms === undefined ? {} : { idleMs: ms };
 }

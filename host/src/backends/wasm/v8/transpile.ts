@@ -59,7 +59,7 @@ const ENTRY_NAME = /^[0-9a-f]{64}$/;
 const TEMP_NAME = /^\.tmp-([0-9a-f]{64})-(\d+)-(\d+)$/;
 
 /** True if process `pid` exists (possibly another user's). */
-function processAlive(pid: number): boolean {
+export function processAlive(pid: number): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);

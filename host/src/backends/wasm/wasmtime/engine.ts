@@ -1,0 +1,255 @@
+/**
+ * The `wasmtime` sandbox engine (DESIGN "Backend kinds"; issue 10): components compiled by
+ * wasmtime (Cranelift) in the native addon, once per content — shared by every model version with
+ * the same component hash, and cached on disk as precompiled `.cwasm` (./cache.ts) — each instance
+ * a wasmtime store on its own native thread with epoch deadlines, `StoreLimits` and the pooling
+ * allocator (./instance.ts). Host capabilities are the TypeScript modules of ../host/, shared with
+ * the V8 engine.
+ */
+import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import type { Logger } from 'pino';
+import { internal, invalidArg } from '../../../core/errors.js';
+import type { InstanceSpec } from '../../../core/types.js';
+import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, SandboxEngine } from '../engine.js';
+import { DEFAULT_CACHE_LIMITS, type CacheLimits } from '../v8/transpile.js';
+import { CwasmCache } from './cache.js';
+import { WasmtimeInstance, type InstancePort } from './instance.js';
+import { MSG, wasmtimeNative, type ComponentHandle, type EngineHandle, type InstanceHandle, type WasmtimeNative, type WasmtimePoolOptions } from './native.js';
+
+/** Engine name. */
+export const WASMTIME_ENGINE = 'wasmtime';
+
+/** A component compiled by the wasmtime engine (shared by all models with its hash). */
+export interface WasmtimeCompiled extends CompiledComponent {
+  readonly engine: typeof WASMTIME_ENGINE;
+  readonly component: ComponentHandle;
+  /** How the component was obtained: compiled now, from the disk cache, or shared in memory. */
+  readonly source: 'compiled' | 'cache' | 'shared';
+}
+
+/** Options of the wasmtime engine. */
+export interface WasmtimeEngineOptions {
+  /** Folder of the compile cache (a `wasmtime/` subfolder is used). */
+  cacheDir: string;
+  /** Bounds of the compile cache (default 256 entries, 2 GiB). */
+  cacheLimits?: Partial<CacheLimits>;
+  logger?: Logger;
+  /** Largest linear memory of any instance (bytes; the server's cap): the pool's slot size. */
+  maxMemoryBytes?: number;
+  /** Pooling allocator and epoch settings. */
+  pool?: WasmtimePoolOptions;
+  /** Default idle policy (ms; 0 = never): release an instance's sandbox after this long unused. */
+  idleMs?: number;
+}
+
+interface Shared {
+  component: ComponentHandle;
+  memories: number;
+  refs: number;
+}
+
+/**
+ * A native wasmtime engine, shared by every {@link WasmtimeEngine} of the process with the same
+ * settings: one pool reservation (the pooling allocator reserves address space for all its slots
+ * up front, terabytes with 4 GiB guard regions), one epoch ticker, one wake-up path.
+ */
+interface NativeEngine {
+  handle: EngineHandle;
+  key: string;
+  refs: number;
+  /** Sandbox threads of all engines on it, by thread id. */
+  threads: Map<number, WasmtimeInstance>;
+}
+
+const nativeEngines = new Map<string, NativeEngine>();
+let nextThread = 1;
+
+function acquireNative(native: WasmtimeNative, optionsJson: string): NativeEngine {
+  let e = nativeEngines.get(optionsJson);
+  if (!e) {
+    const threads = new Map<number, WasmtimeInstance>();
+    const handle = native.engineNew(optionsJson, (tid, kind, json, bufs) => {
+      threads.get(tid)?.onMessage(tid, kind, json, bufs);
+      if (kind === MSG.EXITED) threads.delete(tid);
+    });
+    e = { handle, key: optionsJson, refs: 0, threads };
+    nativeEngines.set(optionsJson, e);
+  }
+  e.refs++;
+  return e;
+}
+
+function releaseNative(native: WasmtimeNative, e: NativeEngine): void {
+  if (--e.refs > 0) return;
+  nativeEngines.delete(e.key);
+  native.engineFree(e.handle);
+}
+
+/** The wasmtime engine. */
+export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, InstancePort {
+  readonly name = WASMTIME_ENGINE;
+  private readonly native: WasmtimeNative;
+  private shared?: NativeEngine;
+  readonly cache: CwasmCache;
+  private readonly components = new Map<string, Shared>();
+  private readonly compiling = new Map<string, Promise<{ shared: Shared; source: WasmtimeCompiled['source'] }>>();
+  /** This engine's sandbox threads (ids on the shared native engine). */
+  private readonly threads = new Set<number>();
+  private readonly logger?: Logger;
+  /** Default idle release (ms; 0 = never). */
+  readonly idleMs: number;
+
+  /**
+   * @throws TritonError UNAVAILABLE if the native addon was not built; Error if wasmtime refuses
+   *   the configuration
+   */
+  constructor(opts: WasmtimeEngineOptions) {
+    this.native = wasmtimeNative();
+    this.logger = opts.logger;
+    this.idleMs = opts.idleMs ?? 0;
+    this.shared = acquireNative(this.native, JSON.stringify({ maxMemoryBytes: opts.maxMemoryBytes, ...opts.pool }));
+    const dir = join(opts.cacheDir, 'wasmtime');
+    mkdirSync(dir, { recursive: true });
+    this.cache = new CwasmCache(dir, this.native.engineConfigKey(this.shared.handle), { ...DEFAULT_CACHE_LIMITS, ...opts.cacheLimits }, opts.logger);
+    this.cache.prepare().catch((e: unknown) => opts.logger?.error({ err: e }, 'wasmtime compile cache could not be scanned'));
+  }
+
+  private engine(): EngineHandle {
+    if (!this.shared) throw internal('the wasmtime engine was disposed');
+    return this.shared.handle;
+  }
+
+  /** Compiles (or takes from the disk cache) once per hash, concurrent loads included. */
+  private async obtain(bytes: Uint8Array, hash: string, what: string): Promise<{ shared: Shared; source: WasmtimeCompiled['source'] }> {
+    const memories = this.native.countMemories(bytes);
+    if (memories < 0) throw invalidArg(`${what}: not a valid component`);
+    const cached = await this.cache.read(hash);
+    if ('payload' in cached) {
+      try {
+        return { shared: { component: await this.native.deserialize(this.engine(), cached.payload), memories, refs: 0 }, source: 'cache' };
+      } catch (e) {
+        this.logger?.warn({ err: (e as Error).message }, 'precompiled component refused by wasmtime; compiling again');
+        await this.cache.drop(hash);
+      }
+    }
+    let component: ComponentHandle;
+    try {
+      component = await this.native.compile(this.engine(), bytes);
+    } catch (e) {
+      throw invalidArg(`${what}: wasmtime cannot compile the component: ${(e as Error).message}`);
+    }
+    await this.cache.write(hash, this.native.serialize(component));
+    return { shared: { component, memories, refs: 0 }, source: 'compiled' };
+  }
+
+  /**
+   * The component for `hash`: shared in memory with every loaded model of the same content, else
+   * deserialized from the compile cache (checked), else compiled and cached.
+   * @throws TritonError INVALID_ARG if wasmtime cannot compile it
+   */
+  async compile({ bytes, hash, what }: CompileInput): Promise<WasmtimeCompiled> {
+    let source: WasmtimeCompiled['source'] = 'shared';
+    let shared = this.components.get(hash);
+    // in use from now on: the entry written for it is never the one evicted to make room
+    this.cache.retain(hash);
+    try {
+      if (!shared) {
+        let p = this.compiling.get(hash);
+        if (!p) {
+          p = this.obtain(bytes, hash, what).finally(() => this.compiling.delete(hash));
+          this.compiling.set(hash, p);
+          const got = await p;
+          source = got.source;
+          this.components.set(hash, got.shared);
+        } else {
+          await p;
+        }
+        shared = this.components.get(hash)!;
+      }
+    } catch (e) {
+      this.cache.release(hash);
+      throw e;
+    }
+    shared.refs++;
+    return { engine: WASMTIME_ENGINE, hash, memories: shared.memories, component: shared.component, source };
+  }
+
+  /** The model of `compiled` was unloaded: the component is freed when no model uses it. */
+  release(compiled: WasmtimeCompiled): void {
+    const shared = this.components.get(compiled.hash);
+    this.cache.release(compiled.hash);
+    if (!shared || --shared.refs > 0) return;
+    this.components.delete(compiled.hash);
+    this.native.componentFree(shared.component);
+  }
+
+  /**
+   * Starts an instance on a sandbox thread.
+   * @throws TritonError as {@link SandboxEngine.instantiate}; INTERNAL for a component compiled
+   *   by another engine
+   */
+  async instantiate(compiled: WasmtimeCompiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance> {
+    if (compiled.engine !== WASMTIME_ENGINE) throw internal(`engine ${WASMTIME_ENGINE} cannot run a component compiled by engine ${compiled.engine}`);
+    return WasmtimeInstance.start({ port: this, component: compiled.component, memories: compiled.memories, spec, host, executeMs, logger, idleMs: host.limits.idleMs ?? this.idleMs });
+  }
+
+  // ------------------------------------------------------------------ InstancePort
+
+  spawn(inst: WasmtimeInstance, paramsJson: string): { handle: InstanceHandle; id: number } {
+    const shared = this.shared;
+    if (!shared) throw internal('the wasmtime engine was disposed');
+    const id = nextThread++;
+    shared.threads.set(id, inst);
+    this.threads.add(id);
+    try {
+      return { handle: this.native.instanceNew(shared.handle, inst.component, id, paramsJson), id };
+    } catch (e) {
+      shared.threads.delete(id);
+      this.threads.delete(id);
+      throw e;
+    }
+  }
+
+  execute(handle: InstanceHandle, json: string, buffers: Uint8Array[]): boolean {
+    return this.native.instanceExecute(handle, json, buffers);
+  }
+
+  reply(handle: InstanceHandle, json: string, buffers: Uint8Array[]): void {
+    this.native.instanceReply(handle, json, buffers);
+  }
+
+  free(handle: InstanceHandle): void {
+    this.native.instanceFree(handle);
+  }
+
+  hold(on: boolean): void {
+    if (this.shared) this.native.engineRef(this.shared.handle, on);
+  }
+
+  /** Sandbox threads of this engine alive now (terminating ones included). */
+  liveSandboxes(): number {
+    const shared = this.shared;
+    if (!shared) return 0;
+    for (const id of this.threads) if (!shared.threads.has(id)) this.threads.delete(id);
+    return this.threads.size;
+  }
+
+  /**
+   * Frees this engine's components once its sandbox threads have ended (waits up to 5 s), and
+   * the native engine with the last user.
+   */
+  async dispose(): Promise<void> {
+    const shared = this.shared;
+    if (!shared) return;
+    for (let i = 0; i < 500 && this.liveSandboxes() > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    if (this.liveSandboxes() > 0) {
+      this.logger?.warn({ threads: this.threads.size }, 'wasmtime engine disposed with sandbox threads still running; its memory is kept');
+      return;
+    }
+    for (const s of this.components.values()) this.native.componentFree(s.component);
+    this.components.clear();
+    this.shared = undefined;
+    releaseNative(this.native, shared);
+  }
+}

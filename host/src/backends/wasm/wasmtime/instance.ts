@@ -1,0 +1,498 @@
+/**
+ * Host side of one wasmtime-sandboxed model instance (spec §6.7, §6.8; DESIGN "Sandbox rules").
+ * The sandbox itself lives on a native thread (native/wasmtime/src/instance.rs) that owns the
+ * wasmtime store, enforces the execute deadline (epoch interruption) and the memory limits
+ * (`StoreLimits`), and after a trap or a deadline drops the store and instantiates again from the
+ * component's `InstancePre` on its own. This side keeps the host capabilities of ../host/ — the
+ * same modules the V8 engine uses: log budget, response checks, read-only files, cancellation —
+ * answers the thread's host calls, and delivers responses to the requests' senders.
+ *
+ * Idle policy: with `idleMs` > 0 an instance whose sandbox ran nothing for that long releases it
+ * (thread and store gone, the model's memory reservation kept) and starts a new one on the next
+ * execute (a cold start: a pooled instantiation plus the guest's `create`s).
+ */
+import type { Logger } from 'pino';
+import { TritonError, unavailable } from '../../../core/errors.js';
+import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../core/types.js';
+import { fromWitError, toWitRequest } from '../convert.js';
+import type { HostConfig, SandboxedInstance, SandboxStats } from '../engine.js';
+import { createHostState, endCall, type HostState } from '../host/index.js';
+import type { HostCallError } from '../host/errors.js';
+import { listFiles, readFile } from '../host/files.js';
+import { chargeLog, log, type LogLevel } from '../host/log.js';
+import { beginExecute, finishExecute, isCancelled, sendFinal, sendResponse, type ResponseSend } from '../host/responses.js';
+import { writeOutput } from '../host/wasi/stdio.js';
+import type { WireRequest, WireResponse } from '../wire.js';
+import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
+import { MSG, type ComponentHandle, type InstanceHandle } from './native.js';
+
+/** Longest idle timeout a timer can carry (ms); longer ones never release. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Time allowed for start-up on top of the execute deadline (ms), as the V8 engine. */
+export const BOOT_ALLOWANCE_MS = 10_000;
+
+/** What the engine gives an instance to reach its native side. */
+export interface InstancePort {
+  /** Starts a sandbox thread for `inst`; its messages come back to `inst.onMessage` with `id`. */
+  spawn(inst: WasmtimeInstance, paramsJson: string): { handle: InstanceHandle; id: number };
+  execute(handle: InstanceHandle, json: string, buffers: Uint8Array[]): boolean;
+  reply(handle: InstanceHandle, json: string, buffers: Uint8Array[]): void;
+  /** Ends the thread; it reports EXITED to the instance. */
+  free(handle: InstanceHandle): void;
+  /** Holds the event loop while a reply from native is awaited (counted). */
+  hold(on: boolean): void;
+}
+
+interface Pending {
+  requests: InferenceRequest[];
+  senders: ResponseSender[];
+  wire: WireRequest[];
+  handles: number[];
+  finals: boolean[];
+  resolve: (t: ExecuteTimings | void) => void;
+}
+
+/** JSON as sent by the native side: 64-bit integers are decimal strings. */
+type J = Record<string, unknown>;
+
+/** A WIT response (jco's shape, what ../host/responses.ts checks) from the native side's JSON. */
+function witResponse(v: J, buffers: Uint8Array[]): WitTypes.Response {
+  const outputs = (v.outputs as J[]).map((t) => ({
+    name: String(t.name),
+    datatype: t.datatype as WitTypes.DataType,
+    shape: BigInt64Array.from(t.shape as string[], (d) => BigInt(d)),
+    data: buffers[t.data as number] ?? new Uint8Array(0),
+  }));
+  const parameters = (v.parameters as J[]).map((p) => {
+    const value = p.value as { tag: string; val: unknown };
+    let val = value.val;
+    if (value.tag === 'int') val = BigInt(val as string);
+    else if (value.tag === 'double' && typeof val === 'string') val = Number(val);
+    return { key: String(p.key), value: { tag: value.tag, val } as WitTypes.ParameterValue };
+  });
+  return { outputs, parameters };
+}
+
+function witResult(v: J, buffers: Uint8Array[]): { tag: 'ok'; val: WitTypes.Response } | { tag: 'err'; val: WitTypes.Error } {
+  return v.tag === 'ok' ? { tag: 'ok', val: witResponse(v.val as J, buffers) } : { tag: 'err', val: v.val as WitTypes.Error };
+}
+
+function isHostCallError(e: unknown): e is HostCallError {
+  return typeof e === 'object' && e !== null && 'payload' in e;
+}
+
+/** JSON of an execute's requests for the native side; input data goes in `buffers`. */
+function requestsJson(wire: WireRequest[], buffers: Uint8Array[]): string {
+  const requests = wire.map((r) => {
+    const w = toWitRequest(r);
+    return {
+      ...w,
+      flags: r.flags & 3,
+      inputs: w.inputs.map((t) => {
+        buffers.push(t.data);
+        return { name: t.name, datatype: t.datatype, shape: Array.from(t.shape, String), data: buffers.length - 1 };
+      }),
+      parameters: w.parameters,
+    };
+  });
+  return JSON.stringify({ requests }, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+}
+
+/** One wasmtime-sandboxed instance. Create with {@link WasmtimeInstance.start}. */
+export class WasmtimeInstance implements SandboxedInstance {
+  readonly stats: SandboxStats = { starts: 0, deadlineKills: 0, traps: 0 };
+  /** Cold starts after an idle release, and the last one's time (ms). */
+  readonly idle = { releases: 0, coldStarts: 0, lastColdStartMs: 0 };
+  private handle?: InstanceHandle;
+  /** Id of the current sandbox thread (a new one per start). */
+  private threadId = 0;
+  private readonly host: HostState;
+  private readonly log: Logger;
+  private pending?: Pending;
+  private starting?: { resolve: () => void; reject: (e: TritonError) => void };
+  private ready?: Promise<void>;
+  private broken?: TritonError;
+  private finalized = false;
+  private killedAt?: number;
+  private nextHandle = 1;
+  private idleTimer?: NodeJS.Timeout;
+  private exited?: () => void;
+  private exitWaitFor = -1;
+  /**
+   * Input buffers of executes queued on each sandbox thread, oldest first: the native side reads
+   * them in place (no copy until wasmtime lowers them into the guest), so they stay referenced
+   * until the execute's terminal message, or the thread's exit.
+   */
+  private readonly inputsHeld = new Map<number, Uint8Array[][]>();
+
+  private constructor(
+    private readonly port: InstancePort,
+    readonly component: ComponentHandle,
+    private readonly spec: InstanceSpec,
+    private readonly config: HostConfig,
+    private readonly paramsJson: string,
+    logger: Logger,
+    private readonly idleMs: number,
+  ) {
+    this.log = logger.child({ instance: spec.name });
+    this.host = createHostState(config, {
+      log: (line) => this.guestLog(line.level, line.source, line.message),
+      send: (s) => this.onSend(s),
+      cancelledAt: (i) => this.pending?.requests[i]?.cancelled === true,
+    });
+  }
+
+  /**
+   * Starts the instance: a sandbox thread, `model.create`, `instance.create`.
+   * @throws TritonError the guest's own error from a `create`, INTERNAL if it trapped during
+   *   start-up, UNAVAILABLE if start-up exceeded its deadline
+   */
+  static async start(p: {
+    port: InstancePort;
+    component: ComponentHandle;
+    memories: number;
+    spec: InstanceSpec;
+    host: HostConfig;
+    executeMs: number;
+    logger: Logger;
+    idleMs: number;
+  }): Promise<WasmtimeInstance> {
+    const { host, spec } = p;
+    const params = JSON.stringify({
+      name: spec.name,
+      kind: spec.kind === 'KIND_GPU' ? 'gpu' : spec.kind === 'KIND_MODEL' ? 'model' : 'cpu',
+      deviceId: spec.deviceId,
+      modelName: host.model.name,
+      modelVersion: host.model.version,
+      configJson: host.model.configJson,
+      memoryBytes: host.limits.memoryBytes,
+      memories: p.memories,
+      executeMs: p.executeMs,
+      bootMs: BOOT_ALLOWANCE_MS,
+      logBytes: host.limits.logBytes,
+      logMessages: host.limits.logMessages,
+    });
+    const inst = new WasmtimeInstance(p.port, p.component, spec, host, params, p.logger, p.idleMs);
+    await inst.boot();
+    return inst;
+  }
+
+  private get modelName(): string {
+    return this.config.model.name;
+  }
+
+  /** Starts a sandbox thread and waits for its READY. */
+  private boot(): Promise<void> {
+    this.stats.starts++;
+    this.port.hold(true);
+    const started = new Promise<void>((resolve, reject) => {
+      this.starting = { resolve, reject };
+    }).finally(() => this.port.hold(false));
+    try {
+      const t = this.port.spawn(this, this.paramsJson);
+      this.handle = t.handle;
+      this.threadId = t.id;
+    } catch (e) {
+      this.starting = undefined;
+      this.port.hold(false);
+      return Promise.reject(new TritonError('INTERNAL', `sandbox of model '${this.modelName}' could not start: ${(e as Error).message}`));
+    }
+    this.ready = started;
+    return started;
+  }
+
+  isReady(): boolean {
+    return !this.finalized && this.broken === undefined;
+  }
+
+  /** True while a native sandbox (thread + store) exists for this instance. */
+  get live(): boolean {
+    return this.handle !== undefined;
+  }
+
+  private guestLog(level: LogLevel, source: string, message: string): void {
+    const fields = { source };
+    if (level === 'error') this.log.error(fields, message);
+    else if (level === 'warn') this.log.warn(fields, message);
+    else if (level === 'verbose') this.log.debug(fields, message);
+    else this.log.info(fields, message);
+  }
+
+  private onSend(s: ResponseSend): void {
+    const p = this.pending;
+    if (!p) return;
+    const i = p.handles.indexOf(s.handle);
+    if (i < 0 || p.finals[i]) return;
+    if (s.final) p.finals[i] = true;
+    const sender = p.senders[i]!;
+    if (s.error) sender.sendError(new TritonError(s.error.code, s.error.message), s.final);
+    else sender.send(s.response ? toResponse(s.response) : null, s.final);
+  }
+
+  /** A message of one of this instance's sandbox threads (the engine routes them by thread id). */
+  onMessage(tid: number, kind: number, json: string, buffers: Uint8Array[]): void {
+    if (kind === MSG.EXITED) {
+      this.inputsHeld.delete(tid);
+      if (tid === this.exitWaitFor) this.exited?.();
+      return;
+    }
+    const m = JSON.parse(json) as J;
+    if (kind === MSG.DONE || (kind === MSG.TRAP && m.during === 'execute') || (kind === MSG.RESPAWN_FAILED && m.terminal === true)) {
+      this.inputsHeld.get(tid)?.shift(); // that execute's inputs were read (or never will be)
+    }
+    if (tid !== this.threadId || !this.handle) return; // a thread released or replaced since
+    switch (kind) {
+      case MSG.LOG:
+        log(this.host.log, m.level as LogLevel, String(m.message));
+        return;
+      case MSG.OUTPUT:
+        writeOutput(this.host.stdio, m.stream === 'stderr' ? 'stderr' : 'stdout', buffers[0] ?? new Uint8Array(0));
+        return;
+      case MSG.LOG_DROPPED:
+        chargeLog(this.host.log, Number(m.bytes), Number(m.messages));
+        return;
+      case MSG.CALL:
+        this.onCall(m, buffers);
+        return;
+      case MSG.READY:
+        endCall(this.host);
+        this.onReady(m);
+        return;
+      case MSG.CREATE_ERROR: {
+        endCall(this.host);
+        const e = fromWitError(m);
+        this.startFailed(new TritonError(e.code, e.message));
+        return;
+      }
+      case MSG.TRAP:
+        endCall(this.host);
+        this.onTrap(m);
+        return;
+      case MSG.DONE:
+        this.onDone(m, buffers);
+        return;
+      case MSG.RESPAWN_FAILED:
+        endCall(this.host);
+        this.onRespawnFailed(String(m.message));
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onCall(m: J, buffers: Uint8Array[]): void {
+    const handle = this.handle;
+    if (!handle) return;
+    let out: unknown = null;
+    const replyBufs: Uint8Array[] = [];
+    try {
+      switch (m.fn) {
+        case 'send-response':
+          sendResponse(this.host.responses, Number(m.handle), witResult(m.response as J, buffers), m.final === true);
+          break;
+        case 'send-final':
+          sendFinal(this.host.responses, Number(m.handle));
+          break;
+        case 'is-cancelled':
+          out = isCancelled(this.host.responses, Number(m.handle));
+          break;
+        case 'read-file':
+          replyBufs.push(readFile(this.host.files, String(m.path)));
+          break;
+        case 'list-files':
+          out = listFiles(this.host.files);
+          break;
+        default:
+          throw { payload: { code: 'unsupported', message: `unknown host call '${String(m.fn)}'` } };
+      }
+      this.port.reply(handle, JSON.stringify({ ok: out }), replyBufs);
+    } catch (e) {
+      const err = isHostCallError(e) ? e.payload : { code: 'internal', message: `host error: ${(e as Error)?.message ?? String(e)}` };
+      this.port.reply(handle, JSON.stringify({ err }), []);
+    }
+  }
+
+  private startFailed(e: TritonError): void {
+    const s = this.starting;
+    this.starting = undefined;
+    this.dropHandle();
+    if (s) s.reject(e);
+    else this.onRespawnFailed(e.message);
+  }
+
+  private onReady(m: J): void {
+    const s = this.starting;
+    this.starting = undefined;
+    if (s) {
+      s.resolve();
+      return;
+    }
+    // a respawn after a trap or a deadline, done by the native thread on its own (counted in onTrap)
+    this.stats.lastRespawnMs = this.killedAt !== undefined ? performance.now() - this.killedAt : Number(m.startMs);
+    this.broken = undefined;
+    this.log.info({ respawnMs: Math.round(this.stats.lastRespawnMs * 1000) / 1000 }, 'sandbox restarted');
+  }
+
+  private onTrap(m: J): void {
+    if (m.during === 'create' && this.starting) {
+      this.startFailed(new TritonError('INTERNAL', `sandboxed backend of model '${this.modelName}' trapped during start-up: ${String(m.message)}`));
+      return;
+    }
+    this.killedAt = performance.now();
+    this.stats.starts++; // the native thread starts the replacement right away
+    const deadline = m.reason === 'deadline';
+    if (deadline) this.stats.deadlineKills++;
+    else this.stats.traps++;
+    const error = deadline
+      ? unavailable(`sandboxed backend of model '${this.modelName}' exceeded its execute deadline of ${this.config.limits.executeMs} ms; the instance was restarted`)
+      : new TritonError('INTERNAL', `sandboxed backend of model '${this.modelName}' trapped: ${String(m.message)}; the instance was restarted`);
+    this.log.warn({ reason: deadline ? 'deadline' : 'trap' }, error.message);
+    this.failPending(error);
+  }
+
+  private onRespawnFailed(message: string): void {
+    this.broken = new TritonError('UNAVAILABLE', `sandboxed backend of model '${this.modelName}' is unavailable: ${message}`);
+    if (!this.finalized) this.log.error({ err: message }, 'sandbox could not be restarted');
+    this.failPending(this.broken);
+  }
+
+  private failPending(error: TritonError): void {
+    const p = this.pending;
+    if (!p) return;
+    this.pending = undefined;
+    this.host.responses.inFlight = new Map();
+    p.senders.forEach((s, i) => {
+      if (!p.finals[i]) {
+        p.finals[i] = true;
+        s.sendError(error, true);
+      }
+    });
+    this.port.hold(false);
+    p.resolve();
+    this.armIdle();
+  }
+
+  private onDone(m: J, buffers: Uint8Array[]): void {
+    const p = this.pending;
+    if (!p) return;
+    this.pending = undefined;
+    const returned = (m.results as J[]).map((r) => witResult(r, buffers));
+    const results = finishExecute(this.host.responses, p.wire, returned);
+    endCall(this.host);
+    results.forEach((r, i) => {
+      if (p.finals[i]) return;
+      p.finals[i] = true;
+      if (r === null) p.senders[i]!.send(null, true);
+      else if ('ok' in r) p.senders[i]!.send(toResponse(r.ok), true);
+      else p.senders[i]!.sendError(new TritonError(r.err.code, r.err.message), true);
+    });
+    if (typeof m.fuel === 'string') {
+      this.stats.lastFuel = Number(m.fuel);
+      this.log.debug({ fuel: this.stats.lastFuel }, 'execute fuel');
+    }
+    this.port.hold(false);
+    p.resolve({ computeStartNs: BigInt(m.computeStartNs as string), computeEndNs: BigInt(m.computeEndNs as string) });
+    this.armIdle();
+  }
+
+  private armIdle(): void {
+    if (this.idleMs <= 0 || this.finalized) return;
+    clearTimeout(this.idleTimer);
+    // setTimeout takes at most 2^31 - 1 ms (longer fires at once): longer = never in practice
+    if (this.idleMs > MAX_TIMER_MS) return;
+    this.idleTimer = setTimeout(() => this.releaseIdle(), this.idleMs);
+    this.idleTimer.unref();
+  }
+
+  /** The idle policy: releases the sandbox (thread, store) until the next execute. */
+  private releaseIdle(): void {
+    if (this.pending || this.starting || !this.handle || this.finalized) return;
+    this.idle.releases++;
+    this.dropHandle();
+    this.log.debug('idle sandbox released');
+  }
+
+  private dropHandle(): void {
+    const h = this.handle;
+    this.handle = undefined;
+    if (h) this.port.free(h);
+  }
+
+  /**
+   * Runs one batch in the sandbox. Resolves when the instance can take more work; every request
+   * has had its final response by then.
+   * @throws TritonError UNAVAILABLE if the instance is finalized, or its sandbox cannot start
+   */
+  async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
+    if (this.finalized) throw unavailable(`instance ${this.spec.name} of model '${this.modelName}' is finalized`);
+    clearTimeout(this.idleTimer);
+    if (this.ready) await this.ready.catch(() => {});
+    if (!this.handle) {
+      // released while idle (or never restarted): a cold start
+      const t0 = performance.now();
+      try {
+        await this.boot();
+      } catch (e) {
+        this.broken = e as TritonError;
+        throw unavailable(`sandboxed backend of model '${this.modelName}' is unavailable: ${(e as Error).message}`);
+      }
+      this.broken = undefined;
+      this.idle.coldStarts++;
+      this.idle.lastColdStartMs = performance.now() - t0;
+    }
+    const handle = this.handle!;
+    const handles = requests.map(() => {
+      const h = this.nextHandle;
+      this.nextHandle = (this.nextHandle + 1) >>> 0 || 1;
+      return h;
+    });
+    const wire: WireRequest[] = requests.map((r, i) => ({
+      handle: handles[i]!,
+      id: r.id,
+      correlationId: r.correlationId,
+      flags: r.flags,
+      priority: r.priority,
+      timeoutUs: r.timeoutUs,
+      batchSize: r.batchSize,
+      inputs: r.inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: t.data })),
+      requestedOutputs: r.requestedOutputs,
+      parameters: r.parameters,
+    }));
+    const buffers: Uint8Array[] = [];
+    const json = requestsJson(wire, buffers);
+    beginExecute(this.host.responses, wire);
+    return new Promise<ExecuteTimings | void>((resolve) => {
+      this.pending = { requests, senders, wire, handles, finals: requests.map(() => false), resolve };
+      this.port.hold(true);
+      let held = this.inputsHeld.get(this.threadId);
+      if (!held) this.inputsHeld.set(this.threadId, (held = []));
+      held.push(buffers);
+      if (!this.port.execute(handle, json, buffers)) {
+        held.pop();
+        this.failPending(unavailable(`sandbox of model '${this.modelName}' is gone`));
+      }
+    });
+  }
+
+  async finalize(): Promise<void> {
+    if (this.finalized) return;
+    this.finalized = true;
+    clearTimeout(this.idleTimer);
+    if (this.starting) this.starting.reject(unavailable(`instance ${this.spec.name} of model '${this.modelName}' was finalized during start-up`));
+    this.starting = undefined;
+    this.failPending(unavailable(`instance ${this.spec.name} of model '${this.modelName}' was finalized`));
+    if (!this.handle) return;
+    this.exitWaitFor = this.threadId;
+    const gone = new Promise<void>((r) => (this.exited = r));
+    this.port.hold(true);
+    this.dropHandle();
+    await gone;
+    this.port.hold(false);
+  }
+}
+
+/** A wire response → core response (the buffers came from native, no copy). */
+function toResponse(r: WireResponse) {
+  return r.parameters ? { outputs: r.outputs, parameters: r.parameters } : { outputs: r.outputs };
+}

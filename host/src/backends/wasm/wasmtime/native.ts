@@ -1,0 +1,84 @@
+/**
+ * The wasmtime engine's native side, as the addon exports it (`addon.wasmtime`, built from
+ * native/src/wasmtime/binding.cc over the Rust staticlib in native/wasmtime/): opaque handles,
+ * and messages from the engine's native threads delivered to one callback on the JS thread.
+ */
+import { nativeAddon } from '../../native/addon.js';
+
+/** Opaque native handles (napi externals). */
+export type EngineHandle = { readonly __brand: 'ww-engine' };
+export type ComponentHandle = { readonly __brand: 'ww-component' };
+export type InstanceHandle = { readonly __brand: 'ww-instance' };
+
+/** Message kinds (native/wasmtime/src/ffi_types.rs `kind`). */
+export const MSG = Object.freeze({
+  READY: 1,
+  CREATE_ERROR: 2,
+  TRAP: 3,
+  LOG: 4,
+  OUTPUT: 5,
+  CALL: 6,
+  DONE: 7,
+  RESPAWN_FAILED: 8,
+  EXITED: 9,
+  LOG_DROPPED: 10,
+});
+
+/** Receives every message of an engine: instance id, kind, JSON payload, owned byte buffers. */
+export type MessageHandler = (instance: number, kind: number, json: string, buffers: Uint8Array[]) => void;
+
+/** Pooling allocator and epoch settings of a wasmtime engine (all optional). */
+export interface WasmtimePoolOptions {
+  /** Epoch tick (ms): the resolution of execute deadlines. Default 1. */
+  tickMs?: number;
+  /** Pooling allocator (default true); false = allocate every instance on demand. */
+  pooling?: boolean;
+  /** Fuel metering (default false; costs speed): each execute reports the fuel it consumed (`SandboxStats.lastFuel`). */
+  fuel?: boolean;
+  /** Largest linear memory of any instance (bytes): the pool's slot size. */
+  maxMemoryBytes?: number;
+  /** Component instances alive at once, all models together (default 1000). */
+  totalComponentInstances?: number;
+  /** Core instances alive at once (default 20000). */
+  totalCoreInstances?: number;
+  /** Linear memories alive at once (default 2000). */
+  totalMemories?: number;
+  /** Tables alive at once (default 4000). */
+  totalTables?: number;
+  /** Elements per table (default 100000). */
+  tableElements?: number;
+}
+
+/** `addon.wasmtime`. */
+export interface WasmtimeNative {
+  engineNew(optionsJson: string, onMessage: MessageHandler): EngineHandle;
+  /** Holds (true) or lets go (false) of the event loop while messages are awaited; counted. */
+  engineRef(engine: EngineHandle, on: boolean): void;
+  /** SHA-256 (hex) of the engine configuration and wasmtime's compatibility hash. */
+  engineConfigKey(engine: EngineHandle): string;
+  /** After every instance EXITED and every component was freed. */
+  engineFree(engine: EngineHandle): void;
+  /** Cranelift compile + link, off the JS thread. Rejects with wasmtime's message. */
+  compile(engine: EngineHandle, bytes: Uint8Array): Promise<ComponentHandle>;
+  /** A `.cwasm` payload (checked by `Engine::detect_precompiled`) + link, off the JS thread. */
+  deserialize(engine: EngineHandle, bytes: Uint8Array): Promise<ComponentHandle>;
+  serialize(component: ComponentHandle): Uint8Array;
+  componentFree(component: ComponentHandle): void;
+  /** Linear memories the component's core modules define; -1 for a malformed binary. */
+  countMemories(bytes: Uint8Array): number;
+  instanceNew(engine: EngineHandle, component: ComponentHandle, id: number, paramsJson: string): InstanceHandle;
+  /** Queues an execute; the input buffers are copied before this returns. False if the thread ended. */
+  instanceExecute(instance: InstanceHandle, json: string, buffers: Uint8Array[]): boolean;
+  /** Answers the instance's pending CALL. */
+  instanceReply(instance: InstanceHandle, json: string, buffers: Uint8Array[]): boolean;
+  /** Ends the instance's thread (it reports EXITED) and frees the handle. */
+  instanceFree(instance: InstanceHandle): void;
+}
+
+/**
+ * The addon's wasmtime binding.
+ * @throws TritonError UNAVAILABLE if the addon was not built
+ */
+export function wasmtimeNative(): WasmtimeNative {
+  return (nativeAddon() as unknown as { wasmtime: WasmtimeNative }).wasmtime;
+}

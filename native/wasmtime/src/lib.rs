@@ -1,0 +1,229 @@
+//! Warden's wasmtime sandbox engine as a static library with a narrow C ABI
+//! (../include/warden_wasmtime.h), linked into the cmake-js addon (native/src/wasmtime/): engines,
+//! compiled components (compile, serialize, checked deserialize) and instances, each on its own
+//! native thread. Results come back as messages through the notify function the addon gives the
+//! engine (its thread-safe function: the addon's wake-up path).
+//!
+//! Every entry point catches panics (an `ww_*` call never unwinds into C++); errors are returned
+//! as C strings the caller frees with `ww_string_free`.
+mod bindings;
+mod engine;
+mod ffi_types;
+mod host;
+mod instance;
+mod wasi;
+mod wire;
+
+use engine::{EngineOptions, WwComponent, WwEngine};
+use ffi_types::{NotifyFn, Reply, WwMessage};
+use instance::{InstanceParams, WwInstance};
+use std::ffi::{c_char, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+fn set_err(err: *mut *mut c_char, msg: String) {
+    if !err.is_null() {
+        let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: caller passes a valid out-pointer.
+        unsafe { *err = c.into_raw() };
+    }
+}
+
+/// Runs `f`, turning a panic into an error.
+fn guarded<T>(err: *mut *mut c_char, f: impl FnOnce() -> Result<T, String>) -> Option<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Some(v),
+        Ok(Err(m)) => {
+            set_err(err, m);
+            None
+        }
+        Err(_) => {
+            set_err(err, "the wasmtime engine failed (panic)".into());
+            None
+        }
+    }
+}
+
+unsafe fn slice<'a>(p: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 || p.is_null() {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p, len)
+    }
+}
+
+unsafe fn json_of(p: *const u8, len: usize) -> Result<serde_json::Value, String> {
+    serde_json::from_slice(slice(p, len)).map_err(|e| format!("bad JSON from the host: {e}"))
+}
+
+/// Copies `n` host buffers (one copy: from JS memory into buffers the native thread owns).
+unsafe fn buffers(ptrs: *const *const u8, lens: *const usize, n: usize) -> Vec<Vec<u8>> {
+    (0..n).map(|i| slice(*ptrs.add(i), *lens.add(i)).to_vec()).collect()
+}
+
+#[no_mangle]
+pub extern "C" fn ww_string_free(s: *mut c_char) {
+    if !s.is_null() {
+        // SAFETY: made by CString::into_raw.
+        drop(unsafe { CString::from_raw(s) });
+    }
+}
+
+/// A new engine; messages of its instances go to `notify(ctx, msg)` from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ww_engine_new(json: *const u8, len: usize, notify: NotifyFn, ctx: *mut c_void, err: *mut *mut c_char) -> *mut WwEngine {
+    guarded(err, || {
+        let opts = EngineOptions::from_json(&json_of(json, len)?);
+        let e = WwEngine::new(opts, ffi_types::Notifier::new(notify, ctx)).map_err(|e| format!("{e:#}"))?;
+        Ok(Box::into_raw(Box::new(e)))
+    })
+    .unwrap_or(ptr::null_mut())
+}
+
+/// Frees an engine (after every instance reported `EXITED` and every component was freed).
+#[no_mangle]
+pub unsafe extern "C" fn ww_engine_free(e: *mut WwEngine) {
+    if !e.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(e))));
+    }
+}
+
+/// The engine's compile-cache key part (NUL-terminated hex; valid while the engine lives).
+#[no_mangle]
+pub unsafe extern "C" fn ww_engine_config_key(e: *const WwEngine, out: *mut u8, cap: usize) -> usize {
+    let k = (*e).config_key.as_bytes();
+    let n = k.len().min(cap);
+    ptr::copy_nonoverlapping(k.as_ptr(), out, n);
+    n
+}
+
+/// Compiles a component (blocking: run it off the JS thread).
+#[no_mangle]
+pub unsafe extern "C" fn ww_component_compile(e: *const WwEngine, bytes: *const u8, len: usize, err: *mut *mut c_char) -> *mut WwComponent {
+    guarded(err, || Ok(Box::into_raw(Box::new((*e).compile(slice(bytes, len)).map_err(|e| format!("{e:#}"))?)))).unwrap_or(ptr::null_mut())
+}
+
+/// Loads a precompiled component after `Engine::detect_precompiled` accepts it.
+#[no_mangle]
+pub unsafe extern "C" fn ww_component_deserialize(e: *const WwEngine, bytes: *const u8, len: usize, err: *mut *mut c_char) -> *mut WwComponent {
+    guarded(err, || Ok(Box::into_raw(Box::new((*e).deserialize(slice(bytes, len)).map_err(|e| format!("{e:#}"))?)))).unwrap_or(ptr::null_mut())
+}
+
+/// Serializes a compiled component (`.cwasm` payload) into a message-owned buffer.
+#[no_mangle]
+pub unsafe extern "C" fn ww_component_serialize(c: *const WwComponent, err: *mut *mut c_char) -> *mut WwMessage {
+    guarded(err, || {
+        let bytes = (*c).component.serialize().map_err(|e| format!("{e:#}"))?;
+        Ok(Box::into_raw(Box::new(WwMessage { instance: 0, kind: 0, json: String::new(), bufs: vec![Some(bytes)] })))
+    })
+    .unwrap_or(ptr::null_mut())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ww_component_free(c: *mut WwComponent) {
+    if !c.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(c))));
+    }
+}
+
+/// Linear memories a component's core modules define; -1 for a malformed binary.
+#[no_mangle]
+pub unsafe extern "C" fn ww_count_memories(bytes: *const u8, len: usize) -> i64 {
+    catch_unwind(|| engine::count_memories(slice(bytes, len)).map(i64::from).unwrap_or(-1)).unwrap_or(-1)
+}
+
+/// Starts an instance thread; it reports `READY`, `CREATE_ERROR` or `TRAP` for its start-up.
+#[no_mangle]
+pub unsafe extern "C" fn ww_instance_new(e: *const WwEngine, c: *const WwComponent, id: u64, json: *const u8, len: usize, err: *mut *mut c_char) -> *mut WwInstance {
+    guarded(err, || {
+        let params = InstanceParams::from_json(&json_of(json, len)?)?;
+        let e = &*e;
+        let i = WwInstance::start(e.engine.clone(), e.tick_ms, e.fuel, (*c).pre.clone(), e.notifier.clone(), id, params).map_err(|e| format!("cannot start a sandbox thread: {e}"))?;
+        Ok(Box::into_raw(Box::new(i)))
+    })
+    .unwrap_or(ptr::null_mut())
+}
+
+/// Queues an execute (`{requests}` JSON + input buffers). The buffers are NOT copied: the caller
+/// keeps them alive and unchanged until the execute's terminal message (`DONE`, `TRAP`,
+/// `RESPAWN_FAILED`) or the thread's `EXITED`; wasmtime lowers them into the guest (the one copy
+/// in). False if the thread ended.
+#[no_mangle]
+pub unsafe extern "C" fn ww_instance_execute(i: *const WwInstance, json: *const u8, len: usize, ptrs: *const *const u8, lens: *const usize, n: usize, err: *mut *mut c_char) -> bool {
+    guarded(err, || {
+        let v = json_of(json, len)?;
+        let bufs = (0..n).map(|k| (*ptrs.add(k) as usize, *lens.add(k))).collect();
+        Ok((*i).execute(v, instance::HostBuffers(bufs)))
+    })
+    .unwrap_or(false)
+}
+
+/// Answers the instance's pending `CALL`.
+#[no_mangle]
+pub unsafe extern "C" fn ww_instance_reply(i: *const WwInstance, json: *const u8, len: usize, ptrs: *const *const u8, lens: *const usize, n: usize, err: *mut *mut c_char) -> bool {
+    guarded(err, || Ok((*i).reply(Reply { json: json_of(json, len)?, bufs: buffers(ptrs, lens, n) }))).unwrap_or(false)
+}
+
+/// Asks the instance thread to end and frees the handle; the thread reports `EXITED`.
+#[no_mangle]
+pub unsafe extern "C" fn ww_instance_free(i: *mut WwInstance) {
+    if !i.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            let b = Box::from_raw(i);
+            b.stop();
+        }));
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ww_message_instance(m: *const WwMessage) -> u64 {
+    (*m).instance
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ww_message_kind(m: *const WwMessage) -> u32 {
+    (*m).kind
+}
+
+/// The message's JSON (not NUL-terminated), valid until `ww_message_free`.
+#[no_mangle]
+pub unsafe extern "C" fn ww_message_json(m: *const WwMessage, len: *mut usize) -> *const u8 {
+    let m = &*m;
+    *len = m.json.len();
+    m.json.as_ptr()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ww_message_buffer_count(m: *const WwMessage) -> usize {
+    (&(*m).bufs).len()
+}
+
+/// Takes buffer `i` out of the message: `*data`/`*len` point at its bytes until
+/// `ww_buffer_free(returned)`. Null if already taken.
+#[no_mangle]
+pub unsafe extern "C" fn ww_message_take_buffer(m: *mut WwMessage, i: usize, data: *mut *mut u8, len: *mut usize) -> *mut c_void {
+    let m = &mut *m;
+    match m.bufs.get_mut(i).and_then(Option::take) {
+        Some(v) => {
+            let mut b = Box::new(v);
+            *data = b.as_mut_ptr();
+            *len = b.len();
+            Box::into_raw(b) as *mut c_void
+        }
+        None => ptr::null_mut(),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ww_buffer_free(b: *mut c_void) {
+    if !b.is_null() {
+        drop(Box::from_raw(b as *mut Vec<u8>));
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ww_message_free(m: *mut WwMessage) {
+    if !m.is_null() {
+        drop(Box::from_raw(m));
+    }
+}

@@ -1,0 +1,200 @@
+/**
+ * What only the wasmtime engine has (issue 10): the precompiled-component cache on disk (hit,
+ * tampered, truncated and foreign files, bounds), compiled code shared between models with the
+ * same component, the idle policy (release, cold start), and the per-model `engine` parameter.
+ * Everything both engines share runs in the engine-parametrised suites (samples, hostile,
+ * memory-budget, http).
+ */
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WasmModel } from '../../host/src/backends/wasm/backend.js';
+import { WasmBackendResolver } from '../../host/src/backends/wasm/index.js';
+import type { WasmtimeCompiled, WasmtimeEngine } from '../../host/src/backends/wasm/wasmtime/engine.js';
+import type { WasmtimeInstance } from '../../host/src/backends/wasm/wasmtime/instance.js';
+import * as h from './helpers.js';
+
+const BUILD = join(h.FIXTURES, 'build');
+const io = { inputs: [['INPUT0', 'FP32', [-1]]] as h.IO[], outputs: [['OUTPUT0', 'FP32', [-1]]] as h.IO[] };
+
+let work: string;
+const resolvers: WasmBackendResolver[] = [];
+
+beforeAll(async () => {
+  await h.ensureBuilt();
+  work = mkdtempSync(join(tmpdir(), 'warden-wasmtime-'));
+});
+
+afterAll(async () => {
+  await Promise.all(resolvers.map((r) => r.finalizeAll()));
+  rmSync(work, { recursive: true, force: true });
+});
+
+function resolver(cacheDir: string, opts: { engine?: 'v8' | 'wasmtime'; maxEntries?: number; idleMs?: number; fuel?: boolean } = {}): WasmBackendResolver {
+  const r = new WasmBackendResolver({
+    cacheDir,
+    limits: { maxMemoryBytes: 64 * 1024 * 1024, maxExecuteMs: 5_000, maxLogBytes: 16 * 1024 },
+    logger: h.silentLogger,
+    engine: opts.engine ?? 'wasmtime',
+    cacheLimits: opts.maxEntries ? { maxEntries: opts.maxEntries } : undefined,
+    idleMs: opts.idleMs,
+    wasmtimePool: opts.fuel ? { fuel: true } : undefined,
+  });
+  resolvers.push(r);
+  return r;
+}
+
+/** Puts fixture `fixture` at <work>/<model>/1/model.wasm and loads it. */
+async function load(r: WasmBackendResolver, model: string, fixture = 'identity', params: Record<string, string> = {}): Promise<WasmModel> {
+  const dir = join(work, model);
+  mkdirSync(join(dir, '1'), { recursive: true });
+  copyFileSync(join(BUILD, `${fixture}.wasm`), join(dir, '1', 'model.wasm'));
+  return h.loadModel(r, h.wasmConfig(model, io.inputs, io.outputs, { params }), dir);
+}
+
+const sourceOf = (m: WasmModel) => (m as unknown as { compiled: WasmtimeCompiled }).compiled.source;
+
+async function identityWorks(m: WasmModel): Promise<void> {
+  const inst = await m.createInstance(h.instanceSpec('x'));
+  const v = Float32Array.of(1, -2, 3.5);
+  const rec = await h.infer(inst, h.request('x', [h.tensor('INPUT0', 'FP32', [3], v)], ['OUTPUT0']));
+  expect(rec.errors).toEqual([]);
+  expect([...h.f32(rec.responses[0]!.outputs[0]!)]).toEqual([...v]);
+  await inst.finalize();
+}
+
+describe('wasmtime compile cache (.cwasm)', () => {
+  it('compiles once, then loads from the cache in a new engine; the file carries a checked header', async () => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    const m1 = await load(resolver(cache), 'c1');
+    expect(sourceOf(m1)).toBe('compiled');
+    const files = readdirSync(join(cache, 'wasmtime')).filter((f) => f.endsWith('.cwasm'));
+    expect(files).toEqual([`${m1.componentHash}-${files[0]!.slice(65, 81)}.cwasm`]);
+    const head = readFileSync(join(cache, 'wasmtime', files[0]!)).toString('latin1', 0, 200).split('\n')[0]!.split(' ');
+    expect(head[0]).toBe('WARDEN-CWASM/1');
+    expect(head[1]).toBe(m1.componentHash);
+    const m2 = await load(resolver(cache), 'c2');
+    expect(sourceOf(m2)).toBe('cache');
+    await identityWorks(m2);
+  });
+
+  it.each([
+    ['a flipped payload byte', (b: Buffer) => { b[b.length - 100]! ^= 0xff; return b; }],
+    ['a truncated file', (b: Buffer) => b.subarray(0, b.length - 4096)],
+    ['a header naming another component', (b: Buffer) => Buffer.from(b.toString('latin1').replace(/^(WARDEN-CWASM\/1 )[0-9a-f]{8}/, '$1deadbeef'), 'latin1')],
+    ['garbage', () => Buffer.from('not a cwasm at all\n')],
+  ])('refuses %s: deletes it, compiles again, and serves correctly', async (_what, tamper) => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    await load(resolver(cache), 't1');
+    const dir = join(cache, 'wasmtime');
+    const file = join(dir, readdirSync(dir).find((f) => f.endsWith('.cwasm'))!);
+    writeFileSync(file, tamper(readFileSync(file)));
+    const m = await load(resolver(cache), 't2');
+    expect(sourceOf(m)).toBe('compiled');
+    await identityWorks(m);
+    // the rewritten entry is good again
+    expect(sourceOf(await load(resolver(cache), 't3'))).toBe('cache');
+  });
+
+  it('a precompiled .cwasm uploaded as model.wasm is refused before wasmtime sees it (uploads never become native code)', async () => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    await load(resolver(cache), 'u1');
+    const dir = join(cache, 'wasmtime');
+    const cwasm = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.cwasm'))!));
+    const payload = cwasm.subarray(cwasm.indexOf(10) + 1); // what wasmtime's deserialize would take
+    expect(payload.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
+    for (const [name, bytes] of [['u_cwasm', cwasm], ['u_elf', payload]] as const) {
+      mkdirSync(join(work, name, '1'), { recursive: true });
+      writeFileSync(join(work, name, '1', 'model.wasm'), bytes);
+      await expect(h.loadModel(resolver(cache), h.wasmConfig(name, io.inputs, io.outputs), join(work, name))).rejects.toMatchObject({ code: 'INVALID_ARG' });
+    }
+  });
+
+  it('is bounded: past maxEntries the least recently used entry no loaded model uses goes', async () => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    const r = resolver(cache, { maxEntries: 2 });
+    const a = await load(r, 'ba', 'identity');
+    const b = await load(r, 'bb', 'trap_execute');
+    const entries = () => readdirSync(join(cache, 'wasmtime')).filter((f) => f.endsWith('.cwasm')).map((f) => f.slice(0, 64)).sort();
+    expect(entries()).toEqual([a.componentHash, b.componentHash].sort());
+    await a.finalize(); // a is no longer in use
+    const c = await load(r, 'bc', 'loop_execute');
+    expect(entries()).toEqual([b.componentHash, c.componentHash].sort());
+    // in use entries stay even past the bound
+    const d = await load(r, 'bd', 'recurse');
+    expect(entries()).toEqual([b.componentHash, c.componentHash, d.componentHash].sort());
+  });
+});
+
+describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
+  it('models with the same component share its compiled code', async () => {
+    const r = resolver(mkdtempSync(join(work, 'cache-')));
+    const m1 = await load(r, 's1');
+    const m2 = await load(r, 's2');
+    expect(sourceOf(m1)).toBe('compiled');
+    expect(sourceOf(m2)).toBe('shared');
+    await m1.finalize();
+    await identityWorks(m2); // still usable after the first model let go
+  });
+
+  it('an idle instance releases its sandbox (no thread) and starts a new one on the next request', async () => {
+    const r = resolver(mkdtempSync(join(work, 'cache-')));
+    const m = await load(r, 'idle', 'identity', { idle_timeout_ms: '50' });
+    const engine = m.engine as WasmtimeEngine;
+    const inst = (await m.createInstance(h.instanceSpec('idle'))) as WasmtimeInstance;
+    const req = () => h.request('idle', [h.tensor('INPUT0', 'FP32', [1], Float32Array.of(7))], ['OUTPUT0']);
+    expect((await h.infer(inst, req())).errors).toEqual([]);
+    expect(engine.liveSandboxes()).toBe(1);
+    for (let i = 0; i < 100 && engine.liveSandboxes() > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    expect(inst.live).toBe(false);
+    expect(engine.liveSandboxes()).toBe(0);
+    expect(inst.idle.releases).toBe(1);
+    expect(m.memoryBudget.usedBytes).toBe(m.instanceMemoryBytes); // the reservation is kept
+    const rec = await h.infer(inst, req());
+    expect(rec.errors).toEqual([]);
+    expect(h.f32(rec.responses[0]!.outputs[0]!)[0]).toBe(7);
+    expect(inst.idle.coldStarts).toBe(1);
+    expect(inst.idle.lastColdStartMs).toBeGreaterThan(0);
+    await m.finalize();
+    expect(m.memoryBudget.usedBytes).toBe(0);
+  });
+
+  it('fuel metering reports a deterministic figure per execute that grows with the work', async () => {
+    const r = resolver(mkdtempSync(join(work, 'cache-')), { fuel: true });
+    const m = await load(r, 'fuel');
+    const inst = await m.createInstance(h.instanceSpec('fuel'));
+    const fuelOf = async (n: number) => {
+      const rec = await h.infer(inst, h.request('fuel', [h.tensor('INPUT0', 'FP32', [n], new Float32Array(n).fill(1))], ['OUTPUT0']));
+      expect(rec.errors).toEqual([]);
+      return inst.stats.lastFuel!;
+    };
+    const small = await fuelOf(16);
+    expect(small).toBeGreaterThan(0);
+    expect(await fuelOf(16)).toBe(small);
+    expect(await fuelOf(65536)).toBeGreaterThan(small);
+    // without fuel metering there is no figure
+    const plain = await load(resolver(mkdtempSync(join(work, 'cache-'))), 'nofuel');
+    const pi = await plain.createInstance(h.instanceSpec('nofuel'));
+    await h.infer(pi, h.request('nofuel', [h.tensor('INPUT0', 'FP32', [1], Float32Array.of(1))], ['OUTPUT0']));
+    expect(pi.stats.lastFuel).toBeUndefined();
+  });
+
+  it('idle_timeout_ms must be a non-negative integer', async () => {
+    const r = resolver(mkdtempSync(join(work, 'cache-')));
+    await expect(load(r, 'idle_bad', 'identity', { idle_timeout_ms: '-5' })).rejects.toMatchObject({ code: 'INVALID_ARG', message: expect.stringMatching(/idle_timeout_ms/) });
+  });
+
+  it('parameters { key: "engine" } picks the engine per model; an unknown engine is refused', async () => {
+    const r = resolver(mkdtempSync(join(work, 'cache-')), { engine: 'v8' });
+    const onV8 = await load(r, 'e_default');
+    const onWasmtime = await load(r, 'e_wasmtime', 'identity', { engine: 'wasmtime' });
+    expect(onV8.engine.name).toBe('v8');
+    expect(onWasmtime.engine.name).toBe('wasmtime');
+    await identityWorks(onWasmtime);
+    await expect(load(r, 'e_bad', 'identity', { engine: '../../bin/sh' })).rejects.toMatchObject({
+      code: 'INVALID_ARG',
+      message: expect.stringMatching(/parameter engine must be one of v8, wasmtime, got '\.\.\/\.\.\/bin\/sh'/),
+    });
+  });
+});
