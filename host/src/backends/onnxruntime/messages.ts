@@ -36,6 +36,7 @@ export interface SessionMetadata {
 /** host → worker */
 export type ToSessionWorker =
   | { t: 'run'; seq: number; feeds: WireTensor[]; outputs: { name: string; datatype: DataType }[] }
+  /** Release the session, then end the thread. */
   | { t: 'release' };
 
 /** worker → host */
@@ -43,5 +44,4 @@ export type FromSessionWorker =
   | { t: 'ready'; metadata: SessionMetadata }
   | { t: 'load-error'; message: string }
   | { t: 'result'; seq: number; outputs: WireTensor[]; computeStartNs: bigint; computeEndNs: bigint }
-  | { t: 'run-error'; seq: number; message: string }
-  | { t: 'released' };
+  | { t: 'run-error'; seq: number; message: string };

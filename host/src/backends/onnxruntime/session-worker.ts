@@ -22,7 +22,7 @@ interface PendingRun {
   reject: (e: TritonError) => void;
 }
 
-/** Time allowed for `release` before the thread is terminated anyway (ms). */
+/** Time allowed for `release` before the thread is left to end on its own (ms). */
 const RELEASE_WAIT_MS = 5_000;
 
 /** One session worker. Create with {@link SessionWorker.start}. */
@@ -30,6 +30,7 @@ export class SessionWorker {
   private pending?: PendingRun;
   private seq = 0;
   private gone?: TritonError;
+  private exited = false;
   private onGoneListener?: (e: TritonError) => void;
 
   private constructor(
@@ -40,7 +41,10 @@ export class SessionWorker {
   ) {
     worker.on('message', (m: FromSessionWorker) => this.onMessage(m));
     worker.on('error', (e) => this.die(`onnxruntime worker of model '${model}' failed: ${e.message}`));
-    worker.on('exit', (code) => this.die(`onnxruntime worker of model '${model}' exited (code ${code})`));
+    worker.on('exit', (code) => {
+      this.exited = true;
+      this.die(`onnxruntime worker of model '${model}' exited (code ${code})`);
+    });
   }
 
   /**
@@ -64,8 +68,7 @@ export class SessionWorker {
         }
       };
       const onError = (e: Error) => {
-        detach();
-        void worker.terminate();
+        detach(); // an uncaught error ends the thread
         reject(internal(`onnxruntime worker of model '${model}' failed during start-up: ${e.message}`));
       };
       const onExit = (code: number) => {
@@ -83,7 +86,10 @@ export class SessionWorker {
     });
   }
 
-  /** The worker thread (supervision and tests: terminating it is how a crash is simulated). */
+  /**
+   * The worker thread (supervision and tests). Terminate it only while no run is in flight: see
+   * worker.ts.
+   */
   get thread(): Worker {
     return this.worker;
   }
@@ -140,27 +146,24 @@ export class SessionWorker {
     this.onGoneListener?.(this.gone);
   }
 
-  /** Releases the session and ends the thread (after at most {@link RELEASE_WAIT_MS}). */
+  /**
+   * Releases the session and lets the thread end itself (never terminated from here: see
+   * worker.ts). Waits at most {@link RELEASE_WAIT_MS}; a thread still busy after that is left to
+   * finish on its own and no longer keeps the process alive.
+   */
   async release(): Promise<void> {
-    if (this.gone) {
-      await this.worker.terminate();
-      return;
-    }
-    this.gone = internal(`onnxruntime session of model '${this.model}' was released`);
+    if (this.exited) return;
+    if (!this.gone) this.gone = internal(`onnxruntime session of model '${this.model}' was released`);
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, RELEASE_WAIT_MS);
-      this.worker.on('message', (m: FromSessionWorker) => {
-        if (m.t === 'released') {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      this.worker.on('exit', () => {
+      const timer = setTimeout(() => {
+        this.worker.unref();
+        resolve();
+      }, RELEASE_WAIT_MS);
+      this.worker.once('exit', () => {
         clearTimeout(timer);
         resolve();
       });
       this.worker.postMessage({ t: 'release' } satisfies ToSessionWorker);
     });
-    await this.worker.terminate();
   }
 }

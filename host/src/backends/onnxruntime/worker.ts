@@ -2,6 +2,10 @@
  * An ONNX Runtime session on its own thread (one per model instance): `InferenceSession.run` of
  * onnxruntime-node computes synchronously on the calling JS thread, so the backend runs it here,
  * leaving the server's event loop free for HTTP. Protocol: messages.ts.
+ *
+ * Never `terminate()` this thread while it may be inside `run`: when the native call returns into a
+ * terminating thread, onnxruntime-node throws a C++ exception nobody catches and the process
+ * aborts. `release` makes the thread end itself.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import ort from 'onnxruntime-node';
@@ -75,7 +79,9 @@ port.on('message', (m: ToSessionWorker) => {
   if (m.t === 'run') {
     void run(m);
   } else if (m.t === 'release') {
-    void session.release().finally(() => post({ t: 'released' }));
+    // end the thread from inside: terminating it from outside while ONNX Runtime runs aborts the
+    // whole process (onnxruntime-node throws a C++ Napi::Error nobody catches)
+    void session.release().finally(() => process.exit(0));
   }
 });
 
