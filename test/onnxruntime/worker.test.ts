@@ -212,7 +212,7 @@ describe('onnxruntime through the server', () => {
       expectIdentity(r.responses[0]!.outputs[0]!.data, SLOW_N);
       const after = await postJson(`${server.httpUrl}/v2/models/mm/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 1], data: [1] }] });
       expect(after.status).toBe(404);
-      expect(after.text).toMatch(/unavailable|not found|not ready/i);
+      expect(after.text).toMatch(/Request for unknown model: 'mm' has no available versions/);
     } finally {
       repo.cleanup();
     }
