@@ -121,6 +121,30 @@ describe('onnxruntime session workers', () => {
     }
   });
 
+  it('runs cheaper than a thread hop move inline; a large input on the same instance still runs on the worker', async () => {
+    const inst = (await model.createInstance(SPEC)) as OnnxInstance;
+    try {
+      for (let i = 0; i < 30 && inst.runs.inline < 3; i++) {
+        const { outcome } = await run(inst, 4);
+        expectIdentity(outcome.response!.outputs[0]!.data, 4);
+        await new Promise((r) => setTimeout(r, 2)); // the inline session opens in the background
+      }
+      expect(inst.runs.inline, JSON.stringify(inst.runs)).toBeGreaterThanOrEqual(3);
+      const onWorker = inst.runs.worker;
+      const h = monitorEventLoopDelay({ resolution: 1 });
+      h.enable();
+      const t0 = performance.now();
+      const { outcome } = await run(inst, SLOW_N);
+      const ms = performance.now() - t0;
+      h.disable();
+      expectIdentity(outcome.response!.outputs[0]!.data, SLOW_N);
+      expect(inst.runs.worker).toBe(onWorker + 1);
+      expect(h.max / 1e6).toBeLessThan(Math.max(25, ms / 3));
+    } finally {
+      await inst.finalize();
+    }
+  });
+
   it('an ONNX Runtime error is INTERNAL with its message, and the instance keeps serving', async () => {
     const inst = (await model.createInstance(SPEC)) as OnnxInstance;
     try {

@@ -6,13 +6,15 @@
  * ONNX model when the config leaves them out (as Triton's onnxruntime backend does).
  *
  * Config `parameters` honoured: `intra_op_thread_count`, `inter_op_thread_count` (as Triton's
- * onnxruntime backend); defaults 1 / 1 so instances do not fight over cores.
+ * onnxruntime backend); defaults 1 / 1 so instances do not fight over cores. Warden's own
+ * `inline_run_max_us` (µs, default 100; 0 = every run on the worker thread): runs the model has
+ * shown to take less than this stay on the event loop, where a thread hop would cost more.
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { InferenceSession } from 'onnxruntime-node';
+import ort, { type InferenceSession } from 'onnxruntime-node';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../config/types.js';
-import { invalidArg, unavailable } from '../../core/errors.js';
+import { internal, invalidArg, unavailable } from '../../core/errors.js';
 import type {
   Backend,
   BackendModel,
@@ -29,8 +31,12 @@ import { tensorDataType } from '../../core/validate.js';
 import { type DataType, toConfigDataType } from '../../tensor/datatypes.js';
 import { sequenceInputNames, stateOutputTypes } from '../../scheduler/sequence-controls.js';
 import type { SessionMetadata, SessionWorkerInit, WireTensor } from './messages.js';
-import { SessionWorker } from './session-worker.js';
-import { concatBatch, dataTypeFromOrt, splitBatch } from './tensors.js';
+import { RunPlacement } from './placement.js';
+import { SessionWorker, type RunResult } from './session-worker.js';
+import { concatBatch, dataTypeFromOrt, fromOrtTensor, splitBatch, toOrtTensor } from './tensors.js';
+
+/** Default of the `inline_run_max_us` parameter: runs shorter than this may stay on the event loop. */
+export const DEFAULT_INLINE_MAX_US = 100;
 
 /** True if this model is served by the onnxruntime backend. */
 export function isOnnxModel(config: ModelConfig): boolean {
@@ -101,27 +107,49 @@ function autoComplete(config: ModelConfig, session: SessionMetadata): ModelConfi
 /** Starts a session worker for one more instance of the model. */
 type StartWorker = () => Promise<SessionWorker>;
 
+/** How an instance opens its sessions. */
+interface SessionSource {
+  init: SessionWorkerInit;
+  startWorker: StartWorker;
+  /** Longest run (µs) allowed inline on the event loop (placement.ts); 0 = never inline. */
+  inlineMaxUs: number;
+}
+
+/** Where the last runs went (supervision and tests). */
+export interface RunCounts {
+  inline: number;
+  worker: number;
+}
+
 /**
- * One model instance: an ONNX Runtime session on its own worker thread (session-worker.ts), so
- * the event loop never computes and instances run in parallel. If the thread dies, the batch in
- * flight fails with INTERNAL and a replacement starts at once.
+ * One model instance: an ONNX Runtime session on its own worker thread (session-worker.ts), so a
+ * run that takes longer than a thread hop never computes on the event loop and instances run in
+ * parallel. Runs the model has shown to be cheaper than the hop (placement.ts) run on a second,
+ * inline session instead. If the thread dies, the batch in flight fails with INTERNAL and a
+ * replacement starts at once.
  */
 export class OnnxInstance implements BackendModelInstance {
   /** Config inputs, then the sequence batcher's control and state inputs (spec §5.6). */
   private readonly feedNames: string[];
   /** Output datatypes: config outputs and implicit-state outputs (spec §5.6). */
   private readonly outputTypes: Map<string, DataType>;
+  private readonly placement: RunPlacement;
   private worker?: SessionWorker;
   private starting?: Promise<SessionWorker>;
+  private inlineSession?: ort.InferenceSession;
+  private inlineOpening = false;
   private finalized = false;
+  /** Runs done inline and on the worker. */
+  readonly runs: RunCounts = { inline: 0, worker: 0 };
 
   constructor(
     worker: SessionWorker,
-    private readonly startWorker: StartWorker,
+    private readonly source: SessionSource,
     private readonly config: ModelConfig,
   ) {
     this.feedNames = [...config.input.map((i) => i.name), ...sequenceInputNames(config)];
     this.outputTypes = new Map([...config.output.map((o) => [o.name, tensorDataType(o)] as const), ...stateOutputTypes(config)]);
+    this.placement = new RunPlacement(source.inlineMaxUs);
     this.watch(worker);
   }
 
@@ -144,7 +172,7 @@ export class OnnxInstance implements BackendModelInstance {
   }
 
   private respawn(): Promise<SessionWorker> {
-    const starting = this.startWorker();
+    const starting = this.source.startWorker();
     this.starting = starting;
     starting.then(
       (w) => {
@@ -169,9 +197,24 @@ export class OnnxInstance implements BackendModelInstance {
     }
   }
 
+  /** The inline session, or undefined while it opens (in the background; runs use the worker meanwhile). */
+  private inline(): ort.InferenceSession | undefined {
+    if (this.inlineSession || this.inlineOpening) return this.inlineSession;
+    this.inlineOpening = true;
+    ort.InferenceSession.create(this.source.init.file, this.source.init.options).then(
+      (s) => {
+        if (this.finalized) void s.release();
+        else this.inlineSession = s;
+      },
+      () => {}, // the worker's session opened the same file; keep using the worker
+    );
+    return undefined;
+  }
+
   /**
-   * Runs one batch on the session worker. Inputs are copied once into buffers handed to the worker
-   * (a dynamic batch's concatenation is that copy); outputs come back without a copy.
+   * Runs one batch. On the worker, inputs are copied once into buffers handed to the thread (a
+   * dynamic batch's concatenation is that copy) and outputs come back without a copy; inline,
+   * nothing is copied (unaligned views excepted, tensors.ts).
    * @throws TritonError INVALID_ARG for an optional input not given by every request of a batch,
    *   INTERNAL for an ONNX Runtime failure or a worker that died during the run, UNAVAILABLE if no
    *   worker can be started.
@@ -179,15 +222,15 @@ export class OnnxInstance implements BackendModelInstance {
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings> {
     if (this.finalized) throw unavailable(`onnxruntime instance of model '${this.config.name}' is finalized`);
     const batched = this.config.max_batch_size > 0 && requests.length > 1;
-    const feeds: WireTensor[] = [];
+    const inputs: { t: Tensor; owned: boolean }[] = [];
+    let inputBytes = 0;
     for (const name of this.feedNames) {
       const parts = requests.map((r) => r.inputs.find((t) => t.name === name)).filter((t) => t !== undefined);
       if (parts.length === 0) continue; // optional input not given
       if (parts.length !== requests.length) throw invalidArg(`optional input '${name}' must be given by every request of a batch`);
       const t = batched ? concatBatch(parts) : parts[0]!;
-      // the worker gets a buffer of its own: concatBatch made one, otherwise copy the request's view once
-      const data = batched && parts.length > 1 ? t.data : new Uint8Array(t.data);
-      feeds.push({ name, datatype: t.datatype, shape: [...t.shape], data });
+      inputs.push({ t: { ...t, name }, owned: batched && parts.length > 1 });
+      inputBytes += t.data.byteLength;
     }
     const wanted = [...new Set(requests.flatMap((r) => r.requestedOutputs))];
     const outputs = wanted.map((name) => {
@@ -195,8 +238,9 @@ export class OnnxInstance implements BackendModelInstance {
       if (!datatype) throw invalidArg(`unexpected inference output '${name}' for model '${this.config.name}'`);
       return { name, datatype };
     });
-    const worker = await this.current();
-    const result = await worker.run(feeds, outputs);
+    const session = this.placement.inline(inputBytes) ? this.inline() : undefined;
+    const result = session ? await this.runInline(session, inputs, outputs) : await this.runOnWorker(inputs, outputs);
+    this.placement.record(inputBytes, Number(result.computeEndNs - result.computeStartNs) / 1000);
     const sizes = requests.map((r) => r.batchSize);
     const perRequest = requests.map(() => [] as Tensor[]);
     for (const t of result.outputs) {
@@ -209,11 +253,47 @@ export class OnnxInstance implements BackendModelInstance {
     return { computeStartNs: result.computeStartNs, computeEndNs: result.computeEndNs };
   }
 
+  private async runOnWorker(inputs: { t: Tensor; owned: boolean }[], outputs: { name: string; datatype: DataType }[]): Promise<RunResult> {
+    // the worker gets buffers of its own: concatBatch made one, otherwise copy the request's view once
+    const feeds: WireTensor[] = inputs.map(({ t, owned }) => ({ name: t.name, datatype: t.datatype, shape: [...t.shape], data: owned ? t.data : new Uint8Array(t.data) }));
+    const worker = await this.current();
+    this.runs.worker++;
+    return worker.run(feeds, outputs);
+  }
+
+  private async runInline(session: ort.InferenceSession, inputs: { t: Tensor }[], outputs: { name: string; datatype: DataType }[]): Promise<RunResult> {
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const { t } of inputs) feeds[t.name] = toOrtTensor(t.datatype, t.shape, t.data);
+    this.runs.inline++;
+    const computeStartNs = process.hrtime.bigint();
+    let results: ort.InferenceSession.ReturnType;
+    try {
+      results = await session.run(
+        feeds,
+        outputs.map((o) => o.name),
+      );
+    } catch (e) {
+      throw internal(`onnxruntime execute failure: ${(e as Error).message}`);
+    }
+    const computeEndNs = process.hrtime.bigint();
+    return {
+      outputs: outputs.map((o) => {
+        const r = results[o.name];
+        if (!r) throw internal(`onnxruntime did not produce output '${o.name}'`);
+        return fromOrtTensor(o.name, o.datatype, r as ort.Tensor);
+      }),
+      computeStartNs,
+      computeEndNs,
+    };
+  }
+
   async finalize(): Promise<void> {
     this.finalized = true;
     const w = this.worker;
     this.worker = undefined;
-    await w?.release();
+    const s = this.inlineSession;
+    this.inlineSession = undefined;
+    await Promise.all([w?.release(), s?.release()]);
   }
 }
 
@@ -222,7 +302,7 @@ class OnnxModel implements BackendModel {
   private first?: SessionWorker;
 
   constructor(
-    private readonly startWorker: StartWorker,
+    private readonly source: SessionSource,
     readonly config: ModelConfig | undefined,
     private readonly effective: ModelConfig,
     first: SessionWorker,
@@ -234,7 +314,7 @@ class OnnxModel implements BackendModel {
     // The worker opened for auto-complete serves the first instance.
     const first = this.first;
     this.first = undefined;
-    return new OnnxInstance(first ?? (await this.startWorker()), this.startWorker, this.effective);
+    return new OnnxInstance(first ?? (await this.source.startWorker()), this.source, this.effective);
   }
 
   async finalize(): Promise<void> {
@@ -257,13 +337,17 @@ class OnnxRuntimeBackend implements Backend {
         graphOptimizationLevel: 'all',
       },
     };
-    const startWorker = () => SessionWorker.start(init, ctx.name);
-    const first = await startWorker();
+    const source: SessionSource = {
+      init,
+      startWorker: () => SessionWorker.start(init, ctx.name),
+      inlineMaxUs: intParam(ctx.config, 'inline_run_max_us', DEFAULT_INLINE_MAX_US),
+    };
+    const first = await source.startWorker();
     try {
       const completed = ctx.autoCompleteConfig ? autoComplete(ctx.config, first.metadata) : undefined;
       const effective = completed ?? ctx.config;
       checkAgainstGraph(effective, first.metadata);
-      return new OnnxModel(startWorker, completed, effective, first);
+      return new OnnxModel(source, completed, effective, first);
     } catch (e) {
       await first.release();
       throw e;
