@@ -59,8 +59,12 @@ export async function handleInfer(ctx: FrontendContext, req: FastifyRequest, rep
   const { init, formats } = decodeInferRequest(body, headerLength(req), model, target.version, target.config);
   const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, connectionSignal(reply));
   if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
-  const enc = encodeInferResponse(model, served, init.id, responses[0]!, formats);
-  releaseTensors(responses[0]!.outputs);
+  let enc;
+  try {
+    enc = encodeInferResponse(model, served, init.id, responses[0]!, formats, ctx.limits.maxJsonOutputBytes);
+  } finally {
+    releaseTensors(responses[0]!.outputs);
+  }
   if (enc.headerLength !== undefined) {
     return reply
       .code(200)
