@@ -1,16 +1,24 @@
 /**
  * Large payloads on the HTTP hot path (issue 14): the server-wide cap on JSON inference responses
  * (`--http-max-json-output-bytes`), checked from element counts before any JSON is built, with an
- * error that points the client to the binary data extension (spec §2).
+ * error that points the client to the binary data extension (spec §2); large JSON requests and
+ * responses decoded / encoded on codec workers instead of the event loop.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
+import { identityConfig, identityModel } from '../../bench/onnx-model.js';
+import { normalizeModelConfig, parseModelConfigPbtxt } from '../../host/src/config/index.js';
+import type { TritonError } from '../../host/src/core/errors.js';
+import { CodecPool } from '../../host/src/frontend/http/codec/pool.js';
+import { decodeInferRequest } from '../../host/src/frontend/http/infer-request.js';
+import { encodeInferResponse } from '../../host/src/frontend/http/infer-response.js';
 import { parseCli, UsageError } from '../../host/src/cli-options.js';
 import { DEFAULT_HTTP_LIMITS } from '../../host/src/frontend/http/limits.js';
 import { jsonTextMaxBytes, tensorDataToJsonText } from '../../host/src/tensor/json.js';
 import { encodeBytesElements } from '../../host/src/tensor/bytes.js';
 import type { DataType } from '../../host/src/tensor/datatypes.js';
 import { perTestServers } from '../helpers/servers.js';
-import { postJson, simpleRequest } from '../helpers/repo.js';
+import { postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
 
 const IN0 = Array.from({ length: 16 }, (_, i) => i - 8);
 const IN1 = Array.from({ length: 16 }, (_, i) => 2 * i);
@@ -84,4 +92,72 @@ describe('--http-max-json-output-bytes', () => {
     expect(r.status, r.text).toBe(200);
     expect(r.json.outputs.map((o: { name: string }) => o.name).sort()).toEqual(['OUTPUT0', 'OUTPUT1']);
   });
+});
+
+describe('large JSON off the event loop (codec workers)', () => {
+  const { serve } = perTestServers();
+
+  it('the codec worker decodes and encodes exactly as the main thread does, errors included', async () => {
+    const pool = new CodecPool(1);
+    try {
+      const cfg = normalizeModelConfig(parseModelConfigPbtxt(identityConfig('id')), { modelName: 'id', gpuCount: 0 });
+      const body = Buffer.from(JSON.stringify({ id: 'x', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [3], data: [1.5, -2, 3e10] }], outputs: [{ name: 'OUTPUT0' }] }));
+      const here = decodeInferRequest(Buffer.from(body), undefined, 'id', 1, cfg);
+      const there = await pool.decode(body, undefined, 'id', 1, cfg);
+      expect(there.init.id).toBe('x');
+      expect(Buffer.from(there.init.inputs[0]!.data)).toEqual(Buffer.from(here.init.inputs[0]!.data));
+      expect(there.init.requestedOutputs).toEqual(['OUTPUT0']);
+
+      const bad = Buffer.from('{"inputs": [}');
+      const mainErr = (() => {
+        try {
+          decodeInferRequest(Buffer.from(bad), undefined, 'id', 1, cfg);
+        } catch (e) {
+          return e as TritonError;
+        }
+      })()!;
+      await expect(pool.decode(bad, undefined, 'id', 1, cfg)).rejects.toMatchObject({ code: mainErr.code, message: mainErr.message });
+
+      const response = { outputs: [{ name: 'OUTPUT0', datatype: 'FP32' as const, shape: [3], data: new Uint8Array(Float32Array.of(1, 2.5, -0).buffer) }] };
+      const formats = { defaultBinary: false, perOutput: new Map<string, boolean>() };
+      expect(await pool.encode('id', 1, 'x', response, formats, 1 << 20)).toEqual(encodeInferResponse('id', 1, 'x', response, formats, 1 << 20));
+      await expect(pool.encode('id', 1, 'x', response, formats, 10)).rejects.toMatchObject({ code: 'INVALID_ARG', message: expect.stringMatching(/binary_data/) });
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a 16 MB JSON request is parsed off the event loop: the loop stalls far less than the parse takes', async () => {
+    const repo = tempRepo();
+    repo.write('id/1/model.onnx', identityModel());
+    repo.write('id/config.pbtxt', identityConfig('id'));
+    try {
+      const s = await serve(repo, { loadModels: ['id'] });
+      const n = 3_000_000;
+      const values = Array.from({ length: n }, (_, i) => (i % 1000) / 8);
+      const text = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [n], data: values }], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }] });
+      expect(text.length).toBeGreaterThan(16_000_000);
+      const body = Buffer.from(text);
+      // what the same decode costs on this thread, right now
+      const cfg = normalizeModelConfig(parseModelConfigPbtxt(identityConfig('id')), { modelName: 'id', gpuCount: 0 });
+      const t0 = performance.now();
+      decodeInferRequest(Buffer.from(body), undefined, 'id', 1, cfg);
+      const decodeMs = performance.now() - t0;
+
+      const h = monitorEventLoopDelay({ resolution: 1 });
+      h.enable();
+      const res = await fetch(`${s.httpUrl}/v2/models/id/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const out = Buffer.from(await res.arrayBuffer());
+      h.disable();
+      expect(res.status, out.subarray(0, 300).toString()).toBe(200);
+      const jsonLen = Number(res.headers.get('inference-header-content-length'));
+      const floats = new Float32Array(out.buffer.slice(out.byteOffset + jsonLen, out.byteOffset + out.byteLength));
+      expect(floats.length).toBe(n);
+      expect(floats[999]).toBe(999 / 8);
+      expect(floats[n - 1]).toBe(((n - 1) % 1000) / 8);
+      expect(h.max / 1e6, `decode on the loop takes ${decodeMs.toFixed(0)} ms`).toBeLessThan(decodeMs / 2);
+    } finally {
+      repo.cleanup();
+    }
+  }, 60_000);
 });

@@ -17,7 +17,7 @@ import { emptyRequestInit } from '../../host/src/core/request-parameters.js';
 import { SINGLE_USER, type BackendModel, type ExecuteTimings, type InstanceSpec, type ModelLoadContext } from '../../host/src/core/types.js';
 import { request, tensor } from '../helpers/backend-request.js';
 import { config, collector } from '../helpers/model-version.js';
-import { matmulChainConfig, matmulChainModel } from '../helpers/onnx-model.js';
+import { matmulChainConfig, matmulChainModel } from '../../bench/onnx-model.js';
 import { perTestServers } from '../helpers/servers.js';
 import { postJson, tempRepo } from '../helpers/repo.js';
 

@@ -20,6 +20,13 @@ function parametersText(p: Record<string, ParameterValue>): string {
   return JSON.stringify(p);
 }
 
+/** Tensor bytes of the outputs `formats` sends as JSON (what printing them costs grows with). */
+export function jsonOutputBytes(response: InferenceResponse, formats: OutputFormats): number {
+  let n = 0;
+  for (const t of response.outputs) if (!(formats.perOutput.get(t.name) ?? formats.defaultBinary)) n += t.data.byteLength;
+  return n;
+}
+
 /**
  * Refuse a response whose JSON outputs could print to more than `maxJsonBytes` bytes, before any
  * of it is rendered (worst-case estimate from element count and datatype: jsonTextMaxBytes).

@@ -6,7 +6,9 @@ import type { CancellationSignal } from '../../core/types.js';
 import { requestBody } from './body.js';
 import type { FrontendContext } from './context.js';
 import { decodeInferRequest } from './infer-request.js';
-import { encodeInferResponse } from './infer-response.js';
+import { OFFLOAD_BYTES } from './codec/pool.js';
+import { checkJsonOutputSize, encodeInferResponse, jsonOutputBytes } from './infer-response.js';
+import { DEFAULT_HTTP_LIMITS } from './limits.js';
 
 /**
  * A cancellation signal that fires when the client goes away before the response was written: the
@@ -56,14 +58,25 @@ export async function handleInfer(ctx: FrontendContext, req: FastifyRequest, rep
   const target = ctx.api.inferenceTarget(principal, model, version);
   if (target.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const body = requestBody(req, ctx.maxInputSize);
-  const { init, formats } = decodeInferRequest(body, headerLength(req), model, target.version, target.config);
+  const hl = headerLength(req);
+  // a large JSON part is parsed on a codec worker (codec/pool.ts), not on the event loop
+  const { init, formats } =
+    (hl ?? body.length) >= OFFLOAD_BYTES
+      ? await ctx.codec.decode(body, hl, model, target.version, target.config)
+      : decodeInferRequest(body, hl, model, target.version, target.config);
   const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, connectionSignal(reply));
   if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
+  const response = responses[0]!;
+  const maxJson = ctx.limits.maxJsonOutputBytes ?? DEFAULT_HTTP_LIMITS.maxJsonOutputBytes;
   let enc;
   try {
-    enc = encodeInferResponse(model, served, init.id, responses[0]!, formats, ctx.limits.maxJsonOutputBytes);
+    checkJsonOutputSize(model, response, formats, maxJson);
+    enc =
+      jsonOutputBytes(response, formats) >= OFFLOAD_BYTES
+        ? await ctx.codec.encode(model, served, init.id, response, formats, maxJson)
+        : encodeInferResponse(model, served, init.id, response, formats, maxJson);
   } finally {
-    releaseTensors(responses[0]!.outputs);
+    releaseTensors(response.outputs);
   }
   if (enc.headerLength !== undefined) {
     return reply

@@ -1,8 +1,8 @@
 /**
- * Writes small ONNX models for tests (the ONNX protobuf encoded by hand: no `onnx` Python package
+ * Writes small ONNX models for tests and benchmarks (the ONNX protobuf encoded by hand: no `onnx` Python package
  * or protobuf library is needed). Only the fields these models use are written.
  *
- * `matmulChainModel(steps)`: input `INPUT0` FP32 [N, N] (N dynamic), output `OUTPUT0` FP32 [N, N]
+ * `identityModel()`: FP32 [N] → the same. `matmulChainModel(steps)`: input `INPUT0` FP32 [N, N] (N dynamic), output `OUTPUT0` FP32 [N, N]
  * = INPUT0 multiplied by itself `steps` times. Its cost grows as steps × N³, so a test picks how
  * long one ONNX Runtime run takes by the size of the input it sends.
  */
@@ -79,5 +79,31 @@ max_batch_size: 0
 input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1, -1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1, -1 ] } ]
 instance_group [ { count: ${instances} kind: KIND_CPU } ]
+`;
+}
+
+/** ONNX model bytes: OUTPUT0 = Identity(INPUT0), FP32 [N] (N dynamic). */
+export function identityModel(): Uint8Array {
+  const graph = message([
+    [1, message([[1, 'INPUT0'], [2, 'OUTPUT0'], [3, 'id'], [4, 'Identity']])],
+    [2, 'identity'],
+    [11, tensorValueInfo('INPUT0', ['N'])],
+    [12, tensorValueInfo('OUTPUT0', ['N'])],
+  ]);
+  return message([
+    [1, 8],
+    [2, 'warden-tests'],
+    [7, graph],
+    [8, message([[2, 13]])],
+  ]);
+}
+
+/** config.pbtxt for {@link identityModel} served by the onnxruntime backend. */
+export function identityConfig(name: string): string {
+  return `name: "${name}"
+platform: "onnxruntime_onnx"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 `;
 }
