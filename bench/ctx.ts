@@ -105,9 +105,10 @@ export interface BenchContext {
   makeRepository(models: string[]): Promise<string>;
   /**
    * Start Warden (`node dist/host/src/cli.js`) on `repository` with ephemeral ports and wait
-   * until `GET /v2/health/ready` answers 200. Extra CLI flags may be appended.
+   * until `GET /v2/health/ready` answers 200. Extra CLI flags may be appended; `nodeArgs` go to
+   * node itself (e.g. `--trace-gc`).
    */
-  startWarden(repository: string, extraArgs?: string[]): Promise<ChildServer>;
+  startWarden(repository: string, extraArgs?: string[], nodeArgs?: string[]): Promise<ChildServer>;
   /**
    * Start any server process that listens on `port`, waiting until `readyPath` answers 200.
    */
@@ -210,12 +211,13 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
       return dir;
     },
 
-    async startWarden(repository, extraArgs = []) {
+    async startWarden(repository, extraArgs = [], nodeArgs = []) {
       const port = await ctx.freePort();
       const metricsPort = await ctx.freePort();
       const cli = join(ROOT, 'dist', 'host', 'src', 'cli.js');
       if (!existsSync(cli)) throw new Error(`${cli} missing: run \`npm run build\` first`);
       const args = [
+        ...nodeArgs,
         cli,
         '--model-repository',
         repository,
