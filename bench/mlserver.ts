@@ -67,7 +67,7 @@ export async function benchMlserver(ctx: BenchContext): Promise<void> {
     return;
   }
   const repo = await ctx.makeRepository(['simple']);
-  const home = join(repo, 'mlserver');
+  const home = await ctx.makeRepository([]); // MLServer's own folder, outside Warden's repository
   const modelDir = join(home, 'simple');
   await mkdir(modelDir, { recursive: true });
   await copyFile(join(ctx.root, 'bench', 'mlserver_runtime.py'), join(home, 'mlserver_runtime.py'));
