@@ -71,15 +71,18 @@ export function matmulChainModel(steps: number): Uint8Array {
   ]);
 }
 
-/** config.pbtxt for {@link matmulChainModel} served by the onnxruntime backend. */
-export function matmulChainConfig(name: string, instances = 1): string {
+/** config.pbtxt for {@link matmulChainModel} served by the onnxruntime backend, with string `parameters`. */
+export function matmulChainConfig(name: string, instances = 1, parameters: Record<string, string> = {}): string {
+  const params = Object.entries(parameters)
+    .map(([k, v]) => `parameters { key: "${k}" value: { string_value: "${v}" } }\n`)
+    .join('');
   return `name: "${name}"
 platform: "onnxruntime_onnx"
 max_batch_size: 0
 input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1, -1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1, -1 ] } ]
 instance_group [ { count: ${instances} kind: KIND_CPU } ]
-`;
+${params}`;
 }
 
 /** ONNX model bytes: OUTPUT0 = Identity(INPUT0), FP32 [N] (N dynamic). */

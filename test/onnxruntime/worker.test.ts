@@ -42,11 +42,9 @@ let dir: string;
 let model: BackendModel;
 const resolver = new OnnxRuntimeResolver();
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'warden-ort-'));
-  mkdirSync(join(dir, 'mm', '1'), { recursive: true });
-  writeFileSync(join(dir, 'mm', '1', 'model.onnx'), matmulChainModel(STEPS));
-  const cfg = config(matmulChainConfig('mm', 2), 'mm');
+/** Loads `mm` (the MatMul chain, `instances` in the config) through the onnxruntime backend. */
+async function loadMm(instances: number, parameters: Record<string, string> = {}): Promise<BackendModel> {
+  const cfg = config(matmulChainConfig('mm', instances, parameters), 'mm');
   const backend = (await resolver.resolve({ config: cfg } as never))!;
   const ctx = {
     key: { namespace: '', name: 'mm' },
@@ -60,7 +58,14 @@ beforeAll(async () => {
     autoCompleteConfig: true,
     logger: pino({ level: 'silent' }),
   } as ModelLoadContext;
-  model = await backend.loadModel(ctx);
+  return backend.loadModel(ctx);
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'warden-ort-'));
+  mkdirSync(join(dir, 'mm', '1'), { recursive: true });
+  writeFileSync(join(dir, 'mm', '1', 'model.onnx'), matmulChainModel(STEPS));
+  model = await loadMm(2);
 });
 
 afterAll(async () => {
@@ -122,7 +127,9 @@ describe('onnxruntime session workers', () => {
   });
 
   it('runs cheaper than a thread hop move inline; a large input on the same instance still runs on the worker', async () => {
-    const inst = (await model.createInstance(SPEC)) as OnnxInstance;
+    // a generous inline_run_max_us, so that preemption on a busy machine cannot make the tiny runs look slow
+    const generous = await loadMm(1, { inline_run_max_us: '50000' });
+    const inst = (await generous.createInstance(SPEC)) as OnnxInstance;
     try {
       for (let i = 0; i < 30 && inst.runs.inline < 3; i++) {
         const { outcome } = await run(inst, 4);
@@ -140,8 +147,26 @@ describe('onnxruntime session workers', () => {
       expectIdentity(outcome.response!.outputs[0]!.data, SLOW_N);
       expect(inst.runs.worker).toBe(onWorker + 1);
       expect(h.max / 1e6).toBeLessThan(Math.max(25, ms / 3));
+      // an ONNX Runtime error inline is the same INTERNAL error as on the worker
+      const inlineBefore = inst.runs.inline;
+      const bad = request('mm', [tensor('INPUT0', 'FP32', [2, 3], new Float32Array(6))], ['OUTPUT0']);
+      await expect(inst.execute([bad], [collector().sender])).rejects.toMatchObject({ code: 'INTERNAL', message: expect.stringMatching(/onnxruntime execute failure: .*MatMul/i) });
+      expect(inst.runs.inline).toBe(inlineBefore + 1);
     } finally {
       await inst.finalize();
+      await generous.finalize();
+    }
+  });
+
+  it('inline_run_max_us 0 keeps every run on the worker', async () => {
+    const never = await loadMm(1, { inline_run_max_us: '0' });
+    const inst = (await never.createInstance(SPEC)) as OnnxInstance;
+    try {
+      for (let i = 0; i < 5; i++) await run(inst, 4);
+      expect(inst.runs).toEqual({ inline: 0, worker: 5 });
+    } finally {
+      await inst.finalize();
+      await never.finalize();
     }
   });
 

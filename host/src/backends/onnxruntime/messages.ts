@@ -44,4 +44,6 @@ export type FromSessionWorker =
   | { t: 'ready'; metadata: SessionMetadata }
   | { t: 'load-error'; message: string }
   | { t: 'result'; seq: number; outputs: WireTensor[]; computeStartNs: bigint; computeEndNs: bigint }
-  | { t: 'run-error'; seq: number; message: string };
+  | { t: 'run-error'; seq: number; message: string }
+  /** The session is released; the thread is ending. */
+  | { t: 'released' };

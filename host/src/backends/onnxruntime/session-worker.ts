@@ -148,20 +148,22 @@ export class SessionWorker {
 
   /**
    * Releases the session and lets the thread end itself (never terminated from here: see
-   * worker.ts). Waits at most {@link RELEASE_WAIT_MS}; a thread still busy after that is left to
-   * finish on its own and no longer keeps the process alive.
+   * worker.ts). Resolves once the session is released (the thread's own teardown goes on without
+   * keeping the process alive), or after {@link RELEASE_WAIT_MS} if the thread is still busy.
    */
   async release(): Promise<void> {
     if (this.exited) return;
     if (!this.gone) this.gone = internal(`onnxruntime session of model '${this.model}' was released`);
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.worker.unref();
-        resolve();
-      }, RELEASE_WAIT_MS);
-      this.worker.once('exit', () => {
+      const timer = setTimeout(() => done(), RELEASE_WAIT_MS);
+      const done = () => {
         clearTimeout(timer);
+        this.worker.unref(); // the thread ends by itself; do not wait for its teardown
         resolve();
+      };
+      this.worker.once('exit', done);
+      this.worker.on('message', (m: FromSessionWorker) => {
+        if (m.t === 'released') done();
       });
       this.worker.postMessage({ t: 'release' } satisfies ToSessionWorker);
     });

@@ -81,7 +81,10 @@ port.on('message', (m: ToSessionWorker) => {
   } else if (m.t === 'release') {
     // end the thread from inside: terminating it from outside while ONNX Runtime runs aborts the
     // whole process (onnxruntime-node throws a C++ Napi::Error nobody catches)
-    void session.release().finally(() => process.exit(0));
+    void session.release().finally(() => {
+      post({ t: 'released' });
+      process.exit(0);
+    });
   }
 });
 
