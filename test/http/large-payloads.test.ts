@@ -4,12 +4,14 @@
  * error that points the client to the binary data extension (spec §2); large JSON requests and
  * responses decoded / encoded on codec workers instead of the event loop.
  */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { identityConfig, identityModel } from '../../bench/onnx-model.js';
 import { normalizeModelConfig, parseModelConfigPbtxt } from '../../host/src/config/index.js';
 import type { TritonError } from '../../host/src/core/errors.js';
 import { CodecPool } from '../../host/src/frontend/http/codec/pool.js';
+import { BACKGROUND_NICE } from '../../host/src/threads/priority.js';
 import { decodeInferRequest } from '../../host/src/frontend/http/infer-request.js';
 import { encodeInferResponse } from '../../host/src/frontend/http/infer-response.js';
 import { parseCli, UsageError } from '../../host/src/cli-options.js';
@@ -161,6 +163,36 @@ describe('large JSON off the event loop (codec workers)', () => {
       repo.cleanup();
     }
   }, 60_000);
+});
+
+/** Nice values of this process's threads (Linux /proc), by thread id. */
+function threadNices(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const st = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      out.set(Number(tid), Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch {
+      /* the thread ended meanwhile */
+    }
+  }
+  return out;
+}
+
+describe('codec worker priority', () => {
+  it.skipIf(!existsSync('/proc/thread-self'))('codec workers run at a lower priority than the event loop (nice 10)', async () => {
+    const pool = new CodecPool(1);
+    try {
+      const before = threadNices();
+      const cfg = normalizeModelConfig(parseModelConfigPbtxt(identityConfig('id')), { modelName: 'id', gpuCount: 0 });
+      await pool.decode(Buffer.from('{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1],"data":[1]}]}'), undefined, 'id', 1, cfg);
+      const added = [...threadNices()].filter(([tid]) => !before.has(tid));
+      expect(added.map(([, nice]) => nice)).toContain(BACKGROUND_NICE);
+      expect(threadNices().get(process.pid)).toBe(before.get(process.pid));
+    } finally {
+      await pool.close();
+    }
+  });
 });
 
 describe('codec worker failure', () => {

@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { TritonError, internal, invalidArg } from '../../core/errors.js';
 import type { DataType } from '../../tensor/datatypes.js';
-import { workerEntry } from '../worker-entry.js';
+import { workerEntry } from '../../threads/worker-entry.js';
 import type { FromSessionWorker, SessionMetadata, SessionWorkerInit, ToSessionWorker, WireTensor } from './messages.js';
 
 /** What one run returns: output tensors (buffers now owned by this thread) and compute times (ns). */

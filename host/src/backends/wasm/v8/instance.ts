@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { TritonError, unavailable } from '../../../core/errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../core/types.js';
-import { workerEntry } from '../../worker-entry.js';
+import { workerEntry } from '../../../threads/worker-entry.js';
 import type { SandboxedInstance, SandboxStats } from '../engine.js';
 import type { WireError, WireRequest, WireResponse } from '../wire.js';
 import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';

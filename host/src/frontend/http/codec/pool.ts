@@ -9,7 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { TritonError, internal } from '../../../core/errors.js';
 import type { InferenceResponse } from '../../../core/types.js';
 import type { ModelConfig } from '../../../config/types.js';
-import { workerEntry } from '../../../backends/worker-entry.js';
+import { workerEntry } from '../../../threads/worker-entry.js';
 import type { DecodedInferRequest, OutputFormats } from '../infer-request.js';
 import type { EncodedResponse } from '../infer-response.js';
 import type { DecodeJob, EncodeJob, FromCodecWorker, ToCodecWorker } from './messages.js';

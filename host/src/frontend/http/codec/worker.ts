@@ -6,11 +6,14 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { asTritonError } from '../../../core/errors.js';
+import { lowerThisThreadPriority } from '../../../threads/priority.js';
 import { decodeInferRequest } from '../infer-request.js';
 import { encodeInferResponse } from '../infer-response.js';
 import type { FromCodecWorker, ToCodecWorker } from './messages.js';
 
 const port = parentPort!;
+// parsing someone's 16 MB body must not take a core from the event loop serving everyone else
+lowerThisThreadPriority();
 
 /** The distinct ArrayBuffers under `views`. */
 function buffersOf(views: Iterable<Uint8Array>): ArrayBuffer[] {

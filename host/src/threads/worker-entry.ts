@@ -1,7 +1,7 @@
 /**
  * Where a backend's worker thread starts: the compiled `<name>.js` next to the calling module, or
  * (running from the TypeScript sources, e.g. under vitest) a bootstrap that registers tsx and
- * imports `<name>.ts`. Used by every backend that runs work on `worker_threads`.
+ * imports `<name>.ts`. Used by every part that runs work on `worker_threads`.
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
