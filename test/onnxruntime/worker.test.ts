@@ -70,6 +70,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await model?.finalize();
+  await resolver.finalizeAll(); // waits for the sessions still being released
   rmSync(dir, { recursive: true, force: true });
 });
 

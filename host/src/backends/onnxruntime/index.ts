@@ -113,6 +113,14 @@ interface SessionSource {
   startWorker: StartWorker;
   /** Longest run (µs) allowed inline on the event loop (placement.ts); 0 = never inline. */
   inlineMaxUs: number;
+  /** Sessions being released in the background; the backend's finalize waits for them. */
+  releases: Set<Promise<unknown>>;
+}
+
+/** Start releasing, without waiting; `releases` holds the promise until it settles. */
+function releaseInBackground(releases: Set<Promise<unknown>>, release: Promise<unknown>): void {
+  const p = release.catch(() => undefined).finally(() => releases.delete(p));
+  releases.add(p);
 }
 
 /** Where the last runs went (supervision and tests). */
@@ -177,7 +185,7 @@ export class OnnxInstance implements BackendModelInstance {
     starting.then(
       (w) => {
         if (this.starting === starting) this.starting = undefined;
-        if (this.finalized) void w.release();
+        if (this.finalized) releaseInBackground(this.source.releases, w.release());
         else this.watch(w);
       },
       () => {
@@ -203,7 +211,7 @@ export class OnnxInstance implements BackendModelInstance {
     this.inlineOpening = true;
     ort.InferenceSession.create(this.source.init.file, this.source.init.options).then(
       (s) => {
-        if (this.finalized) void s.release();
+        if (this.finalized) releaseInBackground(this.source.releases, s.release());
         else this.inlineSession = s;
       },
       () => {}, // the worker's session opened the same file; keep using the worker
@@ -290,13 +298,19 @@ export class OnnxInstance implements BackendModelInstance {
     };
   }
 
+  /**
+   * Stops the instance at once; its sessions are released in the background (an unload completes
+   * without waiting for a thread hop) and the backend's finalize, at server shutdown, waits for
+   * every release still in progress.
+   */
   async finalize(): Promise<void> {
     this.finalized = true;
     const w = this.worker;
     this.worker = undefined;
     const s = this.inlineSession;
     this.inlineSession = undefined;
-    await Promise.all([w?.release(), s?.release()]);
+    if (w) releaseInBackground(this.source.releases, w.release());
+    if (s) releaseInBackground(this.source.releases, s.release());
   }
 }
 
@@ -328,6 +342,7 @@ class OnnxModel implements BackendModel {
 
 class OnnxRuntimeBackend implements Backend {
   readonly name = 'onnxruntime';
+  private readonly releases = new Set<Promise<unknown>>();
 
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
     const file = await modelFile(ctx);
@@ -344,6 +359,7 @@ class OnnxRuntimeBackend implements Backend {
       init,
       startWorker: () => SessionWorker.start(init, ctx.name),
       inlineMaxUs: intParam(ctx.config, 'inline_run_max_us', DEFAULT_INLINE_MAX_US),
+      releases: this.releases,
     };
     const first = await source.startWorker();
     try {
@@ -357,7 +373,10 @@ class OnnxRuntimeBackend implements Backend {
     }
   }
 
-  async finalize(): Promise<void> {}
+  /** Server shutdown: waits for every session release still in progress. */
+  async finalize(): Promise<void> {
+    while (this.releases.size > 0) await Promise.all([...this.releases]);
+  }
 }
 
 /** Config inputs / outputs must exist in the graph (Triton's onnxruntime backend checks this). */
