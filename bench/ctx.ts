@@ -105,9 +105,10 @@ export interface BenchContext {
   makeRepository(models: string[]): Promise<string>;
   /**
    * Start Warden (`node dist/host/src/cli.js`) on `repository` with ephemeral ports and wait
-   * until `GET /v2/health/ready` answers 200. Extra CLI flags may be appended.
+   * until `GET /v2/health/ready` answers 200. Extra CLI flags may be appended; `nodeArgs` go to
+   * node itself (e.g. `--trace-gc`).
    */
-  startWarden(repository: string, extraArgs?: string[]): Promise<ChildServer>;
+  startWarden(repository: string, extraArgs?: string[], nodeArgs?: string[]): Promise<ChildServer>;
   /**
    * Start any server process that listens on `port`, waiting until `readyPath` answers 200.
    */
@@ -162,6 +163,16 @@ function procCpuMicros(pid: number | undefined): number | undefined {
   }
 }
 
+/**
+ * The node flags `npm start` gives Warden (package.json's `start` script, e.g. the young-generation
+ * size), so the benchmark measures the server as it is started.
+ */
+export function startNodeFlags(root = ROOT): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: { start?: string } };
+  const m = /\bnode((?:\s+--\S+)*)\s+dist\/host\/src\/cli\.js/.exec(pkg.scripts?.start ?? '');
+  return m ? m[1]!.split(/\s+/).filter(Boolean) : [];
+}
+
 function envNumber(name: string, dflt: number): number {
   const v = process.env[name];
   const n = v === undefined ? NaN : Number(v);
@@ -210,12 +221,15 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
       return dir;
     },
 
-    async startWarden(repository, extraArgs = []) {
+    async startWarden(repository, extraArgs = [], nodeArgs = []) {
       const port = await ctx.freePort();
       const metricsPort = await ctx.freePort();
       const cli = join(ROOT, 'dist', 'host', 'src', 'cli.js');
       if (!existsSync(cli)) throw new Error(`${cli} missing: run \`npm run build\` first`);
+      const envNodeArgs = process.env.BENCH_WARDEN_NODE_ARGS?.split(/\s+/).filter(Boolean);
       const args = [
+        ...(envNodeArgs ?? startNodeFlags()),
+        ...nodeArgs,
         cli,
         '--model-repository',
         repository,

@@ -43,6 +43,8 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --http-header-timeout-ms=<n>    time a client has to send the request headers (default ${DEFAULT_HTTP_LIMITS.headerTimeoutMs})
   --http-request-timeout-ms=<n>   time a client has to send the whole request (default ${DEFAULT_HTTP_LIMITS.requestTimeoutMs})
   --http-max-connections=<n>      open HTTP connections accepted at once (default ${DEFAULT_HTTP_LIMITS.maxConnections})
+  --http-max-json-output-bytes=<n> largest JSON inference response; bigger ones get 400 and a pointer to
+                                  the binary data extension (default ${DEFAULT_HTTP_LIMITS.maxJsonOutputBytes})
   --upload-directory=<path>       where uploads are stored (default <first repository>/.warden-uploads)
   --tenants=<path>                tenants file (YAML / JSON): multi-tenant mode, bearer tokens required
   --jwt-jwks-file=<path>          also accept JWTs signed by these keys (multi-tenant mode)
@@ -324,6 +326,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'http-header-timeout-ms': str,
         'http-request-timeout-ms': str,
         'http-max-connections': str,
+        'http-max-json-output-bytes': str,
         tenants: str,
         'upload-directory': str,
         'jwt-jwks-file': str,
@@ -467,6 +470,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
       headerTimeoutMs: int('http-header-timeout-ms', v['http-header-timeout-ms'], DEFAULT_HTTP_LIMITS.headerTimeoutMs, 1),
       requestTimeoutMs: int('http-request-timeout-ms', v['http-request-timeout-ms'], DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1),
       maxConnections: int('http-max-connections', v['http-max-connections'], DEFAULT_HTTP_LIMITS.maxConnections, 1),
+      maxJsonOutputBytes: int('http-max-json-output-bytes', v['http-max-json-output-bytes'], DEFAULT_HTTP_LIMITS.maxJsonOutputBytes, 1),
     },
   };
 }

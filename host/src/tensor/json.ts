@@ -146,6 +146,37 @@ function tokenNumberText(v: number): string {
 }
 
 /**
+ * Longest JSON text of one element of each fixed-size datatype as {@link tensorDataToJsonElements}
+ * prints it (e.g. INT32 `-2147483648`; FP16/BF16/FP32 widened to double, and a double prints in at
+ * most 25 characters, `-0.0000012345678901234567`), plus its separating comma.
+ */
+const MAX_ELEMENT_TEXT: Record<Exclude<DataType, 'BYTES'>, number> = {
+  BOOL: 6,
+  INT8: 5,
+  UINT8: 4,
+  INT16: 7,
+  UINT16: 6,
+  INT32: 12,
+  UINT32: 11,
+  INT64: 21,
+  UINT64: 21,
+  FP16: 26,
+  BF16: 26,
+  FP32: 26,
+  FP64: 26,
+};
+
+/**
+ * Upper bound of the byte length of {@link tensorDataToJsonText}'s output for `data`, computed
+ * without rendering (O(1); BYTES: every byte may print as a 6-byte `\u00XX` escape, plus quotes
+ * and a comma per element). Used to refuse oversized JSON responses before building them.
+ */
+export function jsonTextMaxBytes(data: Uint8Array, datatype: DataType): number {
+  if (datatype === 'BYTES') return 2 + data.length * 6; // each 4-byte length prefix covers its element's 3 bytes of quotes and comma
+  return 2 + Math.ceil(data.length / dataTypeByteSize(datatype)) * MAX_ELEMENT_TEXT[datatype];
+}
+
+/**
  * Render raw tensor bytes as the text of a flat JSON array (e.g. `[1,2,3]`), ready to splice into
  * a response. 64-bit integers keep full precision; FP32 is widened to double as Triton does;
  * BYTES elements become JSON strings of their raw bytes (decoded as UTF-8); BOOL → true/false.

@@ -1,17 +1,20 @@
 /**
  * The `onnxruntime` backend (platform `onnxruntime_onnx` or `backend: "onnxruntime"`), on
- * onnxruntime-node's CPU execution provider: one InferenceSession per model instance, dynamic
- * batches concatenated along dim 0. Auto-completes inputs, outputs and max_batch_size from the
+ * onnxruntime-node's CPU execution provider: one InferenceSession per model instance, each on its
+ * own worker thread (onnxruntime-node's `run` computes on the calling thread), dynamic batches
+ * concatenated along dim 0. Auto-completes inputs, outputs and max_batch_size from the
  * ONNX model when the config leaves them out (as Triton's onnxruntime backend does).
  *
  * Config `parameters` honoured: `intra_op_thread_count`, `inter_op_thread_count` (as Triton's
- * onnxruntime backend); defaults 1 / 1 so instances do not fight over cores.
+ * onnxruntime backend); defaults 1 / 1 so instances do not fight over cores. Warden's own
+ * `inline_run_max_us` (µs, default 100; 0 = every run on the worker thread): runs the model has
+ * shown to take less than this stay on the event loop, where a thread hop would cost more.
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import ort from 'onnxruntime-node';
+import ort, { type InferenceSession } from 'onnxruntime-node';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../config/types.js';
-import { internal, invalidArg } from '../../core/errors.js';
+import { internal, invalidArg, unavailable } from '../../core/errors.js';
 import type {
   Backend,
   BackendModel,
@@ -22,11 +25,18 @@ import type {
   InferenceRequest,
   ModelLoadContext,
   ResponseSender,
+  Tensor,
 } from '../../core/types.js';
 import { tensorDataType } from '../../core/validate.js';
 import { type DataType, toConfigDataType } from '../../tensor/datatypes.js';
 import { sequenceInputNames, stateOutputTypes } from '../../scheduler/sequence-controls.js';
+import type { SessionMetadata, SessionWorkerInit, WireTensor } from './messages.js';
+import { RunPlacement } from './placement.js';
+import { SessionWorker, type RunResult } from './session-worker.js';
 import { concatBatch, dataTypeFromOrt, fromOrtTensor, splitBatch, toOrtTensor } from './tensors.js';
+
+/** Default of the `inline_run_max_us` parameter: runs shorter than this may stay on the event loop. */
+export const DEFAULT_INLINE_MAX_US = 100;
 
 /** True if this model is served by the onnxruntime backend. */
 export function isOnnxModel(config: ModelConfig): boolean {
@@ -53,9 +63,9 @@ function intParam(config: ModelConfig, key: string, dflt: number): number {
  * Backend-side auto-complete (spec §5.7): fill inputs / outputs from the ONNX graph when the
  * config has none, and max_batch_size when the first dim is dynamic on every tensor.
  */
-function autoComplete(config: ModelConfig, session: ort.InferenceSession): ModelConfig | undefined {
+function autoComplete(config: ModelConfig, session: SessionMetadata): ModelConfig | undefined {
   if (config.input.length > 0 && config.output.length > 0) return undefined;
-  const meta = (list: readonly ort.InferenceSession.ValueMetadata[]) =>
+  const meta = (list: readonly InferenceSession.ValueMetadata[]) =>
     list.map((m) => {
       if (!m.isTensor) throw invalidArg(`unable to auto-complete config: '${m.name}' is not a tensor`);
       const dt = dataTypeFromOrt(m.type);
@@ -94,118 +104,283 @@ function autoComplete(config: ModelConfig, session: ort.InferenceSession): Model
   return { ...config, max_batch_size: mbs, input, output };
 }
 
-class OnnxInstance implements BackendModelInstance {
+/** Starts a session worker for one more instance of the model. */
+type StartWorker = () => Promise<SessionWorker>;
+
+/** How an instance opens its sessions. */
+interface SessionSource {
+  init: SessionWorkerInit;
+  startWorker: StartWorker;
+  /** Longest run (µs) allowed inline on the event loop (placement.ts); 0 = never inline. */
+  inlineMaxUs: number;
+  /** Sessions being released in the background; the backend's finalize waits for them. */
+  releases: Set<Promise<unknown>>;
+}
+
+/** Start releasing, without waiting; `releases` holds the promise until it settles. */
+function releaseInBackground(releases: Set<Promise<unknown>>, release: Promise<unknown>): void {
+  const p = release.catch(() => undefined).finally(() => releases.delete(p));
+  releases.add(p);
+}
+
+/** Where the last runs went (supervision and tests). */
+export interface RunCounts {
+  inline: number;
+  worker: number;
+}
+
+/**
+ * One model instance: an ONNX Runtime session on its own worker thread (session-worker.ts), so a
+ * run that takes longer than a thread hop never computes on the event loop and instances run in
+ * parallel. Runs the model has shown to be cheaper than the hop (placement.ts) run on a second,
+ * inline session instead. If the thread dies, the batch in flight fails with INTERNAL and a
+ * replacement starts at once.
+ */
+export class OnnxInstance implements BackendModelInstance {
   /** Config inputs, then the sequence batcher's control and state inputs (spec §5.6). */
   private readonly feedNames: string[];
-  /** Implicit-state outputs (not in `config.output`) and their datatypes. */
-  private readonly stateOutputs: Map<string, DataType>;
+  /** Output datatypes: config outputs and implicit-state outputs (spec §5.6). */
+  private readonly outputTypes: Map<string, DataType>;
+  private readonly placement: RunPlacement;
+  private worker?: SessionWorker;
+  private starting?: Promise<SessionWorker>;
+  private inlineSession?: ort.InferenceSession;
+  private inlineOpening = false;
+  private finalized = false;
+  /** Runs done inline and on the worker. */
+  readonly runs: RunCounts = { inline: 0, worker: 0 };
 
   constructor(
-    private readonly session: ort.InferenceSession,
+    worker: SessionWorker,
+    private readonly source: SessionSource,
     private readonly config: ModelConfig,
   ) {
     this.feedNames = [...config.input.map((i) => i.name), ...sequenceInputNames(config)];
-    this.stateOutputs = stateOutputTypes(config);
+    this.outputTypes = new Map([...config.output.map((o) => [o.name, tensorDataType(o)] as const), ...stateOutputTypes(config)]);
+    this.placement = new RunPlacement(source.inlineMaxUs);
+    this.watch(worker);
   }
 
+  /** The current session worker, if one is up (supervision and tests). */
+  get sessionWorker(): SessionWorker | undefined {
+    return this.worker;
+  }
+
+  isReady(): boolean {
+    return !this.finalized && (this.worker !== undefined || this.starting !== undefined);
+  }
+
+  private watch(worker: SessionWorker): void {
+    this.worker = worker;
+    worker.onGone(() => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      if (!this.finalized) this.respawn();
+    });
+  }
+
+  private respawn(): Promise<SessionWorker> {
+    const starting = this.source.startWorker();
+    this.starting = starting;
+    starting.then(
+      (w) => {
+        if (this.starting === starting) this.starting = undefined;
+        if (this.finalized) releaseInBackground(this.source.releases, w.release());
+        else this.watch(w);
+      },
+      () => {
+        if (this.starting === starting) this.starting = undefined;
+      },
+    );
+    return starting;
+  }
+
+  /** The live worker, waiting for (or starting) a replacement after a crash. */
+  private async current(): Promise<SessionWorker> {
+    if (this.worker) return this.worker;
+    try {
+      return await (this.starting ?? this.respawn());
+    } catch (e) {
+      throw unavailable(`onnxruntime instance of model '${this.config.name}' is unavailable: ${(e as Error).message}`);
+    }
+  }
+
+  /** The inline session, or undefined while it opens (in the background; runs use the worker meanwhile). */
+  private inline(): ort.InferenceSession | undefined {
+    if (this.inlineSession || this.inlineOpening) return this.inlineSession;
+    this.inlineOpening = true;
+    ort.InferenceSession.create(this.source.init.file, this.source.init.options).then(
+      (s) => {
+        if (this.finalized) releaseInBackground(this.source.releases, s.release());
+        else this.inlineSession = s;
+      },
+      () => {}, // the worker's session opened the same file; keep using the worker
+    );
+    return undefined;
+  }
+
+  /**
+   * Runs one batch. On the worker, inputs are copied once into buffers handed to the thread (a
+   * dynamic batch's concatenation is that copy) and outputs come back without a copy; inline,
+   * nothing is copied (unaligned views excepted, tensors.ts).
+   * @throws TritonError INVALID_ARG for an optional input not given by every request of a batch,
+   *   INTERNAL for an ONNX Runtime failure or a worker that died during the run, UNAVAILABLE if no
+   *   worker can be started.
+   */
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings> {
+    if (this.finalized) throw unavailable(`onnxruntime instance of model '${this.config.name}' is finalized`);
     const batched = this.config.max_batch_size > 0 && requests.length > 1;
-    const feeds: Record<string, ort.Tensor> = {};
+    const inputs: { t: Tensor; owned: boolean }[] = [];
+    let inputBytes = 0;
     for (const name of this.feedNames) {
       const parts = requests.map((r) => r.inputs.find((t) => t.name === name)).filter((t) => t !== undefined);
       if (parts.length === 0) continue; // optional input not given
       if (parts.length !== requests.length) throw invalidArg(`optional input '${name}' must be given by every request of a batch`);
       const t = batched ? concatBatch(parts) : parts[0]!;
-      feeds[name] = toOrtTensor(t.datatype, t.shape, t.data);
+      inputs.push({ t: { ...t, name }, owned: batched && parts.length > 1 });
+      inputBytes += t.data.byteLength;
     }
     const wanted = [...new Set(requests.flatMap((r) => r.requestedOutputs))];
-    const computeStartNs = process.hrtime.bigint();
+    const outputs = wanted.map((name) => {
+      const datatype = this.outputTypes.get(name);
+      if (!datatype) throw invalidArg(`unexpected inference output '${name}' for model '${this.config.name}'`);
+      return { name, datatype };
+    });
+    const session = this.placement.inline(inputBytes) ? this.inline() : undefined;
+    const result = session ? await this.runInline(session, inputs, outputs) : await this.runOnWorker(inputs, outputs);
+    this.placement.record(inputBytes, Number(result.computeEndNs - result.computeStartNs) / 1000);
+    const sizes = requests.map((r) => r.batchSize);
+    const perRequest = requests.map(() => [] as Tensor[]);
+    for (const t of result.outputs) {
+      const split = batched ? splitBatch(t, sizes) : [t];
+      requests.forEach((r, i) => {
+        if (r.requestedOutputs.includes(t.name)) perRequest[i]!.push(split[i]!);
+      });
+    }
+    senders.forEach((s, i) => s.send({ outputs: perRequest[i]! }, true));
+    return { computeStartNs: result.computeStartNs, computeEndNs: result.computeEndNs };
+  }
+
+  private async runOnWorker(inputs: { t: Tensor; owned: boolean }[], outputs: { name: string; datatype: DataType }[]): Promise<RunResult> {
+    // the worker gets buffers of its own: concatBatch made one, otherwise copy the request's view once
+    const feeds: WireTensor[] = inputs.map(({ t, owned }) => ({ name: t.name, datatype: t.datatype, shape: [...t.shape], data: owned ? t.data : new Uint8Array(t.data) }));
+    const worker = await this.current();
+    this.runs.worker++;
+    return worker.run(feeds, outputs);
+  }
+
+  private async runInline(session: ort.InferenceSession, inputs: { t: Tensor }[], outputs: { name: string; datatype: DataType }[]): Promise<RunResult> {
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const { t } of inputs) feeds[t.name] = toOrtTensor(t.datatype, t.shape, t.data);
+    this.runs.inline++;
+    // onnxruntime-node computes inside a setImmediate; one queued just before it runs right before
+    // it, so the time measured excludes the wait for the check phase (what the placement must see)
+    let computeStartNs = process.hrtime.bigint();
+    setImmediate(() => (computeStartNs = process.hrtime.bigint()));
     let results: ort.InferenceSession.ReturnType;
     try {
-      results = await this.session.run(feeds, wanted);
+      results = await session.run(
+        feeds,
+        outputs.map((o) => o.name),
+      );
     } catch (e) {
       throw internal(`onnxruntime execute failure: ${(e as Error).message}`);
     }
     const computeEndNs = process.hrtime.bigint();
-    const sizes = requests.map((r) => r.batchSize);
-    const perRequest = requests.map(() => [] as ReturnType<typeof fromOrtTensor>[]);
-    for (const name of wanted) {
-      const co = this.config.output.find((o) => o.name === name);
-      const out = results[name];
-      if (!out) throw internal(`onnxruntime did not produce output '${name}'`);
-      const t = fromOrtTensor(name, co ? tensorDataType(co) : this.stateOutputs.get(name)!, out as ort.Tensor);
-      const split = batched ? splitBatch(t, sizes) : [t];
-      requests.forEach((r, i) => {
-        if (r.requestedOutputs.includes(name)) perRequest[i]!.push(split[i]!);
-      });
-    }
-    senders.forEach((s, i) => s.send({ outputs: perRequest[i]! }, true));
-    return { computeStartNs, computeEndNs };
+    return {
+      outputs: outputs.map((o) => {
+        const r = results[o.name];
+        if (!r) throw internal(`onnxruntime did not produce output '${o.name}'`);
+        return fromOrtTensor(o.name, o.datatype, r as ort.Tensor);
+      }),
+      computeStartNs,
+      computeEndNs,
+    };
   }
 
+  /**
+   * Stops the instance at once; its sessions are released in the background (an unload completes
+   * without waiting for a thread hop) and the backend's finalize, at server shutdown, waits for
+   * every release still in progress.
+   */
   async finalize(): Promise<void> {
-    await this.session.release();
+    this.finalized = true;
+    const w = this.worker;
+    this.worker = undefined;
+    const s = this.inlineSession;
+    this.inlineSession = undefined;
+    if (w) releaseInBackground(this.source.releases, w.release());
+    if (s) releaseInBackground(this.source.releases, s.release());
   }
 }
 
 class OnnxModel implements BackendModel {
   readonly parallelInstanceLoading = true;
+  private first?: SessionWorker;
+
   constructor(
-    private readonly file: string,
-    private readonly options: ort.InferenceSession.SessionOptions,
+    private readonly source: SessionSource,
     readonly config: ModelConfig | undefined,
     private readonly effective: ModelConfig,
-    private readonly first: ort.InferenceSession,
-  ) {}
-  private firstTaken = false;
+    first: SessionWorker,
+  ) {
+    this.first = first;
+  }
 
   async createInstance(): Promise<BackendModelInstance> {
-    // The session opened for auto-complete serves the first instance.
-    if (!this.firstTaken) {
-      this.firstTaken = true;
-      return new OnnxInstance(this.first, this.effective);
-    }
-    return new OnnxInstance(await ort.InferenceSession.create(this.file, this.options), this.effective);
+    // The worker opened for auto-complete serves the first instance.
+    const first = this.first;
+    this.first = undefined;
+    return new OnnxInstance(first ?? (await this.source.startWorker()), this.source, this.effective);
   }
 
   async finalize(): Promise<void> {
-    if (!this.firstTaken) await this.first.release();
+    await this.first?.release();
+    this.first = undefined;
   }
 }
 
 class OnnxRuntimeBackend implements Backend {
   readonly name = 'onnxruntime';
+  private readonly releases = new Set<Promise<unknown>>();
 
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
     const file = await modelFile(ctx);
-    const options: ort.InferenceSession.SessionOptions = {
-      executionProviders: ['cpu'],
-      intraOpNumThreads: intParam(ctx.config, 'intra_op_thread_count', 1),
-      interOpNumThreads: intParam(ctx.config, 'inter_op_thread_count', 1),
-      graphOptimizationLevel: 'all',
+    const init: SessionWorkerInit = {
+      file,
+      options: {
+        executionProviders: ['cpu'],
+        intraOpNumThreads: intParam(ctx.config, 'intra_op_thread_count', 1),
+        interOpNumThreads: intParam(ctx.config, 'inter_op_thread_count', 1),
+        graphOptimizationLevel: 'all',
+      },
     };
-    let session: ort.InferenceSession;
+    const source: SessionSource = {
+      init,
+      startWorker: () => SessionWorker.start(init, ctx.name),
+      inlineMaxUs: intParam(ctx.config, 'inline_run_max_us', DEFAULT_INLINE_MAX_US),
+      releases: this.releases,
+    };
+    const first = await source.startWorker();
     try {
-      session = await ort.InferenceSession.create(file, options);
-    } catch (e) {
-      throw invalidArg(`failed to load ONNX model '${ctx.name}' from ${file}: ${(e as Error).message}`);
-    }
-    try {
-      const completed = ctx.autoCompleteConfig ? autoComplete(ctx.config, session) : undefined;
+      const completed = ctx.autoCompleteConfig ? autoComplete(ctx.config, first.metadata) : undefined;
       const effective = completed ?? ctx.config;
-      checkAgainstGraph(effective, session);
-      return new OnnxModel(file, options, completed, effective, session);
+      checkAgainstGraph(effective, first.metadata);
+      return new OnnxModel(source, completed, effective, first);
     } catch (e) {
-      await session.release();
+      await first.release();
       throw e;
     }
   }
 
-  async finalize(): Promise<void> {}
+  /** Server shutdown: waits for every session release still in progress. */
+  async finalize(): Promise<void> {
+    while (this.releases.size > 0) await Promise.all([...this.releases]);
+  }
 }
 
 /** Config inputs / outputs must exist in the graph (Triton's onnxruntime backend checks this). */
-function checkAgainstGraph(config: ModelConfig, session: ort.InferenceSession): void {
+function checkAgainstGraph(config: ModelConfig, session: SessionMetadata): void {
   for (const i of config.input) {
     if (!session.inputNames.includes(i.name)) {
       throw invalidArg(`unexpected inference input '${i.name}', allowed inputs are: ${session.inputNames.join(', ')}`);

@@ -17,6 +17,7 @@ import type { FrontendContext, HttpFrontendOptions, PrincipalOf } from './contex
 import { handleGenerate, handleGenerateStream } from './generate.js';
 import { handleInfer } from './infer.js';
 import { connectionsCheckingInterval } from './limits.js';
+import { CodecPool } from './codec/pool.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { parseVersion, route, sendError } from './routing.js';
 import { installTraceRoutes } from './trace.js';
@@ -44,7 +45,7 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
 export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyInstance> {
   const { api } = opts;
   const who: PrincipalOf = opts.tenants ? requestPrincipal : () => SINGLE_USER;
-  const ctx: FrontendContext = { ...opts, principalOf: who };
+  const ctx: FrontendContext = { ...opts, principalOf: who, codec: new CodecPool() };
   const app: FastifyInstance = Fastify({
     // Per-request access logs are info-level: keep Fastify's own logger at warn.
     loggerInstance: ctx.logger.child({ component: 'http' }, { level: ctx.logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,
@@ -65,6 +66,7 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
     clientErrorHandler: answerClientError,
   });
   app.server.maxConnections = ctx.limits.maxConnections;
+  app.addHook('onClose', async () => ctx.codec.close());
   app.removeAllContentTypeParsers();
   // Every body goes through collectBody, which enforces --http-max-input-size itself (Fastify's
   // bodyLimit applies only to its own raw-body reader, which is not used).

@@ -5,6 +5,7 @@ import type { ServerApi } from '../../core/server-api.js';
 import type { SystemSharedMemory } from '../../core/shared-memory.js';
 import type { Principal } from '../../core/types.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
+import type { CodecPool } from './codec/pool.js';
 import type { HttpLimits } from './limits.js';
 
 /** Who sends `req`: the authenticated principal (multi-tenant mode) or the operator (single-user). */
@@ -28,4 +29,6 @@ export interface HttpFrontendOptions {
 /** What every route handler gets: the options plus the principal of each request. */
 export interface FrontendContext extends HttpFrontendOptions {
   principalOf: PrincipalOf;
+  /** Workers for large JSON decoding / encoding (codec/pool.ts). */
+  codec: CodecPool;
 }

@@ -4,8 +4,10 @@
  * follow the JSON, in the order of the response's `outputs` array.
  */
 import type { InferenceResponse, ParameterValue } from '../../core/types.js';
-import { tensorDataToJsonText } from '../../tensor/json.js';
+import { invalidArg } from '../../core/errors.js';
+import { jsonTextMaxBytes, tensorDataToJsonText } from '../../tensor/json.js';
 import type { OutputFormats } from './infer-request.js';
+import { DEFAULT_HTTP_LIMITS } from './limits.js';
 
 export interface EncodedResponse {
   /** JSON text, or JSON header + binary tensors. */
@@ -20,9 +22,47 @@ function parametersText(p: Record<string, ParameterValue>): string {
   return `{${members.join(',')}}`;
 }
 
+/** Whether an output's data is printed in the JSON (not binary, not placed in client shared memory). */
+function printsAsJson(name: string, formats: OutputFormats): boolean {
+  return !formats.shm?.has(name) && !(formats.perOutput.get(name) ?? formats.defaultBinary);
+}
+
+/** Tensor bytes of the outputs `formats` sends as JSON (what printing them costs grows with). */
+export function jsonOutputBytes(response: InferenceResponse, formats: OutputFormats): number {
+  let n = 0;
+  for (const t of response.outputs) if (printsAsJson(t.name, formats)) n += t.data.byteLength;
+  return n;
+}
+
+/**
+ * Refuse a response whose JSON outputs could print to more than `maxJsonBytes` bytes, before any
+ * of it is rendered (worst-case estimate from element count and datatype: jsonTextMaxBytes).
+ * @throws TritonError INVALID_ARG (HTTP 400) naming the output and pointing to the binary data
+ *   extension (spec §2).
+ */
+export function checkJsonOutputSize(modelName: string, response: InferenceResponse, formats: OutputFormats, maxJsonBytes: number): void {
+  let total = 0;
+  let largest: { name: string; bytes: number } | undefined;
+  for (const t of response.outputs) {
+    if (!printsAsJson(t.name, formats)) continue;
+    const bytes = jsonTextMaxBytes(t.data, t.datatype);
+    total += bytes;
+    if (!largest || bytes > largest.bytes) largest = { name: t.name, bytes };
+  }
+  if (total > maxJsonBytes) {
+    throw invalidArg(
+      `JSON response of model '${modelName}' could be up to ${total} bytes, more than the server's limit of ${maxJsonBytes} bytes ` +
+        `(--http-max-json-output-bytes; largest output '${largest!.name}'). Request the outputs in binary: ` +
+        `"parameters": {"binary_data": true} on each output, or "binary_data_output": true on the request (binary tensor data extension).`,
+    );
+  }
+}
+
 /**
  * Encode one response for `/infer`.
  * @param version the version that actually served the request (printed as a string)
+ * @param maxJsonBytes `--http-max-json-output-bytes`: checked by {@link checkJsonOutputSize} first
+ * @throws TritonError INVALID_ARG if the JSON outputs could exceed `maxJsonBytes`
  */
 export function encodeInferResponse(
   modelName: string,
@@ -30,7 +70,9 @@ export function encodeInferResponse(
   id: string,
   response: InferenceResponse,
   formats: OutputFormats,
+  maxJsonBytes = DEFAULT_HTTP_LIMITS.maxJsonOutputBytes,
 ): EncodedResponse {
+  checkJsonOutputSize(modelName, response, formats, maxJsonBytes);
   let json = '{';
   if (id) json += `"id":${JSON.stringify(id)},`;
   json += `"model_name":${JSON.stringify(modelName)},"model_version":"${version}"`;

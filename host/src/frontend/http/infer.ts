@@ -6,7 +6,9 @@ import type { CancellationSignal } from '../../core/types.js';
 import { requestBody } from './body.js';
 import type { FrontendContext } from './context.js';
 import { decodeInferRequest } from './infer-request.js';
-import { encodeInferResponse } from './infer-response.js';
+import { OFFLOAD_BYTES } from './codec/pool.js';
+import { checkJsonOutputSize, encodeInferResponse, jsonOutputBytes } from './infer-response.js';
+import { DEFAULT_HTTP_LIMITS } from './limits.js';
 
 /**
  * A cancellation signal that fires when the client goes away before the response was written: the
@@ -57,19 +59,31 @@ export async function handleInfer(ctx: FrontendContext, req: FastifyRequest, rep
   if (target.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const body = requestBody(req, ctx.maxInputSize);
   const shm = ctx.shm.access(principal);
-  const { init, formats } = decodeInferRequest(body, headerLength(req), model, target.version, target.config, shm);
+  const hl = headerLength(req);
+  // A large JSON part is parsed on a codec worker (codec/pool.ts), not on the event loop. Not when
+  // client shared memory is on for this caller: inputs read from regions need the server's access.
+  const { init, formats } =
+    !shm && (hl ?? body.length) >= OFFLOAD_BYTES
+      ? await ctx.codec.decode(body, hl, model, target.version, target.config)
+      : decodeInferRequest(body, hl, model, target.version, target.config, shm);
   const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, connectionSignal(reply));
   if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
+  const response = responses[0]!;
+  const maxJson = ctx.limits.maxJsonOutputBytes ?? DEFAULT_HTTP_LIMITS.maxJsonOutputBytes;
   let enc;
   try {
     // Outputs the client placed in shared memory are written there (spec §3.3).
-    for (const t of responses[0]!.outputs) {
-      const target = formats.shm?.get(t.name);
-      if (target && shm) shm.write(target, t.data, t.name);
+    for (const t of response.outputs) {
+      const region = formats.shm?.get(t.name);
+      if (region && shm) shm.write(region, t.data, t.name);
     }
-    enc = encodeInferResponse(model, served, init.id, responses[0]!, formats);
+    checkJsonOutputSize(model, response, formats, maxJson);
+    enc =
+      jsonOutputBytes(response, formats) >= OFFLOAD_BYTES
+        ? await ctx.codec.encode(model, served, init.id, response, formats, maxJson)
+        : encodeInferResponse(model, served, init.id, response, formats, maxJson);
   } finally {
-    releaseTensors(responses[0]!.outputs);
+    releaseTensors(response.outputs);
   }
   if (enc.headerLength !== undefined) {
     return reply

@@ -11,10 +11,15 @@ export interface HttpLimits {
   requestTimeoutMs: number;
   /** Connections accepted at once; further ones are closed by the kernel-side accept. */
   maxConnections: number;
+  /**
+   * Largest JSON inference response, bytes (`--http-max-json-output-bytes`): a response whose JSON
+   * outputs could print longer is refused (400) before it is built. Default 64 MiB.
+   */
+  maxJsonOutputBytes?: number;
 }
 
-/** 10 s for headers, 120 s for the whole request (a 64 MiB body at ~4 Mbit/s), 4096 connections. */
-export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = Object.freeze({ headerTimeoutMs: 10_000, requestTimeoutMs: 120_000, maxConnections: 4096 });
+/** 10 s for headers, 120 s for the whole request (a 64 MiB body at ~4 Mbit/s), 4096 connections, 64 MiB JSON responses. */
+export const DEFAULT_HTTP_LIMITS: Readonly<Required<HttpLimits>> = Object.freeze({ headerTimeoutMs: 10_000, requestTimeoutMs: 120_000, maxConnections: 4096, maxJsonOutputBytes: 64 * 1024 * 1024 });
 
 /**
  * How often Node checks connections for the two timeouts, ms: a quarter of the shorter one,

@@ -4,29 +4,17 @@
  * worker after a deadline kill, a trap or an unexpected exit (spec §6.7, §6.8; DESIGN "Sandbox
  * rules"). Other instances and models are untouched by anything that happens here.
  */
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { TritonError, unavailable } from '../../../core/errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../core/types.js';
+import { workerEntry } from '../../../threads/worker-entry.js';
 import type { SandboxedInstance, SandboxStats } from '../engine.js';
 import type { WireError, WireRequest, WireResponse } from '../wire.js';
 import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 
 /** Time allowed for a worker to boot and instantiate, on top of the execute deadline (ms). */
 const BOOT_ALLOWANCE_MS = 10_000;
-
-/**
- * The worker entry: the compiled `worker.js` next to this file, or (running from the TS sources,
- * e.g. under vitest) a bootstrap that registers tsx and imports `worker.ts`.
- */
-function workerEntry(): { script: URL | string; eval: boolean } {
-  const js = new URL('./worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(js))) return { script: js, eval: false };
-  const ts = new URL('./worker.ts', import.meta.url).href;
-  return { script: `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(ts)}); })`, eval: true };
-}
 
 /** Counts the worker threads of one engine that have not exited yet. */
 export interface WorkerCounter {
@@ -98,7 +86,7 @@ export class SandboxInstance implements SandboxedInstance {
   }
 
   private spawn(): Promise<void> {
-    const entry = workerEntry();
+    const entry = workerEntry(import.meta.url, 'worker');
     const init: WorkerInit = {
       ...this.p.init,
       instance: { name: this.p.spec.name, kind: this.p.spec.kind === 'KIND_GPU' ? 'gpu' : this.p.spec.kind === 'KIND_MODEL' ? 'model' : 'cpu', deviceId: this.p.spec.deviceId },
