@@ -266,11 +266,14 @@ export class ModelVersion {
   }
 
   private recordExecution(r: ExecutionRecord): void {
-    const computeStart = r.timings?.computeStartNs ?? r.execStartNs;
-    const computeEnd = r.timings?.computeEndNs ?? r.execEndNs;
+    // The backend's own "execute returned" time when it has one (never later than ours).
+    const reportedEnd = r.timings?.execEndNs;
+    const execEnd = reportedEnd !== undefined && reportedEnd >= r.execStartNs && reportedEnd < r.execEndNs ? reportedEnd : r.execEndNs;
+    const computeStart = clampNs(r.timings?.computeStartNs ?? r.execStartNs, r.execStartNs, execEnd);
+    const computeEnd = clampNs(r.timings?.computeEndNs ?? execEnd, computeStart, execEnd);
     const input = computeStart - r.execStartNs;
     const infer = computeEnd - computeStart;
-    const output = r.execEndNs - computeEnd;
+    const output = execEnd - computeEnd;
     if (!r.error) this.stats.recordExecution(r.batchSize, input, infer, output);
     for (const p of r.batch) {
       const queue = r.execStartNs - p.queueStartNs;
@@ -284,8 +287,13 @@ export class ModelVersion {
         t.stamp('COMPUTE_START', r.execStartNs);
         t.stamp('COMPUTE_INPUT_END', computeStart);
         t.stamp('COMPUTE_OUTPUT_START', computeEnd);
-        t.stamp('COMPUTE_END', r.execEndNs);
+        t.stamp('COMPUTE_END', execEnd);
       }
     }
   }
+}
+
+/** `v` limited to [lo, hi] (timestamps a backend reported may lie outside the execution). */
+function clampNs(v: bigint, lo: bigint, hi: bigint): bigint {
+  return v < lo ? lo : v > hi ? hi : v;
 }

@@ -117,11 +117,16 @@ export interface ResponseSender {
  * Optional timing a backend reports for one execution, in ns of the monotonic clock
  * (`process.hrtime.bigint()` / CLOCK_MONOTONIC): `computeStartNs` after inputs are staged,
  * `computeEndNs` when inference finished and outputs are about to be produced.
+ * `execEndNs` when the backend's execute returned, on the backend's own thread: a backend whose
+ * completion reaches the JS thread later (native: a thread hop and response delivery first) sets
+ * it so compute_output does not count that hop (it may already be after the final response).
+ * Absent fields fall back to the scheduler's own timestamps.
  * Used for compute_input / compute_infer / compute_output statistics (spec §3.2).
  */
 export interface ExecuteTimings {
-  computeStartNs: bigint;
-  computeEndNs: bigint;
+  computeStartNs?: bigint;
+  computeEndNs?: bigint;
+  execEndNs?: bigint;
 }
 
 /**

@@ -105,7 +105,8 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InstanceNew(
 /** Queue TRITONBACKEND_ModelInstanceInitialize on the worker. */
 TRITONSERVER_DECLSPEC void WARDEN_InstanceInitialize(
     TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done, void* userp);
-/** Queue TRITONBACKEND_ModelInstanceFinalize (skipped if Initialize failed) on the worker. */
+/** Queue TRITONBACKEND_ModelInstanceFinalize on the worker: called whenever Initialize was called,
+ *  even if it failed (as Triton does), so the backend can release what it set up. */
 TRITONSERVER_DECLSPEC void WARDEN_InstanceFinalize(
     TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done, void* userp);
 /** Stop (or release a shared) worker and free the instance; after WARDEN_InstanceFinalize's done. */
@@ -174,6 +175,8 @@ typedef struct WARDEN_ExecStats {
   bool reported;
   uint64_t batch_size;
   uint64_t exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns;
+  /** CLOCK_MONOTONIC ns when TRITONBACKEND_ModelInstanceExecute returned (always set). */
+  uint64_t returned_ns;
 } WARDEN_ExecStats;
 
 /** After TRITONBACKEND_ModelInstanceExecute returned. If it returned an error, that error was

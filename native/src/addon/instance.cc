@@ -89,7 +89,7 @@ void OnExecDone(void* userp, TRITONSERVER_Error* error, const WARDEN_ExecStats* 
   e.kind = Event::kJobDone;
   e.token = ctx->job;
   e.error = error;
-  e.has_exec_stats = stats != nullptr && stats->reported;
+  e.has_exec_stats = stats != nullptr;  // returned_ns is always set; the rest if `reported`
   if (e.has_exec_stats) e.exec_stats = *stats;
   ctx->queue->Push(std::move(e));
   delete ctx;

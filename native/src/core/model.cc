@@ -44,8 +44,7 @@ TRITONSERVER_Error* WARDEN_ModelLoad(TRITONBACKEND_Backend* backend, const WARDE
     try {
       err = backend->model_initialize(m.get());
     } catch (...) {
-      err = warden::Internal("backend '" + backend->name +
-                             "' threw a C++ exception from TRITONBACKEND_ModelInitialize");
+      err = warden::EscapedException(backend->name, "TRITONBACKEND_ModelInitialize");
     }
     m->in_initialize = false;
     if (err != nullptr) return err;  // Triton does not call ModelFinalize after a failed init
@@ -87,8 +86,7 @@ TRITONSERVER_Error* WARDEN_ModelUnload(TRITONBACKEND_Model* model) {
     try {
       err = backend->model_finalize(model);
     } catch (...) {
-      err = warden::Internal("backend '" + backend->name +
-                             "' threw a C++ exception from TRITONBACKEND_ModelFinalize");
+      err = warden::EscapedException(backend->name, "TRITONBACKEND_ModelFinalize");
     }
   }
   backend->live_models--;

@@ -66,6 +66,12 @@ inline TRITONSERVER_Error* Internal(std::string m) {
   return Err(TRITONSERVER_ERROR_INTERNAL, std::move(m));
 }
 TRITONSERVER_Error* CopyError(const TRITONSERVER_Error* e);
+/**
+ * Call only inside a catch block: the INTERNAL error for an exception that escaped backend entry
+ * point `entry` of backend `backend`, "backend '<b>' threw a C++ exception from <entry>: <what()>",
+ * also logged at ERROR (a non-std exception reports "unknown exception type").
+ */
+TRITONSERVER_Error* EscapedException(const std::string& backend, const char* entry);
 void Log(TRITONSERVER_LogLevel level, const char* file, int line, const std::string& msg);
 /** Argument check for API entry points: INVALID_ARG "<fn>: null argument". */
 #define WARDEN_REQUIRE(cond, fn) \

@@ -321,6 +321,10 @@ TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelNamespacing(TRITONSERVER_S
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetModelNamespacing");
 }
 
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetEnablePeerAccess(TRITONSERVER_ServerOptions* options, bool enable_peer_access) {
+  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetEnablePeerAccess");
+}
+
 TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogFile(TRITONSERVER_ServerOptions* options, const char* file) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetLogFile");
 }

@@ -45,7 +45,11 @@ export interface AddonTimestamps {
 
 /** TRITONBACKEND_ModelInstanceReportBatchStatistics of one execution. */
 export interface AddonExecStats extends AddonTimestamps {
+  /** The backend called TRITONBACKEND_ModelInstanceReportBatchStatistics (else the timestamps are 0). */
+  reported: boolean;
   batchSize: number;
+  /** CLOCK_MONOTONIC ns when TRITONBACKEND_ModelInstanceExecute returned (always set). */
+  returnedNs: bigint;
 }
 
 /** A response (`t: 0`) or a release (`t: 1`) of a request, in the order the backend made them. */
@@ -75,7 +79,7 @@ export interface AddonInstanceSpec {
 export interface InstanceHandle {
   /** TRITONBACKEND_ModelInstanceInitialize on the instance's native thread. */
   initialize(): Promise<void>;
-  /** One TRITONBACKEND_ModelInstanceExecute; resolves when it returned (not when responses are done). */
+  /** One TRITONBACKEND_ModelInstanceExecute; resolves after it returned and its events were delivered. */
   execute(requests: AddonRequest[]): Promise<AddonExecStats | undefined>;
   /** TRITONBACKEND_ModelInstanceFinalize, then the thread is stopped and the instance freed. */
   finalize(): Promise<void>;

@@ -117,7 +117,11 @@ export class NativeModelInstance implements BackendModelInstance {
     }
     try {
       const stats = await this.handle.execute(batch);
-      if (stats) return { computeStartNs: stats.computeStartNs, computeEndNs: stats.computeEndNs };
+      if (!stats) return;
+      // returnedNs: when Execute returned on the native thread; the promise settles only after the
+      // thread hop and the delivery of the responses, which is not compute_output (spec §3.2).
+      if (!stats.reported) return { execEndNs: stats.returnedNs };
+      return { computeStartNs: stats.computeStartNs, computeEndNs: stats.computeEndNs, execEndNs: stats.returnedNs };
     } catch (e) {
       // Requests that got no final response were never submitted: forget them (the caller answers).
       for (const r of batch) if (!this.pending.get(r.token)?.final) this.pending.delete(r.token);
