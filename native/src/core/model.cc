@@ -18,7 +18,6 @@ std::shared_ptr<const warden::ModelInfo> MakeInfo(const TRITONBACKEND_Model* mod
   return info;
 }
 
-TRITONSERVER_Server the_server;  // see objects.h
 
 }  // namespace
 
@@ -38,6 +37,8 @@ TRITONSERVER_Error* WARDEN_ModelLoad(TRITONBACKEND_Backend* backend, const WARDE
   m->auto_complete_config = desc->auto_complete_config;
   m->config_json = desc->config_json;
   m->info = MakeInfo(m.get(), desc->output_names, desc->output_count, desc->decoupled);
+  m->server.state->owner = desc->server_owner;
+  m->server.state->model_name = m->name;
   if (backend->model_initialize != nullptr) {
     m->in_initialize = true;
     TRITONSERVER_Error* err = nullptr;
@@ -160,7 +161,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelSetConfig(TRITONBACKEND_Model* model,
 TRITONSERVER_Error* TRITONBACKEND_ModelServer(TRITONBACKEND_Model* model,
                                               TRITONSERVER_Server** server) {
   WARDEN_REQUIRE(model && server, "TRITONBACKEND_ModelServer");
-  *server = &the_server;
+  *server = &model->server;  // one per model: carries its owner (spec §6.4, inference.cc)
   return nullptr;
 }
 

@@ -45,10 +45,31 @@ struct TRITONSERVER_BufferAttributes {
   void* cuda_ipc_handle = nullptr;
 };
 
-// The handle TRITONBACKEND_ModelServer returns. Warden has no in-process inference API yet, so
-// it only answers liveness/readiness; everything else on it is UNSUPPORTED.
+namespace warden {
+class Worker;
+/** What a model's TRITONSERVER_Server shares with its in-flight in-process requests. */
+struct ServerState {
+  uint64_t owner = 0;  // WARDEN_ModelDesc.server_owner
+  std::string model_name;
+  std::mutex mu;
+  std::shared_ptr<Worker> callbacks;  // allocator / response / release callbacks run here
+  /** The callback thread, started on first use. */
+  std::shared_ptr<Worker> CallbackWorker();
+};
+}  // namespace warden
+
+// The handle TRITONBACKEND_ModelServer returns: one per model, so the embedding host knows on
+// whose behalf a backend's in-process call runs (inference.cc, spec §6.4).
 struct TRITONSERVER_Server {
-  int unused = 0;
+  std::shared_ptr<warden::ServerState> state = std::make_shared<warden::ServerState>();
+};
+
+struct TRITONSERVER_ResponseAllocator {
+  TRITONSERVER_ResponseAllocatorAllocFn_t alloc_fn = nullptr;
+  TRITONSERVER_ResponseAllocatorReleaseFn_t release_fn = nullptr;
+  TRITONSERVER_ResponseAllocatorStartFn_t start_fn = nullptr;
+  TRITONSERVER_ResponseAllocatorQueryFn_t query_fn = nullptr;
+  TRITONSERVER_ResponseAllocatorBufferAttributesFn_t buffer_attributes_fn = nullptr;
 };
 
 namespace warden {
@@ -224,6 +245,7 @@ struct TRITONBACKEND_Backend {
 
 struct TRITONBACKEND_Model {
   TRITONBACKEND_Backend* backend = nullptr;
+  TRITONSERVER_Server server;
   std::string name;
   uint64_t version = 0;
   std::string repository_path;
@@ -292,9 +314,15 @@ struct TRITONBACKEND_Output {
   std::string name;
   TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INVALID;
   std::vector<int64_t> shape;
-  void* buffer = nullptr;  // malloc'd; freed with the output unless taken
+  void* buffer = nullptr;  // malloc'd (freed with the output unless taken), or from `allocator`
   uint64_t byte_size = 0;
   bool allocated = false;
+  /** Set for outputs of in-process responses: the buffer came from this allocator's alloc_fn and
+   *  goes back through its release_fn. */
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
+  void* buffer_userp = nullptr;
+  TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+  int64_t memory_type_id = 0;
   std::unique_ptr<TRITONSERVER_BufferAttributes> attributes;
   ~TRITONBACKEND_Output();
 };

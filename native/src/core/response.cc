@@ -54,7 +54,16 @@ void Sink::DeliverErrorIfOpen(const TRITONSERVER_Error* error) {
 
 }  // namespace warden
 
-TRITONBACKEND_Output::~TRITONBACKEND_Output() { std::free(buffer); }
+TRITONBACKEND_Output::~TRITONBACKEND_Output() {
+  if (allocator == nullptr) {
+    std::free(buffer);
+    return;
+  }
+  if (allocator->release_fn != nullptr && buffer != nullptr) {
+    TRITONSERVER_ErrorDelete(allocator->release_fn(allocator, buffer, buffer_userp, size_t(byte_size),
+                                                   memory_type, memory_type_id));
+  }
+}
 
 namespace {
 
@@ -364,15 +373,16 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutput(
   if (dim_count != nullptr) *dim_count = o->shape.size();
   if (base != nullptr) *base = o->buffer;
   if (byte_size != nullptr) *byte_size = size_t(o->byte_size);
-  if (memory_type != nullptr) *memory_type = TRITONSERVER_MEMORY_CPU;
-  if (memory_type_id != nullptr) *memory_type_id = 0;
-  if (userp != nullptr) *userp = nullptr;
+  if (memory_type != nullptr) *memory_type = o->memory_type;
+  if (memory_type_id != nullptr) *memory_type_id = o->memory_type_id;
+  if (userp != nullptr) *userp = o->buffer_userp;  // the allocator's buffer_userp, if any
   return nullptr;
 }
 
 void* WARDEN_InferenceResponseOutputTakeBuffer(TRITONSERVER_InferenceResponse* r, uint32_t index) {
   if (r == nullptr || index >= r->outputs.size()) return nullptr;
   TRITONBACKEND_Output* o = r->outputs[index].get();
+  if (o->allocator != nullptr) return nullptr;  // the allocator's buffer is not ours to give
   void* p = o->buffer;
   o->buffer = nullptr;
   return p;
