@@ -185,6 +185,14 @@ export interface InferenceServerHandle {
    * @throws TritonError NOT_FOUND / UNAVAILABLE, as {@link infer} would
    */
   inferenceTarget?(principal: Principal, model: string, version: number): { readonly version: number; readonly config: ModelConfig; readonly decoupled: boolean };
+  /** Model metadata (spec §1.5) — for `TRITONSERVER_ServerModelMetadata`. @throws TritonError NOT_FOUND / UNAVAILABLE */
+  modelMetadata?(principal: Principal, model: string, version: number): object;
+  /** The serving version's normalised config (spec §1.7). @throws TritonError NOT_FOUND / UNAVAILABLE */
+  modelConfig?(principal: Principal, model: string, version: number): ModelConfig;
+  /** Load or reload (repository extension, spec §3.1): resolves once READY. @throws TritonError */
+  loadModel?(principal: Principal, model: string, options: { configOverride?: unknown; files?: Map<string, Uint8Array> }): Promise<void>;
+  /** Unload every version (spec §3.1). @throws TritonError */
+  unloadModel?(principal: Principal, model: string): Promise<void>;
 }
 
 /**

@@ -155,6 +155,13 @@ Napi::Object ResponseEvent(Napi::Env env, Event& e);
 Napi::Object ReleasedEvent(Napi::Env env, const Event& e);
 Napi::Value ExecStatsValue(Napi::Env env, const WARDEN_ExecStats& s);
 
+// ---------------------------------------------------------------- server bridge (server.cc)
+
+Napi::Value SetServerHandler(const Napi::CallbackInfo& info);
+Napi::Value CloseServerBridge(const Napi::CallbackInfo& info);
+Napi::Value ServerRespond(const Napi::CallbackInfo& info);
+Napi::Value InflightInferenceRequests(const Napi::CallbackInfo& info);
+
 /** Extract an array of strings (throws on a non-string element). */
 std::vector<std::string> StringArray(Napi::Env env, Napi::Value v, const char* what);
 

@@ -109,6 +109,8 @@ export interface BackendHandle {
     autoCompleteConfig: boolean;
     outputs: string[];
     decoupled: boolean;
+    /** NativeServerBridge owner id the model's TRITONSERVER_Server reports (0 = none). */
+    serverOwner?: number;
   }): Promise<ModelHandle>;
   /** TRITONBACKEND_Finalize and dlclose (all models must be unloaded). */
   unload(): Promise<void>;
@@ -124,6 +126,18 @@ export interface NativeAddon {
   ): void;
   /** Prometheus text of the metric families backends created (TRITONSERVER_MetricFamilyNew). */
   customMetricsText(): string;
+  /**
+   * Route backends' in-process calls (TRITONSERVER_ServerInferAsync, model queries, load/unload)
+   * to `fn` on the JS thread: kind 0 infer, 1 cancel, 2.. WARDEN_ServerQuery + 2. `fn` returns
+   * the result JSON (or undefined), a promise of it, or throws an Error with `tritonCode`.
+   */
+  setServerHandler(fn: (kind: number, owner: number, payload: unknown) => string | undefined | Promise<string | undefined>): void;
+  /** Detach: later calls fail with UNAVAILABLE, backend threads still waiting are answered so. */
+  closeServerBridge(): void;
+  /** A response for in-flight in-process request `token`; false if it is unknown (already final). */
+  serverRespond(token: number, response: object | null, final: boolean): boolean;
+  /** In-process requests submitted by backends and not yet answered FINAL (native count). */
+  inflightInferenceRequests(): number;
   /** Reported API versions, e.g. { backend: '1.19', server: '1.34' }. */
   apiVersion(): { backend: string; server: string };
 }

@@ -9,6 +9,7 @@ import { fromAddonError, nativeAddon, type BackendHandle, type ModelHandle } fro
 import { configJson, mergeAutoCompletedConfig, responseContract } from './config.js';
 import { ensureNativeLogger } from './log.js';
 import { NativeModel } from './model.js';
+import { nativeServerBridge } from './server-bridge.js';
 
 export class NativeBackend implements Backend {
   private handle?: Promise<BackendHandle>;
@@ -54,6 +55,8 @@ export class NativeBackend implements Backend {
    */
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
     const be = await this.backend();
+    const bridge = nativeServerBridge(nativeAddon());
+    const serverOwner = bridge.register(ctx);
     let model: ModelHandle;
     try {
       model = await be.loadModel({
@@ -63,8 +66,10 @@ export class NativeBackend implements Backend {
         configJson: configJson(ctx.config),
         autoCompleteConfig: ctx.autoCompleteConfig,
         ...responseContract(ctx.config),
+        serverOwner,
       });
     } catch (e) {
+      bridge.unregister(serverOwner);
       throw fromAddonError(e);
     }
     let completed: ModelConfig | undefined;
@@ -76,11 +81,12 @@ export class NativeBackend implements Backend {
         model.updateConfig(configJson(completed), contract.outputs, contract.decoupled);
       } catch (e) {
         await model.unload().catch(() => undefined);
+        bridge.unregister(serverOwner);
         throw fromAddonError(e);
       }
     }
     const { parallelInstanceLoading } = be.attributes();
-    return new NativeModel(model, completed, completed ?? ctx.config, parallelInstanceLoading, ctx.logger);
+    return new NativeModel(model, completed, completed ?? ctx.config, parallelInstanceLoading, ctx.logger, () => bridge.unregister(serverOwner));
   }
 
   /** TRITONBACKEND_Finalize and dlclose (server shutdown, after every model was unloaded). */

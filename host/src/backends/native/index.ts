@@ -20,6 +20,7 @@ export { backendNameOf, findBackendLibrary, libraryFileName, PLATFORM_BACKENDS }
 export { backendConfigJson, mergeAutoCompletedConfig } from './config.js';
 export { addonPath, nativeAddon } from './addon.js';
 export { installNativeLogger } from './log.js';
+export { NativeServerBridge, nativeServerBridge } from './server-bridge.js';
 
 /**
  * Resolves every model whose backend no earlier resolver took to a native library found by

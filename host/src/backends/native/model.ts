@@ -22,6 +22,8 @@ export class NativeModel implements BackendModel {
     private readonly effectiveConfig: ModelConfig,
     readonly parallelInstanceLoading: boolean,
     private readonly logger: Logger,
+    /** Called once after TRITONBACKEND_ModelFinalize (ends the model's in-process calls). */
+    private readonly onFinalized: () => void = () => undefined,
   ) {}
 
   /**
@@ -34,9 +36,12 @@ export class NativeModel implements BackendModel {
 
   /** TRITONBACKEND_ModelFinalize (after every instance was finalized). */
   finalize(): Promise<void> {
-    this.finalized ??= this.handle.unload().catch((e) => {
-      throw fromAddonError(e);
-    });
+    this.finalized ??= this.handle
+      .unload()
+      .catch((e) => {
+        throw fromAddonError(e);
+      })
+      .finally(this.onFinalized);
     return this.finalized;
   }
 }
