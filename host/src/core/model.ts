@@ -166,9 +166,23 @@ export class ModelVersion {
     return this.scheduler.pendingByTenant();
   }
 
-  /** Every instance reports ready (`TRITONBACKEND_ModelInstanceReady`). */
+  /** Every instance reports ready (`TRITONBACKEND_ModelInstanceReady`) and none is unhealthy. */
   isReady(): boolean {
-    return this.accepting && this.instances.every((i) => i.isReady?.() ?? true);
+    return this.accepting && this.unavailableReason() === undefined && this.instances.every((i) => i.isReady?.() ?? true);
+  }
+
+  /** Why the version cannot serve although loaded (an instance became unhealthy), else undefined. */
+  unavailableReason(): string | undefined {
+    for (const i of this.instances) {
+      const r = i.unhealthy?.();
+      if (r !== undefined) return r;
+    }
+    return undefined;
+  }
+
+  /** Requests accepted and not yet answered with their final response (queued or executing). */
+  get inflightCount(): number {
+    return this.inflight;
   }
 
   /**
@@ -181,6 +195,8 @@ export class ModelVersion {
    */
   submit(init: InferenceRequestInit, sender: ResponseSender): InferenceRequest {
     if (!this.accepting) throw unavailable(`Request for unknown model: '${this.name}' version ${this.version} is not at ready state`);
+    const unhealthy = this.unavailableReason();
+    if (unhealthy !== undefined) throw unavailable(`model '${this.name}' version ${this.version} is unavailable: ${unhealthy}`);
     let request: InferenceRequest;
     try {
       request = this.requestValidator.validate(init);

@@ -274,6 +274,12 @@ export interface BackendModelInstance {
   execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void>;
   /** Readiness probe (`TRITONBACKEND_ModelInstanceReady`); absent = always ready. */
   isReady?(): boolean;
+  /**
+   * Why this instance can no longer serve, for good (a native execute that never returned: its
+   * thread cannot be stopped safely); undefined while healthy. The model version is then
+   * UNAVAILABLE with this reason and refuses new requests.
+   */
+  unhealthy?(): string | undefined;
   /** Release everything the instance holds. Called once, after in-flight executions finished. */
   finalize(): Promise<void>;
 }

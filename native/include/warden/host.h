@@ -79,6 +79,10 @@ TRITONSERVER_DECLSPEC const char* WARDEN_ModelSetConfigJson(TRITONBACKEND_Model*
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelUpdateConfig(
     TRITONBACKEND_Model* model, const char* config_json, const char* const* output_names,
     uint32_t output_count, bool decoupled);
+/** Backend objects of the model alive now: responses neither sent nor deleted, response factories
+ *  not deleted. Read after the instances finalized, what is left was leaked by the backend. */
+TRITONSERVER_DECLSPEC void WARDEN_ModelLiveObjects(
+    TRITONBACKEND_Model* model, int64_t* responses, int64_t* factories);
 /** TRITONBACKEND_ModelFinalize and free; every instance must be deleted first. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelUnload(TRITONBACKEND_Model* model);
 

@@ -94,6 +94,7 @@ class ModelHandle : public Napi::ObjectWrap<ModelHandle> {
   Napi::Value SetConfigJson(const Napi::CallbackInfo& info);
   Napi::Value UpdateConfig(const Napi::CallbackInfo& info);
   Napi::Value CreateInstance(const Napi::CallbackInfo& info);
+  Napi::Value LiveObjects(const Napi::CallbackInfo& info);
   Napi::Value Unload(const Napi::CallbackInfo& info);
 };
 
@@ -113,6 +114,7 @@ class InstanceHandle : public Napi::ObjectWrap<InstanceHandle> {
   Napi::Value Finalize(const Napi::CallbackInfo& info);
   Napi::Value IsReady(const Napi::CallbackInfo& info);
   Napi::Value Outstanding(const Napi::CallbackInfo& info);
+  Napi::Value Abandon(const Napi::CallbackInfo& info);
 
   uint32_t NewJob(Napi::Env env, Napi::Promise::Deferred deferred, bool delete_after);
   void AddInflight(Napi::Env env, int64_t delta);

@@ -128,6 +128,7 @@ Napi::Function ModelHandle::Init(Napi::Env env) {
                                  {InstanceMethod("setConfigJson", &ModelHandle::SetConfigJson),
                                   InstanceMethod("updateConfig", &ModelHandle::UpdateConfig),
                                   InstanceMethod("createInstance", &ModelHandle::CreateInstance),
+                                  InstanceMethod("liveObjects", &ModelHandle::LiveObjects),
                                   InstanceMethod("unload", &ModelHandle::Unload)});
   constructor = Napi::Persistent(f);
   constructor.SuppressDestruct();
@@ -135,6 +136,17 @@ Napi::Function ModelHandle::Init(Napi::Env env) {
 }
 
 ModelHandle::ModelHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ModelHandle>(info) {}
+
+/** liveObjects() -> {responses, factories}: backend objects of this model not given back yet. */
+Napi::Value ModelHandle::LiveObjects(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int64_t responses = 0, factories = 0;
+  if (model != nullptr) WARDEN_ModelLiveObjects(model, &responses, &factories);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("responses", Napi::Number::New(env, double(responses)));
+  o.Set("factories", Napi::Number::New(env, double(factories)));
+  return o;
+}
 
 Napi::Value ModelHandle::SetConfigJson(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

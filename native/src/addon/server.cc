@@ -156,20 +156,25 @@ void RunCall(Napi::Env env, const std::shared_ptr<Call>& call) {
     // Held while the view is read: a backend thread that gave up waiting cannot free it meanwhile.
     std::unique_lock<std::mutex> lk(call->mu);
     if (call->abandoned) return;
-    Napi::Object payload = Napi::Object::New(env);
-    if (call->kind == kInfer) {
-      payload = InferPayload(env, *call);
-    } else {
-      payload.Set("token", Napi::Number::New(env, double(call->token)));
-      payload.Set("model", Napi::String::New(env, call->model));
-      payload.Set("version", Napi::Number::New(env, double(call->version)));
-      if (call->has_params) payload.Set("params", Napi::String::New(env, call->params_json));
-    }
-    lk.unlock();  // the handler may answer synchronously (Complete takes the lock)
     try {
+      Napi::Object payload = Napi::Object::New(env);
+      if (call->kind == kInfer) {
+        payload = InferPayload(env, *call);  // may throw (e.g. an input too large for an ArrayBuffer)
+      } else {
+        payload.Set("token", Napi::Number::New(env, double(call->token)));
+        payload.Set("model", Napi::String::New(env, call->model));
+        payload.Set("version", Napi::Number::New(env, double(call->version)));
+        if (call->has_params) payload.Set("params", Napi::String::New(env, call->params_json));
+      }
+      lk.unlock();  // the handler may answer synchronously (Complete takes the lock)
       result = bridge.handler.Call({Napi::Number::New(env, call->kind), Napi::Number::New(env, double(call->owner)), payload});
     } catch (const Napi::Error& e) {
+      if (lk.owns_lock()) lk.unlock();
       Complete(call, ErrorFromJs(e.Value()), "");
+      return;
+    } catch (const std::exception& e) {
+      if (lk.owns_lock()) lk.unlock();
+      Complete(call, TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, e.what()), "");
       return;
     }
   }

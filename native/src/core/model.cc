@@ -15,6 +15,7 @@ std::shared_ptr<const warden::ModelInfo> MakeInfo(const TRITONBACKEND_Model* mod
     if (output_names[i] != nullptr) info->outputs.insert(output_names[i]);
   }
   info->decoupled = decoupled;
+  info->live = model->live;
   return info;
 }
 
@@ -93,6 +94,12 @@ TRITONSERVER_Error* WARDEN_ModelUnload(TRITONBACKEND_Model* model) {
   backend->live_models--;
   delete model;
   return err;
+}
+
+void WARDEN_ModelLiveObjects(TRITONBACKEND_Model* model, int64_t* responses, int64_t* factories) {
+  if (model == nullptr) return;
+  if (responses != nullptr) *responses = model->live->responses.load();
+  if (factories != nullptr) *factories = model->live->factories.load();
 }
 
 // ---------------------------------------------------------------- TRITONBACKEND_Model*

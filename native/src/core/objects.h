@@ -143,12 +143,21 @@ class Worker {
 
 /** What responses need to know about their model; immutable, shared with in-flight sinks so a
  *  late decoupled response never touches a freed model. */
+/** Backend objects of one model that are alive (created and not yet given back): what is left
+ *  when the model unloads was leaked by the backend. */
+struct LiveObjects {
+  std::atomic<int64_t> responses{0};  // TRITONBACKEND_Response not sent or deleted
+  std::atomic<int64_t> factories{0};  // TRITONBACKEND_ResponseFactory not deleted
+};
+
 struct ModelInfo {
   std::string backend_name;
   std::string name;
   int64_t version = 0;
   std::unordered_set<std::string> outputs;
   bool decoupled = false;
+  /** Shared by every ModelInfo of the model (a config update makes a new ModelInfo). */
+  std::shared_ptr<LiveObjects> live = std::make_shared<LiveObjects>();
 };
 
 /**
@@ -254,6 +263,7 @@ struct TRITONBACKEND_Model {
   std::atomic<bool> in_initialize{false};
   std::atomic<int> live_instances{0};
 
+  std::shared_ptr<warden::LiveObjects> live = std::make_shared<warden::LiveObjects>();
   std::mutex mu;  // guards the fields below
   std::string config_json;
   std::shared_ptr<const warden::ModelInfo> info;

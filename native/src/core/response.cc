@@ -95,10 +95,12 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryNew(TRITONBACKEND_ResponseFacto
                                                      TRITONBACKEND_Request* request) {
   WARDEN_REQUIRE(factory && request, "TRITONBACKEND_ResponseFactoryNew");
   *factory = new TRITONBACKEND_ResponseFactory{request->sink};
+  request->sink->model()->live->factories++;
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryDelete(TRITONBACKEND_ResponseFactory* factory) {
+  if (factory != nullptr) factory->sink->model()->live->factories--;
   delete factory;
   return nullptr;
 }
@@ -124,6 +126,7 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseNew(TRITONBACKEND_Response** response,
   WARDEN_REQUIRE(response && request, "TRITONBACKEND_ResponseNew");
   auto* r = new TRITONBACKEND_Response;
   r->sink = request->sink;
+  r->sink->model()->live->responses++;
   *response = r;
   return nullptr;
 }
@@ -133,11 +136,13 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseNewFromFactory(TRITONBACKEND_Response*
   WARDEN_REQUIRE(response && factory, "TRITONBACKEND_ResponseNewFromFactory");
   auto* r = new TRITONBACKEND_Response;
   r->sink = factory->sink;
+  r->sink->model()->live->responses++;
   *response = r;
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseDelete(TRITONBACKEND_Response* response) {
+  if (response != nullptr) response->sink->model()->live->responses--;
   delete response;
   return nullptr;
 }
@@ -209,6 +214,7 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseSend(TRITONBACKEND_Response* response,
                                                TRITONSERVER_Error* error) {
   WARDEN_REQUIRE(response, "TRITONBACKEND_ResponseSend");
   std::unique_ptr<TRITONBACKEND_Response> owned(response);  // the host always takes the response
+  owned->sink->model()->live->responses--;
   auto* r = new TRITONSERVER_InferenceResponse;
   r->model = owned->sink->model();
   r->request_id = owned->sink->request_id();

@@ -87,6 +87,11 @@ export interface InstanceHandle {
   isReady(): boolean;
   /** Requests not yet both final-responded and released. */
   outstanding(): number;
+  /**
+   * Give up on an instance whose native thread is stuck in the backend: pending jobs never settle,
+   * later events are dropped, the native instance and its thread are left allocated on purpose.
+   */
+  abandon(): void;
 }
 
 export interface ModelHandle {
@@ -94,6 +99,8 @@ export interface ModelHandle {
   setConfigJson(): string | null;
   updateConfig(configJson: string, outputs: string[], decoupled: boolean): void;
   createInstance(spec: AddonInstanceSpec, onEvents: (events: AddonEvent[]) => void): InstanceHandle;
+  /** Responses neither sent nor deleted, and response factories not deleted, of this model now. */
+  liveObjects(): { responses: number; factories: number };
   /** TRITONBACKEND_ModelFinalize (all instances must be finalized). */
   unload(): Promise<void>;
 }

@@ -8,7 +8,7 @@ import type { Backend, BackendModel, ModelLoadContext } from '../../core/types.j
 import { fromAddonError, nativeAddon, type BackendHandle, type ModelHandle } from './addon.js';
 import { configJson, mergeAutoCompletedConfig, responseContract } from './config.js';
 import { ensureNativeLogger } from './log.js';
-import { NativeModel } from './model.js';
+import { executeTimeoutMs, NativeModel, type NativeLeaks } from './model.js';
 import { nativeServerBridge } from './server-bridge.js';
 
 export class NativeBackend implements Backend {
@@ -19,6 +19,8 @@ export class NativeBackend implements Backend {
    * @param libraryPath the library found by the search order (spec §6.9)
    * @param artifactsDir what TRITONBACKEND_BackendArtifacts reports (the library's directory)
    * @param backendConfigJson TRITONBACKEND_BackendConfig message, `{"cmdline":{...}}`
+   * @param opts.executeTimeoutMs server default execute limit, ms (0 = none)
+   * @param opts.onLeaks told what each model left behind at unload
    */
   constructor(
     readonly name: string,
@@ -26,6 +28,7 @@ export class NativeBackend implements Backend {
     readonly artifactsDir: string,
     private readonly backendConfigJson: string,
     private readonly logger: Logger,
+    private readonly opts: { executeTimeoutMs: number; onLeaks?: (model: string, version: number, leaks: NativeLeaks) => void } = { executeTimeoutMs: 0 },
   ) {}
 
   /** dlopen + TRITONBACKEND_Initialize, once; a failure is not cached (the next load retries). */
@@ -86,7 +89,21 @@ export class NativeBackend implements Backend {
       }
     }
     const { parallelInstanceLoading } = be.attributes();
-    return new NativeModel(model, completed, completed ?? ctx.config, parallelInstanceLoading, ctx.logger, () => bridge.unregister(serverOwner));
+    let timeoutMs: number;
+    try {
+      timeoutMs = executeTimeoutMs(completed ?? ctx.config, this.opts.executeTimeoutMs);
+    } catch (e) {
+      await model.unload().catch(() => undefined);
+      bridge.unregister(serverOwner);
+      throw e;
+    }
+    return new NativeModel(model, completed, completed ?? ctx.config, parallelInstanceLoading, ctx.logger, {
+      executeTimeoutMs: timeoutMs,
+      onFinalized: (leaks) => {
+        bridge.unregister(serverOwner);
+        this.opts.onLeaks?.(ctx.name, ctx.version, leaks);
+      },
+    });
   }
 
   /** TRITONBACKEND_Finalize and dlclose (server shutdown, after every model was unloaded). */

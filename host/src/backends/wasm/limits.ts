@@ -5,6 +5,7 @@
  */
 import { invalidArg } from '../../core/errors.js';
 import type { ModelConfig } from '../../config/types.js';
+import { positiveIntParam } from '../../config/parameters.js';
 import { WASM_PAGE_BYTES } from './binary.js';
 
 /** Server-wide caps on every sandboxed model (and the defaults for models that set nothing). */
@@ -80,16 +81,6 @@ export interface ModelLimits {
   logBytes: number;
   /** Log budget per call, messages (the server cap; there is no per-model parameter). */
   logMessages: number;
-}
-
-function positiveIntParam(config: ModelConfig, key: string): number | undefined {
-  const p = config.parameters?.[key];
-  if (p === undefined) return undefined;
-  const s = p.string_value.trim();
-  if (!/^\d+$/.test(s)) throw invalidArg(`model '${config.name}': parameter ${key} must be a positive integer, got '${p.string_value}'`);
-  const n = Number(s);
-  if (!Number.isSafeInteger(n) || n <= 0) throw invalidArg(`model '${config.name}': parameter ${key} must be a positive integer, got '${p.string_value}'`);
-  return n;
 }
 
 /**
