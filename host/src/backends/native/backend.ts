@@ -10,6 +10,7 @@ import { configJson, mergeAutoCompletedConfig, responseContract } from './config
 import { ensureNativeLogger } from './log.js';
 import { executeTimeoutMs, NativeModel, type NativeLeaks } from './model.js';
 import { nativeServerBridge } from './server-bridge.js';
+import { IsolatedNativeModel, isolationOf } from './isolation/isolated.js';
 
 export class NativeBackend implements Backend {
   private handle?: Promise<BackendHandle>;
@@ -28,7 +29,14 @@ export class NativeBackend implements Backend {
     readonly artifactsDir: string,
     private readonly backendConfigJson: string,
     private readonly logger: Logger,
-    private readonly opts: { executeTimeoutMs: number; onLeaks?: (model: string, version: number, leaks: NativeLeaks) => void } = { executeTimeoutMs: 0 },
+    private readonly opts: {
+      executeTimeoutMs: number;
+      onLeaks?: (model: string, version: number, leaks: NativeLeaks) => void;
+      /** `warden.isolation` from `--backend-config` for this backend (a model's parameter wins). */
+      isolation?: string;
+      /** True in the backend-host process itself: load in-process, whatever the config says. */
+      inBackendHostProcess?: boolean;
+    } = { executeTimeoutMs: 0 },
   ) {}
 
   /** dlopen + TRITONBACKEND_Initialize, once; a failure is not cached (the next load retries). */
@@ -57,6 +65,17 @@ export class NativeBackend implements Backend {
    * @throws TritonError with the backend's code and message (the model becomes UNAVAILABLE).
    */
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
+    if (!this.opts.inBackendHostProcess && isolationOf(ctx.config, this.opts.isolation) === 'process') {
+      // Crash isolation: the backend-host process loads this library and model (issue 12 point 2).
+      return IsolatedNativeModel.load(
+        {
+          backend: { name: this.name, libraryPath: this.libraryPath, artifactsDir: this.artifactsDir, configJson: this.backendConfigJson },
+          model: { name: ctx.name, version: ctx.version, modelPath: ctx.modelPath, versionPath: ctx.versionPath, config: ctx.config, autoCompleteConfig: ctx.autoCompleteConfig },
+        },
+        ctx.logger,
+        executeTimeoutMs(ctx.config, this.opts.executeTimeoutMs),
+      );
+    }
     const be = await this.backend();
     const bridge = nativeServerBridge(nativeAddon());
     const serverOwner = bridge.register(ctx);
@@ -91,7 +110,8 @@ export class NativeBackend implements Backend {
     const { parallelInstanceLoading } = be.attributes();
     let timeoutMs: number;
     try {
-      timeoutMs = executeTimeoutMs(completed ?? ctx.config, this.opts.executeTimeoutMs);
+      // Inside a backend-host process the parent enforces the limit (it kills the process).
+      timeoutMs = this.opts.inBackendHostProcess ? 0 : executeTimeoutMs(completed ?? ctx.config, this.opts.executeTimeoutMs);
     } catch (e) {
       await model.unload().catch(() => undefined);
       bridge.unregister(serverOwner);

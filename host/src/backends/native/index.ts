@@ -11,6 +11,7 @@ import type { Backend, BackendResolveRequest, BackendResolver } from '../../core
 import { nativeAddon } from './addon.js';
 import { NativeBackend } from './backend.js';
 import type { NativeLeaks } from './model.js';
+import { PARAM_ISOLATION } from './isolation/isolated.js';
 import { backendConfigJson } from './config.js';
 import { backendNameOf, findBackendLibrary, libraryFileName } from './search.js';
 
@@ -22,6 +23,7 @@ export { backendConfigJson, mergeAutoCompletedConfig } from './config.js';
 export { addonPath, nativeAddon } from './addon.js';
 export { installNativeLogger } from './log.js';
 export { NativeServerBridge, nativeServerBridge } from './server-bridge.js';
+export { IsolatedNativeModel, PARAM_ISOLATION, isolationOf } from './isolation/isolated.js';
 
 /**
  * Resolves every model whose backend no earlier resolver took to a native library found by
@@ -94,7 +96,11 @@ export class NativeBackendResolver implements BackendResolver {
           settings: this.opts.backendConfig,
         }),
         this.logger,
-        { executeTimeoutMs: this.opts.executeTimeoutMs ?? 0, onLeaks: (model, version, leaks) => this.countLeaks(model, version, leaks) },
+        {
+          executeTimeoutMs: this.opts.executeTimeoutMs ?? 0,
+          onLeaks: (model, version, leaks) => this.countLeaks(model, version, leaks),
+          isolation: this.opts.backendConfig?.[name]?.[PARAM_ISOLATION] ?? this.opts.backendConfig?.['']?.[PARAM_ISOLATION],
+        },
       );
       this.backends.set(key, backend);
     }
