@@ -91,11 +91,15 @@ describe('execute timeout (warden.execute_timeout_ms)', () => {
     expect((await fetch(`${url}/v2/health/live`)).status).toBe(200);
   });
 
-  it('unloading the model whose thread is still stuck completes at once', async () => {
+  it('unloading the model whose thread is still stuck completes at once, and it loads again', async () => {
     const t0 = Date.now();
     expect((await postJson(`${url}/v2/repository/models/stuck/unload`, {})).status).toBe(200);
     expect(Date.now() - t0).toBeLessThan(2500); // not the 4 s the thread stays stuck
     expect((await state('stuck')).state).toBe('UNAVAILABLE');
+    // A later load does not hang behind the stuck thread either, and serves.
+    expect((await postJson(`${url}/v2/repository/models/stuck/load`, {})).status).toBe(200);
+    expect((await state('stuck')).state).toBe('READY');
+    expect((await stats('stuck')).pending_count).toBe(0);
   });
 });
 
