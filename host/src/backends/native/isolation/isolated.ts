@@ -64,10 +64,10 @@ export class IsolatedNativeModel implements BackendModel {
   parallelInstanceLoading = false;
   /** Crashes (or kills) the process has recovered from. */
   restarts = 0;
+  /** The process that serves (set once it loaded the model and its instances). */
   private proc!: BackendHostProcess;
   /** Why the model cannot serve right now (the process is restarting), else undefined. */
   private down?: string;
-  private started = false;
   private closing = false;
   private backoffMs = RESTART_BACKOFF_MIN_MS;
   private startedAt = 0;
@@ -93,20 +93,21 @@ export class IsolatedNativeModel implements BackendModel {
     const loaded = await m.start();
     m.config = loaded.config;
     m.parallelInstanceLoading = loaded.parallelInstanceLoading;
-    m.started = true;
     return m;
   }
 
   /** Spawn, load, and (after a restart) re-create every instance. */
   private async start(): Promise<Loaded> {
     const proc = new BackendHostProcess((m) => this.onResponse(m), this.logger);
-    this.proc = proc;
     this.startedAt = Date.now();
-    void proc.exit.then((e) => this.onExit(proc, e));
     try {
       const loaded = await proc.call<Loaded>({ t: 'load', spec: this.spec });
       for (const i of this.instances) await proc.call({ t: 'instance', id: i.id, spec: i.spec });
       this.logger.info({ pid: proc.pid }, 'backend host process ready');
+      // Only a process that came up serves, and only its death triggers a restart (a start that
+      // fails is retried by its caller).
+      this.proc = proc;
+      void proc.exit.then((e) => this.onExit(proc, e));
       return loaded;
     } catch (e) {
       await proc.kill();
@@ -115,7 +116,7 @@ export class IsolatedNativeModel implements BackendModel {
   }
 
   private onExit(proc: BackendHostProcess, e: ProcessExit): void {
-    if (proc !== this.proc || this.closing || !this.started) return;
+    if (proc !== this.proc || this.closing) return;
     const reason = `the backend host process of model '${this.spec.model.name}' (pid ${proc.pid}) ${describeExit(e)}`;
     this.down = `${reason}; restarting`;
     this.logger.error({ pid: proc.pid, signal: e.signal, code: e.code }, `${reason}: its in-flight requests failed, restarting it`);
@@ -189,6 +190,7 @@ export class IsolatedNativeModel implements BackendModel {
       if (!timedOut) return r ?? undefined;
       const reason = `TRITONBACKEND_ModelInstanceExecute of instance '${instance.spec.name}' did not return within ${this.executeTimeoutMs} ms (warden.execute_timeout_ms); its backend host process was killed and is restarted`;
       this.logger.error({ pid: proc.pid }, reason);
+      this.down = reason; // not ready from now on, until the restarted process is
       const err = unavailable(reason);
       for (const r2 of batch) {
         const s = this.pending.get(r2.token);
