@@ -47,6 +47,7 @@ beforeAll(async () => {
   bls('bls_native', 'identity_native', idIo);
   bls('bls_slow', 'identity_slow', idIo, 'instance_group { kind: KIND_CPU count: 2 }');
   bls('bls_missing', 'no_such_model', idIo);
+  bls('bls_evil', '../../../etc', idIo);
   bls('bls_repeat', 'repeat_native', [
     io('input', 'IN', 'TYPE_INT32', '[ -1 ]'),
     io('input', 'DELAY', 'TYPE_UINT32', '[ -1 ]'),
@@ -147,6 +148,15 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     const dep = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload_dependents' } });
     expect(dep.status).toBe(503);
     expect((await infer('bls_native', { inputs: [f32('INPUT0', [6])], parameters: { control: 'load' } })).status).toBe(200);
+  });
+
+  it('a hostile target name never reaches the filesystem: load refuses it, inference finds nothing', async () => {
+    const load = await infer('bls_evil', { inputs: [f32('INPUT0', [1])], parameters: { control: 'load' } });
+    expect(load.status).toBe(400);
+    expect(load.json.error).toMatch(/^invalid model name '..\/..\/..\/etc'/);
+    const plain = await infer('bls_evil', { inputs: [f32('INPUT0', [1])] });
+    expect(plain.status).toBe(503);
+    expect(plain.json.error).toBe("bls: target model '../../../etc' is not ready");
   });
 
   it('leaves nothing in flight and every allocator buffer released', async () => {
