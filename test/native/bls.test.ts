@@ -32,7 +32,7 @@ beforeAll(async () => {
   }
   repo.write(
     'identity_slow/config.pbtxt',
-    `backend: "warden_identity"\nmax_batch_size: 0\n${io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]')}\n${io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')}\ninstance_group { kind: KIND_CPU count: 1 }\nparameters { key: "execute_delay_ms" value { string_value: "400" } }`,
+    `backend: "warden_identity"\nmax_batch_size: 0\n${io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]')}\n${io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')}\ninstance_group { kind: KIND_CPU count: 1 }\nparameters { key: "execute_delay_ms" value { string_value: "1000" } }`,
   );
   mkdirSync(join(repo.path, 'identity_slow', '1'), { recursive: true });
   const idIo = [io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]'), io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')];
@@ -125,7 +125,9 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
 
   it('TRITONSERVER_InferenceRequestCancel: a queued in-process request is dropped with CANCELLED, the other completes', async () => {
     const slow = infer('bls_slow', { inputs: [f32('INPUT0', [1])] });
-    await new Promise((r) => setTimeout(r, 50)); // the first occupies identity_slow's only instance
+    // The first occupies identity_slow's only instance (1 s); the second's in-process request queues.
+    const pending = async () => (await (await fetch(`${url}/v2/models/identity_slow/stats`)).json()).model_stats[0].pending_count;
+    await expect.poll(pending, { interval: 10 }).toBe(1);
     const cancelled = await infer('bls_slow', { inputs: [f32('INPUT0', [2])], parameters: { cancel_after_ms: 50 } });
     expect(cancelled.json.error).toMatch(/cancel/i);
     expect((await slow).status).toBe(200);
