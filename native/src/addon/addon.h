@@ -164,6 +164,12 @@ Napi::Value CloseServerBridge(const Napi::CallbackInfo& info);
 Napi::Value ServerRespond(const Napi::CallbackInfo& info);
 Napi::Value InflightInferenceRequests(const Napi::CallbackInfo& info);
 
+// ---------------------------------------------------------------- shared memory (shm.cc)
+
+Napi::Value ShmCreate(const Napi::CallbackInfo& info);
+Napi::Value ShmOpen(const Napi::CallbackInfo& info);
+Napi::Value ShmUnlink(const Napi::CallbackInfo& info);
+
 /** Extract an array of strings (throws on a non-string element). */
 std::vector<std::string> StringArray(Napi::Env env, Napi::Value v, const char* what);
 

@@ -145,6 +145,12 @@ export interface NativeAddon {
   serverRespond(token: number, response: object | null, final: boolean): boolean;
   /** In-process requests submitted by backends and not yet answered FINAL (native count). */
   inflightInferenceRequests(): number;
+  /** A new POSIX shared memory region of `bytes` (mode 0600), mapped; name "/warden-…". */
+  shmCreate(bytes: number): { name: string; buffer: ArrayBuffer };
+  /** Map a region shmCreate made (the size must match). @throws for any other name */
+  shmOpen(name: string, bytes: number): ArrayBuffer;
+  /** Remove a region's name (mappings stay valid). */
+  shmUnlink(name: string): void;
   /** Reported API versions, e.g. { backend: '1.19', server: '1.34' }. */
   apiVersion(): { backend: string; server: string };
 }

@@ -10,7 +10,7 @@ import { configJson, mergeAutoCompletedConfig, responseContract } from './config
 import { ensureNativeLogger } from './log.js';
 import { executeTimeoutMs, NativeModel, type NativeLeaks } from './model.js';
 import { nativeServerBridge } from './server-bridge.js';
-import { IsolatedNativeModel, isolationOf } from './isolation/isolated.js';
+import { IsolatedNativeModel, isolationOf, shmBytesOf } from './isolation/isolated.js';
 
 export class NativeBackend implements Backend {
   private handle?: Promise<BackendHandle>;
@@ -74,6 +74,7 @@ export class NativeBackend implements Backend {
         },
         ctx.logger,
         executeTimeoutMs(ctx.config, this.opts.executeTimeoutMs),
+        shmBytesOf(ctx.config),
       );
     }
     const be = await this.backend();

@@ -11,9 +11,17 @@ import { TritonError } from '../../../core/errors.js';
 import { NO_SERVER } from '../../../core/load-context.js';
 import type { BackendModel, BackendModelInstance, ResponseSender } from '../../../core/types.js';
 import { NativeBackend } from '../backend.js';
+import { nativeAddon } from '../addon.js';
 import type { FromChild, Loaded, ToChild, WireRequest } from './protocol.js';
+import { ShmReader, ShmWriter, decodeTensors, encodeTensors, type TransportStats } from './shm-ring.js';
+
+/** Rings with the parent: inputs come through `fromParent`, outputs go through `toParent`. */
+let fromParent: ShmReader | undefined;
+let toParent: ShmWriter | undefined;
+const stats: TransportStats = { shmBytes: 0, inlineBytes: 0 };
 
 function post(m: FromChild): void {
+  if (m.t !== 'log') m.ack = fromParent?.consumed;
   process.send?.(m);
 }
 
@@ -38,7 +46,10 @@ const instances = new Map<number, BackendModelInstance>();
 
 function sender(token: number): ResponseSender {
   return {
-    send: (response, final) => post({ t: 'response', token, final, response }),
+    send: (response, final) => {
+      const wire = response === null ? null : { outputs: encodeTensors(response.outputs, toParent, stats), parameters: response.parameters };
+      post({ t: 'response', token, final, response: wire, shmEnd: toParent?.end });
+    },
     sendError: (e: TritonError, final) => post({ t: 'response', token, final, error: { code: e.code, message: e.message } }),
   };
 }
@@ -46,7 +57,12 @@ function sender(token: number): ResponseSender {
 async function handle(m: ToChild): Promise<unknown> {
   switch (m.t) {
     case 'load': {
-      const { backend: b, model: s } = m.spec;
+      const { backend: b, model: s, shm } = m.spec;
+      if (shm) {
+        const addon = nativeAddon();
+        fromParent = new ShmReader(new Uint8Array(addon.shmOpen(shm.toChild, shm.bytes)));
+        toParent = new ShmWriter(new Uint8Array(addon.shmOpen(shm.toParent, shm.bytes)));
+      }
       backend = new NativeBackend(b.name, b.libraryPath, b.artifactsDir, b.configJson, logger, { executeTimeoutMs: 0, inBackendHostProcess: true });
       model = await backend.loadModel({
         key: { namespace: '', name: s.name },
@@ -70,7 +86,9 @@ async function handle(m: ToChild): Promise<unknown> {
     case 'execute': {
       const inst = instances.get(m.instance);
       if (!inst) throw new TritonError('UNAVAILABLE', `no instance ${m.instance}`);
-      const requests = m.requests.map(({ token: _t, ...r }) => r);
+      toParent?.ack(m.ack);
+      const requests = m.requests.map(({ token: _t, inputs, ...r }) => ({ ...r, inputs: decodeTensors(inputs, fromParent) }));
+      fromParent?.done(m.shmEnd); // copied out: the parent may reuse those slots
       return await inst.execute(requests, m.requests.map((r: WireRequest) => sender(r.token)));
     }
     case 'finalizeInstance': {

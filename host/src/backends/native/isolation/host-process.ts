@@ -42,6 +42,8 @@ export class BackendHostProcess {
   constructor(
     private readonly onResponse: (m: Extract<FromChild, { t: 'response' }>) => void,
     private readonly logger: Logger,
+    /** Every reply and response carries the child's ring acknowledgement. */
+    private readonly onAck: (ack: number | undefined) => void = () => undefined,
   ) {
     const entry = childEntry();
     this.child = fork(entry.path, [], {
@@ -96,6 +98,7 @@ export class BackendHostProcess {
   }
 
   private onMessage(m: FromChild): void {
+    if (m.t !== 'log') this.onAck(m.ack);
     switch (m.t) {
       case 'reply': {
         const c = this.calls.get(m.rid);

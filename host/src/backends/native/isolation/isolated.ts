@@ -10,13 +10,19 @@
  */
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../../../config/types.js';
+import { positiveIntParam } from '../../../config/parameters.js';
 import { TritonError, internal, invalidArg, unavailable } from '../../../core/errors.js';
 import type { BackendModel, BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../core/types.js';
 import { BackendHostProcess, describeExit, type ProcessExit } from './host-process.js';
+import { nativeAddon } from '../addon.js';
 import type { Executed, FromChild, LoadSpec, Loaded, WireRequest } from './protocol.js';
+import { ShmReader, ShmWriter, decodeTensors, encodeTensors, type TransportStats } from './shm-ring.js';
 
 /** Model config parameter (and `--backend-config` setting): `process` or `none` (default). */
 export const PARAM_ISOLATION = 'warden.isolation';
+/** Model config parameter: size of each of the two shared memory rings, bytes (default 32 MiB). */
+export const PARAM_SHM_BYTES = 'warden.isolation_shm_bytes';
+export const DEFAULT_SHM_BYTES = 32 * 1024 * 1024;
 
 /** First restart delay after a crash; doubled per crash while the process keeps dying, up to the max. */
 export const RESTART_BACKOFF_MIN_MS = 100;
@@ -40,6 +46,16 @@ export function isolationOf(config: ModelConfig, backendSetting: string | undefi
   return v;
 }
 
+/**
+ * The ring size of an isolated model: `warden.isolation_shm_bytes` (positive integer, at most 1 GiB)
+ * or {@link DEFAULT_SHM_BYTES}. @throws TritonError INVALID_ARG otherwise
+ */
+export function shmBytesOf(config: ModelConfig): number {
+  const n = positiveIntParam(config, PARAM_SHM_BYTES) ?? DEFAULT_SHM_BYTES;
+  if (n > 1024 * 1024 * 1024) throw invalidArg(`model '${config.name}': parameter ${PARAM_SHM_BYTES} must be at most 1 GiB, got ${n}`);
+  return n;
+}
+
 function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => void): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
@@ -53,10 +69,10 @@ function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => void): Promi
   ]);
 }
 
-/** Strip what cannot (and need not) cross the process boundary: callbacks, memory owners. */
-function wire(r: InferenceRequest, token: number): WireRequest {
+/** What crosses the process boundary (no callbacks, no memory owners; tensors in shared memory). */
+function wire(r: InferenceRequest, token: number, writer: ShmWriter | undefined, stats: TransportStats): WireRequest {
   const { onTimes: _onTimes, inputs, ...rest } = r;
-  return { ...rest, inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: t.data })), token };
+  return { ...rest, inputs: encodeTensors(inputs, writer, stats), token };
 }
 
 export class IsolatedNativeModel implements BackendModel {
@@ -64,6 +80,11 @@ export class IsolatedNativeModel implements BackendModel {
   parallelInstanceLoading = false;
   /** Crashes (or kills) the process has recovered from. */
   restarts = 0;
+  /** Tensor bytes moved through the shared memory rings and inline in IPC messages, both ways. */
+  readonly transport: TransportStats = { shmBytes: 0, inlineBytes: 0 };
+  /** The serving process's rings: inputs out, outputs in. */
+  private toChild?: ShmWriter;
+  private fromChild?: ShmReader;
   /** The process that serves (set once it loaded the model and its instances). */
   private proc!: BackendHostProcess;
   /** Why the model cannot serve right now (the process is restarting), else undefined. */
@@ -81,6 +102,7 @@ export class IsolatedNativeModel implements BackendModel {
     private readonly spec: LoadSpec,
     private readonly logger: Logger,
     private readonly executeTimeoutMs: number,
+    private readonly shmBytes: number,
   ) {}
 
   /**
@@ -88,8 +110,8 @@ export class IsolatedNativeModel implements BackendModel {
    * ModelInitialize in the child).
    * @throws TritonError with the backend's code and message (the process is stopped)
    */
-  static async load(spec: LoadSpec, logger: Logger, executeTimeoutMs: number): Promise<IsolatedNativeModel> {
-    const m = new IsolatedNativeModel(spec, logger, executeTimeoutMs);
+  static async load(spec: LoadSpec, logger: Logger, executeTimeoutMs: number, shmBytes = DEFAULT_SHM_BYTES): Promise<IsolatedNativeModel> {
+    const m = new IsolatedNativeModel(spec, logger, executeTimeoutMs, shmBytes);
     const loaded = await m.start();
     m.config = loaded.config;
     m.parallelInstanceLoading = loaded.parallelInstanceLoading;
@@ -98,15 +120,34 @@ export class IsolatedNativeModel implements BackendModel {
 
   /** Spawn, load, and (after a restart) re-create every instance. */
   private async start(): Promise<Loaded> {
-    const proc = new BackendHostProcess((m) => this.onResponse(m), this.logger);
+    // Fresh rings per process: a crashed process may have left anything in the old ones.
+    const addon = nativeAddon();
+    const out = addon.shmCreate(this.shmBytes);
+    const back = addon.shmCreate(this.shmBytes);
+    const toChild = new ShmWriter(new Uint8Array(out.buffer));
+    const fromChild = new ShmReader(new Uint8Array(back.buffer));
+    const proc = new BackendHostProcess(
+      (m) => this.onResponse(m),
+      this.logger,
+      (ack) => this.proc === proc && toChild.ack(ack),
+    );
     this.startedAt = Date.now();
     try {
-      const loaded = await proc.call<Loaded>({ t: 'load', spec: this.spec });
+      const spec: LoadSpec = { ...this.spec, shm: { toChild: out.name, toParent: back.name, bytes: this.shmBytes } };
+      let loaded: Loaded;
+      try {
+        loaded = await proc.call<Loaded>({ t: 'load', spec });
+      } finally {
+        addon.shmUnlink(out.name); // both sides have them mapped now (or never will): no names left behind
+        addon.shmUnlink(back.name);
+      }
       for (const i of this.instances) await proc.call({ t: 'instance', id: i.id, spec: i.spec });
       this.logger.info({ pid: proc.pid }, 'backend host process ready');
       // Only a process that came up serves, and only its death triggers a restart (a start that
       // fails is retried by its caller).
       this.proc = proc;
+      this.toChild = toChild;
+      this.fromChild = fromChild;
       void proc.exit.then((e) => this.onExit(proc, e));
       return loaded;
     } catch (e) {
@@ -149,11 +190,14 @@ export class IsolatedNativeModel implements BackendModel {
   }
 
   private onResponse(m: Extract<FromChild, { t: 'response' }>): void {
+    // Copy the outputs out of the ring first, whoever waits for them (the ring moves on).
+    const outputs = m.response ? decodeTensors(m.response.outputs, this.fromChild) : undefined;
+    this.fromChild?.done(m.shmEnd);
     const s = this.pending.get(m.token);
     if (!s) return;
     if (m.final) this.pending.delete(m.token);
     if (m.error) s.sendError(new TritonError(m.error.code as TritonError['code'], m.error.message), m.final);
-    else s.send(m.response ?? null, m.final);
+    else s.send(m.response && outputs ? { outputs, parameters: m.response.parameters } : null, m.final);
   }
 
   /** TRITONBACKEND_ModelInstanceInitialize in the process. @throws TritonError from the backend */
@@ -177,12 +221,18 @@ export class IsolatedNativeModel implements BackendModel {
     for (let i = 0; i < requests.length; i++) {
       const token = this.nextToken++;
       this.pending.set(token, senders[i]!);
-      batch.push(wire(requests[i]!, token));
+      batch.push(wire(requests[i]!, token, this.toChild, this.transport));
     }
     const forget = () => {
       for (const r of batch) this.pending.delete(r.token);
     };
-    const running = proc.call<Executed>({ t: 'execute', instance: instance.id, requests: batch });
+    const running = proc.call<Executed>({
+      t: 'execute',
+      instance: instance.id,
+      requests: batch,
+      shmEnd: this.toChild?.end ?? 0,
+      ack: this.fromChild?.consumed ?? 0,
+    });
     try {
       if (this.executeTimeoutMs <= 0) return (await running) ?? undefined;
       let timedOut = false;
