@@ -195,7 +195,11 @@ export class NativeServerBridge {
     const target = { model: p.model, version: p.version };
     const respond = (response: object | null, final: boolean): void => {
       if (final) this.inflight.delete(p.token);
-      this.addon.serverRespond(p.token, response, final);
+      try {
+        this.addon.serverRespond(p.token, response, final);
+      } catch (e) {
+        owner.logger.error({ err: e, request: p.id }, 'in-process response could not be handed to the backend');
+      }
     };
     const sender: ResponseSender = {
       send: (r: InferenceResponse | null, final: boolean) =>

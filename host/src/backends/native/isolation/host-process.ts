@@ -51,7 +51,16 @@ export class BackendHostProcess {
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    this.child.on('message', (m: FromChild) => this.onMessage(m));
+    this.child.on('message', (m: FromChild) => {
+      try {
+        this.onMessage(m);
+      } catch (e) {
+        // A process that sends what cannot be read (e.g. a slot outside its ring) is not trusted
+        // any further: it is killed (and restarted), never allowed to take the server down.
+        this.logger.error({ err: e, pid: this.child.pid }, 'malformed message from the backend host process: killing it');
+        this.child.kill('SIGKILL');
+      }
+    });
     this.exit = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {
         this.exited = { code, signal };
