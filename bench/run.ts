@@ -4,9 +4,10 @@
  *   bench/wasm.ts   exporting `benchWasm(ctx: BenchContext): Promise<unknown>`
  *   bench/native.ts exporting `benchNative(ctx: BenchContext): Promise<unknown>`
  *   bench/tenancy.ts exporting `benchTenancy(ctx: BenchContext): Promise<unknown>`
+ *   bench/json.ts   exporting `benchJson(ctx: BenchContext): Promise<unknown>` (no server: the request JSON parser)
  * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
  * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
- * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native, tenancy).
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, wasm, native, tenancy, json).
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
  */
@@ -53,6 +54,7 @@ async function main(): Promise<number> {
     ['wasm', () => optionalSuite('./wasm.js', 'benchWasm')],
     ['native', () => optionalSuite('./native.js', 'benchNative')],
     ['tenancy', () => optionalSuite('./tenancy.js', 'benchTenancy')],
+    ['json', () => optionalSuite('./json.js', 'benchJson')],
   ];
   try {
     for (const [name, get] of suites) {

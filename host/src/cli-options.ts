@@ -65,7 +65,10 @@ tritonserver flags Warden honours as Triton does:
   --log-info / --log-warning / --log-error=<bool>   enable each severity (default true)
   --log-format=default|ISO8601    timestamp format of log lines (JSON lines either way)
   --log-file=<path>               write the log to this file instead of stdout
-  --trace-config=[<mode>,]<k>=<v> trace settings (file, level, rate, count, log-frequency, mode)
+  --trace-config=[<mode>,]<k>=<v> trace settings (file, level, rate, count, log-frequency, mode);
+                                  mode=opentelemetry exports spans over OTLP/HTTP: opentelemetry,url=
+                                  (default http://localhost:4318/v1/traces), resource=<k>=<v>,
+                                  bsp_max_queue_size, bsp_schedule_delay, bsp_max_export_batch_size
   --trace-file / --trace-level / --trace-rate / --trace-count / --log-frequency   (deprecated forms)
   --allow-client-shm=<bool>       client shared memory (default false; true is not supported yet)
 Every other tritonserver 2.x flag (gRPC, SageMaker, Vertex AI, caches, rate limiter, CUDA and pinned
@@ -163,12 +166,49 @@ function traceOptions(v: Record<string, string | string[] | boolean | undefined>
     const m = /^(?:(triton|opentelemetry),)?([^,=]+)=(.*)$/.exec(c);
     if (!m) throw new UsageError(`--trace-config expects [<mode>,]<setting>=<value>, got '${c}'`);
     if (m[1] === 'opentelemetry') {
-      (t.ignored ??= []).push(`--trace-config=${c}`);
+      openTelemetrySetting(t, m[2]!, m[3]!, c);
       continue;
     }
     set(m[2]!, m[3]!, '--trace-config');
   }
   return t;
+}
+
+/**
+ * One `--trace-config opentelemetry,<setting>=<value>` (Triton's names): `url`, `resource`
+ * (`key=value`, repeatable), `bsp_max_queue_size`, `bsp_schedule_delay` (ms),
+ * `bsp_max_export_batch_size`; others are reported as ignored.
+ * @throws UsageError for a bad value
+ */
+function openTelemetrySetting(t: NonNullable<ServerOptions['trace']>, key: string, value: string, given: string): void {
+  const o = (t.opentelemetry ??= {});
+  const count = (min: number) => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min) throw new UsageError(`--trace-config opentelemetry,${key}: expects an integer >= ${min}, got '${value}'`);
+    return n;
+  };
+  switch (key) {
+    case 'url':
+      o.url = value;
+      return;
+    case 'resource': {
+      const eq = value.indexOf('=');
+      if (eq <= 0) throw new UsageError(`--trace-config opentelemetry,resource expects <key>=<value>, got '${value}'`);
+      (o.resource ??= {})[value.slice(0, eq)] = value.slice(eq + 1);
+      return;
+    }
+    case 'bsp_max_queue_size':
+      o.bspMaxQueueSize = count(1);
+      return;
+    case 'bsp_schedule_delay':
+      o.bspScheduleDelayMs = count(0);
+      return;
+    case 'bsp_max_export_batch_size':
+      o.bspMaxExportBatchSize = count(1);
+      return;
+    default:
+      (t.ignored ??= []).push(`--trace-config=${given}`);
+  }
 }
 
 /** Parse argv (without node and script). @throws UsageError */
@@ -263,10 +303,6 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
   const allowGpuMetrics = bool('allow-gpu-metrics', v['allow-gpu-metrics'] as string | undefined, true);
   void allowGpuMetrics; // no GPU models: there are no GPU metrics to report either way
   const trace = traceOptions(v);
-  if (trace.mode === 'opentelemetry') {
-    ignoredFlags.push('--trace-config=mode=opentelemetry (triton mode is used)');
-    trace.mode = 'triton';
-  }
   ignoredFlags.push(...(trace.ignored ?? []));
   delete trace.ignored;
   const logFormat = (v['log-format'] as string | undefined) ?? 'default';

@@ -327,7 +327,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await metricsApp?.close();
         tenants?.close();
         await new Promise((r) => setImmediate(r)); // traces completing now reach the manager first
-        trace.flush();
+        await trace.shutdown();
         logger.info('Warden stopped');
       })();
       return stopping;

@@ -1,5 +1,5 @@
 /**
- * The compat suite's Python environment: `.venv/` with the pinned tritonclient[http] and numpy,
+ * The compat suite's Python environment: `.venv/` with the pinned tritonclient[http], numpy and kserve,
  * idempotent (a second call only checks, it installs nothing); and the skip rule: the suite may
  * skip only when the package index is unreachable, any other install failure is an error.
  */
@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ensureCompatVenv, NUMPY_VERSION, TRITONCLIENT_VERSION, VENV_PYTHON } from './venv.js';
+import { ensureCompatVenv, KSERVE_VERSION, NUMPY_VERSION, TRITONCLIENT_VERSION, VENV_PYTHON } from './venv.js';
 
 const scratch: string[] = [];
 afterAll(async () => {
@@ -20,10 +20,10 @@ async function scratchVenv(): Promise<string> {
 }
 
 describe('compat venv', () => {
-  it('holds the pinned tritonclient[http] and numpy, and a second call is a fast check', async (ctx) => {
+  it('holds the pinned tritonclient[http], numpy and kserve, and a second call is a fast check', async (ctx) => {
     const first = await ensureCompatVenv();
     if (!first.ok) ctx.skip(`tritonclient unavailable: ${first.reason}`);
-    expect(first).toEqual({ ok: true, python: VENV_PYTHON, tritonclient: TRITONCLIENT_VERSION, numpy: NUMPY_VERSION });
+    expect(first).toEqual({ ok: true, python: VENV_PYTHON, tritonclient: TRITONCLIENT_VERSION, numpy: NUMPY_VERSION, kserve: KSERVE_VERSION });
     const t0 = Date.now();
     const second = await ensureCompatVenv();
     const ms = Date.now() - t0;
@@ -46,6 +46,6 @@ describe('compat venv', () => {
     if (!first.ok) ctx.skip(`PyPI unreachable, cannot tell a real pip failure apart: ${first.reason}`);
     await expect(
       ensureCompatVenv({ venvDir: await scratchVenv(), tritonclient: '0.0.1.dev999999' }),
-    ).rejects.toThrow(/pip install tritonclient\[http\]==0\.0\.1\.dev999999 numpy==.* failed although .* is reachable/);
+    ).rejects.toThrow(/pip install tritonclient\[http\]==0\.0\.1\.dev999999 numpy==.* kserve==.* failed although .* is reachable/);
   }, 180_000);
 });

@@ -1,6 +1,9 @@
 /**
  * The Python environment the compatibility suite drives Warden with: `.venv/` in the project
- * root (gitignored) holding NVIDIA's official client `tritonclient[http]` and numpy, pinned.
+ * root (gitignored) holding NVIDIA's official client `tritonclient[http]`, KServe's own client
+ * (`kserve`, for `kserve.InferenceRESTClient`) and numpy, pinned. One venv for both clients:
+ * the whole install (kserve pulls fastapi, grpcio, kubernetes, pandas, ...) took 43 s on the
+ * 2-core dev machine.
  *
  * Idempotent and fast when present: one `python -c` that imports the client and prints the
  * installed versions (~0.3 s). Otherwise `python3 -m venv .venv` + `pip install` of the pins.
@@ -20,6 +23,8 @@ import { createHash } from 'node:crypto';
 /** Pinned versions (looked up with `pip index versions`; newest at the time of writing). */
 export const TRITONCLIENT_VERSION = '2.73.0';
 export const NUMPY_VERSION = '2.4.6';
+/** KServe's Python SDK (PyPI `kserve`): its `InferenceRESTClient` speaks the Open Inference Protocol. */
+export const KSERVE_VERSION = '0.21.0';
 
 /** Project root (this file is `test/compat/venv.ts`). */
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -27,7 +32,7 @@ export const VENV_DIR = join(PROJECT_ROOT, '.venv');
 export const VENV_PYTHON = join(VENV_DIR, 'bin', 'python');
 
 export type VenvStatus =
-  | { ok: true; python: string; tritonclient: string; numpy: string }
+  | { ok: true; python: string; tritonclient: string; numpy: string; kserve: string }
   | { ok: false; reason: string };
 
 interface Exec {
@@ -57,21 +62,27 @@ function exec(cmd: string, args: string[], timeoutMs: number, env: NodeJS.Proces
   });
 }
 
+interface Versions {
+  tritonclient: string;
+  numpy: string;
+  kserve: string;
+}
+
 /** Versions importable from the venv, or undefined if the venv is missing or broken. */
-async function installedVersions(python: string): Promise<{ tritonclient: string; numpy: string } | undefined> {
+async function installedVersions(python: string): Promise<Versions | undefined> {
   if (!existsSync(python)) return undefined;
   const r = await exec(
     python,
     [
       '-c',
-      'import importlib.metadata as m, numpy, tritonclient.http; ' +
-        'print(m.version("tritonclient"), numpy.__version__)',
+      'import importlib.metadata as m, numpy, tritonclient.http, kserve; ' +
+        'print(m.version("tritonclient"), numpy.__version__, m.version("kserve"))',
     ],
     60_000,
   );
   if (r.code !== 0) return undefined;
-  const [tritonclient, numpy] = r.out.trim().split(/\s+/).slice(-2);
-  return tritonclient && numpy ? { tritonclient, numpy } : undefined;
+  const [tritonclient, numpy, kserve] = r.out.trim().split(/\s+/).slice(-3);
+  return tritonclient && numpy && kserve ? { tritonclient, numpy, kserve } : undefined;
 }
 
 /** True if the package index pip uses answers at all (any HTTP status counts as reachable). */
@@ -115,16 +126,17 @@ async function withLock<T>(venvDir: string, fn: () => Promise<T>): Promise<T> {
 export interface VenvOptions {
   /** Default: `<project root>/.venv`. */
   venvDir?: string;
-  /** Default: the pinned tritonclient[http] and numpy. */
+  /** Default: the pinned tritonclient[http], numpy and kserve. */
   tritonclient?: string;
   numpy?: string;
+  kserve?: string;
   /** Extra environment for python / pip (e.g. PIP_INDEX_URL); also used by the index probe. */
   env?: NodeJS.ProcessEnv;
 }
 
 /**
- * Make sure the venv (default `.venv/`) holds tritonclient[http]==TRITONCLIENT_VERSION and
- * numpy==NUMPY_VERSION. Returns `{ok: false, reason}` only when the install failed AND the
+ * Make sure the venv (default `.venv/`) holds tritonclient[http]==TRITONCLIENT_VERSION,
+ * numpy==NUMPY_VERSION and kserve==KSERVE_VERSION. Returns `{ok: false, reason}` only when the install failed AND the
  * package index is unreachable; throws on any other failure (no python3, venv creation failed,
  * pip refused although the index answers). The interpreter used to create the venv is
  * `$WARDEN_PYTHON` or `python3`.
@@ -133,9 +145,13 @@ export async function ensureCompatVenv(opts: VenvOptions = {}): Promise<VenvStat
   const venvDir = opts.venvDir ?? VENV_DIR;
   const python = join(venvDir, 'bin', 'python');
   const env = opts.env ?? {};
-  const want = { tritonclient: opts.tritonclient ?? TRITONCLIENT_VERSION, numpy: opts.numpy ?? NUMPY_VERSION };
-  const matches = (v?: { tritonclient: string; numpy: string }) =>
-    v !== undefined && v.tritonclient === want.tritonclient && v.numpy === want.numpy;
+  const want: Versions = {
+    tritonclient: opts.tritonclient ?? TRITONCLIENT_VERSION,
+    numpy: opts.numpy ?? NUMPY_VERSION,
+    kserve: opts.kserve ?? KSERVE_VERSION,
+  };
+  const matches = (v?: Versions) =>
+    v !== undefined && v.tritonclient === want.tritonclient && v.numpy === want.numpy && v.kserve === want.kserve;
 
   const quick = await installedVersions(python);
   if (matches(quick)) return { ok: true, python, ...quick! };
@@ -149,7 +165,7 @@ export async function ensureCompatVenv(opts: VenvOptions = {}): Promise<VenvStat
       const mk = await exec(python3, ['-m', 'venv', venvDir], 120_000, env);
       if (mk.code !== 0) throw new Error(`\`${python3} -m venv ${venvDir}\` failed:\n${mk.out}`);
     }
-    const requirements = [`tritonclient[http]==${want.tritonclient}`, `numpy==${want.numpy}`];
+    const requirements = [`tritonclient[http]==${want.tritonclient}`, `numpy==${want.numpy}`, `kserve==${want.kserve}`];
     const pip = await exec(
       python,
       ['-m', 'pip', 'install', '--quiet', '--timeout', '30', '--retries', '2', ...requirements],

@@ -60,6 +60,17 @@ beforeAll(async () => {
     { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
     { model: 'inc', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
   ]));
+  // The same stream through a slow step (2 instances), with and without max_inflight_requests.
+  model('slow_inc_free', opsConfig('inc', { delayMs: 60 }));
+  model('slow_inc_limited', opsConfig('inc', { delayMs: 60 }));
+  model('stream_free', ensembleConfig(['X'], ['Y'], [
+    { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
+    { model: 'slow_inc_free', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
+  ]));
+  model('stream_limited', ensembleConfig(['X'], ['Y'], [
+    { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
+    { model: 'slow_inc_limited', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
+  ], 'TYPE_INT32', 1));
   model('broken', ensembleConfig(['X'], ['Y'], [
     { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
     { model: 'fail', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
@@ -87,7 +98,7 @@ beforeAll(async () => {
     modelRepositories: [repo.path],
     modelControlMode: 'explicit',
     // Only the ensembles: their composing models are loaded with them (Triton's explicit mode).
-    loadModels: ['chain', 'diamond', 'outer', 'stream', 'broken', 'cancellable', 'stats_chain'],
+    loadModels: ['chain', 'diamond', 'outer', 'stream', 'stream_free', 'stream_limited', 'broken', 'cancellable', 'stats_chain'],
     httpPort: 0,
     metricsPort: -1,
     logLevel: 'silent',
@@ -143,6 +154,24 @@ describe('execution', () => {
     // Like any decoupled model, /infer refuses it (as repeat_wasm is refused).
     const r = await infer('stream', [1]);
     expect(r.status).toBe(501);
+  });
+
+  it('max_inflight_requests bounds the requests in flight at a step: a decoupled step\'s responses wait for the slow step', async () => {
+    const overlaps = (model: string) => {
+      const runs = opsSeen.runs.filter((x) => x.model === model).sort((a, b) => a.start - b.start);
+      expect(runs).toHaveLength(4);
+      return runs.slice(1).filter((r, k) => r.start < runs[k]!.end - 1).length;
+    };
+    for (const [name, wantOverlap] of [['stream_limited', false], ['stream_free', true]] as const) {
+      opsSeen.runs.length = 0;
+      const init = { ...emptyRequestInit(name, -1), inputs: [intsTensor('X', [1, 2, 3, 4])] };
+      const { responses } = await inferAndCollect(server.api, SINGLE_USER, name, -1, init);
+      expect(responses.map((r) => ints(r.outputs[0])), name).toEqual([[2], [3], [4], [5]]);
+      // Limited to 1: one slow request at a time although the slow model has 2 instances.
+      if (wantOverlap) expect(overlaps(`slow_inc_free`), name).toBeGreaterThan(0);
+      else expect(overlaps(`slow_inc_limited`), name).toBe(0);
+    }
+    expect((await getJson(`${server.httpUrl}/v2/models/stream_limited/config`)).json.ensemble_scheduling.max_inflight_requests).toBe(1);
   });
 
   it("a failing step fails the ensemble request with the step's error", async () => {

@@ -87,7 +87,7 @@ export interface StepSpec {
 }
 
 /** config.pbtxt of an ensemble over INT32 [-1] tensors. */
-export function ensembleConfig(inputs: string[], outputs: string[], steps: StepSpec[], datatype = 'TYPE_INT32'): string {
+export function ensembleConfig(inputs: string[], outputs: string[], steps: StepSpec[], datatype = 'TYPE_INT32', maxInflightRequests?: number): string {
   const io = (names: string[]) => names.map((n) => `{ name: "${n}" data_type: ${datatype} dims: [ -1 ] }`).join(', ');
   const step = (s: StepSpec) => `{
       model_name: "${s.model}"
@@ -100,6 +100,6 @@ platform: "ensemble"
 max_batch_size: 0
 input [ ${io(inputs)} ]
 output [ ${io(outputs)} ]
-ensemble_scheduling { step [ ${steps.map(step).join(', ')} ] }
+ensemble_scheduling { step [ ${steps.map(step).join(', ')} ]${maxInflightRequests === undefined ? '' : ` max_inflight_requests: ${maxInflightRequests}`} }
 `;
 }

@@ -3,6 +3,7 @@
  * - `mode: "repeat"` (decoupled): for each element of INT32 input IN, one response with OUT = that
  *   element and IDX = its index, then a flags-only final;
  * - `mode: "echo"`: OUTPUT0 = INPUT0 (any datatype), recording every batch it executes;
+ * - `mode: "params"`: as echo, and the response's parameters are the request's parameters;
  * - `delay_ms` parameter: sleep before answering (to hold requests in flight).
  */
 import type { ModelConfig } from '../../host/src/config/types.js';
@@ -39,7 +40,7 @@ class JsBackend implements Backend {
                 s.send({ outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [1000], data: new Uint8Array(16) }] }, true);
               } else {
                 const t = r.inputs[0]!;
-                s.send({ outputs: [{ ...t, name: 'OUTPUT0' }], parameters: { echoed: true } }, true);
+                s.send({ outputs: [{ ...t, name: 'OUTPUT0' }], parameters: mode === 'params' ? r.parameters : { echoed: true } }, true);
               }
             });
           },

@@ -93,7 +93,7 @@ describe('classification', () => {
     expect(bin.subarray(4).toString()).toBe('5.000000:4');
   });
 
-  it('rejects unsupported datatypes and bad K with 400', async () => {
+  it('rejects unsupported datatypes with 400, and a bad K with Triton\'s JSON text (500)', async () => {
     const bad = await postJson(`${url}/v2/models/flags/infer`, {
       inputs: [{ name: 'INPUT0', datatype: 'BOOL', shape: [2], data: [true, false] }],
       outputs: [{ name: 'OUTPUT0', parameters: { classification: 1 } }],
@@ -104,7 +104,8 @@ describe('classification', () => {
       inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [5], data: [1, 2, 3, 4, 5] }],
       outputs: [{ name: 'OUTPUT0', parameters: { classification: -1 } }],
     });
-    expect(k.status).toBe(400);
+    expect(k.status).toBe(500);
+    expect(k.json.error).toBe("Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
   });
 });
 

@@ -56,9 +56,9 @@ describe('parsing', () => {
     expect(parseCli(['--model-repository=/m', '--trace-file=/x', '--trace-level=TIMESTAMPS', '--trace-level=TENSORS', '--trace-rate=1', '--log-frequency=3']).trace)
       .toEqual({ file: '/x', level: ['TIMESTAMPS', 'TENSORS'], rate: 1, logFrequency: 3 });
     expect(parseCli(['--model-repository=/m'])).toMatchObject({ exitTimeoutSecs: 30, modelLoadThreadCount: 4, allowHttp: true, allowCpuMetrics: true, metricsIntervalMs: 2000 });
-    // opentelemetry and client shm are warned about, not refused
+    // client shm is warned about, not refused; opentelemetry mode is honoured (trace.test.ts)
     expect(parseCli(['--model-repository=/m', '--trace-config=mode=opentelemetry', '--trace-config=opentelemetry,url=http://x', '--allow-client-shm=true']).notes.ignoredFlags)
-      .toEqual(['--allow-client-shm=true', '--trace-config=mode=opentelemetry (triton mode is used)', '--trace-config=opentelemetry,url=http://x']);
+      .toEqual(['--allow-client-shm=true']);
   });
 
   it('still refuses what is wrong, and flags no tritonserver has', () => {

@@ -35,6 +35,7 @@ beforeAll(async () => {
   model('echo_uint64', `backend: "jstest"\nmax_batch_size: 0\n${io('TYPE_UINT64')}`);
   model('echo_string', `backend: "jstest"\nmax_batch_size: 0\n${io('TYPE_STRING', '[ 1 ]')}`);
   model('echo_int32', `backend: "jstest"\nmax_batch_size: 0\n${io('TYPE_INT32')}`);
+  model('echo_params', `backend: "jstest"\nmax_batch_size: 0\n${io('TYPE_INT32')}\nparameters { key: "mode" value: { string_value: "params" } }`);
   // The sandboxed and native identity samples, retyped to INT64.
   const samples = join(PROJECT_ROOT, 'model_repository');
   cpSync(join(samples, 'identity_wasm'), join(repo.path, 'identity_wasm'), { recursive: true });
@@ -49,7 +50,7 @@ beforeAll(async () => {
   server = await startServer({
     modelRepositories: [repo.path],
     modelControlMode: 'explicit',
-    loadModels: ['simple', 'echo_int64', 'echo_uint64', 'echo_string', 'echo_int32', 'identity_wasm', 'identity_native'],
+    loadModels: ['simple', 'echo_int64', 'echo_uint64', 'echo_string', 'echo_int32', 'echo_params', 'identity_wasm', 'identity_native'],
     httpPort: 0,
     metricsPort: -1,
     maxInputSize: MAX_INPUT,
@@ -216,6 +217,107 @@ describe('request bodies', () => {
   });
 });
 
+describe("malformed requests get Triton's texts (spec §1.2: http_server.cc ParseJsonTritonIO / ParseJsonTritonParams, triton_json.h)", () => {
+  const input = (over: Record<string, unknown> = {}) => ({ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [1], ...over });
+  const infer = (body: unknown, model = 'echo_int32') => postJson(`${url}/v2/models/${model}/infer`, body);
+  const cases: [string, unknown, number, string][] = [
+    ['no inputs', { outputs: [] }, 500, "Unable to parse 'inputs': attempt to access non-existing object member 'inputs'"],
+    ['inputs not an array', { inputs: {} }, 500, "Unable to parse 'inputs': attempt to access JSON non-array as array"],
+    ['id not a string', { id: 5, inputs: [input()] }, 500, "Unable to parse 'id': attempt to access JSON non-string as string"],
+    ['empty input name', { inputs: [input({ name: '' })] }, 400, "unexpected inference input '' for model 'echo_int32'"],
+    ['empty output name', { inputs: [input()], outputs: [{ name: '' }] }, 400, "unexpected inference output '' for model 'echo_int32'"],
+    ['input without a name', { inputs: [{ datatype: 'INT32', shape: [1], data: [1] }] }, 500, "Unable to parse 'name': attempt to access non-existing object member 'name'"],
+    ['input without data (checked before its name)', { inputs: [{ shape: [1] }] }, 400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But no field is set"],
+    ['input that is no object', { inputs: [7] }, 400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But no field is set"],
+    ['input with two data sources', { inputs: [input({ parameters: { binary_data_size: 4 } })] }, 400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set 'data' 'binary_data_size'"],
+    ['output name not a string', { inputs: [input()], outputs: [{ name: 7 }] }, 500, "Unable to parse 'name': attempt to access JSON non-string as string"],
+    ['input without a datatype', { inputs: [{ name: 'INPUT0', shape: [1], data: [1] }] }, 500, "Unable to parse 'datatype': attempt to access non-existing object member 'datatype'"],
+    ['input without a shape', { inputs: [{ name: 'INPUT0', datatype: 'INT32', data: [1] }] }, 500, "Unable to parse 'shape': attempt to access non-existing object member 'shape'"],
+    ['shape not an array', { inputs: [input({ shape: 1 })] }, 500, "Unable to parse 'shape': attempt to access JSON non-array as array"],
+    ['negative dim', { inputs: [input({ shape: [-1] })] }, 500, "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+    ['fractional dim', { inputs: [input({ shape: [1.5] })] }, 500, "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+    ['request parameters not an object', { parameters: [1], inputs: [input()] }, 500, 'failed to get request params.: attempt to get members for non-object'],
+    ['sequence_start not a boolean', { parameters: { sequence_start: 1 }, inputs: [input()] }, 500, "Unable to parse 'sequence_start': attempt to access JSON non-boolean as boolean"],
+    ['sequence_id neither unsigned nor string', { parameters: { sequence_id: -3 }, inputs: [input()] }, 500, "Unable to parse 'sequence_id': attempt to access JSON non-string as string"],
+    ['priority not unsigned', { parameters: { priority: 'high' }, inputs: [input()] }, 500, "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+    ['timeout not unsigned', { parameters: { timeout: -1 }, inputs: [input()] }, 500, "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+    ['binary_data_output not a boolean', { parameters: { binary_data_output: 1 }, inputs: [input()] }, 500, "Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean"],
+    ['reserved triton_ parameter', { parameters: { triton_x: 1 }, inputs: [input()] }, 400, "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified."],
+    ['binary_data not a boolean', { inputs: [input()], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: 'yes' } }] }, 500, "Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean"],
+    ['classification not unsigned', { inputs: [input()], outputs: [{ name: 'OUTPUT0', parameters: { classification: -2 } }] }, 500, "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+    ['binary_data_size not unsigned', { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], parameters: { binary_data_size: -4 } }] }, 500, "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+  ];
+  for (const [what, body, status, error] of cases) {
+    it(what, async () => {
+      const r = await infer(body);
+      expect(r.json, r.text).toEqual({ error });
+      expect(r.status).toBe(status);
+    });
+  }
+
+  it('dims beyond uint64 are a parse error; dims or byte sizes beyond 2^53 a shape overflow (no allocation)', async () => {
+    const shape = (dims: string) => `{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[${dims}],"data":[1]}]}`;
+    const beyond = await infer(shape('18446744073709551616'));
+    expect(beyond.json.error).toBe("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
+    for (const dims of ['18446744073709551615', '9007199254740993', '4294967296,4294967296', '2251799813685248,4']) {
+      const r = await infer(shape(dims));
+      expect(r.status, dims).toBe(400);
+      expect(r.json.error).toBe(`the shape [${dims}] of input 'INPUT0' is too large: its element count or byte size overflows`);
+    }
+  });
+
+  it('input and output parameters that are no object are ignored, as Triton looks nothing up in them', async () => {
+    const r = await infer({ inputs: [input({ parameters: 5 })], outputs: [{ name: 'OUTPUT0', parameters: 'x' }] });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.outputs[0].data).toEqual([1]);
+  });
+
+  it('an error leaves the model serving (state untouched)', async () => {
+    await infer({ parameters: { priority: 'high' }, inputs: [input()] });
+    const ok = await infer({ inputs: [input({ data: [9] })] });
+    expect(ok.status).toBe(200);
+    expect(ok.json.outputs[0].data).toEqual([9]);
+  });
+});
+
+describe('request parameters keep big integers exact', () => {
+  it('int64 parameters beyond 2^53 reach the backend exactly; beyond int64 they are doubles', async () => {
+    const body =
+      '{"parameters":{"max":9223372036854775807,"min":-9223372036854775808,"odd":9007199254740993,"small":5,"beyond":18446744073709551615},' +
+      '"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[1]}]}';
+    const r = await post('/v2/models/echo_params/infer', body);
+    const text = await r.text();
+    expect(r.status, text).toBe(200);
+    expect(text).toContain('"parameters":{"max":9223372036854775807,"min":-9223372036854775808,"odd":9007199254740993,"small":5,"beyond":18446744073709552000}');
+  });
+});
+
+describe('duplicate keys in an /infer body: the first occurrence wins (rapidjson FindMember, as Triton)', () => {
+  it('top-level, nested and parameters duplicates keep the first value', async () => {
+    const r = await post(
+      '/v2/models/echo_params/infer',
+      '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[2],"data":[1,2],"data":[3,4]}],' +
+        '"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[9]}],' +
+        '"parameters":{"p":"first","p":"second","binary_data_output":false,"binary_data_output":true}}',
+    );
+    const text = await r.text();
+    expect(r.status, text).toBe(200);
+    const json = JSON.parse(text);
+    expect(json.outputs[0].data).toEqual([1, 2]); // JSON output: binary_data_output's first value, false
+    expect(json.parameters).toEqual({ p: 'first' });
+  });
+
+  it('also with 64-bit integers in the body (the exact parser), and for __proto__ keys', async () => {
+    const r = await post(
+      '/v2/models/echo_int64/infer',
+      '{"__proto__":{"x":1},"inputs":[{"name":"INPUT0","datatype":"INT64","shape":[1],"data":[9223372036854775807]}],"inputs":[]}',
+    );
+    const text = await r.text();
+    expect(r.status, text).toBe(200);
+    expect(text).toContain('"data":[9223372036854775807]');
+  });
+});
+
 describe('responses', () => {
   const infer = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[3],"data":[1,2,3]}]}';
 
@@ -287,6 +389,25 @@ describe('responses', () => {
   it('GET /v2 lists exactly the extensions Warden implements', async () => {
     const meta = (await getJson(`${url}/v2`)).json;
     expect(meta.extensions).toEqual(['model_repository', 'model_configuration', 'binary_tensor_data', 'parameters', 'statistics', 'schedule_policy', 'logging', 'generate', 'classification', 'trace', 'sequence']);
+  });
+});
+
+describe('empty path segments', () => {
+  it("are not Triton's paths: 404 Not Found (every capture of Triton's routes is [^/]+), whatever the method", async () => {
+    for (const [method, path] of [
+      ['POST', '/v2/models//infer'],
+      ['GET', '/v2/models//ready'],
+      ['GET', '/v2/models//versions/1/config'],
+      ['GET', '/v2/models//trace/setting'],
+      ['POST', '/v2/repository/models//load'],
+      ['POST', '/v2/repository/models//unload'],
+      ['POST', '/v2/repository//index'],
+      ['GET', '/v2/systemsharedmemory/region//status'],
+      ['PUT', '/v2/models//infer'],
+    ]) {
+      const r = await fetch(`${url}${path}`, { method, body: method === 'GET' ? undefined : '{}', headers: { 'content-type': 'application/json' } });
+      expect([path, r.status, await r.text()]).toEqual([path, 404, '{"error":"Not Found"}']);
+    }
   });
 });
 

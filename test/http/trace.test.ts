@@ -1,13 +1,18 @@
 /**
- * Trace extension (spec §3.5): settings endpoints with Triton's shape and errors, and the JSON
- * trace file with the request timestamps.
+ * Trace extension (spec §3.5): settings endpoints with Triton's shape and errors, the JSON trace
+ * file with the request timestamps, and the OpenTelemetry mode's spans against a local OTLP/HTTP
+ * collector stub.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { getJson, postJson, simpleRequest } from '../helpers/repo.js';
 import { perTestServers } from '../helpers/servers.js';
+import { parseCli } from '../../host/src/cli-options.js';
+import { otlpUrl } from '../../host/src/trace/opentelemetry.js';
 
 const { repository, serve, defer } = perTestServers();
 
@@ -109,5 +114,97 @@ describe('trace output', () => {
     expect((await infer(s.httpUrl)).status).toBe(200);
     await s.stop();
     expect(existsSync(file)).toBe(false);
+  });
+});
+
+/** A local OTLP/HTTP collector stub: records every JSON export request posted to /v1/traces. */
+async function otlpCollector(): Promise<{ url: string; exports: any[]; paths: string[] }> {
+  const exports: any[] = [];
+  const paths: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      paths.push(`${req.method} ${req.url} ${req.headers['content-type']}`);
+      exports.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  defer(() => new Promise<void>((r) => server.close(() => r())));
+  const port = (server.address() as AddressInfo).port;
+  return { url: `127.0.0.1:${port}/v1/traces`, exports, paths };
+}
+
+describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
+  it("exports Triton's span tree (InferRequest > model > compute) with the timestamps as events, over OTLP/HTTP", async () => {
+    const collector = await otlpCollector();
+    const s = await serve(repository(), {
+      loadModels: ['simple'],
+      trace: { mode: 'opentelemetry', level: ['TIMESTAMPS'], rate: 1, count: 2, opentelemetry: { url: collector.url, resource: { 'deployment.environment': 'test' }, bspScheduleDelayMs: 50 } },
+    });
+    expect((await getJson(`${s.httpUrl}/v2/trace/setting`)).json.trace_mode).toBe('opentelemetry');
+    for (let i = 0; i < 3; i++) expect((await infer(s.httpUrl)).status).toBe(200);
+    await s.stop(); // sends what is still queued
+    expect(collector.paths.every((p) => p === 'POST /v1/traces application/json')).toBe(true);
+    const resourceSpans = collector.exports.flatMap((e) => e.resourceSpans);
+    const attrs = (list: any[]) => Object.fromEntries(list.map((a: any) => [a.key, Object.values(a.value)[0]]));
+    for (const rs of resourceSpans) {
+      expect(attrs(rs.resource.attributes)).toMatchObject({ 'service.name': 'triton-inference-server', 'deployment.environment': 'test' });
+    }
+    const spans = resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans));
+    // count 2: two traced requests, three spans each
+    expect(spans.map((x: any) => x.name).sort()).toEqual(['InferRequest', 'InferRequest', 'compute', 'compute', 'simple', 'simple']);
+    for (const top of spans.filter((x: any) => x.name === 'InferRequest')) {
+      const model = spans.find((x: any) => x.name === 'simple' && x.parentSpanId === top.spanId);
+      expect(model, 'the model span is a child of the top-level span').toBeDefined();
+      expect(model.traceId).toBe(top.traceId);
+      const a = attrs(model.attributes);
+      expect([a.model_name, Number(a.model_version), a.request_id]).toEqual(['simple', 1, '']);
+      expect(Number(a.trace_id)).toBeGreaterThan(0);
+      expect(model.events.map((e: any) => e.name)).toEqual(['REQUEST_START', 'QUEUE_START', 'REQUEST_END']);
+      const compute = spans.find((x: any) => x.name === 'compute' && x.parentSpanId === model.spanId);
+      expect(compute, 'the compute span is a child of the model span').toBeDefined();
+      expect(compute.events.map((e: any) => e.name)).toEqual(['COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END']);
+      // Wall-clock ns; the request span encloses the compute span; events lie within their span.
+      const ns = (v: string) => BigInt(v);
+      expect(ns(model.startTimeUnixNano) <= ns(compute.startTimeUnixNano)).toBe(true);
+      expect(ns(compute.endTimeUnixNano) <= ns(model.endTimeUnixNano)).toBe(true);
+      for (const e of compute.events) expect(ns(e.timeUnixNano) >= ns(compute.startTimeUnixNano) && ns(e.timeUnixNano) <= ns(compute.endTimeUnixNano)).toBe(true);
+      const wallMs = Number(ns(top.startTimeUnixNano) / 1_000_000n);
+      expect(Math.abs(wallMs - Date.now())).toBeLessThan(60_000);
+    }
+  });
+
+  it('an unreachable collector costs nothing but the spans: requests succeed and shutdown stays bounded', async () => {
+    const s = await serve(repository(), {
+      loadModels: ['simple'],
+      // Port 9 (discard) on loopback refuses connections.
+      trace: { mode: 'opentelemetry', level: ['TIMESTAMPS'], rate: 1, opentelemetry: { url: 'http://127.0.0.1:9/v1/traces', bspScheduleDelayMs: 10 } },
+    });
+    for (let i = 0; i < 3; i++) expect((await infer(s.httpUrl)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 100)); // an export attempt fails in the background
+    expect((await infer(s.httpUrl)).status).toBe(200);
+    const t0 = Date.now();
+    await s.stop();
+    expect(Date.now() - t0).toBeLessThan(8_000);
+  });
+
+  it('the CLI takes Triton\'s opentelemetry settings; unknown ones are warned about', () => {
+    const r = parseCli([
+      '--model-repository=/m', '--trace-config=mode=opentelemetry', '--trace-config=opentelemetry,url=collector:4318/v1/traces',
+      '--trace-config=opentelemetry,resource=service.name=warden', '--trace-config=opentelemetry,resource=a=b=c',
+      '--trace-config=opentelemetry,bsp_max_queue_size=10', '--trace-config=opentelemetry,bsp_schedule_delay=0',
+      '--trace-config=opentelemetry,bsp_max_export_batch_size=5', '--trace-config=opentelemetry,colour=blue',
+    ]);
+    expect(r.trace).toMatchObject({
+      mode: 'opentelemetry',
+      opentelemetry: { url: 'collector:4318/v1/traces', resource: { 'service.name': 'warden', a: 'b=c' }, bspMaxQueueSize: 10, bspScheduleDelayMs: 0, bspMaxExportBatchSize: 5 },
+    });
+    expect(r.notes.ignoredFlags).toEqual(['--trace-config=opentelemetry,colour=blue']);
+    expect(() => parseCli(['--model-repository=/m', '--trace-config=opentelemetry,bsp_max_queue_size=-1'])).toThrow(/expects an integer >= 1/);
+    expect(() => parseCli(['--model-repository=/m', '--trace-config=opentelemetry,resource=novalue'])).toThrow(/expects <key>=<value>/);
+    expect(otlpUrl('collector:4318/v1/traces')).toBe('http://collector:4318/v1/traces');
+    expect(otlpUrl(undefined)).toBe('http://localhost:4318/v1/traces');
   });
 });

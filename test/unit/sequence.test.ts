@@ -313,6 +313,49 @@ describe('implicit state', () => {
     expect(seen.find((s) => s.id === 'x1')!.inputs.STATE_IN).toEqual({ datatype: 'INT32', shape: [1, 1], values: [0] });
   });
 
+  it('a state carried by a states-only FINAL (a decoupled backend\'s flags-only final) reaches the client as a FINAL alone', async () => {
+    /** Decoupled: OUTPUT0 = STATE_IN + INPUT0 (not final), then STATE_OUT alone with FINAL. */
+    const inst: BackendModelInstance = {
+      async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
+        requests.forEach((r, i) => {
+          const next = (values(r.inputs.find((t) => t.name === 'STATE_IN')!)[0] as number) + (values(r.inputs.find((t) => t.name === 'INPUT0')!)[0] as number);
+          senders[i]!.send({ outputs: [int32('OUTPUT0', next)] }, false);
+          senders[i]!.send({ outputs: [int32('STATE_OUT', next)] }, true);
+        });
+      },
+      async finalize() {},
+    };
+    const cfg = config(`
+backend: "fake"
+max_batch_size: 4
+model_transaction_policy { decoupled: true }
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching { direct { } ${STATE} }
+`);
+    const { mv } = modelVersion(cfg, [inst]);
+    const run = (id: string, v: number, flags: number) =>
+      new Promise<{ out: number[]; finals: (string[] | null)[] }>((resolve) => {
+        const out: number[] = [];
+        const finals: (string[] | null)[] = [];
+        mv.submit(req(id, 7, v, flags), {
+          send(response, final) {
+            if (!final) out.push(values(response!.outputs[0]!)[0] as number);
+            else {
+              finals.push(response ? response.outputs.map((t) => t.name) : null);
+              resolve({ out, finals });
+            }
+          },
+          sendError(e) {
+            throw e;
+          },
+        });
+      });
+    expect(await run('a', 5, START)).toEqual({ out: [5], finals: [null] });
+    expect(await run('b', 6, 0)).toEqual({ out: [11], finals: [null] });
+    expect(await run('c', 1, END)).toEqual({ out: [12], finals: [null] });
+  });
+
   it('initial_state from zero_data or from <model>/initial_state/<data_file>', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'warden-seq-'));
     try {

@@ -46,6 +46,23 @@ export const unavailable = (msg: string) => new TritonError('UNAVAILABLE', msg);
 export const unsupported = (msg: string) => new TritonError('UNSUPPORTED', msg);
 export const internal = (msg: string) => new TritonError('INTERNAL', msg);
 
+/**
+ * What Triton's JSON wrapper (`triton_json.h`) reports for a member of the wrong type or a missing
+ * one, behind the frontend's `Unable to parse '<field>'` prefix (RETURN_MSG_IF_ERR: `MSG: error`).
+ * INTERNAL (500), as the wrapper's errors are (spec §1.2).
+ * @param field the member as Triton names it (`'shape'`, `'sequence_start'`, ...)
+ * @param expected the JSON type read: `'missing'` for an absent member
+ */
+export function jsonAccessError(
+  field: string,
+  expected: 'string' | 'boolean' | 'array' | 'object' | 'unsigned-integer' | 'signed-integer' | 'missing',
+  prefix = 'Unable to parse',
+): TritonError {
+  const what =
+    expected === 'missing' ? `attempt to access non-existing object member '${field}'` : `attempt to access JSON non-${expected} as ${expected}`;
+  return internal(`${prefix} '${field}': ${what}`);
+}
+
 /** The CANCELLED error of a request whose caller went away (Triton's wording). */
 export const cancelled = (): TritonError => new TritonError('CANCELLED', 'Request was cancelled');
 

@@ -39,9 +39,9 @@ export interface TensorMemoryOwner {
 
 /**
  * A request or response parameter (spec §1.11, §3.8). Numbers that are integers are Triton INT
- * (int64) parameters; other numbers are DOUBLE.
+ * (int64) parameters; other numbers are DOUBLE; a bigint is an INT beyond ±(2^53−1), within int64.
  */
-export type ParameterValue = string | number | boolean;
+export type ParameterValue = string | number | boolean | bigint;
 
 /** `TRITONSERVER_RequestFlag` bits. */
 export const REQUEST_FLAG_SEQUENCE_START = 1;

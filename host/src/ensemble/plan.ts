@@ -43,6 +43,12 @@ export interface EnsemblePlan {
    * (`model_transaction_policy.decoupled` is then set on the ensemble's config).
    */
   decoupled: boolean;
+  /**
+   * `ensemble_scheduling.max_inflight_requests`: the most requests one ensemble request may have
+   * in flight at each step (0 = unlimited); bounds how far a decoupled step's responses run ahead
+   * of the steps downstream.
+   */
+  maxInflightRequests: number;
 }
 
 /** Shape / type of an ensemble tensor and the model it is inferred from (Triton's TensorNode). */
@@ -217,5 +223,11 @@ export function compileEnsemblePlan(config: ModelConfig, composing: readonly Com
       consumers.set(t, list);
     }
   }
-  return { steps: planSteps, consumers, outputs: config.output.map((o) => o.name), decoupled: label !== 0 };
+  return {
+    steps: planSteps,
+    consumers,
+    outputs: config.output.map((o) => o.name),
+    decoupled: label !== 0,
+    maxInflightRequests: config.ensemble_scheduling!.max_inflight_requests ?? 0,
+  };
 }

@@ -9,7 +9,10 @@
  * response's buffer). Decoupled steps: each response of a decoupled composing model opens a new
  * frame of ensemble tensors, and the steps downstream of it run once per response; the ensemble
  * then sends one response per frame that completes its outputs (it is decoupled itself, see
- * {@link EnsemblePlan.decoupled}).
+ * {@link EnsemblePlan.decoupled}). With `max_inflight_requests` N > 0, at most N requests of this
+ * run are in flight at each step; a step's further frames wait, in arrival order, for one to end
+ * (Triton blocks the decoupled producer instead; a backend cannot be blocked here, so its
+ * responses are held as frames until the step downstream takes them).
  */
 import { TritonError, asTritonError, cancelled } from '../core/errors.js';
 import type { InferenceRequest, InferenceRequestInit, InferenceResponse, InferenceServerHandle, Principal, ResponseSender, Tensor } from '../core/types.js';
@@ -57,6 +60,10 @@ export class EnsembleRun {
   private readonly needed: Set<PlanStep>;
   private readonly wanted: string[];
   private pending = 0;
+  /** Per step: requests of this run in flight, and frames waiting for `max_inflight_requests`. */
+  private readonly inflight = new Map<PlanStep, number>();
+  private readonly waiting = new Map<PlanStep, Frame[]>();
+  private waitingCount = 0;
   private error: TritonError | undefined;
   private finished = false;
   /** The response of a non-decoupled ensemble, sent with the final flag once every step is done. */
@@ -101,7 +108,32 @@ export class EnsembleRun {
     if (this.error || this.finished) return;
     this.error = e;
     this.controller.abort();
+    this.waiting.clear(); // never sent
+    this.waitingCount = 0;
     this.settle();
+  }
+
+  /** Send `step` on `frame` now, or queue it while the step has `max_inflight_requests` in flight. */
+  private admit(step: PlanStep, frame: Frame): void {
+    const max = this.opts.plan.maxInflightRequests;
+    if (max > 0 && (this.inflight.get(step) ?? 0) >= max) {
+      const q = this.waiting.get(step);
+      if (q) q.push(frame);
+      else this.waiting.set(step, [frame]);
+      this.waitingCount++;
+      return;
+    }
+    this.inflight.set(step, (this.inflight.get(step) ?? 0) + 1);
+    this.send(step, frame);
+  }
+
+  /** A request of `step` ended: send its next waiting frame, if any. */
+  private released(step: PlanStep): void {
+    this.inflight.set(step, (this.inflight.get(step) ?? 1) - 1);
+    const next = this.waiting.get(step)?.shift();
+    if (next === undefined || this.error) return;
+    this.waitingCount--;
+    this.admit(step, next);
   }
 
   /** Tensors `names` became available in `frame`: send the steps they complete, emit outputs. */
@@ -113,7 +145,7 @@ export class EnsembleRun {
         if (!this.needed.has(step) || frame.started.has(step)) continue;
         if (!step.inputs.every(([, t]) => frame.lookup(t) !== undefined)) continue;
         frame.started.add(step);
-        this.send(step, frame);
+        this.admit(step, frame);
         if (this.error) return;
       }
     }
@@ -172,6 +204,7 @@ export class EnsembleRun {
         take(response);
         if (final) {
           done = true;
+          this.released(step);
           this.pending--;
           this.settle();
         }
@@ -181,6 +214,7 @@ export class EnsembleRun {
         this.fail(e);
         if (final) {
           done = true;
+          this.released(step);
           this.pending--;
           this.settle();
         }
@@ -197,6 +231,7 @@ export class EnsembleRun {
     } catch (e) {
       if (!done) {
         done = true;
+        this.inflight.set(step, (this.inflight.get(step) ?? 1) - 1);
         this.pending--;
       }
       this.fail(asTritonError(e));
@@ -205,7 +240,7 @@ export class EnsembleRun {
 
   /** Once no step is in flight: send the final response (or the first error) and clean up. */
   private settle(): void {
-    if (this.pending > 0 || this.finished) return;
+    if (this.pending > 0 || this.waitingCount > 0 || this.finished) return;
     this.finished = true;
     for (const t of this.owned) t.owner?.release();
     this.owned.clear();

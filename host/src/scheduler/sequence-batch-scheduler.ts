@@ -417,7 +417,12 @@ export class SequenceBatchScheduler implements ModelScheduler {
             seq.state ??= new Map();
             seq.state.set(spec.input, { shape: batching ? t.shape.slice(1) : t.shape.slice(), data: t.data });
           }
-          if (outputs.length !== response.outputs.length) response = response.parameters ? { outputs, parameters: response.parameters } : { outputs };
+          if (outputs.length !== response.outputs.length) {
+            // A response of states only is how a backend's flags-only FINAL carries a state
+            // update (the native host's): it reaches the client as what it was, a FINAL alone.
+            if (outputs.length === 0 && !response.parameters && final) response = null;
+            else response = response.parameters ? { outputs, parameters: response.parameters } : { outputs };
+          }
         }
         downstream.send(response, final);
       },

@@ -1,8 +1,10 @@
 /**
- * Request tracing, Triton's trace extension (spec §3.5) in its `triton` mode: global settings and
- * per-model overrides (`GET|POST /v2[/models/{m}]/trace/setting`), sampling by rate and count, and
- * the JSON trace file Triton writes (an array of `{"id","model_name","model_version"}` entries
- * followed by `{"id","timestamps":[{"name","ns"}, ...]}` entries; monotonic ns).
+ * Request tracing, Triton's trace extension (spec §3.5): global settings and per-model overrides
+ * (`GET|POST /v2[/models/{m}]/trace/setting`), sampling by rate and count, and the output of the
+ * trace mode: `triton` writes the JSON trace file Triton writes (an array of
+ * `{"id","model_name","model_version"}` entries followed by `{"id","timestamps":[{"name","ns"},
+ * ...]}` entries; monotonic ns); `opentelemetry` exports spans over OTLP/HTTP
+ * (`opentelemetry.ts`).
  *
  * Off the hot path when disabled: a model version asks {@link TraceManager.active} (one boolean)
  * before anything else. Timestamps recorded: REQUEST_START, QUEUE_START, COMPUTE_START,
@@ -14,6 +16,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { invalidArg, unsupported } from '../core/errors.js';
+import { OpenTelemetryTraceExporter, type FinishedTrace, type OpenTelemetryOptions } from './opentelemetry.js';
 
 export type TraceLevel = 'TIMESTAMPS' | 'TENSORS';
 
@@ -27,6 +30,8 @@ export interface TraceOptions {
   count?: number;
   logFrequency?: number;
   mode?: 'triton' | 'opentelemetry';
+  /** `--trace-config opentelemetry,<setting>=<value>` (used in `opentelemetry` mode). */
+  opentelemetry?: OpenTelemetryOptions;
   /** Settings the parser could not use (reported by the CLI). */
   ignored?: string[];
 }
@@ -77,13 +82,17 @@ export class RequestTrace {
     this.stamp('REQUEST_END', ns);
     setImmediate(() => this.sink.collect(this));
   }
+  /** The trace as exporters see it: timestamps in Triton's order. */
+  finished(): FinishedTrace {
+    const order = (n: TraceTimestamp) => ORDER.indexOf(n);
+    const timestamps = [...this.stamps].sort((a, b) => order(a.name) - order(b.name));
+    return { id: this.id, model: this.model, version: this.version, requestId: this.requestId, timestamps };
+  }
   /** The two JSON entries Triton writes for a trace; timestamps in Triton's order. */
   toJson(): string {
     const head: Record<string, unknown> = { id: this.id, model_name: this.model, model_version: this.version };
     if (this.requestId) head.request_id = this.requestId;
-    const order = (n: TraceTimestamp) => ORDER.indexOf(n);
-    const sorted = [...this.stamps].sort((a, b) => order(a.name) - order(b.name));
-    const ts = sorted.map((s) => `{"name":"${s.name}","ns":${s.ns}}`).join(',');
+    const ts = this.finished().timestamps.map((s) => `{"name":"${s.name}","ns":${s.ns}}`).join(',');
     return `${JSON.stringify(head)},{"id":${this.id},"timestamps":[${ts}]}`;
   }
 }
@@ -112,6 +121,8 @@ export class TraceManager {
   private nextId = 1;
   private pending: string[] = [];
   private fileIndex = 0;
+  /** The `opentelemetry` mode's exporter; undefined in `triton` mode. */
+  private readonly otel?: OpenTelemetryTraceExporter;
   /** True while some scope traces (a level other than OFF): the hot path's one check. */
   active = false;
 
@@ -120,6 +131,7 @@ export class TraceManager {
     private readonly logger?: Logger,
   ) {
     this.file = opts.file ?? '';
+    if (opts.mode === 'opentelemetry') this.otel = new OpenTelemetryTraceExporter(opts.opentelemetry);
     this.global = { level: opts.level ?? [], rate: opts.rate ?? 1000, count: opts.count ?? -1, logFrequency: opts.logFrequency ?? 0 };
     this.refresh();
   }
@@ -143,7 +155,7 @@ export class TraceManager {
       trace_count: String(s.count),
       log_frequency: String(s.logFrequency),
       trace_file: this.file,
-      trace_mode: 'triton',
+      trace_mode: this.otel ? 'opentelemetry' : 'triton',
     };
   }
 
@@ -219,8 +231,16 @@ export class TraceManager {
     return new RequestTrace(this, this.nextId++, model, version, requestId);
   }
 
-  /** A finished trace: kept until the next write (log_frequency traces, or shutdown). */
+  /** A finished trace: exported (opentelemetry), or kept until the next write (log_frequency traces, or shutdown). */
   collect(t: RequestTrace): void {
+    if (this.otel) {
+      try {
+        this.otel.export(t.finished());
+      } catch (e) {
+        this.logger?.error({ err: e }, 'failed to export a trace to OpenTelemetry');
+      }
+      return;
+    }
     if (!this.file) return;
     this.pending.push(t.toJson());
     const freq = this.effective(t.model).logFrequency;
@@ -253,4 +273,21 @@ export class TraceManager {
   }
   /** Entries already in trace_file (log_frequency 0). */
   private written: string[] = [];
+
+  /**
+   * Server shutdown: write the trace file, or send the spans still queued for OpenTelemetry
+   * (waiting at most `timeoutMs` for an unreachable collector).
+   */
+  async shutdown(timeoutMs = 5000): Promise<void> {
+    this.flush();
+    if (!this.otel) return;
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs).unref()));
+      await Promise.race([this.otel.shutdown(), late]);
+      clearTimeout(timer);
+    } catch (e) {
+      this.logger?.error({ err: e }, 'failed to send the last traces to OpenTelemetry');
+    }
+  }
 }

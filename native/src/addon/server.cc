@@ -128,7 +128,11 @@ Napi::Object InferPayload(Napi::Env env, const Call& call) {
     params.Set(n++, Napi::String::New(env, p.key));
     switch (p.type) {
       case TRITONSERVER_PARAMETER_INT:
-        params.Set(n++, Napi::Number::New(env, double(p.int_value)));
+        if (p.int_value >= -(int64_t(1) << 53) && p.int_value <= (int64_t(1) << 53)) {
+          params.Set(n++, Napi::Number::New(env, double(p.int_value)));
+        } else {
+          params.Set(n++, Napi::BigInt::New(env, p.int_value));  // beyond 2^53: exact
+        }
         break;
       case TRITONSERVER_PARAMETER_BOOL:
         params.Set(n++, Napi::Boolean::New(env, p.bool_value));
@@ -362,6 +366,10 @@ Napi::Value ServerRespond(const Napi::CallbackInfo& info) {
         if (v.IsBoolean()) {
           p.type = TRITONSERVER_PARAMETER_BOOL;
           p.bool_value = v.As<Napi::Boolean>().Value();
+        } else if (v.IsBigInt()) {
+          bool lossless = true;
+          p.type = TRITONSERVER_PARAMETER_INT;
+          p.int_value = v.As<Napi::BigInt>().Int64Value(&lossless);
         } else if (v.IsNumber()) {
           double x = v.As<Napi::Number>().DoubleValue();
           if (x == double(int64_t(x))) {

@@ -176,15 +176,21 @@ class Sink {
   void DeliverErrorIfOpen(const TRITONSERVER_Error* error);
   const std::shared_ptr<const ModelInfo>& model() const { return model_; }
   const std::string& request_id() const { return request_id_; }
+  /** Keep an implicit state (TRITONBACKEND_StateUpdate, state.cc) for the next delivery, replacing
+   *  a staged state of the same name. INVALID_ARG once FINAL was delivered. */
+  TRITONSERVER_Error* StageState(std::unique_ptr<TRITONBACKEND_Output> state);
   std::atomic<bool> cancelled;
 
  private:
+  /** Under mu_: move staged states into `response` (created for a flags-only FINAL). state.cc. */
+  void MergeStagedStates(TRITONSERVER_InferenceResponse*& response, uint32_t flags);
   std::shared_ptr<const ModelInfo> model_;
   std::string request_id_;
   WARDEN_ResponseFn fn_;
   void* userp_;
   std::mutex mu_;
   bool final_sent_ = false;
+  std::vector<std::unique_ptr<TRITONBACKEND_Output>> staged_states_;
 };
 
 /** Registry of requests the host has handed out and not yet taken back: detects double release
@@ -316,6 +322,8 @@ struct TRITONBACKEND_Request {
   WARDEN_ReleaseFn release_fn = nullptr;
   void* userp = nullptr;
   WARDEN_RequestStats stats{};
+  /** Implicit states created on this request (TRITONBACKEND_StateNew, state.cc); freed with it. */
+  std::vector<std::shared_ptr<TRITONBACKEND_State>> states;
 };
 
 // ---------------------------------------------------------------- responses

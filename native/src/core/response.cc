@@ -36,6 +36,7 @@ TRITONSERVER_Error* Sink::Deliver(TRITONSERVER_InferenceResponse* response, uint
                       model_->name + "' was already sent");
   }
   if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) final_sent_ = true;
+  MergeStagedStates(response, flags);  // implicit state travels with the next delivery (state.cc)
   // Under the lock: responses of one request reach the embedder in the order they were sent.
   fn_(userp_, response, flags);
   return nullptr;

@@ -285,20 +285,4 @@ TRITONSERVER_Error* TRITONSERVER_ServerMetrics(TRITONSERVER_Server* server, TRIT
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerMetrics");
 }
 
-TRITONSERVER_Error* TRITONBACKEND_StateNew(TRITONBACKEND_State** state, TRITONBACKEND_Request* request, const char* name, const TRITONSERVER_DataType datatype, const int64_t* shape, const uint32_t dims_count) {
-  WARDEN_UNSUPPORTED_BODY("TRITONBACKEND_StateNew");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_StateUpdate(TRITONBACKEND_State* state) {
-  WARDEN_UNSUPPORTED_BODY("TRITONBACKEND_StateUpdate");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_StateBuffer(TRITONBACKEND_State* state, void** buffer, const uint64_t buffer_byte_size, TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
-  WARDEN_UNSUPPORTED_BODY("TRITONBACKEND_StateBuffer");
-}
-
-TRITONSERVER_Error* TRITONBACKEND_StateBufferAttributes(TRITONBACKEND_State* state, TRITONSERVER_BufferAttributes** buffer_attributes) {
-  WARDEN_UNSUPPORTED_BODY("TRITONBACKEND_StateBufferAttributes");
-}
-
 }  // extern "C"

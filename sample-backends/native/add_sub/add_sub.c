@@ -11,40 +11,8 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
   return sample_check_api_version();
 }
 
-typedef struct {
-  const int64_t* shape;
-  uint32_t dims;
-  uint64_t byte_size;
-  float* data; /* malloc'd copy */
-} Operand;
-
-static TRITONSERVER_Error* read_operand(TRITONBACKEND_Request* request, const char* name,
-                                        Operand* op) {
-  TRITONBACKEND_Input* input = NULL;
-  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_RequestInput(request, name, &input));
-  TRITONSERVER_DataType datatype;
-  uint32_t buffer_count = 0;
-  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_InputProperties(input, NULL, &datatype, &op->shape, &op->dims,
-                                                       &op->byte_size, &buffer_count));
-  char msg[256];
-  if (datatype != TRITONSERVER_TYPE_FP32) {
-    snprintf(msg, sizeof msg, "add_sub expects %s to be FP32, got %s", name,
-             TRITONSERVER_DataTypeString(datatype));
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, msg);
-  }
-  uint64_t elements = 1;
-  for (uint32_t d = 0; d < op->dims; ++d) elements *= (uint64_t)op->shape[d];
-  if (elements * sizeof(float) != op->byte_size) {
-    snprintf(msg, sizeof msg, "add_sub: %s has %llu bytes for %llu FP32 elements", name,
-             (unsigned long long)op->byte_size, (unsigned long long)elements);
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, msg);
-  }
-  op->data = (float*)malloc(op->byte_size == 0 ? 1 : (size_t)op->byte_size);
-  return sample_read_input(input, op->data, op->byte_size, buffer_count);
-}
-
-static TRITONSERVER_Error* compute(TRITONBACKEND_Request* request, const Operand* a,
-                                   const Operand* b) {
+static TRITONSERVER_Error* compute(TRITONBACKEND_Request* request, const SampleTensor* a,
+                                   const SampleTensor* b) {
   if (a->dims != b->dims || memcmp(a->shape, b->shape, a->dims * sizeof(int64_t)) != 0) {
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                  "add_sub: INPUT0 and INPUT1 must have the same shape");
@@ -74,7 +42,9 @@ static TRITONSERVER_Error* compute(TRITONBACKEND_Request* request, const Operand
     err = TRITONBACKEND_OutputBuffer(output, &buffer, a->byte_size, &mt, &mt_id);
     if (err != NULL) break;
     float* out = (float*)buffer;
-    for (size_t i = 0; i < n; ++i) out[i] = sum ? a->data[i] + b->data[i] : a->data[i] - b->data[i];
+    const float* x = (const float*)a->data;
+    const float* y = (const float*)b->data;
+    for (size_t i = 0; i < n; ++i) out[i] = sum ? x[i] + y[i] : x[i] - y[i];
   }
   if (err != NULL) {
     TRITONBACKEND_ResponseDelete(response);
@@ -83,28 +53,19 @@ static TRITONSERVER_Error* compute(TRITONBACKEND_Request* request, const Operand
   return TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, NULL);
 }
 
+/* One request: OUTPUT0 / OUTPUT1 from INPUT0 and INPUT1. */
+static TRITONSERVER_Error* add_sub_request(TRITONBACKEND_Request* request) {
+  SampleTensor a = {0}, b = {0};
+  TRITONSERVER_Error* err = sample_read_tensor(request, "INPUT0", TRITONSERVER_TYPE_FP32, "add_sub", &a);
+  if (err == NULL) err = sample_read_tensor(request, "INPUT1", TRITONSERVER_TYPE_FP32, "add_sub", &b);
+  if (err == NULL) err = compute(request, &a, &b);
+  free(a.data);
+  free(b.data);
+  return err;
+}
+
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* instance,
                                                        TRITONBACKEND_Request** requests,
                                                        const uint32_t request_count) {
-  uint64_t exec_start = sample_now_ns();
-  for (uint32_t r = 0; r < request_count; ++r) {
-    Operand a = {0}, b = {0};
-    uint64_t compute_start = sample_now_ns();
-    TRITONSERVER_Error* err = read_operand(requests[r], "INPUT0", &a);
-    if (err == NULL) err = read_operand(requests[r], "INPUT1", &b);
-    if (err == NULL) err = compute(requests[r], &a, &b);
-    uint64_t compute_end = sample_now_ns();
-    free(a.data);
-    free(b.data);
-    int ok = err == NULL;
-    if (err != NULL) sample_respond_error(requests[r], err);
-    TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportStatistics(
-        instance, requests[r], ok, exec_start, compute_start, compute_end, sample_now_ns());
-    if (e != NULL) TRITONSERVER_ErrorDelete(e);
-    e = TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL);
-    if (e != NULL) TRITONSERVER_ErrorDelete(e);
-  }
-  uint64_t exec_end = sample_now_ns();
-  return TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, request_count, exec_start,
-                                                          exec_start, exec_end, exec_end);
+  return sample_execute_each(instance, requests, request_count, add_sub_request);
 }

@@ -5,6 +5,9 @@
  *    TRITONBACKEND_ModelConfig returns (enough for the few fields samples read; not a general
  *    JSON library).
  *  - sample_respond_error: send one FINAL error response for a request (backend keeps the error).
+ *  - sample_read_tensor: a fixed-size input of one datatype, checked and copied out.
+ *  - sample_finish_request: end one request of a per-request execute loop (error response,
+ *    statistics, release); sample_execute_each: that loop, around a per-request function.
  *  - sample_now_ns: CLOCK_MONOTONIC nanoseconds, the clock the host uses for statistics.
  */
 #ifndef WARDEN_SAMPLE_UTIL_H
@@ -239,6 +242,79 @@ static inline TRITONSERVER_Error* sample_read_input(TRITONBACKEND_Input* input, 
     offset += size;
   }
   return NULL;
+}
+
+/* An input tensor copied out of the request: shape (borrowed from the request), byte size, data. */
+typedef struct {
+  const int64_t* shape;
+  uint32_t dims;
+  uint64_t byte_size;
+  void* data; /* malloc'd copy; free() it */
+} SampleTensor;
+
+/* Read input `name` of `request`, which must be of `datatype` (fixed-size) with exactly the bytes
+ * its shape needs, into a malloc'd copy. INVALID_ARG names `backend` and the input otherwise. */
+static inline TRITONSERVER_Error* sample_read_tensor(TRITONBACKEND_Request* request, const char* name,
+                                                     TRITONSERVER_DataType datatype,
+                                                     const char* backend, SampleTensor* t) {
+  TRITONBACKEND_Input* input = NULL;
+  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_RequestInput(request, name, &input));
+  TRITONSERVER_DataType got;
+  uint32_t buffer_count = 0;
+  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_InputProperties(input, NULL, &got, &t->shape, &t->dims,
+                                                       &t->byte_size, &buffer_count));
+  char msg[256];
+  if (got != datatype) {
+    snprintf(msg, sizeof msg, "%s expects %s to be %s, got %s", backend, name,
+             TRITONSERVER_DataTypeString(datatype), TRITONSERVER_DataTypeString(got));
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, msg);
+  }
+  uint64_t elements = 1;
+  for (uint32_t d = 0; d < t->dims; ++d) elements *= (uint64_t)t->shape[d];
+  if (elements * TRITONSERVER_DataTypeByteSize(datatype) != t->byte_size) {
+    snprintf(msg, sizeof msg, "%s: %s has %llu bytes for %llu %s elements", backend, name,
+             (unsigned long long)t->byte_size, (unsigned long long)elements,
+             TRITONSERVER_DataTypeString(datatype));
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, msg);
+  }
+  t->data = malloc(t->byte_size == 0 ? 1 : (size_t)t->byte_size);
+  if (t->data == NULL) return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE, "out of memory");
+  return sample_read_input(input, t->data, t->byte_size, buffer_count);
+}
+
+/* End one request of a per-request execute loop: send `err` (if not NULL; deleted) as its FINAL
+ * error response, report its statistics (success iff err == NULL, compute from compute_start to
+ * compute_end) and release it. Failures of the reporting calls are dropped. */
+static inline void sample_finish_request(TRITONBACKEND_ModelInstance* instance,
+                                         TRITONBACKEND_Request* request, TRITONSERVER_Error* err,
+                                         uint64_t exec_start, uint64_t compute_start,
+                                         uint64_t compute_end) {
+  int ok = err == NULL;
+  if (err != NULL) sample_respond_error(request, err);
+  TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportStatistics(
+      instance, request, ok, exec_start, compute_start, compute_end, sample_now_ns());
+  if (e != NULL) TRITONSERVER_ErrorDelete(e);
+  e = TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL);
+  if (e != NULL) TRITONSERVER_ErrorDelete(e);
+}
+
+/* Answer one request (send its FINAL response); an error returned is sent as its response. */
+typedef TRITONSERVER_Error* (*SampleRequestFn)(TRITONBACKEND_Request* request);
+
+/* A TRITONBACKEND_ModelInstanceExecute body that answers each request on its own with `fn`, then
+ * reports statistics and releases it (sample_finish_request), and reports the batch. */
+static inline TRITONSERVER_Error* sample_execute_each(TRITONBACKEND_ModelInstance* instance,
+                                                     TRITONBACKEND_Request** requests,
+                                                     uint32_t request_count, SampleRequestFn fn) {
+  uint64_t exec_start = sample_now_ns();
+  for (uint32_t r = 0; r < request_count; ++r) {
+    uint64_t compute_start = sample_now_ns();
+    TRITONSERVER_Error* err = fn(requests[r]);
+    sample_finish_request(instance, requests[r], err, exec_start, compute_start, sample_now_ns());
+  }
+  uint64_t exec_end = sample_now_ns();
+  return TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, request_count, exec_start,
+                                                          exec_start, exec_end, exec_end);
 }
 
 #endif /* WARDEN_SAMPLE_UTIL_H */

@@ -43,9 +43,9 @@ interface Pending {
   released: boolean;
 }
 
-/** Flatten request parameters for the addon: [k0, v0, k1, v1, ...]. */
-function flattenParameters(params: Record<string, ParameterValue>): (string | number | boolean)[] {
-  const flat: (string | number | boolean)[] = [];
+/** Flatten request parameters for the addon: [k0, v0, k1, v1, ...] (a bigint is an exact INT64). */
+function flattenParameters(params: Record<string, ParameterValue>): ParameterValue[] {
+  const flat: ParameterValue[] = [];
   for (const k of Object.keys(params)) flat.push(k, params[k]!);
   return flat;
 }

@@ -40,8 +40,8 @@ interface InferPayload {
   timeoutUs: number;
   inputs: { name: string; datatype: DataType; shape: number[]; data: Uint8Array }[];
   outputs: string[];
-  /** [key0, value0, key1, value1, ...] */
-  params: (string | number | boolean)[];
+  /** [key0, value0, key1, value1, ...] (INT beyond 2^53 as bigint) */
+  params: ParameterValue[];
 }
 
 interface QueryPayload {
@@ -64,9 +64,9 @@ function addonError(e: unknown): Error {
   return Object.assign(new Error(err.message), { tritonCode: ERROR_CODES.indexOf(err.code) });
 }
 
-function flatParameters(p: Record<string, ParameterValue> | undefined): (string | number | boolean)[] | undefined {
+function flatParameters(p: Record<string, ParameterValue> | undefined): ParameterValue[] | undefined {
   if (!p) return undefined;
-  const flat: (string | number | boolean)[] = [];
+  const flat: ParameterValue[] = [];
   for (const [k, v] of Object.entries(p)) flat.push(k, v);
   return flat;
 }

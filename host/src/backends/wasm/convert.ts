@@ -45,6 +45,7 @@ function witParameters(params: Record<string, ParameterValue>): Wit.Parameter[] 
     let value: Wit.ParameterValue;
     if (typeof v === 'string') value = { tag: 'string', val: v };
     else if (typeof v === 'boolean') value = { tag: 'bool', val: v };
+    else if (typeof v === 'bigint') value = { tag: 'int', val: v };
     else if (Number.isSafeInteger(v)) value = { tag: 'int', val: BigInt(v) };
     else value = { tag: 'double', val: v };
     out.push({ key, value });

@@ -3,7 +3,7 @@
  * (spec §1.8, §1.11, §1.12), the binary tensor data extension (spec §2) and raw-binary requests.
  */
 import type { ModelConfig } from '../../config/types.js';
-import { TritonError, internal, invalidArg } from '../../core/errors.js';
+import { TritonError, internal, invalidArg, jsonAccessError } from '../../core/errors.js';
 import { applyRequestParameter, emptyRequestInit } from '../../core/request-parameters.js';
 import type { InferenceRequestInit, Tensor } from '../../core/types.js';
 import { tensorDataType } from '../../core/validate.js';
@@ -29,13 +29,15 @@ export interface DecodedInferRequest {
 /**
  * Request-level `parameters` (spec §1.11): HTTP's own `binary_data_output` (and the ignored
  * `headers`) here; reserved keys and pass-through parameters by the protocol-neutral rule.
+ * @throws TritonError INTERNAL with the texts of Triton's ParseJsonTritonParams for a non-object
+ *   or a reserved key of the wrong type; INVALID_ARG for a pass-through value of no parameter type
  */
 function decodeParameters(params: unknown, init: InferenceRequestInit, formats: OutputFormats): void {
   if (params === undefined) return;
-  if (!isJsonObject(params)) throw invalidArg(`'parameters' must be a JSON object`);
+  if (!isJsonObject(params)) throw internal(`failed to get request params.: attempt to get members for non-object`);
   for (const [key, value] of Object.entries(params)) {
     if (key === 'binary_data_output') {
-      if (typeof value !== 'boolean') throw invalidArg(`'binary_data_output' must be a boolean`);
+      if (typeof value !== 'boolean') throw jsonAccessError('binary_data_output', 'boolean');
       formats.defaultBinary = value;
     } else if (key !== 'headers') {
       applyRequestParameter(init, key, value);
@@ -48,15 +50,41 @@ function shapeOverflow(shape: readonly unknown[], name: string) {
   return invalidArg(`the shape [${shape.map(String).join(',')}] of input '${name}' is too large: its element count or byte size overflows`);
 }
 
+const UINT64_MAX = (1n << 64n) - 1n;
+
+/**
+ * An input's `shape`: dims are JSON unsigned 64-bit integers, as Triton reads them (IndexAsUInt);
+ * a dim beyond 2^53 cannot describe data that fits a request and is a shape overflow.
+ * @throws TritonError INTERNAL `Unable to parse 'shape': ...` (Triton's JSON wrapper text) for a
+ *   missing shape, a non-array or a dim that is no unsigned 64-bit integer; INVALID_ARG for an overflow
+ */
 function decodeShape(shape: unknown, name: string): number[] {
-  if (!Array.isArray(shape)) throw internal(`Unable to parse 'shape': attempt to access JSON non-array as array for input '${name}'`);
-  return shape.map((d) => {
-    if (typeof d === 'bigint' && d >= 0n) throw shapeOverflow(shape, name);
-    if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
-      throw invalidArg(`Unable to parse 'shape' for input '${name}': dims must be non-negative integers`);
-    }
+  if (shape === undefined) throw jsonAccessError('shape', 'missing');
+  if (!Array.isArray(shape)) throw jsonAccessError('shape', 'array');
+  const dims = shape.map((d) => {
+    if (typeof d === 'bigint' && d >= 0n && d <= UINT64_MAX) return Infinity;
+    if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) throw jsonAccessError('shape', 'unsigned-integer');
     return d;
   });
+  if (dims.includes(Infinity)) throw shapeOverflow(shape, name);
+  return dims;
+}
+
+/**
+ * Exactly one data source per input (Triton's ValidateInputContentType text).
+ * @throws TritonError INVALID_ARG `Input must set only one of the following fields: ... But no field is set` / `But set 'data' 'binary_data_size'`
+ */
+function validateInputContentType(data: boolean, binary: boolean, shm: boolean): void {
+  if (Number(data) + Number(binary) + Number(shm) === 1) return;
+  let err = "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But";
+  if (!data && !binary && !shm) err += ' no field is set';
+  else err += ` set${data ? " 'data'" : ''}${binary ? " 'binary_data_size'" : ''}${shm ? " 'shared_memory_region'" : ''}`;
+  throw invalidArg(err);
+}
+
+/** A member of `parameters` that is an object; Triton looks nothing up in a non-object (Find is false). */
+function objectOrUndefined(v: unknown): Record<string, unknown> | undefined {
+  return isJsonObject(v) ? v : undefined;
 }
 
 /**
@@ -83,29 +111,28 @@ export function decodeInferRequest(
   const doc = parseRequestJson(body.subarray(0, jsonLen));
   if (!isJsonObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the inference request must be a JSON object');
   if (doc.id !== undefined) {
-    if (typeof doc.id !== 'string') throw internal(`Unable to parse 'id': attempt to access JSON non-string as string`);
+    if (typeof doc.id !== 'string') throw jsonAccessError('id', 'string');
     init.id = doc.id;
   }
   decodeParameters(doc.parameters, init, formats);
-  if (!Array.isArray(doc.inputs)) throw internal(`Unable to parse 'inputs': attempt to access JSON non-array as array`);
+  if (doc.inputs === undefined) throw jsonAccessError('inputs', 'missing');
+  if (!Array.isArray(doc.inputs)) throw jsonAccessError('inputs', 'array');
   let offset = jsonLen;
-  for (const raw of doc.inputs) {
-    if (!isJsonObject(raw)) throw internal(`Unable to parse 'inputs': attempt to access JSON non-object as object`);
-    const name = raw.name;
-    if (typeof name !== 'string') throw internal(`Unable to parse 'name': attempt to access JSON non-string as string`);
-    const datatype = raw.datatype;
-    if (!isDataType(datatype)) throw invalidArg(`invalid datatype for input ${name}`);
-    const shape = decodeShape(raw.shape, name);
-    const params = raw.parameters;
-    if (params !== undefined && !isJsonObject(params)) throw invalidArg(`'parameters' of input '${name}' must be a JSON object`);
+  for (const item of doc.inputs) {
+    // Triton's order: the data source first (ValidateInputContentType: a non-object has none), then name, datatype, shape.
+    const raw: Record<string, unknown> = isJsonObject(item) ? item : {};
+    const params = objectOrUndefined(raw.parameters);
     const binSize = params?.binary_data_size;
     const shm = params?.shared_memory_region;
-    const sources = [raw.data !== undefined, binSize !== undefined, shm !== undefined].filter(Boolean).length;
-    if (sources !== 1) {
-      throw invalidArg(
-        `Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But ${sources === 0 ? 'none were set' : 'more than one were set'} for input '${name}'`,
-      );
-    }
+    validateInputContentType(raw.data !== undefined, binSize !== undefined, shm !== undefined);
+    const name = raw.name;
+    if (name === undefined) throw jsonAccessError('name', 'missing');
+    if (typeof name !== 'string') throw jsonAccessError('name', 'string');
+    const datatype = raw.datatype;
+    if (datatype === undefined) throw jsonAccessError('datatype', 'missing');
+    if (typeof datatype !== 'string') throw jsonAccessError('datatype', 'string');
+    const shape = decodeShape(raw.shape, name);
+    if (!isDataType(datatype)) throw invalidArg(`invalid datatype for input ${name}`);
     if (shm !== undefined) {
       throw clientShmDisabled();
     }
@@ -113,11 +140,11 @@ export function decodeInferRequest(
     if (!Number.isSafeInteger(n) || (isDataType(datatype) && datatype !== 'BYTES' && !Number.isSafeInteger(n * dataTypeByteSize(datatype)))) throw shapeOverflow(shape, name);
     let data: Uint8Array;
     if (binSize !== undefined) {
-      if (typeof binSize === 'bigint' && binSize > 0n) {
+      if (typeof binSize === 'bigint' && binSize > 0n && binSize <= UINT64_MAX) {
         throw invalidArg(`unexpected size for input '${name}', expecting ${binSize} additional bytes for model '${modelName}'`);
       }
       if (typeof binSize !== 'number' || !Number.isSafeInteger(binSize) || binSize < 0) {
-        throw invalidArg(`'binary_data_size' of input '${name}' must be an unsigned integer`);
+        throw jsonAccessError('binary_data_size', 'unsigned-integer');
       }
       if (offset + binSize > body.length) {
         throw invalidArg(
@@ -133,24 +160,25 @@ export function decodeInferRequest(
   }
   if (offset !== body.length) throw invalidArg(`unexpected additional input data for model '${modelName}'`);
   if (doc.outputs !== undefined) {
-    if (!Array.isArray(doc.outputs)) throw internal(`Unable to parse 'outputs': attempt to access JSON non-array as array`);
+    if (!Array.isArray(doc.outputs)) throw jsonAccessError('outputs', 'array');
     const requested = new Set<string>();
     for (const raw of doc.outputs) {
-      if (!isJsonObject(raw) || typeof raw.name !== 'string') throw internal(`Unable to parse 'outputs': each output needs a string 'name'`);
+      if (!isJsonObject(raw) || raw.name === undefined) throw jsonAccessError('name', 'missing');
+      if (typeof raw.name !== 'string') throw jsonAccessError('name', 'string');
       if (requested.has(raw.name)) throw invalidArg(`output '${raw.name}' already exists in request`);
       requested.add(raw.name);
-      const p = raw.parameters;
-      if (p !== undefined && !isJsonObject(p)) throw invalidArg(`'parameters' of output '${raw.name}' must be a JSON object`);
+      const p = objectOrUndefined(raw.parameters);
       if (p?.shared_memory_region !== undefined) {
         throw clientShmDisabled();
       }
       if (p?.classification !== undefined) {
         const k = p.classification;
-        if (typeof k !== 'number' || !Number.isSafeInteger(k) || k < 0) throw invalidArg(`'classification' of output '${raw.name}' must be an unsigned integer`);
-        ((init.classification ??= new Map()) as Map<string, number>).set(raw.name, k);
+        const bigCount = typeof k === 'bigint' && k >= 0n && k <= UINT64_MAX; // more classes than any output has
+        if (!bigCount && (typeof k !== 'number' || !Number.isSafeInteger(k) || k < 0)) throw jsonAccessError('classification', 'unsigned-integer', 'Unable to set');
+        ((init.classification ??= new Map()) as Map<string, number>).set(raw.name, bigCount ? Number.MAX_SAFE_INTEGER : (k as number));
       }
       if (p?.binary_data !== undefined) {
-        if (typeof p.binary_data !== 'boolean') throw invalidArg(`'binary_data' of output '${raw.name}' must be a boolean`);
+        if (typeof p.binary_data !== 'boolean') throw jsonAccessError('binary_data', 'boolean');
         formats.perOutput.set(raw.name, p.binary_data);
       }
       init.requestedOutputs.push(raw.name);

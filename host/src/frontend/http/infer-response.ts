@@ -14,8 +14,10 @@ export interface EncodedResponse {
   headerLength?: number;
 }
 
+/** Response `parameters` as JSON text; a bigint (an int64 beyond 2^53) is written exactly. */
 function parametersText(p: Record<string, ParameterValue>): string {
-  return JSON.stringify(p);
+  const members = Object.entries(p).map(([k, v]) => `${JSON.stringify(k)}:${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)}`);
+  return `{${members.join(',')}}`;
 }
 
 /**

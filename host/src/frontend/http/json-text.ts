@@ -1,11 +1,14 @@
 /**
  * Request JSON parsing with Triton's limits and exact 64-bit integers (spec §1.8, §1.9):
  * nesting deeper than {@link MAX_JSON_DEPTH} is refused, integers beyond 2^53 are kept exact
- * (as `bigint`, so INT64/UINT64 data such as 2^63−1 is not rounded), and duplicate object keys
- * can be reported (JSON.parse silently keeps the last one).
+ * (as `bigint`, so INT64/UINT64 data such as 2^63−1 is not rounded), and a key met twice in one
+ * object keeps its FIRST value, as Triton's parser (rapidjson `FindMember`) reads it; JSON.parse
+ * would keep the last. Duplicates can also be reported (`/generate` refuses them).
  *
- * The common case stays on V8's JSON.parse: one byte scan finds the depth and whether any integer
- * literal has 16 or more digits; only then does the (slower) exact parser run.
+ * The common case stays on V8's JSON.parse: one byte scan finds the depth, the number of object
+ * members and whether any integer literal has 16 or more digits; a walk of the parsed value
+ * counts its keys. Only when an integer is long or a key was met twice (fewer keys than members)
+ * does the (slower) exact parser run.
  */
 import { invalidArg } from '../../core/errors.js';
 
@@ -16,7 +19,7 @@ export const MAX_JSON_DEPTH = 100;
 export type JsonValue = null | boolean | number | bigint | string | JsonValue[] | { [k: string]: JsonValue };
 
 export interface JsonParseOptions {
-  /** Called for a key met again in the same object (`path` = the enclosing keys); the last value is kept. */
+  /** Called for a key met again in the same object (`path` = the enclosing keys); the first value is kept. */
   onDuplicateKey?: (key: string, path: readonly string[]) => void;
 }
 
@@ -24,16 +27,18 @@ const depthError = () => invalidArg(`JSON nesting depth exceeds maximum allowed 
 const parseError = (msg: string) => invalidArg(`failed to parse the request JSON buffer: ${msg}`);
 
 /**
- * One pass over the bytes: nesting depth (outside strings) and whether an integer literal of 16+
- * digits occurs (2^53 has 16 digits; shorter integers are exact as doubles).
+ * One pass over the bytes: nesting depth (outside strings), the number of object members (one
+ * ':' outside strings each) and whether an integer literal of 16+ digits occurs (2^53 has 16
+ * digits; shorter integers are exact as doubles).
  * @throws TritonError INVALID_ARG when the depth exceeds {@link MAX_JSON_DEPTH}
  */
-function scan(b: Uint8Array): { longIntegers: boolean } {
+function scan(b: Uint8Array): { longIntegers: boolean; members: number } {
   let depth = 0;
   let inString = false;
   let digits = 0;
   let fraction = false;
   let longIntegers = false;
+  let members = 0;
   for (let i = 0; i < b.length; i++) {
     const c = b[i]!;
     if (inString) {
@@ -53,27 +58,54 @@ function scan(b: Uint8Array): { longIntegers: boolean } {
     digits = 0;
     fraction = false;
     if (c === 0x22) inString = true;
+    else if (c === 0x3a) members++;
     else if (c === 0x5b || c === 0x7b) {
       if (++depth > MAX_JSON_DEPTH) throw depthError();
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return { longIntegers };
+  return { longIntegers, members };
+}
+
+/** The number of keys over every object in a parsed value (iterative: depth is bounded anyway). */
+function countKeys(root: unknown): number {
+  let keys = 0;
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const e: unknown = v[i];
+        if (typeof e === 'object' && e !== null) stack.push(e);
+      }
+    } else {
+      for (const k in v) {
+        keys++;
+        const e = (v as Record<string, unknown>)[k];
+        if (typeof e === 'object' && e !== null) stack.push(e);
+      }
+    }
+  }
+  return keys;
 }
 
 /**
- * Parse a request's JSON text from its bytes.
+ * Parse a request's JSON text from its bytes; a key met twice in one object keeps its first value.
  * @throws TritonError INVALID_ARG: malformed JSON (`failed to parse the request JSON buffer: ...`),
  *   nesting deeper than {@link MAX_JSON_DEPTH}.
  */
 export function parseRequestJson(bytes: Uint8Array, opts: JsonParseOptions = {}): JsonValue {
-  const { longIntegers } = scan(bytes);
+  const { longIntegers, members } = scan(bytes);
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
   if (!longIntegers && !opts.onDuplicateKey) {
+    let v: JsonValue;
     try {
-      return JSON.parse(text) as JsonValue;
+      v = JSON.parse(text) as JsonValue;
     } catch (e) {
       throw parseError((e as Error).message);
     }
+    // Every member became a key unless one was met twice (JSON.parse kept the last value).
+    if (members === 0 || countKeys(v) === members) return v;
   }
   return new ExactParser(text, opts).parse();
 }
@@ -81,7 +113,7 @@ export function parseRequestJson(bytes: Uint8Array, opts: JsonParseOptions = {})
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
 const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
 
-/** A strict RFC 8259 parser keeping big integers exact and reporting duplicate keys. */
+/** A strict RFC 8259 parser keeping big integers exact, keeping a duplicate key's first value and reporting it. */
 class ExactParser {
   private i = 0;
   private readonly path: string[] = [];
@@ -203,9 +235,13 @@ class ExactParser {
       this.path.push(key);
       const v = this.value(depth + 1);
       this.path.pop();
-      if (Object.prototype.hasOwnProperty.call(out, key)) this.opts.onDuplicateKey?.(key, this.path);
-      // The last value wins, as with JSON.parse (defineProperty: `__proto__` is a plain key).
-      Object.defineProperty(out, key, { value: v, writable: true, enumerable: true, configurable: true });
+      if (Object.prototype.hasOwnProperty.call(out, key)) {
+        // The first value wins, as rapidjson's FindMember reads it (Triton).
+        this.opts.onDuplicateKey?.(key, this.path);
+      } else {
+        // defineProperty: `__proto__` is a plain key, as with JSON.parse.
+        Object.defineProperty(out, key, { value: v, writable: true, enumerable: true, configurable: true });
+      }
       this.ws();
       const c = this.s[this.i++];
       if (c === '}') return out;

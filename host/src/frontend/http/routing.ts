@@ -10,12 +10,18 @@ export type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unkn
 
 const ALL_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'] as const;
 
-/** Register `url` for every method; methods without a handler answer 405. */
+/**
+ * Register `url` for every method; methods without a handler answer 405. A path whose parameter
+ * segment is empty (`/v2/models//infer`) is not one of Triton's paths (each of its captures is
+ * `[^/]+`): 404 `{"error":"Not Found"}`, whatever the method.
+ */
 export function route(app: FastifyInstance, url: string, handlers: { GET?: Handler; POST?: Handler }): void {
   app.route({
     method: [...ALL_METHODS],
     url,
     handler: async (req, reply) => {
+      const params = req.params as Record<string, string> | undefined;
+      if (params && Object.values(params).some((v) => v === '')) return reply.code(404).type('application/json').send('{"error":"Not Found"}');
       const h = handlers[req.method as 'GET' | 'POST'];
       if (!h) return reply.code(405).send({ error: 'Method Not Allowed' });
       return h(req, reply);

@@ -1,0 +1,27 @@
+/**
+ * KServe's own Python client (`kserve.InferenceRESTClient`, PyPI `kserve`, pinned in venv.ts)
+ * against Warden in explicit mode with two of Triton's example models loaded: health live / ready
+ * (the client reads `{"live": true}` / `{"ready": true}` from the body, which Triton does not
+ * send), model ready, inference with JSON and binary tensor data, and an error's text (issue 11,
+ * item 3: "be a superset of both protocol readings").
+ */
+import { describe, it } from 'vitest';
+import { expectAllPassed, runScript, useCompatServer } from './harness.js';
+
+const MODELS = ['simple', 'simple_string'] as const;
+
+describe('kserve.InferenceRESTClient against Warden (explicit mode, example models loaded)', () => {
+  const c = useCompatServer({ modelControlMode: 'explicit', loadModels: [...MODELS] });
+
+  it('health live / ready, model ready, infer JSON and binary, error text', async (ctx) => {
+    c.skipIfNoClient(ctx);
+    const run = await runScript(c.python, 'kserve_client.py', ['--url', c.url, '--models', MODELS.join(',')]);
+    expectAllPassed(run, [
+      'kserve: server live and ready',
+      ...MODELS.map((m) => `kserve: ${m} model ready`),
+      'kserve: unknown model not ready',
+      ...MODELS.flatMap((m) => [`kserve: ${m} infer JSON`, `kserve: ${m} infer binary`]),
+      'kserve: unknown model error text',
+    ]);
+  });
+});
