@@ -6,10 +6,12 @@
  *    response byte for byte, all in one run. What native identity adds per request over the floor
  *    at concurrency 1 is 1/rps(identity_native) − 1/rps(floor), in µs (target: < 30 µs);
  *  - the native host alone (no HTTP, in this process): one execute round trip JS → native worker
- *    thread → TRITONBACKEND_ModelInstanceExecute → response event back on the JS thread, in µs.
+ *    thread → TRITONBACKEND_ModelInstanceExecute → response event back on the JS thread, in µs;
+ *  - the cost of crash isolation (`warden.isolation=process`, issue 12 point 2): the same identity
+ *    model in a backend-host process, per request over in-process identity_native (target < 40 µs).
  */
 import { join } from 'node:path';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import pino from 'pino';
 import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
@@ -72,9 +74,54 @@ async function roundTripMicros(ctx: BenchContext, iterations: number): Promise<{
   return { medianUs: ctx.median(steady), p99Us: steady[Math.min(steady.length - 1, Math.ceil(steady.length * 0.99) - 1)]! };
 }
 
+/**
+ * Recovery after a backend crash under `warden.isolation=process`: a request that makes the test
+ * backend (native/build/test-backends/warden_test_cpp_faults) dereference null kills its
+ * backend-host process; measured from sending that request until the model answers ready again
+ * (the error response, the restart backoff, a new process, backend and model initialisation).
+ */
+async function crashRecoveryMs(ctx: BenchContext, crashes: number): Promise<number[]> {
+  const lib = join(ctx.root, 'native', 'build', 'test-backends', 'warden_test_cpp_faults', 'libtriton_warden_test_cpp_faults.so');
+  const repo = await ctx.makeRepository([]);
+  const dir = join(repo, 'crashy');
+  mkdirSync(join(dir, '1'), { recursive: true });
+  copyFileSync(lib, join(dir, 'libtriton_warden_test_cpp_faults.so'));
+  writeFileSync(
+    join(dir, 'config.pbtxt'),
+    'backend: "warden_test_cpp_faults"\nmax_batch_size: 0\ninput { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\n' +
+      'output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\ninstance_group { kind: KIND_CPU count: 1 }\n' +
+      'parameters { key: "warden.isolation" value: { string_value: "process" } }\n',
+  );
+  const warden = await ctx.startWarden(repo);
+  const post = (v: number) =>
+    fetch(`${warden.url}/v2/models/crashy/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [v] }] }) });
+  const out: number[] = [];
+  try {
+    for (let i = 0; i < crashes; i++) {
+      const t0 = performance.now();
+      const r = await post(-11);
+      if (r.status !== 500) throw new Error(`crash request answered ${r.status}: ${await r.text()}`);
+      while ((await fetch(`${warden.url}/v2/models/crashy/ready`)).status !== 200) await new Promise((res) => setTimeout(res, 5));
+      out.push(performance.now() - t0);
+      if ((await post(1)).status !== 200) throw new Error('crashy did not serve after its restart');
+      await new Promise((res) => setTimeout(res, 11_000)); // past the restart backoff's stable period
+    }
+  } finally {
+    await warden.stop();
+  }
+  return out;
+}
+
 export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs: number; targetMet: boolean }> {
   ctx.log('\n== Native backends: identity_native (libtriton_warden_identity.so) vs ONNX simple vs Fastify floor ==');
   const repo = await ctx.makeRepository(['identity_native', 'simple']);
+  // The same model in a backend-host process (crash isolation).
+  mkdirSync(join(repo, 'identity_isolated', '1'), { recursive: true });
+  writeFileSync(
+    join(repo, 'identity_isolated', 'config.pbtxt'),
+    readFileSync(join(repo, 'identity_native', 'config.pbtxt'), 'utf8').replace('name: "identity_native"', 'name: "identity_isolated"') +
+      '\nparameters { key: "warden.isolation" value: { string_value: "process" } }\n',
+  );
   const warden = await ctx.startWarden(repo, ['--backend-directory', join(ctx.root, 'build', 'backends')]);
   const idReq = identityRequest('identity_native');
   const simpleReq = simpleRequest();
@@ -89,6 +136,7 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
   const cases: BenchCase[] = [];
   for (const connections of [1, 16]) {
     cases.push({ label: `c=${connections}`, target: 'identity_native', server: warden, request: idReq, connections });
+    cases.push({ label: `c=${connections}`, target: 'identity_isolated', server: warden, request: identityRequest('identity_isolated'), connections });
     cases.push({ label: `c=${connections}`, target: 'simple (ONNX)', server: warden, request: simpleReq, connections });
     cases.push({ label: `c=${connections}`, target: 'fastify floor', server: floor, request: { ...idReq }, connections });
   }
@@ -102,7 +150,7 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
   const get = (target: string, connections: number) => summaries.find((s) => s.target === target && s.connections === connections)!;
   const rows: (string | number)[][] = [];
   for (const connections of [1, 16]) {
-    for (const target of ['identity_native', 'simple (ONNX)', 'fastify floor']) {
+    for (const target of ['identity_native', 'identity_isolated', 'simple (ONNX)', 'fastify floor']) {
       const s = get(target, connections);
       rows.push([`c=${connections}`, target, `${s.rps.toFixed(0)} (${s.rpsMin.toFixed(0)}–${s.rpsMax.toFixed(0)})`, s.p50Ms.toFixed(3), s.p99Ms.toFixed(3), s.cpuUsPerReq.toFixed(0), ((1 / s.rps) * 1e6).toFixed(1)]);
     }
@@ -111,9 +159,14 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
   const addedOverFloor = perReq('identity_native', 1) - perReq('fastify floor', 1);
   const vsSimple = perReq('identity_native', 1) - perReq('simple (ONNX)', 1);
   const cpuOverFloor = get('identity_native', 1).cpuUsPerReq - get('fastify floor', 1).cpuUsPerReq;
+  const isolationCost = perReq('identity_isolated', 1) - perReq('identity_native', 1);
 
   ctx.log('  native host round trip (no HTTP, in-process, 5,000 sequential executes)...');
   const rt = await roundTripMicros(ctx, 5000);
+
+  ctx.log('  crash recovery under warden.isolation=process (3 crashes)...');
+  const recovery = await crashRecoveryMs(ctx, 3);
+  const recoveryMedian = ctx.median([...recovery].sort((a, b) => a - b));
 
   const targetMet = addedOverFloor < 30;
   const table = ctx.table(['case', 'target', 'infer/s (min–max)', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'µs/req (1/rps)'], rows);
@@ -124,8 +177,12 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
     `(server CPU ${cpuOverFloor.toFixed(0)} µs/req more): target < 30 µs ${targetMet ? 'MET' : 'MISSED'}. ` +
     `This includes all of Warden's HTTP path (JSON tensor decode/encode, validation, scheduling, statistics), not only the native host.\n` +
     `- identity_native vs ONNX simple at concurrency 1: ${vsSimple >= 0 ? '+' : ''}${vsSimple.toFixed(1)} µs per request.\n` +
+    `- crash isolation (warden.isolation=process: IPC to a backend-host process and back) adds ${isolationCost.toFixed(1)} µs per request at concurrency 1 ` +
+    `(identity_isolated vs identity_native): target < 40 µs ${isolationCost < 40 ? 'MET' : 'MISSED'}.\n` +
     `- native host alone (JS → native worker thread → TRITONBACKEND_ModelInstanceExecute → response on the JS thread), ` +
-    `sequential, in-process: median ${rt.medianUs.toFixed(1)} µs, p99 ${rt.p99Us.toFixed(1)} µs per request.`;
+    `sequential, in-process: median ${rt.medianUs.toFixed(1)} µs, p99 ${rt.p99Us.toFixed(1)} µs per request.\n` +
+    `- recovery after a backend crash (SIGSEGV) under warden.isolation=process, crashing request sent → model ready again: ` +
+    `median ${recoveryMedian.toFixed(0)} ms (${recovery.map((x) => x.toFixed(0)).join(', ')} ms): target < 1000 ms ${recoveryMedian < 1000 ? 'MET' : 'MISSED'}.`;
   ctx.log('\n' + body);
   ctx.section('Native backends (identity_native)', body);
   return { addedOverFloorUs: addedOverFloor, targetMet };

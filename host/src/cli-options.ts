@@ -28,6 +28,9 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --http-max-input-size=<bytes>   largest accepted request body (default ${DEFAULT_MAX_INPUT_SIZE})
   --backend-directory=<path>      where native backends live (default <warden>/build/backends)
   --backend-config=<b>,<k>=<v>    per-backend setting (repeatable)
+  --native-execute-timeout-ms=<n> native backends: fail requests and mark the model UNAVAILABLE when
+                                  an execute runs longer (default 0 = no limit; per model:
+                                  parameter warden.execute_timeout_ms)
   --model-config-name=<name>      use configs/<name>.pbtxt when present
   --wasm-max-memory-bytes=<n>     cap on a sandboxed instance's linear memory (default ${DEFAULT_WASM_LIMITS.maxMemoryBytes})
   --wasm-max-execute-ms=<n>       cap on a sandboxed execute deadline (default ${DEFAULT_WASM_LIMITS.maxExecuteMs})
@@ -313,6 +316,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'http-max-input-size': str,
         'backend-directory': str,
         'backend-config': multi,
+        'native-execute-timeout-ms': str,
         'model-config-name': str,
         'wasm-max-memory-bytes': str,
         'wasm-max-execute-ms': str,
@@ -449,6 +453,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
     logVerbose: int('log-verbose', v['log-verbose'], 0),
     maxInputSize: int('http-max-input-size', v['http-max-input-size'], DEFAULT_MAX_INPUT_SIZE, 1),
     backendDirectory: v['backend-directory'],
+    nativeExecuteTimeoutMs: int('native-execute-timeout-ms', v['native-execute-timeout-ms'], 0, 0),
     backendConfig,
     modelConfigName: v['model-config-name'],
     wasmLimits: {

@@ -63,6 +63,12 @@ export interface ServerOptions {
   maxInputSize?: number;
   /** `--backend-directory` for native backends. */
   backendDirectory?: string;
+  /**
+   * `--native-execute-timeout-ms`: how long a native backend's TRITONBACKEND_ModelInstanceExecute
+   * may run before its requests fail and the model becomes UNAVAILABLE (0 = no limit, the default;
+   * a model's `warden.execute_timeout_ms` parameter overrides it).
+   */
+  nativeExecuteTimeoutMs?: number;
   /** `--backend-config=<backend>,<k>=<v>` settings, by backend ('' = global). */
   backendConfig?: Record<string, Record<string, string>>;
   /** `--model-config-name`. */
@@ -203,6 +209,7 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
       backendConfig: opts.backendConfig,
       autoCompleteConfig,
       logger: logger.child({ backend: 'native' }),
+      executeTimeoutMs: opts.nativeExecuteTimeoutMs ?? 0,
     });
     resolvers.push(native);
     metrics.addTextSource(() => native.customMetricsText());

@@ -6,6 +6,7 @@
 // every test run (test/native/asan.test.ts).
 //
 // usage: warden_native_driver <backend_dir> <test_backend_dir> [identity_requests=10000]
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -666,6 +667,166 @@ void RunApiChecks() {
   CHECK(TakeMessage(TRITONSERVER_MetricFamilyDelete(hist)).empty(), "family delete");
 }
 
+// ---------------------------------------------------------------- BLS (in-process inference)
+
+/** The driver as the embedding host of TRITONSERVER_ServerInferAsync: requests of the BLS backend
+ *  run on an add_sub instance, synchronously inside the hook (so the response may reach the
+ *  backend before ServerInferAsync returns: both orders must be safe). */
+struct BlsHost {
+  TRITONBACKEND_ModelInstance* target = nullptr;
+  std::atomic<int> infers{0};
+  std::atomic<int> queries{0};
+};
+BlsHost bls_host;
+
+TRITONSERVER_Error* BlsInfer(void* userp, uint64_t owner, const WARDEN_InferRequestView* v, uint64_t token) {
+  auto* host = static_cast<BlsHost*>(userp);
+  host->infers++;
+  if (owner != 42) return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "wrong owner");
+  if (std::strcmp(v->model_name, "add_sub_native") != 0) {
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_NOT_FOUND, "unknown model");
+  }
+  Call c;
+  c.id = v->id;
+  for (uint32_t i = 0; i < v->input_count; ++i) {
+    const WARDEN_InferInputView& in = v->inputs[i];
+    Tensor t{in.name, in.datatype, std::vector<int64_t>(in.shape, in.shape + in.dims_count), {}};
+    for (uint32_t k = 0; k < in.chunk_count; ++k) {
+      const uint8_t* p = static_cast<const uint8_t*>(in.chunks[k].base);
+      t.data.insert(t.data.end(), p, p + in.chunks[k].byte_size);
+    }
+    if (t.data.size() != in.byte_size) return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "chunk sizes");
+    c.inputs.push_back(std::move(t));
+  }
+  for (uint32_t i = 0; i < v->requested_output_count; ++i) c.outputs.emplace_back(v->requested_outputs[i]);
+  std::vector<Call*> one = {&c};
+  std::string err = Execute(host->target, one);
+  if (!err.empty()) return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, err.c_str());
+  if (!c.Wait()) return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "target did not answer");
+  const Response& r = c.responses.at(0);
+  WARDEN_InferResponseDesc d{};
+  d.model_name = "add_sub_native";
+  d.model_version = 1;
+  std::vector<WARDEN_OutputDesc> outs;
+  if (r.has_error) {
+    d.error_code = r.code;
+    d.error_message = r.message.c_str();
+  } else {
+    for (const Tensor& t : r.outputs) {
+      outs.push_back(WARDEN_OutputDesc{t.name.c_str(), t.datatype, t.shape.data(), uint32_t(t.shape.size()),
+                                       t.data.data(), uint64_t(t.data.size())});
+    }
+    d.outputs = outs.data();
+    d.output_count = uint32_t(outs.size());
+  }
+  return WARDEN_InferenceRequestRespond(token, &d, TRITONSERVER_RESPONSE_COMPLETE_FINAL);
+}
+
+void BlsCancel(void*, uint64_t) {}
+
+TRITONSERVER_Error* BlsQuery(void* userp, uint64_t owner, WARDEN_ServerQuery q, const char* model,
+                             int64_t version, const char* params, char** result) {
+  static_cast<BlsHost*>(userp)->queries++;
+  std::string out;
+  switch (q) {
+    case WARDEN_QUERY_MODEL_READY:
+      out = std::strcmp(model, "add_sub_native") == 0 ? "true" : "false";
+      break;
+    case WARDEN_QUERY_MODEL_CONFIG:
+      out = "{\"name\":\"add_sub_native\",\"model_transaction_policy\":{\"decoupled\":false}}";
+      break;
+    case WARDEN_QUERY_MODEL_METADATA:
+      out = "{\"name\":\"add_sub_native\",\"platform\":\"driver\"}";
+      break;
+    default:
+      break;
+  }
+  *result = static_cast<char*>(std::malloc(out.size() + 1));
+  std::memcpy(*result, out.c_str(), out.size() + 1);
+  return nullptr;
+}
+
+void RunBls(const std::string& dir, int total) {
+  TRITONBACKEND_Backend* add_sub = LoadBackend(dir, "warden_add_sub");
+  TRITONBACKEND_Backend* bls = LoadBackend(dir, "warden_bls");
+  CHECK(add_sub != nullptr && bls != nullptr, "bls: backends did not load");
+  if (add_sub == nullptr || bls == nullptr) return;
+  TRITONBACKEND_Model* target = LoadModel(add_sub, "add_sub_native", "{\"max_batch_size\":0}", {"OUTPUT0", "OUTPUT1"}, false);
+  bls_host.target = NewInstance(target, "add_sub_native_0_0");
+  WARDEN_ModelDesc d{};
+  std::string config = "{\"max_batch_size\":0,\"parameters\":{\"target_model\":{\"string_value\":\"add_sub_native\"}}}";
+  std::vector<const char*> outputs = {"OUTPUT0", "OUTPUT1"};
+  d.name = "bls";
+  d.version = 1;
+  d.repository_path = "/nonexistent/repository";
+  d.config_json = config.c_str();
+  d.output_names = outputs.data();
+  d.output_count = 2;
+  d.server_owner = 42;
+  TRITONBACKEND_Model* m = nullptr;
+  CHECK(TakeMessage(WARDEN_ModelLoad(bls, &d, &m)).empty() && m != nullptr, "bls model load");
+  TRITONBACKEND_ModelInstance* inst = NewInstance(m, "bls_0_0");
+  CHECK(inst != nullptr, "bls instance");
+
+  auto one_request = [&](std::mt19937& rng, bool mismatch, std::string* error) -> bool {
+    Call c;
+    c.id = "bls" + std::to_string(rng() % 1000);
+    int64_t n = 1 + int64_t(rng() % 16);
+    c.inputs.push_back(Random(rng, "INPUT0", TRITONSERVER_TYPE_FP32, {n}));
+    c.inputs.push_back(Random(rng, "INPUT1", TRITONSERVER_TYPE_FP32, {mismatch ? n + 1 : n}));
+    for (auto& t : c.inputs) {
+      auto* f = reinterpret_cast<float*>(t.data.data());
+      for (size_t i = 0; i < t.data.size() / 4; ++i) f[i] = float(rng() % 1000) / 4.0f;
+    }
+    c.outputs = {"OUTPUT0", "OUTPUT1"};
+    std::vector<Call*> batch = {&c};
+    CHECK(Execute(inst, batch).empty(), "bls execute");
+    ExpectOnce(c, "bls");
+    if (c.responses.size() != 1) return false;
+    if (c.responses[0].has_error) {
+      *error = c.responses[0].message;
+      return false;
+    }
+    const float* a = reinterpret_cast<const float*>(c.inputs[0].data.data());
+    const float* b = reinterpret_cast<const float*>(c.inputs[1].data.data());
+    bool ok = c.responses[0].outputs.size() == 2;
+    for (const Tensor& out : c.responses[0].outputs) {
+      const float* o = reinterpret_cast<const float*>(out.data.data());
+      ok = ok && out.data.size() == size_t(n) * 4;
+      for (int64_t i = 0; ok && i < n; ++i) ok = o[i] == (out.name == "OUTPUT0" ? a[i] + b[i] : a[i] - b[i]);
+    }
+    return ok;
+  };
+
+  std::mt19937 rng(11);
+  // No server attached: the backend's first in-process call fails cleanly.
+  std::string error;
+  CHECK(!one_request(rng, false, &error) && error.find("no server is attached") != std::string::npos,
+        "bls without hooks: %s", error.c_str());
+  WARDEN_ServerHooks hooks{&BlsInfer, &BlsCancel, &BlsQuery, &bls_host};
+  WARDEN_SetServerHooks(&hooks);
+  for (int r = 0; r < total; ++r) {
+    bool mismatch = r % 25 == 24;
+    error.clear();
+    bool ok = one_request(rng, mismatch, &error);
+    if (mismatch) {
+      CHECK(!ok && error.find("shape") != std::string::npos, "bls: the target's error comes back: %s", error.c_str());
+    } else {
+      CHECK(ok, "bls request %d: bad response (%s)", r, error.c_str());
+    }
+  }
+  WARDEN_SetServerHooks(nullptr);
+  CHECK(WARDEN_InflightInferenceRequests() == 0, "bls: in-process requests left in flight");
+  CHECK(bls_host.infers.load() == total, "bls: %d in-process infers for %d requests", bls_host.infers.load(), total);
+  DeleteInstance(inst);
+  CHECK(TakeMessage(WARDEN_ModelUnload(m)).empty(), "bls model unload");
+  DeleteInstance(bls_host.target);
+  CHECK(TakeMessage(WARDEN_ModelUnload(target)).empty(), "add_sub model unload");
+  CHECK(TakeMessage(WARDEN_BackendUnload(bls)).empty(), "bls backend unload");
+  CHECK(TakeMessage(WARDEN_BackendUnload(add_sub)).empty(), "add_sub backend unload");
+  std::printf("bls: %d in-process requests through TRITONSERVER_ServerInferAsync OK\n", total);
+}
+
 std::mutex log_mu;
 int error_logs = 0;
 void OnLog(void*, TRITONSERVER_LogLevel level, const char* file, int line, const char* msg) {
@@ -687,6 +848,7 @@ int main(int argc, char** argv) {
   RunIdentity(dir, total);
   RunAddSub(dir, total / 10);
   RunRepeat(dir, total / 20);
+  RunBls(dir, total / 20);
   RunFailures(test_dir, 100);
   WARDEN_SetLogSink(nullptr, nullptr, true, true, true, false);
   if (failures > 0) {

@@ -22,6 +22,11 @@ describe('flags', () => {
       backendConfig: { python: { 'shm-default-byte-size': '1024' }, '': { 'default-max-batch-size': '8' } },
     });
   });
+  it('--native-execute-timeout-ms: the native execute limit (default 0 = none), a non-negative integer', () => {
+    expect(parseCli(['--model-repository=/a']).nativeExecuteTimeoutMs).toBe(0);
+    expect(parseCli(['--model-repository=/a', '--native-execute-timeout-ms=2500']).nativeExecuteTimeoutMs).toBe(2500);
+    expect(() => parseCli(['--model-repository=/a', '--native-execute-timeout-ms=soon'])).toThrow(/--native-execute-timeout-ms expects an integer >= 0/);
+  });
   it('rejects bad flags clearly', () => {
     expect(() => parseCli([])).toThrow(UsageError);
     expect(() => parseCli(['--model-repository=/a', '--model-control-mode=sometimes'])).toThrow(/none, poll or explicit/);

@@ -1,7 +1,8 @@
 // The native host under AddressSanitizer + LeakSanitizer, on every test run: builds
 // libtritonserver.so, the sample and failure-test backends and the standalone driver with
 // -fsanitize=address (native/build/asan), then drives 10,000 identity requests (batched, two
-// instances, nine datatypes), 1,000 add_sub, 500 decoupled repeat requests and every broken-backend
+// instances, nine datatypes), 1,000 add_sub, 500 decoupled repeat, 500 BLS requests through
+// TRITONSERVER_ServerInferAsync (the driver as the embedding host) and every broken-backend
 // case through the real library. Any use-after-free, double free, overflow or leak fails the test.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -32,6 +33,7 @@ describe('native host under AddressSanitizer / LeakSanitizer', () => {
     expect(run.stdout).toMatch(/identity: 10000 requests in \d+ batches on 2 instances OK/);
     expect(run.stdout).toMatch(/add_sub: 1000 requests OK/);
     expect(run.stdout).toMatch(/repeat: 500 decoupled requests, \d+ streamed responses OK/);
+    expect(run.stdout).toMatch(/bls: 500 in-process requests through TRITONSERVER_ServerInferAsync OK/);
     expect(run.stdout).toMatch(/failures: broken backends rejected, misbehaving backend contained/);
     expect(run.stdout).toMatch(/^OK: all checks passed/m);
   });

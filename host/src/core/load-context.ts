@@ -7,7 +7,15 @@ import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../config/types.js';
 import { unavailable } from './errors.js';
-import type { BackendResolveRequest, InferenceServerHandle, ModelKey, ModelLoadContext, ModelOrigin } from './types.js';
+import type { BackendResolveRequest, InferenceServerHandle, ModelKey, ModelLoadContext, ModelOrigin, Principal } from './types.js';
+
+/**
+ * The principal a model's in-process calls run with (an ensemble's steps, a native backend's
+ * TRITONSERVER_ServerInferAsync): the owner of its namespace (the operator for `''`, else the
+ * tenant), so a tenant's model reaches its own models and the operator models shared with it,
+ * never another tenant's.
+ */
+export const ownerPrincipal = (key: ModelKey): Principal => (key.namespace === '' ? { namespace: '', role: 'admin' } : { namespace: key.namespace, role: 'tenant' });
 
 /** In-process inference where no server is attached (a backend loaded on its own). */
 export const NO_SERVER: InferenceServerHandle = Object.freeze({

@@ -206,9 +206,23 @@ export class ModelVersion {
     return this.scheduler.pendingByTenant();
   }
 
-  /** Every instance reports ready (`TRITONBACKEND_ModelInstanceReady`). */
+  /** Every instance reports ready (`TRITONBACKEND_ModelInstanceReady`) and none is unhealthy. */
   isReady(): boolean {
-    return this.accepting && this.instances.every((i) => i.isReady?.() ?? true);
+    return this.accepting && this.unavailableReason() === undefined && this.instances.every((i) => i.isReady?.() ?? true);
+  }
+
+  /** Why the version cannot serve although loaded (an instance became unhealthy), else undefined. */
+  unavailableReason(): string | undefined {
+    for (const i of this.instances) {
+      const r = i.unhealthy?.();
+      if (r !== undefined) return r;
+    }
+    return undefined;
+  }
+
+  /** Requests accepted and not yet answered with their final response (queued or executing). */
+  get inflightCount(): number {
+    return this.inflight;
   }
 
   /**
@@ -221,6 +235,8 @@ export class ModelVersion {
    */
   submit(init: InferenceRequestInit, sender: ResponseSender): InferenceRequest {
     if (!this.accepting) throw unavailable(`Request for unknown model: '${this.name}' version ${this.version} is not at ready state`);
+    const unhealthy = this.unavailableReason();
+    if (unhealthy !== undefined) throw unavailable(`model '${this.name}' version ${this.version} is unavailable: ${unhealthy}`);
     let request: InferenceRequest;
     try {
       request = this.requestValidator.validate(init);
@@ -317,11 +333,14 @@ export class ModelVersion {
   }
 
   private recordExecution(r: ExecutionRecord): void {
-    const computeStart = r.timings?.computeStartNs ?? r.execStartNs;
-    const computeEnd = r.timings?.computeEndNs ?? r.execEndNs;
+    // The backend's own "execute returned" time when it has one (never later than ours).
+    const reportedEnd = r.timings?.execEndNs;
+    const execEnd = reportedEnd !== undefined && reportedEnd >= r.execStartNs && reportedEnd < r.execEndNs ? reportedEnd : r.execEndNs;
+    const computeStart = clampNs(r.timings?.computeStartNs ?? r.execStartNs, r.execStartNs, execEnd);
+    const computeEnd = clampNs(r.timings?.computeEndNs ?? execEnd, computeStart, execEnd);
     const input = computeStart - r.execStartNs;
     const infer = computeEnd - computeStart;
-    const output = r.execEndNs - computeEnd;
+    const output = execEnd - computeEnd;
     if (!r.error) this.stats.recordExecution(r.batchSize, input, infer, output);
     for (const p of r.batch) {
       const queue = r.execStartNs - p.queueStartNs;
@@ -335,8 +354,13 @@ export class ModelVersion {
         t.stamp('COMPUTE_START', r.execStartNs);
         t.stamp('COMPUTE_INPUT_END', computeStart);
         t.stamp('COMPUTE_OUTPUT_START', computeEnd);
-        t.stamp('COMPUTE_END', r.execEndNs);
+        t.stamp('COMPUTE_END', execEnd);
       }
     }
   }
+}
+
+/** `v` limited to [lo, hi] (timestamps a backend reported may lie outside the execution). */
+function clampNs(v: bigint, lo: bigint, hi: bigint): bigint {
+  return v < lo ? lo : v > hi ? hi : v;
 }

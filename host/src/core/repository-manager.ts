@@ -424,8 +424,12 @@ export class ModelRepositoryManager {
       }
       for (const [v, s] of [...rec.status].sort((a, b) => a[0] - b[0])) {
         if (readyOnly && s.state !== 'READY') continue;
-        const e: IndexEntry = { name, version: String(v), state: s.state };
-        if (s.reason) e.reason = s.reason;
+        // A loaded version whose instance became unhealthy (a stuck native execute) is UNAVAILABLE.
+        const unhealthy = s.state === 'READY' ? rec.serving.get(v)?.unavailableReason() : undefined;
+        if (readyOnly && unhealthy !== undefined) continue;
+        const e: IndexEntry = { name, version: String(v), state: unhealthy !== undefined ? 'UNAVAILABLE' : s.state };
+        if (unhealthy !== undefined) e.reason = unhealthy;
+        else if (s.reason) e.reason = s.reason;
         out.push(e);
       }
     }

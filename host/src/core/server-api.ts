@@ -296,7 +296,9 @@ export class ServerApi implements InferenceServerHandle {
     const tenantField = this.opts.tenants !== undefined;
     return {
       model_stats: entries.map(({ key, version: v }) => {
-        const json = v.stats.toJson(v.name, v.version);
+        // Warden's addition: requests accepted and not yet answered (queued or executing), so a
+        // stuck backend's requests show.
+        const json = { ...v.stats.toJson(v.name, v.version), pending_count: v.inflightCount };
         return tenantField ? { ...json, tenant: key.namespace } : json;
       }),
     };

@@ -117,11 +117,16 @@ export interface ResponseSender {
  * Optional timing a backend reports for one execution, in ns of the monotonic clock
  * (`process.hrtime.bigint()` / CLOCK_MONOTONIC): `computeStartNs` after inputs are staged,
  * `computeEndNs` when inference finished and outputs are about to be produced.
+ * `execEndNs` when the backend's execute returned, on the backend's own thread: a backend whose
+ * completion reaches the JS thread later (native: a thread hop and response delivery first) sets
+ * it so compute_output does not count that hop (it may already be after the final response).
+ * Absent fields fall back to the scheduler's own timestamps.
  * Used for compute_input / compute_infer / compute_output statistics (spec §3.2).
  */
 export interface ExecuteTimings {
-  computeStartNs: bigint;
-  computeEndNs: bigint;
+  computeStartNs?: bigint;
+  computeEndNs?: bigint;
+  execEndNs?: bigint;
 }
 
 /**
@@ -180,6 +185,14 @@ export interface InferenceServerHandle {
    * @throws TritonError NOT_FOUND / UNAVAILABLE, as {@link infer} would
    */
   inferenceTarget?(principal: Principal, model: string, version: number): { readonly version: number; readonly config: ModelConfig; readonly decoupled: boolean };
+  /** Model metadata (spec §1.5) — for `TRITONSERVER_ServerModelMetadata`. @throws TritonError NOT_FOUND / UNAVAILABLE */
+  modelMetadata?(principal: Principal, model: string, version: number): object;
+  /** The serving version's normalised config (spec §1.7). @throws TritonError NOT_FOUND / UNAVAILABLE */
+  modelConfig?(principal: Principal, model: string, version: number): ModelConfig;
+  /** Load or reload (repository extension, spec §3.1): resolves once READY. @throws TritonError */
+  loadModel?(principal: Principal, model: string, options: { configOverride?: unknown; files?: Map<string, Uint8Array> }): Promise<void>;
+  /** Unload every version (spec §3.1). @throws TritonError */
+  unloadModel?(principal: Principal, model: string): Promise<void>;
 }
 
 /**
@@ -261,6 +274,12 @@ export interface BackendModelInstance {
   execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void>;
   /** Readiness probe (`TRITONBACKEND_ModelInstanceReady`); absent = always ready. */
   isReady?(): boolean;
+  /**
+   * Why this instance can no longer serve, for good (a native execute that never returned: its
+   * thread cannot be stopped safely); undefined while healthy. The model version is then
+   * UNAVAILABLE with this reason and refuses new requests.
+   */
+  unhealthy?(): string | undefined;
   /** Release everything the instance holds. Called once, after in-flight executions finished. */
   finalize(): Promise<void>;
 }

@@ -8,6 +8,7 @@ import type { ModelConfig } from '../config/types.js';
 import { TritonError, invalidArg } from '../core/errors.js';
 import { ModelVersion, type ModelVersionOptions } from '../core/model.js';
 import { modelNameProblem } from '../core/names.js';
+import { ownerPrincipal } from '../core/load-context.js';
 import type { BackendModel, InferenceServerHandle, ModelKey, Principal } from '../core/types.js';
 import type { ModelStatistics } from '../metrics/stats.js';
 import { compileEnsemblePlan, type ComposingModel } from './plan.js';
@@ -16,12 +17,8 @@ import { EnsembleScheduler } from './scheduler.js';
 /** True for an ensemble config (`platform: "ensemble"` / `ensemble_scheduling`). */
 export const isEnsemble = (c: Pick<ModelConfig, 'platform' | 'ensemble_scheduling'>): boolean => c.platform === 'ensemble' || c.ensemble_scheduling !== undefined;
 
-/**
- * The principal an ensemble's steps run with: the owner of its namespace (the operator for `''`,
- * else the tenant), so a tenant's ensemble reaches its own models and the operator models shared
- * with it, never another tenant's.
- */
-export const ownerPrincipal = (key: ModelKey): Principal => (key.namespace === '' ? { namespace: '', role: 'admin' } : { namespace: key.namespace, role: 'tenant' });
+/** The principal an ensemble's steps run with (see core/load-context.ts). */
+export { ownerPrincipal };
 
 /** The distinct model names an ensemble's steps use. */
 export function composingNames(config: ModelConfig): string[] {

@@ -65,6 +65,9 @@ typedef struct WARDEN_ModelDesc {
   const char* const* output_names;
   uint32_t output_count;
   bool decoupled;
+  /** The embedding host's id for this model's principal: reported to WARDEN_ServerHooks by the
+   *  TRITONSERVER_Server handle TRITONBACKEND_ModelServer returns for this model. */
+  uint64_t server_owner;
 } WARDEN_ModelDesc;
 
 /** Create the model and call TRITONBACKEND_ModelInitialize; on error nothing is kept. */
@@ -76,6 +79,10 @@ TRITONSERVER_DECLSPEC const char* WARDEN_ModelSetConfigJson(TRITONBACKEND_Model*
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelUpdateConfig(
     TRITONBACKEND_Model* model, const char* config_json, const char* const* output_names,
     uint32_t output_count, bool decoupled);
+/** Backend objects of the model alive now: responses neither sent nor deleted, response factories
+ *  not deleted. Read after the instances finalized, what is left was leaked by the backend. */
+TRITONSERVER_DECLSPEC void WARDEN_ModelLiveObjects(
+    TRITONBACKEND_Model* model, int64_t* responses, int64_t* factories);
 /** TRITONBACKEND_ModelFinalize and free; every instance must be deleted first. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelUnload(TRITONBACKEND_Model* model);
 
@@ -105,7 +112,8 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InstanceNew(
 /** Queue TRITONBACKEND_ModelInstanceInitialize on the worker. */
 TRITONSERVER_DECLSPEC void WARDEN_InstanceInitialize(
     TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done, void* userp);
-/** Queue TRITONBACKEND_ModelInstanceFinalize (skipped if Initialize failed) on the worker. */
+/** Queue TRITONBACKEND_ModelInstanceFinalize on the worker: called whenever Initialize was called,
+ *  even if it failed (as Triton does), so the backend can release what it set up. */
 TRITONSERVER_DECLSPEC void WARDEN_InstanceFinalize(
     TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done, void* userp);
 /** Stop (or release a shared) worker and free the instance; after WARDEN_InstanceFinalize's done. */
@@ -174,6 +182,8 @@ typedef struct WARDEN_ExecStats {
   bool reported;
   uint64_t batch_size;
   uint64_t exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns;
+  /** CLOCK_MONOTONIC ns when TRITONBACKEND_ModelInstanceExecute returned (always set). */
+  uint64_t returned_ns;
 } WARDEN_ExecStats;
 
 /** After TRITONBACKEND_ModelInstanceExecute returned. If it returned an error, that error was
@@ -191,6 +201,111 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InstanceExecute(
 /** Take ownership of an output's buffer (malloc'd; free with free()); the response keeps metadata. */
 TRITONSERVER_DECLSPEC void* WARDEN_InferenceResponseOutputTakeBuffer(
     TRITONSERVER_InferenceResponse* response, uint32_t index);
+
+/* ------------------------------------------------------------------ in-process inference (BLS)
+ *
+ * Triton's in-process inference API (spec §6.4: TRITONSERVER_InferenceRequest*, ResponseAllocator*,
+ * InferenceResponse*, ServerInferAsync, ServerModelIsReady / Metadata / Config, Load / Unload)
+ * is implemented by this library up to the point where a request must reach a model: the
+ * embedding host installs hooks that route requests and queries into its own data plane, and
+ * answers with WARDEN_InferenceRequestRespond. Each TRITONSERVER_Server handle a backend gets from
+ * TRITONBACKEND_ModelServer carries its model's `server_owner` (WARDEN_ModelDesc), which the host
+ * uses to decide on whose behalf the backend calls (its principal).
+ */
+
+/** One contiguous piece of an input's data (CPU memory, owned by the backend). */
+typedef struct WARDEN_Chunk {
+  const void* base;
+  uint64_t byte_size;
+} WARDEN_Chunk;
+
+typedef struct WARDEN_InferInputView {
+  const char* name;
+  TRITONSERVER_DataType datatype;
+  const int64_t* shape;
+  uint32_t dims_count;
+  /** The data in order (TRITONSERVER_InferenceRequestAppendInputData*), `byte_size` in all. */
+  const WARDEN_Chunk* chunks;
+  uint32_t chunk_count;
+  uint64_t byte_size;
+} WARDEN_InferInputView;
+
+/** A request as TRITONSERVER_ServerInferAsync hands it to the host; valid during the hook call. */
+typedef struct WARDEN_InferRequestView {
+  const char* model_name;
+  int64_t model_version;
+  const char* id;
+  uint64_t correlation_id;
+  /** Non-NULL when the correlation id is a string (then `correlation_id` is 0). */
+  const char* correlation_id_string;
+  uint32_t flags;
+  uint64_t priority;
+  uint64_t timeout_us;
+  const WARDEN_InferInputView* inputs;
+  uint32_t input_count;
+  const char* const* requested_outputs;
+  uint32_t requested_output_count;
+  const WARDEN_ParamDesc* parameters;
+  uint32_t parameter_count;
+} WARDEN_InferRequestView;
+
+typedef enum WARDEN_ServerQuery {
+  WARDEN_QUERY_MODEL_READY,    /* result "true" / "false" */
+  WARDEN_QUERY_MODEL_METADATA, /* result: metadata JSON (spec §1.5) */
+  WARDEN_QUERY_MODEL_CONFIG,   /* result: config JSON (spec §1.7) */
+  WARDEN_QUERY_LOAD_MODEL,     /* parameters_json: {"config":"...","files":{"file:..":"<base64>"}} */
+  WARDEN_QUERY_UNLOAD_MODEL,
+  WARDEN_QUERY_UNLOAD_MODEL_AND_DEPENDENTS
+} WARDEN_ServerQuery;
+
+typedef struct WARDEN_ServerHooks {
+  /** Queue `request` (identified by `token` from now on) on the data plane for `owner`, or return
+   *  the error (the request is then not taken). Called on the backend's thread. */
+  TRITONSERVER_Error* (*infer)(void* userp, uint64_t owner, const WARDEN_InferRequestView* request,
+                               uint64_t token);
+  /** TRITONSERVER_InferenceRequestCancel of an in-flight request. Must not block. */
+  void (*cancel)(void* userp, uint64_t token);
+  /** A model query or repository action; `*result_json` (malloc'd, freed by the caller) on success. */
+  TRITONSERVER_Error* (*query)(void* userp, uint64_t owner, WARDEN_ServerQuery query,
+                               const char* model_name, int64_t model_version,
+                               const char* parameters_json, char** result_json);
+  void* userp;
+} WARDEN_ServerHooks;
+
+/** Install the hooks (copied), or NULL to detach: calls then fail with UNAVAILABLE. */
+TRITONSERVER_DECLSPEC void WARDEN_SetServerHooks(const WARDEN_ServerHooks* hooks);
+
+typedef struct WARDEN_OutputDesc {
+  const char* name;
+  TRITONSERVER_DataType datatype;
+  const int64_t* shape;
+  uint32_t dims_count;
+  const void* data; /* copied before the call returns */
+  uint64_t byte_size;
+} WARDEN_OutputDesc;
+
+typedef struct WARDEN_InferResponseDesc {
+  const char* model_name;
+  int64_t model_version;
+  /** NULL = success; else the response is this error. */
+  const char* error_message;
+  TRITONSERVER_Error_Code error_code;
+  const WARDEN_OutputDesc* outputs;
+  uint32_t output_count;
+  const WARDEN_ParamDesc* parameters;
+  uint32_t parameter_count;
+} WARDEN_InferResponseDesc;
+
+/**
+ * A response for in-flight request `token` (NULL `response` = flags-only). Data is copied now;
+ * the backend's allocator and response callback run later on the model's callback thread, and
+ * after the FINAL one the request's release callback. NOT_FOUND for an unknown token.
+ */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InferenceRequestRespond(
+    uint64_t token, const WARDEN_InferResponseDesc* response, uint32_t flags);
+
+/** In-process requests submitted and not yet FINAL-answered (for statistics and leak reports). */
+TRITONSERVER_DECLSPEC uint64_t WARDEN_InflightInferenceRequests(void);
 
 /* ------------------------------------------------------------------ custom metrics */
 

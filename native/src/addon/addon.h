@@ -94,6 +94,7 @@ class ModelHandle : public Napi::ObjectWrap<ModelHandle> {
   Napi::Value SetConfigJson(const Napi::CallbackInfo& info);
   Napi::Value UpdateConfig(const Napi::CallbackInfo& info);
   Napi::Value CreateInstance(const Napi::CallbackInfo& info);
+  Napi::Value LiveObjects(const Napi::CallbackInfo& info);
   Napi::Value Unload(const Napi::CallbackInfo& info);
 };
 
@@ -113,6 +114,7 @@ class InstanceHandle : public Napi::ObjectWrap<InstanceHandle> {
   Napi::Value Finalize(const Napi::CallbackInfo& info);
   Napi::Value IsReady(const Napi::CallbackInfo& info);
   Napi::Value Outstanding(const Napi::CallbackInfo& info);
+  Napi::Value Abandon(const Napi::CallbackInfo& info);
 
   uint32_t NewJob(Napi::Env env, Napi::Promise::Deferred deferred, bool delete_after);
   void AddInflight(Napi::Env env, int64_t delta);
@@ -154,6 +156,19 @@ void ParseRequests(Napi::Env env, Napi::Array requests, const std::shared_ptr<Ev
 Napi::Object ResponseEvent(Napi::Env env, Event& e);
 Napi::Object ReleasedEvent(Napi::Env env, const Event& e);
 Napi::Value ExecStatsValue(Napi::Env env, const WARDEN_ExecStats& s);
+
+// ---------------------------------------------------------------- server bridge (server.cc)
+
+Napi::Value SetServerHandler(const Napi::CallbackInfo& info);
+Napi::Value CloseServerBridge(const Napi::CallbackInfo& info);
+Napi::Value ServerRespond(const Napi::CallbackInfo& info);
+Napi::Value InflightInferenceRequests(const Napi::CallbackInfo& info);
+
+// ---------------------------------------------------------------- shared memory (shm.cc)
+
+Napi::Value ShmCreate(const Napi::CallbackInfo& info);
+Napi::Value ShmOpen(const Napi::CallbackInfo& info);
+Napi::Value ShmUnlink(const Napi::CallbackInfo& info);
 
 /** Extract an array of strings (throws on a non-string element). */
 std::vector<std::string> StringArray(Napi::Env env, Napi::Value v, const char* what);

@@ -253,6 +253,8 @@ Napi::Object ReleasedEvent(Napi::Env env, const Event& e) {
 
 Napi::Value ExecStatsValue(Napi::Env env, const WARDEN_ExecStats& s) {
   Napi::Object st = Napi::Object::New(env);
+  st.Set("reported", Napi::Boolean::New(env, s.reported));
+  st.Set("returnedNs", U64(env, s.returned_ns));
   st.Set("batchSize", Napi::Number::New(env, double(s.batch_size)));
   st.Set("execStartNs", U64(env, s.exec_start_ns));
   st.Set("computeStartNs", U64(env, s.compute_start_ns));

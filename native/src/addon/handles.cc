@@ -65,7 +65,7 @@ Napi::Value BackendHandle::Attributes(const Napi::CallbackInfo& info) {
   return o;
 }
 
-/** loadModel({name, version, repositoryPath, configJson, autoCompleteConfig, outputs, decoupled}) */
+/** loadModel({name, version, repositoryPath, configJson, autoCompleteConfig, outputs, decoupled, serverOwner}) */
 Napi::Value BackendHandle::LoadModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RequireOpen(env, backend, "backend");
@@ -74,6 +74,7 @@ Napi::Value BackendHandle::LoadModel(const Napi::CallbackInfo& info) {
   struct Args {
     std::string name, repo, config;
     uint64_t version;
+    uint64_t server_owner;
     bool auto_complete, decoupled;
     std::vector<std::string> outputs;
   };
@@ -84,6 +85,7 @@ Napi::Value BackendHandle::LoadModel(const Napi::CallbackInfo& info) {
   a->config = o.Get("configJson").ToString();
   a->auto_complete = o.Get("autoCompleteConfig").ToBoolean();
   a->decoupled = o.Get("decoupled").ToBoolean();
+  a->server_owner = o.Get("serverOwner").IsNumber() ? uint64_t(o.Get("serverOwner").ToNumber().Int64Value()) : 0;
   a->outputs = StringArray(env, o.Get("outputs"), "outputs");
   auto out = std::make_shared<TRITONBACKEND_Model*>(nullptr);
   TRITONBACKEND_Backend* be = backend;
@@ -100,6 +102,7 @@ Napi::Value BackendHandle::LoadModel(const Napi::CallbackInfo& info) {
         d.output_names = outputs.data();
         d.output_count = uint32_t(outputs.size());
         d.decoupled = a->decoupled;
+        d.server_owner = a->server_owner;
         return WARDEN_ModelLoad(be, &d, out.get());
       },
       [out](Napi::Env env) {
@@ -125,6 +128,7 @@ Napi::Function ModelHandle::Init(Napi::Env env) {
                                  {InstanceMethod("setConfigJson", &ModelHandle::SetConfigJson),
                                   InstanceMethod("updateConfig", &ModelHandle::UpdateConfig),
                                   InstanceMethod("createInstance", &ModelHandle::CreateInstance),
+                                  InstanceMethod("liveObjects", &ModelHandle::LiveObjects),
                                   InstanceMethod("unload", &ModelHandle::Unload)});
   constructor = Napi::Persistent(f);
   constructor.SuppressDestruct();
@@ -132,6 +136,17 @@ Napi::Function ModelHandle::Init(Napi::Env env) {
 }
 
 ModelHandle::ModelHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ModelHandle>(info) {}
+
+/** liveObjects() -> {responses, factories}: backend objects of this model not given back yet. */
+Napi::Value ModelHandle::LiveObjects(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int64_t responses = 0, factories = 0;
+  if (model != nullptr) WARDEN_ModelLiveObjects(model, &responses, &factories);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("responses", Napi::Number::New(env, double(responses)));
+  o.Set("factories", Napi::Number::New(env, double(factories)));
+  return o;
+}
 
 Napi::Value ModelHandle::SetConfigJson(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

@@ -89,7 +89,7 @@ void OnExecDone(void* userp, TRITONSERVER_Error* error, const WARDEN_ExecStats* 
   e.kind = Event::kJobDone;
   e.token = ctx->job;
   e.error = error;
-  e.has_exec_stats = stats != nullptr && stats->reported;
+  e.has_exec_stats = stats != nullptr;  // returned_ns is always set; the rest if `reported`
   if (e.has_exec_stats) e.exec_stats = *stats;
   ctx->queue->Push(std::move(e));
   delete ctx;
@@ -143,7 +143,8 @@ Napi::Function InstanceHandle::Init(Napi::Env env) {
                                   InstanceMethod("execute", &InstanceHandle::Execute),
                                   InstanceMethod("finalize", &InstanceHandle::Finalize),
                                   InstanceMethod("isReady", &InstanceHandle::IsReady),
-                                  InstanceMethod("outstanding", &InstanceHandle::Outstanding)});
+                                  InstanceMethod("outstanding", &InstanceHandle::Outstanding),
+                                  InstanceMethod("abandon", &InstanceHandle::Abandon)});
   constructor = Napi::Persistent(f);
   constructor.SuppressDestruct();
   return f;
@@ -203,6 +204,25 @@ Napi::Value InstanceHandle::IsReady(const Napi::CallbackInfo& info) {
 
 Napi::Value InstanceHandle::Outstanding(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), double(requests_));
+}
+
+/**
+ * abandon(): give up on an instance whose native thread is stuck inside the backend (a native
+ * thread cannot be stopped safely): pending jobs never settle, later events are dropped, and the
+ * instance, its thread and its model stay allocated (the model then refuses to unload, so
+ * TRITONBACKEND_ModelFinalize never runs under a thread still inside the backend).
+ */
+Napi::Value InstanceHandle::Abandon(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (instance == nullptr) return env.Undefined();
+  instance = nullptr;  // leaked on purpose (see above)
+  jobs_.clear();
+  if (inflight_ > 0) queue_->Unref(env);
+  inflight_ = 0;
+  requests_ = 0;
+  queue_->Close();
+  Unref();
+  return env.Undefined();
 }
 
 /** execute(requests) -> Promise<ExecStats | undefined>; responses and releases go to onEvents. */

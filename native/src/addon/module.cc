@@ -194,6 +194,13 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setLogger", Napi::Function::New(env, SetLogger, "setLogger"));
   exports.Set("customMetricsText", Napi::Function::New(env, CustomMetricsText, "customMetricsText"));
   exports.Set("apiVersion", Napi::Function::New(env, ApiVersion, "apiVersion"));
+  exports.Set("setServerHandler", Napi::Function::New(env, SetServerHandler, "setServerHandler"));
+  exports.Set("closeServerBridge", Napi::Function::New(env, CloseServerBridge, "closeServerBridge"));
+  exports.Set("serverRespond", Napi::Function::New(env, ServerRespond, "serverRespond"));
+  exports.Set("inflightInferenceRequests", Napi::Function::New(env, InflightInferenceRequests, "inflightInferenceRequests"));
+  exports.Set("shmCreate", Napi::Function::New(env, ShmCreate, "shmCreate"));
+  exports.Set("shmOpen", Napi::Function::New(env, ShmOpen, "shmOpen"));
+  exports.Set("shmUnlink", Napi::Function::New(env, ShmUnlink, "shmUnlink"));
   exports.Set("BackendHandle", BackendHandle::Init(env));
   exports.Set("ModelHandle", ModelHandle::Init(env));
   exports.Set("InstanceHandle", InstanceHandle::Init(env));

@@ -67,8 +67,7 @@ TRITONSERVER_Error* CallEntry(TRITONBACKEND_Backend::BackendFn fn, TRITONBACKEND
   try {
     return fn(be);
   } catch (...) {
-    return warden::Internal(std::string("backend '") + be->name + "' threw a C++ exception from " +
-                            what);
+    return warden::EscapedException(be->name, what);
   }
 }
 
@@ -137,7 +136,7 @@ TRITONSERVER_Error* WARDEN_BackendLoad(const char* name, const char* library_pat
     try {
       err = be->get_attribute(be.get(), &be->attributes);
     } catch (...) {
-      err = warden::Internal("backend threw a C++ exception from TRITONBACKEND_GetBackendAttribute");
+      err = warden::EscapedException(be->name, "TRITONBACKEND_GetBackendAttribute");
     }
     if (err != nullptr) {
       if (be->finalize != nullptr) TRITONSERVER_ErrorDelete(CallEntry(be->finalize, be.get(), "TRITONBACKEND_Finalize"));

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include "objects.h"
 
@@ -17,6 +18,20 @@ TRITONSERVER_Error* Err(TRITONSERVER_Error_Code code, std::string message) {
 
 TRITONSERVER_Error* CopyError(const TRITONSERVER_Error* e) {
   return e == nullptr ? nullptr : new TRITONSERVER_Error{e->code, e->message};
+}
+
+TRITONSERVER_Error* EscapedException(const std::string& backend, const char* entry) {
+  std::string detail;
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    detail = e.what();
+  } catch (...) {
+    detail = "unknown exception type";
+  }
+  std::string msg = "backend '" + backend + "' threw a C++ exception from " + entry + ": " + detail;
+  Log(TRITONSERVER_LOG_ERROR, __FILE__, __LINE__, msg);
+  return Internal(msg);
 }
 
 uint64_t NowNs() {

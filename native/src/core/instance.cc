@@ -26,8 +26,7 @@ TRITONSERVER_Error* CallInstanceFn(TRITONBACKEND_Backend::InstanceFn fn,
   try {
     return fn(inst);
   } catch (...) {
-    return warden::Internal("backend '" + inst->model->backend->name +
-                            "' threw a C++ exception from " + what);
+    return warden::EscapedException(inst->model->backend->name, what);
   }
 }
 
@@ -87,7 +86,9 @@ void WARDEN_InstanceInitialize(TRITONBACKEND_ModelInstance* instance, WARDEN_Don
     if (be->instance_initialize != nullptr) {
       err = CallInstanceFn(be->instance_initialize, instance, kInstanceFns[0]);
     }
-    instance->initialized = (err == nullptr);
+    // Initialize was called (whether or not it succeeded): Triton then always calls Finalize, so
+    // a backend can release what a failed Initialize left behind (shared memory, processes).
+    instance->initialized = true;
     done(userp, err);
   });
 }
@@ -97,7 +98,7 @@ void WARDEN_InstanceFinalize(TRITONBACKEND_ModelInstance* instance, WARDEN_DoneF
   instance->worker->Post([instance, done, userp] {
     TRITONSERVER_Error* err = nullptr;
     TRITONBACKEND_Backend* be = instance->model->backend;
-    if (instance->initialized && be->instance_finalize != nullptr) {
+    if (instance->initialized && be->instance_finalize != nullptr) {  // after any Initialize call
       err = CallInstanceFn(be->instance_finalize, instance, kInstanceFns[1]);
     }
     instance->initialized = false;
@@ -218,9 +219,9 @@ TRITONSERVER_Error* WARDEN_InstanceExecute(TRITONBACKEND_ModelInstance* instance
     try {
       err = be->instance_execute(instance, batch->data(), uint32_t(batch->size()));
     } catch (...) {
-      err = warden::Internal("backend '" + be->name +
-                             "' threw a C++ exception from TRITONBACKEND_ModelInstanceExecute");
+      err = warden::EscapedException(be->name, "TRITONBACKEND_ModelInstanceExecute");
     }
+    const uint64_t returned_ns = warden::NowNs();
     if (err != nullptr) {
       // The host keeps ownership (spec §6.7.2): the error is every request's response.
       for (size_t i = 0; i < batch->size(); ++i) {
@@ -236,6 +237,7 @@ TRITONSERVER_Error* WARDEN_InstanceExecute(TRITONBACKEND_ModelInstance* instance
       std::lock_guard<std::mutex> lk(instance->stats_mu);
       stats = instance->exec_stats;
     }
+    stats.returned_ns = returned_ns;
     done(userp, err, &stats);
   });
   return nullptr;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <sstream>
 
 #include "objects.h"
@@ -20,14 +21,24 @@ struct TRITONSERVER_MetricFamily {
   std::vector<TRITONSERVER_Metric*> metrics;
 };
 
-struct TRITONSERVER_Metric {
-  TRITONSERVER_MetricFamily* family;
-  std::vector<std::pair<std::string, std::string>> labels;
+namespace {
+/** One time series: a family name and a label set. Every TRITONSERVER_Metric created with the same
+ *  family name and the same labels (in any order) shares one series, as prometheus-cpp's
+ *  Family::Add does in Triton, so N instances registering the same metric give one series. */
+struct Series {
+  std::vector<std::pair<std::string, std::string>> labels;  // as the first creator gave them
+  std::string key;                                          // sorted labels, for matching
   double value = 0;
-  std::vector<double> buckets;        // histogram upper bounds (ascending)
+  std::vector<double> buckets;          // histogram upper bounds (ascending)
   std::vector<uint64_t> bucket_counts;  // non-cumulative
   double sum = 0;
   uint64_t count = 0;
+};
+}  // namespace
+
+struct TRITONSERVER_Metric {
+  TRITONSERVER_MetricFamily* family;
+  std::shared_ptr<Series> series;
 };
 
 namespace {
@@ -35,6 +46,16 @@ namespace {
 // Never destroyed (see request.cc): backends may touch metrics while the process exits.
 std::mutex& metrics_mu = *new std::mutex;
 std::vector<TRITONSERVER_MetricFamily*>& families = *new std::vector<TRITONSERVER_MetricFamily*>;
+/** Live series by family name (families of one name share their series). */
+std::map<std::string, std::vector<std::shared_ptr<Series>>>& series_by_family =
+    *new std::map<std::string, std::vector<std::shared_ptr<Series>>>;
+
+std::string SeriesKey(std::vector<std::pair<std::string, std::string>> labels) {
+  std::sort(labels.begin(), labels.end());
+  std::string k;
+  for (const auto& kv : labels) k += kv.first + '\x01' + kv.second + '\x02';
+  return k;
+}
 
 const char* KindName(TRITONSERVER_MetricKind kind) {
   switch (kind) {
@@ -103,24 +124,41 @@ TRITONSERVER_Error* NewMetric(TRITONSERVER_Metric** metric, TRITONSERVER_MetricF
                               const TRITONSERVER_Parameter** labels, uint64_t label_count,
                               const TRITONSERVER_MetricArgs* args) {
   WARDEN_REQUIRE(metric && family && (labels || label_count == 0), "TRITONSERVER_MetricNew");
-  auto m = std::make_unique<TRITONSERVER_Metric>();
-  m->family = family;
+  auto s = std::make_shared<Series>();
   for (uint64_t i = 0; i < label_count; ++i) {
     const TRITONSERVER_Parameter* p = labels[i];
     if (p == nullptr || p->type != TRITONSERVER_PARAMETER_STRING || !ValidName(p->name.c_str())) {
       return warden::InvalidArg("metric labels must be STRING parameters with valid label names");
     }
-    m->labels.emplace_back(p->name, p->string_value);
+    for (const auto& kv : s->labels) {
+      if (kv.first == p->name) return warden::InvalidArg("duplicate metric label '" + p->name + "'");
+    }
+    s->labels.emplace_back(p->name, p->string_value);
   }
+  s->key = SeriesKey(s->labels);
   if (family->kind == TRITONSERVER_METRIC_KIND_HISTOGRAM) {
     if (args == nullptr || !args->histogram) {
       return warden::InvalidArg("histogram metric '" + family->name +
                                 "' needs TRITONSERVER_MetricArgsSetHistogram buckets");
     }
-    m->buckets = args->buckets;
-    m->bucket_counts.assign(m->buckets.size(), 0);
+    s->buckets = args->buckets;
+    s->bucket_counts.assign(s->buckets.size(), 0);
   }
   std::lock_guard<std::mutex> lk(metrics_mu);
+  auto& live = series_by_family[family->name];
+  for (const auto& existing : live) {
+    if (existing->key != s->key) continue;
+    if (existing->buckets != s->buckets) {
+      return warden::InvalidArg("histogram metric '" + family->name +
+                                "' already has a series with these labels and other buckets");
+    }
+    s = existing;  // same family name, same labels: one series (Triton's behaviour)
+    break;
+  }
+  if (s.use_count() == 1) live.push_back(s);
+  auto m = std::make_unique<TRITONSERVER_Metric>();
+  m->family = family;
+  m->series = std::move(s);
   family->metrics.push_back(m.get());
   *metric = m.release();
   return nullptr;
@@ -215,6 +253,13 @@ TRITONSERVER_Error* TRITONSERVER_MetricDelete(TRITONSERVER_Metric* metric) {
   std::lock_guard<std::mutex> lk(metrics_mu);
   auto& ms = metric->family->metrics;
   ms.erase(std::remove(ms.begin(), ms.end(), metric), ms.end());
+  // The series goes when its last metric does (the family's list holds one reference).
+  auto it = series_by_family.find(metric->family->name);
+  if (it != series_by_family.end() && metric->series.use_count() == 2) {
+    auto& live = it->second;
+    live.erase(std::remove(live.begin(), live.end(), metric->series), live.end());
+    if (live.empty()) series_by_family.erase(it);
+  }
   delete metric;
   return nullptr;
 }
@@ -225,7 +270,7 @@ TRITONSERVER_Error* TRITONSERVER_MetricValue(TRITONSERVER_Metric* metric, double
   if (metric->family->kind == TRITONSERVER_METRIC_KIND_HISTOGRAM) {
     return warden::Unsupported("TRITONSERVER_MetricValue is not supported for histograms");
   }
-  *value = metric->value;
+  *value = metric->series->value;
   return nullptr;
 }
 
@@ -235,10 +280,10 @@ TRITONSERVER_Error* TRITONSERVER_MetricIncrement(TRITONSERVER_Metric* metric, do
   switch (metric->family->kind) {
     case TRITONSERVER_METRIC_KIND_COUNTER:
       if (value < 0) return warden::InvalidArg("counters can only be incremented by values >= 0");
-      metric->value += value;
+      metric->series->value += value;
       return nullptr;
     case TRITONSERVER_METRIC_KIND_GAUGE:
-      metric->value += value;
+      metric->series->value += value;
       return nullptr;
     default:
       return warden::Unsupported("TRITONSERVER_MetricIncrement is not supported for histograms");
@@ -251,7 +296,7 @@ TRITONSERVER_Error* TRITONSERVER_MetricSet(TRITONSERVER_Metric* metric, double v
   if (metric->family->kind != TRITONSERVER_METRIC_KIND_GAUGE) {
     return warden::Unsupported("TRITONSERVER_MetricSet is only supported for gauges");
   }
-  metric->value = value;
+  metric->series->value = value;
   return nullptr;
 }
 
@@ -261,10 +306,11 @@ TRITONSERVER_Error* TRITONSERVER_MetricObserve(TRITONSERVER_Metric* metric, doub
   if (metric->family->kind != TRITONSERVER_METRIC_KIND_HISTOGRAM) {
     return warden::Unsupported("TRITONSERVER_MetricObserve is only supported for histograms");
   }
-  auto it = std::lower_bound(metric->buckets.begin(), metric->buckets.end(), value);
-  if (it != metric->buckets.end()) metric->bucket_counts[size_t(it - metric->buckets.begin())]++;
-  metric->sum += value;
-  metric->count++;
+  Series& ser = *metric->series;
+  auto it = std::lower_bound(ser.buckets.begin(), ser.buckets.end(), value);
+  if (it != ser.buckets.end()) ser.bucket_counts[size_t(it - ser.buckets.begin())]++;
+  ser.sum += value;
+  ser.count++;
   return nullptr;
 }
 
@@ -285,9 +331,10 @@ char* WARDEN_CustomMetricsText(void) {
     done.push_back(head->name);
     os << "# HELP " << head->name << ' ' << head->description << '\n';
     os << "# TYPE " << head->name << ' ' << KindName(head->kind) << '\n';
-    for (size_t j = i; j < families.size(); ++j) {  // families sharing a name print together
-      if (families[j]->name != head->name) continue;
-      for (const TRITONSERVER_Metric* m : families[j]->metrics) {
+    auto found = series_by_family.find(head->name);  // families sharing a name print together
+    if (found == series_by_family.end()) continue;
+    {
+      for (const auto& m : found->second) {
         if (head->kind != TRITONSERVER_METRIC_KIND_HISTOGRAM) {
           os << head->name << LabelSet(m->labels) << ' ' << Number(m->value) << '\n';
           continue;

@@ -15,10 +15,10 @@ std::shared_ptr<const warden::ModelInfo> MakeInfo(const TRITONBACKEND_Model* mod
     if (output_names[i] != nullptr) info->outputs.insert(output_names[i]);
   }
   info->decoupled = decoupled;
+  info->live = model->live;
   return info;
 }
 
-TRITONSERVER_Server the_server;  // see objects.h
 
 }  // namespace
 
@@ -38,14 +38,15 @@ TRITONSERVER_Error* WARDEN_ModelLoad(TRITONBACKEND_Backend* backend, const WARDE
   m->auto_complete_config = desc->auto_complete_config;
   m->config_json = desc->config_json;
   m->info = MakeInfo(m.get(), desc->output_names, desc->output_count, desc->decoupled);
+  m->server.state->owner = desc->server_owner;
+  m->server.state->model_name = m->name;
   if (backend->model_initialize != nullptr) {
     m->in_initialize = true;
     TRITONSERVER_Error* err = nullptr;
     try {
       err = backend->model_initialize(m.get());
     } catch (...) {
-      err = warden::Internal("backend '" + backend->name +
-                             "' threw a C++ exception from TRITONBACKEND_ModelInitialize");
+      err = warden::EscapedException(backend->name, "TRITONBACKEND_ModelInitialize");
     }
     m->in_initialize = false;
     if (err != nullptr) return err;  // Triton does not call ModelFinalize after a failed init
@@ -87,13 +88,18 @@ TRITONSERVER_Error* WARDEN_ModelUnload(TRITONBACKEND_Model* model) {
     try {
       err = backend->model_finalize(model);
     } catch (...) {
-      err = warden::Internal("backend '" + backend->name +
-                             "' threw a C++ exception from TRITONBACKEND_ModelFinalize");
+      err = warden::EscapedException(backend->name, "TRITONBACKEND_ModelFinalize");
     }
   }
   backend->live_models--;
   delete model;
   return err;
+}
+
+void WARDEN_ModelLiveObjects(TRITONBACKEND_Model* model, int64_t* responses, int64_t* factories) {
+  if (model == nullptr) return;
+  if (responses != nullptr) *responses = model->live->responses.load();
+  if (factories != nullptr) *factories = model->live->factories.load();
 }
 
 // ---------------------------------------------------------------- TRITONBACKEND_Model*
@@ -162,7 +168,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelSetConfig(TRITONBACKEND_Model* model,
 TRITONSERVER_Error* TRITONBACKEND_ModelServer(TRITONBACKEND_Model* model,
                                               TRITONSERVER_Server** server) {
   WARDEN_REQUIRE(model && server, "TRITONBACKEND_ModelServer");
-  *server = &the_server;
+  *server = &model->server;  // one per model: carries its owner (spec §6.4, inference.cc)
   return nullptr;
 }
 

@@ -45,10 +45,31 @@ struct TRITONSERVER_BufferAttributes {
   void* cuda_ipc_handle = nullptr;
 };
 
-// The handle TRITONBACKEND_ModelServer returns. Warden has no in-process inference API yet, so
-// it only answers liveness/readiness; everything else on it is UNSUPPORTED.
+namespace warden {
+class Worker;
+/** What a model's TRITONSERVER_Server shares with its in-flight in-process requests. */
+struct ServerState {
+  uint64_t owner = 0;  // WARDEN_ModelDesc.server_owner
+  std::string model_name;
+  std::mutex mu;
+  std::shared_ptr<Worker> callbacks;  // allocator / response / release callbacks run here
+  /** The callback thread, started on first use. */
+  std::shared_ptr<Worker> CallbackWorker();
+};
+}  // namespace warden
+
+// The handle TRITONBACKEND_ModelServer returns: one per model, so the embedding host knows on
+// whose behalf a backend's in-process call runs (inference.cc, spec §6.4).
 struct TRITONSERVER_Server {
-  int unused = 0;
+  std::shared_ptr<warden::ServerState> state = std::make_shared<warden::ServerState>();
+};
+
+struct TRITONSERVER_ResponseAllocator {
+  TRITONSERVER_ResponseAllocatorAllocFn_t alloc_fn = nullptr;
+  TRITONSERVER_ResponseAllocatorReleaseFn_t release_fn = nullptr;
+  TRITONSERVER_ResponseAllocatorStartFn_t start_fn = nullptr;
+  TRITONSERVER_ResponseAllocatorQueryFn_t query_fn = nullptr;
+  TRITONSERVER_ResponseAllocatorBufferAttributesFn_t buffer_attributes_fn = nullptr;
 };
 
 namespace warden {
@@ -66,6 +87,12 @@ inline TRITONSERVER_Error* Internal(std::string m) {
   return Err(TRITONSERVER_ERROR_INTERNAL, std::move(m));
 }
 TRITONSERVER_Error* CopyError(const TRITONSERVER_Error* e);
+/**
+ * Call only inside a catch block: the INTERNAL error for an exception that escaped backend entry
+ * point `entry` of backend `backend`, "backend '<b>' threw a C++ exception from <entry>: <what()>",
+ * also logged at ERROR (a non-std exception reports "unknown exception type").
+ */
+TRITONSERVER_Error* EscapedException(const std::string& backend, const char* entry);
 void Log(TRITONSERVER_LogLevel level, const char* file, int line, const std::string& msg);
 /** Argument check for API entry points: INVALID_ARG "<fn>: null argument". */
 #define WARDEN_REQUIRE(cond, fn) \
@@ -116,12 +143,21 @@ class Worker {
 
 /** What responses need to know about their model; immutable, shared with in-flight sinks so a
  *  late decoupled response never touches a freed model. */
+/** Backend objects of one model that are alive (created and not yet given back): what is left
+ *  when the model unloads was leaked by the backend. */
+struct LiveObjects {
+  std::atomic<int64_t> responses{0};  // TRITONBACKEND_Response not sent or deleted
+  std::atomic<int64_t> factories{0};  // TRITONBACKEND_ResponseFactory not deleted
+};
+
 struct ModelInfo {
   std::string backend_name;
   std::string name;
   int64_t version = 0;
   std::unordered_set<std::string> outputs;
   bool decoupled = false;
+  /** Shared by every ModelInfo of the model (a config update makes a new ModelInfo). */
+  std::shared_ptr<LiveObjects> live = std::make_shared<LiveObjects>();
 };
 
 /**
@@ -224,6 +260,7 @@ struct TRITONBACKEND_Backend {
 
 struct TRITONBACKEND_Model {
   TRITONBACKEND_Backend* backend = nullptr;
+  TRITONSERVER_Server server;
   std::string name;
   uint64_t version = 0;
   std::string repository_path;
@@ -232,6 +269,7 @@ struct TRITONBACKEND_Model {
   std::atomic<bool> in_initialize{false};
   std::atomic<int> live_instances{0};
 
+  std::shared_ptr<warden::LiveObjects> live = std::make_shared<warden::LiveObjects>();
   std::mutex mu;  // guards the fields below
   std::string config_json;
   std::shared_ptr<const warden::ModelInfo> info;
@@ -294,9 +332,15 @@ struct TRITONBACKEND_Output {
   std::string name;
   TRITONSERVER_DataType datatype = TRITONSERVER_TYPE_INVALID;
   std::vector<int64_t> shape;
-  void* buffer = nullptr;  // malloc'd; freed with the output unless taken
+  void* buffer = nullptr;  // malloc'd (freed with the output unless taken), or from `allocator`
   uint64_t byte_size = 0;
   bool allocated = false;
+  /** Set for outputs of in-process responses: the buffer came from this allocator's alloc_fn and
+   *  goes back through its release_fn. */
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
+  void* buffer_userp = nullptr;
+  TRITONSERVER_MemoryType memory_type = TRITONSERVER_MEMORY_CPU;
+  int64_t memory_type_id = 0;
   std::unique_ptr<TRITONSERVER_BufferAttributes> attributes;
   ~TRITONBACKEND_Output();
 };

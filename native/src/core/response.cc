@@ -55,7 +55,16 @@ void Sink::DeliverErrorIfOpen(const TRITONSERVER_Error* error) {
 
 }  // namespace warden
 
-TRITONBACKEND_Output::~TRITONBACKEND_Output() { std::free(buffer); }
+TRITONBACKEND_Output::~TRITONBACKEND_Output() {
+  if (allocator == nullptr) {
+    std::free(buffer);
+    return;
+  }
+  if (allocator->release_fn != nullptr && buffer != nullptr) {
+    TRITONSERVER_ErrorDelete(allocator->release_fn(allocator, buffer, buffer_userp, size_t(byte_size),
+                                                   memory_type, memory_type_id));
+  }
+}
 
 namespace {
 
@@ -87,10 +96,12 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryNew(TRITONBACKEND_ResponseFacto
                                                      TRITONBACKEND_Request* request) {
   WARDEN_REQUIRE(factory && request, "TRITONBACKEND_ResponseFactoryNew");
   *factory = new TRITONBACKEND_ResponseFactory{request->sink};
+  request->sink->model()->live->factories++;
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryDelete(TRITONBACKEND_ResponseFactory* factory) {
+  if (factory != nullptr) factory->sink->model()->live->factories--;
   delete factory;
   return nullptr;
 }
@@ -116,6 +127,7 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseNew(TRITONBACKEND_Response** response,
   WARDEN_REQUIRE(response && request, "TRITONBACKEND_ResponseNew");
   auto* r = new TRITONBACKEND_Response;
   r->sink = request->sink;
+  r->sink->model()->live->responses++;
   *response = r;
   return nullptr;
 }
@@ -125,11 +137,13 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseNewFromFactory(TRITONBACKEND_Response*
   WARDEN_REQUIRE(response && factory, "TRITONBACKEND_ResponseNewFromFactory");
   auto* r = new TRITONBACKEND_Response;
   r->sink = factory->sink;
+  r->sink->model()->live->responses++;
   *response = r;
   return nullptr;
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseDelete(TRITONBACKEND_Response* response) {
+  if (response != nullptr) response->sink->model()->live->responses--;
   delete response;
   return nullptr;
 }
@@ -201,6 +215,7 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseSend(TRITONBACKEND_Response* response,
                                                TRITONSERVER_Error* error) {
   WARDEN_REQUIRE(response, "TRITONBACKEND_ResponseSend");
   std::unique_ptr<TRITONBACKEND_Response> owned(response);  // the host always takes the response
+  owned->sink->model()->live->responses--;
   auto* r = new TRITONSERVER_InferenceResponse;
   r->model = owned->sink->model();
   r->request_id = owned->sink->request_id();
@@ -365,15 +380,16 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutput(
   if (dim_count != nullptr) *dim_count = o->shape.size();
   if (base != nullptr) *base = o->buffer;
   if (byte_size != nullptr) *byte_size = size_t(o->byte_size);
-  if (memory_type != nullptr) *memory_type = TRITONSERVER_MEMORY_CPU;
-  if (memory_type_id != nullptr) *memory_type_id = 0;
-  if (userp != nullptr) *userp = nullptr;
+  if (memory_type != nullptr) *memory_type = o->memory_type;
+  if (memory_type_id != nullptr) *memory_type_id = o->memory_type_id;
+  if (userp != nullptr) *userp = o->buffer_userp;  // the allocator's buffer_userp, if any
   return nullptr;
 }
 
 void* WARDEN_InferenceResponseOutputTakeBuffer(TRITONSERVER_InferenceResponse* r, uint32_t index) {
   if (r == nullptr || index >= r->outputs.size()) return nullptr;
   TRITONBACKEND_Output* o = r->outputs[index].get();
+  if (o->allocator != nullptr) return nullptr;  // the allocator's buffer is not ours to give
   void* p = o->buffer;
   o->buffer = nullptr;
   return p;

@@ -9,22 +9,6 @@
 
 extern "C" {
 
-TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorNew(TRITONSERVER_ResponseAllocator** allocator, TRITONSERVER_ResponseAllocatorAllocFn_t alloc_fn, TRITONSERVER_ResponseAllocatorReleaseFn_t release_fn, TRITONSERVER_ResponseAllocatorStartFn_t start_fn) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ResponseAllocatorNew");
-}
-
-TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorSetBufferAttributesFunction(TRITONSERVER_ResponseAllocator* allocator, TRITONSERVER_ResponseAllocatorBufferAttributesFn_t buffer_attributes_fn) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ResponseAllocatorSetBufferAttributesFunction");
-}
-
-TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorSetQueryFunction(TRITONSERVER_ResponseAllocator* allocator, TRITONSERVER_ResponseAllocatorQueryFn_t query_fn) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ResponseAllocatorSetQueryFunction");
-}
-
-TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorDelete(TRITONSERVER_ResponseAllocator* allocator) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ResponseAllocatorDelete");
-}
-
 TRITONSERVER_Error* TRITONSERVER_MetricsDelete(TRITONSERVER_Metrics* metrics) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_MetricsDelete");
 }
@@ -79,146 +63,6 @@ TRITONSERVER_Error* TRITONSERVER_InferenceTraceSetContext(TRITONSERVER_Inference
 
 TRITONSERVER_Error* TRITONSERVER_InferenceTraceContext(TRITONSERVER_InferenceTrace* trace, const char** trace_context) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceTraceContext");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestNew(TRITONSERVER_InferenceRequest** inference_request, TRITONSERVER_Server* server, const char* model_name, const int64_t model_version) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestNew");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestDelete(TRITONSERVER_InferenceRequest* inference_request) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestDelete");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestId(TRITONSERVER_InferenceRequest* inference_request, const char** id) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestId");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetId(TRITONSERVER_InferenceRequest* inference_request, const char* id) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetId");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestFlags(TRITONSERVER_InferenceRequest* inference_request, uint32_t* flags) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestFlags");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetFlags(TRITONSERVER_InferenceRequest* inference_request, uint32_t flags) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetFlags");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestCorrelationId(TRITONSERVER_InferenceRequest* inference_request, uint64_t* correlation_id) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestCorrelationId");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestCorrelationIdString(TRITONSERVER_InferenceRequest* inference_request, const char** correlation_id) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestCorrelationIdString");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetCorrelationId(TRITONSERVER_InferenceRequest* inference_request, uint64_t correlation_id) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetCorrelationId");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetCorrelationIdString(TRITONSERVER_InferenceRequest* inference_request, const char* correlation_id) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetCorrelationIdString");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestCancel(TRITONSERVER_InferenceRequest* inference_request) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestCancel");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestIsCancelled(TRITONSERVER_InferenceRequest* inference_request, bool* is_cancelled) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestIsCancelled");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestPriority(TRITONSERVER_InferenceRequest* inference_request, uint32_t* priority) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestPriority");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestPriorityUInt64(TRITONSERVER_InferenceRequest* inference_request, uint64_t* priority) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestPriorityUInt64");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetPriority(TRITONSERVER_InferenceRequest* inference_request, uint32_t priority) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetPriority");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetPriorityUInt64(TRITONSERVER_InferenceRequest* inference_request, uint64_t priority) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetPriorityUInt64");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestTimeoutMicroseconds(TRITONSERVER_InferenceRequest* inference_request, uint64_t* timeout_us) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestTimeoutMicroseconds");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(TRITONSERVER_InferenceRequest* inference_request, uint64_t timeout_us) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetTimeoutMicroseconds");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddInput(TRITONSERVER_InferenceRequest* inference_request, const char* name, const TRITONSERVER_DataType datatype, const int64_t* shape, uint64_t dim_count) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestAddInput");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddRawInput(TRITONSERVER_InferenceRequest* inference_request, const char* name) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestAddRawInput");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveInput(TRITONSERVER_InferenceRequest* inference_request, const char* name) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestRemoveInput");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllInputs(TRITONSERVER_InferenceRequest* inference_request) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestRemoveAllInputs");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputData(TRITONSERVER_InferenceRequest* inference_request, const char* name, const void* base, size_t byte_size, TRITONSERVER_MemoryType memory_type, int64_t memory_type_id) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestAppendInputData");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputDataWithHostPolicy(TRITONSERVER_InferenceRequest* inference_request, const char* name, const void* base, size_t byte_size, TRITONSERVER_MemoryType memory_type, int64_t memory_type_id, const char* host_policy_name) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestAppendInputDataWithHostPolicy");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputDataWithBufferAttributes(TRITONSERVER_InferenceRequest* inference_request, const char* name, const void* base, TRITONSERVER_BufferAttributes* buffer_attributes) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestAppendInputDataWithBufferAttributes");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllInputData(TRITONSERVER_InferenceRequest* inference_request, const char* name) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestRemoveAllInputData");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddRequestedOutput(TRITONSERVER_InferenceRequest* inference_request, const char* name) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestAddRequestedOutput");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveRequestedOutput(TRITONSERVER_InferenceRequest* inference_request, const char* name) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestRemoveRequestedOutput");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllRequestedOutputs(TRITONSERVER_InferenceRequest* inference_request) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestRemoveAllRequestedOutputs");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetReleaseCallback(TRITONSERVER_InferenceRequest* inference_request, TRITONSERVER_InferenceRequestReleaseFn_t request_release_fn, void* request_release_userp) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetReleaseCallback");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetResponseCallback(TRITONSERVER_InferenceRequest* inference_request, TRITONSERVER_ResponseAllocator* response_allocator, void* response_allocator_userp, TRITONSERVER_InferenceResponseCompleteFn_t response_fn, void* response_userp) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetResponseCallback");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetStringParameter(TRITONSERVER_InferenceRequest* request, const char* key, const char* value) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetStringParameter");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetIntParameter(TRITONSERVER_InferenceRequest* request, const char* key, const int64_t value) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetIntParameter");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetBoolParameter(TRITONSERVER_InferenceRequest* request, const char* key, const bool value) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetBoolParameter");
-}
-
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetDoubleParameter(TRITONSERVER_InferenceRequest* request, const char* key, const double value) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceRequestSetDoubleParameter");
 }
 
 TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutputClassificationLabel(TRITONSERVER_InferenceResponse* inference_response, const uint32_t index, const size_t class_index, const char** label) {
@@ -321,6 +165,10 @@ TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelNamespacing(TRITONSERVER_S
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetModelNamespacing");
 }
 
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetEnablePeerAccess(TRITONSERVER_ServerOptions* options, bool enable_peer_access) {
+  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetEnablePeerAccess");
+}
+
 TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogFile(TRITONSERVER_ServerOptions* options, const char* file) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetLogFile");
 }
@@ -413,10 +261,6 @@ TRITONSERVER_Error* TRITONSERVER_ServerPollModelRepository(TRITONSERVER_Server* 
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerPollModelRepository");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerModelIsReady(TRITONSERVER_Server* server, const char* model_name, const int64_t model_version, bool* ready) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelIsReady");
-}
-
 TRITONSERVER_Error* TRITONSERVER_ServerModelBatchProperties(TRITONSERVER_Server* server, const char* model_name, const int64_t model_version, uint32_t* flags, void** voidp) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelBatchProperties");
 }
@@ -429,44 +273,16 @@ TRITONSERVER_Error* TRITONSERVER_ServerMetadata(TRITONSERVER_Server* server, TRI
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerMetadata");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerModelMetadata(TRITONSERVER_Server* server, const char* model_name, const int64_t model_version, TRITONSERVER_Message** model_metadata) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelMetadata");
-}
-
 TRITONSERVER_Error* TRITONSERVER_ServerModelStatistics(TRITONSERVER_Server* server, const char* model_name, const int64_t model_version, TRITONSERVER_Message** model_stats) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelStatistics");
-}
-
-TRITONSERVER_Error* TRITONSERVER_ServerModelConfig(TRITONSERVER_Server* server, const char* model_name, const int64_t model_version, const uint32_t config_version, TRITONSERVER_Message** model_config) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelConfig");
 }
 
 TRITONSERVER_Error* TRITONSERVER_ServerModelIndex(TRITONSERVER_Server* server, uint32_t flags, TRITONSERVER_Message** model_index) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelIndex");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerLoadModel(TRITONSERVER_Server* server, const char* model_name) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerLoadModel");
-}
-
-TRITONSERVER_Error* TRITONSERVER_ServerLoadModelWithParameters(TRITONSERVER_Server* server, const char* model_name, const TRITONSERVER_Parameter** parameters, const uint64_t parameter_count) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerLoadModelWithParameters");
-}
-
-TRITONSERVER_Error* TRITONSERVER_ServerUnloadModel(TRITONSERVER_Server* server, const char* model_name) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerUnloadModel");
-}
-
-TRITONSERVER_Error* TRITONSERVER_ServerUnloadModelAndDependents(TRITONSERVER_Server* server, const char* model_name) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerUnloadModelAndDependents");
-}
-
 TRITONSERVER_Error* TRITONSERVER_ServerMetrics(TRITONSERVER_Server* server, TRITONSERVER_Metrics** metrics) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerMetrics");
-}
-
-TRITONSERVER_Error* TRITONSERVER_ServerInferAsync(TRITONSERVER_Server* server, TRITONSERVER_InferenceRequest* inference_request, TRITONSERVER_InferenceTrace* trace) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerInferAsync");
 }
 
 }  // extern "C"

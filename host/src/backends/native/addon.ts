@@ -45,7 +45,11 @@ export interface AddonTimestamps {
 
 /** TRITONBACKEND_ModelInstanceReportBatchStatistics of one execution. */
 export interface AddonExecStats extends AddonTimestamps {
+  /** The backend called TRITONBACKEND_ModelInstanceReportBatchStatistics (else the timestamps are 0). */
+  reported: boolean;
   batchSize: number;
+  /** CLOCK_MONOTONIC ns when TRITONBACKEND_ModelInstanceExecute returned (always set). */
+  returnedNs: bigint;
 }
 
 /** A response (`t: 0`) or a release (`t: 1`) of a request, in the order the backend made them. */
@@ -75,7 +79,7 @@ export interface AddonInstanceSpec {
 export interface InstanceHandle {
   /** TRITONBACKEND_ModelInstanceInitialize on the instance's native thread. */
   initialize(): Promise<void>;
-  /** One TRITONBACKEND_ModelInstanceExecute; resolves when it returned (not when responses are done). */
+  /** One TRITONBACKEND_ModelInstanceExecute; resolves after it returned and its events were delivered. */
   execute(requests: AddonRequest[]): Promise<AddonExecStats | undefined>;
   /** TRITONBACKEND_ModelInstanceFinalize, then the thread is stopped and the instance freed. */
   finalize(): Promise<void>;
@@ -83,6 +87,11 @@ export interface InstanceHandle {
   isReady(): boolean;
   /** Requests not yet both final-responded and released. */
   outstanding(): number;
+  /**
+   * Give up on an instance whose native thread is stuck in the backend: pending jobs never settle,
+   * later events are dropped, the native instance and its thread are left allocated on purpose.
+   */
+  abandon(): void;
 }
 
 export interface ModelHandle {
@@ -90,6 +99,8 @@ export interface ModelHandle {
   setConfigJson(): string | null;
   updateConfig(configJson: string, outputs: string[], decoupled: boolean): void;
   createInstance(spec: AddonInstanceSpec, onEvents: (events: AddonEvent[]) => void): InstanceHandle;
+  /** Responses neither sent nor deleted, and response factories not deleted, of this model now. */
+  liveObjects(): { responses: number; factories: number };
   /** TRITONBACKEND_ModelFinalize (all instances must be finalized). */
   unload(): Promise<void>;
 }
@@ -105,6 +116,8 @@ export interface BackendHandle {
     autoCompleteConfig: boolean;
     outputs: string[];
     decoupled: boolean;
+    /** NativeServerBridge owner id the model's TRITONSERVER_Server reports (0 = none). */
+    serverOwner?: number;
   }): Promise<ModelHandle>;
   /** TRITONBACKEND_Finalize and dlclose (all models must be unloaded). */
   unload(): Promise<void>;
@@ -120,6 +133,24 @@ export interface NativeAddon {
   ): void;
   /** Prometheus text of the metric families backends created (TRITONSERVER_MetricFamilyNew). */
   customMetricsText(): string;
+  /**
+   * Route backends' in-process calls (TRITONSERVER_ServerInferAsync, model queries, load/unload)
+   * to `fn` on the JS thread: kind 0 infer, 1 cancel, 2.. WARDEN_ServerQuery + 2. `fn` returns
+   * the result JSON (or undefined), a promise of it, or throws an Error with `tritonCode`.
+   */
+  setServerHandler(fn: (kind: number, owner: number, payload: unknown) => string | undefined | Promise<string | undefined>): void;
+  /** Detach: later calls fail with UNAVAILABLE, backend threads still waiting are answered so. */
+  closeServerBridge(): void;
+  /** A response for in-flight in-process request `token`; false if it is unknown (already final). */
+  serverRespond(token: number, response: object | null, final: boolean): boolean;
+  /** In-process requests submitted by backends and not yet answered FINAL (native count). */
+  inflightInferenceRequests(): number;
+  /** A new POSIX shared memory region of `bytes` (mode 0600), mapped; name "/warden-…". */
+  shmCreate(bytes: number): { name: string; buffer: ArrayBuffer };
+  /** Map a region shmCreate made (the size must match). @throws for any other name */
+  shmOpen(name: string, bytes: number): ArrayBuffer;
+  /** Remove a region's name (mappings stay valid). */
+  shmUnlink(name: string): void;
   /** Reported API versions, e.g. { backend: '1.19', server: '1.34' }. */
   apiVersion(): { backend: string; server: string };
 }

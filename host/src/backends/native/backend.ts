@@ -8,7 +8,9 @@ import type { Backend, BackendModel, ModelLoadContext } from '../../core/types.j
 import { fromAddonError, nativeAddon, type BackendHandle, type ModelHandle } from './addon.js';
 import { configJson, mergeAutoCompletedConfig, responseContract } from './config.js';
 import { ensureNativeLogger } from './log.js';
-import { NativeModel } from './model.js';
+import { executeTimeoutMs, NativeModel, type NativeLeaks } from './model.js';
+import { nativeServerBridge } from './server-bridge.js';
+import { IsolatedNativeModel, isolationOf, shmBytesOf } from './isolation/isolated.js';
 
 export class NativeBackend implements Backend {
   private handle?: Promise<BackendHandle>;
@@ -18,6 +20,8 @@ export class NativeBackend implements Backend {
    * @param libraryPath the library found by the search order (spec §6.9)
    * @param artifactsDir what TRITONBACKEND_BackendArtifacts reports (the library's directory)
    * @param backendConfigJson TRITONBACKEND_BackendConfig message, `{"cmdline":{...}}`
+   * @param opts.executeTimeoutMs server default execute limit, ms (0 = none)
+   * @param opts.onLeaks told what each model left behind at unload
    */
   constructor(
     readonly name: string,
@@ -25,6 +29,14 @@ export class NativeBackend implements Backend {
     readonly artifactsDir: string,
     private readonly backendConfigJson: string,
     private readonly logger: Logger,
+    private readonly opts: {
+      executeTimeoutMs: number;
+      onLeaks?: (model: string, version: number, leaks: NativeLeaks) => void;
+      /** `warden.isolation` from `--backend-config` for this backend (a model's parameter wins). */
+      isolation?: string;
+      /** True in the backend-host process itself: load in-process, whatever the config says. */
+      inBackendHostProcess?: boolean;
+    } = { executeTimeoutMs: 0 },
   ) {}
 
   /** dlopen + TRITONBACKEND_Initialize, once; a failure is not cached (the next load retries). */
@@ -53,7 +65,21 @@ export class NativeBackend implements Backend {
    * @throws TritonError with the backend's code and message (the model becomes UNAVAILABLE).
    */
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
+    if (!this.opts.inBackendHostProcess && isolationOf(ctx.config, this.opts.isolation) === 'process') {
+      // Crash isolation: the backend-host process loads this library and model (issue 12 point 2).
+      return IsolatedNativeModel.load(
+        {
+          backend: { name: this.name, libraryPath: this.libraryPath, artifactsDir: this.artifactsDir, configJson: this.backendConfigJson },
+          model: { name: ctx.name, version: ctx.version, modelPath: ctx.modelPath, versionPath: ctx.versionPath, config: ctx.config, autoCompleteConfig: ctx.autoCompleteConfig },
+        },
+        ctx.logger,
+        executeTimeoutMs(ctx.config, this.opts.executeTimeoutMs),
+        shmBytesOf(ctx.config),
+      );
+    }
     const be = await this.backend();
+    const bridge = nativeServerBridge(nativeAddon());
+    const serverOwner = bridge.register(ctx);
     let model: ModelHandle;
     try {
       model = await be.loadModel({
@@ -63,8 +89,10 @@ export class NativeBackend implements Backend {
         configJson: configJson(ctx.config),
         autoCompleteConfig: ctx.autoCompleteConfig,
         ...responseContract(ctx.config),
+        serverOwner,
       });
     } catch (e) {
+      bridge.unregister(serverOwner);
       throw fromAddonError(e);
     }
     let completed: ModelConfig | undefined;
@@ -76,11 +104,27 @@ export class NativeBackend implements Backend {
         model.updateConfig(configJson(completed), contract.outputs, contract.decoupled);
       } catch (e) {
         await model.unload().catch(() => undefined);
+        bridge.unregister(serverOwner);
         throw fromAddonError(e);
       }
     }
     const { parallelInstanceLoading } = be.attributes();
-    return new NativeModel(model, completed, completed ?? ctx.config, parallelInstanceLoading, ctx.logger);
+    let timeoutMs: number;
+    try {
+      // Inside a backend-host process the parent enforces the limit (it kills the process).
+      timeoutMs = this.opts.inBackendHostProcess ? 0 : executeTimeoutMs(completed ?? ctx.config, this.opts.executeTimeoutMs);
+    } catch (e) {
+      await model.unload().catch(() => undefined);
+      bridge.unregister(serverOwner);
+      throw e;
+    }
+    return new NativeModel(model, completed, completed ?? ctx.config, parallelInstanceLoading, ctx.logger, {
+      executeTimeoutMs: timeoutMs,
+      onFinalized: (leaks) => {
+        bridge.unregister(serverOwner);
+        this.opts.onLeaks?.(ctx.name, ctx.version, leaks);
+      },
+    });
   }
 
   /** TRITONBACKEND_Finalize and dlclose (server shutdown, after every model was unloaded). */

@@ -10,16 +10,20 @@ import { invalidArg } from '../../core/errors.js';
 import type { Backend, BackendResolveRequest, BackendResolver } from '../../core/types.js';
 import { nativeAddon } from './addon.js';
 import { NativeBackend } from './backend.js';
+import type { NativeLeaks } from './model.js';
+import { PARAM_ISOLATION } from './isolation/isolated.js';
 import { backendConfigJson } from './config.js';
 import { backendNameOf, findBackendLibrary, libraryFileName } from './search.js';
 
 export { NativeBackend } from './backend.js';
-export { NativeModel } from './model.js';
+export { NativeModel, PARAM_EXECUTE_TIMEOUT, executeTimeoutMs, type NativeLeaks } from './model.js';
 export { NativeModelInstance, FINALIZE_DRAIN_TIMEOUT_MS } from './instance.js';
 export { backendNameOf, findBackendLibrary, libraryFileName, PLATFORM_BACKENDS } from './search.js';
 export { backendConfigJson, mergeAutoCompletedConfig } from './config.js';
 export { addonPath, nativeAddon } from './addon.js';
 export { installNativeLogger } from './log.js';
+export { NativeServerBridge, nativeServerBridge } from './server-bridge.js';
+export { IsolatedNativeModel, PARAM_ISOLATION, isolationOf } from './isolation/isolated.js';
 
 /**
  * Resolves every model whose backend no earlier resolver took to a native library found by
@@ -43,6 +47,8 @@ export class NativeBackendResolver implements BackendResolver {
       backendConfig?: Record<string, Record<string, string>>;
       autoCompleteConfig: boolean;
       logger: Logger;
+      /** `--native-execute-timeout-ms`: default execute limit (0 = none; `warden.execute_timeout_ms` overrides). */
+      executeTimeoutMs?: number;
     },
   ) {
     this.logger = opts.logger;
@@ -90,6 +96,11 @@ export class NativeBackendResolver implements BackendResolver {
           settings: this.opts.backendConfig,
         }),
         this.logger,
+        {
+          executeTimeoutMs: this.opts.executeTimeoutMs ?? 0,
+          onLeaks: (model, version, leaks) => this.countLeaks(model, version, leaks),
+          isolation: this.opts.backendConfig?.[name]?.[PARAM_ISOLATION] ?? this.opts.backendConfig?.['']?.[PARAM_ISOLATION],
+        },
       );
       this.backends.set(key, backend);
     }
@@ -110,10 +121,36 @@ export class NativeBackendResolver implements BackendResolver {
    * for appending to `/metrics`; '' when the native host is not loaded.
    */
   customMetricsText(): string {
+    let text = '';
     try {
-      return nativeAddon().customMetricsText();
+      text = nativeAddon().customMetricsText();
     } catch {
       return '';
+    }
+    if (this.leaks.size === 0) return text;
+    const lines = [
+      '# HELP warden_native_leaked_total Objects native backends never gave back (responses, response factories, requests), counted at unload',
+      '# TYPE warden_native_leaked_total counter',
+    ];
+    for (const [key, n] of this.leaks) {
+      const [model, version, kind] = key.split('\0') as [string, string, string];
+      lines.push(`warden_native_leaked_total{model=${JSON.stringify(model)},version="${version}",kind="${kind}"} ${n}`);
+    }
+    return text + lines.join('\n') + '\n';
+  }
+
+  /** Leak counters by model, version and kind (`warden_native_leaked_total`). */
+  private readonly leaks = new Map<string, number>();
+
+  private countLeaks(model: string, version: number, leaks: NativeLeaks): void {
+    for (const [kind, n] of [
+      ['response', leaks.responses],
+      ['response_factory', leaks.factories],
+      ['request', leaks.requests],
+    ] as const) {
+      if (n <= 0) continue;
+      const key = `${model}\0${version}\0${kind}`;
+      this.leaks.set(key, (this.leaks.get(key) ?? 0) + n);
     }
   }
 }

@@ -14,11 +14,13 @@ import type {
   ParameterValue,
   ResponseSender,
 } from '../../core/types.js';
+import { unavailable } from '../../core/errors.js';
 import { addonInstanceSpec } from './config.js';
 import {
   fromAddonError,
   tritonErrorOf,
   type AddonEvent,
+  type AddonExecStats,
   type AddonRequest,
   type InstanceHandle,
   type ModelHandle,
@@ -26,6 +28,12 @@ import {
 
 /** How long `finalize` waits for outstanding requests to be released before finalizing anyway. */
 export const FINALIZE_DRAIN_TIMEOUT_MS = 30_000;
+
+/** Hang containment of one instance (issue 12 point 3). */
+export interface InstanceLimits {
+  /** TRITONBACKEND_ModelInstanceExecute must return within this (ms); 0 = no limit. */
+  executeTimeoutMs: number;
+}
 
 interface Pending {
   sender: ResponseSender;
@@ -71,10 +79,17 @@ export class NativeModelInstance implements BackendModelInstance {
   private nextToken = 1;
   private finalizing?: Promise<void>;
   private drained?: () => void;
+  /** An Execute call has not returned yet. */
+  private executing = false;
+  /** Set when an Execute did not return within the limit: the instance is given up. */
+  private stuck?: string;
+  /** Requests the backend never released (counted when the instance was finalized or given up). */
+  leakedRequests = 0;
 
   private constructor(
     private readonly name: string,
     private readonly logger: Logger,
+    private readonly limits: InstanceLimits,
   ) {}
 
   private handle!: InstanceHandle;
@@ -84,8 +99,14 @@ export class NativeModelInstance implements BackendModelInstance {
    * @throws TritonError with the backend's code and message if initialization fails (the instance
    *   is finalized and freed first).
    */
-  static async create(model: ModelHandle, spec: InstanceSpec, config: ModelConfig, logger: Logger): Promise<NativeModelInstance> {
-    const inst = new NativeModelInstance(spec.name, logger.child({ instance: spec.name }));
+  static async create(
+    model: ModelHandle,
+    spec: InstanceSpec,
+    config: ModelConfig,
+    logger: Logger,
+    limits: InstanceLimits = { executeTimeoutMs: 0 },
+  ): Promise<NativeModelInstance> {
+    const inst = new NativeModelInstance(spec.name, logger.child({ instance: spec.name }), limits);
     try {
       inst.handle = model.createInstance(addonInstanceSpec(spec, config), (events) => inst.onEvents(events));
     } catch (e) {
@@ -108,6 +129,7 @@ export class NativeModelInstance implements BackendModelInstance {
    *   received it as its final response), or if the batch could not be submitted.
    */
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
+    if (this.stuck !== undefined) throw unavailable(this.stuck);
     const batch: AddonRequest[] = new Array(requests.length);
     for (let i = 0; i < requests.length; i++) {
       const token = this.nextToken;
@@ -116,14 +138,62 @@ export class NativeModelInstance implements BackendModelInstance {
       batch[i] = toAddonRequest(token, requests[i]!);
     }
     try {
-      const stats = await this.handle.execute(batch);
-      if (stats) return { computeStartNs: stats.computeStartNs, computeEndNs: stats.computeEndNs };
+      this.executing = true;
+      const running = this.handle.execute(batch);
+      const stats = this.limits.executeTimeoutMs > 0 ? await this.withinLimit(running, batch) : await running;
+      this.executing = false;
+      if (!stats) return;
+      // returnedNs: when Execute returned on the native thread; the promise settles only after the
+      // thread hop and the delivery of the responses, which is not compute_output (spec §3.2).
+      if (!stats.reported) return { execEndNs: stats.returnedNs };
+      return { computeStartNs: stats.computeStartNs, computeEndNs: stats.computeEndNs, execEndNs: stats.returnedNs };
     } catch (e) {
+      if (this.stuck === undefined) this.executing = false;
       // Requests that got no final response were never submitted: forget them (the caller answers).
       for (const r of batch) if (!this.pending.get(r.token)?.final) this.pending.delete(r.token);
       this.checkDrained();
       throw fromAddonError(e);
     }
+  }
+
+  /**
+   * `running`, unless Execute does not return within the limit: then the batch's requests get
+   * UNAVAILABLE with the reason, the instance is given up (its thread cannot be stopped safely)
+   * and this rejects; the model version sees {@link unhealthy} and becomes UNAVAILABLE with the reason.
+   */
+  private withinLimit(running: Promise<AddonExecStats | undefined>, batch: AddonRequest[]): Promise<AddonExecStats | undefined> {
+    const limit = this.limits.executeTimeoutMs;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const reason = `TRITONBACKEND_ModelInstanceExecute of instance '${this.name}' did not return within ${limit} ms (warden.execute_timeout_ms); the instance was given up`;
+        this.stuck = reason;
+        const err = unavailable(reason);
+        this.logger.error({ requests: batch.length, executeTimeoutMs: limit }, reason);
+        for (const r of batch) {
+          const p = this.pending.get(r.token);
+          if (p && !p.final) {
+            p.final = true;
+            p.sender.sendError(err, true);
+          }
+        }
+        reject(err);
+      }, limit);
+      running.then(
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      );
+    });
+  }
+
+  /** Why the instance was given up (Execute did not return in time), else undefined. */
+  unhealthy(): string | undefined {
+    return this.stuck;
   }
 
   /** TRITONBACKEND_ModelInstanceReady. */
@@ -142,11 +212,25 @@ export class NativeModelInstance implements BackendModelInstance {
    */
   finalize(): Promise<void> {
     this.finalizing ??= (async () => {
+      if (this.stuck !== undefined || this.executing) {
+        // Its thread is still inside Execute (the caller already waited the exit timeout):
+        // Finalize would queue behind it for ever. Give the instance up so unload and shutdown end.
+        this.leakedRequests = this.pending.size;
+        this.logger.error(
+          { outstanding: this.pending.size },
+          `instance '${this.name}' is still inside TRITONBACKEND_ModelInstanceExecute: not finalized; its thread and memory are left behind`,
+        );
+        this.stuck ??= `instance '${this.name}' was given up while inside TRITONBACKEND_ModelInstanceExecute`;
+        this.handle.abandon();
+        this.pending.clear();
+        return;
+      }
       if (this.pending.size > 0) {
         const drained = new Promise<void>((r) => (this.drained = r));
         const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), FINALIZE_DRAIN_TIMEOUT_MS).unref());
         if ((await Promise.race([drained, timeout])) === 'timeout') {
-          this.logger.warn({ outstanding: this.pending.size }, 'finalizing with requests the backend never released');
+          this.leakedRequests = [...this.pending.values()].filter((p) => !p.released).length;
+          this.logger.warn({ outstanding: this.pending.size, unreleased: this.leakedRequests }, 'finalizing with requests the backend never released');
         }
       }
       try {
@@ -161,6 +245,7 @@ export class NativeModelInstance implements BackendModelInstance {
   private onEvents(events: AddonEvent[]): void {
     for (const ev of events) {
       const p = this.pending.get(ev.token);
+      if (p && p.final && ev.t === 0) continue; // answered already (e.g. after an execute timeout)
       if (!p) {
         this.logger.warn({ token: ev.token, event: ev.t }, 'event for an unknown request ignored');
         continue;

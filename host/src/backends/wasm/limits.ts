@@ -5,6 +5,7 @@
  */
 import { invalidArg } from '../../core/errors.js';
 import type { ModelConfig } from '../../config/types.js';
+import { positiveIntParam } from '../../config/parameters.js';
 import { WASM_PAGE_BYTES } from './binary.js';
 
 /** Server-wide caps on every sandboxed model (and the defaults for models that set nothing). */
@@ -88,17 +89,6 @@ export interface ModelLimits {
    * one on the next. Absent = the engine's default.
    */
   idleMs?: number;
-}
-
-function positiveIntParam(config: ModelConfig, key: string, allowZero = false): number | undefined {
-  const p = config.parameters?.[key];
-  if (p === undefined) return undefined;
-  const s = p.string_value.trim();
-  if (allowZero && s === '0') return 0;
-  if (!/^\d+$/.test(s)) throw invalidArg(`model '${config.name}': parameter ${key} must be a positive integer, got '${p.string_value}'`);
-  const n = Number(s);
-  if (!Number.isSafeInteger(n) || n <= 0) throw invalidArg(`model '${config.name}': parameter ${key} must be a positive integer, got '${p.string_value}'`);
-  return n;
 }
 
 /**

@@ -1,0 +1,133 @@
+/**
+ * One native backend-host process, parent side: spawn (the same Node, the same addon and
+ * libtritonserver.so), request/reply over IPC, and exit detection (issue 12 point 2).
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Logger } from 'pino';
+import { TritonError, type ErrorCode } from '../../../core/errors.js';
+import type { FromChild, ToChild } from './protocol.js';
+
+/** Distributes a call's `Omit<ToChild, 'rid'>` over the union. */
+type Call = ToChild extends infer T ? (T extends ToChild ? Omit<T, 'rid'> : never) : never;
+
+/** The child entry: compiled `child.js` beside this file, else `child.ts` through tsx (tests). */
+function childEntry(): { path: string; execArgv: string[] } {
+  const js = fileURLToPath(new URL('./child.js', import.meta.url));
+  if (existsSync(js)) return { path: js, execArgv: [] };
+  const tsx = createRequire(import.meta.url).resolve('tsx');
+  return { path: fileURLToPath(new URL('./child.ts', import.meta.url)), execArgv: ['--import', pathToFileURL(tsx).href] };
+}
+
+/** How a backend-host process ended: `signal` (e.g. SIGSEGV) or exit `code`. */
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export class BackendHostProcess {
+  private readonly child: ChildProcess;
+  private nextRid = 1;
+  private readonly calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: TritonError) => void }>();
+  private exited?: ProcessExit;
+  /** Resolves when the process is gone. */
+  readonly exit: Promise<ProcessExit>;
+
+  /**
+   * @param onResponse a request's response (by the parent's token)
+   * @param logger where the child's log lines go
+   */
+  constructor(
+    private readonly onResponse: (m: Extract<FromChild, { t: 'response' }>) => void,
+    private readonly logger: Logger,
+    /** Every reply and response carries the child's ring acknowledgement. */
+    private readonly onAck: (ack: number | undefined) => void = () => undefined,
+  ) {
+    const entry = childEntry();
+    this.child = fork(entry.path, [], {
+      execArgv: entry.execArgv,
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.child.on('message', (m: FromChild) => {
+      try {
+        this.onMessage(m);
+      } catch (e) {
+        // A process that sends what cannot be read (e.g. a slot outside its ring) is not trusted
+        // any further: it is killed (and restarted), never allowed to take the server down.
+        this.logger.error({ err: e, pid: this.child.pid }, 'malformed message from the backend host process: killing it');
+        this.child.kill('SIGKILL');
+      }
+    });
+    this.exit = new Promise((resolve) => {
+      this.child.once('exit', (code, signal) => {
+        this.exited = { code, signal };
+        const err = new TritonError('INTERNAL', `backend host process ${describeExit(this.exited)}`);
+        for (const c of this.calls.values()) c.reject(err);
+        this.calls.clear();
+        resolve(this.exited);
+      });
+    });
+    this.child.on('error', (e) => this.logger.error({ err: e }, 'backend host process error'));
+  }
+
+  /** The child's pid (for logs). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Send a call; resolves with the child's reply value. @throws TritonError from the child, or INTERNAL if it died */
+  call<T = unknown>(m: Call): Promise<T> {
+    if (this.exited) return Promise.reject(new TritonError('INTERNAL', `backend host process ${describeExit(this.exited)}`));
+    const rid = this.nextRid++;
+    return new Promise<T>((resolve, reject) => {
+      this.calls.set(rid, { resolve: resolve as (v: unknown) => void, reject });
+      this.child.send({ ...m, rid } as ToChild, (e) => {
+        if (e && this.calls.delete(rid)) reject(new TritonError('INTERNAL', `backend host process unreachable: ${e.message}`));
+      });
+    });
+  }
+
+  /** SIGKILL (a stuck or unwanted process); resolves when it is gone. */
+  kill(): Promise<ProcessExit> {
+    if (!this.exited) this.child.kill('SIGKILL');
+    return this.exit;
+  }
+
+  /** Let the process end by itself (it exits when the channel closes); SIGKILL after `graceMs`. */
+  async close(graceMs: number): Promise<ProcessExit> {
+    if (this.exited) return this.exited;
+    if (this.child.connected) this.child.disconnect();
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    const e = await this.exit;
+    clearTimeout(timer);
+    return e;
+  }
+
+  private onMessage(m: FromChild): void {
+    if (m.t !== 'log') this.onAck(m.ack);
+    switch (m.t) {
+      case 'reply': {
+        const c = this.calls.get(m.rid);
+        if (!c) return;
+        this.calls.delete(m.rid);
+        if (m.error) c.reject(new TritonError(m.error.code as ErrorCode, m.error.message));
+        else c.resolve(m.value);
+        return;
+      }
+      case 'response':
+        this.onResponse(m);
+        return;
+      case 'log':
+        this.logger[m.level]({ ...m.obj, pid: this.child.pid }, m.msg);
+        return;
+    }
+  }
+}
+
+/** "was killed by signal SIGSEGV" / "exited with code 3". */
+export function describeExit(e: ProcessExit): string {
+  return e.signal ? `was killed by signal ${e.signal}` : `exited with code ${e.code}`;
+}

@@ -1,0 +1,228 @@
+/**
+ * Triton's in-process inference API for native backends (spec §6.4), the host side: every
+ * `TRITONSERVER_ServerInferAsync`, `TRITONSERVER_ServerModelIsReady` / `...Metadata` /
+ * `...Config`, `TRITONSERVER_ServerLoadModel[WithParameters]` and `...UnloadModel[AndDependents]`
+ * a backend makes arrives here (native/src/addon/server.cc) on the JS thread and goes through the
+ * data plane ({@link InferenceServerHandle}, i.e. `ServerApi`) with the calling model's own
+ * principal ({@link ownerPrincipal}) — so a native backend reaches exactly the models its model
+ * could reach in an ensemble: ONNX, wasm, native, Python, decoupled ones included.
+ */
+import type { Logger } from 'pino';
+import { modelConfigToJson } from '../../config/json.js';
+import { ERROR_CODES, TritonError, unavailable } from '../../core/errors.js';
+import { ownerPrincipal } from '../../core/load-context.js';
+import type { InferenceRequestInit, InferenceResponse, InferenceServerHandle, ModelLoadContext, ParameterValue, Principal, ResponseSender, Tensor } from '../../core/types.js';
+import { decodeFileOverride } from '../../repository/overrides.js';
+import type { DataType } from '../../tensor/datatypes.js';
+import type { NativeAddon } from './addon.js';
+
+/** Hook kinds as server.cc numbers them: infer, cancel, then WARDEN_ServerQuery + 2. */
+const enum Kind {
+  Infer = 0,
+  Cancel = 1,
+  ModelReady = 2,
+  ModelMetadata = 3,
+  ModelConfig = 4,
+  LoadModel = 5,
+  UnloadModel = 6,
+  UnloadModelAndDependents = 7,
+}
+
+/** A request as server.cc hands it over (inputs already copied out of the backend's buffers). */
+interface InferPayload {
+  token: number;
+  model: string;
+  version: number;
+  id: string;
+  correlationId: number | bigint | string;
+  flags: number;
+  priority: number;
+  timeoutUs: number;
+  inputs: { name: string; datatype: DataType; shape: number[]; data: Uint8Array }[];
+  outputs: string[];
+  /** [key0, value0, key1, value1, ...] (INT beyond 2^53 as bigint) */
+  params: ParameterValue[];
+}
+
+interface QueryPayload {
+  token: number;
+  model: string;
+  version: number;
+  /** LoadModel: {"config": "...", "files": {"file:<path>": "<base64>"}} */
+  params?: string;
+}
+
+interface Owner {
+  server: InferenceServerHandle;
+  principal: Principal;
+  logger: Logger;
+}
+
+/** The addon's error convention: `tritonCode` carries the TRITONSERVER_Error_Code. */
+function addonError(e: unknown): Error {
+  const err = e instanceof TritonError ? e : new TritonError('INTERNAL', e instanceof Error ? e.message : String(e));
+  return Object.assign(new Error(err.message), { tritonCode: ERROR_CODES.indexOf(err.code) });
+}
+
+function flatParameters(p: Record<string, ParameterValue> | undefined): ParameterValue[] | undefined {
+  if (!p) return undefined;
+  const flat: ParameterValue[] = [];
+  for (const [k, v] of Object.entries(p)) flat.push(k, v);
+  return flat;
+}
+
+/**
+ * One per process (the native host is): maps each loaded native model ("owner") to the server
+ * and principal its backend's calls use, and the in-flight requests to their cancellation.
+ */
+export class NativeServerBridge {
+  private readonly owners = new Map<number, Owner>();
+  private nextOwner = 1;
+  private readonly inflight = new Map<number, AbortController>();
+  private open = false;
+
+  constructor(private readonly addon: NativeAddon) {}
+
+  /**
+   * The owner id a model's TRITONSERVER_Server reports (WARDEN_ModelDesc.server_owner): its calls
+   * run as {@link ownerPrincipal}(ctx.key) on `ctx.server`. Opens the bridge on first use.
+   */
+  register(ctx: Pick<ModelLoadContext, 'key' | 'server' | 'logger'>): number {
+    const id = this.nextOwner++;
+    this.owners.set(id, { server: ctx.server, principal: ownerPrincipal(ctx.key), logger: ctx.logger });
+    if (!this.open) {
+      this.addon.setServerHandler((kind, owner, payload) => this.handle(kind, owner, payload));
+      this.open = true;
+    }
+    return id;
+  }
+
+  /** The model was finalized: its later calls fail with UNAVAILABLE. Closes the bridge after the last. */
+  unregister(owner: number): void {
+    this.owners.delete(owner);
+    if (this.owners.size === 0 && this.open) {
+      this.open = false;
+      this.addon.closeServerBridge();
+    }
+  }
+
+  /** In-process requests backends submitted that have not had their final response. */
+  get inflightRequests(): number {
+    return this.inflight.size;
+  }
+
+  private handle(kind: number, ownerId: number, payload: unknown): string | undefined | Promise<string | undefined> {
+    if (kind === Kind.Cancel) {
+      this.inflight.get((payload as QueryPayload).token)?.abort();
+      return undefined;
+    }
+    try {
+      const owner = this.owners.get(ownerId);
+      if (!owner) throw unavailable('in-process call from a model that is no longer loaded');
+      if (kind === Kind.Infer) return this.infer(owner, payload as InferPayload);
+      const q = payload as QueryPayload;
+      const { server, principal } = owner;
+      switch (kind) {
+        case Kind.ModelReady:
+          try {
+            return String(server.isModelReady(principal, q.model, q.version));
+          } catch {
+            return 'false'; // Triton: an unknown model is simply not ready
+          }
+        case Kind.ModelMetadata:
+          if (!server.modelMetadata) throw unavailable('model metadata is not available in this server');
+          return JSON.stringify(server.modelMetadata(principal, q.model, q.version));
+        case Kind.ModelConfig:
+          if (!server.modelConfig) throw unavailable('model configuration is not available in this server');
+          return modelConfigToJson(server.modelConfig(principal, q.model, q.version));
+        case Kind.LoadModel:
+          return this.load(owner, q).catch((e) => Promise.reject(addonError(e)));
+        case Kind.UnloadModel:
+        case Kind.UnloadModelAndDependents:
+          if (!server.unloadModel) throw unavailable('model control is not available in this server');
+          return server
+            .unloadModel(principal, q.model)
+            .then(() => undefined)
+            .catch((e) => Promise.reject(addonError(e)));
+        default:
+          throw new TritonError('UNSUPPORTED', `unknown in-process call ${kind}`);
+      }
+    } catch (e) {
+      throw addonError(e);
+    }
+  }
+
+  private async load(owner: Owner, q: QueryPayload): Promise<undefined> {
+    if (!owner.server.loadModel) throw unavailable('model control is not available in this server');
+    let configOverride: unknown;
+    const files = new Map<string, Uint8Array>();
+    if (q.params !== undefined) {
+      const p = JSON.parse(q.params) as { config?: string; files: Record<string, string> };
+      if (p.config !== undefined) {
+        try {
+          configOverride = JSON.parse(p.config);
+        } catch (e) {
+          throw new TritonError('INVALID_ARG', `failed to load '${q.model}': invalid 'config' parameter, not JSON: ${(e as Error).message}`);
+        }
+      }
+      for (const [key, value] of Object.entries(p.files)) {
+        const [path, data] = decodeFileOverride(key, value);
+        files.set(path, data);
+      }
+    }
+    await owner.server.loadModel(owner.principal, q.model, { configOverride, files: files.size > 0 ? files : undefined });
+    return undefined;
+  }
+
+  /** Submit on the data plane; throws (synchronously, to ServerInferAsync) what `infer` throws. */
+  private infer(owner: Owner, p: InferPayload): undefined {
+    const params: Record<string, ParameterValue> = {};
+    for (let i = 0; i + 1 < p.params.length; i += 2) params[String(p.params[i])] = p.params[i + 1]!;
+    const init: InferenceRequestInit = {
+      id: p.id,
+      model: p.model,
+      version: p.version,
+      tenant: owner.principal.namespace,
+      inputs: p.inputs as Tensor[],
+      requestedOutputs: p.outputs,
+      parameters: params,
+      correlationId: p.correlationId,
+      flags: p.flags,
+      priority: p.priority,
+      timeoutUs: p.timeoutUs,
+    };
+    const abort = new AbortController();
+    const target = { model: p.model, version: p.version };
+    const respond = (response: object | null, final: boolean): void => {
+      if (final) this.inflight.delete(p.token);
+      try {
+        this.addon.serverRespond(p.token, response, final);
+      } catch (e) {
+        owner.logger.error({ err: e, request: p.id }, 'in-process response could not be handed to the backend');
+      }
+    };
+    const sender: ResponseSender = {
+      send: (r: InferenceResponse | null, final: boolean) =>
+        respond(r === null ? null : { ...target, outputs: r.outputs, params: flatParameters(r.parameters) }, final),
+      sendError: (e: TritonError, final: boolean) =>
+        respond({ ...target, error: { code: ERROR_CODES.indexOf(e.code), message: e.message } }, final),
+    };
+    this.inflight.set(p.token, abort);
+    try {
+      const submitted = owner.server.infer(owner.principal, p.model, p.version, init, sender, abort.signal);
+      target.version = submitted.version;
+    } catch (e) {
+      this.inflight.delete(p.token);
+      throw e;
+    }
+    return undefined;
+  }
+}
+
+let bridge: NativeServerBridge | undefined;
+
+/** The process's bridge (created with the addon on first use). */
+export function nativeServerBridge(addon: NativeAddon): NativeServerBridge {
+  bridge ??= new NativeServerBridge(addon);
+  return bridge;
+}

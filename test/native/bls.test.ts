@@ -1,0 +1,167 @@
+// Triton's in-process inference API for native backends (issue 12 point 1, spec §6.4): the BLS
+// sample backend (sample-backends/native/bls, written against Triton's headers only, using the
+// calls Triton's BLS example and Python backend make) forwards each request through
+// TRITONSERVER_ServerInferAsync to an ONNX, a wasm, a native and a decoupled model, inspects its
+// target with ServerModelIsReady / ModelConfig / ModelMetadata, cancels, and loads / unloads
+// through the repository API — all routed into Warden's data plane with the model's principal.
+import { cpSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type RunningServer } from '../../host/src/server.js';
+import { nativeAddon } from '../../host/src/backends/native/index.js';
+import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { BACKEND_DIR, MODEL_REPOSITORY, requireNativeBuild } from './helpers.js';
+
+let repo: TempRepo;
+let server: RunningServer;
+let url: string;
+
+const io = (dir: 'input' | 'output', name: string, type: string, dims: string) => `${dir} { name: "${name}" data_type: ${type} dims: ${dims} }`;
+
+function bls(name: string, target: string, tensors: string[], extra = ''): void {
+  repo.write(`${name}/config.pbtxt`, `backend: "warden_bls"\nmax_batch_size: 0\n${tensors.join('\n')}\nparameters { key: "target_model" value { string_value: "${target}" } }\n${extra}`);
+  mkdirSync(join(repo.path, name, '1'), { recursive: true });
+}
+
+beforeAll(async () => {
+  requireNativeBuild();
+  repo = tempRepo(['addsub_onnx']);
+  for (const m of ['identity_wasm', 'identity_native', 'repeat_native']) {
+    cpSync(join(MODEL_REPOSITORY, m), join(repo.path, m), { recursive: true });
+    mkdirSync(join(repo.path, m, '1'), { recursive: true });
+  }
+  repo.write(
+    'identity_slow/config.pbtxt',
+    `backend: "warden_identity"\nmax_batch_size: 0\n${io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]')}\n${io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')}\ninstance_group { kind: KIND_CPU count: 1 }\nparameters { key: "execute_delay_ms" value { string_value: "1000" } }`,
+  );
+  mkdirSync(join(repo.path, 'identity_slow', '1'), { recursive: true });
+  const idIo = [io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]'), io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')];
+  // Looser dims than the target's [16]: the target's own validation answers a bad shape.
+  bls('bls_onnx', 'addsub_onnx', [
+    io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]'),
+    io('input', 'INPUT1', 'TYPE_FP32', '[ -1 ]'),
+    io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]'),
+    io('output', 'OUTPUT1', 'TYPE_FP32', '[ -1 ]'),
+  ]);
+  bls('bls_wasm', 'identity_wasm', idIo);
+  bls('bls_native', 'identity_native', idIo);
+  bls('bls_slow', 'identity_slow', idIo, 'instance_group { kind: KIND_CPU count: 2 }');
+  bls('bls_missing', 'no_such_model', idIo);
+  bls('bls_evil', '../../../etc', idIo);
+  bls('bls_repeat', 'repeat_native', [
+    io('input', 'IN', 'TYPE_INT32', '[ -1 ]'),
+    io('input', 'DELAY', 'TYPE_UINT32', '[ -1 ]'),
+    io('input', 'WAIT', 'TYPE_UINT32', '[ 1 ]'),
+    io('output', 'OUT', 'TYPE_INT32', '[ -1 ]'),
+    io('output', 'IDX', 'TYPE_UINT32', '[ -1 ]'),
+  ]);
+  server = await startServer({
+    modelRepositories: [repo.path],
+    httpPort: 0,
+    metricsPort: 0,
+    modelControlMode: 'explicit',
+    loadModels: ['*'],
+    backendDirectory: BACKEND_DIR,
+    strictReadiness: false,
+    logLevel: 'silent',
+  });
+  url = server.httpUrl;
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  repo?.cleanup();
+});
+
+const f32 = (name: string, data: number[]) => ({ name, datatype: 'FP32', shape: [data.length], data });
+const infer = (model: string, body: unknown) => postJson(`${url}/v2/models/${model}/infer`, body);
+const byName = (outputs: { name: string; data: number[] }[]) => Object.fromEntries(outputs.map((o) => [o.name, o.data]));
+
+describe('BLS: a native backend calls other models through TRITONSERVER_ServerInferAsync', () => {
+  it('ONNX target: sums and differences come back through the backend allocator, with the target metadata', async () => {
+    const a = Array.from({ length: 16 }, (_, i) => i);
+    const b = Array.from({ length: 16 }, () => 2);
+    const r = await infer('bls_onnx', { id: 'req-1', inputs: [f32('INPUT0', a), f32('INPUT1', b)] });
+    expect(r.status, r.text).toBe(200);
+    expect(byName(r.json.outputs)).toEqual({ OUTPUT0: a.map((x) => x + 2), OUTPUT1: a.map((x) => x - 2) });
+    expect(r.json.parameters).toMatchObject({
+      bls_responses: 1,
+      target_platform: 'onnxruntime_onnx',
+      target_decoupled: false,
+      target_response_model: 'addsub_onnx',
+      target_response_id: 'req-1/bls',
+    });
+  });
+
+  it('wasm and native targets, and only the requested outputs are requested', async () => {
+    for (const model of ['bls_wasm', 'bls_native']) {
+      const r = await infer(model, { inputs: [f32('INPUT0', [1.5, -2, 3])] });
+      expect(r.status, `${model}: ${r.text}`).toBe(200);
+      expect(r.json.outputs).toEqual([{ name: 'OUTPUT0', datatype: 'FP32', shape: [3], data: [1.5, -2, 3] }]);
+    }
+  });
+
+  it('decoupled target: every streamed response is received (then the flags-only final), outputs concatenated', async () => {
+    const r = await infer('bls_repeat', {
+      inputs: [
+        { name: 'IN', datatype: 'INT32', shape: [3], data: [10, 20, 30] },
+        { name: 'DELAY', datatype: 'UINT32', shape: [3], data: [0, 10, 10] },
+        { name: 'WAIT', datatype: 'UINT32', shape: [1], data: [0] },
+      ],
+    });
+    expect(r.status, r.text).toBe(200);
+    expect(byName(r.json.outputs)).toEqual({ OUT: [10, 20, 30], IDX: [0, 1, 2] });
+    expect(r.json.parameters).toMatchObject({ bls_responses: 3, target_decoupled: true });
+  });
+
+  it("the target's errors reach the caller with their code; an unknown target is 'not ready'", async () => {
+    const bad = await infer('bls_onnx', { inputs: [f32('INPUT0', [1, 2]), f32('INPUT1', [1, 2])] });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error).toMatch(/unexpected shape for input 'INPUT0' for model 'addsub_onnx'/);
+    const missing = await infer('bls_missing', { inputs: [f32('INPUT0', [1])] });
+    expect(missing.status).toBe(503);
+    expect(missing.json.error).toBe("bls: target model 'no_such_model' is not ready");
+  });
+
+  it('TRITONSERVER_InferenceRequestCancel: a queued in-process request is dropped with CANCELLED, the other completes', async () => {
+    const slow = infer('bls_slow', { inputs: [f32('INPUT0', [1])] });
+    // The first occupies identity_slow's only instance (1 s); the second's in-process request queues.
+    const pending = async () => (await (await fetch(`${url}/v2/models/identity_slow/stats`)).json()).model_stats[0].pending_count;
+    await expect.poll(pending, { interval: 10 }).toBe(1);
+    const cancelled = await infer('bls_slow', { inputs: [f32('INPUT0', [2])], parameters: { cancel_after_ms: 50 } });
+    expect(cancelled.json.error).toMatch(/cancel/i);
+    expect((await slow).status).toBe(200);
+  });
+
+  it('unloads and loads its target (ServerUnloadModel, ServerLoadModel, ServerLoadModelWithParameters)', async () => {
+    const gone = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload' } });
+    expect(gone.status).toBe(503);
+    expect(gone.json.error).toBe("bls: target model 'identity_native' is not ready");
+    const index = await postJson(`${url}/v2/repository/index`, {});
+    expect(index.json.find((m: { name: string }) => m.name === 'identity_native').state).toBe('UNAVAILABLE');
+    const back = await infer('bls_native', { inputs: [f32('INPUT0', [4])], parameters: { control: 'load' } });
+    expect(back.status, back.text).toBe(200);
+    expect(back.json.outputs[0].data).toEqual([4]);
+    const config = JSON.stringify({ backend: 'warden_identity', max_batch_size: 0, input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }], parameters: { execute_delay_ms: { string_value: '1' } } });
+    const reloaded = await infer('bls_native', { inputs: [f32('INPUT0', [5])], parameters: { control: `load_config:${config}` } });
+    expect(reloaded.status, reloaded.text).toBe(200);
+    const cfg = await (await fetch(`${url}/v2/models/identity_native/config`)).json();
+    expect(cfg.parameters.execute_delay_ms.string_value).toBe('1');
+    const dep = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload_dependents' } });
+    expect(dep.status).toBe(503);
+    expect((await infer('bls_native', { inputs: [f32('INPUT0', [6])], parameters: { control: 'load' } })).status).toBe(200);
+  });
+
+  it('a hostile target name never reaches the filesystem: load refuses it, inference finds nothing', async () => {
+    const load = await infer('bls_evil', { inputs: [f32('INPUT0', [1])], parameters: { control: 'load' } });
+    expect(load.status).toBe(400);
+    expect(load.json.error).toMatch(/^invalid model name '..\/..\/..\/etc'/);
+    const plain = await infer('bls_evil', { inputs: [f32('INPUT0', [1])] });
+    expect(plain.status).toBe(503);
+    expect(plain.json.error).toBe("bls: target model '../../../etc' is not ready");
+  });
+
+  it('leaves nothing in flight and every allocator buffer released', async () => {
+    expect(nativeAddon().inflightInferenceRequests()).toBe(0);
+  });
+});
