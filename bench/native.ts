@@ -11,10 +11,10 @@
  *    model in a backend-host process, per request over in-process identity_native (target < 40 µs).
  */
 import { join } from 'node:path';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import pino from 'pino';
 import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
+import { CONNECTIONS, measureTargets, startCannedFloor } from './identity-floor.js';
 import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
 
 /** One request to Warden; checks the answer and returns what the floor must replay. */
@@ -126,35 +126,16 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
   const idReq = identityRequest('identity_native');
   const simpleReq = simpleRequest();
   const canned = await recordIdentity(warden.url, idReq);
-  const cannedDir = mkdtempSync(join(tmpdir(), 'warden-bench-native-'));
-  const cannedFile = join(cannedDir, 'canned.json');
-  const c = { headers: canned.headers, bodyBase64: canned.body.toString('base64') };
-  writeFileSync(cannedFile, JSON.stringify({ json: c, binary: c }));
-  const floorPort = await ctx.freePort();
-  const floor = await ctx.startChild('floor', process.execPath, [join(ctx.root, 'dist', 'bench', 'floor.js'), '--port', String(floorPort), '--canned', cannedFile], floorPort, '/v2/health/ready');
+  const floor = await startCannedFloor(ctx, canned, 'warden-bench-native-');
 
   const cases: BenchCase[] = [];
-  for (const connections of [1, 16]) {
+  for (const connections of CONNECTIONS) {
     cases.push({ label: `c=${connections}`, target: 'identity_native', server: warden, request: idReq, connections });
     cases.push({ label: `c=${connections}`, target: 'identity_isolated', server: warden, request: identityRequest('identity_isolated'), connections });
     cases.push({ label: `c=${connections}`, target: 'simple (ONNX)', server: warden, request: simpleReq, connections });
     cases.push({ label: `c=${connections}`, target: 'fastify floor', server: floor, request: { ...idReq }, connections });
   }
-  let summaries;
-  try {
-    summaries = await ctx.measure(cases);
-  } finally {
-    await warden.stop();
-    await floor.stop();
-  }
-  const get = (target: string, connections: number) => summaries.find((s) => s.target === target && s.connections === connections)!;
-  const rows: (string | number)[][] = [];
-  for (const connections of [1, 16]) {
-    for (const target of ['identity_native', 'identity_isolated', 'simple (ONNX)', 'fastify floor']) {
-      const s = get(target, connections);
-      rows.push([`c=${connections}`, target, `${s.rps.toFixed(0)} (${s.rpsMin.toFixed(0)}–${s.rpsMax.toFixed(0)})`, s.p50Ms.toFixed(3), s.p99Ms.toFixed(3), s.cpuUsPerReq.toFixed(0), ((1 / s.rps) * 1e6).toFixed(1)]);
-    }
-  }
+  const { rows, get } = await measureTargets(ctx, cases, ['identity_native', 'identity_isolated', 'simple (ONNX)', 'fastify floor'], [warden, floor]);
   const perReq = (target: string, connections: number) => 1e6 / get(target, connections).rps;
   const addedOverFloor = perReq('identity_native', 1) - perReq('fastify floor', 1);
   const vsSimple = perReq('identity_native', 1) - perReq('simple (ONNX)', 1);

@@ -9,10 +9,10 @@
  *    through identity_python (data plane → stub → numpy view → response), in MB/s. Target: the
  *    transfer within 2× of memcpy speed.
  */
-import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
+import { CONNECTIONS, measureTargets, startCannedFloor } from './identity-floor.js';
 import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
 
 const IDENTITY_CONFIG = `name: "identity_python"
@@ -107,33 +107,14 @@ export async function benchPython(ctx: BenchContext): Promise<{ addedOverOnnxUs:
   const warden = await ctx.startWarden(repo);
   const idReq = identityRequest('identity_python');
   const canned = await record(warden.url, idReq);
-  const cannedDir = mkdtempSync(join(tmpdir(), 'warden-bench-python-'));
-  const cannedFile = join(cannedDir, 'canned.json');
-  const c = { headers: canned.headers, bodyBase64: canned.body.toString('base64') };
-  writeFileSync(cannedFile, JSON.stringify({ json: c, binary: c }));
-  const floorPort = await ctx.freePort();
-  const floor = await ctx.startChild('floor', process.execPath, [join(ctx.root, 'dist', 'bench', 'floor.js'), '--port', String(floorPort), '--canned', cannedFile], floorPort, '/v2/health/ready');
+  const floor = await startCannedFloor(ctx, canned, 'warden-bench-python-');
   const cases: BenchCase[] = [];
-  for (const connections of [1, 16]) {
+  for (const connections of CONNECTIONS) {
     cases.push({ label: `c=${connections}`, target: 'identity_python', server: warden, request: idReq, connections });
     cases.push({ label: `c=${connections}`, target: 'simple (ONNX)', server: warden, request: simpleRequest(), connections });
     cases.push({ label: `c=${connections}`, target: 'fastify floor', server: floor, request: { ...idReq }, connections });
   }
-  let summaries;
-  try {
-    summaries = await ctx.measure(cases);
-  } finally {
-    await warden.stop();
-    await floor.stop();
-  }
-  const get = (target: string, connections: number) => summaries.find((s) => s.target === target && s.connections === connections)!;
-  const rows: (string | number)[][] = [];
-  for (const connections of [1, 16]) {
-    for (const target of ['identity_python', 'simple (ONNX)', 'fastify floor']) {
-      const s = get(target, connections);
-      rows.push([`c=${connections}`, target, `${s.rps.toFixed(0)} (${s.rpsMin.toFixed(0)}–${s.rpsMax.toFixed(0)})`, s.p50Ms.toFixed(3), s.p99Ms.toFixed(3), s.cpuUsPerReq.toFixed(0), ((1 / s.rps) * 1e6).toFixed(1)]);
-    }
-  }
+  const { rows, get } = await measureTargets(ctx, cases, ['identity_python', 'simple (ONNX)', 'fastify floor'], [warden, floor]);
   const perReq = (target: string, connections: number) => 1e6 / get(target, connections).rps;
   const addedOverOnnx = perReq('identity_python', 1) - perReq('simple (ONNX)', 1);
   const addedOverFloor = perReq('identity_python', 1) - perReq('fastify floor', 1);

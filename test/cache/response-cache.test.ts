@@ -12,27 +12,19 @@ import { ResponseCache } from '../../host/src/cache/response-cache.js';
 import { parseCli } from '../../host/src/cli-options.js';
 import type { InferenceRequest } from '../../host/src/core/types.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
+import { request } from '../helpers/backend-request.js';
 import { getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
 
-const req = (over: Partial<InferenceRequest> = {}): InferenceRequest => ({
-  id: 'a',
-  model: 'm',
-  version: 1,
-  tenant: '',
-  inputs: [
-    { name: 'X', datatype: 'INT32', shape: [2], data: new Uint8Array([1, 0, 0, 0, 2, 0, 0, 0]) },
-    { name: 'A', datatype: 'INT32', shape: [1], data: new Uint8Array([7, 0, 0, 0]) },
-  ],
-  requestedOutputs: ['O'],
-  parameters: {},
-  correlationId: 0,
-  flags: 0,
-  priority: 0,
-  timeoutUs: 0,
-  batchSize: 1,
-  cancelled: false,
-  ...over,
-});
+const req = (over: Partial<InferenceRequest> = {}): InferenceRequest =>
+  request(
+    'm',
+    [
+      { name: 'X', datatype: 'INT32', shape: [2], data: new Uint8Array([1, 0, 0, 0, 2, 0, 0, 0]) },
+      { name: 'A', datatype: 'INT32', shape: [1], data: new Uint8Array([7, 0, 0, 0]) },
+    ],
+    ['O'],
+    { id: 'a', ...over },
+  );
 
 describe('keys and bounds', () => {
   it("equal for requests Triton hashes alike (id and input order don't matter), different otherwise", () => {

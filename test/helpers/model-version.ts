@@ -8,6 +8,7 @@ import type { ModelConfig } from '../../host/src/config/types.js';
 import { TritonError } from '../../host/src/core/errors.js';
 import { ModelVersion, type ModelVersionOptions } from '../../host/src/core/model.js';
 import type { BackendModelInstance, InferenceRequest, InferenceResponse, ResponseSender } from '../../host/src/core/types.js';
+import { emptyRequestInit } from '../../host/src/core/request-parameters.js';
 import type { InferenceRequestInit } from '../../host/src/core/types.js';
 import { ServerMetrics } from '../../host/src/metrics/prometheus.js';
 import { ModelStatistics } from '../../host/src/metrics/stats.js';
@@ -101,17 +102,9 @@ export function modelVersion(cfg: ModelConfig, instances: BackendModelInstance[]
  */
 export function echoInit(id: string, extra: Partial<InferenceRequestInit> = {}, batched = true): InferenceRequestInit {
   return {
+    ...emptyRequestInit('model', 1),
     id,
-    model: 'model',
-    version: 1,
     inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: batched ? [1, 4] : [4], data: new Uint8Array(16) }],
-    requestedOutputs: [],
-    parameters: {},
-    correlationId: 0,
-    flags: 0,
-    priority: 0,
-    timeoutUs: 0,
-    tenant: '',
     ...extra,
   };
 }

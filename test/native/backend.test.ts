@@ -2,10 +2,8 @@
 // HTTP): the three sample backends (identity, add_sub, decoupled repeat), batching, statistics,
 // auto-complete, logging, and load / unload / reload (spec §6).
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installNativeLogger, nativeAddon } from '../../host/src/backends/native/index.js';
+import { nativeAddon } from '../../host/src/backends/native/index.js';
 import { modelConfigToJson } from '../../host/src/config/index.js';
 import type { DataType } from '../../host/src/tensor/datatypes.js';
 import { toConfigDataType } from '../../host/src/tensor/datatypes.js';
@@ -13,6 +11,7 @@ import {
   MODEL_REPOSITORY,
   TEST_BACKEND_DIR,
   asF32,
+  captureNativeLog,
   f32,
   loadNative,
   pbtxtConfig,
@@ -30,13 +29,7 @@ const logLines: { level: number; msg: string; file?: string }[] = [];
 beforeAll(() => {
   requireNativeBuild();
   // Capture backend log lines (TRITONSERVER_LogMessage) including VERBOSE (pino debug).
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      for (const line of String(chunk).split('\n')) if (line) logLines.push(JSON.parse(line));
-      cb();
-    },
-  });
-  installNativeLogger(nativeAddon(), pino({ level: 'debug' }, sink));
+  captureNativeLog(logLines, 'debug');
 });
 
 describe('identity_native (sample backend warden_identity)', () => {

@@ -4,13 +4,13 @@
 // TRITONSERVER_ServerInferAsync to an ONNX, a wasm, a native and a decoupled model, inspects its
 // target with ServerModelIsReady / ModelConfig / ModelMetadata, cancels, and loads / unloads
 // through the repository API — all routed into Warden's data plane with the model's principal.
-import { cpSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { nativeAddon } from '../../host/src/backends/native/index.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { BACKEND_DIR, MODEL_REPOSITORY, requireNativeBuild } from './helpers.js';
+import { copyRepoModel, requireNativeBuild, startNativeServer } from './helpers.js';
 
 let repo: TempRepo;
 let server: RunningServer;
@@ -26,10 +26,7 @@ function bls(name: string, target: string, tensors: string[], extra = ''): void 
 beforeAll(async () => {
   requireNativeBuild();
   repo = tempRepo(['addsub_onnx']);
-  for (const m of ['identity_wasm', 'identity_native', 'repeat_native']) {
-    cpSync(join(MODEL_REPOSITORY, m), join(repo.path, m), { recursive: true });
-    mkdirSync(join(repo.path, m, '1'), { recursive: true });
-  }
+  for (const m of ['identity_wasm', 'identity_native', 'repeat_native']) copyRepoModel(repo, m);
   repo.write(
     'identity_slow/config.pbtxt',
     `backend: "warden_identity"\nmax_batch_size: 0\n${io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]')}\n${io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')}\ninstance_group { kind: KIND_CPU count: 1 }\nparameters { key: "execute_delay_ms" value { string_value: "1000" } }`,
@@ -55,16 +52,7 @@ beforeAll(async () => {
     io('output', 'OUT', 'TYPE_INT32', '[ -1 ]'),
     io('output', 'IDX', 'TYPE_UINT32', '[ -1 ]'),
   ]);
-  server = await startServer({
-    modelRepositories: [repo.path],
-    httpPort: 0,
-    metricsPort: 0,
-    modelControlMode: 'explicit',
-    loadModels: ['*'],
-    backendDirectory: BACKEND_DIR,
-    strictReadiness: false,
-    logLevel: 'silent',
-  });
+  server = await startNativeServer(repo.path);
   url = server.httpUrl;
 }, 120_000);
 

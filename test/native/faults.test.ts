@@ -2,23 +2,15 @@
 // point 1): an exception escaping an entry point reports its what() in the error and the log;
 // ModelInstanceFinalize runs after a failed ModelInstanceInitialize (as Triton does); instances
 // registering the same custom metric (same family, same labels) make one Prometheus series.
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installNativeLogger, nativeAddon } from '../../host/src/backends/native/index.js';
-import { TEST_BACKEND_DIR, collector, loadNative, pbtxtConfig, request, requireNativeBuild, resolver, tensor } from './helpers.js';
+import { nativeAddon } from '../../host/src/backends/native/index.js';
+import { TEST_BACKEND_DIR, captureNativeLog, collector, loadNative, pbtxtConfig, request, requireNativeBuild, resolver, tensor } from './helpers.js';
 
 const logLines: { level: number; msg: string }[] = [];
 
 beforeAll(() => {
   requireNativeBuild();
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      for (const line of String(chunk).split('\n')) if (line) logLines.push(JSON.parse(line));
-      cb();
-    },
-  });
-  installNativeLogger(nativeAddon(), pino({ level: 'info' }, sink));
+  captureNativeLog(logLines, 'info');
 });
 
 const r = resolver({ backendDirectory: TEST_BACKEND_DIR });

@@ -3,49 +3,27 @@
 // (a native thread cannot be killed safely); statistics show the stuck requests; unload and
 // shutdown finish within the exit timeout even with a thread stuck in a backend; responses,
 // factories and requests a backend leaks are counted on /metrics and logged at unload.
-import { cpSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { executeTimeoutMs } from '../../host/src/backends/native/index.js';
-import { BACKEND_DIR, TEST_BACKEND_DIR, pbtxtConfig, requireNativeBuild } from './helpers.js';
+import { faultsModel, pbtxtConfig, requireNativeBuild, startNativeServer } from './helpers.js';
 
 let repo: TempRepo;
 let server: RunningServer;
 let url: string;
 let stopped = false;
 
-function faults(name: string, params: Record<string, string>): void {
-  const p = Object.entries(params).map(([k, v]) => `parameters { key: "${k}" value { string_value: "${v}" } }`);
-  repo.write(
-    `${name}/config.pbtxt`,
-    `backend: "warden_test_cpp_faults"\nmax_batch_size: 0\ninput { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\noutput { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\ninstance_group { kind: KIND_CPU count: 1 }\n${p.join('\n')}`,
-  );
-  mkdirSync(join(repo.path, name, '1'), { recursive: true });
-  cpSync(join(TEST_BACKEND_DIR, 'warden_test_cpp_faults', 'libtriton_warden_test_cpp_faults.so'), join(repo.path, name, 'libtriton_warden_test_cpp_faults.so'));
-}
-
 beforeAll(async () => {
   requireNativeBuild();
   repo = tempRepo();
-  faults('stuck', { mode: 'hang', hang_ms: '4000', 'warden.execute_timeout_ms': '1000' });
-  faults('stuck_no_limit', { mode: 'hang', hang_ms: '4000' });
-  faults('stuck_at_exit', { mode: 'hang', hang_ms: '4000' });
-  faults('leaky', { mode: 'leak' });
-  faults('echo', { mode: 'echo' });
-  faults('bad_timeout', { 'warden.execute_timeout_ms': 'soon' });
-  server = await startServer({
-    modelRepositories: [repo.path],
-    httpPort: 0,
-    metricsPort: 0,
-    modelControlMode: 'explicit',
-    loadModels: ['*'],
-    backendDirectory: BACKEND_DIR,
-    strictReadiness: false,
-    exitTimeoutSecs: 1,
-    logLevel: 'silent',
-  });
+  faultsModel(repo, 'stuck', { mode: 'hang', hang_ms: '4000', 'warden.execute_timeout_ms': '1000' });
+  faultsModel(repo, 'stuck_no_limit', { mode: 'hang', hang_ms: '4000' });
+  faultsModel(repo, 'stuck_at_exit', { mode: 'hang', hang_ms: '4000' });
+  faultsModel(repo, 'leaky', { mode: 'leak' });
+  faultsModel(repo, 'echo', { mode: 'echo' });
+  faultsModel(repo, 'bad_timeout', { 'warden.execute_timeout_ms': 'soon' });
+  server = await startNativeServer(repo.path, { exitTimeoutSecs: 1 });
   url = server.httpUrl;
 }, 60_000);
 

@@ -1,5 +1,6 @@
 /** Shared helpers for the native backend host tests (test/native). */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { loadModelConfig, parseModelConfigPbtxt, normalizeModelConfig } from '../../host/src/config/index.js';
@@ -16,8 +17,9 @@ import type {
   ResponseSender,
   Tensor,
 } from '../../host/src/core/types.js';
-import { NativeBackendResolver } from '../../host/src/backends/native/index.js';
-import { PROJECT_ROOT } from '../helpers/repo.js';
+import { NativeBackendResolver, installNativeLogger, nativeAddon } from '../../host/src/backends/native/index.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../host/src/server.js';
+import { PROJECT_ROOT, type TempRepo } from '../helpers/repo.js';
 
 export { request, tensor } from '../helpers/backend-request.js';
 export { PROJECT_ROOT };
@@ -35,6 +37,49 @@ export function requireNativeBuild(): void {
 }
 
 export const silent: Logger = pino({ level: 'silent' });
+
+/** Start a server over one repository with every model loaded (explicit mode, ephemeral ports, BACKEND_DIR). */
+export function startNativeServer(repoPath: string, extra: Partial<ServerOptions> = {}): Promise<RunningServer> {
+  return startServer({
+    modelRepositories: [repoPath],
+    httpPort: 0,
+    metricsPort: 0,
+    modelControlMode: 'explicit',
+    loadModels: ['*'],
+    backendDirectory: BACKEND_DIR,
+    strictReadiness: false,
+    ...extra,
+    logLevel: 'silent',
+  });
+}
+
+/** Copy a model from model_repository into `repo`, with an empty version directory. */
+export function copyRepoModel(repo: TempRepo, name: string): void {
+  cpSync(join(MODEL_REPOSITORY, name), join(repo.path, name), { recursive: true });
+  mkdirSync(join(repo.path, name, '1'), { recursive: true });
+}
+
+/** A warden_test_cpp_faults model (INT32 INPUT0 -> OUTPUT0) with its library in the model directory. */
+export function faultsModel(repo: TempRepo, name: string, params: Record<string, string>, count = 1): void {
+  const p = Object.entries(params).map(([k, v]) => `parameters { key: "${k}" value { string_value: "${v}" } }`);
+  repo.write(
+    `${name}/config.pbtxt`,
+    `backend: "warden_test_cpp_faults"\nmax_batch_size: 0\ninput { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\noutput { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\ninstance_group { kind: KIND_CPU count: ${count} }\n${p.join('\n')}`,
+  );
+  mkdirSync(join(repo.path, name, '1'), { recursive: true });
+  cpSync(join(TEST_BACKEND_DIR, 'warden_test_cpp_faults', 'libtriton_warden_test_cpp_faults.so'), join(repo.path, name, 'libtriton_warden_test_cpp_faults.so'));
+}
+
+/** Route the native host's log (TRITONSERVER_LogMessage) into `lines`, parsed, at pino `level`. */
+export function captureNativeLog<T>(lines: T[], level: string): void {
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
+      cb();
+    },
+  });
+  installNativeLogger(nativeAddon(), pino({ level }, sink));
+}
 
 export function resolver(opts: { backendDirectory?: string; autoCompleteConfig?: boolean; backendConfig?: Record<string, Record<string, string>> } = {}): NativeBackendResolver {
   return new NativeBackendResolver({

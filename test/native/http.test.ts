@@ -5,9 +5,9 @@
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { BACKEND_DIR, MODEL_REPOSITORY, TEST_BACKEND_DIR, requireNativeBuild } from './helpers.js';
+import { BACKEND_DIR, MODEL_REPOSITORY, TEST_BACKEND_DIR, requireNativeBuild, startNativeServer } from './helpers.js';
 
 let repo: TempRepo;
 let server: RunningServer;
@@ -46,16 +46,7 @@ beforeAll(async () => {
   brokenModel('execute_fails', 'warden_test_errors', 'model', 'parameters { key: "mode" value: { string_value: "execute" } }');
   brokenModel('never_responds', 'warden_test_errors', 'model', 'parameters { key: "mode" value: { string_value: "no_response" } }');
   brokenModel('no_library', 'warden_not_installed', 'none');
-  server = await startServer({
-    modelRepositories: [repo.path],
-    httpPort: 0,
-    metricsPort: 0,
-    modelControlMode: 'explicit',
-    loadModels: ['*'],
-    backendDirectory: BACKEND_DIR,
-    strictReadiness: false,
-    logLevel: 'silent',
-  });
+  server = await startNativeServer(repo.path);
   url = server.httpUrl;
 });
 

@@ -3,45 +3,22 @@
 // fails only its in-flight requests (the error names the signal), the process restarts and the model
 // is READY again, while the server and every other model go on; a stuck Execute past
 // warden.execute_timeout_ms kills and restarts the process.
-import { cpSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { BACKEND_DIR, MODEL_REPOSITORY, TEST_BACKEND_DIR, requireNativeBuild } from './helpers.js';
+import { copyRepoModel, faultsModel, requireNativeBuild, startNativeServer } from './helpers.js';
 
 let repo: TempRepo;
 let server: RunningServer;
 let url: string;
 
-function faults(name: string, params: Record<string, string>, count = 1): void {
-  const p = Object.entries(params).map(([k, v]) => `parameters { key: "${k}" value { string_value: "${v}" } }`);
-  repo.write(
-    `${name}/config.pbtxt`,
-    `backend: "warden_test_cpp_faults"\nmax_batch_size: 0\ninput { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\noutput { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\ninstance_group { kind: KIND_CPU count: ${count} }\n${p.join('\n')}`,
-  );
-  mkdirSync(join(repo.path, name, '1'), { recursive: true });
-  cpSync(join(TEST_BACKEND_DIR, 'warden_test_cpp_faults', 'libtriton_warden_test_cpp_faults.so'), join(repo.path, name, 'libtriton_warden_test_cpp_faults.so'));
-}
-
 beforeAll(async () => {
   requireNativeBuild();
   repo = tempRepo();
-  faults('isolated', { 'warden.isolation': 'process', hang_ms: '10000', 'warden.execute_timeout_ms': '1500' }, 2);
-  faults('bad_isolation', { 'warden.isolation': 'container' });
-  cpSync(join(MODEL_REPOSITORY, 'identity_native'), join(repo.path, 'identity_native'), { recursive: true });
-  mkdirSync(join(repo.path, 'identity_native', '1'), { recursive: true });
-  server = await startServer({
-    modelRepositories: [repo.path],
-    httpPort: 0,
-    metricsPort: 0,
-    modelControlMode: 'explicit',
-    loadModels: ['*'],
-    backendDirectory: BACKEND_DIR,
-    strictReadiness: false,
-    exitTimeoutSecs: 2,
-    logLevel: 'silent',
-  });
+  faultsModel(repo, 'isolated', { 'warden.isolation': 'process', hang_ms: '10000', 'warden.execute_timeout_ms': '1500' }, 2);
+  faultsModel(repo, 'bad_isolation', { 'warden.isolation': 'container' });
+  copyRepoModel(repo, 'identity_native');
+  server = await startNativeServer(repo.path, { exitTimeoutSecs: 2 });
   url = server.httpUrl;
 }, 60_000);
 

@@ -5,6 +5,7 @@
  */
 import { ensureCompatVenv } from '../compat/venv.js';
 import { inferAndCollect } from '../../host/src/core/server-api.js';
+import { emptyRequestInit } from '../../host/src/core/request-parameters.js';
 import { SINGLE_USER, type InferenceRequestInit, type Tensor } from '../../host/src/core/types.js';
 import type { RunningServer } from '../../host/src/server.js';
 import type { TempRepo } from '../helpers/repo.js';
@@ -28,20 +29,7 @@ export { tensor } from '../helpers/backend-request.js';
 
 /** Infer in-process (the data plane) and collect every response. */
 export function infer(s: RunningServer, model: string, inputs: Tensor[], extra: Partial<InferenceRequestInit> = {}) {
-  return inferAndCollect(s.api, SINGLE_USER, model, -1, {
-    id: '',
-    model,
-    version: -1,
-    tenant: '',
-    inputs,
-    requestedOutputs: [],
-    parameters: {},
-    correlationId: 0,
-    flags: 0,
-    priority: 0,
-    timeoutUs: 0,
-    ...extra,
-  });
+  return inferAndCollect(s.api, SINGLE_USER, model, -1, { ...emptyRequestInit(model, -1), inputs, ...extra });
 }
 
 /** Elements of an output as numbers (little-endian). */

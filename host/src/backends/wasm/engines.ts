@@ -18,7 +18,7 @@ export { DEFAULT_CACHE_LIMITS, type CacheLimits } from './v8/transpile.js';
 
 /** What every engine is created with. */
 export interface EngineOptions {
-  /** Folder for the engine's compile cache; one entry per component hash. */
+  /** Folder for the engine's compile cache; one entry per component hash (wasmtime: in a `wasmtime/` subfolder). */
   cacheDir: string;
   /**
    * Bounds of the compile cache (entries, bytes; least recently used entries not used by a

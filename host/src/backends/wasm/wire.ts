@@ -6,7 +6,7 @@
  * sender owns them.
  */
 import type { ErrorCode } from '../../core/errors.js';
-import type { ParameterValue } from '../../core/types.js';
+import type { InferenceRequest, ParameterValue, Tensor } from '../../core/types.js';
 import type { DataType } from '../../tensor/datatypes.js';
 
 /** A tensor on the wire (same shape as core `Tensor`). */
@@ -42,6 +42,41 @@ export interface WireRequest {
   inputs: WireTensor[];
   requestedOutputs: string[];
   parameters: Record<string, ParameterValue>;
+}
+
+/** Request handles of one instance: 1, 2, ... wrapping at 2^32 and skipping 0. */
+export class WireHandles {
+  private next = 1;
+
+  /** `n` fresh handles. */
+  take(n: number): number[] {
+    const handles: number[] = [];
+    for (let i = 0; i < n; i++) {
+      handles.push(this.next);
+      this.next = (this.next + 1) >>> 0 || 1;
+    }
+    return handles;
+  }
+}
+
+/** `requests` on the wire under `handles`; `input` gives each input tensor's wire form (default: as it is). */
+export function toWireRequests(
+  requests: readonly InferenceRequest[],
+  handles: readonly number[],
+  input: (t: Tensor) => WireTensor = (t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: t.data }),
+): WireRequest[] {
+  return requests.map((r, i) => ({
+    handle: handles[i]!,
+    id: r.id,
+    correlationId: r.correlationId,
+    flags: r.flags,
+    priority: r.priority,
+    timeoutUs: r.timeoutUs,
+    batchSize: r.batchSize,
+    inputs: r.inputs.map(input),
+    requestedOutputs: r.requestedOutputs,
+    parameters: r.parameters,
+  }));
 }
 
 /** Expected output of the model config, for response checks in the sandbox. */

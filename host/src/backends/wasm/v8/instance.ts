@@ -10,7 +10,7 @@ import { TritonError, unavailable } from '../../../core/errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../core/types.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
 import type { SandboxedInstance, SandboxStats } from '../engine.js';
-import type { WireError, WireRequest, WireResponse } from '../wire.js';
+import { WireHandles, toWireRequests, type WireError, type WireResponse } from '../wire.js';
 import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 
 /** Time allowed for a worker to boot and instantiate, on top of the execute deadline (ms). */
@@ -62,7 +62,7 @@ export class SandboxInstance implements SandboxedInstance {
   private broken?: TritonError;
   private pending?: Pending;
   private seq = 0;
-  private nextHandle = 1;
+  private readonly handles = new WireHandles();
   private finalized = false;
   private readonly log: Logger;
 
@@ -287,31 +287,16 @@ export class SandboxInstance implements SandboxedInstance {
     }
     const worker = this.worker!;
     const seq = ++this.seq;
-    const handles = requests.map(() => {
-      const h = this.nextHandle;
-      this.nextHandle = (this.nextHandle + 1) >>> 0 || 1;
-      return h;
-    });
+    const handles = this.handles.take(requests.length);
     const transfer: ArrayBuffer[] = [];
-    const wire: WireRequest[] = requests.map((r, i) => ({
-      handle: handles[i]!,
-      id: r.id,
-      correlationId: r.correlationId,
-      flags: r.flags,
-      priority: r.priority,
-      timeoutUs: r.timeoutUs,
-      batchSize: r.batchSize,
-      inputs: r.inputs.map((t) => {
-        // send only the tensor's own bytes (a view may sit in a larger request buffer)
-        // (new Uint8Array(view) copies; Buffer#slice would not)
-        const whole = t.data.byteOffset === 0 && t.data.byteLength === t.data.buffer.byteLength;
-        const data = whole ? t.data : new Uint8Array(t.data);
-        if (!whole) transfer.push(data.buffer as ArrayBuffer);
-        return { name: t.name, datatype: t.datatype, shape: t.shape, data };
-      }),
-      requestedOutputs: r.requestedOutputs,
-      parameters: r.parameters,
-    }));
+    const wire = toWireRequests(requests, handles, (t) => {
+      // send only the tensor's own bytes (a view may sit in a larger request buffer)
+      // (new Uint8Array(view) copies; Buffer#slice would not)
+      const whole = t.data.byteOffset === 0 && t.data.byteLength === t.data.buffer.byteLength;
+      const data = whole ? t.data : new Uint8Array(t.data);
+      if (!whole) transfer.push(data.buffer as ArrayBuffer);
+      return { name: t.name, datatype: t.datatype, shape: t.shape, data };
+    });
     return new Promise<ExecuteTimings | void>((resolve) => {
       const p: Pending = {
         seq,

@@ -11,11 +11,12 @@ import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { internal, invalidArg } from '../../../core/errors.js';
 import type { InstanceSpec } from '../../../core/types.js';
+import type { EngineOptions } from '../engines.js';
 import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, SandboxEngine } from '../engine.js';
-import { DEFAULT_CACHE_LIMITS, type CacheLimits } from '../v8/transpile.js';
+import { DEFAULT_CACHE_LIMITS } from '../v8/transpile.js';
 import { CwasmCache } from './cache.js';
 import { WasmtimeInstance, type InstancePort } from './instance.js';
-import { MSG, wasmtimeNative, type ComponentHandle, type EngineHandle, type InstanceHandle, type WasmtimeNative, type WasmtimePoolOptions } from './native.js';
+import { MSG, wasmtimeNative, type ComponentHandle, type EngineHandle, type InstanceHandle, type WasmtimeNative } from './native.js';
 
 /** Engine name. */
 export const WASMTIME_ENGINE = 'wasmtime';
@@ -28,20 +29,8 @@ export interface WasmtimeCompiled extends CompiledComponent {
   readonly source: 'compiled' | 'cache' | 'shared';
 }
 
-/** Options of the wasmtime engine. */
-export interface WasmtimeEngineOptions {
-  /** Folder of the compile cache (a `wasmtime/` subfolder is used). */
-  cacheDir: string;
-  /** Bounds of the compile cache (default 256 entries, 2 GiB). */
-  cacheLimits?: Partial<CacheLimits>;
-  logger?: Logger;
-  /** Largest linear memory of any instance (bytes; the server's cap): the pool's slot size. */
-  maxMemoryBytes?: number;
-  /** Pooling allocator and epoch settings. */
-  pool?: WasmtimePoolOptions;
-  /** Default idle policy (ms; 0 = never): release an instance's sandbox after this long unused. */
-  idleMs?: number;
-}
+/** Options of the wasmtime engine: the options every engine is created with ({@link EngineOptions}). */
+export type WasmtimeEngineOptions = EngineOptions;
 
 interface Shared {
   component: ComponentHandle;

@@ -22,7 +22,7 @@ import { listFiles, readFile } from '../host/files.js';
 import { chargeLog, log, type LogLevel } from '../host/log.js';
 import { beginExecute, finishExecute, isCancelled, sendFinal, sendResponse, type ResponseSend } from '../host/responses.js';
 import { writeOutput } from '../host/wasi/stdio.js';
-import type { WireRequest, WireResponse } from '../wire.js';
+import { WireHandles, toWireRequests, type WireRequest, type WireResponse } from '../wire.js';
 import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
 import { MSG, type ComponentHandle, type InstanceHandle } from './native.js';
 
@@ -115,7 +115,7 @@ export class WasmtimeInstance implements SandboxedInstance {
   private broken?: TritonError;
   private finalized = false;
   private killedAt?: number;
-  private nextHandle = 1;
+  private readonly handles = new WireHandles();
   private idleTimer?: NodeJS.Timeout;
   private exited?: () => void;
   private exitWaitFor = -1;
@@ -442,23 +442,8 @@ export class WasmtimeInstance implements SandboxedInstance {
       this.idle.lastColdStartMs = performance.now() - t0;
     }
     const handle = this.handle!;
-    const handles = requests.map(() => {
-      const h = this.nextHandle;
-      this.nextHandle = (this.nextHandle + 1) >>> 0 || 1;
-      return h;
-    });
-    const wire: WireRequest[] = requests.map((r, i) => ({
-      handle: handles[i]!,
-      id: r.id,
-      correlationId: r.correlationId,
-      flags: r.flags,
-      priority: r.priority,
-      timeoutUs: r.timeoutUs,
-      batchSize: r.batchSize,
-      inputs: r.inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: t.data })),
-      requestedOutputs: r.requestedOutputs,
-      parameters: r.parameters,
-    }));
+    const handles = this.handles.take(requests.length);
+    const wire = toWireRequests(requests, handles);
     const buffers: Uint8Array[] = [];
     const json = requestsJson(wire, buffers);
     beginExecute(this.host.responses, wire);
