@@ -6,6 +6,7 @@
 #include <napi.h>
 
 #include <atomic>
+#include <cmath>
 #include <deque>
 #include <functional>
 #include <map>
@@ -15,6 +16,10 @@
 #include <vector>
 
 #include "warden/host.h"
+
+/** Whether a JS number is a whole value that converts to int64 without undefined behaviour
+ *  (finite, integral, |x| < 2^63); others travel as TRITONSERVER_PARAMETER_DOUBLE. */
+inline bool IsInt64Number(double x) { return std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9.2e18; }
 
 namespace warden_addon {
 

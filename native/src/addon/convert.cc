@@ -125,7 +125,7 @@ void ParseRequests(Napi::Env env, Napi::Array requests, const std::shared_ptr<Ev
           p.int_value = v.As<Napi::BigInt>().Int64Value(&lossless);
         } else if (v.IsNumber()) {
           double x = v.As<Napi::Number>().DoubleValue();
-          if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9.2e18) {
+          if (IsInt64Number(x)) {
             p.type = TRITONSERVER_PARAMETER_INT;
             p.int_value = int64_t(x);
           } else {

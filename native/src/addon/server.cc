@@ -372,7 +372,7 @@ Napi::Value ServerRespond(const Napi::CallbackInfo& info) {
           p.int_value = v.As<Napi::BigInt>().Int64Value(&lossless);
         } else if (v.IsNumber()) {
           double x = v.As<Napi::Number>().DoubleValue();
-          if (x == double(int64_t(x))) {
+          if (IsInt64Number(x)) {
             p.type = TRITONSERVER_PARAMETER_INT;
             p.int_value = int64_t(x);
           } else {
