@@ -21,6 +21,39 @@
  *  (finite, integral, |x| < 2^63); others travel as TRITONSERVER_PARAMETER_DOUBLE. */
 inline bool IsInt64Number(double x) { return std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9.2e18; }
 
+/**
+ * One request/response parameter value from JS into `p` (key untouched): string → STRING (its
+ * UTF-8 kept alive by `store(std::string) -> const char*`), boolean → BOOL, bigint → INT (int64),
+ * number → INT when {@link IsInt64Number}, else DOUBLE.
+ * @return false, leaving `p` as it was, for any other JS type (the caller decides: refuse or stringify)
+ */
+template <typename Store>
+bool ScalarParamFromJs(const Napi::Value& v, WARDEN_ParamDesc& p, Store&& store) {
+  if (v.IsString()) {
+    p.type = TRITONSERVER_PARAMETER_STRING;
+    p.string_value = store(v.As<Napi::String>().Utf8Value());
+  } else if (v.IsBoolean()) {
+    p.type = TRITONSERVER_PARAMETER_BOOL;
+    p.bool_value = v.As<Napi::Boolean>().Value();
+  } else if (v.IsBigInt()) {
+    bool lossless = true;
+    p.type = TRITONSERVER_PARAMETER_INT;
+    p.int_value = v.As<Napi::BigInt>().Int64Value(&lossless);
+  } else if (v.IsNumber()) {
+    double x = v.As<Napi::Number>().DoubleValue();
+    if (IsInt64Number(x)) {
+      p.type = TRITONSERVER_PARAMETER_INT;
+      p.int_value = int64_t(x);
+    } else {
+      p.type = TRITONSERVER_PARAMETER_DOUBLE;
+      p.double_value = x;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
 namespace warden_addon {
 
 /** A JS Error carrying `tritonCode` (TRITONSERVER_Error_Code); takes ownership of `err`. */

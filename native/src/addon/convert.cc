@@ -113,26 +113,7 @@ void ParseRequests(Napi::Env env, Napi::Array requests, const std::shared_ptr<Ev
         WARDEN_ParamDesc p{};
         p.key = Str(batch, flat.Get(k).ToString().Utf8Value());
         Napi::Value v = flat.Get(k + 1);
-        if (v.IsString()) {
-          p.type = TRITONSERVER_PARAMETER_STRING;
-          p.string_value = Str(batch, v.As<Napi::String>().Utf8Value());
-        } else if (v.IsBoolean()) {
-          p.type = TRITONSERVER_PARAMETER_BOOL;
-          p.bool_value = v.As<Napi::Boolean>().Value();
-        } else if (v.IsBigInt()) {
-          bool lossless = true;
-          p.type = TRITONSERVER_PARAMETER_INT;
-          p.int_value = v.As<Napi::BigInt>().Int64Value(&lossless);
-        } else if (v.IsNumber()) {
-          double x = v.As<Napi::Number>().DoubleValue();
-          if (IsInt64Number(x)) {
-            p.type = TRITONSERVER_PARAMETER_INT;
-            p.int_value = int64_t(x);
-          } else {
-            p.type = TRITONSERVER_PARAMETER_DOUBLE;
-            p.double_value = x;
-          }
-        } else {
+        if (!ScalarParamFromJs(v, p, [batch](std::string s) { return Str(batch, std::move(s)); })) {
           throw Napi::TypeError::New(env, "parameter values must be string, number, bigint or boolean");
         }
         ps.push_back(p);

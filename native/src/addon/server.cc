@@ -363,23 +363,7 @@ Napi::Value ServerRespond(const Napi::CallbackInfo& info) {
         WARDEN_ParamDesc p{};
         p.key = str(flat.Get(k).ToString().Utf8Value());
         Napi::Value v = flat.Get(k + 1);
-        if (v.IsBoolean()) {
-          p.type = TRITONSERVER_PARAMETER_BOOL;
-          p.bool_value = v.As<Napi::Boolean>().Value();
-        } else if (v.IsBigInt()) {
-          bool lossless = true;
-          p.type = TRITONSERVER_PARAMETER_INT;
-          p.int_value = v.As<Napi::BigInt>().Int64Value(&lossless);
-        } else if (v.IsNumber()) {
-          double x = v.As<Napi::Number>().DoubleValue();
-          if (IsInt64Number(x)) {
-            p.type = TRITONSERVER_PARAMETER_INT;
-            p.int_value = int64_t(x);
-          } else {
-            p.type = TRITONSERVER_PARAMETER_DOUBLE;
-            p.double_value = x;
-          }
-        } else {
+        if (!ScalarParamFromJs(v, p, str)) {
           p.type = TRITONSERVER_PARAMETER_STRING;
           p.string_value = str(v.ToString().Utf8Value());
         }

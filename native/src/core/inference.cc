@@ -649,34 +649,22 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetResponseCallback(
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetStringParameter(TRITONSERVER_InferenceRequest* r,
                                                                     const char* key, const char* value) {
   if (value == nullptr) return warden::InvalidArg("TRITONSERVER_InferenceRequestSetStringParameter: null value");
-  warden::ParamValue v;
-  v.type = TRITONSERVER_PARAMETER_STRING;
-  v.string_value = value;
-  return SetParam(r, key, std::move(v), "TRITONSERVER_InferenceRequestSetStringParameter");
+  return SetParam(r, key, warden::ParamValue::String(value), "TRITONSERVER_InferenceRequestSetStringParameter");
 }
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetIntParameter(TRITONSERVER_InferenceRequest* r,
                                                                  const char* key, const int64_t value) {
-  warden::ParamValue v;
-  v.type = TRITONSERVER_PARAMETER_INT;
-  v.int_value = value;
-  return SetParam(r, key, std::move(v), "TRITONSERVER_InferenceRequestSetIntParameter");
+  return SetParam(r, key, warden::ParamValue::Int(value), "TRITONSERVER_InferenceRequestSetIntParameter");
 }
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetBoolParameter(TRITONSERVER_InferenceRequest* r,
                                                                   const char* key, const bool value) {
-  warden::ParamValue v;
-  v.type = TRITONSERVER_PARAMETER_BOOL;
-  v.bool_value = value;
-  return SetParam(r, key, std::move(v), "TRITONSERVER_InferenceRequestSetBoolParameter");
+  return SetParam(r, key, warden::ParamValue::Bool(value), "TRITONSERVER_InferenceRequestSetBoolParameter");
 }
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetDoubleParameter(TRITONSERVER_InferenceRequest* r,
                                                                     const char* key, const double value) {
-  warden::ParamValue v;
-  v.type = TRITONSERVER_PARAMETER_DOUBLE;
-  v.double_value = value;
-  return SetParam(r, key, std::move(v), "TRITONSERVER_InferenceRequestSetDoubleParameter");
+  return SetParam(r, key, warden::ParamValue::Double(value), "TRITONSERVER_InferenceRequestSetDoubleParameter");
 }
 
 // ---------------------------------------------------------------- inference

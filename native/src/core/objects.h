@@ -113,6 +113,12 @@ struct ParamValue {
   double double_value = 0;
   /** The `vvalue` the API returns: const char* for STRING, else a pointer to the scalar. */
   const void* VValue() const;
+
+  /** A typed value (key left empty), for the Set*Parameter entry points. */
+  static ParamValue String(const char* v) { ParamValue p; p.type = TRITONSERVER_PARAMETER_STRING; p.string_value = v; return p; }
+  static ParamValue Int(int64_t v) { ParamValue p; p.type = TRITONSERVER_PARAMETER_INT; p.int_value = v; return p; }
+  static ParamValue Bool(bool v) { ParamValue p; p.type = TRITONSERVER_PARAMETER_BOOL; p.bool_value = v; return p; }
+  static ParamValue Double(double v) { ParamValue p; p.type = TRITONSERVER_PARAMETER_DOUBLE; p.double_value = v; return p; }
 };
 
 // ---------------------------------------------------------------- worker threads

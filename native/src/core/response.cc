@@ -151,34 +151,22 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseDelete(TRITONBACKEND_Response* respons
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetStringParameter(TRITONBACKEND_Response* response,
                                                              const char* name, const char* value) {
   if (value == nullptr) return warden::InvalidArg("TRITONBACKEND_ResponseSetStringParameter: null value");
-  warden::ParamValue v;
-  v.type = TRITONSERVER_PARAMETER_STRING;
-  v.string_value = value;
-  return AddParameter(response, name, std::move(v), "TRITONBACKEND_ResponseSetStringParameter");
+  return AddParameter(response, name, warden::ParamValue::String(value), "TRITONBACKEND_ResponseSetStringParameter");
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetIntParameter(TRITONBACKEND_Response* response,
                                                           const char* name, const int64_t value) {
-  warden::ParamValue v;
-  v.type = TRITONSERVER_PARAMETER_INT;
-  v.int_value = value;
-  return AddParameter(response, name, std::move(v), "TRITONBACKEND_ResponseSetIntParameter");
+  return AddParameter(response, name, warden::ParamValue::Int(value), "TRITONBACKEND_ResponseSetIntParameter");
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetBoolParameter(TRITONBACKEND_Response* response,
                                                            const char* name, const bool value) {
-  warden::ParamValue v;
-  v.type = TRITONSERVER_PARAMETER_BOOL;
-  v.bool_value = value;
-  return AddParameter(response, name, std::move(v), "TRITONBACKEND_ResponseSetBoolParameter");
+  return AddParameter(response, name, warden::ParamValue::Bool(value), "TRITONBACKEND_ResponseSetBoolParameter");
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseSetDoubleParameter(TRITONBACKEND_Response* response,
                                                              const char* name, const double value) {
-  warden::ParamValue v;
-  v.type = TRITONSERVER_PARAMETER_DOUBLE;
-  v.double_value = value;
-  return AddParameter(response, name, std::move(v), "TRITONBACKEND_ResponseSetDoubleParameter");
+  return AddParameter(response, name, warden::ParamValue::Double(value), "TRITONBACKEND_ResponseSetDoubleParameter");
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ResponseOutput(TRITONBACKEND_Response* response,
