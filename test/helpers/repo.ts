@@ -55,29 +55,29 @@ export function simpleRequest(datatype: string, input0: unknown[], input1: unkno
   };
 }
 
-/** POST JSON, returning status and parsed body (or text). */
-export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string; headers: Headers }> {
-  const res = await fetch(url, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
-  const text = await res.text();
-  let json: any;
+/** `text` parsed as JSON, or undefined when it is not JSON (error bodies, empty bodies). */
+export function parseJsonOrUndefined(text: string): any {
   try {
-    json = JSON.parse(text);
+    return JSON.parse(text);
   } catch {
-    json = undefined;
+    return undefined;
   }
-  return { status: res.status, json, text, headers: res.headers };
 }
 
-export async function getJson(url: string): Promise<{ status: number; json: any; text: string }> {
-  const res = await fetch(url);
+/** fetch, returning status, body text, the body parsed as JSON (or undefined) and the headers. */
+export async function fetchJson(url: string, init?: RequestInit): Promise<{ status: number; json: any; text: string; headers: Headers }> {
+  const res = await fetch(url, init);
   const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, text };
+  return { status: res.status, json: parseJsonOrUndefined(text), text, headers: res.headers };
+}
+
+/** POST JSON, returning status and parsed body (or text). */
+export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string; headers: Headers }> {
+  return fetchJson(url, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
+}
+
+export function getJson(url: string): Promise<{ status: number; json: any; text: string }> {
+  return fetchJson(url);
 }
 
 /** The `parameters.config` of an upload of Triton's `addsub_onnx` (FP32 [16] in, FP32 [16] out, no batching). */

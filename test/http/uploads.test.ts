@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { perTestServers } from '../helpers/servers.js';
-import { ADDSUB_CONFIG, addsubModelBase64, postJson, type TempRepo } from '../helpers/repo.js';
+import { ADDSUB_CONFIG, addsubModelBase64, parseJsonOrUndefined, postJson, type TempRepo } from '../helpers/repo.js';
 
 const { repository, serve, defer } = perTestServers();
 
@@ -35,13 +35,7 @@ function rawPost(url: string, path: string, body: unknown): Promise<{ status: nu
       let text = '';
       res.on('data', (d) => (text += String(d)));
       res.on('end', () => {
-        let json: any;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode!, json });
+        resolve({ status: res.statusCode!, json: parseJsonOrUndefined(text) });
       });
     });
     req.on('error', reject);

@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
-import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
 const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123456789abcdefghijklmn', flood: 'flood-token-0123456789abcdefghijkl', ops: 'ops-token-0123456789abcdefghijklmn', slow: 'slow-token-0123456789abcdefghijklm' };
@@ -66,15 +66,7 @@ type Who = keyof typeof TOKENS | 'nobody';
 async function call(who: Who, method: 'GET' | 'POST', path: string, body?: unknown) {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (who !== 'nobody') headers.authorization = `Bearer ${TOKENS[who]}`;
-  const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, text, json, headers: res.headers };
+  return fetchJson(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
 }
 
 const identityConfig = (extra: Record<string, unknown> = {}) =>
