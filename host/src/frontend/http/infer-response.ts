@@ -78,6 +78,7 @@ export function encodeInferResponse(
   json += `"model_name":${JSON.stringify(modelName)},"model_version":"${version}"`;
   if (response.parameters && Object.keys(response.parameters).length > 0) json += `,"parameters":${parametersText(response.parameters)}`;
   const binaries: Uint8Array[] = [];
+  let anyBinary = false; // a binary output, even an empty one, makes the body binary (Inference-Header-Content-Length)
   const outs: string[] = [];
   for (const t of response.outputs) {
     const binary = formats.perOutput.get(t.name) ?? formats.defaultBinary;
@@ -87,6 +88,7 @@ export function encodeInferResponse(
       // Written to the client's region (spec §3.3): the output names it, and has no data here.
       o += `,"parameters":{"shared_memory_region":${JSON.stringify(shm.region)},"shared_memory_byte_size":${t.data.length}${shm.offset ? `,"shared_memory_offset":${shm.offset}` : ''}}}`;
     } else if (binary) {
+      anyBinary = true;
       o += `,"parameters":{"binary_data_size":${t.data.length}}}`;
       if (t.data.length > 0) binaries.push(t.data);
     } else {
@@ -95,9 +97,7 @@ export function encodeInferResponse(
     outs.push(o);
   }
   json += `,"outputs":[${outs.join(',')}]}`;
-  if (binaries.length === 0 && !response.outputs.some((t) => !formats.shm?.has(t.name) && (formats.perOutput.get(t.name) ?? formats.defaultBinary))) {
-    return { body: json };
-  }
+  if (!anyBinary) return { body: json };
   const header = Buffer.from(json, 'utf8');
   return { body: Buffer.concat([header, ...binaries]), headerLength: header.length };
 }
