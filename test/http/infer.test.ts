@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
 
-const range = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
+const range = <T = number>(n: number, f: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => f(i));
 
 let repo: TempRepo;
 let server: RunningServer;
@@ -100,7 +100,7 @@ function binaryBody(header: unknown, ...tensors: Uint8Array[]): { body: Buffer; 
 async function postBinary(path: string, body: Buffer, headerLength?: number) {
   const headers: Record<string, string> = { 'content-type': 'application/octet-stream' };
   if (headerLength !== undefined) headers['inference-header-content-length'] = String(headerLength);
-  const res = await fetch(`${url}${path}`, { method: 'POST', body, headers });
+  const res = await fetch(`${url}${path}`, { method: 'POST', body: new Uint8Array(body), headers });
   return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
 }
 

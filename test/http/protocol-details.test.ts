@@ -65,7 +65,7 @@ afterAll(async () => {
 });
 
 const post = (path: string, body: string | Buffer, headers: Record<string, string> = {}) =>
-  fetch(`${url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  fetch(`${url}${path}`, { method: 'POST', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { 'content-type': 'application/json', ...headers } });
 
 describe('64-bit integers in JSON are exact', () => {
   const I64 = ['9223372036854775807', '-9223372036854775808', '9007199254740993', '-9007199254740993', '1', '0'];

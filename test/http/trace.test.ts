@@ -36,7 +36,7 @@ describe('trace settings', () => {
   it('POST updates global and per-model settings; model overrides fall back to global; null clears', async () => {
     const s = await serve(repository(), { loadModels: ['simple'], trace: { file: '/tmp/never-written.json' } });
     const u = s.httpUrl;
-    let r = await postJson(`${u}/v2/models/simple/trace/setting`, { trace_rate: '5' });
+    let r: { status: number; json: any } = await postJson(`${u}/v2/models/simple/trace/setting`, { trace_rate: '5' });
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ trace_level: ['OFF'], trace_rate: '5', trace_count: '-1', trace_file: '/tmp/never-written.json' });
     r = await postJson(`${u}/v2/trace/setting`, { trace_level: ['TIMESTAMPS', 'TENSORS'], trace_rate: '2' });

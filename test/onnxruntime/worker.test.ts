@@ -127,7 +127,7 @@ describe('onnxruntime session workers', () => {
       expectIdentity(rb.outcome.response!.outputs[0]!.data, SLOW_N);
       // compute intervals (measured in each worker on the same monotonic clock) overlap
       const [sa, ea, sb, eb] = [ra.timings.computeStartNs, ra.timings.computeEndNs, rb.timings.computeStartNs, rb.timings.computeEndNs];
-      expect(sa < eb && sb < ea, `a ${sa}-${ea}, b ${sb}-${eb}`).toBe(true);
+      expect(sa! < eb! && sb! < ea!, `a ${sa}-${ea}, b ${sb}-${eb}`).toBe(true);
     } finally {
       await Promise.all([a.finalize(), b.finalize()]);
     }

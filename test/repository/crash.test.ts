@@ -93,7 +93,7 @@ function start(repo: TempRepo): Warden {
 function storedUpload(repo: TempRepo): number {
   const root = join(repo.path, '.warden-uploads');
   expect(readdirSync(join(root, '.staging'))).toEqual([]);
-  const pointer = JSON.parse(readFileSync(join(root, 'acme/m/CURRENT'), 'utf8')) as { generation: number; config: { max_batch_size: number } };
+  const pointer = JSON.parse(readFileSync(join(root, 'acme/m/CURRENT'), 'utf8')) as { generation: number; config: { max_batch_size: number; parameters: Record<string, { string_value: string }> } };
   expect(readdirSync(join(root, 'acme/m')).sort()).toEqual(['CURRENT', `g${pointer.generation}`]);
   const dir = join(root, 'acme/m', `g${pointer.generation}`);
   const seq = Number(readFileSync(join(dir, '1/tag.txt'), 'utf8'));

@@ -38,7 +38,7 @@ export async function ensureBuilt(): Promise<void> {
   const samples = ['identity_wasm', 'add_sub_wasm', 'repeat_wasm', 'preprocess_wasm'].map((m) => join(REPO, m, '1', 'model.wasm'));
   const fixtures = ['identity', 'loop_execute', 'send_after', 'js_with_stdio', 'import_error_constructor', 'import_host_to_string', 'instantiate_twice'].map((f) => join(FIXTURES, 'build', `${f}.wasm`));
   if ([...samples, ...fixtures].every((f) => existsSync(f))) return;
-  const build = (await import('../../scripts/build-wasm.mjs')) as { buildAll(): Promise<void> };
+  const build = await import('../../scripts/build-wasm.mjs');
   await build.buildAll();
 }
 
@@ -74,7 +74,7 @@ export function wasmConfig(name: string, inputs: IO[], outputs: IO[], extra: Par
     output,
     batch_input: [],
     batch_output: [],
-    optimization: {},
+    optimization: {} as ModelConfig['optimization'],
     instance_group: [{ name, kind: 'KIND_CPU', count: 1, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: '' }],
     default_model_filename: '',
     cc_model_filenames: {},

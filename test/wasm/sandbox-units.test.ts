@@ -19,7 +19,7 @@ type Build = {
   generateHostTypes(out?: string): Promise<string>;
   WIT_DIR: string;
 };
-const build = (await import('../../scripts/build-wasm.mjs')) as Build;
+const build: Build = await import('../../scripts/build-wasm.mjs');
 await h.ensureBuilt();
 const jco = await import('@bytecodealliance/jco');
 

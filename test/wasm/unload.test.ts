@@ -22,7 +22,7 @@ describe.each(ENGINES)('%s engine: unload under load', (engine) => {
     await ensureBuilt();
     repo = mkdtempSync(join(tmpdir(), 'warden-wasm-unload-'));
     cpSync(join(REPO, 'identity_wasm'), join(repo, 'identity_wasm'), { recursive: true });
-    const { startServer } = (await import('../../host/src/server.js')) as { startServer(o: Record<string, unknown>): Promise<Running> };
+    const { startServer } = (await import('../../host/src/server.js')) as unknown as { startServer(o: Record<string, unknown>): Promise<Running> };
     resolver = newResolver(engine);
     server = await startServer({ modelRepositories: [repo], httpPort: 0, metricsPort: 0, modelControlMode: 'explicit', loadModels: ['identity_wasm'], logLevel: 'silent', backendResolvers: [resolver] });
   });
