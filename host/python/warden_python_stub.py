@@ -10,7 +10,9 @@ supervised by host/src/backends/python. It imports the model's ``model.py``, run
 
 Threads: the reader thread takes every message off the socket (cancellations, BLS responses and
 frees are handled at once, so a blocked ``execute`` can still receive its BLS answers); ``execute``
-runs on the main thread, in one asyncio event loop shared by ``async def execute`` calls.
+runs on the main thread, in one asyncio event loop shared by ``async def execute`` calls. A model
+that defines ``is_ready`` is asked on a readiness thread with its own event loop (for
+``async def is_ready``), so a long ``execute`` does not hold up readiness checks.
 """
 import asyncio
 import importlib.util
@@ -133,6 +135,7 @@ class Runtime:
         self.out_arena = OutArena(init["out_path"], int(init.get("arena_limit", 1 << 31)))
         self.model_dir = init.get("model_dir", "")
         self.work = queue.Queue()
+        self.ready_q = queue.Queue()
         self.bls_waiters = {}
         self.bls_lock = threading.Lock()
         self.next_cid = 1
@@ -179,6 +182,8 @@ class Runtime:
                         deliver(msg.get("value"), True)
                 elif op == "bls_response":
                     self.on_bls_response(msg)
+                elif op == "is_ready":
+                    self.ready_q.put(msg)
                 else:
                     self.work.put(msg)
         except (EOFError, OSError):
@@ -384,6 +389,31 @@ def run_execute(rt, model, msg, decoupled):
     rt.send(done)
 
 
+def readiness_loop(rt, model):
+    """Answer ``is_ready`` queries (spec section 7.1): the model's ``is_ready()`` (sync or async)
+    must return a bool; anything else, or an exception, means not ready and is reported."""
+    loop = asyncio.new_event_loop()
+    while True:
+        msg = rt.ready_q.get()
+        out = {"op": "is_ready_result", "qid": msg.get("qid")}
+        try:
+            r = model.is_ready()
+            if inspect.iscoroutine(r):
+                r = loop.run_until_complete(r)
+            if isinstance(r, bool):
+                out["ready"] = r
+            else:
+                out["ready"] = False
+                out["error"] = "is_ready() must return a bool, got %s" % type(r).__name__
+        except Exception as e:
+            out["ready"] = False
+            out["error"] = error_text(e)
+        try:
+            rt.send(out)
+        except Exception:
+            pass
+
+
 def main():
     sock = socket.socket(fileno=3)
     (n,) = _HEADER.unpack(_recv(sock, 4))
@@ -413,7 +443,10 @@ def main():
         rt.send({"op": "init_failed", "error": error_text(e), "trace": traceback.format_exc()})
         rt.work.get()
         return
-    rt.send({"op": "ready"})
+    has_is_ready = callable(getattr(model, "is_ready", None))
+    if has_is_ready:
+        threading.Thread(target=readiness_loop, args=(rt, model), daemon=True, name="warden-is-ready").start()
+    rt.send({"op": "ready", "has_is_ready": has_is_ready})
     decoupled = bool(init.get("decoupled"))
     while True:
         msg = rt.work.get()

@@ -211,6 +211,19 @@ export class ModelVersion {
     return this.accepting && this.unavailableReason() === undefined && this.instances.every((i) => i.isReady?.() ?? true);
   }
 
+  /**
+   * Readiness as a readiness check sees it: {@link isReady}, then every instance's own check
+   * (`checkReady`, a Python model's `is_ready()`; Triton asks each instance, and the model is
+   * ready only if all are). Resolves undefined when ready, else the reason. Never rejects.
+   */
+  async readinessProblem(): Promise<string | undefined> {
+    if (!this.isReady()) return this.unavailableReason() ?? 'not ready';
+    const checks = this.instances.filter((i) => i.checkReady !== undefined);
+    if (checks.length === 0) return undefined;
+    const answers = await Promise.all(checks.map((i) => i.checkReady!()));
+    return answers.find((a) => a !== undefined);
+  }
+
   /** Why the version cannot serve although loaded (an instance became unhealthy), else undefined. */
   unavailableReason(): string | undefined {
     for (const i of this.instances) {

@@ -124,11 +124,8 @@ export class NativeServerBridge {
       const { server, principal } = owner;
       switch (kind) {
         case Kind.ModelReady:
-          try {
-            return String(server.isModelReady(principal, q.model, q.version));
-          } catch {
-            return 'false'; // Triton: an unknown model is simply not ready
-          }
+          // Triton: an unknown model is simply not ready
+          return server.isModelReady(principal, q.model, q.version).then(String, () => 'false');
         case Kind.ModelMetadata:
           if (!server.modelMetadata) throw unavailable('model metadata is not available in this server');
           return JSON.stringify(server.modelMetadata(principal, q.model, q.version));

@@ -107,11 +107,11 @@ export class BlsBridge {
   }
 
   /** `pb_utils.is_model_ready`: whether the owner can infer on `model` (version -1 = any) now. */
-  isModelReady(model: string, version: number): boolean {
+  isModelReady(model: string, version: number): Promise<boolean> {
     try {
-      return this.server.isModelReady(this.principal, model, version);
+      return this.server.isModelReady(this.principal, model, version).catch(() => false); // unknown to this owner
     } catch {
-      return false; // unknown to this owner
+      return Promise.resolve(false);
     }
   }
 
