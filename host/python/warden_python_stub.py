@@ -179,7 +179,7 @@ class Runtime:
                     with self.bls_lock:
                         deliver = self.bls_waiters.pop(msg["cid"], None)
                     if deliver:
-                        deliver(msg.get("value"), True)
+                        deliver(msg, True)
                 elif op == "bls_response":
                     self.on_bls_response(msg)
                 elif op == "is_ready":
@@ -256,8 +256,9 @@ class Runtime:
         m["op"] = "metric"
         self.send(m)
 
-    # ---- queries answered by Warden (is_model_ready) ----
+    # ---- queries answered by Warden (is_model_ready, load_model, unload_model) ----
     def query(self, msg):
+        """Send ``msg`` and wait for Warden's answer: ``{"value": ...}`` or ``{"error": text}``."""
         q = queue.Queue()
         with self.bls_lock:
             cid = self.next_cid

@@ -7,7 +7,8 @@
  * reach the model as `TritonError`s on the response.
  */
 import type { Logger } from 'pino';
-import { asTritonError, invalidArg, type TritonError } from '../../core/errors.js';
+import { asTritonError, invalidArg, unavailable, type TritonError } from '../../core/errors.js';
+import { fileOverridePath, parseConfigOverride } from '../../repository/overrides.js';
 import type { InferenceServerHandle, ParameterValue, Principal, ResponseSender } from '../../core/types.js';
 import type { Region } from './shm.js';
 import type { StubProcess } from './stub.js';
@@ -113,6 +114,52 @@ export class BlsBridge {
     } catch {
       return Promise.resolve(false);
     }
+  }
+
+  /**
+   * `pb_utils.load_model` / `unload_model` / `is_model_ready` (spec §7.2): the repository API's own
+   * path (`InferenceServerHandle.loadModel` / `unloadModel`, explicit model-control mode only, the
+   * same errors as `POST /v2/repository/models/<m>/load|unload`) with the owner's principal, so a
+   * model can load nothing its owner could not. `files` (`[key, offset, size]` in the stub's out
+   * arena) are `file:<version>/<path>` overrides checked as the HTTP load API checks them; the
+   * upload admission then refuses Python and native code. An unload answers once the model stops
+   * taking requests, so a model may unload itself from `execute`. Answers the stub with
+   * `query_response` `{value}` or `{error}`; never throws.
+   */
+  control(stub: StubProcess, msg: Record<string, unknown>): void {
+    const cid = msg.cid;
+    const model = String(msg.model ?? '');
+    const regions: Region[] = [];
+    let work: Promise<unknown>;
+    try {
+      if (msg.op === 'is_model_ready') {
+        work = this.isModelReady(model, Number.isSafeInteger(msg.version) ? Number(msg.version) : -1);
+      } else if (msg.op === 'unload_model') {
+        if (!this.server.unloadModel) throw unavailable('model control is not available in this server');
+        work = this.server.unloadModel(this.principal, model);
+      } else {
+        if (!this.server.loadModel) throw unavailable('model control is not available in this server');
+        const wire = Array.isArray(msg.files) ? (msg.files as unknown[]) : [];
+        const files = new Map<string, Uint8Array>();
+        for (const f of wire) {
+          if (!Array.isArray(f) || f.length !== 3) throw invalidArg(`failed to load '${model}': malformed file override from the Python stub`);
+          const [key, offset, size] = f as [unknown, number, number];
+          regions.push({ offset, size });
+          if (typeof key !== 'string' || !key.startsWith('file:')) throw invalidArg(`failed to load '${model}': unrecognized load parameter '${String(key).slice(0, 256)}' (file overrides are named 'file:<version>/<path>')`);
+          files.set(fileOverridePath(key), stub.arenas.read({ offset, size }));
+        }
+        const config = typeof msg.config === 'string' && msg.config !== '' ? parseConfigOverride(model, msg.config) : undefined;
+        work = this.server.loadModel(this.principal, model, { configOverride: config, files: files.size > 0 ? files : undefined });
+      }
+    } catch (e) {
+      work = Promise.reject(e);
+    } finally {
+      stub.freeOut(regions);
+    }
+    work.then(
+      (value) => stub.send({ op: 'query_response', cid, value: value ?? true }),
+      (e) => stub.send({ op: 'query_response', cid, error: asTritonError(e).message }),
+    );
   }
 
   /** Cancel every outstanding call (the stub is gone). */

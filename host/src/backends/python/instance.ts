@@ -254,11 +254,10 @@ export class PythonInstance implements BackendModelInstance {
         return this.bls!.handle(stub, m);
       case 'is_ready_result':
         return this.onReadyResult(stub, m);
-      case 'is_model_ready': {
-        const bls = this.bls!;
-        void bls.isModelReady(String(m.model ?? ''), Number.isSafeInteger(m.version) ? Number(m.version) : -1).then((value) => stub.send({ op: 'query_response', cid: m.cid, value }));
-        return;
-      }
+      case 'is_model_ready':
+      case 'load_model':
+      case 'unload_model':
+        return this.bls!.control(stub, m);
       case 'free_in':
         if (Array.isArray(m.regions)) for (const [offset, size] of m.regions as [number, number][]) stub.arenas.release({ offset, size });
         return;
