@@ -97,15 +97,18 @@ def triton_to_numpy_type(data_type):
     return t
 
 
+_TRITON_OF_DTYPE = {}
+for _k, _v in _NUMPY_OF.items():
+    if _v is not np.object_:
+        _TRITON_OF_DTYPE.setdefault(np.dtype(_v), _k)
+
+
 def numpy_to_triton_type(data_type):
     """TRITONSERVER_DataType value of a numpy dtype (object/bytes/str -> TYPE_STRING), None if unknown."""
     dt = np.dtype(data_type)
     if dt == np.object_ or dt.kind in ("S", "U"):
         return TYPE_STRING
-    for k, v in _NUMPY_OF.items():
-        if v is not np.object_ and np.dtype(v) == dt:
-            return k
-    return None
+    return _TRITON_OF_DTYPE.get(dt)
 
 
 def triton_string_to_numpy(triton_type_string):
@@ -192,6 +195,13 @@ class Tensor:
             data = data.astype(np.object_)
         self._arr = data
         self._dtype = dt
+
+    @classmethod
+    def _wrap(cls, name, arr, dtype):
+        """A tensor over ``arr`` whose Triton type is known (the stub's inputs): no checks."""
+        t = cls.__new__(cls)
+        t._name, t._arr, t._dtype = name, arr, dtype
+        return t
 
     def name(self):
         return self._name

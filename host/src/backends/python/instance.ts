@@ -296,7 +296,6 @@ export class PythonInstance implements BackendModelInstance {
       entry.sender.send(parameters ? { outputs, parameters } : { outputs }, final);
     } finally {
       stub.freeOut(regions);
-      if (this.inflight.size === 0) this.stopPolling();
     }
   }
 
@@ -312,7 +311,6 @@ export class PythonInstance implements BackendModelInstance {
     if (error || !this.opts.decoupled) {
       // The host sends the error (or "no response") to every request without a final response.
       for (const [rid, e] of this.inflight) if (e.eid === ex.eid) this.inflight.delete(rid);
-      if (this.inflight.size === 0) this.stopPolling();
     }
     if (error) ex.reject(error);
     else ex.resolve({ computeStartNs: ex.startNs, computeEndNs });
@@ -373,9 +371,15 @@ export class PythonInstance implements BackendModelInstance {
     this.starting.catch(() => {});
   }
 
+  /**
+   * Poll cancellation flags while requests are in flight. The interval outlives a request: it
+   * stops itself at its first tick with nothing in flight, so back-to-back requests do not each
+   * create and clear a timer.
+   */
   private startPolling(): void {
     if (this.poll) return;
     this.poll = setInterval(() => {
+      if (this.inflight.size === 0) return this.stopPolling();
       const rids: number[] = [];
       for (const [rid, e] of this.inflight) {
         if (e.request.cancelled && !e.cancelSent) {
