@@ -29,6 +29,8 @@ class TritonPythonModel:
                 if c["op"] == "load":
                     files = {k: base64.b64decode(v) for k, v in c["files"].items()} if "files" in c else None
                     value = pb_utils.load_model(c["model"], config=c.get("config", ""), files=files)
+                elif c["op"] == "raw":  # a hand-made message, as a buggy stub could send
+                    value = pb_utils._model_control(c["msg"], "Failed to load model")
                 elif c["op"] == "unload":
                     value = pb_utils.unload_model(c["model"])
                 else:
@@ -136,6 +138,16 @@ describe.skipIf(skip !== undefined)('pb_utils model control', () => {
     const notFile = await control(s, { op: 'load', model: 'trav', config: JSON.stringify(ADDSUB_CONFIG), files: { 'model.onnx': onnx() } });
     expect(notFile.error).toContain("unrecognized load parameter 'model.onnx'");
     expect(await control(s, { op: 'unload', model: '../escape' })).toMatchObject({ type: 'TritonModelException', error: expect.stringMatching(/^Failed to unload model: invalid model name/) });
+  });
+
+  it('a malformed load message (too many files, one region named many times, a region past the arena) is refused before anything is read', async () => {
+    const many = await control(s, { op: 'raw', msg: { op: 'load_model', model: 'm', config: '', files: Array.from({ length: 5000 }, (_, i) => [`file:1/f${i}`, 0, 64]) } });
+    expect(many.error).toContain('more than 4096 file overrides');
+    const amplified = await control(s, { op: 'raw', msg: { op: 'load_model', model: 'm', config: '', files: Array.from({ length: 4000 }, (_, i) => [`file:1/f${i}`, 0, 2 ** 31]) } });
+    expect(amplified.error).toMatch(/file overrides of \d+ bytes exceed/);
+    const past = await control(s, { op: 'raw', msg: { op: 'load_model', model: 'm', config: '{}', files: [['file:1/model.onnx', 2 ** 40, 16]] } });
+    expect(past.error).toMatch(/^Failed to load model: /);
+    expect(await ready(s, 'controller_py')).toBe(true);
   });
 
   it('Python code by upload is refused and never runs', async () => {

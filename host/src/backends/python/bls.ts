@@ -14,6 +14,9 @@ import type { Region } from './shm.js';
 import type { StubProcess } from './stub.js';
 import { readTensors, writeTensors } from './wire.js';
 
+/** Most file overrides one `pb_utils.load_model` call may pass. */
+export const MAX_LOAD_FILES = 4096;
+
 /** Largest number of BLS requests one stub may have outstanding. */
 export const MAX_BLS_INFLIGHT = 1024;
 
@@ -140,6 +143,10 @@ export class BlsBridge {
       } else {
         if (!this.server.loadModel) throw unavailable('model control is not available in this server');
         const wire = Array.isArray(msg.files) ? (msg.files as unknown[]) : [];
+        // Bounded before anything is read: a buggy stub could name one large region many times.
+        if (wire.length > MAX_LOAD_FILES) throw invalidArg(`failed to load '${model}': more than ${MAX_LOAD_FILES} file overrides`);
+        const total = wire.reduce<number>((n, f) => n + (Array.isArray(f) && Number.isSafeInteger(f[2]) ? Number(f[2]) : 0), 0);
+        if (total > stub.arenas.limitBytes) throw invalidArg(`failed to load '${model}': file overrides of ${total} bytes exceed ${stub.arenas.limitBytes}`);
         const files = new Map<string, Uint8Array>();
         for (const f of wire) {
           if (!Array.isArray(f) || f.length !== 3) throw invalidArg(`failed to load '${model}': malformed file override from the Python stub`);
