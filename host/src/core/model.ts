@@ -218,6 +218,15 @@ export class ModelVersion {
    */
   async readinessProblem(): Promise<string | undefined> {
     if (!this.isReady()) return this.unavailableReason() ?? 'not ready';
+    return this.instanceCheckProblem();
+  }
+
+  /**
+   * Only the instances' own checks (`checkReady`): undefined when every instance that has one
+   * answers ready (or none has one), else the first reason. What the repository index adds to a
+   * READY version's state. Never rejects.
+   */
+  async instanceCheckProblem(): Promise<string | undefined> {
     const checks = this.instances.filter((i) => i.checkReady !== undefined);
     if (checks.length === 0) return undefined;
     const answers = await Promise.all(checks.map((i) => i.checkReady!()));

@@ -427,7 +427,7 @@ export class ModelRepositoryManager {
         // A loaded version whose instance became unhealthy (a stuck native execute), or whose
         // model says it is not ready (Python is_ready()), is UNAVAILABLE with the reason.
         const serving = s.state === 'READY' ? rec.serving.get(v) : undefined;
-        const unhealthy = serving ? (serving.unavailableReason() ?? (await serving.readinessProblem())) : undefined;
+        const unhealthy = serving ? (serving.unavailableReason() ?? (await serving.instanceCheckProblem())) : undefined;
         if (readyOnly && unhealthy !== undefined) continue;
         const e: IndexEntry = { name, version: String(v), state: unhealthy !== undefined ? 'UNAVAILABLE' : s.state };
         if (unhealthy !== undefined) e.reason = unhealthy;
