@@ -9,7 +9,7 @@
  */
 import autocannon from 'autocannon';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -28,8 +28,9 @@ export interface ChildServer {
   /** The last ~64 KiB the child wrote (stdout + stderr), for error messages. */
   output(): string;
   /**
-   * CPU time (user + system, all threads) the child has used so far, in µs, from
-   * `/proc/<pid>/stat`; undefined where that is unavailable (non-Linux).
+   * CPU time (user + system, all threads) the child and its live descendants (Python stubs,
+   * backend-host processes) have used so far, in µs, from `/proc/<pid>/stat`; undefined where that
+   * is unavailable (non-Linux).
    */
   cpuMicros(): number | undefined;
   /** SIGTERM, then SIGKILL after 5 s; resolves when the process exited. */
@@ -163,6 +164,31 @@ function procCpuMicros(pid: number | undefined): number | undefined {
   }
 }
 
+/** Live descendants of `pid` (from `/proc/<pid>/task/<tid>/children`). */
+function childPids(pid: number): number[] {
+  const out: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      if (text) for (const c of text.split(' ')) out.push(Number(c), ...childPids(Number(c)));
+    }
+  } catch {
+    // gone meanwhile, or no /proc
+  }
+  return out;
+}
+
+/**
+ * CPU µs of `pid` plus its live descendants: a Python model's stub process does the model's share
+ * of a request's work, so "server CPU per request" counts it. A descendant that exits during a
+ * measurement drops out of the sum (restarts are not measured).
+ */
+function treeCpuMicros(pid: number | undefined): number | undefined {
+  const own = procCpuMicros(pid);
+  if (own === undefined || pid === undefined) return own;
+  return childPids(pid).reduce((sum, c) => sum + (procCpuMicros(c) ?? 0), own);
+}
+
 /**
  * The node flags `npm start` gives Warden (package.json's `start` script, e.g. the young-generation
  * size), so the benchmark measures the server as it is started.
@@ -265,7 +291,7 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
         url,
         port,
         output: () => out,
-        cpuMicros: () => (exited ? undefined : procCpuMicros(child.pid)),
+        cpuMicros: () => (exited ? undefined : treeCpuMicros(child.pid)),
         async stop() {
           if (exited) return;
           child.kill('SIGTERM');

@@ -122,7 +122,7 @@ export async function benchPython(ctx: BenchContext): Promise<{ addedOverOnnxUs:
   const tp = await tensorThroughput(ctx, repo, Math.max(3, ctx.rounds));
   const targetMet = addedOverOnnx < 150;
   const body =
-    `${ctx.table(['case', 'target', 'infer/s (min–max)', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'µs/req (1/rps)'], rows)}\n\n` +
+    `${ctx.table(['case', 'target', 'infer/s (min–max)', 'p50 ms', 'p99 ms', 'server CPU µs/req (Warden + stubs)', 'µs/req (1/rps)'], rows)}\n\n` +
     `Medians over ${ctx.rounds} rounds of ${ctx.durationS} s. The floor replays identity_python's ${canned.body.length}-byte JSON answer.\n` +
     `- identity_python adds ${addedOverOnnx.toFixed(1)} µs per request over ONNX simple at concurrency 1 (target < 150 µs: ${targetMet ? 'MET' : 'MISSED'}); ${addedOverFloor.toFixed(1)} µs over the floor.\n` +
     `- 64 MiB FP32, in-process: memcpy there and back ${tp.memcpy.toFixed(0)} MB/s; shared-memory arena write + read ${tp.arena.toFixed(0)} MB/s ` +

@@ -97,15 +97,18 @@ def triton_to_numpy_type(data_type):
     return t
 
 
+_TRITON_OF_DTYPE = {}
+for _k, _v in _NUMPY_OF.items():
+    if _v is not np.object_:
+        _TRITON_OF_DTYPE.setdefault(np.dtype(_v), _k)
+
+
 def numpy_to_triton_type(data_type):
     """TRITONSERVER_DataType value of a numpy dtype (object/bytes/str -> TYPE_STRING), None if unknown."""
     dt = np.dtype(data_type)
     if dt == np.object_ or dt.kind in ("S", "U"):
         return TYPE_STRING
-    for k, v in _NUMPY_OF.items():
-        if v is not np.object_ and np.dtype(v) == dt:
-            return k
-    return None
+    return _TRITON_OF_DTYPE.get(dt)
 
 
 def triton_string_to_numpy(triton_type_string):
@@ -192,6 +195,13 @@ class Tensor:
             data = data.astype(np.object_)
         self._arr = data
         self._dtype = dt
+
+    @classmethod
+    def _wrap(cls, name, arr, dtype):
+        """A tensor over ``arr`` whose Triton type is known (the stub's inputs): no checks."""
+        t = cls.__new__(cls)
+        t._name, t._arr, t._dtype = name, arr, dtype
+        return t
 
     def name(self):
         return self._name
@@ -446,18 +456,61 @@ def get_model_dir():
     return _runtime.model_dir if _runtime else ""
 
 
+def _model_control(msg, failed):
+    """One model-control call answered by Warden (``Failed to ...: <reason>`` on error, as Triton)."""
+    answer = _runtime.query(msg)
+    if "error" in answer:
+        raise TritonModelException("%s: %s" % (failed, answer["error"]))
+    return answer.get("value")
+
+
 def is_model_ready(model_name, model_version=""):
     """Whether a model (version; "" = the server's choice) is ready in Warden, as this model's
-    owner sees it."""
-    return _runtime.query({"op": "is_model_ready", "model": str(model_name), "version": int(model_version) if str(model_version) else -1})
+    owner sees it (spec section 7.2). Raises TritonModelException for a version string that is not
+    a non-negative integer."""
+    v = str(model_version)
+    version = -1
+    if v:
+        try:
+            version = int(v)
+        except ValueError as e:
+            raise TritonModelException("Failed to check model readiness: failed to get model version from specified version string '%s' (details: %s), version should be an integral value > 0" % (v, e))
+        if version < 0:
+            raise TritonModelException("Failed to check model readiness: failed to get model version from specified version string '%s', version should be an integral value > 0" % v)
+    return bool(_model_control({"op": "is_model_ready", "model": str(model_name), "version": version}, "Failed to check model readiness"))
 
 
 def load_model(model_name, config="", files=None):
-    raise TritonModelException("load_model is not supported by Warden's Python backend; use the model repository API")
+    """Load or reload ``model_name`` through Warden's repository API (spec section 7.2; explicit
+    model-control mode only), as this model's owner: ``config`` is a JSON model config override,
+    ``files`` a dict ``{"file:<version>/<path>": bytes}`` of file overrides (checked as the HTTP
+    load API checks them; Python and native code are never accepted by upload). Returns once the
+    model is ready; raises TritonModelException("Failed to load model: ...") otherwise."""
+    name = str(model_name)
+    wire = []
+    if files is not None:
+        if not isinstance(files, dict):
+            raise TritonModelException("failed to load model '%s', files should be a dictionary of file paths and file contents" % name)
+        for key, content in files.items():
+            if not isinstance(key, str) or not isinstance(content, (bytes, bytearray, memoryview)):
+                raise TritonModelException("failed to load model '%s', files should be a dictionary of file paths and file contents" % name)
+        try:
+            for key, content in files.items():
+                off, size = _runtime.out_arena.write(content)
+                wire.append([key, off, size])
+        except Exception:
+            for _, off, size in wire:
+                _runtime.out_arena.free(off, size)
+            raise
+    _model_control({"op": "load_model", "model": name, "config": str(config or ""), "files": wire}, "Failed to load model")
 
 
 def unload_model(model_name, unload_dependents=False):
-    raise TritonModelException("unload_model is not supported by Warden's Python backend; use the model repository API")
+    """Unload ``model_name`` (spec section 7.2; explicit mode only). Returns once the model stops
+    taking new requests (its in-flight requests, this one included when a model unloads itself,
+    finish first), so a model can unload itself without waiting on its own execute."""
+    _model_control({"op": "unload_model", "model": str(model_name), "unload_dependents": bool(unload_dependents)}, "Failed to unload model")
+
 
 
 # --- logging ---------------------------------------------------------------------------------------

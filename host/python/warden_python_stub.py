@@ -8,21 +8,31 @@ supervised by host/src/backends/python. It imports the model's ``model.py``, run
   ``in``: written by Warden (request inputs, BLS responses), mapped here read-only in spirit;
   ``out``: allocated here (responses, BLS request inputs), read by Warden, which then frees them.
 
-Threads: the reader thread takes every message off the socket (cancellations, BLS responses and
-frees are handled at once, so a blocked ``execute`` can still receive its BLS answers); ``execute``
-runs on the main thread, in one asyncio event loop shared by ``async def execute`` calls.
+Threads (issue 13 point 3: no thread hand-off per request): the socket is read by whichever
+thread needs a message, one at a time (the *pump* role, ``Runtime.pump_until``). The idle main
+thread reads and runs ``execute`` itself, in one asyncio event loop shared by ``async def
+execute`` calls (which read the socket through ``add_reader`` while they await). A thread waiting
+for Warden (a BLS ``exec``, ``is_model_ready``, ``load_model``) reads until its answer came,
+handing other messages on (cancellations, other callers' answers, frees; a new batch is queued for
+the main thread). ``is_cancelled()`` reads what is already there without blocking. While an
+``execute`` runs longer than WATCH_S without reading, a watchdog thread reads what arrives, so
+cancellations and readiness checks are not held up. A model that defines ``is_ready`` is asked on
+a readiness thread with its own event loop (for ``async def is_ready``).
 """
 import asyncio
+import collections
 import importlib.util
 import inspect
 import json
 import mmap
 import os
 import queue
+import select
 import socket
 import struct
 import sys
 import threading
+import time
 import traceback
 
 import numpy as np
@@ -30,9 +40,14 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 MAX_MESSAGE = 16 * 1024 * 1024
+# How long an execute may run without reading the socket before the watchdog reads for it (s).
+WATCH_S = 0.01
+# The watchdog parks (blocks until the next execute) after this long without one (s).
+WATCH_PARK_S = 1.0
 ALIGN = 64
 _HEADER = struct.Struct("<I")
 
+_ENUM_OF = pb_utils._ENUM_OF
 _NP_OF = {
     "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
     "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
@@ -132,7 +147,17 @@ class Runtime:
         self.in_arena = InArena(init["in_path"])
         self.out_arena = OutArena(init["out_path"], int(init.get("arena_limit", 1 << 31)))
         self.model_dir = init.get("model_dir", "")
-        self.work = queue.Queue()
+        self.work = collections.deque()
+        self.ready_q = queue.Queue()
+        # the pump role: one reader at a time; cv guards pumping, work and wakes waiters
+        self.cv = threading.Condition()
+        self.pumping = False
+        self.rbuf = bytearray()
+        self.rchunk = bytearray(1 << 16)
+        self.rview = memoryview(self.rchunk)
+        self.executing_since = 0.0
+        self.watch_parked = False
+        self.watch_wake = threading.Event()
         self.bls_waiters = {}
         self.bls_lock = threading.Lock()
         self.next_cid = 1
@@ -146,45 +171,138 @@ class Runtime:
         with self.send_lock:
             self.sock.sendall(_HEADER.pack(len(body)) + body)
 
-    def recv_exact(self, n):
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        while got < n:
-            k = self.sock.recv_into(view[got:], n - got)
-            if k == 0:
-                raise EOFError()
-            got += k
-        return buf
-
-    def reader(self):
-        try:
-            while True:
-                (n,) = _HEADER.unpack(self.recv_exact(4))
+    def read_frame(self):
+        """One message off the socket (the pump role's holder only); buffered, so a message usually
+        costs one ``recv``."""
+        buf = self.rbuf
+        while True:
+            if len(buf) >= 4:
+                (n,) = _HEADER.unpack_from(buf, 0)
                 if n > MAX_MESSAGE:
                     raise ValueError("message from Warden too large")
-                msg = json.loads(self.recv_exact(n))
-                op = msg.get("op")
-                for off, size in msg.get("free", ()):
-                    self.out_arena.free(off, size)
-                if op == "cancel":
-                    with self.cancel_lock:
-                        self.cancelled.update(msg["rids"])
-                elif op == "free":
-                    pass
-                elif op == "query_response":
-                    with self.bls_lock:
-                        deliver = self.bls_waiters.pop(msg["cid"], None)
-                    if deliver:
-                        deliver(msg.get("value"), True)
-                elif op == "bls_response":
-                    self.on_bls_response(msg)
-                else:
-                    self.work.put(msg)
-        except (EOFError, OSError):
+                if len(buf) >= 4 + n:
+                    body = buf[4:4 + n].decode("utf-8")
+                    del buf[:4 + n]
+                    return json.loads(body)
+            k = self.sock.recv_into(self.rchunk)
+            if k == 0:
+                raise EOFError()
+            buf += self.rview[:k]
+
+    def dispatch(self, msg):
+        """Act on one message from Warden; a new batch (or finalize) is queued for the main thread."""
+        op = msg.get("op")
+        for off, size in msg.get("free", ()):
+            self.out_arena.free(off, size)
+        if op == "cancel":
+            with self.cancel_lock:
+                self.cancelled.update(msg["rids"])
+        elif op == "free":
             pass
-        # Warden went away: stop.
-        os._exit(0)
+        elif op == "query_response":
+            with self.bls_lock:
+                deliver = self.bls_waiters.pop(msg["cid"], None)
+            if deliver:
+                deliver(msg, True)
+        elif op == "bls_response":
+            self.on_bls_response(msg)
+        elif op == "is_ready":
+            self.ready_q.put(msg)
+        else:
+            with self.cv:
+                self.work.append(msg)
+
+    def _pump_one(self):
+        """Read and dispatch one message, and every further one already buffered (so no complete
+        message waits in the buffer while the socket looks idle), holding the pump role (taken by
+        the caller). Warden gone or a malformed message: the process ends."""
+        try:
+            self.dispatch(self.read_frame())
+            while self._frame_buffered():
+                self.dispatch(self.read_frame())
+        except BaseException:
+            os._exit(0)
+
+    def pump_until(self, done):
+        """Block until ``done()`` (checked under ``cv``) holds, reading the socket meanwhile unless
+        another thread is (then waiting for it to hand something over)."""
+        cv = self.cv
+        with cv:
+            while not done():
+                if self.pumping:
+                    cv.wait()
+                    continue
+                self.pumping = True
+                cv.release()
+                try:
+                    self._pump_one()
+                finally:
+                    cv.acquire()
+                    self.pumping = False
+                    cv.notify_all()
+
+    def pump_available(self):
+        """Read whatever has arrived, without blocking (nothing if another thread holds the role)."""
+        cv = self.cv
+        with cv:
+            if self.pumping:
+                return
+            self.pumping = True
+        try:
+            while self._frame_buffered() or select.select([self.sock], [], [], 0)[0]:
+                self._pump_one()
+        finally:
+            with cv:
+                self.pumping = False
+                cv.notify_all()
+
+    def _frame_buffered(self):
+        buf = self.rbuf
+        return len(buf) >= 4 and len(buf) >= 4 + _HEADER.unpack_from(buf, 0)[0]
+
+    def next_work(self):
+        """The next batch / finalize for the main thread (reading the socket until one came)."""
+        self.pump_until(lambda: self.work)
+        with self.cv:
+            return self.work.popleft()
+
+    def run(self, coro):
+        """Run a coroutine on the model's event loop; the socket is read while it awaits."""
+        fd = self.sock.fileno()
+        self.loop.add_reader(fd, self.pump_available)
+        try:
+            return self.loop.run_until_complete(coro)
+        finally:
+            self.loop.remove_reader(fd)
+
+    def watchdog(self):
+        """Read for an execute that has run WATCH_S without reading (cancellations, is_ready)."""
+        idle_since = time.monotonic()
+        while True:
+            time.sleep(WATCH_S)
+            since = self.executing_since
+            now = time.monotonic()
+            if since:
+                idle_since = now
+                if now - since >= WATCH_S:
+                    self.pump_available()
+            elif now - idle_since > WATCH_PARK_S:
+                self.watch_parked = True
+                if self.executing_since:
+                    self.watch_parked = False
+                    continue
+                self.watch_wake.wait()
+                self.watch_wake.clear()
+                idle_since = time.monotonic()
+
+    def begin_execute(self):
+        self.executing_since = time.monotonic()
+        if self.watch_parked:
+            self.watch_parked = False
+            self.watch_wake.set()
+
+    def end_execute(self):
+        self.executing_since = 0.0
 
     # ---- tensors ----
     def tensors_in(self, specs, copy):
@@ -201,7 +319,7 @@ class Runtime:
                 arr = np.frombuffer(m, dtype=npdt, count=count, offset=off).reshape(s["shape"])
                 if copy:
                     arr = arr.copy()
-            out.append(pb_utils.Tensor(s["name"], arr, _dtype=pb_utils.TYPE_BF16 if dt == "BF16" else None))
+            out.append(pb_utils.Tensor._wrap(s["name"], arr, _ENUM_OF[dt]))
         return out
 
     def tensors_out(self, tensors):
@@ -241,6 +359,7 @@ class Runtime:
         return msg
 
     def is_cancelled(self, rid):
+        self.pump_available()
         with self.cancel_lock:
             return rid in self.cancelled
 
@@ -251,15 +370,17 @@ class Runtime:
         m["op"] = "metric"
         self.send(m)
 
-    # ---- queries answered by Warden (is_model_ready) ----
+    # ---- queries answered by Warden (is_model_ready, load_model, unload_model) ----
     def query(self, msg):
-        q = queue.Queue()
+        """Send ``msg`` and wait for Warden's answer: ``{"value": ...}`` or ``{"error": text}``."""
+        box = collections.deque()
         with self.bls_lock:
             cid = self.next_cid
             self.next_cid += 1
-            self.bls_waiters[cid] = lambda r, f: q.put(r)
+            self.bls_waiters[cid] = lambda r, f: box.append(r)
         self.send(dict(msg, cid=cid))
-        return q.get()
+        self.pump_until(lambda: box)
+        return box.popleft()
 
     # ---- BLS ----
     def _bls_start(self, request, decoupled, deliver):
@@ -296,14 +417,16 @@ class Runtime:
             deliver(resp, bool(msg.get("final")))
 
     def bls_exec(self, request, decoupled):
-        q = queue.Queue()
-        self._bls_start(request, decoupled, lambda r, f: q.put((r, f)))
+        box = collections.deque()
+        self._bls_start(request, decoupled, lambda r, f: box.append((r, f)))
         if not decoupled:
-            return q.get()[0]
+            self.pump_until(lambda: box)
+            return box.popleft()[0]
 
         def responses():
             while True:
-                r, final = q.get()
+                self.pump_until(lambda: box)
+                r, final = box.popleft()
                 yield r
                 if final:
                     return
@@ -356,10 +479,11 @@ def run_execute(rt, model, msg, decoupled):
         requests.append(req)
     error = None
     done = {"op": "executed", "eid": msg["eid"]}
+    rt.begin_execute()
     try:
         result = model.execute(requests)
         if inspect.iscoroutine(result):
-            result = rt.loop.run_until_complete(result)
+            result = rt.run(result)
         if decoupled:
             if result is not None:
                 error = "the Python model is decoupled: execute must return None (responses go through the response sender)"
@@ -379,9 +503,35 @@ def run_execute(rt, model, msg, decoupled):
     except Exception as e:  # the model's exception becomes every request's error
         error = error_text(e)
         pb_utils.Logger.log_error("execute raised: %s" % traceback.format_exc())
+    rt.end_execute()
     if error is not None:
         done["error"] = error
     rt.send(done)
+
+
+def readiness_loop(rt, model):
+    """Answer ``is_ready`` queries (spec section 7.1): the model's ``is_ready()`` (sync or async)
+    must return a bool; anything else, or an exception, means not ready and is reported."""
+    loop = asyncio.new_event_loop()
+    while True:
+        msg = rt.ready_q.get()
+        out = {"op": "is_ready_result", "qid": msg.get("qid")}
+        try:
+            r = model.is_ready()
+            if inspect.iscoroutine(r):
+                r = loop.run_until_complete(r)
+            if isinstance(r, bool):
+                out["ready"] = r
+            else:
+                out["ready"] = False
+                out["error"] = "is_ready() must return a bool, got %s" % type(r).__name__
+        except Exception as e:
+            out["ready"] = False
+            out["error"] = error_text(e)
+        try:
+            rt.send(out)
+        except Exception:
+            pass
 
 
 def main():
@@ -392,7 +542,7 @@ def main():
     init = json.loads(_recv(sock, n))
     rt = Runtime(sock, init)
     pb_utils._runtime = rt
-    threading.Thread(target=rt.reader, daemon=True, name="warden-reader").start()
+    threading.Thread(target=rt.watchdog, daemon=True, name="warden-watchdog").start()
     try:
         cls = load_model_class(init["model_file"], init.get("sys_paths", []))
         if init.get("mode") == "auto_complete":
@@ -401,31 +551,39 @@ def main():
                 result = cls.auto_complete_config(pb_utils.ModelConfig(config))
                 config = result.as_dict() if isinstance(result, pb_utils.ModelConfig) else config
             rt.send({"op": "auto_completed", "config": config})
-            rt.work.get()
+            rt.next_work()
             return
         model = cls()
         asyncio.set_event_loop(rt.loop)
         if hasattr(model, "initialize"):
+            rt.begin_execute()
             r = model.initialize(init["args"])
             if inspect.iscoroutine(r):
-                rt.loop.run_until_complete(r)
+                rt.run(r)
+            rt.end_execute()
     except Exception as e:
+        rt.end_execute()
         rt.send({"op": "init_failed", "error": error_text(e), "trace": traceback.format_exc()})
-        rt.work.get()
+        rt.next_work()
         return
-    rt.send({"op": "ready"})
+    has_is_ready = callable(getattr(model, "is_ready", None))
+    if has_is_ready:
+        threading.Thread(target=readiness_loop, args=(rt, model), daemon=True, name="warden-is-ready").start()
+    rt.send({"op": "ready", "has_is_ready": has_is_ready})
     decoupled = bool(init.get("decoupled"))
     while True:
-        msg = rt.work.get()
+        msg = rt.next_work()
         op = msg.get("op")
         if op == "execute":
             run_execute(rt, model, msg, decoupled)
         elif op == "finalize":
             try:
                 if hasattr(model, "finalize"):
+                    rt.begin_execute()
                     r = model.finalize()
                     if inspect.iscoroutine(r):
-                        rt.loop.run_until_complete(r)
+                        rt.run(r)
+                    rt.end_execute()
             except Exception:
                 pb_utils.Logger.log_error("finalize raised: %s" % traceback.format_exc())
             rt.send({"op": "finalized"})

@@ -121,11 +121,17 @@ try:
 except ValueError:
     check("conflicting max_batch_size refused", True)
 check("get_input_config_by_name", pb.get_input_config_by_name(d, "B")["data_type"] == "TYPE_INT32" and pb.get_output_config_by_name(d, "Y") is None)
-for fn in (lambda: pb.load_model("m"), lambda: pb.unload_model("m")):
+# model control (spec 7.2): argument errors are raised before anything is sent, with Triton's text
+for name, fn, text in (
+    ("load_model files must be a dict", lambda: pb.load_model("m", "{}", files=[b"x"]), "failed to load model 'm', files should be a dictionary of file paths and file contents"),
+    ("load_model file contents must be bytes", lambda: pb.load_model("m", "{}", files={"file:1/model.onnx": "text"}), "failed to load model 'm', files should be a dictionary of file paths and file contents"),
+    ("is_model_ready version must be an integer", lambda: pb.is_model_ready("m", "one"), "Failed to check model readiness: failed to get model version from specified version string 'one'"),
+    ("is_model_ready version must not be negative", lambda: pb.is_model_ready("m", "-2"), "version should be an integral value > 0"),
+):
     try:
         fn()
-        check("load/unload_model refused", False)
-    except pb.TritonModelException:
-        check("load/unload_model refused", True)
+        check(name, False)
+    except pb.TritonModelException as e:
+        check(name, text in str(e))
 print("ALL OK")
 sys.stdout.flush()

@@ -22,7 +22,7 @@ export const NO_SERVER: InferenceServerHandle = Object.freeze({
   infer(): never {
     throw unavailable('in-process inference is not available in this server');
   },
-  isModelReady: () => false,
+  isModelReady: async () => false,
 });
 
 /**

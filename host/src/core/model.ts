@@ -211,6 +211,28 @@ export class ModelVersion {
     return this.accepting && this.unavailableReason() === undefined && this.instances.every((i) => i.isReady?.() ?? true);
   }
 
+  /**
+   * Readiness as a readiness check sees it: {@link isReady}, then every instance's own check
+   * (`checkReady`, a Python model's `is_ready()`; Triton asks each instance, and the model is
+   * ready only if all are). Resolves undefined when ready, else the reason. Never rejects.
+   */
+  async readinessProblem(): Promise<string | undefined> {
+    if (!this.isReady()) return this.unavailableReason() ?? 'not ready';
+    return this.instanceCheckProblem();
+  }
+
+  /**
+   * Only the instances' own checks (`checkReady`): undefined when every instance that has one
+   * answers ready (or none has one), else the first reason. What the repository index adds to a
+   * READY version's state. Never rejects.
+   */
+  async instanceCheckProblem(): Promise<string | undefined> {
+    const checks = this.instances.filter((i) => i.checkReady !== undefined);
+    if (checks.length === 0) return undefined;
+    const answers = await Promise.all(checks.map((i) => i.checkReady!()));
+    return answers.find((a) => a !== undefined);
+  }
+
   /** Why the version cannot serve although loaded (an instance became unhealthy), else undefined. */
   unavailableReason(): string | undefined {
     for (const i of this.instances) {

@@ -424,8 +424,10 @@ export class ModelRepositoryManager {
       }
       for (const [v, s] of [...rec.status].sort((a, b) => a[0] - b[0])) {
         if (readyOnly && s.state !== 'READY') continue;
-        // A loaded version whose instance became unhealthy (a stuck native execute) is UNAVAILABLE.
-        const unhealthy = s.state === 'READY' ? rec.serving.get(v)?.unavailableReason() : undefined;
+        // A loaded version whose instance became unhealthy (a stuck native execute), or whose
+        // model says it is not ready (Python is_ready()), is UNAVAILABLE with the reason.
+        const serving = s.state === 'READY' ? rec.serving.get(v) : undefined;
+        const unhealthy = serving ? (serving.unavailableReason() ?? (await serving.instanceCheckProblem())) : undefined;
         if (readyOnly && unhealthy !== undefined) continue;
         const e: IndexEntry = { name, version: String(v), state: unhealthy !== undefined ? 'UNAVAILABLE' : s.state };
         if (unhealthy !== undefined) e.reason = unhealthy;

@@ -258,11 +258,11 @@ export class ServerApi implements InferenceServerHandle {
    * Whether a model version is ready (`version` -1 = any ready version).
    * @throws TritonError NOT_FOUND for a model the principal does not know
    */
-  isModelReady(principal: Principal, name: string, version: number): boolean {
+  async isModelReady(principal: Principal, name: string, version: number): Promise<boolean> {
     const key = this.keyOf(principal, name);
     if (!this.manager.isKnown(key)) throw notFound(`Request for unknown model: '${name}' is not found`);
     try {
-      return this.manager.getVersion(key, version).isReady();
+      return (await this.manager.getVersion(key, version).readinessProblem()) === undefined;
     } catch (e) {
       // The model is known: a missing or unready version is "not ready", not an unknown model.
       if (e instanceof TritonError && (e.code === 'NOT_FOUND' || e.code === 'UNAVAILABLE')) return false;
@@ -453,9 +453,11 @@ export class ServerApi implements InferenceServerHandle {
     return this.opts.trace;
   }
 
+  /** A loaded, serving model (the trace extension's check; the model's own is_ready is not asked). */
   private isKnownReady(principal: Principal, model: string): boolean {
     try {
-      return this.isModelReady(principal, model, -1);
+      const key = this.keyOf(principal, model);
+      return this.manager.isKnown(key) && this.manager.getVersion(key, -1).isReady();
     } catch {
       return false;
     }

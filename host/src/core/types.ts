@@ -177,8 +177,11 @@ export interface InferenceServerHandle {
    * @throws TritonError synchronously (NOT_FOUND / UNAVAILABLE / INVALID_ARG); nothing was queued.
    */
   infer(principal: Principal, model: string, version: number, request: InferenceRequestInit, sender: ResponseSender, signal?: CancellationSignal): SubmittedRequest;
-  /** Whether a model version is ready (false for unknown models the principal may not see). */
-  isModelReady(principal: Principal, model: string, version: number): boolean;
+  /**
+   * Whether a model version is ready (false for unknown models the principal may not see); asks
+   * the model's own readiness check where it has one (Python `is_ready()`).
+   */
+  isModelReady(principal: Principal, model: string, version: number): Promise<boolean>;
   /**
    * The version that would serve `model` for `principal` now (-1 = highest ready): its number,
    * normalised config and transaction policy — what an ensemble checks its steps against at load.
@@ -274,6 +277,14 @@ export interface BackendModelInstance {
   execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void>;
   /** Readiness probe (`TRITONBACKEND_ModelInstanceReady`); absent = always ready. */
   isReady?(): boolean;
+  /**
+   * The model's own readiness answer (a Python model's `is_ready()`, spec §7.1), asked by
+   * readiness checks only (`/ready`, gRPC ModelReady, the repository index, `is_model_ready`),
+   * never on the inference path. Resolves undefined when ready, else why not (the text the index
+   * shows as the reason). Never rejects; bounded in time by the backend. Absent = only
+   * {@link isReady} counts.
+   */
+  checkReady?(): Promise<string | undefined>;
   /**
    * Why this instance can no longer serve, for good (a native execute that never returned: its
    * thread cannot be stopped safely); undefined while healthy. The model version is then

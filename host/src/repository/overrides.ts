@@ -6,6 +6,18 @@
 import { invalidArg } from '../core/errors.js';
 import { checkRelativePath } from './upload-store.js';
 
+/**
+ * The load API's `config` parameter (spec §3.1): a JSON model config, as text.
+ * @throws TritonError INVALID_ARG (Warden's text: Triton's core rejects it while parsing) for text that is not JSON
+ */
+export function parseConfigOverride(model: string, config: string): unknown {
+  try {
+    return JSON.parse(config);
+  } catch (e) {
+    throw invalidArg(`failed to load '${model}': invalid 'config' parameter, not JSON: ${(e as Error).message}`);
+  }
+}
+
 /** Decoded file overrides: relative path (components separated by '/') → contents. */
 export type FileOverrides = Map<string, Uint8Array>;
 

@@ -12,7 +12,7 @@ import { modelConfigToJson } from '../../config/json.js';
 import { ERROR_CODES, TritonError, unavailable } from '../../core/errors.js';
 import { ownerPrincipal } from '../../core/load-context.js';
 import type { InferenceRequestInit, InferenceResponse, InferenceServerHandle, ModelLoadContext, ParameterValue, Principal, ResponseSender, Tensor } from '../../core/types.js';
-import { decodeFileOverride } from '../../repository/overrides.js';
+import { decodeFileOverride, parseConfigOverride } from '../../repository/overrides.js';
 import type { DataType } from '../../tensor/datatypes.js';
 import type { NativeAddon } from './addon.js';
 
@@ -124,11 +124,8 @@ export class NativeServerBridge {
       const { server, principal } = owner;
       switch (kind) {
         case Kind.ModelReady:
-          try {
-            return String(server.isModelReady(principal, q.model, q.version));
-          } catch {
-            return 'false'; // Triton: an unknown model is simply not ready
-          }
+          // Triton: an unknown model is simply not ready
+          return server.isModelReady(principal, q.model, q.version).then(String, () => 'false');
         case Kind.ModelMetadata:
           if (!server.modelMetadata) throw unavailable('model metadata is not available in this server');
           return JSON.stringify(server.modelMetadata(principal, q.model, q.version));
@@ -158,13 +155,7 @@ export class NativeServerBridge {
     const files = new Map<string, Uint8Array>();
     if (q.params !== undefined) {
       const p = JSON.parse(q.params) as { config?: string; files: Record<string, string> };
-      if (p.config !== undefined) {
-        try {
-          configOverride = JSON.parse(p.config);
-        } catch (e) {
-          throw new TritonError('INVALID_ARG', `failed to load '${q.model}': invalid 'config' parameter, not JSON: ${(e as Error).message}`);
-        }
-      }
+      if (p.config !== undefined) configOverride = parseConfigOverride(q.model, p.config);
       for (const [key, value] of Object.entries(p.files)) {
         const [path, data] = decodeFileOverride(key, value);
         files.set(path, data);

@@ -14,7 +14,7 @@ import { ownerPrincipal } from '../../ensemble/load.js';
 import { mergeAutoCompletedConfig } from '../native/config.js';
 import { BlsBridge } from './bls.js';
 import { pythonFor } from './environment.js';
-import { PythonInstance } from './instance.js';
+import { IS_READY_CACHE_MS, IS_READY_TIMEOUT_MS, PythonInstance } from './instance.js';
 import type { PythonMetrics } from './metrics.js';
 import { StubProcess, type StubStartOptions } from './stub.js';
 
@@ -87,6 +87,8 @@ export class PythonBackend implements Backend {
       if (modelConfigToJson(merged) !== before) config = completed = merged;
     }
     const executeTimeoutMs = uintParam(config, 'execute_timeout_ms', 0);
+    const isReadyTimeoutMs = Math.min(3_600_000, Math.max(1, uintParam(config, 'is_ready_timeout_ms', IS_READY_TIMEOUT_MS)));
+    const isReadyCacheMs = uintParam(config, 'is_ready_cache_ms', IS_READY_CACHE_MS);
     const principal = ownerPrincipal(ctx.key);
     const final = config;
     return {
@@ -108,6 +110,8 @@ export class PythonBackend implements Backend {
           }),
           decoupled: final.model_transaction_policy?.decoupled === true,
           executeTimeoutMs,
+          isReadyTimeoutMs,
+          isReadyCacheMs,
           modelName: ctx.name,
           instanceName: spec.name,
           logger: ctx.logger,

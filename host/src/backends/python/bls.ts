@@ -7,11 +7,15 @@
  * reach the model as `TritonError`s on the response.
  */
 import type { Logger } from 'pino';
-import { asTritonError, invalidArg, type TritonError } from '../../core/errors.js';
+import { asTritonError, invalidArg, unavailable, type TritonError } from '../../core/errors.js';
+import { fileOverridePath, parseConfigOverride } from '../../repository/overrides.js';
 import type { InferenceServerHandle, ParameterValue, Principal, ResponseSender } from '../../core/types.js';
 import type { Region } from './shm.js';
 import type { StubProcess } from './stub.js';
 import { readTensors, writeTensors } from './wire.js';
+
+/** Most file overrides one `pb_utils.load_model` call may pass. */
+export const MAX_LOAD_FILES = 4096;
 
 /** Largest number of BLS requests one stub may have outstanding. */
 export const MAX_BLS_INFLIGHT = 1024;
@@ -107,12 +111,62 @@ export class BlsBridge {
   }
 
   /** `pb_utils.is_model_ready`: whether the owner can infer on `model` (version -1 = any) now. */
-  isModelReady(model: string, version: number): boolean {
+  isModelReady(model: string, version: number): Promise<boolean> {
     try {
-      return this.server.isModelReady(this.principal, model, version);
+      return this.server.isModelReady(this.principal, model, version).catch(() => false); // unknown to this owner
     } catch {
-      return false; // unknown to this owner
+      return Promise.resolve(false);
     }
+  }
+
+  /**
+   * `pb_utils.load_model` / `unload_model` / `is_model_ready` (spec §7.2): the repository API's own
+   * path (`InferenceServerHandle.loadModel` / `unloadModel`, explicit model-control mode only, the
+   * same errors as `POST /v2/repository/models/<m>/load|unload`) with the owner's principal, so a
+   * model can load nothing its owner could not. `files` (`[key, offset, size]` in the stub's out
+   * arena) are `file:<version>/<path>` overrides checked as the HTTP load API checks them; the
+   * upload admission then refuses Python and native code. An unload answers once the model stops
+   * taking requests, so a model may unload itself from `execute`. Answers the stub with
+   * `query_response` `{value}` or `{error}`; never throws.
+   */
+  control(stub: StubProcess, msg: Record<string, unknown>): void {
+    const cid = msg.cid;
+    const model = String(msg.model ?? '');
+    const regions: Region[] = [];
+    let work: Promise<unknown>;
+    try {
+      if (msg.op === 'is_model_ready') {
+        work = this.isModelReady(model, Number.isSafeInteger(msg.version) ? Number(msg.version) : -1);
+      } else if (msg.op === 'unload_model') {
+        if (!this.server.unloadModel) throw unavailable('model control is not available in this server');
+        work = this.server.unloadModel(this.principal, model);
+      } else {
+        if (!this.server.loadModel) throw unavailable('model control is not available in this server');
+        const wire = Array.isArray(msg.files) ? (msg.files as unknown[]) : [];
+        // Bounded before anything is read: a buggy stub could name one large region many times.
+        if (wire.length > MAX_LOAD_FILES) throw invalidArg(`failed to load '${model}': more than ${MAX_LOAD_FILES} file overrides`);
+        const total = wire.reduce<number>((n, f) => n + (Array.isArray(f) && Number.isSafeInteger(f[2]) ? Number(f[2]) : 0), 0);
+        if (total > stub.arenas.limitBytes) throw invalidArg(`failed to load '${model}': file overrides of ${total} bytes exceed ${stub.arenas.limitBytes}`);
+        const files = new Map<string, Uint8Array>();
+        for (const f of wire) {
+          if (!Array.isArray(f) || f.length !== 3) throw invalidArg(`failed to load '${model}': malformed file override from the Python stub`);
+          const [key, offset, size] = f as [unknown, number, number];
+          regions.push({ offset, size });
+          if (typeof key !== 'string' || !key.startsWith('file:')) throw invalidArg(`failed to load '${model}': unrecognized load parameter '${String(key).slice(0, 256)}' (file overrides are named 'file:<version>/<path>')`);
+          files.set(fileOverridePath(key), stub.arenas.read({ offset, size }));
+        }
+        const config = typeof msg.config === 'string' && msg.config !== '' ? parseConfigOverride(model, msg.config) : undefined;
+        work = this.server.loadModel(this.principal, model, { configOverride: config, files: files.size > 0 ? files : undefined });
+      }
+    } catch (e) {
+      work = Promise.reject(e);
+    } finally {
+      stub.freeOut(regions);
+    }
+    work.then(
+      (value) => stub.send({ op: 'query_response', cid, value: value ?? true }),
+      (e) => stub.send({ op: 'query_response', cid, error: asTritonError(e).message }),
+    );
   }
 
   /** Cancel every outstanding call (the stub is gone). */

@@ -11,6 +11,16 @@
  *
  * Cancellation: while requests are in flight, their `cancelled` flags are checked every
  * {@link CANCEL_POLL_MS} and newly cancelled ones are pushed to the stub (`is_cancelled()`).
+ *
+ * Readiness (`checkReady`, spec §7.1 `is_ready`, as Triton's python backend): an instance whose
+ * process is gone or restarting is not ready; a model that defines `is_ready()` is asked on the
+ * stub's readiness thread (so a long `execute` does not delay it). Not ready when it returns
+ * False, raises, returns something other than a bool (both logged) or does not answer within
+ * `is_ready_timeout_ms` (default {@link IS_READY_TIMEOUT_MS}, Triton's 5 s). Probes arriving while
+ * a call is outstanding wait for that call (one call in the stub at a time, as Triton reuses its
+ * IPC message); an answer is reused for `is_ready_cache_ms` ({@link IS_READY_CACHE_MS}), so
+ * readiness probes cannot flood the stub. Readiness does not gate inference: like Triton, requests
+ * still reach `execute` while `is_ready()` says False.
  */
 import type { Logger } from 'pino';
 import { internal, TritonError, unavailable } from '../../core/errors.js';
@@ -25,6 +35,10 @@ import { errorFromWire, readTensors, writeTensors } from './wire.js';
 export const CANCEL_POLL_MS = 10;
 /** How long finalize waits for the stub's `finalize()` before killing it (ms). */
 export const FINALIZE_TIMEOUT_MS = 10_000;
+/** Default bound on one `is_ready()` call (ms): Triton's python backend waits 5 s, then reports not ready. */
+export const IS_READY_TIMEOUT_MS = 5_000;
+/** Default time one `is_ready()` answer is reused for later probes (ms). */
+export const IS_READY_CACHE_MS = 250;
 /** Restart back-off bounds (ms). */
 const RESTART_MIN_MS = 100;
 const RESTART_MAX_MS = 10_000;
@@ -57,6 +71,18 @@ export interface PythonInstanceOptions {
   logger: Logger;
   bls: () => BlsBridge;
   metrics: PythonMetrics;
+  /** Bound on one `is_ready()` call (ms). */
+  isReadyTimeoutMs: number;
+  /** How long an `is_ready()` answer is reused (ms; 0 = ask on every probe). */
+  isReadyCacheMs: number;
+}
+
+/** One outstanding `is_ready()` call in a stub; resolves with the reason it is not ready, or undefined. */
+interface ReadyQuery {
+  qid: number;
+  stub: StubProcess;
+  answer: Promise<string | undefined>;
+  settle: (problem: string | undefined) => void;
 }
 
 export class PythonInstance implements BackendModelInstance {
@@ -71,6 +97,11 @@ export class PythonInstance implements BackendModelInstance {
   private backoffMs = RESTART_MIN_MS;
   private killReason?: string;
   private bls?: BlsBridge;
+  /** The current process's model defines `is_ready()`. */
+  private hasIsReady = false;
+  private readyQuery?: ReadyQuery;
+  private readyCache?: { stub: StubProcess; atMs: number; problem: string | undefined };
+  private nextQid = 1;
   /** Processes started (1 + restarts), for tests and logs. */
   starts = 0;
 
@@ -98,13 +129,62 @@ export class PythonInstance implements BackendModelInstance {
   }
 
   private async spawn(): Promise<StubProcess> {
-    const { stub } = await StubProcess.start(this.opts.stub);
+    const { stub, answer } = await StubProcess.start(this.opts.stub);
     this.starts++;
+    this.hasIsReady = answer.has_is_ready === true;
     this.bls = this.opts.bls();
     stub.onMessage = (m) => this.onMessage(stub, m);
     stub.onExit = (reason) => this.onExit(stub, reason);
     stub.deliverEarly();
     return stub;
+  }
+
+  /**
+   * The readiness check (spec §7.1 `is_ready`): undefined when ready, else why not. Never rejects;
+   * resolves within `isReadyTimeoutMs`.
+   */
+  async checkReady(): Promise<string | undefined> {
+    const stub = this.stub;
+    const who = `Python model '${this.opts.modelName}' instance '${this.opts.instanceName}'`;
+    if (this.finalizing) return `${who} is being unloaded`;
+    if (!stub?.alive || this.starting) return `${who} has no running process (restarting)`;
+    if (!this.hasIsReady) return undefined;
+    const c = this.readyCache;
+    if (c && c.stub === stub && Date.now() - c.atMs < this.opts.isReadyCacheMs) return c.problem;
+    const q = this.readyQuery?.stub === stub ? this.readyQuery : (this.readyQuery = this.askReady(stub));
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(`is_ready() did not answer within ${this.opts.isReadyTimeoutMs} ms`), this.opts.isReadyTimeoutMs);
+      void q.answer.then((problem) => {
+        clearTimeout(timer);
+        resolve(problem);
+      });
+    });
+  }
+
+  private askReady(stub: StubProcess): ReadyQuery {
+    let settle!: (p: string | undefined) => void;
+    const answer = new Promise<string | undefined>((r) => (settle = r));
+    const q: ReadyQuery = { qid: this.nextQid++, stub, answer, settle };
+    const slow = setTimeout(
+      () => this.opts.logger.warn({ instance: this.opts.instanceName }, `Python model '${this.opts.modelName}': is_ready() did not answer within ${this.opts.isReadyTimeoutMs} ms; the model is reported not ready`),
+      this.opts.isReadyTimeoutMs,
+    );
+    void answer.then(() => clearTimeout(slow));
+    stub.send({ op: 'is_ready', qid: q.qid });
+    return q;
+  }
+
+  private onReadyResult(stub: StubProcess, m: Record<string, unknown>): void {
+    const q = this.readyQuery;
+    if (!q || q.stub !== stub || q.qid !== m.qid) return;
+    this.readyQuery = undefined;
+    let problem: string | undefined;
+    if (m.error !== undefined) {
+      problem = `is_ready() failed: ${String(m.error).slice(0, 4096)}`;
+      this.opts.logger.error({ instance: this.opts.instanceName }, `Python model '${this.opts.modelName}': ${problem}; the model is reported not ready`);
+    } else if (m.ready !== true) problem = 'is_ready() returned False';
+    this.readyCache = { stub, atMs: Date.now(), problem };
+    q.settle(problem);
   }
 
   private async current(): Promise<StubProcess> {
@@ -172,8 +252,12 @@ export class PythonInstance implements BackendModelInstance {
         return this.opts.metrics.apply(this.opts.modelName, m);
       case 'bls':
         return this.bls!.handle(stub, m);
+      case 'is_ready_result':
+        return this.onReadyResult(stub, m);
       case 'is_model_ready':
-        return stub.send({ op: 'query_response', cid: m.cid, value: this.bls!.isModelReady(String(m.model ?? ''), Number.isSafeInteger(m.version) ? Number(m.version) : -1) });
+      case 'load_model':
+      case 'unload_model':
+        return this.bls!.control(stub, m);
       case 'free_in':
         if (Array.isArray(m.regions)) for (const [offset, size] of m.regions as [number, number][]) stub.arenas.release({ offset, size });
         return;
@@ -212,7 +296,6 @@ export class PythonInstance implements BackendModelInstance {
       entry.sender.send(parameters ? { outputs, parameters } : { outputs }, final);
     } finally {
       stub.freeOut(regions);
-      if (this.inflight.size === 0) this.stopPolling();
     }
   }
 
@@ -228,7 +311,6 @@ export class PythonInstance implements BackendModelInstance {
     if (error || !this.opts.decoupled) {
       // The host sends the error (or "no response") to every request without a final response.
       for (const [rid, e] of this.inflight) if (e.eid === ex.eid) this.inflight.delete(rid);
-      if (this.inflight.size === 0) this.stopPolling();
     }
     if (error) ex.reject(error);
     else ex.resolve({ computeStartNs: ex.startNs, computeEndNs });
@@ -237,6 +319,10 @@ export class PythonInstance implements BackendModelInstance {
   private onExit(stub: StubProcess, reason: string): void {
     if (this.stub !== stub) return;
     this.bls?.abortAll();
+    if (this.readyQuery?.stub === stub) {
+      this.readyQuery.settle(`its process ${reason}`);
+      this.readyQuery = undefined;
+    }
     const why = this.killReason ?? `its process ${reason}`;
     this.killReason = undefined;
     const err = unavailable(`Python model '${this.opts.modelName}' instance '${this.opts.instanceName}' failed: ${why}`);
@@ -285,9 +371,15 @@ export class PythonInstance implements BackendModelInstance {
     this.starting.catch(() => {});
   }
 
+  /**
+   * Poll cancellation flags while requests are in flight. The interval outlives a request: it
+   * stops itself at its first tick with nothing in flight, so back-to-back requests do not each
+   * create and clear a timer.
+   */
   private startPolling(): void {
     if (this.poll) return;
     this.poll = setInterval(() => {
+      if (this.inflight.size === 0) return this.stopPolling();
       const rids: number[] = [];
       for (const [rid, e] of this.inflight) {
         if (e.request.cancelled && !e.cancelSent) {

@@ -10,11 +10,13 @@ export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 /** One frame holding `msg` as JSON. @throws Error if the JSON is over {@link MAX_MESSAGE_BYTES}. */
 export function encodeFrame(msg: unknown): Buffer {
-  const body = Buffer.from(JSON.stringify(msg), 'utf8');
-  if (body.length > MAX_MESSAGE_BYTES) throw new Error(`control message of ${body.length} bytes exceeds ${MAX_MESSAGE_BYTES}`);
-  const head = Buffer.allocUnsafe(4);
-  head.writeUInt32LE(body.length, 0);
-  return Buffer.concat([head, body]);
+  const text = JSON.stringify(msg);
+  const length = Buffer.byteLength(text, 'utf8');
+  if (length > MAX_MESSAGE_BYTES) throw new Error(`control message of ${length} bytes exceeds ${MAX_MESSAGE_BYTES}`);
+  const frame = Buffer.allocUnsafe(4 + length);
+  frame.writeUInt32LE(length, 0);
+  frame.write(text, 4, 'utf8');
+  return frame;
 }
 
 /**

@@ -103,6 +103,8 @@ export class ArenaPair {
   readonly outPath: string;
   private readonly inFd: number;
   private readonly outFd: number;
+  /** Size of the out arena when last checked (it only grows; a region past it re-checks). */
+  private outSizeSeen = 0;
   private readonly alloc: RegionAllocator;
   private closed = false;
 
@@ -163,7 +165,7 @@ export class ArenaPair {
       throw new Error(`invalid shared memory region [${r.offset}, +${r.size})`);
     }
     // Bounded by what the stub really wrote before anything is allocated here.
-    if (r.offset + r.size > fstatSync(this.outFd).size) {
+    if (r.offset + r.size > this.outSizeSeen && r.offset + r.size > (this.outSizeSeen = fstatSync(this.outFd).size)) {
       throw new Error(`shared memory region [${r.offset}, +${r.size}) lies past the end of the arena`);
     }
     const buf = Buffer.allocUnsafe(r.size);

@@ -92,8 +92,7 @@ export class StubProcess {
     if (this.pendingFree.length) {
       msg = { ...msg, free: this.pendingFree };
       this.pendingFree = [];
-      clearTimeout(this.freeTimer);
-      this.freeTimer = undefined;
+      // the flush timer stays armed (cheaper than re-arming it per response); it finds nothing to send
     }
     this.socket.write(encodeFrame(msg));
   }

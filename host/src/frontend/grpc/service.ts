@@ -131,7 +131,7 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
   return {
     ServerLive: u(() => ({ live: api.isLive() }), true),
     ServerReady: u(() => ({ ready: api.isReady() }), true),
-    ModelReady: u((p, r) => ({ ready: modelReady(api, p, str(r.name), parseModelVersion(str(r.version))) })),
+    ModelReady: u(async (p, r) => ({ ready: await modelReady(api, p, str(r.name), parseModelVersion(str(r.version))) })),
     ServerMetadata: u(() => api.serverMetadata()),
     ModelMetadata: u((p, r) => {
       const m = api.modelMetadata(p, str(r.name), parseModelVersion(str(r.version)));
@@ -183,9 +183,9 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
 }
 
 /** `ModelReady`: Triton's core answers "not ready" (no error) for a model it does not know. */
-function modelReady(api: ServerApi, principal: Principal, name: string, version: number): boolean {
+async function modelReady(api: ServerApi, principal: Principal, name: string, version: number): Promise<boolean> {
   try {
-    return api.isModelReady(principal, name, version);
+    return await api.isModelReady(principal, name, version);
   } catch (e) {
     if (e instanceof TritonError && e.code === 'NOT_FOUND') return false;
     throw e;

@@ -128,8 +128,8 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   };
   modelRoute('', { GET: (q, r, m, v) => r.send(api.modelMetadata(who(q), m, v)), POST: undefined });
   modelRoute('/ready', {
-    GET: (q, r, m, v) =>
-      api.isModelReady(who(q), m, v) ? r.code(200).send() : r.code(400).type('application/json').send('{"error":"Model version not ready"}'),
+    GET: async (q, r, m, v) =>
+      (await api.isModelReady(who(q), m, v)) ? r.code(200).send() : r.code(400).type('application/json').send('{"error":"Model version not ready"}'),
     POST: undefined,
   });
   modelRoute('/config', { GET: (q, r, m, v) => r.type('application/json').send(modelConfigToJson(api.modelConfig(who(q), m, v))), POST: undefined });

@@ -1,7 +1,7 @@
 /** The model repository extension (spec §3.1): index, load (with config / file overrides), unload. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { internal, invalidArg } from '../../core/errors.js';
-import { decodeFileOverride, type FileOverrides } from '../../repository/overrides.js';
+import { decodeFileOverride, parseConfigOverride, type FileOverrides } from '../../repository/overrides.js';
 import { isJsonObject, optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
 
@@ -30,11 +30,7 @@ export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, repl
       for (const [key, value] of Object.entries(params)) {
         if (key === 'config') {
           if (typeof value !== 'string') throw invalidArg("Unable to parse 'config': attempt to access JSON non-string as string");
-          try {
-            configOverride = JSON.parse(value);
-          } catch (e) {
-            throw invalidArg(`failed to load '${model}': invalid 'config' parameter, not JSON: ${(e as Error).message}`);
-          }
+          configOverride = parseConfigOverride(model, value);
         } else if (key.startsWith('file:')) {
           const [path, data] = decodeFileOverride(key, value);
           files.set(path, data);
