@@ -204,6 +204,76 @@ Napi::Value ComponentLoad(const Napi::CallbackInfo& info, bool precompiled) {
 Napi::Value Compile(const Napi::CallbackInfo& info) { return ComponentLoad(info, false); }
 Napi::Value Deserialize(const Napi::CallbackInfo& info) { return ComponentLoad(info, true); }
 
+/** Loads a compile-cache entry off the JS thread after checking its MAC (ww_component_load_cached). */
+class CachedWorker : public Napi::AsyncWorker {
+ public:
+  CachedWorker(Napi::Env env, WwEngine* e, std::string path, std::string key, std::string hash, std::string mac, uint64_t max_bytes)
+      : Napi::AsyncWorker(env, "warden-wasmtime-load-cached"), deferred_(Napi::Promise::Deferred::New(env)), engine_(e), path_(std::move(path)),
+        key_(std::move(key)), hash_(std::move(hash)), mac_(std::move(mac)), max_bytes_(max_bytes) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  void Execute() override {
+    char* err = nullptr;
+    out_ = ww_component_load_cached(engine_, reinterpret_cast<const uint8_t*>(path_.data()), path_.size(), reinterpret_cast<const uint8_t*>(key_.data()),
+                                    reinterpret_cast<const uint8_t*>(hash_.data()), hash_.size(), reinterpret_cast<const uint8_t*>(mac_.data()), max_bytes_, &miss_, &err);
+    if (!out_) error_ = TakeError(err, "wasmtime failed");
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (out_) {
+      deferred_.Resolve(Napi::External<WwComponent>::New(env, out_));
+      return;
+    }
+    Napi::Error e = Napi::Error::New(env, error_);
+    e.Set("miss", Napi::Number::New(env, miss_));
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  WwEngine* engine_;
+  std::string path_, key_, hash_, mac_;
+  uint64_t max_bytes_;
+  int32_t miss_ = 2;
+  WwComponent* out_ = nullptr;
+  std::string error_;
+};
+
+/** Bytes of a Uint8Array argument that must be exactly `n` long. */
+std::string Exact(const Napi::Value& v, size_t n, const char* what) {
+  if (!v.IsTypedArray() || v.As<Napi::Uint8Array>().ByteLength() != n) throw Napi::TypeError::New(v.Env(), std::string("expected ") + what);
+  Napi::Uint8Array u = v.As<Napi::Uint8Array>();
+  return std::string(reinterpret_cast<const char*>(u.Data()), n);
+}
+
+/** loadCached(engine, path, key[32], hash, mac[32], maxBytes) → Promise<component>; rejects with `.miss`. */
+Napi::Value LoadCached(const Napi::CallbackInfo& info) {
+  auto* ctx = Ptr<EngineCtx>(info[0], "engine");
+  std::string path = Str(info[1]);
+  std::string key = Exact(info[2], 32, "a 32-byte cache key");
+  std::string hash = Str(info[3]);
+  std::string mac = Exact(info[4], 32, "a 32-byte MAC");
+  if (!info[5].IsNumber()) throw Napi::TypeError::New(info.Env(), "expected a size bound");
+  double max = info[5].As<Napi::Number>().DoubleValue();
+  auto* w = new CachedWorker(info.Env(), ctx->engine, std::move(path), std::move(key), std::move(hash), std::move(mac), max > 0 ? uint64_t(max) : 0);
+  Napi::Promise p = w->Promise();
+  w->Queue();
+  return p;
+}
+
+/** cwasmMac(engine, key[32], hash, payload) → Uint8Array(32). */
+Napi::Value CwasmMac(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* ctx = Ptr<EngineCtx>(info[0], "engine");
+  std::string key = Exact(info[1], 32, "a 32-byte cache key");
+  std::string hash = Str(info[2]);
+  if (!info[3].IsTypedArray()) throw Napi::TypeError::New(env, "expected a Uint8Array");
+  Napi::Uint8Array u = info[3].As<Napi::Uint8Array>();
+  Napi::Uint8Array out = Napi::Uint8Array::New(env, 32);
+  if (!ww_cwasm_mac(ctx->engine, reinterpret_cast<const uint8_t*>(key.data()), reinterpret_cast<const uint8_t*>(hash.data()), hash.size(), u.Data(), u.ByteLength(), out.Data()))
+    throw Napi::Error::New(env, "cannot compute the cache MAC");
+  return out;
+}
+
 Napi::Value Serialize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto* c = Ptr<WwComponent>(info[0], "component");
@@ -278,6 +348,8 @@ Napi::Object Init(Napi::Env env) {
   o.Set("engineFree", Napi::Function::New(env, EngineFree, "engineFree"));
   o.Set("compile", Napi::Function::New(env, Compile, "compile"));
   o.Set("deserialize", Napi::Function::New(env, Deserialize, "deserialize"));
+  o.Set("loadCached", Napi::Function::New(env, LoadCached, "loadCached"));
+  o.Set("cwasmMac", Napi::Function::New(env, CwasmMac, "cwasmMac"));
   o.Set("serialize", Napi::Function::New(env, Serialize, "serialize"));
   o.Set("componentFree", Napi::Function::New(env, ComponentFree, "componentFree"));
   o.Set("countMemories", Napi::Function::New(env, CountMemories, "countMemories"));

@@ -146,7 +146,7 @@ impl WwEngine {
         self.link(component)
     }
 
-    fn link(&self, component: Component) -> wasmtime::Result<WwComponent> {
+    pub fn link(&self, component: Component) -> wasmtime::Result<WwComponent> {
         let pre = SandboxPre::new(self.linker.instantiate_pre(&component)?)?;
         Ok(WwComponent { component, pre })
     }
