@@ -315,7 +315,7 @@ Napi::Value InstanceNew(const Napi::CallbackInfo& info) {
   return Napi::External<WwInstance>::New(env, i);
 }
 
-Napi::Value InstanceSend(const Napi::CallbackInfo& info, bool reply) {
+Napi::Value InstanceReply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto* i = Ptr<WwInstance>(info[0], "instance");
   std::string json = Str(info[1]);
@@ -323,14 +323,25 @@ Napi::Value InstanceSend(const Napi::CallbackInfo& info, bool reply) {
   std::vector<size_t> lens;
   Views(info[2], ptrs, lens);
   char* err = nullptr;
-  auto f = reply ? ww_instance_reply : ww_instance_execute;
-  bool ok = f(i, reinterpret_cast<const uint8_t*>(json.data()), json.size(), ptrs.data(), lens.data(), ptrs.size(), &err);
+  bool ok = ww_instance_reply(i, reinterpret_cast<const uint8_t*>(json.data()), json.size(), ptrs.data(), lens.data(), ptrs.size(), &err);
   if (err) throw Napi::Error::New(env, TakeError(err, "wasmtime call failed"));
   return Napi::Boolean::New(env, ok);
 }
 
-Napi::Value InstanceExecute(const Napi::CallbackInfo& info) { return InstanceSend(info, false); }
-Napi::Value InstanceReply(const Napi::CallbackInfo& info) { return InstanceSend(info, true); }
+/** instanceExecute(instance, descriptor: Uint8Array, buffers): the descriptor is copied, the buffers are read in place later. */
+Napi::Value InstanceExecute(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* i = Ptr<WwInstance>(info[0], "instance");
+  if (!info[1].IsTypedArray()) throw Napi::TypeError::New(env, "expected a requests descriptor (Uint8Array)");
+  Napi::Uint8Array d = info[1].As<Napi::Uint8Array>();
+  std::vector<const uint8_t*> ptrs;
+  std::vector<size_t> lens;
+  Views(info[2], ptrs, lens);
+  char* err = nullptr;
+  bool ok = ww_instance_execute(i, d.Data(), d.ByteLength(), ptrs.data(), lens.data(), ptrs.size(), &err);
+  if (err) throw Napi::Error::New(env, TakeError(err, "wasmtime call failed"));
+  return Napi::Boolean::New(env, ok);
+}
 
 Napi::Value InstanceFree(const Napi::CallbackInfo& info) {
   ww_instance_free(Ptr<WwInstance>(info[0], "instance"));

@@ -34,7 +34,8 @@ void ww_component_free(WwComponent* c);
 int64_t ww_count_memories(const uint8_t* bytes, size_t len);
 
 WwInstance* ww_instance_new(const WwEngine* e, const WwComponent* c, uint64_t id, const uint8_t* json, size_t len, char** err);
-bool ww_instance_execute(const WwInstance* i, const uint8_t* json, size_t len, const uint8_t* const* ptrs, const size_t* lens, size_t n, char** err);
+/* desc: a requests descriptor (native/wasmtime/src/descriptor.rs) */
+bool ww_instance_execute(const WwInstance* i, const uint8_t* desc, size_t len, const uint8_t* const* ptrs, const size_t* lens, size_t n, char** err);
 bool ww_instance_reply(const WwInstance* i, const uint8_t* json, size_t len, const uint8_t* const* ptrs, const size_t* lens, size_t n, char** err);
 void ww_instance_free(WwInstance* i);
 

@@ -8,6 +8,7 @@
 //! as C strings the caller frees with `ww_string_free`.
 mod bindings;
 mod cwasm;
+mod descriptor;
 mod engine;
 mod ffi_types;
 mod host;
@@ -201,16 +202,16 @@ pub unsafe extern "C" fn ww_instance_new(e: *const WwEngine, c: *const WwCompone
     .unwrap_or(ptr::null_mut())
 }
 
-/// Queues an execute (`{requests}` JSON + input buffers). The buffers are NOT copied: the caller
+/// Queues an execute: a requests descriptor (descriptor.rs; copied) and the input buffers it
+/// indexes. The buffers are NOT copied: the caller
 /// keeps them alive and unchanged until the execute's terminal message (`DONE`, `TRAP`,
 /// `RESPAWN_FAILED`) or the thread's `EXITED`; wasmtime lowers them into the guest (the one copy
 /// in). False if the thread ended.
 #[no_mangle]
-pub unsafe extern "C" fn ww_instance_execute(i: *const WwInstance, json: *const u8, len: usize, ptrs: *const *const u8, lens: *const usize, n: usize, err: *mut *mut c_char) -> bool {
+pub unsafe extern "C" fn ww_instance_execute(i: *const WwInstance, desc: *const u8, len: usize, ptrs: *const *const u8, lens: *const usize, n: usize, err: *mut *mut c_char) -> bool {
     guarded(err, || {
-        let v = json_of(json, len)?;
         let bufs = (0..n).map(|k| (*ptrs.add(k) as usize, *lens.add(k))).collect();
-        Ok((*i).execute(v, instance::HostBuffers(bufs)))
+        Ok((*i).execute(slice(desc, len).to_vec(), instance::HostBuffers(bufs)))
     })
     .unwrap_or(false)
 }

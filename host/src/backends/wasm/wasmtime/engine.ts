@@ -204,8 +204,8 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
     }
   }
 
-  execute(handle: InstanceHandle, json: string, buffers: Uint8Array[]): boolean {
-    return this.native.instanceExecute(handle, json, buffers);
+  execute(handle: InstanceHandle, descriptor: Uint8Array, buffers: Uint8Array[]): boolean {
+    return this.native.instanceExecute(handle, descriptor, buffers);
   }
 
   reply(handle: InstanceHandle, json: string, buffers: Uint8Array[]): void {

@@ -80,8 +80,13 @@ export interface WasmtimeNative {
   /** Linear memories the component's core modules define; -1 for a malformed binary. */
   countMemories(bytes: Uint8Array): number;
   instanceNew(engine: EngineHandle, component: ComponentHandle, id: number, paramsJson: string): InstanceHandle;
-  /** Queues an execute; the input buffers are copied before this returns. False if the thread ended. */
-  instanceExecute(instance: InstanceHandle, json: string, buffers: Uint8Array[]): boolean;
+  /**
+   * Queues an execute: a requests descriptor (./descriptor.ts; copied before this returns) and the
+   * input buffers it indexes (NOT copied: kept alive and unchanged until the execute's terminal
+   * message). False if the thread ended. Its DONE message carries the output buffers and, last,
+   * the results descriptor (no JSON).
+   */
+  instanceExecute(instance: InstanceHandle, descriptor: Uint8Array, buffers: Uint8Array[]): boolean;
   /** Answers the instance's pending CALL. */
   instanceReply(instance: InstanceHandle, json: string, buffers: Uint8Array[]): boolean;
   /** Ends the instance's thread (it reports EXITED) and frees the handle. */
