@@ -20,17 +20,14 @@
  * except those of components a loaded model uses.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, linkSync, lstatSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { cacheKey } from '../cache-key.js';
 import { processAlive, type CacheLimits } from '../v8/transpile.js';
 
 const ENTRY_NAME = /^([0-9a-f]{64})-([0-9a-f]{16})-([0-9a-f]{64})\.cwasm$/;
 const TEMP_NAME = /^\.tmp-(\d+)-([0-9a-f]{16})\.(cwasm|key)$/;
-const KEY_FILE = '.key';
-/** Bytes of the cache key and of a MAC. */
-export const CACHE_KEY_BYTES = 32;
 
 /** Why a cache file was not used (for logs and tests): no entry, not a readable regular file of a bounded size, a MAC mismatch, or refused by wasmtime. */
 export type CacheMiss = 'absent' | 'unreadable' | 'mac' | 'refused';
@@ -39,51 +36,6 @@ export type CacheMiss = 'absent' | 'unreadable' | 'mac' | 'refused';
 export interface CacheEntry {
   file: string;
   mac: Uint8Array;
-}
-
-/**
- * The cache's secret key in `dir`: read if `.key` is a regular file of {@link CACHE_KEY_BYTES}
- * bytes, owned by this user, mode 0600 (no group / other bits); otherwise a fresh key replaces
- * it (entries made under the old one then fail their check and are compiled again). Two
- * processes creating it at once agree: it is created with `link` (fails if present), not rename.
- */
-export function cacheKey(dir: string): Buffer {
-  const file = join(dir, KEY_FILE);
-  const usable = (): Buffer | undefined => {
-    try {
-      const st = lstatSync(file);
-      const uid = process.getuid?.();
-      if (!st.isFile() || st.size !== CACHE_KEY_BYTES || (st.mode & 0o077) !== 0 || (uid !== undefined && st.uid !== uid)) return undefined;
-      const key = readFileSync(file);
-      return key.length === CACHE_KEY_BYTES ? key : undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  const existing = usable();
-  if (existing) return existing;
-  const key = randomBytes(CACHE_KEY_BYTES);
-  const tmp = join(dir, `.tmp-${process.pid}-${randomBytes(8).toString('hex')}.key`);
-  const fd = openSync(tmp, 'wx', 0o600);
-  try {
-    writeSync(fd, key);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    linkSync(tmp, file);
-  } catch {
-    // present: another process made it just now (use it), or an unusable one (replace it)
-    const raced = usable();
-    if (raced) {
-      rmSync(tmp, { force: true });
-      return raced;
-    }
-    renameSync(tmp, file);
-    return key;
-  }
-  rmSync(tmp, { force: true });
-  return key;
 }
 
 /** The compile cache of one folder and one engine configuration. Use from one thread. */
