@@ -150,6 +150,18 @@ describe('wasmtime compile cache (.cwasm)', () => {
     }
   });
 
+  it('entries of the previous format (header + payload) are never loaded, count against the bounds and are evicted first', async () => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    mkdirSync(join(cache, 'wasmtime'));
+    const legacy = join(cache, 'wasmtime', `${'ab'.repeat(32)}-${'cd'.repeat(8)}.cwasm`);
+    writeFileSync(legacy, 'WARDEN-CWASM/1 old header\npayload');
+    const r = resolver(cache, { maxEntries: 1 });
+    await load(r, 'lg', 'identity');
+    const left = readdirSync(join(cache, 'wasmtime')).filter((f) => f.endsWith('.cwasm'));
+    expect(left).toHaveLength(1);
+    expect(left[0]).toMatch(/-[0-9a-f]{64}\.cwasm$/);
+  });
+
   it('is bounded: past maxEntries the least recently used entry no loaded model uses goes', async () => {
     const cache = mkdtempSync(join(work, 'cache-'));
     const r = resolver(cache, { maxEntries: 2 });

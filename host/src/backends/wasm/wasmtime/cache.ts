@@ -17,7 +17,9 @@
  *
  * Bounded like the V8 engine's transpile cache ({@link CacheLimits}: entries and bytes): past
  * either bound the least recently used files (modification time, refreshed on use) are removed,
- * except those of components a loaded model uses.
+ * except those of components a loaded model uses. Entries of the previous format
+ * (`<sha256>-<config 16>.cwasm` with a header line) count against the bounds and go first; they
+ * are not deleted on sight, since processes of an older Warden may share the folder.
  */
 import { randomBytes } from 'node:crypto';
 import { readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
@@ -27,6 +29,8 @@ import { cacheKey } from '../cache-key.js';
 import { processAlive, type CacheLimits } from '../v8/transpile.js';
 
 const ENTRY_NAME = /^([0-9a-f]{64})-([0-9a-f]{16})-([0-9a-f]{64})\.cwasm$/;
+/** Entries of the previous format (a header line before the payload): never loaded, evicted first. */
+const LEGACY_NAME = /^[0-9a-f]{64}-[0-9a-f]{16}\.cwasm$/;
 const TEMP_NAME = /^\.tmp-(\d+)-([0-9a-f]{16})\.(cwasm|key)$/;
 
 /** Why a cache file was not used (for logs and tests): no entry, not a readable regular file of a bounded size, a MAC mismatch, or refused by wasmtime. */
@@ -40,7 +44,7 @@ export interface CacheEntry {
 
 /** The compile cache of one folder and one engine configuration. Use from one thread. */
 export class CwasmCache {
-  private readonly entries = new Map<string, { bytes: number; lastUsed: number }>();
+  private readonly entries = new Map<string, { bytes: number; lastUsed: number; legacy?: boolean }>();
   private readonly inUse = new Map<string, number>();
   private prepared?: Promise<void>;
   /** The per-cache secret key of the MACs. */
@@ -78,9 +82,10 @@ export class CwasmCache {
         if (!processAlive(Number(temp[1]))) await rm(join(this.dir, e.name), { force: true });
         continue;
       }
-      if (!ENTRY_NAME.test(e.name) || this.entries.has(e.name)) continue;
+      const legacy = LEGACY_NAME.test(e.name);
+      if ((!legacy && !ENTRY_NAME.test(e.name)) || this.entries.has(e.name)) continue;
       const st = await stat(join(this.dir, e.name)).catch(() => undefined);
-      if (st) this.entries.set(e.name, { bytes: st.size, lastUsed: st.mtimeMs });
+      if (st) this.entries.set(e.name, legacy ? { bytes: st.size, lastUsed: st.mtimeMs, legacy } : { bytes: st.size, lastUsed: st.mtimeMs });
     }
   }
 
@@ -170,7 +175,10 @@ export class CwasmCache {
     const { limits } = this;
     let { entries, bytes } = this.size();
     if (entries <= limits.maxEntries && bytes <= limits.maxBytes) return;
-    const candidates = [...this.entries].filter(([name]) => !this.inUse.has(name.slice(0, 64))).sort((a, b) => a[1].lastUsed - b[1].lastUsed);
+    // entries of the previous format first (never loaded), then the least recently used
+    const candidates = [...this.entries]
+      .filter(([name, e]) => e.legacy || !this.inUse.has(name.slice(0, 64)))
+      .sort((a, b) => Number(!a[1].legacy) - Number(!b[1].legacy) || a[1].lastUsed - b[1].lastUsed);
     for (const [name, e] of candidates) {
       if (entries <= limits.maxEntries && bytes <= limits.maxBytes) break;
       await rm(join(this.dir, name), { force: true });
