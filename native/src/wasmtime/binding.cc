@@ -164,15 +164,15 @@ Napi::Value EngineFree(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-/** Compiles or deserializes off the JS thread; resolves with a component handle. */
+/** Compiles off the JS thread; resolves with a component handle. */
 class ComponentWorker : public Napi::AsyncWorker {
  public:
-  ComponentWorker(Napi::Env env, WwEngine* e, std::vector<uint8_t> bytes, bool precompiled)
-      : Napi::AsyncWorker(env, "warden-wasmtime-compile"), deferred_(Napi::Promise::Deferred::New(env)), engine_(e), bytes_(std::move(bytes)), precompiled_(precompiled) {}
+  ComponentWorker(Napi::Env env, WwEngine* e, std::vector<uint8_t> bytes)
+      : Napi::AsyncWorker(env, "warden-wasmtime-compile"), deferred_(Napi::Promise::Deferred::New(env)), engine_(e), bytes_(std::move(bytes)) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
   void Execute() override {
     char* err = nullptr;
-    out_ = precompiled_ ? ww_component_deserialize(engine_, bytes_.data(), bytes_.size(), &err) : ww_component_compile(engine_, bytes_.data(), bytes_.size(), &err);
+    out_ = ww_component_compile(engine_, bytes_.data(), bytes_.size(), &err);
     if (!out_) error_ = TakeError(err, "wasmtime failed");
     std::vector<uint8_t>().swap(bytes_);
   }
@@ -186,23 +186,20 @@ class ComponentWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
   WwEngine* engine_;
   std::vector<uint8_t> bytes_;
-  bool precompiled_;
   WwComponent* out_ = nullptr;
   std::string error_;
 };
 
-Napi::Value ComponentLoad(const Napi::CallbackInfo& info, bool precompiled) {
+Napi::Value Compile(const Napi::CallbackInfo& info) {
   auto* ctx = Ptr<EngineCtx>(info[0], "engine");
   if (!info[1].IsTypedArray()) throw Napi::TypeError::New(info.Env(), "expected a Uint8Array");
   Napi::Uint8Array u = info[1].As<Napi::Uint8Array>();
-  auto* w = new ComponentWorker(info.Env(), ctx->engine, std::vector<uint8_t>(u.Data(), u.Data() + u.ByteLength()), precompiled);
+  auto* w = new ComponentWorker(info.Env(), ctx->engine, std::vector<uint8_t>(u.Data(), u.Data() + u.ByteLength()));
   Napi::Promise p = w->Promise();
   w->Queue();
   return p;
 }
 
-Napi::Value Compile(const Napi::CallbackInfo& info) { return ComponentLoad(info, false); }
-Napi::Value Deserialize(const Napi::CallbackInfo& info) { return ComponentLoad(info, true); }
 
 /** Loads a compile-cache entry off the JS thread after checking its MAC (ww_component_load_cached). */
 class CachedWorker : public Napi::AsyncWorker {
@@ -358,7 +355,6 @@ Napi::Object Init(Napi::Env env) {
   o.Set("engineConfigKey", Napi::Function::New(env, EngineConfigKey, "engineConfigKey"));
   o.Set("engineFree", Napi::Function::New(env, EngineFree, "engineFree"));
   o.Set("compile", Napi::Function::New(env, Compile, "compile"));
-  o.Set("deserialize", Napi::Function::New(env, Deserialize, "deserialize"));
   o.Set("loadCached", Napi::Function::New(env, LoadCached, "loadCached"));
   o.Set("cwasmMac", Napi::Function::New(env, CwasmMac, "cwasmMac"));
   o.Set("serialize", Napi::Function::New(env, Serialize, "serialize"));

@@ -24,7 +24,6 @@ void ww_engine_free(WwEngine* e);
 size_t ww_engine_config_key(const WwEngine* e, uint8_t* out, size_t cap);
 
 WwComponent* ww_component_compile(const WwEngine* e, const uint8_t* bytes, size_t len, char** err);
-WwComponent* ww_component_deserialize(const WwEngine* e, const uint8_t* bytes, size_t len, char** err);
 /* Compile cache (cwasm.rs): key, hash of 64 hex, mac 32 bytes; miss: 1 absent, 2 unreadable, 3 MAC, 4 refused. */
 WwComponent* ww_component_load_cached(const WwEngine* e, const uint8_t* path, size_t path_len, const uint8_t* key, const uint8_t* hash, size_t hash_len,
                                       const uint8_t* mac, uint64_t max_bytes, int32_t* miss, char** err);

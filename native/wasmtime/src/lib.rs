@@ -105,12 +105,6 @@ pub unsafe extern "C" fn ww_component_compile(e: *const WwEngine, bytes: *const 
     guarded(err, || Ok(Box::into_raw(Box::new((*e).compile(slice(bytes, len)).map_err(|e| format!("{e:#}"))?)))).unwrap_or(ptr::null_mut())
 }
 
-/// Loads a precompiled component after `Engine::detect_precompiled` accepts it.
-#[no_mangle]
-pub unsafe extern "C" fn ww_component_deserialize(e: *const WwEngine, bytes: *const u8, len: usize, err: *mut *mut c_char) -> *mut WwComponent {
-    guarded(err, || Ok(Box::into_raw(Box::new((*e).deserialize(slice(bytes, len)).map_err(|e| format!("{e:#}"))?)))).unwrap_or(ptr::null_mut())
-}
-
 /// Loads the compile-cache entry at `path` (UTF-8, `path_len` bytes) if the keyed MAC of its
 /// bytes (cwasm.rs) is `mac`: no read into memory, wasmtime maps the checked file. On failure
 /// returns null, sets `*miss` (1 absent, 2 unreadable, 3 MAC mismatch, 4 refused by wasmtime) and

@@ -63,8 +63,6 @@ export interface WasmtimeNative {
   engineFree(engine: EngineHandle): void;
   /** Cranelift compile + link, off the JS thread. Rejects with wasmtime's message. */
   compile(engine: EngineHandle, bytes: Uint8Array): Promise<ComponentHandle>;
-  /** A `.cwasm` payload (checked by `Engine::detect_precompiled`) + link, off the JS thread. */
-  deserialize(engine: EngineHandle, bytes: Uint8Array): Promise<ComponentHandle>;
   /**
    * Loads the compile-cache entry at `path` off the JS thread if the keyed BLAKE3 MAC of its bytes
    * (for component `hash` under this engine's configuration) is `mac`: the file is opened once
