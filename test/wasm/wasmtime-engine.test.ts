@@ -5,7 +5,9 @@
  * Everything both engines share runs in the engine-parametrised suites (samples, hostile,
  * memory-budget, http).
  */
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,31 +67,43 @@ async function identityWorks(m: WasmModel): Promise<void> {
 }
 
 describe('wasmtime compile cache (.cwasm)', () => {
-  it('compiles once, then loads from the cache in a new engine; the file carries a checked header', async () => {
+  const entryOf = (cache: string) => {
+    const dir = join(cache, 'wasmtime');
+    return join(dir, readdirSync(dir).find((f) => f.endsWith('.cwasm'))!);
+  };
+
+  it('compiles once, then loads from the cache in a new engine; the entry is the raw artifact, named by its keyed MAC, beside a 0600 key', async () => {
     const cache = mkdtempSync(join(work, 'cache-'));
     const m1 = await load(resolver(cache), 'c1');
     expect(sourceOf(m1)).toBe('compiled');
     const files = readdirSync(join(cache, 'wasmtime')).filter((f) => f.endsWith('.cwasm'));
-    expect(files).toEqual([`${m1.componentHash}-${files[0]!.slice(65, 81)}.cwasm`]);
-    const head = readFileSync(join(cache, 'wasmtime', files[0]!)).toString('latin1', 0, 200).split('\n')[0]!.split(' ');
-    expect(head[0]).toBe('WARDEN-CWASM/1');
-    expect(head[1]).toBe(m1.componentHash);
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(new RegExp(`^${m1.componentHash}-[0-9a-f]{16}-[0-9a-f]{64}\\.cwasm$`));
+    const file = join(cache, 'wasmtime', files[0]!);
+    expect(readFileSync(file).subarray(0, 4).toString('latin1')).toBe('\x7fELF'); // mapped by wasmtime as is
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const key = join(cache, 'wasmtime', '.key');
+    expect(statSync(key).mode & 0o777).toBe(0o600);
+    expect(statSync(key).size).toBe(32);
     const m2 = await load(resolver(cache), 'c2');
     expect(sourceOf(m2)).toBe('cache');
     await identityWorks(m2);
   });
 
   it.each([
-    ['a flipped payload byte', (b: Buffer) => { b[b.length - 100]! ^= 0xff; return b; }],
-    ['a truncated file', (b: Buffer) => b.subarray(0, b.length - 4096)],
-    ['a header naming another component', (b: Buffer) => Buffer.from(b.toString('latin1').replace(/^(WARDEN-CWASM\/1 )[0-9a-f]{8}/, '$1deadbeef'), 'latin1')],
-    ['garbage', () => Buffer.from('not a cwasm at all\n')],
+    ['a flipped payload byte', (f: string) => { const b = readFileSync(f); b[b.length - 100]! ^= 0xff; writeFileSync(f, b); }],
+    ['a flipped byte in the ELF header', (f: string) => { const b = readFileSync(f); b[20]! ^= 0x01; writeFileSync(f, b); }],
+    ['a truncated file', (f: string) => writeFileSync(f, readFileSync(f).subarray(0, readFileSync(f).length - 4096))],
+    ['an empty file', (f: string) => writeFileSync(f, '')],
+    ['garbage', (f: string) => writeFileSync(f, 'not a cwasm at all\n')],
+    ['a MAC in the name that does not match', (f: string) => renameSync(f, f.replace(/-[0-9a-f]{64}\.cwasm$/, `-${'ab'.repeat(32)}.cwasm`))],
+    ['a symlink to a good copy', (f: string) => { renameSync(f, `${f}.real`); symlinkSync(`${f}.real`, f); }],
+    ['a FIFO (an open would block)', (f: string) => { rmSync(f); execFileSync('mkfifo', [f]); }],
+    ['an entry written under another cache key', (f: string) => writeFileSync(join(f, '..', '.key'), randomBytes(32), { mode: 0o600 })],
   ])('refuses %s: deletes it, compiles again, and serves correctly', async (_what, tamper) => {
     const cache = mkdtempSync(join(work, 'cache-'));
     await load(resolver(cache), 't1');
-    const dir = join(cache, 'wasmtime');
-    const file = join(dir, readdirSync(dir).find((f) => f.endsWith('.cwasm'))!);
-    writeFileSync(file, tamper(readFileSync(file)));
+    tamper(entryOf(cache));
     const m = await load(resolver(cache), 't2');
     expect(sourceOf(m)).toBe('compiled');
     await identityWorks(m);
@@ -97,18 +111,55 @@ describe('wasmtime compile cache (.cwasm)', () => {
     expect(sourceOf(await load(resolver(cache), 't3'))).toBe('cache');
   });
 
+  it("an entry renamed to another component's hash is refused (the MAC binds the component hash)", async () => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    const a = await load(resolver(cache), 'ra', 'identity');
+    const b = await load(resolver(cache), 'rb', 'trap_execute');
+    const dir = join(cache, 'wasmtime');
+    const nameOf = (hash: string) => readdirSync(dir).find((f) => f.startsWith(hash))!;
+    // b's entry replaced by a's bytes under b's name: a load of b must not get a's code
+    const bName = nameOf(b.componentHash);
+    rmSync(join(dir, bName));
+    copyFileSync(join(dir, nameOf(a.componentHash)), join(dir, bName));
+    const b2 = await load(resolver(cache), 'rb2', 'trap_execute');
+    expect(sourceOf(b2)).toBe('compiled');
+  });
+
+  it('a key file readable by others is replaced, and entries made under the old key are compiled again', async () => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    await load(resolver(cache), 'k1');
+    const key = join(cache, 'wasmtime', '.key');
+    const old = readFileSync(key);
+    chmodSync(key, 0o644);
+    const m = await load(resolver(cache), 'k2');
+    expect(sourceOf(m)).toBe('compiled');
+    expect(statSync(key).mode & 0o777).toBe(0o600);
+    expect(readFileSync(key).equals(old)).toBe(false);
+  });
+
   it('a precompiled .cwasm uploaded as model.wasm is refused before wasmtime sees it (uploads never become native code)', async () => {
     const cache = mkdtempSync(join(work, 'cache-'));
     await load(resolver(cache), 'u1');
-    const dir = join(cache, 'wasmtime');
-    const cwasm = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.cwasm'))!));
-    const payload = cwasm.subarray(cwasm.indexOf(10) + 1); // what wasmtime's deserialize would take
-    expect(payload.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
-    for (const [name, bytes] of [['u_cwasm', cwasm], ['u_elf', payload]] as const) {
+    const cwasm = readFileSync(entryOf(cache)); // exactly what wasmtime's deserialize would take
+    expect(cwasm.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
+    const withHeader = Buffer.concat([Buffer.from('WARDEN-CWASM/1 x\n'), cwasm]);
+    for (const [name, bytes] of [['u_elf', cwasm], ['u_header', withHeader]] as const) {
       mkdirSync(join(work, name, '1'), { recursive: true });
       writeFileSync(join(work, name, '1', 'model.wasm'), bytes);
       await expect(h.loadModel(resolver(cache), h.wasmConfig(name, io.inputs, io.outputs), join(work, name))).rejects.toMatchObject({ code: 'INVALID_ARG' });
     }
+  });
+
+  it('entries of the previous format (header + payload) are never loaded, count against the bounds and are evicted first', async () => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    mkdirSync(join(cache, 'wasmtime'));
+    const legacy = join(cache, 'wasmtime', `${'ab'.repeat(32)}-${'cd'.repeat(8)}.cwasm`);
+    writeFileSync(legacy, 'WARDEN-CWASM/1 old header\npayload');
+    const r = resolver(cache, { maxEntries: 1 });
+    await load(r, 'lg', 'identity');
+    const left = readdirSync(join(cache, 'wasmtime')).filter((f) => f.endsWith('.cwasm'));
+    expect(left).toHaveLength(1);
+    expect(left[0]).toMatch(/-[0-9a-f]{64}\.cwasm$/);
   });
 
   it('is bounded: past maxEntries the least recently used entry no loaded model uses goes', async () => {

@@ -164,15 +164,15 @@ Napi::Value EngineFree(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-/** Compiles or deserializes off the JS thread; resolves with a component handle. */
+/** Compiles off the JS thread; resolves with a component handle. */
 class ComponentWorker : public Napi::AsyncWorker {
  public:
-  ComponentWorker(Napi::Env env, WwEngine* e, std::vector<uint8_t> bytes, bool precompiled)
-      : Napi::AsyncWorker(env, "warden-wasmtime-compile"), deferred_(Napi::Promise::Deferred::New(env)), engine_(e), bytes_(std::move(bytes)), precompiled_(precompiled) {}
+  ComponentWorker(Napi::Env env, WwEngine* e, std::vector<uint8_t> bytes)
+      : Napi::AsyncWorker(env, "warden-wasmtime-compile"), deferred_(Napi::Promise::Deferred::New(env)), engine_(e), bytes_(std::move(bytes)) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
   void Execute() override {
     char* err = nullptr;
-    out_ = precompiled_ ? ww_component_deserialize(engine_, bytes_.data(), bytes_.size(), &err) : ww_component_compile(engine_, bytes_.data(), bytes_.size(), &err);
+    out_ = ww_component_compile(engine_, bytes_.data(), bytes_.size(), &err);
     if (!out_) error_ = TakeError(err, "wasmtime failed");
     std::vector<uint8_t>().swap(bytes_);
   }
@@ -186,23 +186,90 @@ class ComponentWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
   WwEngine* engine_;
   std::vector<uint8_t> bytes_;
-  bool precompiled_;
   WwComponent* out_ = nullptr;
   std::string error_;
 };
 
-Napi::Value ComponentLoad(const Napi::CallbackInfo& info, bool precompiled) {
+Napi::Value Compile(const Napi::CallbackInfo& info) {
   auto* ctx = Ptr<EngineCtx>(info[0], "engine");
   if (!info[1].IsTypedArray()) throw Napi::TypeError::New(info.Env(), "expected a Uint8Array");
   Napi::Uint8Array u = info[1].As<Napi::Uint8Array>();
-  auto* w = new ComponentWorker(info.Env(), ctx->engine, std::vector<uint8_t>(u.Data(), u.Data() + u.ByteLength()), precompiled);
+  auto* w = new ComponentWorker(info.Env(), ctx->engine, std::vector<uint8_t>(u.Data(), u.Data() + u.ByteLength()));
   Napi::Promise p = w->Promise();
   w->Queue();
   return p;
 }
 
-Napi::Value Compile(const Napi::CallbackInfo& info) { return ComponentLoad(info, false); }
-Napi::Value Deserialize(const Napi::CallbackInfo& info) { return ComponentLoad(info, true); }
+
+/** Loads a compile-cache entry off the JS thread after checking its MAC (ww_component_load_cached). */
+class CachedWorker : public Napi::AsyncWorker {
+ public:
+  CachedWorker(Napi::Env env, WwEngine* e, std::string path, std::string key, std::string hash, std::string mac, uint64_t max_bytes)
+      : Napi::AsyncWorker(env, "warden-wasmtime-load-cached"), deferred_(Napi::Promise::Deferred::New(env)), engine_(e), path_(std::move(path)),
+        key_(std::move(key)), hash_(std::move(hash)), mac_(std::move(mac)), max_bytes_(max_bytes) {}
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  void Execute() override {
+    char* err = nullptr;
+    out_ = ww_component_load_cached(engine_, reinterpret_cast<const uint8_t*>(path_.data()), path_.size(), reinterpret_cast<const uint8_t*>(key_.data()),
+                                    reinterpret_cast<const uint8_t*>(hash_.data()), hash_.size(), reinterpret_cast<const uint8_t*>(mac_.data()), max_bytes_, &miss_, &err);
+    if (!out_) error_ = TakeError(err, "wasmtime failed");
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (out_) {
+      deferred_.Resolve(Napi::External<WwComponent>::New(env, out_));
+      return;
+    }
+    Napi::Error e = Napi::Error::New(env, error_);
+    e.Set("miss", Napi::Number::New(env, miss_));
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  WwEngine* engine_;
+  std::string path_, key_, hash_, mac_;
+  uint64_t max_bytes_;
+  int32_t miss_ = 2;
+  WwComponent* out_ = nullptr;
+  std::string error_;
+};
+
+/** Bytes of a Uint8Array argument that must be exactly `n` long. */
+std::string Exact(const Napi::Value& v, size_t n, const char* what) {
+  if (!v.IsTypedArray() || v.As<Napi::Uint8Array>().ByteLength() != n) throw Napi::TypeError::New(v.Env(), std::string("expected ") + what);
+  Napi::Uint8Array u = v.As<Napi::Uint8Array>();
+  return std::string(reinterpret_cast<const char*>(u.Data()), n);
+}
+
+/** loadCached(engine, path, key[32], hash, mac[32], maxBytes) → Promise<component>; rejects with `.miss`. */
+Napi::Value LoadCached(const Napi::CallbackInfo& info) {
+  auto* ctx = Ptr<EngineCtx>(info[0], "engine");
+  std::string path = Str(info[1]);
+  std::string key = Exact(info[2], 32, "a 32-byte cache key");
+  std::string hash = Str(info[3]);
+  std::string mac = Exact(info[4], 32, "a 32-byte MAC");
+  if (!info[5].IsNumber()) throw Napi::TypeError::New(info.Env(), "expected a size bound");
+  double max = info[5].As<Napi::Number>().DoubleValue();
+  auto* w = new CachedWorker(info.Env(), ctx->engine, std::move(path), std::move(key), std::move(hash), std::move(mac), max > 0 ? uint64_t(max) : 0);
+  Napi::Promise p = w->Promise();
+  w->Queue();
+  return p;
+}
+
+/** cwasmMac(engine, key[32], hash, payload) → Uint8Array(32). */
+Napi::Value CwasmMac(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* ctx = Ptr<EngineCtx>(info[0], "engine");
+  std::string key = Exact(info[1], 32, "a 32-byte cache key");
+  std::string hash = Str(info[2]);
+  if (!info[3].IsTypedArray()) throw Napi::TypeError::New(env, "expected a Uint8Array");
+  Napi::Uint8Array u = info[3].As<Napi::Uint8Array>();
+  Napi::Uint8Array out = Napi::Uint8Array::New(env, 32);
+  if (!ww_cwasm_mac(ctx->engine, reinterpret_cast<const uint8_t*>(key.data()), reinterpret_cast<const uint8_t*>(hash.data()), hash.size(), u.Data(), u.ByteLength(), out.Data()))
+    throw Napi::Error::New(env, "cannot compute the cache MAC");
+  return out;
+}
 
 Napi::Value Serialize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -245,7 +312,7 @@ Napi::Value InstanceNew(const Napi::CallbackInfo& info) {
   return Napi::External<WwInstance>::New(env, i);
 }
 
-Napi::Value InstanceSend(const Napi::CallbackInfo& info, bool reply) {
+Napi::Value InstanceReply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto* i = Ptr<WwInstance>(info[0], "instance");
   std::string json = Str(info[1]);
@@ -253,14 +320,25 @@ Napi::Value InstanceSend(const Napi::CallbackInfo& info, bool reply) {
   std::vector<size_t> lens;
   Views(info[2], ptrs, lens);
   char* err = nullptr;
-  auto f = reply ? ww_instance_reply : ww_instance_execute;
-  bool ok = f(i, reinterpret_cast<const uint8_t*>(json.data()), json.size(), ptrs.data(), lens.data(), ptrs.size(), &err);
+  bool ok = ww_instance_reply(i, reinterpret_cast<const uint8_t*>(json.data()), json.size(), ptrs.data(), lens.data(), ptrs.size(), &err);
   if (err) throw Napi::Error::New(env, TakeError(err, "wasmtime call failed"));
   return Napi::Boolean::New(env, ok);
 }
 
-Napi::Value InstanceExecute(const Napi::CallbackInfo& info) { return InstanceSend(info, false); }
-Napi::Value InstanceReply(const Napi::CallbackInfo& info) { return InstanceSend(info, true); }
+/** instanceExecute(instance, descriptor: Uint8Array, buffers): the descriptor is copied, the buffers are read in place later. */
+Napi::Value InstanceExecute(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* i = Ptr<WwInstance>(info[0], "instance");
+  if (!info[1].IsTypedArray()) throw Napi::TypeError::New(env, "expected a requests descriptor (Uint8Array)");
+  Napi::Uint8Array d = info[1].As<Napi::Uint8Array>();
+  std::vector<const uint8_t*> ptrs;
+  std::vector<size_t> lens;
+  Views(info[2], ptrs, lens);
+  char* err = nullptr;
+  bool ok = ww_instance_execute(i, d.Data(), d.ByteLength(), ptrs.data(), lens.data(), ptrs.size(), &err);
+  if (err) throw Napi::Error::New(env, TakeError(err, "wasmtime call failed"));
+  return Napi::Boolean::New(env, ok);
+}
 
 Napi::Value InstanceFree(const Napi::CallbackInfo& info) {
   ww_instance_free(Ptr<WwInstance>(info[0], "instance"));
@@ -277,7 +355,8 @@ Napi::Object Init(Napi::Env env) {
   o.Set("engineConfigKey", Napi::Function::New(env, EngineConfigKey, "engineConfigKey"));
   o.Set("engineFree", Napi::Function::New(env, EngineFree, "engineFree"));
   o.Set("compile", Napi::Function::New(env, Compile, "compile"));
-  o.Set("deserialize", Napi::Function::New(env, Deserialize, "deserialize"));
+  o.Set("loadCached", Napi::Function::New(env, LoadCached, "loadCached"));
+  o.Set("cwasmMac", Napi::Function::New(env, CwasmMac, "cwasmMac"));
   o.Set("serialize", Napi::Function::New(env, Serialize, "serialize"));
   o.Set("componentFree", Napi::Function::New(env, ComponentFree, "componentFree"));
   o.Set("countMemories", Napi::Function::New(env, CountMemories, "countMemories"));

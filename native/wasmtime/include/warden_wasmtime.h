@@ -24,13 +24,17 @@ void ww_engine_free(WwEngine* e);
 size_t ww_engine_config_key(const WwEngine* e, uint8_t* out, size_t cap);
 
 WwComponent* ww_component_compile(const WwEngine* e, const uint8_t* bytes, size_t len, char** err);
-WwComponent* ww_component_deserialize(const WwEngine* e, const uint8_t* bytes, size_t len, char** err);
+/* Compile cache (cwasm.rs): key, hash of 64 hex, mac 32 bytes; miss: 1 absent, 2 unreadable, 3 MAC, 4 refused. */
+WwComponent* ww_component_load_cached(const WwEngine* e, const uint8_t* path, size_t path_len, const uint8_t* key, const uint8_t* hash, size_t hash_len,
+                                      const uint8_t* mac, uint64_t max_bytes, int32_t* miss, char** err);
+bool ww_cwasm_mac(const WwEngine* e, const uint8_t* key, const uint8_t* hash, size_t hash_len, const uint8_t* payload, size_t len, uint8_t* out);
 WwMessage* ww_component_serialize(const WwComponent* c, char** err);
 void ww_component_free(WwComponent* c);
 int64_t ww_count_memories(const uint8_t* bytes, size_t len);
 
 WwInstance* ww_instance_new(const WwEngine* e, const WwComponent* c, uint64_t id, const uint8_t* json, size_t len, char** err);
-bool ww_instance_execute(const WwInstance* i, const uint8_t* json, size_t len, const uint8_t* const* ptrs, const size_t* lens, size_t n, char** err);
+/* desc: a requests descriptor (native/wasmtime/src/descriptor.rs) */
+bool ww_instance_execute(const WwInstance* i, const uint8_t* desc, size_t len, const uint8_t* const* ptrs, const size_t* lens, size_t n, char** err);
 bool ww_instance_reply(const WwInstance* i, const uint8_t* json, size_t len, const uint8_t* const* ptrs, const size_t* lens, size_t n, char** err);
 void ww_instance_free(WwInstance* i);
 

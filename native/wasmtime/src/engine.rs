@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Precompiled};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 /// Engine settings (from the host's JSON; every field optional).
 pub struct EngineOptions {
@@ -134,19 +134,7 @@ impl WwEngine {
         self.link(component)
     }
 
-    /// Loads a precompiled component: refused unless wasmtime recognises it as a component
-    /// precompiled by a compatible engine; the caller checked its own header and hash first.
-    pub fn deserialize(&self, bytes: &[u8]) -> wasmtime::Result<WwComponent> {
-        if Engine::detect_precompiled(bytes) != Some(Precompiled::Component) {
-            return Err(wasmtime::Error::msg("not a precompiled component"));
-        }
-        // SAFETY: the bytes come from `serialize` of this engine configuration; the host checked
-        // the SHA-256 it recorded beside them, so they are exactly what was written.
-        let component = unsafe { Component::deserialize(&self.engine, bytes)? };
-        self.link(component)
-    }
-
-    fn link(&self, component: Component) -> wasmtime::Result<WwComponent> {
+    pub fn link(&self, component: Component) -> wasmtime::Result<WwComponent> {
         let pre = SandboxPre::new(self.linker.instantiate_pre(&component)?)?;
         Ok(WwComponent { component, pre })
     }

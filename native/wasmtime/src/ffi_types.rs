@@ -18,7 +18,7 @@ pub mod kind {
     pub const OUTPUT: u32 = 5;
     /// A host call that waits for `ww_instance_reply` (`{fn, ...}` + buffers).
     pub const CALL: u32 = 6;
-    /// `execute` returned (`{results, computeStartNs, computeEndNs}` + output buffers).
+    /// `execute` returned: no JSON; output buffers, then the results descriptor (descriptor.rs) as the last buffer.
     pub const DONE: u32 = 7;
     /// A respawn after a trap failed (`{message}`); the next execute tries again.
     pub const RESPAWN_FAILED: u32 = 8;

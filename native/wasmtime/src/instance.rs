@@ -8,6 +8,7 @@ use crate::bindings::{Sandbox, SandboxPre};
 use crate::ffi_types::{kind, Notifier, Reply};
 use crate::host::{DeadlineExceeded, Finalized, Guest, GuestExit, Io, LogFilter};
 use crate::wasi::monotonic_ns;
+use crate::descriptor;
 use crate::wire;
 use serde_json::{json, Value};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -66,7 +67,8 @@ impl InstanceParams {
 pub struct HostBuffers(pub Vec<(usize, usize)>);
 
 enum Cmd {
-    Execute(Value, HostBuffers),
+    /// A requests descriptor (descriptor.rs) and the input buffers it indexes.
+    Execute(Vec<u8>, HostBuffers),
     Stop,
 }
 
@@ -94,8 +96,8 @@ impl WwInstance {
         Ok(WwInstance { cmds, replies })
     }
 
-    pub fn execute(&self, json: Value, bufs: HostBuffers) -> bool {
-        self.cmds.send(Cmd::Execute(json, bufs)).is_ok()
+    pub fn execute(&self, descriptor: Vec<u8>, bufs: HostBuffers) -> bool {
+        self.cmds.send(Cmd::Execute(descriptor, bufs)).is_ok()
     }
 
     pub fn reply(&self, reply: Reply) -> bool {
@@ -238,7 +240,7 @@ impl Worker {
         while let Ok(cmd) = cmds.recv() {
             match cmd {
                 Cmd::Stop => break,
-                Cmd::Execute(json, bufs) => self.execute(json, bufs),
+                Cmd::Execute(descriptor, bufs) => self.execute(&descriptor, bufs),
             }
         }
         self.discard();
@@ -271,13 +273,13 @@ impl Worker {
         }
     }
 
-    fn execute(&mut self, json: Value, bufs: HostBuffers) {
+    fn execute(&mut self, descriptor: &[u8], bufs: HostBuffers) {
         if self.live.is_none() && !self.respawn_for_execute() {
             return;
         }
         // SAFETY: see HostBuffers; the slices are dropped before this execute's terminal message.
         let slices: Vec<&[u8]> = bufs.0.iter().map(|&(p, n)| if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p as *const u8, n) } }).collect();
-        let parts = match wire::request_parts(json.get("requests").unwrap_or(&Value::Null), &slices) {
+        let parts = match descriptor::request_parts(descriptor, &slices) {
             Ok(r) => r,
             Err(m) => {
                 self.post(kind::TRAP, json!({ "message": format!("host sent a malformed request: {m}"), "during": "execute", "reason": "trap" }), vec![]);
@@ -306,13 +308,12 @@ impl Worker {
                 let io = &mut live.store.data_mut().io;
                 io.deadline = None;
                 io.end_call();
-                let mut out = Vec::new();
-                let results: Vec<Value> = results.into_iter().map(|r| wire::result_json(r, &mut out)).collect();
-                let mut done = json!({ "results": results, "computeStartNs": start_ns.to_string(), "computeEndNs": end_ns.to_string() });
-                if let Some(f) = fuel {
-                    done["fuel"] = json!(f.to_string());
-                }
-                self.post(kind::DONE, done, out);
+                let mut out = Vec::with_capacity(results.len() + 1);
+                let desc = descriptor::results(results, start_ns, end_ns, fuel, &mut out);
+                // the results descriptor travels as the last buffer (no JSON)
+                out.push(desc);
+                let n = &live.store.data().io;
+                n.notifier.post(n.id, kind::DONE, String::new(), out);
             }
             Err(e) => {
                 let (reason, message) = classify(&e);

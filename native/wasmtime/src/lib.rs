@@ -7,6 +7,8 @@
 //! Every entry point catches panics (an `ww_*` call never unwinds into C++); errors are returned
 //! as C strings the caller frees with `ww_string_free`.
 mod bindings;
+mod cwasm;
+mod descriptor;
 mod engine;
 mod ffi_types;
 mod host;
@@ -103,10 +105,60 @@ pub unsafe extern "C" fn ww_component_compile(e: *const WwEngine, bytes: *const 
     guarded(err, || Ok(Box::into_raw(Box::new((*e).compile(slice(bytes, len)).map_err(|e| format!("{e:#}"))?)))).unwrap_or(ptr::null_mut())
 }
 
-/// Loads a precompiled component after `Engine::detect_precompiled` accepts it.
+/// Loads the compile-cache entry at `path` (UTF-8, `path_len` bytes) if the keyed MAC of its
+/// bytes (cwasm.rs) is `mac`: no read into memory, wasmtime maps the checked file. On failure
+/// returns null, sets `*miss` (1 absent, 2 unreadable, 3 MAC mismatch, 4 refused by wasmtime) and
+/// `*err`. Blocking: run it off the JS thread.
 #[no_mangle]
-pub unsafe extern "C" fn ww_component_deserialize(e: *const WwEngine, bytes: *const u8, len: usize, err: *mut *mut c_char) -> *mut WwComponent {
-    guarded(err, || Ok(Box::into_raw(Box::new((*e).deserialize(slice(bytes, len)).map_err(|e| format!("{e:#}"))?)))).unwrap_or(ptr::null_mut())
+pub unsafe extern "C" fn ww_component_load_cached(
+    e: *const WwEngine,
+    path: *const u8,
+    path_len: usize,
+    key: *const u8,
+    hash: *const u8,
+    hash_len: usize,
+    mac: *const u8,
+    max_bytes: u64,
+    miss: *mut i32,
+    err: *mut *mut c_char,
+) -> *mut WwComponent {
+    let mut reason = cwasm::Miss::Unreadable;
+    let out = guarded(err, || {
+        let path = std::str::from_utf8(slice(path, path_len)).map_err(|_| "cache path is not UTF-8".to_string())?;
+        let hash = std::str::from_utf8(slice(hash, hash_len)).map_err(|_| "component hash is not UTF-8".to_string())?;
+        let key: &[u8; cwasm::KEY_LEN] = &*(key as *const [u8; cwasm::KEY_LEN]);
+        let mac: &[u8; cwasm::KEY_LEN] = &*(mac as *const [u8; cwasm::KEY_LEN]);
+        match cwasm::load_checked(&*e, std::path::Path::new(path), key, hash, mac, max_bytes) {
+            Ok(c) => Ok(Box::into_raw(Box::new(c))),
+            Err((m, msg)) => {
+                reason = m;
+                Err(msg)
+            }
+        }
+    });
+    match out {
+        Some(c) => c,
+        None => {
+            if !miss.is_null() {
+                *miss = reason as i32;
+            }
+            ptr::null_mut()
+        }
+    }
+}
+
+/// The compile-cache MAC (32 bytes into `out`) of a serialized component for `hash` under this
+/// engine's configuration and the cache `key` (32 bytes).
+#[no_mangle]
+pub unsafe extern "C" fn ww_cwasm_mac(e: *const WwEngine, key: *const u8, hash: *const u8, hash_len: usize, payload: *const u8, len: usize, out: *mut u8) -> bool {
+    catch_unwind(AssertUnwindSafe(|| {
+        let Ok(hash) = std::str::from_utf8(slice(hash, hash_len)) else { return false };
+        let key: &[u8; cwasm::KEY_LEN] = &*(key as *const [u8; cwasm::KEY_LEN]);
+        let m = cwasm::mac(key, hash, &(*e).config_key, slice(payload, len));
+        ptr::copy_nonoverlapping(m.as_ptr(), out, m.len());
+        true
+    }))
+    .unwrap_or(false)
 }
 
 /// Serializes a compiled component (`.cwasm` payload) into a message-owned buffer.
@@ -144,16 +196,16 @@ pub unsafe extern "C" fn ww_instance_new(e: *const WwEngine, c: *const WwCompone
     .unwrap_or(ptr::null_mut())
 }
 
-/// Queues an execute (`{requests}` JSON + input buffers). The buffers are NOT copied: the caller
+/// Queues an execute: a requests descriptor (descriptor.rs; copied) and the input buffers it
+/// indexes. The buffers are NOT copied: the caller
 /// keeps them alive and unchanged until the execute's terminal message (`DONE`, `TRAP`,
 /// `RESPAWN_FAILED`) or the thread's `EXITED`; wasmtime lowers them into the guest (the one copy
 /// in). False if the thread ended.
 #[no_mangle]
-pub unsafe extern "C" fn ww_instance_execute(i: *const WwInstance, json: *const u8, len: usize, ptrs: *const *const u8, lens: *const usize, n: usize, err: *mut *mut c_char) -> bool {
+pub unsafe extern "C" fn ww_instance_execute(i: *const WwInstance, desc: *const u8, len: usize, ptrs: *const *const u8, lens: *const usize, n: usize, err: *mut *mut c_char) -> bool {
     guarded(err, || {
-        let v = json_of(json, len)?;
         let bufs = (0..n).map(|k| (*ptrs.add(k) as usize, *lens.add(k))).collect();
-        Ok((*i).execute(v, instance::HostBuffers(bufs)))
+        Ok((*i).execute(slice(desc, len).to_vec(), instance::HostBuffers(bufs)))
     })
     .unwrap_or(false)
 }

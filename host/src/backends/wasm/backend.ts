@@ -6,6 +6,7 @@
  * instantiate (once per model instance).
  */
 import { createHash } from 'node:crypto';
+import type { BigIntStats } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -14,6 +15,7 @@ import type { Backend, BackendModel, InstanceSpec, ModelLoadContext } from '../.
 import type { ModelConfig } from '../../config/types.js';
 import { fromConfigDataType } from '../../tensor/datatypes.js';
 import { checkComponent } from './component-check.js';
+import type { ComponentDigests } from './digests.js';
 import type { CompiledComponent, HostConfig, SandboxedInstance, SandboxEngine } from './engine.js';
 import { engineOfConfig, type EngineName } from './engines.js';
 import { DEFAULT_WASM_LIMITS, modelLimits, PARAM_MEMORY, type ModelLimits, type WasmLimits } from './limits.js';
@@ -24,7 +26,7 @@ import type { OutputSpec } from './wire.js';
 export const DEFAULT_COMPONENT_FILE = 'model.wasm';
 
 /** Largest component accepted (bytes). */
-const MAX_COMPONENT_BYTES = 512 * 1024 * 1024;
+const MAX_COMPONENT_BYTES = 512n * 1024n * 1024n;
 
 /** Outputs as the backend must produce them (config `reshape.shape` if set, else `dims`). */
 function outputSpecs(config: ModelConfig): OutputSpec[] {
@@ -40,13 +42,13 @@ function outputSpecs(config: ModelConfig): OutputSpec[] {
  * @throws TritonError NOT_FOUND for a missing file or a non-file, INVALID_ARG for one above
  *   {@link MAX_COMPONENT_BYTES}
  */
-async function readComponent(ctx: ModelLoadContext, file: string): Promise<Uint8Array> {
+async function readComponent(ctx: ModelLoadContext, file: string): Promise<{ bytes: Uint8Array; path: string; st: BigIntStats }> {
   const path = join(ctx.versionPath, file);
   try {
-    const st = await stat(path);
+    const st = await stat(path, { bigint: true });
     if (!st.isFile()) throw notFound(`model '${ctx.name}' version ${ctx.version}: ${file} is not a file`);
     if (st.size > MAX_COMPONENT_BYTES) throw invalidArg(`model '${ctx.name}': ${file} is ${st.size} bytes, more than ${MAX_COMPONENT_BYTES}`);
-    return await readFile(path);
+    return { bytes: await readFile(path), path, st };
   } catch (e) {
     if (e instanceof TritonError) throw e;
     throw notFound(`unable to find '${path}' for model '${ctx.name}' version ${ctx.version} (backend wasm expects a component at <version>/${file})`);
@@ -162,6 +164,8 @@ export class WasmBackend implements Backend {
     budgets: { server?: MemoryBudget; budgetFor?: MemoryBudgetFor } = {},
     /** Another engine by name, for models whose `parameters { key: "engine" }` names one (created on first use). */
     private readonly otherEngine?: (name: EngineName) => SandboxEngine,
+    /** Digests of unchanged component files, across restarts (none: every load hashes its component). */
+    private readonly digests?: ComponentDigests,
   ) {
     this.memoryBudget = budgets.server ?? new MemoryBudget(SERVER_BUDGET_NAME, caps.maxTotalMemoryBytes ?? DEFAULT_WASM_LIMITS.maxTotalMemoryBytes);
     this.budgetFor = budgets.budgetFor;
@@ -211,11 +215,11 @@ export class WasmBackend implements Backend {
     const limits = modelLimits(config, this.caps);
     const file = config.default_model_filename || DEFAULT_COMPONENT_FILE;
     if (file.includes('/') || file.includes('\\') || file === '..') throw invalidArg(`model '${ctx.name}': default_model_filename '${file}' must be a file name`);
-    const bytes = await readComponent(ctx, file);
+    const { bytes, path, st } = await readComponent(ctx, file);
     const what = `model '${ctx.name}' version ${ctx.version}: ${file}`;
     const surface = checkComponent(bytes, what);
     const outputs = outputSpecs(config);
-    const hash = createHash('sha256').update(bytes).digest('hex');
+    const hash = this.digests ? await this.digests.sha256(path, st, bytes) : createHash('sha256').update(bytes).digest('hex');
     const budget = this.budgetOf(ctx);
     const engine = this.engineFor(config);
     const compiled = await engine.compile({ bytes, hash, surface, limits, what });

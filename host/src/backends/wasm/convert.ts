@@ -39,7 +39,8 @@ export function fromWitError(e: unknown): WireError {
   return { code, message };
 }
 
-function witParameters(params: Record<string, ParameterValue>): Wit.Parameter[] {
+/** Host request parameters → WIT `parameter`s (safe integers and bigints as `int`, other numbers as `double`). */
+export function witParameters(params: Record<string, ParameterValue>): Wit.Parameter[] {
   const out: Wit.Parameter[] = [];
   for (const [key, v] of Object.entries(params)) {
     let value: Wit.ParameterValue;
@@ -53,7 +54,8 @@ function witParameters(params: Record<string, ParameterValue>): Wit.Parameter[] 
   return out;
 }
 
-function witCorrelationId(id: number | bigint | string): Wit.CorrelationId {
+/** Host correlation id → WIT `correlation-id` (0 and "" are `none`). */
+export function witCorrelationId(id: number | bigint | string): Wit.CorrelationId {
   if (typeof id === 'string') return id === '' ? { tag: 'none' } : { tag: 'string', val: id };
   const n = BigInt(id);
   return n === 0n ? { tag: 'none' } : { tag: 'int', val: BigInt.asUintN(64, n) };

@@ -4,10 +4,12 @@
  * model parameters (`memory_limit_bytes`, `execute_timeout_ms`, `log_limit_bytes`).
  */
 import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Backend, BackendResolveRequest, BackendResolver } from '../../core/types.js';
 import type { ModelConfig } from '../../config/types.js';
 import { WasmBackend } from './backend.js';
+import { ComponentDigests } from './digests.js';
 import { checkEngineName, createEngine, DEFAULT_CACHE_LIMITS, DEFAULT_ENGINE, type CacheLimits, type EngineName } from './engines.js';
 import { checkWasmLimits, type WasmLimits } from './limits.js';
 import type { WasmtimePoolOptions } from './wasmtime/native.js';
@@ -105,9 +107,19 @@ export class WasmBackendResolver implements BackendResolver {
       mkdirSync(this.cacheDir, { recursive: true });
       const make = (name: EngineName) =>
         createEngine(name, { cacheDir: this.cacheDir, cacheLimits: this.cacheLimits, logger: this.logger, maxMemoryBytes: this.limits.maxMemoryBytes, pool: this.wasmtimePool, idleMs: this.idleMs });
-      this.backend = new WasmBackend(make(this.engine), this.limits, this.logger, { server: this.memoryBudget, budgetFor: this.memoryBudgetFor }, make);
+      this.backend = new WasmBackend(make(this.engine), this.limits, this.logger, { server: this.memoryBudget, budgetFor: this.memoryBudgetFor }, make, this.digests());
     }
     return this.backend;
+  }
+
+  /** The component digest memo in `<cacheDir>/digests` (none if it cannot be created: every load then hashes). */
+  private digests(): ComponentDigests | undefined {
+    try {
+      return new ComponentDigests(join(this.cacheDir, 'digests'));
+    } catch (e) {
+      this.logger.warn({ err: (e as Error).message }, 'component digest memo unavailable; components are hashed on every load');
+      return undefined;
+    }
   }
 
   async finalizeAll(): Promise<void> {

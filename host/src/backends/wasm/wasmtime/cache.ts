@@ -4,112 +4,137 @@
  * Warden's settings), so a model version is compiled once per content and engine, across loads
  * and restarts.
  *
- * File `<cacheDir>/<component sha256>-<config key, 16 hex>.cwasm`: a header line
- * `WARDEN-CWASM/1 <component sha256> <config key> <payload bytes> <payload sha256>\n`, then the
- * payload wasmtime serialized. A read is trusted only if the header names this component and
- * engine, the payload has the recorded length and SHA-256 (a truncated, tampered or foreign file
- * fails), and wasmtime itself recognises it as a precompiled component
- * (`Engine::detect_precompiled`, in the addon); anything else is deleted and compiled again.
- * Files are written under a temporary name (`.tmp-<pid>-<16 random hex>.cwasm`: threads of one process may share the folder) and renamed into place.
+ * File `<cacheDir>/<component sha256>-<config key, 16 hex>-<MAC, 64 hex>.cwasm` holds exactly
+ * what wasmtime serialized, so that a load maps it (`Component::deserialize_file`) instead of
+ * reading and copying tens of MiB. The MAC is a keyed BLAKE3 (native/wasmtime/src/cwasm.rs) of
+ * the component hash, the engine's full configuration key and the payload, under a per-cache
+ * secret key (`.key`: 32 random bytes, mode 0600, owned by this user; replaced if it is not). A
+ * file is loaded only if that MAC, recomputed over the very file wasmtime then maps, matches its
+ * name: a truncated, tampered, renamed or foreign file (anyone without the key) fails, is deleted
+ * and compiled again. wasmtime then still checks the artifact's own engine header.
+ * Files are written with mode 0600 under a temporary name (`.tmp-<pid>-<16 random hex>.cwasm`:
+ * threads of one process may share the folder) and renamed into place.
  *
  * Bounded like the V8 engine's transpile cache ({@link CacheLimits}: entries and bytes): past
  * either bound the least recently used files (modification time, refreshed on use) are removed,
- * except those of components a loaded model uses.
+ * except those of components a loaded model uses. Entries of the previous format
+ * (`<sha256>-<config 16>.cwasm` with a header line) count against the bounds and go first; they
+ * are not deleted on sight, since processes of an older Warden may share the folder.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { cacheKey } from '../cache-key.js';
 import { processAlive, type CacheLimits } from '../v8/transpile.js';
 
-const MAGIC = 'WARDEN-CWASM/1';
-const ENTRY_NAME = /^([0-9a-f]{64})-([0-9a-f]{16})\.cwasm$/;
-const TEMP_NAME = /^\.tmp-(\d+)-([0-9a-f]{16})\.cwasm$/;
-/** Longest header line read (bytes). */
-const MAX_HEADER = 512;
+const ENTRY_NAME = /^([0-9a-f]{64})-([0-9a-f]{16})-([0-9a-f]{64})\.cwasm$/;
+/** Entries of the previous format (a header line before the payload): never loaded, evicted first. */
+const LEGACY_NAME = /^[0-9a-f]{64}-[0-9a-f]{16}\.cwasm$/;
+const TEMP_NAME = /^\.tmp-(\d+)-([0-9a-f]{16})\.(cwasm|key)$/;
 
-const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+/** Why a cache file was not used (for logs and tests): no entry, not a readable regular file of a bounded size, a MAC mismatch, or refused by wasmtime. */
+export type CacheMiss = 'absent' | 'unreadable' | 'mac' | 'refused';
 
-/** Why a cache file was not used (for logs and tests). */
-export type CacheMiss = 'absent' | 'header' | 'length' | 'hash' | 'unreadable';
+/** A cache entry to load: its path and the MAC its name records. */
+export interface CacheEntry {
+  file: string;
+  mac: Uint8Array;
+}
 
 /** The compile cache of one folder and one engine configuration. Use from one thread. */
 export class CwasmCache {
-  private readonly entries = new Map<string, { bytes: number; lastUsed: number }>();
+  private readonly entries = new Map<string, { bytes: number; lastUsed: number; legacy?: boolean }>();
   private readonly inUse = new Map<string, number>();
   private prepared?: Promise<void>;
+  /** The per-cache secret key of the MACs. */
+  readonly key: Buffer;
 
   /**
    * @param configKey the engine's configuration key (hex, ≥ 16 characters)
+   * @throws Error if the key file cannot be read or created
    */
   constructor(
     readonly dir: string,
     readonly configKey: string,
     readonly limits: Readonly<CacheLimits>,
     private readonly logger?: Logger,
-  ) {}
+  ) {
+    this.key = cacheKey(dir);
+  }
 
-  private fileOf(hash: string): string {
-    return join(this.dir, `${hash}-${this.configKey.slice(0, 16)}.cwasm`);
+  /** `<hash>-<config key 16>-` (every entry of `hash` under this configuration starts so). */
+  private prefixOf(hash: string): string {
+    return `${hash}-${this.configKey.slice(0, 16)}-`;
   }
 
   /** Scans the folder once: removes temporary files of dead processes, records entries. */
   prepare(): Promise<void> {
-    this.prepared ??= (async () => {
-      for (const e of await readdir(this.dir, { withFileTypes: true }).catch(() => [])) {
-        if (!e.isFile()) continue;
-        const temp = TEMP_NAME.exec(e.name);
-        if (temp) {
-          if (!processAlive(Number(temp[1]))) await rm(join(this.dir, e.name), { force: true });
-          continue;
-        }
-        if (!ENTRY_NAME.test(e.name)) continue;
-        const st = await stat(join(this.dir, e.name)).catch(() => undefined);
-        if (st) this.entries.set(e.name, { bytes: st.size, lastUsed: st.mtimeMs });
-      }
-    })();
+    this.prepared ??= this.scan();
     return this.prepared;
   }
 
-  /**
-   * The cached payload for `hash`, checked (header, length, SHA-256), or why there is none; a
-   * file that fails a check is deleted.
-   */
-  async read(hash: string): Promise<{ payload: Uint8Array } | { miss: CacheMiss }> {
-    await this.prepare();
-    const file = this.fileOf(hash);
-    let bytes: Buffer;
-    try {
-      bytes = await readFile(file);
-    } catch (e) {
-      return { miss: (e as { code?: string }).code === 'ENOENT' ? 'absent' : 'unreadable' };
+  private async scan(): Promise<void> {
+    for (const e of await readdir(this.dir, { withFileTypes: true }).catch(() => [])) {
+      if (!e.isFile()) continue;
+      const temp = TEMP_NAME.exec(e.name);
+      if (temp) {
+        if (!processAlive(Number(temp[1]))) await rm(join(this.dir, e.name), { force: true });
+        continue;
+      }
+      const legacy = LEGACY_NAME.test(e.name);
+      if ((!legacy && !ENTRY_NAME.test(e.name)) || this.entries.has(e.name)) continue;
+      const st = await stat(join(this.dir, e.name)).catch(() => undefined);
+      if (st) this.entries.set(e.name, legacy ? { bytes: st.size, lastUsed: st.mtimeMs, legacy } : { bytes: st.size, lastUsed: st.mtimeMs });
     }
-    const nl = bytes.subarray(0, MAX_HEADER).indexOf(10);
-    const fields = nl < 0 ? [] : bytes.toString('latin1', 0, nl).split(' ');
-    let miss: CacheMiss | undefined;
-    if (fields.length !== 5 || fields[0] !== MAGIC || fields[1] !== hash || fields[2] !== this.configKey) miss = 'header';
-    else if (bytes.length - nl - 1 !== Number(fields[3])) miss = 'length';
-    else if (sha256(bytes.subarray(nl + 1)) !== fields[4]) miss = 'hash';
-    if (miss) {
-      this.logger?.warn({ file: file.slice(this.dir.length + 1), reason: miss }, 'compile cache entry rejected; compiling again');
-      await this.drop(hash);
-      return { miss };
-    }
-    const now = new Date();
-    await utimes(file, now, now).catch(() => {});
-    this.entries.set(file.slice(this.dir.length + 1), { bytes: bytes.length, lastUsed: now.getTime() });
-    return { payload: bytes.subarray(nl + 1) };
   }
 
-  /** Writes `payload` for `hash` (atomically), then evicts past the bounds. Failures are logged only. */
-  async write(hash: string, payload: Uint8Array): Promise<void> {
+  /** The recorded entry name of `hash`, if any (looking at the folder again if none is known: another process may have written it). */
+  private async nameOf(hash: string): Promise<string | undefined> {
     await this.prepare();
-    const header = Buffer.from(`${MAGIC} ${hash} ${this.configKey} ${payload.length} ${sha256(payload)}\n`, 'latin1');
+    const prefix = this.prefixOf(hash);
+    const known = () => [...this.entries.keys()].find((n) => n.startsWith(prefix));
+    const name = known();
+    if (name) return name;
+    await this.scan();
+    return known();
+  }
+
+  /**
+   * The entry to load for `hash` (its path and the MAC its name records), or undefined; the
+   * check itself happens as it is loaded (`loadCached` in the addon).
+   */
+  async lookup(hash: string): Promise<CacheEntry | undefined> {
+    const name = await this.nameOf(hash);
+    const m = name ? ENTRY_NAME.exec(name) : null;
+    if (!name || !m) return undefined;
+    return { file: join(this.dir, name), mac: Buffer.from(m[3]!, 'hex') };
+  }
+
+  /** The entry of `hash` was loaded: refreshes its place in the LRU order. */
+  async touch(entry: CacheEntry): Promise<void> {
+    const now = new Date();
+    await utimes(entry.file, now, now).catch(() => {});
+    const e = this.entries.get(entry.file.slice(this.dir.length + 1));
+    if (e) e.lastUsed = now.getTime();
+  }
+
+  /** The entry of `hash` failed its check (`reason`): logged and deleted. */
+  async reject(hash: string, reason: CacheMiss): Promise<void> {
+    this.logger?.warn({ entry: `${this.prefixOf(hash)}*.cwasm`, reason }, 'compile cache entry rejected; compiling again');
+    await this.drop(hash);
+  }
+
+  /** Writes `payload` for `hash` under its `mac` (atomically, mode 0600), then evicts past the bounds. Failures are logged only. */
+  async write(hash: string, payload: Uint8Array, mac: Uint8Array): Promise<void> {
+    await this.prepare();
+    const name = `${this.prefixOf(hash)}${Buffer.from(mac).toString('hex')}.cwasm`;
     const tmp = join(this.dir, `.tmp-${process.pid}-${randomBytes(8).toString('hex')}.cwasm`);
     try {
-      await writeFile(tmp, Buffer.concat([header, payload]));
-      await rename(tmp, this.fileOf(hash));
-      this.entries.set(this.fileOf(hash).slice(this.dir.length + 1), { bytes: header.length + payload.length, lastUsed: Date.now() });
+      await writeFile(tmp, payload, { mode: 0o600, flag: 'wx' });
+      await this.drop(hash);
+      await rename(tmp, join(this.dir, name));
+      this.entries.set(name, { bytes: payload.length, lastUsed: Date.now() });
     } catch (e) {
       await rm(tmp, { force: true });
       this.logger?.warn({ err: (e as Error).message }, 'compile cache entry could not be written');
@@ -118,10 +143,14 @@ export class CwasmCache {
     await this.evict();
   }
 
-  /** Deletes the entry of `hash`. */
+  /** Deletes every entry of `hash` under this configuration. */
   async drop(hash: string): Promise<void> {
-    this.entries.delete(this.fileOf(hash).slice(this.dir.length + 1));
-    await rm(this.fileOf(hash), { force: true });
+    const prefix = this.prefixOf(hash);
+    for (const name of [...this.entries.keys()]) {
+      if (!name.startsWith(prefix)) continue;
+      this.entries.delete(name);
+      await rm(join(this.dir, name), { force: true });
+    }
   }
 
   /** A loaded model uses the entry of `hash`: never evicted until {@link release}d. */
@@ -146,7 +175,10 @@ export class CwasmCache {
     const { limits } = this;
     let { entries, bytes } = this.size();
     if (entries <= limits.maxEntries && bytes <= limits.maxBytes) return;
-    const candidates = [...this.entries].filter(([name]) => !this.inUse.has(name.slice(0, 64))).sort((a, b) => a[1].lastUsed - b[1].lastUsed);
+    // entries of the previous format first (never loaded), then the least recently used
+    const candidates = [...this.entries]
+      .filter(([name, e]) => e.legacy || !this.inUse.has(name.slice(0, 64)))
+      .sort((a, b) => Number(!a[1].legacy) - Number(!b[1].legacy) || a[1].lastUsed - b[1].lastUsed);
     for (const [name, e] of candidates) {
       if (entries <= limits.maxEntries && bytes <= limits.maxBytes) break;
       await rm(join(this.dir, name), { force: true });

@@ -16,7 +16,7 @@ import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, Sa
 import { DEFAULT_CACHE_LIMITS } from '../v8/transpile.js';
 import { CwasmCache } from './cache.js';
 import { WasmtimeInstance, type InstancePort } from './instance.js';
-import { MSG, wasmtimeNative, type ComponentHandle, type EngineHandle, type InstanceHandle, type WasmtimeNative } from './native.js';
+import { CACHED_MISS, MSG, wasmtimeNative, type ComponentHandle, type EngineHandle, type InstanceHandle, type WasmtimeNative } from './native.js';
 
 /** Engine name. */
 export const WASMTIME_ENGINE = 'wasmtime';
@@ -113,13 +113,16 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
   private async obtain(bytes: Uint8Array, hash: string, what: string): Promise<{ shared: Shared; source: WasmtimeCompiled['source'] }> {
     const memories = this.native.countMemories(bytes);
     if (memories < 0) throw invalidArg(`${what}: not a valid component`);
-    const cached = await this.cache.read(hash);
-    if ('payload' in cached) {
+    const entry = await this.cache.lookup(hash);
+    if (entry) {
       try {
-        return { shared: { component: await this.native.deserialize(this.engine(), cached.payload), memories, refs: 0 }, source: 'cache' };
+        const component = await this.native.loadCached(this.engine(), entry.file, this.cache.key, hash, entry.mac, this.cache.limits.maxBytes);
+        await this.cache.touch(entry);
+        return { shared: { component, memories, refs: 0 }, source: 'cache' };
       } catch (e) {
-        this.logger?.warn({ err: (e as Error).message }, 'precompiled component refused by wasmtime; compiling again');
-        await this.cache.drop(hash);
+        const code = (e as { miss?: number }).miss;
+        const miss = CACHED_MISS[code as keyof typeof CACHED_MISS] ?? 'unreadable';
+        if (miss !== 'absent') await this.cache.reject(hash, miss);
       }
     }
     let component: ComponentHandle;
@@ -128,7 +131,8 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
     } catch (e) {
       throw invalidArg(`${what}: wasmtime cannot compile the component: ${(e as Error).message}`);
     }
-    await this.cache.write(hash, this.native.serialize(component));
+    const payload = this.native.serialize(component);
+    await this.cache.write(hash, payload, this.native.cwasmMac(this.engine(), this.cache.key, hash, payload));
     return { shared: { component, memories, refs: 0 }, source: 'compiled' };
   }
 
@@ -200,8 +204,8 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
     }
   }
 
-  execute(handle: InstanceHandle, json: string, buffers: Uint8Array[]): boolean {
-    return this.native.instanceExecute(handle, json, buffers);
+  execute(handle: InstanceHandle, descriptor: Uint8Array, buffers: Uint8Array[]): boolean {
+    return this.native.instanceExecute(handle, descriptor, buffers);
   }
 
   reply(handle: InstanceHandle, json: string, buffers: Uint8Array[]): void {

@@ -24,6 +24,7 @@ import { beginExecute, finishExecute, isCancelled, sendFinal, sendResponse, type
 import { writeOutput } from '../host/wasi/stdio.js';
 import { WireHandles, toWireRequests, type WireRequest, type WireResponse } from '../wire.js';
 import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
+import { decodeResults, DescriptorWriter, encodeRequests, type DecodedResults } from './descriptor.js';
 import { MSG, type ComponentHandle, type InstanceHandle } from './native.js';
 
 /** Longest idle timeout a timer can carry (ms); longer ones never release. */
@@ -36,7 +37,8 @@ export const BOOT_ALLOWANCE_MS = 10_000;
 export interface InstancePort {
   /** Starts a sandbox thread for `inst`; its messages come back to `inst.onMessage` with `id`. */
   spawn(inst: WasmtimeInstance, paramsJson: string): { handle: InstanceHandle; id: number };
-  execute(handle: InstanceHandle, json: string, buffers: Uint8Array[]): boolean;
+  /** Queues an execute: a requests descriptor (./descriptor.ts; copied at once) and the input buffers it indexes (read later, in place). */
+  execute(handle: InstanceHandle, descriptor: Uint8Array, buffers: Uint8Array[]): boolean;
   reply(handle: InstanceHandle, json: string, buffers: Uint8Array[]): void;
   /** Ends the thread; it reports EXITED to the instance. */
   free(handle: InstanceHandle): void;
@@ -82,23 +84,6 @@ function isHostCallError(e: unknown): e is HostCallError {
   return typeof e === 'object' && e !== null && 'payload' in e;
 }
 
-/** JSON of an execute's requests for the native side; input data goes in `buffers`. */
-function requestsJson(wire: WireRequest[], buffers: Uint8Array[]): string {
-  const requests = wire.map((r) => {
-    const w = toWitRequest(r);
-    return {
-      ...w,
-      flags: r.flags & 3,
-      inputs: w.inputs.map((t) => {
-        buffers.push(t.data);
-        return { name: t.name, datatype: t.datatype, shape: Array.from(t.shape, String), data: buffers.length - 1 };
-      }),
-      parameters: w.parameters,
-    };
-  });
-  return JSON.stringify({ requests }, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
-}
-
 /** One wasmtime-sandboxed instance. Create with {@link WasmtimeInstance.start}. */
 export class WasmtimeInstance implements SandboxedInstance {
   readonly stats: SandboxStats = { starts: 0, deadlineKills: 0, traps: 0 };
@@ -116,6 +101,8 @@ export class WasmtimeInstance implements SandboxedInstance {
   private finalized = false;
   private killedAt?: number;
   private readonly handles = new WireHandles();
+  /** Reused for every execute's requests descriptor. */
+  private readonly descriptor = new DescriptorWriter();
   private idleTimer?: NodeJS.Timeout;
   private exited?: () => void;
   private exitWaitFor = -1;
@@ -237,8 +224,14 @@ export class WasmtimeInstance implements SandboxedInstance {
       if (tid === this.exitWaitFor) this.exited?.();
       return;
     }
+    if (kind === MSG.DONE) {
+      // binary results descriptor as the last buffer (./descriptor.ts), no JSON
+      this.inputsHeld.get(tid)?.shift(); // that execute's inputs were read
+      if (tid === this.threadId && this.handle) this.onDone(buffers);
+      return;
+    }
     const m = JSON.parse(json) as J;
-    if (kind === MSG.DONE || (kind === MSG.TRAP && m.during === 'execute') || (kind === MSG.RESPAWN_FAILED && m.terminal === true)) {
+    if ((kind === MSG.TRAP && m.during === 'execute') || (kind === MSG.RESPAWN_FAILED && m.terminal === true)) {
       this.inputsHeld.get(tid)?.shift(); // that execute's inputs were read (or never will be)
     }
     if (tid !== this.threadId || !this.handle) return; // a thread released or replaced since
@@ -268,9 +261,6 @@ export class WasmtimeInstance implements SandboxedInstance {
       case MSG.TRAP:
         endCall(this.host);
         this.onTrap(m);
-        return;
-      case MSG.DONE:
-        this.onDone(m, buffers);
         return;
       case MSG.RESPAWN_FAILED:
         endCall(this.host);
@@ -373,11 +363,18 @@ export class WasmtimeInstance implements SandboxedInstance {
     this.armIdle();
   }
 
-  private onDone(m: J, buffers: Uint8Array[]): void {
+  private onDone(buffers: Uint8Array[]): void {
     const p = this.pending;
     if (!p) return;
+    let m: DecodedResults;
+    try {
+      m = decodeResults(buffers[buffers.length - 1] ?? new Uint8Array(0), buffers);
+    } catch (e) {
+      this.failPending(new TritonError('INTERNAL', `sandbox of model '${this.modelName}' returned a malformed result: ${(e as Error).message}`));
+      return;
+    }
     this.pending = undefined;
-    const returned = (m.results as J[]).map((r) => witResult(r, buffers));
+    const returned = m.results;
     const results = finishExecute(this.host.responses, p.wire, returned);
     endCall(this.host);
     results.forEach((r, i) => {
@@ -387,12 +384,12 @@ export class WasmtimeInstance implements SandboxedInstance {
       else if ('ok' in r) p.senders[i]!.send(toResponse(r.ok), true);
       else p.senders[i]!.sendError(new TritonError(r.err.code, r.err.message), true);
     });
-    if (typeof m.fuel === 'string') {
+    if (m.fuel !== undefined) {
       this.stats.lastFuel = Number(m.fuel);
       this.log.debug({ fuel: this.stats.lastFuel }, 'execute fuel');
     }
     this.port.hold(false);
-    p.resolve({ computeStartNs: BigInt(m.computeStartNs as string), computeEndNs: BigInt(m.computeEndNs as string) });
+    p.resolve({ computeStartNs: m.computeStartNs, computeEndNs: m.computeEndNs });
     this.armIdle();
   }
 
@@ -445,7 +442,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     const handles = this.handles.take(requests.length);
     const wire = toWireRequests(requests, handles);
     const buffers: Uint8Array[] = [];
-    const json = requestsJson(wire, buffers);
+    const descriptor = encodeRequests(this.descriptor, wire, buffers);
     beginExecute(this.host.responses, wire);
     return new Promise<ExecuteTimings | void>((resolve) => {
       this.pending = { requests, senders, wire, handles, finals: requests.map(() => false), resolve };
@@ -453,7 +450,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       let held = this.inputsHeld.get(this.threadId);
       if (!held) this.inputsHeld.set(this.threadId, (held = []));
       held.push(buffers);
-      if (!this.port.execute(handle, json, buffers)) {
+      if (!this.port.execute(handle, descriptor, buffers)) {
         held.pop();
         this.failPending(unavailable(`sandbox of model '${this.modelName}' is gone`));
       }

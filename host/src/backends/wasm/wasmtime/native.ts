@@ -24,6 +24,9 @@ export const MSG = Object.freeze({
   LOG_DROPPED: 10,
 });
 
+/** `miss` codes of a {@link WasmtimeNative.loadCached} rejection (native/wasmtime/src/cwasm.rs `Miss`). */
+export const CACHED_MISS = Object.freeze({ 1: 'absent', 2: 'unreadable', 3: 'mac', 4: 'refused' } as const);
+
 /** Receives every message of an engine: instance id, kind, JSON payload, owned byte buffers. */
 export type MessageHandler = (instance: number, kind: number, json: string, buffers: Uint8Array[]) => void;
 
@@ -60,15 +63,28 @@ export interface WasmtimeNative {
   engineFree(engine: EngineHandle): void;
   /** Cranelift compile + link, off the JS thread. Rejects with wasmtime's message. */
   compile(engine: EngineHandle, bytes: Uint8Array): Promise<ComponentHandle>;
-  /** A `.cwasm` payload (checked by `Engine::detect_precompiled`) + link, off the JS thread. */
-  deserialize(engine: EngineHandle, bytes: Uint8Array): Promise<ComponentHandle>;
+  /**
+   * Loads the compile-cache entry at `path` off the JS thread if the keyed BLAKE3 MAC of its bytes
+   * (for component `hash` under this engine's configuration) is `mac`: the file is opened once
+   * (no symlinks, regular files of at most `maxBytes`), checked, and mapped by wasmtime
+   * (`Component::deserialize_file`), never read into memory. Rejects with an Error whose `miss`
+   * is {@link CACHED_MISS}'s code.
+   */
+  loadCached(engine: EngineHandle, path: string, key: Uint8Array, hash: string, mac: Uint8Array, maxBytes: number): Promise<ComponentHandle>;
+  /** The compile-cache MAC (32 bytes) of a serialized component, as `loadCached` checks it. */
+  cwasmMac(engine: EngineHandle, key: Uint8Array, hash: string, payload: Uint8Array): Uint8Array;
   serialize(component: ComponentHandle): Uint8Array;
   componentFree(component: ComponentHandle): void;
   /** Linear memories the component's core modules define; -1 for a malformed binary. */
   countMemories(bytes: Uint8Array): number;
   instanceNew(engine: EngineHandle, component: ComponentHandle, id: number, paramsJson: string): InstanceHandle;
-  /** Queues an execute; the input buffers are copied before this returns. False if the thread ended. */
-  instanceExecute(instance: InstanceHandle, json: string, buffers: Uint8Array[]): boolean;
+  /**
+   * Queues an execute: a requests descriptor (./descriptor.ts; copied before this returns) and the
+   * input buffers it indexes (NOT copied: kept alive and unchanged until the execute's terminal
+   * message). False if the thread ended. Its DONE message carries the output buffers and, last,
+   * the results descriptor (no JSON).
+   */
+  instanceExecute(instance: InstanceHandle, descriptor: Uint8Array, buffers: Uint8Array[]): boolean;
   /** Answers the instance's pending CALL. */
   instanceReply(instance: InstanceHandle, json: string, buffers: Uint8Array[]): boolean;
   /** Ends the instance's thread (it reports EXITED) and frees the handle. */

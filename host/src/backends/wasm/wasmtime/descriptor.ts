@@ -1,0 +1,209 @@
+/**
+ * The binary descriptors of an execute across the addon's C ABI (native/wasmtime/src/descriptor.rs
+ * holds the layout and is authoritative): requests to the sandbox thread, results back — instead
+ * of a JSON string built, copied and parsed into trees on both sides for every request.
+ * Little-endian; strings are a u32 byte length + UTF-8; tensor data is an index into the buffers
+ * that travel beside the descriptor. The field meanings are those of `warden:backend/types`
+ * (spec §6.7); conversions of the host's values follow ../convert.ts (`toWitRequest`).
+ */
+import type * as Wit from '../wit-types/interfaces/warden-backend-types.js';
+import { toWitDataType, witCorrelationId, witParameters } from '../convert.js';
+import type { WireRequest } from '../wire.js';
+
+/** WIT `data-type` cases in declaration order: a datatype's code is its index. */
+const DATATYPES: readonly Wit.DataType[] = ['bool', 'uint8', 'uint16', 'uint32', 'uint64', 'int8', 'int16', 'int32', 'int64', 'fp16', 'fp32', 'fp64', 'bytes', 'bf16'];
+const DATATYPE_CODE = new Map(DATATYPES.map((d, i) => [d, i]));
+/** WIT `error-code` cases in declaration order. */
+const ERROR_CODES: readonly Wit.ErrorCode[] = ['unknown', 'internal', 'not-found', 'invalid-arg', 'unavailable', 'unsupported', 'already-exists', 'cancelled'];
+
+/** Grows as it is written; one per instance, reused (the addon copies the descriptor at once). */
+export class DescriptorWriter {
+  private buf = Buffer.allocUnsafe(1024);
+  private dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+  private pos = 0;
+
+  private ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+    this.dv = new DataView(next.buffer, next.byteOffset, next.byteLength);
+  }
+  u8(v: number): void {
+    this.ensure(1);
+    this.buf[this.pos++] = v;
+  }
+  u32(v: number): void {
+    this.ensure(4);
+    this.dv.setUint32(this.pos, v >>> 0, true);
+    this.pos += 4;
+  }
+  u64(v: bigint): void {
+    this.ensure(8);
+    this.dv.setBigUint64(this.pos, BigInt.asUintN(64, v), true);
+    this.pos += 8;
+  }
+  i64(v: number | bigint): void {
+    this.ensure(8);
+    this.dv.setBigInt64(this.pos, typeof v === 'bigint' ? BigInt.asIntN(64, v) : BigInt(Math.trunc(v)), true);
+    this.pos += 8;
+  }
+  f64(v: number): void {
+    this.ensure(8);
+    this.dv.setFloat64(this.pos, v, true);
+    this.pos += 8;
+  }
+  str(s: string): void {
+    this.ensure(4 + s.length * 3);
+    const n = this.buf.write(s, this.pos + 4, 'utf8');
+    this.dv.setUint32(this.pos, n, true);
+    this.pos += 4 + n;
+  }
+  /** The bytes written since {@link reset} (a view: valid until the next write). */
+  bytes(): Uint8Array {
+    return this.buf.subarray(0, this.pos);
+  }
+  reset(): void {
+    this.pos = 0;
+  }
+}
+
+/**
+ * Writes the requests descriptor of `wire` into `w` (reset first); input data is appended to
+ * `buffers` and referenced by index.
+ */
+export function encodeRequests(w: DescriptorWriter, wire: readonly WireRequest[], buffers: Uint8Array[]): Uint8Array {
+  w.reset();
+  w.u32(wire.length);
+  for (const r of wire) {
+    w.u32(r.handle);
+    w.str(r.id);
+    const corr = witCorrelationId(r.correlationId);
+    if (corr.tag === 'none') w.u8(0);
+    else if (corr.tag === 'int') {
+      w.u8(1);
+      w.u64(corr.val);
+    } else {
+      w.u8(2);
+      w.str(corr.val);
+    }
+    w.u32(r.flags & 3);
+    w.u32(Math.max(0, Math.min(r.priority, 0xffffffff)));
+    w.u64(BigInt(Math.max(0, Math.floor(r.timeoutUs))));
+    w.u32(r.batchSize);
+    w.u32(r.inputs.length);
+    for (const t of r.inputs) {
+      w.str(t.name);
+      w.u8(DATATYPE_CODE.get(toWitDataType(t.datatype)) ?? 0);
+      w.u32(t.shape.length);
+      for (const d of t.shape) w.i64(d);
+      w.u32(buffers.length);
+      buffers.push(t.data);
+    }
+    w.u32(r.requestedOutputs.length);
+    for (const o of r.requestedOutputs) w.str(o);
+    const params = witParameters(r.parameters);
+    w.u32(params.length);
+    for (const p of params) {
+      w.str(p.key);
+      const v = p.value;
+      if (v.tag === 'string') {
+        w.u8(0);
+        w.str(v.val);
+      } else if (v.tag === 'int') {
+        w.u8(1);
+        w.i64(v.val);
+      } else if (v.tag === 'bool') {
+        w.u8(2);
+        w.u8(v.val ? 1 : 0);
+      } else {
+        w.u8(3);
+        w.f64(v.val);
+      }
+    }
+  }
+  return w.bytes();
+}
+
+/** What an execute returned, decoded from its results descriptor. */
+export interface DecodedResults {
+  results: Array<{ tag: 'ok'; val: Wit.Response } | { tag: 'err'; val: Wit.Error }>;
+  computeStartNs: bigint;
+  computeEndNs: bigint;
+  /** Fuel consumed, with fuel metering on. */
+  fuel?: bigint;
+}
+
+/**
+ * Decodes a results descriptor; output data is `buffers[index]` (moved from native, no copy).
+ * @throws RangeError for a truncated or malformed descriptor (a native bug: the caller fails the execute)
+ */
+export function decodeResults(desc: Uint8Array, buffers: readonly Uint8Array[]): DecodedResults {
+  const dv = new DataView(desc.buffer, desc.byteOffset, desc.byteLength);
+  const b = Buffer.from(desc.buffer, desc.byteOffset, desc.byteLength);
+  let pos = 0;
+  const u8 = () => dv.getUint8(pos++);
+  const u32 = () => {
+    const v = dv.getUint32(pos, true);
+    pos += 4;
+    return v;
+  };
+  const u64 = () => {
+    const v = dv.getBigUint64(pos, true);
+    pos += 8;
+    return v;
+  };
+  const i64 = () => {
+    const v = dv.getBigInt64(pos, true);
+    pos += 8;
+    return v;
+  };
+  const str = () => {
+    const n = u32();
+    if (pos + n > desc.length) throw new RangeError('results descriptor truncated');
+    const s = b.toString('utf8', pos, pos + n);
+    pos += n;
+    return s;
+  };
+  const computeStartNs = u64();
+  const computeEndNs = u64();
+  const hasFuel = u8() !== 0;
+  const fuelValue = u64();
+  const n = u32();
+  const results: DecodedResults['results'] = [];
+  for (let i = 0; i < n; i++) {
+    if (u8() === 0) {
+      const outputs: Wit.Tensor[] = [];
+      const no = u32();
+      for (let k = 0; k < no; k++) {
+        const name = str();
+        const datatype = DATATYPES[u8()] ?? 'bool';
+        const rank = u32();
+        const shape = new BigInt64Array(rank);
+        for (let d = 0; d < rank; d++) shape[d] = i64();
+        const data = buffers[u32()] ?? new Uint8Array(0);
+        outputs.push({ name, datatype, shape, data });
+      }
+      const parameters: Wit.Parameter[] = [];
+      const np = u32();
+      for (let k = 0; k < np; k++) {
+        const key = str();
+        const tag = u8();
+        let value: Wit.ParameterValue;
+        if (tag === 0) value = { tag: 'string', val: str() };
+        else if (tag === 1) value = { tag: 'int', val: i64() };
+        else if (tag === 2) value = { tag: 'bool', val: u8() !== 0 };
+        else {
+          value = { tag: 'double', val: dv.getFloat64(pos, true) };
+          pos += 8;
+        }
+        parameters.push({ key, value });
+      }
+      results.push({ tag: 'ok', val: { outputs, parameters } });
+    } else {
+      const code = ERROR_CODES[u8()] ?? 'internal';
+      results.push({ tag: 'err', val: { code, message: str() } });
+    }
+  }
+  return hasFuel ? { results, computeStartNs, computeEndNs, fuel: fuelValue } : { results, computeStartNs, computeEndNs };
+}
