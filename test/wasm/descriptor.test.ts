@@ -105,7 +105,8 @@ describe('wasmtime: malformed descriptors are refused by the native side', () =>
       ['a buffer index with no buffer', good, 0],
       ['trailing bytes', Buffer.concat([good, Buffer.from([0])]), 1],
     ];
-    const i = inst as unknown as WasmtimeInstance & { handle: InstanceHandle; port: InstancePort; threadId: number };
+    // The instance's private fields, reached for the test (WasmtimeInstance & {...} would be never).
+    const i = inst as unknown as Pick<WasmtimeInstance, 'onMessage'> & { handle: InstanceHandle; port: InstancePort; threadId: number };
     const traps: string[] = [];
     const onMessage = i.onMessage.bind(i);
     i.onMessage = (tid, kind, json, bufs) => {
