@@ -236,8 +236,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestOutputBufferProperties(
   WARDEN_REQUIRE(request, "TRITONBACKEND_RequestOutputBufferProperties");
   // As Triton answers for its HTTP and gRPC frontends (their allocators' query functions): outputs
   // go to CPU memory and `byte_size` is left as the backend set it (the host has no size hint).
-  // A null `name` asks about every output, as in Triton. Triton's Python backend relies on this:
-  // it sizes its output buffers from `*byte_size` on success, from 0 on error.
+  // A null `name` asks about every output, as in Triton.
   (void)name;
   (void)byte_size;
   if (memory_type != nullptr) *memory_type = TRITONSERVER_MEMORY_CPU;
