@@ -5,9 +5,6 @@
  *    `simple` path (INT32 [1,16] add/sub, JSON) and the bare Fastify floor replaying identity's
  *    response byte for byte, all in one run. What native identity adds per request over the floor
  *    at concurrency 1 is 1/rps(identity_native) − 1/rps(floor), in µs (target: < 30 µs);
- *  - A/B of the addon's bounded synchronous wait for cheap executes: identity_native on a second
- *    server started with WARDEN_NATIVE_SYNC_WAIT_US=0 (responses always through the thread-safe
- *    function wake-up), in the same rounds;
  *  - the native host alone (no HTTP, in this process): one execute round trip JS → native worker
  *    thread → TRITONBACKEND_ModelInstanceExecute → response event back on the JS thread, in µs;
  *  - the cost of crash isolation (`warden.isolation=process`, issue 12 point 2): the same identity
@@ -126,10 +123,6 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
       '\nparameters { key: "warden.isolation" value: { string_value: "process" } }\n',
   );
   const warden = await ctx.startWarden(repo, ['--backend-directory', join(ctx.root, 'build', 'backends')]);
-  // A/B: the same server with the addon's bounded synchronous wait off (native/src/addon/instance.cc;
-  // the environment is read when the child starts).
-  process.env.WARDEN_NATIVE_SYNC_WAIT_US = '0';
-  const wardenNoWait = await ctx.startWarden(repo, ['--backend-directory', join(ctx.root, 'build', 'backends')]).finally(() => delete process.env.WARDEN_NATIVE_SYNC_WAIT_US);
   const idReq = identityRequest('identity_native');
   const simpleReq = simpleRequest();
   const canned = await recordIdentity(warden.url, idReq);
@@ -138,19 +131,16 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
   const cases: BenchCase[] = [];
   for (const connections of CONNECTIONS) {
     cases.push({ label: `c=${connections}`, target: 'identity_native', server: warden, request: idReq, connections });
-    cases.push({ label: `c=${connections}`, target: 'identity_native, no sync wait', server: wardenNoWait, request: idReq, connections });
     cases.push({ label: `c=${connections}`, target: 'identity_isolated', server: warden, request: identityRequest('identity_isolated'), connections });
     cases.push({ label: `c=${connections}`, target: 'simple (ONNX)', server: warden, request: simpleReq, connections });
     cases.push({ label: `c=${connections}`, target: 'fastify floor', server: floor, request: { ...idReq }, connections });
   }
-  const { rows, get } = await measureTargets(ctx, cases, ['identity_native', 'identity_native, no sync wait', 'identity_isolated', 'simple (ONNX)', 'fastify floor'], [warden, wardenNoWait, floor]);
+  const { rows, get } = await measureTargets(ctx, cases, ['identity_native', 'identity_isolated', 'simple (ONNX)', 'fastify floor'], [warden, floor]);
   const perReq = (target: string, connections: number) => 1e6 / get(target, connections).rps;
   const addedOverFloor = perReq('identity_native', 1) - perReq('fastify floor', 1);
   const vsSimple = perReq('identity_native', 1) - perReq('simple (ONNX)', 1);
   const cpuOverFloor = get('identity_native', 1).cpuUsPerReq - get('fastify floor', 1).cpuUsPerReq;
   const isolationCost = perReq('identity_isolated', 1) - perReq('identity_native', 1);
-  const syncWaitGain = perReq('identity_native, no sync wait', 1) - perReq('identity_native', 1);
-  const syncWaitCpu = get('identity_native, no sync wait', 1).cpuUsPerReq - get('identity_native', 1).cpuUsPerReq;
 
   ctx.log('  native host round trip (no HTTP, in-process, 5,000 sequential executes)...');
   const rt = await roundTripMicros(ctx, 5000);
@@ -167,9 +157,7 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
     `- identity_native adds ${addedOverFloor.toFixed(1)} µs per request over the bare Fastify floor at concurrency 1 ` +
     `(server CPU ${cpuOverFloor.toFixed(0)} µs/req more): target < 30 µs ${targetMet ? 'MET' : 'MISSED'}. ` +
     `This includes all of Warden's HTTP path (JSON tensor decode/encode, validation, scheduling, statistics), not only the native host.\n` +
-    `- identity_native vs ONNX simple at concurrency 1: ${vsSimple >= 0 ? '+' : ''}${vsSimple.toFixed(1)} µs per request (target: within 15 µs, ${vsSimple < 15 ? 'MET' : 'MISSED'}).\n` +
-    `- the addon's bounded synchronous wait for cheap executes saves ${syncWaitGain.toFixed(1)} µs per request at concurrency 1 ` +
-    `(server CPU ${syncWaitCpu.toFixed(0)} µs/req) against the same server with WARDEN_NATIVE_SYNC_WAIT_US=0.\n` +
+    `- identity_native vs ONNX simple at concurrency 1: ${vsSimple >= 0 ? '+' : ''}${vsSimple.toFixed(1)} µs per request.\n` +
     `- crash isolation (warden.isolation=process: IPC to a backend-host process and back) adds ${isolationCost.toFixed(1)} µs per request at concurrency 1 ` +
     `(identity_isolated vs identity_native): target < 40 µs ${isolationCost < 40 ? 'MET' : 'MISSED'}.\n` +
     `- native host alone (JS → native worker thread → TRITONBACKEND_ModelInstanceExecute → response on the JS thread), ` +

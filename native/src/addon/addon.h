@@ -6,8 +6,6 @@
 #include <napi.h>
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -96,25 +94,12 @@ class EventQueue : public std::enable_shared_from_this<EventQueue> {
   void Close();
   void Ref(Napi::Env env) { tsfn_.Ref(env); }
   void Unref(Napi::Env env) { tsfn_.Unref(env); }
-  /** JS thread, before submitting job `job`: hold events (no TSFN wake-up) while it is awaited. */
-  void BeginWait(uint32_t job);
-  /**
-   * JS thread: block up to `timeout` until job `job` (see BeginWait) is done. True: it is, and
-   * every event up to it is queued for Drain() on this thread. False: the wait ended without it;
-   * queued events are handed to the TSFN as usual.
-   */
-  bool WaitJob(uint32_t job, std::chrono::nanoseconds timeout);
 
  private:
-  /** Under mu_: wake the JS thread through the TSFN for the queued events, once. */
-  void ScheduleLocked(std::unique_lock<std::mutex>& lk);
   std::mutex mu_;
-  std::condition_variable cv_;
   std::vector<Event> events_;
   bool scheduled_ = false;
   bool closed_ = false;
-  uint32_t waiting_job_ = 0;  // 0: nobody waits; events wake the JS thread through the TSFN
-  bool waited_done_ = false;
   Napi::ThreadSafeFunction tsfn_;
   InstanceHandle* owner_;  // JS thread only
 };
@@ -179,10 +164,6 @@ class InstanceHandle : public Napi::ObjectWrap<InstanceHandle> {
   uint32_t delete_job_ = 0;  // the finalize job: delete the instance when it is done
   int64_t inflight_ = 0;     // jobs + requests not yet final-and-released
   int64_t requests_ = 0;     // requests not yet final-and-released
-  /** Moving average of submit → Execute returned (CLOCK_MONOTONIC ns), for the synchronous wait. */
-  double exec_ewma_ns_ = 0;
-  uint64_t submit_ns_ = 0;
-  uint32_t submit_job_ = 0;
 };
 
 // ---------------------------------------------------------------- conversions (convert.cc)

@@ -1,40 +1,10 @@
 // InstanceHandle: initialize / execute / finalize on the instance's native worker thread, and the
 // event queue that brings responses, releases and job completions back to the JS thread.
-#include <time.h>
-
-#include <cstdlib>
-
 #include "addon.h"
 
 namespace warden_addon {
 
 Napi::FunctionReference InstanceHandle::constructor;
-
-namespace {
-/** Executes whose submit → return averages under this are awaited synchronously (Execute()). */
-constexpr double kSyncWaitEnableNs = 100e3;
-/**
- * The longest the JS thread blocks in one synchronous wait: 200 µs, or WARDEN_NATIVE_SYNC_WAIT_US
- * (0 turns the wait off: the benchmark's A/B switch, bench/native.ts).
- */
-int64_t SyncWaitMaxNs() {
-  static const int64_t ns = [] {
-    const char* v = std::getenv("WARDEN_NATIVE_SYNC_WAIT_US");
-    if (v == nullptr || *v == '\0') return int64_t(200000);
-    char* end = nullptr;
-    long long us = std::strtoll(v, &end, 10);
-    if (*end != '\0' || us < 0 || us > 10000) return int64_t(200000);  // bounded: 10 ms at most
-    return int64_t(us) * 1000;
-  }();
-  return ns;
-}
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-}  // namespace
 
 // ---------------------------------------------------------------- EventQueue
 
@@ -57,20 +27,8 @@ void EventQueue::Push(Event&& e) {
     DiscardEvent(e);  // the instance is gone: nobody is waiting for this any more
     return;
   }
-  const bool ends_wait = waiting_job_ != 0 && e.kind == Event::kJobDone && e.token == waiting_job_;
   events_.push_back(std::move(e));
-  if (waiting_job_ != 0) {  // the JS thread is blocked in WaitJob: it takes the events itself
-    if (ends_wait) {
-      waited_done_ = true;
-      cv_.notify_one();
-    }
-    return;
-  }
-  ScheduleLocked(lk);
-}
-
-void EventQueue::ScheduleLocked(std::unique_lock<std::mutex>& lk) {
-  if (scheduled_ || events_.empty()) return;  // a pending wakeup takes these events too
+  if (scheduled_) return;  // a wakeup is already pending: it will take this event too
   scheduled_ = true;
   // Called under the lock so Close() cannot release the TSFN between the check and the call.
   auto self = shared_from_this();
@@ -87,25 +45,7 @@ void EventQueue::ScheduleLocked(std::unique_lock<std::mutex>& lk) {
     scheduled_ = false;
     lk.unlock();
     for (Event& ev : dropped) DiscardEvent(ev);
-    lk.lock();
   }
-}
-
-void EventQueue::BeginWait(uint32_t job) {
-  std::lock_guard<std::mutex> lk(mu_);
-  waiting_job_ = job;
-  waited_done_ = false;
-}
-
-bool EventQueue::WaitJob(uint32_t job, std::chrono::nanoseconds timeout) {
-  std::unique_lock<std::mutex> lk(mu_);
-  if (waiting_job_ != job) return false;
-  cv_.wait_for(lk, timeout, [this] { return waited_done_ || closed_; });
-  const bool done = waited_done_ && !closed_;
-  waiting_job_ = 0;
-  waited_done_ = false;
-  if (!done) ScheduleLocked(lk);  // back to the asynchronous path for what came meanwhile
-  return done;
 }
 
 std::vector<Event> EventQueue::Drain() {
@@ -304,18 +244,9 @@ Napi::Value InstanceHandle::Execute(const Napi::CallbackInfo& info) {
   auto deferred = Napi::Promise::Deferred::New(env);
   uint32_t job = NewJob(env, deferred, false);
   auto* jctx = new JobContext{queue_, job};
-  // Cheap executes (recent submit → return under kSyncWaitEnableNs) are awaited right here, for
-  // at most SyncWaitMaxNs(): their responses are delivered from this call, without the TSFN
-  // wake-up (uv_async write, epoll return, callback scope) of the asynchronous path. A slow or
-  // hung Execute only costs that bound; its events then take the asynchronous path.
-  const bool sync_wait = exec_ewma_ns_ < kSyncWaitEnableNs && SyncWaitMaxNs() > 0;
-  if (sync_wait) queue_->BeginWait(job);
-  submit_ns_ = MonotonicNs();
-  submit_job_ = job;
   TRITONSERVER_Error* e = WARDEN_InstanceExecute(instance, batch.descs.data(),
                                                  uint32_t(batch.descs.size()), &OnExecDone, jctx);
   if (e != nullptr) {  // nothing was submitted: no callbacks will come
-    if (sync_wait) queue_->WaitJob(job, std::chrono::nanoseconds(0));
     delete jctx;
     for (auto* c : contexts) delete c;
     jobs_.erase(job);
@@ -324,11 +255,7 @@ Napi::Value InstanceHandle::Execute(const Napi::CallbackInfo& info) {
   }
   requests_ += int64_t(contexts.size());
   AddInflight(env, int64_t(contexts.size()));
-  Napi::Promise promise = deferred.Promise();
-  if (sync_wait && queue_->WaitJob(job, std::chrono::nanoseconds(SyncWaitMaxNs()))) {
-    OnEvents(env, queue_->Drain());  // settles `deferred` and delivers the responses
-  }
-  return promise;
+  return deferred.Promise();
 }
 
 void InstanceHandle::OnEvents(Napi::Env env, std::vector<Event> events) {
@@ -377,10 +304,6 @@ void InstanceHandle::OnEvents(Napi::Env env, std::vector<Event> events) {
       d.Reject(TritonError(env, err).Value());
     } else {
       d.Resolve(e->has_exec_stats ? ExecStatsValue(env, e->exec_stats) : env.Undefined());
-    }
-    if (e->has_exec_stats && e->token == submit_job_ && e->exec_stats.returned_ns >= submit_ns_) {
-      const double took = double(e->exec_stats.returned_ns - submit_ns_);
-      exec_ewma_ns_ = exec_ewma_ns_ == 0 ? took : exec_ewma_ns_ * 0.875 + took * 0.125;
     }
     AddInflight(env, -1);
     if (deleting) {
