@@ -150,6 +150,8 @@ describe("Triton's real Python backend through Warden's native host", () => {
     if (!wheel.ok) return;
     repo = tempRepo();
     for (const m of readdirSync(MODELS)) cpSync(join(MODELS, m), join(repo.path, m), { recursive: true });
+    // tp_control's load/unload target: another add_sub, not loaded at start.
+    cpSync(join(MODELS, 'tp_add_sub'), join(repo.path, 'tp_target'), { recursive: true });
     cpSync(join(MODEL_REPOSITORY, 'simple'), join(repo.path, 'simple'), { recursive: true });
     warden = await startNativeServer(repo.path, {
       backendDirectory: wheel.wardenBackends,
