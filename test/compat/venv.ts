@@ -42,7 +42,8 @@ interface Exec {
   out: string;
 }
 
-function exec(cmd: string, args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<Exec> {
+/** Run `cmd args` in the project root with pip's quiet settings; never rejects. */
+export function exec(cmd: string, args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<Exec> {
   return new Promise((resolvePromise) => {
     const child = spawn(cmd, args, {
       cwd: PROJECT_ROOT,
@@ -91,9 +92,9 @@ async function installedVersions(python: string): Promise<Versions | undefined> 
 }
 
 /** True if the package index pip uses answers at all (any HTTP status counts as reachable). */
-async function indexReachable(env: NodeJS.ProcessEnv): Promise<{ reachable: boolean; url: string; error?: string }> {
+export async function indexReachable(env: NodeJS.ProcessEnv, project = 'tritonclient'): Promise<{ reachable: boolean; url: string; error?: string }> {
   const base = (env.PIP_INDEX_URL ?? process.env.PIP_INDEX_URL ?? 'https://pypi.org/simple').replace(/\/+$/, '');
-  const url = `${base}/tritonclient/`;
+  const url = `${base}/${project}/`;
   try {
     const res = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(15_000) });
     await res.arrayBuffer().catch(() => undefined);
@@ -104,7 +105,8 @@ async function indexReachable(env: NodeJS.ProcessEnv): Promise<{ reachable: bool
   }
 }
 
-async function withLock<T>(venvDir: string, fn: () => Promise<T>): Promise<T> {
+/** Run `fn` holding a cross-process lock keyed by `venvDir` (any path: one lock per path). */
+export async function withLock<T>(venvDir: string, fn: () => Promise<T>): Promise<T> {
   const key = createHash('sha256').update(venvDir).digest('hex').slice(0, 12);
   const lock = join(tmpdir(), `warden-compat-venv-${key}.lock`);
   const deadline = Date.now() + 10 * 60_000;

@@ -255,7 +255,8 @@ typedef enum WARDEN_ServerQuery {
   WARDEN_QUERY_MODEL_CONFIG,   /* result: config JSON (spec §1.7) */
   WARDEN_QUERY_LOAD_MODEL,     /* parameters_json: {"config":"...","files":{"file:..":"<base64>"}} */
   WARDEN_QUERY_UNLOAD_MODEL,
-  WARDEN_QUERY_UNLOAD_MODEL_AND_DEPENDENTS
+  WARDEN_QUERY_UNLOAD_MODEL_AND_DEPENDENTS,
+  WARDEN_QUERY_MODEL_TRANSACTION /* result "decoupled" / "one_to_one" (spec §6.4) */
 } WARDEN_ServerQuery;
 
 typedef struct WARDEN_ServerHooks {

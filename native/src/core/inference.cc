@@ -764,6 +764,20 @@ TRITONSERVER_Error* TRITONSERVER_ServerModelConfig(TRITONSERVER_Server* server, 
   return e;
 }
 
+TRITONSERVER_Error* TRITONSERVER_ServerModelTransactionProperties(TRITONSERVER_Server* server,
+                                                                  const char* model_name,
+                                                                  const int64_t model_version,
+                                                                  uint32_t* txn_flags, void** voidp) {
+  WARDEN_REQUIRE(txn_flags, "TRITONSERVER_ServerModelTransactionProperties");
+  std::string out;
+  TRITONSERVER_Error* e = Query(server, WARDEN_QUERY_MODEL_TRANSACTION, model_name, model_version, nullptr,
+                                &out, "TRITONSERVER_ServerModelTransactionProperties");
+  if (e != nullptr) return e;
+  *txn_flags = out == "decoupled" ? TRITONSERVER_TXN_DECOUPLED : TRITONSERVER_TXN_ONE_TO_ONE;
+  if (voidp != nullptr) *voidp = nullptr;
+  return nullptr;
+}
+
 TRITONSERVER_Error* TRITONSERVER_ServerLoadModel(TRITONSERVER_Server* server, const char* model_name) {
   return Query(server, WARDEN_QUERY_LOAD_MODEL, model_name, -1, nullptr, nullptr, "TRITONSERVER_ServerLoadModel");
 }

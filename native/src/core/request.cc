@@ -233,15 +233,14 @@ TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(TRITONBACKEND_Request* reque
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputBufferProperties(
     TRITONBACKEND_Request* request, const char* name, size_t* byte_size,
     TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
-  WARDEN_REQUIRE(request && name, "TRITONBACKEND_RequestOutputBufferProperties");
-  // Outputs are always allocated by the host in CPU memory; the size is not known in advance.
+  WARDEN_REQUIRE(request, "TRITONBACKEND_RequestOutputBufferProperties");
+  // As Triton answers for its HTTP and gRPC frontends (their allocators' query functions): outputs
+  // go to CPU memory and `byte_size` is left as the backend set it (the host has no size hint).
+  // A null `name` asks about every output, as in Triton.
+  (void)name;
+  (void)byte_size;
   if (memory_type != nullptr) *memory_type = TRITONSERVER_MEMORY_CPU;
   if (memory_type_id != nullptr) *memory_type_id = 0;
-  if (byte_size != nullptr) {
-    *byte_size = 0;
-    return warden::Err(TRITONSERVER_ERROR_UNAVAILABLE,
-                       std::string("no buffer size information for output '") + name + "'");
-  }
   return nullptr;
 }
 

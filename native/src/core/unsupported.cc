@@ -265,9 +265,6 @@ TRITONSERVER_Error* TRITONSERVER_ServerModelBatchProperties(TRITONSERVER_Server*
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelBatchProperties");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerModelTransactionProperties(TRITONSERVER_Server* server, const char* model_name, const int64_t model_version, uint32_t* txn_flags, void** voidp) {
-  WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelTransactionProperties");
-}
 
 TRITONSERVER_Error* TRITONSERVER_ServerMetadata(TRITONSERVER_Server* server, TRITONSERVER_Message** server_metadata) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerMetadata");

@@ -3,7 +3,7 @@
 // API — exactly the calls Triton's BLS example backend and its Python backend make:
 //   TRITONBACKEND_ModelServer, TRITONSERVER_ResponseAllocatorNew / SetQueryFunction /
 //   SetBufferAttributesFunction / Delete, TRITONSERVER_ServerModelIsReady / ModelConfig /
-//   ModelMetadata, TRITONSERVER_InferenceRequestNew / SetId / SetCorrelationId / SetFlags /
+//   ModelMetadata / ModelTransactionProperties, TRITONSERVER_InferenceRequestNew / SetId / SetCorrelationId / SetFlags /
 //   SetPriorityUInt64 / SetTimeoutMicroseconds / SetStringParameter / AddInput /
 //   AppendInputData / AppendInputDataWithBufferAttributes / AddRequestedOutput /
 //   SetReleaseCallback / SetResponseCallback / Cancel / IsCancelled / Delete,
@@ -196,6 +196,15 @@ TRITONSERVER_Error* Inspect(TRITONSERVER_Server* server, const ModelState& ms, b
   }
   TRITONSERVER_MessageDelete(msg);
   BLS_RETURN_IF_ERROR(e);
+  // Triton's Python backend asks this before every BLS call; it must agree with the config.
+  uint32_t txn_flags = 0;
+  void* txn_voidp = nullptr;
+  BLS_RETURN_IF_ERROR(TRITONSERVER_ServerModelTransactionProperties(server, ms.target.c_str(), ms.target_version, &txn_flags, &txn_voidp));
+  const uint32_t want = *decoupled ? TRITONSERVER_TXN_DECOUPLED : TRITONSERVER_TXN_ONE_TO_ONE;
+  if (txn_flags != want) {
+    return Err(TRITONSERVER_ERROR_INTERNAL, "bls: TRITONSERVER_ServerModelTransactionProperties says " + std::to_string(txn_flags) +
+                                                " for '" + ms.target + "', its config says " + std::to_string(want));
+  }
   BLS_RETURN_IF_ERROR(TRITONSERVER_ServerModelMetadata(server, ms.target.c_str(), ms.target_version, &msg));
   e = TRITONSERVER_MessageSerializeToJson(msg, &base, &size);
   if (e == nullptr) {

@@ -26,6 +26,7 @@ const enum Kind {
   LoadModel = 5,
   UnloadModel = 6,
   UnloadModelAndDependents = 7,
+  ModelTransaction = 8,
 }
 
 /** A request as server.cc hands it over (inputs already copied out of the backend's buffers). */
@@ -132,6 +133,10 @@ export class NativeServerBridge {
         case Kind.ModelConfig:
           if (!server.modelConfig) throw unavailable('model configuration is not available in this server');
           return modelConfigToJson(server.modelConfig(principal, q.model, q.version));
+        case Kind.ModelTransaction:
+          // TRITONSERVER_ServerModelTransactionProperties: Triton's txn flags of the model.
+          if (!server.modelConfig) throw unavailable('model configuration is not available in this server');
+          return server.modelConfig(principal, q.model, q.version).model_transaction_policy?.decoupled ? 'decoupled' : 'one_to_one';
         case Kind.LoadModel:
           return this.load(owner, q).catch((e) => Promise.reject(addonError(e)));
         case Kind.UnloadModel:

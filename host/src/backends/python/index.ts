@@ -53,15 +53,22 @@ export class PythonBackendResolver implements BackendResolver {
   }
 
   /**
-   * The Python backend for `backend: "python"` (or a `runtime` ending in `.py`), or the
-   * Python-based backend `<name>` when no native library of that name is found (Triton's order).
+   * The Python backend for `backend: "python"` (or a `runtime` ending in `.py`) unless Triton's own
+   * `libtriton_python.so` is found by the library search order (spec §6.9; the native resolver
+   * then serves it), or the Python-based backend `<name>` when no native library of that name is
+   * found (Triton's order).
    * @throws TritonError INVALID_ARG for an uploaded model (never run as Python) or a bad backend name
    */
   async resolve({ config, modelPath, versionPath, origin }: BackendResolveRequest): Promise<Backend | undefined> {
     const name = backendNameOf(config);
     if (!name || NOT_PYTHON.has(name)) return undefined;
     let artifactsDir: string | undefined;
-    if (name !== 'python') {
+    if (name === 'python') {
+      // Triton's own Python backend (`libtriton_python.so` in the version, model or
+      // `<backend-directory>/python/` directory, Triton's search order) wins over Warden's: the
+      // native host serves it.
+      if (!config.runtime.endsWith('.py') && findBackendLibrary({ backendName: name, runtime: config.runtime, modelPath, versionPath, backendDirectory: this.opts.backendDirectory })) return undefined;
+    } else {
       if (!config.runtime.endsWith('.py')) {
         if (findBackendLibrary({ backendName: name, runtime: config.runtime, modelPath, versionPath, backendDirectory: this.opts.backendDirectory })) return undefined;
         if (config.runtime) return undefined;
