@@ -75,6 +75,7 @@ export class NativeBackend implements Backend {
         ctx.logger,
         executeTimeoutMs(ctx.config, this.opts.executeTimeoutMs),
         shmBytesOf(ctx.config),
+        (leaks) => this.opts.onLeaks?.(ctx.name, ctx.version, leaks),
       );
     }
     const be = await this.backend();
