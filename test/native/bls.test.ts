@@ -52,6 +52,13 @@ beforeAll(async () => {
     io('output', 'OUT', 'TYPE_INT32', '[ -1 ]'),
     io('output', 'IDX', 'TYPE_UINT32', '[ -1 ]'),
   ]);
+  // An ensemble over the BLS target (a dependent: ServerUnloadModelAndDependents unloads it too).
+  repo.write(
+    'ens_identity/config.pbtxt',
+    `platform: "ensemble"\nmax_batch_size: 0\n${io('input', 'IN', 'TYPE_FP32', '[ -1 ]')}\n${io('output', 'OUT', 'TYPE_FP32', '[ -1 ]')}\n` +
+      'ensemble_scheduling { step { model_name: "identity_native" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } }',
+  );
+  mkdirSync(join(repo.path, 'ens_identity', '1'), { recursive: true });
   server = await startNativeServer(repo.path);
   url = server.httpUrl;
 }, 120_000);
@@ -122,11 +129,13 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
   });
 
   it('unloads and loads its target (ServerUnloadModel, ServerLoadModel, ServerLoadModelWithParameters)', async () => {
+    const stateOf = async (name: string) => (await postJson(`${url}/v2/repository/index`, {})).json.find((m: { name: string }) => m.name === name)?.state;
+    expect(await stateOf('ens_identity')).toBe('READY');
     const gone = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload' } });
     expect(gone.status).toBe(503);
     expect(gone.json.error).toBe("bls: target model 'identity_native' is not ready");
-    const index = await postJson(`${url}/v2/repository/index`, {});
-    expect(index.json.find((m: { name: string }) => m.name === 'identity_native').state).toBe('UNAVAILABLE');
+    expect(await stateOf('identity_native')).toBe('UNAVAILABLE');
+    expect(await stateOf('ens_identity')).toBe('READY'); // a plain unload leaves dependents loaded, as Triton
     const back = await infer('bls_native', { inputs: [f32('INPUT0', [4])], parameters: { control: 'load' } });
     expect(back.status, back.text).toBe(200);
     expect(back.json.outputs[0].data).toEqual([4]);
@@ -137,7 +146,10 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     expect(cfg.parameters.execute_delay_ms.string_value).toBe('1');
     const dep = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload_dependents' } });
     expect(dep.status).toBe(503);
+    expect(await stateOf('identity_native')).toBe('UNAVAILABLE');
+    expect(await stateOf('ens_identity')).toBe('UNAVAILABLE'); // ServerUnloadModelAndDependents: the ensemble using it too
     expect((await infer('bls_native', { inputs: [f32('INPUT0', [6])], parameters: { control: 'load' } })).status).toBe(200);
+    expect(await stateOf('ens_identity')).toBe('UNAVAILABLE'); // dependents are not reloaded with it
   });
 
   it('a hostile target name never reaches the filesystem: load refuses it, inference finds nothing', async () => {

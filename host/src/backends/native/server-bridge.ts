@@ -141,7 +141,7 @@ export class NativeServerBridge {
         case Kind.UnloadModelAndDependents:
           if (!server.unloadModel) throw unavailable('model control is not available in this server');
           return server
-            .unloadModel(principal, q.model)
+            .unloadModel(principal, q.model, { unloadDependents: kind === Kind.UnloadModelAndDependents })
             .then(() => undefined)
             .catch((e) => Promise.reject(addonError(e)));
         default:
