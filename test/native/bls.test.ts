@@ -128,6 +128,16 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     expect((await slow).status).toBe(200);
   });
 
+  it('TRITONSERVER_InferenceRequestAddRawInput: datatype and shape come from the target config (shape from the byte size)', async () => {
+    const r = await infer('bls_native', { inputs: [f32('INPUT0', [1, 2, 3, 4, 5])], parameters: { raw_input: true } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.outputs[0]).toMatchObject({ name: 'OUTPUT0', datatype: 'FP32', shape: [5], data: [1, 2, 3, 4, 5] });
+    // Triton's rule: a raw input is the only input (the ONNX target has two).
+    const two = await infer('bls_onnx', { inputs: [f32('INPUT0', Array(16).fill(1)), f32('INPUT1', Array(16).fill(2))], parameters: { raw_input: true } });
+    expect(two.status).toBe(400);
+    expect(two.json.error).toBe("raw input 'INPUT1' can't be added to request with other inputs");
+  });
+
   it('unloads and loads its target (ServerUnloadModel, ServerLoadModel, ServerLoadModelWithParameters)', async () => {
     const stateOf = async (name: string) => (await postJson(`${url}/v2/repository/index`, {})).json.find((m: { name: string }) => m.name === name)?.state;
     expect(await stateOf('ens_identity')).toBe('READY');

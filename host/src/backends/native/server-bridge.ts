@@ -15,6 +15,7 @@ import type { InferenceRequestInit, InferenceResponse, InferenceServerHandle, Mo
 import { decodeFileOverride } from '../../repository/overrides.js';
 import type { DataType } from '../../tensor/datatypes.js';
 import type { NativeAddon } from './addon.js';
+import { resolveRawInputs, type BridgeInput } from './raw-input.js';
 
 /** Hook kinds as server.cc numbers them: infer, cancel, then WARDEN_ServerQuery + 2. */
 const enum Kind {
@@ -38,7 +39,8 @@ interface InferPayload {
   flags: number;
   priority: number;
   timeoutUs: number;
-  inputs: { name: string; datatype: DataType; shape: number[]; data: Uint8Array }[];
+  /** `raw`: added with TRITONSERVER_InferenceRequestAddRawInput (datatype and shape unset). */
+  inputs: { name: string; datatype: DataType; shape: number[]; data: Uint8Array; raw?: boolean }[];
   outputs: string[];
   /** [key0, value0, key1, value1, ...] (INT beyond 2^53 as bigint) */
   params: ParameterValue[];
@@ -178,12 +180,17 @@ export class NativeServerBridge {
   private infer(owner: Owner, p: InferPayload): undefined {
     const params: Record<string, ParameterValue> = {};
     for (let i = 0; i + 1 < p.params.length; i += 2) params[String(p.params[i])] = p.params[i + 1]!;
+    let inputs: Tensor[] = p.inputs as BridgeInput[];
+    if (p.inputs.some((t) => t.raw)) {
+      if (!owner.server.modelConfig) throw unavailable('raw inputs need the target model configuration, not available in this server');
+      inputs = resolveRawInputs(p.inputs as BridgeInput[], owner.server.modelConfig(owner.principal, p.model, p.version));
+    }
     const init: InferenceRequestInit = {
       id: p.id,
       model: p.model,
       version: p.version,
       tenant: owner.principal.namespace,
-      inputs: p.inputs as Tensor[],
+      inputs,
       requestedOutputs: p.outputs,
       parameters: params,
       correlationId: p.correlationId,
