@@ -42,6 +42,8 @@ beforeAll(async () => {
   ]);
   bls('bls_wasm', 'identity_wasm', idIo);
   bls('bls_native', 'identity_native', idIo);
+  // The BLS backend in a backend-host process: its in-process calls come back to this server.
+  bls('bls_isolated', 'identity_native', idIo, 'parameters { key: "warden.isolation" value { string_value: "process" } }');
   bls('bls_slow', 'identity_slow', idIo, 'instance_group { kind: KIND_CPU count: 2 }');
   bls('bls_missing', 'no_such_model', idIo);
   bls('bls_evil', '../../../etc', idIo);
@@ -126,6 +128,20 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     const cancelled = await infer('bls_slow', { inputs: [f32('INPUT0', [2])], parameters: { cancel_after_ms: 50 } });
     expect(cancelled.json.error).toMatch(/cancel/i);
     expect((await slow).status).toBe(200);
+  });
+
+  it('from a backend-host process (warden.isolation=process): calls, queries and errors are routed back to this server', async () => {
+    const r = await infer('bls_isolated', { inputs: [f32('INPUT0', [3, 1, 4])] });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.outputs[0]).toMatchObject({ name: 'OUTPUT0', shape: [3], data: [3, 1, 4] });
+    expect(r.json.parameters).toMatchObject({ bls_responses: 1, target_response_model: 'identity_native' });
+    const raw = await infer('bls_isolated', { inputs: [f32('INPUT0', [2, 7])], parameters: { raw_input: true } });
+    expect(raw.status, raw.text).toBe(200);
+    expect(raw.json.outputs[0].data).toEqual([2, 7]);
+    // The target's own validation error comes back with its code through both processes.
+    const bad = await infer('bls_isolated', { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2, 1], data: [1, 2] }] });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error).toMatch(/unexpected shape for input 'INPUT0'/);
   });
 
   it('TRITONSERVER_InferenceRequestAddRawInput: datatype and shape come from the target config (shape from the byte size)', async () => {

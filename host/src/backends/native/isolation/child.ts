@@ -2,7 +2,7 @@
  * The backend-host process (issue 12): loads one native model with the same classes (and so the
  * same addon and libtritonserver.so) as an in-process model and answers the parent's control calls
  * (protocol.ts). Requests never pass through this file: the addon's IsoServer serves the rings
- * natively (ring.ts). A crash here (SIGSEGV, abort) ends only this process; the parent fails the
+ * natively (ring.ts). The backend's own in-process inference calls (BLS) are forwarded to Warden. A crash here (SIGSEGV, abort) ends only this process; the parent fails the
  * in-flight requests, logs the signal and restarts it.
  */
 import { dirname } from 'node:path';
@@ -16,7 +16,8 @@ import { NativeBackend } from '../backend.js';
 import { nativeAddon, type IsoServer } from '../addon.js';
 import { NativeModelInstance } from '../instance.js';
 import type { NativeLeaks } from '../model.js';
-import type { Finalized, FromChild, Loaded, ToChild } from './protocol.js';
+import type { ServerCallHandler } from '../server-bridge.js';
+import type { Finalized, FromChild, Loaded, ToChild, ToChildServer } from './protocol.js';
 import { DOORBELL_FD } from './host-process.js';
 
 /** How long finalizeInstance waits for the backend to release what it holds. */
@@ -41,6 +42,56 @@ const logger = pino(
   }),
 );
 
+/** The hook kinds server.cc numbers (see server-bridge.ts): infer, cancel. */
+const KIND_INFER = 0;
+const KIND_CANCEL = 1;
+
+/**
+ * The backend's in-process inference (BLS) from this process: every call goes to Warden, which
+ * runs it on its data plane with the isolated model's principal; answers and responses come back
+ * as `serverResult` / `serverRespond` messages.
+ */
+class RemoteServerCalls implements ServerCallHandler {
+  private nextCid = 1;
+  private readonly waiting = new Map<number, { resolve: (v: string | undefined) => void; reject: (e: Error) => void }>();
+  private readonly inflight = new Set<number>();
+
+  get inflightRequests(): number {
+    return this.inflight.size;
+  }
+
+  handle(kind: number, payload: unknown): Promise<string | undefined> {
+    const cid = this.nextCid++;
+    const token = kind === KIND_INFER ? (payload as { token: number }).token : undefined;
+    if (token !== undefined) this.inflight.add(token);
+    return new Promise<string | undefined>((resolve, reject) => {
+      this.waiting.set(cid, { resolve, reject });
+      post({ t: 'server', cid, kind, payload });
+    }).catch((e: unknown) => {
+      if (token !== undefined) this.inflight.delete(token); // refused: no responses will come
+      throw e;
+    });
+  }
+
+  cancel(token: number): void {
+    if (this.inflight.has(token)) post({ t: 'server', cid: 0, kind: KIND_CANCEL, payload: { token } });
+  }
+
+  onMessage(m: ToChildServer): void {
+    if (m.t === 'serverRespond') {
+      if (m.final) this.inflight.delete(m.token);
+      nativeAddon().serverRespond(m.token, m.response, m.final);
+      return;
+    }
+    const w = this.waiting.get(m.cid);
+    if (!w) return;
+    this.waiting.delete(m.cid);
+    if (m.error) w.reject(Object.assign(new Error(m.error.message), { tritonCode: m.error.tritonCode }));
+    else w.resolve(m.value);
+  }
+}
+const remoteCalls = new RemoteServerCalls();
+
 let backend: NativeBackend | undefined;
 let model: BackendModel | undefined;
 /** Kept for the life of the process: backend threads may answer late (decoupled). */
@@ -57,6 +108,7 @@ async function handle(m: ToChild): Promise<unknown> {
         executeTimeoutMs: 0,
         inBackendHostProcess: true,
         onLeaks: (_m, _v, l) => (leaks = l),
+        serverCalls: () => remoteCalls,
       });
       model = await backend.loadModel({
         key: { namespace: '', name: s.name },
@@ -104,7 +156,11 @@ async function handle(m: ToChild): Promise<unknown> {
   }
 }
 
-process.on('message', (m: ToChild) => {
+process.on('message', (m: ToChild | ToChildServer) => {
+  if (m.t === 'serverResult' || m.t === 'serverRespond') {
+    remoteCalls.onMessage(m);
+    return;
+  }
   handle(m).then(
     (value) => post({ t: 'reply', rid: m.rid, value }),
     (e) => {

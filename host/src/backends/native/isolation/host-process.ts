@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { TritonError, type ErrorCode } from '../../../core/errors.js';
-import type { FromChild, ToChild } from './protocol.js';
+import type { FromChild, ToChild, ToChildServer } from './protocol.js';
 
 /** The child's end of the doorbell socket (a socketpair: one byte = "records waiting in a ring"). */
 export const DOORBELL_FD = 4;
@@ -45,10 +45,12 @@ export class BackendHostProcess {
   /**
    * @param onDoorbell the child rang: records wait in its ring to Warden
    * @param logger where the child's log lines go
+   * @param onServerCall the backend's in-process inference calls (BLS)
    */
   constructor(
     onDoorbell: () => void,
     private readonly logger: Logger,
+    private readonly onServerCall: (m: Extract<FromChild, { t: 'server' }>) => void = () => undefined,
   ) {
     const entry = childEntry();
     this.child = fork(entry.path, [], {
@@ -106,6 +108,12 @@ export class BackendHostProcess {
     });
   }
 
+  /** A message that is not a call (no reply): in-process inference answers and responses. */
+  notify(m: ToChildServer): void {
+    if (this.exited || !this.child.connected) return;
+    this.child.send(m, (e) => e && this.logger.debug({ err: e }, 'backend host process gone before a message reached it'));
+  }
+
   /** Tell the child that records wait in its ring from Warden. */
   ring(): void {
     if (!this.exited) this.doorbell.write(ONE);
@@ -139,6 +147,9 @@ export class BackendHostProcess {
       }
       case 'log':
         this.logger[m.level]({ ...m.obj, pid: this.child.pid }, m.msg);
+        return;
+      case 'server':
+        this.onServerCall(m);
         return;
     }
   }

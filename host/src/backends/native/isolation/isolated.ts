@@ -16,6 +16,9 @@ import type { BackendModel, BackendModelInstance, ExecuteTimings, InferenceReque
 import { BackendHostProcess, describeExit, type ProcessExit } from './host-process.js';
 import { nativeAddon, tritonErrorOf } from '../addon.js';
 import type { NativeLeaks } from '../model.js';
+import { ServerCalls, addonError } from '../server-bridge.js';
+import { ownerPrincipal } from '../../../core/load-context.js';
+import type { ModelLoadContext } from '../../../core/types.js';
 import type { Finalized, LoadSpec, Loaded } from './protocol.js';
 import {
   RecordKind,
@@ -131,18 +134,22 @@ export class IsolatedNativeModel implements BackendModel {
   private nextJob = 1;
   private nextInstance = 1;
 
+
   private constructor(
     private readonly spec: LoadSpec,
     private readonly logger: Logger,
     private readonly executeTimeoutMs: number,
     private readonly shmBytes: number,
     private readonly onLeaks?: (leaks: NativeLeaks) => void,
+    private readonly owner?: Pick<ModelLoadContext, 'key' | 'server' | 'logger'>,
   ) {}
 
   /**
    * Start the backend-host process and load the model there (TRITONBACKEND_Initialize,
    * ModelInitialize in the child).
    * @param onLeaks told at unload what the backend never gave back (warden_native_leaked_total)
+   * @param owner where the backend's in-process inference calls (BLS) run: `owner.server` as
+   *   ownerPrincipal(owner.key), as for an in-process model (without it they fail UNAVAILABLE)
    * @throws TritonError with the backend's code and message (the process is stopped)
    */
   static async load(
@@ -151,8 +158,9 @@ export class IsolatedNativeModel implements BackendModel {
     executeTimeoutMs: number,
     shmBytes = DEFAULT_SHM_BYTES,
     onLeaks?: (leaks: NativeLeaks) => void,
+    owner?: Pick<ModelLoadContext, 'key' | 'server' | 'logger'>,
   ): Promise<IsolatedNativeModel> {
-    const m = new IsolatedNativeModel(spec, logger, executeTimeoutMs, shmBytes, onLeaks);
+    const m = new IsolatedNativeModel(spec, logger, executeTimeoutMs, shmBytes, onLeaks, owner);
     const loaded = await m.start();
     m.config = loaded.config;
     m.parallelInstanceLoading = loaded.parallelInstanceLoading;
@@ -167,9 +175,21 @@ export class IsolatedNativeModel implements BackendModel {
     const back = addon.shmCreate(this.shmBytes);
     const toChild = new RingWriter(out.buffer);
     const fromChild = new RingReader(back.buffer);
-    const proc: BackendHostProcess = new BackendHostProcess(() => {
-      if (this.proc === proc) this.drain();
-    }, this.logger);
+    // Per process: its in-process requests are answered to it alone (tokens restart with it).
+    const owner = this.owner;
+    const calls = owner
+      ? new ServerCalls({ server: owner.server, principal: ownerPrincipal(owner.key), logger: owner.logger }, (token, response, final) =>
+          proc.notify({ t: 'serverRespond', token, response, final }),
+        )
+      : undefined;
+    const proc: BackendHostProcess = new BackendHostProcess(
+      () => {
+        if (this.proc === proc) this.drain();
+      },
+      this.logger,
+      (m) => this.onServerCall(proc, calls, m),
+    );
+    void proc.exit.then(() => calls?.cancelAll()); // nobody to answer any more
     this.startedAt = Date.now();
     try {
       const spec: LoadSpec = { ...this.spec, shm: { toChild: out.name, toParent: back.name, bytes: this.shmBytes } };
@@ -203,6 +223,30 @@ export class IsolatedNativeModel implements BackendModel {
     this.failInFlight(internal(`${reason} while the request was in flight`));
     if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.backoffMs = RESTART_BACKOFF_MIN_MS;
     this.scheduleRestart();
+  }
+
+  /**
+   * A backend's in-process call from the process: run it here and answer (a cancel has no answer).
+   * Calls of a process still loading are served too (Python-style backends set up at initialize).
+   */
+  private onServerCall(proc: BackendHostProcess, calls: ServerCalls | undefined, m: { cid: number; kind: number; payload: unknown }): void {
+    const answer = (value?: string, error?: unknown) => {
+      if (m.cid === 0) return;
+      if (error === undefined) proc.notify({ t: 'serverResult', cid: m.cid, value });
+      else {
+        const e = addonError(error) as Error & { tritonCode: number };
+        proc.notify({ t: 'serverResult', cid: m.cid, error: { tritonCode: e.tritonCode, message: e.message } });
+      }
+    };
+    if (!calls) return answer(undefined, unavailable('in-process inference is not available to this model'));
+    if (m.kind === 1) return calls.cancel((m.payload as { token: number }).token);
+    try {
+      const r = calls.handle(m.kind, m.payload);
+      if (r instanceof Promise) r.then((v) => answer(v), (e: unknown) => answer(undefined, e));
+      else answer(r);
+    } catch (e) {
+      answer(undefined, e);
+    }
   }
 
   /** Every request and batch in flight in a process that is gone gets `err`. */

@@ -4,6 +4,8 @@
  * instances, finalize and log lines use Node's IPC (`serialization: 'advanced'`); the per-request
  * path does not: requests, responses, releases and Execute completions are binary records in two
  * shared memory rings served natively in the child (ring.ts, native/src/addon/iso_server.cc).
+ * A backend's in-process inference calls (BLS) travel over IPC to Warden's data plane, run there
+ * with the isolated model's own principal.
  */
 import type { ModelConfig } from '../../../config/types.js';
 import type { InstanceSpec } from '../../../core/types.js';
@@ -24,10 +26,19 @@ export type ToChild =
   | { rid: number; t: 'finalizeInstance'; id: number }
   | { rid: number; t: 'finalizeModel' };
 
-/** Child → parent: replies and log lines. */
+/**
+ * Parent → child, the backend's in-process inference (BLS) run by Warden: the answer to a
+ * `server` call, and the responses of its in-process requests (for the addon's serverRespond).
+ */
+export type ToChildServer =
+  | { t: 'serverResult'; cid: number; value?: string; error?: { tritonCode: number; message: string } }
+  | { t: 'serverRespond'; token: number; response: object | null; final: boolean };
+
+/** Child → parent: replies, log lines, and the backend's in-process calls (hook `kind` and payload as server.cc builds them). */
 export type FromChild =
   | { t: 'reply'; rid: number; value?: unknown; error?: { code: string; message: string } }
-  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; msg: string; obj?: Record<string, unknown> };
+  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; msg: string; obj?: Record<string, unknown> }
+  | { t: 'server'; cid: number; kind: number; payload: unknown };
 
 /** The `load` reply. */
 export interface Loaded {
