@@ -9,7 +9,7 @@
  */
 import autocannon from 'autocannon';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -150,14 +150,38 @@ const CLK_TCK = (() => {
   }
 })();
 
-function procCpuMicros(pid: number | undefined): number | undefined {
+/** The live child processes of `pid` (/proc/<pid>/task/<tid>/children over its threads). */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/)) if (c) out.push(Number(c));
+      } catch {
+        /* thread gone */
+      }
+    }
+  } catch {
+    /* process gone, or not Linux */
+  }
+  return out;
+}
+
+/**
+ * CPU time (user + system, µs) of `pid` so far, from `/proc/<pid>/stat`, plus that of its live
+ * child processes (backend-host processes, Python stubs: the server's work done elsewhere).
+ */
+export function procCpuMicros(pid: number | undefined, withChildren = true): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const ticks = Number(rest[11]) + Number(rest[12]);
-    return Number.isFinite(ticks) ? (ticks * 1e6) / CLK_TCK : undefined;
+    if (!Number.isFinite(ticks)) return undefined;
+    let us = (ticks * 1e6) / CLK_TCK;
+    if (withChildren) for (const c of childPids(pid)) us += procCpuMicros(c, false) ?? 0;
+    return us;
   } catch {
     return undefined;
   }

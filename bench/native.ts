@@ -15,7 +15,7 @@
 import { join } from 'node:path';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import pino from 'pino';
-import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
+import { childPids, procCpuMicros, type BenchCase, type BenchContext, type HttpRequestSpec } from './ctx.js';
 import { CONNECTIONS, measureTargets, startCannedFloor } from './identity-floor.js';
 import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
 
@@ -32,22 +32,6 @@ async function recordIdentity(url: string, req: HttpRequestSpec): Promise<{ head
   const ct = res.headers.get('content-type');
   if (ct) headers['content-type'] = ct;
   return { headers, body };
-}
-
-/** CPU time (user + system) of process `pid` so far, µs, from /proc/<pid>/stat (clock ticks). */
-function processCpuUs(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return ((Number(rest[11]) + Number(rest[12])) * 1e6) / 100; // utime, stime (fields 14, 15); USER_HZ 100
-}
-
-/** Child processes of this one (backend-host processes). */
-function childPids(): number[] {
-  try {
-    return readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
 }
 
 /** One sequential round trip result: median and p99 wall µs, and CPU µs per request of this process and its children. */
@@ -81,10 +65,10 @@ export async function roundTrips(
     if (isolated) config.parameters = { ...config.parameters, 'warden.isolation': { string_value: 'process' } };
     const request = backendResolveRequest(config, modelPath, 1);
     const backend = (await resolver.resolve(request))!;
-    const before = new Set(childPids());
+    const before = new Set(childPids(process.pid));
     const model = await backend.loadModel(modelLoadContext(request, 1, { logger }));
     const instance = await model.createInstance(instanceSpecs(config)[0]!);
-    return { model, instance, children: childPids().filter((p) => !before.has(p)) };
+    return { model, instance, children: childPids(process.pid).filter((p) => !before.has(p)) };
   };
   const targets = [await load(false), await load(true)];
   const data = new Uint8Array(new Float32Array(IDENTITY_INPUT).buffer);
@@ -107,7 +91,7 @@ export async function roundTrips(
       for (let t = 0; t < targets.length; t++) {
         const { instance, children } = targets[t]!;
         const cpu0 = process.cpuUsage();
-        const child0 = children.reduce((n, p) => n + processCpuUs(p), 0);
+        const child0 = children.reduce((n, p) => n + (procCpuMicros(p) ?? 0), 0);
         const samples: number[] = [];
         for (let i = 0; i < iterations; i++) {
           const t0 = process.hrtime.bigint();
@@ -115,7 +99,7 @@ export async function roundTrips(
           samples.push(Number(process.hrtime.bigint() - t0) / 1000);
         }
         const cpu = process.cpuUsage(cpu0);
-        const childUs = children.reduce((n, p) => n + processCpuUs(p), 0) - child0;
+        const childUs = children.reduce((n, p) => n + (procCpuMicros(p) ?? 0), 0) - child0;
         if (r === 0) continue; // warm-up round
         results[t]!.wall.push(...samples);
         results[t]!.cpu.push((cpu.user + cpu.system + childUs) / iterations);
