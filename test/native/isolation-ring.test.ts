@@ -29,8 +29,8 @@ describe('isolation ring', () => {
     const w = new RingWriter(buf);
     const r = new RingReader(buf);
     const put = (v: number, bytes = 24) => w.write(RecordKind.Released, bytes, (x) => x.u32(v));
-    expect(put(1)).toBe(true); // [0,24)
-    expect(put(2)).toBe(true); // [24,48)
+    expect(put(1)).toBe('ring'); // [0,24): the consumer had nothing left, it may sleep: doorbell
+    expect(put(2)).toBe('busy'); // [24,48): record 1 not consumed yet, the consumer will see this one too
     expect(put(3)).toBe(false); // 16 free at the end, 8 kept free: no room
     const seen: number[][] = [];
     r.drain((kind, rec) => seen.push([kind, ...u32s(rec, 1)]));
@@ -38,8 +38,8 @@ describe('isolation ring', () => {
       [RecordKind.Released, 1],
       [RecordKind.Released, 2],
     ]);
-    expect(put(3)).toBe(true); // does not fit in [48,64): a pad there, the record at 0
-    expect(put(4, 16)).toBe(true);
+    expect(put(3)).toBe('ring'); // does not fit in [48,64): a pad there, the record at 0
+    expect(put(4, 16)).toBe('busy');
     seen.length = 0;
     r.drain((kind, rec) => seen.push([kind, ...u32s(rec, 1)]));
     expect(seen).toEqual([
@@ -47,6 +47,23 @@ describe('isolation ring', () => {
       [RecordKind.Released, 4],
     ]);
     expect(() => put(5, 64)).toThrow(RangeError);
+  });
+
+  it('an empty ring whose end is too short for the record: a pad first, the record at the start once the pad is skipped', () => {
+    const buf = region(64);
+    const w = new RingWriter(buf);
+    const r = new RingReader(buf);
+    const put = (v: number, bytes: number) => w.write(RecordKind.Released, bytes, (x) => x.u32(v));
+    expect(put(1, 40)).toBe('ring');
+    r.drain(() => undefined); // empty, head = tail = 40
+    expect(put(2, 40)).toBe('padded'); // 24 at the end < 40, and 24 + 40 > 56 free
+    expect(put(2, 40)).toBe(false); // the consumer has not skipped the pad yet
+    const seen: number[] = [];
+    r.drain((_k, rec) => seen.push(rec.u32()));
+    expect(seen).toEqual([]); // only the pad
+    expect(put(2, 40)).toBe('ring');
+    r.drain((_k, rec) => seen.push(rec.u32()));
+    expect(seen).toEqual([2]);
   });
 
   it('a record or position no valid producer writes throws RingError before anything past it is read', () => {
@@ -136,6 +153,23 @@ describe('an isolated model with a 4 KiB ring', () => {
       }
       expect(isolated.ringStats).toMatchObject({ executes: 300, responses: 300 });
       await expect.poll(() => isolated.ringStats.releases).toBe(300);
+      // 200 batches at once: doorbells are skipped while the other side is still draining, the
+      // process waits for room in its ring back — and no record or wake-up is lost.
+      const burst = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => echo(m, Int32Array.from({ length: 1 + ((i * 37) % 200) }, (_, k) => i - k))),
+      );
+      burst.forEach(({ error, out }, i) => {
+        expect(error).toBeUndefined();
+        expect(Array.from(new Int32Array(out!.data.slice().buffer))).toEqual(Array.from({ length: 1 + ((i * 37) % 200) }, (_, k) => i - k));
+      });
+      // Batches of 2.8 KiB: two never fit the 3968-byte ring at once, so they wait in Warden
+      // (written in order as the process drains); 20 written back to back cannot all miss that.
+      const large = await Promise.all(Array.from({ length: 20 }, (_, i) => echo(m, new Int32Array(700).fill(i))));
+      large.forEach(({ error, out }, i) => {
+        expect(error).toBeUndefined();
+        expect(new Int32Array(out!.data.slice().buffer).every((v) => v === i)).toBe(true);
+      });
+      expect(isolated.ringStats.backlogged).toBeGreaterThan(0);
       // Larger than the whole ring: a clear error naming the parameter, and the model goes on.
       const big = new Int32Array(2048);
       const refused = m.instances[0]!.execute([request('ring_echo', [tensor('INPUT0', 'INT32', [big.length], big)], ['OUTPUT0'])], [collector().sender]);

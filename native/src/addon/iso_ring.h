@@ -8,6 +8,9 @@
 //   [64, 68)   u32 tail: where the consumer reads next (consumer stores, release)
 //   [128, 128 + cap)  records; cap = (region bytes - 128) rounded down to a multiple of 8
 // head == tail: empty. The producer keeps at least 8 bytes free, so a full ring never looks empty.
+// Doorbell: after publishing a record the producer rings only if the consumer had consumed
+// everything before it (tail == the head before the record); otherwise the consumer is still
+// draining and will see the record (it re-reads head after each tail store before it stops).
 // A record: u32 len (total bytes, a multiple of 8, >= 8), u32 kind, payload. A record never
 // crosses the end of the ring: the producer writes a kPad record to the end first and goes on at 0.
 #pragma once
@@ -48,10 +51,13 @@ struct Ring {
   uint32_t* head() const { return reinterpret_cast<uint32_t*>(base + kHeadOffset); }
   uint32_t* tail() const { return reinterpret_cast<uint32_t*>(base + kTailOffset); }
   uint8_t* data() const { return base + kHeaderBytes; }
-  uint32_t LoadHead() const { return __atomic_load_n(head(), __ATOMIC_ACQUIRE); }
-  uint32_t LoadTail() const { return __atomic_load_n(tail(), __ATOMIC_ACQUIRE); }
-  void StoreHead(uint32_t v) const { __atomic_store_n(head(), v, __ATOMIC_RELEASE); }
-  void StoreTail(uint32_t v) const { __atomic_store_n(tail(), v, __ATOMIC_RELEASE); }
+  // Sequentially consistent (as JS Atomics): the doorbell is skipped when the consumer has not
+  // caught up yet, which needs "publish head, then read tail" / "store tail, then read head" to
+  // be ordered on both sides (see Emit in iso_server.cc and RingWriter.write in ring.ts).
+  uint32_t LoadHead() const { return __atomic_load_n(head(), __ATOMIC_SEQ_CST); }
+  uint32_t LoadTail() const { return __atomic_load_n(tail(), __ATOMIC_SEQ_CST); }
+  void StoreHead(uint32_t v) const { __atomic_store_n(head(), v, __ATOMIC_SEQ_CST); }
+  void StoreTail(uint32_t v) const { __atomic_store_n(tail(), v, __ATOMIC_SEQ_CST); }
 };
 
 /** Bounds-checked reader over one record's payload: any read past the end sets !ok and yields 0/"". */

@@ -104,6 +104,8 @@ export interface RingStats {
   releases: number;
   /** Batches that waited in Warden because the ring to the process was full. */
   backlogged: number;
+  /** Execute records that needed no doorbell (the process was still draining the ring). */
+  doorbellsSkipped: number;
 }
 
 export class IsolatedNativeModel implements BackendModel {
@@ -111,7 +113,7 @@ export class IsolatedNativeModel implements BackendModel {
   parallelInstanceLoading = false;
   /** Crashes (or kills) the process has recovered from. */
   restarts = 0;
-  readonly ringStats: RingStats = { executes: 0, responses: 0, releases: 0, backlogged: 0 };
+  readonly ringStats: RingStats = { executes: 0, responses: 0, releases: 0, backlogged: 0, doorbellsSkipped: 0 };
   /** The serving process's rings: requests out, responses in. */
   private toChild?: RingWriter;
   private fromChild?: RingReader;
@@ -130,6 +132,7 @@ export class IsolatedNativeModel implements BackendModel {
   private readonly backlog: { bytes: number; fill: (w: RecordWriter) => void }[] = [];
   /** Requests handed to the backend and not released yet (counted as leaked if it dies holding them). */
   private unreleased = 0;
+  private flushTimer?: NodeJS.Timeout;
   private nextToken = 1;
   private nextJob = 1;
   private nextInstance = 1;
@@ -256,6 +259,8 @@ export class IsolatedNativeModel implements BackendModel {
     this.pending.clear();
     this.jobs.clear();
     this.backlog.length = 0;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
     this.unreleased = 0;
     this.toChild = undefined;
     this.fromChild = undefined;
@@ -320,16 +325,31 @@ export class IsolatedNativeModel implements BackendModel {
     this.flush();
   }
 
-  /** Write what waited for room, in order; ring the process if anything went. */
+  /**
+   * Write what waited for room, in order; ring the process if anything went. Retried after each
+   * drain, and on a 1 ms timer while anything still waits (room may come without a response: the
+   * process skipping a pad record, or consuming records whose responses come much later).
+   */
   private flush(): void {
     const ring = this.toChild;
     if (!ring || this.backlog.length === 0) return;
-    let wrote = false;
-    while (this.backlog.length > 0 && ring.write(RecordKind.Execute, this.backlog[0]!.bytes, this.backlog[0]!.fill)) {
+    let wake = false;
+    for (;;) {
+      const next = this.backlog[0];
+      const r = next && ring.write(RecordKind.Execute, next.bytes, next.fill);
+      if (r === 'padded') wake = true;
+      if (!r || r === 'padded') break;
       this.backlog.shift();
-      wrote = true;
+      if (r === 'ring') wake = true;
+      else this.ringStats.doorbellsSkipped++;
     }
-    if (wrote) this.proc.ring();
+    if (wake) this.proc.ring();
+    if (this.backlog.length > 0 && !this.flushTimer) {
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        this.flush();
+      }, 1);
+    }
   }
 
   /** TRITONBACKEND_ModelInstanceInitialize in the process. @throws TritonError from the backend */
@@ -377,11 +397,15 @@ export class IsolatedNativeModel implements BackendModel {
     for (let i = 0; i < batch.length; i++) this.pending.set(batch[i]!.token, senders[i]!);
     this.unreleased += batch.length;
     this.ringStats.executes++;
-    if (this.backlog.length === 0 && this.toChild.write(RecordKind.Execute, bytes, fill)) {
-      proc.ring();
+    const written = this.backlog.length === 0 && this.toChild.write(RecordKind.Execute, bytes, fill);
+    if (written === 'ring' || written === 'busy') {
+      if (written === 'ring') proc.ring();
+      else this.ringStats.doorbellsSkipped++;
     } else {
       this.ringStats.backlogged++;
       this.backlog.push({ bytes, fill });
+      if (written === 'padded') proc.ring();
+      this.flush();
     }
     const forget = () => {
       for (const b of batch) this.pending.delete(b.token);

@@ -118,18 +118,29 @@ export function strBytes(s: string): number {
 export class RingWriter extends RingBase {
   /**
    * Reserve a record of `bytes` (8-aligned, header included), let `fill` write its payload, and
-   * publish it. @returns false when it does not fit now (the consumer has not caught up)
+   * publish it. @returns 'ring' when the consumer had consumed everything before (it may be
+   * asleep: ring its doorbell), 'busy' when it is still draining (it will see the record), false
+   * when the record does not fit now (the consumer has not caught up), 'padded' when the ring is
+   * empty but the record does not fit before its end: a pad record now fills the end (ring the
+   * doorbell so the consumer skips it; the record fits at the start afterwards — retry)
    * @throws RangeError when it could never fit (larger than the ring)
    */
-  write(kind: RecordKind, bytes: number, fill: (w: RecordWriter) => void): boolean {
+  write(kind: RecordKind, bytes: number, fill: (w: RecordWriter) => void): 'ring' | 'busy' | 'padded' | false {
     if (bytes + 8 > this.cap) throw new RangeError(`record of ${bytes} bytes is larger than the ring (${this.cap} bytes)`);
     let head = this.head();
+    const before = head;
     const tail = this.tail();
     if (head >= this.cap || tail >= this.cap) throw new RingError('ring positions out of range');
     const used = head >= tail ? head - tail : this.cap - tail + head;
     const free = this.cap - used - 8;
     const pad = head + bytes > this.cap ? this.cap - head : 0;
-    if (pad + bytes > free) return false;
+    if (pad + bytes > free) {
+      if (pad === 0 || used !== 0) return false;
+      this.view.setUint32(head, pad, true);
+      this.view.setUint32(head + 4, RecordKind.Pad, true);
+      Atomics.store(this.idx, HEAD, 0);
+      return 'padded';
+    }
     if (pad > 0) {
       this.view.setUint32(head, pad, true);
       this.view.setUint32(head + 4, RecordKind.Pad, true);
@@ -142,7 +153,8 @@ export class RingWriter extends RingBase {
     if (w.pos - head > bytes) throw new Error(`record overran its ${bytes} bytes`); // a sizing bug, not input
     head += bytes;
     Atomics.store(this.idx, HEAD, head === this.cap ? 0 : head);
-    return true;
+    // Sequentially consistent with the consumer's "store tail, then read head" (iso_ring.h).
+    return this.tail() === before ? 'ring' : 'busy';
   }
 }
 
