@@ -6,19 +6,19 @@
  * When that process dies (SIGSEGV, abort, or killed after `warden.execute_timeout_ms`), its
  * in-flight requests get an error naming the signal, the model's log says what happened, the model
  * is UNAVAILABLE with the reason while the process restarts (exponential backoff) and READY again
- * after; the server and every other model go on. In-process stays the default (no IPC hop).
+ * after; the server and every other model go on. In-process stays the default. Requests cross
+ * through the rings of ring.ts (no IPC message per request), control calls over Node IPC.
  */
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../../../config/types.js';
 import { positiveIntParam } from '../../../config/parameters.js';
 import { TritonError, internal, invalidArg, unavailable } from '../../../core/errors.js';
-import type { BackendModel, BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../core/types.js';
+import type { BackendModel, BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceSpec, ModelLoadContext, ResponseSender } from '../../../core/types.js';
 import { BackendHostProcess, describeExit, type ProcessExit } from './host-process.js';
 import { nativeAddon, tritonErrorOf } from '../addon.js';
 import type { NativeLeaks } from '../model.js';
 import { ServerCalls, addonError } from '../server-bridge.js';
 import { ownerPrincipal } from '../../../core/load-context.js';
-import type { ModelLoadContext } from '../../../core/types.js';
 import type { Finalized, LoadSpec, Loaded } from './protocol.js';
 import {
   RecordKind,
@@ -91,7 +91,6 @@ function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => void): Promi
 
 /** A batch in flight in the process: settles with its ExecDone record. */
 interface Job {
-  tokens: number[];
   resolve: (d: RingExecDone) => void;
   reject: (e: TritonError) => void;
 }
@@ -393,7 +392,7 @@ export class IsolatedNativeModel implements BackendModel {
     this.nextJob = this.nextJob >= 0xfffffffe ? 1 : this.nextJob + 1;
     const instanceId = instance.id;
     const fill = (w: RecordWriter) => writeExecute(w, instanceId, job, batch);
-    const done = new Promise<RingExecDone>((resolve, reject) => this.jobs.set(job, { tokens: batch.map((b) => b.token), resolve, reject }));
+    const done = new Promise<RingExecDone>((resolve, reject) => this.jobs.set(job, { resolve, reject }));
     for (let i = 0; i < batch.length; i++) this.pending.set(batch[i]!.token, senders[i]!);
     this.unreleased += batch.length;
     this.ringStats.executes++;
