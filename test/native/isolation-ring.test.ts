@@ -118,6 +118,9 @@ describe('isolation ring', () => {
     });
     expect(bytes - end).toBeGreaterThanOrEqual(0);
     expect(bytes - end).toBeLessThan(8); // only the alignment padding is left over
+    // Checked while sizing, before anything is written or registered.
+    expect(() => executeRecordBytes([{ ...req, correlationId: -1 }])).toThrow(RangeError);
+    expect(() => executeRecordBytes([{ ...req, correlationId: 2n ** 64n }])).toThrow(RangeError);
   });
 });
 

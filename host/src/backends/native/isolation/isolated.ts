@@ -382,7 +382,12 @@ export class IsolatedNativeModel implements BackendModel {
       this.nextToken = this.nextToken >= 0xfffffffe ? 1 : this.nextToken + 1;
       batch[i] = { token, id: r.id, correlationId: r.correlationId, flags: r.flags, timeoutUs: r.timeoutUs, priority: r.priority, cancelled: r.cancelled, inputs: r.inputs, requestedOutputs: r.requestedOutputs, parameters: r.parameters };
     }
-    const bytes = executeRecordBytes(batch);
+    let bytes: number;
+    try {
+      bytes = executeRecordBytes(batch);
+    } catch (e) {
+      throw invalidArg(`model '${this.spec.model.name}': ${(e as Error).message}`);
+    }
     if (bytes + 8 > this.toChild.cap) {
       throw invalidArg(
         `model '${this.spec.model.name}': a batch of ${bytes} bytes does not fit the backend host process's ring of ${this.toChild.cap} bytes (raise ${PARAM_SHM_BYTES})`,

@@ -260,10 +260,14 @@ function paramBytes(v: ParameterValue): number {
   return 9;
 }
 
-/** Size of an Execute record (header included) for `requests`. */
+/**
+ * Size of an Execute record (header included) for `requests`.
+ * @throws RangeError for a numeric correlation id that is not an unsigned 64-bit integer
+ */
 export function executeRecordBytes(requests: readonly RingRequest[]): number {
   let n = 8 + 12;
   for (const r of requests) {
+    if (typeof r.correlationId !== 'string') u64Of(r.correlationId, 'correlationId');
     n += 4 + strBytes(r.id) + 1 + (typeof r.correlationId === 'string' ? strBytes(r.correlationId) : 8) + 4 + 8 + 8 + 1;
     n += 4;
     for (const t of r.inputs) n = align8(n + strBytes(t.name) + strBytes(t.datatype) + 4 + 8 * t.shape.length + 8) + t.data.length;
