@@ -151,43 +151,44 @@ const CLK_TCK = (() => {
   }
 })();
 
-function procCpuMicros(pid: number | undefined): number | undefined {
+/** The live descendants of `pid` (/proc/<pid>/task/<tid>/children over its threads, recursively). */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/)) if (c) out.push(Number(c), ...childPids(Number(c)));
+      } catch {
+        /* thread gone */
+      }
+    }
+  } catch {
+    /* process gone, or not Linux */
+  }
+  return out;
+}
+
+/**
+ * CPU time (user + system, µs) of `pid` so far, from `/proc/<pid>/stat`, plus that of its live
+ * descendants (backend-host processes, Python stubs: the server's work done elsewhere). A
+ * descendant that exits during a measurement drops out of the sum (restarts are not measured).
+ */
+export function procCpuMicros(pid: number | undefined, withChildren = true): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const ticks = Number(rest[11]) + Number(rest[12]);
-    return Number.isFinite(ticks) ? (ticks * 1e6) / CLK_TCK : undefined;
+    if (!Number.isFinite(ticks)) return undefined;
+    let us = (ticks * 1e6) / CLK_TCK;
+    if (withChildren) for (const c of childPids(pid)) us += procCpuMicros(c, false) ?? 0;
+    return us;
   } catch {
     return undefined;
   }
 }
 
-/** Live descendants of `pid` (from `/proc/<pid>/task/<tid>/children`). */
-function childPids(pid: number): number[] {
-  const out: number[] = [];
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      const text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
-      if (text) for (const c of text.split(' ')) out.push(Number(c), ...childPids(Number(c)));
-    }
-  } catch {
-    // gone meanwhile, or no /proc
-  }
-  return out;
-}
-
-/**
- * CPU µs of `pid` plus its live descendants: a Python model's stub process does the model's share
- * of a request's work, so "server CPU per request" counts it. A descendant that exits during a
- * measurement drops out of the sum (restarts are not measured).
- */
-function treeCpuMicros(pid: number | undefined): number | undefined {
-  const own = procCpuMicros(pid);
-  if (own === undefined || pid === undefined) return own;
-  return childPids(pid).reduce((sum, c) => sum + (procCpuMicros(c) ?? 0), own);
-}
 
 /**
  * The node flags `npm start` gives Warden (package.json's `start` script, e.g. the young-generation
@@ -291,7 +292,7 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
         url,
         port,
         output: () => out,
-        cpuMicros: () => (exited ? undefined : treeCpuMicros(child.pid)),
+        cpuMicros: () => (exited ? undefined : procCpuMicros(child.pid)),
         async stop() {
           if (exited) return;
           child.kill('SIGTERM');

@@ -7,13 +7,15 @@
  *    at concurrency 1 is 1/rps(identity_native) − 1/rps(floor), in µs (target: < 30 µs);
  *  - the native host alone (no HTTP, in this process): one execute round trip JS → native worker
  *    thread → TRITONBACKEND_ModelInstanceExecute → response event back on the JS thread, in µs;
- *  - the cost of crash isolation (`warden.isolation=process`, issue 12 point 2): the same identity
- *    model in a backend-host process, per request over in-process identity_native (target < 40 µs).
+ *  - the cost of crash isolation (`warden.isolation=process`, issue 12): the same identity model in
+ *    a backend-host process, per request over in-process identity_native (target < 40 µs), over
+ *    HTTP and without it (round trips alternating with in-process ones, wall and CPU µs of both
+ *    processes per request).
  */
 import { join } from 'node:path';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import pino from 'pino';
-import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
+import { childPids, procCpuMicros, type BenchCase, type BenchContext, type HttpRequestSpec } from './ctx.js';
 import { CONNECTIONS, measureTargets, startCannedFloor } from './identity-floor.js';
 import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
 
@@ -32,46 +34,89 @@ async function recordIdentity(url: string, req: HttpRequestSpec): Promise<{ head
   return { headers, body };
 }
 
-/** Median µs of a sequential execute round trip through the native host, in this process. */
-async function roundTripMicros(ctx: BenchContext, iterations: number): Promise<{ medianUs: number; p99Us: number }> {
+/** One sequential round trip result: median and p99 wall µs, and CPU µs per request of this process and its children. */
+export interface RoundTrip {
+  medianUs: number;
+  p99Us: number;
+  cpuUsPerReq: number;
+}
+
+/**
+ * Sequential execute round trips through the native host, no HTTP, in this process: JS → native
+ * worker thread → TRITONBACKEND_ModelInstanceExecute → response on the JS thread; with
+ * `isolated`, the same model in a backend-host process (warden.isolation=process) — Execute
+ * record into the ring, doorbell, the child's native server, the response record back. Rounds of
+ * the in-process and isolated models alternate (same minute, same machine load): medians.
+ */
+export async function roundTrips(
+  ctx: Pick<BenchContext, 'root' | 'median'>,
+  iterations: number,
+  rounds: number,
+): Promise<{ inProcess: RoundTrip; isolated: RoundTrip }> {
   const native = await import('../host/src/backends/native/index.js');
   const { loadModelConfig } = await import('../host/src/config/index.js');
   const { instanceSpecs } = await import('../host/src/core/repository-manager.js');
+  const { backendResolveRequest, modelLoadContext } = await import('../host/src/core/load-context.js');
   const logger = pino({ level: 'silent' });
   const resolver = new native.NativeBackendResolver({ backendDirectory: join(ctx.root, 'build', 'backends'), autoCompleteConfig: true, logger });
   const modelPath = join(ctx.root, 'model_repository', 'identity_native');
-  const config = await loadModelConfig(modelPath, { modelName: 'identity_native', autoComplete: true, versions: [1] });
-  const { backendResolveRequest, modelLoadContext } = await import('../host/src/core/load-context.js');
-  const request = backendResolveRequest(config, modelPath, 1);
-  const backend = (await resolver.resolve(request))!;
-  const model = await backend.loadModel(modelLoadContext(request, 1, { logger }));
-  const instance = await model.createInstance(instanceSpecs(config)[0]!);
+  const load = async (isolated: boolean) => {
+    const config = await loadModelConfig(modelPath, { modelName: 'identity_native', autoComplete: true, versions: [1] });
+    if (isolated) config.parameters = { ...config.parameters, 'warden.isolation': { string_value: 'process' } };
+    const request = backendResolveRequest(config, modelPath, 1);
+    const backend = (await resolver.resolve(request))!;
+    const before = new Set(childPids(process.pid));
+    const model = await backend.loadModel(modelLoadContext(request, 1, { logger }));
+    const instance = await model.createInstance(instanceSpecs(config)[0]!);
+    return { model, instance, children: childPids(process.pid).filter((p) => !before.has(p)) };
+  };
+  const targets = [await load(false), await load(true)];
   const data = new Uint8Array(new Float32Array(IDENTITY_INPUT).buffer);
-  const samples: number[] = [];
+  const results: { wall: number[]; cpu: number[] }[] = [
+    { wall: [], cpu: [] },
+    { wall: [], cpu: [] },
+  ];
+  const once = (instance: (typeof targets)[number]['instance']) =>
+    new Promise<void>((resolve, reject) => {
+      const sender = { send: (_r: unknown, final: boolean) => final && resolve(), sendError: (e: Error) => reject(e) };
+      instance
+        .execute(
+          [{ id: '', model: 'identity_native', version: 1, tenant: '', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false }],
+          [sender],
+        )
+        .catch(reject);
+    });
   try {
-    for (let i = 0; i < iterations; i++) {
-      const t0 = process.hrtime.bigint();
-      await new Promise<void>((resolve, reject) => {
-        const sender = {
-          send: (r: unknown, final: boolean) => final && resolve(),
-          sendError: (e: Error) => reject(e),
-        };
-        instance
-          .execute(
-            [{ id: '', model: 'identity_native', version: 1, tenant: '', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false }],
-            [sender],
-          )
-          .catch(reject);
-      });
-      samples.push(Number(process.hrtime.bigint() - t0) / 1000);
+    for (let r = 0; r < rounds + 1; r++) {
+      for (let t = 0; t < targets.length; t++) {
+        const { instance, children } = targets[t]!;
+        const cpu0 = process.cpuUsage();
+        const child0 = children.reduce((n, p) => n + (procCpuMicros(p, false) ?? 0), 0);
+        const samples: number[] = [];
+        for (let i = 0; i < iterations; i++) {
+          const t0 = process.hrtime.bigint();
+          await once(instance);
+          samples.push(Number(process.hrtime.bigint() - t0) / 1000);
+        }
+        const cpu = process.cpuUsage(cpu0);
+        const childUs = children.reduce((n, p) => n + (procCpuMicros(p, false) ?? 0), 0) - child0;
+        if (r === 0) continue; // warm-up round
+        results[t]!.wall.push(...samples);
+        results[t]!.cpu.push((cpu.user + cpu.system + childUs) / iterations);
+      }
     }
   } finally {
-    await instance.finalize();
-    await model.finalize();
+    for (const { instance, model } of targets) {
+      await instance.finalize();
+      await model.finalize();
+    }
     await resolver.finalizeAll();
   }
-  const steady = samples.slice(Math.floor(iterations / 10)).sort((a, b) => a - b);
-  return { medianUs: ctx.median(steady), p99Us: steady[Math.min(steady.length - 1, Math.ceil(steady.length * 0.99) - 1)]! };
+  const summary = ({ wall, cpu }: { wall: number[]; cpu: number[] }): RoundTrip => {
+    const w = [...wall].sort((a, b) => a - b);
+    return { medianUs: ctx.median(w), p99Us: w[Math.min(w.length - 1, Math.ceil(w.length * 0.99) - 1)]!, cpuUsPerReq: ctx.median([...cpu].sort((a, b) => a - b)) };
+  };
+  return { inProcess: summary(results[0]!), isolated: summary(results[1]!) };
 }
 
 /**
@@ -142,8 +187,8 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
   const cpuOverFloor = get('identity_native', 1).cpuUsPerReq - get('fastify floor', 1).cpuUsPerReq;
   const isolationCost = perReq('identity_isolated', 1) - perReq('identity_native', 1);
 
-  ctx.log('  native host round trip (no HTTP, in-process, 5,000 sequential executes)...');
-  const rt = await roundTripMicros(ctx, 5000);
+  ctx.log('  native host round trip (no HTTP; in-process and isolated alternating, 5 rounds of 2,000 sequential executes)...');
+  const { inProcess: rt, isolated: iso } = await roundTrips(ctx, 2000, 5);
 
   ctx.log('  crash recovery under warden.isolation=process (3 crashes)...');
   const recovery = await crashRecoveryMs(ctx, 3);
@@ -158,10 +203,13 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
     `(server CPU ${cpuOverFloor.toFixed(0)} µs/req more): target < 30 µs ${targetMet ? 'MET' : 'MISSED'}. ` +
     `This includes all of Warden's HTTP path (JSON tensor decode/encode, validation, scheduling, statistics), not only the native host.\n` +
     `- identity_native vs ONNX simple at concurrency 1: ${vsSimple >= 0 ? '+' : ''}${vsSimple.toFixed(1)} µs per request.\n` +
-    `- crash isolation (warden.isolation=process: IPC to a backend-host process and back) adds ${isolationCost.toFixed(1)} µs per request at concurrency 1 ` +
+    `- crash isolation (warden.isolation=process: shared-memory ring to a backend-host process and back) adds ${isolationCost.toFixed(1)} µs per request at concurrency 1 ` +
     `(identity_isolated vs identity_native): target < 40 µs ${isolationCost < 40 ? 'MET' : 'MISSED'}.\n` +
     `- native host alone (JS → native worker thread → TRITONBACKEND_ModelInstanceExecute → response on the JS thread), ` +
-    `sequential, in-process: median ${rt.medianUs.toFixed(1)} µs, p99 ${rt.p99Us.toFixed(1)} µs per request.\n` +
+    `sequential, in-process: median ${rt.medianUs.toFixed(1)} µs, p99 ${rt.p99Us.toFixed(1)} µs, CPU ${rt.cpuUsPerReq.toFixed(1)} µs per request; ` +
+    `isolated (ring + doorbell + the child's native server): median ${iso.medianUs.toFixed(1)} µs, p99 ${iso.p99Us.toFixed(1)} µs, ` +
+    `CPU (both processes) ${iso.cpuUsPerReq.toFixed(1)} µs per request: isolation adds ${(iso.medianUs - rt.medianUs).toFixed(1)} µs wall, ` +
+    `${(iso.cpuUsPerReq - rt.cpuUsPerReq).toFixed(1)} µs CPU per request without HTTP.\n` +
     `- recovery after a backend crash (SIGSEGV) under warden.isolation=process, crashing request sent → model ready again: ` +
     `median ${recoveryMedian.toFixed(0)} ms (${recovery.map((x) => x.toFixed(0)).join(', ')} ms): target < 1000 ms ${recoveryMedian < 1000 ? 'MET' : 'MISSED'}.`;
   ctx.log('\n' + body);

@@ -79,3 +79,18 @@ describe('model_repository/add_sub_ensemble', () => {
     expect(s.inference_stats.fail.count).toBe(0);
   });
 });
+
+describe('unload with unload_dependents (Triton repository extension)', () => {
+  const ready = async (m: string) => (await fetch(`${server.httpUrl}/v2/models/${m}/ready`)).status === 200;
+  it('unloads the ensembles that use the model too; without it they stay loaded', async () => {
+    expect((await postJson(`${server.httpUrl}/v2/repository/models/addsub_onnx/unload`, {})).status).toBe(200);
+    expect(await ready('addsub_onnx')).toBe(false);
+    expect(await ready('add_sub_ensemble')).toBe(true); // a plain unload leaves the ensemble loaded
+    expect((await postJson(`${server.httpUrl}/v2/repository/models/addsub_onnx/load`, {})).status).toBe(200);
+    const r = await postJson(`${server.httpUrl}/v2/repository/models/add_sub_wasm/unload`, { parameters: { unload_dependents: true } });
+    expect(r.status).toBe(200);
+    expect(await ready('add_sub_wasm')).toBe(false);
+    expect(await ready('add_sub_ensemble')).toBe(false);
+    expect(await ready('addsub_onnx')).toBe(true); // another step's model, not a dependent
+  });
+});

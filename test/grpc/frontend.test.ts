@@ -6,7 +6,7 @@
  * imports the model manager.
  */
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +26,13 @@ describe('single-user gRPC frontend', () => {
   beforeAll(async () => {
     repo = tempRepo(['simple']);
     repo.write('broken/config.pbtxt', 'name: "broken"\nbackend: "onnxruntime"\nmax_batch_size: 0\n');
+    repo.write(
+      'ens_simple/config.pbtxt',
+      'platform: "ensemble"\nmax_batch_size: 8\ninput { name: "A" data_type: TYPE_INT32 dims: [ 16 ] }\ninput { name: "B" data_type: TYPE_INT32 dims: [ 16 ] }\n' +
+        'output { name: "SUM" data_type: TYPE_INT32 dims: [ 16 ] }\n' +
+        'ensemble_scheduling { step { model_name: "simple" model_version: -1 input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" } output_map { key: "OUTPUT0" value: "SUM" } } }\n',
+    );
+    mkdirSync(join(repo.path, 'ens_simple', '1'), { recursive: true });
     server = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['simple'], httpPort: 0, metricsPort: -1, grpcPort: 0, maxInputSize: 1 << 20, logLevel: 'silent' });
     client = tritonGrpcClient(server.grpcUrl!);
   });
@@ -127,6 +134,20 @@ describe('single-user gRPC frontend', () => {
     const err = await strict.done;
     expect(err?.code).toBe(status.NOT_FOUND);
     expect(err?.details).toBe("Request for unknown model: 'nope' is not found");
+  });
+
+  it('RepositoryModelUnload with unload_dependents also unloads the ensembles using the model', async () => {
+    const ready = async (m: string) => (await unaryCall(client, 'ModelReady', { name: m })).res?.ready === true;
+    expect((await unaryCall(client, 'RepositoryModelLoad', { model_name: 'ens_simple' })).err).toBeUndefined();
+    expect(await ready('ens_simple')).toBe(true);
+    const bad = await unaryCall(client, 'RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { string_param: 'yes' } } });
+    expect(bad.err?.details).toBe("'unload_dependents' must be a bool_param");
+    expect(await ready('simple')).toBe(true); // refused: nothing unloaded
+    const r = await unaryCall(client, 'RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { bool_param: true } } });
+    expect(r.err).toBeUndefined();
+    expect(await ready('simple')).toBe(false);
+    expect(await ready('ens_simple')).toBe(false);
+    expect((await unaryCall(client, 'RepositoryModelLoad', { model_name: 'simple' })).err).toBeUndefined();
   });
 
   it('a cancelled stream cancels its requests and the server stays up', async () => {

@@ -42,6 +42,8 @@ beforeAll(async () => {
   ]);
   bls('bls_wasm', 'identity_wasm', idIo);
   bls('bls_native', 'identity_native', idIo);
+  // The BLS backend in a backend-host process: its in-process calls come back to this server.
+  bls('bls_isolated', 'identity_native', idIo, 'parameters { key: "warden.isolation" value { string_value: "process" } }');
   bls('bls_slow', 'identity_slow', idIo, 'instance_group { kind: KIND_CPU count: 2 }');
   bls('bls_missing', 'no_such_model', idIo);
   bls('bls_evil', '../../../etc', idIo);
@@ -52,6 +54,13 @@ beforeAll(async () => {
     io('output', 'OUT', 'TYPE_INT32', '[ -1 ]'),
     io('output', 'IDX', 'TYPE_UINT32', '[ -1 ]'),
   ]);
+  // An ensemble over the BLS target (a dependent: ServerUnloadModelAndDependents unloads it too).
+  repo.write(
+    'ens_identity/config.pbtxt',
+    `platform: "ensemble"\nmax_batch_size: 0\n${io('input', 'IN', 'TYPE_FP32', '[ -1 ]')}\n${io('output', 'OUT', 'TYPE_FP32', '[ -1 ]')}\n` +
+      'ensemble_scheduling { step { model_name: "identity_native" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } }',
+  );
+  mkdirSync(join(repo.path, 'ens_identity', '1'), { recursive: true });
   server = await startNativeServer(repo.path);
   url = server.httpUrl;
 }, 120_000);
@@ -121,12 +130,38 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     expect((await slow).status).toBe(200);
   });
 
+  it('from a backend-host process (warden.isolation=process): calls, queries and errors are routed back to this server', async () => {
+    const r = await infer('bls_isolated', { inputs: [f32('INPUT0', [3, 1, 4])] });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.outputs[0]).toMatchObject({ name: 'OUTPUT0', shape: [3], data: [3, 1, 4] });
+    expect(r.json.parameters).toMatchObject({ bls_responses: 1, target_response_model: 'identity_native' });
+    const raw = await infer('bls_isolated', { inputs: [f32('INPUT0', [2, 7])], parameters: { raw_input: true } });
+    expect(raw.status, raw.text).toBe(200);
+    expect(raw.json.outputs[0].data).toEqual([2, 7]);
+    // The target's own validation error comes back with its code through both processes.
+    const bad = await infer('bls_isolated', { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2, 1], data: [1, 2] }] });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error).toMatch(/unexpected shape for input 'INPUT0'/);
+  });
+
+  it('TRITONSERVER_InferenceRequestAddRawInput: datatype and shape come from the target config (shape from the byte size)', async () => {
+    const r = await infer('bls_native', { inputs: [f32('INPUT0', [1, 2, 3, 4, 5])], parameters: { raw_input: true } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.outputs[0]).toMatchObject({ name: 'OUTPUT0', datatype: 'FP32', shape: [5], data: [1, 2, 3, 4, 5] });
+    // Triton's rule: a raw input is the only input (the ONNX target has two).
+    const two = await infer('bls_onnx', { inputs: [f32('INPUT0', Array(16).fill(1)), f32('INPUT1', Array(16).fill(2))], parameters: { raw_input: true } });
+    expect(two.status).toBe(400);
+    expect(two.json.error).toBe("raw input 'INPUT1' can't be added to request with other inputs");
+  });
+
   it('unloads and loads its target (ServerUnloadModel, ServerLoadModel, ServerLoadModelWithParameters)', async () => {
+    const stateOf = async (name: string) => (await postJson(`${url}/v2/repository/index`, {})).json.find((m: { name: string }) => m.name === name)?.state;
+    expect(await stateOf('ens_identity')).toBe('READY');
     const gone = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload' } });
     expect(gone.status).toBe(503);
     expect(gone.json.error).toBe("bls: target model 'identity_native' is not ready");
-    const index = await postJson(`${url}/v2/repository/index`, {});
-    expect(index.json.find((m: { name: string }) => m.name === 'identity_native').state).toBe('UNAVAILABLE');
+    expect(await stateOf('identity_native')).toBe('UNAVAILABLE');
+    expect(await stateOf('ens_identity')).toBe('READY'); // a plain unload leaves dependents loaded, as Triton
     const back = await infer('bls_native', { inputs: [f32('INPUT0', [4])], parameters: { control: 'load' } });
     expect(back.status, back.text).toBe(200);
     expect(back.json.outputs[0].data).toEqual([4]);
@@ -137,7 +172,10 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     expect(cfg.parameters.execute_delay_ms.string_value).toBe('1');
     const dep = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload_dependents' } });
     expect(dep.status).toBe(503);
+    expect(await stateOf('identity_native')).toBe('UNAVAILABLE');
+    expect(await stateOf('ens_identity')).toBe('UNAVAILABLE'); // ServerUnloadModelAndDependents: the ensemble using it too
     expect((await infer('bls_native', { inputs: [f32('INPUT0', [6])], parameters: { control: 'load' } })).status).toBe(200);
+    expect(await stateOf('ens_identity')).toBe('UNAVAILABLE'); // dependents are not reloaded with it
   });
 
   it('a hostile target name never reaches the filesystem: load refuses it, inference finds nothing', async () => {

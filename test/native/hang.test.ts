@@ -21,6 +21,7 @@ beforeAll(async () => {
   faultsModel(repo, 'stuck_no_limit', { mode: 'hang', hang_ms: '4000' });
   faultsModel(repo, 'stuck_at_exit', { mode: 'hang', hang_ms: '4000' });
   faultsModel(repo, 'leaky', { mode: 'leak' });
+  faultsModel(repo, 'leaky_isolated', { mode: 'leak', 'warden.isolation': 'process' });
   faultsModel(repo, 'echo', { mode: 'echo' });
   faultsModel(repo, 'bad_timeout', { 'warden.execute_timeout_ms': 'soon' });
   server = await startNativeServer(repo.path, { exitTimeoutSecs: 1 });
@@ -113,6 +114,13 @@ describe('leaks', () => {
     expect(text).toMatch(/^# TYPE warden_native_leaked_total counter$/m);
     expect(text).toMatch(/^warden_native_leaked_total\{model="leaky",version="1",kind="response_factory"\} 3$/m);
     expect(text).not.toMatch(/warden_native_leaked_total\{model="echo"/);
+  });
+
+  it('in a backend-host process too (warden.isolation=process): the process reports them at unload', async () => {
+    for (let i = 0; i < 2; i++) expect((await infer('leaky_isolated')).status).toBe(200);
+    expect((await postJson(`${url}/v2/repository/models/leaky_isolated/unload`, {})).status).toBe(200);
+    const scrape = async () => (await fetch(`${server.metricsUrl}/metrics`)).text();
+    await expect.poll(scrape, { timeout: 10_000 }).toMatch(/^warden_native_leaked_total\{model="leaky_isolated",version="1",kind="response_factory"\} 2$/m);
   });
 });
 

@@ -322,6 +322,36 @@ export class ModelRepositoryManager {
   }
 
   /**
+   * The loaded ensembles that use `key` in a step, directly or through other ensembles (Triton's
+   * dependents, unloaded by `TRITONSERVER_ServerUnloadModelAndDependents` and HTTP/gRPC unload
+   * with `unload_dependents`). A step name resolves as at load: the ensemble's own namespace
+   * first, else the operator's; only ensembles in `key`'s namespace are returned.
+   */
+  dependentsOf(key: ModelKey): ModelKey[] {
+    const found = new Map<string, ModelKey>();
+    const queue = [key];
+    while (queue.length > 0) {
+      const target = queue.shift()!;
+      for (const rec of this.records.values()) {
+        if (rec.key.namespace !== key.namespace || found.has(modelKeyId(rec.key)) || modelKeyId(rec.key) === modelKeyId(key)) continue;
+        const uses = [...rec.serving.values()].some((v) => isEnsemble(v.config) && composingNames(v.config).includes(target.name) && this.resolvesTo(rec.key.namespace, target));
+        if (!uses) continue;
+        found.set(modelKeyId(rec.key), rec.key);
+        queue.push(rec.key);
+      }
+    }
+    return [...found.values()];
+  }
+
+  /** Whether step name `target.name` in namespace `namespace` resolves to `target` (see prepareComposing). */
+  private resolvesTo(namespace: string, target: ModelKey): boolean {
+    if (target.namespace === namespace) return true;
+    if (target.namespace !== '') return false;
+    const own = this.records.get(modelKeyId({ namespace, name: target.name }));
+    return !own || own.serving.size === 0;
+  }
+
+  /**
    * The version that serves a request.
    * @param version -1 = highest ready version
    * @throws TritonError NOT_FOUND for an unknown model or version, UNAVAILABLE if not ready.

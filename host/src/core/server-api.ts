@@ -416,11 +416,22 @@ export class ServerApi implements InferenceServerHandle {
     }
   }
 
-  /** Unload every version of a model (succeeds for a model that is not loaded). @throws TritonError UNAVAILABLE (not explicit mode) */
-  async unloadModel(principal: Principal, name: string, options: { deleteFiles?: boolean } = {}): Promise<void> {
+  /**
+   * Unload every version of a model (succeeds for a model that is not loaded). With
+   * `unloadDependents` (Triton's `unload_dependents`, TRITONSERVER_ServerUnloadModelAndDependents)
+   * the loaded ensembles of the same namespace that use it, directly or not, are unloaded first.
+   * @throws TritonError UNAVAILABLE (not explicit mode)
+   */
+  async unloadModel(principal: Principal, name: string, options: { deleteFiles?: boolean; unloadDependents?: boolean } = {}): Promise<void> {
     const key = this.controlKeyOf(principal, name);
     const event = options.deleteFiles ? 'delete' : 'unload';
     try {
+      if (options.unloadDependents) {
+        for (const dep of this.manager.dependentsOf(key)) {
+          await this.manager.unload(dep, false);
+          if (this.opts.logger) auditEvent(this.opts.logger, { event: 'unload', tenant: auditTenant(principal, dep), model: dep.name, outcome: 'ok' });
+        }
+      }
       await this.manager.unload(key, false, { deleteFiles: options.deleteFiles === true });
       if (this.opts.logger) auditEvent(this.opts.logger, { event, tenant: auditTenant(principal, key), model: key.name, outcome: 'ok' });
     } catch (e) {

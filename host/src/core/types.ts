@@ -194,8 +194,8 @@ export interface InferenceServerHandle {
   modelConfig?(principal: Principal, model: string, version: number): ModelConfig;
   /** Load or reload (repository extension, spec §3.1): resolves once READY. @throws TritonError */
   loadModel?(principal: Principal, model: string, options: { configOverride?: unknown; files?: Map<string, Uint8Array> }): Promise<void>;
-  /** Unload every version (spec §3.1). @throws TritonError */
-  unloadModel?(principal: Principal, model: string): Promise<void>;
+  /** Unload every version (spec §3.1); with `unloadDependents` the ensembles using it too. @throws TritonError */
+  unloadModel?(principal: Principal, model: string, options?: { unloadDependents?: boolean }): Promise<void>;
 }
 
 /**

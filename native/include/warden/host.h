@@ -228,6 +228,9 @@ typedef struct WARDEN_InferInputView {
   const WARDEN_Chunk* chunks;
   uint32_t chunk_count;
   uint64_t byte_size;
+  /** Added with TRITONSERVER_InferenceRequestAddRawInput: `datatype` and `shape` are not set; the
+   *  host deduces them (and the name) from the target's config. */
+  bool raw;
 } WARDEN_InferInputView;
 
 /** A request as TRITONSERVER_ServerInferAsync hands it to the host; valid during the hook call. */

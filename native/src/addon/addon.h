@@ -166,6 +166,30 @@ class InstanceHandle : public Napi::ObjectWrap<InstanceHandle> {
   int64_t requests_ = 0;     // requests not yet final-and-released
 };
 
+// ---------------------------------------------------------------- isolation ring (iso_server.cc)
+
+class IsoServerCore;
+
+/**
+ * The backend-host process's side of the isolation ring (issue 12 point 1): a native thread serves
+ * Execute records from the parent for the instances added to it (iso_ring.h).
+ */
+class IsoServer : public Napi::ObjectWrap<IsoServer> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::FunctionReference constructor;
+  explicit IsoServer(const Napi::CallbackInfo& info);
+  ~IsoServer() override;
+
+ private:
+  Napi::Value AddInstance(const Napi::CallbackInfo& info);
+  Napi::Value RemoveInstance(const Napi::CallbackInfo& info);
+  Napi::Value Outstanding(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  std::unique_ptr<IsoServerCore> core_;
+  Napi::Reference<Napi::ArrayBuffer> keep_in_, keep_out_;
+};
+
 // ---------------------------------------------------------------- conversions (convert.cc)
 
 /** Holds everything a WARDEN_RequestDesc batch points into while it is being submitted. */

@@ -204,6 +204,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("BackendHandle", BackendHandle::Init(env));
   exports.Set("ModelHandle", ModelHandle::Init(env));
   exports.Set("InstanceHandle", InstanceHandle::Init(env));
+  exports.Set("IsoServer", IsoServer::Init(env));
   exports.Set("wasmtime", warden_wasmtime::Init(env));
   return exports;
 }

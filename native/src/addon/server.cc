@@ -106,6 +106,7 @@ Napi::Object InferPayload(Napi::Env env, const Call& call) {
     Napi::Array shape = Napi::Array::New(env, in.dims_count);
     for (uint32_t k = 0; k < in.dims_count; ++k) shape.Set(k, Napi::Number::New(env, double(in.shape[k])));
     t.Set("shape", shape);
+    if (in.raw) t.Set("raw", Napi::Boolean::New(env, true));
     // One copy into memory the data plane owns: the backend may reuse its buffers once released.
     Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, size_t(in.byte_size));
     uint64_t off = 0;

@@ -16,6 +16,8 @@ struct TRITONSERVER_InferenceRequest {
     std::vector<int64_t> shape;
     std::vector<WARDEN_Chunk> chunks;
     uint64_t byte_size = 0;
+    /** TRITONSERVER_InferenceRequestAddRawInput: datatype, shape and name come from the target's config. */
+    bool raw = false;
   };
   std::shared_ptr<warden::ServerState> server;
   std::string model_name;
@@ -534,8 +536,16 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddInput(TRITONSERVER_Inference
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddRawInput(TRITONSERVER_InferenceRequest* r, const char* name) {
   WARDEN_REQUIRE(r && name, "TRITONSERVER_InferenceRequestAddRawInput");
-  return warden::Unsupported("raw inputs (TRITONSERVER_InferenceRequestAddRawInput) are not supported by "
-                             "Warden's in-process inference API; use TRITONSERVER_InferenceRequestAddInput");
+  // Triton's rule: a raw input is the request's only input; the host deduces its datatype, shape
+  // and name from the target's config when the request is submitted (server-bridge.ts).
+  if (!r->inputs.empty()) {
+    return warden::InvalidArg(std::string("raw input '") + name + "' can't be added to request with other inputs");
+  }
+  Request::Input in;
+  in.name = name;
+  in.raw = true;
+  r->inputs.push_back(std::move(in));
+  return nullptr;
 }
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveInput(TRITONSERVER_InferenceRequest* r, const char* name) {
@@ -685,7 +695,7 @@ TRITONSERVER_Error* TRITONSERVER_ServerInferAsync(TRITONSERVER_Server* server,
   for (size_t i = 0; i < r->inputs.size(); ++i) {
     const Request::Input& in = r->inputs[i];
     inputs[i] = WARDEN_InferInputView{in.name.c_str(), in.datatype, in.shape.data(), uint32_t(in.shape.size()),
-                                      in.chunks.data(), uint32_t(in.chunks.size()), in.byte_size};
+                                      in.chunks.data(), uint32_t(in.chunks.size()), in.byte_size, in.raw};
   }
   std::vector<const char*> outputs;
   for (const auto& o : r->requested_outputs) outputs.push_back(o.c_str());

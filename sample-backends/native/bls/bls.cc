@@ -23,6 +23,8 @@
 //   `control`          "unload" | "unload_dependents" | "load" | "load_config:<json>" — a
 //                      repository action on the target before forwarding
 //   `cancel_after_ms`  cancel the in-process request if it has not finished after this long
+//   `raw_input`        true: add the inputs with TRITONSERVER_InferenceRequestAddRawInput (the
+//                      target's config gives datatype and shape) instead of ...AddInput
 // Errors of the target (or of the in-process API) are the request's error, code and message kept.
 #include <atomic>
 #include <chrono>
@@ -143,7 +145,7 @@ std::string StringParam(const char* json, size_t len, const char* key, const std
 }
 
 /** Request parameters this backend reads. */
-void RequestParams(TRITONBACKEND_Request* request, std::string* control, int64_t* cancel_after_ms) {
+void RequestParams(TRITONBACKEND_Request* request, std::string* control, int64_t* cancel_after_ms, bool* raw_input) {
   uint32_t count = 0;
   TRITONSERVER_ErrorDelete(TRITONBACKEND_RequestParameterCount(request, &count));
   for (uint32_t i = 0; i < count; ++i) {
@@ -158,6 +160,8 @@ void RequestParams(TRITONBACKEND_Request* request, std::string* control, int64_t
       *control = static_cast<const char*>(v);
     } else if (std::strcmp(key, "cancel_after_ms") == 0 && type == TRITONSERVER_PARAMETER_INT) {
       *cancel_after_ms = *static_cast<const int64_t*>(v);
+    } else if (std::strcmp(key, "raw_input") == 0 && type == TRITONSERVER_PARAMETER_BOOL) {
+      *raw_input = *static_cast<const bool*>(v);
     }
   }
 }
@@ -219,7 +223,7 @@ TRITONSERVER_Error* Inspect(TRITONSERVER_Server* server, const ModelState& ms, b
 
 /** Build the in-process request from the BLS request. */
 TRITONSERVER_Error* BuildRequest(TRITONSERVER_Server* server, const ModelState& ms, TRITONBACKEND_Request* request,
-                                 TRITONSERVER_InferenceRequest** out) {
+                                 bool raw_input, TRITONSERVER_InferenceRequest** out) {
   TRITONSERVER_InferenceRequest* r = nullptr;
   BLS_RETURN_IF_ERROR(TRITONSERVER_InferenceRequestNew(&r, server, ms.target.c_str(), ms.target_version));
   auto fail = [r](TRITONSERVER_Error* e) {
@@ -253,7 +257,10 @@ TRITONSERVER_Error* BuildRequest(TRITONSERVER_Server* server, const ModelState& 
     uint64_t bytes = 0;
     uint32_t buffers = 0;
     if (TRITONSERVER_Error* e = TRITONBACKEND_InputProperties(input, &name, &dt, &shape, &dims, &bytes, &buffers)) return fail(e);
-    if (TRITONSERVER_Error* e = TRITONSERVER_InferenceRequestAddInput(r, name, dt, shape, dims)) return fail(e);
+    if (TRITONSERVER_Error* e = raw_input ? TRITONSERVER_InferenceRequestAddRawInput(r, name)
+                                          : TRITONSERVER_InferenceRequestAddInput(r, name, dt, shape, dims)) {
+      return fail(e);
+    }
     for (uint32_t b = 0; b < buffers; ++b) {
       const void* base = nullptr;
       uint64_t size = 0;
@@ -369,14 +376,15 @@ TRITONSERVER_Error* Forward(TRITONBACKEND_ModelInstance* instance, const ModelSt
   BLS_RETURN_IF_ERROR(TRITONBACKEND_ModelServer(model, &server));
   std::string control;
   int64_t cancel_after_ms = -1;
-  RequestParams(request, &control, &cancel_after_ms);
+  bool raw_input = false;
+  RequestParams(request, &control, &cancel_after_ms, &raw_input);
   BLS_RETURN_IF_ERROR(Control(server, ms.target, control));
   bool decoupled = false;
   std::string platform;
   BLS_RETURN_IF_ERROR(Inspect(server, ms, &decoupled, &platform));
 
   Pending p;
-  BLS_RETURN_IF_ERROR(BuildRequest(server, ms, request, &p.request));
+  BLS_RETURN_IF_ERROR(BuildRequest(server, ms, request, raw_input, &p.request));
   TRITONSERVER_InferenceRequest* r = p.request;
   TRITONSERVER_Error* e = TRITONSERVER_InferenceRequestSetReleaseCallback(r, OnRelease, &p);
   if (e == nullptr) e = TRITONSERVER_InferenceRequestSetResponseCallback(r, is.allocator, nullptr, OnResponse, &p);

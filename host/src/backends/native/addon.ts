@@ -153,6 +153,24 @@ export interface NativeAddon {
   shmUnlink(name: string): void;
   /** Reported API versions, e.g. { backend: '1.19', server: '1.34' }. */
   apiVersion(): { backend: string; server: string };
+  /**
+   * In a backend-host process: serve the isolation ring (isolation/ring.ts) natively — a thread
+   * reads Execute records from `fromParent` when doorbell socket `fd` rings, and responses,
+   * releases and completions go back through `toParent` (issue 12 point 1).
+   */
+  IsoServer: new (fd: number, fromParent: ArrayBuffer, toParent: ArrayBuffer) => IsoServer;
+}
+
+/** The native server of a backend-host process's request path (native/src/addon/iso_server.cc). */
+export interface IsoServer {
+  /** Execute records for instance `id` go to `handle`. */
+  addInstance(id: number, handle: InstanceHandle): void;
+  /** Stop routing to `id`; returns the requests it still holds unreleased. */
+  removeInstance(id: number): number;
+  /** Requests submitted to instance `id` and not yet released. */
+  outstanding(id: number): number;
+  /** Stop the reader thread (late responses still go out). */
+  close(): void;
 }
 
 /** Where the addon is looked for (first hit): $WARDEN_NATIVE_ADDON, then `<project>/native/build/Release`. */

@@ -9,7 +9,7 @@ import { fromAddonError, nativeAddon, type BackendHandle, type ModelHandle } fro
 import { configJson, mergeAutoCompletedConfig, responseContract } from './config.js';
 import { ensureNativeLogger } from './log.js';
 import { executeTimeoutMs, NativeModel, type NativeLeaks } from './model.js';
-import { nativeServerBridge } from './server-bridge.js';
+import { nativeServerBridge, type ServerCallHandler } from './server-bridge.js';
 import { IsolatedNativeModel, isolationOf, shmBytesOf } from './isolation/isolated.js';
 
 export class NativeBackend implements Backend {
@@ -36,6 +36,8 @@ export class NativeBackend implements Backend {
       isolation?: string;
       /** True in the backend-host process itself: load in-process, whatever the config says. */
       inBackendHostProcess?: boolean;
+      /** Where models' in-process inference calls go instead of this process's data plane (a backend-host process: to Warden). */
+      serverCalls?: () => ServerCallHandler;
     } = { executeTimeoutMs: 0 },
   ) {}
 
@@ -75,11 +77,13 @@ export class NativeBackend implements Backend {
         ctx.logger,
         executeTimeoutMs(ctx.config, this.opts.executeTimeoutMs),
         shmBytesOf(ctx.config),
+        (leaks) => this.opts.onLeaks?.(ctx.name, ctx.version, leaks),
+        ctx,
       );
     }
     const be = await this.backend();
     const bridge = nativeServerBridge(nativeAddon());
-    const serverOwner = bridge.register(ctx);
+    const serverOwner = bridge.register(ctx, this.opts.serverCalls?.());
     let model: ModelHandle;
     try {
       model = await be.loadModel({

@@ -94,6 +94,11 @@ export class NativeModelInstance implements BackendModelInstance {
 
   private handle!: InstanceHandle;
 
+  /** The addon's instance (a backend-host process serves it from the isolation ring). */
+  get addonHandle(): InstanceHandle {
+    return this.handle;
+  }
+
   /**
    * Create the instance and run TRITONBACKEND_ModelInstanceInitialize on its thread.
    * @throws TritonError with the backend's code and message if initialization fails (the instance

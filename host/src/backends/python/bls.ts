@@ -139,7 +139,7 @@ export class BlsBridge {
         work = this.isModelReady(model, Number.isSafeInteger(msg.version) ? Number(msg.version) : -1);
       } else if (msg.op === 'unload_model') {
         if (!this.server.unloadModel) throw unavailable('model control is not available in this server');
-        work = this.server.unloadModel(this.principal, model);
+        work = this.server.unloadModel(this.principal, model, { unloadDependents: msg.unload_dependents === true });
       } else {
         if (!this.server.loadModel) throw unavailable('model control is not available in this server');
         const wire = Array.isArray(msg.files) ? (msg.files as unknown[]) : [];

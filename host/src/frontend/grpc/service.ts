@@ -154,7 +154,9 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
       const params = (r.parameters ?? {}) as Record<string, RepoParam>;
       const del = params.delete_files;
       if (del !== undefined && del.parameter_choice !== 'bool_param') throw invalidArg("'delete_files' must be a bool_param");
-      await api.unloadModel(p, str(r.model_name), { deleteFiles: del?.bool_param === true });
+      const deps = params.unload_dependents;
+      if (deps !== undefined && deps.parameter_choice !== 'bool_param') throw invalidArg("'unload_dependents' must be a bool_param");
+      await api.unloadModel(p, str(r.model_name), { deleteFiles: del?.bool_param === true, unloadDependents: deps?.bool_param === true });
       return {};
     }),
     LogSettings: u((p, r) => {

@@ -58,6 +58,9 @@ export async function handleUnload(ctx: FrontendContext, req: FastifyRequest, re
     }
   }
   // Warden's extension: `delete_files: true` also deletes a tenant's stored upload.
-  await ctx.api.unloadModel(ctx.principalOf(req), model, { deleteFiles: isJsonObject(params) && params.delete_files === true });
+  await ctx.api.unloadModel(ctx.principalOf(req), model, {
+    deleteFiles: isJsonObject(params) && params.delete_files === true,
+    unloadDependents: isJsonObject(params) && params.unload_dependents === true,
+  });
   return reply.code(200).send();
 }

@@ -1,27 +1,29 @@
 /**
- * The backend-host process (issue 12 point 2): loads one native model with the same classes (and
- * so the same addon and libtritonserver.so) as an in-process model, and serves the parent's
- * calls (protocol.ts). A crash here (SIGSEGV, abort) ends only this process; the parent fails the
+ * The backend-host process (issue 12): loads one native model with the same classes (and so the
+ * same addon and libtritonserver.so) as an in-process model and answers the parent's control calls
+ * (protocol.ts). Requests never pass through this file: the addon's IsoServer serves the rings
+ * natively (ring.ts). The backend's own in-process inference calls (BLS) are forwarded to Warden. A crash here (SIGSEGV, abort) ends only this process; the parent fails the
  * in-flight requests, logs the signal and restarts it.
  */
 import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { TritonError } from '../../../core/errors.js';
 import { NO_SERVER } from '../../../core/load-context.js';
-import type { BackendModel, BackendModelInstance, ResponseSender } from '../../../core/types.js';
+import type { BackendModel } from '../../../core/types.js';
 import { NativeBackend } from '../backend.js';
-import { nativeAddon } from '../addon.js';
-import type { FromChild, Loaded, ToChild, WireRequest } from './protocol.js';
-import { ShmReader, ShmWriter, decodeTensors, encodeTensors, type TransportStats } from './shm-ring.js';
+import { nativeAddon, type IsoServer } from '../addon.js';
+import { NativeModelInstance } from '../instance.js';
+import type { NativeLeaks } from '../model.js';
+import type { ServerCallHandler } from '../server-bridge.js';
+import type { Finalized, FromChild, Loaded, ToChild, ToChildServer } from './protocol.js';
+import { DOORBELL_FD } from './host-process.js';
 
-/** Rings with the parent: inputs come through `fromParent`, outputs go through `toParent`. */
-let fromParent: ShmReader | undefined;
-let toParent: ShmWriter | undefined;
-const stats: TransportStats = { shmBytes: 0, inlineBytes: 0 };
+/** How long finalizeInstance waits for the backend to release what it holds. */
+const RELEASE_WAIT_MS = 5_000;
 
 function post(m: FromChild): void {
-  if (m.t !== 'log') m.ack = fromParent?.consumed;
   process.send?.(m);
 }
 
@@ -40,30 +42,74 @@ const logger = pino(
   }),
 );
 
+/** The hook kinds server.cc numbers (see server-bridge.ts): infer, cancel. */
+const KIND_INFER = 0;
+const KIND_CANCEL = 1;
+
+/**
+ * The backend's in-process inference (BLS) from this process: every call goes to Warden, which
+ * runs it on its data plane with the isolated model's principal; answers and responses come back
+ * as `serverResult` / `serverRespond` messages.
+ */
+class RemoteServerCalls implements ServerCallHandler {
+  private nextCid = 1;
+  private readonly waiting = new Map<number, { resolve: (v: string | undefined) => void; reject: (e: Error) => void }>();
+  private readonly inflight = new Set<number>();
+
+  get inflightRequests(): number {
+    return this.inflight.size;
+  }
+
+  handle(kind: number, payload: unknown): Promise<string | undefined> {
+    const cid = this.nextCid++;
+    const token = kind === KIND_INFER ? (payload as { token: number }).token : undefined;
+    if (token !== undefined) this.inflight.add(token);
+    return new Promise<string | undefined>((resolve, reject) => {
+      this.waiting.set(cid, { resolve, reject });
+      post({ t: 'server', cid, kind, payload });
+    }).catch((e: unknown) => {
+      if (token !== undefined) this.inflight.delete(token); // refused: no responses will come
+      throw e;
+    });
+  }
+
+  cancel(token: number): void {
+    if (this.inflight.has(token)) post({ t: 'server', cid: 0, kind: KIND_CANCEL, payload: { token } });
+  }
+
+  onMessage(m: ToChildServer): void {
+    if (m.t === 'serverRespond') {
+      if (m.final) this.inflight.delete(m.token);
+      nativeAddon().serverRespond(m.token, m.response, m.final);
+      return;
+    }
+    const w = this.waiting.get(m.cid);
+    if (!w) return;
+    this.waiting.delete(m.cid);
+    if (m.error) w.reject(Object.assign(new Error(m.error.message), { tritonCode: m.error.tritonCode }));
+    else w.resolve(m.value);
+  }
+}
+const remoteCalls = new RemoteServerCalls();
+
 let backend: NativeBackend | undefined;
 let model: BackendModel | undefined;
-const instances = new Map<number, BackendModelInstance>();
-
-function sender(token: number): ResponseSender {
-  return {
-    send: (response, final) => {
-      const wire = response === null ? null : { outputs: encodeTensors(response.outputs, toParent, stats), parameters: response.parameters };
-      post({ t: 'response', token, final, response: wire, shmEnd: toParent?.end });
-    },
-    sendError: (e: TritonError, final) => post({ t: 'response', token, final, error: { code: e.code, message: e.message } }),
-  };
-}
+/** Kept for the life of the process: backend threads may answer late (decoupled). */
+let server: IsoServer | undefined;
+let leaks: NativeLeaks | undefined;
+const instances = new Map<number, NativeModelInstance>();
 
 async function handle(m: ToChild): Promise<unknown> {
   switch (m.t) {
     case 'load': {
       const { backend: b, model: s, shm } = m.spec;
-      if (shm) {
-        const addon = nativeAddon();
-        fromParent = new ShmReader(new Uint8Array(addon.shmOpen(shm.toChild, shm.bytes)));
-        toParent = new ShmWriter(new Uint8Array(addon.shmOpen(shm.toParent, shm.bytes)));
-      }
-      backend = new NativeBackend(b.name, b.libraryPath, b.artifactsDir, b.configJson, logger, { executeTimeoutMs: 0, inBackendHostProcess: true });
+      if (!shm) throw new TritonError('INTERNAL', 'no rings to serve');
+      backend = new NativeBackend(b.name, b.libraryPath, b.artifactsDir, b.configJson, logger, {
+        executeTimeoutMs: 0,
+        inBackendHostProcess: true,
+        onLeaks: (_m, _v, l) => (leaks = l),
+        serverCalls: () => remoteCalls,
+      });
       model = await backend.loadModel({
         key: { namespace: '', name: s.name },
         name: s.name,
@@ -76,37 +122,45 @@ async function handle(m: ToChild): Promise<unknown> {
         autoCompleteConfig: s.autoCompleteConfig,
         logger,
       });
+      const addon = nativeAddon();
+      server = new addon.IsoServer(DOORBELL_FD, addon.shmOpen(shm.toChild, shm.bytes), addon.shmOpen(shm.toParent, shm.bytes));
       const loaded: Loaded = { config: model.config, parallelInstanceLoading: model.parallelInstanceLoading ?? false };
       return loaded;
     }
-    case 'instance':
-      if (!model) throw new TritonError('UNAVAILABLE', 'model not loaded');
-      instances.set(m.id, await model.createInstance(m.spec));
+    case 'instance': {
+      if (!model || !server) throw new TritonError('UNAVAILABLE', 'model not loaded');
+      const inst = await model.createInstance(m.spec);
+      if (!(inst instanceof NativeModelInstance)) throw new TritonError('INTERNAL', 'not a native instance');
+      instances.set(m.id, inst);
+      server.addInstance(m.id, inst.addonHandle);
       return undefined;
-    case 'execute': {
-      const inst = instances.get(m.instance);
-      if (!inst) throw new TritonError('UNAVAILABLE', `no instance ${m.instance}`);
-      toParent?.ack(m.ack);
-      const requests = m.requests.map(({ token: _t, inputs, ...r }) => ({ ...r, inputs: decodeTensors(inputs, fromParent) }));
-      fromParent?.done(m.shmEnd); // copied out: the parent may reuse those slots
-      return await inst.execute(requests, m.requests.map((r: WireRequest) => sender(r.token)));
     }
     case 'finalizeInstance': {
       const inst = instances.get(m.id);
       instances.delete(m.id);
-      await inst?.finalize();
+      if (!inst || !server) return undefined;
+      // Let the backend release what it holds (bounded); what it keeps is counted as leaked.
+      for (let waited = 0; server.outstanding(m.id) > 0 && waited < RELEASE_WAIT_MS; waited += 10) await sleep(10);
+      inst.leakedRequests = server.removeInstance(m.id);
+      await inst.finalize();
       return undefined;
     }
-    case 'finalizeModel':
+    case 'finalizeModel': {
       await model?.finalize();
       model = undefined;
       await backend?.finalize();
       backend = undefined;
-      return undefined;
+      const finalized: Finalized = leaks;
+      return finalized;
+    }
   }
 }
 
-process.on('message', (m: ToChild) => {
+process.on('message', (m: ToChild | ToChildServer) => {
+  if (m.t === 'serverResult' || m.t === 'serverRespond') {
+    remoteCalls.onMessage(m);
+    return;
+  }
   handle(m).then(
     (value) => post({ t: 'reply', rid: m.rid, value }),
     (e) => {

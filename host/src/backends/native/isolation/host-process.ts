@@ -1,14 +1,20 @@
 /**
  * One native backend-host process, parent side: spawn (the same Node, the same addon and
- * libtritonserver.so), request/reply over IPC, and exit detection (issue 12 point 2).
+ * libtritonserver.so), control calls over Node's IPC (load, instances, finalize, log lines), the
+ * doorbell socket of the request path (ring.ts: fd 4 in the child), and exit detection (issue 12).
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { TritonError, type ErrorCode } from '../../../core/errors.js';
-import type { FromChild, ToChild } from './protocol.js';
+import type { FromChild, ToChild, ToChildServer } from './protocol.js';
+
+/** The child's end of the doorbell socket (a socketpair: one byte = "records waiting in a ring"). */
+export const DOORBELL_FD = 4;
+const ONE = Buffer.from([1]);
 
 /** Distributes a call's `Omit<ToChild, 'rid'>` over the union. */
 type Call = ToChild extends infer T ? (T extends ToChild ? Omit<T, 'rid'> : never) : never;
@@ -32,25 +38,37 @@ export class BackendHostProcess {
   private nextRid = 1;
   private readonly calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: TritonError) => void }>();
   private exited?: ProcessExit;
+  private readonly doorbell: Socket;
   /** Resolves when the process is gone. */
   readonly exit: Promise<ProcessExit>;
 
   /**
-   * @param onResponse a request's response (by the parent's token)
+   * @param onDoorbell the child rang: records wait in its ring to Warden
    * @param logger where the child's log lines go
+   * @param onServerCall the backend's in-process inference calls (BLS)
    */
   constructor(
-    private readonly onResponse: (m: Extract<FromChild, { t: 'response' }>) => void,
+    onDoorbell: () => void,
     private readonly logger: Logger,
-    /** Every reply and response carries the child's ring acknowledgement. */
-    private readonly onAck: (ack: number | undefined) => void = () => undefined,
+    private readonly onServerCall: (m: Extract<FromChild, { t: 'server' }>) => void = () => undefined,
   ) {
     const entry = childEntry();
     this.child = fork(entry.path, [], {
       execArgv: entry.execArgv,
       serialization: 'advanced',
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc', 'pipe'],
     });
+    this.doorbell = this.child.stdio[DOORBELL_FD] as Socket;
+    this.doorbell.on('data', () => {
+      try {
+        onDoorbell();
+      } catch (e) {
+        // What cannot be read (out of the ring, inconsistent) ends the process: never the server.
+        this.logger.error({ err: e, pid: this.child.pid }, 'malformed record from the backend host process: killing it');
+        this.child.kill('SIGKILL');
+      }
+    });
+    this.doorbell.on('error', () => undefined); // the process died: its exit says why
     this.child.on('message', (m: FromChild) => {
       try {
         this.onMessage(m);
@@ -90,6 +108,17 @@ export class BackendHostProcess {
     });
   }
 
+  /** A message that is not a call (no reply): in-process inference answers and responses. */
+  notify(m: ToChildServer): void {
+    if (this.exited || !this.child.connected) return;
+    this.child.send(m, (e) => e && this.logger.debug({ err: e }, 'backend host process gone before a message reached it'));
+  }
+
+  /** Tell the child that records wait in its ring from Warden. */
+  ring(): void {
+    if (!this.exited) this.doorbell.write(ONE);
+  }
+
   /** SIGKILL (a stuck or unwanted process); resolves when it is gone. */
   kill(): Promise<ProcessExit> {
     if (!this.exited) this.child.kill('SIGKILL');
@@ -107,7 +136,6 @@ export class BackendHostProcess {
   }
 
   private onMessage(m: FromChild): void {
-    if (m.t !== 'log') this.onAck(m.ack);
     switch (m.t) {
       case 'reply': {
         const c = this.calls.get(m.rid);
@@ -117,11 +145,11 @@ export class BackendHostProcess {
         else c.resolve(m.value);
         return;
       }
-      case 'response':
-        this.onResponse(m);
-        return;
       case 'log':
         this.logger[m.level]({ ...m.obj, pid: this.child.pid }, m.msg);
+        return;
+      case 'server':
+        this.onServerCall(m);
         return;
     }
   }

@@ -6,21 +6,41 @@
  * When that process dies (SIGSEGV, abort, or killed after `warden.execute_timeout_ms`), its
  * in-flight requests get an error naming the signal, the model's log says what happened, the model
  * is UNAVAILABLE with the reason while the process restarts (exponential backoff) and READY again
- * after; the server and every other model go on. In-process stays the default (no IPC hop).
+ * after; the server and every other model go on. In-process stays the default. Requests cross
+ * through the rings of ring.ts (no IPC message per request), control calls over Node IPC.
  */
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../../../config/types.js';
 import { positiveIntParam } from '../../../config/parameters.js';
 import { TritonError, internal, invalidArg, unavailable } from '../../../core/errors.js';
-import type { BackendModel, BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../core/types.js';
+import type { BackendModel, BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceSpec, ModelLoadContext, ResponseSender } from '../../../core/types.js';
 import { BackendHostProcess, describeExit, type ProcessExit } from './host-process.js';
-import { nativeAddon } from '../addon.js';
-import type { Executed, FromChild, LoadSpec, Loaded, WireRequest } from './protocol.js';
-import { ShmReader, ShmWriter, decodeTensors, encodeTensors, type TransportStats } from './shm-ring.js';
+import { nativeAddon, tritonErrorOf } from '../addon.js';
+import type { NativeLeaks } from '../model.js';
+import { ServerCalls, addonError } from '../server-bridge.js';
+import { ownerPrincipal } from '../../../core/load-context.js';
+import type { Finalized, LoadSpec, Loaded } from './protocol.js';
+import {
+  RecordKind,
+  RingError,
+  RingReader,
+  RingWriter,
+  executeRecordBytes,
+  readExecDone,
+  readResponse,
+  writeExecute,
+  type RecordWriter,
+  type RingExecDone,
+  type RingRequest,
+} from './ring.js';
 
 /** Model config parameter (and `--backend-config` setting): `process` or `none` (default). */
 export const PARAM_ISOLATION = 'warden.isolation';
-/** Model config parameter: size of each of the two shared memory rings, bytes (default 32 MiB). */
+/**
+ * Model config parameter: size of each of the two shared memory rings, bytes (default 32 MiB). A
+ * request (all its inputs) or a response (all its outputs) must fit in one ring: larger ones fail
+ * with INVALID_ARG / UNAVAILABLE naming this parameter.
+ */
 export const PARAM_SHM_BYTES = 'warden.isolation_shm_bytes';
 export const DEFAULT_SHM_BYTES = 32 * 1024 * 1024;
 
@@ -69,10 +89,22 @@ function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => void): Promi
   ]);
 }
 
-/** What crosses the process boundary (no callbacks, no memory owners; tensors in shared memory). */
-function wire(r: InferenceRequest, token: number, writer: ShmWriter | undefined, stats: TransportStats): WireRequest {
-  const { onTimes: _onTimes, inputs, ...rest } = r;
-  return { ...rest, inputs: encodeTensors(inputs, writer, stats), token };
+/** A batch in flight in the process: settles with its ExecDone record. */
+interface Job {
+  resolve: (d: RingExecDone) => void;
+  reject: (e: TritonError) => void;
+}
+
+/** Counters of the request path (tests, logs). */
+export interface RingStats {
+  /** Execute records written / Response, Released and ExecDone records read. */
+  executes: number;
+  responses: number;
+  releases: number;
+  /** Batches that waited in Warden because the ring to the process was full. */
+  backlogged: number;
+  /** Execute records that needed no doorbell (the process was still draining the ring). */
+  doorbellsSkipped: number;
 }
 
 export class IsolatedNativeModel implements BackendModel {
@@ -80,11 +112,10 @@ export class IsolatedNativeModel implements BackendModel {
   parallelInstanceLoading = false;
   /** Crashes (or kills) the process has recovered from. */
   restarts = 0;
-  /** Tensor bytes moved through the shared memory rings and inline in IPC messages, both ways. */
-  readonly transport: TransportStats = { shmBytes: 0, inlineBytes: 0 };
-  /** The serving process's rings: inputs out, outputs in. */
-  private toChild?: ShmWriter;
-  private fromChild?: ShmReader;
+  readonly ringStats: RingStats = { executes: 0, responses: 0, releases: 0, backlogged: 0, doorbellsSkipped: 0 };
+  /** The serving process's rings: requests out, responses in. */
+  private toChild?: RingWriter;
+  private fromChild?: RingReader;
   /** The process that serves (set once it loaded the model and its instances). */
   private proc!: BackendHostProcess;
   /** Why the model cannot serve right now (the process is restarting), else undefined. */
@@ -95,23 +126,43 @@ export class IsolatedNativeModel implements BackendModel {
   private restartTimer?: NodeJS.Timeout;
   private readonly instances: IsolatedInstance[] = [];
   private readonly pending = new Map<number, ResponseSender>();
+  private readonly jobs = new Map<number, Job>();
+  /** Execute records that did not fit yet, in order (written as the process consumes). */
+  private readonly backlog: { bytes: number; fill: (w: RecordWriter) => void }[] = [];
+  /** Requests handed to the backend and not released yet (counted as leaked if it dies holding them). */
+  private unreleased = 0;
+  private flushTimer?: NodeJS.Timeout;
   private nextToken = 1;
+  private nextJob = 1;
   private nextInstance = 1;
+
 
   private constructor(
     private readonly spec: LoadSpec,
     private readonly logger: Logger,
     private readonly executeTimeoutMs: number,
     private readonly shmBytes: number,
+    private readonly onLeaks?: (leaks: NativeLeaks) => void,
+    private readonly owner?: Pick<ModelLoadContext, 'key' | 'server' | 'logger'>,
   ) {}
 
   /**
    * Start the backend-host process and load the model there (TRITONBACKEND_Initialize,
    * ModelInitialize in the child).
+   * @param onLeaks told at unload what the backend never gave back (warden_native_leaked_total)
+   * @param owner where the backend's in-process inference calls (BLS) run: `owner.server` as
+   *   ownerPrincipal(owner.key), as for an in-process model (without it they fail UNAVAILABLE)
    * @throws TritonError with the backend's code and message (the process is stopped)
    */
-  static async load(spec: LoadSpec, logger: Logger, executeTimeoutMs: number, shmBytes = DEFAULT_SHM_BYTES): Promise<IsolatedNativeModel> {
-    const m = new IsolatedNativeModel(spec, logger, executeTimeoutMs, shmBytes);
+  static async load(
+    spec: LoadSpec,
+    logger: Logger,
+    executeTimeoutMs: number,
+    shmBytes = DEFAULT_SHM_BYTES,
+    onLeaks?: (leaks: NativeLeaks) => void,
+    owner?: Pick<ModelLoadContext, 'key' | 'server' | 'logger'>,
+  ): Promise<IsolatedNativeModel> {
+    const m = new IsolatedNativeModel(spec, logger, executeTimeoutMs, shmBytes, onLeaks, owner);
     const loaded = await m.start();
     m.config = loaded.config;
     m.parallelInstanceLoading = loaded.parallelInstanceLoading;
@@ -124,13 +175,23 @@ export class IsolatedNativeModel implements BackendModel {
     const addon = nativeAddon();
     const out = addon.shmCreate(this.shmBytes);
     const back = addon.shmCreate(this.shmBytes);
-    const toChild = new ShmWriter(new Uint8Array(out.buffer));
-    const fromChild = new ShmReader(new Uint8Array(back.buffer));
-    const proc = new BackendHostProcess(
-      (m) => this.onResponse(m),
+    const toChild = new RingWriter(out.buffer);
+    const fromChild = new RingReader(back.buffer);
+    // Per process: its in-process requests are answered to it alone (tokens restart with it).
+    const owner = this.owner;
+    const calls = owner
+      ? new ServerCalls({ server: owner.server, principal: ownerPrincipal(owner.key), logger: owner.logger }, (token, response, final) =>
+          proc.notify({ t: 'serverRespond', token, response, final }),
+        )
+      : undefined;
+    const proc: BackendHostProcess = new BackendHostProcess(
+      () => {
+        if (this.proc === proc) this.drain();
+      },
       this.logger,
-      (ack) => this.proc === proc && toChild.ack(ack),
+      (m) => this.onServerCall(proc, calls, m),
     );
+    void proc.exit.then(() => calls?.cancelAll()); // nobody to answer any more
     this.startedAt = Date.now();
     try {
       const spec: LoadSpec = { ...this.spec, shm: { toChild: out.name, toParent: back.name, bytes: this.shmBytes } };
@@ -161,12 +222,49 @@ export class IsolatedNativeModel implements BackendModel {
     const reason = `the backend host process of model '${this.spec.model.name}' (pid ${proc.pid}) ${describeExit(e)}`;
     this.down = `${reason}; restarting`;
     this.logger.error({ pid: proc.pid, signal: e.signal, code: e.code }, `${reason}: its in-flight requests failed, restarting it`);
-    const err = internal(`${reason} while the request was in flight`);
-    const senders = [...this.pending.values()];
-    this.pending.clear();
-    for (const s of senders) s.sendError(err, true);
+    this.failInFlight(internal(`${reason} while the request was in flight`));
     if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.backoffMs = RESTART_BACKOFF_MIN_MS;
     this.scheduleRestart();
+  }
+
+  /**
+   * A backend's in-process call from the process: run it here and answer (a cancel has no answer).
+   * Calls of a process still loading are served too (Python-style backends set up at initialize).
+   */
+  private onServerCall(proc: BackendHostProcess, calls: ServerCalls | undefined, m: { cid: number; kind: number; payload: unknown }): void {
+    const answer = (value?: string, error?: unknown) => {
+      if (m.cid === 0) return;
+      if (error === undefined) proc.notify({ t: 'serverResult', cid: m.cid, value });
+      else {
+        const e = addonError(error) as Error & { tritonCode: number };
+        proc.notify({ t: 'serverResult', cid: m.cid, error: { tritonCode: e.tritonCode, message: e.message } });
+      }
+    };
+    if (!calls) return answer(undefined, unavailable('in-process inference is not available to this model'));
+    if (m.kind === 1) return calls.cancel((m.payload as { token: number }).token);
+    try {
+      const r = calls.handle(m.kind, m.payload);
+      if (r instanceof Promise) r.then((v) => answer(v), (e: unknown) => answer(undefined, e));
+      else answer(r);
+    } catch (e) {
+      answer(undefined, e);
+    }
+  }
+
+  /** Every request and batch in flight in a process that is gone gets `err`. */
+  private failInFlight(err: TritonError): void {
+    const senders = [...this.pending.values()];
+    const jobs = [...this.jobs.values()];
+    this.pending.clear();
+    this.jobs.clear();
+    this.backlog.length = 0;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.unreleased = 0;
+    this.toChild = undefined;
+    this.fromChild = undefined;
+    for (const s of senders) s.sendError(err, true);
+    for (const j of jobs) j.reject(err);
   }
 
   private scheduleRestart(): void {
@@ -189,15 +287,68 @@ export class IsolatedNativeModel implements BackendModel {
     }, delay);
   }
 
-  private onResponse(m: Extract<FromChild, { t: 'response' }>): void {
-    // Copy the outputs out of the ring first, whoever waits for them (the ring moves on).
-    const outputs = m.response ? decodeTensors(m.response.outputs, this.fromChild) : undefined;
-    this.fromChild?.done(m.shmEnd);
-    const s = this.pending.get(m.token);
-    if (!s) return;
-    if (m.final) this.pending.delete(m.token);
-    if (m.error) s.sendError(new TritonError(m.error.code as TritonError['code'], m.error.message), m.final);
-    else s.send(m.response && outputs ? { outputs, parameters: m.response.parameters } : null, m.final);
+  /**
+   * Read every record the process published (doorbell). @throws RingError for a record no valid
+   * process writes (the caller kills it: its requests fail, it restarts)
+   */
+  private drain(): void {
+    this.fromChild?.drain((kind, r) => {
+      switch (kind) {
+        case RecordKind.Response: {
+          const m = readResponse(r);
+          this.ringStats.responses++;
+          const s = this.pending.get(m.token);
+          if (!s) return; // answered already (timeout) or not ours
+          if (m.final) this.pending.delete(m.token);
+          if (m.error) s.sendError(tritonErrorOf(m.error.code, m.error.message), m.final);
+          else s.send(m.outputs ? { outputs: m.outputs, parameters: m.parameters } : null, m.final);
+          return;
+        }
+        case RecordKind.Released:
+          r.u32();
+          this.ringStats.releases++;
+          if (this.unreleased > 0) this.unreleased--;
+          return;
+        case RecordKind.ExecDone: {
+          const d = readExecDone(r);
+          const j = this.jobs.get(d.job);
+          if (!j) return;
+          this.jobs.delete(d.job);
+          j.resolve(d);
+          return;
+        }
+        default:
+          throw new RingError(`record kind ${kind}`);
+      }
+    });
+    this.flush();
+  }
+
+  /**
+   * Write what waited for room, in order; ring the process if anything went. Retried after each
+   * drain, and on a 1 ms timer while anything still waits (room may come without a response: the
+   * process skipping a pad record, or consuming records whose responses come much later).
+   */
+  private flush(): void {
+    const ring = this.toChild;
+    if (!ring || this.backlog.length === 0) return;
+    let wake = false;
+    for (;;) {
+      const next = this.backlog[0];
+      const r = next && ring.write(RecordKind.Execute, next.bytes, next.fill);
+      if (r === 'padded') wake = true;
+      if (!r || r === 'padded') break;
+      this.backlog.shift();
+      if (r === 'ring') wake = true;
+      else this.ringStats.doorbellsSkipped++;
+    }
+    if (wake) this.proc.ring();
+    if (this.backlog.length > 0 && !this.flushTimer) {
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        this.flush();
+      }, 1);
+    }
   }
 
   /** TRITONBACKEND_ModelInstanceInitialize in the process. @throws TritonError from the backend */
@@ -213,47 +364,85 @@ export class IsolatedNativeModel implements BackendModel {
     return this.down;
   }
 
-  /** One Execute of `instance` in the process; the limit kills (and so restarts) a stuck process. */
+  /**
+   * One Execute of `instance` in the process: an Execute record into the ring (inputs copied in),
+   * then the doorbell. Resolves with the backend's timestamps when its Execute returned; the limit
+   * kills (and so restarts) a stuck process.
+   * @throws TritonError INVALID_ARG when the batch is larger than the ring
+   *   (`warden.isolation_shm_bytes`), UNAVAILABLE while restarting, INTERNAL naming the signal
+   *   when the process died with the batch in flight, or the backend's Execute error
+   */
   async execute(instance: IsolatedInstance, requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
-    if (this.down !== undefined) throw unavailable(this.down);
+    if (this.down !== undefined || !this.toChild) throw unavailable(this.down ?? `model '${this.spec.model.name}' is restarting`);
     const proc = this.proc;
-    const batch: WireRequest[] = [];
+    const batch: RingRequest[] = new Array(requests.length);
     for (let i = 0; i < requests.length; i++) {
-      const token = this.nextToken++;
-      this.pending.set(token, senders[i]!);
-      batch.push(wire(requests[i]!, token, this.toChild, this.transport));
+      const r = requests[i]!;
+      const token = this.nextToken;
+      this.nextToken = this.nextToken >= 0xfffffffe ? 1 : this.nextToken + 1;
+      batch[i] = { token, id: r.id, correlationId: r.correlationId, flags: r.flags, timeoutUs: r.timeoutUs, priority: r.priority, cancelled: r.cancelled, inputs: r.inputs, requestedOutputs: r.requestedOutputs, parameters: r.parameters };
+    }
+    let bytes: number;
+    try {
+      bytes = executeRecordBytes(batch);
+    } catch (e) {
+      throw invalidArg(`model '${this.spec.model.name}': ${(e as Error).message}`);
+    }
+    if (bytes + 8 > this.toChild.cap) {
+      throw invalidArg(
+        `model '${this.spec.model.name}': a batch of ${bytes} bytes does not fit the backend host process's ring of ${this.toChild.cap} bytes (raise ${PARAM_SHM_BYTES})`,
+      );
+    }
+    const job = this.nextJob;
+    this.nextJob = this.nextJob >= 0xfffffffe ? 1 : this.nextJob + 1;
+    const instanceId = instance.id;
+    const fill = (w: RecordWriter) => writeExecute(w, instanceId, job, batch);
+    const done = new Promise<RingExecDone>((resolve, reject) => this.jobs.set(job, { resolve, reject }));
+    for (let i = 0; i < batch.length; i++) this.pending.set(batch[i]!.token, senders[i]!);
+    this.unreleased += batch.length;
+    this.ringStats.executes++;
+    const written = this.backlog.length === 0 && this.toChild.write(RecordKind.Execute, bytes, fill);
+    if (written === 'ring' || written === 'busy') {
+      if (written === 'ring') proc.ring();
+      else this.ringStats.doorbellsSkipped++;
+    } else {
+      this.ringStats.backlogged++;
+      this.backlog.push({ bytes, fill });
+      if (written === 'padded') proc.ring();
+      this.flush();
     }
     const forget = () => {
-      for (const r of batch) this.pending.delete(r.token);
+      for (const b of batch) this.pending.delete(b.token);
     };
-    const running = proc.call<Executed>({
-      t: 'execute',
-      instance: instance.id,
-      requests: batch,
-      shmEnd: this.toChild?.end ?? 0,
-      ack: this.fromChild?.consumed ?? 0,
-    });
     try {
-      if (this.executeTimeoutMs <= 0) return (await running) ?? undefined;
-      let timedOut = false;
-      const r = await withTimeout(running, this.executeTimeoutMs, () => (timedOut = true));
-      if (!timedOut) return r ?? undefined;
-      const reason = `TRITONBACKEND_ModelInstanceExecute of instance '${instance.spec.name}' did not return within ${this.executeTimeoutMs} ms (warden.execute_timeout_ms); its backend host process was killed and is restarted`;
-      this.logger.error({ pid: proc.pid }, reason);
-      this.down = reason; // not ready from now on, until the restarted process is
-      const err = unavailable(reason);
-      for (const r2 of batch) {
-        const s = this.pending.get(r2.token);
-        this.pending.delete(r2.token);
-        s?.sendError(err, true);
+      let d: RingExecDone | undefined;
+      if (this.executeTimeoutMs <= 0) d = await done;
+      else {
+        let timedOut = false;
+        d = await withTimeout(done, this.executeTimeoutMs, () => (timedOut = true));
+        if (timedOut) {
+          const reason = `TRITONBACKEND_ModelInstanceExecute of instance '${instance.spec.name}' did not return within ${this.executeTimeoutMs} ms (warden.execute_timeout_ms); its backend host process was killed and is restarted`;
+          this.logger.error({ pid: proc.pid }, reason);
+          this.down = reason; // not ready from now on, until the restarted process is
+          const err = unavailable(reason);
+          this.jobs.delete(job);
+          for (const b of batch) {
+            const s = this.pending.get(b.token);
+            this.pending.delete(b.token);
+            s?.sendError(err, true);
+          }
+          void proc.kill();
+          throw err;
+        }
       }
-      void proc.kill();
-      throw err;
+      if (d!.error) {
+        forget(); // answered already by the backend's error, or never submitted: the scheduler answers
+        throw tritonErrorOf(d!.error.code, d!.error.message);
+      }
+      if (!d!.reported) return { execEndNs: d!.returnedNs };
+      return { computeStartNs: d!.computeStartNs, computeEndNs: d!.computeEndNs, execEndNs: d!.returnedNs };
     } catch (e) {
       forget(); // the scheduler answers every request that got no final response
-      if (e instanceof TritonError && e.code === 'INTERNAL' && /^backend host process /.test(e.message)) {
-        throw internal(`the backend host process of model '${this.spec.model.name}' (pid ${proc.pid}) ${e.message.replace(/^backend host process /, '')} while the request was in flight`);
-      }
       throw e;
     }
   }
@@ -266,15 +455,30 @@ export class IsolatedNativeModel implements BackendModel {
     );
   }
 
-  /** ModelFinalize and backend Finalize in the process, then the process ends (bounded). */
+  /**
+   * ModelFinalize and backend Finalize in the process, then the process ends (bounded). What the
+   * backend never gave back is reported to `onLeaks` (requests still held by a process that is
+   * down or stuck count as leaked).
+   */
   async finalize(): Promise<void> {
     this.closing = true;
     if (this.restartTimer) clearTimeout(this.restartTimer);
+    let leaks: NativeLeaks | undefined;
     if (this.down === undefined) {
-      await withTimeout(this.proc.call({ t: 'finalizeModel' }).catch((e) => this.logger.error({ err: e }, 'model finalize failed')), FINALIZE_TIMEOUT_MS, () =>
-        this.logger.error('model finalize did not finish in time'),
+      leaks = await withTimeout(
+        this.proc.call<Finalized>({ t: 'finalizeModel' }).catch((e) => {
+          this.logger.error({ err: e }, 'model finalize failed');
+          return undefined;
+        }),
+        FINALIZE_TIMEOUT_MS,
+        () => this.logger.error('model finalize did not finish in time'),
       );
     }
+    leaks ??= { responses: 0, factories: 0, requests: this.unreleased };
+    if (leaks.responses + leaks.factories + leaks.requests > 0 && this.down !== undefined) {
+      this.logger.warn(leaks, 'the backend host process was down at unload: requests it held are counted as leaked');
+    }
+    this.onLeaks?.(leaks);
     await this.proc.close(EXIT_GRACE_MS);
   }
 }

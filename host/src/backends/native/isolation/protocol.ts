@@ -1,44 +1,44 @@
 /**
- * Messages between Warden and a native backend-host process (issue 12 point 2): the child runs
- * one model's instances through the same addon and libtritonserver.so as in-process models; the
- * channel is Node's IPC with `serialization: 'advanced'` (bigint ns timestamps stay bigint);
- * tensors go through two shared memory rings (shm-ring.ts), inline only when they do not fit.
- * `shmEnd` is the sender's ring position after the message, `ack` the receiver's: see shm-ring.ts.
+ * Control messages between Warden and a native backend-host process (issue 12): the child runs
+ * one model's instances through the same addon and libtritonserver.so as in-process models. Load,
+ * instances, finalize and log lines use Node's IPC (`serialization: 'advanced'`); the per-request
+ * path does not: requests, responses, releases and Execute completions are binary records in two
+ * shared memory rings served natively in the child (ring.ts, native/src/addon/iso_server.cc).
+ * A backend's in-process inference calls (BLS) travel over IPC to Warden's data plane, run there
+ * with the isolated model's own principal.
  */
 import type { ModelConfig } from '../../../config/types.js';
-import type { ExecuteTimings, InferenceRequest, InstanceSpec, ParameterValue } from '../../../core/types.js';
-import type { WireTensor } from './shm-ring.js';
+import type { InstanceSpec } from '../../../core/types.js';
+import type { NativeLeaks } from '../model.js';
 
 /** What the child needs to initialise the backend library and load the model. */
 export interface LoadSpec {
   backend: { name: string; libraryPath: string; artifactsDir: string; configJson: string };
   model: { name: string; version: number; modelPath: string; versionPath: string; config: ModelConfig; autoCompleteConfig: boolean };
-  /** The two shared memory rings (names from the addon's shmCreate), `bytes` each. */
+  /** The two rings (names from the addon's shmCreate), `bytes` each. */
   shm?: { toChild: string; toParent: string; bytes: number };
-}
-
-/** A request as it crosses: the InferenceRequest fields (inputs in shared memory or inline) plus the parent's token. */
-export type WireRequest = Omit<InferenceRequest, 'onTimes' | 'inputs'> & { token: number; inputs: WireTensor[] };
-
-/** A response as it crosses (outputs in shared memory or inline). */
-export interface WireResponse {
-  outputs: WireTensor[];
-  parameters?: Record<string, ParameterValue>;
 }
 
 /** Parent → child calls (each answered by one `reply` with the same `rid`). */
 export type ToChild =
   | { rid: number; t: 'load'; spec: LoadSpec }
   | { rid: number; t: 'instance'; id: number; spec: InstanceSpec }
-  | { rid: number; t: 'execute'; instance: number; requests: WireRequest[]; shmEnd: number; ack: number }
   | { rid: number; t: 'finalizeInstance'; id: number }
   | { rid: number; t: 'finalizeModel' };
 
-/** Child → parent: replies, responses of requests, log lines. */
+/**
+ * Parent → child, the backend's in-process inference (BLS) run by Warden: the answer to a
+ * `server` call, and the responses of its in-process requests (for the addon's serverRespond).
+ */
+export type ToChildServer =
+  | { t: 'serverResult'; cid: number; value?: string; error?: { tritonCode: number; message: string } }
+  | { t: 'serverRespond'; token: number; response: object | null; final: boolean };
+
+/** Child → parent: replies, log lines, and the backend's in-process calls (hook `kind` and payload as server.cc builds them). */
 export type FromChild =
-  | { t: 'reply'; rid: number; value?: unknown; error?: { code: string; message: string }; ack?: number }
-  | { t: 'response'; token: number; final: boolean; response?: WireResponse | null; error?: { code: string; message: string }; shmEnd?: number; ack?: number }
-  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; msg: string; obj?: Record<string, unknown> };
+  | { t: 'reply'; rid: number; value?: unknown; error?: { code: string; message: string } }
+  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; msg: string; obj?: Record<string, unknown> }
+  | { t: 'server'; cid: number; kind: number; payload: unknown };
 
 /** The `load` reply. */
 export interface Loaded {
@@ -47,5 +47,5 @@ export interface Loaded {
   parallelInstanceLoading: boolean;
 }
 
-/** The `execute` reply. */
-export type Executed = ExecuteTimings | undefined;
+/** The `finalizeModel` reply: what the backend never gave back (responses, factories, requests). */
+export type Finalized = NativeLeaks | undefined;
