@@ -1,8 +1,9 @@
 /**
  * A/B of Warden builds by server CPU per request (issue 14 bisecting): `node dist/bench/ab.js`.
  *
- * BENCH_AB is a `;`-separated list of `label=root[|node flags]`, each root a checkout with its own
- * `dist/` built (e.g. `git archive <commit> | tar -x -C /tmp/x`, node_modules symlinked, `tsc`).
+ * BENCH_AB is a `;`-separated list of `label=root[|node flags[|key=value,...]]`, each root a checkout with its own
+ * `dist/` built (e.g. `git archive <commit> | tar -x -C /tmp/x`, node_modules symlinked, `tsc`);
+ * the optional `key=value` pairs become `simple`'s config `parameters` (e.g. `inline_run_max_us=0`).
  * Every build is started at once on its own copy of `simple` (idle ones cost nothing), then
  * `ctx.measure` runs the cases round by round, one build after the other, so machine noise falls
  * evenly on all of them; medians of CPU µs/req (server process, /proc/<pid>/stat, all threads)
@@ -10,7 +11,7 @@
  * (`json`, `binary` or `json,binary`; default `json`) choose the cases; BENCH_DURATION_S,
  * BENCH_WARMUP_S and BENCH_ROUNDS as for `npm run bench`.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createContext, startNodeFlags, type BenchCase, type ChildServer } from './ctx.js';
 import { binaryRequest, jsonRequest } from './http.js';
@@ -19,6 +20,8 @@ interface Build {
   label: string;
   root: string;
   nodeArgs: string[];
+  /** Config `parameters` appended to `simple`'s config.pbtxt. */
+  params: [string, string][];
 }
 
 /** Parses BENCH_AB; a build without `|flags` gets its own package.json's `npm start` flags. */
@@ -30,8 +33,16 @@ function builds(spec: string): Build[] {
     .map((s) => {
       const eq = s.indexOf('=');
       if (eq <= 0) throw new Error(`BENCH_AB entry '${s}' is not label=root[|flags]`);
-      const [root, flags] = s.slice(eq + 1).split('|') as [string, string | undefined];
-      return { label: s.slice(0, eq), root, nodeArgs: flags === undefined ? startNodeFlags(root) : flags.split(/\s+/).filter(Boolean) };
+      const [root, flags, params] = s.slice(eq + 1).split('|') as [string, string | undefined, string | undefined];
+      return {
+        label: s.slice(0, eq),
+        root,
+        nodeArgs: flags === undefined ? startNodeFlags(root) : flags.split(/\s+/).filter(Boolean),
+        params: (params ?? '')
+          .split(',')
+          .filter(Boolean)
+          .map((kv) => kv.split('=') as [string, string]),
+      };
     });
 }
 
@@ -47,6 +58,9 @@ async function main(): Promise<void> {
       const cli = join(b.root, 'dist', 'host', 'src', 'cli.js');
       if (!existsSync(cli)) throw new Error(`${cli} missing: build that checkout first`);
       const repo = await ctx.makeRepository(['simple']);
+      for (const [k, v] of b.params) {
+        appendFileSync(join(repo, 'simple', 'config.pbtxt'), `\nparameters { key: ${JSON.stringify(k)} value: { string_value: ${JSON.stringify(v)} } }\n`);
+      }
       const port = await ctx.freePort();
       const metricsPort = await ctx.freePort();
       const grpcFlag = readFileSync(join(b.root, 'dist', 'host', 'src', 'cli-options.js'), 'utf8').includes('allow-grpc') ? ['--allow-grpc=false'] : [];
