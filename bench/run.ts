@@ -10,7 +10,7 @@
  *   bench/python-gpu.ts exporting `benchPythonGpu(ctx: BenchContext): Promise<unknown>` (skips without torch)
  * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
  * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
- * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, flood, alloc, mlserver, wasm, native, tenancy, json, grpc, python, python-gpu).
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, flood, alloc, hop, owner, mlserver, wasm, native, tenancy, json, grpc, python, python-gpu).
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
  */
@@ -18,8 +18,10 @@ import { loadavg } from 'node:os';
 import { createContext, type BenchContext } from './ctx.js';
 import { benchAlloc } from './alloc.js';
 import { benchFlood } from './flood.js';
+import { benchHop } from './hop.js';
 import { benchHttp } from './http.js';
 import { benchMlserver } from './mlserver.js';
+import { benchOwner } from './owner.js';
 
 type Suite = (ctx: BenchContext) => Promise<unknown>;
 
@@ -59,6 +61,8 @@ async function main(): Promise<number> {
     ['http', async () => benchHttp],
     ['flood', async () => benchFlood],
     ['alloc', async () => benchAlloc],
+    ['hop', async () => benchHop],
+    ['owner', async () => benchOwner],
     ['mlserver', async () => benchMlserver],
     ['wasm', () => optionalSuite('./wasm.js', 'benchWasm')],
     ['native', () => optionalSuite('./native.js', 'benchNative')],

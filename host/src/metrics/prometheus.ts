@@ -20,27 +20,86 @@ function cpuTimes(): { busy: number; total: number } {
   return { busy, total };
 }
 
-/** Counter children bound to one model version. */
+/** One counter series (one label set) as the hot path increments it. */
+export interface CountSeries {
+  /**
+   * Add `value` (default 1).
+   * @throws RangeError for a negative, NaN or infinite value (prom-client's own check).
+   */
+  inc(value?: number): void;
+}
+
+/**
+ * A counter series that adds into a plain number and hands the sum to prom-client when the
+ * registry is read (the counter's `collect`, run by every scrape and `get()`). prom-client's own
+ * `labels(...).inc()` hashes and validates the whole label set on every call: ~1.6 KiB of garbage
+ * and a few µs per `simple` request for its eight increments (docs/benchmarks.md, 2026-11-23 s3).
+ */
+class BufferedSeries implements CountSeries {
+  private pending = 0;
+  private touched = false;
+  constructor(readonly labels: Record<string, string>) {}
+
+  inc(value = 1): void {
+    if (!(value >= 0) || value === Infinity) throw new RangeError(`counter increment must be a finite number >= 0, got ${value}`);
+    this.pending += value;
+    this.touched = true;
+  }
+
+  /** Hands what was added since the last read to `counter` (a series incremented by 0 appears, as in prom-client). */
+  flushInto(counter: Counter): void {
+    if (!this.touched) return;
+    counter.inc(this.labels, this.pending);
+    this.pending = 0;
+    this.touched = false;
+  }
+}
+
+/** A prom-client Counter whose per-label-set series are {@link BufferedSeries}, one per label set. */
+class BufferedCounter {
+  readonly counter: Counter;
+  private readonly series = new Map<string, BufferedSeries>();
+
+  constructor(cfg: { name: string; help: string; labelNames: string[]; registers: Registry[] }) {
+    const series = this.series;
+    this.counter = new Counter({
+      ...cfg,
+      collect() {
+        for (const s of series.values()) s.flushInto(this);
+      },
+    });
+  }
+
+  /** The series of `labels` (the same object for the same label set, so reloads add no entries). */
+  child(labels: Record<string, string>): CountSeries {
+    const key = JSON.stringify(labels);
+    let s = this.series.get(key);
+    if (!s) this.series.set(key, (s = new BufferedSeries(labels)));
+    return s;
+  }
+}
+
+/** Counter series bound to one model version. */
 export interface ModelMetricSeries {
-  success: Counter.Internal;
-  failure(reason: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER'): Counter.Internal;
-  inferenceCount: Counter.Internal;
-  execCount: Counter.Internal;
-  requestDurationUs: Counter.Internal;
-  queueDurationUs: Counter.Internal;
-  computeInputDurationUs: Counter.Internal;
-  computeInferDurationUs: Counter.Internal;
-  computeOutputDurationUs: Counter.Internal;
+  success: CountSeries;
+  failure(reason: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER'): CountSeries;
+  inferenceCount: CountSeries;
+  execCount: CountSeries;
+  requestDurationUs: CountSeries;
+  queueDurationUs: CountSeries;
+  computeInputDurationUs: CountSeries;
+  computeInferDurationUs: CountSeries;
+  computeOutputDurationUs: CountSeries;
   /** The response cache's series (created on first use: only models with a cache show them). */
   cache(): CacheMetricSeries;
 }
 
 /** Triton's per-model response cache counters. */
 export interface CacheMetricSeries {
-  hits: Counter.Internal;
-  misses: Counter.Internal;
-  hitDurationUs: Counter.Internal;
-  missDurationUs: Counter.Internal;
+  hits: CountSeries;
+  misses: CountSeries;
+  hitDurationUs: CountSeries;
+  missDurationUs: CountSeries;
 }
 
 /** One source of pending-request counts, polled at scrape time. */
@@ -72,9 +131,9 @@ export class ServerMetrics {
     this.tenantLabel = opts.tenantLabel ?? false;
     const registers = [this.registry];
     const labelNames: string[] = this.tenantLabel ? ['model', 'version', 'tenant'] : ['model', 'version'];
-    const counter = (name: string, help: string) => new Counter({ name, help, labelNames, registers });
+    const counter = (name: string, help: string) => new BufferedCounter({ name, help, labelNames, registers });
     this.success = counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes');
-    this.failure = new Counter({
+    this.failure = new BufferedCounter({
       name: 'nv_inference_request_failure',
       help: 'Number of failed inference requests, all batch sizes',
       labelNames: [...labelNames, 'reason'],
@@ -111,24 +170,24 @@ export class ServerMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'warden_process_' });
   }
 
-  /** Counter children for one model version (cheap to call; children are cached by prom-client). */
+  /** Counter series for one model version (one object per label set, reused across reloads). */
   forModel(model: string, version: number, tenant = ''): ModelMetricSeries {
     const labels = this.labels(model, String(version), tenant);
     return {
-      success: this.success.labels(labels),
-      failure: (reason) => this.failure.labels({ ...labels, reason }),
-      inferenceCount: this.inferenceCount.labels(labels),
-      execCount: this.execCount.labels(labels),
-      requestDurationUs: this.requestDuration.labels(labels),
-      queueDurationUs: this.queueDuration.labels(labels),
-      computeInputDurationUs: this.computeInput.labels(labels),
-      computeInferDurationUs: this.computeInfer.labels(labels),
-      computeOutputDurationUs: this.computeOutput.labels(labels),
+      success: this.success.child(labels),
+      failure: (reason) => this.failure.child({ ...labels, reason }),
+      inferenceCount: this.inferenceCount.child(labels),
+      execCount: this.execCount.child(labels),
+      requestDurationUs: this.requestDuration.child(labels),
+      queueDurationUs: this.queueDuration.child(labels),
+      computeInputDurationUs: this.computeInput.child(labels),
+      computeInferDurationUs: this.computeInfer.child(labels),
+      computeOutputDurationUs: this.computeOutput.child(labels),
       cache: () => ({
-        hits: this.cacheHits.labels(labels),
-        misses: this.cacheMisses.labels(labels),
-        hitDurationUs: this.cacheHitDuration.labels(labels),
-        missDurationUs: this.cacheMissDuration.labels(labels),
+        hits: this.cacheHits.child(labels),
+        misses: this.cacheMisses.child(labels),
+        hitDurationUs: this.cacheHitDuration.child(labels),
+        missDurationUs: this.cacheMissDuration.child(labels),
       }),
     };
   }

@@ -230,17 +230,26 @@ export class OnnxInstance implements BackendModelInstance {
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings> {
     if (this.finalized) throw unavailable(`onnxruntime instance of model '${this.config.name}' is finalized`);
     const batched = this.config.max_batch_size > 0 && requests.length > 1;
+    const single = requests.length === 1 ? requests[0]! : undefined;
     const inputs: { t: Tensor; owned: boolean }[] = [];
     let inputBytes = 0;
     for (const name of this.feedNames) {
-      const parts = requests.map((r) => r.inputs.find((t) => t.name === name)).filter((t) => t !== undefined);
+      // one request (every c=1 run, most small-model runs): its input as it is, no per-run arrays
+      if (single) {
+        const t = findTensor(single.inputs, name);
+        if (!t) continue; // optional input not given
+        inputs.push({ t, owned: false });
+        inputBytes += t.data.byteLength;
+        continue;
+      }
+      const parts = requests.map((r) => findTensor(r.inputs, name)).filter((t) => t !== undefined);
       if (parts.length === 0) continue; // optional input not given
       if (parts.length !== requests.length) throw invalidArg(`optional input '${name}' must be given by every request of a batch`);
       const t = batched ? concatBatch(parts) : parts[0]!;
       inputs.push({ t: { ...t, name }, owned: batched && parts.length > 1 });
       inputBytes += t.data.byteLength;
     }
-    const wanted = [...new Set(requests.flatMap((r) => r.requestedOutputs))];
+    const wanted = single && !hasDuplicates(single.requestedOutputs) ? single.requestedOutputs : [...new Set(requests.flatMap((r) => r.requestedOutputs))];
     const outputs = wanted.map((name) => {
       const datatype = this.outputTypes.get(name);
       if (!datatype) throw invalidArg(`unexpected inference output '${name}' for model '${this.config.name}'`);
@@ -249,6 +258,11 @@ export class OnnxInstance implements BackendModelInstance {
     const session = this.placement.inline(inputBytes) ? this.inline() : undefined;
     const result = session ? await this.runInline(session, inputs, outputs) : await this.runOnWorker(inputs, outputs);
     this.placement.record(inputBytes, Number(result.computeEndNs - result.computeStartNs) / 1000);
+    if (single) {
+      // every output computed is one this request asked for (wanted = its requestedOutputs)
+      senders[0]!.send({ outputs: result.outputs }, true);
+      return { computeStartNs: result.computeStartNs, computeEndNs: result.computeEndNs };
+    }
     const sizes = requests.map((r) => r.batchSize);
     const perRequest = requests.map(() => [] as Tensor[]);
     for (const t of result.outputs) {
@@ -312,6 +326,18 @@ export class OnnxInstance implements BackendModelInstance {
     if (w) releaseInBackground(this.source.releases, w.release());
     if (s) releaseInBackground(this.source.releases, s.release());
   }
+}
+
+/** The tensor named `name` in `list` (a loop, not `find` with a closure: once per input per run). */
+function findTensor(list: readonly Tensor[], name: string): Tensor | undefined {
+  for (let i = 0; i < list.length; i++) if (list[i]!.name === name) return list[i];
+  return undefined;
+}
+
+/** True if a name occurs twice (output lists are a handful long). */
+function hasDuplicates(names: readonly string[]): boolean {
+  for (let i = 1; i < names.length; i++) if (names.lastIndexOf(names[i]!, i - 1) >= 0) return true;
+  return false;
 }
 
 class OnnxModel implements BackendModel {

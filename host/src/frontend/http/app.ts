@@ -49,6 +49,10 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   const app: FastifyInstance = Fastify({
     // Per-request access logs are info-level: keep Fastify's own logger at warn.
     loggerInstance: ctx.logger.child({ component: 'http' }, { level: ctx.logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,
+    // Fastify's default makes a pino child (request id bound) for every request: ~2 µs and ~1 KiB
+    // per request in a c=1 CPU profile (docs/benchmarks.md, 2026-11-23 s3). Warden writes no
+    // request-scoped lines through it and keeps it at warn, so every request shares this logger.
+    childLoggerFactory: (logger) => logger,
     
     exposeHeadRoutes: false,
     bodyLimit: ctx.maxInputSize,
@@ -73,10 +77,20 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   app.addContentTypeParser('*', (_req: FastifyRequest, payload: IncomingMessage) => collectBody(payload, ctx.maxInputSize));
   // Every reply leaves through here: JSON is `application/json` exactly (Fastify would add
   // `; charset=utf-8`), and the body is compressed as `Accept-Encoding` prefers (spec §1.14).
-  app.addHook('onSend', async (req, reply, payload) => {
+  // A callback hook, not an async one: an uncompressed reply then leaves within reply.send() (no
+  // promise, no tick), so `reply.sent` is already true when a handler returns the reply and
+  // Fastify's Reply.then never has to wait on the stream (end-of-stream listeners per request).
+  app.addHook('onSend', (req, reply, payload, done) => {
     const type = reply.getHeader('content-type');
     if (typeof type === 'string' && type.startsWith('application/json')) reply.header('content-type', 'application/json');
-    return compressReply(req, reply, payload);
+    let out: unknown;
+    try {
+      out = compressReply(req, reply, payload);
+    } catch (e) {
+      return done(e as Error);
+    }
+    if (out instanceof Promise) out.then((p: unknown) => done(null, p), (e: Error) => done(e));
+    else done(null, out);
   });
 
   app.setErrorHandler(async (err: unknown, _req, reply) => {

@@ -51,14 +51,20 @@ export function chooseEncoding(header: string | string[] | undefined): ResponseE
   return identityQ !== undefined && identityQ > bestQ ? 'identity' : best;
 }
 
-/** onSend step: compress `payload` (string or Buffer) when the client asked for it. */
-export async function compressReply(req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+/**
+ * onSend step: compress `payload` (string or Buffer) when the client asked for it. Returns the
+ * payload itself, synchronously, when nothing is to be compressed (every `simple`-sized reply
+ * without `Accept-Encoding`), so the hook adds no promise and no tick to the hot path; a promise
+ * of the compressed bytes otherwise.
+ */
+export function compressReply(req: FastifyRequest, reply: FastifyReply, payload: unknown): unknown {
   if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
   const enc = chooseEncoding(req.headers['accept-encoding']);
   reply.header('vary', 'Accept-Encoding');
   if (enc === 'identity' || reply.hasHeader('content-encoding')) return payload;
-  const out = enc === 'gzip' ? await gzipAsync(payload) : await deflateAsync(payload);
-  reply.header('content-encoding', enc);
-  reply.removeHeader('content-length');
-  return out;
+  return (enc === 'gzip' ? gzipAsync(payload) : deflateAsync(payload)).then((out) => {
+    reply.header('content-encoding', enc);
+    reply.removeHeader('content-length');
+    return out;
+  });
 }
