@@ -71,7 +71,12 @@ async function startTriton(w: Extract<TritonWheel, { ok: true }>, repoPath: stri
   proc.stdout!.on('data', (d: Buffer) => log.push(d.toString()));
   proc.stderr!.on('data', (d: Buffer) => log.push(d.toString()));
   const url = `http://127.0.0.1:${http}`;
-  await waitReady(url, proc, log, 120_000);
+  try {
+    await waitReady(url, proc, log, 120_000);
+  } catch (e) {
+    proc.kill('SIGKILL'); // never leave a tritonserver (and its stubs) behind
+    throw e;
+  }
   return { proc, url, log };
 }
 
