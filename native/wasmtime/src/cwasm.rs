@@ -31,14 +31,8 @@ pub enum Miss {
     Refused = 4,
 }
 
-/// Payloads from this size on are hashed on rayon's pool (all cores): BLAKE3's tree splits the
-/// input into independent chunks, so the MAC is the same; below it the pool's hand-off costs more
-/// than it saves (blake3's docs: ~128 KiB).
-const PARALLEL_FROM: usize = 1 << 20;
-
 /// Keyed BLAKE3 of a cache entry: binds the component's SHA-256, the engine's configuration key
-/// and the payload (length included). Large payloads (a TypeScript guest's ~37 MB artifact) are
-/// hashed on all cores: on a first load this check is the largest cost after the read.
+/// and the payload (length included).
 pub fn mac(key: &[u8; KEY_LEN], component_hash: &str, config_key: &str, payload: &[u8]) -> [u8; KEY_LEN] {
     let mut h = blake3::Hasher::new_keyed(key);
     h.update(b"warden-cwasm/2\0");
@@ -47,11 +41,7 @@ pub fn mac(key: &[u8; KEY_LEN], component_hash: &str, config_key: &str, payload:
     h.update(config_key.as_bytes());
     h.update(b"\0");
     h.update(&(payload.len() as u64).to_le_bytes());
-    if payload.len() >= PARALLEL_FROM {
-        h.update_rayon(payload);
-    } else {
-        h.update(payload);
-    }
+    h.update(payload);
     *h.finalize().as_bytes()
 }
 
