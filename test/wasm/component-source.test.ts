@@ -88,6 +88,15 @@ describe('component source', () => {
     await expect(src.bytes()).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/changed while it was being loaded/) });
   });
 
+  it('a file changed after the memo vouched for it, before an engine asked for the bytes, is refused with UNAVAILABLE', async () => {
+    const { file, memo } = await setup('b2');
+    await source(file, memo);
+    const { src } = await source(file, memo);
+    expect(src.from).toBe('memo');
+    copyFileSync(join(BUILD, 'echo_meta.wasm'), file);
+    await expect(src.bytes()).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+  });
+
   it('a changed file is read and checked again (the memo entry is stale)', async () => {
     const { file, memo } = await setup('c');
     await source(file, memo);

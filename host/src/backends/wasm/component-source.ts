@@ -9,15 +9,17 @@
  * its facts. When the memo later vouches that the file is unchanged and has those facts, the file
  * is not read at all: the recorded surface is checked again against the sandbox world as this host
  * defines it now, and an engine whose compile cache holds the hash never needs the bytes (issue
- * 10: the first load of a cached component). If an engine does need them, they are read then and
- * must still hash to the recorded digest.
+ * 10: the first load of a cached component). If an engine does need them, they are read then:
+ * if the file's stamps are still those the memo vouched for they are the digest's bytes (the
+ * memo's own argument, ./digests.ts); otherwise they must hash to the recorded digest.
  */
 import { createHash } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { invalidArg, unavailable } from '../../core/errors.js';
 import { definedMemories, WasmFormatError } from './binary.js';
 import { checkComponent, checkSurface, type ComponentItem, type ComponentSurface } from './component-check.js';
-import type { ComponentDigests } from './digests.js';
+import { stamps, type ComponentDigests } from './digests.js';
 
 /** What an engine is given about a component besides the limits (see `CompileInput`). */
 export interface ComponentSource {
@@ -120,9 +122,13 @@ export async function componentSource(
     const surface = checkSurface(facts.surface, what);
     const hash = memo.hash;
     let bytes: Promise<Uint8Array> | undefined;
+    // the memo vouched for the file as of `st`: bytes read while its stamps still equal `st`'s
+    // are those the digest was taken of; otherwise they must hash to it
     const readChecked = async () => {
       const b = await read();
-      if (sha256(b) !== hash) throw unavailable(`${what} changed while it was being loaded; load the model again`);
+      const now = await stat(path, { bigint: true }).catch(() => undefined);
+      const unchanged = now !== undefined && stamps(now) === stamps(st) && BigInt(b.length) === st.size;
+      if (!unchanged && sha256(b) !== hash) throw unavailable(`${what} changed while it was being loaded; load the model again`);
       return b;
     };
     return { hash, surface, memories: facts.memories, bytes: () => (bytes ??= readChecked()), from: 'memo' };

@@ -28,8 +28,8 @@ import { cacheKey } from './cache-key.js';
 export const SETTLE_MS = 2000;
 const ENTRY = /^(\d+)-(\d+)\.digest$/;
 
-/** The stamps that change whenever the file does. */
-function stamps(st: BigIntStats): string {
+/** The stamps that change whenever the file does: equal stamps at two times mean no change between. */
+export function stamps(st: BigIntStats): string {
   return `${st.dev} ${st.ino} ${st.size} ${st.mtimeNs} ${st.ctimeNs}`;
 }
 
