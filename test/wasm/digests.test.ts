@@ -88,8 +88,8 @@ describe('component digest memo', () => {
     const f = await settledFile('e.wasm', 'the real content');
     await digestOf(new ComponentDigests(dir, { settleMs: SETTLE }), f);
     const entry = join(dir, readdirSync(dir).find((n) => n.endsWith('.digest'))!);
-    const [stamps, , mac] = readFileSync(entry, 'latin1').split('\n');
-    writeFileSync(entry, `${stamps}\n${'0'.repeat(64)}\n${mac}\n`); // another digest, the old MAC
+    const [stamps, , facts, mac] = readFileSync(entry, 'latin1').split('\n');
+    writeFileSync(entry, `${stamps}\n${'0'.repeat(64)}\n${facts}\n${mac}\n`); // another digest, the old MAC
     let d = new ComponentDigests(dir, { settleMs: SETTLE });
     expect(await digestOf(d, f)).toBe(sha(Buffer.from('the real content')));
     expect(d.counts.hashed).toBe(1);

@@ -338,7 +338,8 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       const bytes = readFileSync(join(BUILD, `${fixture}.wasm`));
       const limits = { memoryBytes: 16 * MiB, executeMs: 1000, logBytes: 4096, logMessages: 16 };
       const engine = good.engine;
-      const input = { bytes, hash: createHash('sha256').update(bytes).digest('hex'), surface: componentSurface(bytes), limits, what: fixture };
+      const { definedMemories } = await import('../../host/src/backends/wasm/binary.js');
+      const input = { bytes: async () => bytes, hash: createHash('sha256').update(bytes).digest('hex'), surface: componentSurface(bytes), memories: definedMemories(bytes), limits, what: fixture };
       if (engine.name === 'wasmtime') {
         // wasmtime's linker holds exactly the sandbox world: such a component never links, so no
         // instance of it ever exists

@@ -6,14 +6,16 @@
  * memory-budget, http).
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WasmModel } from '../../host/src/backends/wasm/backend.js';
 import { WasmBackendResolver } from '../../host/src/backends/wasm/index.js';
-import type { WasmtimeCompiled, WasmtimeEngine } from '../../host/src/backends/wasm/wasmtime/engine.js';
+import { definedMemories } from '../../host/src/backends/wasm/binary.js';
+import { componentSurface } from '../../host/src/backends/wasm/component-check.js';
+import { WasmtimeEngine as WasmtimeEngineClass, type WasmtimeCompiled, type WasmtimeEngine } from '../../host/src/backends/wasm/wasmtime/engine.js';
 import type { WasmtimeInstance } from '../../host/src/backends/wasm/wasmtime/instance.js';
 import * as h from './helpers.js';
 
@@ -109,6 +111,35 @@ describe('wasmtime compile cache (.cwasm)', () => {
     await identityWorks(m);
     // the rewritten entry is good again
     expect(sourceOf(await load(resolver(cache), 't3'))).toBe('cache');
+  });
+
+  it('a cache hit never asks for the component bytes; a miss asks once (the first load of a cached component maps only the .cwasm)', async () => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    const bytes = readFileSync(join(BUILD, 'identity.wasm'));
+    const input = (reads: { n: number }) => ({
+      bytes: async () => {
+        reads.n++;
+        return bytes;
+      },
+      hash: createHash('sha256').update(bytes).digest('hex'),
+      surface: componentSurface(bytes),
+      memories: definedMemories(bytes),
+      limits: { memoryBytes: 16 * 1024 * 1024, executeMs: 1000, logBytes: 4096, logMessages: 16 },
+      what: 'identity',
+    });
+    const compileIn = async (reads: { n: number }) => {
+      const engine = new WasmtimeEngineClass({ cacheDir: cache, logger: h.silentLogger });
+      const c = await engine.compile(input(reads));
+      engine.release(c);
+      await engine.dispose();
+      return c.source;
+    };
+    const miss = { n: 0 };
+    expect(await compileIn(miss)).toBe('compiled');
+    expect(miss.n).toBe(1);
+    const hit = { n: 0 };
+    expect(await compileIn(hit)).toBe('cache');
+    expect(hit.n).toBe(0);
   });
 
   it("an entry renamed to another component's hash is refused (the MAC binds the component hash)", async () => {

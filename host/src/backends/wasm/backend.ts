@@ -1,11 +1,11 @@
 /**
  * The `wasm` backend, engine-neutral (DESIGN "Backend kinds", "Sandbox rules"): loads a model
  * version's component (`<version>/model.wasm`, size-capped), checks it against the `sandbox`
- * world before anything else sees it, works out the model's limits and output specs, and hands
+ * world before anything else sees it (./component-source.ts; from the digest memo's recorded
+ * surface when the file is unchanged), works out the model's limits and output specs, and hands
  * the checked component to its {@link SandboxEngine} to compile (once per model version) and to
  * instantiate (once per model instance).
  */
-import { createHash } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import { internal, invalidArg, notFound, TritonError, unavailable } from '../../
 import type { Backend, BackendModel, InstanceSpec, ModelLoadContext } from '../../core/types.js';
 import type { ModelConfig } from '../../config/types.js';
 import { fromConfigDataType } from '../../tensor/datatypes.js';
-import { checkComponent } from './component-check.js';
+import { componentSource } from './component-source.js';
 import type { ComponentDigests } from './digests.js';
 import type { CompiledComponent, HostConfig, SandboxedInstance, SandboxEngine } from './engine.js';
 import { engineOfConfig, type EngineName } from './engines.js';
@@ -38,21 +38,33 @@ function outputSpecs(config: ModelConfig): OutputSpec[] {
 }
 
 /**
- * Reads `<version>/<file>` with the size cap.
+ * Finds `<version>/<file>` and checks the size cap (the bytes are read by {@link componentSource},
+ * only if they are needed).
  * @throws TritonError NOT_FOUND for a missing file or a non-file, INVALID_ARG for one above
  *   {@link MAX_COMPONENT_BYTES}
  */
-async function readComponent(ctx: ModelLoadContext, file: string): Promise<{ bytes: Uint8Array; path: string; st: BigIntStats }> {
+async function statComponent(ctx: ModelLoadContext, file: string): Promise<{ path: string; st: BigIntStats; read: () => Promise<Uint8Array> }> {
   const path = join(ctx.versionPath, file);
+  const missing = () => notFound(`unable to find '${path}' for model '${ctx.name}' version ${ctx.version} (backend wasm expects a component at <version>/${file})`);
+  let st: BigIntStats;
   try {
-    const st = await stat(path, { bigint: true });
-    if (!st.isFile()) throw notFound(`model '${ctx.name}' version ${ctx.version}: ${file} is not a file`);
-    if (st.size > MAX_COMPONENT_BYTES) throw invalidArg(`model '${ctx.name}': ${file} is ${st.size} bytes, more than ${MAX_COMPONENT_BYTES}`);
-    return { bytes: await readFile(path), path, st };
-  } catch (e) {
-    if (e instanceof TritonError) throw e;
-    throw notFound(`unable to find '${path}' for model '${ctx.name}' version ${ctx.version} (backend wasm expects a component at <version>/${file})`);
+    st = await stat(path, { bigint: true });
+  } catch {
+    throw missing();
   }
+  if (!st.isFile()) throw notFound(`model '${ctx.name}' version ${ctx.version}: ${file} is not a file`);
+  if (st.size > MAX_COMPONENT_BYTES) throw invalidArg(`model '${ctx.name}': ${file} is ${st.size} bytes, more than ${MAX_COMPONENT_BYTES}`);
+  const read = async (): Promise<Uint8Array> => {
+    try {
+      const bytes = await readFile(path);
+      if (BigInt(bytes.length) > MAX_COMPONENT_BYTES) throw invalidArg(`model '${ctx.name}': ${file} grew past ${MAX_COMPONENT_BYTES} bytes while it was being loaded`);
+      return bytes;
+    } catch (e) {
+      if (e instanceof TritonError) throw e;
+      throw missing();
+    }
+  };
+  return { path, st, read };
 }
 
 /** A loaded sandboxed model version: the compiled component shared by its instances. */
@@ -204,7 +216,9 @@ export class WasmBackend implements Backend {
   /**
    * Loads one model version: reads `<version>/<default_model_filename or model.wasm>`, checks
    * the component against the sandbox world (before anything else), then has the engine compile
-   * it under the model's limits.
+   * it under the model's limits. When the digest memo vouches for the unchanged file, its
+   * recorded surface is checked instead and the file is read only if the engine needs the bytes
+   * (./component-source.ts).
    * @throws TritonError NOT_FOUND for a missing component file, INVALID_ARG for a refused or
    *   malformed component, bad limit parameters, or instances that could never fit in the
    *   model's memory budget; INTERNAL for cache failures.
@@ -215,14 +229,14 @@ export class WasmBackend implements Backend {
     const limits = modelLimits(config, this.caps);
     const file = config.default_model_filename || DEFAULT_COMPONENT_FILE;
     if (file.includes('/') || file.includes('\\') || file === '..') throw invalidArg(`model '${ctx.name}': default_model_filename '${file}' must be a file name`);
-    const { bytes, path, st } = await readComponent(ctx, file);
+    const { path, st, read } = await statComponent(ctx, file);
     const what = `model '${ctx.name}' version ${ctx.version}: ${file}`;
-    const surface = checkComponent(bytes, what);
+    const source = await componentSource(path, st, what, read, this.digests);
+    const { hash } = source;
     const outputs = outputSpecs(config);
-    const hash = this.digests ? await this.digests.sha256(path, st, bytes) : createHash('sha256').update(bytes).digest('hex');
     const budget = this.budgetOf(ctx);
     const engine = this.engineFor(config);
-    const compiled = await engine.compile({ bytes, hash, surface, limits, what });
+    const compiled = await engine.compile({ bytes: source.bytes, hash, surface: source.surface, memories: source.memories, limits, what });
     const host: HostConfig = {
       model: {
         name: ctx.name,
@@ -254,7 +268,7 @@ export class WasmBackend implements Backend {
     };
     this.models.add(model);
     ctx.logger.info(
-      { engine: engine.name, component: hash.slice(0, 16), memoryLimitBytes: limits.memoryBytes, executeTimeoutMs: limits.executeMs, loadMs: Math.round(performance.now() - t0) },
+      { engine: engine.name, component: hash.slice(0, 16), componentFrom: source.from, memoryLimitBytes: limits.memoryBytes, executeTimeoutMs: limits.executeMs, loadMs: Math.round(performance.now() - t0) },
       'sandboxed model loaded',
     );
     return model;

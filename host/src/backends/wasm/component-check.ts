@@ -473,6 +473,15 @@ export function checkComponent(bytes: Uint8Array, what = 'model.wasm'): Componen
     if (e instanceof WasmFormatError) throw invalidArg(`${what}: ${e.message}`);
     throw e;
   }
+  return checkSurface(surface, what);
+}
+
+/**
+ * Checks a component's surface (as {@link componentSurface} read it, e.g. recorded earlier)
+ * against the `sandbox` world as this host defines it now; returns it.
+ * @throws TritonError INVALID_ARG as {@link checkComponent}
+ */
+export function checkSurface(surface: ComponentSurface, what = 'model.wasm'): ComponentSurface {
   for (const item of surface.imports) {
     const refusal = importRefusal(item, what);
     if (refusal !== undefined) throw new TritonError('INVALID_ARG', refusal);

@@ -12,6 +12,11 @@
  * leave the stamps equal). Entries are HMAC-SHA256'd under the per-cache key (./cache-key.ts): a
  * memo file written by anyone without the key is ignored. At most `maxEntries` memo files are
  * kept (past that, new digests are just not recorded).
+ *
+ * An entry is `<stamps>\n<sha256 hex>\n<facts>\n<MAC hex>\n`: the facts (one line, the caller's)
+ * let a load skip reading the file at all (the wasm backend keeps the component's checked surface
+ * and memory count there: ./component-source.ts). Entries of the earlier three-line format are
+ * ignored (the file is hashed once more and the entry rewritten).
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, readdirSync, type BigIntStats } from 'node:fs';
@@ -23,8 +28,8 @@ import { cacheKey } from './cache-key.js';
 export const SETTLE_MS = 2000;
 const ENTRY = /^(\d+)-(\d+)\.digest$/;
 
-/** The stamps that change whenever the file does. */
-function stamps(st: BigIntStats): string {
+/** The stamps that change whenever the file does: equal stamps at two times mean no change between. */
+export function stamps(st: BigIntStats): string {
   return `${st.dev} ${st.ino} ${st.size} ${st.mtimeNs} ${st.ctimeNs}`;
 }
 
@@ -58,37 +63,64 @@ export class ComponentDigests {
   }
 
   /**
+   * The memo's entry for the file `before` describes, if it is unchanged since it was recorded:
+   * its SHA-256 (hex) and the facts recorded with it (`''` if none), without reading the file.
+   * A forged entry (MAC under another key or none), a stale one (any stamp differs) or a file
+   * that changed since `before` gives undefined.
+   */
+  async lookup(path: string, before: BigIntStats): Promise<{ hash: string; facts: string } | undefined> {
+    const { hit } = await this.find(path, before);
+    if (hit) this.counts.memo++;
+    return hit;
+  }
+
+  /**
+   * `present`: a memo file exists for the file's (dev, ino); `hit`: its MAC-checked entry, if its
+   * stamps equal `before`'s and the file's stamps still do.
+   */
+  private async find(path: string, before: BigIntStats): Promise<{ present: boolean; hit?: { hash: string; facts: string } }> {
+    const memo = await readFile(this.fileOf(before), 'latin1').catch(() => undefined);
+    if (memo === undefined) return { present: false };
+    const [stamped, hash, facts, mac] = memo.split('\n');
+    if (stamped !== stamps(before) || !hash || !/^[0-9a-f]{64}$/.test(hash) || facts === undefined || !mac || !/^[0-9a-f]{64}$/.test(mac)) return { present: true };
+    if (!timingSafeEqual(Buffer.from(mac, 'hex'), this.mac(`${stamped}\n${hash}\n${facts}`))) return { present: true };
+    const now = await stat(path, { bigint: true }).catch(() => undefined);
+    if (!now || stamps(now) !== stamped) return { present: true };
+    return { present: true, hit: { hash, facts } };
+  }
+
+  /**
    * The SHA-256 (hex) of `bytes`, the content of `path` as read after `before` was taken: from
    * the memo if the file is unchanged since a digest was recorded, else computed (and recorded
-   * when the file is settled).
+   * when the file is settled). `facts` (one line, no `\n`; e.g. what checking the bytes found)
+   * is recorded with the digest, under the same MAC, and returned by {@link lookup}; an entry
+   * without them gets them when next seen with them.
+   * @throws RangeError for `facts` with a line break
    */
-  async sha256(path: string, before: BigIntStats, bytes: Uint8Array): Promise<string> {
+  async sha256(path: string, before: BigIntStats, bytes: Uint8Array, facts = ''): Promise<string> {
+    if (facts.includes('\n')) throw new RangeError('digest memo facts must be one line');
     const line = stamps(before);
     const file = this.fileOf(before);
-    const memo = await readFile(file, 'latin1').catch(() => undefined);
-    if (memo !== undefined) {
-      const [stamped, hash, mac] = memo.split('\n');
-      if (stamped === line && hash && /^[0-9a-f]{64}$/.test(hash) && mac && /^[0-9a-f]{64}$/.test(mac) && timingSafeEqual(Buffer.from(mac, 'hex'), this.mac(`${stamped}\n${hash}`))) {
-        const now = await stat(path, { bigint: true }).catch(() => undefined);
-        if (now && stamps(now) === line) {
-          this.counts.memo++;
-          return hash;
-        }
-      }
+    const { present, hit } = await this.find(path, before);
+    if (hit && (hit.facts === facts || facts === '')) {
+      this.counts.memo++;
+      return hit.hash;
     }
+    // no entry, or one without these facts: hashed, to record the facts with a digest of these bytes
     const hash = createHash('sha256').update(bytes).digest('hex');
     this.counts.hashed++;
     const after = await stat(path, { bigint: true }).catch(() => undefined);
     const settled = Number(before.ctimeNs / 1_000_000n) <= Date.now() - (this.opts.settleMs ?? SETTLE_MS);
-    if (after && stamps(after) === line && settled && BigInt(bytes.length) === before.size) await this.record(file, line, hash, memo !== undefined);
+    if (after && stamps(after) === line && settled && BigInt(bytes.length) === before.size) await this.record(file, `${line}\n${hash}\n${facts}`, present);
     return hash;
   }
 
-  private async record(file: string, line: string, hash: string, replacing: boolean): Promise<void> {
+  /** Writes `body` (stamps, digest, facts lines) and its MAC as the memo entry `file`, atomically. */
+  private async record(file: string, body: string, replacing: boolean): Promise<void> {
     if (!replacing && this.entries >= (this.opts.maxEntries ?? 100_000)) return;
     const tmp = join(this.dir, `.tmp-${process.pid}-${randomBytes(8).toString('hex')}.digest`);
     try {
-      await writeFile(tmp, `${line}\n${hash}\n${this.mac(`${line}\n${hash}`).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+      await writeFile(tmp, `${body}\n${this.mac(body).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
       await rename(tmp, file);
       if (!replacing) this.entries++;
     } catch {

@@ -14,12 +14,20 @@ import type { OutputSpec } from './wire.js';
 
 /** What {@link SandboxEngine.compile} is given: one model version's checked component. */
 export interface CompileInput {
-  /** The component binary; it passed `checkComponent`. */
-  bytes: Uint8Array;
-  /** SHA-256 of `bytes`, hex (cache key). */
+  /**
+   * The component binary (it passed `checkComponent`), read on demand: when the digest memo
+   * recorded the component's facts, the backend has not read the file, and an engine whose
+   * compile cache holds `hash` need not read it at all. Resolves to the same bytes every call.
+   * @throws TritonError UNAVAILABLE if the file no longer has `hash` (changed while loading),
+   *   NOT_FOUND if it cannot be read
+   */
+  bytes(): Promise<Uint8Array>;
+  /** SHA-256 of the bytes, hex (cache key). */
   hash: string;
   /** Its top-level imports and exports, as `checkComponent` returned them. */
   surface: ComponentSurface;
+  /** Linear memories its core modules define (`definedMemories` of ./binary.ts). */
+  memories: number;
   /** The model's limits (the V8 engine bakes the memory cap into the compiled modules). */
   limits: ModelLimits;
   /** Names the component in error messages, e.g. `model 'm' version 1: model.wasm`. */

@@ -61,7 +61,7 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
    *   above the cap, or a core module does not compile; INTERNAL for cache failures
    */
   async compile({ bytes, hash, limits, what }: CompileInput): Promise<V8Compiled> {
-    const transpiled = await this.cache.acquire(bytes, what, hash);
+    const transpiled = await this.cache.acquire(await bytes(), what, hash);
     try {
       const maxPages = limits.memoryBytes / WASM_PAGE_BYTES;
       const modules: Record<string, WebAssembly.Module> = {};

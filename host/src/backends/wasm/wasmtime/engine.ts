@@ -110,9 +110,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
   }
 
   /** Compiles (or takes from the disk cache) once per hash, concurrent loads included. */
-  private async obtain(bytes: Uint8Array, hash: string, what: string): Promise<{ shared: Shared; source: WasmtimeCompiled['source'] }> {
-    const memories = this.native.countMemories(bytes);
-    if (memories < 0) throw invalidArg(`${what}: not a valid component`);
+  private async obtain({ bytes: read, hash, what, memories }: CompileInput): Promise<{ shared: Shared; source: WasmtimeCompiled['source'] }> {
     const entry = await this.cache.lookup(hash);
     if (entry) {
       try {
@@ -125,6 +123,8 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
         if (miss !== 'absent') await this.cache.reject(hash, miss);
       }
     }
+    // a cache miss: only now is the component file read (a hit never reads it)
+    const bytes = await read();
     let component: ComponentHandle;
     try {
       component = await this.native.compile(this.engine(), bytes);
@@ -141,7 +141,8 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
    * deserialized from the compile cache (checked), else compiled and cached.
    * @throws TritonError INVALID_ARG if wasmtime cannot compile it
    */
-  async compile({ bytes, hash, what }: CompileInput): Promise<WasmtimeCompiled> {
+  async compile(input: CompileInput): Promise<WasmtimeCompiled> {
+    const { hash } = input;
     let source: WasmtimeCompiled['source'] = 'shared';
     let shared = this.components.get(hash);
     // in use from now on: the entry written for it is never the one evicted to make room
@@ -150,7 +151,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
       if (!shared) {
         let p = this.compiling.get(hash);
         if (!p) {
-          p = this.obtain(bytes, hash, what).finally(() => this.compiling.delete(hash));
+          p = this.obtain(input).finally(() => this.compiling.delete(hash));
           this.compiling.set(hash, p);
           const got = await p;
           source = got.source;
