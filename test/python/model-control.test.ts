@@ -32,7 +32,7 @@ class TritonPythonModel:
                 elif c["op"] == "raw":  # a hand-made message, as a buggy stub could send
                     value = pb_utils._model_control(c["msg"], "Failed to load model")
                 elif c["op"] == "unload":
-                    value = pb_utils.unload_model(c["model"])
+                    value = pb_utils.unload_model(c["model"], unload_dependents=c.get("dependents", False))
                 else:
                     value = pb_utils.is_model_ready(c["model"], c.get("version", ""))
                 res = {"ok": value}
@@ -59,6 +59,19 @@ class TritonPythonModel:
 function buildRepo(): TempRepo {
   const repo = tempRepo(['simple']);
   pythonModel(repo, 'controller_py', CONTROLLER_IO, CONTROLLER);
+  // An ensemble over simple: what unload_dependents=True reaches.
+  repo.write(
+    'simple_ens/config.pbtxt',
+    `name: "simple_ens"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 16 ] } ]
+output [ { name: "S" data_type: TYPE_INT32 dims: [ 16 ] } ]
+ensemble_scheduling { step [ { model_name: "simple" model_version: -1
+  input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" } output_map { key: "OUTPUT0" value: "S" } } ] }
+`,
+  );
+  repo.write('simple_ens/1/.keep', '');
   pythonModel(repo, 'self_unload_py', 'max_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n', SELF_UNLOAD);
   return repo;
 }
@@ -100,6 +113,18 @@ describe.skipIf(skip !== undefined)('pb_utils model control', () => {
     expect(await control(s, { op: 'unload', model: 'simple' })).toEqual({ ok: null });
     expect(await control(s, { op: 'ready', model: 'simple' })).toEqual({ ok: false });
     expect(await ready(s, 'simple')).toBe(false);
+  });
+
+  it('unload_model(unload_dependents=True) also unloads the ensembles that use the model; a plain unload leaves them', async () => {
+    const load = (m: string) => fetch(`${s.httpUrl}/v2/repository/models/${m}/load`, { method: 'POST' });
+    expect((await load('simple')).status).toBe(200);
+    expect((await load('simple_ens')).status).toBe(200);
+    expect(await control(s, { op: 'unload', model: 'simple' })).toEqual({ ok: null });
+    expect(await ready(s, 'simple_ens')).toBe(true); // as Triton: a plain unload leaves dependents loaded
+    expect((await load('simple')).status).toBe(200);
+    expect(await control(s, { op: 'unload', model: 'simple', dependents: true })).toEqual({ ok: null });
+    expect(await ready(s, 'simple')).toBe(false);
+    expect(await ready(s, 'simple_ens')).toBe(false);
   });
 
   it('a config override (JSON) with file overrides loads an uploaded ONNX model that then serves', async () => {
