@@ -183,8 +183,36 @@ export function jsonTextMaxBytes(data: Uint8Array, datatype: DataType): number {
  * @throws TritonError INVALID_ARG on a truncated BYTES buffer or a byte size not a multiple of the element size.
  */
 export function tensorDataToJsonText(data: Uint8Array, datatype: DataType): string {
+  const Ctor = LITTLE_ENDIAN ? TYPED_VIEW[datatype] : undefined;
+  if (Ctor !== undefined) {
+    const size = Ctor.BYTES_PER_ELEMENT;
+    if (data.length % size === 0) {
+      // One native join over a typed view: the same text as the per-element path (ToString of
+      // each element; NaN/Infinity/-Infinity are the tokens Triton writes, -0 prints as 0), without
+      // a string and an array slot per element.
+      const src = data.byteOffset % size === 0 ? data : data.slice();
+      return `[${new Ctor(src.buffer, src.byteOffset, src.length / size).join(',')}]`;
+    }
+  }
   return `[${tensorDataToJsonElements(data, datatype).join(',')}]`;
 }
+
+/** Whether this host stores typed-array elements little-endian, as tensor bytes are laid out (spec §1.10). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Typed arrays whose `join(',')` prints each element exactly as {@link tensorDataToJsonElements} does. */
+const TYPED_VIEW: Partial<Record<DataType, { new (b: ArrayBufferLike, off: number, n: number): { join(sep: string): string }; BYTES_PER_ELEMENT: number }>> = {
+  INT8: Int8Array,
+  UINT8: Uint8Array,
+  INT16: Int16Array,
+  UINT16: Uint16Array,
+  INT32: Int32Array,
+  UINT32: Uint32Array,
+  INT64: BigInt64Array,
+  UINT64: BigUint64Array,
+  FP32: Float32Array,
+  FP64: Float64Array,
+};
 
 /**
  * The JSON text of each element of a tensor (see {@link tensorDataToJsonText}).
