@@ -74,10 +74,11 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   app.removeAllContentTypeParsers();
   // Every body goes through readBody, which enforces --http-max-input-size itself (Fastify's
   // bodyLimit applies only to its own raw-body reader, which is not used). The callback form
-  // (`done`): no promise and no microtask per request.
-  app.addContentTypeParser('*', (_req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) =>
-    readBody(payload, ctx.maxInputSize, done),
-  );
+  // (`done`): no promise and no microtask per request. The same parser is also registered under
+  // the two content types clients send: Fastify caches a parser found by name, while the
+  // catch-all is looked up afresh (a ContentType parsed and printed) on every request.
+  const parser = (_req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => readBody(payload, ctx.maxInputSize, done);
+  for (const type of ['*', 'application/json', 'application/octet-stream']) app.addContentTypeParser(type, parser);
   // Every reply leaves through here: JSON is `application/json` exactly (Fastify would add
   // `; charset=utf-8`), and the body is compressed as `Accept-Encoding` prefers (spec §1.14).
   // A callback hook, not an async one: an uncompressed reply then leaves within reply.send() (no
