@@ -124,3 +124,19 @@ describe('tensorDataToJsonText: the typed-array join prints what the per-element
     expect(tensorDataToJsonText(new Uint8Array(new BigInt64Array([-(1n << 63n), (1n << 63n) - 1n]).buffer), 'INT64')).toBe('[-9223372036854775808,9223372036854775807]');
   });
 });
+
+describe('jsonToTensorData: flat data is read in place, nested data flattened', () => {
+  it('flat, nested, mixed, ragged and a bare scalar give the same row-major bytes; the input is left as it was', () => {
+    const want = new Uint8Array(new Int32Array([1, 2, 3, 4]).buffer);
+    const flat = [1, 2, 3, 4];
+    expect(jsonToTensorData(flat, 'INT32', 4, 'X')).toEqual(want);
+    expect(flat).toEqual([1, 2, 3, 4]);
+    expect(jsonToTensorData([[1, 2], [3, 4]], 'INT32', 4, 'X')).toEqual(want);
+    expect(jsonToTensorData([1, [2, 3], 4], 'INT32', 4, 'X')).toEqual(want);
+    expect(jsonToTensorData([[1], [2, [3, 4]]], 'INT32', 4, 'X')).toEqual(want);
+    expect(jsonToTensorData(7, 'INT32', 1, 'X')).toEqual(new Uint8Array(new Int32Array([7]).buffer));
+    for (const short of [[1, [2, 3]], [1, 2, 3]]) {
+      expect(() => jsonToTensorData(short, 'INT32', 4, 'X')).toThrow(/expected 4 elements, got 3/);
+    }
+  });
+});

@@ -18,6 +18,13 @@ function flatten(data: unknown, out: unknown[]): void {
   }
 }
 
+/** An array none of whose elements is an array. */
+function isFlatArray(data: unknown): data is unknown[] {
+  if (!Array.isArray(data)) return false;
+  for (let i = 0; i < data.length; i++) if (Array.isArray(data[i])) return false;
+  return true;
+}
+
 const INT_KIND: Partial<Record<DataType, 'signed' | 'unsigned'>> = {
   INT8: 'signed',
   INT16: 'signed',
@@ -47,8 +54,10 @@ export function jsonToTensorData(
       `receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${inputName}`,
     );
   }
-  const flat: unknown[] = [];
-  flatten(data, flat);
+  // A flat array (what most clients send) is read as it is; nested data is flattened into a copy.
+  let flat: unknown[];
+  if (isFlatArray(data)) flat = data;
+  else flatten(data, (flat = []));
   if (flat.length !== expectedElements) {
     throw internal(
       `Unable to parse 'data': Shape does not match true shape of 'data' field for input '${inputName}': expected ${expectedElements} elements, got ${flat.length}`,
