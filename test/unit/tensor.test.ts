@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { TritonError } from '../../host/src/core/errors.js';
 import { countBytesElements, decodeBytesElements, encodeBytesElements } from '../../host/src/tensor/bytes.js';
 import { fromConfigDataType, toConfigDataType, DATATYPES_BY_ENUM, dataTypeByteSize } from '../../host/src/tensor/datatypes.js';
-import { jsonToTensorData, tensorDataToJsonText, tensorDataToValues } from '../../host/src/tensor/json.js';
+import { jsonToTensorData, tensorDataToJsonElements, tensorDataToJsonText, tensorDataToValues } from '../../host/src/tensor/json.js';
 
 describe('BYTES codec', () => {
   it('round-trips arbitrary byte strings', () => {
@@ -99,5 +99,44 @@ describe('JSON tensor data', () => {
     expect(tensorDataToJsonText(h, 'FP16')).toBe('[1,-2]');
     const bf = new Uint8Array([0x80, 0x3f]); // 1.0 in BF16
     expect(tensorDataToJsonText(bf, 'BF16')).toBe('[1]');
+  });
+});
+
+describe('tensorDataToJsonText: the typed-array join prints what the per-element path prints', () => {
+  const fixed = ['INT8', 'UINT8', 'INT16', 'UINT16', 'INT32', 'UINT32', 'INT64', 'UINT64', 'FP32', 'FP64', 'FP16', 'BF16', 'BOOL'] as const;
+  it.each(fixed)('%s, random bytes at aligned and unaligned offsets, and the extremes', (dt) => {
+    const size = dataTypeByteSize(dt);
+    const n = 257;
+    const backing = new Uint8Array(n * size + 8);
+    for (let i = 0; i < backing.length; i++) backing[i] = (i * 2654435761) >>> 24;
+    for (const off of [0, 1, 3, size]) {
+      const data = backing.subarray(off, off + n * size);
+      expect(tensorDataToJsonText(data, dt)).toBe(`[${tensorDataToJsonElements(data, dt).join(',')}]`);
+    }
+    const extremes = new Uint8Array(4 * size);
+    extremes.fill(0xff, 0, size); // -1, max unsigned, NaN
+    extremes.fill(0x80, size, 2 * size); // most negative, -0-ish patterns
+    extremes[3 * size - 1] = 0x80; // sign bit only: -0 for floats, minimum for signed integers
+    expect(tensorDataToJsonText(extremes, dt)).toBe(`[${tensorDataToJsonElements(extremes, dt).join(',')}]`);
+  });
+  it('NaN, ±Infinity and -0 print as Triton writes them', () => {
+    expect(tensorDataToJsonText(new Uint8Array(new Float32Array([NaN, Infinity, -Infinity, -0, 1.5]).buffer), 'FP32')).toBe('[NaN,Infinity,-Infinity,0,1.5]');
+    expect(tensorDataToJsonText(new Uint8Array(new BigInt64Array([-(1n << 63n), (1n << 63n) - 1n]).buffer), 'INT64')).toBe('[-9223372036854775808,9223372036854775807]');
+  });
+});
+
+describe('jsonToTensorData: flat data is read in place, nested data flattened', () => {
+  it('flat, nested, mixed, ragged and a bare scalar give the same row-major bytes; the input is left as it was', () => {
+    const want = new Uint8Array(new Int32Array([1, 2, 3, 4]).buffer);
+    const flat = [1, 2, 3, 4];
+    expect(jsonToTensorData(flat, 'INT32', 4, 'X')).toEqual(want);
+    expect(flat).toEqual([1, 2, 3, 4]);
+    expect(jsonToTensorData([[1, 2], [3, 4]], 'INT32', 4, 'X')).toEqual(want);
+    expect(jsonToTensorData([1, [2, 3], 4], 'INT32', 4, 'X')).toEqual(want);
+    expect(jsonToTensorData([[1], [2, [3, 4]]], 'INT32', 4, 'X')).toEqual(want);
+    expect(jsonToTensorData(7, 'INT32', 1, 'X')).toEqual(new Uint8Array(new Int32Array([7]).buffer));
+    for (const short of [[1, [2, 3]], [1, 2, 3]]) {
+      expect(() => jsonToTensorData(short, 'INT32', 4, 'X')).toThrow(/expected 4 elements, got 3/);
+    }
   });
 });

@@ -18,6 +18,13 @@ function flatten(data: unknown, out: unknown[]): void {
   }
 }
 
+/** An array none of whose elements is an array. */
+function isFlatArray(data: unknown): data is unknown[] {
+  if (!Array.isArray(data)) return false;
+  for (let i = 0; i < data.length; i++) if (Array.isArray(data[i])) return false;
+  return true;
+}
+
 const INT_KIND: Partial<Record<DataType, 'signed' | 'unsigned'>> = {
   INT8: 'signed',
   INT16: 'signed',
@@ -47,8 +54,10 @@ export function jsonToTensorData(
       `receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${inputName}`,
     );
   }
-  const flat: unknown[] = [];
-  flatten(data, flat);
+  // A flat array (what most clients send) is read as it is; nested data is flattened into a copy.
+  let flat: unknown[];
+  if (isFlatArray(data)) flat = data;
+  else flatten(data, (flat = []));
   if (flat.length !== expectedElements) {
     throw internal(
       `Unable to parse 'data': Shape does not match true shape of 'data' field for input '${inputName}': expected ${expectedElements} elements, got ${flat.length}`,
@@ -183,8 +192,36 @@ export function jsonTextMaxBytes(data: Uint8Array, datatype: DataType): number {
  * @throws TritonError INVALID_ARG on a truncated BYTES buffer or a byte size not a multiple of the element size.
  */
 export function tensorDataToJsonText(data: Uint8Array, datatype: DataType): string {
+  const Ctor = LITTLE_ENDIAN ? TYPED_VIEW[datatype] : undefined;
+  if (Ctor !== undefined) {
+    const size = Ctor.BYTES_PER_ELEMENT;
+    if (data.length % size === 0) {
+      // One native join over a typed view: the same text as the per-element path (ToString of
+      // each element; NaN/Infinity/-Infinity are the tokens Triton writes, -0 prints as 0), without
+      // a string and an array slot per element.
+      const src = data.byteOffset % size === 0 ? data : data.slice();
+      return `[${new Ctor(src.buffer, src.byteOffset, src.length / size).join(',')}]`;
+    }
+  }
   return `[${tensorDataToJsonElements(data, datatype).join(',')}]`;
 }
+
+/** Whether this host stores typed-array elements little-endian, as tensor bytes are laid out (spec §1.10). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Typed arrays whose `join(',')` prints each element exactly as {@link tensorDataToJsonElements} does. */
+const TYPED_VIEW: Partial<Record<DataType, { new (b: ArrayBufferLike, off: number, n: number): { join(sep: string): string }; BYTES_PER_ELEMENT: number }>> = {
+  INT8: Int8Array,
+  UINT8: Uint8Array,
+  INT16: Int16Array,
+  UINT16: Uint16Array,
+  INT32: Int32Array,
+  UINT32: Uint32Array,
+  INT64: BigInt64Array,
+  UINT64: BigUint64Array,
+  FP32: Float32Array,
+  FP64: Float64Array,
+};
 
 /**
  * The JSON text of each element of a tensor (see {@link tensorDataToJsonText}).

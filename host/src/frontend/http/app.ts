@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
 import { AccessError, TritonError, invalidArg, unsupported } from '../../core/errors.js';
-import { collectBody, optionalJson } from './body.js';
+import { optionalJson, readBody } from './body.js';
 import { installSharedMemoryRoutes } from './shared-memory.js';
 import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 import { compressReply } from './compression.js';
@@ -72,9 +72,13 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   app.server.maxConnections = ctx.limits.maxConnections;
   app.addHook('onClose', async () => ctx.codec.close());
   app.removeAllContentTypeParsers();
-  // Every body goes through collectBody, which enforces --http-max-input-size itself (Fastify's
-  // bodyLimit applies only to its own raw-body reader, which is not used).
-  app.addContentTypeParser('*', (_req: FastifyRequest, payload: IncomingMessage) => collectBody(payload, ctx.maxInputSize));
+  // Every body goes through readBody, which enforces --http-max-input-size itself (Fastify's
+  // bodyLimit applies only to its own raw-body reader, which is not used). The callback form
+  // (`done`): no promise and no microtask per request. The same parser is also registered under
+  // the two content types clients send: Fastify caches a parser found by name, while the
+  // catch-all is looked up afresh (a ContentType parsed and printed) on every request.
+  const parser = (_req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => readBody(payload, ctx.maxInputSize, done);
+  for (const type of ['*', 'application/json', 'application/octet-stream']) app.addContentTypeParser(type, parser);
   // Every reply leaves through here: JSON is `application/json` exactly (Fastify would add
   // `; charset=utf-8`), and the body is compressed as `Accept-Encoding` prefers (spec §1.14).
   // A callback hook, not an async one: an uncompressed reply then leaves within reply.send() (no

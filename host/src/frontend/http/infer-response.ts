@@ -27,24 +27,20 @@ function printsAsJson(name: string, formats: OutputFormats): boolean {
   return !formats.shm?.has(name) && !(formats.perOutput.get(name) ?? formats.defaultBinary);
 }
 
-/** Tensor bytes of the outputs `formats` sends as JSON (what printing them costs grows with). */
-export function jsonOutputBytes(response: InferenceResponse, formats: OutputFormats): number {
-  let n = 0;
-  for (const t of response.outputs) if (printsAsJson(t.name, formats)) n += t.data.byteLength;
-  return n;
-}
-
 /**
  * Refuse a response whose JSON outputs could print to more than `maxJsonBytes` bytes, before any
  * of it is rendered (worst-case estimate from element count and datatype: jsonTextMaxBytes).
+ * @returns the tensor bytes of the outputs printed as JSON (what printing them costs grows with)
  * @throws TritonError INVALID_ARG (HTTP 400) naming the output and pointing to the binary data
  *   extension (spec §2).
  */
-export function checkJsonOutputSize(modelName: string, response: InferenceResponse, formats: OutputFormats, maxJsonBytes: number): void {
+export function checkJsonOutputSize(modelName: string, response: InferenceResponse, formats: OutputFormats, maxJsonBytes: number): number {
   let total = 0;
+  let tensorBytes = 0;
   let largest: { name: string; bytes: number } | undefined;
   for (const t of response.outputs) {
     if (!printsAsJson(t.name, formats)) continue;
+    tensorBytes += t.data.byteLength;
     const bytes = jsonTextMaxBytes(t.data, t.datatype);
     total += bytes;
     if (!largest || bytes > largest.bytes) largest = { name: t.name, bytes };
@@ -56,6 +52,7 @@ export function checkJsonOutputSize(modelName: string, response: InferenceRespon
         `"parameters": {"binary_data": true} on each output, or "binary_data_output": true on the request (binary tensor data extension).`,
     );
   }
+  return tensorBytes;
 }
 
 /**
@@ -73,13 +70,23 @@ export function encodeInferResponse(
   maxJsonBytes = DEFAULT_HTTP_LIMITS.maxJsonOutputBytes,
 ): EncodedResponse {
   checkJsonOutputSize(modelName, response, formats, maxJsonBytes);
+  return renderInferResponse(modelName, version, id, response, formats);
+}
+
+/**
+ * {@link encodeInferResponse} for a response whose size {@link checkJsonOutputSize} has already
+ * accepted (the `/infer` handler checks once, then renders here or on a codec worker).
+ * @throws TritonError INVALID_ARG on a malformed output buffer (tensorDataToJsonText)
+ */
+export function renderInferResponse(modelName: string, version: number, id: string, response: InferenceResponse, formats: OutputFormats): EncodedResponse {
   let json = '{';
   if (id) json += `"id":${JSON.stringify(id)},`;
   json += `"model_name":${JSON.stringify(modelName)},"model_version":"${version}"`;
   if (response.parameters && Object.keys(response.parameters).length > 0) json += `,"parameters":${parametersText(response.parameters)}`;
   const binaries: Uint8Array[] = [];
   let anyBinary = false; // a binary output, even an empty one, makes the body binary (Inference-Header-Content-Length)
-  const outs: string[] = [];
+  let sep = '';
+  json += ',"outputs":[';
   for (const t of response.outputs) {
     const binary = formats.perOutput.get(t.name) ?? formats.defaultBinary;
     let o = `{"name":${JSON.stringify(t.name)},"datatype":"${t.datatype}","shape":[${t.shape.join(',')}]`;
@@ -94,9 +101,10 @@ export function encodeInferResponse(
     } else {
       o += `,"data":${tensorDataToJsonText(t.data, t.datatype)}}`;
     }
-    outs.push(o);
+    json += sep + o;
+    sep = ',';
   }
-  json += `,"outputs":[${outs.join(',')}]}`;
+  json += ']}';
   if (!anyBinary) return { body: json };
   const header = Buffer.from(json, 'utf8');
   return { body: Buffer.concat([header, ...binaries]), headerLength: header.length };

@@ -7,7 +7,7 @@ import { requestBody } from './body.js';
 import type { FrontendContext } from './context.js';
 import { decodeInferRequest } from './infer-request.js';
 import { OFFLOAD_BYTES } from './codec/pool.js';
-import { checkJsonOutputSize, encodeInferResponse, jsonOutputBytes } from './infer-response.js';
+import { checkJsonOutputSize, renderInferResponse } from './infer-response.js';
 import { DEFAULT_HTTP_LIMITS } from './limits.js';
 
 /**
@@ -77,11 +77,11 @@ export async function handleInfer(ctx: FrontendContext, req: FastifyRequest, rep
       const region = formats.shm?.get(t.name);
       if (region && shm) shm.write(region, t.data, t.name);
     }
-    checkJsonOutputSize(model, response, formats, maxJson);
+    // Checked once here; the codec worker's encodeInferResponse checks again (it is its own entry point).
     enc =
-      jsonOutputBytes(response, formats) >= OFFLOAD_BYTES
+      checkJsonOutputSize(model, response, formats, maxJson) >= OFFLOAD_BYTES
         ? await ctx.codec.encode(model, served, init.id, response, formats, maxJson)
-        : encodeInferResponse(model, served, init.id, response, formats, maxJson);
+        : renderInferResponse(model, served, init.id, response, formats);
   } finally {
     releaseTensors(response.outputs);
   }

@@ -19,14 +19,23 @@ export function route(app: FastifyInstance, url: string, handlers: { GET?: Handl
   app.route({
     method: [...ALL_METHODS],
     url,
-    handler: async (req, reply) => {
-      const params = req.params as Record<string, string> | undefined;
-      if (params && Object.values(params).some((v) => v === '')) return reply.code(404).type('application/json').send('{"error":"Not Found"}');
+    // Not async: the handler's own promise (if any) is what Fastify waits on, and a synchronous
+    // answer costs no promise at all. A synchronous throw reaches Fastify's error handler as a
+    // rejection would.
+    handler: (req, reply) => {
+      if (hasEmptyParam(req.params)) return reply.code(404).type('application/json').send('{"error":"Not Found"}');
       const h = handlers[req.method as 'GET' | 'POST'];
       if (!h) return reply.code(405).send({ error: 'Method Not Allowed' });
       return h(req, reply);
     },
   });
+}
+
+/** Whether a route's parameters hold an empty segment (no array allocated per request). */
+function hasEmptyParam(params: unknown): boolean {
+  if (params === null || typeof params !== 'object') return false;
+  for (const k in params) if ((params as Record<string, unknown>)[k] === '') return true;
+  return false;
 }
 
 /** Send a Triton error as `{"error": message}` with its HTTP status. */
