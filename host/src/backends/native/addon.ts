@@ -18,8 +18,8 @@ export interface AddonTensor {
   data: Uint8Array;
 }
 
-/** One request for `InstanceHandle.execute`. Input `data` is borrowed until the release event. */
-export interface AddonRequest {
+/** The backend-visible scalar fields of a request, as the addon and the isolation ring carry them. */
+export interface BackendRequestFields {
   /** Echoed in this request's events. */
   token: number;
   id: string;
@@ -29,6 +29,10 @@ export interface AddonRequest {
   timeoutUs: number;
   priority: number;
   cancelled: boolean;
+}
+
+/** One request for `InstanceHandle.execute`. Input `data` is borrowed until the release event. */
+export interface AddonRequest extends BackendRequestFields {
   inputs: readonly AddonTensor[];
   outputs: readonly string[];
   /** Flattened parameters: [key0, value0, key1, value1, ...]. */

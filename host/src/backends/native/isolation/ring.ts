@@ -14,6 +14,7 @@
  * allocated, and any inconsistency throws {@link RingError} (the parent then kills the process).
  */
 import type { ParameterValue, Tensor } from '../../../core/types.js';
+import type { BackendRequestFields } from '../addon.js';
 import { isDataType } from '../../../tensor/datatypes.js';
 
 export const RING_HEADER_BYTES = 128;
@@ -241,14 +242,7 @@ export class RingReader extends RingBase {
 // ---------------------------------------------------------------- Execute records (Warden → child)
 
 /** What an Execute record carries per request (an InferenceRequest's backend-visible fields). */
-export interface RingRequest {
-  token: number;
-  id: string;
-  correlationId: number | bigint | string;
-  flags: number;
-  timeoutUs: number;
-  priority: number;
-  cancelled: boolean;
+export interface RingRequest extends BackendRequestFields {
   inputs: readonly Tensor[];
   requestedOutputs: readonly string[];
   parameters: Record<string, ParameterValue>;
