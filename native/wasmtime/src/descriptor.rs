@@ -203,6 +203,33 @@ fn write_parameters(w: &mut Writer, ps: &[ParameterResult]) {
     }
 }
 
+/// One `result<response, error>`: u8 0 + outputs (name, datatype, shape, buffer index) + parameters, or
+/// u8 1 + error code + message. Output tensor data moves into `bufs` (no copy).
+fn write_result(w: &mut Writer, r: Result<Response, Error>, bufs: &mut Vec<Vec<u8>>) {
+    match r {
+        Ok(resp) => {
+            w.u8(0);
+            w.u32(resp.outputs.len());
+            for t in resp.outputs {
+                w.str(&t.name);
+                w.u8(datatype_code(t.datatype));
+                w.u32(t.shape.len());
+                for d in &t.shape {
+                    w.u64(*d as u64);
+                }
+                w.u32(bufs.len());
+                bufs.push(t.data);
+            }
+            write_parameters(w, &resp.parameters);
+        }
+        Err(e) => {
+            w.u8(1);
+            w.u8(error_code(e.code));
+            w.str(&e.message);
+        }
+    }
+}
+
 /// The results descriptor of an execute; output tensor data moves into `bufs` (no copy).
 pub fn results(results: Vec<Result<Response, Error>>, start_ns: u64, end_ns: u64, fuel: Option<u64>, bufs: &mut Vec<Vec<u8>>) -> Vec<u8> {
     let mut w = Writer(Vec::with_capacity(64 + results.len() * 64));
@@ -212,28 +239,15 @@ pub fn results(results: Vec<Result<Response, Error>>, start_ns: u64, end_ns: u64
     w.u64(fuel.unwrap_or(0));
     w.u32(results.len());
     for r in results {
-        match r {
-            Ok(resp) => {
-                w.u8(0);
-                w.u32(resp.outputs.len());
-                for t in resp.outputs {
-                    w.str(&t.name);
-                    w.u8(datatype_code(t.datatype));
-                    w.u32(t.shape.len());
-                    for d in &t.shape {
-                        w.u64(*d as u64);
-                    }
-                    w.u32(bufs.len());
-                    bufs.push(t.data);
-                }
-                write_parameters(&mut w, &resp.parameters);
-            }
-            Err(e) => {
-                w.u8(1);
-                w.u8(error_code(e.code));
-                w.str(&e.message);
-            }
-        }
+        write_result(&mut w, r, bufs);
     }
+    w.0
+}
+
+/// The descriptor of one response a decoupled guest sends (`host.send-response`): one result as in
+/// [`results`]; output tensor data moves into `bufs` (no copy).
+pub fn result(r: Result<Response, Error>, bufs: &mut Vec<Vec<u8>>) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(64));
+    write_result(&mut w, r, bufs);
     w.0
 }

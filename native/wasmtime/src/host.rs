@@ -6,7 +6,7 @@
 use crate::bindings::warden::backend::host::{Host, LogLevel};
 use crate::bindings::warden::backend::types::{Error, Response};
 use crate::ffi_types::{kind, Notifier, Reply};
-use crate::wire;
+use crate::{descriptor, wire};
 use serde_json::{json, Value};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -178,9 +178,11 @@ impl Host for Guest {
     }
 
     fn send_response(&mut self, request: u32, response: Result<Response, Error>, final_: bool) -> wasmtime::Result<Result<(), Error>> {
+        // The response as a results descriptor (descriptor.rs), the last buffer, as execute results travel.
         let mut bufs = Vec::new();
-        let response = wire::result_json(response, &mut bufs);
-        let r = self.io.call(json!({ "fn": "send-response", "handle": request, "response": response, "final": final_ }), bufs)?;
+        let desc = descriptor::result(response, &mut bufs);
+        bufs.push(desc);
+        let r = self.io.call(json!({ "fn": "send-response", "handle": request, "final": final_ }), bufs)?;
         Ok(reply_unit(&r))
     }
 

@@ -1,30 +1,10 @@
-//! Responses and errors between the JSON of host calls and the bindgen types of
-//! `warden:backend/types` (the same shapes the V8 engine's jco glue uses: lower-case datatype and
-//! error-code case names, 64-bit integers as decimal strings, tensor data as buffer indexes).
+//! Errors between the JSON of host calls and the bindgen types of `warden:backend/types` (jco's
+//! error-code case names, as the V8 engine uses them), and the WIT requests built from a requests
+//! descriptor's parts. Responses travel as descriptors (descriptor.rs).
 use crate::bindings::warden::backend::types::{
-    CorrelationId, DataType, Error, ErrorCode, ParameterParam, ParameterResult, ParameterValueResult, Request, RequestFlags, Response,
-    TensorParam,
+    CorrelationId, DataType, Error, ErrorCode, ParameterParam, Request, RequestFlags, TensorParam,
 };
 use serde_json::{json, Value};
-
-pub fn datatype_name(d: DataType) -> &'static str {
-    match d {
-        DataType::Bool => "bool",
-        DataType::Uint8 => "uint8",
-        DataType::Uint16 => "uint16",
-        DataType::Uint32 => "uint32",
-        DataType::Uint64 => "uint64",
-        DataType::Int8 => "int8",
-        DataType::Int16 => "int16",
-        DataType::Int32 => "int32",
-        DataType::Int64 => "int64",
-        DataType::Fp16 => "fp16",
-        DataType::Fp32 => "fp32",
-        DataType::Fp64 => "fp64",
-        DataType::Bytes => "bytes",
-        DataType::Bf16 => "bf16",
-    }
-}
 
 pub fn error_code_name(c: ErrorCode) -> &'static str {
     match c {
@@ -61,51 +41,6 @@ pub fn error_from(v: &Value) -> Error {
     Error {
         code: error_code_of(v.get("code").and_then(Value::as_str).unwrap_or("internal")),
         message: v.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
-    }
-}
-
-fn parameters_json(ps: &[ParameterResult]) -> Value {
-    Value::Array(
-        ps.iter()
-            .map(|p| {
-                let value = match &p.value {
-                    ParameterValueResult::String(s) => json!({ "tag": "string", "val": s }),
-                    ParameterValueResult::Int(i) => json!({ "tag": "int", "val": i.to_string() }),
-                    ParameterValueResult::Bool(b) => json!({ "tag": "bool", "val": b }),
-                    ParameterValueResult::Double(d) => json!({ "tag": "double", "val": if d.is_finite() { json!(d) } else { json!(d.to_string()) } }),
-                };
-                json!({ "key": p.key, "value": value })
-            })
-            .collect(),
-    )
-}
-
-/// A guest response as JSON; tensor data moves into `bufs` (no copy).
-pub fn response_json(r: Response, bufs: &mut Vec<Vec<u8>>) -> Value {
-    let params = parameters_json(&r.parameters);
-    let outputs: Vec<Value> = r
-        .outputs
-        .into_iter()
-        .map(|t| {
-            let idx = bufs.len();
-            let v = json!({
-                "name": t.name,
-                "datatype": datatype_name(t.datatype),
-                "shape": t.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
-                "data": idx,
-            });
-            bufs.push(t.data);
-            v
-        })
-        .collect();
-    json!({ "outputs": outputs, "parameters": params })
-}
-
-/// `result<response, error>` as `{tag: "ok", val}` / `{tag: "err", val}` (jco's shape).
-pub fn result_json(r: Result<Response, Error>, bufs: &mut Vec<Vec<u8>>) -> Value {
-    match r {
-        Ok(resp) => json!({ "tag": "ok", "val": response_json(resp, bufs) }),
-        Err(e) => json!({ "tag": "err", "val": error_json(&e) }),
     }
 }
 

@@ -1,5 +1,5 @@
 /**
- * The binary descriptors of an execute across the addon's C ABI (native/wasmtime/src/descriptor.rs
+ * The binary descriptors of an execute (and of each response a decoupled guest sends) across the addon's C ABI (native/wasmtime/src/descriptor.rs
  * holds the layout and is authoritative): requests to the sandbox thread, results back — instead
  * of a JSON string built, copied and parsed into trees on both sides for every request.
  * Little-endian; strings are a u32 byte length + UTF-8; tensor data is an index into the buffers
@@ -134,76 +134,103 @@ export interface DecodedResults {
   fuel?: bigint;
 }
 
+/** One decoded `result<response, error>`; output data is a buffer beside the descriptor. */
+export type DecodedResult = DecodedResults['results'][number];
+
+/** Sequential little-endian reads of a descriptor native wrote. */
+class DescriptorReader {
+  private readonly dv: DataView;
+  private readonly b: Buffer;
+  private pos = 0;
+  constructor(private readonly desc: Uint8Array) {
+    this.dv = new DataView(desc.buffer, desc.byteOffset, desc.byteLength);
+    this.b = Buffer.from(desc.buffer, desc.byteOffset, desc.byteLength);
+  }
+  u8(): number {
+    return this.dv.getUint8(this.pos++);
+  }
+  u32(): number {
+    const v = this.dv.getUint32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+  u64(): bigint {
+    const v = this.dv.getBigUint64(this.pos, true);
+    this.pos += 8;
+    return v;
+  }
+  i64(): bigint {
+    const v = this.dv.getBigInt64(this.pos, true);
+    this.pos += 8;
+    return v;
+  }
+  f64(): number {
+    const v = this.dv.getFloat64(this.pos, true);
+    this.pos += 8;
+    return v;
+  }
+  str(): string {
+    const n = this.u32();
+    if (this.pos + n > this.desc.length) throw new RangeError('results descriptor truncated');
+    const s = this.b.toString('utf8', this.pos, this.pos + n);
+    this.pos += n;
+    return s;
+  }
+
+  /** One result as descriptor.rs `write_result` lays it out. */
+  result(buffers: readonly Uint8Array[]): DecodedResult {
+    if (this.u8() !== 0) {
+      const code = ERROR_CODES[this.u8()] ?? 'internal';
+      return { tag: 'err', val: { code, message: this.str() } };
+    }
+    const outputs: Wit.Tensor[] = [];
+    const no = this.u32();
+    for (let k = 0; k < no; k++) {
+      const name = this.str();
+      const datatype = DATATYPES[this.u8()] ?? 'bool';
+      const rank = this.u32();
+      const shape = new BigInt64Array(rank);
+      for (let d = 0; d < rank; d++) shape[d] = this.i64();
+      const data = buffers[this.u32()] ?? new Uint8Array(0);
+      outputs.push({ name, datatype, shape, data });
+    }
+    const parameters: Wit.Parameter[] = [];
+    const np = this.u32();
+    for (let k = 0; k < np; k++) {
+      const key = this.str();
+      const tag = this.u8();
+      let value: Wit.ParameterValue;
+      if (tag === 0) value = { tag: 'string', val: this.str() };
+      else if (tag === 1) value = { tag: 'int', val: this.i64() };
+      else if (tag === 2) value = { tag: 'bool', val: this.u8() !== 0 };
+      else value = { tag: 'double', val: this.f64() };
+      parameters.push({ key, value });
+    }
+    return { tag: 'ok', val: { outputs, parameters } };
+  }
+}
+
 /**
  * Decodes a results descriptor; output data is `buffers[index]` (moved from native, no copy).
  * @throws RangeError for a truncated or malformed descriptor (a native bug: the caller fails the execute)
  */
 export function decodeResults(desc: Uint8Array, buffers: readonly Uint8Array[]): DecodedResults {
-  const dv = new DataView(desc.buffer, desc.byteOffset, desc.byteLength);
-  const b = Buffer.from(desc.buffer, desc.byteOffset, desc.byteLength);
-  let pos = 0;
-  const u8 = () => dv.getUint8(pos++);
-  const u32 = () => {
-    const v = dv.getUint32(pos, true);
-    pos += 4;
-    return v;
-  };
-  const u64 = () => {
-    const v = dv.getBigUint64(pos, true);
-    pos += 8;
-    return v;
-  };
-  const i64 = () => {
-    const v = dv.getBigInt64(pos, true);
-    pos += 8;
-    return v;
-  };
-  const str = () => {
-    const n = u32();
-    if (pos + n > desc.length) throw new RangeError('results descriptor truncated');
-    const s = b.toString('utf8', pos, pos + n);
-    pos += n;
-    return s;
-  };
-  const computeStartNs = u64();
-  const computeEndNs = u64();
-  const hasFuel = u8() !== 0;
-  const fuelValue = u64();
-  const n = u32();
+  const r = new DescriptorReader(desc);
+  const computeStartNs = r.u64();
+  const computeEndNs = r.u64();
+  const hasFuel = r.u8() !== 0;
+  const fuelValue = r.u64();
+  const n = r.u32();
   const results: DecodedResults['results'] = [];
-  for (let i = 0; i < n; i++) {
-    if (u8() === 0) {
-      const outputs: Wit.Tensor[] = [];
-      const no = u32();
-      for (let k = 0; k < no; k++) {
-        const name = str();
-        const datatype = DATATYPES[u8()] ?? 'bool';
-        const rank = u32();
-        const shape = new BigInt64Array(rank);
-        for (let d = 0; d < rank; d++) shape[d] = i64();
-        const data = buffers[u32()] ?? new Uint8Array(0);
-        outputs.push({ name, datatype, shape, data });
-      }
-      const parameters: Wit.Parameter[] = [];
-      const np = u32();
-      for (let k = 0; k < np; k++) {
-        const key = str();
-        const tag = u8();
-        let value: Wit.ParameterValue;
-        if (tag === 0) value = { tag: 'string', val: str() };
-        else if (tag === 1) value = { tag: 'int', val: i64() };
-        else if (tag === 2) value = { tag: 'bool', val: u8() !== 0 };
-        else {
-          value = { tag: 'double', val: dv.getFloat64(pos, true) };
-          pos += 8;
-        }
-        parameters.push({ key, value });
-      }
-      results.push({ tag: 'ok', val: { outputs, parameters } });
-    } else {
-      const code = ERROR_CODES[u8()] ?? 'internal';
-      results.push({ tag: 'err', val: { code, message: str() } });
-    }
-  }
+  for (let i = 0; i < n; i++) results.push(r.result(buffers));
   return hasFuel ? { results, computeStartNs, computeEndNs, fuel: fuelValue } : { results, computeStartNs, computeEndNs };
+}
+
+/**
+ * Decodes the descriptor of one response a decoupled guest sent (`host.send-response`,
+ * descriptor.rs `result`): the last of `buffers`, which also holds its output data.
+ * @throws RangeError for a truncated or malformed descriptor
+ */
+export function decodeSentResult(buffers: readonly Uint8Array[]): DecodedResult {
+  return new DescriptorReader(buffers[buffers.length - 1] ?? new Uint8Array(0)).result(buffers);
 }

@@ -23,8 +23,7 @@ import { chargeLog, log, type LogLevel } from '../host/log.js';
 import { beginExecute, finishExecute, isCancelled, sendFinal, sendResponse, type ResponseSend } from '../host/responses.js';
 import { writeOutput } from '../host/wasi/stdio.js';
 import { WireHandles, toWireRequests, type WireRequest, type WireResponse } from '../wire.js';
-import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
-import { decodeResults, DescriptorWriter, encodeRequests, type DecodedResults } from './descriptor.js';
+import { decodeResults, decodeSentResult, DescriptorWriter, encodeRequests, type DecodedResults } from './descriptor.js';
 import { MSG, type ComponentHandle, type InstanceHandle } from './native.js';
 
 /** Longest idle timeout a timer can carry (ms); longer ones never release. */
@@ -57,28 +56,6 @@ interface Pending {
 
 /** JSON as sent by the native side: 64-bit integers are decimal strings. */
 type J = Record<string, unknown>;
-
-/** A WIT response (jco's shape, what ../host/responses.ts checks) from the native side's JSON. */
-function witResponse(v: J, buffers: Uint8Array[]): WitTypes.Response {
-  const outputs = (v.outputs as J[]).map((t) => ({
-    name: String(t.name),
-    datatype: t.datatype as WitTypes.DataType,
-    shape: BigInt64Array.from(t.shape as string[], (d) => BigInt(d)),
-    data: buffers[t.data as number] ?? new Uint8Array(0),
-  }));
-  const parameters = (v.parameters as J[]).map((p) => {
-    const value = p.value as { tag: string; val: unknown };
-    let val = value.val;
-    if (value.tag === 'int') val = BigInt(val as string);
-    else if (value.tag === 'double' && typeof val === 'string') val = Number(val);
-    return { key: String(p.key), value: { tag: value.tag, val } as WitTypes.ParameterValue };
-  });
-  return { outputs, parameters };
-}
-
-function witResult(v: J, buffers: Uint8Array[]): { tag: 'ok'; val: WitTypes.Response } | { tag: 'err'; val: WitTypes.Error } {
-  return v.tag === 'ok' ? { tag: 'ok', val: witResponse(v.val as J, buffers) } : { tag: 'err', val: v.val as WitTypes.Error };
-}
 
 function isHostCallError(e: unknown): e is HostCallError {
   return typeof e === 'object' && e !== null && 'payload' in e;
@@ -279,7 +256,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     try {
       switch (m.fn) {
         case 'send-response':
-          sendResponse(this.host.responses, Number(m.handle), witResult(m.response as J, buffers), m.final === true);
+          sendResponse(this.host.responses, Number(m.handle), decodeSentResult(buffers), m.final === true);
           break;
         case 'send-final':
           sendFinal(this.host.responses, Number(m.handle));
