@@ -69,6 +69,11 @@ export interface ServerOptions {
    * a model's `warden.execute_timeout_ms` parameter overrides it).
    */
   nativeExecuteTimeoutMs?: number;
+  /**
+   * `--wake-affinity` (default true): native and wasmtime instance threads woken while the process
+   * is otherwise idle start on the waking thread's CPU (native/src/core/wake.cc). Process-wide.
+   */
+  wakeAffinity?: boolean;
   /** `--backend-config=<backend>,<k>=<v>` settings, by backend ('' = global). */
   backendConfig?: Record<string, Record<string, string>>;
   /** `--model-config-name`. */
@@ -169,6 +174,14 @@ const backendDirectoryOf = (opts: ServerOptions): string => opts.backendDirector
 async function createResolvers(opts: ServerOptions, logger: Logger, metrics: ServerMetrics, tenants: TenantRegistry | undefined): Promise<BackendResolver[]> {
   const resolvers: BackendResolver[] = [...(opts.backendResolvers ?? [])];
   const autoCompleteConfig = opts.autoCompleteConfig ?? true;
+  if (opts.wakeAffinity !== undefined) {
+    try {
+      const { nativeAddon } = await import('./backends/native/addon.js');
+      nativeAddon().setWakeAffinity(opts.wakeAffinity);
+    } catch (e) {
+      logger.warn({ err: e }, 'native addon unavailable: --wake-affinity has no effect');
+    }
+  }
   // Optional backend kinds are loaded lazily so a missing build artefact disables only that kind.
   try {
     const { WasmBackendResolver } = await import('./backends/wasm/index.js');

@@ -29,6 +29,26 @@ typedef void (*WARDEN_LogFn)(
 TRITONSERVER_DECLSPEC void WARDEN_SetLogSink(
     WARDEN_LogFn fn, void* userp, bool info, bool warn, bool error, bool verbose);
 
+/* ------------------------------------------------------------------ wake affinity */
+
+/*
+ * Thread hand-off placement (src/core/wake.cc explains why): a thread about to wake a thread that
+ * sleeps waiting for work calls WARDEN_WakeAffinityPlace(tid) first; when nothing native is running
+ * in the process, the sleeper is moved onto the caller's CPU (true returned). The woken thread
+ * calls WARDEN_WakeAffinityBegin(moved) before the work (restoring the process's CPU mask when it
+ * was moved) and WARDEN_WakeAffinityEnd() after it. Instance workers, the wasmtime engine's
+ * instance threads and (from the parent process) backend-host ring readers use it. On by default; WARDEN_SetWakeAffinity(false) turns placement off.
+ */
+TRITONSERVER_DECLSPEC void WARDEN_SetWakeAffinity(bool on);
+TRITONSERVER_DECLSPEC bool WARDEN_WakeAffinityPlace(int32_t tid);
+TRITONSERVER_DECLSPEC void WARDEN_WakeAffinityBegin(bool moved);
+TRITONSERVER_DECLSPEC void WARDEN_WakeAffinityEnd(void);
+/** Put the calling thread back on the process's CPU mask (for a thread another process may place:
+ *  a backend-host process's ring reader, which the parent places before ringing its doorbell). */
+TRITONSERVER_DECLSPEC void WARDEN_WakeAffinityRestore(void);
+/** How many times WARDEN_WakeAffinityPlace moved a thread in this process. */
+TRITONSERVER_DECLSPEC uint64_t WARDEN_WakeAffinityPlacements(void);
+
 /* ------------------------------------------------------------------ backends */
 
 /**

@@ -186,6 +186,7 @@ class IsoServer : public Napi::ObjectWrap<IsoServer> {
   Napi::Value RemoveInstance(const Napi::CallbackInfo& info);
   Napi::Value Outstanding(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
+  Napi::Value ReaderTid(const Napi::CallbackInfo& info);
   std::unique_ptr<IsoServerCore> core_;
   Napi::Reference<Napi::ArrayBuffer> keep_in_, keep_out_;
 };

@@ -4,6 +4,7 @@
 // to the parent from whatever thread the backend uses — no JS and no V8 serialisation on the way.
 // A doorbell byte on a socket shared with the parent (fd 4 of the child) says "records waiting".
 #include <poll.h>
+#include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,8 +65,11 @@ class IsoServerCore {
   std::map<uint32_t, IsoInstance> instances;
   std::thread reader;
   std::atomic<uint64_t> skipped_doorbells{0};
+  /** The reader thread's kernel id: the parent places it on its CPU before a doorbell (wake.cc). */
+  std::atomic<int> reader_tid{0};
 
   void Run() {
+    reader_tid.store(int(syscall(SYS_gettid)));
     pollfd fds[2] = {{fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
     uint8_t sink[256];
     while (!stopping.load()) {
@@ -78,6 +82,8 @@ class IsoServerCore {
       if (fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) return;  // the parent is gone
       ssize_t r = read(fd, sink, sizeof sink);
       if (r == 0) return;
+      // The parent may have moved this thread onto its CPU to ring: take the whole mask back.
+      WARDEN_WakeAffinityRestore();
       Drain();
     }
   }
@@ -474,7 +480,8 @@ Napi::Function IsoServer::Init(Napi::Env env) {
                                  {InstanceMethod("addInstance", &IsoServer::AddInstance),
                                   InstanceMethod("removeInstance", &IsoServer::RemoveInstance),
                                   InstanceMethod("outstanding", &IsoServer::Outstanding),
-                                  InstanceMethod("close", &IsoServer::Close)});
+                                  InstanceMethod("close", &IsoServer::Close),
+                                  InstanceAccessor("readerTid", &IsoServer::ReaderTid, nullptr)});
   constructor = Napi::Persistent(f);
   constructor.SuppressDestruct();
   return f;
@@ -498,6 +505,7 @@ IsoServer::IsoServer(const Napi::CallbackInfo& info) : Napi::ObjectWrap<IsoServe
   if (core_->stop_fd < 0) throw Napi::Error::New(env, "eventfd failed");
   IsoServerCore* c = core_.get();
   c->reader = std::thread([c] { c->Run(); });
+  while (c->reader_tid.load() == 0) std::this_thread::yield();  // readerTid() is known from here on
 }
 
 IsoServer::~IsoServer() {
@@ -536,6 +544,11 @@ Napi::Value IsoServer::Outstanding(const Napi::CallbackInfo& info) {
   std::lock_guard<std::mutex> lk(core_->mu);
   auto it = core_->instances.find(id);
   return Napi::Number::New(info.Env(), it == core_->instances.end() ? 0.0 : double(it->second.outstanding));
+}
+
+/** readerTid -> the kernel id of the thread that waits for doorbells. */
+Napi::Value IsoServer::ReaderTid(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), core_->reader_tid.load());
 }
 
 Napi::Value IsoServer::Close(const Napi::CallbackInfo& info) {

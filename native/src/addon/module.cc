@@ -168,6 +168,28 @@ Napi::Value CustomMetricsText(const Napi::CallbackInfo& info) {
   return s;
 }
 
+/** wakeAffinityPlace(tid) -> whether the sleeping thread `tid` was moved onto this CPU (wake.cc). */
+Napi::Value WakeAffinityPlace(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "wakeAffinityPlace(tid: number)");
+  return Napi::Boolean::New(env, WARDEN_WakeAffinityPlace(info[0].As<Napi::Number>().Int32Value()));
+}
+
+/** wakeAffinityPlacements() -> how many threads placement has moved in this process. */
+Napi::Value WakeAffinityPlacements(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), double(WARDEN_WakeAffinityPlacements()));
+}
+
+/** setWakeAffinity(on): thread hand-off placement (WARDEN_SetWakeAffinity, src/core/wake.cc). */
+Napi::Value SetWakeAffinity(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 1 || !info[0].IsBoolean()) {
+    throw Napi::TypeError::New(env, "setWakeAffinity(on: boolean)");
+  }
+  WARDEN_SetWakeAffinity(info[0].As<Napi::Boolean>().Value());
+  return env.Undefined();
+}
+
 Napi::Value ApiVersion(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint32_t bmaj = 0, bmin = 0, smaj = 0, smin = 0;
@@ -194,6 +216,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setLogger", Napi::Function::New(env, SetLogger, "setLogger"));
   exports.Set("customMetricsText", Napi::Function::New(env, CustomMetricsText, "customMetricsText"));
   exports.Set("apiVersion", Napi::Function::New(env, ApiVersion, "apiVersion"));
+  exports.Set("setWakeAffinity", Napi::Function::New(env, SetWakeAffinity, "setWakeAffinity"));
+  exports.Set("wakeAffinityPlace", Napi::Function::New(env, WakeAffinityPlace, "wakeAffinityPlace"));
+  exports.Set("wakeAffinityPlacements", Napi::Function::New(env, WakeAffinityPlacements, "wakeAffinityPlacements"));
   exports.Set("setServerHandler", Napi::Function::New(env, SetServerHandler, "setServerHandler"));
   exports.Set("closeServerBridge", Napi::Function::New(env, CloseServerBridge, "closeServerBridge"));
   exports.Set("serverRespond", Napi::Function::New(env, ServerRespond, "serverRespond"));

@@ -9,6 +9,7 @@
 #include <exception>
 
 #include "objects.h"
+#include "warden/host.h"
 
 namespace warden {
 
@@ -118,21 +119,41 @@ void Worker::Post(std::function<void()> job) {
   {
     std::lock_guard<std::mutex> lk(q_->mu);
     q_->jobs.push_back(std::move(job));
+    // A sleeping thread with nothing else queued is about to be woken: place it on this CPU when
+    // the process is otherwise idle (wake.cc). Under the lock, so the thread cannot wake between
+    // the placement and `moved` being recorded.
+    if (q_->waiting && !q_->moved && q_->jobs.size() == 1) {
+      q_->moved = WARDEN_WakeAffinityPlace(q_->tid.load(std::memory_order_relaxed));
+    }
   }
   q_->cv.notify_one();
 }
 
 void Worker::Run(std::shared_ptr<Queue> q) {
+  q->tid.store(CurrentThreadId(), std::memory_order_relaxed);
   for (;;) {
     std::function<void()> job;
+    bool moved = false;
     {
       std::unique_lock<std::mutex> lk(q->mu);
+      q->waiting = true;
       q->cv.wait(lk, [&q] { return q->stop || !q->jobs.empty(); });
-      if (q->jobs.empty()) return;  // stop requested and drained
+      q->waiting = false;
+      moved = q->moved;
+      q->moved = false;
+      if (q->jobs.empty()) {  // stop requested and drained
+        if (moved) {  // give the process's CPU mask back before exiting
+          WARDEN_WakeAffinityBegin(true);
+          WARDEN_WakeAffinityEnd();
+        }
+        return;
+      }
       job = std::move(q->jobs.front());
       q->jobs.pop_front();
     }
+    WARDEN_WakeAffinityBegin(moved);
     job();
+    WARDEN_WakeAffinityEnd();
   }
 }
 

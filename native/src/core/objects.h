@@ -101,6 +101,8 @@ void Log(TRITONSERVER_LogLevel level, const char* file, int line, const std::str
 
 /** CLOCK_MONOTONIC in ns (the clock backend utils' steady_clock timestamps use). */
 uint64_t NowNs();
+/** The calling thread's kernel id (gettid). */
+int CurrentThreadId();
 
 // ---------------------------------------------------------------- parameters
 
@@ -138,6 +140,12 @@ class Worker {
     std::condition_variable cv;
     std::deque<std::function<void()>> jobs;
     bool stop = false;
+    /** The thread's kernel id, set when it starts (0 before). */
+    std::atomic<int> tid{0};
+    /** Guarded by mu: the thread sleeps in cv.wait with an empty queue. */
+    bool waiting = false;
+    /** Guarded by mu: Post moved the sleeping thread onto the poster's CPU (wake.cc). */
+    bool moved = false;
   };
   static void Run(std::shared_ptr<Queue> q);
   // Shared with the thread so a Worker destroyed from one of its own jobs (detached) stays safe.

@@ -11,7 +11,8 @@ use crate::wasi::monotonic_ns;
 use crate::descriptor;
 use crate::wire;
 use serde_json::{json, Value};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use crate::wake::WakeSlot;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{ResourceAny, ResourceTable};
@@ -76,27 +77,31 @@ enum Cmd {
 pub struct WwInstance {
     cmds: Sender<Cmd>,
     replies: Sender<Reply>,
+    wake: Arc<WakeSlot>,
 }
 
 impl WwInstance {
     pub fn start(engine: Engine, tick_ms: u64, fuel: bool, pre: SandboxPre<Guest>, notifier: Arc<Notifier>, id: u64, params: InstanceParams) -> std::io::Result<WwInstance> {
         let (cmds, cmd_rx) = channel();
         let (replies, reply_rx) = channel();
+        let wake = Arc::new(WakeSlot::default());
+        let thread_wake = wake.clone();
         std::thread::Builder::new().name(format!("warden-wasm-{id}")).stack_size(8 << 20).spawn(move || {
             let notifier2 = notifier.clone();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let io = Io { id, notifier: notifier.clone(), replies: reply_rx, deadline: None, log: LogFilter::new(params.log_bytes, params.log_messages) };
-                Worker { engine, tick_ms, fuel, pre, params, live: None, io: Some(io) }.run(cmd_rx)
+                Worker { engine, tick_ms, fuel, pre, params, live: None, io: Some(io) }.run(cmd_rx, &thread_wake)
             }));
             if r.is_err() {
                 notifier2.post(id, kind::TRAP, json!({ "message": "the wasmtime engine failed (panic)", "during": "execute", "reason": "trap" }).to_string(), vec![]);
             }
             notifier2.post(id, kind::EXITED, "{}".into(), vec![]);
         })?;
-        Ok(WwInstance { cmds, replies })
+        Ok(WwInstance { cmds, replies, wake })
     }
 
     pub fn execute(&self, descriptor: Vec<u8>, bufs: HostBuffers) -> bool {
+        self.wake.before_post();
         self.cmds.send(Cmd::Execute(descriptor, bufs)).is_ok()
     }
 
@@ -230,17 +235,26 @@ impl Worker {
         Err(out)
     }
 
-    fn run(mut self, cmds: Receiver<Cmd>) {
+    fn run(mut self, cmds: Receiver<Cmd>, wake: &WakeSlot) {
+        wake.register();
         let t0 = Instant::now();
         match self.start() {
             Ok(()) => self.post(kind::READY, json!({ "startMs": t0.elapsed().as_secs_f64() * 1e3, "respawn": false }), vec![]),
             Err(StartError::Guest(e)) => self.post(kind::CREATE_ERROR, wire::error_json(&e), vec![]),
             Err(StartError::Trap(m)) => self.post(kind::TRAP, json!({ "message": m, "during": "create", "reason": "trap" }), vec![]),
         }
-        while let Ok(cmd) = cmds.recv() {
+        loop {
+            let cmd = match cmds.try_recv() {
+                Ok(cmd) => cmd,
+                Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) => match wake.wait(|| cmds.recv()) {
+                    Ok(cmd) => cmd,
+                    Err(_) => break,
+                },
+            };
             match cmd {
                 Cmd::Stop => break,
-                Cmd::Execute(descriptor, bufs) => self.execute(&descriptor, bufs),
+                Cmd::Execute(descriptor, bufs) => wake.work(|| self.execute(&descriptor, bufs)),
             }
         }
         self.discard();

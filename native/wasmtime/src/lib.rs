@@ -13,6 +13,7 @@ mod engine;
 mod ffi_types;
 mod host;
 mod instance;
+mod wake;
 mod wasi;
 mod wire;
 

@@ -158,6 +158,21 @@ export interface NativeAddon {
   /** Reported API versions, e.g. { backend: '1.19', server: '1.34' }. */
   apiVersion(): { backend: string; server: string };
   /**
+   * Thread hand-off placement (native/src/core/wake.cc): when on (the default), a native instance
+   * thread or wasmtime instance thread woken while the process is otherwise idle is first moved
+   * onto the waking thread's CPU, which saves two cross-vCPU wake-ups (~40 µs each on VMs whose
+   * idle vCPUs halt) per request. `--wake-affinity=false` turns it off.
+   */
+  setWakeAffinity(on: boolean): void;
+  /**
+   * Before waking thread `tid` (of this process or a backend-host child) that sleeps waiting for
+   * work: moves it onto the calling thread's CPU when placement is on and no native work runs in
+   * this process. @returns whether it was moved.
+   */
+  wakeAffinityPlace(tid: number): boolean;
+  /** How many times placement has moved a thread in this process. */
+  wakeAffinityPlacements(): number;
+  /**
    * In a backend-host process: serve the isolation ring (isolation/ring.ts) natively — a thread
    * reads Execute records from `fromParent` when doorbell socket `fd` rings, and responses,
    * releases and completions go back through `toParent` (issue 12 point 1).
@@ -175,6 +190,8 @@ export interface IsoServer {
   outstanding(id: number): number;
   /** Stop the reader thread (late responses still go out). */
   close(): void;
+  /** The kernel thread id of the thread that waits for doorbells (the parent places it before ringing). */
+  readonly readerTid: number;
 }
 
 /** Where the addon is looked for (first hit): $WARDEN_NATIVE_ADDON, then `<project>/native/build/Release`. */

@@ -124,7 +124,7 @@ async function handle(m: ToChild): Promise<unknown> {
       });
       const addon = nativeAddon();
       server = new addon.IsoServer(DOORBELL_FD, addon.shmOpen(shm.toChild, shm.bytes), addon.shmOpen(shm.toParent, shm.bytes));
-      const loaded: Loaded = { config: model.config, parallelInstanceLoading: model.parallelInstanceLoading ?? false };
+      const loaded: Loaded = { config: model.config, parallelInstanceLoading: model.parallelInstanceLoading ?? false, readerTid: server.readerTid };
       return loaded;
     }
     case 'instance': {

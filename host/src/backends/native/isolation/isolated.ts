@@ -202,6 +202,7 @@ export class IsolatedNativeModel implements BackendModel {
         addon.shmUnlink(out.name); // both sides have them mapped now (or never will): no names left behind
         addon.shmUnlink(back.name);
       }
+      proc.setReaderTid(loaded.readerTid);
       for (const i of this.instances) await proc.call({ t: 'instance', id: i.id, spec: i.spec });
       this.logger.info({ pid: proc.pid }, 'backend host process ready');
       // Only a process that came up serves, and only its death triggers a restart (a start that
@@ -403,7 +404,8 @@ export class IsolatedNativeModel implements BackendModel {
     this.ringStats.executes++;
     const written = this.backlog.length === 0 && this.toChild.write(RecordKind.Execute, bytes, fill);
     if (written === 'ring' || written === 'busy') {
-      if (written === 'ring') proc.ring();
+      // Nothing else in flight: the process's reader sleeps, so place it on this CPU first (wake.cc).
+      if (written === 'ring') proc.ring(this.jobs.size === 1);
       else this.ringStats.doorbellsSkipped++;
     } else {
       this.ringStats.backlogged++;

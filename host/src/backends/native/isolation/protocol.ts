@@ -45,6 +45,8 @@ export interface Loaded {
   /** The config after the backend's auto-complete, if it set one. */
   config?: ModelConfig;
   parallelInstanceLoading: boolean;
+  /** The kernel thread id of the process's ring reader (the thread the doorbell wakes). */
+  readerTid: number;
 }
 
 /** The `finalizeModel` reply: what the backend never gave back (responses, factories, requests). */

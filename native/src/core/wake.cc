@@ -1,0 +1,81 @@
+// Wake affinity: a thread that hands work to a sleeping native thread first moves that thread onto
+// its own CPU when nothing else in the process is running work.
+//
+// Why: on virtual machines whose idle vCPUs halt (Firecracker with haltpoll polling off, as on
+// Warden's CI machines), the kernel wakes a sleeping thread on its previous, idle vCPU, and the
+// hypervisor takes ~35–45 µs to resume a halted vCPU. A request that crosses to an instance thread
+// and back pays that twice: a JS → native → JS execute round trip measured ~90 µs median there,
+// against ~14 µs with both threads on one CPU (docs/benchmarks.md, "session 4: wake affinity").
+// Placed on the poster's CPU, the woken thread runs as soon as the poster blocks (the JS thread
+// going back to epoll, or a thread waiting on a reply), and its completion wakes the poster on the
+// same CPU: ~3 µs per round trip.
+//
+// Why only when idle: under load, two busy threads on one CPU would time-share it. So a thread is
+// moved only when no native work is running anywhere in the process (the busy count below is 0),
+// and the moved thread restores the process's CPU mask as soon as it starts running, so the
+// scheduler may spread it again the moment there is contention.
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "objects.h"
+#include "warden/host.h"
+
+namespace warden {
+namespace {
+std::atomic<bool> enabled{true};
+std::atomic<int> busy{0};
+std::atomic<uint64_t> placements{0};
+std::once_flag home_once;
+cpu_set_t home;
+bool home_ok = false;
+
+/** The process's CPU mask (its main thread's), what a moved thread goes back to. */
+const cpu_set_t* Home() {
+  std::call_once(home_once, [] {
+    CPU_ZERO(&home);
+    home_ok = sched_getaffinity(getpid(), sizeof(home), &home) == 0;
+  });
+  return home_ok ? &home : nullptr;
+}
+}  // namespace
+
+int CurrentThreadId() { return int(syscall(SYS_gettid)); }
+}  // namespace warden
+
+extern "C" {
+
+void WARDEN_SetWakeAffinity(bool on) { warden::enabled.store(on, std::memory_order_relaxed); }
+
+bool WARDEN_WakeAffinityPlace(int32_t tid) {
+  if (tid <= 0 || !warden::enabled.load(std::memory_order_relaxed)) return false;
+  if (warden::busy.load(std::memory_order_acquire) != 0) return false;
+  if (warden::Home() == nullptr) return false;
+  const int cpu = sched_getcpu();
+  if (cpu < 0) return false;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (sched_setaffinity(tid, sizeof(one), &one) != 0) return false;
+  warden::placements.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+uint64_t WARDEN_WakeAffinityPlacements(void) { return warden::placements.load(std::memory_order_relaxed); }
+
+void WARDEN_WakeAffinityBegin(bool moved) {
+  warden::busy.fetch_add(1, std::memory_order_acq_rel);
+  if (moved) WARDEN_WakeAffinityRestore();
+}
+
+void WARDEN_WakeAffinityEnd(void) { warden::busy.fetch_sub(1, std::memory_order_acq_rel); }
+
+void WARDEN_WakeAffinityRestore(void) {
+  const cpu_set_t* h = warden::Home();
+  if (h != nullptr) sched_setaffinity(0, sizeof(*h), h);
+}
+
+}  // extern "C"
