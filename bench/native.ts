@@ -34,6 +34,11 @@ async function recordIdentity(url: string, req: HttpRequestSpec): Promise<{ head
   return { headers, body };
 }
 
+/** Microseconds per request (1 / throughput) of one measured case. */
+function perReqOf(get: (target: string, connections: number) => { rps: number }, target: string, connections: number): number {
+  return 1e6 / get(target, connections).rps;
+}
+
 /** One sequential round trip result: median and p99 wall µs, and CPU µs per request of this process and its children. */
 export interface RoundTrip {
   medianUs: number;
@@ -168,6 +173,8 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
       '\nparameters { key: "warden.isolation" value: { string_value: "process" } }\n',
   );
   const warden = await ctx.startWarden(repo, ['--backend-directory', join(ctx.root, 'build', 'backends')]);
+  // The same server without wake affinity (native/src/core/wake.cc), to show what placement saves.
+  const wardenOff = await ctx.startWarden(repo, ['--backend-directory', join(ctx.root, 'build', 'backends'), '--wake-affinity=false']);
   const idReq = identityRequest('identity_native');
   const simpleReq = simpleRequest();
   const canned = await recordIdentity(warden.url, idReq);
@@ -176,12 +183,19 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
   const cases: BenchCase[] = [];
   for (const connections of CONNECTIONS) {
     cases.push({ label: `c=${connections}`, target: 'identity_native', server: warden, request: idReq, connections });
+    cases.push({ label: `c=${connections}`, target: 'identity_native, wake affinity off', server: wardenOff, request: idReq, connections });
     cases.push({ label: `c=${connections}`, target: 'identity_isolated', server: warden, request: identityRequest('identity_isolated'), connections });
     cases.push({ label: `c=${connections}`, target: 'simple (ONNX)', server: warden, request: simpleReq, connections });
     cases.push({ label: `c=${connections}`, target: 'fastify floor', server: floor, request: { ...idReq }, connections });
   }
-  const { rows, get } = await measureTargets(ctx, cases, ['identity_native', 'identity_isolated', 'simple (ONNX)', 'fastify floor'], [warden, floor]);
-  const perReq = (target: string, connections: number) => 1e6 / get(target, connections).rps;
+  const { rows, get } = await measureTargets(
+    ctx,
+    cases,
+    ['identity_native', 'identity_native, wake affinity off', 'identity_isolated', 'simple (ONNX)', 'fastify floor'],
+    [warden, wardenOff, floor],
+  );
+  const placementSaves = perReqOf(get, 'identity_native, wake affinity off', 1) - perReqOf(get, 'identity_native', 1);
+  const perReq = (target: string, connections: number) => perReqOf(get, target, connections);
   const addedOverFloor = perReq('identity_native', 1) - perReq('fastify floor', 1);
   const vsSimple = perReq('identity_native', 1) - perReq('simple (ONNX)', 1);
   const cpuOverFloor = get('identity_native', 1).cpuUsPerReq - get('fastify floor', 1).cpuUsPerReq;
@@ -202,7 +216,10 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
     `- identity_native adds ${addedOverFloor.toFixed(1)} µs per request over the bare Fastify floor at concurrency 1 ` +
     `(server CPU ${cpuOverFloor.toFixed(0)} µs/req more): target < 30 µs ${targetMet ? 'MET' : 'MISSED'}. ` +
     `This includes all of Warden's HTTP path (JSON tensor decode/encode, validation, scheduling, statistics), not only the native host.\n` +
-    `- identity_native vs ONNX simple at concurrency 1: ${vsSimple >= 0 ? '+' : ''}${vsSimple.toFixed(1)} µs per request.\n` +
+    `- identity_native vs ONNX simple at concurrency 1: ${vsSimple >= 0 ? '+' : ''}${vsSimple.toFixed(1)} µs per request: target < 15 µs ${vsSimple < 15 ? 'MET' : 'MISSED'}.\n` +
+    `- wake affinity (--wake-affinity, on by default) saves ${placementSaves.toFixed(1)} µs per request at concurrency 1 ` +
+    `(identity_native with it off: ${perReq('identity_native, wake affinity off', 1).toFixed(1)} µs/req; at c=16 ` +
+    `${get('identity_native, wake affinity off', 16).rps.toFixed(0)} vs ${get('identity_native', 16).rps.toFixed(0)} infer/s).\n` +
     `- crash isolation (warden.isolation=process: shared-memory ring to a backend-host process and back) adds ${isolationCost.toFixed(1)} µs per request at concurrency 1 ` +
     `(identity_isolated vs identity_native): target < 40 µs ${isolationCost < 40 ? 'MET' : 'MISSED'}.\n` +
     `- native host alone (JS → native worker thread → TRITONBACKEND_ModelInstanceExecute → response on the JS thread), ` +
