@@ -2,15 +2,16 @@
 // process is otherwise idle is first moved onto the waking thread's CPU, and takes the process's
 // whole CPU mask back as soon as it runs. What must hold: placement happens on the request path of
 // in-process native models, wasmtime sandboxes and backend-host processes (the parent places the
-// child's ring reader); it never leaves a thread pinned; `--wake-affinity=false` turns it off; and
-// the parent places only a thread that belongs to its child.
+// child's ring reader); it never leaves a thread pinned; threads whose jobs take long are not
+// placed; `--wake-affinity=false` turns it off; and the parent places only a thread that belongs
+// to its child.
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
 import { tempRepo, type TempRepo } from '../helpers/repo.js';
 import { nativeAddon } from '../../host/src/backends/native/addon.js';
-import { PROJECT_ROOT, copyRepoModel, requireNativeBuild, startNativeServer } from './helpers.js';
+import { PROJECT_ROOT, copyRepoModel, faultsModel, requireNativeBuild, startNativeServer } from './helpers.js';
 
 const INPUT = [1.5, -2, 3.25, 0];
 const C_IDENTITY = join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm');
@@ -80,6 +81,7 @@ describe('wake affinity', () => {
       readFileSync(join(PROJECT_ROOT, 'model_repository', 'identity_wasm', 'config.pbtxt'), 'utf8').replace('name: "identity_wasm"', 'name: "identity_wt"') +
         '\nparameters { key: "engine" value: { string_value: "wasmtime" } }\n',
     );
+    faultsModel(repo, 'slow', { mode: 'hang', hang_ms: '1' });
     server = await startNativeServer(repo.path, { wakeAffinity: true });
     for (const m of ['identity_native', 'identity_iso', 'identity_wt']) await infer(server.httpUrl, m); // warm
   }, 120_000);
@@ -104,6 +106,24 @@ describe('wake affinity', () => {
     const children = readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
     expect(children.length).toBeGreaterThan(0);
     for (const pid of children) expect(pinnedThreads(pid)).toEqual([]);
+  });
+
+  it('a model whose executes take long (1 ms, over the 100 µs limit) is not placed once its average says so', async () => {
+    // Samples are capped at 400 µs and weigh 1/8: the average is 0, 50, 94, then 132 µs, so the
+    // first three executes may be placed and none after (without the limit: all twelve).
+    const addon = nativeAddon();
+    const before = addon.wakeAffinityPlacements();
+    for (let i = 0; i < 12; i++) {
+      const res = await fetch(`${server.httpUrl}/v2/models/slow/infer`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [7] }] }),
+      });
+      expect(res.status).toBe(200);
+    }
+    expect(addon.wakeAffinityPlacements() - before).toBeLessThanOrEqual(3);
+    // a short model in the same process is still placed
+    expect(await placementsDuring(server.httpUrl, 'identity_native', 10)).toBeGreaterThanOrEqual(5);
   });
 
   it('off (--wake-affinity=false): requests place nothing, and still succeed', async () => {

@@ -33,14 +33,24 @@ TRITONSERVER_DECLSPEC void WARDEN_SetLogSink(
 
 /*
  * Thread hand-off placement (src/core/wake.cc explains why): a thread about to wake a thread that
- * sleeps waiting for work calls WARDEN_WakeAffinityPlace(tid) first; when nothing native is running
- * in the process, the sleeper is moved onto the caller's CPU (true returned). The woken thread
+ * sleeps waiting for work calls WARDEN_WakeAffinityPlace(tid, recent_work_ns) first; when nothing
+ * native is running in the process and the sleeper's recent jobs were short, it is moved onto the
+ * caller's CPU (true returned). The woken thread
  * calls WARDEN_WakeAffinityBegin(moved) before the work (restoring the process's CPU mask when it
  * was moved) and WARDEN_WakeAffinityEnd() after it. Instance workers, the wasmtime engine's
  * instance threads and (from the parent process) backend-host ring readers use it. On by default; WARDEN_SetWakeAffinity(false) turns placement off.
  */
 TRITONSERVER_DECLSPEC void WARDEN_SetWakeAffinity(bool on);
-TRITONSERVER_DECLSPEC bool WARDEN_WakeAffinityPlace(int32_t tid);
+/** Jobs whose moving average is longer than this (ns) are not worth placing (wake.cc). */
+#define WARDEN_WAKE_AFFINITY_MAX_WORK_NS 100000u
+/** `recent_work_ns`: the sleeper's moving average of its jobs' duration (0 = none yet). */
+TRITONSERVER_DECLSPEC bool WARDEN_WakeAffinityPlace(int32_t tid, uint64_t recent_work_ns);
+/** The moving average both sides keep: avg + (sample - avg) / 8, in ns, each sample capped at 4×
+ *  the limit so one long job (a slow initialize) delays placement by ~11 short jobs, not hundreds. */
+static inline uint64_t WARDEN_WakeAffinityAverage(uint64_t avg, uint64_t sample_ns) {
+  if (sample_ns > 4 * WARDEN_WAKE_AFFINITY_MAX_WORK_NS) sample_ns = 4 * WARDEN_WAKE_AFFINITY_MAX_WORK_NS;
+  return sample_ns >= avg ? avg + (sample_ns - avg) / 8 : avg - (avg - sample_ns) / 8;
+}
 TRITONSERVER_DECLSPEC void WARDEN_WakeAffinityBegin(bool moved);
 TRITONSERVER_DECLSPEC void WARDEN_WakeAffinityEnd(void);
 /** Put the calling thread back on the process's CPU mask (for a thread another process may place:

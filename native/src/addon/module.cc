@@ -172,7 +172,7 @@ Napi::Value CustomMetricsText(const Napi::CallbackInfo& info) {
 Napi::Value WakeAffinityPlace(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() != 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "wakeAffinityPlace(tid: number)");
-  return Napi::Boolean::New(env, WARDEN_WakeAffinityPlace(info[0].As<Napi::Number>().Int32Value()));
+  return Napi::Boolean::New(env, WARDEN_WakeAffinityPlace(info[0].As<Napi::Number>().Int32Value(), 0));
 }
 
 /** wakeAffinityPlacements() -> how many threads placement has moved in this process. */

@@ -123,7 +123,7 @@ void Worker::Post(std::function<void()> job) {
     // the process is otherwise idle (wake.cc). Under the lock, so the thread cannot wake between
     // the placement and `moved` being recorded.
     if (q_->waiting && !q_->moved && q_->jobs.size() == 1) {
-      q_->moved = WARDEN_WakeAffinityPlace(q_->tid.load(std::memory_order_relaxed));
+      q_->moved = WARDEN_WakeAffinityPlace(q_->tid.load(std::memory_order_relaxed), q_->work_ns.load(std::memory_order_relaxed));
     }
   }
   q_->cv.notify_one();
@@ -152,7 +152,9 @@ void Worker::Run(std::shared_ptr<Queue> q) {
       q->jobs.pop_front();
     }
     WARDEN_WakeAffinityBegin(moved);
+    const uint64_t t0 = NowNs();
     job();
+    q->work_ns.store(WARDEN_WakeAffinityAverage(q->work_ns.load(std::memory_order_relaxed), NowNs() - t0), std::memory_order_relaxed);
     WARDEN_WakeAffinityEnd();
   }
 }

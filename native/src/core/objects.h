@@ -146,6 +146,8 @@ class Worker {
     bool waiting = false;
     /** Guarded by mu: Post moved the sleeping thread onto the poster's CPU (wake.cc). */
     bool moved = false;
+    /** Moving average of the thread's job durations, ns (WARDEN_WakeAffinityAverage). */
+    std::atomic<uint64_t> work_ns{0};
   };
   static void Run(std::shared_ptr<Queue> q);
   // Shared with the thread so a Worker destroyed from one of its own jobs (detached) stays safe.

@@ -10,10 +10,14 @@
 // going back to epoll, or a thread waiting on a reply), and its completion wakes the poster on the
 // same CPU: ~3 µs per round trip.
 //
-// Why only when idle: under load, two busy threads on one CPU would time-share it. So a thread is
-// moved only when no native work is running anywhere in the process (the busy count below is 0),
-// and the moved thread restores the process's CPU mask as soon as it starts running, so the
-// scheduler may spread it again the moment there is contention.
+// Why only when idle, and only for short work: a moved thread starts on the poster's CPU and, if
+// the poster has more to do (the JS thread under load), time-shares that CPU until the scheduler's
+// next balancing pass moves one of them (up to a tick, ~4 ms). That is free when the work is a few
+// µs and the poster is about to sleep anyway, and costly when the work is long, where a ~40 µs
+// wake-up is small beside it and running on the other core is what matters. So a thread is moved
+// only when no native work runs anywhere in the process (the busy count below is 0) and its recent
+// jobs were short (the caller's moving average, under WARDEN_WAKE_AFFINITY_MAX_WORK_NS); and the
+// moved thread restores the process's CPU mask as soon as it starts running.
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -50,8 +54,9 @@ extern "C" {
 
 void WARDEN_SetWakeAffinity(bool on) { warden::enabled.store(on, std::memory_order_relaxed); }
 
-bool WARDEN_WakeAffinityPlace(int32_t tid) {
+bool WARDEN_WakeAffinityPlace(int32_t tid, uint64_t recent_work_ns) {
   if (tid <= 0 || !warden::enabled.load(std::memory_order_relaxed)) return false;
+  if (recent_work_ns > WARDEN_WAKE_AFFINITY_MAX_WORK_NS) return false;
   if (warden::busy.load(std::memory_order_acquire) != 0) return false;
   if (warden::Home() == nullptr) return false;
   const int cpu = sched_getcpu();
