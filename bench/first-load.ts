@@ -18,7 +18,8 @@
  *   time in it (all threads).
  *
  * After the window each process also times the cache entry's MAC alone (`cwasmMac` over the file,
- * read into memory first; the fastest of 3), for how much of `loadCached` the check is.
+ * read into memory first; the fastest of 3), for how much of `loadCached` a full check is, and
+ * reports `byStamp`: 1 if the entry's verified stamp vouched for it (no hash in the load).
  * The parent prints every run and the median of each stage as JSON. Needs a warm cache (run
  * density.js once). Figures are noise on a busy machine; compare stages, not single runs.
  */
@@ -107,6 +108,8 @@ async function child(): Promise<void> {
     mac = Math.min(mac, performance.now() - h0);
   }
   stages.macOnly = mac;
+  // 1 when the entry's verified stamp vouched for it (no hash in the load), 0 when it was hashed
+  stages.byStamp = engine.cache.counts.stamp;
   stages.cwasmMiB = bytes.length / 2 ** 20;
   writeFileSync(1, `${JSON.stringify(stages)}\n`);
   await resolver.finalizeAll();
