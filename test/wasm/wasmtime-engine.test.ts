@@ -291,6 +291,11 @@ describe('wasmtime compile cache: verified stamps (a first load trusts an unchan
       renameSync(s, `${s}.real`);
       symlinkSync(`${s}.real`, s);
     }],
+    ['a FIFO as the stamp file (an open would block)', (f: string) => {
+      const s = f.replace(/\.cwasm$/, '.verified');
+      rmSync(s);
+      execFileSync('mkfifo', [s]);
+    }],
     ['an oversized stamp file', (f: string) => {
       const s = f.replace(/\.cwasm$/, '.verified');
       writeFileSync(s, readFileSync(s, 'latin1') + 'x'.repeat(4096));
@@ -304,6 +309,10 @@ describe('wasmtime compile cache: verified stamps (a first load trusts an unchan
     await identityWorks(m);
     const again = await load(quick(cache), 'h2');
     expect(countsOf(again)).toEqual({ mac: 0, stamp: 1 });
+  });
+
+  it('cacheSettleMs must be a non-negative integer', () => {
+    for (const bad of [-1, 1.5, Number.NaN]) expect(() => resolver(work, { settleMs: bad })).toThrow(RangeError);
   });
 
   it('a stamp whose entry is gone is removed; an entry used within the hour keeps its mtime (and stamp), an older one is refreshed', async () => {
