@@ -12,6 +12,9 @@
  * file is loaded only if that MAC, recomputed over the very file wasmtime then maps, matches its
  * name: a truncated, tampered, renamed or foreign file (anyone without the key) fails, is deleted
  * and compiled again. wasmtime then still checks the artifact's own engine header.
+ * Files are written with mode 0600 under a temporary name (`.tmp-<pid>-<16 random hex>.cwasm`:
+ * threads of one process may share the folder) and renamed into place; so are stamps
+ * (`.tmp-<pid>-<16 random hex>.verified`, by the addon).
  *
  * Verified stamps: hashing a large entry is most of a first load (BLAKE3 over 35 MiB ≈ 8 ms of
  * ~24), so after a full check the addon records the open file's stamps (device, inode, size,
@@ -24,11 +27,9 @@
  * stamp alone — bit rot on the medium, raw block-device writes, root with the clock set back.
  * Because `utimes` moves ctime, the LRU time of an entry (its mtime) is refreshed only when it is
  * more than {@link TOUCH_INTERVAL_MS} old: LRU order is exact to that interval.
- * Files are written with mode 0600 under a temporary name (`.tmp-<pid>-<16 random hex>.cwasm`:
- * threads of one process may share the folder) and renamed into place.
  *
  * Bounded like the V8 engine's transpile cache ({@link CacheLimits}: entries and bytes): past
- * either bound the least recently used files (modification time, refreshed on use) are removed,
+ * either bound the least recently used files (modification time, refreshed on use at most hourly) are removed,
  * except those of components a loaded model uses. Entries of the previous format
  * (`<sha256>-<config 16>.cwasm` with a header line) count against the bounds and go first; they
  * are not deleted on sight, since processes of an older Warden may share the folder.
