@@ -1,13 +1,13 @@
 /**
  * What only the wasmtime engine has (issue 10): the precompiled-component cache on disk (hit,
- * tampered, truncated and foreign files, bounds), compiled code shared between models with the
+ * tampered, truncated and foreign files, bounds, verified stamps), compiled code shared between models with the
  * same component, the idle policy (release, cold start), and the per-model `engine` parameter.
  * Everything both engines share runs in the engine-parametrised suites (samples, hostile,
  * memory-budget, http).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,7 +35,7 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function resolver(cacheDir: string, opts: { engine?: 'v8' | 'wasmtime'; maxEntries?: number; idleMs?: number; fuel?: boolean } = {}): WasmBackendResolver {
+function resolver(cacheDir: string, opts: { engine?: 'v8' | 'wasmtime'; maxEntries?: number; idleMs?: number; fuel?: boolean; settleMs?: number } = {}): WasmBackendResolver {
   const r = new WasmBackendResolver({
     cacheDir,
     limits: { maxMemoryBytes: 64 * 1024 * 1024, maxExecuteMs: 5_000, maxLogBytes: 16 * 1024 },
@@ -44,6 +44,7 @@ function resolver(cacheDir: string, opts: { engine?: 'v8' | 'wasmtime'; maxEntri
     cacheLimits: opts.maxEntries ? { maxEntries: opts.maxEntries } : undefined,
     idleMs: opts.idleMs,
     wasmtimePool: opts.fuel ? { fuel: true } : undefined,
+    cacheSettleMs: opts.settleMs,
   });
   resolvers.push(r);
   return r;
@@ -206,6 +207,127 @@ describe('wasmtime compile cache (.cwasm)', () => {
     // in use entries stay even past the bound
     const d = await load(r, 'bd', 'recurse');
     expect(entries()).toEqual([b.componentHash, c.componentHash, d.componentHash].sort());
+  });
+});
+
+describe('wasmtime compile cache: verified stamps (a first load trusts an unchanged, fully checked entry instead of hashing it)', () => {
+  const entryOf = (cache: string) => {
+    const dir = join(cache, 'wasmtime');
+    return join(dir, readdirSync(dir).find((f) => f.endsWith('.cwasm'))!);
+  };
+  const stampOf = (cache: string) => entryOf(cache).replace(/\.cwasm$/, '.verified');
+  const countsOf = (m: WasmModel) => (m as unknown as { engine: WasmtimeEngine }).engine.cache.counts;
+  // settle 0: a just-written entry is stamped at once (the default waits until its last change is 2 s old)
+  const quick = (cache: string) => resolver(cache, { settleMs: 0 });
+  // past a ctime tick (coarse clock), so that a change after stamping shows in ctime
+  const tick = () => new Promise((r) => setTimeout(r, 30));
+  // a whole second, now: a mtime a test can put back exactly (and recent: not refreshed on use)
+  const NOW_S = Math.floor(Date.now() / 1000);
+
+  /** A cache whose entry was compiled, then loaded once (checked in full, so stamped). */
+  async function stamped(): Promise<string> {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    await load(quick(cache), 's0');
+    utimesSync(entryOf(cache), NOW_S, NOW_S);
+    await tick();
+    const m = await load(quick(cache), 's1');
+    expect(sourceOf(m)).toBe('cache');
+    expect(countsOf(m)).toEqual({ mac: 1, stamp: 0 });
+    expect(existsSync(stampOf(cache))).toBe(true);
+    await tick();
+    return cache;
+  }
+
+  it('after a full check the open file\'s stamps are recorded (0600, MAC\'d); a new engine trusts them and does not hash', async () => {
+    const cache = await stamped();
+    const st = statSync(entryOf(cache), { bigint: true });
+    expect(statSync(stampOf(cache)).mode & 0o777).toBe(0o600);
+    expect(readFileSync(stampOf(cache), 'latin1')).toMatch(new RegExp(`^warden-cwasm-verified/1 ${st.dev} ${st.ino} ${st.size} ${st.mtimeNs} ${st.ctimeNs} [0-9a-f]{64}\\n$`));
+    const m = await load(quick(cache), 's2');
+    expect(sourceOf(m)).toBe('cache');
+    expect(countsOf(m)).toEqual({ mac: 0, stamp: 1 });
+    await identityWorks(m);
+  });
+
+  it('an entry whose last change is younger than the settle time is checked in full and not stamped', async () => {
+    const cache = mkdtempSync(join(work, 'cache-'));
+    await load(resolver(cache), 'n0');
+    const m = await load(resolver(cache), 'n1'); // default settle: 2 s
+    expect(countsOf(m)).toEqual({ mac: 1, stamp: 0 });
+    expect(existsSync(stampOf(cache))).toBe(false);
+  });
+
+  const flipInPlace = (f: string) => {
+    const b = readFileSync(f);
+    // inside .text (wasmtime's ELF puts it at 0x1000): machine code wasmtime itself would not notice
+    b[0x1800]! ^= 0xff;
+    writeFileSync(f, b); // same inode, same size
+    utimesSync(f, NOW_S, NOW_S); // same mtime: only ctime tells
+  };
+  it.each([
+    ['a byte flipped in place (same inode, size and mtime: only ctime moved)', flipInPlace],
+    ['a truncated file', (f: string) => writeFileSync(f, readFileSync(f).subarray(0, readFileSync(f).length - 4096))],
+    ['an entry replaced by a tampered copy under the same name', (f: string) => { const b = readFileSync(f); b[200]! ^= 1; rmSync(f); writeFileSync(f, b, { mode: 0o600 }); }],
+  ])('after stamping, %s is checked in full: refused, deleted with its stamp, compiled again', async (_what, tamper) => {
+    const cache = await stamped();
+    const stamp = stampOf(cache);
+    tamper(entryOf(cache));
+    const m = await load(quick(cache), 't');
+    expect(sourceOf(m)).toBe('compiled');
+    expect(existsSync(stamp)).toBe(false);
+    await identityWorks(m);
+  });
+
+  it.each([
+    ['touched (utimes to the same mtime: content unchanged, ctime moved)', (f: string) => utimesSync(f, NOW_S, NOW_S)],
+    ['chmod (metadata only)', (f: string) => { chmodSync(f, 0o400); chmodSync(f, 0o600); }],
+    ['replaced by an identical copy (another inode)', (f: string) => { const b = readFileSync(f); rmSync(f); writeFileSync(f, b, { mode: 0o600 }); utimesSync(f, NOW_S, NOW_S); }],
+    ['a stamp forged without the key (right stamps, wrong MAC)', (f: string) => {
+      const s = f.replace(/\.cwasm$/, '.verified');
+      writeFileSync(s, readFileSync(s, 'latin1').replace(/[0-9a-f]{64}\n$/, `${'ab'.repeat(32)}\n`));
+    }],
+    ['a stamp that is a symlink to a good one', (f: string) => {
+      const s = f.replace(/\.cwasm$/, '.verified');
+      renameSync(s, `${s}.real`);
+      symlinkSync(`${s}.real`, s);
+    }],
+    ['a FIFO as the stamp file (an open would block)', (f: string) => {
+      const s = f.replace(/\.cwasm$/, '.verified');
+      rmSync(s);
+      execFileSync('mkfifo', [s]);
+    }],
+    ['an oversized stamp file', (f: string) => {
+      const s = f.replace(/\.cwasm$/, '.verified');
+      writeFileSync(s, readFileSync(s, 'latin1') + 'x'.repeat(4096));
+    }],
+  ])('after stamping, %s: the stamp is not trusted; the good entry is checked in full, kept and stamped again', async (_what, change) => {
+    const cache = await stamped();
+    change(entryOf(cache));
+    const m = await load(quick(cache), 'h1');
+    expect(sourceOf(m)).toBe('cache');
+    expect(countsOf(m)).toEqual({ mac: 1, stamp: 0 });
+    await identityWorks(m);
+    const again = await load(quick(cache), 'h2');
+    expect(countsOf(again)).toEqual({ mac: 0, stamp: 1 });
+  });
+
+  it('cacheSettleMs must be a non-negative integer', () => {
+    for (const bad of [-1, 1.5, Number.NaN]) expect(() => resolver(work, { settleMs: bad })).toThrow(RangeError);
+  });
+
+  it('a stamp whose entry is gone is removed; an entry used within the hour keeps its mtime (and stamp), an older one is refreshed', async () => {
+    const cache = await stamped();
+    const orphan = join(cache, 'wasmtime', `${'ab'.repeat(32)}-${'cd'.repeat(8)}-${'ef'.repeat(32)}.verified`);
+    writeFileSync(orphan, 'x');
+    const entry = entryOf(cache);
+    const m = await load(quick(cache), 'o1');
+    expect(existsSync(orphan)).toBe(false);
+    expect(countsOf(m)).toEqual({ mac: 0, stamp: 1 });
+    expect(statSync(entry).mtimeMs).toBe(NOW_S * 1000);
+    const old = NOW_S - 2 * 3600;
+    utimesSync(entry, old, old);
+    await load(quick(cache), 'o2');
+    expect(statSync(entry).mtimeMs).toBeGreaterThan(NOW_S * 1000 - 60_000);
   });
 });
 

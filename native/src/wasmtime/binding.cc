@@ -204,20 +204,23 @@ Napi::Value Compile(const Napi::CallbackInfo& info) {
 /** Loads a compile-cache entry off the JS thread after checking its MAC (ww_component_load_cached). */
 class CachedWorker : public Napi::AsyncWorker {
  public:
-  CachedWorker(Napi::Env env, WwEngine* e, std::string path, std::string key, std::string hash, std::string mac, uint64_t max_bytes)
+  CachedWorker(Napi::Env env, WwEngine* e, std::string path, std::string key, std::string hash, std::string mac, uint64_t max_bytes, uint64_t settle_ms)
       : Napi::AsyncWorker(env, "warden-wasmtime-load-cached"), deferred_(Napi::Promise::Deferred::New(env)), engine_(e), path_(std::move(path)),
-        key_(std::move(key)), hash_(std::move(hash)), mac_(std::move(mac)), max_bytes_(max_bytes) {}
+        key_(std::move(key)), hash_(std::move(hash)), mac_(std::move(mac)), max_bytes_(max_bytes), settle_ms_(settle_ms) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
   void Execute() override {
     char* err = nullptr;
     out_ = ww_component_load_cached(engine_, reinterpret_cast<const uint8_t*>(path_.data()), path_.size(), reinterpret_cast<const uint8_t*>(key_.data()),
-                                    reinterpret_cast<const uint8_t*>(hash_.data()), hash_.size(), reinterpret_cast<const uint8_t*>(mac_.data()), max_bytes_, &miss_, &err);
+                                    reinterpret_cast<const uint8_t*>(hash_.data()), hash_.size(), reinterpret_cast<const uint8_t*>(mac_.data()), max_bytes_, settle_ms_, &check_, &miss_, &err);
     if (!out_) error_ = TakeError(err, "wasmtime failed");
   }
   void OnOK() override {
     Napi::Env env = Env();
     if (out_) {
-      deferred_.Resolve(Napi::External<WwComponent>::New(env, out_));
+      Napi::Object r = Napi::Object::New(env);
+      r.Set("component", Napi::External<WwComponent>::New(env, out_));
+      r.Set("check", Napi::Number::New(env, check_));
+      deferred_.Resolve(r);
       return;
     }
     Napi::Error e = Napi::Error::New(env, error_);
@@ -229,8 +232,8 @@ class CachedWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
   WwEngine* engine_;
   std::string path_, key_, hash_, mac_;
-  uint64_t max_bytes_;
-  int32_t miss_ = 2;
+  uint64_t max_bytes_, settle_ms_;
+  int32_t check_ = 0, miss_ = 2;
   WwComponent* out_ = nullptr;
   std::string error_;
 };
@@ -242,7 +245,7 @@ std::string Exact(const Napi::Value& v, size_t n, const char* what) {
   return std::string(reinterpret_cast<const char*>(u.Data()), n);
 }
 
-/** loadCached(engine, path, key[32], hash, mac[32], maxBytes) → Promise<component>; rejects with `.miss`. */
+/** loadCached(engine, path, key[32], hash, mac[32], maxBytes, settleMs) → Promise<{component, check}>; rejects with `.miss`. */
 Napi::Value LoadCached(const Napi::CallbackInfo& info) {
   auto* ctx = Ptr<EngineCtx>(info[0], "engine");
   std::string path = Str(info[1]);
@@ -251,7 +254,11 @@ Napi::Value LoadCached(const Napi::CallbackInfo& info) {
   std::string mac = Exact(info[4], 32, "a 32-byte MAC");
   if (!info[5].IsNumber()) throw Napi::TypeError::New(info.Env(), "expected a size bound");
   double max = info[5].As<Napi::Number>().DoubleValue();
-  auto* w = new CachedWorker(info.Env(), ctx->engine, std::move(path), std::move(key), std::move(hash), std::move(mac), max > 0 ? uint64_t(max) : 0);
+  if (!info[6].IsNumber()) throw Napi::TypeError::New(info.Env(), "expected a settle time (ms)");
+  double settle = info[6].As<Napi::Number>().DoubleValue();
+  // a NaN or negative settle time is the safe extreme: never record a stamp
+  uint64_t settle_ms = settle >= 0 && settle < 1e15 ? uint64_t(settle) : UINT64_C(1) << 50;
+  auto* w = new CachedWorker(info.Env(), ctx->engine, std::move(path), std::move(key), std::move(hash), std::move(mac), max > 0 ? uint64_t(max) : 0, settle_ms);
   Napi::Promise p = w->Promise();
   w->Queue();
   return p;

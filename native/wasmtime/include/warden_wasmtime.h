@@ -24,9 +24,10 @@ void ww_engine_free(WwEngine* e);
 size_t ww_engine_config_key(const WwEngine* e, uint8_t* out, size_t cap);
 
 WwComponent* ww_component_compile(const WwEngine* e, const uint8_t* bytes, size_t len, char** err);
-/* Compile cache (cwasm.rs): key, hash of 64 hex, mac 32 bytes; miss: 1 absent, 2 unreadable, 3 MAC, 4 refused. */
+/* Compile cache (cwasm.rs): key, hash of 64 hex, mac 32 bytes; check: 1 MAC over the bytes, 2 verified stamp;
+   miss: 1 absent, 2 unreadable, 3 MAC, 4 refused. */
 WwComponent* ww_component_load_cached(const WwEngine* e, const uint8_t* path, size_t path_len, const uint8_t* key, const uint8_t* hash, size_t hash_len,
-                                      const uint8_t* mac, uint64_t max_bytes, int32_t* miss, char** err);
+                                      const uint8_t* mac, uint64_t max_bytes, uint64_t settle_ms, int32_t* check, int32_t* miss, char** err);
 bool ww_cwasm_mac(const WwEngine* e, const uint8_t* key, const uint8_t* hash, size_t hash_len, const uint8_t* payload, size_t len, uint8_t* out);
 WwMessage* ww_component_serialize(const WwComponent* c, char** err);
 void ww_component_free(WwComponent* c);

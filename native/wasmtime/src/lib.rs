@@ -107,9 +107,12 @@ pub unsafe extern "C" fn ww_component_compile(e: *const WwEngine, bytes: *const 
 }
 
 /// Loads the compile-cache entry at `path` (UTF-8, `path_len` bytes) if the keyed MAC of its
-/// bytes (cwasm.rs) is `mac`: no read into memory, wasmtime maps the checked file. On failure
-/// returns null, sets `*miss` (1 absent, 2 unreadable, 3 MAC mismatch, 4 refused by wasmtime) and
-/// `*err`. Blocking: run it off the JS thread.
+/// bytes (cwasm.rs) is `mac` — checked over the bytes, or vouched for by the entry's verified
+/// stamp — and sets `*check` (1 MAC over the bytes, 2 verified stamp); no read into memory,
+/// wasmtime maps the checked file. After a full check of a file last changed at least
+/// `settle_ms` ago its stamp is recorded. On failure returns null, sets `*miss` (1 absent, 2
+/// unreadable, 3 MAC mismatch, 4 refused by wasmtime) and `*err`. Blocking: run it off the JS
+/// thread.
 #[no_mangle]
 pub unsafe extern "C" fn ww_component_load_cached(
     e: *const WwEngine,
@@ -120,6 +123,8 @@ pub unsafe extern "C" fn ww_component_load_cached(
     hash_len: usize,
     mac: *const u8,
     max_bytes: u64,
+    settle_ms: u64,
+    check: *mut i32,
     miss: *mut i32,
     err: *mut *mut c_char,
 ) -> *mut WwComponent {
@@ -129,8 +134,13 @@ pub unsafe extern "C" fn ww_component_load_cached(
         let hash = std::str::from_utf8(slice(hash, hash_len)).map_err(|_| "component hash is not UTF-8".to_string())?;
         let key: &[u8; cwasm::KEY_LEN] = &*(key as *const [u8; cwasm::KEY_LEN]);
         let mac: &[u8; cwasm::KEY_LEN] = &*(mac as *const [u8; cwasm::KEY_LEN]);
-        match cwasm::load_checked(&*e, std::path::Path::new(path), key, hash, mac, max_bytes) {
-            Ok(c) => Ok(Box::into_raw(Box::new(c))),
+        match cwasm::load_checked(&*e, std::path::Path::new(path), key, hash, mac, max_bytes, std::time::Duration::from_millis(settle_ms)) {
+            Ok((c, how)) => {
+                if !check.is_null() {
+                    *check = how as i32;
+                }
+                Ok(Box::into_raw(Box::new(c)))
+            }
             Err((m, msg)) => {
                 reason = m;
                 Err(msg)

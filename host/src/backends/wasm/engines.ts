@@ -25,6 +25,11 @@ export interface EngineOptions {
    * loaded model are evicted past them). Default `DEFAULT_CACHE_LIMITS`: 256 entries, 2 GiB.
    */
   cacheLimits?: Partial<CacheLimits>;
+  /**
+   * wasmtime: how long ago (ms) a compile-cache entry must have last changed before its verified
+   * stamp is recorded (./wasmtime/cache.ts). Default 2000; tests lower it.
+   */
+  cacheSettleMs?: number;
   /** The backend's logger (cache clean-up and eviction). */
   logger?: Logger;
   /** Largest linear memory of any instance (bytes; the server's cap). wasmtime: the pool's slot size. */

@@ -50,6 +50,8 @@ export interface WasmBackendOptions {
    * either, the least recently used entries no loaded model uses are removed.
    */
   cacheLimits?: Partial<CacheLimits>;
+  /** wasmtime: age (ms) a compile-cache entry's last change must have before its verified stamp is recorded (default 2000; tests lower it). */
+  cacheSettleMs?: number;
   /**
    * Picks the memory budget a model's instances reserve from — e.g. its tenant's quota, made with
    * `resolver.memoryBudget.child(name, bytes)` — from the model's key (namespace), origin and
@@ -73,6 +75,7 @@ export class WasmBackendResolver implements BackendResolver {
   private readonly memoryBudgetFor?: MemoryBudgetFor;
   private readonly wasmtimePool?: WasmtimePoolOptions;
   private readonly idleMs?: number;
+  private readonly cacheSettleMs?: number;
   /**
    * The budget of all sandboxed instances' linear memory (`limits.maxTotalMemoryBytes`); make
    * tenant budgets inside it with `child()` and hand them out through `memoryBudgetFor`.
@@ -90,6 +93,8 @@ export class WasmBackendResolver implements BackendResolver {
     this.wasmtimePool = opts.wasmtimePool;
     if (opts.idleMs !== undefined && (!Number.isSafeInteger(opts.idleMs) || opts.idleMs < 0)) throw new RangeError(`idleMs must be a non-negative integer, got ${opts.idleMs}`);
     this.idleMs = opts.idleMs;
+    if (opts.cacheSettleMs !== undefined && (!Number.isSafeInteger(opts.cacheSettleMs) || opts.cacheSettleMs < 0)) throw new RangeError(`cacheSettleMs must be a non-negative integer, got ${opts.cacheSettleMs}`);
+    this.cacheSettleMs = opts.cacheSettleMs;
   }
 
   /** The wasm backend for `backend: "wasm"` configs; undefined for any other model. */
@@ -106,7 +111,7 @@ export class WasmBackendResolver implements BackendResolver {
     if (!this.backend) {
       mkdirSync(this.cacheDir, { recursive: true });
       const make = (name: EngineName) =>
-        createEngine(name, { cacheDir: this.cacheDir, cacheLimits: this.cacheLimits, logger: this.logger, maxMemoryBytes: this.limits.maxMemoryBytes, pool: this.wasmtimePool, idleMs: this.idleMs });
+        createEngine(name, { cacheDir: this.cacheDir, cacheLimits: this.cacheLimits, logger: this.logger, maxMemoryBytes: this.limits.maxMemoryBytes, pool: this.wasmtimePool, idleMs: this.idleMs, cacheSettleMs: this.cacheSettleMs });
       this.backend = new WasmBackend(make(this.engine), this.limits, this.logger, { server: this.memoryBudget, budgetFor: this.memoryBudgetFor }, make, this.digests());
     }
     return this.backend;

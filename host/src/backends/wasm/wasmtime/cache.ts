@@ -13,10 +13,23 @@
  * name: a truncated, tampered, renamed or foreign file (anyone without the key) fails, is deleted
  * and compiled again. wasmtime then still checks the artifact's own engine header.
  * Files are written with mode 0600 under a temporary name (`.tmp-<pid>-<16 random hex>.cwasm`:
- * threads of one process may share the folder) and renamed into place.
+ * threads of one process may share the folder) and renamed into place; so are stamps
+ * (`.tmp-<pid>-<16 random hex>.verified`, by the addon).
+ *
+ * Verified stamps: hashing a large entry is most of a first load (BLAKE3 over 35 MiB ≈ 8 ms of
+ * ~24), so after a full check the addon records the open file's stamps (device, inode, size,
+ * mtime and ctime in ns) in `<entry name>.verified`, under a keyed MAC that binds them to the
+ * entry's MAC, the component hash and the engine configuration, if they did not change during
+ * the check and the file's last change is at least `settleMs` old. A later load whose open file
+ * has exactly those stamps skips the hash (native/wasmtime/src/cwasm.rs). Any write, truncation,
+ * replacement, `utimes`, `chmod` or rename moves ctime, so the file is then checked in full again
+ * (and re-stamped). Not caught any more on such a load: a change of the bytes that leaves every
+ * stamp alone — bit rot on the medium, raw block-device writes, root with the clock set back.
+ * Because `utimes` moves ctime, the LRU time of an entry (its mtime) is refreshed only when it is
+ * more than {@link TOUCH_INTERVAL_MS} old: LRU order is exact to that interval.
  *
  * Bounded like the V8 engine's transpile cache ({@link CacheLimits}: entries and bytes): past
- * either bound the least recently used files (modification time, refreshed on use) are removed,
+ * either bound the least recently used files (modification time, refreshed on use at most hourly) are removed,
  * except those of components a loaded model uses. Entries of the previous format
  * (`<sha256>-<config 16>.cwasm` with a header line) count against the bounds and go first; they
  * are not deleted on sight, since processes of an older Warden may share the folder.
@@ -26,12 +39,22 @@ import { readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { cacheKey } from '../cache-key.js';
+import { SETTLE_MS } from '../digests.js';
 import { processAlive, type CacheLimits } from '../v8/transpile.js';
 
 const ENTRY_NAME = /^([0-9a-f]{64})-([0-9a-f]{16})-([0-9a-f]{64})\.cwasm$/;
 /** Entries of the previous format (a header line before the payload): never loaded, evicted first. */
 const LEGACY_NAME = /^[0-9a-f]{64}-[0-9a-f]{16}\.cwasm$/;
-const TEMP_NAME = /^\.tmp-(\d+)-([0-9a-f]{16})\.(cwasm|key)$/;
+const TEMP_NAME = /^\.tmp-(\d+)-([0-9a-f]{16})\.(cwasm|key|verified)$/;
+/** An entry's verified stamp (written by the addon): `<entry name without .cwasm>.verified`. */
+const STAMP_NAME = /^[0-9a-f]{64}-[0-9a-f]{16}-[0-9a-f]{64}\.verified$/;
+const stampOf = (entryName: string) => entryName.replace(/\.cwasm$/, '.verified');
+
+/** An entry's LRU time (mtime) is refreshed on use only when older than this (ms): `utimes` voids its verified stamp. */
+export const TOUCH_INTERVAL_MS = 3_600_000;
+
+/** How a loaded entry was checked: the MAC over all its bytes, or its verified stamp. */
+export type CacheCheck = 'mac' | 'stamp';
 
 /** Why a cache file was not used (for logs and tests): no entry, not a readable regular file of a bounded size, a MAC mismatch, or refused by wasmtime. */
 export type CacheMiss = 'absent' | 'unreadable' | 'mac' | 'refused';
@@ -49,9 +72,13 @@ export class CwasmCache {
   private prepared?: Promise<void>;
   /** The per-cache secret key of the MACs. */
   readonly key: Buffer;
+  /** Entries loaded since creation, by how they were checked (for tests and logs). */
+  readonly counts: Record<CacheCheck, number> = { mac: 0, stamp: 0 };
 
   /**
    * @param configKey the engine's configuration key (hex, ≥ 16 characters)
+   * @param settleMs how long ago (ms) an entry must have last changed before its verified stamp
+   *   is recorded (default {@link SETTLE_MS}: timestamps are coarse)
    * @throws Error if the key file cannot be read or created
    */
   constructor(
@@ -59,6 +86,7 @@ export class CwasmCache {
     readonly configKey: string,
     readonly limits: Readonly<CacheLimits>,
     private readonly logger?: Logger,
+    readonly settleMs = SETTLE_MS,
   ) {
     this.key = cacheKey(dir);
   }
@@ -75,11 +103,18 @@ export class CwasmCache {
   }
 
   private async scan(): Promise<void> {
-    for (const e of await readdir(this.dir, { withFileTypes: true }).catch(() => [])) {
+    const all = await readdir(this.dir, { withFileTypes: true }).catch(() => []);
+    const names = new Set(all.map((e) => e.name));
+    for (const e of all) {
       if (!e.isFile()) continue;
       const temp = TEMP_NAME.exec(e.name);
       if (temp) {
         if (!processAlive(Number(temp[1]))) await rm(join(this.dir, e.name), { force: true });
+        continue;
+      }
+      if (STAMP_NAME.test(e.name)) {
+        // the stamp of an entry that is gone
+        if (!names.has(e.name.replace(/\.verified$/, '.cwasm'))) await rm(join(this.dir, e.name), { force: true });
         continue;
       }
       const legacy = LEGACY_NAME.test(e.name);
@@ -111,12 +146,19 @@ export class CwasmCache {
     return { file: join(this.dir, name), mac: Buffer.from(m[3]!, 'hex') };
   }
 
-  /** The entry of `hash` was loaded: refreshes its place in the LRU order. */
+  /**
+   * The entry is used (called before it is loaded): refreshes its place in the LRU order — in this process always, on disk
+   * (its mtime) only when that is more than {@link TOUCH_INTERVAL_MS} old, since `utimes` also
+   * moves its ctime and so voids its verified stamp.
+   */
   async touch(entry: CacheEntry): Promise<void> {
-    const now = new Date();
-    await utimes(entry.file, now, now).catch(() => {});
+    const now = Date.now();
     const e = this.entries.get(entry.file.slice(this.dir.length + 1));
-    if (e) e.lastUsed = now.getTime();
+    if (!e || now - e.lastUsed > TOUCH_INTERVAL_MS) {
+      const t = new Date(now);
+      await utimes(entry.file, t, t).catch(() => {});
+    }
+    if (e) e.lastUsed = now;
   }
 
   /** The entry of `hash` failed its check (`reason`): logged and deleted. */
@@ -143,14 +185,20 @@ export class CwasmCache {
     await this.evict();
   }
 
-  /** Deletes every entry of `hash` under this configuration. */
+  /** Deletes every entry of `hash` under this configuration (and their verified stamps). */
   async drop(hash: string): Promise<void> {
     const prefix = this.prefixOf(hash);
     for (const name of [...this.entries.keys()]) {
       if (!name.startsWith(prefix)) continue;
       this.entries.delete(name);
-      await rm(join(this.dir, name), { force: true });
+      await this.remove(name);
     }
+  }
+
+  /** Removes the entry file `name` and its verified stamp. */
+  private async remove(name: string): Promise<void> {
+    await rm(join(this.dir, name), { force: true });
+    if (!LEGACY_NAME.test(name)) await rm(join(this.dir, stampOf(name)), { force: true });
   }
 
   /** A loaded model uses the entry of `hash`: never evicted until {@link release}d. */
@@ -181,7 +229,7 @@ export class CwasmCache {
       .sort((a, b) => Number(!a[1].legacy) - Number(!b[1].legacy) || a[1].lastUsed - b[1].lastUsed);
     for (const [name, e] of candidates) {
       if (entries <= limits.maxEntries && bytes <= limits.maxBytes) break;
-      await rm(join(this.dir, name), { force: true });
+      await this.remove(name);
       this.entries.delete(name);
       entries--;
       bytes -= e.bytes;

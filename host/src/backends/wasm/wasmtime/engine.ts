@@ -16,7 +16,7 @@ import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, Sa
 import { DEFAULT_CACHE_LIMITS } from '../v8/transpile.js';
 import { CwasmCache } from './cache.js';
 import { WasmtimeInstance, type InstancePort } from './instance.js';
-import { CACHED_MISS, MSG, wasmtimeNative, type ComponentHandle, type EngineHandle, type InstanceHandle, type WasmtimeNative } from './native.js';
+import { CACHED_CHECK, CACHED_MISS, MSG, wasmtimeNative, type ComponentHandle, type EngineHandle, type InstanceHandle, type WasmtimeNative } from './native.js';
 
 /** Engine name. */
 export const WASMTIME_ENGINE = 'wasmtime';
@@ -100,7 +100,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
     this.shared = acquireNative(this.native, JSON.stringify({ maxMemoryBytes: opts.maxMemoryBytes, ...opts.pool }));
     const dir = join(opts.cacheDir, 'wasmtime');
     mkdirSync(dir, { recursive: true });
-    this.cache = new CwasmCache(dir, this.native.engineConfigKey(this.shared.handle), { ...DEFAULT_CACHE_LIMITS, ...opts.cacheLimits }, opts.logger);
+    this.cache = new CwasmCache(dir, this.native.engineConfigKey(this.shared.handle), { ...DEFAULT_CACHE_LIMITS, ...opts.cacheLimits }, opts.logger, opts.cacheSettleMs);
     this.cache.prepare().catch((e: unknown) => opts.logger?.error({ err: e }, 'wasmtime compile cache could not be scanned'));
   }
 
@@ -114,8 +114,10 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
     const entry = await this.cache.lookup(hash);
     if (entry) {
       try {
-        const component = await this.native.loadCached(this.engine(), entry.file, this.cache.key, hash, entry.mac, this.cache.limits.maxBytes);
+        // touched first: a touch moves ctime and so voids a verified stamp recorded by this load
         await this.cache.touch(entry);
+        const { component, check } = await this.native.loadCached(this.engine(), entry.file, this.cache.key, hash, entry.mac, this.cache.limits.maxBytes, this.cache.settleMs);
+        this.cache.counts[CACHED_CHECK[check as keyof typeof CACHED_CHECK] ?? 'mac']++;
         return { shared: { component, memories, refs: 0 }, source: 'cache' };
       } catch (e) {
         const code = (e as { miss?: number }).miss;

@@ -27,6 +27,9 @@ export const MSG = Object.freeze({
 /** `miss` codes of a {@link WasmtimeNative.loadCached} rejection (native/wasmtime/src/cwasm.rs `Miss`). */
 export const CACHED_MISS = Object.freeze({ 1: 'absent', 2: 'unreadable', 3: 'mac', 4: 'refused' } as const);
 
+/** `check` codes of a {@link WasmtimeNative.loadCached} result (native/wasmtime/src/cwasm.rs `Check`). */
+export const CACHED_CHECK = Object.freeze({ 1: 'mac', 2: 'stamp' } as const);
+
 /** Receives every message of an engine: instance id, kind, JSON payload, owned byte buffers. */
 export type MessageHandler = (instance: number, kind: number, json: string, buffers: Uint8Array[]) => void;
 
@@ -66,11 +69,14 @@ export interface WasmtimeNative {
   /**
    * Loads the compile-cache entry at `path` off the JS thread if the keyed BLAKE3 MAC of its bytes
    * (for component `hash` under this engine's configuration) is `mac`: the file is opened once
-   * (no symlinks, regular files of at most `maxBytes`), checked, and mapped by wasmtime
-   * (`Component::deserialize_file`), never read into memory. Rejects with an Error whose `miss`
-   * is {@link CACHED_MISS}'s code.
+   * (no symlinks, regular files of at most `maxBytes`), checked — over all its bytes, or by its
+   * verified stamp (`<entry>.verified`: the open file's stamps equal those recorded, under the
+   * key, after an earlier full check) — and mapped by wasmtime (`Component::deserialize_file`),
+   * never read into memory. After a full check the stamps are recorded if the file's last change
+   * is at least `settleMs` old. `check` is {@link CACHED_CHECK}'s code of how it was checked.
+   * Rejects with an Error whose `miss` is {@link CACHED_MISS}'s code.
    */
-  loadCached(engine: EngineHandle, path: string, key: Uint8Array, hash: string, mac: Uint8Array, maxBytes: number): Promise<ComponentHandle>;
+  loadCached(engine: EngineHandle, path: string, key: Uint8Array, hash: string, mac: Uint8Array, maxBytes: number, settleMs: number): Promise<{ component: ComponentHandle; check: number }>;
   /** The compile-cache MAC (32 bytes) of a serialized component, as `loadCached` checks it. */
   cwasmMac(engine: EngineHandle, key: Uint8Array, hash: string, payload: Uint8Array): Uint8Array;
   serialize(component: ComponentHandle): Uint8Array;
