@@ -93,15 +93,25 @@ export function inferFastPath(opts: InferFastPathOptions, fallback: RequestListe
   const { ctx, rate, closing } = opts;
   const publicError = (e: unknown) => ctx.api.publicError(e);
 
-  const fail = (res: ServerResponse, err: unknown): void => {
+  /**
+   * Answer `err` as Fastify's error handler does (after the tarpit for a 429). `bodyError`: the
+   * body could not be read, and Fastify's content-type parser then adds `connection: close`
+   * first (the client may still be sending).
+   */
+  const fail = (res: ServerResponse, err: unknown, bodyError = false): void => {
+    const build = (): HttpAnswer => {
+      const a = errorAnswer(err, publicError, ctx.logger);
+      if (bodyError) a.headers = { connection: 'close', ...a.headers };
+      return a;
+    };
     const delay = overQuotaDelay(err);
     if (delay) {
       void delay.then(() => {
-        if (!res.destroyed && !res.headersSent) answer(res, () => errorAnswer(err, publicError, ctx.logger));
+        if (!res.destroyed && !res.headersSent) answer(res, build);
       });
       return;
     }
-    answer(res, () => errorAnswer(err, publicError, ctx.logger));
+    answer(res, build);
   };
 
   const answer = (res: ServerResponse, build: () => HttpAnswer): void => {
@@ -121,7 +131,7 @@ export function inferFastPath(opts: InferFastPathOptions, fallback: RequestListe
       return fail(res, e);
     }
     readBody(req, ctx.maxInputSize, (err, body) => {
-      if (err) return fail(res, err);
+      if (err) return fail(res, err, true);
       let target;
       try {
         target = inferTarget(ctx, principal, route.model, route.version);
