@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UsageError, parseCli } from '../../host/src/cli-options.js';
 import { fastPathCounters, matchInferUrl } from '../../host/src/frontend/http/fast-path.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
@@ -176,6 +177,14 @@ afterAll(() => repo?.cleanup());
 const start = (fast: boolean, extra: Parameters<typeof startServer>[0] | object = {}) =>
   startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, logLevel: 'silent', backendResolvers: [new JsBackendResolver()], maxInputSize: MAX_INPUT, httpFastPath: fast, ...extra });
 const portOf = (s: RunningServer) => Number(new URL(s.httpUrl).port);
+
+describe('--http-fast-path', () => {
+  it('defaults to on; false turns it off; nonsense is refused', () => {
+    expect(parseCli(['--model-repository=/m']).httpFastPath).toBe(true);
+    expect(parseCli(['--model-repository=/m', '--http-fast-path=false']).httpFastPath).toBe(false);
+    expect(() => parseCli(['--model-repository=/m', '--http-fast-path=maybe'])).toThrow(UsageError);
+  });
+});
 
 describe('the /infer fast path answers as Fastify does', () => {
   let on: RunningServer;
