@@ -15,7 +15,7 @@ import { UsageError, parseCli } from '../../host/src/cli-options.js';
 import { fastPathCounters, matchInferUrl } from '../../host/src/frontend/http/fast-path.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
-import { JsBackendResolver, REPEAT_CONFIG, echoConfig } from '../helpers/js-backend.js';
+import { JsBackendResolver, REPEAT_CONFIG, echoConfig, executed } from '../helpers/js-backend.js';
 import { tempRepo, type TempRepo } from '../helpers/repo.js';
 
 interface RawResponse {
@@ -241,6 +241,26 @@ describe('the /infer fast path answers as Fastify does', () => {
       const [r] = await exchange(portOf(s), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE));
       expect(r!.head).toMatch(/^HTTP\/1.1 200/);
       expect(await countOf(s)).toBe(before + 1);
+    }
+  });
+
+  it('a client that goes away while its request is queued: cancelled, never executed; the one in flight is answered', async () => {
+    const slowBody = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}';
+    const runs = () => executed.filter((e) => e.model === 'slow').length;
+    for (const s of [on, off]) {
+      const before = runs();
+      const first = exchange(portOf(s), raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE));
+      await new Promise((r) => setTimeout(r, 100)); // the first holds the only instance for 600 ms
+      await new Promise<void>((resolve) => {
+        const sock = connect(portOf(s), '127.0.0.1', () => sock.write(raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE), () => setTimeout(() => (sock.destroy(), resolve()), 100)));
+        sock.on('error', () => undefined);
+      });
+      const [r] = await first;
+      expect(r!.head).toMatch(/^HTTP\/1.1 200/);
+      await new Promise((r) => setTimeout(r, 800)); // long enough for a second run, had it not been cancelled
+      expect(runs() - before).toBe(1);
+      const [again] = await exchange(portOf(s), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE));
+      expect(again!.head).toMatch(/^HTTP\/1.1 200/);
     }
   });
 
