@@ -1,9 +1,11 @@
 /**
  * A/B of Warden builds by server CPU per request (issue 14 bisecting): `node dist/bench/ab.js`.
  *
- * BENCH_AB is a `;`-separated list of `label=root[|node flags[|key=value,...]]`, each root a checkout with its own
- * `dist/` built (e.g. `git archive <commit> | tar -x -C /tmp/x`, node_modules symlinked, `tsc`);
- * the optional `key=value` pairs become `simple`'s config `parameters` (e.g. `inline_run_max_us=0`).
+ * BENCH_AB is a `;`-separated list of `label=root[|node flags[|key=value,...[|server flags]]]`, each root a checkout
+ * with its own `dist/` built (e.g. `git archive <commit> | tar -x -C /tmp/x`, node_modules symlinked, `tsc`);
+ * empty node flags mean the checkout's `npm start` flags; the optional `key=value` pairs become `simple`'s config
+ * `parameters` (e.g. `inline_run_max_us=0`); server flags are appended to Warden's command line, so one build
+ * can be compared with itself under a flag: `BENCH_AB="fast=.;fastify=.|||--http-fast-path=false"`.
  * Every build is started at once on its own copy of `simple` (idle ones cost nothing), then
  * `ctx.measure` runs the cases round by round, one build after the other, so machine noise falls
  * evenly on all of them; medians of CPU µs/req (server process, /proc/<pid>/stat, all threads)
@@ -22,6 +24,8 @@ interface Build {
   nodeArgs: string[];
   /** Config `parameters` appended to `simple`'s config.pbtxt. */
   params: [string, string][];
+  /** Warden command-line flags after the defaults. */
+  serverArgs: string[];
 }
 
 /** Parses BENCH_AB; a build without `|flags` gets its own package.json's `npm start` flags. */
@@ -33,15 +37,16 @@ function builds(spec: string): Build[] {
     .map((s) => {
       const eq = s.indexOf('=');
       if (eq <= 0) throw new Error(`BENCH_AB entry '${s}' is not label=root[|flags]`);
-      const [root, flags, params] = s.slice(eq + 1).split('|') as [string, string | undefined, string | undefined];
+      const [root, flags, params, serverArgs] = s.slice(eq + 1).split('|') as [string, string | undefined, string | undefined, string | undefined];
       return {
         label: s.slice(0, eq),
         root,
-        nodeArgs: flags === undefined ? startNodeFlags(root) : flags.split(/\s+/).filter(Boolean),
+        nodeArgs: flags === undefined || flags.trim() === '' ? startNodeFlags(root) : flags.split(/\s+/).filter(Boolean),
         params: (params ?? '')
           .split(',')
           .filter(Boolean)
           .map((kv) => kv.split('=') as [string, string]),
+        serverArgs: (serverArgs ?? '').split(/\s+/).filter(Boolean),
       };
     });
 }
@@ -64,9 +69,9 @@ async function main(): Promise<void> {
       const port = await ctx.freePort();
       const metricsPort = await ctx.freePort();
       const grpcFlag = readFileSync(join(b.root, 'dist', 'host', 'src', 'cli-options.js'), 'utf8').includes('allow-grpc') ? ['--allow-grpc=false'] : [];
-      const args = [...b.nodeArgs, cli, '--model-repository', repo, '--http-port', String(port), '--metrics-port', String(metricsPort), ...grpcFlag];
+      const args = [...b.nodeArgs, cli, '--model-repository', repo, '--http-port', String(port), '--metrics-port', String(metricsPort), ...grpcFlag, ...b.serverArgs];
       servers.set(b, await ctx.startChild(b.label, process.execPath, args, port, '/v2/health/ready'));
-      ctx.log(`${b.label}: ${b.root} ${b.nodeArgs.join(' ')}`);
+      ctx.log(`${b.label}: ${b.root} ${b.nodeArgs.join(' ')} ${b.serverArgs.join(' ')}`);
     }
     const cases: BenchCase[] = [];
     for (const c of conns) {

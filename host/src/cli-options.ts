@@ -51,6 +51,8 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --http-max-connections=<n>      open HTTP connections accepted at once (default ${DEFAULT_HTTP_LIMITS.maxConnections})
   --http-max-json-output-bytes=<n> largest JSON inference response; bigger ones get 400 and a pointer to
                                   the binary data extension (default ${DEFAULT_HTTP_LIMITS.maxJsonOutputBytes})
+  --http-fast-path=<bool>         serve plain /infer requests ahead of Fastify's router (default true;
+                                  same answers, less CPU per request)
   --upload-directory=<path>       where uploads are stored (default <first repository>/.warden-uploads)
   --tenants=<path>                tenants file (YAML / JSON): multi-tenant mode, bearer tokens required
   --jwt-jwks-file=<path>          also accept JWTs signed by these keys (multi-tenant mode)
@@ -335,6 +337,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'http-request-timeout-ms': str,
         'http-max-connections': str,
         'http-max-json-output-bytes': str,
+        'http-fast-path': str,
         tenants: str,
         'upload-directory': str,
         'jwt-jwks-file': str,
@@ -386,6 +389,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
     ignoredFlags.push(`--${f}`);
   }
   const allowClientShm = bool('allow-client-shm', v['allow-client-shm'] as string | undefined, false);
+  const httpFastPath = bool('http-fast-path', v['http-fast-path'] as string | undefined, true);
   const allowGpuMetrics = bool('allow-gpu-metrics', v['allow-gpu-metrics'] as string | undefined, true);
   void allowGpuMetrics; // no GPU models: there are no GPU metrics to report either way
   const trace = traceOptions(v);
@@ -424,6 +428,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
     notes: { ignoredFlags },
     ...grpcOptions(str1),
     allowClientShm,
+    httpFastPath,
     responseCacheBytes: cacheOptions(v, ignoredFlags),
     serverId: str1('id'),
     allowHttp: bool('allow-http', str1('allow-http'), true),

@@ -84,6 +84,8 @@ export interface ServerOptions {
   caps?: ServerCaps;
   /** HTTP connection limits (header / request timeouts, connection cap). */
   httpLimits?: HttpLimits;
+  /** `--http-fast-path`: plain `/infer` requests are served ahead of Fastify (frontend/http/fast-path.ts). Default true. */
+  httpFastPath?: boolean;
   /**
    * `--tenants`: the tenants file (YAML or JSON; host/src/tenancy). Set = multi-tenant mode: every
    * request but the health probes needs `Authorization: Bearer <token>`.
@@ -300,7 +302,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   manager.attachServer(api);
   const maxInputSize = opts.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
   const shm = new SystemSharedMemory({ enabled: opts.allowClientShm === true, multiTenant: tenants !== undefined, maxReadBytes: maxInputSize });
-  const http = await buildHttpApp({ api, tenants, maxInputSize, shm, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger });
+  const http = await buildHttpApp({ api, tenants, maxInputSize, shm, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger, fastPath: opts.httpFastPath });
   const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger) : undefined;
 
   const failures = await manager.startup(opts.loadModels ?? []);

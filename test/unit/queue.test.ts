@@ -168,6 +168,23 @@ describe('PendingQueue tenant fairness (deficit round robin)', () => {
     expect(q.size).toBe(0);
   });
 
+  it('ordered() is the shift order in each shape: empty, one tenant on one level (its FIFO itself), one tenant on two levels, two tenants', () => {
+    const q = new PendingQueue(batching({ priority_levels: 2, default_priority_level: 2 }), { quantum: 1 });
+    expect([...q.ordered()]).toEqual([]);
+    for (let i = 0; i < 4; i++) pushT(q, `a-low${i}`, 'A');
+    expect(ids([...q.ordered()])).toEqual(['a-low0', 'a-low1', 'a-low2', 'a-low3']);
+    // The single-flow shape iterates the FIFO in place: a plan that stops early sees a prefix.
+    const it = q.ordered()[Symbol.iterator]();
+    expect(it.next().value!.request.id).toBe('a-low0');
+    pushT(q, 'a-high0', 'A', { priority: 1 });
+    expect(ids([...q.ordered()])).toEqual(['a-high0', 'a-low0', 'a-low1', 'a-low2', 'a-low3']);
+    pushT(q, 'b-low0', 'B');
+    const expected = ['a-high0', 'a-low0', 'b-low0', 'a-low1', 'a-low2', 'a-low3'];
+    expect(ids([...q.ordered()])).toEqual(expected);
+    expect(drain(q)).toEqual(expected);
+    expect([...q.ordered()]).toEqual([]);
+  });
+
   it('priority levels come before tenants', () => {
     const q = new PendingQueue(batching({ priority_levels: 2, default_priority_level: 2 }), { quantum: 1 });
     for (let i = 0; i < 5; i++) pushT(q, `a-low${i}`, 'A');

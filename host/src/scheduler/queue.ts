@@ -211,6 +211,8 @@ function* simulate(level: Ring): Generator<PendingRequest> {
   }
 }
 
+const NOTHING_QUEUED: readonly PendingRequest[] = Object.freeze([]);
+
 /** Priority levels (level 1 is the highest; a model without priority levels has one), each fair across tenants. */
 export class PendingQueue {
   private readonly levels: Level[];
@@ -300,8 +302,23 @@ export class PendingQueue {
    * Every queued request in dispatch order (highest level first, DRR order across tenants within
    * a level, each tenant's requests oldest first), not removed: the order successive
    * {@link shift}s return them in. Don't change the queue while iterating.
+   *
+   * While one tenant's requests on one level are all that is queued (every single-user server),
+   * this is that tenant's FIFO itself: no generator and no iterator result per request, which the
+   * batcher's plan would otherwise allocate on every dispatch.
    */
-  *ordered(): Generator<PendingRequest> {
+  ordered(): Iterable<PendingRequest> {
+    let only: Level | undefined;
+    for (const l of this.levels) {
+      if (l.size === 0) continue;
+      if (only !== undefined || l.active !== 1) return this.orderedAcrossFlows();
+      only = l;
+    }
+    return only === undefined ? NOTHING_QUEUED : only.current!.items;
+  }
+
+  /** {@link ordered} in general: levels in turn, DRR across the tenants of each. */
+  private *orderedAcrossFlows(): Generator<PendingRequest> {
     for (const l of this.levels) {
       if (l.active === 1) yield* l.current!.items;
       else if (l.active > 1) yield* simulate(l);

@@ -1,8 +1,7 @@
 /**
- * Per-tenant request rate for frontends without a framework rate limiter (gRPC): the same rule
- * the HTTP frontend's @fastify/rate-limit applies with the same quotas — at most `burst` requests
- * per window of `burst / requests_per_second` seconds, counted per tenant; administrators are not
- * limited. Quotas are read per request, so a tenants-file reload applies at once.
+ * Per-tenant request rate, the one rule of both frontends (HTTP: frontend/http/auth.ts and the
+ * `/infer` fast path; gRPC: frontend/grpc/auth.ts) — at most `burst` requests per window of
+ * `burst / requests_per_second` seconds, counted per tenant; administrators are not limited. Quotas are read per request, so a tenants-file reload applies at once.
  */
 import { AccessError } from '../core/errors.js';
 import type { TenantConfig } from './types.js';

@@ -2,14 +2,14 @@
  * The HTTP frontend: Triton's HTTP/REST protocol on Fastify (spec §1–§3). Routes follow Triton's
  * dispatch table (spec §1.1); every error leaves as `{"error": ...}` with Triton's status.
  */
-import type { IncomingMessage } from 'node:http';
+import { type IncomingMessage, type RequestListener, type Server, type ServerOptions, createServer } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
-import { AccessError, TritonError, invalidArg, unsupported } from '../../core/errors.js';
+import { unsupported } from '../../core/errors.js';
 import { optionalJson, readBody } from './body.js';
 import { installSharedMemoryRoutes } from './shared-memory.js';
-import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
+import { TenantRequestRate } from '../../tenancy/request-rate.js';
 import { compressReply } from './compression.js';
 import { SINGLE_USER } from '../../core/types.js';
 import { installTenancy, requestPrincipal } from './auth.js';
@@ -19,7 +19,8 @@ import { handleInfer } from './infer.js';
 import { connectionsCheckingInterval } from './limits.js';
 import { CodecPool } from './codec/pool.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
-import { parseVersion, route, sendError } from './routing.js';
+import { errorAnswer, overQuotaDelay, parseVersion, route, sendAnswer } from './routing.js';
+import { inferFastPath } from './fast-path.js';
 import { installTraceRoutes } from './trace.js';
 
 /** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms (shared with gRPC). */
@@ -41,12 +42,34 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
+/**
+ * The HTTP/1.1 server Fastify would create for `options` (fastify/lib/server.js getServerInstance),
+ * with `listener` as its request listener: Fastify's `serverFactory` hook, so the `/infer` fast
+ * path sees each request first and the server's timeouts stay Fastify's.
+ */
+function createHttp1Server(options: Record<string, unknown>, listener: RequestListener): Server {
+  const o = options as { http?: ServerOptions; keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number; maxRequestsPerSocket: number };
+  const server = createServer(o.http ?? {}, listener);
+  server.keepAliveTimeout = o.keepAliveTimeout;
+  server.requestTimeout = o.requestTimeout;
+  server.setTimeout(o.connectionTimeout);
+  if (o.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = o.maxRequestsPerSocket;
+  return server;
+}
+
 /** Build the Fastify app (not listening). */
 export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyInstance> {
   const { api } = opts;
   const who: PrincipalOf = opts.tenants ? requestPrincipal : () => SINGLE_USER;
   const ctx: FrontendContext = { ...opts, principalOf: who, codec: new CodecPool() };
+  // One count of each tenant's requests, whichever path serves them.
+  const rate = new TenantRequestRate();
+  // The `/infer` fast path (fast-path.ts) claims plain inference requests on Node's request event
+  // and hands every other one to Fastify's handler. Not with client shared memory on.
+  let closing = false;
+  const fastPath = opts.fastPath !== false && !ctx.shm.enabled;
   const app: FastifyInstance = Fastify({
+    serverFactory: fastPath ? (handler: RequestListener, options: Record<string, unknown>) => createHttp1Server(options, inferFastPath({ ctx, rate, closing: () => closing }, handler)) : undefined,
     // Per-request access logs are info-level: keep Fastify's own logger at warn.
     loggerInstance: ctx.logger.child({ component: 'http' }, { level: ctx.logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,
     // Fastify's default makes a pino child (request id bound) for every request: ~2 µs and ~1 KiB
@@ -70,6 +93,11 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
     clientErrorHandler: answerClientError,
   });
   app.server.maxConnections = ctx.limits.maxConnections;
+  // Fastify sets its own closing flag (503 to new requests) just before the preClose hooks run.
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   app.addHook('onClose', async () => ctx.codec.close());
   app.removeAllContentTypeParsers();
   // Every body goes through readBody, which enforces --http-max-input-size itself (Fastify's
@@ -98,23 +126,14 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   });
 
   app.setErrorHandler(async (err: unknown, _req, reply) => {
-    if (err instanceof AccessError && err.httpStatus === 429) {
-      // Over-quota answers are held back (tarpit): a client that keeps sending past its limit
-      // then costs the event loop one cheap answer per connection per delay, instead of one per
-      // request it can fire (measured: a c=32 flood made 17k rejections/s; other tenants' p99
-      // tripled). The connection cap bounds how many such answers can wait at once.
-      await new Promise((r) => setTimeout(r, OVER_QUOTA_DELAY_MS));
+    const delay = overQuotaDelay(err);
+    if (delay) {
+      await delay;
       if (reply.sent || reply.raw.destroyed) return reply;
     }
-    if (err instanceof TritonError) return sendError(reply, api.publicError(err));
-    const fe = err as { code?: string; statusCode?: number; message?: string };
-    if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
-      return reply.code(fe.statusCode).type('application/json').send(JSON.stringify({ error: fe.message ?? 'Bad Request' }));
-    }
-    ctx.logger.error({ err }, 'unhandled error in HTTP handler');
-    return sendError(reply, api.publicError(err));
+    return sendAnswer(reply, errorAnswer(err, (e) => api.publicError(e), ctx.logger));
   });
-  if (ctx.tenants) await installTenancy(app, ctx.tenants, ctx.logger.child({ component: 'auth' }));
+  if (ctx.tenants) await installTenancy(app, ctx.tenants, ctx.logger.child({ component: 'auth' }), rate);
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send('{"error":"Not Found"}'));
 
   // Triton's status codes (spec §1.3: 200, or 400) with the Open Inference Protocol's body

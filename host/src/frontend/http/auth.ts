@@ -2,11 +2,10 @@
  * Multi-tenant mode on the HTTP frontend (DESIGN "Multi-tenancy"): every request except the
  * health probes carries `Authorization: Bearer <token>`; the tenant registry turns it into the
  * request's {@link Principal}. Unknown or missing credentials get 401 with `WWW-Authenticate`
- * (RFC 6750) and an audit line; tokens are never logged. Each tenant's request rate is limited
- * (`@fastify/rate-limit`, keyed by tenant): `burst` requests per `burst / requests_per_second`
- * seconds, 429 with `Retry-After` beyond it. Administrators are not rate limited.
+ * (RFC 6750) and an audit line; tokens are never logged. Each tenant's request rate is limited by
+ * tenancy/request-rate.ts (the rule gRPC applies): `burst` requests per `burst /
+ * requests_per_second` seconds, 429 with `Retry-After` beyond it. Administrators are not rate limited.
  */
-import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { AccessError } from '../../core/errors.js';
@@ -14,6 +13,7 @@ import type { Principal } from '../../core/types.js';
 import { auditEvent } from '../../tenancy/audit.js';
 import { authFailure } from '../../tenancy/http-auth.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
+import type { TenantRequestRate } from '../../tenancy/request-rate.js';
 import type { TenantConfig } from '../../tenancy/types.js';
 
 declare module 'fastify' {
@@ -35,10 +35,15 @@ export function requestPrincipal(req: FastifyRequest): Principal {
 }
 
 /**
- * Install authentication and per-tenant rate limits on `app` (before its routes are added).
+ * Install authentication and per-tenant rate limits on `app` (before its routes are added): an
+ * `onRequest` hook authenticates every request but the health probes (401 and an audit line on
+ * failure), then counts it against its tenant's rate (`rate.admit`, AccessError 429 with
+ * `Retry-After`, answered through the error handler's tarpit).
  * @param registry the tenants (hot-reloaded); quotas are read per request, so edits apply at once
+ * @param rate the request-rate windows, shared with the `/infer` fast path (fast-path.ts) so a
+ *   tenant's requests are counted once whichever path serves them
  */
-export async function installTenancy(app: FastifyInstance, registry: TenantRegistry, logger: Logger): Promise<void> {
+export async function installTenancy(app: FastifyInstance, registry: TenantRegistry, logger: Logger, rate: TenantRequestRate): Promise<void> {
   app.decorateRequest('principal', null);
   app.decorateRequest('tenant', null);
   app.addHook('onRequest', async (req, reply) => {
@@ -48,24 +53,11 @@ export async function installTenancy(app: FastifyInstance, registry: TenantRegis
     if (r.ok) {
       req.principal = r.principal;
       req.tenant = r.tenant;
+      rate.admit(r.tenant);
       return;
     }
     auditEvent(logger, { event: 'auth_failure', tenant: null, outcome: 'error', reason: r.reason, remote: req.ip });
     const f = authFailure(r.reason);
     return reply.code(401).header('WWW-Authenticate', f.wwwAuthenticate).type('application/json').send(JSON.stringify({ error: f.message }));
-  });
-  await app.register(rateLimit, {
-    global: true,
-    hook: 'onRequest',
-    keyGenerator: (req) => req.tenant?.id ?? '',
-    allowList: (req) => !req.tenant || req.tenant.role === 'admin',
-    max: (req) => Math.max(1, Math.floor(req.tenant?.quotas.burst ?? 1)),
-    timeWindow: (req) => {
-      const q = req.tenant?.quotas;
-      return q && q.requests_per_second > 0 ? Math.ceil((1000 * q.burst) / q.requests_per_second) : 1000;
-    },
-    addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
-    errorResponseBuilder: (req, ctx) =>
-      new AccessError(429, `tenant '${req.tenant?.id ?? ''}' exceeded its request rate (requests_per_second ${req.tenant?.quotas.requests_per_second}, burst ${req.tenant?.quotas.burst})`, Math.ceil(ctx.ttl / 1000)),
   });
 }

@@ -24,6 +24,11 @@ export interface HttpFrontendOptions {
   /** Connection limits: header / request timeouts, connection cap. */
   limits: HttpLimits;
   logger: Logger;
+  /**
+   * Serve plain `/infer` requests on Node's request event ahead of Fastify (fast-path.ts;
+   * `--http-fast-path`, default true). Off: every request goes through Fastify.
+   */
+  fastPath?: boolean;
 }
 
 /** What every route handler gets: the options plus the principal of each request. */

@@ -115,7 +115,7 @@ function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, versi
 
 export async function handleGenerate(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<FastifyReply> {
   const { principal, target, init } = prepare(ctx, req, model, version);
-  const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, connectionSignal(reply));
+  const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, connectionSignal(reply.raw));
   if (responses.length !== 1) {
     for (const r of responses) releaseTensors(r.outputs);
     throw invalidArg('generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses');
@@ -169,7 +169,7 @@ export async function handleGenerateStream(ctx: FrontendContext, req: FastifyReq
       },
     };
     try {
-      served = ctx.api.infer(principal, model, target.version, init, sender, connectionSignal(reply)).version;
+      served = ctx.api.infer(principal, model, target.version, init, sender, connectionSignal(reply.raw)).version;
     } catch (e) {
       reject(asTritonError(e));
     }

@@ -1,14 +1,16 @@
 /** `POST /v2/models/{m}[/versions/{v}]/infer` (spec §1.8–§1.13, §2). */
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TritonError, internal, unsupported } from '../../core/errors.js';
-import { inferAndCollect, releaseTensors } from '../../core/server-api.js';
-import type { CancellationSignal } from '../../core/types.js';
+import { type InferenceTarget, inferAndCollect, releaseTensors } from '../../core/server-api.js';
+import type { CancellationSignal, Principal } from '../../core/types.js';
 import { requestBody } from './body.js';
 import type { FrontendContext } from './context.js';
 import { decodeInferRequest } from './infer-request.js';
 import { OFFLOAD_BYTES } from './codec/pool.js';
 import { checkJsonOutputSize, renderInferResponse } from './infer-response.js';
 import { DEFAULT_HTTP_LIMITS } from './limits.js';
+import { type HttpAnswer, sendAnswer } from './routing.js';
 
 /**
  * A cancellation signal that fires when the client goes away before the response was written: the
@@ -19,9 +21,9 @@ import { DEFAULT_HTTP_LIMITS } from './limits.js';
 class ConnectionSignal implements CancellationSignal {
   aborted = false;
   private listeners: (() => void)[] | undefined;
-  constructor(reply: FastifyReply) {
-    reply.raw.once('close', () => {
-      if (reply.raw.writableFinished) return;
+  constructor(res: ServerResponse) {
+    res.once('close', () => {
+      if (res.writableFinished) return;
       this.aborted = true;
       const ls = this.listeners;
       this.listeners = undefined;
@@ -37,14 +39,14 @@ class ConnectionSignal implements CancellationSignal {
   }
 }
 
-/** The cancellation signal of `reply`'s connection (see {@link ConnectionSignal}). */
-export function connectionSignal(reply: FastifyReply): CancellationSignal {
-  return new ConnectionSignal(reply);
+/** The cancellation signal of the connection `res` answers on (see {@link ConnectionSignal}). */
+export function connectionSignal(res: ServerResponse): CancellationSignal {
+  return new ConnectionSignal(res);
 }
 
-/** Parse the `Inference-Header-Content-Length` header (int32, 0 ≤ N). */
-export function headerLength(req: FastifyRequest): number | undefined {
-  const h = req.headers['inference-header-content-length'];
+/** Parse the `Inference-Header-Content-Length` header (int32, 0 ≤ N). @throws TritonError INVALID_ARG otherwise */
+export function headerLength(headers: IncomingHttpHeaders): number | undefined {
+  const h = headers['inference-header-content-length'];
   if (h === undefined) return undefined;
   const n = Number(Array.isArray(h) ? h[0] : h);
   if (!Number.isInteger(n) || n < 0 || n > 0x7fffffff) {
@@ -53,20 +55,39 @@ export function headerLength(req: FastifyRequest): number | undefined {
   return n;
 }
 
-export async function handleInfer(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<FastifyReply> {
-  const principal = ctx.principalOf(req);
+/**
+ * The model version `/infer` runs, looked up before the body is read or inflated.
+ * @param version the requested version, -1 for the model's policy
+ * @throws TritonError NOT_FOUND / UNAVAILABLE as `ServerApi.inferenceTarget`; UNSUPPORTED for a
+ *   decoupled model (HTTP `/infer` returns exactly one response)
+ */
+export function inferTarget(ctx: FrontendContext, principal: Principal, model: string, version: number): InferenceTarget {
   const target = ctx.api.inferenceTarget(principal, model, version);
   if (target.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
-  const body = requestBody(req, ctx.maxInputSize);
+  return target;
+}
+
+/**
+ * One `/infer` request after routing, {@link inferTarget} and body reading (spec §1.8–§1.13, §2): decode, infer, encode.
+ * The one implementation behind Fastify's route ({@link handleInfer}) and the fast path (fast-path.ts).
+ * @param body the request body, decompressed (at most `--http-max-input-size` bytes)
+ * @param headers the request headers (`Inference-Header-Content-Length` is read)
+ * @param signal fires when the client goes away (the request is cancelled)
+ * @returns 200 with `application/json`, or `application/octet-stream` and
+ *   `inference-header-content-length` when an output is binary
+ * @throws TritonError as the data plane and the codec raise them (INVALID_ARG for a malformed body,
+ *   NOT_FOUND for an unknown model, UNSUPPORTED for a decoupled model, ...); AccessError for quotas
+ */
+export async function inferAnswer(ctx: FrontendContext, principal: Principal, model: string, target: InferenceTarget, body: Buffer, headers: IncomingHttpHeaders, signal: CancellationSignal): Promise<HttpAnswer> {
   const shm = ctx.shm.access(principal);
-  const hl = headerLength(req);
+  const hl = headerLength(headers);
   // A large JSON part is parsed on a codec worker (codec/pool.ts), not on the event loop. Not when
   // client shared memory is on for this caller: inputs read from regions need the server's access.
   const { init, formats } =
     !shm && (hl ?? body.length) >= OFFLOAD_BYTES
       ? await ctx.codec.decode(body, hl, model, target.version, target.config)
       : decodeInferRequest(body, hl, model, target.version, target.config, shm);
-  const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, connectionSignal(reply));
+  const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, signal);
   if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
   const response = responses[0]!;
   const maxJson = ctx.limits.maxJsonOutputBytes ?? DEFAULT_HTTP_LIMITS.maxJsonOutputBytes;
@@ -86,11 +107,15 @@ export async function handleInfer(ctx: FrontendContext, req: FastifyRequest, rep
     releaseTensors(response.outputs);
   }
   if (enc.headerLength !== undefined) {
-    return reply
-      .code(200)
-      .header('Content-Type', 'application/octet-stream')
-      .header('Inference-Header-Content-Length', String(enc.headerLength))
-      .send(enc.body);
+    return { status: 200, headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(enc.headerLength) }, body: enc.body };
   }
-  return reply.code(200).type('application/json').send(enc.body);
+  return { status: 200, headers: { 'content-type': 'application/json' }, body: enc.body };
+}
+
+/** Fastify's `POST /v2/models/{m}[/versions/{v}]/infer` route: {@link inferAnswer} on the parsed body. */
+export async function handleInfer(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<FastifyReply> {
+  const principal = ctx.principalOf(req);
+  const target = inferTarget(ctx, principal, model, version);
+  const body = requestBody(req, ctx.maxInputSize);
+  return sendAnswer(reply, await inferAnswer(ctx, principal, model, target, body, req.headers, connectionSignal(reply.raw)));
 }

@@ -4,7 +4,9 @@
  * `{"error": "<message>"}` with the status of their Triton error code (spec §1.2).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import { AccessError, TritonError, httpStatusOf } from '../../core/errors.js';
+import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 
 export type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | unknown;
 
@@ -38,16 +40,67 @@ function hasEmptyParam(params: unknown): boolean {
   return false;
 }
 
+/**
+ * An HTTP answer built without a reply object, so Fastify's routes and the `/infer` fast path
+ * (fast-path.ts) write the same status, headers (lower-case names, in order) and body.
+ */
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string | Buffer;
+}
+
+/** The answer to a Triton error: `{"error": message}` with its HTTP status (spec §1.2), `Retry-After` on a 429, `WWW-Authenticate` on a 401. */
+export function tritonErrorAnswer(e: TritonError): HttpAnswer {
+  const headers: Record<string, string> = {};
+  let status: number;
+  if (e instanceof AccessError) {
+    status = e.httpStatus;
+    if (e.retryAfterS !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(e.retryAfterS)));
+    if (e.httpStatus === 401) headers['www-authenticate'] = 'Bearer realm="warden"';
+  } else {
+    status = httpStatusOf(e.code);
+  }
+  headers['content-type'] = 'application/json';
+  return { status, headers, body: JSON.stringify({ error: e.message }) };
+}
+
+/**
+ * What the frontend answers for anything a handler threw (Fastify's error handler and the fast
+ * path): a Triton error through `publicError` (host paths scrubbed); a framework 4xx (a `statusCode`
+ * in 400–499) with its message; anything else is logged and answered as `publicError` makes it (500).
+ */
+export function errorAnswer(err: unknown, publicError: (e: unknown) => TritonError, logger: Pick<Logger, 'error'>): HttpAnswer {
+  if (err instanceof TritonError) return tritonErrorAnswer(publicError(err));
+  const fe = err as { statusCode?: number; message?: string };
+  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return { status: fe.statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: fe.message ?? 'Bad Request' }) };
+  }
+  logger.error({ err }, 'unhandled error in HTTP handler');
+  return tritonErrorAnswer(publicError(err));
+}
+
+/**
+ * Over-quota answers (429: request rate or in-flight quota) are held back by
+ * {@link OVER_QUOTA_DELAY_MS} before they are sent (tarpit): a client that keeps sending past its
+ * limit then costs the event loop one cheap answer per connection per delay, instead of one per
+ * request it can fire (measured: a c=32 flood made 17k rejections/s; other tenants' p99 tripled).
+ * The connection cap bounds how many such answers wait at once.
+ * @returns a promise to await before answering `err`, or undefined when `err` is answered at once
+ */
+export function overQuotaDelay(err: unknown): Promise<void> | undefined {
+  if (!(err instanceof AccessError) || err.httpStatus !== 429) return undefined;
+  return new Promise((r) => setTimeout(r, OVER_QUOTA_DELAY_MS));
+}
+
+/** Write `answer` through Fastify (its onSend hook adds `vary` and the body's `content-length`). */
+export function sendAnswer(reply: FastifyReply, answer: HttpAnswer): FastifyReply {
+  return reply.code(answer.status).headers(answer.headers).send(answer.body);
+}
+
 /** Send a Triton error as `{"error": message}` with its HTTP status. */
 export function sendError(reply: FastifyReply, e: TritonError): FastifyReply {
-  if (e instanceof AccessError) {
-    reply.code(e.httpStatus);
-    if (e.retryAfterS !== undefined) reply.header('Retry-After', String(Math.max(1, Math.ceil(e.retryAfterS))));
-    if (e.httpStatus === 401) reply.header('WWW-Authenticate', 'Bearer realm="warden"');
-  } else {
-    reply.code(httpStatusOf(e.code));
-  }
-  return reply.type('application/json').send(JSON.stringify({ error: e.message }));
+  return sendAnswer(reply, tritonErrorAnswer(e));
 }
 
 /** Parse the `versions/{v}` path segment: digits only (else the path is unknown, 404). */
