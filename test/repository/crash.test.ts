@@ -145,9 +145,9 @@ describe('kill -9 during uploads', () => {
       acked = inFlight = seq;
 
       inFlight = nextSeq++;
-      w.send(`upload ${inFlight}`);
+      w.send(cycle < STEPS ? `upload ${inFlight} ${cycle}` : `upload ${inFlight}`);
       if (cycle < STEPS) {
-        // Kill right after step `cycle` of the commit protocol (the fixture pauses there).
+        // Kill right after step `cycle` of the commit protocol (the fixture holds there until killed).
         let step: Event | undefined;
         for (let n = 0; n <= cycle; n++) step = await w.next((e) => e.event === 'step', `step ${n}`);
         await w.kill();
