@@ -1,6 +1,7 @@
 // Wake affinity (native/src/core/wake.cc): a native or wasmtime instance thread woken while the
 // process is otherwise idle is first moved onto the waking thread's CPU, and takes the process's
-// whole CPU mask back as soon as it runs. What must hold: placement happens on the request path of
+// whole CPU mask back as soon as it runs; the JS thread that placed it stays on that CPU until the
+// answer comes back. What must hold: placement happens on the request path of
 // in-process native models, wasmtime sandboxes and backend-host processes (the parent places the
 // child's ring reader); it never leaves a thread pinned; threads whose jobs take long are not
 // placed; `--wake-affinity=false` turns it off; and the parent places only a thread that belongs
@@ -30,11 +31,12 @@ function threadMasks(pid: number | 'self'): Map<string, string> {
   return out;
 }
 
-/** Threads of `pid` whose mask differs from the process's main thread (none once placement is done). */
+/** The allowed CPUs of this process's main thread before any placement (the tests' reference). */
+const HOME = threadMasks('self').get(String(process.pid))!;
+
+/** Threads of `pid` (the JS thread included) whose mask is not the process's whole mask: none once placement is done. */
 function pinnedThreads(pid: number | 'self'): string[] {
-  const masks = threadMasks(pid);
-  const main = masks.get(String(pid === 'self' ? process.pid : pid))!;
-  return [...masks].filter(([, m]) => m !== main).map(([tid, m]) => `${tid}:${m}`);
+  return [...threadMasks(pid)].filter(([, m]) => m !== HOME).map(([tid, m]) => `${tid}:${m}`);
 }
 
 async function infer(url: string, model: string): Promise<void> {
@@ -98,6 +100,7 @@ describe('wake affinity', () => {
     // Every request finds its thread asleep and nothing else running; allow a few races with a
     // thread still on its way back to sleep.
     expect(placed).toBeGreaterThanOrEqual(n / 2);
+    // the instance threads and the JS thread (unpinned when each answer arrived)
     expect(pinnedThreads('self')).toEqual([]);
   });
 

@@ -56,6 +56,13 @@ TRITONSERVER_DECLSPEC void WARDEN_WakeAffinityEnd(void);
 /** Put the calling thread back on the process's CPU mask (for a thread another process may place:
  *  a backend-host process's ring reader, which the parent places before ringing its doorbell). */
 TRITONSERVER_DECLSPEC void WARDEN_WakeAffinityRestore(void);
+/** Marks the calling thread as an event-loop thread (the addon's, once per Node environment):
+ *  when it places a thread, it is itself kept on that CPU until WARDEN_WakeAffinityUnpinSelf. */
+TRITONSERVER_DECLSPEC void WARDEN_WakeAffinityMarkLoopThread(void);
+/** An event-loop thread that placed a thread is kept on the same CPU until it calls this (when the
+ *  answer of the placed work reaches it): puts it back on the process's CPU mask. Cheap when not
+ *  pinned. */
+TRITONSERVER_DECLSPEC void WARDEN_WakeAffinityUnpinSelf(void);
 /** How many times WARDEN_WakeAffinityPlace moved a thread in this process. */
 TRITONSERVER_DECLSPEC uint64_t WARDEN_WakeAffinityPlacements(void);
 

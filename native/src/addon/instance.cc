@@ -33,6 +33,7 @@ void EventQueue::Push(Event&& e) {
   // Called under the lock so Close() cannot release the TSFN between the check and the call.
   auto self = shared_from_this();
   napi_status st = tsfn_.NonBlockingCall([self](Napi::Env env, Napi::Function) {
+    WARDEN_WakeAffinityUnpinSelf();  // the answer is back on the JS thread (wake.cc)
     if (self->owner_ == nullptr) {
       for (Event& ev : self->Drain()) DiscardEvent(ev);
       return;

@@ -175,6 +175,12 @@ Napi::Value WakeAffinityPlace(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, WARDEN_WakeAffinityPlace(info[0].As<Napi::Number>().Int32Value(), 0));
 }
 
+/** wakeAffinityUnpinSelf(): the answer of placed work is back on this (JS) thread (wake.cc). */
+Napi::Value WakeAffinityUnpinSelf(const Napi::CallbackInfo& info) {
+  WARDEN_WakeAffinityUnpinSelf();
+  return info.Env().Undefined();
+}
+
 /** wakeAffinityPlacements() -> how many threads placement has moved in this process. */
 Napi::Value WakeAffinityPlacements(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), double(WARDEN_WakeAffinityPlacements()));
@@ -216,8 +222,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setLogger", Napi::Function::New(env, SetLogger, "setLogger"));
   exports.Set("customMetricsText", Napi::Function::New(env, CustomMetricsText, "customMetricsText"));
   exports.Set("apiVersion", Napi::Function::New(env, ApiVersion, "apiVersion"));
+  WARDEN_WakeAffinityMarkLoopThread();  // this environment's JS thread (core/wake.cc)
   exports.Set("setWakeAffinity", Napi::Function::New(env, SetWakeAffinity, "setWakeAffinity"));
   exports.Set("wakeAffinityPlace", Napi::Function::New(env, WakeAffinityPlace, "wakeAffinityPlace"));
+  exports.Set("wakeAffinityUnpinSelf", Napi::Function::New(env, WakeAffinityUnpinSelf, "wakeAffinityUnpinSelf"));
   exports.Set("wakeAffinityPlacements", Napi::Function::New(env, WakeAffinityPlacements, "wakeAffinityPlacements"));
   exports.Set("setServerHandler", Napi::Function::New(env, SetServerHandler, "setServerHandler"));
   exports.Set("closeServerBridge", Napi::Function::New(env, CloseServerBridge, "closeServerBridge"));

@@ -7,8 +7,14 @@
 // and back pays that twice: a JS → native → JS execute round trip measured ~90 µs median there,
 // against ~14 µs with both threads on one CPU (docs/benchmarks.md, "session 4: wake affinity").
 // Placed on the poster's CPU, the woken thread runs as soon as the poster blocks (the JS thread
-// going back to epoll, or a thread waiting on a reply), and its completion wakes the poster on the
-// same CPU: ~3 µs per round trip.
+// going back to epoll), and its completion wakes the poster on the same CPU: ~3 µs per round trip.
+// The return wake-up needs the poster pinned too: the woken thread wakes it while still running on
+// that CPU, and the kernel then prefers the other, idle vCPU, so without a pin the JS thread
+// bounced between the two vCPUs on every request (0.4–0.6 migrations per request measured over
+// HTTP, slower than no placement at all). So an event-loop thread that places a thread stays on
+// that CPU until the answer's callback runs on it (WARDEN_WakeAffinityUnpinSelf in the addon's
+// event callbacks); if the answer never comes (a hung execute) it stays there until the next one,
+// which costs it nothing but the freedom to move.
 //
 // Why only when idle, and only for short work: a moved thread starts on the poster's CPU and, if
 // the poster has more to do (the JS thread under load), time-shares that CPU until the scheduler's
@@ -33,6 +39,10 @@ namespace {
 std::atomic<bool> enabled{true};
 std::atomic<int> busy{0};
 std::atomic<uint64_t> placements{0};
+/** This thread pinned itself beside a thread it placed, until its answer comes back. */
+thread_local bool poster_pinned = false;
+/** This thread runs a Node event loop that receives answers (WARDEN_WakeAffinityMarkLoopThread). */
+thread_local bool loop_thread = false;
 std::once_flag home_once;
 cpu_set_t home;
 bool home_ok = false;
@@ -65,8 +75,23 @@ bool WARDEN_WakeAffinityPlace(int32_t tid, uint64_t recent_work_ns) {
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
   if (sched_setaffinity(tid, sizeof(one), &one) != 0) return false;
+  // The poster stays on this CPU too until the answer is back (WARDEN_WakeAffinityUnpinSelf): the
+  // woken thread wakes it while still running here, and the kernel would otherwise move the
+  // poster to the other, idle vCPU — a halted one — and bounce it between CPUs every request.
+  // Only an event-loop thread is pinned: it unpins itself when the answer's callback runs there.
+  if (warden::loop_thread && !warden::poster_pinned && sched_setaffinity(0, sizeof(one), &one) == 0) {
+    warden::poster_pinned = true;
+  }
   warden::placements.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+void WARDEN_WakeAffinityMarkLoopThread(void) { warden::loop_thread = true; }
+
+void WARDEN_WakeAffinityUnpinSelf(void) {
+  if (!warden::poster_pinned) return;
+  warden::poster_pinned = false;
+  WARDEN_WakeAffinityRestore();
 }
 
 uint64_t WARDEN_WakeAffinityPlacements(void) { return warden::placements.load(std::memory_order_relaxed); }

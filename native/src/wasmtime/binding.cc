@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "warden/host.h"
 #include "warden_wasmtime.h"
 
 namespace warden_wasmtime {
@@ -32,6 +33,7 @@ std::string TakeError(char* err, const char* fallback) {
 }
 
 void Drain(Napi::Env env, EngineCtx* ctx) {
+  WARDEN_WakeAffinityUnpinSelf();  // the answer is back on the JS thread (core/wake.cc)
   std::vector<WwMessage*> batch;
   {
     std::lock_guard<std::mutex> lock(ctx->mu);

@@ -170,6 +170,8 @@ export interface NativeAddon {
    * this process. @returns whether it was moved.
    */
   wakeAffinityPlace(tid: number): boolean;
+  /** The answer of placed work is back on this thread: it leaves the CPU placement pinned it to. */
+  wakeAffinityUnpinSelf(): void;
   /** How many times placement has moved a thread in this process. */
   wakeAffinityPlacements(): number;
   /**

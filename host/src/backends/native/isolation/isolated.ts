@@ -186,6 +186,7 @@ export class IsolatedNativeModel implements BackendModel {
       : undefined;
     const proc: BackendHostProcess = new BackendHostProcess(
       () => {
+        nativeAddon().wakeAffinityUnpinSelf(); // the answer is back (native/src/core/wake.cc)
         if (this.proc === proc) this.drain();
       },
       this.logger,
