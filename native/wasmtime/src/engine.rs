@@ -8,7 +8,7 @@ use crate::host::Guest;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -78,8 +78,44 @@ pub struct WwEngine {
     pub fuel: bool,
     /// SHA-256 (hex) of everything that makes a precompiled component valid for this engine.
     pub config_key: String,
-    stop: Arc<AtomicBool>,
-    ticker: Option<JoinHandle<()>>,
+    /// The epoch ticker: ticks only while some guest call is running (`Ticker::hold`).
+    pub ticker: Arc<Ticker>,
+    ticker_thread: Option<JoinHandle<()>>,
+}
+
+struct TickerState {
+    /// Guest calls running now (instance start-up and executes, host calls included).
+    active: AtomicUsize,
+    stop: AtomicBool,
+}
+
+/// The engine's epoch ticker (epoch interruption, the execute deadline). It advances the epoch
+/// every `tick_ms` while a guest call runs and sleeps otherwise, so an idle server with wasmtime
+/// models wakes no CPU a thousand times a second (with its vCPU wake-ups, wake.rs). An epoch
+/// deadline set at a call's start counts ticks from then: the first tick comes `tick_ms` after
+/// the call began.
+pub struct Ticker {
+    state: Arc<TickerState>,
+    thread: std::thread::Thread,
+}
+
+impl Ticker {
+    /// Keeps the epoch ticking until the guard is dropped.
+    pub fn hold(&self) -> TickerGuard<'_> {
+        if self.state.active.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.thread.unpark();
+        }
+        TickerGuard(self)
+    }
+}
+
+/// A running guest call (see `Ticker::hold`).
+pub struct TickerGuard<'a>(&'a Ticker);
+
+impl Drop for TickerGuard<'_> {
+    fn drop(&mut self) {
+        self.0.state.active.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl WwEngine {
@@ -113,19 +149,26 @@ impl WwEngine {
         engine.precompile_compatibility_hash().hash(&mut h);
         "warden-wasmtime/1".hash(&mut h);
         let config_key = h.0.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        let stop = Arc::new(AtomicBool::new(false));
-        let ticker = {
+        let state = Arc::new(TickerState { active: AtomicUsize::new(0), stop: AtomicBool::new(false) });
+        let thread = {
             let engine = engine.clone();
-            let stop = stop.clone();
+            let state = state.clone();
             let tick = Duration::from_millis(opts.tick_ms);
             std::thread::Builder::new().name("warden-wasmtime-epoch".into()).spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
+                while !state.stop.load(Ordering::Acquire) {
+                    if state.active.load(Ordering::Acquire) == 0 {
+                        // No guest code runs: sleep until a call begins (its unpark is a token, so
+                        // one that comes before this park makes it return at once).
+                        std::thread::park();
+                        continue;
+                    }
                     std::thread::sleep(tick);
                     engine.increment_epoch();
                 }
             })?
         };
-        Ok(WwEngine { engine, linker, notifier, tick_ms: opts.tick_ms, fuel: opts.fuel, config_key, stop, ticker: Some(ticker) })
+        let ticker = Arc::new(Ticker { state, thread: thread.thread().clone() });
+        Ok(WwEngine { engine, linker, notifier, tick_ms: opts.tick_ms, fuel: opts.fuel, config_key, ticker, ticker_thread: Some(thread) })
     }
 
     /// Compiles a component (Cranelift; seconds for a large one) and links it.
@@ -142,8 +185,9 @@ impl WwEngine {
 
 impl Drop for WwEngine {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.ticker.take() {
+        self.ticker.state.stop.store(true, Ordering::Release);
+        self.ticker.thread.unpark();
+        if let Some(t) = self.ticker_thread.take() {
             let _ = t.join();
         }
     }

@@ -12,6 +12,7 @@ use crate::descriptor;
 use crate::wire;
 use serde_json::{json, Value};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use crate::engine::Ticker;
 use crate::wake::WakeSlot;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -78,31 +79,37 @@ pub struct WwInstance {
     cmds: Sender<Cmd>,
     replies: Sender<Reply>,
     wake: Arc<WakeSlot>,
+    /// Unparked after every command: the thread waits with `park`, never in `Receiver::recv`,
+    /// whose spin-and-`yield_now` before blocking kept it runnable on the CPU its poster had just
+    /// placed it on (wake.rs), preempting the JS thread there about once per request.
+    thread: std::thread::Thread,
 }
 
 impl WwInstance {
-    pub fn start(engine: Engine, tick_ms: u64, fuel: bool, pre: SandboxPre<Guest>, notifier: Arc<Notifier>, id: u64, params: InstanceParams) -> std::io::Result<WwInstance> {
+    pub fn start(engine: Engine, ticker: Arc<Ticker>, tick_ms: u64, fuel: bool, pre: SandboxPre<Guest>, notifier: Arc<Notifier>, id: u64, params: InstanceParams) -> std::io::Result<WwInstance> {
         let (cmds, cmd_rx) = channel();
         let (replies, reply_rx) = channel();
         let wake = Arc::new(WakeSlot::default());
         let thread_wake = wake.clone();
-        std::thread::Builder::new().name(format!("warden-wasm-{id}")).stack_size(8 << 20).spawn(move || {
+        let handle = std::thread::Builder::new().name(format!("warden-wasm-{id}")).stack_size(8 << 20).spawn(move || {
             let notifier2 = notifier.clone();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let io = Io { id, notifier: notifier.clone(), replies: reply_rx, deadline: None, log: LogFilter::new(params.log_bytes, params.log_messages) };
-                Worker { engine, tick_ms, fuel, pre, params, live: None, io: Some(io) }.run(cmd_rx, &thread_wake)
+                Worker { engine, ticker, tick_ms, fuel, pre, params, live: None, io: Some(io) }.run(cmd_rx, &thread_wake)
             }));
             if r.is_err() {
                 notifier2.post(id, kind::TRAP, json!({ "message": "the wasmtime engine failed (panic)", "during": "execute", "reason": "trap" }).to_string(), vec![]);
             }
             notifier2.post(id, kind::EXITED, "{}".into(), vec![]);
         })?;
-        Ok(WwInstance { cmds, replies, wake })
+        Ok(WwInstance { cmds, replies, wake, thread: handle.thread().clone() })
     }
 
     pub fn execute(&self, descriptor: Vec<u8>, bufs: HostBuffers) -> bool {
         self.wake.before_post();
-        self.cmds.send(Cmd::Execute(descriptor, bufs)).is_ok()
+        let sent = self.cmds.send(Cmd::Execute(descriptor, bufs)).is_ok();
+        self.thread.unpark();
+        sent
     }
 
     pub fn reply(&self, reply: Reply) -> bool {
@@ -112,6 +119,7 @@ impl WwInstance {
     /// Asks the thread to end (after the call in progress); it reports `EXITED`.
     pub fn stop(&self) {
         let _ = self.cmds.send(Cmd::Stop);
+        self.thread.unpark();
     }
 }
 
@@ -130,6 +138,8 @@ enum StartError {
 
 struct Worker {
     engine: Engine,
+    /// Ticks while this thread runs guest code (start-up, executes).
+    ticker: Arc<Ticker>,
     tick_ms: u64,
     /// Fuel metering on (the engine consumes fuel): each execute reports what it used.
     fuel: bool,
@@ -199,6 +209,7 @@ impl Worker {
             let _ = store.set_fuel(u64::MAX);
         }
         store.epoch_deadline_trap();
+        let ticking = self.ticker.hold();
         store.set_epoch_deadline(self.ticks(limit.as_millis() as u64));
         let r = (|| -> wasmtime::Result<Result<(Sandbox, ResourceAny), crate::bindings::warden::backend::types::Error>> {
             let sandbox = self.pre.instantiate(&mut store)?;
@@ -215,6 +226,7 @@ impl Worker {
             };
             Ok(Ok((sandbox, inst)))
         })();
+        drop(ticking);
         let out = match r {
             Ok(Ok((sandbox, instance))) => {
                 store.data_mut().io.end_call();
@@ -247,10 +259,12 @@ impl Worker {
             let cmd = match cmds.try_recv() {
                 Ok(cmd) => cmd,
                 Err(TryRecvError::Disconnected) => break,
-                Err(TryRecvError::Empty) => match wake.wait(|| cmds.recv()) {
-                    Ok(cmd) => cmd,
-                    Err(_) => break,
-                },
+                Err(TryRecvError::Empty) => {
+                    // Every send is followed by an unpark (a token: one sent before this park
+                    // makes it return at once); a spurious return just loops.
+                    wake.wait(std::thread::park);
+                    continue;
+                }
             };
             match cmd {
                 Cmd::Stop => break,
@@ -309,9 +323,11 @@ impl Worker {
         if self.fuel {
             let _ = live.store.set_fuel(u64::MAX);
         }
+        let ticking = self.ticker.hold();
         let start_ns = monotonic_ns();
         let r = live.sandbox.warden_backend_backend().instance().call_execute(&mut live.store, live.instance, &requests);
         let end_ns = monotonic_ns();
+        drop(ticking);
         let fuel = if self.fuel { live.store.get_fuel().ok().map(|left| u64::MAX - left) } else { None };
         drop(requests);
         drop(tensors);

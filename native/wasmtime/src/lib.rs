@@ -201,7 +201,7 @@ pub unsafe extern "C" fn ww_instance_new(e: *const WwEngine, c: *const WwCompone
     guarded(err, || {
         let params = InstanceParams::from_json(&json_of(json, len)?)?;
         let e = &*e;
-        let i = WwInstance::start(e.engine.clone(), e.tick_ms, e.fuel, (*c).pre.clone(), e.notifier.clone(), id, params).map_err(|e| format!("cannot start a sandbox thread: {e}"))?;
+        let i = WwInstance::start(e.engine.clone(), e.ticker.clone(), e.tick_ms, e.fuel, (*c).pre.clone(), e.notifier.clone(), id, params).map_err(|e| format!("cannot start a sandbox thread: {e}"))?;
         Ok(Box::into_raw(Box::new(i)))
     })
     .unwrap_or(ptr::null_mut())
