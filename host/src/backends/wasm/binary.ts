@@ -91,15 +91,16 @@ export const WASM_PAGE_BYTES = 65536;
 export const MAGIC = [0x00, 0x61, 0x73, 0x6d];
 /** Preamble version of core modules (`01 00 00 00`). */
 export const CORE_VERSION = [0x01, 0x00, 0x00, 0x00];
-/** Preamble version + layer of components (`0d 00 01 00`). */
-export const COMPONENT_VERSION = [0x0d, 0x00, 0x01, 0x00];
+/** Layer field of a component's preamble (`01 00`, after a 2-byte version that still moves between
+ *  component-model drafts, so the version is not checked here: wasmtime and jco check it). */
+const COMPONENT_LAYER = [0x01, 0x00];
 
 /** What a binary's preamble says it is. */
 export function binaryKind(bytes: Uint8Array): 'module' | 'component' | 'unknown' {
   if (bytes.length < 8 || MAGIC.some((b, i) => bytes[i] !== b)) return 'unknown';
   const v = [...bytes.subarray(4, 8)];
   if (v.every((b, i) => b === CORE_VERSION[i])) return 'module';
-  if (v[2] === 0x01 && v[3] === 0x00) return 'component';
+  if (v[2] === COMPONENT_LAYER[0] && v[3] === COMPONENT_LAYER[1]) return 'component';
   return 'unknown';
 }
 

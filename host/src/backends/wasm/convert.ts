@@ -23,11 +23,6 @@ export function fromWitDataType(dt: unknown): DataType | undefined {
   return isDataType(up) ? up : undefined;
 }
 
-/** Host error code → WIT `error-code`. */
-export function toWitErrorCode(code: ErrorCode): Wit.ErrorCode {
-  return code.toLowerCase().replace('_', '-') as Wit.ErrorCode;
-}
-
 const ERROR_CODES = new Set(['unknown', 'internal', 'not-found', 'invalid-arg', 'unavailable', 'unsupported', 'already-exists', 'cancelled']);
 
 /** A WIT `error` from the guest → wire error (unknown codes become INTERNAL; message capped at 4 KiB). */
