@@ -2,8 +2,9 @@
 // memory rings (host/src/backends/native/isolation/ring.ts, served natively in the child by
 // native/src/addon/iso_server.cc). The ring logic on its own (wrap-around, a full ring, records no
 // valid producer writes), then a real isolated model with a small ring: inputs, outputs and
-// parameters cross byte for byte, a batch larger than the ring fails with a clear error, and a
-// corrupted ring makes Warden kill and restart the process, never read out of bounds.
+// parameters cross byte for byte, a batch or a response larger than the ring fails with a clear
+// error (the model goes on), and a corrupted ring makes Warden kill and restart the process, never
+// read out of bounds.
 import { afterAll, describe, expect, it } from 'vitest';
 import { IsolatedNativeModel } from '../../host/src/backends/native/index.js';
 import {
@@ -181,6 +182,45 @@ describe('an isolated model with a 4 KiB ring', () => {
         message: expect.stringMatching(/a batch of \d+ bytes does not fit the backend host process's ring of 3968 bytes \(raise warden.isolation_shm_bytes\)/),
       });
       expect((await echo(m, Int32Array.of(42))).out!.data).toEqual(new Uint8Array(Int32Array.of(42).buffer));
+    } finally {
+      await m.unload();
+    }
+  }, 60_000);
+
+  it('a response larger than the ring: that request fails with UNAVAILABLE naming the parameter, and the model goes on', async () => {
+    requireNativeBuild();
+    // The same backend answering INPUT0 repeated 16 times: 64 INT32 in (256 bytes) is 4 KiB out.
+    const amplified = pbtxtConfig(
+      'ring_amplify',
+      `backend: "warden_test_cpp_faults" max_batch_size: 0
+       input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
+       output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
+       parameters { key: "amplify" value { string_value: "16" } }
+       parameters { key: "warden.isolation" value { string_value: "process" } }
+       parameters { key: "warden.isolation_shm_bytes" value { string_value: "4096" } }`,
+    );
+    const m = await loadNative(rv, amplified, '/nonexistent/ring_amplify');
+    const send = async (v: Int32Array) => {
+      const { collected, error } = await run(m.instances[0]!, [request('ring_amplify', [tensor('INPUT0', 'INT32', [v.length], v)], ['OUTPUT0'])]);
+      return { error, last: collected[0]!.responses.at(-1) };
+    };
+    try {
+      // fits: 4 elements in, 64 out, each the input repeated
+      const small = await send(Int32Array.of(1, 2, 3, 4));
+      expect(small.error).toBeUndefined();
+      expect(small.last!.response!.outputs[0]!.shape).toEqual([64]);
+      expect(Array.from(new Int32Array(small.last!.response!.outputs[0]!.data.slice().buffer))).toEqual(Array.from({ length: 64 }, (_, i) => (i % 4) + 1));
+      // does not fit: the request's answer is the error, nothing else breaks
+      const big = await send(new Int32Array(64).fill(7));
+      const e = big.error ?? big.last?.error;
+      expect(e).toMatchObject({
+        code: 'UNAVAILABLE',
+        message: expect.stringMatching(/response of \d+ bytes does not fit the backend host process's ring of 3968 bytes \(raise warden.isolation_shm_bytes\)/),
+      });
+      expect((m.model as IsolatedNativeModel).restarts).toBe(0);
+      const again = await send(Int32Array.of(9));
+      expect(again.error).toBeUndefined();
+      expect(again.last!.response!.outputs[0]!.shape).toEqual([16]);
     } finally {
       await m.unload();
     }
