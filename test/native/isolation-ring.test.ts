@@ -128,14 +128,18 @@ describe('isolation ring', () => {
 describe('an isolated model with a 4 KiB ring', () => {
   const rv = resolver({ backendDirectory: TEST_BACKEND_DIR });
   afterAll(() => rv.finalizeAll());
-  const config = pbtxtConfig(
-    'ring_echo',
-    `backend: "warden_test_cpp_faults" max_batch_size: 0
-     input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-     output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-     parameters { key: "warden.isolation" value { string_value: "process" } }
-     parameters { key: "warden.isolation_shm_bytes" value { string_value: "4096" } }`,
-  );
+  /** The faults test backend (echo) in a backend-host process with 4 KiB rings, plus `extra` config text. */
+  const ringConfig = (name: string, extra = '') =>
+    pbtxtConfig(
+      name,
+      `backend: "warden_test_cpp_faults" max_batch_size: 0
+       input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
+       output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
+       parameters { key: "warden.isolation" value { string_value: "process" } }
+       parameters { key: "warden.isolation_shm_bytes" value { string_value: "4096" } }
+       ${extra}`,
+    );
+  const config = ringConfig('ring_echo');
   const echo = async (m: Awaited<ReturnType<typeof loadNative>>, v: Int32Array) => {
     const { collected, error } = await run(m.instances[0]!, [request('ring_echo', [tensor('INPUT0', 'INT32', [v.length], v)], ['OUTPUT0'])]);
     return { error, out: collected[0]!.responses.at(-1)?.response?.outputs[0], collected };
@@ -190,15 +194,7 @@ describe('an isolated model with a 4 KiB ring', () => {
   it('a response larger than the ring: that request fails with UNAVAILABLE naming the parameter, and the model goes on', async () => {
     requireNativeBuild();
     // The same backend answering INPUT0 repeated 16 times: 64 INT32 in (256 bytes) is 4 KiB out.
-    const amplified = pbtxtConfig(
-      'ring_amplify',
-      `backend: "warden_test_cpp_faults" max_batch_size: 0
-       input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-       output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-       parameters { key: "amplify" value { string_value: "16" } }
-       parameters { key: "warden.isolation" value { string_value: "process" } }
-       parameters { key: "warden.isolation_shm_bytes" value { string_value: "4096" } }`,
-    );
+    const amplified = ringConfig('ring_amplify', 'parameters { key: "amplify" value { string_value: "16" } }');
     const m = await loadNative(rv, amplified, '/nonexistent/ring_amplify');
     const send = async (v: Int32Array) => {
       const { collected, error } = await run(m.instances[0]!, [request('ring_amplify', [tensor('INPUT0', 'INT32', [v.length], v)], ['OUTPUT0'])]);
