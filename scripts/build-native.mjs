@@ -11,7 +11,7 @@
 // Needs cmake (>= 3.18), a C/C++17 compiler and cargo (Rust >= 1.95; crates from crates.io, pinned
 // by native/wasmtime/Cargo.lock); Node-API headers come from npm (node-api-headers, node-addon-api).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prepareWitDeps } from './build-wasm.mjs';
@@ -30,6 +30,14 @@ if (cargo.status !== 0) {
   process.exit(cargo.status ?? 1);
 }
 const wasmtimeLib = join(crate, 'target', 'release', 'libwarden_wasmtime.a');
+// libuv's header (the addon's JS-thread wake-up, native/src/addon/js_wake.h, is a uv_async_t):
+// node-api-headers has none, but every Node distribution (official tarballs, Debian/nodesource
+// packages, nvm, Docker images) ships <prefix>/include/node/uv.h beside the binary.
+const nodeInclude = join(dirname(dirname(process.execPath)), 'include', 'node');
+if (!existsSync(join(nodeInclude, 'uv.h'))) {
+  process.stderr.write(`[build-native] ${join(nodeInclude, 'uv.h')} not found: the addon needs the libuv header that Node distributions ship in <prefix>/include/node\n`);
+  process.exit(1);
+}
 const cmakeJs = join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js');
 const args = [
   cmakeJs,
@@ -40,6 +48,7 @@ const args = [
   `--CDWARDEN_BACKEND_DIR=${join(root, 'build', 'backends')}`,
   `--CDWARDEN_TEST_BACKEND_DIR=${join(root, 'native', 'build', 'test-backends')}`,
   `--CDWARDEN_WASMTIME_LIB=${wasmtimeLib}`,
+  `--CDWARDEN_NODE_INCLUDE=${nodeInclude}`,
 ];
 if (!process.argv.includes('--verbose')) args.push('--log-level', 'warn');
 const r = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });

@@ -364,6 +364,33 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
     expect(m.memoryBudget.usedBytes).toBe(0);
   });
 
+  it('the epoch ticker parks once no guest call has run for its grace period (an idle server wakes no CPU), and ticks again for the next call', async () => {
+    const tickers = () =>
+      readdirSync('/proc/self/task')
+        .filter((tid) => readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'warden-wasmtime') // 'warden-wasmtime-epoch', cut to 15 bytes by the kernel
+        .map((tid) => `/proc/self/task/${tid}/status`);
+    const switches = () =>
+      tickers().reduce((sum, f) => sum + Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(f, 'utf8'))?.[1] ?? 0), 0);
+    const r = resolver(mkdtempSync(join(work, 'cache-')));
+    const m = await load(r, 'ticker');
+    const inst = (await m.createInstance(h.instanceSpec('ticker'))) as WasmtimeInstance;
+    const req = () => h.request('ticker', [h.tensor('INPUT0', 'FP32', [1], Float32Array.of(3))], ['OUTPUT0']);
+    expect((await h.infer(inst, req())).errors).toEqual([]);
+    expect(tickers().length).toBeGreaterThan(0);
+    // grace (250 ms) + slack for a loaded machine; then a parked ticker makes no switch at all,
+    // where one that ticks makes one per 1 ms tick (~400 in this window)
+    await new Promise((res) => setTimeout(res, 1000));
+    const before = switches();
+    await new Promise((res) => setTimeout(res, 400));
+    expect(switches() - before).toBeLessThan(20);
+    // the next call wakes it: the deadline still works after a park (a runaway guest is the hostile suite's)
+    expect((await h.infer(inst, req())).errors).toEqual([]);
+    const woken = switches();
+    await new Promise((res) => setTimeout(res, 100));
+    expect(switches() - woken).toBeGreaterThan(10); // ticking through the grace period
+    await m.finalize();
+  });
+
   it('fuel metering reports a deterministic figure per execute that grows with the work', async () => {
     const r = resolver(mkdtempSync(join(work, 'cache-')), { fuel: true });
     const m = await load(r, 'fuel');

@@ -5,6 +5,8 @@
 
 #include <napi.h>
 
+#include "js_wake.h"
+
 #include <atomic>
 #include <cmath>
 #include <deque>
@@ -86,21 +88,26 @@ class InstanceHandle;
 /** Multi-producer (native threads) / single-consumer (JS thread) event queue of one instance. */
 class EventQueue : public std::enable_shared_from_this<EventQueue> {
  public:
-  EventQueue(Napi::Env env, InstanceHandle* owner);
+  explicit EventQueue(InstanceHandle* owner) : owner_(owner) {}
+  /** Discards what was never drained (any thread: the last owner may be a backend thread). */
+  ~EventQueue();
+  /** JS thread, once, right after construction: creates the JS-thread wake-up (js_wake.h). */
+  void Start(Napi::Env env);
+  /** Any thread. The JS thread is woken after the lock is released (js_wake.h says why). */
   void Push(Event&& e);
   /** JS thread: take everything queued so far. */
   std::vector<Event> Drain();
-  /** JS thread: stop accepting events (late ones are dropped) and release the TSFN. */
+  /** JS thread: stop accepting events (late ones are dropped), discard what is queued, close the wake-up. */
   void Close();
-  void Ref(Napi::Env env) { tsfn_.Ref(env); }
-  void Unref(Napi::Env env) { tsfn_.Unref(env); }
+  void Ref() { wake_->Ref(); }
+  void Unref() { wake_->Unref(); }
 
  private:
   std::mutex mu_;
   std::vector<Event> events_;
   bool scheduled_ = false;
   bool closed_ = false;
-  Napi::ThreadSafeFunction tsfn_;
+  std::shared_ptr<warden::JsWake> wake_;
   InstanceHandle* owner_;  // JS thread only
 };
 

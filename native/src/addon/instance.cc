@@ -8,9 +8,24 @@ Napi::FunctionReference InstanceHandle::constructor;
 
 // ---------------------------------------------------------------- EventQueue
 
-EventQueue::EventQueue(Napi::Env env, InstanceHandle* owner) : owner_(owner) {
-  tsfn_ = Napi::ThreadSafeFunction::New(env, Napi::Function(), "warden-native-instance", 0, 1);
-  tsfn_.Unref(env);  // referenced only while work is in flight (InstanceHandle::AddInflight)
+void EventQueue::Start(Napi::Env env) {
+  std::weak_ptr<EventQueue> weak = weak_from_this();
+  // unref'd: referenced only while work is in flight (InstanceHandle::AddInflight)
+  wake_ = warden::JsWake::Create(env, "warden-native-instance", [weak](Napi::Env env) {
+    WARDEN_WakeAffinityUnpinSelf();  // the answer is back on the JS thread (wake.cc)
+    std::shared_ptr<EventQueue> self = weak.lock();
+    if (!self) return;
+    std::vector<Event> events = self->Drain();
+    if (self->owner_ == nullptr) {
+      for (Event& ev : events) DiscardEvent(ev);
+      return;
+    }
+    self->owner_->OnEvents(env, std::move(events));
+  });
+}
+
+EventQueue::~EventQueue() {
+  for (Event& ev : events_) DiscardEvent(ev);
 }
 
 void DiscardEvent(Event& e) {
@@ -21,32 +36,19 @@ void DiscardEvent(Event& e) {
 }
 
 void EventQueue::Push(Event&& e) {
-  std::unique_lock<std::mutex> lk(mu_);
-  if (closed_) {
-    lk.unlock();
-    DiscardEvent(e);  // the instance is gone: nobody is waiting for this any more
-    return;
-  }
-  events_.push_back(std::move(e));
-  if (scheduled_) return;  // a wakeup is already pending: it will take this event too
-  scheduled_ = true;
-  // Called under the lock so Close() cannot release the TSFN between the check and the call.
-  auto self = shared_from_this();
-  napi_status st = tsfn_.NonBlockingCall([self](Napi::Env env, Napi::Function) {
-    WARDEN_WakeAffinityUnpinSelf();  // the answer is back on the JS thread (wake.cc)
-    if (self->owner_ == nullptr) {
-      for (Event& ev : self->Drain()) DiscardEvent(ev);
+  {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (closed_) {
+      lk.unlock();
+      DiscardEvent(e);  // the instance is gone: nobody is waiting for this any more
       return;
     }
-    self->owner_->OnEvents(env, self->Drain());
-  });
-  if (st != napi_ok) {  // closing (environment teardown): drop what we have
-    std::vector<Event> dropped;
-    dropped.swap(events_);
-    scheduled_ = false;
-    lk.unlock();
-    for (Event& ev : dropped) DiscardEvent(ev);
+    events_.push_back(std::move(e));
+    if (scheduled_) return;  // a wakeup is already pending: it will take this event too
+    scheduled_ = true;
   }
+  // false only once Close() ran, which discards what is queued (or the destructor does)
+  wake_->Send();
 }
 
 std::vector<Event> EventQueue::Drain() {
@@ -58,11 +60,16 @@ std::vector<Event> EventQueue::Drain() {
 }
 
 void EventQueue::Close() {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (closed_) return;
-  closed_ = true;
-  owner_ = nullptr;
-  tsfn_.Release();
+  std::vector<Event> dropped;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (closed_) return;
+    closed_ = true;
+    owner_ = nullptr;
+    dropped.swap(events_);
+  }
+  wake_->Close();
+  for (Event& ev : dropped) DiscardEvent(ev);
 }
 
 // ---------------------------------------------------------------- native callbacks
@@ -154,7 +161,8 @@ Napi::Function InstanceHandle::Init(Napi::Env env) {
 InstanceHandle::InstanceHandle(const Napi::CallbackInfo& info)
     : Napi::ObjectWrap<InstanceHandle>(info) {
   on_events_ = Napi::Persistent(info[0].As<Napi::Function>());
-  queue_ = std::make_shared<EventQueue>(info.Env(), this);
+  queue_ = std::make_shared<EventQueue>(this);
+  queue_->Start(info.Env());
   Ref();  // stays alive until finalized, whatever JS does with the handle
 }
 
@@ -162,8 +170,8 @@ void InstanceHandle::AddInflight(Napi::Env env, int64_t delta) {
   int64_t before = inflight_;
   inflight_ += delta;
   if (queue_ == nullptr) return;
-  if (before == 0 && inflight_ > 0) queue_->Ref(env);
-  if (before > 0 && inflight_ == 0) queue_->Unref(env);
+  if (before == 0 && inflight_ > 0) queue_->Ref();
+  if (before > 0 && inflight_ == 0) queue_->Unref();
 }
 
 uint32_t InstanceHandle::NewJob(Napi::Env env, Napi::Promise::Deferred deferred, bool delete_after) {
@@ -218,7 +226,7 @@ Napi::Value InstanceHandle::Abandon(const Napi::CallbackInfo& info) {
   if (instance == nullptr) return env.Undefined();
   instance = nullptr;  // leaked on purpose (see above)
   jobs_.clear();
-  if (inflight_ > 0) queue_->Unref(env);
+  if (inflight_ > 0) queue_->Unref();
   inflight_ = 0;
   requests_ = 0;
   queue_->Close();
@@ -312,7 +320,7 @@ void InstanceHandle::OnEvents(Napi::Env env, std::vector<Event> events) {
       // decoupled backends that outlive their instance are dropped by the closed queue.
       WARDEN_InstanceDelete(instance);
       instance = nullptr;
-      if (inflight_ > 0) queue_->Unref(env);
+      if (inflight_ > 0) queue_->Unref();
       inflight_ = 0;
       queue_->Close();
       Unref();

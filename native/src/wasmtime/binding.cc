@@ -1,7 +1,7 @@
 // The addon's binding of Warden's wasmtime engine (native/wasmtime, C ABI in warden_wasmtime.h):
 // `wasmtime.*` functions over opaque externals, and the wake-up path that brings the engine's
 // messages (instance ready, trap, log, host call, execute done) from its native threads to one JS
-// callback: a queue drained by one ThreadSafeFunction call per batch of messages. Output buffers
+// callback: a queue drained by one JS-thread wake-up (addon/js_wake.h) per batch of messages. Output buffers
 // become external ArrayBuffers (no copy) freed by the Rust side's ww_buffer_free.
 #include <napi.h>
 
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../addon/js_wake.h"
 #include "warden/host.h"
 #include "warden_wasmtime.h"
 
@@ -20,10 +21,9 @@ struct EngineCtx {
   std::vector<WwMessage*> queue;
   bool scheduled = false;
   bool closed = false;
-  Napi::ThreadSafeFunction tsfn;
+  std::shared_ptr<warden::JsWake> wake;
   Napi::FunctionReference on_message;  // JS thread only
   WwEngine* engine = nullptr;
-  int refs = 0;  // JS thread only
 };
 
 std::string TakeError(char* err, const char* fallback) {
@@ -75,18 +75,21 @@ void Drain(Napi::Env env, EngineCtx* ctx) {
   }
 }
 
+// Any engine thread. The JS thread is woken after `mu` is released, so a drain that starts at once
+// (on the poster's CPU, preempting it) never blocks on a lock the poster still holds.
 void Notify(void* p, WwMessage* m) {
   auto* ctx = static_cast<EngineCtx*>(p);
-  std::lock_guard<std::mutex> lock(ctx->mu);
-  if (ctx->closed) {
-    ww_message_free(m);
-    return;
+  {
+    std::lock_guard<std::mutex> lock(ctx->mu);
+    if (ctx->closed) {
+      ww_message_free(m);
+      return;
+    }
+    ctx->queue.push_back(m);
+    if (ctx->scheduled) return;
+    ctx->scheduled = true;
   }
-  ctx->queue.push_back(m);
-  if (ctx->scheduled) return;
-  ctx->scheduled = true;
-  napi_status st = ctx->tsfn.NonBlockingCall([ctx](Napi::Env env, Napi::Function) { Drain(env, ctx); });
-  if (st != napi_ok) ctx->scheduled = false;
+  ctx->wake->Send();  // false only after EngineFree, which frees what is queued
 }
 
 template <typename T>
@@ -119,12 +122,11 @@ Napi::Value EngineNew(const Napi::CallbackInfo& info) {
   if (!info[1].IsFunction()) throw Napi::TypeError::New(env, "expected a message callback");
   auto* ctx = new EngineCtx;  // freed by engineFree
   ctx->on_message = Napi::Persistent(info[1].As<Napi::Function>());
-  ctx->tsfn = Napi::ThreadSafeFunction::New(env, Napi::Function(), "warden-wasmtime", 0, 1);
-  ctx->tsfn.Unref(env);
+  ctx->wake = warden::JsWake::Create(env, "warden-wasmtime", [ctx](Napi::Env e) { Drain(e, ctx); });
   char* err = nullptr;
   ctx->engine = ww_engine_new(reinterpret_cast<const uint8_t*>(json.data()), json.size(), Notify, ctx, &err);
   if (!ctx->engine) {
-    ctx->tsfn.Release();
+    ctx->wake->Close();
     delete ctx;
     throw Napi::Error::New(env, TakeError(err, "cannot create the wasmtime engine"));
   }
@@ -135,8 +137,8 @@ Napi::Value EngineNew(const Napi::CallbackInfo& info) {
 Napi::Value EngineRef(const Napi::CallbackInfo& info) {
   auto* ctx = Ptr<EngineCtx>(info[0], "engine");
   bool on = info[1].ToBoolean();
-  if (on && ctx->refs++ == 0) ctx->tsfn.Ref(info.Env());
-  if (!on && ctx->refs > 0 && --ctx->refs == 0) ctx->tsfn.Unref(info.Env());
+  if (on) ctx->wake->Ref();
+  else ctx->wake->Unref();
   return info.Env().Undefined();
 }
 
@@ -160,7 +162,7 @@ Napi::Value EngineFree(const Napi::CallbackInfo& info) {
       ctx->queue.clear();
     }
     ctx->on_message.Reset();
-    ctx->tsfn.Release();
+    ctx->wake->Close();
     // ctx stays allocated: a drain already scheduled may still run and finds `queue` empty
   }
   return info.Env().Undefined();

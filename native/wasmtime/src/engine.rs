@@ -86,23 +86,43 @@ pub struct WwEngine {
 struct TickerState {
     /// Guest calls running now (instance start-up and executes, host calls included).
     active: AtomicUsize,
+    /// Set by every call's start; the ticker clears it on each tick (the idle grace, below).
+    recent: AtomicBool,
+    /// The ticker is parked (or about to be): the next call's start must unpark it.
+    parked: AtomicBool,
     stop: AtomicBool,
 }
 
+/// How long the ticker goes on ticking after the last guest call ended before it parks.
+///
+/// Parking after every call made each call start wake the ticker thread: at c=1 that is a futex
+/// wake of a thread whose vCPU has halted, 20-40 us of CPU per request on these VMs (wake.rs), the
+/// largest part of the wasmtime C guest's c=1 gap to ONNX measured in docs/benchmarks.md. With a
+/// grace period, a loaded server pays one timer wake per tick (1 ms) whatever its request rate,
+/// and an idle one stops waking any CPU a quarter of a second after its last request.
+const IDLE_GRACE: Duration = Duration::from_millis(250);
+
 /// The engine's epoch ticker (epoch interruption, the execute deadline). It advances the epoch
-/// every `tick_ms` while a guest call runs and sleeps otherwise, so an idle server with wasmtime
-/// models wakes no CPU a thousand times a second (with its vCPU wake-ups, wake.rs). An epoch
-/// deadline set at a call's start counts ticks from then: the first tick comes `tick_ms` after
-/// the call began.
+/// every `tick_ms` while guest calls run or have run within `IDLE_GRACE`, and parks otherwise,
+/// so an idle server with wasmtime models wakes no CPU a thousand times a second. A call's epoch
+/// deadline is one tick longer than its limit (instance.rs `ticks`): the first tick after a call
+/// begins may come at once when the ticker is already running, or `tick_ms` later when the call
+/// woke it.
 pub struct Ticker {
     state: Arc<TickerState>,
     thread: std::thread::Thread,
 }
 
 impl Ticker {
-    /// Keeps the epoch ticking until the guard is dropped.
+    /// Keeps the epoch ticking until the guard is dropped (and for `IDLE_GRACE` after). Wakes the
+    /// ticker thread only when it has parked: `unpark` on a running thread costs no syscall, but
+    /// the check keeps even its atomic swap off the path.
     pub fn hold(&self) -> TickerGuard<'_> {
-        if self.state.active.fetch_add(1, Ordering::AcqRel) == 0 {
+        self.state.active.fetch_add(1, Ordering::SeqCst);
+        if !self.state.recent.load(Ordering::Relaxed) {
+            self.state.recent.store(true, Ordering::Relaxed);
+        }
+        if self.state.parked.load(Ordering::SeqCst) {
             self.thread.unpark();
         }
         TickerGuard(self)
@@ -115,6 +135,7 @@ pub struct TickerGuard<'a>(&'a Ticker);
 impl Drop for TickerGuard<'_> {
     fn drop(&mut self) {
         self.0.state.active.fetch_sub(1, Ordering::AcqRel);
+        self.0.state.recent.store(true, Ordering::Relaxed);
     }
 }
 
@@ -149,21 +170,38 @@ impl WwEngine {
         engine.precompile_compatibility_hash().hash(&mut h);
         "warden-wasmtime/1".hash(&mut h);
         let config_key = h.0.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        let state = Arc::new(TickerState { active: AtomicUsize::new(0), stop: AtomicBool::new(false) });
+        let state = Arc::new(TickerState {
+            active: AtomicUsize::new(0),
+            recent: AtomicBool::new(false),
+            parked: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        });
         let thread = {
             let engine = engine.clone();
             let state = state.clone();
             let tick = Duration::from_millis(opts.tick_ms);
+            let grace_ticks = (IDLE_GRACE.as_millis() as u64).div_ceil(opts.tick_ms).max(1);
             std::thread::Builder::new().name("warden-wasmtime-epoch".into()).spawn(move || {
+                // Starts parked: no guest call has run yet.
+                let mut idle_ticks = grace_ticks;
                 while !state.stop.load(Ordering::Acquire) {
-                    if state.active.load(Ordering::Acquire) == 0 {
-                        // No guest code runs: sleep until a call begins (its unpark is a token, so
-                        // one that comes before this park makes it return at once).
-                        std::thread::park();
-                        continue;
+                    if idle_ticks >= grace_ticks {
+                        // Announce the park before the last look at `active`: a call that starts
+                        // after this store sees it and unparks (a token, so an unpark that comes
+                        // before `park` makes it return at once); one that started before is seen.
+                        state.parked.store(true, Ordering::SeqCst);
+                        if state.active.load(Ordering::SeqCst) == 0 && !state.stop.load(Ordering::Acquire) {
+                            std::thread::park();
+                        }
+                        state.parked.store(false, Ordering::SeqCst);
+                        idle_ticks = 0;
+                        state.recent.store(false, Ordering::Relaxed);
                     }
                     std::thread::sleep(tick);
                     engine.increment_epoch();
+                    let busy = state.active.load(Ordering::Acquire) != 0;
+                    let recent = state.recent.swap(false, Ordering::Relaxed);
+                    idle_ticks = if busy || recent { 0 } else { idle_ticks + 1 };
                 }
             })?
         };
