@@ -10,9 +10,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WasmModel } from '../../host/src/backends/wasm/backend.js';
 import { WasmBackendResolver } from '../../host/src/backends/wasm/index.js';
+import { addonPath } from '../../host/src/backends/native/addon.js';
 import { definedMemories } from '../../host/src/backends/wasm/binary.js';
 import { componentSurface } from '../../host/src/backends/wasm/component-check.js';
 import { WasmtimeEngine as WasmtimeEngineClass, type WasmtimeCompiled, type WasmtimeEngine } from '../../host/src/backends/wasm/wasmtime/engine.js';
@@ -389,6 +391,26 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
     await new Promise((res) => setTimeout(res, 100));
     expect(switches() - woken).toBeGreaterThan(10); // ticking through the grace period
     await m.finalize();
+  });
+
+  it("a worker thread that exits holding an engine (its JS-thread wake-up still open and ref'd once) ends cleanly", async () => {
+    // Node aborts a worker whose loop still has an open handle at teardown: the wake-up
+    // (native/src/addon/js_wake.h) must close itself from its environment cleanup hook.
+    const code = `
+      const addon = require(process.env.WARDEN_TEST_ADDON);
+      const e = addon.wasmtime.engineNew('{}', () => {});
+      addon.wasmtime.engineRef(e, true);
+      addon.wasmtime.engineRef(e, false);
+      require('node:worker_threads').parentPort.postMessage('made');`;
+    const w = new Worker(code, { eval: true, env: { ...process.env, WARDEN_TEST_ADDON: addonPath() } });
+    const said: unknown[] = [];
+    w.on('message', (m) => said.push(m));
+    const exitCode = await new Promise<number>((res, rej) => {
+      w.on('exit', res);
+      w.on('error', rej);
+    });
+    expect(said).toEqual(['made']);
+    expect(exitCode).toBe(0);
   });
 
   it('fuel metering reports a deterministic figure per execute that grows with the work', async () => {
