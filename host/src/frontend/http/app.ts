@@ -3,7 +3,6 @@
  * dispatch table (spec §1.1); every error leaves as `{"error": ...}` with Triton's status.
  */
 import { type IncomingMessage, type RequestListener, type Server, type ServerOptions, createServer } from 'node:http';
-import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
 import { unsupported } from '../../core/errors.js';
@@ -21,26 +20,13 @@ import { CodecPool } from './codec/pool.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { errorAnswer, overQuotaDelay, parseVersion, route, sendAnswer } from './routing.js';
 import { inferFastPath } from './fast-path.js';
+import { answerClientError } from './claim.js';
 import { installTraceRoutes } from './trace.js';
 
 /** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms (shared with gRPC). */
 export { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 
 type ModelParams = { model: string; version?: string };
-
-/** A 400 `{"error": ...}` for a request the HTTP parser refused; the connection is closed. */
-function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  if (!socket.writable) return void socket.destroy();
-  const message =
-    err.code === 'HPE_UNEXPECTED_CONTENT_LENGTH' || err.code === 'HPE_INVALID_TRANSFER_ENCODING'
-      ? "Transfer-Encoding can't be present with Content-Length"
-      : err.code === 'HPE_HEADER_OVERFLOW'
-        ? 'Request Header Fields Too Large'
-        : 'Bad Request';
-  const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-  const body = JSON.stringify({ error: message });
-  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-}
 
 /**
  * The HTTP/1.1 server Fastify would create for `options` (fastify/lib/server.js getServerInstance),
