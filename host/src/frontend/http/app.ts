@@ -2,7 +2,7 @@
  * The HTTP frontend: Triton's HTTP/REST protocol on Fastify (spec §1–§3). Routes follow Triton's
  * dispatch table (spec §1.1); every error leaves as `{"error": ...}` with Triton's status.
  */
-import { type IncomingMessage, type RequestListener, type Server, type ServerOptions, createServer } from 'node:http';
+import { type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type Server, type ServerOptions, createServer } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
 import { unsupported } from '../../core/errors.js';
@@ -19,7 +19,10 @@ import { connectionsCheckingInterval } from './limits.js';
 import { CodecPool } from './codec/pool.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { errorAnswer, overQuotaDelay, parseVersion, route, sendAnswer } from './routing.js';
-import { inferFastPath } from './fast-path.js';
+import { failAnswer, fastPathCounters, inferFastPath, serveClaimed } from './fast-path.js';
+import type { FrontendThreadData, RingRequest } from './threads/messages.js';
+import type { HttpAnswer } from './routing.js';
+import type { CancellationSignal, Principal } from '../../core/types.js';
 import { answerClientError } from './claim.js';
 import { installTraceRoutes } from './trace.js';
 
@@ -43,8 +46,30 @@ function createHttp1Server(options: Record<string, unknown>, listener: RequestLi
   return server;
 }
 
+/** The HTTP frontend: the Fastify app and what front-end threads (threads/pool.ts) need from it. */
+export interface HttpFrontend {
+  app: FastifyInstance;
+  /** Whether plain `/infer` requests may be claimed ahead of Fastify (the fast path is on). */
+  claims: boolean;
+  /**
+   * A claimed `/infer` request a front-end thread read: authenticated (multi-tenant), admitted,
+   * then fast-path.ts#serveClaimed. @returns undefined when Fastify must answer it (closing,
+   * failed authentication: it audits and answers 401); never rejects
+   */
+  serveRing(r: RingRequest, signal: CancellationSignal): Promise<HttpAnswer | undefined>;
+  /** The public server's request listener (the fast path ahead of Fastify's handler), once ready. */
+  listener(): RequestListener;
+  /** The public server's settings, for the front-end threads' own servers. */
+  serverSettings(): FrontendThreadData['server'];
+}
+
 /** Build the Fastify app (not listening). */
 export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyInstance> {
+  return (await buildHttpFrontend(opts)).app;
+}
+
+/** Build the HTTP frontend (not listening). */
+export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<HttpFrontend> {
   const { api } = opts;
   const who: PrincipalOf = opts.tenants ? requestPrincipal : () => SINGLE_USER;
   const ctx: FrontendContext = { ...opts, principalOf: who, codec: new CodecPool() };
@@ -173,5 +198,44 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   route(app, '/v2/repository/:repo/models/:model/unload', { POST: namedRepo });
 
   installSharedMemoryRoutes(app, ctx);
-  return app;
+
+  const serveRing = async (r: RingRequest, signal: CancellationSignal): Promise<HttpAnswer | undefined> => {
+    if (closing) return undefined;
+    const headers: IncomingHttpHeaders = r.headerLength === undefined ? {} : { 'inference-header-content-length': r.headerLength };
+    let principal: Principal = SINGLE_USER;
+    if (ctx.tenants) {
+      let auth;
+      try {
+        auth = await ctx.tenants.authenticate(r.authorization);
+      } catch {
+        return undefined;
+      }
+      if (!auth.ok || closing) return undefined;
+      principal = auth.principal;
+      fastPathCounters.claimed++;
+      fastPathCounters.threaded++;
+      try {
+        rate.admit(auth.tenant);
+      } catch (e) {
+        return failAnswer(ctx, e);
+      }
+    } else {
+      fastPathCounters.claimed++;
+      fastPathCounters.threaded++;
+    }
+    return serveClaimed(ctx, { model: r.model, version: r.version }, principal, r.body, headers, signal);
+  };
+  return {
+    app,
+    claims: fastPath,
+    serveRing,
+    listener: () => app.server.listeners('request')[0] as RequestListener,
+    serverSettings: () => ({
+      keepAliveTimeout: app.server.keepAliveTimeout,
+      requestTimeout: app.server.requestTimeout,
+      headersTimeout: app.server.headersTimeout,
+      connectionsCheckingInterval: connectionsCheckingInterval(ctx.limits),
+      maxConnections: app.server.maxConnections,
+    }),
+  };
 }

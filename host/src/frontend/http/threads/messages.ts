@@ -153,3 +153,36 @@ export function readAnswer(m: Buffer): RingAnswer {
   const body = Buffer.from(r.bytes(r.u32()));
   return { id, answer: { status, headers, body } };
 }
+
+/** What a front-end thread starts with (`workerData`). */
+export interface FrontendThreadData {
+  /** Which thread, 0-based (logs). */
+  index: number;
+  /** A listening SO_REUSEPORT socket of the public host:port (reusePortListen). */
+  fd: number;
+  /** Requests to the main thread, and its answers back (ring.ts). */
+  toMain: SharedArrayBuffer;
+  toThread: SharedArrayBuffer;
+  /** The main thread's internal listener (a unix socket) for everything not claimed. */
+  socketPath: string;
+  /** `--http-max-input-size`, bytes. */
+  maxInputSize: number;
+  /** Claim plain `/infer` requests (the fast path is on); false: proxy everything. */
+  claim: boolean;
+  /** Fastify's HTTP server settings, mirrored so both listeners time out and keep alive alike. */
+  server: { keepAliveTimeout: number; requestTimeout: number; headersTimeout: number; connectionsCheckingInterval: number; maxConnections: number };
+}
+
+/** Port messages, main thread → front-end thread. */
+export type ToThread =
+  /** An answer too large for a slot (or a full ring). */
+  | { t: 'answer'; id: number; status: number; headers: Record<string, string>; body: Uint8Array | string }
+  /** The main thread will not serve request `id` (its ring was full): proxy it. */
+  | { t: 'fallback'; id: number }
+  /** Stop accepting, finish what is in flight, then report 'drained'. */
+  | { t: 'drain' }
+  /** Test hook: the thread throws from its event loop (restart-on-death). */
+  | { t: 'crash' };
+
+/** Port messages, front-end thread → main thread. */
+export type FromThread = { t: 'listening' } | { t: 'cancel'; id: number } | { t: 'drained' };

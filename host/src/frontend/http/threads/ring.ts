@@ -24,6 +24,9 @@ const CONSUMED = 1;
 const SLEEPING = 2;
 const CLOSED = 3;
 
+/** `Atomics.waitAsync` (ES2024; Node 20 has it, this project's TypeScript lib does not declare it). */
+const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number): { async: boolean; value: Promise<string> | string } }).waitAsync;
+
 /** A new ring's memory: 16 bytes of control words and {@link RING_SLOTS} × {@link SLOT_BYTES} (1 MiB). */
 export function ringMemory(): SharedArrayBuffer {
   return new SharedArrayBuffer(CTRL_BYTES + RING_SLOTS * SLOT_BYTES);
@@ -94,7 +97,7 @@ export class RingReader {
       }
       Atomics.store(ctrl, SLEEPING, 1);
       if (Atomics.load(ctrl, PRODUCED) === this.head && Atomics.load(ctrl, CLOSED) === 0) {
-        const w = Atomics.waitAsync(ctrl, PRODUCED, this.head);
+        const w = waitAsync(ctrl, PRODUCED, this.head);
         if (w.async) await w.value;
       }
       Atomics.store(ctrl, SLEEPING, 0);
