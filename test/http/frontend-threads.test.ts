@@ -19,7 +19,7 @@ import { fastPathCounters } from '../../host/src/frontend/http/fast-path.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { JSON_TYPE, MAX_INPUT, REPO_CONFIGS, exchange, matrix, raw, simpleJson } from '../helpers/http-matrix.js';
-import { JsBackendResolver } from '../helpers/js-backend.js';
+import { JsBackendResolver, executed } from '../helpers/js-backend.js';
 import { tempRepo, type TempRepo } from '../helpers/repo.js';
 
 let repo: TempRepo;
@@ -63,6 +63,10 @@ describe('--http-threads', () => {
     } finally {
       holder.close();
     }
+  });
+
+  it('a host that does not resolve: startServer fails with a clear error', async () => {
+    await expect(start(1, { httpAddress: 'no-such-host.invalid' })).rejects.toThrow(/cannot listen on no-such-host\.invalid:0: cannot resolve the host/);
   });
 });
 
@@ -150,6 +154,56 @@ describe('two front-end threads answer as the single loop does', () => {
     const body = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}';
     const [r] = await exchange(portOf(threaded), raw('POST', '/v2/models/echo/infer', body, JSON_TYPE));
     expect(r!.head).toMatch(/^HTTP\/1.1 200/);
+  });
+
+  it('a client that goes away while its request is queued: cancelled over the thread port, never executed', async () => {
+    const slowBody = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}';
+    const runs = () => executed.filter((e) => e.model === 'slow').length;
+    const pool = threaded.httpThreads!;
+    const before = runs();
+    const first = exchange(portOf(threaded), raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE));
+    await new Promise((r) => setTimeout(r, 100)); // the first holds the only instance for 600 ms
+    // Several clients that leave: the kernel gives some of them to a thread (their cancel crosses the port).
+    const servedBefore = pool.served.reduce((a, b) => a + b, 0);
+    await Promise.all(
+      Array.from({ length: 4 }, () =>
+        new Promise<void>((resolve) => {
+          const sock = connect(portOf(threaded), '127.0.0.1', () => sock.write(raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE), () => setTimeout(() => (sock.destroy(), resolve()), 100)));
+          sock.on('error', () => undefined);
+        }),
+      ),
+    );
+    const [r] = await first;
+    expect(r!.head).toMatch(/^HTTP\/1.1 200/);
+    await new Promise((r) => setTimeout(r, 800)); // long enough for another run, had one not been cancelled
+    expect(runs() - before).toBe(1);
+    expect(pool.served.reduce((a, b) => a + b, 0) - servedBefore, 'some went through a thread').toBeGreaterThan(0);
+  });
+
+  it('model unload under load: every request is answered (200 or an error), none hangs; then all 200 again', async () => {
+    const body = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}';
+    let stop = false;
+    const statuses: string[] = [];
+    const client = async () => {
+      while (!stop) {
+        const [r] = await exchange(portOf(threaded), raw('POST', '/v2/models/echo/infer', body, JSON_TYPE));
+        statuses.push(r!.head.split(' ')[1]!);
+      }
+    };
+    const clients = Array.from({ length: 4 }, client);
+    await new Promise((r) => setTimeout(r, 100));
+    const [u] = await exchange(portOf(threaded), raw('POST', '/v2/repository/models/echo/unload', '{}', JSON_TYPE));
+    expect(u!.head).toMatch(/^HTTP\/1.1 200/);
+    await new Promise((r) => setTimeout(r, 100));
+    const [l] = await exchange(portOf(threaded), raw('POST', '/v2/repository/models/echo/load', '{}', JSON_TYPE));
+    expect(l!.head).toMatch(/^HTTP\/1.1 200/);
+    await new Promise((r) => setTimeout(r, 100));
+    stop = true;
+    await Promise.all(clients);
+    expect(statuses.length).toBeGreaterThan(8);
+    expect(statuses.every((x) => ['200', '400', '404', '503'].includes(x)), statuses.join(' ')).toBe(true);
+    const after = await Promise.all(Array.from({ length: 10 }, () => exchange(portOf(threaded), raw('POST', '/v2/models/echo/infer', body, JSON_TYPE))));
+    for (const [r] of after) expect(r!.head).toMatch(/^HTTP\/1.1 200/);
   });
 
   it('statistics count each request once', async () => {
