@@ -107,9 +107,10 @@ const CONNECTIONS = (process.env.BENCH_HTTP_CONNECTIONS ?? '1,16,64').split(',')
 
 /**
  * Warden builds measured side by side (`BENCH_HTTP_THREADS`, comma list of `--http-threads`
- * values, default `0`): one Warden process per value, interleaved with the floor in every round.
+ * values, default `0`; `Nx` = N threads with `--http-main-listener=false`): one Warden process
+ * per value, interleaved with the floor in every round.
  */
-const THREADS = (process.env.BENCH_HTTP_THREADS ?? '0').split(',').map(Number).filter((n) => Number.isInteger(n) && n >= 0 && n <= 64);
+const THREADS = (process.env.BENCH_HTTP_THREADS ?? '0').split(',').filter((x) => /^[0-9]{1,2}x?$/.test(x));
 
 /** Issue 14's tail target: at concurrency 1, p99 at most this many times p50. */
 const P99_OVER_P50_MAX = 3;
@@ -123,9 +124,10 @@ export interface HttpBenchResult {
 export async function benchHttp(ctx: BenchContext): Promise<HttpBenchResult> {
   ctx.log('\n== HTTP inference on `simple` (Warden vs bare Fastify floor) ==');
   const repo = await ctx.makeRepository(['simple']);
-  const wardens = new Map<number, Awaited<ReturnType<typeof ctx.startWarden>>>();
-  for (const t of THREADS.length ? THREADS : [0]) wardens.set(t, await ctx.startWarden(repo, t > 0 ? [`--http-threads=${t}`] : []));
-  const targetOf = (t: number) => (THREADS.length > 1 ? `warden threads=${t}` : 'warden');
+  const wardens = new Map<string, Awaited<ReturnType<typeof ctx.startWarden>>>();
+  const flagsOf = (t: string) => (parseInt(t, 10) === 0 ? [] : [`--http-threads=${parseInt(t, 10)}`, ...(t.endsWith('x') ? ['--http-main-listener=false'] : [])]);
+  for (const t of THREADS.length ? THREADS : ['0']) wardens.set(t, await ctx.startWarden(repo, flagsOf(t)));
+  const targetOf = (t: string) => (THREADS.length > 1 ? `warden threads=${t}` : 'warden');
   const warden = wardens.values().next().value!;
   const requests = { JSON: jsonRequest(), binary: binaryRequest() };
   const canned: CannedSet = {
@@ -184,7 +186,7 @@ export async function benchHttp(ctx: BenchContext): Promise<HttpBenchResult> {
       `${(ratio * 100).toFixed(0)} %`,
       (w.cpuUsPerReq - f.cpuUsPerReq).toFixed(0),
     ]);
-    const name = wardens.size > 1 ? `${label}, --http-threads=${t}` : label;
+    const name = wardens.size > 1 ? `${label}, ${flagsOf(t).join(' ') || '--http-threads=0'}` : label;
     if (w.connections === 1) {
       const rateMet = w.rps >= 2000;
       const tailMet = tail <= P99_OVER_P50_MAX;
@@ -200,7 +202,7 @@ export async function benchHttp(ctx: BenchContext): Promise<HttpBenchResult> {
   const table = ctx.table(
     [
       'case',
-      '--http-threads',
+      '--http-threads (x: no main listener)',
       'Warden infer/s (min–max)',
       'p50 ms',
       'p99 ms',

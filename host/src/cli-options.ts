@@ -57,6 +57,8 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --http-threads=<n>              front-end threads, 0..64 (default 0: HTTP on the main thread only); each
                                   listens on the HTTP port too, reads plain /infer requests and hands them
                                   to the main thread, which keeps the models (docs/architecture.md)
+  --http-main-listener=<bool>     with --http-threads: the main thread accepts HTTP connections too
+                                  (default true); false leaves the port to the threads
   --upload-directory=<path>       where uploads are stored (default <first repository>/.warden-uploads)
   --tenants=<path>                tenants file (YAML / JSON): multi-tenant mode, bearer tokens required
   --jwt-jwks-file=<path>          also accept JWTs signed by these keys (multi-tenant mode)
@@ -350,6 +352,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'http-max-json-output-bytes': str,
         'http-fast-path': str,
         'http-threads': str,
+        'http-main-listener': str,
         tenants: str,
         'upload-directory': str,
         'jwt-jwks-file': str,
@@ -442,6 +445,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
     allowClientShm,
     httpFastPath,
     httpThreads: httpThreads(str1('http-threads')),
+    httpMainListener: bool('http-main-listener', str1('http-main-listener'), true),
     responseCacheBytes: cacheOptions(v, ignoredFlags),
     serverId: str1('id'),
     allowHttp: bool('allow-http', str1('allow-http'), true),

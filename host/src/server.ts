@@ -129,6 +129,12 @@ export interface ServerOptions {
    * 0..64, default 0 (HTTP on the main thread only). Needs the native addon.
    */
   httpThreads?: number;
+  /**
+   * `--http-main-listener` (default true): with front-end threads, the main thread's Fastify also
+   * accepts connections on the HTTP port (one more listener of the SO_REUSEPORT group). False:
+   * only the threads accept; the main thread serves their rings and proxied requests alone.
+   */
+  httpMainListener?: boolean;
   /** `--http-thread-count`: accepted; Node serves HTTP on one event loop, so it changes nothing. */
   httpThreadCount?: number;
   /** `--metrics-address` (default: the HTTP address). */
@@ -338,7 +344,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     try {
       // Fastify passes its listen options to net.Server#listen, which takes a listening `fd`
       // (its typings do not declare it); `host` only keeps Fastify from binding 'localhost' twice.
-      await http.listen({ fd: first.fd, host: '0.0.0.0' } as unknown as { host: string });
+      if (opts.httpMainListener === false) await http.ready();
+      else await http.listen({ fd: first.fd, host: '0.0.0.0' } as unknown as { host: string });
     } catch (e) {
       addon.closeFd(first.fd);
       throw e;
@@ -358,6 +365,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         server: frontend.serverSettings(),
         logger: logger.child({ component: 'http-threads' }),
       });
+      // Without the main listener, the first socket only held the port until the threads bound it.
+      if (opts.httpMainListener === false) addon.closeFd(first.fd);
     } catch (e) {
       await http.close();
       await manager.shutdown();

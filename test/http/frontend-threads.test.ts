@@ -244,6 +244,31 @@ describe('two front-end threads answer as the single loop does', () => {
   });
 });
 
+describe('--http-main-listener=false: only the threads accept', () => {
+  it('parses; every plain /infer crosses a ring, other routes the proxy; stop() leaves nothing behind', async () => {
+    expect(parseCli(['--model-repository=/m']).httpMainListener).toBe(true);
+    expect(parseCli(['--model-repository=/m', '--http-threads=2', '--http-main-listener=false']).httpMainListener).toBe(false);
+    const s = await start(2, { httpMainListener: false });
+    try {
+      const pool = s.httpThreads!;
+      const claimed = fastPathCounters.claimed;
+      const threadedBefore = fastPathCounters.threaded;
+      const answers = await Promise.all(Array.from({ length: 30 }, () => exchange(portOf(s), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE))));
+      for (const [r] of answers) expect(r!.head).toMatch(/^HTTP\/1.1 200/);
+      expect(fastPathCounters.threaded - threadedBefore).toBe(30);
+      expect(fastPathCounters.claimed - claimed).toBe(30);
+      const proxied = pool.proxied;
+      const [h] = await exchange(portOf(s), raw('GET', '/v2/health/ready'));
+      expect(h!.head).toMatch(/^HTTP\/1.1 200/);
+      expect(pool.proxied - proxied).toBe(1);
+    } finally {
+      await s.stop();
+    }
+    expect(s.httpThreads!.running).toBe(0);
+    expect(existsSync(s.httpThreads!.internalSocket)).toBe(false);
+  });
+});
+
 describe('multi-tenant with front-end threads', () => {
   const TOKEN = 'limited-token-0123456789abcdefghij';
   let dir: string;
