@@ -11,7 +11,7 @@ import { Pool } from 'undici';
 /** The header a front-end thread names the client's address in (main thread: read only on the internal socket). */
 export const CLIENT_ADDRESS_HEADER = 'x-warden-client-address';
 
-/** Request headers not forwarded: hop-by-hop (RFC 9110 §7.6.1), `expect` (this thread answered it) and a client's own address claim. */
+/** Request headers not forwarded: hop-by-hop (RFC 9110, section 7.6.1), `expect` (this thread answered it) and a client's own address claim. */
 const DROP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect', CLIENT_ADDRESS_HEADER]);
 /**
  * The internal listener renames a `connection: close` the main thread's app answers with to
