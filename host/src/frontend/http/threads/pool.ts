@@ -236,10 +236,17 @@ export class FrontendThreads {
     this.served[t.index] = (this.served[t.index] ?? 0) + 1;
     const signal = new RingSignal();
     t.inflight.set(r.id, signal);
-    void this.opts.serve(r, signal).then((a) => {
-      t.inflight.delete(r.id);
-      if (!t.dead) this.answer(t, r.id, a);
-    });
+    void this.opts
+      .serve(r, signal)
+      .catch((e: unknown) => {
+        // `serve` answers every error itself; should one escape, Fastify answers the request.
+        this.opts.logger.error({ err: e, thread: t.index }, 'front-end ring request failed');
+        return undefined;
+      })
+      .then((a) => {
+        t.inflight.delete(r.id);
+        if (!t.dead) this.answer(t, r.id, a);
+      });
   }
 
   private answer(t: Thread, id: number, a: HttpAnswer | undefined): void {
