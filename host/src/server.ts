@@ -339,25 +339,27 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // Every listener of the port (this thread's and each front-end thread's) is an SO_REUSEPORT
     // socket of one group; the kernel spreads new connections over them.
     const { nativeAddon } = await import('./backends/native/addon.js');
-    const addon = nativeAddon();
-    const first = addon.reusePortListen(host, opts.httpPort ?? 8000, 511);
+    let addon: ReturnType<typeof nativeAddon> | undefined;
+    let first: { fd: number; port: number } | undefined;
+    let fdTaken = false; // the main server owns it (closes it), or it was closed
     try {
+      const a = nativeAddon(); // UNAVAILABLE when the addon was not built
+      addon = a;
+      first = a.reusePortListen(host, opts.httpPort ?? 8000, 511);
       // Fastify passes its listen options to net.Server#listen, which takes a listening `fd`
       // (its typings do not declare it); `host` only keeps Fastify from binding 'localhost' twice.
       if (opts.httpMainListener === false) await http.ready();
-      else await http.listen({ fd: first.fd, host: '0.0.0.0' } as unknown as { host: string });
-    } catch (e) {
-      addon.closeFd(first.fd);
-      throw e;
-    }
-    httpPort = first.port;
-    try {
+      else {
+        await http.listen({ fd: first.fd, host: '0.0.0.0' } as unknown as { host: string });
+        fdTaken = true;
+      }
+      httpPort = first.port;
       threads = await FrontendThreads.start({
         count: threadCount,
         host,
         port: httpPort,
-        listen: (h, p) => addon.reusePortListen(h, p, 511).fd,
-        closeFd: (fd) => addon.closeFd(fd),
+        listen: (h, p) => a.reusePortListen(h, p, 511).fd,
+        closeFd: (fd) => a.closeFd(fd),
         serve: frontend.serveRing,
         listener: frontend.listener(),
         maxInputSize,
@@ -366,9 +368,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         logger: logger.child({ component: 'http-threads' }),
       });
       // Without the main listener, the first socket only held the port until the threads bound it.
-      if (opts.httpMainListener === false) addon.closeFd(first.fd);
+      if (!fdTaken) {
+        fdTaken = true;
+        a.closeFd(first.fd);
+      }
     } catch (e) {
-      await http.close();
+      // Nothing half-started is left behind: the socket, the app, the loaded models.
+      if (first && !fdTaken) addon?.closeFd(first.fd);
+      await http.close().catch(() => undefined);
       await manager.shutdown();
       throw e;
     }
