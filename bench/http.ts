@@ -105,6 +105,13 @@ async function recordAndCheck(url: string, req: HttpRequestSpec, binary: boolean
 /** Concurrency levels measured (`BENCH_HTTP_CONNECTIONS`, comma list, overrides). */
 const CONNECTIONS = (process.env.BENCH_HTTP_CONNECTIONS ?? '1,16,64').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
 
+/**
+ * Warden builds measured side by side (`BENCH_HTTP_THREADS`, comma list of `--http-threads`
+ * values, default `0`; `Nx` = N threads with `--http-main-listener=false`): one Warden process
+ * per value, interleaved with the floor in every round.
+ */
+const THREADS = (process.env.BENCH_HTTP_THREADS ?? '0').split(',').filter((x) => /^[0-9]{1,2}x?$/.test(x));
+
 /** Issue 14's tail target: at concurrency 1, p99 at most this many times p50. */
 const P99_OVER_P50_MAX = 3;
 
@@ -117,7 +124,11 @@ export interface HttpBenchResult {
 export async function benchHttp(ctx: BenchContext): Promise<HttpBenchResult> {
   ctx.log('\n== HTTP inference on `simple` (Warden vs bare Fastify floor) ==');
   const repo = await ctx.makeRepository(['simple']);
-  const warden = await ctx.startWarden(repo);
+  const wardens = new Map<string, Awaited<ReturnType<typeof ctx.startWarden>>>();
+  const flagsOf = (t: string) => (parseInt(t, 10) === 0 ? [] : [`--http-threads=${parseInt(t, 10)}`, ...(t.endsWith('x') ? ['--http-main-listener=false'] : [])]);
+  for (const t of THREADS.length ? THREADS : ['0']) wardens.set(t, await ctx.startWarden(repo, flagsOf(t)));
+  const targetOf = (t: string) => (THREADS.length > 1 ? `warden threads=${t}` : 'warden');
+  const warden = wardens.values().next().value!;
   const requests = { JSON: jsonRequest(), binary: binaryRequest() };
   const canned: CannedSet = {
     json: await recordAndCheck(warden.url, requests.JSON, false),
@@ -143,25 +154,26 @@ export async function benchHttp(ctx: BenchContext): Promise<HttpBenchResult> {
   for (const connections of CONNECTIONS) {
     for (const enc of ['JSON', 'binary'] as const) {
       const label = `${enc} c=${connections}`;
-      cases.push({ label, target: 'warden', server: warden, request: requests[enc], connections });
+      for (const [t, w] of wardens) cases.push({ label, target: targetOf(t), server: w, request: requests[enc], connections });
       cases.push({ label, target: 'floor', server: floor, request: requests[enc], connections });
     }
   }
   const summaries = await ctx.measure(cases);
-  await warden.stop();
+  for (const w of wardens.values()) await w.stop();
   await floor.stop();
 
   const rows: (string | number)[][] = [];
   let targetsMet = true;
   const verdicts: string[] = [];
   const range = (x: CaseSummary) => `${x.rps.toFixed(0)} (${x.rpsMin.toFixed(0)}–${x.rpsMax.toFixed(0)})`;
-  for (const label of [...new Set(summaries.map((s) => s.label))]) {
-    const w = summaries.find((s) => s.label === label && s.target === 'warden')!;
+  for (const [label, t] of [...new Set(summaries.map((s) => s.label))].flatMap((l) => [...wardens.keys()].map((t) => [l, t] as const))) {
+    const w = summaries.find((s) => s.label === label && s.target === targetOf(t))!;
     const f = summaries.find((s) => s.label === label && s.target === 'floor')!;
     const ratio = w.rps / f.rps;
     const tail = w.p99Ms / w.p50Ms;
     rows.push([
       label,
+      t,
       range(w),
       w.p50Ms.toFixed(3),
       w.p99Ms.toFixed(3),
@@ -174,21 +186,23 @@ export async function benchHttp(ctx: BenchContext): Promise<HttpBenchResult> {
       `${(ratio * 100).toFixed(0)} %`,
       (w.cpuUsPerReq - f.cpuUsPerReq).toFixed(0),
     ]);
+    const name = wardens.size > 1 ? `${label}, ${flagsOf(t).join(' ') || '--http-threads=0'}` : label;
     if (w.connections === 1) {
       const rateMet = w.rps >= 2000;
       const tailMet = tail <= P99_OVER_P50_MAX;
       targetsMet &&= rateMet && tailMet;
-      verdicts.push(`${label}: ${rateMet ? 'MET' : 'MISSED'} — ${w.rps.toFixed(0)} infer/s (target >= 2000)`);
-      verdicts.push(`${label}: ${tailMet ? 'MET' : 'MISSED'} — p99 ${tail.toFixed(1)} × p50 (target <= ${P99_OVER_P50_MAX})`);
+      verdicts.push(`${name}: ${rateMet ? 'MET' : 'MISSED'} — ${w.rps.toFixed(0)} infer/s (target >= 2000)`);
+      verdicts.push(`${name}: ${tailMet ? 'MET' : 'MISSED'} — p99 ${tail.toFixed(1)} × p50 (target <= ${P99_OVER_P50_MAX})`);
     } else {
       const met = ratio >= 0.4;
       targetsMet &&= met;
-      verdicts.push(`${label}: ${met ? 'MET' : 'MISSED'} — ${(ratio * 100).toFixed(0)} % of floor (target >= 40 %)`);
+      verdicts.push(`${name}: ${met ? 'MET' : 'MISSED'} — ${(ratio * 100).toFixed(0)} % of floor (target >= 40 %)`);
     }
   }
   const table = ctx.table(
     [
       'case',
+      '--http-threads (x: no main listener)',
       'Warden infer/s (min–max)',
       'p50 ms',
       'p99 ms',

@@ -2,6 +2,7 @@
  * tritonserver's command-line flags (spec §5.8) → ServerOptions. Boolean flags take
  * `--flag=true|false` (or bare `--flag` = true) as tritonserver does.
  */
+import { MAX_HTTP_THREADS } from './frontend/http/threads/limits.js';
 import { parseArgs } from 'node:util';
 import { checkEngineName, DEFAULT_ENGINE, ENGINE_NAMES } from './backends/wasm/engines.js';
 import { DEFAULT_WASM_LIMITS } from './backends/wasm/limits.js';
@@ -53,6 +54,11 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
                                   the binary data extension (default ${DEFAULT_HTTP_LIMITS.maxJsonOutputBytes})
   --http-fast-path=<bool>         serve plain /infer requests ahead of Fastify's router (default true;
                                   same answers, less CPU per request)
+  --http-threads=<n>              front-end threads, 0..64 (default 0: HTTP on the main thread only); each
+                                  listens on the HTTP port too, reads plain /infer requests and hands them
+                                  to the main thread, which keeps the models (docs/architecture.md)
+  --http-main-listener=<bool>     with --http-threads: the main thread accepts HTTP connections too
+                                  (default true); false leaves the port to the threads
   --upload-directory=<path>       where uploads are stored (default <first repository>/.warden-uploads)
   --tenants=<path>                tenants file (YAML / JSON): multi-tenant mode, bearer tokens required
   --jwt-jwks-file=<path>          also accept JWTs signed by these keys (multi-tenant mode)
@@ -115,6 +121,13 @@ function engineOption(v: string | undefined): ServerOptions['wasmEngine'] {
   } catch (e) {
     throw new UsageError(`--wasm-engine: ${(e as Error).message}`);
   }
+}
+
+/** `--http-threads`: 0..MAX_HTTP_THREADS (default 0). @throws UsageError otherwise */
+function httpThreads(v: string | undefined): number {
+  const n = int('http-threads', v, 0, 0);
+  if (n > MAX_HTTP_THREADS || (v !== undefined && !/^[0-9]+$/.test(v))) throw new UsageError(`--http-threads expects 0 (HTTP on the main thread only) to ${MAX_HTTP_THREADS}, got '${v}'`);
+  return n;
 }
 
 function int(name: string, v: string | undefined, dflt: number, min = 0): number {
@@ -338,6 +351,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'http-max-connections': str,
         'http-max-json-output-bytes': str,
         'http-fast-path': str,
+        'http-threads': str,
+        'http-main-listener': str,
         tenants: str,
         'upload-directory': str,
         'jwt-jwks-file': str,
@@ -429,6 +444,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
     ...grpcOptions(str1),
     allowClientShm,
     httpFastPath,
+    httpThreads: httpThreads(str1('http-threads')),
+    httpMainListener: bool('http-main-listener', str1('http-main-listener'), true),
     responseCacheBytes: cacheOptions(v, ignoredFlags),
     serverId: str1('id'),
     allowHttp: bool('allow-http', str1('allow-http'), true),

@@ -21,7 +21,8 @@ import { ModelRepositoryManager, type ModelControlMode } from './core/repository
 import { ServerApi } from './core/server-api.js';
 import { SINGLE_USER } from './core/types.js';
 import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
-import { buildHttpApp } from './frontend/http/app.js';
+import { buildHttpFrontend } from './frontend/http/app.js';
+import { FrontendThreads, MAX_HTTP_THREADS } from './frontend/http/threads/pool.js';
 import type { GrpcFrontend, GrpcKeepalive } from './frontend/grpc/server.js';
 import { SystemSharedMemory } from './core/shared-memory.js';
 import { ResponseCache } from './cache/response-cache.js';
@@ -122,6 +123,18 @@ export interface ServerOptions {
   serverId?: string;
   /** `--allow-http` (default true): false = no HTTP endpoint (Warden has no other frontend yet). */
   allowHttp?: boolean;
+  /**
+   * `--http-threads`: front-end threads that each listen on the HTTP port (SO_REUSEPORT) and hand
+   * plain `/infer` requests to this thread over a shared-memory ring (frontend/http/threads/).
+   * 0..64, default 0 (HTTP on the main thread only). Needs the native addon.
+   */
+  httpThreads?: number;
+  /**
+   * `--http-main-listener` (default true): with front-end threads, the main thread's Fastify also
+   * accepts connections on the HTTP port (one more listener of the SO_REUSEPORT group). False:
+   * only the threads accept; the main thread serves their rings and proxied requests alone.
+   */
+  httpMainListener?: boolean;
   /** `--http-thread-count`: accepted; Node serves HTTP on one event loop, so it changes nothing. */
   httpThreadCount?: number;
   /** `--metrics-address` (default: the HTTP address). */
@@ -165,6 +178,8 @@ export interface RunningServer {
   logger: Logger;
   /** Request tracing (trace extension). */
   trace: TraceManager;
+  /** The HTTP front-end threads (`--http-threads` > 0), for tests and diagnostics. */
+  httpThreads?: FrontendThreads;
   /** Graceful stop: refuse new connections, finish in-flight requests, unload models. */
   stop(): Promise<void>;
 }
@@ -302,7 +317,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   manager.attachServer(api);
   const maxInputSize = opts.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
   const shm = new SystemSharedMemory({ enabled: opts.allowClientShm === true, multiTenant: tenants !== undefined, maxReadBytes: maxInputSize });
-  const http = await buildHttpApp({ api, tenants, maxInputSize, shm, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger, fastPath: opts.httpFastPath });
+  const frontend = await buildHttpFrontend({ api, tenants, maxInputSize, shm, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger, fastPath: opts.httpFastPath });
+  const http = frontend.app;
+  const threadCount = opts.httpThreads ?? 0;
+  if (!Number.isInteger(threadCount) || threadCount < 0 || threadCount > MAX_HTTP_THREADS) throw new RangeError(`httpThreads must be an integer 0..${MAX_HTTP_THREADS}, got ${threadCount}`);
   const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger) : undefined;
 
   const failures = await manager.startup(opts.loadModels ?? []);
@@ -316,7 +334,52 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const host = opts.httpAddress ?? '0.0.0.0';
   const allowHttp = opts.allowHttp ?? true;
   let httpPort = -1;
-  if (allowHttp) {
+  let threads: FrontendThreads | undefined;
+  if (allowHttp && threadCount > 0) {
+    // Every listener of the port (this thread's and each front-end thread's) is an SO_REUSEPORT
+    // socket of one group; the kernel spreads new connections over them.
+    const { nativeAddon } = await import('./backends/native/addon.js');
+    let addon: ReturnType<typeof nativeAddon> | undefined;
+    let first: { fd: number; port: number } | undefined;
+    let fdTaken = false; // the main server owns it (closes it), or it was closed
+    try {
+      const a = nativeAddon(); // UNAVAILABLE when the addon was not built
+      addon = a;
+      first = a.reusePortListen(host, opts.httpPort ?? 8000, 511);
+      // Fastify passes its listen options to net.Server#listen, which takes a listening `fd`
+      // (its typings do not declare it); `host` only keeps Fastify from binding 'localhost' twice.
+      if (opts.httpMainListener === false) await http.ready();
+      else {
+        await http.listen({ fd: first.fd, host: '0.0.0.0' } as unknown as { host: string });
+        fdTaken = true;
+      }
+      httpPort = first.port;
+      threads = await FrontendThreads.start({
+        count: threadCount,
+        host,
+        port: httpPort,
+        listen: (h, p) => a.reusePortListen(h, p, 511).fd,
+        closeFd: (fd) => a.closeFd(fd),
+        serve: frontend.serveRing,
+        listener: frontend.listener(),
+        maxInputSize,
+        claim: frontend.claims,
+        server: frontend.serverSettings(),
+        logger: logger.child({ component: 'http-threads' }),
+      });
+      // Without the main listener, the first socket only held the port until the threads bound it.
+      if (!fdTaken) {
+        fdTaken = true;
+        a.closeFd(first.fd);
+      }
+    } catch (e) {
+      // Nothing half-started is left behind: the socket, the app, the loaded models.
+      if (first && !fdTaken) addon?.closeFd(first.fd);
+      await http.close().catch(() => undefined);
+      await manager.shutdown();
+      throw e;
+    }
+  } else if (allowHttp) {
     await http.listen({ port: opts.httpPort ?? 8000, host });
     httpPort = (http.server.address() as { port: number }).port;
   } else {
@@ -345,6 +408,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let stopping: Promise<void> | undefined;
   return {
     httpUrl: allowHttp ? `http://${display}:${httpPort}` : '',
+    httpThreads: threads,
     grpcUrl,
     metricsUrl,
     api,
@@ -361,7 +425,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         // after the keep-alive timeout.
         const sweeper = setInterval(() => http.server.closeIdleConnections(), 50);
         try {
-          const closed = Promise.all([allowHttp ? http.close() : undefined, grpc?.stop(exitTimeoutMs)]);
+          // Front-end threads stop accepting and answer what they hold (this thread still serves
+          // their rings and their proxied requests) while Fastify closes its own listener.
+          const closed = Promise.all([threads?.drain(), allowHttp ? http.close() : undefined, grpc?.stop(exitTimeoutMs)]);
           // At most --exit-timeout-secs for in-flight requests: then the models are unloaded with
           // what is left of it, requests still unanswered get an error, and the connections close.
           let timer: NodeJS.Timeout | undefined;
@@ -377,6 +443,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           }
         } finally {
           clearInterval(sweeper);
+          await threads?.close();
         }
         stopCpuMetrics?.();
         shm.close();

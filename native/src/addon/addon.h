@@ -240,6 +240,11 @@ Napi::Value ShmCreate(const Napi::CallbackInfo& info);
 Napi::Value ShmOpen(const Napi::CallbackInfo& info);
 Napi::Value ShmUnlink(const Napi::CallbackInfo& info);
 
+// ---------------------------------------------------------------- listening sockets (net.cc)
+
+Napi::Value ReusePortListen(const Napi::CallbackInfo& info);
+Napi::Value CloseFd(const Napi::CallbackInfo& info);
+
 /** Extract an array of strings (throws on a non-string element). */
 std::vector<std::string> StringArray(Napi::Env env, Napi::Value v, const char* what);
 

@@ -234,6 +234,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("shmCreate", Napi::Function::New(env, ShmCreate, "shmCreate"));
   exports.Set("shmOpen", Napi::Function::New(env, ShmOpen, "shmOpen"));
   exports.Set("shmUnlink", Napi::Function::New(env, ShmUnlink, "shmUnlink"));
+  exports.Set("reusePortListen", Napi::Function::New(env, ReusePortListen, "reusePortListen"));
+  exports.Set("closeFd", Napi::Function::New(env, CloseFd, "closeFd"));
   exports.Set("BackendHandle", BackendHandle::Init(env));
   exports.Set("ModelHandle", ModelHandle::Init(env));
   exports.Set("InstanceHandle", InstanceHandle::Init(env));

@@ -155,6 +155,19 @@ export interface NativeAddon {
   shmOpen(name: string, bytes: number): ArrayBuffer;
   /** Remove a region's name (mappings stay valid). */
   shmUnlink(name: string): void;
+  /**
+   * A listening TCP socket for `host:port` with SO_REUSEPORT and SO_REUSEADDR, non-blocking and
+   * close-on-exec (native/src/addon/net.cc), for `server.listen({ fd })`: several listeners of one
+   * port form a group the kernel spreads new connections over. Port 0 picks a free port; bind the
+   * others of the group to the port returned.
+   * @param backlog the listen queue length, 1..65535
+   * @returns the descriptor and the bound port
+   * @throws Error with `tritonCode` INVALID_ARG (bad host, port or backlog; a host that does not
+   *   resolve) or UNAVAILABLE (bind / listen failed, e.g. the port is held by a socket without SO_REUSEPORT)
+   */
+  reusePortListen(host: string, port: number, backlog: number): { fd: number; port: number };
+  /** Close a descriptor from reusePortListen that no server took over. */
+  closeFd(fd: number): void;
   /** Reported API versions, e.g. { backend: '1.19', server: '1.34' }. */
   apiVersion(): { backend: string; server: string };
   /**

@@ -2,8 +2,7 @@
  * The HTTP frontend: Triton's HTTP/REST protocol on Fastify (spec §1–§3). Routes follow Triton's
  * dispatch table (spec §1.1); every error leaves as `{"error": ...}` with Triton's status.
  */
-import { type IncomingMessage, type RequestListener, type Server, type ServerOptions, createServer } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type Server, type ServerOptions, createServer } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
 import { unsupported } from '../../core/errors.js';
@@ -20,27 +19,17 @@ import { connectionsCheckingInterval } from './limits.js';
 import { CodecPool } from './codec/pool.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
 import { errorAnswer, overQuotaDelay, parseVersion, route, sendAnswer } from './routing.js';
-import { inferFastPath } from './fast-path.js';
+import { failAnswer, fastPathCounters, inferFastPath, serveClaimed } from './fast-path.js';
+import type { FrontendThreadData, RingRequest } from './threads/messages.js';
+import type { HttpAnswer } from './routing.js';
+import type { CancellationSignal, Principal } from '../../core/types.js';
+import { answerClientError } from './claim.js';
 import { installTraceRoutes } from './trace.js';
 
 /** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms (shared with gRPC). */
 export { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 
 type ModelParams = { model: string; version?: string };
-
-/** A 400 `{"error": ...}` for a request the HTTP parser refused; the connection is closed. */
-function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  if (!socket.writable) return void socket.destroy();
-  const message =
-    err.code === 'HPE_UNEXPECTED_CONTENT_LENGTH' || err.code === 'HPE_INVALID_TRANSFER_ENCODING'
-      ? "Transfer-Encoding can't be present with Content-Length"
-      : err.code === 'HPE_HEADER_OVERFLOW'
-        ? 'Request Header Fields Too Large'
-        : 'Bad Request';
-  const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-  const body = JSON.stringify({ error: message });
-  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-}
 
 /**
  * The HTTP/1.1 server Fastify would create for `options` (fastify/lib/server.js getServerInstance),
@@ -57,8 +46,30 @@ function createHttp1Server(options: Record<string, unknown>, listener: RequestLi
   return server;
 }
 
+/** The HTTP frontend: the Fastify app and what front-end threads (threads/pool.ts) need from it. */
+export interface HttpFrontend {
+  app: FastifyInstance;
+  /** Whether plain `/infer` requests may be claimed ahead of Fastify (the fast path is on). */
+  claims: boolean;
+  /**
+   * A claimed `/infer` request a front-end thread read: authenticated (multi-tenant), admitted,
+   * then fast-path.ts#serveClaimed. @returns undefined when Fastify must answer it (closing,
+   * failed authentication: it audits and answers 401); never rejects
+   */
+  serveRing(r: RingRequest, signal: CancellationSignal): Promise<HttpAnswer | undefined>;
+  /** The public server's request listener (the fast path ahead of Fastify's handler), once ready. */
+  listener(): RequestListener;
+  /** The public server's settings, for the front-end threads' own servers. */
+  serverSettings(): FrontendThreadData['server'];
+}
+
 /** Build the Fastify app (not listening). */
 export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyInstance> {
+  return (await buildHttpFrontend(opts)).app;
+}
+
+/** Build the HTTP frontend (not listening). */
+export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<HttpFrontend> {
   const { api } = opts;
   const who: PrincipalOf = opts.tenants ? requestPrincipal : () => SINGLE_USER;
   const ctx: FrontendContext = { ...opts, principalOf: who, codec: new CodecPool() };
@@ -187,5 +198,44 @@ export async function buildHttpApp(opts: HttpFrontendOptions): Promise<FastifyIn
   route(app, '/v2/repository/:repo/models/:model/unload', { POST: namedRepo });
 
   installSharedMemoryRoutes(app, ctx);
-  return app;
+
+  const serveRing = async (r: RingRequest, signal: CancellationSignal): Promise<HttpAnswer | undefined> => {
+    if (closing) return undefined;
+    const headers: IncomingHttpHeaders = r.headerLength === undefined ? {} : { 'inference-header-content-length': r.headerLength };
+    let principal: Principal = SINGLE_USER;
+    if (ctx.tenants) {
+      let auth;
+      try {
+        auth = await ctx.tenants.authenticate(r.authorization);
+      } catch {
+        return undefined;
+      }
+      if (!auth.ok || closing) return undefined;
+      principal = auth.principal;
+      fastPathCounters.claimed++;
+      fastPathCounters.threaded++;
+      try {
+        rate.admit(auth.tenant);
+      } catch (e) {
+        return failAnswer(ctx, e);
+      }
+    } else {
+      fastPathCounters.claimed++;
+      fastPathCounters.threaded++;
+    }
+    return serveClaimed(ctx, { model: r.model, version: r.version }, principal, r.body, headers, signal);
+  };
+  return {
+    app,
+    claims: fastPath,
+    serveRing,
+    listener: () => app.server.listeners('request')[0] as RequestListener,
+    serverSettings: () => ({
+      keepAliveTimeout: app.server.keepAliveTimeout,
+      requestTimeout: app.server.requestTimeout,
+      headersTimeout: app.server.headersTimeout,
+      connectionsCheckingInterval: connectionsCheckingInterval(ctx.limits),
+      maxConnections: app.server.maxConnections,
+    }),
+  };
 }

@@ -6,6 +6,7 @@
  * tenancy/request-rate.ts (the rule gRPC applies): `burst` requests per `burst /
  * requests_per_second` seconds, 429 with `Retry-After` beyond it. Administrators are not rate limited.
  */
+import { clientAddressOf } from './client-address.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { AccessError } from '../../core/errors.js';
@@ -56,7 +57,7 @@ export async function installTenancy(app: FastifyInstance, registry: TenantRegis
       rate.admit(r.tenant);
       return;
     }
-    auditEvent(logger, { event: 'auth_failure', tenant: null, outcome: 'error', reason: r.reason, remote: req.ip });
+    auditEvent(logger, { event: 'auth_failure', tenant: null, outcome: 'error', reason: r.reason, remote: clientAddressOf(req) });
     const f = authFailure(r.reason);
     return reply.code(401).header('WWW-Authenticate', f.wwwAuthenticate).type('application/json').send(JSON.stringify({ error: f.message }));
   });

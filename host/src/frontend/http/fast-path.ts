@@ -19,39 +19,26 @@
  * (Fastify then authenticates again, audits and answers 401), goes to Fastify before a byte of the
  * body is read.
  */
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { SINGLE_USER, type Principal } from '../../core/types.js';
+import type { IncomingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
+import type { CancellationSignal, Principal } from '../../core/types.js';
+import { SINGLE_USER } from '../../core/types.js';
 import type { TenantRequestRate } from '../../tenancy/request-rate.js';
 import type { TenantConfig } from '../../tenancy/types.js';
 import { readBody } from './body.js';
+import { type InferRoute, matchInferUrl, plainRequest, writeAnswer } from './claim.js';
 import { OFFLOAD_BYTES } from './codec/pool.js';
-import { chooseEncoding } from './compression.js';
 import type { FrontendContext } from './context.js';
 import { connectionSignal, inferAnswer, inferTarget } from './infer.js';
 import { type HttpAnswer, errorAnswer, overQuotaDelay } from './routing.js';
 
-/** The infer URLs the fast path claims; find-my-way maps exactly these to the `/infer` routes with the same parameters. */
-const INFER_URL = /^\/v2\/models\/([A-Za-z0-9_][A-Za-z0-9_.-]{0,254})(?:\/versions\/([0-9]{1,15}))?\/infer$/;
-
-/** A claimed infer URL: the model name and the requested version (-1: the model's version policy). */
-export interface InferRoute {
-  model: string;
-  version: number;
-}
-
-/** Match a request URL against {@link INFER_URL}. @returns undefined for every URL the fast path leaves to Fastify */
-export function matchInferUrl(url: string | undefined): InferRoute | undefined {
-  if (url === undefined || url.length > 320) return undefined;
-  const m = INFER_URL.exec(url);
-  if (!m) return undefined;
-  return { model: m[1]!, version: m[2] === undefined ? -1 : Number(m[2]) };
-}
+export { type InferRoute, matchInferUrl } from './claim.js';
 
 /**
  * Requests this process's fast paths have claimed (served or answered with an error), for tests
- * and diagnostics: a request Fastify serves never counts.
+ * and diagnostics: a request Fastify serves never counts. `threaded`: those of them a front-end
+ * thread read and handed over its ring (threads/pool.ts), counted on the main thread.
  */
-export const fastPathCounters = { claimed: 0 };
+export const fastPathCounters = { claimed: 0, threaded: 0 };
 
 export interface InferFastPathOptions {
   ctx: FrontendContext;
@@ -62,27 +49,35 @@ export interface InferFastPathOptions {
 }
 
 /**
- * Whether the fast path may serve `req` with Fastify's exact answer (headers only; the URL is
- * matched separately). Every condition is a header Fastify's path would act on differently.
+ * The answer to `err` as Fastify's error handler gives it, after the tarpit for a 429.
+ * @param bodyError the body could not be read: Fastify's content-type parser then adds
+ *   `connection: close` first (the client may still be sending)
+ * @returns the answer, or a promise of it when it is held back (429)
  */
-function plainRequest(req: IncomingMessage): boolean {
-  const h = req.headers;
-  if (h['content-encoding'] !== undefined || h['transfer-encoding'] !== undefined) return false;
-  const length = h['content-length'];
-  if (length === undefined || !(Number(length) < OFFLOAD_BYTES)) return false;
-  const type = h['content-type'];
-  if (type !== undefined && type !== 'application/json' && type !== 'application/octet-stream') return false;
-  const accept = h['accept-encoding'];
-  return accept === undefined || chooseEncoding(accept) === 'identity';
+export function failAnswer(ctx: FrontendContext, err: unknown, bodyError = false): HttpAnswer | Promise<HttpAnswer> {
+  const build = (): HttpAnswer => {
+    const a = errorAnswer(err, (e) => ctx.api.publicError(e), ctx.logger);
+    if (bodyError) a.headers = { connection: 'close', ...a.headers };
+    return a;
+  };
+  const delay = overQuotaDelay(err);
+  return delay ? delay.then(build) : build();
 }
 
-/** Write `answer` as the Fastify path does: its headers, then `vary` (compression's onSend) and `content-length`. */
-function writeAnswer(res: ServerResponse, answer: HttpAnswer): void {
-  const headers = answer.headers;
-  headers.vary = 'Accept-Encoding';
-  headers['content-length'] = String(Buffer.byteLength(answer.body));
-  res.writeHead(answer.status, headers);
-  res.end(answer.body);
+/**
+ * A claimed `/infer` request whose body has been read and whose caller is authenticated and
+ * admitted: inferTarget → inferAnswer, every error answered by {@link failAnswer}. The one
+ * implementation behind the main thread's fast path and the front-end threads' ring.
+ * @param headers the request headers (`inference-header-content-length` is read)
+ * @returns the answer; never rejects
+ */
+export async function serveClaimed(ctx: FrontendContext, route: InferRoute, principal: Principal, body: Buffer, headers: IncomingHttpHeaders, signal: CancellationSignal): Promise<HttpAnswer> {
+  try {
+    const target = inferTarget(ctx, principal, route.model, route.version);
+    return await inferAnswer(ctx, principal, route.model, target, body, headers, signal);
+  } catch (e) {
+    return failAnswer(ctx, e);
+  }
 }
 
 /**
@@ -91,63 +86,39 @@ function writeAnswer(res: ServerResponse, answer: HttpAnswer): void {
  */
 export function inferFastPath(opts: InferFastPathOptions, fallback: RequestListener): RequestListener {
   const { ctx, rate, closing } = opts;
-  const publicError = (e: unknown) => ctx.api.publicError(e);
 
-  /**
-   * Answer `err` as Fastify's error handler does (after the tarpit for a 429). `bodyError`: the
-   * body could not be read, and Fastify's content-type parser then adds `connection: close`
-   * first (the client may still be sending).
-   */
-  const fail = (res: ServerResponse, err: unknown, bodyError = false): void => {
-    const build = (): HttpAnswer => {
-      const a = errorAnswer(err, publicError, ctx.logger);
-      if (bodyError) a.headers = { connection: 'close', ...a.headers };
-      return a;
-    };
-    const delay = overQuotaDelay(err);
-    if (delay) {
-      void delay.then(() => {
-        if (!res.destroyed && !res.headersSent) answer(res, build);
+  /** Write `a` (or, once held back, what it resolves to) unless the client went away meanwhile. */
+  const answer = (res: ServerResponse, a: HttpAnswer | Promise<HttpAnswer>): void => {
+    if (a instanceof Promise) {
+      void a.then((v) => {
+        if (!res.destroyed && !res.headersSent) answer(res, v);
       });
       return;
     }
-    answer(res, build);
-  };
-
-  const answer = (res: ServerResponse, build: () => HttpAnswer): void => {
     try {
-      writeAnswer(res, build());
+      writeAnswer(res, a);
     } catch (e) {
       ctx.logger.error({ err: e }, 'HTTP fast path could not write its answer');
       res.destroy();
     }
   };
 
-  const serve = (req: IncomingMessage, res: ServerResponse, route: InferRoute, principal: Principal, tenant: TenantConfig | undefined): void => {
+  const serve = (req: Parameters<RequestListener>[0], res: ServerResponse, route: InferRoute, principal: Principal, tenant: TenantConfig | undefined): void => {
     fastPathCounters.claimed++;
     try {
       if (tenant) rate.admit(tenant);
     } catch (e) {
-      return fail(res, e);
+      return answer(res, failAnswer(ctx, e));
     }
     readBody(req, ctx.maxInputSize, (err, body) => {
-      if (err) return fail(res, err, true);
-      let target;
-      try {
-        target = inferTarget(ctx, principal, route.model, route.version);
-      } catch (e) {
-        return fail(res, e);
-      }
-      inferAnswer(ctx, principal, route.model, target, body!, req.headers, connectionSignal(res)).then(
-        (a) => answer(res, () => a),
-        (e: unknown) => fail(res, e),
-      );
+      if (err) return answer(res, failAnswer(ctx, err, true));
+      serveClaimed(ctx, route, principal, body!, req.headers, connectionSignal(res)).then((a) => answer(res, a));
     });
   };
 
   return (req, res) => {
     const route = req.method === 'POST' && !closing() ? matchInferUrl(req.url) : undefined;
-    if (!route || !plainRequest(req)) return fallback(req, res);
+    if (!route || !plainRequest(req, OFFLOAD_BYTES)) return fallback(req, res);
     const tenants = ctx.tenants;
     if (!tenants) return serve(req, res, route, SINGLE_USER, undefined);
     tenants.authenticate(req.headers.authorization).then(

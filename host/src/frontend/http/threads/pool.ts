@@ -1,0 +1,290 @@
+/**
+ * Front-end threads on the main thread's side (issue 14 point 4, `--http-threads=N`): N worker
+ * threads (worker.ts) each listen on the public host:port through their own SO_REUSEPORT socket
+ * (the main thread's listener is one more of the group), claim plain `/infer` requests and send
+ * them over a SharedArrayBuffer ring (ring.ts); this side serves each through the fast path's
+ * data-plane entry (`serve`, fast-path.ts#serveClaimed) and sends the answer back over the other
+ * ring (or the thread's port when it does not fit a slot). Everything else reaches the main
+ * thread's Fastify app through an internal HTTP listener on a unix socket in a private 0700
+ * directory, where the client address header the threads add is trusted (client-address.ts).
+ * A thread that dies is logged and started again; `drain` stops them all gracefully.
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { type RequestListener, type Server, type ServerResponse, createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { CancellationSignal } from '../../../core/types.js';
+import { workerEntry } from '../../../threads/worker-entry.js';
+import { TRUSTED_CLIENT_ADDRESS } from '../client-address.js';
+import type { HttpAnswer } from '../routing.js';
+import { type FromThread, type FrontendThreadData, type RingRequest, type ToThread, answerBytes, readRequest, writeAnswerMessage, writeFallback } from './messages.js';
+import { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER } from './proxy.js';
+import { RingReader, RingWriter, closeRing, ringMemory } from './ring.js';
+
+import { MAX_HTTP_THREADS } from './limits.js';
+
+export { MAX_HTTP_THREADS } from './limits.js';
+
+/** A cancellation signal the front-end thread fires (its client went away). */
+class RingSignal implements CancellationSignal {
+  aborted = false;
+  private listeners: (() => void)[] | undefined;
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const ls = this.listeners;
+    this.listeners = undefined;
+    if (ls) for (const l of ls) l();
+  }
+  addEventListener(_type: 'abort', listener: () => void): void {
+    (this.listeners ??= []).push(listener);
+  }
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const i = this.listeners?.indexOf(listener) ?? -1;
+    if (i >= 0) this.listeners!.splice(i, 1);
+  }
+}
+
+/**
+ * On the internal listener: an answer's `connection: close` (Fastify's, for a body it could not
+ * read, or while closing) is renamed to {@link INTERNAL_CLOSE_HEADER}, in place, so this
+ * connection keeps reading the rest of the body and the proxying thread closes its client's.
+ */
+function keepInternalConnection(res: ServerResponse): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, status: number, ...rest: unknown[]) {
+    const last = rest[rest.length - 1];
+    if (last && typeof last === 'object' && !Array.isArray(last)) {
+      const renamed: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(last)) {
+        if (k.toLowerCase() === 'connection' && String(v).toLowerCase() === 'close') renamed[INTERNAL_CLOSE_HEADER] = 'close';
+        else renamed[k] = v;
+      }
+      rest[rest.length - 1] = renamed;
+    }
+    const set = this.getHeader('connection');
+    if (typeof set === 'string' && set.toLowerCase() === 'close') {
+      this.removeHeader('connection');
+      this.setHeader(INTERNAL_CLOSE_HEADER, 'close');
+    }
+    return (writeHead as (...a: unknown[]) => ServerResponse).call(this, status, ...rest);
+  } as ServerResponse['writeHead'];
+}
+
+export interface FrontendThreadsOptions {
+  /** How many threads, 1..{@link MAX_HTTP_THREADS}. */
+  count: number;
+  /** The public listener's host and (bound) port. */
+  host: string;
+  port: number;
+  /** Makes an SO_REUSEPORT listening socket (the native addon's reusePortListen). */
+  listen: (host: string, port: number) => number;
+  /** Closes a socket `listen` made that no thread took. */
+  closeFd: (fd: number) => void;
+  /**
+   * Serve one claimed request (fast-path.ts#serveClaimed after authentication and admission).
+   * @returns the answer, or undefined when the main thread's Fastify app must answer it instead
+   *   (the thread then proxies it with its body); never rejects
+   */
+  serve: (r: RingRequest, signal: CancellationSignal) => Promise<HttpAnswer | undefined>;
+  /** The request listener of the main thread's public server (fast path ahead of Fastify). */
+  listener: RequestListener;
+  maxInputSize: number;
+  /** Claim plain `/infer` requests (the fast path is on); false: the threads proxy everything. */
+  claim: boolean;
+  server: FrontendThreadData['server'];
+  logger: Logger;
+}
+
+interface Thread {
+  index: number;
+  worker: Worker;
+  toMain: SharedArrayBuffer;
+  toThread: SharedArrayBuffer;
+  writer: RingWriter;
+  reader: RingReader;
+  inflight: Map<number, RingSignal>;
+  dead: boolean;
+  drained?: () => void;
+}
+
+/** The running front-end threads and the internal listener. */
+export class FrontendThreads {
+  /** How many threads were started again after dying. */
+  restarts = 0;
+  /** Requests each thread handed over its ring (by thread index), for tests and diagnostics. */
+  readonly served: number[] = [];
+  /** Requests that reached the internal listener (proxied by a thread). */
+  proxied = 0;
+  private readonly threads: (Thread | undefined)[] = [];
+  private stopping = false;
+  private constructor(
+    private readonly opts: FrontendThreadsOptions,
+    private readonly internal: Server,
+    private readonly dir: string,
+    private readonly socketPath: string,
+  ) {}
+
+  /**
+   * Start the internal listener, then the threads; resolves once every thread listens.
+   * @throws Error when a thread cannot start or listen (everything started is stopped again)
+   */
+  static async start(opts: FrontendThreadsOptions): Promise<FrontendThreads> {
+    if (!Number.isInteger(opts.count) || opts.count < 1 || opts.count > MAX_HTTP_THREADS) throw new RangeError(`front-end threads: count must be 1..${MAX_HTTP_THREADS}`);
+    const dir = mkdtempSync(join(tmpdir(), 'warden-http-'));
+    chmodSync(dir, 0o700);
+    const socketPath = join(dir, 'main.sock');
+    const s = opts.server;
+    const internal = createServer({ headersTimeout: s.headersTimeout, requestTimeout: s.requestTimeout, connectionsCheckingInterval: s.connectionsCheckingInterval }, (req, res) => {
+      // Trusted here only: this socket is reachable by this process's threads alone (0700 directory).
+      const a = req.headers[CLIENT_ADDRESS_HEADER];
+      delete req.headers[CLIENT_ADDRESS_HEADER];
+      (req as unknown as Record<symbol, unknown>)[TRUSTED_CLIENT_ADDRESS] = typeof a === 'string' ? a : undefined;
+      pool.proxied++;
+      keepInternalConnection(res);
+      opts.listener(req, res);
+    });
+    internal.keepAliveTimeout = s.keepAliveTimeout;
+    const pool = new FrontendThreads(opts, internal, dir, socketPath);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        internal.once('error', reject);
+        internal.listen(socketPath, () => (internal.off('error', reject), resolve()));
+      });
+      for (let i = 0; i < opts.count; i++) await pool.startThread(i);
+    } catch (e) {
+      await pool.close();
+      throw e;
+    }
+    return pool;
+  }
+
+  /** The internal listener's unix socket (its directory is removed on close). */
+  get internalSocket(): string {
+    return this.socketPath;
+  }
+
+  /** The threads now running (for tests). */
+  get running(): number {
+    return this.threads.filter((t) => t && !t.dead).length;
+  }
+
+  /** Test hook: thread `index` throws from its event loop (it is then restarted). */
+  crash(index: number): void {
+    this.threads[index]?.worker.postMessage({ t: 'crash' } satisfies ToThread);
+  }
+
+  private async startThread(index: number): Promise<void> {
+    const fd = this.opts.listen(this.opts.host, this.opts.port);
+    const toMain = ringMemory();
+    const toThread = ringMemory();
+    const data: FrontendThreadData = { index, fd, toMain, toThread, socketPath: this.socketPath, maxInputSize: this.opts.maxInputSize, claim: this.opts.claim, server: this.opts.server };
+    const entry = workerEntry(import.meta.url, 'worker');
+    let worker: Worker;
+    try {
+      worker = new Worker(entry.script, { eval: entry.eval, workerData: data, name: `warden-http-${index}` });
+    } catch (e) {
+      this.opts.closeFd(fd);
+      throw e;
+    }
+    const t: Thread = { index, worker, toMain, toThread, writer: new RingWriter(toThread), reader: new RingReader(toMain), inflight: new Map(), dead: false };
+    this.threads[index] = t;
+    let listening = false;
+    const started = new Promise<void>((resolve, reject) => {
+      worker.on('message', (m: FromThread) => {
+        if (m.t === 'listening') {
+          listening = true;
+          resolve();
+        } else if (m.t === 'cancel') t.inflight.get(m.id)?.abort();
+        else if (m.t === 'drained') t.drained?.();
+      });
+      worker.on('error', (e) => {
+        this.opts.logger.error({ err: e, thread: index }, 'HTTP front-end thread failed');
+        if (!listening) reject(e);
+      });
+      worker.on('exit', (code) => {
+        t.dead = true;
+        t.reader.close();
+        closeRing(toThread);
+        for (const s of t.inflight.values()) s.abort();
+        t.inflight.clear();
+        t.drained?.();
+        if (!listening) {
+          this.opts.closeFd(fd);
+          return reject(new Error(`HTTP front-end thread ${index} exited (code ${code}) before listening`));
+        }
+        if (this.stopping || this.threads[index] !== t) return;
+        this.opts.logger.error({ thread: index, code }, 'HTTP front-end thread died; its requests in flight failed; starting it again');
+        this.restarts++;
+        setTimeout(() => {
+          if (this.stopping) return;
+          this.startThread(index).catch((e) => this.opts.logger.error({ err: e, thread: index }, 'HTTP front-end thread could not be started again'));
+        }, 50);
+      });
+    });
+    void t.reader.start(
+      (m) => this.onRequest(t, m),
+      (e) => this.opts.logger.error({ err: e, thread: index }, 'malformed front-end ring message'),
+    );
+    await started;
+  }
+
+  private onRequest(t: Thread, m: Buffer): void {
+    const r = readRequest(m);
+    this.served[t.index] = (this.served[t.index] ?? 0) + 1;
+    const signal = new RingSignal();
+    t.inflight.set(r.id, signal);
+    void this.opts
+      .serve(r, signal)
+      .catch((e: unknown) => {
+        // `serve` answers every error itself; should one escape, Fastify answers the request.
+        this.opts.logger.error({ err: e, thread: t.index }, 'front-end ring request failed');
+        return undefined;
+      })
+      .then((a) => {
+        t.inflight.delete(r.id);
+        if (!t.dead) this.answer(t, r.id, a);
+      });
+  }
+
+  private answer(t: Thread, id: number, a: HttpAnswer | undefined): void {
+    if (a === undefined) {
+      if (!t.writer.write(5, (b) => writeFallback(b, id))) t.worker.postMessage({ t: 'fallback', id } satisfies ToThread);
+      return;
+    }
+    if (t.writer.write(answerBytes(a), (b) => writeAnswerMessage(b, id, a))) return;
+    // Longer than a slot (or the ring is full): the port carries it, copied once.
+    t.worker.postMessage({ t: 'answer', id, status: a.status, headers: a.headers, body: a.body } satisfies ToThread);
+  }
+
+  /**
+   * Stop the threads gracefully: each stops accepting, answers what it has in flight (this side
+   * keeps serving its ring and the internal listener), closes its connections and exits.
+   */
+  async drain(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(
+      this.threads.map(async (t) => {
+        if (!t || t.dead) return;
+        await new Promise<void>((resolve) => {
+          t.drained = resolve;
+          t.worker.postMessage({ t: 'drain' } satisfies ToThread);
+        });
+        await t.worker.terminate();
+      }),
+    );
+  }
+
+  /** After {@link drain} and the Fastify app's close: stop every thread still running, close the internal listener, remove its directory. */
+  async close(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(this.threads.map((t) => t?.worker.terminate()));
+    await new Promise<void>((resolve) => {
+      this.internal.close(() => resolve());
+      this.internal.closeAllConnections();
+    });
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
