@@ -82,9 +82,10 @@ export class MainProxy {
           res.writeHead(up.statusCode, out);
           pipeline(up.body, res, () => undefined);
         },
-        (e: Error) => {
+        () => {
           if (res.headersSent || res.destroyed) return void res.destroy();
-          const text = JSON.stringify({ error: `the server's main thread did not answer: ${e.message}` });
+          // undici's message can name the internal socket's path: never shown to a client
+          const text = JSON.stringify({ error: "the server's main thread did not answer" });
           res.writeHead(503, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
           res.end(text);
         },
