@@ -162,7 +162,7 @@ describe('two front-end threads answer as the single loop does', () => {
     const pool = threaded.httpThreads!;
     const before = runs();
     const first = exchange(portOf(threaded), raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE));
-    await new Promise((r) => setTimeout(r, 100)); // the first holds the only instance for 600 ms
+    await until(() => runs() > before); // the first holds the only instance for 600 ms
     // Several clients that leave: the kernel gives some of them to a thread (their cancel crosses the port).
     const servedBefore = pool.served.reduce((a, b) => a + b, 0);
     // 8 of them: the chance that none lands on a thread is (1/3)^8.
@@ -230,8 +230,10 @@ describe('two front-end threads answer as the single loop does', () => {
     const dir = pool.internalSocket;
     const port = portOf(threaded);
     // One request in flight (600 ms in its backend) while the server stops: it is answered.
+    const running = executed.filter((e) => e.model === 'slow').length;
     const slow = exchange(port, raw('POST', '/v2/models/slow/infer', '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}', JSON_TYPE));
-    await new Promise((r) => setTimeout(r, 150));
+    // stop only once it executes (a fixed wait lost the race on a loaded CI machine: the request then arrived while closing, 503)
+    await until(() => executed.filter((e) => e.model === 'slow').length > running);
     await threaded.stop();
     const [r] = await slow;
     expect(r!.head).toMatch(/^HTTP\/1.1 200/);
