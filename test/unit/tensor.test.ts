@@ -69,6 +69,12 @@ describe('JSON tensor data', () => {
     new DataView(b.buffer).setBigUint64(0, 18446744073709551615n, true);
     expect(tensorDataToJsonText(b, 'UINT64')).toBe('[18446744073709551615]');
   });
+  it('prints an unaligned view (a Buffer subarray: Buffer#slice is a view, not a copy)', () => {
+    const backing = Buffer.alloc(1 + 16);
+    Buffer.from(Float64Array.of(1.5, -2).buffer).copy(backing, 1);
+    expect(tensorDataToJsonText(backing.subarray(1), 'FP64')).toBe('[1.5,-2]');
+    expect(tensorDataToJsonText(new Uint8Array(backing.buffer, backing.byteOffset + 1, 16), 'INT64')).toBe(`[${new BigInt64Array(Float64Array.of(1.5, -2).buffer).join(',')}]`);
+  });
   it('handles BOOL and BYTES', () => {
     const b = jsonToTensorData([true, false], 'BOOL', 2, 'X');
     expect(tensorDataToJsonText(b, 'BOOL')).toBe('[true,false]');

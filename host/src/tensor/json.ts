@@ -199,7 +199,8 @@ export function tensorDataToJsonText(data: Uint8Array, datatype: DataType): stri
       // One native join over a typed view: the same text as the per-element path (ToString of
       // each element; NaN/Infinity/-Infinity are the tokens Triton writes, -0 prints as 0), without
       // a string and an array slot per element.
-      const src = data.byteOffset % size === 0 ? data : data.slice();
+      // An unaligned view is copied (`new Uint8Array` copies; a Buffer's `slice` would not).
+      const src = data.byteOffset % size === 0 ? data : new Uint8Array(data);
       return `[${new Ctor(src.buffer, src.byteOffset, src.length / size).join(',')}]`;
     }
   }
