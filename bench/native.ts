@@ -173,8 +173,8 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
       '\nparameters { key: "warden.isolation" value: { string_value: "process" } }\n',
   );
   const warden = await ctx.startWarden(repo, ['--backend-directory', join(ctx.root, 'build', 'backends')]);
-  // The same server with wake affinity on (native/src/core/wake.cc; off by default), to show what placement does.
-  const wardenOn = await ctx.startWarden(repo, ['--backend-directory', join(ctx.root, 'build', 'backends'), '--wake-affinity=true']);
+  // The same server without wake affinity (native/src/core/wake.cc), to show what placement saves.
+  const wardenOff = await ctx.startWarden(repo, ['--backend-directory', join(ctx.root, 'build', 'backends'), '--wake-affinity=false']);
   const idReq = identityRequest('identity_native');
   const simpleReq = simpleRequest();
   const canned = await recordIdentity(warden.url, idReq);
@@ -183,7 +183,7 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
   const cases: BenchCase[] = [];
   for (const connections of CONNECTIONS) {
     cases.push({ label: `c=${connections}`, target: 'identity_native', server: warden, request: idReq, connections });
-    cases.push({ label: `c=${connections}`, target: 'identity_native, wake affinity on', server: wardenOn, request: idReq, connections });
+    cases.push({ label: `c=${connections}`, target: 'identity_native, wake affinity off', server: wardenOff, request: idReq, connections });
     cases.push({ label: `c=${connections}`, target: 'identity_isolated', server: warden, request: identityRequest('identity_isolated'), connections });
     cases.push({ label: `c=${connections}`, target: 'simple (ONNX)', server: warden, request: simpleReq, connections });
     cases.push({ label: `c=${connections}`, target: 'fastify floor', server: floor, request: { ...idReq }, connections });
@@ -191,10 +191,10 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
   const { rows, get } = await measureTargets(
     ctx,
     cases,
-    ['identity_native', 'identity_native, wake affinity on', 'identity_isolated', 'simple (ONNX)', 'fastify floor'],
-    [warden, wardenOn, floor],
+    ['identity_native', 'identity_native, wake affinity off', 'identity_isolated', 'simple (ONNX)', 'fastify floor'],
+    [warden, wardenOff, floor],
   );
-  const placementSaves = perReqOf(get, 'identity_native', 1) - perReqOf(get, 'identity_native, wake affinity on', 1);
+  const placementSaves = perReqOf(get, 'identity_native, wake affinity off', 1) - perReqOf(get, 'identity_native', 1);
   const perReq = (target: string, connections: number) => perReqOf(get, target, connections);
   const addedOverFloor = perReq('identity_native', 1) - perReq('fastify floor', 1);
   const vsSimple = perReq('identity_native', 1) - perReq('simple (ONNX)', 1);
@@ -217,9 +217,9 @@ export async function benchNative(ctx: BenchContext): Promise<{ addedOverFloorUs
     `(server CPU ${cpuOverFloor.toFixed(0)} µs/req more): the first native-backend issue's target, < 30 µs, ${targetMet ? 'MET' : 'MISSED'} (kept for comparison; issue 12's target is the line against ONNX below). ` +
     `This includes all of Warden's HTTP path (JSON tensor decode/encode, validation, scheduling, statistics), not only the native host.\n` +
     `- identity_native vs ONNX simple at concurrency 1: ${vsSimple >= 0 ? '+' : ''}${vsSimple.toFixed(1)} µs per request: target < 15 µs ${vsSimple < 15 ? 'MET' : 'MISSED'}.\n` +
-    `- wake affinity (--wake-affinity=true; off by default) saves ${placementSaves.toFixed(1)} µs per request at concurrency 1 ` +
-    `(identity_native with it on: ${perReq('identity_native, wake affinity on', 1).toFixed(1)} µs/req; at c=16 ` +
-    `${get('identity_native, wake affinity on', 16).rps.toFixed(0)} on vs ${get('identity_native', 16).rps.toFixed(0)} off infer/s).\n` +
+    `- wake affinity (--wake-affinity, on by default) saves ${placementSaves.toFixed(1)} µs per request at concurrency 1 ` +
+    `(identity_native with it off: ${perReq('identity_native, wake affinity off', 1).toFixed(1)} µs/req; at c=16 ` +
+    `${get('identity_native, wake affinity off', 16).rps.toFixed(0)} vs ${get('identity_native', 16).rps.toFixed(0)} infer/s).\n` +
     `- crash isolation (warden.isolation=process: shared-memory ring to a backend-host process and back) adds ${isolationCost.toFixed(1)} µs per request at concurrency 1 ` +
     `(identity_isolated vs identity_native): target < 40 µs ${isolationCost < 40 ? 'MET' : 'MISSED'}.\n` +
     `- native host alone (JS → native worker thread → TRITONBACKEND_ModelInstanceExecute → response on the JS thread), ` +

@@ -242,8 +242,8 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
     writeFileSync(cannedFile, JSON.stringify({ json: canned, binary: canned }));
     const floorPort = await ctx.freePort();
     const floor = await ctx.startChild('floor', process.execPath, [join(ctx.root, 'dist', 'bench', 'floor.js'), '--port', String(floorPort), '--canned', cannedFile], floorPort, '/v2/health/ready');
-    // The same repository with wake affinity on (native/src/core/wake.cc; off by default), to show what it does.
-    const wardenOn = await ctx.startWarden(repo, ['--wake-affinity=true']);
+    // The same repository without wake affinity (native/src/core/wake.cc), to show what it saves.
+    const wardenOff = await ctx.startWarden(repo, ['--wake-affinity=false']);
     try {
       const cases: BenchCase[] = [];
       for (const c of [1, 16]) {
@@ -254,8 +254,8 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
         cases.push({ label: `simple INT32[1,16] JSON c=${c}`, target: 'onnx simple', server: warden, request: simpleRequest(), connections: c });
         cases.push({ label: `floor c=${c}`, target: 'fastify floor', server: floor, request: { ...idReq, path: '/v2/models/identity_wasm/infer' }, connections: c });
       }
-      const ON = 'wasmtime: identity (C guest) FP32[16] JSON c=1, wake affinity on';
-      cases.push({ label: ON, target: 'wasm wasmtime', server: wardenOn, request: { ...idReq, path: `/v2/models/${onEngine('identity_c_wasm', 'wasmtime')}/infer` }, connections: 1 });
+      const OFF = 'wasmtime: identity (C guest) FP32[16] JSON c=1, wake affinity off';
+      cases.push({ label: OFF, target: 'wasm wasmtime', server: wardenOff, request: { ...idReq, path: `/v2/models/${onEngine('identity_c_wasm', 'wasmtime')}/infer` }, connections: 1 });
       for (const engine of ENGINES) {
         cases.push({ label: `${engine}: add_sub 2×1 MiB FP32 binary c=1`, target: `wasm ${engine}`, server: warden, request: { ...big, path: `/v2/models/${onEngine('add_sub_wasm', engine)}/infer` }, connections: 1 });
       }
@@ -278,7 +278,7 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
         lines.push(
           `[${engine}] sandbox cost over the ONNX path at c=1: TS guest ${over('TS', 1).toFixed(0)} µs, C guest ${over('C', 1).toFixed(0)} µs per request (1/rps difference; target for wasmtime C guest: < 30 µs${met})`,
           ...(engine === 'wasmtime'
-            ? [`[wasmtime] wake affinity (--wake-affinity=true; off by default) saves ${(us(by(`wasmtime: identity (C guest) FP32[16] JSON c=1`).rps) - us(by(ON).rps)).toFixed(1)} µs per request of the C guest at c=1`]
+            ? [`[wasmtime] wake affinity (--wake-affinity, on by default) saves ${(us(by(OFF).rps) - us(by(`wasmtime: identity (C guest) FP32[16] JSON c=1`).rps)).toFixed(1)} µs per request of the C guest at c=1`]
             : []),
           `[${engine}] at c=16: TS guest ${over('TS', 16).toFixed(1)} µs, C guest ${over('C', 16).toFixed(1)} µs per request of throughput`,
           `[${engine}] add_sub_wasm (TS guest) on 2 × 1 MiB FP32: ${mbps.toFixed(1)} MB/s of input (${addSub.rps.toFixed(1)} infer/s, p50 ${addSub.p50Ms.toFixed(1)} ms)`,
@@ -298,7 +298,7 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
       return out;
     } finally {
       await floor.stop();
-      await wardenOn.stop();
+      await wardenOff.stop();
     }
   } finally {
     await warden.stop();

@@ -33,9 +33,8 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
                                   an execute runs longer (default 0 = no limit; per model:
                                   parameter warden.execute_timeout_ms)
   --wake-affinity=<bool>          native and wasmtime instance threads woken while the server is
-                                  otherwise idle start on the waking thread's CPU (default false:
-                                  measured even at c=1 and slower at c=16 once the JS-thread wake-up
-                                  lost its lock hand-off, docs/benchmarks.md session 5)
+                                  otherwise idle start on the waking thread's CPU (default true;
+                                  saves two cross-CPU wake-ups per request on VMs, docs/benchmarks.md)
   --model-config-name=<name>      use configs/<name>.pbtxt when present
   --wasm-max-memory-bytes=<n>     cap on a sandboxed instance's linear memory (default ${DEFAULT_WASM_LIMITS.maxMemoryBytes})
   --wasm-max-execute-ms=<n>       cap on a sandboxed execute deadline (default ${DEFAULT_WASM_LIMITS.maxExecuteMs})
@@ -481,7 +480,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
     maxInputSize: int('http-max-input-size', v['http-max-input-size'], DEFAULT_MAX_INPUT_SIZE, 1),
     backendDirectory: v['backend-directory'],
     nativeExecuteTimeoutMs: int('native-execute-timeout-ms', v['native-execute-timeout-ms'], 0, 0),
-    wakeAffinity: bool('wake-affinity', v['wake-affinity'], false),
+    wakeAffinity: bool('wake-affinity', v['wake-affinity'], true),
     backendConfig,
     modelConfigName: v['model-config-name'],
     wasmLimits: {

@@ -71,7 +71,7 @@ export interface ServerOptions {
    */
   nativeExecuteTimeoutMs?: number;
   /**
-   * `--wake-affinity` (default false): native and wasmtime instance threads woken while the process
+   * `--wake-affinity` (default true): native and wasmtime instance threads woken while the process
    * is otherwise idle start on the waking thread's CPU (native/src/core/wake.cc). Process-wide.
    */
   wakeAffinity?: boolean;

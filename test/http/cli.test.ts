@@ -27,9 +27,8 @@ describe('flags', () => {
     expect(parseCli(['--model-repository=/a', '--native-execute-timeout-ms=2500']).nativeExecuteTimeoutMs).toBe(2500);
     expect(() => parseCli(['--model-repository=/a', '--native-execute-timeout-ms=soon'])).toThrow(/--native-execute-timeout-ms expects an integer >= 0/);
   });
-  it('--wake-affinity: thread hand-off placement, off by default, a boolean', () => {
-    expect(parseCli(['--model-repository=/a']).wakeAffinity).toBe(false);
-    expect(parseCli(['--model-repository=/a', '--wake-affinity=true']).wakeAffinity).toBe(true);
+  it('--wake-affinity: thread hand-off placement, on by default, a boolean', () => {
+    expect(parseCli(['--model-repository=/a']).wakeAffinity).toBe(true);
     expect(parseCli(['--model-repository=/a', '--wake-affinity=false']).wakeAffinity).toBe(false);
     expect(() => parseCli(['--model-repository=/a', '--wake-affinity=maybe'])).toThrow(/--wake-affinity/);
   });

@@ -36,7 +36,7 @@
 
 namespace warden {
 namespace {
-std::atomic<bool> enabled{false};  // --wake-affinity (default false, docs/benchmarks.md session 5)
+std::atomic<bool> enabled{true};
 std::atomic<int> busy{0};
 std::atomic<uint64_t> placements{0};
 /** This thread pinned itself beside a thread it placed, until its answer comes back. */
