@@ -5,7 +5,10 @@
  */
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { echoConfig, REPEAT_CONFIG } from './js-backend.js';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { startServer, type RunningServer } from '../../host/src/server.js';
+import { echoConfig, JsBackendResolver, REPEAT_CONFIG } from './js-backend.js';
+import { tempRepo, type TempRepo } from './repo.js';
 
 export interface RawResponse {
   /** Status line and headers, `Date` removed. */
@@ -153,3 +156,68 @@ export const REPO_CONFIGS: Record<string, string> = {
   'slow/config.pbtxt': echoConfig('parameters { key: "delay_ms" value: { string_value: "600" } }'),
 };
 
+
+/**
+ * The matrix's repository (`simple` plus {@link REPO_CONFIGS}), made in a `beforeAll` and removed
+ * in an `afterAll` of the calling test file.
+ * @returns its path (valid once the file's `beforeAll` hooks ran)
+ */
+export function useMatrixRepository(): () => string {
+  let repo: TempRepo | undefined;
+  beforeAll(() => {
+    repo = tempRepo(['simple']);
+    for (const [rel, text] of Object.entries(REPO_CONFIGS)) {
+      repo.write(rel, text);
+      repo.write(`${rel.split('/')[0]}/1/.keep`, '');
+    }
+  });
+  afterAll(() => repo?.cleanup());
+  return () => repo!.path;
+}
+
+/** A server on `repoPath` with the JS test backends, an ephemeral HTTP port, no metrics, {@link MAX_INPUT}; `options` override. */
+export const startMatrixServer = (repoPath: string, options: object = {}): Promise<RunningServer> =>
+  startServer({ modelRepositories: [repoPath], httpPort: 0, metricsPort: -1, logLevel: 'silent', backendResolvers: [new JsBackendResolver()], maxInputSize: MAX_INPUT, ...options });
+
+/** The HTTP port a started server listens on. */
+export const portOf = (s: RunningServer): number => Number(new URL(s.httpUrl).port);
+
+/**
+ * The tenancy sequence both servers must answer alike: three authorised `simple` requests (the third
+ * over a burst of 2), one without a token, one with a wrong token, and an authorised metadata GET.
+ */
+export function tenancyRequests(token: string): Buffer[] {
+  const auth = { ...JSON_TYPE, Authorization: `Bearer ${token}` };
+  return [
+    raw('POST', '/v2/models/simple/infer', simpleJson(), auth),
+    raw('POST', '/v2/models/simple/infer', simpleJson(), auth),
+    raw('POST', '/v2/models/simple/infer', simpleJson(), auth),
+    raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE),
+    raw('POST', '/v2/models/simple/infer', simpleJson(), { ...JSON_TYPE, Authorization: 'Bearer not-a-token-0123456789abcdefghij' }),
+    raw('GET', '/v2/models/simple', '', { Authorization: `Bearer ${token}` }),
+  ];
+}
+
+/**
+ * Sends {@link tenancyRequests} to two servers one by one and expects the same status line, headers
+ * and body from both, and every 429 only after the tarpit (≥ 240 ms).
+ * @param probe read before and after each exchange with the first server (e.g. a claim counter)
+ * @returns the status codes, and per request what `probe` advanced by
+ */
+export async function tenancyAnswers(token: string, portA: number, portB: number, probe: () => number = () => 0): Promise<{ statuses: string[]; probed: number[] }> {
+  const statuses: string[] = [];
+  const probed: number[] = [];
+  for (const bytes of tenancyRequests(token)) {
+    const t0 = Date.now();
+    const before = probe();
+    const [a] = await exchange(portA, bytes);
+    probed.push(probe() - before);
+    const [b] = await exchange(portB, bytes);
+    expect(a!.head).toEqual(b!.head);
+    expect(a!.body.toString()).toEqual(b!.body.toString());
+    const status = a!.head.split(' ')[1]!;
+    if (status === '429') expect(Date.now() - t0).toBeGreaterThanOrEqual(240);
+    statuses.push(status);
+  }
+  return { statuses, probed };
+}

@@ -18,23 +18,12 @@ import { UsageError, parseCli } from '../../host/src/cli-options.js';
 import { fastPathCounters } from '../../host/src/frontend/http/fast-path.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
-import { JSON_TYPE, MAX_INPUT, REPO_CONFIGS, exchange, matrix, raw, simpleJson } from '../helpers/http-matrix.js';
-import { JsBackendResolver, executed } from '../helpers/js-backend.js';
-import { tempRepo, type TempRepo } from '../helpers/repo.js';
+import { exchange, JSON_TYPE, matrix, portOf, raw, simpleJson, startMatrixServer, tenancyAnswers, useMatrixRepository } from '../helpers/http-matrix.js';
+import { executed } from '../helpers/js-backend.js';
 
-let repo: TempRepo;
-beforeAll(() => {
-  repo = tempRepo(['simple']);
-  for (const [rel, text] of Object.entries(REPO_CONFIGS)) {
-    repo.write(rel, text);
-    repo.write(`${rel.split('/')[0]}/1/.keep`, '');
-  }
-});
-afterAll(() => repo?.cleanup());
+const repoPath = useMatrixRepository();
 
-const start = (threads: number, extra: object = {}) =>
-  startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, logLevel: 'silent', backendResolvers: [new JsBackendResolver()], maxInputSize: MAX_INPUT, httpThreads: threads, ...extra });
-const portOf = (s: RunningServer) => Number(new URL(s.httpUrl).port);
+const start = (threads: number, extra: object = {}) => startMatrixServer(repoPath(), { httpThreads: threads, ...extra });
 const until = async (cond: () => boolean, ms = 10_000) => {
   const t0 = Date.now();
   while (!cond()) {
@@ -297,26 +286,7 @@ describe('multi-tenant with front-end threads', () => {
   });
 
   it('200, 200, then 429 with Retry-After after the tarpit; 401 without or with a wrong token', async () => {
-    const auth = { ...JSON_TYPE, Authorization: `Bearer ${TOKEN}` };
-    const cases = [
-      raw('POST', '/v2/models/simple/infer', simpleJson(), auth),
-      raw('POST', '/v2/models/simple/infer', simpleJson(), auth),
-      raw('POST', '/v2/models/simple/infer', simpleJson(), auth),
-      raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE),
-      raw('POST', '/v2/models/simple/infer', simpleJson(), { ...JSON_TYPE, Authorization: 'Bearer not-a-token-0123456789abcdefghij' }),
-      raw('GET', '/v2/models/simple', '', { Authorization: `Bearer ${TOKEN}` }),
-    ];
-    const statuses: string[] = [];
-    for (const bytes of cases) {
-      const t0 = Date.now();
-      const [a] = await exchange(portOf(threaded), bytes);
-      const [b] = await exchange(portOf(single), bytes);
-      expect(a!.head).toEqual(b!.head);
-      expect(a!.body.toString()).toEqual(b!.body.toString());
-      const status = a!.head.split(' ')[1]!;
-      if (status === '429') expect(Date.now() - t0).toBeGreaterThanOrEqual(240);
-      statuses.push(status);
-    }
+    const { statuses } = await tenancyAnswers(TOKEN, portOf(threaded), portOf(single));
     expect(statuses).toEqual(['200', '200', '429', '401', '401', '429']);
   });
 

@@ -13,22 +13,19 @@ import { DEFAULT_HTTP_LIMITS } from './limits.js';
 import { type HttpAnswer, sendAnswer } from './routing.js';
 
 /**
- * A cancellation signal that fires when the client goes away before the response was written: the
- * response's 'close' without a finished write (the request's 'close' fires as soon as its body
- * has been read, so it cannot be used). The data plane's `CancellationSignal` shape without an
- * AbortController per request.
+ * The data plane's `CancellationSignal` shape without an AbortController per request, fired by
+ * `abort()` (a front-end thread's cancel message, threads/pool.ts; a closed connection, below).
  */
-class ConnectionSignal implements CancellationSignal {
+export class ManualSignal implements CancellationSignal {
   aborted = false;
   private listeners: (() => void)[] | undefined;
-  constructor(res: ServerResponse) {
-    res.once('close', () => {
-      if (res.writableFinished) return;
-      this.aborted = true;
-      const ls = this.listeners;
-      this.listeners = undefined;
-      if (ls) for (const l of ls) l();
-    });
+  /** Fires the listeners once; later calls do nothing. */
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const ls = this.listeners;
+    this.listeners = undefined;
+    if (ls) for (const l of ls) l();
   }
   addEventListener(_type: 'abort', listener: () => void): void {
     (this.listeners ??= []).push(listener);
@@ -36,6 +33,20 @@ class ConnectionSignal implements CancellationSignal {
   removeEventListener(_type: 'abort', listener: () => void): void {
     const i = this.listeners?.indexOf(listener) ?? -1;
     if (i >= 0) this.listeners!.splice(i, 1);
+  }
+}
+
+/**
+ * Fires when the client goes away before the response was written: the response's 'close' without
+ * a finished write (the request's 'close' fires as soon as its body has been read, so it cannot be
+ * used).
+ */
+class ConnectionSignal extends ManualSignal {
+  constructor(res: ServerResponse) {
+    super();
+    res.once('close', () => {
+      if (!res.writableFinished) this.abort();
+    });
   }
 }
 

@@ -18,6 +18,7 @@ import type { Logger } from 'pino';
 import type { CancellationSignal } from '../../../core/types.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
 import { TRUSTED_CLIENT_ADDRESS } from '../client-address.js';
+import { ManualSignal } from '../infer.js';
 import type { HttpAnswer } from '../routing.js';
 import { type FromThread, type FrontendThreadData, type RingRequest, type ToThread, answerBytes, readRequest, writeAnswerMessage, writeFallback } from './messages.js';
 import { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER } from './proxy.js';
@@ -27,25 +28,6 @@ import { MAX_HTTP_THREADS } from './limits.js';
 
 export { MAX_HTTP_THREADS } from './limits.js';
 
-/** A cancellation signal the front-end thread fires (its client went away). */
-class RingSignal implements CancellationSignal {
-  aborted = false;
-  private listeners: (() => void)[] | undefined;
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    const ls = this.listeners;
-    this.listeners = undefined;
-    if (ls) for (const l of ls) l();
-  }
-  addEventListener(_type: 'abort', listener: () => void): void {
-    (this.listeners ??= []).push(listener);
-  }
-  removeEventListener(_type: 'abort', listener: () => void): void {
-    const i = this.listeners?.indexOf(listener) ?? -1;
-    if (i >= 0) this.listeners!.splice(i, 1);
-  }
-}
 
 /**
  * On the internal listener: an answer's `connection: close` (Fastify's, for a body it could not
@@ -105,7 +87,7 @@ interface Thread {
   toThread: SharedArrayBuffer;
   writer: RingWriter;
   reader: RingReader;
-  inflight: Map<number, RingSignal>;
+  inflight: Map<number, ManualSignal>;
   dead: boolean;
   drained?: () => void;
 }
@@ -234,7 +216,7 @@ export class FrontendThreads {
   private onRequest(t: Thread, m: Buffer): void {
     const r = readRequest(m);
     this.served[t.index] = (this.served[t.index] ?? 0) + 1;
-    const signal = new RingSignal();
+    const signal = new ManualSignal();
     t.inflight.set(r.id, signal);
     void this.opts
       .serve(r, signal)
