@@ -9,6 +9,11 @@ std::shared_ptr<JsWake> JsWake::Create(Napi::Env env, const char* name, Callback
   std::shared_ptr<JsWake> w(new JsWake(env, std::move(callback)));
   uv_loop_t* loop = nullptr;
   if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) throw Napi::Error::New(env, "no event loop for a native wake-up");
+  // The JS-side resources first: once the handle exists, nothing may fail before the cleanup hook
+  // that closes it is registered (an open handle at a worker's teardown aborts the process).
+  Napi::Object resource = Napi::Object::New(env);
+  NAPI_THROW_IF_FAILED(env, napi_create_reference(env, resource, 1, &w->resource_), nullptr);
+  NAPI_THROW_IF_FAILED(env, napi_async_init(env, resource, Napi::String::New(env, name), &w->context_), nullptr);
   auto* async = new uv_async_t;
   if (uv_async_init(loop, async, OnAsync) != 0) {
     delete async;
@@ -17,12 +22,12 @@ std::shared_ptr<JsWake> JsWake::Create(Napi::Env env, const char* name, Callback
   async->data = w.get();
   uv_unref(reinterpret_cast<uv_handle_t*>(async));
   w->async_ = async;
-  Napi::Object resource = Napi::Object::New(env);
-  NAPI_THROW_IF_FAILED(env, napi_create_reference(env, resource, 1, &w->resource_), nullptr);
-  NAPI_THROW_IF_FAILED(env, napi_async_init(env, resource, Napi::String::New(env, name), &w->context_), nullptr);
-  NAPI_THROW_IF_FAILED(env, napi_add_env_cleanup_hook(env, OnCleanup, w.get()), nullptr);
-  w->cleanup_hook_ = true;
   w->self_ = w;
+  if (napi_add_env_cleanup_hook(env, OnCleanup, w.get()) != napi_ok) {
+    w->Close();
+    throw Napi::Error::New(env, "cannot register a native wake-up's cleanup");
+  }
+  w->cleanup_hook_ = true;
   return w;
 }
 
@@ -84,6 +89,5 @@ void JsWake::Close() {
   std::shared_ptr<JsWake> last = std::move(self_);  // may free this when `last` goes
 }
 
-JsWake::~JsWake() = default;
 
 }  // namespace warden

@@ -47,8 +47,6 @@ class JsWake : public std::enable_shared_from_this<JsWake> {
    */
   void Close();
 
-  ~JsWake();
-
  private:
   JsWake(Napi::Env env, Callback callback) : env_(env), callback_(std::move(callback)) {}
   static void OnAsync(uv_async_t* handle);

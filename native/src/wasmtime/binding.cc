@@ -162,8 +162,8 @@ Napi::Value EngineFree(const Napi::CallbackInfo& info) {
       ctx->queue.clear();
     }
     ctx->on_message.Reset();
-    ctx->wake->Close();
-    // ctx stays allocated: a drain already scheduled may still run and finds `queue` empty
+    ctx->wake->Close();  // no drain runs after this
+    // ctx stays allocated: JS may still hold the engine's external
   }
   return info.Env().Undefined();
 }

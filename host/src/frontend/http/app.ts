@@ -23,6 +23,7 @@ import { failAnswer, fastPathCounters, inferFastPath, serveClaimed } from './fas
 import type { FrontendThreadData, RingRequest } from './threads/messages.js';
 import type { HttpAnswer } from './routing.js';
 import type { CancellationSignal, Principal } from '../../core/types.js';
+import type { TenantConfig } from '../../tenancy/types.js';
 import { answerClientError } from './claim.js';
 import { installTraceRoutes } from './trace.js';
 
@@ -203,6 +204,7 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
     if (closing) return undefined;
     const headers: IncomingHttpHeaders = r.headerLength === undefined ? {} : { 'inference-header-content-length': r.headerLength };
     let principal: Principal = SINGLE_USER;
+    let tenant: TenantConfig | undefined;
     if (ctx.tenants) {
       let auth;
       try {
@@ -212,16 +214,14 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
       }
       if (!auth.ok || closing) return undefined;
       principal = auth.principal;
-      fastPathCounters.claimed++;
-      fastPathCounters.threaded++;
-      try {
-        rate.admit(auth.tenant);
-      } catch (e) {
-        return failAnswer(ctx, e);
-      }
-    } else {
-      fastPathCounters.claimed++;
-      fastPathCounters.threaded++;
+      tenant = auth.tenant;
+    }
+    fastPathCounters.claimed++;
+    fastPathCounters.threaded++;
+    try {
+      if (tenant) rate.admit(tenant);
+    } catch (e) {
+      return failAnswer(ctx, e);
     }
     return serveClaimed(ctx, { model: r.model, version: r.version }, principal, r.body, headers, signal);
   };

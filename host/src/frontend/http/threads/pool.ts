@@ -22,12 +22,10 @@ import { ManualSignal } from '../infer.js';
 import type { HttpAnswer } from '../routing.js';
 import { type FromThread, type FrontendThreadData, type RingRequest, type ToThread, answerBytes, readRequest, writeAnswerMessage, writeFallback } from './messages.js';
 import { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER } from './proxy.js';
+import { MAX_HTTP_THREADS } from './limits.js';
 import { RingReader, RingWriter, closeRing, ringMemory } from './ring.js';
 
-import { MAX_HTTP_THREADS } from './limits.js';
-
-export { MAX_HTTP_THREADS } from './limits.js';
-
+export { MAX_HTTP_THREADS };
 
 /**
  * On the internal listener: an answer's `connection: close` (Fastify's, for a body it could not

@@ -32,14 +32,20 @@ export function ringMemory(): SharedArrayBuffer {
   return new SharedArrayBuffer(CTRL_BYTES + RING_SLOTS * SLOT_BYTES);
 }
 
+/** Views of a ring's control words and of each of its slots (either end). */
+function ringViews(sab: SharedArrayBuffer): { ctrl: Int32Array; slots: Buffer[] } {
+  const slots: Buffer[] = [];
+  for (let i = 0; i < RING_SLOTS; i++) slots.push(Buffer.from(sab, CTRL_BYTES + i * SLOT_BYTES, SLOT_BYTES));
+  return { ctrl: new Int32Array(sab, 0, 4), slots };
+}
+
 /** The producing end. */
 export class RingWriter {
   private readonly ctrl: Int32Array;
-  private readonly slots: Buffer[] = [];
+  private readonly slots: Buffer[];
 
   constructor(sab: SharedArrayBuffer) {
-    this.ctrl = new Int32Array(sab, 0, 4);
-    for (let i = 0; i < RING_SLOTS; i++) this.slots.push(Buffer.from(sab, CTRL_BYTES + i * SLOT_BYTES, SLOT_BYTES));
+    ({ ctrl: this.ctrl, slots: this.slots } = ringViews(sab));
   }
 
   /**
@@ -65,12 +71,11 @@ export class RingWriter {
 /** The consuming end: {@link RingReader.start} runs until {@link RingReader.close}. */
 export class RingReader {
   private readonly ctrl: Int32Array;
-  private readonly slots: Buffer[] = [];
+  private readonly slots: Buffer[];
   private head = 0;
 
   constructor(sab: SharedArrayBuffer) {
-    this.ctrl = new Int32Array(sab, 0, 4);
-    for (let i = 0; i < RING_SLOTS; i++) this.slots.push(Buffer.from(sab, CTRL_BYTES + i * SLOT_BYTES, SLOT_BYTES));
+    ({ ctrl: this.ctrl, slots: this.slots } = ringViews(sab));
   }
 
   /**
