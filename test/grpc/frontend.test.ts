@@ -14,7 +14,7 @@ import { startServer, type RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { int32s, simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { executed, JsBackendResolver } from '../helpers/js-backend.js';
+import { executed, JsBackendResolver, REPEAT_CONFIG } from '../helpers/js-backend.js';
 
 const A = Array.from({ length: 16 }, (_, i) => i);
 const B = Array(16).fill(2);
@@ -188,6 +188,44 @@ describe('cancellation', () => {
       expect(executed.filter((e) => e.model === 'slow').length - before).toBe(1);
       const stats = await unaryCall(client, 'ModelStatistics', { name: 'slow' });
       expect(stats.res.model_stats[0].inference_stats.fail.count).toBe('1');
+    } finally {
+      client.close();
+      await server.stop();
+      repo.cleanup();
+    }
+  });
+});
+
+describe('stream response order', () => {
+  it("a non-decoupled model's answers come in request order though instances finish out of order; a decoupled model's as produced", async () => {
+    const repo = tempRepo();
+    repo.write(
+      'sleepy/config.pbtxt',
+      'name: "sleepy"\nbackend: "jstest"\nmax_batch_size: 0\ninput [{ name: "INPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\noutput [{ name: "OUTPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\ninstance_group [{ kind: KIND_CPU, count: 3 }]\nparameters { key: "delay_from_input" value: { string_value: "true" } }\n',
+    );
+    repo.write('sleepy/1/.keep', '');
+    repo.write('repeat/config.pbtxt', `name: "repeat"\n${REPEAT_CONFIG}`);
+    repo.write('repeat/1/.keep', '');
+    const server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent', backendResolvers: [new JsBackendResolver()] });
+    const client = tritonGrpcClient(server.grpcUrl!);
+    try {
+      const stream = (client as unknown as { ModelStreamInfer(): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer();
+      const got: string[] = [];
+      stream.on('data', (m: { error_message?: string; infer_response?: { id: string } }) => got.push(`${m.infer_response?.id}${m.error_message ? ' error' : ''}`));
+      const ended = new Promise<void>((resolve, reject) => {
+        stream.on('end', resolve);
+        stream.on('error', reject);
+      });
+      const sleepy = (id: string, ms: number) => ({ model_name: 'sleepy', id, inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }], raw_input_contents: [Buffer.from(Int32Array.of(ms).buffer)] });
+      stream.write(sleepy('slow', 300));
+      stream.write(sleepy('fast', 1));
+      stream.write({ ...sleepy('missing', 1), model_name: 'nope' });
+      stream.write({ model_name: 'repeat', id: 'rep', inputs: [{ name: 'IN', datatype: 'INT32', shape: [2] }], raw_input_contents: [Buffer.from(Int32Array.of(7, 8).buffer)] });
+      stream.write(sleepy('last', 1));
+      stream.end();
+      await ended;
+      // The decoupled model's two responses do not wait for 'slow'; every other answer does.
+      expect(got).toEqual(['rep', 'rep', 'slow', 'fast', 'missing error', 'last']);
     } finally {
       client.close();
       await server.stop();

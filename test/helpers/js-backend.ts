@@ -4,12 +4,19 @@
  *   element and IDX = its index, then a flags-only final;
  * - `mode: "echo"`: OUTPUT0 = INPUT0 (any datatype), recording every batch it executes;
  * - `mode: "params"`: as echo, and the response's parameters are the request's parameters;
- * - `delay_ms` parameter: sleep before answering (to hold requests in flight).
+ * - `delay_ms` parameter: sleep before answering (to hold requests in flight);
+ * - `delay_from_input: "true"` parameter: sleep as many ms as the first request's first INT32 input
+ *   element (to finish requests out of order on several instances).
  */
 import type { ModelConfig } from '../../host/src/config/types.js';
 import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/core/types.js';
 
 export const executed: { model: string; batchSizes: number[] }[] = [];
+
+/** The INT32 elements of tensor data (a copy: a Buffer's `slice()` is a view of its pool slab). */
+function int32s(data: Uint8Array): Int32Array {
+  return new Int32Array(new Uint8Array(data).buffer);
+}
 
 function int32(x: number): Uint8Array {
   return new Uint8Array(Int32Array.of(x).buffer);
@@ -20,17 +27,19 @@ class JsBackend implements Backend {
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
     const mode = ctx.config.parameters.mode?.string_value ?? 'echo';
     const delay = Number(ctx.config.parameters.delay_ms?.string_value ?? '0');
+    const delayFromInput = ctx.config.parameters.delay_from_input?.string_value === 'true';
     return {
       async createInstance() {
         return {
           async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
             executed.push({ model: ctx.name, batchSizes: requests.map((r) => r.batchSize) });
-            if (delay) await new Promise((r) => setTimeout(r, delay));
+            const wait = delayFromInput ? int32s(requests[0]!.inputs[0]!.data)[0]! : delay;
+            if (wait) await new Promise((r) => setTimeout(r, wait));
             requests.forEach((r, i) => {
               const s = senders[i]!;
               if (mode === 'repeat') {
                 const input = r.inputs.find((t) => t.name === 'IN')!;
-                const values = new Int32Array(input.data.slice().buffer);
+                const values = int32s(input.data);
                 values.forEach((v, k) => s.send({ outputs: [
                   { name: 'OUT', datatype: 'INT32', shape: [1], data: int32(v) },
                   { name: 'IDX', datatype: 'UINT32', shape: [1], data: new Uint8Array(Uint32Array.of(k).buffer) },

@@ -7,6 +7,8 @@
  * Errors are `error_message` responses, or — with `triton_grpc_error: true` in the stream's
  * metadata, as Triton — the stream's final gRPC status.
  * Requests still running when the client cancels or half-closes the stream are cancelled / awaited.
+ * A non-decoupled request's response (or error) is written after those of every earlier request on
+ * the stream, as Triton does (`InOrderWriter`); a decoupled model's responses as they come.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { AccessError, TritonError } from '../../core/errors.js';
@@ -18,6 +20,7 @@ import type { GrpcServiceContext } from './service.js';
 import { stripReserved } from './service.js';
 import { callSignal } from './cancel.js';
 import { toServiceError } from './status.js';
+import { InOrderWriter, type InOrderPlace } from './in-order.js';
 
 type Stream = ServerDuplexStream<ModelInferRequest, unknown>;
 
@@ -48,22 +51,24 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
   // Over its rate, the request gets an error message; bad credentials end the stream with
   // UNAUTHENTICATED. Requests are handled in arrival order.
   let chain: Promise<unknown> = Promise.resolve();
+  const order = new InOrderWriter();
   // Each request counts as a call being handled until its final response (an open, idle stream
   // does not hold a graceful shutdown).
   call.on('data', (raw: ModelInferRequest) => {
     pending++;
     ctx.calls.begin();
+    const place = order.reserve();
     const authorized = chain.then(() => ctx.auth.principal(call.metadata, call.getPeer()));
     chain = authorized.catch(() => undefined);
     authorized.then(
-      (principal) => inferOne(principal, raw),
+      (principal) => inferOne(principal, raw, place),
       (e: unknown) => {
-        const pub = ctx.api.publicError(e);
         if (e instanceof AccessError && e.httpStatus === 401) {
-          endWithStatus(pub);
+          endWithStatus(ctx.api.publicError(e));
         } else {
-          writeError(e, raw.id ?? '');
+          place.write(() => writeError(e, raw.id ?? ''));
         }
+        place.done();
         pending--;
         ctx.calls.end();
         finishIfDone();
@@ -81,12 +86,16 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
     if (!call.destroyed && !call.writableEnded) call.end();
   });
 
-  function inferOne(principal: Principal, raw: ModelInferRequest): void {
+  function inferOne(principal: Principal, raw: ModelInferRequest, place: InOrderPlace): void {
     const id = raw.id ?? '';
     let done = false;
+    // Until the model is known to be decoupled, this request's writes keep their place in order.
+    let ordered = true;
+    const emit = (write: () => void) => (ordered ? place.write(write) : write());
     const finish = () => {
       if (done) return;
       done = true;
+      place.done();
       pending--;
       ctx.calls.end();
       finishIfDone();
@@ -95,19 +104,25 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
       const req = stripReserved(raw);
       const model = req.model_name ?? '';
       const target = ctx.api.inferenceTarget(principal, model, parseModelVersion(req.model_version));
+      if (target.decoupled) {
+        ordered = false;
+        place.done();
+      }
       const { init, shmOutputs } = decodeModelInferRequest(req, model, target.version, ctx.shm.access(principal), () => ctx.shm.disabledError());
       let version = target.version;
       const send = (response: InferenceResponse | null, final: boolean) => {
         const flag = target.decoupled ? final : undefined;
         if (response) {
-          try {
-            ctx.shm.writeOutputs(principal, response, shmOutputs);
-            write({ infer_response: encodeModelInferResponse(model, version, init.id, response, shmOutputs, flag) });
-          } catch (e) {
-            writeError(e, id);
-          } finally {
-            releaseTensors(response.outputs);
-          }
+          emit(() => {
+            try {
+              ctx.shm.writeOutputs(principal, response, shmOutputs);
+              write({ infer_response: encodeModelInferResponse(model, version, init.id, response, shmOutputs, flag) });
+            } catch (e) {
+              writeError(e, id);
+            } finally {
+              releaseTensors(response.outputs);
+            }
+          });
         } else if (final && target.decoupled && req.emptyFinal) {
           write({ infer_response: encodeModelInferResponse(model, version, init.id, null, undefined, true) });
         }
@@ -118,13 +133,13 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
           if (final) finish();
         },
         sendError(error: TritonError, final) {
-          writeError(error, id);
+          emit(() => writeError(error, id));
           if (final) finish();
         },
       };
       version = ctx.api.infer(principal, model, target.version, init, sender, signal).version;
     } catch (e) {
-      writeError(e, id);
+      emit(() => writeError(e, id));
       finish();
     }
   }
