@@ -1,6 +1,6 @@
 /** Where ONNX Runtime runs go (host/src/backends/onnxruntime/placement.ts). */
 import { describe, expect, it } from 'vitest';
-import { DEMOTE_AT_ONCE_FACTOR, RunPlacement } from '../../host/src/backends/onnxruntime/placement.js';
+import { DEMOTE_AT_ONCE_FACTOR, FIRST_PROBE_AFTER, MAX_PROBE_GAP, RunPlacement, threadCpuClock } from '../../host/src/backends/onnxruntime/placement.js';
 
 describe('RunPlacement', () => {
   it('starts on the worker, goes inline up to the largest size seen fast, never above it', () => {
@@ -65,4 +65,62 @@ describe('RunPlacement', () => {
     expect(p.inline(0)).toBe(false);
     expect(p.inline(16)).toBe(false);
   });
+
+  it('a size sent back to the worker is probed inline again soon, and a fast probe keeps it inline', () => {
+    const p = new RunPlacement(100);
+    p.record(128, 14);
+    p.record(128, DEMOTE_AT_ONCE_FACTOR * 100); // a blip (GC in the run, a busy host)
+    const placed: boolean[] = [];
+    for (let i = 0; i < FIRST_PROBE_AFTER; i++) placed.push(p.inline(128));
+    // the worker's own measurement is slow (a thread woken for one run): it does not hold the size
+    expect(placed).toEqual([...Array(FIRST_PROBE_AFTER - 1).fill(false), true]);
+    p.record(128, 20); // the probe, inline: fast
+    for (let i = 0; i < 50; i++) {
+      expect(p.inline(128)).toBe(true);
+      p.record(128, 20);
+    }
+    expect(p.inline(129)).toBe(false); // probes never go above the old bound
+  });
+
+  it('a model that really became slow: probes back off to one run in MAX_PROBE_GAP', () => {
+    const p = new RunPlacement(100);
+    p.record(128, 14);
+    p.record(128, DEMOTE_AT_ONCE_FACTOR * 100);
+    let inline = 0;
+    const runs = 20 * MAX_PROBE_GAP;
+    for (let i = 0; i < runs; i++) {
+      if (p.inline(128)) inline++;
+      p.record(128, 3_000); // slow inline and on the worker alike
+    }
+    // gaps 2, 4, ..., 1024 and then one in 1024: ~10 + 18 probes in 20,480 runs
+    expect(inline).toBeGreaterThanOrEqual(10);
+    expect(inline).toBeLessThanOrEqual(32);
+    // once fast again, the next probe brings the size back and the gap starts small again
+    let back = -1;
+    for (let i = 0; i < 2 * MAX_PROBE_GAP && back < 0; i++) {
+      if (p.inline(128)) back = i;
+      p.record(128, 20);
+    }
+    expect(back).toBeGreaterThanOrEqual(0);
+    expect(p.inline(128)).toBe(true);
+    p.record(128, DEMOTE_AT_ONCE_FACTOR * 100);
+    expect(p.inline(128)).toBe(FIRST_PROBE_AFTER === 1);
+  });
+
+  it("threadCpuClock counts this thread's CPU time, not time asleep", () => {
+    const clock = threadCpuClock();
+    expect(clock, 'the native addon is built by npm install').toBeDefined();
+    const t0 = clock!();
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50); // 50 ms asleep
+    const slept = (clock!() - t0) / 1e6;
+    expect(slept).toBeLessThan(10);
+    const t1 = clock!();
+    const end = performance.now() + 30;
+    let x = 0;
+    while (performance.now() < end) x++;
+    const busy = (clock!() - t1) / 1e6;
+    expect(x).toBeGreaterThan(0);
+    expect(busy).toBeGreaterThan(5); // ~30 ms on a quiet machine; preemption only lowers it
+  });
 });
+

@@ -43,9 +43,9 @@ let model: BackendModel;
 const resolver = new OnnxRuntimeResolver();
 
 /** Loads `mm` (the MatMul chain, `instances` in the config) through the onnxruntime backend. */
-async function loadMm(instances: number, parameters: Record<string, string> = {}): Promise<BackendModel> {
+async function loadMm(instances: number, parameters: Record<string, string> = {}, via: OnnxRuntimeResolver = resolver): Promise<BackendModel> {
   const cfg = config(matmulChainConfig('mm', instances, parameters), 'mm');
-  const backend = (await resolver.resolve({ config: cfg } as never))!;
+  const backend = (await via.resolve({ config: cfg } as never))!;
   const ctx = {
     key: { namespace: '', name: 'mm' },
     name: 'mm',
@@ -156,6 +156,41 @@ describe('onnxruntime session workers', () => {
     } finally {
       await inst.finalize();
       await generous.finalize();
+    }
+  });
+
+  it("inline runs are timed on the event loop's CPU clock where the session computes on that thread alone (intra_op_thread_count 1)", async () => {
+    let step = 0;
+    let now = 0;
+    const timed = new OnnxRuntimeResolver({ inlineClock: () => (now += step) });
+    try {
+      for (const [params, usesClock] of [
+        [{ inline_run_max_us: '50000' }, true],
+        [{ inline_run_max_us: '50000', intra_op_thread_count: '2' }, false],
+      ] as const) {
+        const m = await loadMm(1, params, timed);
+        const inst = (await m.createInstance(SPEC)) as OnnxInstance;
+        try {
+          step = 0;
+          for (let i = 0; i < 30 && inst.runs.inline < 2; i++) {
+            await run(inst, 4);
+            await new Promise((r) => setTimeout(r, 2)); // the inline session opens in the background
+          }
+          expect(inst.runs.inline, JSON.stringify(inst.runs)).toBeGreaterThanOrEqual(2);
+          step = 10e9; // every read of the clock: +10 s of CPU, so the next inline run is very slow by it
+          await run(inst, 4);
+          step = 0;
+          const before = inst.runs.worker;
+          await run(inst, 4);
+          // by the CPU clock the size went back to the worker; by the wall clock (2 intra-op threads) it stayed
+          expect(inst.runs.worker - before, JSON.stringify({ params, runs: inst.runs })).toBe(usesClock ? 1 : 0);
+        } finally {
+          await inst.finalize();
+          await m.finalize();
+        }
+      }
+    } finally {
+      await timed.finalizeAll();
     }
   });
 

@@ -245,6 +245,10 @@ Napi::Value ShmUnlink(const Napi::CallbackInfo& info);
 Napi::Value ReusePortListen(const Napi::CallbackInfo& info);
 Napi::Value CloseFd(const Napi::CallbackInfo& info);
 
+// ---------------------------------------------------------------- clocks (thread_clock.cc)
+
+Napi::Value ThreadCpuNs(const Napi::CallbackInfo& info);
+
 /** Extract an array of strings (throws on a non-string element). */
 std::vector<std::string> StringArray(Napi::Env env, Napi::Value v, const char* what);
 

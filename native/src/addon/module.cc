@@ -236,6 +236,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("shmUnlink", Napi::Function::New(env, ShmUnlink, "shmUnlink"));
   exports.Set("reusePortListen", Napi::Function::New(env, ReusePortListen, "reusePortListen"));
   exports.Set("closeFd", Napi::Function::New(env, CloseFd, "closeFd"));
+  exports.Set("threadCpuNs", Napi::Function::New(env, ThreadCpuNs, "threadCpuNs"));
   exports.Set("BackendHandle", BackendHandle::Init(env));
   exports.Set("ModelHandle", ModelHandle::Init(env));
   exports.Set("InstanceHandle", InstanceHandle::Init(env));

@@ -168,6 +168,11 @@ export interface NativeAddon {
   reusePortListen(host: string, port: number, backlog: number): { fd: number; port: number };
   /** Close a descriptor from reusePortListen that no server took over. */
   closeFd(fd: number): void;
+  /**
+   * The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns; undefined if the clock fails
+   * (native/src/addon/thread_clock.cc).
+   */
+  threadCpuNs(): number | undefined;
   /** Reported API versions, e.g. { backend: '1.19', server: '1.34' }. */
   apiVersion(): { backend: string; server: string };
   /**

@@ -31,7 +31,7 @@ import { tensorDataType } from '../../core/validate.js';
 import { type DataType, toConfigDataType } from '../../tensor/datatypes.js';
 import { sequenceInputNames, stateOutputTypes } from '../../scheduler/sequence-controls.js';
 import type { SessionMetadata, SessionWorkerInit, WireTensor } from './messages.js';
-import { RunPlacement } from './placement.js';
+import { RunPlacement, threadCpuClock, type ThreadCpuClock } from './placement.js';
 import { SessionWorker, type RunResult } from './session-worker.js';
 import { concatBatch, dataTypeFromOrt, fromOrtTensor, splitBatch, toOrtTensor } from './tensors.js';
 
@@ -113,6 +113,11 @@ interface SessionSource {
   startWorker: StartWorker;
   /** Longest run (µs) allowed inline on the event loop (placement.ts); 0 = never inline. */
   inlineMaxUs: number;
+  /**
+   * Times inline runs for the placement: the event-loop thread's CPU clock when the session computes
+   * on the calling thread alone (intra_op_thread_count 1), else undefined (wall clock).
+   */
+  inlineClock?: ThreadCpuClock;
   /** Sessions being released in the background; the backend's finalize waits for them. */
   releases: Set<Promise<unknown>>;
 }
@@ -257,7 +262,7 @@ export class OnnxInstance implements BackendModelInstance {
     });
     const session = this.placement.inline(inputBytes) ? this.inline() : undefined;
     const result = session ? await this.runInline(session, inputs, outputs) : await this.runOnWorker(inputs, outputs);
-    this.placement.record(inputBytes, Number(result.computeEndNs - result.computeStartNs) / 1000);
+    this.placement.record(inputBytes, result.costUs ?? Number(result.computeEndNs - result.computeStartNs) / 1000);
     if (single) {
       // every output computed is one this request asked for (wanted = its requestedOutputs)
       senders[0]!.send({ outputs: result.outputs }, true);
@@ -289,8 +294,13 @@ export class OnnxInstance implements BackendModelInstance {
     this.runs.inline++;
     // onnxruntime-node computes inside a setImmediate; one queued just before it runs right before
     // it, so the time measured excludes the wait for the check phase (what the placement must see)
+    const clock = this.source.inlineClock;
     let computeStartNs = process.hrtime.bigint();
-    setImmediate(() => (computeStartNs = process.hrtime.bigint()));
+    let cpuStartNs = clock?.() ?? 0;
+    setImmediate(() => {
+      computeStartNs = process.hrtime.bigint();
+      if (clock) cpuStartNs = clock();
+    });
     let results: ort.InferenceSession.ReturnType;
     try {
       results = await session.run(
@@ -301,7 +311,9 @@ export class OnnxInstance implements BackendModelInstance {
       throw internal(`onnxruntime execute failure: ${(e as Error).message}`);
     }
     const computeEndNs = process.hrtime.bigint();
+    const costUs = clock ? (clock() - cpuStartNs) / 1000 : undefined;
     return {
+      costUs,
       outputs: outputs.map((o) => {
         const r = results[o.name];
         if (!r) throw internal(`onnxruntime did not produce output '${o.name}'`);
@@ -370,6 +382,9 @@ class OnnxRuntimeBackend implements Backend {
   readonly name = 'onnxruntime';
   private readonly releases = new Set<Promise<unknown>>();
 
+  /** @param clock see {@link OnnxRuntimeResolver}'s constructor */
+  constructor(private readonly clock?: ThreadCpuClock | null) {}
+
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
     const file = await modelFile(ctx);
     const init: SessionWorkerInit = {
@@ -385,6 +400,7 @@ class OnnxRuntimeBackend implements Backend {
       init,
       startWorker: () => SessionWorker.start(init, ctx.name),
       inlineMaxUs: intParam(ctx.config, 'inline_run_max_us', DEFAULT_INLINE_MAX_US),
+      inlineClock: init.options.intraOpNumThreads === 1 ? (this.clock === undefined ? threadCpuClock() : this.clock ?? undefined) : undefined,
       releases: this.releases,
     };
     const first = await source.startWorker();
@@ -421,7 +437,15 @@ function checkAgainstGraph(config: ModelConfig, session: SessionMetadata): void 
 
 /** Resolves `onnxruntime_onnx` / `onnxruntime` models to the single onnxruntime backend. */
 export class OnnxRuntimeResolver implements BackendResolver {
-  private readonly backend = new OnnxRuntimeBackend();
+  private readonly backend: OnnxRuntimeBackend;
+
+  /**
+   * @param options.inlineClock the thread CPU clock inline runs are timed with (tests); null = the
+   *   wall clock; left out = the addon's ({@link threadCpuClock}), where it loads
+   */
+  constructor(options: { inlineClock?: ThreadCpuClock | null } = {}) {
+    this.backend = new OnnxRuntimeBackend(options.inlineClock);
+  }
 
   async resolve({ config }: BackendResolveRequest): Promise<Backend | undefined> {
     return isOnnxModel(config) ? this.backend : undefined;

@@ -1,3 +1,5 @@
+import { nativeAddon } from '../native/addon.js';
+
 /**
  * Where one ONNX Runtime run goes: the instance's worker thread, or inline on the event loop.
  *
@@ -8,39 +10,87 @@
  * which the model has computed in under `inlineMaxUs`, and sends a run inline only at or below that
  * size.
  *
- * Run times are wall-clock, so one preempted run of a 14 µs model can measure in milliseconds on a
- * busy machine. Sending a size back to the worker on every such blip made ~12 % of `simple`'s runs
- * (c=1, load average 10) pay a thread hop each (docs/benchmarks.md, 2026-11-23 s3). So a slow run
- * at or below the learnt size adds one to a slowness score and every fast one takes
+ * An inline run of a model with one intra-op thread (the default) is timed by the event-loop
+ * thread's CPU clock ({@link threadCpuClock}): all of its compute is on that thread, and a run
+ * preempted on a busy machine costs the loop no more than its CPU time says. Wall-clock timing sent
+ * 1.6-3.5 % of `simple`'s c=1 runs to the worker on a busy 2-vCPU host (docs/benchmarks.md, session
+ * 6), each paying a thread hop, which is p99 territory. Other runs (worker runs, several intra-op
+ * threads, no addon) are timed on the wall clock, where one preempted run of a 14 µs model can
+ * measure in milliseconds. Sending a size back to the worker on every such blip made ~12 % of
+ * `simple`'s runs (c=1, load average 10) pay a thread hop each (docs/benchmarks.md, 2026-11-23 s3).
+ * So a slow run at or below the learnt size adds one to a slowness score and every fast one takes
  * {@link FAST_RUN_CREDIT} off it; the size goes back to the worker when the score reaches
  * {@link SLOW_SCORE_LIMIT}, or at once for a run of {@link DEMOTE_AT_ONCE_FACTOR} × `inlineMaxUs` or
  * more. A model that really became slow at that size thus costs the loop at most two runs below
  * that bound (or one above it) before its runs move to the worker; a model slow on every other
  * run moves after a few.
+ *
+ * A size sent back is probed: the {@link FIRST_PROBE_AFTER}th run at or below the old bound runs
+ * inline again, and if it is fast the size is inline again. A slow probe doubles the gap to the
+ * next one (up to {@link MAX_PROBE_GAP} runs), so a model that really became slow costs the loop one
+ * run in {@link MAX_PROBE_GAP} once the gap has grown. Waiting for a fast run on the worker instead
+ * kept 5-19 % of `simple`'s runs there on a busy 2-vCPU host (session 6): a worker thread woken
+ * for one run measures its run at ~130 µs (cold caches, the check phase), above the 100 µs bound,
+ * while the same run inline takes ~40 µs. GC inside a run (the wrapper's output objects) still
+ * makes some inline runs slow; a probe makes each such blip cost about one thread hop.
  */
 export class RunPlacement {
   /** Largest total input size (bytes) seen computing in under `inlineMaxUs`; -1 = none yet. */
   private fastBytes = -1;
   /** Slow runs at or below `fastBytes`, less {@link FAST_RUN_CREDIT} per fast one (≥ 0). */
   private slowScore = 0;
+  /** Sizes up to this were inline before a slowness sent them back; probed inline now and then. */
+  private probeBytes = -1;
+  /** Runs at or below `probeBytes` between probes: {@link FIRST_PROBE_AFTER}, doubled by each slow probe. */
+  private probeGap = FIRST_PROBE_AFTER;
+  /** Such runs left before the next probe. */
+  private probeIn = FIRST_PROBE_AFTER;
+  /** The run just placed inline is a probe (an instance runs one batch at a time). */
+  private probing = false;
 
   /** @param inlineMaxUs Longest run (µs) allowed on the event loop; 0 = every run on the worker. */
   constructor(readonly inlineMaxUs: number) {}
 
-  /** True if a run whose inputs total `inputBytes` bytes should run inline. */
+  /**
+   * True if a run whose inputs total `inputBytes` bytes should run inline. Call once per run, then
+   * {@link record} it: a run placed inline may be a probe.
+   */
   inline(inputBytes: number): boolean {
-    return this.inlineMaxUs > 0 && inputBytes <= this.fastBytes;
+    this.probing = false;
+    if (this.inlineMaxUs <= 0) return false;
+    if (inputBytes <= this.fastBytes) return true;
+    if (inputBytes > this.probeBytes || --this.probeIn > 0) return false;
+    this.probeIn = this.probeGap;
+    this.probing = true;
+    return true;
   }
 
-  /** Records a finished run: its total input bytes and compute time (µs, wall clock), in either place. */
+  /**
+   * Records a finished run: its total input bytes and compute time (µs: the event-loop thread's CPU
+   * time for an inline run where that clock applies, else wall clock), in either place.
+   */
   record(inputBytes: number, computeUs: number): void {
     if (this.inlineMaxUs <= 0) return;
+    if (this.probing) {
+      this.probing = false;
+      if (computeUs < this.inlineMaxUs) {
+        this.probeGap = this.probeIn = FIRST_PROBE_AFTER;
+      } else {
+        this.probeGap = this.probeIn = Math.min(this.probeGap * 2, MAX_PROBE_GAP);
+        return;
+      }
+    }
     if (computeUs < this.inlineMaxUs) {
-      if (inputBytes > this.fastBytes) this.fastBytes = inputBytes;
+      if (inputBytes > this.fastBytes) {
+        this.fastBytes = inputBytes;
+        this.probeGap = FIRST_PROBE_AFTER; // fast again (on the worker too): the next slowness is probed soon
+      }
       this.slowScore = Math.max(0, this.slowScore - FAST_RUN_CREDIT);
     } else if (inputBytes <= this.fastBytes) {
       this.slowScore += 1;
       if (this.slowScore >= SLOW_SCORE_LIMIT || computeUs >= DEMOTE_AT_ONCE_FACTOR * this.inlineMaxUs) {
+        this.probeBytes = Math.max(this.probeBytes, this.fastBytes);
+        this.probeIn = this.probeGap;
         this.fastBytes = inputBytes - 1;
         this.slowScore = 0;
       }
@@ -52,5 +102,32 @@ export class RunPlacement {
 export const SLOW_SCORE_LIMIT = 2;
 /** What one fast run takes off the slowness score: an isolated blip every 5+ runs never adds up. */
 export const FAST_RUN_CREDIT = 0.25;
+/** After a size goes back to the worker, the run at or below the old bound that probes inline again. */
+export const FIRST_PROBE_AFTER = 2;
+/** Most runs between two probes (a model that became slow costs the loop at most one run in this many). */
+export const MAX_PROBE_GAP = 1024;
 /** A run this many times `inlineMaxUs` or longer sends its size back to the worker at once. */
 export const DEMOTE_AT_ONCE_FACTOR = 50;
+
+/** A thread CPU clock: the calling thread's CPU time, ns. */
+export type ThreadCpuClock = () => number;
+
+let cpuClock: ThreadCpuClock | null | undefined;
+
+/**
+ * The calling thread's CPU clock (CLOCK_THREAD_CPUTIME_ID through the native addon, ~0.3 µs a read),
+ * or undefined where the addon is not built or the clock fails (runs are then timed on the wall
+ * clock). Looked up once.
+ */
+export function threadCpuClock(): ThreadCpuClock | undefined {
+  if (cpuClock === undefined) {
+    cpuClock = null;
+    try {
+      const addon = nativeAddon();
+      if (typeof addon.threadCpuNs === 'function' && addon.threadCpuNs() !== undefined) cpuClock = () => addon.threadCpuNs() ?? 0;
+    } catch {
+      // no addon: wall clock
+    }
+  }
+  return cpuClock ?? undefined;
+}

@@ -14,6 +14,8 @@ export interface RunResult {
   outputs: WireTensor[];
   computeStartNs: bigint;
   computeEndNs: bigint;
+  /** An inline run's CPU time on the event-loop thread (µs), where that clock applies (placement.ts). */
+  costUs?: number;
 }
 
 interface PendingRun {
