@@ -21,7 +21,7 @@ import { nativeAddon } from '../native/addon.js';
  * So a slow run at or below the learnt size adds one to a slowness score and every fast one takes
  * {@link FAST_RUN_CREDIT} off it; the size goes back to the worker when the score reaches
  * {@link SLOW_SCORE_LIMIT}, or at once for a run of {@link DEMOTE_AT_ONCE_FACTOR} × `inlineMaxUs` or
- * more. A model that really became slow at that size thus costs the loop at most two runs below
+ * more. A model that really became slow at that size thus costs the loop at most four runs below
  * that bound (or one above it) before its runs move to the worker; a model slow on every other
  * run moves after a few.
  *
@@ -98,8 +98,14 @@ export class RunPlacement {
   }
 }
 
-/** Slowness score at which a size goes back to the worker. */
-export const SLOW_SCORE_LIMIT = 2;
+/**
+ * Slowness score at which a size goes back to the worker. On a busy 2-vCPU host 10-15 % of
+ * `simple`'s inline runs passed 100 µs (session 6); if such blips are independent, a limit of 2
+ * sends the size back every 37-82 runs and 4 every 210-1,100 (simulated with FAST_RUN_CREDIT 0.25).
+ * The price: two more slow runs on the loop for a model that really became slow, none longer than
+ * {@link DEMOTE_AT_ONCE_FACTOR} × `inlineMaxUs`.
+ */
+export const SLOW_SCORE_LIMIT = 4;
 /** What one fast run takes off the slowness score: an isolated blip every 5+ runs never adds up. */
 export const FAST_RUN_CREDIT = 0.25;
 /** After a size goes back to the worker, the run at or below the old bound that probes inline again. */
