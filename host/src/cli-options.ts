@@ -49,7 +49,8 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --max-instances-per-model=<n>   cap on one model's instance count (default ${DEFAULT_SERVER_CAPS.maxInstancesPerModel})
   --http-header-timeout-ms=<n>    time a client has to send the request headers (default ${DEFAULT_HTTP_LIMITS.headerTimeoutMs})
   --http-request-timeout-ms=<n>   time a client has to send the whole request (default ${DEFAULT_HTTP_LIMITS.requestTimeoutMs})
-  --http-max-connections=<n>      open HTTP connections accepted at once (default ${DEFAULT_HTTP_LIMITS.maxConnections})
+  --http-max-connections=<n>      open HTTP connections accepted at once, all listeners
+                                  together (default ${DEFAULT_HTTP_LIMITS.maxConnections})
   --http-max-json-output-bytes=<n> largest JSON inference response; bigger ones get 400 and a pointer to
                                   the binary data extension (default ${DEFAULT_HTTP_LIMITS.maxJsonOutputBytes})
   --http-fast-path=<bool>         serve plain /infer requests ahead of Fastify's router (default true;

@@ -23,6 +23,7 @@ import { SINGLE_USER } from './core/types.js';
 import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
 import { buildHttpFrontend } from './frontend/http/app.js';
 import { FrontendThreads, MAX_HTTP_THREADS } from './frontend/http/threads/pool.js';
+import { ConnectionBudget } from './frontend/http/connection-budget.js';
 import type { GrpcFrontend, GrpcKeepalive } from './frontend/grpc/server.js';
 import { SystemSharedMemory } from './core/shared-memory.js';
 import { ResponseCache } from './cache/response-cache.js';
@@ -346,6 +347,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const a = nativeAddon(); // UNAVAILABLE when the addon was not built
       addon = a;
       first = a.reusePortListen(host, opts.httpPort ?? 8000, 511);
+      // --http-max-connections holds for all listeners together (slot 0: this thread's)
+      const connections = ConnectionBudget.memory(threadCount + 1);
+      new ConnectionBudget(connections, http.server.maxConnections).attach(http.server, 0);
       // Fastify passes its listen options to net.Server#listen, which takes a listening `fd`
       // (its typings do not declare it); `host` only keeps Fastify from binding 'localhost' twice.
       if (opts.httpMainListener === false) await http.ready();
@@ -365,6 +369,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         maxInputSize,
         claim: frontend.claims,
         server: frontend.serverSettings(),
+        connections,
         logger: logger.child({ component: 'http-threads' }),
       });
       // Without the main listener, the first socket only held the port until the threads bound it.

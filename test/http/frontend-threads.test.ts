@@ -8,7 +8,7 @@
  * thread, listener or socket directory behind.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer as createNetServer, connect } from 'node:net';
+import { type Socket, createServer as createNetServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -233,6 +233,53 @@ describe('two front-end threads answer as the single loop does', () => {
       s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
     });
     expect(refused).toBe('ECONNREFUSED');
+  });
+});
+
+describe('--http-max-connections with front-end threads', () => {
+  it('holds for all listeners together (not per thread); the connections inside it are served; closing one makes room', async () => {
+    const s = await start(2, { httpLimits: { headerTimeoutMs: 10_000, requestTimeoutMs: 10_000, maxConnections: 4 } });
+    const open: Socket[] = [];
+    try {
+      const port = portOf(s);
+      const connectOne = () =>
+        new Promise<Socket>((resolve, reject) => {
+          const c = connect(port, '127.0.0.1', () => resolve(c));
+          c.once('error', reject);
+        });
+      const stillOpen = (c: Socket) => !c.destroyed && !c.readableEnded;
+      // 12 connections, one after another: the kernel spreads them over the 3 listeners
+      for (let i = 0; i < 12; i++) {
+        const c = await connectOne();
+        c.on('error', () => undefined);
+        c.on('end', () => c.destroy());
+        open.push(c);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await until(() => open.filter(stillOpen).length <= 4, 5_000);
+      await new Promise((r) => setTimeout(r, 200));
+      const kept = open.filter(stillOpen);
+      expect(kept).toHaveLength(4);
+      const served = await Promise.all(
+        kept.map(
+          (c) =>
+            new Promise<string>((resolve) => {
+              let text = '';
+              c.on('data', (d) => (text += d.toString()));
+              c.once('close', () => resolve(text));
+              c.write('GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+            }),
+        ),
+      );
+      for (const t of served) expect(t).toMatch(/^HTTP\/1.1 200/);
+      // the four closed: new connections are accepted and served again
+      await new Promise((r) => setTimeout(r, 100));
+      const answers = await Promise.all(Array.from({ length: 4 }, () => exchange(portOf(s), raw('GET', '/v2/health/live'))));
+      for (const [r] of answers) expect(r!.head).toMatch(/^HTTP\/1.1 200/);
+    } finally {
+      for (const c of open) c.destroy();
+      await s.stop();
+    }
   });
 });
 

@@ -18,6 +18,7 @@ import type { Logger } from 'pino';
 import type { CancellationSignal } from '../../../core/types.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
 import { TRUSTED_CLIENT_ADDRESS } from '../client-address.js';
+import { ConnectionBudget } from '../connection-budget.js';
 import { ManualSignal } from '../infer.js';
 import type { HttpAnswer } from '../routing.js';
 import { type FromThread, type FrontendThreadData, type RingRequest, type ToThread, answerBytes, readRequest, writeAnswerMessage, writeFallback } from './messages.js';
@@ -75,6 +76,8 @@ export interface FrontendThreadsOptions {
   /** Claim plain `/infer` requests (the fast path is on); false: the threads proxy everything. */
   claim: boolean;
   server: FrontendThreadData['server'];
+  /** The shared connection counts (connection-budget.ts): slot 0 is the main listener's, thread i's is i + 1. */
+  connections: SharedArrayBuffer;
   logger: Logger;
 }
 
@@ -160,7 +163,20 @@ export class FrontendThreads {
     const fd = this.opts.listen(this.opts.host, this.opts.port);
     const toMain = ringMemory();
     const toThread = ringMemory();
-    const data: FrontendThreadData = { index, fd, toMain, toThread, socketPath: this.socketPath, maxInputSize: this.opts.maxInputSize, claim: this.opts.claim, server: this.opts.server };
+    // a thread started again: the connections its predecessor counted died with it
+    new ConnectionBudget(this.opts.connections, this.opts.server.maxConnections).reset(index + 1);
+    const data: FrontendThreadData = {
+      index,
+      fd,
+      toMain,
+      toThread,
+      socketPath: this.socketPath,
+      maxInputSize: this.opts.maxInputSize,
+      claim: this.opts.claim,
+      connections: this.opts.connections,
+      connectionSlot: index + 1,
+      server: this.opts.server,
+    };
     const entry = workerEntry(import.meta.url, 'worker');
     let worker: Worker;
     try {

@@ -13,6 +13,7 @@ import { answerClientError, matchInferUrl, plainRequest, writeAnswer } from '../
 import { OFFLOAD_BYTES } from '../codec/pool.js';
 import type { HttpAnswer } from '../routing.js';
 import { type FrontendThreadData, type FromThread, type ToThread, readAnswer, requestBytes, writeRequest } from './messages.js';
+import { ConnectionBudget } from '../connection-budget.js';
 import { MainProxy } from './proxy.js';
 import { RingReader, RingWriter, SLOT_PAYLOAD } from './ring.js';
 
@@ -65,6 +66,7 @@ function serve(req: IncomingMessage, res: ServerResponse): void {
 const server = createServer({ headersTimeout: data.server.headersTimeout, requestTimeout: data.server.requestTimeout, connectionsCheckingInterval: data.server.connectionsCheckingInterval }, serve);
 server.keepAliveTimeout = data.server.keepAliveTimeout;
 server.maxConnections = data.server.maxConnections;
+new ConnectionBudget(data.connections, data.server.maxConnections).attach(server, data.connectionSlot);
 server.on('clientError', answerClientError);
 
 void fromMain.start(
