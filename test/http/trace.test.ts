@@ -13,6 +13,9 @@ import { getJson, postJson, simpleRequest } from '../helpers/repo.js';
 import { perTestServers } from '../helpers/servers.js';
 import { parseCli } from '../../host/src/cli-options.js';
 import { otlpUrl } from '../../host/src/trace/opentelemetry.js';
+import { simpleInfer as grpcSimpleInfer, tritonGrpcClient, unaryCall } from '../helpers/grpc.js';
+
+const grpcSimple = () => grpcSimpleInfer(Array(16).fill(1), Array(16).fill(2));
 
 const { repository, serve, defer } = perTestServers();
 
@@ -173,6 +176,45 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
       for (const e of compute.events) expect(ns(e.timeUnixNano) >= ns(compute.startTimeUnixNano) && ns(e.timeUnixNano) <= ns(compute.endTimeUnixNano)).toBe(true);
       const wallMs = Number(ns(top.startTimeUnixNano) / 1_000_000n);
       expect(Math.abs(wallMs - Date.now())).toBeLessThan(60_000);
+    }
+  });
+
+  it("continues a client's W3C trace context (HTTP header, gRPC metadata, through a front-end thread) whatever the rate; a malformed one is no trace", async () => {
+    const collector = await otlpCollector();
+    // rate 0, as Triton's guide suggests to trace only requests that carry a context
+    const s = await serve(repository(), {
+      loadModels: ['simple'],
+      grpcPort: 0,
+      // every HTTP connection lands on the front-end thread, which hands a traced request to the main thread whole
+      httpThreads: 1,
+      httpMainListener: false,
+      trace: { mode: 'opentelemetry', level: ['TIMESTAMPS'], rate: 0, count: -1, opentelemetry: { url: collector.url, bspScheduleDelayMs: 50 } },
+    });
+    // no accept-encoding other than identity: a plain request the thread would claim for its ring
+    const ctx = (trace: string, span: string) => ({ traceparent: `00-${trace}-${span}-01`, tracestate: 'vendor=x', 'accept-encoding': 'identity' });
+    const HTTP = ['4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7'] as const;
+    const GRPC = ['0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331'] as const;
+    for (let i = 0; i < 4; i++) expect((await postJson(`${s.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)), ctx(...HTTP))).status).toBe(200);
+    expect((await infer(s.httpUrl)).status).toBe(200); // no context: rate 0, no trace
+    for (const bad of ['00-00000000000000000000000000000000-00f067aa0ba902b7-01', 'garbage', `00-${HTTP[0]}-${HTTP[1]}-01`.padEnd(300, 'x')]) {
+      expect((await postJson(`${s.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)), { traceparent: bad })).status).toBe(200);
+    }
+    const client = tritonGrpcClient(s.grpcUrl!);
+    try {
+      const r = await unaryCall(client, 'ModelInfer', grpcSimple(), undefined, ctx(...GRPC));
+      expect(r.err).toBeUndefined();
+    } finally {
+      client.close();
+    }
+    await s.stop();
+    const spans = collector.exports.flatMap((e) => e.resourceSpans).flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans));
+    const tops = spans.filter((x: any) => x.name === 'InferRequest');
+    // the 4 HTTP requests and the gRPC one: each the child of the client's span, in its trace
+    expect(tops.map((t: any) => [t.traceId, t.parentSpanId]).sort()).toEqual([...Array(4).fill([HTTP[0], HTTP[1]]), [GRPC[0], GRPC[1]]].sort());
+    for (const top of tops) {
+      const model = spans.find((x: any) => x.name === 'simple' && x.parentSpanId === top.spanId);
+      expect(model?.traceId).toBe(top.traceId);
+      expect(top.traceState).toBe('vendor=x');
     }
   });
 

@@ -280,7 +280,7 @@ export class ModelVersion {
     }
     const tracked = new TrackedSender(this, request, sender, start);
     if (this.tracer?.active) {
-      const t = (tracked.trace = this.tracer.sample(this.name, this.version, request.id));
+      const t = (tracked.trace = this.tracer.sample(this.name, this.version, request.id, request.traceContext));
       if (t) {
         t.stamp('REQUEST_START', start);
         t.stamp('QUEUE_START', now());

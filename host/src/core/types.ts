@@ -51,9 +51,23 @@ export const REQUEST_FLAG_SEQUENCE_END = 2;
  * One inference request as a backend sees it, after validation against the model config.
  * Inputs carry the shapes the backend expects (after `reshape`).
  */
+/**
+ * A client's W3C trace context (the `traceparent` and `tracestate` header or metadata values, as
+ * sent; validated where they are used: trace/context.ts). Triton's OpenTelemetry context propagation.
+ */
+export interface TraceContextCarrier {
+  traceparent: string;
+  tracestate?: string;
+}
+
 export interface InferenceRequest {
   /** Client request id ('' if none). */
   id: string;
+  /**
+   * The client's trace context, if it sent one: in `--trace-config mode=opentelemetry` the request is
+   * traced whatever the rate and count, and its spans continue the client's trace.
+   */
+  traceContext?: TraceContextCarrier;
   /** Resolved model name and version. */
   model: string;
   version: number;

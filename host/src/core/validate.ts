@@ -171,6 +171,7 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
         flags: init.flags,
         priority: init.priority,
         timeoutUs: init.timeoutUs,
+        traceContext: init.traceContext,
         batchSize: mbs > 0 ? Math.max(batch, 1) : 1,
         cancelled: false,
       };

@@ -12,12 +12,15 @@
  * Timestamps are Warden's monotonic ns moved onto the wall clock (OpenTelemetry uses the real-time
  * clock), with one offset taken when the exporter starts, so the intervals are exact.
  *
- * Not built: context propagation from a client's `traceparent` header.
+ * A request that carried a client's W3C trace context (`traceparent` / `tracestate`, context.ts)
+ * has its `InferRequest` span made a child of the client's span, in the client's trace.
  */
 import { ROOT_CONTEXT, trace, type HrTime, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { TraceContextCarrier } from '../core/types.js';
+import { parentContext } from './context.js';
 import type { TraceTimestamp } from './trace-manager.js';
 
 /** `--trace-config opentelemetry,<setting>=<value>` settings (defaults as Triton's). */
@@ -42,6 +45,8 @@ export interface FinishedTrace {
   requestId: string;
   /** Monotonic ns (`process.hrtime.bigint()`), in Triton's order. */
   timestamps: readonly { name: TraceTimestamp; ns: bigint }[];
+  /** The client's trace context, if it sent one. */
+  context?: TraceContextCarrier;
 }
 
 const MODEL_EVENTS: readonly TraceTimestamp[] = ['REQUEST_START', 'QUEUE_START', 'REQUEST_END'];
@@ -95,7 +100,7 @@ export class OpenTelemetryTraceExporter {
     // the request's spans end with the later of the two, so they enclose their compute span.
     const end = all.reduce((a, b) => (b > a ? b : a));
     const attributes = { model_name: t.model, model_version: t.version, request_id: t.requestId, trace_id: t.id };
-    const top = this.tracer.startSpan('InferRequest', { startTime: this.wall(start) }, ROOT_CONTEXT);
+    const top = this.tracer.startSpan('InferRequest', { startTime: this.wall(start) }, parentContext(t.context));
     const model = this.tracer.startSpan(t.model, { startTime: this.wall(start), attributes }, trace.setSpan(ROOT_CONTEXT, top));
     for (const name of MODEL_EVENTS) {
       const ns = at.get(name);

@@ -16,6 +16,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { invalidArg, unsupported } from '../core/errors.js';
+import type { TraceContextCarrier } from '../core/types.js';
+import { isValidTraceContext } from './context.js';
 import { OpenTelemetryTraceExporter, type FinishedTrace, type OpenTelemetryOptions } from './opentelemetry.js';
 
 export type TraceLevel = 'TIMESTAMPS' | 'TENSORS';
@@ -68,6 +70,8 @@ export class RequestTrace {
     readonly model: string,
     readonly version: number,
     readonly requestId: string,
+    /** The client's trace context (OpenTelemetry mode), continued by the exported spans. */
+    readonly context?: TraceContextCarrier,
   ) {}
   /** Record a timestamp (monotonic ns). */
   stamp(name: TraceTimestamp, ns: bigint): void {
@@ -86,7 +90,7 @@ export class RequestTrace {
   finished(): FinishedTrace {
     const order = (n: TraceTimestamp) => ORDER.indexOf(n);
     const timestamps = [...this.stamps].sort((a, b) => order(a.name) - order(b.name));
-    return { id: this.id, model: this.model, version: this.version, requestId: this.requestId, timestamps };
+    return { id: this.id, model: this.model, version: this.version, requestId: this.requestId, timestamps, context: this.context };
   }
   /** The two JSON entries Triton writes for a trace; timestamps in Triton's order. */
   toJson(): string {
@@ -213,11 +217,16 @@ export class TraceManager {
 
   /**
    * Whether to trace this request of `model` (call only when {@link active}): every `rate`-th
-   * request of its scope is traced while the scope's count lasts.
+   * request of its scope is traced while the scope's count lasts. In `opentelemetry` mode a request
+   * with a valid client trace context is traced whatever the rate and count (and uses none of the
+   * count), as Triton does; its spans continue the client's trace.
    */
-  sample(model: string, version: number, requestId: string): RequestTrace | undefined {
+  sample(model: string, version: number, requestId: string, context?: TraceContextCarrier): RequestTrace | undefined {
     const own = this.models.get(model);
     const s = this.effective(model);
+    if (this.otel && context && s.level.length > 0 && isValidTraceContext(context)) {
+      return new RequestTrace(this, this.nextId++, model, version, requestId, context);
+    }
     if (s.level.length === 0 || s.rate === 0 || s.count === 0) return undefined;
     const scope = own?.rate !== undefined || own?.count !== undefined ? model : '';
     const n = (this.seen.get(scope) ?? 0) + 1;

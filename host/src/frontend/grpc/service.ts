@@ -4,7 +4,7 @@
  * calls for the same operation. Errors leave through `ServerApi.publicError` (no host paths) and
  * status.ts (Triton's gRPC codes).
  */
-import type { sendUnaryData, ServerUnaryCall, UntypedHandleCall } from '@grpc/grpc-js';
+import type { Metadata, sendUnaryData, ServerUnaryCall, UntypedHandleCall } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { modelConfigToJson } from '../../config/index.js';
 import { AccessError, TritonError, internal, invalidArg, unsupported } from '../../core/errors.js';
@@ -19,6 +19,7 @@ import { callSignal } from './cancel.js';
 import { toServiceError } from './status.js';
 import { handleStreamInfer } from './stream.js';
 import type { ClientShm } from './shm.js';
+import { traceContextFrom } from '../../trace/context.js';
 
 /** What the handlers need. */
 export interface GrpcServiceContext {
@@ -179,7 +180,7 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
     CudaSharedMemoryUnregister: u(() => {
       throw unsupported('CUDA shared memory is not supported: this server has no GPU memory path');
     }),
-    ModelInfer: u((p, r, call) => modelInfer(ctx, p, r as unknown as ModelInferRequest, callSignal(call))),
+    ModelInfer: u((p, r, call) => modelInfer(ctx, p, r as unknown as ModelInferRequest, callSignal(call), call.metadata)),
     ModelStreamInfer: ((call: Parameters<typeof handleStreamInfer>[1]) => handleStreamInfer(ctx, call)) as UntypedHandleCall,
   };
 }
@@ -195,11 +196,12 @@ async function modelReady(api: ServerApi, principal: Principal, name: string, ve
 }
 
 /** `ModelInfer`: one request, one response (decoupled models answer UNSUPPORTED, as Triton's unary call). */
-async function modelInfer(ctx: GrpcServiceContext, principal: Principal, req: ModelInferRequest, signal: CancellationSignal): Promise<unknown> {
+async function modelInfer(ctx: GrpcServiceContext, principal: Principal, req: ModelInferRequest, signal: CancellationSignal, metadata: Metadata): Promise<unknown> {
   const model = req.model_name ?? '';
   const target = ctx.api.inferenceTarget(principal, model, parseModelVersion(req.model_version));
   if (target.decoupled) throw unsupported(`ModelInfer RPC doesn't support models with decoupled transaction policy`);
   const { init, shmOutputs } = decodeModelInferRequest(stripReserved(req), model, target.version, ctx.shm.access(principal), () => ctx.shm.disabledError());
+  init.traceContext = traceContextFrom((name) => metadata.get(name)[0]);
   const { version, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, signal);
   if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
   const response = responses[0]!;

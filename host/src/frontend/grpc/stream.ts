@@ -21,6 +21,7 @@ import { stripReserved } from './service.js';
 import { callSignal } from './cancel.js';
 import { toServiceError } from './status.js';
 import { InOrderWriter, type InOrderPlace } from './in-order.js';
+import { traceContextFrom } from '../../trace/context.js';
 
 type Stream = ServerDuplexStream<ModelInferRequest, unknown>;
 
@@ -109,6 +110,7 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
         place.done();
       }
       const { init, shmOutputs } = decodeModelInferRequest(req, model, target.version, ctx.shm.access(principal), () => ctx.shm.disabledError());
+      init.traceContext = traceContextFrom((name) => call.metadata.get(name)[0]);
       let version = target.version;
       const send = (response: InferenceResponse | null, final: boolean) => {
         const flag = target.decoupled ? final : undefined;

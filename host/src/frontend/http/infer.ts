@@ -11,6 +11,7 @@ import { OFFLOAD_BYTES } from './codec/pool.js';
 import { checkJsonOutputSize, renderInferResponse } from './infer-response.js';
 import { DEFAULT_HTTP_LIMITS } from './limits.js';
 import { type HttpAnswer, sendAnswer } from './routing.js';
+import { traceContextFrom } from '../../trace/context.js';
 
 /**
  * The data plane's `CancellationSignal` shape without an AbortController per request, fired by
@@ -98,6 +99,7 @@ export async function inferAnswer(ctx: FrontendContext, principal: Principal, mo
     !shm && (hl ?? body.length) >= OFFLOAD_BYTES
       ? await ctx.codec.decode(body, hl, model, target.version, target.config)
       : decodeInferRequest(body, hl, model, target.version, target.config, shm);
+  init.traceContext = traceContextFrom((name) => headers[name]);
   const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, signal);
   if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
   const response = responses[0]!;

@@ -47,7 +47,8 @@ function deliver(id: number, answer: HttpAnswer | undefined): void {
 function serve(req: IncomingMessage, res: ServerResponse): void {
   const route = req.method === 'POST' && data.claim && !draining ? matchInferUrl(req.url) : undefined;
   const ihcl = req.headers['inference-header-content-length'];
-  if (!route || !plainRequest(req, maxClaim) || Array.isArray(ihcl)) return proxy.forward(req, res);
+  // a request with a client trace context goes to the main thread whole (the ring carries no such header)
+  if (!route || !plainRequest(req, maxClaim) || Array.isArray(ihcl) || req.headers.traceparent !== undefined) return proxy.forward(req, res);
   readBody(req, data.maxInputSize, (err, body) => {
     if (err) return void res.destroy(); // the client's stream failed: nobody to answer
     nextId = (nextId + 1) >>> 0;
