@@ -194,8 +194,11 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
     const ctx = (trace: string, span: string) => ({ traceparent: `00-${trace}-${span}-01`, tracestate: 'vendor=x', 'accept-encoding': 'identity' });
     const HTTP = ['4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7'] as const;
     const GRPC = ['0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331'] as const;
+    const GENERATE = ['5bf92f3577b34da6a3ce929d0e0e4737', '10f067aa0ba902b8'] as const;
     for (let i = 0; i < 4; i++) expect((await postJson(`${s.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)), ctx(...HTTP))).status).toBe(200);
     expect((await infer(s.httpUrl)).status).toBe(200); // no context: rate 0, no trace
+    const gen = await postJson(`${s.httpUrl}/v2/models/simple/generate`, { INPUT0: Array(16).fill(1), INPUT1: Array(16).fill(2) }, ctx(...GENERATE));
+    expect(gen.status, gen.text).toBe(200);
     for (const bad of ['00-00000000000000000000000000000000-00f067aa0ba902b7-01', 'garbage', `00-${HTTP[0]}-${HTTP[1]}-01`.padEnd(300, 'x')]) {
       expect((await postJson(`${s.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)), { traceparent: bad })).status).toBe(200);
     }
@@ -209,8 +212,8 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
     await s.stop();
     const spans = collector.exports.flatMap((e) => e.resourceSpans).flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans));
     const tops = spans.filter((x: any) => x.name === 'InferRequest');
-    // the 4 HTTP requests and the gRPC one: each the child of the client's span, in its trace
-    expect(tops.map((t: any) => [t.traceId, t.parentSpanId]).sort()).toEqual([...Array(4).fill([HTTP[0], HTTP[1]]), [GRPC[0], GRPC[1]]].sort());
+    // the 4 /infer requests, the /generate one and the gRPC one: each the child of the client's span, in its trace
+    expect(tops.map((t: any) => [t.traceId, t.parentSpanId]).sort()).toEqual([...Array(4).fill([HTTP[0], HTTP[1]]), [GENERATE[0], GENERATE[1]], [GRPC[0], GRPC[1]]].sort());
     for (const top of tops) {
       const model = spans.find((x: any) => x.name === 'simple' && x.parentSpanId === top.spanId);
       expect(model?.traceId).toBe(top.traceId);

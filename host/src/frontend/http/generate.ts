@@ -15,6 +15,7 @@ import { isJsonObject, requestBody } from './body.js';
 import type { FrontendContext } from './context.js';
 import { parseRequestJson } from './json-text.js';
 import { connectionSignal } from './infer.js';
+import { traceContextFrom } from '../../trace/context.js';
 
 /**
  * Shape for `n` elements from config dims (spec §3.6): fixed dims must divide `n`, the innermost
@@ -110,6 +111,7 @@ function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, versi
     },
   });
   const init = decodeGenerateRequest(doc, model, target.version, target.config, duplicates);
+  init.traceContext = traceContextFrom((name) => req.headers[name]);
   return { principal, target, init };
 }
 
