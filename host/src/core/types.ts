@@ -48,10 +48,6 @@ export const REQUEST_FLAG_SEQUENCE_START = 1;
 export const REQUEST_FLAG_SEQUENCE_END = 2;
 
 /**
- * One inference request as a backend sees it, after validation against the model config.
- * Inputs carry the shapes the backend expects (after `reshape`).
- */
-/**
  * A client's W3C trace context (the `traceparent` and `tracestate` header or metadata values, as
  * sent; validated where they are used: trace/context.ts). Triton's OpenTelemetry context propagation.
  */
@@ -60,6 +56,10 @@ export interface TraceContextCarrier {
   tracestate?: string;
 }
 
+/**
+ * One inference request as a backend sees it, after validation against the model config.
+ * Inputs carry the shapes the backend expects (after `reshape`).
+ */
 export interface InferenceRequest {
   /** Client request id ('' if none). */
   id: string;

@@ -28,13 +28,11 @@ export function traceContextFrom(get: (name: string) => unknown): TraceContextCa
   return typeof tracestate === 'string' && tracestate.length <= MAX_TRACESTATE ? { traceparent, tracestate } : { traceparent };
 }
 
-/** The OpenTelemetry context a request's spans continue: the client's span, or the root for a malformed one. */
-export function parentContext(carrier: TraceContextCarrier | undefined): Context {
-  if (!carrier) return ROOT_CONTEXT;
-  return propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
-}
-
-/** True if `carrier` holds a valid W3C trace context (a well-formed `traceparent`, non-zero ids). */
-export function isValidTraceContext(carrier: TraceContextCarrier | undefined): boolean {
-  return carrier !== undefined && trace.getSpanContext(parentContext(carrier)) !== undefined;
+/**
+ * The OpenTelemetry context a request's spans continue (the client's span), or undefined when
+ * `carrier` is no valid W3C trace context (a malformed `traceparent`, zero ids).
+ */
+export function clientContext(carrier: TraceContextCarrier): Context | undefined {
+  const context = propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
+  return trace.getSpanContext(context) === undefined ? undefined : context;
 }

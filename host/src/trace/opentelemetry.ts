@@ -15,12 +15,10 @@
  * A request that carried a client's W3C trace context (`traceparent` / `tracestate`, context.ts)
  * has its `InferRequest` span made a child of the client's span, in the client's trace.
  */
-import { ROOT_CONTEXT, trace, type HrTime, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, trace, type Context, type HrTime, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { TraceContextCarrier } from '../core/types.js';
-import { parentContext } from './context.js';
 import type { TraceTimestamp } from './trace-manager.js';
 
 /** `--trace-config opentelemetry,<setting>=<value>` settings (defaults as Triton's). */
@@ -45,8 +43,8 @@ export interface FinishedTrace {
   requestId: string;
   /** Monotonic ns (`process.hrtime.bigint()`), in Triton's order. */
   timestamps: readonly { name: TraceTimestamp; ns: bigint }[];
-  /** The client's trace context, if it sent one. */
-  context?: TraceContextCarrier;
+  /** The client's span, if it sent a valid trace context (context.ts): `InferRequest`'s parent. */
+  parent?: Context;
 }
 
 const MODEL_EVENTS: readonly TraceTimestamp[] = ['REQUEST_START', 'QUEUE_START', 'REQUEST_END'];
@@ -100,7 +98,7 @@ export class OpenTelemetryTraceExporter {
     // the request's spans end with the later of the two, so they enclose their compute span.
     const end = all.reduce((a, b) => (b > a ? b : a));
     const attributes = { model_name: t.model, model_version: t.version, request_id: t.requestId, trace_id: t.id };
-    const top = this.tracer.startSpan('InferRequest', { startTime: this.wall(start) }, parentContext(t.context));
+    const top = this.tracer.startSpan('InferRequest', { startTime: this.wall(start) }, t.parent ?? ROOT_CONTEXT);
     const model = this.tracer.startSpan(t.model, { startTime: this.wall(start), attributes }, trace.setSpan(ROOT_CONTEXT, top));
     for (const name of MODEL_EVENTS) {
       const ns = at.get(name);

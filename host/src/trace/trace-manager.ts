@@ -16,8 +16,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { invalidArg, unsupported } from '../core/errors.js';
+import type { Context } from '@opentelemetry/api';
 import type { TraceContextCarrier } from '../core/types.js';
-import { isValidTraceContext } from './context.js';
+import { clientContext } from './context.js';
 import { OpenTelemetryTraceExporter, type FinishedTrace, type OpenTelemetryOptions } from './opentelemetry.js';
 
 export type TraceLevel = 'TIMESTAMPS' | 'TENSORS';
@@ -70,8 +71,8 @@ export class RequestTrace {
     readonly model: string,
     readonly version: number,
     readonly requestId: string,
-    /** The client's trace context (OpenTelemetry mode), continued by the exported spans. */
-    readonly context?: TraceContextCarrier,
+    /** The client's span (OpenTelemetry mode, trace context propagation), which the exported spans continue. */
+    readonly parent?: Context,
   ) {}
   /** Record a timestamp (monotonic ns). */
   stamp(name: TraceTimestamp, ns: bigint): void {
@@ -90,7 +91,7 @@ export class RequestTrace {
   finished(): FinishedTrace {
     const order = (n: TraceTimestamp) => ORDER.indexOf(n);
     const timestamps = [...this.stamps].sort((a, b) => order(a.name) - order(b.name));
-    return { id: this.id, model: this.model, version: this.version, requestId: this.requestId, timestamps, context: this.context };
+    return { id: this.id, model: this.model, version: this.version, requestId: this.requestId, timestamps, parent: this.parent };
   }
   /** The two JSON entries Triton writes for a trace; timestamps in Triton's order. */
   toJson(): string {
@@ -224,9 +225,8 @@ export class TraceManager {
   sample(model: string, version: number, requestId: string, context?: TraceContextCarrier): RequestTrace | undefined {
     const own = this.models.get(model);
     const s = this.effective(model);
-    if (this.otel && context && s.level.length > 0 && isValidTraceContext(context)) {
-      return new RequestTrace(this, this.nextId++, model, version, requestId, context);
-    }
+    const parent = this.otel && context && s.level.length > 0 ? clientContext(context) : undefined;
+    if (parent) return new RequestTrace(this, this.nextId++, model, version, requestId, parent);
     if (s.level.length === 0 || s.rate === 0 || s.count === 0) return undefined;
     const scope = own?.rate !== undefined || own?.count !== undefined ? model : '';
     const n = (this.seen.get(scope) ?? 0) + 1;
