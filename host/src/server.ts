@@ -348,8 +348,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       addon = a;
       first = a.reusePortListen(host, opts.httpPort ?? 8000, 511);
       // --http-max-connections holds for all listeners together (slot 0: this thread's)
-      const connections = ConnectionBudget.memory(threadCount + 1);
-      new ConnectionBudget(connections, http.server.maxConnections).attach(http.server, 0);
+      const connections = new ConnectionBudget(ConnectionBudget.memory(threadCount), http.server.maxConnections);
+      connections.attach(http.server, ConnectionBudget.MAIN_SLOT);
       // Fastify passes its listen options to net.Server#listen, which takes a listening `fd`
       // (its typings do not declare it); `host` only keeps Fastify from binding 'localhost' twice.
       if (opts.httpMainListener === false) await http.ready();

@@ -4,7 +4,7 @@ import { ConnectionBudget } from '../../host/src/frontend/http/connection-budget
 
 describe('ConnectionBudget', () => {
   it('the cap holds for all slots together; a release or a reset makes room again', () => {
-    const memory = ConnectionBudget.memory(3);
+    const memory = ConnectionBudget.memory(2); // the main listener and two threads
     const main = new ConnectionBudget(memory, 4);
     const thread = new ConnectionBudget(memory, 4); // another thread's view of the same memory
     expect([main.admit(0), thread.admit(1), thread.admit(2), main.admit(0)]).toEqual([true, true, true, true]);

@@ -14,19 +14,29 @@
 import type { Server, Socket } from 'node:net';
 
 export class ConnectionBudget {
+  /** The main thread's listener's slot. */
+  static readonly MAIN_SLOT = 0;
   private readonly counts: Int32Array;
 
   /**
-   * @param memory from {@link ConnectionBudget.memory}, shared by every listener
+   * @param memory shared by every listener ({@link ConnectionBudget.memory} makes it)
    * @param max the cap on open connections of all listeners together, ≥ 1
    */
-  constructor(memory: SharedArrayBuffer, readonly max: number) {
+  constructor(
+    readonly memory: SharedArrayBuffer,
+    readonly max: number,
+  ) {
     this.counts = new Int32Array(memory);
   }
 
-  /** Shared memory for `listeners` slots. */
-  static memory(listeners: number): SharedArrayBuffer {
-    return new SharedArrayBuffer(4 * listeners);
+  /** Shared memory for the main listener and `threads` front-end threads. */
+  static memory(threads: number): SharedArrayBuffer {
+    return new SharedArrayBuffer(4 * (threads + 1));
+  }
+
+  /** Front-end thread `index`'s slot. */
+  static threadSlot(index: number): number {
+    return index + 1;
   }
 
   /**

@@ -169,12 +169,8 @@ export interface FrontendThreadData {
   maxInputSize: number;
   /** Claim plain `/infer` requests (the fast path is on); false: proxy everything. */
   claim: boolean;
-  /**
-   * `--http-max-connections` across all listeners (connection-budget.ts): the shared counts, and
-   * this thread's slot in them.
-   */
+  /** `--http-max-connections` across all listeners: the shared counts (connection-budget.ts). */
   connections: SharedArrayBuffer;
-  connectionSlot: number;
   /** Fastify's HTTP server settings, mirrored so both listeners time out and keep alive alike. */
   server: { keepAliveTimeout: number; requestTimeout: number; headersTimeout: number; connectionsCheckingInterval: number; maxConnections: number };
 }

@@ -76,8 +76,8 @@ export interface FrontendThreadsOptions {
   /** Claim plain `/infer` requests (the fast path is on); false: the threads proxy everything. */
   claim: boolean;
   server: FrontendThreadData['server'];
-  /** The shared connection counts (connection-budget.ts): slot 0 is the main listener's, thread i's is i + 1. */
-  connections: SharedArrayBuffer;
+  /** `--http-max-connections` across the main listener and the threads (connection-budget.ts). */
+  connections: ConnectionBudget;
   logger: Logger;
 }
 
@@ -164,7 +164,7 @@ export class FrontendThreads {
     const toMain = ringMemory();
     const toThread = ringMemory();
     // a thread started again: the connections its predecessor counted died with it
-    new ConnectionBudget(this.opts.connections, this.opts.server.maxConnections).reset(index + 1);
+    this.opts.connections.reset(ConnectionBudget.threadSlot(index));
     const data: FrontendThreadData = {
       index,
       fd,
@@ -173,8 +173,7 @@ export class FrontendThreads {
       socketPath: this.socketPath,
       maxInputSize: this.opts.maxInputSize,
       claim: this.opts.claim,
-      connections: this.opts.connections,
-      connectionSlot: index + 1,
+      connections: this.opts.connections.memory,
       server: this.opts.server,
     };
     const entry = workerEntry(import.meta.url, 'worker');

@@ -67,7 +67,7 @@ function serve(req: IncomingMessage, res: ServerResponse): void {
 const server = createServer({ headersTimeout: data.server.headersTimeout, requestTimeout: data.server.requestTimeout, connectionsCheckingInterval: data.server.connectionsCheckingInterval }, serve);
 server.keepAliveTimeout = data.server.keepAliveTimeout;
 server.maxConnections = data.server.maxConnections;
-new ConnectionBudget(data.connections, data.server.maxConnections).attach(server, data.connectionSlot);
+new ConnectionBudget(data.connections, data.server.maxConnections).attach(server, ConnectionBudget.threadSlot(data.index));
 server.on('clientError', answerClientError);
 
 void fromMain.start(
