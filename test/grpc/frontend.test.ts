@@ -163,16 +163,26 @@ describe('single-user gRPC frontend', () => {
   });
 });
 
+/** A `jstest` echo model `name` (INT32 [1] in and out) with `count` instances and one parameter. */
+function writeJsModel(repo: TempRepo, name: string, count: number, param: string, value: string): void {
+  repo.write(
+    `${name}/config.pbtxt`,
+    `name: "${name}"\nbackend: "jstest"\nmax_batch_size: 0\ninput [{ name: "INPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\noutput [{ name: "OUTPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\ninstance_group [{ kind: KIND_CPU, count: ${count} }]\nparameters { key: "${param}" value: { string_value: "${value}" } }\n`,
+  );
+  repo.write(`${name}/1/.keep`, '');
+}
+
+/** A server on `repo` with the in-process `jstest` backend, and a gRPC client to it. */
+async function startJsServer(repo: TempRepo): Promise<{ server: RunningServer; client: TritonGrpcClient }> {
+  const server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent', backendResolvers: [new JsBackendResolver()] });
+  return { server, client: tritonGrpcClient(server.grpcUrl!) };
+}
+
 describe('cancellation', () => {
   it("a unary call whose deadline passes while queued is dropped, never executed (CANCELED in the statistics)", async () => {
     const repo = tempRepo();
-    repo.write(
-      'slow/config.pbtxt',
-      'name: "slow"\nbackend: "jstest"\nmax_batch_size: 0\ninput [{ name: "INPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\noutput [{ name: "OUTPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\ninstance_group [{ kind: KIND_CPU, count: 1 }]\nparameters { key: "delay_ms" value: { string_value: "400" } }\n',
-    );
-    repo.write('slow/1/.keep', '');
-    const server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent', backendResolvers: [new JsBackendResolver()] });
-    const client = tritonGrpcClient(server.grpcUrl!);
+    writeJsModel(repo, 'slow', 1, 'delay_ms', '400');
+    const { server, client } = await startJsServer(repo);
     try {
       const one = (id: string) => ({ model_name: 'slow', id, inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }], raw_input_contents: [Buffer.from(Int32Array.of(5).buffer)] });
       const before = executed.filter((e) => e.model === 'slow').length;
@@ -199,15 +209,10 @@ describe('cancellation', () => {
 describe('stream response order', () => {
   it("a non-decoupled model's answers come in request order though instances finish out of order; a decoupled model's as produced", async () => {
     const repo = tempRepo();
-    repo.write(
-      'sleepy/config.pbtxt',
-      'name: "sleepy"\nbackend: "jstest"\nmax_batch_size: 0\ninput [{ name: "INPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\noutput [{ name: "OUTPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\ninstance_group [{ kind: KIND_CPU, count: 3 }]\nparameters { key: "delay_from_input" value: { string_value: "true" } }\n',
-    );
-    repo.write('sleepy/1/.keep', '');
+    writeJsModel(repo, 'sleepy', 3, 'delay_from_input', 'true');
     repo.write('repeat/config.pbtxt', `name: "repeat"\n${REPEAT_CONFIG}`);
     repo.write('repeat/1/.keep', '');
-    const server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent', backendResolvers: [new JsBackendResolver()] });
-    const client = tritonGrpcClient(server.grpcUrl!);
+    const { server, client } = await startJsServer(repo);
     try {
       const stream = (client as unknown as { ModelStreamInfer(): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer();
       const got: string[] = [];
