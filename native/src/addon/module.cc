@@ -7,6 +7,9 @@
 namespace warden_wasmtime {
 Napi::Object Init(Napi::Env env);  // native/src/wasmtime/binding.cc
 }
+namespace warden_ort {
+Napi::Object InitBinding(Napi::Env env);  // native/src/ort/binding.cc
+}
 
 namespace warden_addon {
 
@@ -242,6 +245,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("InstanceHandle", InstanceHandle::Init(env));
   exports.Set("IsoServer", IsoServer::Init(env));
   exports.Set("wasmtime", warden_wasmtime::Init(env));
+  exports.Set("ort", warden_ort::InitBinding(env));
   return exports;
 }
 

@@ -17,6 +17,9 @@ mod wake;
 mod wasi;
 mod wire;
 
+// The ONNX Runtime engine's C ABI (`wo_*`), linked into the addon through this staticlib.
+pub use warden_ort;
+
 use engine::{EngineOptions, WwComponent, WwEngine};
 use ffi_types::{NotifyFn, Reply, WwMessage};
 use instance::{InstanceParams, WwInstance};

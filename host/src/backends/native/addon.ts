@@ -198,6 +198,35 @@ export interface NativeAddon {
    * releases and completions go back through `toParent` (issue 12 point 1).
    */
   IsoServer: new (fd: number, fromParent: ArrayBuffer, toParent: ArrayBuffer) => IsoServer;
+  /** Warden's in-process ONNX Runtime engine (native/ort; host/src/backends/onnxruntime/native-engine.ts). */
+  ort?: OrtEngineBinding;
+}
+
+/** An input or output of an engine session: its name and ONNX element type (0: not passed by the engine). */
+export interface OrtEngineOutlet {
+  name: string;
+  type: number;
+}
+
+/** The addon's binding of the in-process ONNX Runtime engine (native/src/ort/binding.cc). */
+export interface OrtEngineBinding {
+  /** Loads ONNX Runtime from `libPath` (once per process). @throws Error if it cannot be loaded */
+  init(libPath: string): void;
+  /** Opens a model file off the JS thread. Rejects with ONNX Runtime's message. */
+  open(path: string, intraOpThreads: number, interOpThreads: number): Promise<{ session: object; inputs: OrtEngineOutlet[]; outputs: OrtEngineOutlet[] }>;
+  /** Releases a session off the JS thread; later runs of it throw at once. */
+  close(session: object): Promise<void>;
+  /**
+   * Runs a session on the calling thread.
+   * @param spec `[nIn, nOut, per input (index, elemType, rank, dims…), per output (index)]`
+   * @param data the inputs' bytes, one Uint8Array per input (borrowed for the call)
+   * @param shapes filled per output with `(elemType, rank, dims…)`, rows of `2 + maxRank`
+   * @returns the outputs' bytes
+   * @throws Error with ONNX Runtime's message; RangeError / TypeError for a malformed call
+   */
+  run(session: object, spec: Float64Array, data: Uint8Array[], shapes: Float64Array): Uint8Array[];
+  /** Most dimensions a tensor may have. */
+  readonly maxRank: number;
 }
 
 /** The native server of a backend-host process's request path (native/src/addon/iso_server.cc). */

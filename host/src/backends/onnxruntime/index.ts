@@ -8,11 +8,14 @@
  * Config `parameters` honoured: `intra_op_thread_count`, `inter_op_thread_count` (as Triton's
  * onnxruntime backend); defaults 1 / 1 so instances do not fight over cores. Warden's own
  * `inline_run_max_us` (µs, default 100; 0 = every run on the worker thread): runs the model has
- * shown to take less than this stay on the event loop, where a thread hop would cost more.
+ * shown to take less than this stay on the event loop, where a thread hop would cost more. Warden's
+ * `inline_engine` (`warden`, the default, or `onnxruntime-node`): what those inline runs go through,
+ * Warden's in-process engine (native-engine.ts; used where it is available and passes the model's
+ * tensor types, else onnxruntime-node) or always onnxruntime-node (inline-session.ts).
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import ort, { type InferenceSession } from 'onnxruntime-node';
+import type { InferenceSession } from 'onnxruntime-node';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../config/types.js';
 import { internal, invalidArg, unavailable } from '../../core/errors.js';
 import type {
@@ -28,12 +31,15 @@ import type {
   Tensor,
 } from '../../core/types.js';
 import { tensorDataType } from '../../core/validate.js';
-import { type DataType, toConfigDataType } from '../../tensor/datatypes.js';
+import { type DataType, fromConfigDataType, toConfigDataType } from '../../tensor/datatypes.js';
+import type { OrtEngineBinding } from '../native/addon.js';
 import { sequenceInputNames, stateOutputTypes } from '../../scheduler/sequence-controls.js';
+import { type InlineSession, openInlineSession } from './inline-session.js';
 import type { SessionMetadata, SessionWorkerInit, WireTensor } from './messages.js';
+import { engineSupports, nativeOrtEngine, nativeOrtEngineUnavailable } from './native-engine.js';
 import { RunPlacement, threadCpuClock, type ThreadCpuClock } from './placement.js';
 import { SessionWorker, type RunResult } from './session-worker.js';
-import { concatBatch, dataTypeFromOrt, fromOrtTensor, splitBatch, toOrtTensor } from './tensors.js';
+import { concatBatch, dataTypeFromOrt, splitBatch } from './tensors.js';
 
 /** Default of the `inline_run_max_us` parameter: runs shorter than this may stay on the event loop. */
 export const DEFAULT_INLINE_MAX_US = 100;
@@ -118,6 +124,8 @@ interface SessionSource {
    * on the calling thread alone (intra_op_thread_count 1), else undefined (wall clock).
    */
   inlineClock?: ThreadCpuClock;
+  /** The in-process engine inline runs go through; undefined = onnxruntime-node. */
+  engine?: OrtEngineBinding;
   /** Sessions being released in the background; the backend's finalize waits for them. */
   releases: Set<Promise<unknown>>;
 }
@@ -149,7 +157,7 @@ export class OnnxInstance implements BackendModelInstance {
   private readonly placement: RunPlacement;
   private worker?: SessionWorker;
   private starting?: Promise<SessionWorker>;
-  private inlineSession?: ort.InferenceSession;
+  private inlineSession?: InlineSession;
   private inlineOpening = false;
   private finalized = false;
   /** Runs done inline and on the worker. */
@@ -164,6 +172,11 @@ export class OnnxInstance implements BackendModelInstance {
     this.outputTypes = new Map([...config.output.map((o) => [o.name, tensorDataType(o)] as const), ...stateOutputTypes(config)]);
     this.placement = new RunPlacement(source.inlineMaxUs);
     this.watch(worker);
+  }
+
+  /** Which engine the inline session runs on, once it is open (tests, supervision). */
+  get inlineEngine(): InlineSession['engine'] | undefined {
+    return this.inlineSession?.engine;
   }
 
   /** The current session worker, if one is up (supervision and tests). */
@@ -211,10 +224,10 @@ export class OnnxInstance implements BackendModelInstance {
   }
 
   /** The inline session, or undefined while it opens (in the background; runs use the worker meanwhile). */
-  private inline(): ort.InferenceSession | undefined {
+  private inline(): InlineSession | undefined {
     if (this.inlineSession || this.inlineOpening) return this.inlineSession;
     this.inlineOpening = true;
-    ort.InferenceSession.create(this.source.init.file, this.source.init.options).then(
+    openInlineSession(this.source.init, this.source.engine).then(
       (s) => {
         if (this.finalized) releaseInBackground(this.source.releases, s.release());
         else this.inlineSession = s;
@@ -288,40 +301,13 @@ export class OnnxInstance implements BackendModelInstance {
     return worker.run(feeds, outputs);
   }
 
-  private async runInline(session: ort.InferenceSession, inputs: { t: Tensor }[], outputs: { name: string; datatype: DataType }[]): Promise<RunResult> {
-    const feeds: Record<string, ort.Tensor> = {};
-    for (const { t } of inputs) feeds[t.name] = toOrtTensor(t.datatype, t.shape, t.data);
+  private runInline(session: InlineSession, inputs: { t: Tensor }[], outputs: { name: string; datatype: DataType }[]): Promise<RunResult> {
     this.runs.inline++;
-    // onnxruntime-node computes inside a setImmediate; one queued just before it runs right before
-    // it, so the time measured excludes the wait for the check phase (what the placement must see)
-    const clock = this.source.inlineClock;
-    let computeStartNs = process.hrtime.bigint();
-    let cpuStartNs = clock?.() ?? 0;
-    setImmediate(() => {
-      computeStartNs = process.hrtime.bigint();
-      if (clock) cpuStartNs = clock();
-    });
-    let results: ort.InferenceSession.ReturnType;
-    try {
-      results = await session.run(
-        feeds,
-        outputs.map((o) => o.name),
-      );
-    } catch (e) {
-      throw internal(`onnxruntime execute failure: ${(e as Error).message}`);
-    }
-    const computeEndNs = process.hrtime.bigint();
-    const costUs = clock ? (clock() - cpuStartNs) / 1000 : undefined;
-    return {
-      costUs,
-      outputs: outputs.map((o) => {
-        const r = results[o.name];
-        if (!r) throw internal(`onnxruntime did not produce output '${o.name}'`);
-        return fromOrtTensor(o.name, o.datatype, r as ort.Tensor);
-      }),
-      computeStartNs,
-      computeEndNs,
-    };
+    return session.run(
+      inputs.map((i) => i.t),
+      outputs,
+      this.source.inlineClock,
+    );
   }
 
   /**
@@ -387,6 +373,10 @@ class OnnxRuntimeBackend implements Backend {
 
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
     const file = await modelFile(ctx);
+    const inlineEngine = ctx.config.parameters['inline_engine']?.string_value ?? 'warden';
+    if (inlineEngine !== 'warden' && inlineEngine !== 'onnxruntime-node') {
+      throw invalidArg(`parameter 'inline_engine' must be 'warden' or 'onnxruntime-node', got '${inlineEngine}'`);
+    }
     const init: SessionWorkerInit = {
       file,
       options: {
@@ -408,6 +398,7 @@ class OnnxRuntimeBackend implements Backend {
       const completed = ctx.autoCompleteConfig ? autoComplete(ctx.config, first.metadata) : undefined;
       const effective = completed ?? ctx.config;
       checkAgainstGraph(effective, first.metadata);
+      if (inlineEngine === 'warden') source.engine = this.inlineEngine(effective, ctx);
       return new OnnxModel(source, completed, effective, first);
     } catch (e) {
       await first.release();
@@ -415,10 +406,31 @@ class OnnxRuntimeBackend implements Backend {
     }
   }
 
+  /** The in-process engine for `config`'s inline runs, if it may serve them. */
+  private inlineEngine(config: ModelConfig, ctx: ModelLoadContext): OrtEngineBinding | undefined {
+    if (!engineCanPass(config)) return undefined;
+    const engine = nativeOrtEngine();
+    if (!engine) ctx.logger.warn(`inline runs use onnxruntime-node: Warden's ONNX Runtime engine is unavailable (${nativeOrtEngineUnavailable()})`);
+    return engine;
+  }
+
   /** Server shutdown: waits for every session release still in progress. */
   async finalize(): Promise<void> {
     while (this.releases.size > 0) await Promise.all([...this.releases]);
   }
+}
+
+/** True if every tensor the model exchanges (inputs, outputs, sequence controls and states) has a type the engine passes. */
+function engineCanPass(config: ModelConfig): boolean {
+  const sb = config.sequence_batching;
+  const types: (DataType | undefined)[] = [
+    ...config.input.map(tensorDataType),
+    ...config.output.map(tensorDataType),
+    ...(sb?.state ?? []).map((st) => fromConfigDataType(st.data_type)),
+    // START / READY / END are INT32, FP32 or BOOL tensors (all passed); CORRID has its own type
+    ...(sb?.control_input ?? []).flatMap((c) => c.control.map((k) => (k.kind === 'CONTROL_SEQUENCE_CORRID' ? fromConfigDataType(k.data_type) : 'INT32'))),
+  ];
+  return types.every((t) => t !== undefined && engineSupports(t));
 }
 
 /** Config inputs / outputs must exist in the graph (Triton's onnxruntime backend checks this). */
