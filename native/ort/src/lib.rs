@@ -9,32 +9,14 @@
 mod session;
 
 use session::{EngineSession, RunInput};
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
 pub use session::MAX_RANK;
 
-fn set_err(err: *mut *mut c_char, msg: String) {
-    if !err.is_null() {
-        let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-        // SAFETY: the caller passes a valid out-pointer.
-        unsafe { *err = c.into_raw() };
-    }
-}
-
 fn guarded<T>(err: *mut *mut c_char, f: impl FnOnce() -> Result<T, String>) -> Option<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(v)) => Some(v),
-        Ok(Err(m)) => {
-            set_err(err, m);
-            None
-        }
-        Err(_) => {
-            set_err(err, "the ONNX Runtime engine failed (panic)".into());
-            None
-        }
-    }
+    warden_ffi::guarded(err, "the ONNX Runtime engine", f)
 }
 
 unsafe fn utf8<'a>(s: *const c_char) -> Result<&'a str, String> {
@@ -67,11 +49,8 @@ pub struct WoOutput {
 }
 
 #[no_mangle]
-pub extern "C" fn wo_string_free(s: *mut c_char) {
-    if !s.is_null() {
-        // SAFETY: made by CString::into_raw.
-        drop(unsafe { CString::from_raw(s) });
-    }
+pub unsafe extern "C" fn wo_string_free(s: *mut c_char) {
+    warden_ffi::free_string(s)
 }
 
 /// Loads ONNX Runtime from `lib_path` and creates the environment (once per process).

@@ -23,31 +23,13 @@ pub use warden_ort;
 use engine::{EngineOptions, WwComponent, WwEngine};
 use ffi_types::{NotifyFn, Reply, WwMessage};
 use instance::{InstanceParams, WwInstance};
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
-fn set_err(err: *mut *mut c_char, msg: String) {
-    if !err.is_null() {
-        let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-        // SAFETY: caller passes a valid out-pointer.
-        unsafe { *err = c.into_raw() };
-    }
-}
-
 /// Runs `f`, turning a panic into an error.
 fn guarded<T>(err: *mut *mut c_char, f: impl FnOnce() -> Result<T, String>) -> Option<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(v)) => Some(v),
-        Ok(Err(m)) => {
-            set_err(err, m);
-            None
-        }
-        Err(_) => {
-            set_err(err, "the wasmtime engine failed (panic)".into());
-            None
-        }
-    }
+    warden_ffi::guarded(err, "the wasmtime engine", f)
 }
 
 unsafe fn slice<'a>(p: *const u8, len: usize) -> &'a [u8] {
@@ -68,11 +50,8 @@ unsafe fn buffers(ptrs: *const *const u8, lens: *const usize, n: usize) -> Vec<V
 }
 
 #[no_mangle]
-pub extern "C" fn ww_string_free(s: *mut c_char) {
-    if !s.is_null() {
-        // SAFETY: made by CString::into_raw.
-        drop(unsafe { CString::from_raw(s) });
-    }
+pub unsafe extern "C" fn ww_string_free(s: *mut c_char) {
+    warden_ffi::free_string(s)
 }
 
 /// A new engine; messages of its instances go to `notify(ctx, msg)` from any thread.
