@@ -1,6 +1,6 @@
 /** Where ONNX Runtime runs go (host/src/backends/onnxruntime/placement.ts). */
 import { describe, expect, it } from 'vitest';
-import { DEMOTE_AT_ONCE_FACTOR, FIRST_PROBE_AFTER, MAX_PROBE_GAP, RunPlacement, SLOW_SCORE_LIMIT, threadCpuClock } from '../../host/src/backends/onnxruntime/placement.js';
+import { CPU_CHECK_RUNS, DEMOTE_AT_ONCE_FACTOR, FIRST_PROBE_AFTER, MAX_PROBE_GAP, RunPlacement, SLOW_SCORE_LIMIT, threadCpuClock } from '../../host/src/backends/onnxruntime/placement.js';
 
 describe('RunPlacement', () => {
   it('starts on the worker, goes inline up to the largest size seen fast, never above it', () => {
@@ -107,6 +107,45 @@ describe('RunPlacement', () => {
     expect(p.inline(128)).toBe(true);
     p.record(128, DEMOTE_AT_ONCE_FACTOR * 100);
     expect(p.inline(128)).toBe(false); // the first run after it goes to the worker (FIRST_PROBE_AFTER 2)
+  });
+
+  it('a run slow by the wall clock where the CPU clock applies counts for nothing itself, but has the next runs checked on the CPU clock', () => {
+    const p = new RunPlacement(100);
+    p.record(64, 20);
+    expect(p.inline(64)).toBe(true);
+    expect(p.wantsCpuClock).toBe(false); // fast runs are never timed on the (costly) CPU clock
+    // preempted runs, however many and however long by the wall clock: still inline
+    for (let i = 0; i < 3 * SLOW_SCORE_LIMIT; i++) {
+      expect(p.inline(64)).toBe(true);
+      p.record(64, DEMOTE_AT_ONCE_FACTOR * 100, false);
+      expect(p.wantsCpuClock).toBe(true);
+    }
+    // the checks: fast by the CPU clock, so the size stays inline, and the checks run out
+    for (let i = 0; i < CPU_CHECK_RUNS; i++) {
+      expect(p.inline(64)).toBe(true);
+      expect(p.wantsCpuClock).toBe(true);
+      p.record(64, 30);
+    }
+    expect(p.inline(64)).toBe(true);
+    expect(p.wantsCpuClock).toBe(false);
+    p.record(64, 30);
+    // a model that really became slow: a wall-slow run, then checks that are slow by the CPU clock too
+    p.record(64, 500, false);
+    let inline = 0;
+    while (p.inline(64)) {
+      inline++;
+      expect(p.wantsCpuClock).toBe(true);
+      p.record(64, 500);
+    }
+    expect(inline).toBe(SLOW_SCORE_LIMIT);
+    // a probe is judged on the CPU clock
+    let probe = false;
+    for (let i = 0; i < 2 * FIRST_PROBE_AFTER && !probe; i++) {
+      probe = p.inline(64);
+      if (probe) expect(p.wantsCpuClock).toBe(true);
+      p.record(64, probe ? 30 : 500);
+    }
+    expect(probe).toBe(true);
   });
 
   it("threadCpuClock counts this thread's CPU time, not time asleep", () => {

@@ -10,9 +10,13 @@ import { nativeAddon } from '../native/addon.js';
  * which the model has computed in under `inlineMaxUs`, and sends a run inline only at or below that
  * size.
  *
- * An inline run of a model with one intra-op thread (the default) is timed by the event-loop
+ * An inline run of a model with one intra-op thread (the default) is judged by the event-loop
  * thread's CPU clock ({@link threadCpuClock}): all of its compute is on that thread, and a run
- * preempted on a busy machine costs the loop no more than its CPU time says. Wall-clock timing sent
+ * preempted on a busy machine costs the loop no more than its CPU time says. That clock is a system
+ * call (two reads cost ~4 % of the event loop's time at c=16 on `simple`, session 7), so it is read
+ * only to check: a run whose wall time is under the bound is fast by either clock, and a run whose
+ * wall time is not ({@link record} with `exact` false) counts for nothing itself but has the next
+ * {@link CPU_CHECK_RUNS} inline runs timed on the CPU clock ({@link wantsCpuClock}). Wall-clock timing sent
  * 1.6-3.5 % of `simple`'s c=1 runs to the worker on a busy 2-vCPU host (docs/benchmarks.md, session
  * 6), each paying a thread hop, which is p99 territory. Other runs (worker runs, several intra-op
  * threads, no addon) are timed on the wall clock, where one preempted run of a 14 µs model can
@@ -22,8 +26,8 @@ import { nativeAddon } from '../native/addon.js';
  * {@link FAST_RUN_CREDIT} off it; the size goes back to the worker when the score reaches
  * {@link SLOW_SCORE_LIMIT}, or at once for a run of {@link DEMOTE_AT_ONCE_FACTOR} × `inlineMaxUs` or
  * more. A model that really became slow at that size thus costs the loop at most four runs below
- * that bound (or one above it) before its runs move to the worker; a model slow on every other
- * run moves after a few.
+ * that bound (or two above it, the first only prompting the CPU check) before its runs move to
+ * the worker; a model slow on every other run moves after a few.
  *
  * A size sent back is probed: the {@link FIRST_PROBE_AFTER}th run at or below the old bound runs
  * inline again, and if it is fast the size is inline again. A slow probe doubles the gap to the
@@ -47,6 +51,8 @@ export class RunPlacement {
   private probeIn = FIRST_PROBE_AFTER;
   /** The run just placed inline is a probe (an instance runs one batch at a time). */
   private probing = false;
+  /** Inline runs left to time on the CPU clock since a run was slow by the wall clock. */
+  private cpuChecks = 0;
 
   /** @param inlineMaxUs Longest run (µs) allowed on the event loop; 0 = every run on the worker. */
   constructor(readonly inlineMaxUs: number) {}
@@ -66,11 +72,25 @@ export class RunPlacement {
   }
 
   /**
-   * Records a finished run: its total input bytes and compute time (µs: the event-loop thread's CPU
-   * time for an inline run where that clock applies, else wall clock), in either place.
+   * True if the run just placed inline should be timed on the thread CPU clock, where one applies:
+   * a check after a wall-slow run, or a probe (judged exactly, as it decides for many runs).
    */
-  record(inputBytes: number, computeUs: number): void {
+  get wantsCpuClock(): boolean {
+    return this.cpuChecks > 0 || this.probing;
+  }
+
+  /**
+   * Records a finished run, in either place: its total input bytes and compute time (µs).
+   * @param exact false for an inline run timed on the wall clock where the CPU clock applies: a slow
+   *   one is not counted, but has the next runs checked on the CPU clock (class comment)
+   */
+  record(inputBytes: number, computeUs: number, exact = true): void {
     if (this.inlineMaxUs <= 0) return;
+    if (!exact && computeUs >= this.inlineMaxUs) {
+      this.cpuChecks = CPU_CHECK_RUNS;
+      return;
+    }
+    if (exact && this.cpuChecks > 0) this.cpuChecks--;
     if (this.probing) {
       this.probing = false;
       if (computeUs < this.inlineMaxUs) {
@@ -112,6 +132,11 @@ export const FAST_RUN_CREDIT = 0.25;
 export const FIRST_PROBE_AFTER = 2;
 /** Most runs between two probes (a model that became slow costs the loop at most one run in this many). */
 export const MAX_PROBE_GAP = 1024;
+/**
+ * Runs timed on the CPU clock after one was slow by the wall clock: enough for a model that really
+ * became slow to reach {@link SLOW_SCORE_LIMIT} on them.
+ */
+export const CPU_CHECK_RUNS = 8;
 /** A run this many times `inlineMaxUs` or longer sends its size back to the worker at once. */
 export const DEMOTE_AT_ONCE_FACTOR = 50;
 
