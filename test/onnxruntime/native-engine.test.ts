@@ -9,6 +9,8 @@
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,6 +108,26 @@ describe('in-process ONNX Runtime engine', () => {
     } finally {
       await s2.close();
     }
+  });
+
+  it('outputs collected after their session closed are released safely (ONNX Runtime memory outlives the session)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    let kept: Tensor[] = [];
+    for (let round = 0; round < 6; round++) {
+      const s = await NativeSession.open(engine, join(dir, 'id', '1', 'model.onnx'), 1, 1);
+      for (let i = 0; i < 10; i++) {
+        kept.push(s.run([tensor('INPUT0', 'FP32', [50_000], new Float32Array(50_000).fill(round))], [{ name: 'OUTPUT0', datatype: 'FP32' }])[0]!);
+      }
+      await s.close();
+      gc(); // finalizers of earlier rounds' outputs run after their sessions are gone
+      expect(new Float32Array(kept.at(-1)!.data.buffer, kept.at(-1)!.data.byteOffset, 50_000)[49_999]).toBe(round);
+      kept = kept.slice(-5);
+    }
+    kept = [];
+    gc();
+    await new Promise((r) => setTimeout(r, 20));
+    gc();
   });
 
   it('answers bad runs with INTERNAL and the reason, and keeps serving', async () => {
