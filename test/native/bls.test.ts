@@ -160,7 +160,8 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     const gone = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload' } });
     expect(gone.status).toBe(503);
     expect(gone.json.error).toBe("bls: target model 'identity_native' is not ready");
-    expect(await stateOf('identity_native')).toBe('UNAVAILABLE');
+    // TRITONSERVER_ServerUnloadModel returns before the unload ends (Triton's contract): UNLOADING first
+    await expect.poll(() => stateOf('identity_native')).toBe('UNAVAILABLE');
     expect(await stateOf('ens_identity')).toBe('READY'); // a plain unload leaves dependents loaded, as Triton
     const back = await infer('bls_native', { inputs: [f32('INPUT0', [4])], parameters: { control: 'load' } });
     expect(back.status, back.text).toBe(200);
@@ -172,8 +173,8 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     expect(cfg.parameters.execute_delay_ms.string_value).toBe('1');
     const dep = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload_dependents' } });
     expect(dep.status).toBe(503);
-    expect(await stateOf('identity_native')).toBe('UNAVAILABLE');
-    expect(await stateOf('ens_identity')).toBe('UNAVAILABLE'); // ServerUnloadModelAndDependents: the ensemble using it too
+    await expect.poll(() => stateOf('identity_native')).toBe('UNAVAILABLE');
+    await expect.poll(() => stateOf('ens_identity')).toBe('UNAVAILABLE'); // ServerUnloadModelAndDependents: the ensemble using it too
     expect((await infer('bls_native', { inputs: [f32('INPUT0', [6])], parameters: { control: 'load' } })).status).toBe(200);
     expect(await stateOf('ens_identity')).toBe('UNAVAILABLE'); // dependents are not reloaded with it
   });
