@@ -40,34 +40,24 @@ fn env() -> Result<&'static ort::environment::Environment, String> {
     }
 }
 
-/// ONNX element type codes (TensorProto.DataType) → bytes per element; None for types the engine
-/// does not pass (strings, sub-byte and 8-bit float types, complex).
-pub fn element_size(elem_type: i32) -> Option<usize> {
-    Some(match elem_type {
-        2 | 3 | 9 => 1,       // UINT8, INT8, BOOL
-        4 | 5 | 10 | 16 => 2, // UINT16, INT16, FLOAT16, BFLOAT16
-        1 | 6 | 12 => 4,      // FLOAT, INT32, UINT32
-        7 | 11 | 13 => 8,     // INT64, DOUBLE, UINT64
-        _ => return None,
-    })
-}
-
-fn to_sys_type(elem_type: i32) -> Option<sys::ONNXTensorElementDataType> {
+/// An ONNX element type code (TensorProto.DataType) the engine passes → its bytes per element and
+/// ONNX Runtime's enum; None for the others (strings, sub-byte and 8-bit float types, complex).
+fn element(elem_type: i32) -> Option<(usize, sys::ONNXTensorElementDataType)> {
     use sys::ONNXTensorElementDataType as T;
     Some(match elem_type {
-        1 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT,
-        2 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8,
-        3 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8,
-        4 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16,
-        5 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16,
-        6 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32,
-        7 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64,
-        9 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL,
-        10 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16,
-        11 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE,
-        12 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32,
-        13 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64,
-        16 => T::ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16,
+        1 => (4, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT),
+        2 => (1, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8),
+        3 => (1, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8),
+        4 => (2, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16),
+        5 => (2, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16),
+        6 => (4, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32),
+        7 => (8, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64),
+        9 => (1, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL),
+        10 => (2, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16),
+        11 => (8, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE),
+        12 => (4, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32),
+        13 => (8, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64),
+        16 => (2, T::ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16),
         _ => return None,
     })
 }
@@ -145,7 +135,7 @@ fn outlet_type(t: &ValueType) -> i32 {
     match t.tensor_type() {
         Some(ty) => {
             let code = sys::ONNXTensorElementDataType::from(ty) as i32;
-            if element_size(code).is_some() { code } else { 0 }
+            if element(code).is_some() { code } else { 0 }
         }
         None => 0,
     }
@@ -187,7 +177,7 @@ impl EngineSession {
         let mut copies: Vec<Vec<u64>> = Vec::new();
         for input in inputs {
             let name = self.input_names.get(input.index).ok_or_else(|| format!("input index {} out of range", input.index))?;
-            let size = element_size(input.elem_type).ok_or_else(|| format!("element type {} is not supported", input.elem_type))?;
+            let (size, sys_type) = element(input.elem_type).ok_or_else(|| format!("element type {} is not supported", input.elem_type))?;
             if input.shape.len() > MAX_RANK {
                 return Err(format!("input '{}' has {} dimensions (at most {MAX_RANK})", name.to_string_lossy(), input.shape.len()));
             }
@@ -218,7 +208,7 @@ impl EngineSession {
                     bytes,
                     input.shape.as_ptr(),
                     input.shape.len(),
-                    to_sys_type(input.elem_type).expect("checked by element_size"),
+                    sys_type,
                     &mut value,
                 )
             })?;
@@ -279,7 +269,7 @@ fn describe(value: OwnedValue) -> Result<RunOutput, String> {
     // SAFETY: released once.
     unsafe { (api.ReleaseTensorTypeAndShapeInfo)(info) };
     let (elem_type, shape) = read?;
-    let size = element_size(elem_type).ok_or_else(|| format!("output element type {elem_type} is not supported by the native engine"))?;
+    let (size, _) = element(elem_type).ok_or_else(|| format!("output element type {elem_type} is not supported by the native engine"))?;
     let mut count: usize = 1;
     for &d in &shape {
         count = count.checked_mul(usize::try_from(d).map_err(|_| "output has a negative dimension")?).ok_or("output shape overflows")?;
