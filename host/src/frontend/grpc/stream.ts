@@ -53,6 +53,8 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
   // UNAUTHENTICATED. Requests are handled in arrival order.
   let chain: Promise<unknown> = Promise.resolve();
   const order = new InOrderWriter();
+  // the stream's metadata, and so the client's trace context, is the same for every request on it
+  const traceContext = traceContextFrom((name) => call.metadata.get(name)[0]);
   // Each request counts as a call being handled until its final response (an open, idle stream
   // does not hold a graceful shutdown).
   call.on('data', (raw: ModelInferRequest) => {
@@ -110,7 +112,7 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
         place.done();
       }
       const { init, shmOutputs } = decodeModelInferRequest(req, model, target.version, ctx.shm.access(principal), () => ctx.shm.disabledError());
-      init.traceContext = traceContextFrom((name) => call.metadata.get(name)[0]);
+      init.traceContext = traceContext;
       let version = target.version;
       const send = (response: InferenceResponse | null, final: boolean) => {
         const flag = target.decoupled ? final : undefined;
