@@ -144,6 +144,12 @@ export class ModelRepositoryManager {
   private readonly records = new Map<string, ModelRecord>();
   /** Ensemble loads in progress → the models (key ids) they are waiting for. */
   private readonly ensembleWaits = new Map<string, Set<string>>();
+  /**
+   * Loads a start-up, restore or poll has scheduled but not started (key id → start). An
+   * ensemble that names one starts it at once and waits for it, so dependencies load before the
+   * ensembles over them in every control mode, as Triton orders loads.
+   */
+  private readonly deferredLoads = new Map<string, () => Promise<void>>();
   private pollTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** The drain bound of the shutdown in progress (what is left of --exit-timeout-secs). */
@@ -191,20 +197,39 @@ export class ModelRepositoryManager {
     const all = this.opts.controlMode !== 'explicit' || loadModels.includes('*');
     const names = all ? [...found.keys()] : [...loadModels];
     const failures: { name: string; error: TritonError }[] = [];
-    // At most --model-load-thread-count loads at once.
-    const queue = [...names];
-    const worker = async (): Promise<void> => {
-      for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
-        try {
-          await this.load(operatorKey(name), {}, true);
-        } catch (e) {
-          failures.push({ name, error: asTritonError(e) });
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(this.opts.loadThreadCount ?? 4, names.length)) }, worker));
+    // At most --model-load-thread-count loads at once (an ensemble's dependencies it starts itself
+    // run within its own slot).
+    await this.loadDeferred(
+      names.map(operatorKey),
+      this.opts.loadThreadCount ?? 4,
+      (key, e) => failures.push({ name: key.name, error: asTritonError(e) }),
+    );
     await restoring;
     return failures;
+  }
+
+  /**
+   * Load `keys`, at most `concurrency` at once, each through {@link deferredLoads} until it
+   * starts: an ensemble among them that names another starts that one first
+   * ({@link prepareComposing}), so no ensemble is checked before the models it names have loaded.
+   * Failures go to `onError`; this never rejects.
+   */
+  private async loadDeferred(keys: readonly ModelKey[], concurrency: number, onError: (key: ModelKey, e: unknown) => void): Promise<void> {
+    const queue = [...keys];
+    for (const key of keys) {
+      const id = modelKeyId(key);
+      this.deferredLoads.set(id, () => {
+        this.deferredLoads.delete(id);
+        return this.load(key, {}, true).catch((e: unknown) => onError(key, e));
+      });
+    }
+    const worker = async (): Promise<void> => {
+      for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
+        // Undefined once an ensemble started it.
+        await this.deferredLoads.get(modelKeyId(key))?.();
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, keys.length)) }, worker));
   }
 
   /**
@@ -227,13 +252,9 @@ export class ModelRepositoryManager {
       this.opts.logger.error({ reason: this.uploadsDisabled }, 'upload store unavailable: uploads are refused');
       return;
     }
-    await Promise.all(
-      models.map((key) =>
-        this.load(key, {}, true).catch((e) => {
-          this.opts.logger.error({ model: key.name, namespace: key.namespace, reason: asTritonError(e).message }, 'failed to restore uploaded model');
-        }),
-      ),
-    );
+    await this.loadDeferred(models, Math.max(1, models.length), (key, e) => {
+      this.opts.logger.error({ model: key.name, namespace: key.namespace, reason: asTritonError(e).message }, 'failed to restore uploaded model');
+    });
   }
 
   /** Start polling the repositories every `seconds` (poll mode). */
@@ -255,14 +276,15 @@ export class ModelRepositoryManager {
    */
   async poll(): Promise<void> {
     const found = await scanRepositories(this.opts.repositories);
-    const jobs: Promise<unknown>[] = [];
+    const changed: ModelKey[] = [];
     for (const [name, loc] of found) {
       const key = operatorKey(name);
       const rec = this.records.get(modelKeyId(key));
       if (rec?.overrideDir) continue;
       const fp = await fingerprintModel(loc.modelPath);
-      if (!rec || rec.fingerprint !== fp) jobs.push(this.load(key, {}, true).catch(() => undefined));
+      if (!rec || rec.fingerprint !== fp) changed.push(key);
     }
+    const jobs: Promise<unknown>[] = [this.loadDeferred(changed, Math.max(1, changed.length), () => undefined)];
     for (const rec of this.records.values()) {
       if (rec.key.namespace !== '' || rec.overrideDir || rec.serving.size === 0) continue;
       if (!found.has(rec.key.name)) jobs.push(this.unload(rec.key, true));
@@ -698,7 +720,10 @@ export class ModelRepositoryManager {
           const waits = this.ensembleWaits.get(me) ?? new Set<string>();
           this.ensembleWaits.set(me, waits.add(id));
           try {
-            if (rec) await rec.chain;
+            // Scheduled by start-up, restore or poll but not started: load it now, in this slot.
+            const deferred = this.deferredLoads.get(id);
+            if (deferred) await deferred();
+            else if (rec) await rec.chain;
             rec = this.records.get(id);
             if (rec && rec.serving.size > 0) return;
             // Explicit mode loads a composing model that is not loaded (a tenant's from its stored
