@@ -52,13 +52,22 @@ export function chooseEncoding(header: string | string[] | undefined): ResponseE
 }
 
 /**
- * onSend step: compress `payload` (string or Buffer) when the client asked for it. Returns the
+ * Routes whose successful answers are compressed: inference and generate, as Triton's
+ * `http_server.cc` does (spec §1.14). Everything else — metadata, config, statistics, health, the
+ * repository index, every error — goes out uncompressed whatever `Accept-Encoding` says.
+ */
+const COMPRESSED_ROUTE = /\/(infer|generate)$/;
+
+/**
+ * onSend step: compress `payload` (string or Buffer) of a successful infer or generate answer
+ * ({@link COMPRESSED_ROUTE}) when the client asked for it. Returns the
  * payload itself, synchronously, when nothing is to be compressed (every `simple`-sized reply
  * without `Accept-Encoding`), so the hook adds no promise and no tick to the hot path; a promise
  * of the compressed bytes otherwise.
  */
 export function compressReply(req: FastifyRequest, reply: FastifyReply, payload: unknown): unknown {
   if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
+  if (reply.statusCode >= 400 || !COMPRESSED_ROUTE.test(req.routeOptions?.url ?? '')) return payload;
   const enc = chooseEncoding(req.headers['accept-encoding']);
   reply.header('vary', 'Accept-Encoding');
   if (enc === 'identity' || reply.hasHeader('content-encoding')) return payload;
