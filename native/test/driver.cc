@@ -97,6 +97,7 @@ struct Call {
         resp.has_error = true;
         resp.code = TRITONSERVER_ErrorCode(e);
         resp.message = TRITONSERVER_ErrorMessage(e);
+        TRITONSERVER_ErrorDelete(e);  // the caller owns it, as in Triton
       }
       uint32_t n = 0;
       TakeMessage(TRITONSERVER_InferenceResponseOutputCount(r, &n));

@@ -138,6 +138,7 @@ Napi::Object ResponseEvent(Napi::Env env, Event& e) {
     eo.Set("code", Napi::Number::New(env, int(TRITONSERVER_ErrorCode(err))));
     eo.Set("message", Napi::String::New(env, TRITONSERVER_ErrorMessage(err)));
     o.Set("error", eo);
+    TRITONSERVER_ErrorDelete(err);
     TRITONSERVER_InferenceResponseDelete(r);
     return o;
   }

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "addon.h"
@@ -310,7 +311,10 @@ class IsoServerCore {
   }
 
   void SendResponse(uint32_t token, TRITONSERVER_InferenceResponse* r, uint32_t flags) {
-    TRITONSERVER_Error* rerr = r ? TRITONSERVER_InferenceResponseError(r) : nullptr;
+    TRITONSERVER_Error* rerr = r ? TRITONSERVER_InferenceResponseError(r) : nullptr;  // ours to delete
+    std::unique_ptr<TRITONSERVER_Error, void (*)(TRITONSERVER_Error*)> rerr_owner(rerr, [](TRITONSERVER_Error* e) {
+      if (e != nullptr) TRITONSERVER_ErrorDelete(e);
+    });
     struct Out {
       const char* name;
       const char* dt;

@@ -303,8 +303,12 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseDelete(TRITONSERVER_InferenceR
   return nullptr;
 }
 
+// A new error object the caller owns and deletes (spec §6: Triton's core returns a fresh copy of
+// the response status; python_backend's request executor deletes it, and deletes the response
+// too — handing out the response's own error would be freed twice).
 TRITONSERVER_Error* TRITONSERVER_InferenceResponseError(TRITONSERVER_InferenceResponse* r) {
-  return r == nullptr ? nullptr : r->error;  // owned by the response
+  if (r == nullptr || r->error == nullptr) return nullptr;
+  return TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(r->error), TRITONSERVER_ErrorMessage(r->error));
 }
 
 TRITONSERVER_Error* TRITONSERVER_InferenceResponseModel(TRITONSERVER_InferenceResponse* r,

@@ -295,9 +295,8 @@ TRITONSERVER_Error* BuildRequest(TRITONSERVER_Server* server, const ModelState& 
 /** The BLS response from everything the target sent (outputs concatenated along dim 0). */
 TRITONSERVER_Error* Answer(TRITONBACKEND_Request* request, Pending& p, bool decoupled, const std::string& platform) {
   for (TRITONSERVER_InferenceResponse* r : p.responses) {
-    if (TRITONSERVER_Error* e = TRITONSERVER_InferenceResponseError(r)) {
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(e), TRITONSERVER_ErrorMessage(e));  // response owns e
-    }
+    // The caller owns the returned error (as in Triton): hand it on as the BLS request's error.
+    if (TRITONSERVER_Error* e = TRITONSERVER_InferenceResponseError(r)) return e;
   }
   TRITONBACKEND_Response* response = nullptr;
   BLS_RETURN_IF_ERROR(TRITONBACKEND_ResponseNew(&response, request));
