@@ -43,10 +43,13 @@ export function plainRequest(req: IncomingMessage, maxBodyBytes: number): boolea
   return accept === undefined || chooseEncoding(accept) === 'identity';
 }
 
-/** Write `answer` as the Fastify path does: its headers, then `vary` (compression's onSend) and `content-length`. */
+/**
+ * Write `answer` as the Fastify path does: its headers, then `vary` (compression's onSend sets it
+ * on a successful infer answer, the only kind compressed; never on an error) and `content-length`.
+ */
 export function writeAnswer(res: ServerResponse, answer: HttpAnswer): void {
   const headers = answer.headers;
-  headers.vary = 'Accept-Encoding';
+  if (answer.status < 400) headers.vary = 'Accept-Encoding';
   headers['content-length'] = String(Buffer.byteLength(answer.body));
   res.writeHead(answer.status, headers);
   res.end(answer.body);
