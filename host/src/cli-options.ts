@@ -2,6 +2,7 @@
  * tritonserver's command-line flags (spec §5.8) → ServerOptions. Boolean flags take
  * `--flag=true|false` (or bare `--flag` = true) as tritonserver does.
  */
+import { DEFAULT_ENSEMBLE_LIMITS } from './ensemble/budget.js';
 import { MAX_HTTP_THREADS } from './frontend/http/threads/limits.js';
 import { parseArgs } from 'node:util';
 import { checkEngineName, DEFAULT_ENGINE, ENGINE_NAMES } from './backends/wasm/engines.js';
@@ -46,11 +47,23 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --wasm-cache-max-entries=<n>    transpiled-component cache entries (default ${DEFAULT_CACHE_LIMITS.maxEntries})
   --wasm-cache-max-bytes=<n>      transpiled-component cache size (default ${DEFAULT_CACHE_LIMITS.maxBytes})
   --max-upload-bytes=<n>          decoded files of one load request (default ${DEFAULT_MAX_UPLOAD_BYTES})
+  --sandbox-execution-slots=<n>   multi-tenant: sandbox executions running at once, all tenants (default: cores)
+  --ensemble-max-inferences=<n>   composing inferences of one ensemble request (multi-tenant default
+                                  ${DEFAULT_ENSEMBLE_LIMITS.maxInferences}; single-user: none unless an --ensemble-max-* flag is set)
+  --ensemble-max-depth=<n>        ensembles nested in one request (default ${DEFAULT_ENSEMBLE_LIMITS.maxDepth})
+  --ensemble-max-fanout=<n>       composing inferences of one ensemble request in flight (default ${DEFAULT_ENSEMBLE_LIMITS.maxFanout})
   --max-instances-per-model=<n>   cap on one model's instance count (default ${DEFAULT_SERVER_CAPS.maxInstancesPerModel})
+  --max-priority-levels=<n>       cap on dynamic_batching.priority_levels, every model (default ${DEFAULT_SERVER_CAPS.maxPriorityLevels})
+  --max-sequence-slots=<n>        cap on sequence slots per instance: max_candidate_sequences, or
+                                  max_batch_size with the direct strategy (default ${DEFAULT_SERVER_CAPS.maxSequenceSlots})
+  --max-preferred-batch-sizes=<n> cap on a preferred_batch_size list's entries (default ${DEFAULT_SERVER_CAPS.maxPreferredBatchSizes})
+  --max-state-bytes=<n>           cap on one implicit sequence state's bytes (default ${DEFAULT_SERVER_CAPS.maxStateBytes})
   --http-header-timeout-ms=<n>    time a client has to send the request headers (default ${DEFAULT_HTTP_LIMITS.headerTimeoutMs})
   --http-request-timeout-ms=<n>   time a client has to send the whole request (default ${DEFAULT_HTTP_LIMITS.requestTimeoutMs})
   --http-max-connections=<n>      open HTTP connections accepted at once, all listeners
                                   together (default ${DEFAULT_HTTP_LIMITS.maxConnections})
+  --http-max-connections-per-address=<n> open HTTP connections one client address may hold, checked
+                                  before authentication; IPv6 by /64; 0 = no cap (default ${DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress})
   --http-max-json-output-bytes=<n> largest JSON inference response; bigger ones get 400 and a pointer to
                                   the binary data extension (default ${DEFAULT_HTTP_LIMITS.maxJsonOutputBytes})
   --http-fast-path=<bool>         serve plain /infer requests ahead of Fastify's router (default true;
@@ -67,6 +80,9 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --jwt-issuer=<iss>              required JWT issuer (with --jwt-jwks-*)
   --jwt-audience=<aud>            required JWT audience (with --jwt-jwks-*)
   --jwt-tenant-claim=<claim>      JWT claim naming the tenant (default sub)
+  --metrics-auth=<bool>           multi-tenant mode: GET /metrics needs an administrator's bearer
+                                  token (default true; false: the port answers anyone)
+  --metrics-tenant-labels=<bool>  multi-tenant mode: per-model series carry a tenant label (default false)
 
   warden tenants add|rotate|remove|list --tenants=<path> ...   edit the tenants file (--help there)
   --help                          this text
@@ -341,7 +357,15 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'wasm-max-memory-bytes': str,
         'wasm-max-execute-ms': str,
         'max-instances-per-model': str,
+        'max-priority-levels': str,
+        'max-sequence-slots': str,
+        'max-preferred-batch-sizes': str,
+        'max-state-bytes': str,
         'max-upload-bytes': str,
+        'sandbox-execution-slots': str,
+        'ensemble-max-inferences': str,
+        'ensemble-max-depth': str,
+        'ensemble-max-fanout': str,
         'wasm-max-total-memory-bytes': str,
         'wasm-cache-max-entries': str,
         'wasm-engine': str,
@@ -350,6 +374,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'http-header-timeout-ms': str,
         'http-request-timeout-ms': str,
         'http-max-connections': str,
+        'http-max-connections-per-address': str,
         'http-max-json-output-bytes': str,
         'http-fast-path': str,
         'http-threads': str,
@@ -361,6 +386,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'jwt-issuer': str,
         'jwt-audience': str,
         'jwt-tenant-claim': str,
+        'metrics-auth': str,
+        'metrics-tenant-labels': str,
         help: { type: 'boolean' },
         // tritonserver flags honoured (spec §5.8)
         id: str,
@@ -454,6 +481,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
     metricsAddress: str1('metrics-address'),
     metricsIntervalMs,
     allowCpuMetrics: bool('allow-cpu-metrics', str1('allow-cpu-metrics'), true),
+    metricsAuth: bool('metrics-auth', str1('metrics-auth'), true),
+    metricsTenantLabels: bool('metrics-tenant-labels', str1('metrics-tenant-labels'), false),
     exitTimeoutSecs: int('exit-timeout-secs', str1('exit-timeout-secs'), 30, 0),
     modelLoadThreadCount: int('model-load-thread-count', str1('model-load-thread-count'), 4, 1),
     logSettings: {
@@ -498,11 +527,27 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
       maxBytes: int('wasm-cache-max-bytes', v['wasm-cache-max-bytes'], DEFAULT_CACHE_LIMITS.maxBytes, 1),
     },
     maxUploadBytes: int('max-upload-bytes', v['max-upload-bytes'], DEFAULT_MAX_UPLOAD_BYTES, 1),
-    caps: { maxInstancesPerModel: int('max-instances-per-model', v['max-instances-per-model'], DEFAULT_SERVER_CAPS.maxInstancesPerModel, 1) },
+    sandboxExecutionSlots: v['sandbox-execution-slots'] === undefined ? undefined : int('sandbox-execution-slots', v['sandbox-execution-slots'], 1, 1),
+    ensembleLimits:
+      v['ensemble-max-inferences'] === undefined && v['ensemble-max-depth'] === undefined && v['ensemble-max-fanout'] === undefined
+        ? undefined
+        : {
+            maxInferences: int('ensemble-max-inferences', v['ensemble-max-inferences'], DEFAULT_ENSEMBLE_LIMITS.maxInferences, 1),
+            maxDepth: int('ensemble-max-depth', v['ensemble-max-depth'], DEFAULT_ENSEMBLE_LIMITS.maxDepth, 1),
+            maxFanout: int('ensemble-max-fanout', v['ensemble-max-fanout'], DEFAULT_ENSEMBLE_LIMITS.maxFanout, 1),
+          },
+    caps: {
+      maxInstancesPerModel: int('max-instances-per-model', v['max-instances-per-model'], DEFAULT_SERVER_CAPS.maxInstancesPerModel, 1),
+      maxPriorityLevels: int('max-priority-levels', v['max-priority-levels'], DEFAULT_SERVER_CAPS.maxPriorityLevels, 1),
+      maxSequenceSlots: int('max-sequence-slots', v['max-sequence-slots'], DEFAULT_SERVER_CAPS.maxSequenceSlots, 1),
+      maxPreferredBatchSizes: int('max-preferred-batch-sizes', v['max-preferred-batch-sizes'], DEFAULT_SERVER_CAPS.maxPreferredBatchSizes, 1),
+      maxStateBytes: int('max-state-bytes', v['max-state-bytes'], DEFAULT_SERVER_CAPS.maxStateBytes, 1),
+    },
     httpLimits: {
       headerTimeoutMs: int('http-header-timeout-ms', v['http-header-timeout-ms'], DEFAULT_HTTP_LIMITS.headerTimeoutMs, 1),
       requestTimeoutMs: int('http-request-timeout-ms', v['http-request-timeout-ms'], DEFAULT_HTTP_LIMITS.requestTimeoutMs, 1),
       maxConnections: int('http-max-connections', v['http-max-connections'], DEFAULT_HTTP_LIMITS.maxConnections, 1),
+      maxConnectionsPerAddress: int('http-max-connections-per-address', v['http-max-connections-per-address'], DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress, 0),
       maxJsonOutputBytes: int('http-max-json-output-bytes', v['http-max-json-output-bytes'], DEFAULT_HTTP_LIMITS.maxJsonOutputBytes, 1),
     },
   };

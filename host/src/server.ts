@@ -2,6 +2,7 @@
  * Warden's server object: the repository manager, the backends, the HTTP frontend and the metrics
  * endpoint, started and stopped together. `startServer` is what the CLI and the tests use.
  */
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
@@ -11,6 +12,7 @@ import { ALL_UPLOAD_BACKENDS, DEFAULT_SERVER_CAPS, ServerAdmission, WASM_UPLOADS
 import { sandboxMemoryOf, TenantAdmission } from './tenancy/admission.js';
 import type { JwtOptions } from './tenancy/jwt.js';
 import { TenantRegistry } from './tenancy/registry.js';
+import { DEFAULT_TENANT_QUOTAS } from './tenancy/types.js';
 import type { MemoryBudget } from './backends/wasm/memory-budget.js';
 import type { CacheLimits } from './backends/wasm/v8/transpile.js';
 import type { EngineName } from './backends/wasm/engines.js';
@@ -28,8 +30,10 @@ import type { GrpcFrontend, GrpcKeepalive } from './frontend/grpc/server.js';
 import { SystemSharedMemory } from './core/shared-memory.js';
 import { ResponseCache } from './cache/response-cache.js';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './frontend/http/limits.js';
+import { DEFAULT_ENSEMBLE_LIMITS, type EnsembleLimits } from './ensemble/budget.js';
+import { TenantExecutionArbiter } from './scheduler/tenant-arbiter.js';
 import { ServerMetrics } from './metrics/prometheus.js';
-import { buildMetricsApp } from './metrics/server.js';
+import { buildMetricsApp, type MetricsAccess } from './metrics/server.js';
 
 /** The project root (two levels above host/src, or dist/host/src). */
 export const PROJECT_ROOT = (() => {
@@ -86,6 +90,17 @@ export interface ServerOptions {
   caps?: ServerCaps;
   /** HTTP connection limits (header / request timeouts, connection cap). */
   httpLimits?: HttpLimits;
+  /**
+   * `--sandbox-execution-slots`: sandbox (wasm) executions running at once, all tenants together,
+   * in multi-tenant mode (scheduler/tenant-arbiter.ts). Default: the machine's cores.
+   */
+  sandboxExecutionSlots?: number;
+  /**
+   * Server-wide caps of one ensemble request (`--ensemble-max-inferences`, `--ensemble-max-depth`,
+   * `--ensemble-max-fanout`; ensemble/budget.ts); a tenant's quotas may lower them. Defaults
+   * {@link DEFAULT_ENSEMBLE_LIMITS} in multi-tenant mode; none in single-user mode unless set.
+   */
+  ensembleLimits?: Partial<EnsembleLimits>;
   /** `--http-fast-path`: plain `/infer` requests are served ahead of Fastify (frontend/http/fast-path.ts). Default true. */
   httpFastPath?: boolean;
   /**
@@ -144,6 +159,13 @@ export interface ServerOptions {
   metricsIntervalMs?: number;
   /** `--allow-cpu-metrics` (default true): nv_cpu_* metrics. */
   allowCpuMetrics?: boolean;
+  /**
+   * `--metrics-auth` (multi-tenant mode; default true): `GET /metrics` needs an administrator's
+   * bearer token (metrics/server.ts). False: the port answers anyone, as in single-user mode.
+   */
+  metricsAuth?: boolean;
+  /** `--metrics-tenant-labels` (multi-tenant mode; default false): per-model series carry a `tenant` label. */
+  metricsTenantLabels?: boolean;
   /**
    * `--exit-timeout-secs` (default 30, as Triton): how long stop() waits for in-flight requests
    * (and an unload for its version's requests) before failing them and finishing anyway.
@@ -257,7 +279,8 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
  */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const logger = opts.logger ?? pino({ level: opts.logLevel ?? 'info', base: { service: 'warden' } });
-  const metrics = new ServerMetrics({ tenantLabel: opts.tenantsFile !== undefined });
+  // DESIGN "Multi-tenancy": tenant ids reach the series only when the operator asks for them.
+  const metrics = new ServerMetrics({ tenantLabel: opts.tenantsFile !== undefined && opts.metricsTenantLabels === true });
   const tenants = opts.tenantsFile
     ? await TenantRegistry.open(opts.tenantsFile, { logger: logger.child({ component: 'tenants' }), jwt: opts.jwt })
     : undefined;
@@ -279,11 +302,20 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const uploadDirectory =
     opts.uploadDirectory ?? (opts.modelRepositories[0] !== undefined ? join(opts.modelRepositories[0], DEFAULT_UPLOAD_DIRECTORY) : undefined);
   const trace = new TraceManager(opts.trace ?? {}, logger.child({ component: 'trace' }));
+  // Each tenant caches within its own share (its `max_cache_bytes` quota, read live so a reload
+  // applies); a tenant no longer in the file caches nothing (DESIGN "Multi-tenancy").
+  const responseCache =
+    opts.responseCacheBytes !== undefined && opts.responseCacheBytes > 0
+      ? new ResponseCache(opts.responseCacheBytes, tenants ? { shareOf: (t) => tenants.get(t)?.quotas.max_cache_bytes ?? 0 } : {})
+      : undefined;
   manager = new ModelRepositoryManager({
     loadThreadCount: opts.modelLoadThreadCount,
     drainTimeoutMs: exitTimeoutMs,
     tracer: trace,
-    responseCache: opts.responseCacheBytes !== undefined && opts.responseCacheBytes > 0 ? new ResponseCache(opts.responseCacheBytes) : undefined,
+    responseCache,
+    // Tenants' namespaces (id → creation identity): uploads of a tenant no longer listed are moved
+    // aside at start-up and on reload (DESIGN "Multi-tenancy").
+    tenants: tenants ? () => new Map(tenants.list().filter((t) => t.role === 'tenant').map((t) => [t.id, t.uid])) : undefined,
     repositories: opts.modelRepositories,
     controlMode: opts.modelControlMode ?? 'none',
     resolvers: await createResolvers(opts, logger, metrics, tenants),
@@ -296,6 +328,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // Tenants sharing a model are served by deficit round robin with the file's weights (read
     // live, so a reload applies).
     fairness: tenants ? { weightOf: (t) => tenants.get(t)?.weight ?? 1 } : undefined,
+    // CPU across models: each tenant's concurrent sandbox executions are capped, and freed slots go
+    // to the tenant with the least recent execute time (scheduler/tenant-arbiter.ts).
+    arbiter: tenants
+      ? new TenantExecutionArbiter({
+          slots: opts.sandboxExecutionSlots ?? availableParallelism(),
+          maxConcurrentOf: (t) => tenants.get(t)?.quotas.max_concurrent_executions ?? DEFAULT_TENANT_QUOTAS.max_concurrent_executions,
+          weightOf: (t) => tenants.get(t)?.weight ?? 1,
+        })
+      : undefined,
   });
   let accepting = true;
   const api = new ServerApi(manager, {
@@ -314,15 +355,30 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     tenants,
     logger: logger.child({ component: 'audit' }),
     maxUploadBytes: opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES,
+    // Ensemble caps: always in multi-tenant mode; in single-user mode only when asked for.
+    ensembleLimits: tenants || opts.ensembleLimits ? { ...DEFAULT_ENSEMBLE_LIMITS, ...opts.ensembleLimits } : undefined,
   });
   manager.attachServer(api);
   const maxInputSize = opts.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE;
   const shm = new SystemSharedMemory({ enabled: opts.allowClientShm === true, multiTenant: tenants !== undefined, maxReadBytes: maxInputSize });
+  // A tenant removed from the tenants file (or listed again under a new uid) loses its regions,
+  // cache entries, models and uploads: a tenant created later with the same id starts empty.
+  tenants?.onReload(() => {
+    void manager.reconcileTenants((id) => {
+      if (shm.enabled) shm.unregister({ namespace: id, role: 'tenant' }, '');
+      responseCache?.dropTenant(id);
+    });
+  });
   const frontend = await buildHttpFrontend({ api, tenants, maxInputSize, shm, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger, fastPath: opts.httpFastPath });
   const http = frontend.app;
   const threadCount = opts.httpThreads ?? 0;
   if (!Number.isInteger(threadCount) || threadCount < 0 || threadCount > MAX_HTTP_THREADS) throw new RangeError(`httpThreads must be an integer 0..${MAX_HTTP_THREADS}, got ${threadCount}`);
-  const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger) : undefined;
+  // In multi-tenant mode the scrape is the operator's: an administrator's token (unless --metrics-auth=false).
+  const metricsAccess: MetricsAccess | undefined =
+    tenants && opts.metricsAuth !== false
+      ? { authenticate: async (h) => { const r = await tenants.authenticate(h); return r.ok ? r.principal : undefined; } }
+      : undefined;
+  const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger, metricsAccess) : undefined;
 
   const failures = await manager.startup(opts.loadModels ?? []);
   for (const f of failures) logger.error({ model: f.name, reason: f.error.message }, 'model failed to load');
@@ -336,6 +392,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const allowHttp = opts.allowHttp ?? true;
   let httpPort = -1;
   let threads: FrontendThreads | undefined;
+  const perAddressConnections = (opts.httpLimits ?? DEFAULT_HTTP_LIMITS).maxConnectionsPerAddress ?? DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress;
   if (allowHttp && threadCount > 0) {
     // Every listener of the port (this thread's and each front-end thread's) is an SO_REUSEPORT
     // socket of one group; the kernel spreads new connections over them.
@@ -348,7 +405,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       addon = a;
       first = a.reusePortListen(host, opts.httpPort ?? 8000, 511);
       // --http-max-connections holds for all listeners together (slot 0: this thread's)
-      const connections = new ConnectionBudget(ConnectionBudget.memory(threadCount), http.server.maxConnections);
+      const connections = new ConnectionBudget(ConnectionBudget.memory(threadCount, perAddressConnections), http.server.maxConnections);
       connections.attach(http.server, ConnectionBudget.MAIN_SLOT);
       // Fastify passes its listen options to net.Server#listen, which takes a listening `fd`
       // (its typings do not declare it); `host` only keeps Fastify from binding 'localhost' twice.
@@ -385,6 +442,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       throw e;
     }
   } else if (allowHttp) {
+    // The per-address connection cap (Node's maxConnections still caps the total here).
+    if (perAddressConnections > 0) new ConnectionBudget(ConnectionBudget.memory(0, perAddressConnections), http.server.maxConnections).attach(http.server, ConnectionBudget.MAIN_SLOT);
     await http.listen({ port: opts.httpPort ?? 8000, host });
     httpPort = (http.server.address() as { port: number }).port;
   } else {

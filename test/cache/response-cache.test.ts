@@ -26,6 +26,9 @@ const req = (over: Partial<InferenceRequest> = {}): InferenceRequest =>
     { id: 'a', ...over },
   );
 
+/** A response of one UINT8 output of `n` bytes (cached size: n + 256 bytes of overhead). */
+const out = (n: number) => ({ outputs: [{ name: 'O', datatype: 'UINT8' as const, shape: [n], data: new Uint8Array(n).fill(n % 256) }] });
+
 describe('keys and bounds', () => {
   it("equal for requests Triton hashes alike (id and input order don't matter), different otherwise", () => {
     const base = ResponseCache.key(req());
@@ -47,20 +50,19 @@ describe('keys and bounds', () => {
 
   it('an LRU bounded by bytes; entries are copies; too-large responses are not kept', () => {
     const c = new ResponseCache(1000);
-    const out = (n: number) => ({ outputs: [{ name: 'O', datatype: 'UINT8' as const, shape: [n], data: new Uint8Array(n).fill(n % 256) }] });
     const r1 = out(100);
-    c.set('a', r1);
+    c.set('', 'a', r1);
     r1.outputs[0]!.data.fill(0); // the caller reuses its buffer: the cache kept a copy
-    expect(c.get('a')!.outputs[0]!.data[0]).toBe(100);
-    c.set('b', out(100));
-    c.get('a'); // a is now most recent
-    c.set('c', out(100)); // 3 × (100 + 256 overhead) > 1000 bytes: the least recent, b, goes
-    expect(c.get('b')).toBeUndefined();
-    expect(c.get('a')).toBeDefined();
-    expect(c.get('c')).toBeDefined();
-    c.set('huge', out(5000));
-    expect(c.get('huge')).toBeUndefined();
-    expect(c.size.bytes).toBeLessThanOrEqual(1000);
+    expect(c.get('', 'a')!.outputs[0]!.data[0]).toBe(100);
+    c.set('', 'b', out(100));
+    c.get('', 'a'); // a is now most recent
+    c.set('', 'c', out(100)); // 3 × (100 + 256 overhead) > 1000 bytes: the least recent, b, goes
+    expect(c.get('', 'b')).toBeUndefined();
+    expect(c.get('', 'a')).toBeDefined();
+    expect(c.get('', 'c')).toBeDefined();
+    c.set('', 'huge', out(5000));
+    expect(c.get('', 'huge')).toBeUndefined();
+    expect(c.size().bytes).toBeLessThanOrEqual(1000);
   });
 
   it('--cache-config local,size=N and --response-cache-byte-size set the size; other caches are named as ignored', () => {
@@ -71,6 +73,62 @@ describe('keys and bounds', () => {
     expect(r.notes.ignoredFlags).toEqual(['--cache-config=redis,host=localhost (only the local cache exists)']);
     expect(() => parseCli(['--model-repository=/m', '--cache-config=local,size=lots'])).toThrow(/integer/);
     expect(() => parseCli(['--model-repository=/m', '--cache-config=local'])).toThrow(/--cache-config/);
+  });
+});
+
+describe('capacity budgeted per tenant', () => {
+  /** Entry size of out(100): 356 bytes. */
+  const ENTRY = 356;
+
+  it("a tenant filling the cache evicts only its own entries, never another tenant's or the operator's", () => {
+    const c = new ResponseCache(100 * ENTRY, { shareOf: () => 4 * ENTRY });
+    c.set('victim', 'v', out(100));
+    c.set('', 'op', out(100));
+    for (let i = 0; i < 1000; i++) c.set('attacker', `k${i}`, out(100));
+    expect(c.get('victim', 'v')).toBeDefined();
+    expect(c.get('', 'op')).toBeDefined();
+    // the attacker holds its share and no more: its most recent entries
+    expect(c.size('attacker')).toEqual({ entries: 4, bytes: 4 * ENTRY });
+    expect(c.get('attacker', 'k999')).toBeDefined();
+    expect(c.get('attacker', 'k995')).toBeUndefined();
+    // entries are per tenant: the same key is another tenant's miss
+    expect(c.get('victim', 'k999')).toBeUndefined();
+    expect(c.get('attacker', 'v')).toBeUndefined();
+  });
+
+  it('each share is its quota, capped at the cache size; the operator namespace holds the cache size; 0 caches nothing', () => {
+    const shares: Record<string, number> = { small: 2 * ENTRY, big: 1e12, none: 0, bad: Number.NaN };
+    const c = new ResponseCache(10 * ENTRY, { shareOf: (t) => shares[t] ?? 0 });
+    expect(c.shareOf('small')).toBe(2 * ENTRY);
+    expect(c.shareOf('big')).toBe(10 * ENTRY);
+    expect(c.shareOf('none')).toBe(0);
+    expect(c.shareOf('bad')).toBe(0);
+    expect(c.shareOf('')).toBe(10 * ENTRY);
+    for (let i = 0; i < 50; i++) for (const t of ['small', 'big', 'none', 'bad', '']) c.set(t, `k${i}`, out(100));
+    expect(c.size('small').bytes).toBe(2 * ENTRY);
+    expect(c.size('big').bytes).toBe(10 * ENTRY);
+    expect(c.size('').bytes).toBe(10 * ENTRY);
+    expect(c.size('none').entries).toBe(0);
+    expect(c.size('bad').entries).toBe(0);
+    // without shareOf (single-user mode) every namespace may use the whole cache
+    expect(new ResponseCache(1000).shareOf('acme')).toBe(1000);
+  });
+
+  it('a changed share (tenants-file reload) applies at the next insertion; a removed tenant is dropped', () => {
+    let share = 4 * ENTRY;
+    const c = new ResponseCache(100 * ENTRY, { shareOf: () => share });
+    for (let i = 0; i < 4; i++) c.set('t', `k${i}`, out(100));
+    expect(c.size('t').entries).toBe(4);
+    share = 2 * ENTRY;
+    c.set('t', 'k4', out(100));
+    expect(c.size('t')).toEqual({ entries: 1, bytes: ENTRY });
+    c.set('t', 'k5', out(100));
+    c.set('t', 'k6', out(100));
+    expect(c.size('t').bytes).toBe(2 * ENTRY);
+    c.set('u', 'x', out(100));
+    c.dropTenant('t');
+    expect(c.size('t').entries).toBe(0);
+    expect(c.get('u', 'x')).toBeDefined();
   });
 });
 

@@ -1,7 +1,9 @@
 /**
  * tritonclient[http] in multi-tenant mode: NVIDIA's client unchanged, with
  * `headers={"Authorization": "Bearer ..."}` — upload with `load_model(config=..., files=...)`,
- * namespaces (two tenants, one model name), 401 without a token.
+ * namespaces (two tenants, one model name), 401 without a token. tritonclient[grpc] likewise with
+ * `headers={"authorization": "Bearer ..."}` (gRPC metadata keys are lower case: grpcio itself
+ * refuses `Authorization`, which the script checks so the docs stay true).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,6 +38,24 @@ describe('tritonclient.http in multi-tenant mode', () => {
       "tenant B cannot see A's model",
       'tenant B uploads its own m',
       "tenant A unloads its m; B's stays",
+    ]);
+  });
+});
+
+describe('tritonclient.grpc in multi-tenant mode', () => {
+  const c = useCompatServer({ modelControlMode: 'explicit', loadModels: [], tenantsFile, grpc: true });
+
+  it('upload, namespaces, streams and UNAUTHENTICATED with an authorization metadata entry only', async (ctx) => {
+    c.skipIfNoClient(ctx);
+    await ensureBuilt();
+    const wasm = join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm');
+    const run = await runScript(c.python, 'tenancy_grpc.py', ['--url', c.url, '--grpc-url', c.grpcUrl, '--token-a', TOKEN_A, '--token-b', TOKEN_B, '--wasm', wasm]);
+    expectAllPassed(run, [
+      'no token: UNAUTHENTICATED, health open',
+      'an upper-case Authorization key is refused by grpcio itself',
+      "tenant A uploads and infers with headers={'authorization': ...}",
+      "tenant B cannot see A's model",
+      'a stream carries the token from start_stream(headers=...)',
     ]);
   });
 });

@@ -31,8 +31,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'warden-ens-tenants-'));
   const tenants = {
     tenants: [
-      // max_inflight 1: an ensemble request counts once, not once per step.
-      { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['inc'], quotas: { max_inflight: 1 } },
+      // max_inflight 2: the ensemble request and its one step each count (steps are charged to the caller).
+      { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['inc'], quotas: { max_inflight: 2 } },
       { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)] },
     ],
   };

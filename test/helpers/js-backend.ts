@@ -4,6 +4,8 @@
  *   element and IDX = its index, then a flags-only final;
  * - `mode: "echo"`: OUTPUT0 = INPUT0 (any datatype), recording every batch it executes;
  * - `mode: "params"`: as echo, and the response's parameters are the request's parameters;
+ * - `mode: "accumulate"` (a sequence model with an implicit state ACC_IN / ACC_OUT): OUTPUT0 =
+ *   ACC_OUT = ACC_IN + INPUT0 (INT32), so each response shows the sequence's running sum;
  * - `delay_ms` parameter: sleep before answering (to hold requests in flight);
  * - `delay_from_input: "true"` parameter: sleep as many ms as the first request's first INT32 input
  *   element (to finish requests out of order on several instances).
@@ -45,6 +47,13 @@ class JsBackend implements Backend {
                   { name: 'IDX', datatype: 'UINT32', shape: [1], data: new Uint8Array(Uint32Array.of(k).buffer) },
                 ] }, false));
                 s.send(null, true);
+              } else if (mode === 'accumulate') {
+                const input = r.inputs.find((t) => t.name === 'INPUT0')!;
+                const sum = int32s(input.data)[0]! + int32s(r.inputs.find((t) => t.name === 'ACC_IN')!.data)[0]!;
+                s.send({ outputs: [
+                  { name: 'OUTPUT0', datatype: 'INT32', shape: input.shape.slice(), data: int32(sum) },
+                  { name: 'ACC_OUT', datatype: 'INT32', shape: input.shape.slice(), data: int32(sum) },
+                ] }, true);
               } else if (mode === 'bad') {
                 s.send({ outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [1000], data: new Uint8Array(16) }] }, true);
               } else {

@@ -346,8 +346,10 @@ describe('multi-tenant with front-end threads', () => {
       const [a] = await exchange(portOf(threaded), raw('POST', '/v2/models/simple/infer', simpleJson(), spoof));
       expect(a!.head).toMatch(/^HTTP\/1.1 401/);
     }
+    // One address's failures are aggregated (tenancy/unauthenticated.ts): its first line at once, the rest later in one line.
     const audit = logLines.filter((l) => l.audit && l.event === 'auth_failure');
-    expect(audit.length).toBe(12);
+    expect(audit.length).toBeGreaterThanOrEqual(1);
+    expect(audit.length).toBeLessThan(12);
     for (const l of audit) expect(String(l.remote)).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
     // Some went through a thread and the proxy (the kernel spreads connections over 3 listeners).
     expect(pool.proxied - proxiedBefore).toBeGreaterThan(0);

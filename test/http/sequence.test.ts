@@ -153,7 +153,7 @@ describe('loading', () => {
     expect(by.simple_sequence?.state).toBe('READY');
     expect(by.simple_dyna_sequence?.state).toBe('READY');
     expect(by.missing_state?.state).toBe('UNAVAILABLE');
-    expect(by.missing_state?.reason).toBe("failed to read initial state data_file 'nope.bin' of the model's initial_state directory");
+    expect(by.missing_state?.reason).toBe("sequence_batching initial_state data_file 'nope.bin' does not name a file inside the model directory");
   });
 });
 

@@ -327,3 +327,58 @@ describe('error messages carry no host paths', () => {
     expect(readdirSync(join(root, '.staging'))).toEqual([]);
   });
 });
+
+describe('tenant identity (creation uid) and removal', () => {
+  const U1 = '11111111111111111111111111111111';
+  const U2 = '22222222222222222222222222222222';
+
+  it('a tenant directory records its owner; strangers are unlisted ids, other uids and unreadable records', async () => {
+    const root = join(parent(), 'store');
+    const store = new UploadStore({ root });
+    expect(await store.strangers(new Map())).toEqual([]); // no root yet
+    await store.publish(ACME, (await store.stage(ACME, files({ '1/a': 'x' }), {}, { owner: { uid: U1 } })).generation, {});
+    const BOB: ModelKey = { namespace: 'bob', name: 'b' };
+    await store.publish(BOB, (await store.stage(BOB, files({ '1/a': 'x' }), {}, { owner: { uid: undefined } })).generation, {});
+    expect(JSON.parse(readFileSync(join(root, 'acme', '.tenant'), 'utf8'))).toEqual({ format: 'warden-tenant/1', uid: U1 });
+    expect(existsSync(join(root, 'bob', '.tenant'))).toBe(false); // an entry without uid records none
+    expect(await store.strangers(new Map([['acme', U1], ['bob', undefined]]))).toEqual([]);
+    expect(await store.strangers(new Map([['acme', U2], ['bob', undefined]]))).toEqual(['acme']);
+    expect(await store.strangers(new Map([['acme', undefined], ['bob', U1]]))).toEqual(['acme', 'bob']);
+    expect(await store.strangers(new Map([['bob', undefined]]))).toEqual(['acme']);
+    writeFileSync(join(root, 'acme', '.tenant'), 'garbage');
+    expect(await store.strangers(new Map([['acme', U1], ['bob', undefined]]))).toEqual(['acme']);
+  });
+
+  it("an upload into an earlier tenant's directory is refused (UNAVAILABLE) and writes nothing there", async () => {
+    const root = join(parent(), 'store');
+    const store = new UploadStore({ root });
+    await store.publish(ACME, (await store.stage(ACME, files({ '1/a': 'old' }), {}, { owner: { uid: U1 } })).generation, {});
+    const before = tree(root);
+    const e = await store.stage({ namespace: 'acme', name: 'n' }, files({ '1/a': 'new' }), {}, { owner: { uid: U2 } }).then(
+      () => undefined,
+      (x: unknown) => x as TritonError,
+    );
+    expect(e?.code).toBe('UNAVAILABLE');
+    expect(e?.message).not.toContain(root);
+    expect(tree(root)).toEqual(before);
+  });
+
+  it('quarantine moves the whole tenant directory under .removed/ in one rename; a new directory starts empty', async () => {
+    const root = join(parent(), 'store');
+    const store = new UploadStore({ root });
+    await store.publish(ACME, (await store.stage(ACME, files({ '1/a': 'x' }), {}, { owner: { uid: U1 } })).generation, {});
+    expect(await store.quarantine('nobody')).toBeUndefined();
+    const moved = await store.quarantine('acme');
+    expect(moved).toMatch(/^\.removed\/acme-\d{8}T\d{6}Z-[0-9a-f]{8}$/);
+    expect(existsSync(join(root, 'acme'))).toBe(false);
+    expect(readFileSync(join(root, moved!, 'm', 'g1', '1', 'a'), 'utf8')).toBe('x');
+    expect(await store.current(ACME)).toBeUndefined();
+    expect(await store.list()).toEqual([]);
+    // recovery never touches the quarantine
+    expect((await store.recover()).models).toEqual([]);
+    expect(existsSync(join(root, moved!, 'm', 'CURRENT'))).toBe(true);
+    await store.stage(ACME, files({ '1/a': 'y' }), {}, { owner: { uid: U2 } });
+    expect(JSON.parse(readFileSync(join(root, 'acme', '.tenant'), 'utf8')).uid).toBe(U2);
+    await expect(store.quarantine('')).rejects.toThrow(/operator/);
+  });
+});

@@ -68,6 +68,13 @@ describe.each(['yaml', 'json'] as const)('warden tenants on a %s file', (format)
     expect(statSync(file()).mode & 0o777).toBe(0o600);
     expect(await authAs(file(), token)).toBe('acme');
     expect(readdirSync(dir)).toEqual([`tenants.${format}`]); // no temp or lock file left
+    // A fresh creation identity per add: the same id added again is another tenant.
+    const uid = tenantsIn(file())[0]!.uid;
+    expect(uid).toMatch(/^[0-9a-f]{32}$/);
+    expect((await cli('remove', 'acme', '--tenants', file())).code).toBe(0);
+    tokenOf(await cli('add', 'acme', '--tenants', file()));
+    expect(tenantsIn(file())[0]!.uid).toMatch(/^[0-9a-f]{32}$/);
+    expect(tenantsIn(file())[0]!.uid).not.toBe(uid);
   });
 
   it('add takes role, weight, shared models, allow-onnx and quotas', async () => {
@@ -178,7 +185,7 @@ describe('warden tenants: YAML specifics and usage', () => {
     const path = join(dir, 't.yaml');
     writeFileSync(path, 'tenants: []\n');
     tokenOf(await cli('add', 'acme', '--tenants', path));
-    expect(readFileSync(path, 'utf8')).toMatch(/^tenants:\n {2}- id: acme\n {4}role: tenant\n {4}tokens:\n {6}- sha256:[0-9a-f]{64}\n$/);
+    expect(readFileSync(path, 'utf8')).toMatch(/^tenants:\n {2}- id: acme\n {4}role: tenant\n {4}tokens:\n {6}- sha256:[0-9a-f]{64}\n {4}uid: [0-9a-f]{32}\n$/);
   });
 
   it('answers bad usage with exit code 2 and the usage text', async () => {

@@ -51,6 +51,7 @@ beforeAll(async () => {
     loadModels: ['*'],
     httpPort: 0,
     metricsPort: -1,
+    metricsTenantLabels: true,
     tenantsFile: join(dir, 'tenants.json'),
     logger: pino({ level: 'info' }, sink),
   });
@@ -155,7 +156,7 @@ describe('namespaces', () => {
 });
 
 describe('metrics', () => {
-  it('per-model series carry a tenant label, so both tenants\' `m` are separate series', async () => {
+  it('with --metrics-tenant-labels, per-model series carry a tenant label, so both tenants\' `m` are separate series', async () => {
     const res = await fetch(`${server.metricsUrl ?? ''}/metrics`).catch(() => undefined);
     const text = res ? await res.text() : await server.metrics.render();
     expect(text).toMatch(/nv_inference_request_success\{model="m",version="1",tenant="acme"\} [1-9]/);

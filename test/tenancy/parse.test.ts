@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseTenantsText } from '../../host/src/tenancy/parse.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
-import { DEFAULT_TENANT_QUOTAS } from '../../host/src/tenancy/types.js';
+import { DEFAULT_CONFIG_BOUNDS, DEFAULT_TENANT_QUOTAS } from '../../host/src/tenancy/types.js';
 import { TenancyConfigError } from '../../host/src/tenancy/format.js';
 
 const TOKEN_A = 'A'.repeat(43);
@@ -61,8 +61,9 @@ tenants:
       shared_models: ['resnet50', 'bert'],
       allow_onnx: true,
       quotas: { ...DEFAULT_TENANT_QUOTAS, max_models: 4, requests_per_second: 0.5 },
+      config_bounds: DEFAULT_CONFIG_BOUNDS,
     });
-    expect(ops).toEqual({ id: 'ops', role: 'admin', tokens: [HASH_B], weight: 1, shared_models: [], allow_onnx: false, quotas: DEFAULT_TENANT_QUOTAS });
+    expect(ops).toEqual({ id: 'ops', role: 'admin', tokens: [HASH_B], weight: 1, shared_models: [], allow_onnx: false, quotas: DEFAULT_TENANT_QUOTAS, config_bounds: DEFAULT_CONFIG_BOUNDS });
     expect(Object.isFrozen(acme)).toBe(true);
     expect(Object.isFrozen(acme!.quotas)).toBe(true);
   });
@@ -70,6 +71,8 @@ tenants:
   it('parses the same data from JSON, and an empty list', () => {
     const t = parseTenantsText(JSON.stringify({ tenants: [entry()] }), 'json', 't.json');
     expect(t.map((x) => x.id)).toEqual(['acme']);
+    expect(t[0]!.uid).toBeUndefined();
+    expect(parseTenantsText(JSON.stringify({ tenants: [entry({ uid: '0123456789abcdef0123456789abcdef' })] }), 'json', 't.json')[0]!.uid).toBe('0123456789abcdef0123456789abcdef');
     expect(parseTenantsText('tenants: []\n', 'yaml', 't.yaml')).toEqual([]);
   });
 
@@ -143,6 +146,9 @@ describe('tenants file: errors name the file, tenant and field', () => {
       [{ quotas: { burst: 0 } }, 'quotas.burst: expected an integer >= 1, got 0'],
       [{ quotas: { requests_per_second: -0.5 } }, 'quotas.requests_per_second: expected a number >= 0, got -0.5'],
       [{ quotas: { max_inflight: null } }, 'quotas.max_inflight: expected an integer >= 0, got null'],
+      [{ uid: 'short' }, 'uid: expected 8-64 characters of [A-Za-z0-9_-]'],
+      [{ uid: 12345678 }, 'uid: expected 8-64 characters of [A-Za-z0-9_-]'],
+      [{ uid: '../../etc/x' }, 'uid: expected 8-64 characters of [A-Za-z0-9_-]'],
     ];
     for (const [over, expected] of cases) {
       expect(jsonError({ tenants: [entry(over)] })).toContain(`tenants file t.json: tenant 'acme': ${expected}`);

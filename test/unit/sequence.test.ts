@@ -12,6 +12,7 @@ import { TritonError } from '../../host/src/core/errors.js';
 import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, ResponseSender, Tensor } from '../../host/src/core/types.js';
 import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/core/types.js';
 import { createScheduler } from '../../host/src/scheduler/index.js';
+import { readConfigFiles } from '../../host/src/core/config-files.js';
 import { collector, config, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
 
 /** A tensor's elements as numbers / bigints / booleans by datatype. */
@@ -366,16 +367,16 @@ sequence_batching { direct { } ${STATE} }
           initial_state [ { data_type: TYPE_INT32 dims: [ 1 ] data_file: "start.bin" name: "init" } ] } ]`,
       });
       const inst = new SeqInstance();
-      const { mv } = modelVersion(cfg, [inst], { modelPath: dir });
+      const { mv } = modelVersion(cfg, [inst], { files: await readConfigFiles(cfg, dir) });
       expect(out0(await submit(mv, req('a', 5, 1, START)))).toBe(1001);
       expect(out0(await submit(mv, req('b', 5, 2, END)))).toBe(1003);
-      // Without the model directory, or with a path outside initial_state/, the load fails.
+      // Without the model directory, or with a path leaving the model directory, the load fails.
       expect(() => createScheduler(cfg, [inst], { onExecuted() {} }, { version: 1 })).toThrow(/data_file is not supported here/);
       const escape = seqModel('direct { }', {
         state: `state [ { input_name: "S" output_name: "T" data_type: TYPE_INT32 dims: [ 1 ]
           initial_state [ { data_type: TYPE_INT32 dims: [ 1 ] data_file: "../x" name: "i" } ] } ]`,
       });
-      expect(() => createScheduler(escape, [inst], { onExecuted() {} }, { version: 1, modelPath: dir })).toThrow(/must be a file name inside/);
+      await expect(readConfigFiles(escape, dir)).rejects.toThrow(/initial_state data_file '\.\.\/x' must be a path inside the model directory/);
       const zero = seqModel('direct { }', {
         state: `state [ { input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_INT32 dims: [ -1 ]
           initial_state [ { data_type: TYPE_INT32 dims: [ 1 ] zero_data: true name: "z" } ] } ]`,

@@ -104,30 +104,44 @@ describe('bounds', () => {
 
 describe('tenants', () => {
   beforeEach(() => {
-    writeFileSync(join(root, 'acme_in'), Buffer.alloc(16, 7));
-    writeFileSync(join(root, 'bob_in'), Buffer.alloc(16, 8));
+    writeFileSync(join(root, 'acme.in'), Buffer.alloc(16, 7));
+    writeFileSync(join(root, 'bob.in'), Buffer.alloc(16, 8));
   });
 
   it("see, use and unregister only their own regions; keys must carry the tenant's prefix", () => {
     expect(code(() => shm.register(ACME, 'r', '/obj', 0, 8))).toBe('HTTP 403');
-    expect(code(() => shm.register(ACME, 'r', '/bob_in', 0, 8))).toBe('HTTP 403');
-    shm.register(ACME, 'r', '/acme_in', 0, 16);
-    shm.register(BOB, 'r', '/bob_in', 0, 16);
+    expect(code(() => shm.register(ACME, 'r', '/bob.in', 0, 8))).toBe('HTTP 403');
+    shm.register(ACME, 'r', '/acme.in', 0, 16);
+    shm.register(BOB, 'r', '/bob.in', 0, 16);
     expect(Array.from(shm.read(ACME, 'r', 0, 2))).toEqual([7, 7]);
     expect(Array.from(shm.read(BOB, 'r', 0, 2))).toEqual([8, 8]);
-    expect(shm.status(BOB, '')).toEqual([{ name: 'r', key: '/bob_in', offset: 0, byte_size: 16 }]);
+    expect(shm.status(BOB, '')).toEqual([{ name: 'r', key: '/bob.in', offset: 0, byte_size: 16 }]);
     shm.unregister(BOB, '');
-    expect(shm.status(ACME, '').map((r) => r.key)).toEqual(['/acme_in']);
+    expect(shm.status(ACME, '').map((r) => r.key)).toEqual(['/acme.in']);
     expect(code(() => shm.read(BOB, 'r', 0, 2))).toBe('NOT_FOUND');
     // the operator cannot take a key a tenant registered either
-    expect(code(() => shm.register(OP, 'x', '/acme_in', 0, 4))).toBe('INVALID_ARG');
+    expect(code(() => shm.register(OP, 'x', '/acme.in', 0, 4))).toBe('INVALID_ARG');
+  });
+
+  it("no tenant id is a prefix of another's keys: acme cannot take acme_corp's keys, nor block them", () => {
+    const CORP: Principal = { namespace: 'acme_corp', role: 'tenant' };
+    writeFileSync(join(root, 'acme_corp_secret'), Buffer.alloc(16, 9));
+    writeFileSync(join(root, 'acme_corp.secret'), Buffer.alloc(16, 9));
+    // '_' is part of tenant ids: '/acme_…' keys are nobody's (the former rule let acme take these).
+    expect(code(() => shm.register(ACME, 's', '/acme_corp_secret', 0, 16))).toBe('HTTP 403');
+    expect(code(() => shm.register(ACME, 's', '/acme_corp.secret', 0, 16))).toBe('HTTP 403');
+    expect(code(() => shm.register(CORP, 's', '/acme_corp_secret', 0, 16))).toBe('HTTP 403');
+    shm.register(CORP, 's', '/acme_corp.secret', 0, 16);
+    expect(Array.from(shm.read(CORP, 's', 0, 2))).toEqual([9, 9]);
+    expect(shm.status(ACME, '')).toEqual([]);
+    expect(code(() => shm.read(ACME, 's', 0, 2))).toBe('NOT_FOUND');
   });
 
   it('regions per namespace are capped', () => {
     shm.register(OP, 'a', '/obj', 0, 4);
     shm.register(OP, 'b', '/obj', 0, 4);
     expect(code(() => shm.register(OP, 'c', '/obj', 0, 4))).toBe('HTTP 403');
-    shm.register(ACME, 'a', '/acme_in', 0, 4);
+    shm.register(ACME, 'a', '/acme.in', 0, 4);
   });
 });
 

@@ -8,6 +8,13 @@
  * never the answer to a different request, the input's datatype and shape, the requested outputs
  * and the request's namespace (a tenant never gets another tenant's response). SHA-256, not a
  * 64-bit hash, so colliding requests cannot be forged.
+ *
+ * Capacity is budgeted per namespace (DESIGN "Multi-tenancy": no tenant can evict another's
+ * entries): each namespace's entries form their own LRU, and an insertion evicts only entries of
+ * its own namespace. The operator's namespace `''` (all of single-user mode) holds up to `maxBytes`;
+ * a tenant up to its share ({@link ResponseCacheOptions.shareOf}, the tenant's `max_cache_bytes`
+ * quota), never more than `maxBytes`. The memory held is therefore at most `maxBytes` plus the
+ * tenants' shares.
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
@@ -21,12 +28,39 @@ interface Entry {
   bytes: number;
 }
 
-export class ResponseCache {
-  private readonly lru: LRUCache<string, Entry>;
+/** How the cache budgets its capacity between tenants. */
+export interface ResponseCacheOptions {
+  /**
+   * A tenant's share, bytes (capped at the cache's `maxBytes`; not a non-negative number = 0). Read
+   * at each insertion: a changed share (a tenants-file reload) replaces the tenant's partition,
+   * dropping what it held. Default: `maxBytes` for everyone.
+   */
+  shareOf?: (tenant: string) => number;
+}
 
-  /** @param maxBytes `size=N` of `--cache-config local,size=N` (bytes, > 0) */
-  constructor(readonly maxBytes: number) {
-    this.lru = new LRUCache<string, Entry>({ maxSize: maxBytes, sizeCalculation: (e) => Math.max(1, e.bytes) });
+/** One namespace's entries: an LRU bounded by its share. */
+interface Partition {
+  readonly lru: LRUCache<string, Entry>;
+  readonly maxBytes: number;
+}
+
+export class ResponseCache {
+  private readonly partitions = new Map<string, Partition>();
+
+  /**
+   * @param maxBytes `size=N` of `--cache-config local,size=N` (bytes, > 0): the operator
+   *   namespace's capacity and the cap on every tenant's share
+   */
+  constructor(
+    readonly maxBytes: number,
+    private readonly opts: ResponseCacheOptions = {},
+  ) {}
+
+  /** The capacity of `tenant`'s partition, bytes ('' = the operator's: `maxBytes`). */
+  shareOf(tenant: string): number {
+    if (tenant === '' || !this.opts.shareOf) return this.maxBytes;
+    const share = this.opts.shareOf(tenant);
+    return Number.isFinite(share) && share > 0 ? Math.min(this.maxBytes, Math.floor(share)) : 0;
   }
 
   /**
@@ -53,21 +87,47 @@ export class ResponseCache {
     return h.digest('hex');
   }
 
-  /** A cached response (tensors shared with the cache: read-only), or undefined. */
-  get(key: string): InferenceResponse | undefined {
-    return this.lru.get(key)?.response;
+  /** `tenant`'s cached response for `key` (tensors shared with the cache: read-only), or undefined. */
+  get(tenant: string, key: string): InferenceResponse | undefined {
+    return this.partitions.get(tenant)?.lru.get(key)?.response;
   }
 
-  /** Keep a copy of `response` (outputs copied: the caller releases its own buffers). Too large for the cache: not kept. */
-  set(key: string, response: InferenceResponse): void {
+  /**
+   * Keep a copy of `response` in `tenant`'s partition (outputs copied: the caller releases its own
+   * buffers), evicting that partition's least recently used entries as needed — never another
+   * namespace's. Larger than the tenant's share: not kept.
+   */
+  set(tenant: string, key: string, response: InferenceResponse): void {
+    const share = this.shareOf(tenant);
+    let part = this.partitions.get(tenant);
+    if (part && part.maxBytes !== share) {
+      this.partitions.delete(tenant);
+      part = undefined;
+    }
     const outputs: Tensor[] = response.outputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: [...t.shape], data: new Uint8Array(t.data) }));
     const bytes = outputs.reduce((n, t) => n + t.data.length, ENTRY_OVERHEAD_BYTES);
-    if (bytes > this.maxBytes) return;
-    this.lru.set(key, { response: { outputs, parameters: response.parameters ? { ...response.parameters } : undefined }, bytes });
+    if (bytes > share) return;
+    if (!part) {
+      part = { lru: new LRUCache<string, Entry>({ maxSize: share, sizeCalculation: (e) => Math.max(1, e.bytes) }), maxBytes: share };
+      this.partitions.set(tenant, part);
+    }
+    part.lru.set(key, { response: { outputs, parameters: response.parameters ? { ...response.parameters } : undefined }, bytes });
   }
 
-  /** Entries and bytes held. */
-  get size(): { entries: number; bytes: number } {
-    return { entries: this.lru.size, bytes: this.lru.calculatedSize };
+  /** Drop every entry of `tenant` (a tenant removed from the tenants file). */
+  dropTenant(tenant: string): void {
+    this.partitions.delete(tenant);
+  }
+
+  /** Entries and bytes held: all namespaces together, or `tenant`'s alone. */
+  size(tenant?: string): { entries: number; bytes: number } {
+    let entries = 0;
+    let bytes = 0;
+    for (const [t, p] of this.partitions) {
+      if (tenant !== undefined && t !== tenant) continue;
+      entries += p.lru.size;
+      bytes += p.lru.calculatedSize;
+    }
+    return { entries, bytes };
   }
 }

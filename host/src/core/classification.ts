@@ -4,12 +4,11 @@
  * compared in the output's datatype; ties keep the lower index first), shape `[batch, min(K, n)]`
  * for batching models (each batch element classified on its own) or `[min(K, n)]` otherwise.
  * Values print as C++ `std::to_string` does (floats with 6 decimals); labels come from the
- * output's `label_filename` in the model directory, one per line.
+ * output's `label_filename` in the model directory, one per line, read at model load through the
+ * confinement rule (`core/config-files.ts`, `repository/model-files.ts`) and kept on the version.
  *
  * Applied by the data plane on the final response path, so backends produce ordinary outputs.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { ModelConfig } from '../config/types.js';
 import { dataTypeByteSize, type DataType } from '../tensor/datatypes.js';
 import { TritonError, invalidArg } from './errors.js';
@@ -90,28 +89,6 @@ export function classifyTensor(t: Tensor, k: number, labels: readonly string[] |
   return bytesTensor(t.name, batched && t.shape.length > 0 ? [batch, take] : [take], strings);
 }
 
-/** The label files of a model version's outputs, read once. */
-const labelCache = new WeakMap<ModelConfig, Map<string, string[] | undefined>>();
-
-function labelsOf(config: ModelConfig, modelPath: string | undefined, output: string): string[] | undefined {
-  let m = labelCache.get(config);
-  if (!m) labelCache.set(config, (m = new Map()));
-  if (m.has(output)) return m.get(output);
-  const file = config.output.find((o) => o.name === output)?.label_filename;
-  let labels: string[] | undefined;
-  if (file && modelPath) {
-    try {
-      labels = readFileSync(join(modelPath, file), 'utf8').split('\n');
-      if (labels.length > 0 && labels[labels.length - 1] === '') labels.pop();
-      labels = labels.map((l) => l.replace(/\r$/, ''));
-    } catch {
-      labels = undefined;
-    }
-  }
-  m.set(output, labels);
-  return labels;
-}
-
 /**
  * Check a request's classification asks against the config (before queueing).
  * @throws TritonError INVALID_ARG for an unknown output or an unsupported datatype
@@ -130,7 +107,8 @@ export class ClassificationSender implements ResponseSender {
   constructor(
     private readonly downstream: ResponseSender,
     private readonly config: ModelConfig,
-    private readonly modelPath: string | undefined,
+    /** Labels per output name, as read at load (`ConfigFiles.labels`). */
+    private readonly labels: ReadonlyMap<string, readonly string[]>,
     private readonly classification: ReadonlyMap<string, number>,
   ) {}
 
@@ -141,7 +119,7 @@ export class ClassificationSender implements ResponseSender {
       outputs = response.outputs.map((t) => {
         const k = this.classification.get(t.name);
         if (k === undefined) return t;
-        const c = classifyTensor(t, k, labelsOf(this.config, this.modelPath, t.name), this.config.max_batch_size > 0);
+        const c = classifyTensor(t, k, this.labels.get(t.name), this.config.max_batch_size > 0);
         t.owner?.release();
         return c;
       });

@@ -16,6 +16,7 @@ import {
   type TenantFairness,
 } from '../scheduler/index.js';
 import { TritonError, asTritonError, unavailable } from './errors.js';
+import { NO_CONFIG_FILES, type ConfigFiles } from './config-files.js';
 import type { BackendModel, BackendModelInstance, InferenceRequest, InferenceRequestInit, InferenceResponse, ResponseSender } from './types.js';
 import {
   compileRequestValidator,
@@ -32,6 +33,8 @@ let loadedVersions = 0;
 /** Per-request bookkeeping between enqueue and the final response. */
 class TrackedSender implements ResponseSender {
   private done = false;
+  /** When the final response went out (hrtime ns); undefined until then. */
+  finishedNs: bigint | undefined;
   /** Set when the request is traced (spec §3.5). */
   trace: RequestTrace | undefined;
   constructor(
@@ -66,6 +69,7 @@ class TrackedSender implements ResponseSender {
   private finish(ok: boolean, reason: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER'): void {
     this.done = true;
     const end = now();
+    this.finishedNs = end;
     const duration = end - this.startNs;
     if (this.trace) this.trace.end(end);
     this.owner.live?.delete(this);
@@ -96,10 +100,15 @@ export interface ModelVersionOptions {
    */
   drainTimeoutMs?: number;
   /**
-   * `<repository>/<model>` (or the upload directory): where `label_filename` files and sequence
-   * initial states are.
+   * `<repository>/<model>` (or the upload directory) the version was loaded from. Informational:
+   * the files its config names are read at load into {@link files}.
    */
   modelPath?: string;
+  /**
+   * The label files and sequence initial states the config names, read at load through the
+   * confinement rule (`core/config-files.ts#readConfigFiles`); default none.
+   */
+  files?: ConfigFiles;
   /**
    * Builds the version's scheduler instead of {@link createScheduler} (an ensemble's, which runs
    * its steps through the data plane and keeps statistics itself).
@@ -120,6 +129,7 @@ class CacheFill implements ResponseSender {
   constructor(
     private readonly downstream: ResponseSender,
     private readonly cache: ResponseCache,
+    private readonly tenant: string,
     private readonly key: string,
     private readonly lookupNs: bigint,
     private readonly stats: ModelStatistics,
@@ -127,7 +137,7 @@ class CacheFill implements ResponseSender {
   send(response: InferenceResponse | null, final: boolean): void {
     if (final) {
       const t0 = now();
-      if (response) this.cache.set(this.key, response);
+      if (response) this.cache.set(this.tenant, this.key, response);
       this.stats.recordCacheMiss(this.lookupNs + (now() - t0));
     }
     this.downstream.send(response, final);
@@ -158,8 +168,10 @@ export class ModelVersion {
   private readonly drainTimeoutMs: number | undefined;
   /** Unanswered requests, kept only when retire has a drain bound (to fail them past it). */
   readonly live: Set<TrackedSender> | undefined;
-  /** Where the model's files are (label files for classification). */
+  /** Where the model's files are. */
   readonly modelPath: string | undefined;
+  /** The label files and initial states its config names, read at load (classification uses the labels). */
+  readonly files: ConfigFiles;
 
   /**
    * Compiles the request / response validators and builds the scheduler the config asks for
@@ -182,13 +194,14 @@ export class ModelVersion {
     this.drainTimeoutMs = options.drainTimeoutMs;
     this.live = options.drainTimeoutMs !== undefined ? new Set() : undefined;
     this.modelPath = options.modelPath;
+    this.files = options.files ?? NO_CONFIG_FILES;
     this.cache = config.response_cache?.enable && !options.scheduler ? options.responseCache : undefined;
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);
     const hooks: SchedulerHooks = { onExecuted: (r) => this.recordExecution(r) };
     this.scheduler = options.scheduler
       ? options.scheduler(hooks, stats)
-      : createScheduler(config, instances, hooks, { version, arbiter: options.arbiter, fairness: options.fairness, modelPath: options.modelPath });
+      : createScheduler(config, instances, hooks, { version, arbiter: options.arbiter, fairness: options.fairness, initialStates: this.files.initialStates });
   }
 
   /** True for `model_transaction_policy { decoupled: true }`. */
@@ -269,14 +282,14 @@ export class ModelVersion {
     const start = now();
     if (this.cache) {
       const key = ResponseCache.key(request, this.cacheScope);
-      const hit = this.cache.get(key);
+      const hit = this.cache.get(request.tenant, key);
       const lookupNs = now() - start;
       if (hit) {
         this.stats.recordCacheHit(now() - start, lookupNs);
         sender.send(hit, true);
         return request;
       }
-      sender = new CacheFill(sender, this.cache, key, lookupNs, this.stats);
+      sender = new CacheFill(sender, this.cache, request.tenant, key, lookupNs, this.stats);
     }
     const tracked = new TrackedSender(this, request, sender, start);
     if (this.tracer?.active) {
@@ -366,8 +379,13 @@ export class ModelVersion {
     if (!r.error) this.stats.recordExecution(r.batchSize, input, infer, output);
     for (const p of r.batch) {
       const queue = r.execStartNs - p.queueStartNs;
-      this.stats.recordRequestTimes(queue, input, infer, output);
-      p.request.onTimes?.(queue, input, infer, output);
+      // A request answered before execute returned (a native backend's final response reaches
+      // the JS thread first) ends its compute_output at its answer: its request times then fit
+      // inside its success duration, as in Triton, where a request ends at its release.
+      const answered = p.sender instanceof TrackedSender ? p.sender.finishedNs : undefined;
+      const out = answered !== undefined && answered < execEnd ? clampNs(answered, computeEnd, execEnd) - computeEnd : output;
+      this.stats.recordRequestTimes(queue, input, infer, out);
+      p.request.onTimes?.(queue, input, infer, out);
     }
     if (this.tracer?.active) {
       for (const p of r.batch) {

@@ -3,11 +3,37 @@
  * absolute host path. Errors are written for the operator's log with full paths where that helps;
  * before one reaches a client (HTTP body, index reason, stream event) the data plane rewrites
  * every path under a directory the server knows (repositories, upload store, caches, backend
- * directory, the OS temp dir, the installation, the home directory) to a name relative to it.
+ * directory, the OS temp dir, the installation, the home directory) to a name relative to it, and
+ * {@link redactAbsolutePaths} removes any absolute path left, under whatever directory. The
+ * frontends' error encoders (HTTP `tritonErrorAnswer` / `errorAnswer`, `/generate_stream`
+ * events, gRPC `toServiceError` and stream `error_message`) call {@link redactAbsolutePaths}
+ * themselves as their last step, so an error that skipped the data plane is redacted too.
  */
 import { homedir, tmpdir } from 'node:os';
 import { resolve, sep } from 'node:path';
 import { AccessError, TritonError, asTritonError } from './errors.js';
+
+/** Characters that end a bare (unquoted) path in a message. */
+const PATH_END = `\\s'"\`()\\[\\]{}<>,;:|`;
+/** A quoted absolute path of two or more components: the whole quoted text, spaces included. */
+const QUOTED_PATH = /(['"`])\/(?!\/)[^'"`\n]*?\/[^'"`\n]*?\1/g;
+/**
+ * A bare absolute path of two or more components (`/a/b...`), starting a message or after a
+ * space, quote, bracket, `=`, `,`, `;`, `:` or `|`. Not matched: one-component names (POSIX
+ * shared-memory keys such as `/acme_region`), relative paths (`1/model.wasm`, `./x`,
+ * `<uploads>/m`), URLs (`https://host/p`: the `//` and the host come first), MIME types.
+ */
+const BARE_PATH = new RegExp(`(^|[\\s'"\`(\\[{=,;:|])\\/(?!\\/)[^/${PATH_END}]+\\/[^${PATH_END}]*`, 'g');
+
+/**
+ * `text` with every absolute path replaced by `<path>`, under whatever directory it lies: the
+ * last step of every error text that leaves the server (HTTP bodies, gRPC statuses and stream
+ * messages, the repository index's reasons). Idempotent.
+ */
+export function redactAbsolutePaths(text: string): string {
+  if (!text.includes('/')) return text;
+  return text.replace(QUOTED_PATH, (_m, q: string) => `${q}<path>${q}`).replace(BARE_PATH, (_m, lead: string) => `${lead}<path>`);
+}
 
 /** A directory whose absolute path must not be shown, and what stands for it in messages. */
 export interface PathRoot {
@@ -37,7 +63,10 @@ export class PathScrubber {
     this.roots.sort((a, b) => b.prefix.length - a.prefix.length);
   }
 
-  /** `message` with every known root replaced (`<root>/x` → `<label>/x`, or `x` for label ''). */
+  /**
+   * `message` with every known root replaced (`<root>/x` → `<label>/x`, or `x` for label ''),
+   * then every absolute path left redacted ({@link redactAbsolutePaths}).
+   */
   scrub(message: string): string {
     let out = message;
     for (const { prefix, label } of this.roots) {
@@ -45,7 +74,7 @@ export class PathScrubber {
       out = out.split(prefix + sep).join(label === '' ? '' : label + sep);
       out = out.split(prefix).join(label === '' ? '.' : label);
     }
-    return out;
+    return redactAbsolutePaths(out);
   }
 
   /** The client-facing form of any thrown value: a TritonError with the same code and a scrubbed message. */

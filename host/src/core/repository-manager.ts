@@ -22,6 +22,7 @@ import { backendResolveRequest, modelLoadContext, NO_SERVER } from './load-conte
 import type { ExecutionArbiter } from '../scheduler/arbiter.js';
 import { unsupportedSchedulerError, type TenantFairness } from '../scheduler/index.js';
 import { ModelVersion } from './model.js';
+import { readConfigFiles, type ConfigFiles } from './config-files.js';
 import type { TraceManager } from '../trace/trace-manager.js';
 import { modelNameProblem } from './names.js';
 import { buildEnsembleVersion, composingNames, isEnsemble } from '../ensemble/load.js';
@@ -120,6 +121,12 @@ export interface RepositoryManagerOptions {
   tracer?: TraceManager;
   /** The response cache (`--cache-config local,size=N`) models with `response_cache { enable: true }` use. */
   responseCache?: ResponseCache;
+  /**
+   * Multi-tenant mode: the tenants of the tenants file now, id → creation identity (`uid`,
+   * undefined for an entry without one); see {@link ModelRepositoryManager.reconcileTenants}.
+   * Absent (single-user mode): tenant namespaces are never reconciled.
+   */
+  tenants?: () => ReadonlyMap<string, string | undefined>;
 }
 
 /** What the load API may carry (spec §3.1). */
@@ -157,11 +164,16 @@ export class ModelRepositoryManager {
   private server: InferenceServerHandle = NO_SERVER;
   private readonly admission: ModelAdmission;
   private uploads: UploadStore | undefined;
+  /** The tenants (id → uid) as last reconciled ({@link reconcileTenants}). */
+  private knownTenants = new Map<string, string | undefined>();
+  /** The reconciliation in progress (they run one at a time). */
+  private reconciling: Promise<unknown> = Promise.resolve();
   /** Why uploads are refused (no upload directory, or it is not usable). */
   private uploadsDisabled = 'no upload directory is configured';
 
   constructor(private readonly opts: RepositoryManagerOptions) {
     this.admission = opts.admission ?? new ServerAdmission();
+    this.knownTenants = new Map(opts.tenants?.() ?? []);
     if (opts.uploadDirectory !== undefined) {
       this.uploads = new UploadStore({ root: opts.uploadDirectory });
       this.uploadsDisabled = '';
@@ -243,6 +255,14 @@ export class ModelRepositoryManager {
     if (!store) return;
     let models: ModelKey[];
     try {
+      // Uploads of tenants no longer in the file (or of an earlier creation of a listed id) are
+      // moved aside before anything is restored (DESIGN "Multi-tenancy").
+      if (this.opts.tenants) {
+        for (const ns of await store.strangers(this.knownTenants)) {
+          const moved = await store.quarantine(ns);
+          this.opts.logger.info({ audit: true, event: 'tenant_uploads_quarantined', tenant: ns, to: moved }, 'uploads of a removed tenant moved aside');
+        }
+      }
       const report = await store.recover();
       if (report.removed.length > 0) this.opts.logger.info({ removed: report.removed }, 'upload store: removed leftovers of an earlier run');
       models = report.models;
@@ -433,10 +453,80 @@ export class ModelRepositoryManager {
     return { models, instances, memoryBytes };
   }
 
+  /**
+   * Apply the tenants file as it is now ({@link RepositoryManagerOptions.tenants}; DESIGN
+   * "Multi-tenancy"): every tenant that left it since the last call, or is listed again under a new
+   * creation identity, is removed — its models unloaded (in-flight requests finish) and forgotten,
+   * then its stored uploads moved to the store's `.removed/` — so a tenant later created with the
+   * same id starts empty. Calls run one at a time. Failures are logged, never thrown.
+   * @param onRemove called for each tenant found gone, before its models are unloaded (the server
+   *   drops its shared-memory regions and cache entries there)
+   * @returns the tenant ids removed
+   */
+  reconcileTenants(onRemove: (tenant: string) => void = () => undefined): Promise<string[]> {
+    const run = this.reconciling.then(async () => {
+      const next = new Map(this.opts.tenants?.() ?? []);
+      const gone = new Set<string>();
+      for (const [id, uid] of this.knownTenants) if (!next.has(id) || next.get(id) !== uid) gone.add(id);
+      this.knownTenants = next;
+      if (this.uploads) for (const id of await this.uploads.strangers(next).catch(() => [])) gone.add(id);
+      for (const id of gone) {
+        try {
+          onRemove(id);
+        } catch (e) {
+          this.opts.logger.error({ tenant: id, err: e }, 'tenant removal hook failed');
+        }
+        await this.removeNamespace(id);
+      }
+      return [...gone].sort();
+    });
+    this.reconciling = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Unload and forget every model of tenant `ns`, then move its stored uploads aside. Logs failures. */
+  private async removeNamespace(ns: string): Promise<void> {
+    const recs = [...this.records.values()].filter((r) => r.key.namespace === ns);
+    await Promise.all(recs.map((r) => this.unload(r.key, true).catch(() => undefined)));
+    // After each model's retirement and clean-up (queued behind them), forget what it was: the
+    // record then holds nothing and is dropped ({@link serialise}) unless a newer load is queued.
+    await Promise.all(
+      recs.map((r) =>
+        this.serialise(r.key, async (rec) => {
+          if (rec.serving.size > 0) return; // loaded again meanwhile (a new tenant of the same id)
+          rec.status.clear();
+          rec.origin = undefined;
+          rec.attemptOrigin = undefined;
+          rec.fingerprint = undefined;
+        }),
+      ),
+    );
+    try {
+      const moved = await this.uploads?.quarantine(ns);
+      this.opts.logger.info({ audit: true, event: 'tenant_removed', tenant: ns, models: recs.map((r) => r.key.name), uploads_moved_to: moved ?? null }, 'tenant removed: models unloaded, uploads moved aside');
+    } catch (e) {
+      this.opts.logger.error({ tenant: ns, reason: asTritonError(e).message }, 'failed to move a removed tenant\'s uploads aside');
+    }
+  }
+
   /** Whether a model is known at all (loaded once, or being loaded). */
   isKnown(key: ModelKey): boolean {
     const rec = this.records.get(modelKeyId(key));
     return !!rec && (rec.serving.size > 0 || rec.status.size > 0);
+  }
+
+  /**
+   * Whether a model holds its name for lookups (DESIGN "Multi-tenancy"): a version serving, being
+   * loaded, or failed to load. A model whose versions were all unloaded (or are draining after an
+   * unload) does not, so a tenant's unloaded model never hides an operator model shared with the
+   * tenant under the same name.
+   */
+  holdsName(key: ModelKey): boolean {
+    const rec = this.records.get(modelKeyId(key));
+    if (!rec) return false;
+    if (rec.serving.size > 0) return true;
+    for (const s of rec.status.values()) if (!s.unloaded && s.state !== 'UNLOADING') return true;
+    return false;
   }
 
   /**
@@ -545,7 +635,8 @@ export class ModelRepositoryManager {
     if (options.files && options.files.size > 0) {
       if (!this.uploads) throw unavailable(`failed to load '${name}': uploads are refused: ${this.uploadsDisabled}`);
       this.admission.precheckUpload?.(rec.key, options.configOverride);
-      staged = await this.uploads.stage(rec.key, options.files, options.configOverride, { maxUploadBytes: options.maxUploadBytes });
+      const owner = this.opts.tenants && rec.key.namespace !== '' ? { uid: this.opts.tenants().get(rec.key.namespace) } : undefined;
+      staged = await this.uploads.stage(rec.key, options.files, options.configOverride, { maxUploadBytes: options.maxUploadBytes, owner });
       // The operator namespace's uploads are ephemeral: nothing to commit.
       fromStore = { generation: staged.generation, configOverride: options.configOverride, commit: rec.key.namespace !== '' };
       overrideDir = staged.modelPath;
@@ -774,6 +865,7 @@ export class ModelRepositoryManager {
     );
     const instances: BackendModelInstance[] = [];
     let finalConfig = config;
+    let files: ConfigFiles;
     try {
       if (backendModel.config) {
         finalConfig = normalizeModelConfig(backendModel.config, { modelName: name, gpuCount: 0 });
@@ -781,6 +873,8 @@ export class ModelRepositoryManager {
         rejectUnsupported(finalConfig);
         finalConfig = this.admission.admit(key, request.origin, finalConfig, 1);
       }
+      // Label files and initial states, through the confinement rule (DESIGN "Multi-tenancy").
+      files = await readConfigFiles(finalConfig, request.modelPath);
       const specs = instanceSpecs(finalConfig);
       if (backendModel.parallelInstanceLoading) {
         const results = await Promise.allSettled(specs.map((s) => backendModel.createInstance(s)));
@@ -805,6 +899,7 @@ export class ModelRepositoryManager {
         responseCache: this.opts.responseCache,
         drainTimeoutMs: this.opts.drainTimeoutMs,
         modelPath: request.modelPath,
+        files,
       });
     } catch (e) {
       // The scheduler could not be built (e.g. an unreadable sequence initial state).

@@ -18,6 +18,7 @@ import type { PathScrubber } from './public-errors.js';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { auditEvent } from '../tenancy/audit.js';
+import { EnsembleBudget, ensembleLimitsFor, type EnsembleLimits } from '../ensemble/budget.js';
 import { TENANT_ID_PATTERN, type TenantConfig } from '../tenancy/types.js';
 import type { ModelVersion } from './model.js';
 import type { IndexEntry, LoadOptions, ModelRepositoryManager } from './repository-manager.js';
@@ -99,6 +100,11 @@ export interface ServerApiOptions {
   logger?: Logger;
   /** `--max-upload-bytes`: decoded size of one load request's files, any caller. */
   maxUploadBytes?: number;
+  /**
+   * Server-wide caps of one ensemble request (a tenant's quotas may lower them; ensemble/budget.ts);
+   * undefined = none (single-user mode without `--ensemble-max-*` flags).
+   */
+  ensembleLimits?: EnsembleLimits;
   /** `--id`: the server's name in its metadata (default `warden`). */
   serverId?: string;
   /** Request tracing (trace extension, spec §3.5). */
@@ -188,9 +194,10 @@ export class ServerApi implements InferenceServerHandle {
   private keyOf(principal: Principal, name: string): ModelKey {
     if (principal.role === 'admin') return this.adminKeyOf(principal, name);
     const own = { namespace: principal.namespace, name };
-    // A tenant's own model first; else an operator model shared with it; else its own (not found,
-    // with exactly the text any unknown model gets — another tenant's model is indistinguishable).
-    if (this.manager.isKnown(own)) return own;
+    // A tenant's own model first (while it holds its name: loaded, loading or failed, not after
+    // an unload); else an operator model shared with it; else its own (not found, with exactly the
+    // text any unknown model gets — another tenant's model is indistinguishable).
+    if (this.manager.holdsName(own)) return own;
     if (this.tenantOf(principal)?.shared_models.includes(name)) return { namespace: '', name };
     return own;
   }
@@ -329,18 +336,24 @@ export class ServerApi implements InferenceServerHandle {
   infer(principal: Principal, name: string, version: number, init: InferenceRequestInit, sender: ResponseSender, signal?: CancellationSignal): SubmittedRequest {
     const mv = this.version(principal, name, version);
     if (signal?.aborted) throw cancelled();
-    init.tenant = principal.namespace;
+    init.tenant = principal.caller ?? principal.namespace;
+    if (mv.config.platform === 'ensemble' && init.ensemble === undefined && this.opts.ensembleLimits !== undefined) {
+      // A client's ensemble request: one budget for it and every ensemble nested in it (ensemble/budget.ts).
+      const limits = ensembleLimitsFor(this.opts.ensembleLimits, this.tenantOf(principal)?.quotas);
+      init.ensemble = { budget: new EnsembleBudget(limits, `ensemble '${name}'`), depth: 0 };
+    }
     if (init.classification !== undefined && init.classification.size > 0) {
       checkClassification(mv.config, init.classification);
-      sender = new ClassificationSender(sender, mv.config, mv.modelPath, init.classification);
+      sender = new ClassificationSender(sender, mv.config, mv.files.labels, init.classification);
     }
-    const tenant = this.tenantOf(principal);
+    // An ensemble's steps are charged to the ensemble's caller (DESIGN "Multi-tenancy").
+    const tenant = principal.caller !== undefined ? this.callerTenant(principal.caller) : this.tenantOf(principal);
     const needsHook = signal !== undefined || tenant !== undefined || init.inputs.some((t) => t.owner !== undefined);
     if (!needsHook) {
       const request = mv.submit(init, sender);
       return { model: name, version: mv.version, request };
     }
-    const release = tenant && !principal.within ? this.takeInflight(tenant) : undefined;
+    const release = tenant && (!principal.within || principal.caller !== undefined) ? this.takeInflight(tenant) : undefined;
     const guard = new RequestGuard(sender, init.inputs, signal, release);
     let request;
     try {
@@ -351,6 +364,12 @@ export class ServerApi implements InferenceServerHandle {
     }
     guard.attach(request);
     return { model: name, version: mv.version, request };
+  }
+
+  /** The tenant entry of an in-process call's caller ({@link Principal.caller}); undefined for the operator and admins. */
+  private callerTenant(id: string): TenantConfig | undefined {
+    const t = id === '' ? undefined : this.opts.tenants?.get(id);
+    return t?.role === 'tenant' ? t : undefined;
   }
 
   /**

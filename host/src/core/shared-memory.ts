@@ -14,8 +14,8 @@
  * shared memory there (the Python backend's stub IPC), and a client must never map it.
  *
  * Regions belong to the principal that registered them: names are per namespace (a tenant sees,
- * uses and unregisters only its own), a tenant's keys must start with `/<tenant>_`, and a key
- * registered by one namespace cannot be registered by another. Counts are capped per namespace;
+ * uses and unregisters only its own), a tenant's keys must start with `/<tenant>.` (see
+ * {@link tenantShmPrefix}), and a key registered by one namespace cannot be registered by another. Counts are capped per namespace;
  * one read is capped at `maxReadBytes` (the request-size bound of the frontends).
  */
 import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
@@ -36,7 +36,7 @@ export interface SystemShmRegionStatus {
 export interface SystemSharedMemoryOptions {
   /** `--allow-client-shm` (default false: every call answers {@link clientShmDisabled}). */
   enabled: boolean;
-  /** Multi-tenant mode: tenants' keys must start with `/<tenant>_`. */
+  /** Multi-tenant mode: tenants' keys must start with `/<tenant>.` ({@link tenantShmPrefix}). */
   multiTenant: boolean;
   /** Largest single read, bytes (an input taken from a region). */
   maxReadBytes: number;
@@ -74,6 +74,17 @@ interface Region extends SystemShmRegionStatus {
 const MAX_NAME_BYTES = 255;
 /** Shm object names Warden's own processes use; never a client region. */
 export const RESERVED_SHM_PREFIX = 'warden-';
+
+/**
+ * The file-name prefix of the shm keys a tenant may register: its id, then '.' (DESIGN
+ * "Multi-tenancy": tenant identity in every shared key). '.' is outside the tenant id alphabet
+ * (`[A-Za-z0-9_-]`, tenancy/types.ts), so the part of a name before its first '.' is exactly one
+ * tenant id: no tenant's prefix is a prefix of another tenant's keys (with '_', tenant `acme` could
+ * register `/acme_corp_x`, a key of tenant `acme_corp`).
+ */
+export function tenantShmPrefix(tenant: string): string {
+  return `${tenant}.`;
+}
 
 /**
  * The file name of a POSIX shm key. @throws TritonError INVALID_ARG for anything but one plain name
@@ -133,8 +144,9 @@ export class SystemSharedMemory {
     if (this.regions.has(this.id(principal, name))) {
       throw new TritonError('ALREADY_EXISTS', `shared memory region '${name}' already in manager`);
     }
-    if (this.opts.multiTenant && principal.role === 'tenant' && !file.startsWith(`${principal.namespace}_`)) {
-      throw new AccessError(403, `tenant '${principal.namespace}' may register only shared memory keys starting with '/${principal.namespace}_'`);
+    const prefix = tenantShmPrefix(principal.namespace);
+    if (this.opts.multiTenant && principal.role === 'tenant' && !file.startsWith(prefix)) {
+      throw new AccessError(403, `tenant '${principal.namespace}' may register only shared memory keys starting with '/${prefix}'`);
     }
     let mine = 0;
     for (const r of this.regions.values()) {

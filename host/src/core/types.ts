@@ -6,6 +6,7 @@
  *
  * Backends never see HTTP; frontends never see backends (DESIGN "One request, end to end").
  */
+import type { EnsembleBudget } from '../ensemble/budget.js';
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../config/types.js';
 import type { DataType } from '../tensor/datatypes.js';
@@ -106,6 +107,13 @@ export interface InferenceRequest {
    * part of, after the model recorded them.
    */
   onTimes?: (queueNs: bigint, inputNs: bigint, inferNs: bigint, outputNs: bigint) => void;
+  /**
+   * Set on a request for an ensemble, and on each composing request of an ensemble run: the
+   * budget of the top-level ensemble request (shared by its nested ensembles) and the nesting depth
+   * of the ensemble that sent it (0 = none, the request came from a client). Set by the data plane
+   * and ensemble runs, never by a client (ensemble/budget.ts).
+   */
+  ensemble?: { readonly budget: EnsembleBudget; readonly depth: number };
 }
 
 /** One response (spec §1.13). Outputs are in the order the backend produced them. */
@@ -175,6 +183,14 @@ export interface Principal {
    * request. Never set from a frontend.
    */
   readonly within?: true;
+  /**
+   * The tenant on whose behalf an in-process call inside an admitted request is made (an
+   * ensemble's steps: the namespace of the ensemble's caller). Names still resolve in
+   * {@link namespace}; the request's {@link InferenceRequest.tenant} (queues, fairness, the
+   * arbiter's CPU accounting) is this tenant, and its in-flight quota is charged per call. Never
+   * set from a frontend.
+   */
+  readonly caller?: string;
 }
 
 /** The principal of single-user mode (no tenants configured): the operator, namespace `''`. */

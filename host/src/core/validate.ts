@@ -168,6 +168,7 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
         parameters: init.parameters,
         correlationId: init.correlationId,
         tenant: init.tenant ?? '',
+        ensemble: init.ensemble,
         flags: init.flags,
         priority: init.priority,
         timeoutUs: init.timeoutUs,

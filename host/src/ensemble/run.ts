@@ -2,8 +2,11 @@
  * One ensemble request, executed as a data-flow graph (spec §5.6): a step is sent as soon as every
  * ensemble tensor it reads is available, so independent steps run concurrently. Every step is an
  * ordinary inference request on its composing model through the data plane
- * (`InferenceServerHandle.infer`) with the ensemble owner's principal: the composing model counts
- * it in its statistics, tenant scoping applies, cancellation reaches it through its signal.
+ * (`InferenceServerHandle.infer`) with the ensemble owner's principal on behalf of the request's
+ * caller (`Principal.caller`): names resolve in the owner's namespace, the step is queued as the
+ * caller's and charged to the caller's in-flight quota, and it counts against the request's
+ * {@link EnsembleBudget} (inferences, depth, fan-out: ensemble/budget.ts); the composing model counts
+ * it in its statistics, cancellation reaches it through its signal.
  *
  * Tensors pass between steps without copying (the step's request input views the producing
  * response's buffer). Decoupled steps: each response of a decoupled composing model opens a new
@@ -16,6 +19,7 @@
  */
 import { TritonError, asTritonError, cancelled } from '../core/errors.js';
 import type { InferenceRequest, InferenceRequestInit, InferenceResponse, InferenceServerHandle, Principal, ResponseSender, Tensor } from '../core/types.js';
+import type { EnsembleBudget } from './budget.js';
 import type { EnsemblePlan, PlanStep } from './plan.js';
 
 /** Queue and compute durations (ns) of the composing requests of one ensemble request, summed. */
@@ -71,8 +75,15 @@ export class EnsembleRun {
   /** Memory owners of step outputs; released at the end unless they left in a response. */
   private readonly owned = new Set<Tensor>();
   private readonly times: StepTimes = { queueNs: 0n, inputNs: 0n, inferNs: 0n, outputNs: 0n };
-  /** The owner, acting within this (already admitted) request: steps are not charged again. */
+  /**
+   * The owner's namespace (step names resolve there), acting within this request on behalf of its
+   * caller: each step is charged to the caller's in-flight quota and queued as the caller's.
+   */
   private readonly stepPrincipal: Principal;
+  /** The budget of the top-level request (ensemble/budget.ts); undefined = no caps. */
+  private readonly budget: EnsembleBudget | undefined;
+  /** This run's nesting depth (1 = the top-level ensemble). */
+  private readonly depth: number;
 
   constructor(
     private readonly opts: EnsembleRunOptions,
@@ -80,13 +91,20 @@ export class EnsembleRun {
     private readonly sender: ResponseSender,
   ) {
     const { plan } = opts;
-    this.stepPrincipal = { ...opts.principal, within: true };
+    this.stepPrincipal = { ...opts.principal, within: true, caller: request.tenant };
+    this.budget = request.ensemble?.budget;
+    this.depth = (request.ensemble?.depth ?? 0) + 1;
     this.wanted = request.requestedOutputs.length > 0 ? request.requestedOutputs : plan.outputs;
     this.needed = neededSteps(plan, this.wanted);
   }
 
   /** Start the steps the request's inputs make ready. */
   start(): void {
+    try {
+      this.budget?.enter(this.depth);
+    } catch (e) {
+      return this.fail(asTritonError(e));
+    }
     const root = new Frame();
     for (const t of this.request.inputs) root.tensors.set(t.name, viewAs(t.name, t));
     // Held while sending: a step answered synchronously must not end the run before its siblings start.
@@ -161,6 +179,12 @@ export class EnsembleRun {
   private send(step: PlanStep, frame: Frame): void {
     const r = this.request;
     if (r.cancelled) return this.cancel();
+    try {
+      this.budget?.take();
+    } catch (e) {
+      this.inflight.set(step, (this.inflight.get(step) ?? 1) - 1);
+      return this.fail(asTritonError(e));
+    }
     const init: InferenceRequestInit = {
       id: r.id,
       model: step.modelName,
@@ -173,6 +197,7 @@ export class EnsembleRun {
       flags: r.flags,
       priority: r.priority,
       timeoutUs: r.timeoutUs,
+      ensemble: this.budget ? { budget: this.budget, depth: this.depth } : undefined,
     };
     const outputs = new Map(step.outputs);
     const take = (response: InferenceResponse | null): void => {
@@ -204,6 +229,7 @@ export class EnsembleRun {
         take(response);
         if (final) {
           done = true;
+          this.budget?.done();
           this.released(step);
           this.pending--;
           this.settle();
@@ -214,6 +240,7 @@ export class EnsembleRun {
         this.fail(e);
         if (final) {
           done = true;
+          this.budget?.done();
           this.released(step);
           this.pending--;
           this.settle();
@@ -231,6 +258,7 @@ export class EnsembleRun {
     } catch (e) {
       if (!done) {
         done = true;
+        this.budget?.done();
         this.inflight.set(step, (this.inflight.get(step) ?? 1) - 1);
         this.pending--;
       }

@@ -1,8 +1,10 @@
 /**
  * Prometheus metrics with Triton's names and labels (spec §4), on prom-client. Per-model series
- * carry `model` and `version` labels; failures also carry `reason`. In multi-tenant mode every
- * per-model series also carries `tenant` (the model's namespace, '' for the operator's models),
- * so two tenants' models of the same name are separate series.
+ * carry `model` and `version` labels; failures also carry `reason`. In multi-tenant mode with
+ * `--metrics-tenant-labels=true` every per-model series also carries `tenant` (the model's
+ * namespace, '' for the operator's models), so two tenants' models of the same name are separate
+ * series; without it (the default) they add into one series and no tenant id is shown
+ * (DESIGN "Multi-tenancy").
  */
 import { cpus, freemem, totalmem } from 'node:os';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';

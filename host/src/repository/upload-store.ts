@@ -11,10 +11,18 @@
  * <root>/<namespace dir>/<model>/g<N>/   generation N: the model directory (version folders, files)
  * <root>/<namespace dir>/<model>/CURRENT the committed generation and its config override (JSON)
  * <root>/<namespace dir>/<model>/CURRENT.tmp-<16 hex>   a pointer being written
+ * <root>/<tenant>/.tenant                  the creation identity (uid) of the tenant owning the dir
+ * <root>/.removed/<tenant>-<stamp>-<8 hex>/ a removed tenant's directory, moved aside ({@link UploadStore.quarantine})
  * ```
  *
  * The namespace dir is the tenant id (`[A-Za-z0-9_][A-Za-z0-9_-]{0,63}`), or `.operator` for the
  * operator's namespace `''` (a tenant id never starts with '.', so they cannot collide).
+ *
+ * Tenant identity (DESIGN "Multi-tenancy"): a tenant directory belongs to one creation of the
+ * tenant. With a `uid` in the tenants file, the directory records it in `.tenant` when it is
+ * created; a directory whose recorded uid is not the tenant's current one (or whose tenant is no
+ * longer listed) is never served: the server moves it to `.removed/` ({@link UploadStore.strangers}).
+ * The server never reads nor deletes what is there; the operator does.
  *
  * Commit protocol: stage every file under `.staging/` (each file fsynced, then every directory),
  * rename the staged directory to `g<N>` and fsync the model directory; the generation is live only
@@ -39,8 +47,13 @@ import { TENANT_ID_RE } from '../tenancy/types.js';
 export const OPERATOR_DIR = '.operator';
 /** Directory where uploads are written before they are moved into place. */
 export const STAGING_DIR = '.staging';
+/** Where a removed tenant's directory is moved (the server never reads nor deletes it). */
+export const QUARANTINE_DIR = '.removed';
 const CURRENT = 'CURRENT';
 const POINTER_FORMAT = 'warden-upload/1';
+/** A tenant directory's owner record: `{ format, uid }` (uid null for an entry without one). */
+const OWNER = '.tenant';
+const OWNER_FORMAT = 'warden-tenant/1';
 
 const GENERATION = /^g([1-9][0-9]{0,14})$/;
 const STAGED = /^s-[0-9a-f]{16}$/;
@@ -72,6 +85,12 @@ export interface StageOptions {
    * before anything is written (INVALID_ARG).
    */
   maxUploadBytes?: number;
+  /**
+   * Multi-tenant mode: the uploading tenant's creation identity (`{ uid: undefined }` for an entry
+   * without one). A new tenant directory records it; an existing one must belong to it, else the
+   * upload is refused (UNAVAILABLE) until the directory has been moved aside.
+   */
+  owner?: { uid: string | undefined };
 }
 
 /** What start-up clean-up found. Paths are relative to the store root. */
@@ -246,6 +265,7 @@ export class UploadStore {
       await fsyncDir(this.path(STAGING_DIR));
       await this.step('staged', info);
       await this.mkdirDurably(nsDir);
+      if (opts.owner && key.namespace !== '') await this.claim(nsDir, key.name, opts.owner.uid);
       await this.mkdirDurably(nsDir, key.name);
       await rename(staged, final);
       renamed = true;
@@ -369,6 +389,84 @@ export class UploadStore {
     } catch (e) {
       throw storeError(e, key.name, 'delete');
     }
+  }
+
+  /**
+   * The tenant directories that are not their tenant's (DESIGN "Multi-tenancy"): of an id not in
+   * `tenants` (id → the tenant's uid, undefined for an entry without one), or whose recorded owner
+   * differs from the tenant's uid (a directory without a record belongs to an entry without uid).
+   * Sorted ids; none when the root does not exist.
+   */
+  async strangers(tenants: ReadonlyMap<string, string | undefined>): Promise<string[]> {
+    const out: string[] = [];
+    for (const ns of await readdir(this.root, { withFileTypes: true }).catch(() => [])) {
+      if (!ns.isDirectory() || !TENANT_ID_RE.test(ns.name)) continue;
+      if (!tenants.has(ns.name) || (await this.ownerOf(ns.name)) !== (tenants.get(ns.name) ?? null)) out.push(ns.name);
+    }
+    return out.sort();
+  }
+
+  /**
+   * Move a tenant's directory to `.removed/<tenant>-<UTC stamp>-<8 hex>` (one rename: its models
+   * leave the store at once; a restart never serves them). Callers unload its models first.
+   * @returns the new place relative to the root, or undefined when the tenant had no directory
+   * @throws TritonError INVALID_ARG for a namespace that is not a tenant id, INTERNAL on I/O failure
+   */
+  async quarantine(tenant: string): Promise<string | undefined> {
+    if (tenant === '') throw invalidArg('the operator namespace is not a tenant');
+    const nsDir = namespaceDir(tenant);
+    const st = await lstat(this.path(nsDir)).catch(() => undefined);
+    if (!st?.isDirectory()) return undefined;
+    const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+    const name = `${nsDir}-${stamp}-${randomBytes(4).toString('hex')}`;
+    try {
+      await this.mkdirDurably(QUARANTINE_DIR);
+      await rename(this.path(nsDir), this.path(QUARANTINE_DIR, name));
+      await fsyncDir(this.path(QUARANTINE_DIR));
+      await fsyncDir(this.root);
+    } catch (e) {
+      throw storeError(e, tenant, 'move aside the uploads of tenant');
+    }
+    return `${QUARANTINE_DIR}/${name}`;
+  }
+
+  /** The uid recorded in a tenant directory: null when none is recorded, '' when the record is unreadable. */
+  private async ownerOf(nsDir: string): Promise<string | null> {
+    let text: string;
+    try {
+      text = await readFile(this.path(nsDir, OWNER), 'utf8');
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'ENOENT' ? null : '';
+    }
+    try {
+      const p = JSON.parse(text) as { format?: unknown; uid?: unknown };
+      if (p.format === OWNER_FORMAT && (p.uid === null || typeof p.uid === 'string')) return p.uid;
+    } catch {
+      // unreadable: belongs to nobody
+    }
+    return '';
+  }
+
+  /**
+   * Make sure the tenant directory `nsDir` belongs to `uid`: record it in a directory that holds no
+   * model yet; refuse one that belongs to an earlier tenant of the same id.
+   * @throws TritonError UNAVAILABLE when it belongs to another creation of the tenant
+   */
+  private async claim(nsDir: string, model: string, uid: string | undefined): Promise<void> {
+    const recorded = await this.ownerOf(nsDir);
+    if (recorded === (uid ?? null)) return;
+    let holdsModels = false;
+    for (const e of await readdir(this.path(nsDir), { withFileTypes: true })) {
+      if (e.isDirectory() && isPlainName(e.name) && (await readdir(this.path(nsDir, e.name))).length > 0) holdsModels = true;
+    }
+    if (recorded !== null || holdsModels) {
+      throw unavailable(`failed to load '${model}': the uploads of an earlier tenant of this id are being moved aside; retry shortly`);
+    }
+    if (uid === undefined) return;
+    const tmp = this.path(nsDir, `${OWNER}.tmp-${randomBytes(8).toString('hex')}`);
+    await writeDurably(tmp, Buffer.from(JSON.stringify({ format: OWNER_FORMAT, uid }), 'utf8'));
+    await rename(tmp, this.path(nsDir, OWNER));
+    await fsyncDir(this.path(nsDir));
   }
 
   private async removeGeneration(key: ModelKey, generation: number): Promise<void> {

@@ -28,6 +28,12 @@ export interface ExecutionClaim {
    * {@link PASS_THROUGH_ARBITER}, which never reads it.
    */
   readonly tenants: readonly string[];
+  /**
+   * The model runs in the sandbox (`backend: "wasm"`): its executions make no nested inference
+   * calls, so an arbiter may hold them back without risking a deadlock (scheduler/tenant-arbiter.ts
+   * governs only these).
+   */
+  readonly sandboxed?: boolean;
 }
 
 /** Permission to run one execution; released exactly once, when the execution finished. */
@@ -78,16 +84,20 @@ export class ArbiterGate {
   private readonly claim: ExecutionClaim;
   private readonly wake: () => void;
 
-  /** @param onWake called when a deferring arbiter wakes this scheduler (after `deferred` is cleared) */
+  /**
+   * @param onWake called when a deferring arbiter wakes this scheduler (after `deferred` is cleared)
+   * @param sandboxed the model's executions run in the sandbox ({@link ExecutionClaim.sandboxed})
+   */
   constructor(
     private readonly arbiter: ExecutionArbiter,
     model: string,
     version: number,
     onWake: () => void,
+    sandboxed = false,
   ) {
     const tenants: string[] = [];
     this.tenants = arbiter === PASS_THROUGH_ARBITER ? undefined : tenants;
-    this.claim = Object.freeze({ model, version, tenants });
+    this.claim = Object.freeze({ model, version, tenants, sandboxed });
     this.wake = () => {
       this.deferred = false;
       onWake();

@@ -56,7 +56,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
       model: config.name,
     });
     this.policy = new BatchPolicy(config);
-    this.gate = new ArbiterGate(arbiter, config.name, version, () => this.pump());
+    this.gate = new ArbiterGate(arbiter, config.name, version, () => this.pump(), config.backend === 'wasm');
   }
 
   get pendingCount(): number {

@@ -3,8 +3,6 @@
  * `scheduling_choice` picks the {@link ModelScheduler} implementation of a model version.
  * Adding a kind = one file implementing ModelScheduler + its entry in {@link FACTORIES}.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { ModelConfig } from '../config/types.js';
 import { TritonError } from '../core/errors.js';
 import type { BackendModelInstance } from '../core/types.js';
@@ -39,10 +37,11 @@ export interface SchedulerOptions {
    */
   fairness?: TenantFairness;
   /**
-   * `<repository>/<model>`: where `sequence_batching.state[].initial_state[].data_file` is read
-   * from (`<modelPath>/initial_state/<data_file>`); without it such a state fails the load.
+   * The bytes of each `sequence_batching.state[].initial_state[].data_file`, read at load beneath
+   * the model directory (`core/config-files.ts#readConfigFiles`); a state whose file is not here
+   * fails the load.
    */
-  modelPath?: string;
+  initialStates?: ReadonlyMap<string, Uint8Array>;
 }
 
 /** Everything a scheduler implementation is built from. */
@@ -54,7 +53,7 @@ interface SchedulerParts {
   arbiter: ExecutionArbiter;
   version: number;
   fairness: TenantFairness | undefined;
-  modelPath: string | undefined;
+  initialStates: ReadonlyMap<string, Uint8Array> | undefined;
 }
 
 type SchedulerFactory = (parts: SchedulerParts) => ModelScheduler;
@@ -62,18 +61,13 @@ type SchedulerFactory = (parts: SchedulerParts) => ModelScheduler;
 const dynamicBatch: SchedulerFactory = (p) => new DynamicBatchScheduler(p.config, p.pool, p.hooks, p.arbiter, p.version, p.fairness);
 
 const sequenceBatch: SchedulerFactory = (p) =>
-  new SequenceBatchScheduler(p.config, p.instances, p.hooks, p.arbiter, p.version, p.modelPath ? (f) => readInitialState(p.modelPath!, f) : undefined);
+  new SequenceBatchScheduler(p.config, p.instances, p.hooks, p.arbiter, p.version, p.initialStates ? (f) => initialState(p.initialStates!, f) : undefined);
 
-/** `<modelPath>/initial_state/<file>`; the file name must not leave that directory. */
-function readInitialState(modelPath: string, file: string): Uint8Array {
-  if (file.includes('/') || file.includes('\\') || file === '..' || file === '.') {
-    throw new TritonError('INVALID_ARG', `initial state data_file '${file}' must be a file name inside the model's initial_state directory`);
-  }
-  try {
-    return readFileSync(join(modelPath, 'initial_state', file));
-  } catch {
-    throw new TritonError('INVALID_ARG', `failed to read initial state data_file '${file}' of the model's initial_state directory`);
-  }
+/** The bytes of `data_file`, read at load. */
+function initialState(states: ReadonlyMap<string, Uint8Array>, file: string): Uint8Array {
+  const bytes = states.get(file);
+  if (!bytes) throw new TritonError('INVALID_ARG', `initial state data_file '${file}' was not read with the model`);
+  return bytes;
 }
 
 /** Implementation per kind; undefined = not supported yet. */
@@ -126,6 +120,6 @@ export function createScheduler(
     arbiter: options.arbiter ?? PASS_THROUGH_ARBITER,
     version: options.version,
     fairness: options.fairness,
-    modelPath: options.modelPath,
+    initialStates: options.initialStates,
   });
 }

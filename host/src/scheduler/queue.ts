@@ -104,7 +104,11 @@ class Level extends Ring {
   /** The flow of the last push (skips the map lookup while one tenant sends). */
   last: Flow | undefined = undefined;
   size = 0;
-  constructor(readonly policy: ModelQueuePolicy) {
+  /** @param index 0 = priority level 1. */
+  constructor(
+    readonly index: number,
+    readonly policy: ModelQueuePolicy,
+  ) {
     super();
   }
 }
@@ -213,9 +217,17 @@ function* simulate(level: Ring): Generator<PendingRequest> {
 
 const NOTHING_QUEUED: readonly PendingRequest[] = Object.freeze([]);
 
-/** Priority levels (level 1 is the highest; a model without priority levels has one), each fair across tenants. */
+/**
+ * Priority levels (level 1 is the highest; a model without priority levels has one), each fair
+ * across tenants. A level is created when a request first uses it, so the queue's size and the
+ * cost of every operation follow the levels in use, never the configured `priority_levels`.
+ */
 export class PendingQueue {
-  private readonly levels: Level[];
+  /** The levels created so far, highest first. */
+  private readonly levels: Level[] = [];
+  /** `max(1, priority_levels)`. */
+  private readonly levelCount: number;
+  private readonly batching: ModelDynamicBatching | undefined;
   private readonly defaultLevel: number;
   private readonly quantum: number;
   private readonly weightOf: ((tenant: string) => number) | undefined;
@@ -229,12 +241,9 @@ export class PendingQueue {
   private nextDeadlineNs = 0n;
 
   constructor(batching: ModelDynamicBatching | undefined, options: PendingQueueOptions = {}) {
-    const n = Math.max(1, batching?.priority_levels ?? 0);
+    this.levelCount = Math.max(1, batching?.priority_levels ?? 0);
     this.defaultLevel = batching && batching.priority_levels > 0 ? batching.default_priority_level : 1;
-    this.levels = Array.from(
-      { length: n },
-      (_, i) => new Level(batching?.priority_queue_policy?.[String(i + 1)] ?? batching?.default_queue_policy ?? NO_POLICY),
-    );
+    this.batching = batching;
     this.quantum = sane(options.quantum, 1);
     this.weightOf = options.weightOf?.bind(options);
     this.maxQueued = options.maxQueuedPerTenant;
@@ -255,7 +264,7 @@ export class PendingQueue {
     const tenant = p.request.tenant;
     if (this.maxQueued !== undefined) this.checkQuota(tenant);
     const levelIdx = this.levelOf(p.request.priority);
-    const level = this.levels[levelIdx]!;
+    const level = this.levelAt(levelIdx);
     const policy = level.policy;
     if (policy.max_queue_size > 0 && level.size >= policy.max_queue_size) {
       throw unavailable('Exceeds maximum queue size');
@@ -342,7 +351,7 @@ export class PendingQueue {
 
   /** Remove one queued request (O(its position in its tenant's FIFO)), uncharged; false if it is not queued. */
   remove(p: PendingRequest): boolean {
-    const level = this.levels[p.level];
+    const level = this.findLevel(p.level);
     const flow = level?.flows.get(p.request.tenant);
     if (!level || !flow) return false;
     const i = flow.items.indexOf(p);
@@ -409,7 +418,7 @@ export class PendingQueue {
    * batcher's queue delay counts from it. Undefined if that level is empty.
    */
   oldestStartNs(levelIdx?: number): bigint | undefined {
-    const level = levelIdx === undefined ? this.levels.find((l) => l.size > 0) : this.levels[levelIdx];
+    const level = levelIdx === undefined ? this.levels.find((l) => l.size > 0) : this.findLevel(levelIdx);
     if (!level || level.active === 0) return undefined;
     let f = level.current!;
     let oldest = f.items[0]!.queueStartNs;
@@ -455,8 +464,26 @@ export class PendingQueue {
     }
   }
 
+  /** The created level of index `i`, if any. */
+  private findLevel(i: number): Level | undefined {
+    for (const l of this.levels) if (l.index >= i) return l.index === i ? l : undefined;
+    return undefined;
+  }
+
+  /** The level of index `i`, created (with its queue policy) and put in order on first use. */
+  private levelAt(i: number): Level {
+    const levels = this.levels;
+    let at = 0;
+    while (at < levels.length && levels[at]!.index < i) at++;
+    if (at < levels.length && levels[at]!.index === i) return levels[at]!;
+    const b = this.batching;
+    const level = new Level(i, b?.priority_queue_policy?.[String(i + 1)] ?? b?.default_queue_policy ?? NO_POLICY);
+    levels.splice(at, 0, level);
+    return level;
+  }
+
   private levelOf(priority: number): number {
-    const n = this.levels.length;
+    const n = this.levelCount;
     const lvl = priority > 0 && priority <= n ? priority : this.defaultLevel;
     return Math.min(Math.max(lvl, 1), n) - 1;
   }

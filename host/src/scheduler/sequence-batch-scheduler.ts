@@ -18,7 +18,9 @@
  *   dispatched at once when the largest `preferred_batch_size` (else `max_batch_size`) is reached
  *   or the oldest request waited `max_queue_delay_microseconds`.
  *
- * Requests of one sequence run one after another on its instance, in arrival order.
+ * Requests of one sequence run one after another on its instance, in arrival order. A sequence is
+ * identified by its tenant and its correlation id (DESIGN "Multi-tenancy"): tenants sharing the
+ * model never see, continue, end or reset each other's sequences, whatever ids they pick.
  */
 import type { ModelConfig } from '../config/types.js';
 import { TritonError, cancelled, invalidArg } from '../core/errors.js';
@@ -43,8 +45,13 @@ const now = (): bigint => process.hrtime.bigint();
 /** The responses of filler requests go nowhere. */
 const DROP: ResponseSender = Object.freeze({ send(): void {}, sendError(): void {} });
 
-/** Map key of a correlation id: integer ids (number or bigint) and string ids never collide. */
-const keyOf = (id: number | bigint | string): string => (typeof id === 'string' ? `s${id}` : `n${id}`);
+/**
+ * Map key of a sequence: its tenant and its correlation id (DESIGN "Multi-tenancy": tenant identity
+ * is part of every shared key). Two tenants' sequence 4242 on one shared model are two sequences,
+ * and neither can address the other's. A tenant id has no NUL, so the tenant part ends at the
+ * first one; integer ids (number or bigint) and string ids never collide.
+ */
+const keyOf = (tenant: string, id: number | bigint | string): string => `${tenant}\u0000${typeof id === 'string' ? `s${id}` : `n${id}`}`;
 
 /** One live sequence. */
 interface Sequence {
@@ -69,7 +76,13 @@ interface Sequence {
 interface Lane {
   readonly index: number;
   readonly instance: BackendModelInstance;
+  /**
+   * Its slots in use or freed, grown on demand up to {@link capacity} (a config's slot count is
+   * never allocated up front).
+   */
   readonly slots: (Sequence | undefined)[];
+  /** Slots per instance: `max_candidate_sequences` (oldest) or `max(1, max_batch_size)` (direct). */
+  readonly capacity: number;
   busy: boolean;
   /** Sequences holding a slot. */
   used: number;
@@ -86,7 +99,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
   private readonly minSlotUtilization: number;
   private readonly idleNs: bigint;
   private readonly lanes: Lane[];
-  /** Live sequences by correlation id (closed ones are removed). */
+  /** Live sequences by (tenant, correlation id), see {@link keyOf} (closed ones are removed). */
   private readonly sequences = new Map<string, Sequence>();
   /** Sequences waiting for a slot, in arrival order. */
   private readonly backlog: Sequence[] = [];
@@ -124,8 +137,8 @@ export class SequenceBatchScheduler implements ModelScheduler {
     this.minSlotUtilization = sb.direct?.minimum_slot_utilization ?? 0;
     this.idleNs = BigInt(sb.max_sequence_idle_microseconds) * 1000n;
     const slots = this.oldest ? Math.max(1, sb.oldest!.max_candidate_sequences) : this.maxBatch;
-    this.lanes = instances.map((instance, index) => ({ index, instance, slots: new Array(slots).fill(undefined), busy: false, used: 0 }));
-    this.gate = new ArbiterGate(arbiter, config.name, version, () => this.pump());
+    this.lanes = instances.map((instance, index) => ({ index, instance, slots: [], capacity: slots, busy: false, used: 0 }));
+    this.gate = new ArbiterGate(arbiter, config.name, version, () => this.pump(), config.backend === 'wasm');
   }
 
   get pendingCount(): number {
@@ -160,7 +173,9 @@ export class SequenceBatchScheduler implements ModelScheduler {
     if (id === 0 || id === '' || id === 0n) {
       throw invalidArg(`inference request to model '${m}' must specify a non-zero or non-empty correlation ID`);
     }
-    const key = keyOf(id);
+    // The requester's tenant scopes the id: another tenant's live sequence of the same id is, to
+    // this request, a sequence that does not exist (same error text).
+    const key = keyOf(request.tenant, id);
     const start = (request.flags & REQUEST_FLAG_SEQUENCE_START) !== 0;
     let seq = this.sequences.get(key);
     if (!start && !seq) {
@@ -216,11 +231,12 @@ export class SequenceBatchScheduler implements ModelScheduler {
   private assign(seq: Sequence): boolean {
     let best: Lane | undefined;
     for (const l of this.lanes) {
-      if (l.used >= l.slots.length || !(l.instance.isReady?.() ?? true)) continue;
+      if (l.used >= l.capacity || !(l.instance.isReady?.() ?? true)) continue;
       if (!best || l.used < best.used) best = l;
     }
     if (!best) return false;
-    const slot = best.slots.indexOf(undefined);
+    let slot = best.slots.indexOf(undefined);
+    if (slot < 0) slot = best.slots.length;
     best.slots[slot] = seq;
     best.used++;
     seq.lane = best;
@@ -328,7 +344,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
       if (!full && this.maxDelayNs > 0n && waited < this.maxDelayNs) return this.armDelay(chosen[0]!.queue[0]!.queueStartNs + this.maxDelayNs);
     } else {
       chosen = ready.sort((a, b) => a.slot - b.slot);
-      if (this.maxDelayNs > 0n && ready.length < this.minSlotUtilization * lane.slots.length) {
+      if (this.maxDelayNs > 0n && ready.length < this.minSlotUtilization * lane.capacity) {
         let earliest = ready[0]!.queue[0]!.queueStartNs;
         for (const s of ready) if (s.queue[0]!.queueStartNs < earliest) earliest = s.queue[0]!.queueStartNs;
         if (t - earliest < this.maxDelayNs) return this.armDelay(earliest + this.maxDelayNs);

@@ -5,13 +5,17 @@
  * budget. Sandboxed (wasm) models get the tenant's limits written into their config parameters
  * (`memory_limit_bytes`, `execute_timeout_ms`, `log_limit_bytes`, each the smaller of what the
  * model asks and what the tenant may have), so the backend enforces them and `/config` shows them.
- * Operator models (namespace '') pass through to the server's own rules.
+ * Operator models (namespace '') pass through to the server's own rules. Before the quotas, every
+ * field of a tenant's config is held to the allowlist and the tenant's config bounds
+ * (`config-allowlist.ts`; INVALID_ARG naming the field and the bound).
  */
+import { modelConfigFromJson } from '../config/json.js';
 import type { ModelConfig } from '../config/types.js';
 import { DEFAULT_WASM_LIMITS, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT, type WasmLimits } from '../backends/wasm/limits.js';
 import { instanceCount, type ModelAdmission } from '../core/admission.js';
 import { forbidden } from '../core/errors.js';
 import type { ModelKey, ModelOrigin } from '../core/types.js';
+import { checkTenantModelConfig } from './config-allowlist.js';
 import type { TenantConfig } from './types.js';
 
 /** What a tenant's other models already hold (the model being loaded excluded). */
@@ -53,6 +57,17 @@ export class TenantAdmission implements ModelAdmission {
     if (!tenant) throw forbidden(`tenant '${key.namespace}' is not configured`);
     const q = tenant.quotas;
     const used = this.opts.usage(key.namespace, key.name);
+    // The allowlist with the tenant's config bounds, on the override as sent (unset fields are
+    // skipped; one that does not parse is reported by the load itself).
+    if (configOverride !== undefined) {
+      let raw: Partial<ModelConfig> | undefined;
+      try {
+        raw = modelConfigFromJson(configOverride);
+      } catch {
+        raw = undefined;
+      }
+      if (raw) checkTenantModelConfig(key.name, raw, tenant.config_bounds);
+    }
     if (used.models + 1 > q.max_models) {
       throw forbidden(`model '${key.name}' would bring tenant '${tenant.id}' to ${used.models + 1} models, over its quota of ${q.max_models} (max_models)`);
     }
@@ -71,10 +86,13 @@ export class TenantAdmission implements ModelAdmission {
   }
 
   admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig, versions = 1): ModelConfig {
-    const admitted = this.opts.server.admit(key, origin, config, versions);
-    if (key.namespace === '') return admitted;
+    if (key.namespace === '') return this.opts.server.admit(key, origin, config, versions);
     const tenant = this.opts.tenants.get(key.namespace);
     if (!tenant) throw forbidden(`tenant '${key.namespace}' is not configured`);
+    // Every field against the allowlist and this tenant's bounds first (INVALID_ARG), then the
+    // server's caps and upload rules, then the quotas (403).
+    checkTenantModelConfig(key.name, config, tenant.config_bounds);
+    const admitted = this.opts.server.admit(key, origin, config, versions);
     const q = tenant.quotas;
     const used = this.opts.usage(key.namespace, key.name);
     const over = (what: string, asked: number, limit: number, quota: string) =>

@@ -28,6 +28,13 @@ export interface AuditRecord {
   reason?: string;
   /** Client address (`req.ip`). */
   remote?: string;
+  /**
+   * Failures this line stands for (aggregated authentication failures of one address over an
+   * interval, tenancy/unauthenticated.ts); absent = one.
+   */
+  count?: number;
+  /** The frontend of an authentication failure (`http` / `grpc`). */
+  protocol?: 'http' | 'grpc';
 }
 
 const MAX_REASON = 512;
@@ -40,6 +47,8 @@ export function auditEvent(logger: Logger, record: AuditRecord): void {
   if (record.files !== undefined) line.files = record.files.map((f) => ({ path: f.path, sha256: f.sha256, bytes: f.bytes }));
   if (record.reason !== undefined) line.reason = scrub(record.reason);
   if (record.remote !== undefined) line.remote = record.remote;
+  if (record.count !== undefined) line.count = record.count;
+  if (record.protocol !== undefined) line.protocol = record.protocol;
   logger.info(line, `audit ${record.event}`);
 }
 

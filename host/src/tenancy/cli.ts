@@ -5,6 +5,7 @@
  * stderr. The file only ever holds the token's hash. Edits run under a lock file and replace the
  * file atomically, keeping its format (YAML stays YAML with its comments, JSON stays JSON).
  */
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { withFileLock, writeFileAtomic } from './atomic-file.js';
 import { TenantsDocument, type TenantEntryInput } from './document.js';
@@ -159,7 +160,8 @@ function given(p: Parsed, flag: string): boolean {
 }
 
 async function add(p: Parsed, io: TenantsCliIo): Promise<number> {
-  const entry: TenantEntryInput = { id: p.id!, role: parseRole(p.role), tokens: [] };
+  // A fresh creation identity: a tenant added again under a removed tenant's id gets none of its uploads.
+  const entry: TenantEntryInput = { id: p.id!, role: parseRole(p.role), tokens: [], uid: randomBytes(16).toString('hex') };
   if (p.weight !== undefined) entry.weight = parseWeight(p.weight);
   if (p.share.length > 0) entry.shared_models = p.share;
   if (p.allowOnnx) entry.allow_onnx = true;

@@ -18,6 +18,8 @@ export interface TenantEntryInput {
   shared_models?: string[];
   allow_onnx?: boolean;
   quotas?: Partial<TenantQuotas>;
+  /** Creation identity (see TenantConfig.uid). */
+  uid?: string;
 }
 
 const NEW_YAML_HEADER = ' Warden tenants file: edit with `warden tenants add|rotate|remove|list --tenants <this file>`.\n Tokens are stored as sha256 hashes; the server reloads this file when it changes.';
@@ -116,5 +118,6 @@ function compact(e: TenantEntryInput): Record<string, unknown> {
   if (e.shared_models?.length) out.shared_models = [...e.shared_models];
   if (e.allow_onnx) out.allow_onnx = true;
   if (e.quotas && Object.keys(e.quotas).length > 0) out.quotas = { ...e.quotas };
+  if (e.uid !== undefined) out.uid = e.uid;
   return out;
 }

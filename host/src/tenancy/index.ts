@@ -18,10 +18,13 @@ export {
 } from './registry.js';
 export { generateToken, hashesEqual, hashToken, parseBearer } from './token.js';
 export {
+  CONFIG_BOUND_KEYS,
+  DEFAULT_CONFIG_BOUNDS,
   DEFAULT_TENANT_QUOTAS,
   DEFAULT_WEIGHT,
   QUOTA_KEYS,
   type TenantConfig,
+  type TenantConfigBounds,
   type TenantQuotas,
   type TenantRole,
 } from './types.js';

@@ -9,6 +9,8 @@
  *     shared_models: [resnet50]     # operator models it may use; default []
  *     allow_onnx: false             # default false
  *     quotas: { max_models: 4 }     # any subset of TenantQuotas; the rest default
+ *     config_bounds: { max_batch_size: 64 }  # any subset of TenantConfigBounds; the rest default
+ *     uid: 3f9c0b1e8d2a4c6f9e1b7a5d3c2e1f00  # creation identity, optional: [A-Za-z0-9_-]{8,64}
  *
  * Unknown keys, wrong types, out-of-range numbers, duplicate ids (case-insensitively: ids become
  * directory names) and a token hash listed twice anywhere are errors that name the tenant and the
@@ -18,6 +20,8 @@ import { parseText, TenancyConfigError, type TenantsFileFormat } from './format.
 import { TOKEN_HASH_RE } from './token.js';
 import {
   TENANT_ID_RE,
+  CONFIG_BOUND_KEYS,
+  DEFAULT_CONFIG_BOUNDS,
   DEFAULT_TENANT_QUOTAS,
   DEFAULT_WEIGHT,
   FRACTIONAL_QUOTAS,
@@ -25,6 +29,7 @@ import {
   QUOTA_KEYS,
   QUOTA_MINIMUMS,
   type TenantConfig,
+  type TenantConfigBounds,
   type TenantQuotas,
   type TenantRole,
 } from './types.js';
@@ -33,7 +38,9 @@ export { TENANT_ID_RE } from './types.js';
 /** Longest accepted shared model name. */
 const MAX_MODEL_NAME_LENGTH = 256;
 
-const ENTRY_KEYS = new Set(['id', 'role', 'tokens', 'weight', 'shared_models', 'allow_onnx', 'quotas']);
+const ENTRY_KEYS = new Set(['id', 'role', 'tokens', 'weight', 'shared_models', 'allow_onnx', 'quotas', 'config_bounds', 'uid']);
+/** A tenant's creation identity (`uid`): what `warden tenants add` writes is 32 hex digits. */
+const TENANT_UID_RE = /^[A-Za-z0-9_-]{8,64}$/;
 
 /**
  * Parses and validates a tenants file's text.
@@ -121,6 +128,9 @@ function validateEntry(raw: unknown, index: number, fail: (msg: string) => never
   if (e.allow_onnx !== undefined && typeof e.allow_onnx !== 'boolean') {
     fail(`${where}: allow_onnx: expected true or false, got ${typeName(e.allow_onnx)}`);
   }
+  if (e.uid !== undefined && (typeof e.uid !== 'string' || !TENANT_UID_RE.test(e.uid))) {
+    fail(`${where}: uid: expected 8-64 characters of [A-Za-z0-9_-]`);
+  }
   return deepFreeze({
     id,
     role: e.role as TenantRole,
@@ -129,6 +139,8 @@ function validateEntry(raw: unknown, index: number, fail: (msg: string) => never
     shared_models: shared,
     allow_onnx: e.allow_onnx === true,
     quotas: validateQuotas(e.quotas, where, fail),
+    config_bounds: validateConfigBounds(e.config_bounds, where, fail),
+    ...(e.uid !== undefined ? { uid: e.uid as string } : {}),
   });
 }
 
@@ -146,6 +158,20 @@ function validateQuotas(raw: unknown, where: string, fail: (msg: string) => neve
     q[key] = v as number;
   }
   return q;
+}
+
+function validateConfigBounds(raw: unknown, where: string, fail: (msg: string) => never): TenantConfigBounds {
+  const b: TenantConfigBounds = { ...DEFAULT_CONFIG_BOUNDS };
+  if (raw === undefined) return b;
+  if (!isPlainObject(raw)) fail(`${where}: config_bounds: expected a mapping, got ${typeName(raw)}`);
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    if (!(CONFIG_BOUND_KEYS as readonly string[]).includes(k)) {
+      fail(`${where}: config_bounds: unknown key ${quoteKey(k)} (known: ${CONFIG_BOUND_KEYS.join(', ')})`);
+    }
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) fail(`${where}: config_bounds.${k}: expected an integer >= 0, got ${describe(v)}`);
+    b[k as keyof TenantConfigBounds] = v as number;
+  }
+  return b;
 }
 
 /**

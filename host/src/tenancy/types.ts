@@ -38,6 +38,26 @@ export interface TenantQuotas {
   burst: number;
   /** Inference requests of the tenant queued plus executing at once; excess is rejected. Count. */
   max_inflight: number;
+  /**
+   * The tenant's share of the response cache (`--cache-config local,size=N`), bytes: its cached
+   * responses form their own LRU of at most this many bytes (and at most N), which only its own
+   * insertions evict. 0 = its responses are never cached.
+   */
+  max_cache_bytes: number;
+  /**
+   * Sandbox (wasm) executions of the tenant running at once, server-wide (scheduler/tenant-arbiter.ts;
+   * never more than half of `--sandbox-execution-slots`). Count, at least 1.
+   */
+  max_concurrent_executions: number;
+  /**
+   * Composing inferences one ensemble request may cause in total, nested ensembles and every
+   * response of a decoupled step included (ensemble/budget.ts; at most `--ensemble-max-inferences`). Count.
+   */
+  max_ensemble_inferences: number;
+  /** Ensembles nested in one request (a top-level ensemble is depth 1; at most `--ensemble-max-depth`). Count, at least 1. */
+  max_ensemble_depth: number;
+  /** Composing inferences of one ensemble request in flight at once (at most `--ensemble-max-fanout`). Count, at least 1. */
+  max_ensemble_fanout: number;
 }
 
 const MiB = 1024 * 1024;
@@ -55,6 +75,11 @@ export const DEFAULT_TENANT_QUOTAS: Readonly<TenantQuotas> = Object.freeze({
   requests_per_second: 100,
   burst: 200,
   max_inflight: 64,
+  max_cache_bytes: 64 * MiB,
+  max_concurrent_executions: 4,
+  max_ensemble_inferences: 256,
+  max_ensemble_depth: 8,
+  max_ensemble_fanout: 64,
 });
 
 /** Quota names, in the file's order. */
@@ -69,7 +94,85 @@ export const FRACTIONAL_QUOTAS: ReadonlySet<keyof TenantQuotas> = new Set(['requ
 export const QUOTA_MINIMUMS: Readonly<Partial<Record<keyof TenantQuotas, number>>> = Object.freeze({
   max_execute_ms: 1,
   burst: 1,
+  max_concurrent_executions: 1,
+  max_ensemble_depth: 1,
+  max_ensemble_fanout: 1,
 });
+
+/**
+ * Bounds on a tenant's model configs (DESIGN "Multi-tenancy": every config field a tenant sends is
+ * allowlisted with a bound). Every field is a non-negative safe integer; a config over a bound is
+ * refused at load with INVALID_ARG naming the field path and the bound. The table of which config
+ * field each bound covers is `host/src/tenancy/config-allowlist.ts` (and docs/tenancy.md).
+ */
+export interface TenantConfigBounds {
+  /** `dynamic_batching.priority_levels` (and the size of `priority_queue_policy`). Count. */
+  max_priority_levels: number;
+  /** `max_queue_size` of every queue policy. Requests (0, "unlimited", stays allowed: `max_inflight` still caps). */
+  max_queue_size: number;
+  /** `default_timeout_microseconds` of every queue policy, µs. */
+  max_timeout_microseconds: number;
+  /** `max_queue_delay_microseconds` of dynamic_batching and sequence_batching.direct/oldest, µs. */
+  max_queue_delay_microseconds: number;
+  /** `sequence_batching.max_sequence_idle_microseconds`, µs. */
+  max_sequence_idle_microseconds: number;
+  /** `sequence_batching.oldest.max_candidate_sequences`. Count (slots per instance). */
+  max_candidate_sequences: number;
+  /** `max_batch_size` (also the slots per instance of a direct sequence batcher), and warmup `batch_size`. */
+  max_batch_size: number;
+  /** Entries of each `preferred_batch_size` list. Count. */
+  max_preferred_batch_sizes: number;
+  /** `input` entries (also batch_input, warmup inputs, ensemble input_map). Count. */
+  max_inputs: number;
+  /** `output` entries (also batch_output, ensemble output_map). Count. */
+  max_outputs: number;
+  /** Rank of every `dims` / `reshape.shape` (tensors, states, warmup). Count. */
+  max_dims: number;
+  /** Each dim, and the product of a shape's fixed dims (-1 counts as 1). Elements. */
+  max_tensor_elements: number;
+  /** `ensemble_scheduling.step` entries. Count. */
+  max_ensemble_steps: number;
+  /** `parameters` entries. Count. */
+  max_parameters: number;
+  /** Each `parameters` value (`string_value`), UTF-8 bytes. */
+  max_parameter_value_bytes: number;
+  /** Every name (model, tensors, groups, steps, map keys, parameter keys), UTF-8 bytes. */
+  max_name_bytes: number;
+  /** Every other string (file names, platform, backend), UTF-8 bytes. */
+  max_string_bytes: number;
+  /** Every other list or map (instance groups, control inputs, states, versions, ...). Entries. */
+  max_list_entries: number;
+  /** `model_warmup`: the sum over its entries of `max(1, count)`. Runs. */
+  max_warmup_runs: number;
+}
+
+/** Bounds of an entry that names none (or leaves some out): ample for ordinary models, far below harm. */
+export const DEFAULT_CONFIG_BOUNDS: Readonly<TenantConfigBounds> = Object.freeze({
+  max_priority_levels: 16,
+  max_queue_size: 4096,
+  max_timeout_microseconds: 60_000_000,
+  max_queue_delay_microseconds: 1_000_000,
+  max_sequence_idle_microseconds: 60_000_000,
+  max_candidate_sequences: 64,
+  max_batch_size: 256,
+  max_preferred_batch_sizes: 16,
+  max_inputs: 64,
+  max_outputs: 64,
+  max_dims: 16,
+  max_tensor_elements: 16 * MiB,
+  max_ensemble_steps: 16,
+  max_parameters: 32,
+  max_parameter_value_bytes: 4096,
+  max_name_bytes: 128,
+  max_string_bytes: 1024,
+  max_list_entries: 64,
+  max_warmup_runs: 16,
+});
+
+/** Config bound names, in the file's order. */
+export const CONFIG_BOUND_KEYS: readonly (keyof TenantConfigBounds)[] = Object.freeze(
+  Object.keys(DEFAULT_CONFIG_BOUNDS) as (keyof TenantConfigBounds)[],
+);
 
 /** One tenant, as parsed from the tenants file with defaults filled in. Immutable once parsed. */
 export interface TenantConfig {
@@ -88,6 +191,15 @@ export interface TenantConfig {
   /** May upload ONNX Runtime models besides wasm (default false: wasm only). */
   readonly allow_onnx: boolean;
   readonly quotas: Readonly<TenantQuotas>;
+  /** Bounds on the fields of the model configs this tenant uploads (see {@link TenantConfigBounds}). */
+  readonly config_bounds: Readonly<TenantConfigBounds>;
+  /**
+   * Creation identity (`warden tenants add` writes 32 random hex digits): the tenant's stored
+   * uploads belong to this identity, so a tenant removed and added again under the same id (a new
+   * uid) starts with none of the old one's models, even when the server was down in between.
+   * Absent (hand-written entries): uploads are tied to the id alone.
+   */
+  readonly uid?: string;
 }
 
 /** Default fair-share weight. */

@@ -13,8 +13,7 @@
  * Warden's in-process engine (native-engine.ts; used where it is available and passes the model's
  * tensor types, else onnxruntime-node) or always onnxruntime-node (inline-session.ts).
  */
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, relative, sep } from 'node:path';
 import type { InferenceSession } from 'onnxruntime-node';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../config/types.js';
 import { internal, invalidArg, unavailable } from '../../core/errors.js';
@@ -40,6 +39,8 @@ import { engineSupports, nativeOrtEngine, nativeOrtEngineUnavailable } from './n
 import { RunPlacement, threadCpuClock, type ThreadCpuClock } from './placement.js';
 import { SessionWorker, type RunResult } from './session-worker.js';
 import { concatBatch, dataTypeFromOrt, splitBatch } from './tensors.js';
+import { externalDataRefs } from './external-data.js';
+import { byteCapParameter, checkedModelFilePath, isModelDirectory, openModelFile } from '../../repository/model-files.js';
 
 /** Default of the `inline_run_max_us` parameter: runs shorter than this may stay on the event loop. */
 export const DEFAULT_INLINE_MAX_US = 100;
@@ -49,13 +50,64 @@ export function isOnnxModel(config: ModelConfig): boolean {
   return config.platform === 'onnxruntime_onnx' || config.backend === 'onnxruntime';
 }
 
-async function modelFile(ctx: ModelLoadContext): Promise<string> {
-  const name = ctx.config.default_model_filename || 'model.onnx';
-  const p = join(ctx.versionPath, name);
-  const st = await stat(p).catch(() => undefined);
-  if (!st) throw invalidArg(`unable to find '${p}' for model '${ctx.name}'`);
-  // A directory holds model.onnx plus external data files.
-  return st.isDirectory() ? join(p, 'model.onnx') : p;
+/** Parameter capping the ONNX model file, bytes (default {@link DEFAULT_MODEL_FILE_MAX_BYTES}). */
+export const PARAM_MODEL_FILE_MAX_BYTES = 'model_file_max_bytes';
+/** Default and ceiling of `model_file_max_bytes`: 2 GiB, protobuf's limit on one message. */
+export const DEFAULT_MODEL_FILE_MAX_BYTES = 2 ** 31 - 1;
+/** Parameter capping each external-data file, bytes (default {@link DEFAULT_EXTERNAL_DATA_MAX_BYTES}). */
+export const PARAM_EXTERNAL_DATA_MAX_BYTES = 'external_data_max_bytes';
+/** Default and ceiling of `external_data_max_bytes`: 64 GiB. */
+export const DEFAULT_EXTERNAL_DATA_MAX_BYTES = 64 * 2 ** 30;
+
+/**
+ * The model file ONNX Runtime opens: `<version>/<default_model_filename or model.onnx>` (a folder
+ * holds `model.onnx` plus its external data), and every external-data location it names, each
+ * through the confinement rule beneath the model directory (DESIGN "Multi-tenancy").
+ * @returns the checked real path of the model file
+ * @throws TritonError INVALID_ARG naming the field and the relative name (never a host path)
+ */
+export async function resolveOnnxModelFile(ctx: ModelLoadContext): Promise<string> {
+  const params = ctx.config.parameters;
+  const maxBytes = byteCapParameter(params, PARAM_MODEL_FILE_MAX_BYTES, DEFAULT_MODEL_FILE_MAX_BYTES, DEFAULT_MODEL_FILE_MAX_BYTES);
+  const externalMax = byteCapParameter(params, PARAM_EXTERNAL_DATA_MAX_BYTES, DEFAULT_EXTERNAL_DATA_MAX_BYTES, DEFAULT_EXTERNAL_DATA_MAX_BYTES);
+  const field = 'default_model_filename';
+  let name = ctx.config.default_model_filename || 'model.onnx';
+  const base = { modelDir: ctx.modelPath, under: String(ctx.version), field, maxBytes };
+  if (await isModelDirectory({ ...base, name })) name = `${name}/model.onnx`;
+  const opened = await openModelFile({ ...base, name });
+  let bytes: Buffer;
+  try {
+    bytes = Buffer.allocUnsafe(opened.size);
+    let at = 0;
+    while (at < opened.size) {
+      const { bytesRead } = await opened.handle.read(bytes, at, Math.min(1 << 20, opened.size - at), at);
+      if (bytesRead === 0) break;
+      at += bytesRead;
+    }
+    bytes = bytes.subarray(0, at);
+  } finally {
+    await opened.handle.close().catch(() => undefined);
+  }
+  // External data is relative to the model file's directory (as ONNX Runtime resolves it), and
+  // must stay beneath the model directory.
+  const fileDir = relative(opened.root, dirname(opened.realPath)).split(sep).filter((s) => s !== '').join('/');
+  let refs: ReturnType<typeof externalDataRefs>;
+  try {
+    refs = externalDataRefs(bytes);
+  } catch (e) {
+    // The model-relative name, as the repository shows it (never the host path).
+    throw invalidArg(`model '${ctx.name}': ${ctx.name}/${ctx.version}/${name}: ${(e as Error).message}`);
+  }
+  for (const ref of refs) {
+    await checkedModelFilePath({
+      modelDir: ctx.modelPath,
+      under: fileDir,
+      name: ref.location,
+      field: `external data location of tensor ${JSON.stringify(ref.tensor.slice(0, 100))} in ${field} '${name}'`,
+      maxBytes: externalMax,
+    });
+  }
+  return opened.realPath;
 }
 
 function intParam(config: ModelConfig, key: string, dflt: number): number {
@@ -374,7 +426,7 @@ class OnnxRuntimeBackend implements Backend {
   constructor(private readonly clock?: ThreadCpuClock | null) {}
 
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
-    const file = await modelFile(ctx);
+    const file = await resolveOnnxModelFile(ctx);
     const inlineEngine = ctx.config.parameters['inline_engine']?.string_value ?? 'warden';
     if (inlineEngine !== 'warden' && inlineEngine !== 'onnxruntime-node') {
       throw invalidArg(`parameter 'inline_engine' must be 'warden' or 'onnxruntime-node', got '${inlineEngine}'`);

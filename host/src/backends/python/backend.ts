@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { modelConfigToJson } from '../../config/index.js';
 import type { ModelConfig } from '../../config/types.js';
 import { invalidArg } from '../../core/errors.js';
+import { checkedModelFilePath, ModelFileError } from '../../repository/model-files.js';
 import type { Backend, BackendModel, BackendModelInstance, InstanceSpec, ModelLoadContext } from '../../core/types.js';
 import { ownerPrincipal } from '../../ensemble/load.js';
 import { mergeAutoCompletedConfig } from '../native/config.js';
@@ -31,10 +32,15 @@ export interface PythonBackendOptions {
   logger: Logger;
 }
 
+/** Largest `model.py` accepted, bytes. */
+const MODEL_PY_MAX_BYTES = 64 * 1024 * 1024;
+
 const KIND = { KIND_CPU: 'CPU', KIND_GPU: 'GPU', KIND_MODEL: 'MODEL' } as const;
 
 function plainFileName(name: string, what: string): string {
-  if (!name || name !== basename(name) || name === '.' || name === '..' || name.includes('\0')) throw invalidArg(`invalid ${what} '${name}': it must be a file name`);
+  if (!name || name !== basename(name) || name === '.' || name === '..' || name.includes('\0')) {
+    throw invalidArg(name.startsWith('/') ? `invalid ${what}: an absolute path; it must be a file name` : `invalid ${what} '${name}': it must be a file name`);
+  }
   return name;
 }
 
@@ -62,11 +68,19 @@ export class PythonBackend implements Backend {
     if (ctx.origin.kind === 'upload') {
       throw invalidArg(`model '${ctx.name}' was uploaded: Python models run only from the operator's repositories`);
     }
-    const modelFile = this.opts.artifactsDir
-      ? join(this.opts.artifactsDir, 'model.py')
-      : join(ctx.versionPath, plainFileName(ctx.config.default_model_filename || 'model.py', 'default_model_filename'));
-    if (!existsSync(modelFile)) {
-      throw invalidArg(`unable to find '${basename(modelFile)}' for Python model '${ctx.name}' (looked in ${this.opts.artifactsDir ? `the backend directory of '${this.opts.name}'` : `${ctx.name}/${ctx.version}`})`);
+    let modelFile: string;
+    if (this.opts.artifactsDir) {
+      modelFile = join(this.opts.artifactsDir, 'model.py');
+      if (!existsSync(modelFile)) throw invalidArg(`unable to find 'model.py' for Python model '${ctx.name}' (looked in the backend directory of '${this.opts.name}')`);
+    } else {
+      // The model's own file, through the rule for config-named files (repository/model-files.ts).
+      const name = plainFileName(ctx.config.default_model_filename || 'model.py', 'default_model_filename');
+      try {
+        modelFile = (await checkedModelFilePath({ modelDir: ctx.modelPath, under: String(ctx.version), name, field: 'default_model_filename', maxBytes: MODEL_PY_MAX_BYTES })).realPath;
+      } catch (e) {
+        if (e instanceof ModelFileError && e.reason === 'outside') throw invalidArg(`unable to find '${name}' for Python model '${ctx.name}' (looked in ${ctx.name}/${ctx.version})`);
+        throw e;
+      }
     }
     const python = pythonFor(ctx.config, ctx.modelPath, this.opts.cacheDir);
     const sysPaths = [ctx.versionPath, ...(this.opts.artifactsDir ? [this.opts.artifactsDir] : [])];

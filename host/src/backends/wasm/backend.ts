@@ -7,14 +7,13 @@
  * instantiate (once per model instance).
  */
 import type { BigIntStats } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { internal, invalidArg, notFound, TritonError, unavailable } from '../../core/errors.js';
 import type { Backend, BackendModel, InstanceSpec, ModelLoadContext } from '../../core/types.js';
 import type { ModelConfig } from '../../config/types.js';
 import { fromConfigDataType } from '../../tensor/datatypes.js';
 import { componentSource } from './component-source.js';
+import { ModelFileError, openModelFile, readModelFile } from '../../repository/model-files.js';
 import type { ComponentDigests } from './digests.js';
 import type { CompiledComponent, HostConfig, SandboxedInstance, SandboxEngine } from './engine.js';
 import { engineOfConfig, type EngineName } from './engines.js';
@@ -38,33 +37,52 @@ function outputSpecs(config: ModelConfig): OutputSpec[] {
 }
 
 /**
- * Finds `<version>/<file>` and checks the size cap (the bytes are read by {@link componentSource},
- * only if they are needed).
- * @throws TritonError NOT_FOUND for a missing file or a non-file, INVALID_ARG for one above
- *   {@link MAX_COMPONENT_BYTES}
+ * Finds `<version>/<file>` through the rule for config-named files (`repository/model-files.ts`:
+ * beneath the model directory, checked on the opened descriptor, regular file) and checks the
+ * size cap (the bytes are read by {@link componentSource}, only if they are needed, through the
+ * same rule).
+ * @returns the file's checked real path and its fstat
+ * @throws TritonError NOT_FOUND for a missing file, one leading outside the model directory or a
+ *   non-file, INVALID_ARG for one above {@link MAX_COMPONENT_BYTES}; the messages name the file
+ *   relative to the model directory
  */
 async function statComponent(ctx: ModelLoadContext, file: string): Promise<{ path: string; st: BigIntStats; read: () => Promise<Uint8Array> }> {
-  const path = join(ctx.versionPath, file);
-  const missing = () => notFound(`unable to find '${path}' for model '${ctx.name}' version ${ctx.version} (backend wasm expects a component at <version>/${file})`);
-  let st: BigIntStats;
-  try {
-    st = await stat(path, { bigint: true });
-  } catch {
-    throw missing();
-  }
-  if (!st.isFile()) throw notFound(`model '${ctx.name}' version ${ctx.version}: ${file} is not a file`);
-  if (st.size > MAX_COMPONENT_BYTES) throw invalidArg(`model '${ctx.name}': ${file} is ${st.size} bytes, more than ${MAX_COMPONENT_BYTES}`);
-  const read = async (): Promise<Uint8Array> => {
-    try {
-      const bytes = await readFile(path);
-      if (BigInt(bytes.length) > MAX_COMPONENT_BYTES) throw invalidArg(`model '${ctx.name}': ${file} grew past ${MAX_COMPONENT_BYTES} bytes while it was being loaded`);
-      return bytes;
-    } catch (e) {
-      if (e instanceof TritonError) throw e;
-      throw missing();
+  const rel = `${ctx.version}/${file}`;
+  const spec = { modelDir: ctx.modelPath, under: String(ctx.version), name: file, field: 'default_model_filename', maxBytes: Number(MAX_COMPONENT_BYTES) };
+  const refused = (e: unknown): unknown => {
+    if (!(e instanceof ModelFileError)) return e;
+    switch (e.reason) {
+      case 'outside':
+        return notFound(`unable to find '${rel}' for model '${ctx.name}' version ${ctx.version} (backend wasm expects a component at <version>/${file})`);
+      case 'not-regular':
+        return notFound(`model '${ctx.name}' version ${ctx.version}: ${file} is not a file`);
+      case 'too-large':
+        return invalidArg(`model '${ctx.name}': ${file} is ${e.size ?? 'more than'} bytes, more than ${MAX_COMPONENT_BYTES}`);
+      default:
+        return e;
     }
   };
-  return { path, st, read };
+  let opened;
+  try {
+    opened = await openModelFile(spec);
+  } catch (e) {
+    throw refused(e);
+  }
+  let st: BigIntStats;
+  try {
+    st = await opened.handle.stat({ bigint: true });
+  } finally {
+    await opened.handle.close().catch(() => undefined);
+  }
+  const read = async (): Promise<Uint8Array> => {
+    try {
+      return await readModelFile(spec);
+    } catch (e) {
+      if (e instanceof ModelFileError && e.reason === 'too-large') throw invalidArg(`model '${ctx.name}': ${file} grew past ${MAX_COMPONENT_BYTES} bytes while it was being loaded`);
+      throw refused(e);
+    }
+  };
+  return { path: opened.realPath, st, read };
 }
 
 /** A loaded sandboxed model version: the compiled component shared by its instances. */
@@ -228,7 +246,7 @@ export class WasmBackend implements Backend {
     const config = ctx.config;
     const limits = modelLimits(config, this.caps);
     const file = config.default_model_filename || DEFAULT_COMPONENT_FILE;
-    if (file.includes('/') || file.includes('\\') || file === '..') throw invalidArg(`model '${ctx.name}': default_model_filename '${file}' must be a file name`);
+    if (file.includes('/') || file.includes('\\') || file === '..') throw invalidArg(`model '${ctx.name}': default_model_filename ${file.startsWith('/') ? 'is an absolute path; it' : `'${file}'`} must be a file name`);
     const { path, st, read } = await statComponent(ctx, file);
     const what = `model '${ctx.name}' version ${ctx.version}: ${file}`;
     const source = await componentSource(path, st, what, read, this.digests);

@@ -2,26 +2,37 @@
  * Multi-tenant mode on the gRPC frontend (DESIGN "Multi-tenancy"): every RPC except ServerLive /
  * ServerReady carries `authorization: Bearer <token>` metadata (tritonclient.grpc sends its
  * `headers=` as metadata), authenticated by the same tenant registry as HTTP. Failures are
- * UNAUTHENTICATED with the HTTP frontend's text and an audit line; tokens are never logged. Each
+ * UNAUTHENTICATED with the HTTP frontend's text, counted per client address as HTTP counts them
+ * (tenancy/unauthenticated.ts: tarpit past the failure rate, aggregated audit lines); tokens are
+ * never logged. Each
  * tenant's request rate is limited by tenancy/request-rate.ts with its quotas (RESOURCE_EXHAUSTED).
  */
 import type { Metadata } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { AccessError } from '../../core/errors.js';
 import { SINGLE_USER, type Principal } from '../../core/types.js';
-import { auditEvent } from '../../tenancy/audit.js';
 import { authFailure } from '../../tenancy/http-auth.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
 import { TenantRequestRate } from '../../tenancy/request-rate.js';
+import { FailedAuthentications } from '../../tenancy/unauthenticated.js';
 
 export class GrpcAuth {
   private readonly rate = new TenantRequestRate();
+  /** Failed authentications per client address: the tarpit and the aggregated audit lines. */
+  private readonly failures: FailedAuthentications;
 
   /** @param tenants absent = single-user mode (every call is the operator's) */
   constructor(
     private readonly tenants: TenantRegistry | undefined,
-    private readonly logger: Logger,
-  ) {}
+    logger: Logger,
+  ) {
+    this.failures = new FailedAuthentications(logger, 'grpc');
+  }
+
+  /** Write the pending aggregated audit lines (server shutdown). */
+  close(): void {
+    this.failures.close();
+  }
 
   /** The principal of a call that needs no credentials (health). */
   anonymous(): Principal {
@@ -38,10 +49,20 @@ export class GrpcAuth {
     const header = values.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
     const r = await this.tenants.authenticate(values.length > 1 ? 'multiple' : header);
     if (!r.ok) {
-      auditEvent(this.logger, { event: 'auth_failure', tenant: null, outcome: 'error', reason: r.reason, remote: peer });
+      const delayMs = this.failures.failed(peerAddress(peer), r.reason);
+      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       throw new AccessError(401, authFailure(r.reason).message);
     }
     this.rate.admit(r.tenant);
     return r.principal;
   }
+}
+
+/**
+ * The client address of a grpc-js peer string (`ipv4:1.2.3.4:5678`, `ipv6:[::1]:5678`,
+ * `unix:/path`), without the port: what failures are counted under.
+ */
+export function peerAddress(peer: string): string {
+  const m = /^ipv[46]:\[?([^\]]*?)\]?:\d+$/.exec(peer);
+  return m ? m[1]! : peer;
 }

@@ -80,10 +80,8 @@ export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string,
   const server = new Server(grpcServerOptions(opts));
   const logger = opts.logger.child({ component: 'grpc' });
   const calls = new CallCount();
-  server.addService(
-    loadTritonService(opts.protosetPath),
-    grpcHandlers({ api: opts.api, auth: new GrpcAuth(opts.tenants, opts.logger.child({ component: 'auth' })), logger, shm: new ClientShm(opts.shm), calls }),
-  );
+  const auth = new GrpcAuth(opts.tenants, opts.logger.child({ component: 'auth' }));
+  server.addService(loadTritonService(opts.protosetPath), grpcHandlers({ api: opts.api, auth, logger, shm: new ClientShm(opts.shm), calls }));
   const bound = await new Promise<number>((resolve, reject) => {
     const addr = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
     server.bindAsync(addr, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
@@ -98,6 +96,7 @@ export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string,
       const deadline = Date.now() + graceMs;
       while (calls.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       server.forceShutdown();
+      auth.close();
     },
   };
 }

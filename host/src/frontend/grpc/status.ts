@@ -8,6 +8,7 @@
  */
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { AccessError, type ErrorCode, type TritonError } from '../../core/errors.js';
+import { redactAbsolutePaths } from '../../core/public-errors.js';
 
 /** The gRPC status code of a Triton error code. */
 export function grpcStatusOf(code: ErrorCode): status {
@@ -31,10 +32,14 @@ export function grpcStatusOf(code: ErrorCode): status {
   }
 }
 
-/** The status a client gets for `e` (already made public: no host paths). */
+/**
+ * The status a client gets for `e` (made public by `ServerApi.publicError`); its absolute paths
+ * are redacted here as well, the last step before it leaves (core/public-errors.ts).
+ */
 export function toServiceError(e: TritonError): Partial<ServiceError> {
   let code: status;
   if (e instanceof AccessError) code = e.httpStatus === 401 ? status.UNAUTHENTICATED : e.httpStatus === 403 ? status.PERMISSION_DENIED : status.RESOURCE_EXHAUSTED;
   else code = grpcStatusOf(e.code);
-  return { code, details: e.message, message: e.message };
+  const message = redactAbsolutePaths(e.message);
+  return { code, details: message, message };
 }

@@ -12,6 +12,7 @@
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { AccessError, TritonError } from '../../core/errors.js';
+import { redactAbsolutePaths } from '../../core/public-errors.js';
 import { releaseTensors } from '../../core/server-api.js';
 import type { InferenceResponse, Principal, ResponseSender } from '../../core/types.js';
 import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion } from './infer.js';
@@ -40,12 +41,15 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
   const grpcErrors = call.metadata.get('triton_grpc_error')[0] === 'true';
   const endWithStatus = (pub: TritonError) => {
     // grpc-js ends a server stream with a status when 'error' is emitted on it.
-    if (!call.destroyed && !call.writableEnded) call.emit('error', Object.assign(new Error(pub.message), toServiceError(pub)));
+    if (!call.destroyed && !call.writableEnded) {
+      const status = toServiceError(pub);
+      call.emit('error', Object.assign(new Error(status.message), status));
+    }
   };
   const writeError = (e: unknown, id: string) => {
     const pub = ctx.api.publicError(e);
     if (grpcErrors) endWithStatus(pub);
-    else write({ error_message: pub.message, infer_response: { id } });
+    else write({ error_message: redactAbsolutePaths(pub.message), infer_response: { id } });
   };
   // Every request on the stream is authenticated and counted against the tenant's request rate
   // on its own (a stream is no way around the rate, and a token revoked mid-stream stops working).

@@ -2,7 +2,9 @@
  * Multi-tenant mode on the HTTP frontend (DESIGN "Multi-tenancy"): every request except the
  * health probes carries `Authorization: Bearer <token>`; the tenant registry turns it into the
  * request's {@link Principal}. Unknown or missing credentials get 401 with `WWW-Authenticate`
- * (RFC 6750) and an audit line; tokens are never logged. Each tenant's request rate is limited by
+ * (RFC 6750); failures are counted per client address (tenancy/unauthenticated.ts: past the
+ * address's failure rate the 401 is held back by the tarpit, and audit lines are aggregated per
+ * address and interval); tokens are never logged. Each tenant's request rate is limited by
  * tenancy/request-rate.ts (the rule gRPC applies): `burst` requests per `burst /
  * requests_per_second` seconds, 429 with `Retry-After` beyond it. Administrators are not rate limited.
  */
@@ -11,10 +13,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { AccessError } from '../../core/errors.js';
 import type { Principal } from '../../core/types.js';
-import { auditEvent } from '../../tenancy/audit.js';
 import { authFailure } from '../../tenancy/http-auth.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
 import type { TenantRequestRate } from '../../tenancy/request-rate.js';
+import { FailedAuthentications } from '../../tenancy/unauthenticated.js';
 import type { TenantConfig } from '../../tenancy/types.js';
 
 declare module 'fastify' {
@@ -37,8 +39,8 @@ export function requestPrincipal(req: FastifyRequest): Principal {
 
 /**
  * Install authentication and per-tenant rate limits on `app` (before its routes are added): an
- * `onRequest` hook authenticates every request but the health probes (401 and an audit line on
- * failure), then counts it against its tenant's rate (`rate.admit`, AccessError 429 with
+ * `onRequest` hook authenticates every request but the health probes (401 on failure, tarpit and
+ * audit per client address as tenancy/unauthenticated.ts rules), then counts it against its tenant's rate (`rate.admit`, AccessError 429 with
  * `Retry-After`, answered through the error handler's tarpit).
  * @param registry the tenants (hot-reloaded); quotas are read per request, so edits apply at once
  * @param rate the request-rate windows, shared with the `/infer` fast path (fast-path.ts) so a
@@ -47,6 +49,8 @@ export function requestPrincipal(req: FastifyRequest): Principal {
 export async function installTenancy(app: FastifyInstance, registry: TenantRegistry, logger: Logger, rate: TenantRequestRate): Promise<void> {
   app.decorateRequest('principal', null);
   app.decorateRequest('tenant', null);
+  const failures = new FailedAuthentications(logger, 'http');
+  app.addHook('onClose', async () => failures.close());
   app.addHook('onRequest', async (req, reply) => {
     const path = req.url.split('?', 1)[0]!;
     if (UNAUTHENTICATED.has(path)) return;
@@ -57,7 +61,9 @@ export async function installTenancy(app: FastifyInstance, registry: TenantRegis
       rate.admit(r.tenant);
       return;
     }
-    auditEvent(logger, { event: 'auth_failure', tenant: null, outcome: 'error', reason: r.reason, remote: clientAddressOf(req) });
+    // Per client address: the tarpit past the failure rate, one aggregated audit line per interval.
+    const delayMs = failures.failed(clientAddressOf(req), r.reason);
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     const f = authFailure(r.reason);
     return reply.code(401).header('WWW-Authenticate', f.wwwAuthenticate).type('application/json').send(JSON.stringify({ error: f.message }));
   });

@@ -6,6 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ModelConfig } from '../../config/types.js';
 import { TritonError, asTritonError, invalidArg } from '../../core/errors.js';
+import { redactAbsolutePaths } from '../../core/public-errors.js';
 import { emptyRequestInit, requestParameter } from '../../core/request-parameters.js';
 import { inferAndCollect, releaseTensors } from '../../core/server-api.js';
 import type { InferenceRequestInit, InferenceResponse, ResponseSender, Tensor } from '../../core/types.js';
@@ -166,7 +167,7 @@ export async function handleGenerateStream(ctx: FrontendContext, req: FastifyReq
           reject(e);
           return;
         }
-        write(JSON.stringify({ error: ctx.api.publicError(e).message }));
+        write(JSON.stringify({ error: redactAbsolutePaths(ctx.api.publicError(e).message) }));
         if (final) end();
       },
     };

@@ -3,12 +3,15 @@
  * nesting deeper than {@link MAX_JSON_DEPTH} is refused, integers beyond 2^53 are kept exact
  * (as `bigint`, so INT64/UINT64 data such as 2^63−1 is not rounded), and a key met twice in one
  * object keeps its FIRST value, as Triton's parser (rapidjson `FindMember`) reads it; JSON.parse
- * would keep the last. Duplicates can also be reported (`/generate` refuses them).
+ * would keep the last. Duplicates can also be reported (`/generate` refuses them). A number
+ * literal beyond ±DBL_MAX (`1e400`) is malformed, as rapidjson stops at it ("Number too big to be
+ * stored in double"): JSON.parse would make it ±Infinity, which no request may carry in.
  *
  * The common case stays on V8's JSON.parse: one byte scan finds the depth, the number of object
- * members and whether any integer literal has 16 or more digits; a walk of the parsed value
- * counts its keys. Only when an integer is long or a key was met twice (fewer keys than members)
- * does the (slower) exact parser run.
+ * members, whether any integer literal has 16 or more digits and whether any exponent has 3 or
+ * more digits; a walk of the parsed value counts its keys. Only when an integer is long, an
+ * exponent could overflow or a key was met twice (fewer keys than members) does the (slower)
+ * exact parser run.
  */
 import { invalidArg } from '../../core/errors.js';
 
@@ -28,16 +31,20 @@ const parseError = (msg: string) => invalidArg(`failed to parse the request JSON
 
 /**
  * One pass over the bytes: nesting depth (outside strings), the number of object members (one
- * ':' outside strings each) and whether an integer literal of 16+ digits occurs (2^53 has 16
- * digits; shorter integers are exact as doubles).
+ * ':' outside strings each), whether an integer literal of 16+ digits occurs (2^53 has 16
+ * digits; shorter integers are exact as doubles) and whether an exponent of 3+ digits occurs
+ * (the only way a literal with fewer than 16 integer digits can pass DBL_MAX ≈ 1.8e308).
  * @throws TritonError INVALID_ARG when the depth exceeds {@link MAX_JSON_DEPTH}
  */
-function scan(b: Uint8Array): { longIntegers: boolean; members: number } {
+function scan(b: Uint8Array): { longIntegers: boolean; longExponents: boolean; members: number } {
   let depth = 0;
   let inString = false;
   let digits = 0;
   let fraction = false;
   let longIntegers = false;
+  let exponent = false;
+  let exponentDigits = 0;
+  let longExponents = false;
   let members = 0;
   for (let i = 0; i < b.length; i++) {
     const c = b[i]!;
@@ -47,23 +54,30 @@ function scan(b: Uint8Array): { longIntegers: boolean; members: number } {
       continue;
     }
     if (c >= 0x30 && c <= 0x39) {
-      if (!fraction && ++digits >= 16) longIntegers = true;
+      if (exponent) {
+        if (++exponentDigits >= 3) longExponents = true;
+      } else if (!fraction && ++digits >= 16) longIntegers = true;
       continue;
     }
     if (c === 0x2e || c === 0x65 || c === 0x45) {
       fraction = true; // '.', 'e', 'E': the rest of this number is not an integer's digits
+      if (c !== 0x2e) {
+        exponent = true;
+        exponentDigits = 0;
+      }
       continue;
     }
     if (c === 0x2b || c === 0x2d) continue; // '+', '-'
     digits = 0;
     fraction = false;
+    exponent = false;
     if (c === 0x22) inString = true;
     else if (c === 0x3a) members++;
     else if (c === 0x5b || c === 0x7b) {
       if (++depth > MAX_JSON_DEPTH) throw depthError();
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return { longIntegers, members };
+  return { longIntegers, longExponents, members };
 }
 
 /** The number of keys over every object in a parsed value (iterative: depth is bounded anyway). */
@@ -91,13 +105,13 @@ function countKeys(root: unknown): number {
 
 /**
  * Parse a request's JSON text from its bytes; a key met twice in one object keeps its first value.
- * @throws TritonError INVALID_ARG: malformed JSON (`failed to parse the request JSON buffer: ...`),
- *   nesting deeper than {@link MAX_JSON_DEPTH}.
+ * @throws TritonError INVALID_ARG: malformed JSON (`failed to parse the request JSON buffer: ...`,
+ *   a number beyond ±DBL_MAX included), nesting deeper than {@link MAX_JSON_DEPTH}.
  */
 export function parseRequestJson(bytes: Uint8Array, opts: JsonParseOptions = {}): JsonValue {
-  const { longIntegers, members } = scan(bytes);
+  const { longIntegers, longExponents, members } = scan(bytes);
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
-  if (!longIntegers && !opts.onDuplicateKey) {
+  if (!longIntegers && !longExponents && !opts.onDuplicateKey) {
     let v: JsonValue;
     try {
       v = JSON.parse(text) as JsonValue;
@@ -113,7 +127,10 @@ export function parseRequestJson(bytes: Uint8Array, opts: JsonParseOptions = {})
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
 const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
 
-/** A strict RFC 8259 parser keeping big integers exact, keeping a duplicate key's first value and reporting it. */
+/**
+ * A strict RFC 8259 parser keeping big integers exact, keeping a duplicate key's first value and
+ * reporting it, and refusing a number beyond ±DBL_MAX as rapidjson does.
+ */
 class ExactParser {
   private i = 0;
   private readonly path: string[] = [];
@@ -170,8 +187,10 @@ class ExactParser {
     NUMBER.lastIndex = this.i;
     const m = NUMBER.exec(this.s);
     if (!m || m[0].length === 0) this.fail('invalid value');
-    this.i += m[0].length;
     const n = Number(m[0]);
+    // rapidjson's kParseErrorNumberTooBig (Triton's parser), reported at the literal's start
+    if (!Number.isFinite(n)) this.fail('Number too big to be stored in double');
+    this.i += m[0].length;
     if (m[1] === undefined && m[2] === undefined && !Number.isSafeInteger(n)) return BigInt(m[0]);
     return n;
   }

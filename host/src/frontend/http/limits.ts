@@ -16,10 +16,23 @@ export interface HttpLimits {
    * outputs could print longer is refused (400) before it is built. Default 64 MiB.
    */
   maxJsonOutputBytes?: number;
+  /**
+   * Connections one client address may hold open at once (`--http-max-connections-per-address`;
+   * an IPv6 address counts by its /64), checked on accept, before any request is read or
+   * authenticated (connection-budget.ts); 0 = no per-address cap. Default 128, well below
+   * `maxConnections`, so one address cannot take the whole budget.
+   */
+  maxConnectionsPerAddress?: number;
 }
 
-/** 10 s for headers, 120 s for the whole request (a 64 MiB body at ~4 Mbit/s), 4096 connections, 64 MiB JSON responses. */
-export const DEFAULT_HTTP_LIMITS: Readonly<Required<HttpLimits>> = Object.freeze({ headerTimeoutMs: 10_000, requestTimeoutMs: 120_000, maxConnections: 4096, maxJsonOutputBytes: 64 * 1024 * 1024 });
+/** 10 s for headers, 120 s for the whole request (a 64 MiB body at ~4 Mbit/s), 4096 connections (128 per client address), 64 MiB JSON responses. */
+export const DEFAULT_HTTP_LIMITS: Readonly<Required<HttpLimits>> = Object.freeze({
+  headerTimeoutMs: 10_000,
+  requestTimeoutMs: 120_000,
+  maxConnections: 4096,
+  maxJsonOutputBytes: 64 * 1024 * 1024,
+  maxConnectionsPerAddress: 128,
+});
 
 /**
  * How often Node checks connections for the two timeouts, ms: a quarter of the shorter one,

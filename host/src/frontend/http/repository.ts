@@ -1,7 +1,7 @@
 /** The model repository extension (spec §3.1): index, load (with config / file overrides), unload. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { internal, invalidArg } from '../../core/errors.js';
-import { decodeFileOverride, parseConfigOverride, type FileOverrides } from '../../repository/overrides.js';
+import { decodeFileOverrideAsync, parseConfigOverride, type FileOverrides } from '../../repository/overrides.js';
 import { isJsonObject, optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
 
@@ -32,7 +32,8 @@ export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, repl
           if (typeof value !== 'string') throw invalidArg("Unable to parse 'config': attempt to access JSON non-string as string");
           configOverride = parseConfigOverride(model, value);
         } else if (key.startsWith('file:')) {
-          const [path, data] = decodeFileOverride(key, value);
+          // Decoded in bounded chunks, yielding between them: a large upload does not stall other requests.
+          const [path, data] = await decodeFileOverrideAsync(key, value);
           files.set(path, data);
         } else {
           throw internal(`unexpected error on creating Triton parameter: unrecognized load parameter '${key}'`);

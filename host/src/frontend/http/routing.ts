@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { AccessError, TritonError, httpStatusOf } from '../../core/errors.js';
+import { redactAbsolutePaths } from '../../core/public-errors.js';
 import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 
 export type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | unknown;
@@ -50,7 +51,11 @@ export interface HttpAnswer {
   body: string | Buffer;
 }
 
-/** The answer to a Triton error: `{"error": message}` with its HTTP status (spec §1.2), `Retry-After` on a 429, `WWW-Authenticate` on a 401. */
+/**
+ * The answer to a Triton error: `{"error": message}` with its HTTP status (spec §1.2), `Retry-After`
+ * on a 429, `WWW-Authenticate` on a 401. The message's absolute paths are redacted here, the last
+ * step before it leaves (core/public-errors.ts).
+ */
 export function tritonErrorAnswer(e: TritonError): HttpAnswer {
   const headers: Record<string, string> = {};
   let status: number;
@@ -62,7 +67,7 @@ export function tritonErrorAnswer(e: TritonError): HttpAnswer {
     status = httpStatusOf(e.code);
   }
   headers['content-type'] = 'application/json';
-  return { status, headers, body: JSON.stringify({ error: e.message }) };
+  return { status, headers, body: JSON.stringify({ error: redactAbsolutePaths(e.message) }) };
 }
 
 /**
@@ -74,7 +79,7 @@ export function errorAnswer(err: unknown, publicError: (e: unknown) => TritonErr
   if (err instanceof TritonError) return tritonErrorAnswer(publicError(err));
   const fe = err as { statusCode?: number; message?: string };
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return { status: fe.statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: fe.message ?? 'Bad Request' }) };
+    return { status: fe.statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: redactAbsolutePaths(fe.message ?? 'Bad Request') }) };
   }
   logger.error({ err }, 'unhandled error in HTTP handler');
   return tritonErrorAnswer(publicError(err));

@@ -2,15 +2,19 @@
  * Host capability `warden:backend/host.{read-file,list-files}`: read-only access to the model's
  * own version directory and nothing else. Paths are relative with `/` separators; absolute paths,
  * drive letters, backslashes, NULs, `..` and empty segments are refused before the filesystem is
- * touched, and the real path (symbolic links resolved) must stay inside the directory.
+ * touched, and the real path (symbolic links resolved) must stay inside the directory; the file
+ * is then opened and checked on its descriptor by the rule every config-named file goes through
+ * (`repository/model-files.ts`: regular file, still beneath the directory, size-capped while read).
  *
  * The guest never learns a host path: every error it gets is built from the path it asked for
  * (or a path relative to the version directory) and the error's code, never from Node's error
  * message (which names the absolute path), and no filesystem exception leaves these functions.
  */
-import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { witErr } from './errors.js';
+import { TritonError } from '../../../core/errors.js';
+import { ModelFileError, readModelFileSync } from '../../../repository/model-files.js';
 
 /** Per-instance state of the files capability. */
 export interface FilesState {
@@ -93,16 +97,26 @@ export function fileError(op: 'read-file' | 'list-files', rel: string, e: unknow
  *   call, the error of {@link fileError}
  */
 export function readFile(state: FilesState, path: string): Uint8Array {
-  const real = resolveModelFile(state, path);
+  resolveModelFile(state, path);
+  const root = state.root!;
   try {
-    const st = statSync(real);
-    if (!st.isFile()) throw witErr('invalid-arg', `read-file: '${path}' is not a regular file`);
-    if (st.size > state.maxFileBytes) {
-      throw witErr('unavailable', `read-file: '${path}' is ${st.size} bytes, more than the instance's memory limit of ${state.maxFileBytes} bytes`);
-    }
-    return readFileSync(real);
+    // Opened and checked on the descriptor by the one rule for config-named files
+    // (repository/model-files.ts): beneath the version directory, regular, at most maxFileBytes.
+    return readModelFileSync({ modelDir: root, name: path, field: 'read-file', maxBytes: state.maxFileBytes }, root);
   } catch (e) {
-    if (isHostCallError(e)) throw e;
+    if (e instanceof ModelFileError) {
+      switch (e.reason) {
+        case 'outside':
+          throw witErr('invalid-arg', `read-file: '${path}' leads outside the model's version directory`);
+        case 'not-regular':
+          throw witErr('invalid-arg', `read-file: '${path}' is not a regular file`);
+        case 'too-large':
+          throw witErr('unavailable', `read-file: '${path}' is ${e.size} bytes, more than the instance's memory limit of ${state.maxFileBytes} bytes`);
+        default:
+          throw fileError('read-file', path, { code: e.errno });
+      }
+    }
+    if (e instanceof TritonError) throw witErr('invalid-arg', `read-file: '${path}' is not a path inside the model's version directory`);
     throw fileError('read-file', path, e);
   }
 }

@@ -1,0 +1,160 @@
+/**
+ * The external-data files an ONNX model names (`TensorProto.external_data { key: "location" }`
+ * with `data_location: EXTERNAL`, onnx.proto): ONNX Runtime opens them relative to the model
+ * file's directory. Warden reads them from the ModelProto itself and checks each through the
+ * confinement rule (`repository/model-files.ts`, DESIGN "Multi-tenancy") before ONNX Runtime sees
+ * the model, so a location that leaves the model directory, is no regular file or is over its cap
+ * fails the load with a path-free error (ONNX Runtime 1.30 refuses `..`, absolute locations and
+ * links leaving the model file's directory itself too, but with absolute host paths in its message).
+ *
+ * Walked: the main graph, nodes' attribute tensors and subgraphs (`If` / `Loop` bodies), sparse
+ * initializers, model-local functions and training-info graphs; nesting deeper than
+ * {@link MAX_DEPTH} is refused.
+ */
+import protobuf from 'protobufjs';
+import { invalidArg } from '../../core/errors.js';
+
+const { Reader } = protobuf;
+
+/** Deepest graph / attribute nesting walked. */
+export const MAX_DEPTH = 64;
+/** Most external-data entries one model may name. */
+export const MAX_EXTERNAL_ENTRIES = 100_000;
+
+const LEN = 2;
+
+/** One external-data reference: the tensor's name and the location as the model gives it. */
+export interface ExternalDataRef {
+  tensor: string;
+  location: string;
+}
+
+type Walker = (r: protobuf.Reader, end: number, depth: number, out: ExternalDataRef[]) => void;
+
+/** Calls `each(field, reader)` for every field of the message in [r.pos, end); skips what `each` does not read. */
+function fields(r: protobuf.Reader, end: number, each: (field: number, wire: number) => boolean): void {
+  while (r.pos < end) {
+    const tag = r.uint32();
+    const field = tag >>> 3;
+    const wire = tag & 7;
+    if (!each(field, wire)) r.skipType(wire);
+  }
+  if (r.pos !== end) throw new Error('truncated message');
+}
+
+/** Runs `walk` over the length-delimited submessage at the reader. */
+function sub(r: protobuf.Reader, depth: number, out: ExternalDataRef[], walk: Walker): void {
+  if (depth > MAX_DEPTH) throw invalidArg(`the ONNX model nests graphs or attributes deeper than ${MAX_DEPTH} levels`);
+  const len = r.uint32();
+  const end = r.pos + len;
+  if (end > r.len) throw new Error('truncated message');
+  walk(r, end, depth + 1, out);
+}
+
+const tensor: Walker = (r, end, _depth, out) => {
+  let name = '';
+  let external = false;
+  const entries: [string, string][] = [];
+  fields(r, end, (f, w) => {
+    if (w !== LEN && f !== 14) return false;
+    if (f === 8) name = r.string();
+    else if (f === 14 && w === 0) external = r.int32() === 1;
+    else if (f === 13) {
+      const len = r.uint32();
+      const stop = r.pos + len;
+      let k = '';
+      let v = '';
+      fields(r, stop, (g, gw) => {
+        if (gw !== LEN) return false;
+        if (g === 1) k = r.string();
+        else if (g === 2) v = r.string();
+        else return false;
+        return true;
+      });
+      entries.push([k, v]);
+    } else return false;
+    return true;
+  });
+  // ONNX Runtime reads external_data entries whether or not data_location says EXTERNAL when
+  // they name a location; check both.
+  const location = entries.find(([k]) => k === 'location')?.[1];
+  if (external || location !== undefined) {
+    if (out.length >= MAX_EXTERNAL_ENTRIES) throw invalidArg(`the ONNX model names more than ${MAX_EXTERNAL_ENTRIES} external-data entries`);
+    out.push({ tensor: name, location: location ?? '' });
+  }
+};
+
+const sparseTensor: Walker = (r, end, depth, out) =>
+  fields(r, end, (f, w) => {
+    if (w !== LEN || (f !== 1 && f !== 2)) return false;
+    sub(r, depth, out, tensor);
+    return true;
+  });
+
+const attribute: Walker = (r, end, depth, out) =>
+  fields(r, end, (f, w) => {
+    if (w !== LEN) return false;
+    if (f === 5 || f === 10) sub(r, depth, out, tensor);
+    else if (f === 6 || f === 11) sub(r, depth, out, graph);
+    else if (f === 22 || f === 23) sub(r, depth, out, sparseTensor);
+    else return false;
+    return true;
+  });
+
+const node: Walker = (r, end, depth, out) =>
+  fields(r, end, (f, w) => {
+    if (w !== LEN || f !== 5) return false;
+    sub(r, depth, out, attribute);
+    return true;
+  });
+
+const graph: Walker = (r, end, depth, out) =>
+  fields(r, end, (f, w) => {
+    if (w !== LEN) return false;
+    if (f === 1) sub(r, depth, out, node);
+    else if (f === 5) sub(r, depth, out, tensor);
+    else if (f === 15) sub(r, depth, out, sparseTensor);
+    else return false;
+    return true;
+  });
+
+const fn: Walker = (r, end, depth, out) =>
+  fields(r, end, (f, w) => {
+    if (w !== LEN || f !== 7) return false;
+    sub(r, depth, out, node);
+    return true;
+  });
+
+const trainingInfo: Walker = (r, end, depth, out) =>
+  fields(r, end, (f, w) => {
+    if (w !== LEN || (f !== 1 && f !== 2)) return false;
+    sub(r, depth, out, graph);
+    return true;
+  });
+
+const model: Walker = (r, end, depth, out) =>
+  fields(r, end, (f, w) => {
+    if (w !== LEN) return false;
+    if (f === 7) sub(r, depth, out, graph);
+    else if (f === 25) sub(r, depth, out, fn);
+    else if (f === 20) sub(r, depth, out, trainingInfo);
+    else return false;
+    return true;
+  });
+
+/**
+ * Every external-data reference of a serialized ModelProto.
+ * @throws TritonError INVALID_ARG for bytes that are not a well-formed ModelProto (as far as the
+ *   walk reads), nesting deeper than {@link MAX_DEPTH}, more than {@link MAX_EXTERNAL_ENTRIES}
+ */
+export function externalDataRefs(bytes: Uint8Array): ExternalDataRef[] {
+  const r = Reader.create(bytes);
+  const out: ExternalDataRef[] = [];
+  try {
+    model(r, bytes.length, 0, out);
+  } catch (e) {
+    if (e instanceof Error && e.name === 'TritonError') throw e;
+    throw invalidArg(`the ONNX model cannot be parsed: ${e instanceof Error ? e.message.slice(0, 200) : 'malformed protobuf'}`);
+  }
+  return out;
+}

@@ -1,0 +1,83 @@
+/**
+ * What one ensemble request may cost (DESIGN "Multi-tenancy": every shared resource is budgeted by
+ * tenant; an ensemble is a request that turns into many): one {@link EnsembleBudget} per top-level
+ * ensemble request, shared by the runs of the ensembles nested in it (a step whose composing model
+ * is itself an ensemble), counting
+ * - inferences: composing requests sent in total, every response of a decoupled step that runs
+ *   the steps downstream included (`max_ensemble_inferences` / `--ensemble-max-inferences`);
+ * - depth: ensembles nested in the request, the top-level one being 1 (`max_ensemble_depth` /
+ *   `--ensemble-max-depth`);
+ * - fan-out: composing requests in flight at once (`max_ensemble_fanout` / `--ensemble-max-fanout`).
+ * The caps are the server-wide ones, lowered by the quotas of the tenant that sent the request.
+ * Past a cap the step is not sent and the ensemble request fails with 403 (PERMISSION_DENIED over
+ * gRPC) naming the cap; the steps already in flight finish first.
+ */
+import { forbidden } from '../core/errors.js';
+import type { TenantQuotas } from '../tenancy/types.js';
+
+/** Server-wide caps of one ensemble request. */
+export interface EnsembleLimits {
+  /** Composing inferences in total. */
+  maxInferences: number;
+  /** Nesting depth (top-level ensemble = 1). */
+  maxDepth: number;
+  /** Composing inferences in flight at once. */
+  maxFanout: number;
+}
+
+/** 256 inferences, depth 8, 64 in flight (also the tenants' default quotas). */
+export const DEFAULT_ENSEMBLE_LIMITS: Readonly<EnsembleLimits> = Object.freeze({ maxInferences: 256, maxDepth: 8, maxFanout: 64 });
+
+/** The caps for a request of a tenant with `quotas` (undefined: the operator): the smaller of each. */
+export function ensembleLimitsFor(server: EnsembleLimits, quotas: Readonly<TenantQuotas> | undefined): EnsembleLimits {
+  if (!quotas) return server;
+  return {
+    maxInferences: Math.min(server.maxInferences, quotas.max_ensemble_inferences),
+    maxDepth: Math.min(server.maxDepth, quotas.max_ensemble_depth),
+    maxFanout: Math.min(server.maxFanout, quotas.max_ensemble_fanout),
+  };
+}
+
+/** The running count of one top-level ensemble request (see the module comment). */
+export class EnsembleBudget {
+  /** Composing requests sent so far. */
+  sent = 0;
+  /** Composing requests in flight. */
+  inflight = 0;
+
+  /** @param who the ensemble and caller, for the error text (`ensemble 'e' of tenant 't'`) */
+  constructor(
+    readonly limits: EnsembleLimits,
+    private readonly who: string,
+  ) {}
+
+  /**
+   * A run at nesting `depth` starts (1 = the top-level ensemble).
+   * @throws AccessError 403 past the depth cap
+   */
+  enter(depth: number): void {
+    if (depth > this.limits.maxDepth) {
+      throw forbidden(`${this.who}: ensembles nested ${depth} deep, over the cap of ${this.limits.maxDepth} (max_ensemble_depth)`);
+    }
+  }
+
+  /**
+   * Count one composing request about to be sent; give it back with {@link done} at its final response.
+   * @throws AccessError 403 past the inference or fan-out cap (nothing counted)
+   */
+  take(): void {
+    if (this.sent >= this.limits.maxInferences) {
+      throw forbidden(`${this.who}: more than ${this.limits.maxInferences} composing inferences for one request (max_ensemble_inferences)`);
+    }
+    if (this.inflight >= this.limits.maxFanout) {
+      throw forbidden(`${this.who}: more than ${this.limits.maxFanout} composing inferences in flight for one request (max_ensemble_fanout)`);
+    }
+    this.sent++;
+    this.inflight++;
+  }
+
+  /** A composing request taken with {@link take} ended. */
+  done(): void {
+    this.inflight--;
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * Tenant identity in every shared key (DESIGN "Multi-tenancy"), end to end over HTTP and gRPC:
+ * - sequence correlation ids are per tenant: on an operator sequence model shared with two
+ *   tenants, B's 4242 is not A's 4242 (direct and oldest strategies; integer and string ids), and
+ *   B's errors read exactly as for a sequence nobody started;
+ * - client shared-memory keys are `/<tenant>.<rest>`: no tenant id is a prefix of another's, so
+ *   `acme` cannot register (read, write or block) a key of `acme_corp`;
+ * - a tenant's own model hides a shared operator model of the same name only while it is loaded
+ *   (or loading / failed), not after it was unloaded.
+ */
+import { status } from '@grpc/grpc-js';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type RunningServer } from '../../host/src/server.js';
+import { hashToken } from '../../host/src/tenancy/token.js';
+import { int32s, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
+import { JsBackendResolver, echoConfig } from '../helpers/js-backend.js';
+import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { ensureBuilt } from '../wasm/helpers.js';
+
+const TOKENS = {
+  a: 'tenant-a-token-0123456789abcdefghijk',
+  b: 'tenant-b-token-0123456789abcdefghijk',
+  acme: 'acme-token-0123456789abcdefghijklmno',
+  acme_corp: 'acme-corp-token-0123456789abcdefghij',
+};
+type Who = keyof typeof TOKENS;
+
+const seqConfig = (name: string, strategy: string) => `
+name: "${name}"
+backend: "jstest"
+max_batch_size: 4
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+  ${strategy}
+  max_sequence_idle_microseconds: 60000000
+  control_input [
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },
+    { name: "READY" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] }
+  ]
+  state [ { input_name: "ACC_IN" output_name: "ACC_OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+}
+parameters { key: "mode" value: { string_value: "accumulate" } }
+`;
+
+let repo: TempRepo;
+let dir: string;
+let server: RunningServer;
+let url: string;
+let client: TritonGrpcClient;
+const shmFiles: string[] = [];
+
+beforeAll(async () => {
+  await ensureBuilt();
+  repo = tempRepo([]);
+  repo.write('seq_direct/config.pbtxt', seqConfig('seq_direct', 'direct { }'));
+  repo.write('seq_direct/1/.keep', '');
+  repo.write('seq_oldest/config.pbtxt', seqConfig('seq_oldest', 'oldest { max_candidate_sequences: 4 }'));
+  repo.write('seq_oldest/1/.keep', '');
+  repo.write('m/config.pbtxt', `name: "m"\n${echoConfig()}`);
+  repo.write('m/1/.keep', '');
+  dir = mkdtempSync(join(tmpdir(), 'warden-shared-keys-'));
+  const shared = ['seq_direct', 'seq_oldest', 'm'];
+  writeFileSync(
+    join(dir, 'tenants.json'),
+    JSON.stringify({
+      tenants: [
+        { id: 'a', role: 'tenant', tokens: [hashToken(TOKENS.a)], shared_models: shared },
+        { id: 'b', role: 'tenant', tokens: [hashToken(TOKENS.b)], shared_models: shared },
+        { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)] },
+        { id: 'acme_corp', role: 'tenant', tokens: [hashToken(TOKENS.acme_corp)] },
+      ],
+    }),
+  );
+  server = await startServer({
+    modelRepositories: [repo.path],
+    modelControlMode: 'explicit',
+    loadModels: ['*'],
+    httpPort: 0,
+    grpcPort: 0,
+    metricsPort: -1,
+    allowClientShm: true,
+    tenantsFile: join(dir, 'tenants.json'),
+    backendResolvers: [new JsBackendResolver()],
+    logLevel: 'silent',
+  });
+  url = server.httpUrl;
+  client = tritonGrpcClient(server.grpcUrl!);
+});
+afterAll(async () => {
+  client?.close();
+  await server?.stop();
+  repo?.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+  for (const f of shmFiles) rmSync(f, { force: true });
+});
+
+function call(who: Who, method: 'GET' | 'POST', path: string, body?: unknown) {
+  return fetchJson(`${url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+/** One sequence step over `proto`: the running sum, or the error text (with the HTTP status / gRPC code). */
+type Step = { value: number } | { error: string; code: number | string };
+async function step(proto: 'http' | 'grpc', who: Who, model: string, id: number | string, value: number, flags: { start?: boolean; end?: boolean } = {}): Promise<Step> {
+  if (proto === 'http') {
+    const r = await call(who, 'POST', `/v2/models/${model}/infer`, {
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1], data: [value] }],
+      parameters: { sequence_id: id, sequence_start: flags.start === true, sequence_end: flags.end === true },
+    });
+    if (r.status !== 200) return { error: r.json?.error ?? r.text, code: r.status };
+    return { value: r.json.outputs.find((o: any) => o.name === 'OUTPUT0').data[0] };
+  }
+  const r = await unaryCall(
+    client,
+    'ModelInfer',
+    {
+      model_name: model,
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1] }],
+      raw_input_contents: [Buffer.from(Int32Array.of(value).buffer)],
+      parameters: {
+        sequence_id: typeof id === 'string' ? { string_param: id } : { int64_param: id },
+        sequence_start: { bool_param: flags.start === true },
+        sequence_end: { bool_param: flags.end === true },
+      },
+    },
+    TOKENS[who],
+  );
+  if (r.err) return { error: r.err.details, code: r.err.code };
+  const i = (r.res.outputs as { name: string }[]).findIndex((o) => o.name === 'OUTPUT0');
+  return { value: int32s(r.res.raw_output_contents[i])[0]! };
+}
+
+describe('sequence correlation ids are scoped by tenant', () => {
+  const cases: ['http' | 'grpc', string, number | string][] = [];
+  for (const proto of ['http', 'grpc'] as const) for (const model of ['seq_direct', 'seq_oldest']) for (const id of [4242, 'order-4242']) cases.push([proto, model, id]);
+  let n = 0;
+
+  it.each(cases)('%s %s id %s: B can neither read, write, end nor reset A\'s sequence', async (proto, model, baseId) => {
+    // A distinct id per case (the server is shared by the cases), same shape as the attack's.
+    const id = typeof baseId === 'number' ? baseId + 100 * n++ : `${baseId}-${n++}`;
+    const unknown = { error: `inference request for sequence ${id} to model '${model}' must specify the START flag on the first request of the sequence`, code: proto === 'http' ? 400 : status.INVALID_ARGUMENT };
+    expect(await step(proto, 'a', model, id, 10, { start: true })).toEqual({ value: 10 });
+    // B continues "4242" without START: exactly the answer for a sequence nobody started.
+    expect(await step(proto, 'b', model, id, 1)).toEqual(unknown);
+    // B ends it: the same refusal; A's sequence is untouched.
+    expect(await step(proto, 'b', model, id, 1, { end: true })).toEqual(unknown);
+    expect(await step(proto, 'a', model, id, 5)).toEqual({ value: 15 });
+    // B starts its own "4242": a new sequence of B's, which neither resets nor reads A's state.
+    expect(await step(proto, 'b', model, id, 100, { start: true })).toEqual({ value: 100 });
+    expect(await step(proto, 'a', model, id, 1)).toEqual({ value: 16 });
+    expect(await step(proto, 'b', model, id, 2)).toEqual({ value: 102 });
+    // A ends its sequence; B's goes on, then ends.
+    expect(await step(proto, 'a', model, id, 1, { end: true })).toEqual({ value: 17 });
+    expect(await step(proto, 'b', model, id, 3)).toEqual({ value: 105 });
+    expect(await step(proto, 'b', model, id, 1, { end: true })).toEqual({ value: 106 });
+    expect(await step(proto, 'a', model, id, 1)).toEqual(unknown);
+  });
+});
+
+describe('client shared-memory keys: /<tenant>.<rest>, no tenant id a prefix of another', () => {
+  const tag = randomBytes(6).toString('hex');
+  /** A 64-byte shm object (under /dev/shm) holding `fill`. */
+  const shmObject = (name: string, fill: number) => {
+    const p = join('/dev/shm', name);
+    writeFileSync(p, Buffer.alloc(64, fill));
+    shmFiles.push(p);
+    return `/${name}`;
+  };
+  const registerHttp = (who: Who, name: string, key: string) =>
+    call(who, 'POST', `/v2/systemsharedmemory/region/${name}/register`, { key, offset: 0, byte_size: 64 });
+  const registerGrpc = (who: Who, name: string, key: string) => unaryCall(client, 'SystemSharedMemoryRegister', { name, key, offset: 0, byte_size: 64 }, TOKENS[who]);
+
+  it("acme cannot register acme_corp's keys, old-style or new (HTTP and gRPC)", async () => {
+    const corpOld = shmObject(`acme_corp_secret-${tag}`, 7);
+    const corpNew = shmObject(`acme_corp.secret-${tag}`, 7);
+    for (const key of [corpOld, corpNew]) {
+      const h = await registerHttp('acme', 'steal', key);
+      expect(h.status, key).toBe(403);
+      expect(h.json.error).toBe("tenant 'acme' may register only shared memory keys starting with '/acme.'");
+      const g = await registerGrpc('acme', 'steal', key);
+      expect(g.err?.code, key).toBe(status.PERMISSION_DENIED);
+      expect(g.err?.details).toBe("tenant 'acme' may register only shared memory keys starting with '/acme.'");
+    }
+    expect((await call('acme', 'GET', '/v2/systemsharedmemory/status')).json).toEqual([]);
+    // acme_corp registers its own key: nothing of acme's blocks it.
+    expect((await registerHttp('acme_corp', 'secret', corpNew)).status).toBe(200);
+    expect((await registerGrpc('acme_corp', 'secret2', corpNew)).err).toBeUndefined();
+    expect((await call('acme_corp', 'GET', '/v2/systemsharedmemory/status')).json.map((r: any) => r.key)).toEqual([corpNew, corpNew]);
+    expect((await call('acme_corp', 'POST', '/v2/systemsharedmemory/unregister', {})).status).toBe(200);
+  });
+
+  it('each tenant registers its own /<tenant>.<rest> keys; the underscore form is refused', async () => {
+    const mine = shmObject(`acme.input-${tag}`, 1);
+    const oldStyle = shmObject(`acme_input-${tag}`, 1);
+    expect((await registerHttp('acme', 'in', mine)).status).toBe(200);
+    expect((await registerHttp('acme', 'in_old', oldStyle)).status).toBe(403);
+    expect((await registerGrpc('acme', 'in_old', oldStyle)).err?.code).toBe(status.PERMISSION_DENIED);
+    expect((await registerGrpc('acme_corp', 'theirs', mine)).err?.code).toBe(status.PERMISSION_DENIED);
+    expect((await call('acme', 'POST', '/v2/systemsharedmemory/unregister', {})).status).toBe(200);
+  });
+});
+
+describe("a tenant's unloaded model no longer hides the shared model of the same name", () => {
+  const identity = readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');
+  const wasmConfig = JSON.stringify({ backend: 'wasm', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] });
+  const echo = { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 4], data: [1, 2, 3, 4] }] };
+
+  it('HTTP and gRPC see the operator model again after the unload', async () => {
+    expect((await call('a', 'GET', '/v2/models/m/config')).json.backend).toBe('jstest');
+    const up = await call('a', 'POST', '/v2/repository/models/m/load', { parameters: { config: wasmConfig, 'file:1/model.wasm': identity } });
+    expect(up.status, up.text).toBe(200);
+    expect((await call('a', 'GET', '/v2/models/m/config')).json.backend).toBe('wasm');
+    expect((await call('a', 'POST', '/v2/models/m/infer', { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [3] }] })).json.outputs[0].data).toEqual([3]);
+    expect((await call('a', 'POST', '/v2/repository/models/m/unload', {})).status).toBe(200);
+    // The own model is unloaded: the shared one answers again, on every path.
+    const cfg = await call('a', 'GET', '/v2/models/m/config');
+    expect(cfg.status, cfg.text).toBe(200);
+    expect(cfg.json.backend).toBe('jstest');
+    expect((await call('a', 'GET', '/v2/models/m/ready')).status).toBe(200);
+    const inf = await call('a', 'POST', '/v2/models/m/infer', echo);
+    expect(inf.status, inf.text).toBe(200);
+    expect(inf.json.outputs[0].data).toEqual([1, 2, 3, 4]);
+    const g = await unaryCall(client, 'ModelConfig', { name: 'm' }, TOKENS.a);
+    expect(g.err).toBeUndefined();
+    expect(g.res.config.backend).toBe('jstest');
+    // Loading it again (from the tenant's stored upload) makes it the tenant's m again.
+    expect((await call('a', 'POST', '/v2/repository/models/m/load', {})).status).toBe(200);
+    expect((await call('a', 'GET', '/v2/models/m/config')).json.backend).toBe('wasm');
+    expect((await call('a', 'POST', '/v2/repository/models/m/unload', {})).status).toBe(200);
+  });
+});
