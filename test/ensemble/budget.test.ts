@@ -13,7 +13,13 @@ import { hashToken } from '../../host/src/tenancy/token.js';
 import { tempRepo, type TempRepo } from '../helpers/repo.js';
 import { opsConfig, OpsResolver } from './ops-backend.js';
 
-const TOKENS = { fan: 'fan-token-0123456789abcdefghijklmn', deep: 'deep-token-0123456789abcdefghijklm', tight: 'tight-token-0123456789abcdefghijkl', ok: 'ok-token-0123456789abcdefghijklmno' };
+const TOKENS = {
+  fan: 'fan-token-0123456789abcdefghijklmn',
+  deep: 'deep-token-0123456789abcdefghijklm',
+  tight: 'tight-token-0123456789abcdefghijkl',
+  ok: 'ok-token-0123456789abcdefghijklmno',
+  rate: 'rate-token-0123456789abcdefghijklm',
+};
 type Who = keyof typeof TOKENS;
 
 let repo: TempRepo;
@@ -32,6 +38,7 @@ beforeAll(async () => {
       entry('deep', { max_ensemble_depth: 1 }),
       entry('tight', { max_inflight: 1 }),
       entry('ok', {}),
+      entry('rate', { requests_per_second: 0.01, burst: 12 }),
     ],
   };
   writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
@@ -89,7 +96,8 @@ describe('ensemble requests are budgeted per caller', () => {
     expect((await upload('fan', 'narrow', fanOut(8))).status).toBe(200);
     const refused = await infer('fan', 'wide');
     expect(refused.status).toBe(403);
-    expect(refused.json.error).toMatch(/more than 8 composing inferences for one request \(max_ensemble_inferences\)/);
+    // Refused before any step runs: its least cost (12 composing inferences) is known at load.
+    expect(refused.json.error).toMatch(/at least 12 composing inferences per request, over the cap of 8 \(max_ensemble_inferences\)/);
     const ok = await infer('fan', 'narrow');
     expect(ok.status).toBe(200);
     expect(ok.json.outputs).toHaveLength(8);
@@ -111,6 +119,15 @@ describe('ensemble requests are budgeted per caller', () => {
     const nested = await infer('ok', 'outer');
     expect(nested.status).toBe(200);
     expect(nested.json.outputs[0].data).toEqual([2]);
+  });
+
+  it("an ensemble request is charged its composing inferences on the caller's request rate", async () => {
+    // burst 12, refilled once in 100 min: the upload (1) and one request (1 + 8) fit, the next does not
+    expect((await upload('rate', 'eight', fanOut(8))).status).toBe(200);
+    expect((await infer('rate', 'eight')).status).toBe(200);
+    const limited = await infer('rate', 'eight');
+    expect(limited.status).toBe(429);
+    expect(limited.json.error).toMatch(/tenant 'rate' exceeded its request rate/);
   });
 
   it("each step is charged to the caller's in-flight quota", async () => {

@@ -114,6 +114,8 @@ export interface ModelVersionOptions {
    * its steps through the data plane and keeps statistics itself).
    */
   scheduler?: (hooks: SchedulerHooks, stats: ModelStatistics) => ModelScheduler;
+  /** An ensemble version's least cost per request (ensemble/plan.ts#EnsembleCost); undefined for any other model. */
+  ensemble?: { readonly inferences: number; readonly depth: number };
   /**
    * The server's response cache (`--cache-config local,size=N`); used only when the config says
    * `response_cache { enable: true }` (ensembles excluded).
@@ -172,6 +174,8 @@ export class ModelVersion {
   readonly modelPath: string | undefined;
   /** The label files and initial states its config names, read at load (classification uses the labels). */
   readonly files: ConfigFiles;
+  /** An ensemble version's least cost per request (ensemble/plan.ts#EnsembleCost); undefined for any other model. */
+  readonly ensembleCost: { readonly inferences: number; readonly depth: number } | undefined;
 
   /**
    * Compiles the request / response validators and builds the scheduler the config asks for
@@ -195,6 +199,7 @@ export class ModelVersion {
     this.live = options.drainTimeoutMs !== undefined ? new Set() : undefined;
     this.modelPath = options.modelPath;
     this.files = options.files ?? NO_CONFIG_FILES;
+    this.ensembleCost = options.ensemble;
     this.cache = config.response_cache?.enable && !options.scheduler ? options.responseCache : undefined;
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);

@@ -15,9 +15,10 @@ import type { TraceManager, TraceSettingsJson } from '../trace/trace-manager.js'
 import { type LogSettings, LogSettingsStore } from './log-settings.js';
 import { modelNameProblem } from './names.js';
 import type { PathScrubber } from './public-errors.js';
-import { createHash } from 'node:crypto';
+import { webcrypto } from 'node:crypto';
 import type { Logger } from 'pino';
 import { auditEvent } from '../tenancy/audit.js';
+import { TenantRequestRate } from '../tenancy/request-rate.js';
 import { EnsembleBudget, ensembleLimitsFor, type EnsembleLimits } from '../ensemble/budget.js';
 import { TENANT_ID_PATTERN, type TenantConfig } from '../tenancy/types.js';
 import type { ModelVersion } from './model.js';
@@ -84,6 +85,8 @@ export interface InferenceTarget {
   readonly version: number;
   readonly config: ModelConfig;
   readonly decoupled: boolean;
+  /** An ensemble's least cost per request (composing inferences, nesting depth); undefined for any other model. */
+  readonly ensemble?: { readonly inferences: number; readonly depth: number };
 }
 
 export interface ServerApiOptions {
@@ -176,6 +179,12 @@ const ADMIN_QUALIFIED = new RegExp(`^(${TENANT_ID_PATTERN})/(.+)$`);
 export class ServerApi implements InferenceServerHandle {
   /** Inference requests of each tenant queued or executing (for `max_inflight`). */
   private readonly inflight = new Map<string, number>();
+  /**
+   * Each tenant's request rate: the one count every frontend admits requests with (HTTP routes,
+   * the `/infer` fast path, gRPC), and that an ensemble request is charged its composing
+   * inferences on.
+   */
+  readonly requestRate = new TenantRequestRate();
 
   constructor(
     private readonly manager: ModelRepositoryManager,
@@ -320,7 +329,7 @@ export class ServerApi implements InferenceServerHandle {
    */
   inferenceTarget(principal: Principal, name: string, version: number): InferenceTarget {
     const mv = this.version(principal, name, version);
-    return { name, version: mv.version, config: mv.config, decoupled: mv.decoupled };
+    return { name, version: mv.version, config: mv.config, decoupled: mv.decoupled, ensemble: mv.ensembleCost };
   }
 
   /**
@@ -338,9 +347,16 @@ export class ServerApi implements InferenceServerHandle {
     if (signal?.aborted) throw cancelled();
     init.tenant = principal.caller ?? principal.namespace;
     if (mv.config.platform === 'ensemble' && init.ensemble === undefined && this.opts.ensembleLimits !== undefined) {
-      // A client's ensemble request: one budget for it and every ensemble nested in it (ensemble/budget.ts).
-      const limits = ensembleLimitsFor(this.opts.ensembleLimits, this.tenantOf(principal)?.quotas);
-      init.ensemble = { budget: new EnsembleBudget(limits, `ensemble '${name}'`), depth: 0 };
+      // A client's ensemble request: one budget for it and every ensemble nested in it
+      // (ensemble/budget.ts), checked against the least the request costs before any step runs,
+      // and its composing inferences charged to the caller's request rate.
+      const caller = this.tenantOf(principal);
+      const budget = new EnsembleBudget(ensembleLimitsFor(this.opts.ensembleLimits, caller?.quotas), `ensemble '${name}'`);
+      if (mv.ensembleCost) {
+        budget.afford(mv.ensembleCost);
+        if (caller) this.requestRate.admit(caller, mv.ensembleCost.inferences);
+      }
+      init.ensemble = { budget, depth: 0 };
     }
     if (init.classification !== undefined && init.classification.size > 0) {
       checkClassification(mv.config, init.classification);
@@ -412,11 +428,14 @@ export class ServerApi implements InferenceServerHandle {
    */
   async loadModel(principal: Principal, name: string, options: LoadOptions): Promise<void> {
     const key = this.controlKeyOf(principal, name);
-    const files = [...(options.files ?? new Map<string, Uint8Array>())].map(([path, data]) => ({
-      path,
-      sha256: createHash('sha256').update(data).digest('hex'),
-      bytes: data.length,
-    }));
+    // Hashed on the thread pool (WebCrypto), not the event loop: an upload may be megabytes.
+    const files = await Promise.all(
+      [...(options.files ?? new Map<string, Uint8Array>())].map(async ([path, data]) => ({
+        path,
+        sha256: Buffer.from(await webcrypto.subtle.digest('SHA-256', data)).toString('hex'),
+        bytes: data.length,
+      })),
+    );
     const audit = (outcome: 'ok' | 'error', reason?: string) =>
       this.opts.logger && auditEvent(this.opts.logger, { event: 'load', tenant: auditTenant(principal, key), model: key.name, files, outcome, reason });
     try {

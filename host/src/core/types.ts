@@ -217,7 +217,11 @@ export interface InferenceServerHandle {
    * normalised config and transaction policy — what an ensemble checks its steps against at load.
    * @throws TritonError NOT_FOUND / UNAVAILABLE, as {@link infer} would
    */
-  inferenceTarget?(principal: Principal, model: string, version: number): { readonly version: number; readonly config: ModelConfig; readonly decoupled: boolean };
+  inferenceTarget?(
+    principal: Principal,
+    model: string,
+    version: number,
+  ): { readonly version: number; readonly config: ModelConfig; readonly decoupled: boolean; readonly ensemble?: { readonly inferences: number; readonly depth: number } };
   /** Model metadata (spec §1.5) — for `TRITONSERVER_ServerModelMetadata`. @throws TritonError NOT_FOUND / UNAVAILABLE */
   modelMetadata?(principal: Principal, model: string, version: number): object;
   /** The serving version's normalised config (spec §1.7). @throws TritonError NOT_FOUND / UNAVAILABLE */

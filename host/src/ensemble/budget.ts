@@ -52,6 +52,20 @@ export class EnsembleBudget {
   ) {}
 
   /**
+   * Before any step runs: refuse a request whose least cost (ensemble/plan.ts#EnsembleCost) is
+   * already over the caps, so no composing inference of a request that cannot finish is sent.
+   * @throws AccessError 403 naming the cap
+   */
+  afford(cost: { readonly inferences: number; readonly depth: number }): void {
+    if (cost.depth > this.limits.maxDepth) {
+      throw forbidden(`${this.who}: ensembles nested ${cost.depth} deep, over the cap of ${this.limits.maxDepth} (max_ensemble_depth)`);
+    }
+    if (cost.inferences > this.limits.maxInferences) {
+      throw forbidden(`${this.who}: at least ${cost.inferences} composing inferences per request, over the cap of ${this.limits.maxInferences} (max_ensemble_inferences)`);
+    }
+  }
+
+  /**
    * A run at nesting `depth` starts (1 = the top-level ensemble).
    * @throws AccessError 403 past the depth cap
    */

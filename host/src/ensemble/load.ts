@@ -40,7 +40,7 @@ export function resolveComposing(key: ModelKey, config: ModelConfig, server: Inf
     try {
       if (!server.inferenceTarget) throw new TritonError('UNAVAILABLE', 'no server');
       const t = server.inferenceTarget(principal, step.model_name, step.model_version);
-      out.push({ config: t.config, decoupled: t.decoupled });
+      out.push({ config: t.config, decoupled: t.decoupled, ensemble: t.ensemble });
     } catch (e) {
       if (!(e instanceof TritonError)) throw e;
       if (!missing.includes(step.model_name)) missing.push(step.model_name);
@@ -80,6 +80,7 @@ export function buildEnsembleVersion(args: {
   const principal = ownerPrincipal(key);
   return new ModelVersion(key.name, version, config, NO_BACKEND_MODEL, [], stats, logger, {
     ...args.options,
+    ensemble: plan.cost,
     scheduler: () => new EnsembleScheduler({ name: key.name, plan, server, principal, stats }),
   });
 }

@@ -14,6 +14,19 @@ import { invalidArg } from '../core/errors.js';
 export interface ComposingModel {
   config: ModelConfig;
   decoupled: boolean;
+  /** For a composing ensemble: its {@link EnsembleCost}; undefined for any other model. */
+  ensemble?: EnsembleCost;
+}
+
+/**
+ * What one request of an ensemble costs at least, known at load (DESIGN "Multi-tenancy": an
+ * ensemble request is charged for the inferences it turns into): `inferences` = composing requests
+ * it sends when every decoupled step answers once (a nested ensemble's own composing requests
+ * included), `depth` = ensembles nested in it, itself being 1.
+ */
+export interface EnsembleCost {
+  inferences: number;
+  depth: number;
 }
 
 /** One step of a compiled plan. */
@@ -49,6 +62,8 @@ export interface EnsemblePlan {
    * of the steps downstream.
    */
   maxInflightRequests: number;
+  /** The least one request costs (see {@link EnsembleCost}). */
+  cost: EnsembleCost;
 }
 
 /** Shape / type of an ensemble tensor and the model it is inferred from (Triton's TensorNode). */
@@ -229,5 +244,9 @@ export function compileEnsemblePlan(config: ModelConfig, composing: readonly Com
     outputs: config.output.map((o) => o.name),
     decoupled: label !== 0,
     maxInflightRequests: config.ensemble_scheduling!.max_inflight_requests ?? 0,
+    cost: {
+      inferences: composing.reduce((n, c) => n + 1 + (c.ensemble?.inferences ?? 0), 0),
+      depth: 1 + composing.reduce((d, c) => Math.max(d, c.ensemble?.depth ?? 0), 0),
+    },
   };
 }

@@ -19,13 +19,18 @@ export class TenantRequestRate {
   constructor(private readonly now: () => number = Date.now) {}
 
   /**
-   * Count one request of `tenant`.
-   * @throws AccessError 429 (with the seconds until the window ends) when the tenant is over its rate
+   * Count `count` requests of `tenant` (default one; an ensemble request is charged its composing
+   * inferences too).
+   * @throws AccessError 429 (with the seconds until the window ends) when the tenant is over its
+   *   rate; 403 when `count` is more than its burst (it could never be admitted)
    */
-  admit(tenant: TenantConfig): void {
+  admit(tenant: TenantConfig, count = 1): void {
     if (tenant.role === 'admin') return;
     const q = tenant.quotas;
     const max = Math.max(1, Math.floor(q.burst));
+    if (count > max) {
+      throw new AccessError(403, `a request costing ${count} inferences is more than tenant '${tenant.id}' may send at once (burst ${q.burst})`);
+    }
     const windowMs = q.requests_per_second > 0 ? Math.ceil((1000 * q.burst) / q.requests_per_second) : 1000;
     const t = this.now();
     let w = this.windows.get(tenant.id);
@@ -33,13 +38,13 @@ export class TenantRequestRate {
       w = { start: t, count: 0 };
       this.windows.set(tenant.id, w);
     }
-    if (w.count >= max) {
+    if (w.count + count > max) {
       throw new AccessError(
         429,
         `tenant '${tenant.id}' exceeded its request rate (requests_per_second ${q.requests_per_second}, burst ${q.burst})`,
         Math.ceil((w.start + windowMs - t) / 1000),
       );
     }
-    w.count++;
+    w.count += count;
   }
 }

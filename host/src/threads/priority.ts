@@ -2,7 +2,9 @@
  * Background threads that must yield the CPU to the event loop: on Linux a thread is a task with
  * its own nice value, so a worker can lower its own priority (setpriority on its thread id, read
  * from `/proc/thread-self`). The HTTP codec workers do this, so that one client's 16 MB JSON body
- * being parsed on one core never outbids the event loop serving everyone else for that core.
+ * being parsed on one core never outbids the event loop serving everyone else for that core; so do
+ * the v8 engine's sandbox workers, so that a tenant's guest spinning in `execute` yields the core
+ * to the event loop.
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';

@@ -13,18 +13,19 @@ import { AccessError } from '../../core/errors.js';
 import { SINGLE_USER, type Principal } from '../../core/types.js';
 import { authFailure } from '../../tenancy/http-auth.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
-import { TenantRequestRate } from '../../tenancy/request-rate.js';
+import type { TenantRequestRate } from '../../tenancy/request-rate.js';
 import { FailedAuthentications } from '../../tenancy/unauthenticated.js';
 
 export class GrpcAuth {
-  private readonly rate = new TenantRequestRate();
   /** Failed authentications per client address: the tarpit and the aggregated audit lines. */
   private readonly failures: FailedAuthentications;
 
   /** @param tenants absent = single-user mode (every call is the operator's) */
+  /** @param rate the data plane's count of each tenant's requests (ServerApi.requestRate), shared with HTTP */
   constructor(
     private readonly tenants: TenantRegistry | undefined,
     logger: Logger,
+    private readonly rate: TenantRequestRate,
   ) {
     this.failures = new FailedAuthentications(logger, 'grpc');
   }

@@ -80,7 +80,7 @@ export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string,
   const server = new Server(grpcServerOptions(opts));
   const logger = opts.logger.child({ component: 'grpc' });
   const calls = new CallCount();
-  const auth = new GrpcAuth(opts.tenants, opts.logger.child({ component: 'auth' }));
+  const auth = new GrpcAuth(opts.tenants, opts.logger.child({ component: 'auth' }), opts.api.requestRate);
   server.addService(loadTritonService(opts.protosetPath), grpcHandlers({ api: opts.api, auth, logger, shm: new ClientShm(opts.shm), calls }));
   const bound = await new Promise<number>((resolve, reject) => {
     const addr = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;

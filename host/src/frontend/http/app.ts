@@ -8,7 +8,6 @@ import { modelConfigToJson } from '../../config/index.js';
 import { unsupported } from '../../core/errors.js';
 import { optionalJson, readBody } from './body.js';
 import { installSharedMemoryRoutes } from './shared-memory.js';
-import { TenantRequestRate } from '../../tenancy/request-rate.js';
 import { compressReply } from './compression.js';
 import { SINGLE_USER } from '../../core/types.js';
 import { installTenancy, requestPrincipal } from './auth.js';
@@ -75,7 +74,7 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   const who: PrincipalOf = opts.tenants ? requestPrincipal : () => SINGLE_USER;
   const ctx: FrontendContext = { ...opts, principalOf: who, codec: new CodecPool() };
   // One count of each tenant's requests, whichever path serves them.
-  const rate = new TenantRequestRate();
+  const rate = api.requestRate;
   // The `/infer` fast path (fast-path.ts) claims plain inference requests on Node's request event
   // and hands every other one to Fastify's handler. Not with client shared memory on.
   let closing = false;

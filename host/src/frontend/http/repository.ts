@@ -1,8 +1,10 @@
 /** The model repository extension (spec §3.1): index, load (with config / file overrides), unload. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { internal, invalidArg } from '../../core/errors.js';
-import { decodeFileOverrideAsync, parseConfigOverride, type FileOverrides } from '../../repository/overrides.js';
-import { isJsonObject, optionalJson } from './body.js';
+import { invalidArg } from '../../core/errors.js';
+import type { FileOverrides } from '../../repository/overrides.js';
+import { isJsonObject, optionalJson, requestBody } from './body.js';
+import { OFFLOAD_BYTES } from './codec/pool.js';
+import { parseLoadRequest } from './load-request.js';
 import type { FrontendContext } from './context.js';
 
 export async function handleIndex(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
@@ -19,29 +21,11 @@ export async function handleIndex(ctx: FrontendContext, req: FastifyRequest, rep
 }
 
 export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string): Promise<FastifyReply> {
-  const body = optionalJson(req, ctx.maxInputSize);
-  let configOverride: unknown;
-  const files: FileOverrides = new Map();
-  if (body !== undefined) {
-    if (!isJsonObject(body)) throw invalidArg('load request must be a JSON object');
-    const params = body.parameters;
-    if (params !== undefined) {
-      if (!isJsonObject(params)) throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
-      for (const [key, value] of Object.entries(params)) {
-        if (key === 'config') {
-          if (typeof value !== 'string') throw invalidArg("Unable to parse 'config': attempt to access JSON non-string as string");
-          configOverride = parseConfigOverride(model, value);
-        } else if (key.startsWith('file:')) {
-          // Decoded in bounded chunks, yielding between them: a large upload does not stall other requests.
-          const [path, data] = await decodeFileOverrideAsync(key, value);
-          files.set(path, data);
-        } else {
-          throw internal(`unexpected error on creating Triton parameter: unrecognized load parameter '${key}'`);
-        }
-      }
-    }
-  }
-  await ctx.api.loadModel(ctx.principalOf(req), model, { configOverride, files });
+  const body = requestBody(req, ctx.maxInputSize);
+  // A large body (an upload) is parsed and its files decoded on a codec worker, off the event loop.
+  const parts = body.length >= OFFLOAD_BYTES ? await ctx.codec.parseLoad(body, model) : parseLoadRequest(model, body);
+  const files: FileOverrides = new Map(parts.files);
+  await ctx.api.loadModel(ctx.principalOf(req), model, { configOverride: parts.configOverride, files });
   return reply.code(200).send();
 }
 

@@ -23,11 +23,17 @@ import { flushOutput } from '../host/wasi/stdio.js';
 import type { WireError, WireResponse, WireResult } from '../wire.js';
 import type * as WitBackend from '../wit-types/interfaces/warden-backend-backend.js';
 import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
+import { lowerThisThreadPriority } from '../../../threads/priority.js';
 import { buildImports } from './imports.js';
 import { closeCodeGeneration } from './realm.js';
 import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 
 const init = workerData as WorkerInit;
+// A sandbox computes for one tenant; the event loop serves every tenant. Guest code runs at
+// background priority, so a tenant keeping its sandboxes busy yields the core to the loop
+// whenever both want it (DESIGN "Sandbox rules": one tenant's exhaustion must not reduce another's
+// service beyond its share).
+lowerThisThreadPriority();
 const port = parentPort!;
 const cancelFlags = new Int32Array(init.cancelFlags);
 

@@ -1,6 +1,6 @@
 /**
  * Messages between the HTTP frontend and a codec worker (codec/worker.ts): decoding of large JSON
- * inference requests and encoding of large JSON responses, moved off the event loop. Buffers
+ * inference requests and load requests, and encoding of large JSON responses, moved off the event loop. Buffers
  * travel transferred where the sender owns them.
  */
 import type { ModelConfig } from '../../../config/types.js';
@@ -8,6 +8,7 @@ import type { ErrorCode } from '../../../core/errors.js';
 import type { InferenceResponse } from '../../../core/types.js';
 import type { DecodedInferRequest, OutputFormats } from '../infer-request.js';
 import type { EncodedResponse } from '../infer-response.js';
+import type { LoadRequestParts } from '../load-request.js';
 
 /** Arguments of decodeInferRequest (infer-request.ts). */
 export interface DecodeJob {
@@ -30,10 +31,17 @@ export interface EncodeJob {
   maxJsonBytes: number;
 }
 
+/** Arguments of parseLoadRequest (load-request.ts). */
+export interface LoadJob {
+  t: 'load';
+  body: Uint8Array;
+  model: string;
+}
+
 /** host → worker */
-export type ToCodecWorker = (DecodeJob | EncodeJob) & { seq: number };
+export type ToCodecWorker = (DecodeJob | EncodeJob | LoadJob) & { seq: number };
 
 /** worker → host */
 export type FromCodecWorker =
-  | { seq: number; ok: DecodedInferRequest | EncodedResponse }
+  | { seq: number; ok: DecodedInferRequest | EncodedResponse | LoadRequestParts }
   | { seq: number; error: { code: ErrorCode; message: string } };

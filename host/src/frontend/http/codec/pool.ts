@@ -12,7 +12,10 @@ import type { ModelConfig } from '../../../config/types.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
 import type { DecodedInferRequest, OutputFormats } from '../infer-request.js';
 import type { EncodedResponse } from '../infer-response.js';
-import type { DecodeJob, EncodeJob, FromCodecWorker, ToCodecWorker } from './messages.js';
+import type { LoadRequestParts } from '../load-request.js';
+import type { DecodeJob, EncodeJob, FromCodecWorker, LoadJob, ToCodecWorker } from './messages.js';
+
+type Result = DecodedInferRequest | EncodedResponse | LoadRequestParts;
 
 /**
  * Size from which JSON work leaves the event loop, bytes: a request whose JSON part is at least
@@ -23,13 +26,19 @@ export const OFFLOAD_BYTES = 256 * 1024;
 
 interface Job {
   seq: number;
-  resolve: (v: DecodedInferRequest | EncodedResponse) => void;
+  resolve: (v: Result) => void;
   reject: (e: TritonError) => void;
 }
 
 interface Slot {
   worker: Worker;
   jobs: Map<number, Job>;
+}
+
+/** `body` as a view its buffer can be transferred with: the buffer itself when the body is the whole of one, else a copy. */
+function givenUp(body: Buffer): Uint8Array {
+  const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && !(body.buffer instanceof SharedArrayBuffer);
+  return whole ? new Uint8Array(body.buffer, 0, body.byteLength) : new Uint8Array(body);
 }
 
 /** Codec workers, started on demand. */
@@ -47,10 +56,20 @@ export class CodecPool {
    * @throws TritonError as decodeInferRequest does; INTERNAL if the worker died.
    */
   decode(body: Buffer, headerLength: number | undefined, model: string, version: number, config: ModelConfig): Promise<DecodedInferRequest> {
-    const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && !(body.buffer instanceof SharedArrayBuffer);
-    const data = whole ? new Uint8Array(body.buffer, 0, body.byteLength) : new Uint8Array(body);
+    const data = givenUp(body);
     const job: DecodeJob = { t: 'decode', body: data, headerLength, model, version, config };
     return this.run(job, [data.buffer as ArrayBuffer]) as Promise<DecodedInferRequest>;
+  }
+
+  /**
+   * parseLoadRequest (load-request.ts) on a worker; the files come back transferred. `body` is
+   * given up as in {@link decode}.
+   * @throws TritonError as parseLoadRequest does; INTERNAL if the worker died.
+   */
+  parseLoad(body: Buffer, model: string): Promise<LoadRequestParts> {
+    const data = givenUp(body);
+    const job: LoadJob = { t: 'load', body: data, model };
+    return this.run(job, [data.buffer as ArrayBuffer]) as Promise<LoadRequestParts>;
   }
 
   /**
@@ -67,7 +86,7 @@ export class CodecPool {
     });
   }
 
-  private run(job: DecodeJob | EncodeJob, transfer: ArrayBuffer[]): Promise<DecodedInferRequest | EncodedResponse> {
+  private run(job: DecodeJob | EncodeJob | LoadJob, transfer: ArrayBuffer[]): Promise<Result> {
     if (this.closed) return Promise.reject(internal('the HTTP codec pool is closed'));
     const slot = this.pick();
     const seq = ++this.seq;

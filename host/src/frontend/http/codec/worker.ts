@@ -9,6 +9,7 @@ import { asTritonError } from '../../../core/errors.js';
 import { lowerThisThreadPriority } from '../../../threads/priority.js';
 import { decodeInferRequest } from '../infer-request.js';
 import { encodeInferResponse } from '../infer-response.js';
+import { parseLoadRequest } from '../load-request.js';
 import type { FromCodecWorker, ToCodecWorker } from './messages.js';
 
 const port = parentPort!;
@@ -31,6 +32,10 @@ port.on('message', (m: ToCodecWorker) => {
       const decoded = decodeInferRequest(body, m.headerLength, m.model, m.version, m.config);
       transfer = buffersOf(decoded.init.inputs.map((t) => t.data));
       reply = { seq: m.seq, ok: decoded };
+    } else if (m.t === 'load') {
+      const parts = parseLoadRequest(m.model, m.body);
+      transfer = buffersOf(parts.files.map(([, data]) => data));
+      reply = { seq: m.seq, ok: parts };
     } else {
       const enc = encodeInferResponse(m.model, m.version, m.id, m.response, m.formats, m.maxJsonBytes);
       if (typeof enc.body !== 'string') transfer = buffersOf([enc.body]);

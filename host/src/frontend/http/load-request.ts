@@ -1,0 +1,45 @@
+/**
+ * The body of a load request (spec §3.1: `POST /v2/repository/models/<m>/load` with
+ * `parameters.config` and `file:<version>/<path>` base64 parameters), parsed into what the data
+ * plane's `loadModel` takes. Pure and synchronous: the HTTP frontend runs it inline for a small
+ * body and on a codec worker (codec/worker.ts) for one of `OFFLOAD_BYTES` (codec/pool.ts) or more, so that a
+ * tenant's 15 MB upload costs other requests a buffer transfer, not a parse and a base64 decode
+ * (DESIGN "Multi-tenancy": uploads are parsed off the event loop).
+ */
+import { internal, invalidArg } from '../../core/errors.js';
+import { decodeFileOverride, parseConfigOverride } from '../../repository/overrides.js';
+import { isJsonObject } from './body.js';
+import { parseRequestJson } from './json-text.js';
+
+/** A load request's overrides: the config JSON as parsed, and each file's relative path and bytes. */
+export interface LoadRequestParts {
+  configOverride: unknown;
+  files: [string, Uint8Array][];
+}
+
+/**
+ * Parse a load request body (empty = no overrides).
+ * @throws TritonError INVALID_ARG for JSON that does not parse, a body that is not an object,
+ *   `parameters` or `config` of the wrong type, a config that is not JSON, a bad file path or
+ *   base64; INTERNAL for an unknown parameter (Triton's wording for each)
+ */
+export function parseLoadRequest(model: string, body: Uint8Array): LoadRequestParts {
+  const parts: LoadRequestParts = { configOverride: undefined, files: [] };
+  if (body.length === 0) return parts;
+  const json = parseRequestJson(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+  if (!isJsonObject(json)) throw invalidArg('load request must be a JSON object');
+  const params = json.parameters;
+  if (params === undefined) return parts;
+  if (!isJsonObject(params)) throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
+  for (const [key, value] of Object.entries(params)) {
+    if (key === 'config') {
+      if (typeof value !== 'string') throw invalidArg("Unable to parse 'config': attempt to access JSON non-string as string");
+      parts.configOverride = parseConfigOverride(model, value);
+    } else if (key.startsWith('file:')) {
+      parts.files.push(decodeFileOverride(key, value));
+    } else {
+      throw internal(`unexpected error on creating Triton parameter: unrecognized load parameter '${key}'`);
+    }
+  }
+  return parts;
+}
