@@ -18,7 +18,7 @@ import type { PathScrubber } from './public-errors.js';
 import { webcrypto } from 'node:crypto';
 import type { Logger } from 'pino';
 import { auditEvent } from '../tenancy/audit.js';
-import { TenantRequestRate } from '../tenancy/request-rate.js';
+import { TenantRequestRate, TenantUploadRate } from '../tenancy/request-rate.js';
 import { EnsembleBudget, ensembleLimitsFor, type EnsembleLimits } from '../ensemble/budget.js';
 import { TENANT_ID_PATTERN, type TenantConfig } from '../tenancy/types.js';
 import type { ModelVersion } from './model.js';
@@ -185,11 +185,18 @@ export class ServerApi implements InferenceServerHandle {
    * inferences on.
    */
   readonly requestRate = new TenantRequestRate();
+  /** Each tenant's load-request bytes per minute, charged by the frontends as requests arrive. */
+  readonly uploadRate = new TenantUploadRate();
 
   constructor(
     private readonly manager: ModelRepositoryManager,
     private readonly opts: ServerApiOptions,
   ) {}
+
+  /** The tenants-file entry of a tenant's principal (undefined for the operator and in single-user mode). */
+  tenantConfig(principal: Principal): TenantConfig | undefined {
+    return this.tenantOf(principal);
+  }
 
   private tenantOf(principal: Principal): TenantConfig | undefined {
     return principal.role === 'tenant' ? this.opts.tenants?.get(principal.namespace) : undefined;

@@ -1,7 +1,9 @@
 /**
- * Per-tenant request rate, the one rule of both frontends (HTTP: frontend/http/auth.ts and the
- * `/infer` fast path; gRPC: frontend/grpc/auth.ts) — at most `burst` requests per window of
- * `burst / requests_per_second` seconds, counted per tenant; administrators are not limited. Quotas are read per request, so a tenants-file reload applies at once.
+ * Per-tenant rates, the one rule of both frontends (HTTP: frontend/http/auth.ts and the `/infer`
+ * fast path; gRPC: frontend/grpc/auth.ts): requests — at most `burst` per window of
+ * `burst / requests_per_second` seconds — and load-request bytes per minute. Counted per tenant;
+ * administrators are not limited. Quotas are read per request, so a tenants-file reload applies
+ * at once.
  */
 import { AccessError } from '../core/errors.js';
 import type { TenantConfig } from './types.js';
@@ -13,10 +15,35 @@ import type { TenantConfig } from './types.js';
  */
 export const OVER_QUOTA_DELAY_MS = 250;
 
-export class TenantRequestRate {
+/** Fixed windows of a count per key (a tenant id). */
+class Windows {
   private readonly windows = new Map<string, { start: number; count: number }>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number) {}
+
+  /**
+   * Add `n` to `key`'s count in its window of `windowMs`, unless that brings it over `max`.
+   * @returns undefined when taken; else the seconds until the window ends (nothing taken)
+   */
+  take(key: string, windowMs: number, max: number, n: number): number | undefined {
+    const t = this.now();
+    let w = this.windows.get(key);
+    if (!w || t - w.start >= windowMs) {
+      w = { start: t, count: 0 };
+      this.windows.set(key, w);
+    }
+    if (w.count + n > max) return Math.max(1, Math.ceil((w.start + windowMs - t) / 1000));
+    w.count += n;
+    return undefined;
+  }
+}
+
+export class TenantRequestRate {
+  private readonly windows: Windows;
+
+  constructor(now: () => number = Date.now) {
+    this.windows = new Windows(now);
+  }
 
   /**
    * Count `count` requests of `tenant` (default one; an ensemble request is charged its composing
@@ -32,19 +59,39 @@ export class TenantRequestRate {
       throw new AccessError(403, `a request costing ${count} inferences is more than tenant '${tenant.id}' may send at once (burst ${q.burst})`);
     }
     const windowMs = q.requests_per_second > 0 ? Math.ceil((1000 * q.burst) / q.requests_per_second) : 1000;
-    const t = this.now();
-    let w = this.windows.get(tenant.id);
-    if (!w || t - w.start >= windowMs) {
-      w = { start: t, count: 0 };
-      this.windows.set(tenant.id, w);
+    const retryS = this.windows.take(tenant.id, windowMs, max, count);
+    if (retryS !== undefined) {
+      throw new AccessError(429, `tenant '${tenant.id}' exceeded its request rate (requests_per_second ${q.requests_per_second}, burst ${q.burst})`, retryS);
     }
-    if (w.count + count > max) {
-      throw new AccessError(
-        429,
-        `tenant '${tenant.id}' exceeded its request rate (requests_per_second ${q.requests_per_second}, burst ${q.burst})`,
-        Math.ceil((w.start + windowMs - t) / 1000),
-      );
+  }
+}
+
+/**
+ * Each tenant's load-request bytes per minute (`upload_bytes_per_minute`): the HTTP frontend charges
+ * a load request's `Content-Length` before its body is read, gRPC the file overrides it received.
+ * Administrators are not limited.
+ */
+export class TenantUploadRate {
+  private readonly windows: Windows;
+
+  constructor(now: () => number = Date.now) {
+    this.windows = new Windows(now);
+  }
+
+  /**
+   * Count `bytes` of `tenant`'s load requests.
+   * @throws AccessError 429 (with the seconds until the minute ends) past `upload_bytes_per_minute`;
+   *   403 for one request larger than the whole quota
+   */
+  admit(tenant: TenantConfig, bytes: number): void {
+    if (tenant.role === 'admin' || !(bytes > 0)) return;
+    const max = tenant.quotas.upload_bytes_per_minute;
+    if (bytes > max) {
+      throw new AccessError(403, `a load request of ${bytes} bytes is more than tenant '${tenant.id}' may upload per minute (upload_bytes_per_minute ${max})`);
     }
-    w.count += count;
+    const retryS = this.windows.take(tenant.id, 60_000, max, bytes);
+    if (retryS !== undefined) {
+      throw new AccessError(429, `tenant '${tenant.id}' exceeded its upload rate (upload_bytes_per_minute ${max})`, retryS);
+    }
   }
 }

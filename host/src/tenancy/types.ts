@@ -32,6 +32,12 @@ export interface TenantQuotas {
   max_log_bytes: number;
   /** Decoded size of all file overrides of one load request together, bytes. */
   max_upload_bytes: number;
+  /**
+   * Bytes of load requests per minute (HTTP: request bodies as sent, refused from their
+   * `Content-Length` before they are read; gRPC: the file overrides), so that a tenant's uploads
+   * cannot keep the server parsing, hashing and writing (tenancy/request-rate.ts). Bytes.
+   */
+  upload_bytes_per_minute: number;
   /** Sustained inference request rate (token-bucket refill), requests per second; may be fractional. */
   requests_per_second: number;
   /** Token-bucket capacity: requests admitted in a burst above the sustained rate. Count, at least 1. */
@@ -72,6 +78,7 @@ export const DEFAULT_TENANT_QUOTAS: Readonly<TenantQuotas> = Object.freeze({
   max_execute_ms: 10_000,
   max_log_bytes: 64 * 1024,
   max_upload_bytes: 64 * MiB,
+  upload_bytes_per_minute: 256 * MiB,
   requests_per_second: 100,
   burst: 200,
   max_inflight: 64,

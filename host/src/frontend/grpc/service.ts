@@ -147,7 +147,10 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
     RepositoryModelLoad: u(async (p, r) => {
       namedRepository(r);
       const model = str(r.model_name);
-      await api.loadModel(p, model, loadOptions(model, (r.parameters ?? {}) as Record<string, RepoParam>));
+      const options = loadOptions(model, (r.parameters ?? {}) as Record<string, RepoParam>);
+      const tenant = api.tenantConfig(p);
+      if (tenant) api.uploadRate.admit(tenant, [...options.files.values()].reduce((n, f) => n + f.length, 0));
+      await api.loadModel(p, model, options);
       return {};
     }),
     RepositoryModelUnload: u(async (p, r) => {

@@ -17,7 +17,7 @@ import { handleInfer } from './infer.js';
 import { connectionsCheckingInterval } from './limits.js';
 import { CodecPool } from './codec/pool.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
-import { errorAnswer, overQuotaDelay, parseVersion, route, sendAnswer } from './routing.js';
+import { closeIfBodyPending, errorAnswer, overQuotaDelay, parseVersion, route, sendAnswer } from './routing.js';
 import { failAnswer, fastPathCounters, inferFastPath, serveClaimed } from './fast-path.js';
 import type { FrontendThreadData, RingRequest } from './threads/messages.js';
 import type { HttpAnswer } from './routing.js';
@@ -136,15 +136,16 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
     else done(null, out);
   });
 
-  app.setErrorHandler(async (err: unknown, _req, reply) => {
+  app.setErrorHandler(async (err: unknown, req, reply) => {
     const delay = overQuotaDelay(err);
     if (delay) {
       await delay;
       if (reply.sent || reply.raw.destroyed) return reply;
     }
+    closeIfBodyPending(req, reply);
     return sendAnswer(reply, errorAnswer(err, (e) => api.publicError(e), ctx.logger));
   });
-  if (ctx.tenants) await installTenancy(app, ctx.tenants, ctx.logger.child({ component: 'auth' }), rate);
+  if (ctx.tenants) await installTenancy(app, ctx.tenants, ctx.logger.child({ component: 'auth' }), rate, api.uploadRate);
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send('{"error":"Not Found"}'));
 
   // Triton's status codes (spec §1.3: 200, or 400) with the Open Inference Protocol's body

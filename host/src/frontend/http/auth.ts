@@ -9,13 +9,17 @@
  * requests_per_second` seconds, 429 with `Retry-After` beyond it. Administrators are not rate limited.
  */
 import { clientAddressOf } from './client-address.js';
+import { closeIfBodyPending } from './routing.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { AccessError } from '../../core/errors.js';
 import type { Principal } from '../../core/types.js';
 import { authFailure } from '../../tenancy/http-auth.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
-import type { TenantRequestRate } from '../../tenancy/request-rate.js';
+import type { TenantRequestRate, TenantUploadRate } from '../../tenancy/request-rate.js';
+
+/** The load route (spec §3.1), as requests spell it. */
+const LOAD_PATH = /^\/v2\/repository\/models\/[^/]+\/load$/;
 import { FailedAuthentications } from '../../tenancy/unauthenticated.js';
 import type { TenantConfig } from '../../tenancy/types.js';
 
@@ -45,8 +49,9 @@ export function requestPrincipal(req: FastifyRequest): Principal {
  * @param registry the tenants (hot-reloaded); quotas are read per request, so edits apply at once
  * @param rate the request-rate windows, shared with the `/infer` fast path (fast-path.ts) so a
  *   tenant's requests are counted once whichever path serves them
+ * @param uploads the upload-rate windows (`upload_bytes_per_minute`), shared with gRPC
  */
-export async function installTenancy(app: FastifyInstance, registry: TenantRegistry, logger: Logger, rate: TenantRequestRate): Promise<void> {
+export async function installTenancy(app: FastifyInstance, registry: TenantRegistry, logger: Logger, rate: TenantRequestRate, uploads: TenantUploadRate): Promise<void> {
   app.decorateRequest('principal', null);
   app.decorateRequest('tenant', null);
   const failures = new FailedAuthentications(logger, 'http');
@@ -59,12 +64,17 @@ export async function installTenancy(app: FastifyInstance, registry: TenantRegis
       req.principal = r.principal;
       req.tenant = r.tenant;
       rate.admit(r.tenant);
+      // A load request's bytes count against the tenant's upload rate before its body is read
+      // (one without a Content-Length is charged when read: repository.ts).
+      const length = req.headers['content-length'];
+      if (length !== undefined && req.method === 'POST' && LOAD_PATH.test(path)) uploads.admit(r.tenant, Number(length));
       return;
     }
     // Per client address: the tarpit past the failure rate, one aggregated audit line per interval.
     const delayMs = failures.failed(clientAddressOf(req), r.reason);
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     const f = authFailure(r.reason);
+    closeIfBodyPending(req, reply);
     return reply.code(401).header('WWW-Authenticate', f.wwwAuthenticate).type('application/json').send(JSON.stringify({ error: f.message }));
   });
 }

@@ -22,6 +22,8 @@ export async function handleIndex(ctx: FrontendContext, req: FastifyRequest, rep
 
 export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string): Promise<FastifyReply> {
   const body = requestBody(req, ctx.maxInputSize);
+  // Charged before the body was read when it came with a Content-Length (auth.ts).
+  if (req.tenant && req.headers['content-length'] === undefined) ctx.api.uploadRate.admit(req.tenant, body.length);
   // A large body (an upload) is parsed and its files decoded on a codec worker, off the event loop.
   const parts = body.length >= OFFLOAD_BYTES ? await ctx.codec.parseLoad(body, model) : parseLoadRequest(model, body);
   const files: FileOverrides = new Map(parts.files);
