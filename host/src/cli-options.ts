@@ -86,9 +86,10 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
 
   warden tenants add|rotate|remove|list --tenants=<path> ...   edit the tenants file (--help there)
   --help                          this text
+  --version                       Warden's version and the Triton protocol version it serves
 
 tritonserver flags Warden honours as Triton does:
-  --id=<name>                     server identifier (the 'name' of GET /v2; default warden)
+  --id=<name>                     server identifier (the 'name' of GET /v2; default triton, as tritonserver)
   --allow-http=<bool>             serve HTTP (default true)
   --http-thread-count=<n>         accepted; Node serves HTTP on one event loop (no thread pool)
   --metrics-address=<addr>        metrics bind address (default: --http-address)
@@ -324,7 +325,7 @@ function cacheOptions(v: Record<string, unknown>, ignored: string[]): number | u
 }
 
 /** Parse argv (without node and script). @throws UsageError */
-export function parseCli(argv: string[]): ServerOptions & { help?: boolean; notes: CliNotes } {
+export function parseCli(argv: string[]): ServerOptions & { help?: boolean; version?: boolean; notes: CliNotes } {
   const str = { type: 'string' } as const;
   const multi = { type: 'string', multiple: true } as const;
   let parsed;
@@ -389,6 +390,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
         'metrics-auth': str,
         'metrics-tenant-labels': str,
         help: { type: 'boolean' },
+        version: { type: 'boolean' },
         // tritonserver flags honoured (spec §5.8)
         id: str,
         'allow-http': str,
@@ -423,6 +425,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; note
   }
   const v = parsed.values as Record<string, string | string[] | boolean | undefined> & typeof parsed.values;
   if (v.help) return { modelRepositories: [], help: true, notes: { ignoredFlags: [] } };
+  if (v.version) return { modelRepositories: [], version: true, notes: { ignoredFlags: [] } };
   const ignoredFlags: string[] = [];
   for (const f of IGNORED_TRITON_FLAGS) {
     const given = v[f] as string[] | undefined;

@@ -8,6 +8,7 @@
 import { pino, type DestinationStream } from 'pino';
 import { USAGE, UsageError, parseCli } from './cli-options.js';
 import { startServer } from './server.js';
+import { TRITON_PROTOCOL_VERSION, WARDEN_NAME, WARDEN_VERSION } from './project.js';
 
 async function main(): Promise<void> {
   if (process.argv[2] === 'tenants') {
@@ -28,6 +29,10 @@ async function main(): Promise<void> {
   }
   if (opts.help) {
     process.stdout.write(USAGE);
+    return;
+  }
+  if (opts.version) {
+    process.stdout.write(`${WARDEN_NAME} ${WARDEN_VERSION} (Triton protocol ${TRITON_PROTOCOL_VERSION})\n`);
     return;
   }
   const logFile = opts.logSettings?.log_file;

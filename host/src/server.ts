@@ -4,7 +4,6 @@
  */
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { OnnxRuntimeResolver } from './backends/onnxruntime/index.js';
 import type { BackendResolver } from './core/types.js';
@@ -35,11 +34,9 @@ import { TenantExecutionArbiter } from './scheduler/tenant-arbiter.js';
 import { ServerMetrics } from './metrics/prometheus.js';
 import { buildMetricsApp, type MetricsAccess } from './metrics/server.js';
 
-/** The project root (two levels above host/src, or dist/host/src). */
-export const PROJECT_ROOT = (() => {
-  const here = fileURLToPath(new URL('.', import.meta.url));
-  return here.includes(`${'/'}dist${'/'}`) ? join(here, '..', '..', '..') : join(here, '..', '..');
-})();
+import { PROJECT_ROOT, WARDEN_VERSION } from './project.js';
+
+export { PROJECT_ROOT };
 
 /** Name of the default upload directory inside the first model repository. */
 export const DEFAULT_UPLOAD_DIRECTORY = '.warden-uploads';
@@ -344,6 +341,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     accepting: () => accepting,
     logSettings: new LogSettingsStore(logger, opts.logVerbose ?? 0, opts.logSettings),
     serverId: opts.serverId,
+    clientShm: opts.allowClientShm === true,
     trace,
     scrubber: new PathScrubber([
       ...opts.modelRepositories.map((path) => ({ path, label: '' })),
@@ -467,7 +465,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const display = host === '0.0.0.0' ? '127.0.0.1' : host;
   const grpcHost = (opts.grpcAddress ?? host) === '0.0.0.0' ? '127.0.0.1' : (opts.grpcAddress ?? host);
   const grpcUrl = grpc ? `${grpcHost}:${grpc.port}` : undefined;
-  logger.info({ http: allowHttp ? `${display}:${httpPort}` : undefined, grpc: grpcUrl, metrics: metricsUrl }, 'Warden started');
+  logger.info({ version: WARDEN_VERSION, http: allowHttp ? `${display}:${httpPort}` : undefined, grpc: grpcUrl, metrics: metricsUrl }, 'Warden started');
 
   let stopping: Promise<void> | undefined;
   return {

@@ -104,6 +104,8 @@ describe('honoured flags in a running server', () => {
         expect(value('nv_cpu_memory_total_bytes')).toBeGreaterThan(0);
         expect(value('nv_cpu_memory_used_bytes')).toBeGreaterThan(0);
         expect(value('nv_cpu_memory_used_bytes')).toBeLessThanOrEqual(value('nv_cpu_memory_total_bytes'));
+        // Warden's own identity stays visible where Triton's is not expected
+        expect(text).toMatch(/^warden_build_info\{version="\d+\.\d+\.\d+[^"]*",triton_protocol="2\.73\.0"\} 1$/m);
       } finally {
         await s.stop();
       }

@@ -3,6 +3,7 @@
  * (in-flight requests finish, then the process exits 0).
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCli, UsageError } from '../../host/src/cli-options.js';
@@ -85,5 +86,15 @@ describe('process', () => {
     const code = await new Promise((r) => child.on('exit', r));
     expect(code).toBe(1);
     expect(err).toMatch(/Usage: warden/);
+  });
+
+  it("--version prints Warden's own version and the Triton protocol it serves", async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), '--version'], { cwd: PROJECT_ROOT });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const code = await new Promise((r) => child.on('exit', r));
+    expect(code).toBe(0);
+    const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(out).toBe(`warden ${pkg.version} (Triton protocol 2.73.0)\n`);
   });
 });

@@ -386,9 +386,23 @@ describe('responses', () => {
     expect(await ready.json()).toEqual({ ready: true });
   });
 
-  it('GET /v2 lists exactly the extensions Warden implements', async () => {
+  it("GET /v2: tritonserver's default name and the extensions that are on, in Triton's order (client shm off here)", async () => {
     const meta = (await getJson(`${url}/v2`)).json;
-    expect(meta.extensions).toEqual(['model_repository', 'model_configuration', 'binary_tensor_data', 'parameters', 'statistics', 'schedule_policy', 'logging', 'generate', 'classification', 'trace', 'sequence']);
+    expect(meta.name).toBe('triton');
+    expect(meta.extensions).toEqual([
+      'classification',
+      'sequence',
+      'model_repository',
+      'model_repository(unload_dependents)',
+      'schedule_policy',
+      'model_configuration',
+      'binary_tensor_data',
+      'parameters',
+      'statistics',
+      'trace',
+      'logging',
+      'generate',
+    ]);
   });
 });
 

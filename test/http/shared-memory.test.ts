@@ -34,6 +34,12 @@ describe('system shared memory over HTTP', () => {
   });
   const url = (p: string) => `${server.httpUrl}${p}`;
 
+  it('GET /v2 lists system_shared_memory only where client shared memory is allowed', async () => {
+    expect((await getJson(url('/v2'))).json.extensions).toContain('system_shared_memory');
+    expect((await getJson(`${off.httpUrl}/v2`)).json.extensions).not.toContain('system_shared_memory');
+    expect((await getJson(url('/v2'))).json.extensions).not.toContain('cuda_shared_memory');
+  });
+
   it('register, infer with inputs and outputs in regions, status, unregister', async () => {
     expect((await postJson(url('/v2/systemsharedmemory/region/in/register'), { key: IN.slice('/dev/shm'.length), offset: 0, byte_size: 128 })).status).toBe(200);
     expect((await postJson(url('/v2/systemsharedmemory/region/out/register'), { key: OUT.slice('/dev/shm'.length), offset: 8, byte_size: 128 })).status).toBe(200);

@@ -19,6 +19,7 @@ import { webcrypto } from 'node:crypto';
 import type { Logger } from 'pino';
 import { auditEvent } from '../tenancy/audit.js';
 import { TenantRequestRate, TenantUploadRate } from '../tenancy/request-rate.js';
+import { TRITON_PROTOCOL_VERSION } from '../project.js';
 import { EnsembleBudget, ensembleLimitsFor, type EnsembleLimits } from '../ensemble/budget.js';
 import { TENANT_ID_PATTERN, type TenantConfig } from '../tenancy/types.js';
 import type { ModelVersion } from './model.js';
@@ -37,23 +38,33 @@ import type {
   Tensor,
 } from './types.js';
 
-export const SERVER_NAME = 'warden';
-/** The Triton release whose protocol Warden implements (spec header). */
-export const TRITON_PROTOCOL_VERSION = '2.73.0';
-/** Protocol extensions Warden implements, as `GET /v2` lists them (spec §1.4). */
-export const EXTENSIONS: readonly string[] = [
-  'model_repository',
-  'model_configuration',
-  'binary_tensor_data',
-  'parameters',
-  'statistics',
-  'schedule_policy',
-  'logging',
-  'generate',
-  'classification',
-  'trace',
-  'sequence',
-];
+/** tritonserver's default `--id`: the `name` of server metadata (spec §1.4), which tools check. */
+export const DEFAULT_SERVER_ID = 'triton';
+export { TRITON_PROTOCOL_VERSION };
+
+/**
+ * Protocol extensions `GET /v2` lists (spec §1.4), in Triton's order: every one that is on.
+ * `system_shared_memory` only with client shared memory allowed (`--allow-client-shm`);
+ * `cuda_shared_memory` never (no GPU memory path: register fails, as on a CPU-only Triton);
+ * `generate` (Warden serves Triton's generate extension) last.
+ */
+export function serverExtensions(opts: { clientShm: boolean }): string[] {
+  return [
+    'classification',
+    'sequence',
+    'model_repository',
+    'model_repository(unload_dependents)',
+    'schedule_policy',
+    'model_configuration',
+    ...(opts.clientShm ? ['system_shared_memory'] : []),
+    'binary_tensor_data',
+    'parameters',
+    'statistics',
+    'trace',
+    'logging',
+    'generate',
+  ];
+}
 
 /** Server metadata (spec §1.4). */
 export interface ServerMetadata {
@@ -108,8 +119,10 @@ export interface ServerApiOptions {
    * undefined = none (single-user mode without `--ensemble-max-*` flags).
    */
   ensembleLimits?: EnsembleLimits;
-  /** `--id`: the server's name in its metadata (default `warden`). */
+  /** `--id`: the server's name in its metadata (default `triton`, as tritonserver). */
   serverId?: string;
+  /** `--allow-client-shm`: the `system_shared_memory` extension is listed. */
+  clientShm?: boolean;
   /** Request tracing (trace extension, spec §3.5). */
   trace?: TraceManager;
 }
@@ -258,7 +271,7 @@ export class ServerApi implements InferenceServerHandle {
   }
 
   serverMetadata(): ServerMetadata {
-    return { name: this.opts.serverId ?? SERVER_NAME, version: TRITON_PROTOCOL_VERSION, extensions: [...EXTENSIONS] };
+    return { name: this.opts.serverId ?? DEFAULT_SERVER_ID, version: TRITON_PROTOCOL_VERSION, extensions: serverExtensions({ clientShm: this.opts.clientShm === true }) };
   }
 
   // ---- per model (spec §1.5–§1.7, §3.2) ----

@@ -8,6 +8,7 @@
  */
 import { cpus, freemem, totalmem } from 'node:os';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { TRITON_PROTOCOL_VERSION, WARDEN_VERSION } from '../project.js';
 
 /** Busy and total CPU time of the machine, summed over its CPUs (ms). */
 function cpuTimes(): { busy: number; total: number } {
@@ -132,6 +133,10 @@ export class ServerMetrics {
   constructor(opts: { tenantLabel?: boolean } = {}) {
     this.tenantLabel = opts.tenantLabel ?? false;
     const registers = [this.registry];
+    // Warden's own identity (clients see Triton's in server metadata, spec §1.4).
+    new Gauge({ name: 'warden_build_info', help: "Warden's version (label) and the Triton protocol version it serves; always 1", labelNames: ['version', 'triton_protocol'], registers: [this.registry] })
+      .labels(WARDEN_VERSION, TRITON_PROTOCOL_VERSION)
+      .set(1);
     const labelNames: string[] = this.tenantLabel ? ['model', 'version', 'tenant'] : ['model', 'version'];
     const counter = (name: string, help: string) => new BufferedCounter({ name, help, labelNames, registers });
     this.success = counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes');
