@@ -340,6 +340,9 @@ class InferenceRequest:
     def __init__(self, model_name="", requested_output_names=None, inputs=None, request_id="", correlation_id=0,
                  model_version=-1, flags=0, timeout=0, preferred_memory=None, trace=None, parameters=None,
                  **kwargs):
+        # Triton's binding takes a std::string, which bytes convert to (pybind11): so do we
+        if isinstance(model_name, (bytes, bytearray)):
+            model_name = bytes(model_name).decode("utf-8")
         self._model_name = model_name
         self._requested = list(requested_output_names or [])
         self._inputs = list(inputs or [])
@@ -394,9 +397,11 @@ class InferenceRequest:
         return self._trace
 
     def set_release_flags(self, flags):
-        if flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
-            raise TritonModelException("request rescheduling is not supported by Warden's Python backend")
-        self._release_flags = flags
+        """How the request is released when ``execute`` returns: ``TRITONSERVER_REQUEST_RELEASE_ALL``
+        (the default) or ``TRITONSERVER_REQUEST_RELEASE_RESCHEDULE``, to run it again (a model with
+        ``sequence_batching { iterative_sequence: true }``; elsewhere the request gets Triton's
+        INVALID_ARG error). A non-decoupled model returns None for a rescheduled request."""
+        self._release_flags = int(flags)
 
     def is_cancelled(self):
         return self._rid is not None and _runtime.is_cancelled(self._rid)

@@ -479,11 +479,14 @@ def run_execute(rt, model, msg, decoupled):
         requests.append(req)
     error = None
     done = {"op": "executed", "eid": msg["eid"]}
+    rescheduled = set()
     rt.begin_execute()
     try:
         result = model.execute(requests)
         if inspect.iscoroutine(result):
             result = rt.run(result)
+        # set_release_flags(RESCHEDULE): run again (python_be.cc releases with the request's flags)
+        rescheduled = set(r._rid for r in requests if r._release_flags & pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
         if decoupled:
             if result is not None:
                 error = "the Python model is decoupled: execute must return None (responses go through the response sender)"
@@ -496,6 +499,11 @@ def run_execute(rt, model, msg, decoupled):
                 # the responses travel in the `executed` message itself (one frame per batch)
                 done["responses"] = []
                 for req, resp in zip(requests, result):
+                    if req._rid in rescheduled:
+                        if resp is not None:  # Triton's text (pb_stub.cc), spelling included
+                            error = "Expected a None object in the execute function return list for reschduled request, found type '%s'." % type(resp)
+                            break
+                        continue
                     if resp is None:
                         error = "execute returned None as a response"
                         break
@@ -506,6 +514,8 @@ def run_execute(rt, model, msg, decoupled):
     rt.end_execute()
     if error is not None:
         done["error"] = error
+    elif rescheduled:
+        done["rescheduled"] = sorted(rescheduled)
     rt.send(done)
 
 

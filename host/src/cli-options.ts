@@ -10,6 +10,7 @@ import { DEFAULT_WASM_LIMITS } from './backends/wasm/limits.js';
 import { DEFAULT_CACHE_LIMITS } from './backends/wasm/v8/transpile.js';
 import { DEFAULT_SERVER_CAPS } from './core/admission.js';
 import { DEFAULT_HTTP_LIMITS } from './frontend/http/limits.js';
+import { parseRestrictedFeatures } from './frontend/restricted.js';
 import { DEFAULT_MAX_INPUT_SIZE, DEFAULT_MAX_UPLOAD_BYTES, type ServerOptions } from './server.js';
 
 export const USAGE = `Usage: warden --model-repository=<path> [options]
@@ -107,6 +108,12 @@ tritonserver flags Warden honours as Triton does:
                                   bsp_max_queue_size, bsp_schedule_delay, bsp_max_export_batch_size
   --trace-file / --trace-level / --trace-rate / --trace-count / --log-frequency   (deprecated forms)
   --allow-client-shm=<bool>       system shared memory over HTTP and gRPC (default false; CUDA shm: UNSUPPORTED)
+  --http-restricted-api=<apis>:<key>=<value>
+                                  answer these HTTP API groups only to requests with header <key>: <value>
+                                  (repeatable; groups: health, metadata, inference, shared-memory, model-config,
+                                  model-repository, statistics, trace, logging); others get 403
+  --grpc-restricted-protocol=<protocols>:<key>=<value>
+                                  the same for gRPC, metadata triton-grpc-protocol-<key>: <value>; others get UNAVAILABLE
   --cache-config=local,size=<n>   response cache of n bytes (models opt in: response_cache { enable: true })
   --response-cache-byte-size=<n>  deprecated form of the same
   --allow-grpc=<bool>             serve gRPC (inference.GRPCInferenceService; default true)
@@ -163,10 +170,10 @@ function int(name: string, v: string | undefined, dflt: number, min = 0): number
 export const IGNORED_TRITON_FLAGS: readonly string[] = [
   'reuse-grpc-port', 'grpc-header-forward-pattern', 'grpc-infer-allocation-pool-size',
   'grpc-max-response-pool-size', 'grpc-infer-thread-count', 'grpc-use-ssl', 'grpc-use-ssl-mutual', 'grpc-server-cert', 'grpc-server-key',
-  'grpc-root-cert', 'grpc-infer-response-compression-level', 'grpc-restricted-protocol',
+  'grpc-root-cert', 'grpc-infer-response-compression-level',
   'allow-sagemaker', 'sagemaker-port', 'sagemaker-safe-port-range', 'sagemaker-thread-count',
   'allow-vertex-ai', 'vertex-ai-port', 'vertex-ai-thread-count', 'vertex-ai-default-model',
-  'reuse-http-port', 'http-header-forward-pattern', 'http-restricted-api', 'metrics-config',
+  'reuse-http-port', 'http-header-forward-pattern', 'metrics-config',
   'cache-directory', 'rate-limit', 'rate-limit-resource',
   'pinned-memory-pool-byte-size', 'cuda-memory-pool-byte-size', 'cuda-virtual-address-size', 'min-supported-compute-capability',
   'repoagent-directory', 'buffer-manager-thread-count', 'host-policy', 'model-load-gpu-limit', 'model-load-retry-count',
@@ -281,6 +288,22 @@ const GRPC_FLAG_OPTIONS = Object.fromEntries(
 );
 
 /** `--allow-grpc`, `--grpc-port` (default 8001, as Triton), `--grpc-address` and the keepalive flags. @throws UsageError */
+/**
+ * `--http-restricted-api` / `--grpc-restricted-protocol` (repeatable, tritonserver's syntax
+ * `<groups>:<key>=<value>`; frontend/restricted.ts).
+ * @throws UsageError with tritonserver's text for an invalid configuration
+ */
+function restrictedOptions(v: Record<string, unknown>): Pick<ServerOptions, 'httpRestrictedApis' | 'grpcRestrictedProtocols'> {
+  const one = (option: 'http-restricted-api' | 'grpc-restricted-protocol') => {
+    try {
+      return parseRestrictedFeatures(option, (v[option] as string[] | undefined) ?? []);
+    } catch (e) {
+      throw new UsageError(`Bad option: "--${option}". ${(e as Error).message}`);
+    }
+  };
+  return { httpRestrictedApis: one('http-restricted-api'), grpcRestrictedProtocols: one('grpc-restricted-protocol') };
+}
+
 function grpcOptions(str1: (k: string) => string | undefined): Pick<ServerOptions, 'grpcPort' | 'grpcAddress' | 'grpcKeepalive'> {
   const allow = bool('allow-grpc', str1('allow-grpc'), true);
   const opt = (k: string) => (str1(k) === undefined ? undefined : int(k, str1(k), 0, 0));
@@ -303,23 +326,34 @@ function grpcOptions(str1: (k: string) => string | undefined): Pick<ServerOption
 
 /**
  * `--cache-config local,size=N` (repeatable, `<cache>,<key>=<value>`) and the deprecated
- * `--response-cache-byte-size=N`: the local response cache's size in bytes. Other cache kinds
- * (redis) are named in the warning.
- * @throws UsageError for a malformed setting or size
+ * `--response-cache-byte-size=N`: the local response cache's size in bytes. Refused as tritonserver
+ * refuses them (server `command_line_parser.cc`, core `server.cc`): both flags together, and
+ * settings for more than one cache. Only the `local` cache is built: any other (`redis`) is a
+ * start-up error, never a silently missing cache.
+ * @throws UsageError for a malformed setting or size, or a refused combination (Triton's text)
  */
 function cacheOptions(v: Record<string, unknown>, ignored: string[]): number | undefined {
   let size: number | undefined;
   const legacy = v['response-cache-byte-size'] as string | undefined;
+  const configs = (v['cache-config'] as string[] | undefined) ?? [];
+  if (legacy !== undefined && configs.length > 0) {
+    throw new UsageError('Error: Incompatible flags --response-cache-byte-size and --cache-config both provided. Please provide one or the other.');
+  }
   if (legacy !== undefined) size = int('response-cache-byte-size', legacy, 0, 0);
-  for (const c of (v['cache-config'] as string[] | undefined) ?? []) {
+  const parsed = configs.map((c) => {
     const m = /^([^,=]+),([^,=]+)=(.*)$/.exec(c);
     if (!m) throw new UsageError(`--cache-config expects <cache>,<setting>=<value>, got '${c}'`);
-    if (m[1] !== 'local') {
-      ignored.push(`--cache-config=${c} (only the local cache exists)`);
-      continue;
+    return { text: c, cache: m[1]!, key: m[2]!, value: m[3]! };
+  });
+  if (new Set(parsed.map((p) => p.cache)).size > 1) {
+    throw new UsageError('found multiple cache configurations, but only a single cache is currently supported');
+  }
+  for (const p of parsed) {
+    if (p.cache !== 'local') {
+      throw new UsageError(`--cache-config=${p.text}: the ${p.cache} cache is not available in Warden (only the local cache is built)`);
     }
-    if (m[2] === 'size') size = int('cache-config', m[3], 0, 0);
-    else ignored.push(`--cache-config=${c}`);
+    if (p.key === 'size') size = int('cache-config', p.value, 0, 0);
+    else ignored.push(`--cache-config=${p.text}`);
   }
   return size;
 }
@@ -407,6 +441,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
         'log-format': str,
         'log-file': str,
         'allow-client-shm': str,
+        'http-restricted-api': multi,
+        'grpc-restricted-protocol': multi,
         ...GRPC_FLAG_OPTIONS,
         'cache-config': multi,
         'response-cache-byte-size': str,
@@ -472,6 +508,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
   const str1 = (k: string) => v[k] as string | undefined;
   return {
     notes: { ignoredFlags },
+    ...restrictedOptions(v),
     ...grpcOptions(str1),
     allowClientShm,
     httpFastPath,

@@ -26,6 +26,7 @@ import { buildHttpFrontend } from './frontend/http/app.js';
 import { FrontendThreads, MAX_HTTP_THREADS } from './frontend/http/threads/pool.js';
 import { ConnectionBudget } from './frontend/http/connection-budget.js';
 import type { GrpcFrontend, GrpcKeepalive } from './frontend/grpc/server.js';
+import type { RestrictedFeatures } from './frontend/restricted.js';
 import { SystemSharedMemory } from './core/shared-memory.js';
 import { ResponseCache } from './cache/response-cache.js';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './frontend/http/limits.js';
@@ -182,6 +183,10 @@ export interface ServerOptions {
   grpcKeepalive?: GrpcKeepalive;
   /** `--allow-client-shm`: system shared memory over HTTP and gRPC (default false). */
   allowClientShm?: boolean;
+  /** `--http-restricted-api`: HTTP API groups answered only with their header (frontend/restricted.ts; absent = all open). */
+  httpRestrictedApis?: RestrictedFeatures;
+  /** `--grpc-restricted-protocol`: gRPC groups answered only with their metadata (frontend/restricted.ts; absent = all open). */
+  grpcRestrictedProtocols?: RestrictedFeatures;
   /** `--cache-config local,size=N`: the response cache's size in bytes (absent = no cache). */
   responseCacheBytes?: number;
 }
@@ -367,7 +372,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       responseCache?.dropTenant(id);
     });
   });
-  const frontend = await buildHttpFrontend({ api, tenants, maxInputSize, shm, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger, fastPath: opts.httpFastPath });
+  const frontend = await buildHttpFrontend({ api, tenants, maxInputSize, shm, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger, fastPath: opts.httpFastPath, restricted: opts.httpRestrictedApis });
   const http = frontend.app;
   const threadCount = opts.httpThreads ?? 0;
   if (!Number.isInteger(threadCount) || threadCount < 0 || threadCount > MAX_HTTP_THREADS) throw new RangeError(`httpThreads must be an integer 0..${MAX_HTTP_THREADS}, got ${threadCount}`);
@@ -423,6 +428,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         listener: frontend.listener(),
         maxInputSize,
         claim: frontend.claims,
+        claimRestriction: frontend.claimRestriction,
         server: frontend.serverSettings(),
         connections,
         logger: logger.child({ component: 'http-threads' }),
@@ -452,7 +458,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const grpcProtoset = join(PROJECT_ROOT, 'third_party', 'triton-grpc-protos', 'grpc_service.protoset');
     // Loaded only when served: grpc-js and protobufjs add to every start-up otherwise.
     const { startGrpcFrontend } = await import('./frontend/grpc/server.js');
-    grpc = await startGrpcFrontend({ api, tenants, shm, protosetPath: grpcProtoset, maxReceiveBytes: maxInputSize, keepalive: opts.grpcKeepalive, logger }, opts.grpcAddress ?? host, opts.grpcPort);
+    grpc = await startGrpcFrontend({ api, tenants, shm, protosetPath: grpcProtoset, maxReceiveBytes: maxInputSize, keepalive: opts.grpcKeepalive, logger, restricted: opts.grpcRestrictedProtocols }, opts.grpcAddress ?? host, opts.grpcPort);
   }
   let metricsUrl: string | undefined;
   let stopCpuMetrics: (() => void) | undefined;

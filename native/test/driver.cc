@@ -7,6 +7,7 @@
 //
 // usage: warden_native_driver <backend_dir> <test_backend_dir> [identity_requests=10000]
 #include <atomic>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -747,6 +748,217 @@ TRITONSERVER_Error* BlsQuery(void* userp, uint64_t owner, WARDEN_ServerQuery q, 
   return nullptr;
 }
 
+// ---------------------------------------------------------------- ownership on error paths
+
+/** An allocator that fails where told to; counts buffers so every one must come back. */
+struct FailingAlloc {
+  bool fail_start = false;
+  bool fail_query = false;
+  const char* fail_alloc = nullptr;  // this output's alloc_fn fails
+  bool fail_attributes = false;
+  std::atomic<int> allocated{0};
+  std::atomic<int> released{0};
+};
+
+TRITONSERVER_Error* FaAlloc(TRITONSERVER_ResponseAllocator*, const char* name, size_t byte_size,
+                            TRITONSERVER_MemoryType, int64_t, void* userp, void** buffer, void** buffer_userp,
+                            TRITONSERVER_MemoryType* actual, int64_t* actual_id) {
+  auto* fa = static_cast<FailingAlloc*>(userp);
+  if (fa->fail_alloc != nullptr && std::strcmp(name, fa->fail_alloc) == 0) {
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE, "driver: no memory for this output");
+  }
+  *buffer = std::malloc(byte_size == 0 ? 1 : byte_size);
+  *buffer_userp = fa;
+  *actual = TRITONSERVER_MEMORY_CPU;
+  *actual_id = 0;
+  fa->allocated++;
+  return nullptr;
+}
+
+TRITONSERVER_Error* FaRelease(TRITONSERVER_ResponseAllocator*, void* buffer, void* buffer_userp, size_t,
+                              TRITONSERVER_MemoryType, int64_t) {
+  std::free(buffer);
+  static_cast<FailingAlloc*>(buffer_userp)->released++;
+  // An error from release_fn is the host's to delete.
+  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "driver: release reports an error");
+}
+
+TRITONSERVER_Error* FaStart(TRITONSERVER_ResponseAllocator*, void* userp) {
+  if (static_cast<FailingAlloc*>(userp)->fail_start) {
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "driver: start_fn fails");
+  }
+  return nullptr;
+}
+
+TRITONSERVER_Error* FaQuery(TRITONSERVER_ResponseAllocator*, void* userp, const char*, size_t*,
+                            TRITONSERVER_MemoryType*, int64_t*) {
+  if (static_cast<FailingAlloc*>(userp)->fail_query) {
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "driver: query_fn fails");
+  }
+  return nullptr;
+}
+
+TRITONSERVER_Error* FaAttributes(TRITONSERVER_ResponseAllocator*, const char*, TRITONSERVER_BufferAttributes*,
+                                 void* userp, void* buffer_userp) {
+  if (static_cast<FailingAlloc*>(userp)->fail_attributes) {
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "driver: buffer_attributes_fn fails");
+  }
+  return nullptr;
+}
+
+/** What one in-process request saw, as a backend's response and release callbacks see it. */
+struct InProcess {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  int responses = 0;
+  std::string error;  // from TRITONSERVER_InferenceResponseError (a copy the caller deletes)
+  uint32_t outputs = 0;
+};
+
+void InProcessResponse(TRITONSERVER_InferenceResponse* response, const uint32_t, void* userp) {
+  auto* ip = static_cast<InProcess*>(userp);
+  std::lock_guard<std::mutex> lk(ip->mu);
+  if (response == nullptr) return;
+  ip->responses++;
+  // As python_backend's request executor: delete the error, then the response.
+  if (TRITONSERVER_Error* err = TRITONSERVER_InferenceResponseError(response)) {
+    ip->error = TRITONSERVER_ErrorMessage(err);
+    TRITONSERVER_ErrorDelete(err);
+  }
+  TakeMessage(TRITONSERVER_InferenceResponseOutputCount(response, &ip->outputs));
+  TakeMessage(TRITONSERVER_InferenceResponseDelete(response));
+}
+
+void InProcessRelease(TRITONSERVER_InferenceRequest* request, const uint32_t flags, void* userp) {
+  auto* ip = static_cast<InProcess*>(userp);
+  if (flags & TRITONSERVER_REQUEST_RELEASE_ALL) TakeMessage(TRITONSERVER_InferenceRequestDelete(request));
+  std::lock_guard<std::mutex> lk(ip->mu);
+  ip->released = true;
+  ip->cv.notify_all();
+}
+
+/**
+ * Every ownership rule of the API on its error paths (Triton's tritonserver.cc / backend_model.cc
+ * as python_backend and the backend utilities rely on them), with the driver as the backend
+ * calling into the host. Under ASan/LSan a buffer, error, message or request freed twice or
+ * never fails the run.
+ */
+void RunOwnershipErrorPaths(TRITONBACKEND_Model* model) {
+  TRITONSERVER_Server* server = nullptr;
+  CHECK(TakeMessage(TRITONBACKEND_ModelServer(model, &server)).empty() && server != nullptr, "ModelServer");
+  // TRITONBACKEND_ModelConfig: a new message the caller deletes; ModelSetConfig outside
+  // ModelInitialize fails and leaves the message with the caller.
+  TRITONSERVER_Message* config = nullptr;
+  CHECK(TakeMessage(TRITONBACKEND_ModelConfig(model, 1, &config)).empty() && config != nullptr, "ModelConfig");
+  CHECK(!TakeMessage(TRITONBACKEND_ModelConfig(model, 2, &config)).empty(), "ModelConfig version 2 refused");
+  CHECK(!TakeMessage(TRITONBACKEND_ModelSetConfig(model, 1, config)).empty(), "ModelSetConfig outside initialize");
+  TakeMessage(TRITONSERVER_MessageDelete(config));
+  // TRITONBACKEND_BackendConfig: owned by the host, read only.
+  TRITONBACKEND_Backend* backend = nullptr;
+  TRITONSERVER_Message* backend_config = nullptr;
+  TakeMessage(TRITONBACKEND_ModelBackend(model, &backend));
+  CHECK(TakeMessage(TRITONBACKEND_BackendConfig(backend, &backend_config)).empty() && backend_config != nullptr,
+        "BackendConfig");
+  const char* base = nullptr;
+  size_t size = 0;
+  TakeMessage(TRITONSERVER_MessageSerializeToJson(backend_config, &base, &size));
+  CHECK(size > 0 && base != nullptr && base[0] == '{', "BackendConfig JSON");
+  // Messages, parameters and buffer attributes the caller creates are the caller's to delete.
+  TRITONSERVER_Message* msg = nullptr;
+  CHECK(TakeMessage(TRITONSERVER_MessageNewFromSerializedJson(&msg, "{\"a\":1}", 7)).empty(), "message new");
+  TakeMessage(TRITONSERVER_MessageDelete(msg));
+  TRITONSERVER_BufferAttributes* attrs = nullptr;
+  TakeMessage(TRITONSERVER_BufferAttributesNew(&attrs));
+  TakeMessage(TRITONSERVER_BufferAttributesDelete(attrs));
+  // Server queries answer new messages the caller deletes.
+  TRITONSERVER_Message* meta = nullptr;
+  CHECK(TakeMessage(TRITONSERVER_ServerModelMetadata(server, "add_sub_native", -1, &meta)).empty() && meta != nullptr,
+        "ServerModelMetadata");
+  TakeMessage(TRITONSERVER_MessageDelete(meta));
+
+  TRITONSERVER_ResponseAllocator* allocator = nullptr;
+  TakeMessage(TRITONSERVER_ResponseAllocatorNew(&allocator, &FaAlloc, &FaRelease, &FaStart));
+  TakeMessage(TRITONSERVER_ResponseAllocatorSetQueryFunction(allocator, &FaQuery));
+  TakeMessage(TRITONSERVER_ResponseAllocatorSetBufferAttributesFunction(allocator, &FaAttributes));
+  const float a[4] = {1, 2, 3, 4}, b[4] = {4, 3, 2, 1};
+  const int64_t shape[1] = {4};
+  auto make = [&](const char* model_name, FailingAlloc* fa, InProcess* ip, bool callbacks) {
+    TRITONSERVER_InferenceRequest* r = nullptr;
+    TakeMessage(TRITONSERVER_InferenceRequestNew(&r, server, model_name, -1));
+    TakeMessage(TRITONSERVER_InferenceRequestAddInput(r, "INPUT0", TRITONSERVER_TYPE_FP32, shape, 1));
+    TakeMessage(TRITONSERVER_InferenceRequestAddInput(r, "INPUT1", TRITONSERVER_TYPE_FP32, shape, 1));
+    TakeMessage(TRITONSERVER_InferenceRequestAppendInputData(r, "INPUT0", a, sizeof(a), TRITONSERVER_MEMORY_CPU, 0));
+    TakeMessage(TRITONSERVER_InferenceRequestAppendInputData(r, "INPUT1", b, sizeof(b), TRITONSERVER_MEMORY_CPU, 0));
+    TakeMessage(TRITONSERVER_InferenceRequestAddRequestedOutput(r, "OUTPUT0"));
+    TakeMessage(TRITONSERVER_InferenceRequestAddRequestedOutput(r, "OUTPUT1"));
+    if (callbacks) {
+      TakeMessage(TRITONSERVER_InferenceRequestSetReleaseCallback(r, &InProcessRelease, ip));
+      TakeMessage(TRITONSERVER_InferenceRequestSetResponseCallback(r, allocator, fa, &InProcessResponse, ip));
+    }
+    return r;
+  };
+
+  // ServerInferAsync refused synchronously (no response callback; unknown model): the caller
+  // keeps the request, and deleting it is its job (python_backend does).
+  {
+    FailingAlloc fa;
+    InProcess ip;
+    TRITONSERVER_InferenceRequest* r = make("add_sub_native", &fa, &ip, false);
+    CHECK(!TakeMessage(TRITONSERVER_ServerInferAsync(server, r, nullptr)).empty(), "infer without callbacks refused");
+    CHECK(TakeMessage(TRITONSERVER_InferenceRequestDelete(r)).empty(), "request deletable after a refused infer");
+    r = make("no_such_model", &fa, &ip, true);
+    std::string e = TakeMessage(TRITONSERVER_ServerInferAsync(server, r, nullptr));
+    CHECK(e.find("unknown model") != std::string::npos, "unknown model refused: %s", e.c_str());
+    CHECK(TakeMessage(TRITONSERVER_InferenceRequestDelete(r)).empty(), "request deletable after a refused infer");
+    CHECK(!ip.released && ip.responses == 0, "a refused request gets no callbacks");
+  }
+
+  // Allocator failures: the response carries the error, every buffer already allocated goes back
+  // through release_fn (whose own error the host deletes), the request is released once.
+  struct AllocCase {
+    const char* what;
+    bool fail_start, fail_query, fail_attributes;
+    const char* fail_alloc;
+    const char* text;
+  } cases[] = {
+      {"ok", false, false, false, nullptr, ""},
+      {"start_fn", true, false, false, nullptr, "start_fn fails"},
+      {"query_fn", false, true, false, nullptr, "query_fn fails"},
+      {"alloc_fn on OUTPUT1", false, false, false, "OUTPUT1", "no memory for this output"},
+      {"buffer_attributes_fn", false, false, true, nullptr, "buffer_attributes_fn fails"},
+  };
+  for (const AllocCase& k : cases) {
+    FailingAlloc fa;
+    fa.fail_start = k.fail_start;
+    fa.fail_query = k.fail_query;
+    fa.fail_attributes = k.fail_attributes;
+    fa.fail_alloc = k.fail_alloc;
+    InProcess ip;
+    TRITONSERVER_InferenceRequest* r = make("add_sub_native", &fa, &ip, true);
+    std::string e = TakeMessage(TRITONSERVER_ServerInferAsync(server, r, nullptr));
+    CHECK(e.empty(), "%s: infer: %s", k.what, e.c_str());
+    if (!e.empty()) {
+      TakeMessage(TRITONSERVER_InferenceRequestDelete(r));
+      continue;
+    }
+    std::unique_lock<std::mutex> lk(ip.mu);
+    ip.cv.wait(lk, [&] { return ip.released; });
+    CHECK(ip.responses == 1, "%s: %d responses", k.what, ip.responses);
+    if (k.text[0] == '\0') {
+      CHECK(ip.error.empty() && ip.outputs == 2, "%s: error '%s', %u outputs", k.what, ip.error.c_str(), ip.outputs);
+    } else {
+      CHECK(ip.error.find(k.text) != std::string::npos && ip.outputs == 0, "%s: error '%s', %u outputs", k.what,
+            ip.error.c_str(), ip.outputs);
+    }
+    CHECK(fa.allocated.load() == fa.released.load(), "%s: %d buffers allocated, %d released", k.what,
+          fa.allocated.load(), fa.released.load());
+  }
+  TakeMessage(TRITONSERVER_ResponseAllocatorDelete(allocator));
+  CHECK(WARDEN_InflightInferenceRequests() == 0, "ownership: in-process requests left in flight");
+  std::printf("ownership: error paths of the in-process API and model queries OK\n");
+}
+
 void RunBls(const std::string& dir, int total) {
   TRITONBACKEND_Backend* add_sub = LoadBackend(dir, "warden_add_sub");
   TRITONBACKEND_Backend* bls = LoadBackend(dir, "warden_bls");
@@ -816,9 +1028,10 @@ void RunBls(const std::string& dir, int total) {
       CHECK(ok, "bls request %d: bad response (%s)", r, error.c_str());
     }
   }
+  CHECK(bls_host.infers.load() == total, "bls: %d in-process infers for %d requests", bls_host.infers.load(), total);
+  RunOwnershipErrorPaths(m);
   WARDEN_SetServerHooks(nullptr);
   CHECK(WARDEN_InflightInferenceRequests() == 0, "bls: in-process requests left in flight");
-  CHECK(bls_host.infers.load() == total, "bls: %d in-process infers for %d requests", bls_host.infers.load(), total);
   DeleteInstance(inst);
   CHECK(TakeMessage(WARDEN_ModelUnload(m)).empty(), "bls model unload");
   DeleteInstance(bls_host.target);

@@ -14,6 +14,7 @@ import type { InferenceRequest } from '../../host/src/core/types.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { request } from '../helpers/backend-request.js';
 import { getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { opsConfig, OpsResolver } from '../ensemble/ops-backend.js';
 
 const req = (over: Partial<InferenceRequest> = {}): InferenceRequest =>
   request(
@@ -65,14 +66,25 @@ describe('keys and bounds', () => {
     expect(c.size().bytes).toBeLessThanOrEqual(1000);
   });
 
-  it('--cache-config local,size=N and --response-cache-byte-size set the size; other caches are named as ignored', () => {
+  it('--cache-config local,size=N and --response-cache-byte-size set the size', () => {
     expect(parseCli(['--model-repository=/m', '--cache-config=local,size=1048576']).responseCacheBytes).toBe(1048576);
     expect(parseCli(['--model-repository=/m', '--response-cache-byte-size=4096']).responseCacheBytes).toBe(4096);
-    const r = parseCli(['--model-repository=/m', '--cache-config=redis,host=localhost']);
-    expect(r.responseCacheBytes).toBeUndefined();
-    expect(r.notes.ignoredFlags).toEqual(['--cache-config=redis,host=localhost (only the local cache exists)']);
     expect(() => parseCli(['--model-repository=/m', '--cache-config=local,size=lots'])).toThrow(/integer/);
     expect(() => parseCli(['--model-repository=/m', '--cache-config=local'])).toThrow(/--cache-config/);
+  });
+
+  it("refuses at start-up what tritonserver refuses (server command_line_parser.cc, core server.cc); redis is not built: an error, not a warning", () => {
+    const parse = (...flags: string[]) => () => parseCli(['--model-repository=/m', ...flags]);
+    expect(parse('--response-cache-byte-size=4096', '--cache-config=local,size=4096')).toThrow(
+      'Error: Incompatible flags --response-cache-byte-size and --cache-config both provided. Please provide one or the other.',
+    );
+    expect(parse('--cache-config=local,size=4096', '--cache-config=redis,host=localhost')).toThrow(
+      'found multiple cache configurations, but only a single cache is currently supported',
+    );
+    expect(parse('--cache-config=redis,host=localhost')).toThrow(/^--cache-config=redis,host=localhost: the redis cache is not available in Warden/);
+    expect(parse('--cache-config=redis,host=localhost', '--cache-config=redis,port=6379')).toThrow(/the redis cache is not available/);
+    // Settings of one cache accumulate, as in tritonserver.
+    expect(parseCli(['--model-repository=/m', '--cache-config=local,size=1', '--cache-config=local,size=2048']).responseCacheBytes).toBe(2048);
   });
 });
 
@@ -140,7 +152,40 @@ describe('over HTTP', () => {
     const dir = repo.addExample('simple', 'simple_cached');
     const cfg = readFileSync(join(dir, 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "simple_cached"');
     writeFileSync(join(dir, 'config.pbtxt'), `${cfg}\nresponse_cache { enable: true }\n`);
-    server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: 0, responseCacheBytes: 1 << 20, logLevel: 'silent' });
+    // Ensembles with response_cache: over `simple_plain` (no cache of its own), and over a decoupled step.
+    repo.addExample('simple', 'simple_plain');
+    writeFileSync(join(repo.path, 'simple_plain/config.pbtxt'), cfg.replace('name: "simple_cached"', 'name: "simple_plain"'));
+    const ensemble = (name: string, step: string, io: string, inMap: string, outMap: string) => {
+      repo.write(`${name}/1/.keep`, '');
+      repo.write(
+        `${name}/config.pbtxt`,
+        `name: "${name}"\nplatform: "ensemble"\n${io}\nensemble_scheduling { step [ { model_name: "${step}" model_version: -1 ${inMap} ${outMap} } ] }\nresponse_cache { enable: true }\n`,
+      );
+    };
+    ensemble(
+      'ensemble_cached',
+      'simple_plain',
+      'max_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] } ]',
+      'input_map { key: "INPUT0" value: "INPUT0" } input_map { key: "INPUT1" value: "INPUT1" }',
+      'output_map { key: "OUTPUT0" value: "OUTPUT0" }',
+    );
+    repo.write('split/1/.keep', '');
+    repo.write('split/config.pbtxt', `name: "split"\n${opsConfig('split')}`);
+    ensemble(
+      'decoupled_cached',
+      'split',
+      'max_batch_size: 0\ninput [ { name: "X" data_type: TYPE_INT32 dims: [ -1 ] } ]\noutput [ { name: "Y" data_type: TYPE_INT32 dims: [ -1 ] } ]',
+      'input_map { key: "IN" value: "X" }',
+      'output_map { key: "OUT" value: "Y" }',
+    );
+    server = await startServer({
+      modelRepositories: [repo.path],
+      httpPort: 0,
+      metricsPort: 0,
+      responseCacheBytes: 1 << 20,
+      logLevel: 'silent',
+      backendResolvers: [new OpsResolver()],
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -170,6 +215,32 @@ describe('over HTTP', () => {
     expect(metrics).toMatch(/nv_cache_num_misses_per_model\{model="simple_cached",version="1"\} 2/);
     expect(metrics).toMatch(/nv_cache_hit_duration_per_model\{model="simple_cached",version="1"\} \d/);
     expect(metrics).toMatch(/nv_inference_request_success\{model="simple_cached",version="1"\} 4/);
+  });
+
+  it('an ensemble with response_cache caches its top-level response (Triton core ensemble_scheduler.cc): a hit runs no step', async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await infer('ensemble_cached');
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.outputs).toEqual([{ name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16], data: A.map((x) => x + 1) }]);
+    }
+    const e = (await getJson(`${server.httpUrl}/v2/models/ensemble_cached/stats`)).json.model_stats[0];
+    expect(e.inference_stats.cache_hit.count).toBe(2);
+    expect(e.inference_stats.cache_miss.count).toBe(1);
+    expect(e.inference_stats.success.count).toBe(3);
+    const step = (await getJson(`${server.httpUrl}/v2/models/simple_plain/stats`)).json.model_stats[0];
+    expect(step.inference_stats.success.count).toBe(1);
+    expect(step.execution_count).toBe(1);
+    expect(step.inference_stats.cache_hit.count).toBe(0);
+  });
+
+  it("an ensemble with response_cache over a decoupled step does not load, with Triton's reason (core model_config_utils.cc)", async () => {
+    const index = (await postJson(`${server.httpUrl}/v2/repository/index`, {})).json as { name: string; state: string; reason?: string }[];
+    const entry = index.find((m) => m.name === 'decoupled_cached');
+    expect(entry?.state).toBe('UNAVAILABLE');
+    expect(entry?.reason).toBe(
+      "Response Cache does not currently support model decoupled_cached with 'decoupled' transaction policy. Please disable the response cache.",
+    );
+    expect(index.find((m) => m.name === 'split')?.state).toBe('READY');
   });
 
   it('a model without response_cache never uses it', async () => {

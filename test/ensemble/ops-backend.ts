@@ -2,15 +2,17 @@
  * `backend: "ops"`, a small in-process test backend for ensemble tests. INT32 vectors; parameter
  * `op`: `inc` (OUT = IN + 1), `double` (OUT = 2 IN), `add` (OUT = A + B), `fail` (error INTERNAL
  * "step failed on purpose"), `split` (decoupled: one response OUT = [x] per element of IN);
- * `delay_ms` holds the instance. Records each execution's interval and whether the request was
- * cancelled by the end of the delay.
+ * `acc` (a sequence model: OUT = the running sum of IN over the requests of its tenant's
+ * correlation ID, restarted by the START control input, in IN's shape); `delay_ms` holds the instance. Records
+ * each execution's interval and whether the request was cancelled by the end of the delay.
  */
 import { TritonError } from '../../host/src/core/errors.js';
 import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender, Tensor } from '../../host/src/core/types.js';
 
 export const opsSeen = { runs: [] as { model: string; start: number; end: number; cancelled: boolean }[] };
 
-const ints = (t: Tensor): Int32Array => new Int32Array(t.data.slice().buffer);
+/** A copy of the tensor's values (`new Uint8Array(data)` copies exactly; a Buffer's `slice` would be a view of its pool). */
+const ints = (t: Tensor): Int32Array => new Int32Array(new Uint8Array(t.data).buffer);
 const tensor = (name: string, values: ArrayLike<number>): Tensor => ({ name, datatype: 'INT32', shape: [values.length], data: new Uint8Array(Int32Array.from(values).buffer) });
 
 class OpsBackend implements Backend {
@@ -19,6 +21,8 @@ class OpsBackend implements Backend {
     const p = (k: string) => ctx.config.parameters[k]?.string_value;
     const op = p('op') ?? 'inc';
     const delay = Number(p('delay_ms') ?? '0');
+    /** `acc`: running sums per (tenant, correlation ID). */
+    const sums = new Map<string, Int32Array>();
     return {
       async createInstance() {
         return {
@@ -36,6 +40,14 @@ class OpsBackend implements Backend {
               } else if (op === 'split') {
                 for (const x of input('IN')) s.send({ outputs: [tensor('OUT', [x])] }, false);
                 s.send(null, true);
+              } else if (op === 'acc') {
+                const x = input('IN');
+                const key = `${r.tenant}\u0000${String(r.correlationId)}`;
+                const prev = input('START')[0] ? undefined : sums.get(key);
+                const sum = x.map((v, k) => v + (prev?.[k] ?? 0));
+                sums.set(key, sum);
+                const shape = r.inputs.find((t) => t.name === 'IN')!.shape;
+                s.send({ outputs: [{ ...tensor('OUT', sum), shape: [...shape] }] }, true);
               } else if (op === 'add') {
                 const a = input('A');
                 const b = input('B');

@@ -2,7 +2,9 @@
  * Tenants' ensembles (multi-tenant mode over HTTP): an ensemble uploaded by a tenant lives in its
  * namespace and its steps run with the tenant's principal — they reach the tenant's own models
  * and the operator models shared with it, never another tenant's model nor an operator model
- * that is not shared (those are "not available", as for a model that does not exist).
+ * that is not shared (those are "not available", as for a model that does not exist). A sequence
+ * step sees the caller's correlation ID as the caller's: two tenants' sequence 5 through their
+ * ensembles over one shared sequence model are two sequences (DESIGN "Multi-tenancy").
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,12 +30,19 @@ beforeAll(async () => {
     repo.write(`${name}/config.pbtxt`, `name: "${name}"\n${opsConfig(op!)}`);
     repo.write(`${name}/1/.keep`, '');
   }
+  // A sequence model (ops `acc`: a running sum per correlation ID, restarted by START), shared with
+  // both tenants; two slots (two instances), so both tenants' sequences hold one at once.
+  repo.write(
+    'acc/config.pbtxt',
+    `name: "acc"\nbackend: "ops"\nmax_batch_size: 0\nsequence_batching { max_sequence_idle_microseconds: 60000000 direct { } control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ] }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ -1 ] } ]\ninstance_group [ { kind: KIND_CPU, count: 2 } ]\nparameters { key: "op" value: { string_value: "acc" } }\n`,
+  );
+  repo.write('acc/1/.keep', '');
   dir = mkdtempSync(join(tmpdir(), 'warden-ens-tenants-'));
   const tenants = {
     tenants: [
       // max_inflight 2: the ensemble request and its one step each count (steps are charged to the caller).
-      { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['inc'], quotas: { max_inflight: 2 } },
-      { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)] },
+      { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['inc', 'acc'], quotas: { max_inflight: 2 } },
+      { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)], shared_models: ['acc'] },
     ],
   };
   writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
@@ -109,6 +118,25 @@ describe("a tenant's ensembles", () => {
     // Nothing of bob's is visible to acme, and bob's model is untouched.
     const r = await call('bob', '/v2/models/secret/infer', { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [7] }] });
     expect(r.json.outputs[0].data).toEqual([7]);
+  });
+
+  it("the same sequence id from two tenants through their ensembles over a shared sequence model: two sequences", async () => {
+    for (const who of ['acme', 'bob'] as const) expect((await uploadEnsemble(who, 'seq_pipe', ensemble('acc', 'TYPE_INT32'))).status).toBe(200);
+    const step = async (who: keyof typeof TOKENS, x: number, start: boolean) => {
+      const r = await call(who, '/v2/models/seq_pipe/infer', {
+        inputs: [{ name: 'X', datatype: 'INT32', shape: [1], data: [x] }],
+        parameters: { sequence_id: 5, sequence_start: start },
+      });
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      return r.json.outputs[0].data[0] as number;
+    };
+    expect(await step('acme', 1, true)).toBe(1);
+    expect(await step('bob', 100, true)).toBe(100);
+    expect(await step('acme', 1, false)).toBe(2);
+    expect(await step('bob', 100, false)).toBe(200);
+    // bob cannot continue acme's sequence: without START, only his own sequence 5 exists for him.
+    expect(await step('bob', 0, false)).toBe(200);
+    expect(await step('acme', 0, false)).toBe(2);
   });
 
   it("another tenant cannot infer on a tenant's ensemble", async () => {

@@ -139,7 +139,11 @@ describe.each([
     expect(generate.status).toBe(500);
     expectNoPath(generate.text, 'generate');
     const stream = await postJson(`${url}/v2/models/leaky/generate_stream`, { INPUT0: [1] });
-    expect(stream.text).toMatch(/permission denied/);
+    // a first response that is an error is still an event stream, with the error's status
+    // (Triton http_server.cc GenerateRequestClass::InferResponseComplete / AddErrorJson)
+    expect(stream.status).toBe(500);
+    expect(stream.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(stream.text).toMatch(/^data: \{"error":"[^\n]*permission denied[^\n]*"\}\n\n$/);
     expectNoPath(stream.text, 'generate_stream');
   });
 

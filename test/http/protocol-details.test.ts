@@ -5,7 +5,7 @@
  * response compression, health bodies, the repository index and server metadata.
  */
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -128,7 +128,9 @@ describe('request bodies', () => {
     expect(out.subarray(4).toString()).toBe('hello raw');
   });
 
-  it('binary_data_output applies only to outputs that do not set binary_data', async () => {
+  // Triton http_server.cc CheckBinaryOutputData: a listed output is binary only with its own
+  // binary_data: true; binary_data_output is the default of the outputs not listed.
+  it('binary_data_output applies only to outputs not listed; a listed output without binary_data is JSON', async () => {
     const req = (outputs: unknown[]) =>
       JSON.stringify({
         parameters: { binary_data_output: true },
@@ -140,12 +142,17 @@ describe('request bodies', () => {
       });
     const res = await post('/v2/models/simple/infer', req([{ name: 'OUTPUT0', parameters: { binary_data: false } }, { name: 'OUTPUT1' }]));
     expect(res.status).toBe(200);
-    const buf = Buffer.from(await res.arrayBuffer());
-    const header = JSON.parse(buf.subarray(0, Number(res.headers.get('inference-header-content-length'))).toString());
-    const byName = Object.fromEntries(header.outputs.map((o: any) => [o.name, o]));
-    expect(byName.OUTPUT0.data).toEqual(Array(16).fill(3));
-    expect(byName.OUTPUT1.parameters).toEqual({ binary_data_size: 64 });
-    expect(byName.OUTPUT1.data).toBeUndefined();
+    expect(res.headers.get('inference-header-content-length')).toBeNull();
+    const json = (await res.json()) as any;
+    expect(json.outputs.map((o: any) => [o.name, o.data])).toEqual([
+      ['OUTPUT0', Array(16).fill(3)],
+      ['OUTPUT1', Array(16).fill(-1)],
+    ]);
+    // listed with binary_data: true: binary
+    const mixed = await post('/v2/models/simple/infer', req([{ name: 'OUTPUT0', parameters: { binary_data: true } }]));
+    const buf = Buffer.from(await mixed.arrayBuffer());
+    const header = JSON.parse(buf.subarray(0, Number(mixed.headers.get('inference-header-content-length'))).toString());
+    expect(header.outputs).toEqual([{ name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16], parameters: { binary_data_size: 64 } }]);
   });
 
   it('a duplicate requested output is refused', async () => {
@@ -196,9 +203,15 @@ describe('request bodies', () => {
     const ok = await rawRequest('/v2/models/echo_int32/infer', [...good].map((c) => Buffer.from(c)));
     expect(ok.status).toBe(200);
     expect(JSON.parse(ok.body).outputs[0].data).toEqual([7]);
-    const many = await rawRequest('/v2/models/echo_int32/infer', Array.from({ length: 140_000 }, () => Buffer.from(' ')));
+    // Triton's cap and text (server http_server.cc kMaxChunkedChunks): 65,536 non-empty chunks pass,
+    // one more is a 400 and the connection is closed
+    const padded = (n: number) => [...good.padEnd(n, ' ')].map((c) => Buffer.from(c));
+    const atCap = await rawRequest('/v2/models/echo_int32/infer', padded(65_536));
+    expect(atCap.status).toBe(200);
+    const many = await rawRequest('/v2/models/echo_int32/infer', padded(65_537));
     expect(many.status).toBe(400);
-    expect(JSON.parse(many.body).error).toBe('request body has more than 131072 chunks');
+    expect(JSON.parse(many.body).error).toBe('Chunked request body exceeds maximum of 65536 non-empty chunks. Send fewer or larger HTTP chunks.');
+    expect(many.headers.connection).toBe('close');
   }, 60_000);
 
   it('Transfer-Encoding: chunked with Content-Length: a 400 with a JSON error body', async () => {
@@ -435,20 +448,22 @@ describe('repository', () => {
     }
     const after = (await postJson(`${url}/v2/repository/index`, {})).json.map((e: any) => e.name);
     expect(after).toEqual(before);
-    const logged = logLines.map((l) => JSON.parse(l)).find((l) => l.model === 'bogus_0' && l.msg === 'failed to load model');
-    expect(logged?.level).toBeGreaterThanOrEqual(30);
+    // Triton's log line (core model_repository_manager.cc Poll), at the error level (shown by default)
+    const logged = logLines.map((l) => JSON.parse(l)).find((l) => l.model === 'bogus_0');
+    expect(logged?.msg).toBe("failed to poll model 'bogus_0': model not found in any model repository.");
+    expect(logged?.level).toBe(50);
     expect(logged?.reason).toContain('model not found in any model repository');
   });
 });
 
 /** POST with a chunked body sent in the given pieces; the reply's status and body. */
-function rawRequest(path: string, pieces: Buffer[]): Promise<{ status: number; body: string }> {
+function rawRequest(path: string, pieces: Buffer[]): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const u = new URL(`${url}${path}`);
     const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'transfer-encoding': 'chunked' } }, (res) => {
       const parts: Buffer[] = [];
       res.on('data', (c) => parts.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(parts).toString() }));
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(parts).toString(), headers: res.headers }));
     });
     req.on('error', reject);
     let i = 0;

@@ -53,6 +53,38 @@ describe('trace settings', () => {
     expect(r.json.trace_level).toEqual(['OFF']);
   });
 
+  // Triton tracer.cc UpdateTraceSettingInternal: a global field's fallback is the start-up setting
+  // (global_default_), a model's is the global one; fields not named keep their values.
+  it('clearing a global setting restores its start-up value, a model one falls back to the global one (HTTP and gRPC)', async () => {
+    const startup = { trace_level: ['TIMESTAMPS'], trace_rate: '7', trace_count: '3', log_frequency: '2' };
+    const s = await serve(repository(), { loadModels: ['simple'], grpcPort: 0, trace: { level: ['TIMESTAMPS'], rate: 7, count: 3, logFrequency: 2 } });
+    const u = s.httpUrl;
+    const changed = { trace_level: ['OFF'], trace_rate: '50', trace_count: '9', log_frequency: '4' };
+    expect((await postJson(`${u}/v2/trace/setting`, changed)).json).toMatchObject(changed);
+    const cleared = await postJson(`${u}/v2/trace/setting`, { trace_level: null, trace_rate: null, trace_count: null, log_frequency: null });
+    expect(cleared.status).toBe(200);
+    expect(cleared.json).toMatchObject(startup);
+    // a model's cleared field follows the global value of now, not the start-up one
+    expect((await postJson(`${u}/v2/trace/setting`, { trace_rate: '50' })).json.trace_rate).toBe('50');
+    expect((await postJson(`${u}/v2/models/simple/trace/setting`, { trace_rate: '5', trace_count: '1' })).json).toMatchObject({ trace_rate: '5', trace_count: '1' });
+    // an empty body changes nothing
+    expect((await postJson(`${u}/v2/models/simple/trace/setting`, {})).json).toMatchObject({ trace_rate: '5', trace_count: '1' });
+    expect((await postJson(`${u}/v2/models/simple/trace/setting`, { trace_rate: null })).json).toMatchObject({ trace_rate: '50', trace_count: '1' });
+
+    // gRPC: an empty value list clears
+    const client = tritonGrpcClient(s.grpcUrl!);
+    try {
+      const value = (r: any, k: string) => r.res.settings[k].value;
+      expect(value(await unaryCall(client, 'TraceSetting', { settings: { trace_rate: { value: ['60'] }, log_frequency: { value: ['8'] } } }), 'trace_rate')).toEqual(['60']);
+      const g = await unaryCall(client, 'TraceSetting', { settings: { trace_rate: { value: [] }, log_frequency: { value: [] } } });
+      expect([value(g, 'trace_rate'), value(g, 'log_frequency')]).toEqual([['7'], ['2']]);
+      const m = await unaryCall(client, 'TraceSetting', { model_name: 'simple', settings: { trace_count: { value: [] } } });
+      expect([value(m, 'trace_rate'), value(m, 'trace_count')]).toEqual([['7'], ['3']]);
+    } finally {
+      client.close();
+    }
+  });
+
   it("answers Triton's errors", async () => {
     const s = await serve(repository(), { loadModels: ['simple'] });
     const u = s.httpUrl;

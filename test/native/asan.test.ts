@@ -2,8 +2,8 @@
 // libtritonserver.so, the sample and failure-test backends and the standalone driver with
 // -fsanitize=address (native/build/asan), then drives 10,000 identity requests (batched, two
 // instances, nine datatypes), 1,000 add_sub, 500 decoupled repeat, 500 BLS requests through
-// TRITONSERVER_ServerInferAsync (the driver as the embedding host) and every broken-backend
-// case through the real library. Any use-after-free, double free, overflow or leak fails the test.
+// TRITONSERVER_ServerInferAsync (the driver as the embedding host), the ownership rules on the
+// in-process API's error paths and every broken-backend case through the real library. Any use-after-free, double free, overflow or leak fails the test.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -34,6 +34,10 @@ describe('native host under AddressSanitizer / LeakSanitizer', () => {
     expect(run.stdout).toMatch(/add_sub: 1000 requests OK/);
     expect(run.stdout).toMatch(/repeat: 500 decoupled requests, \d+ streamed responses OK/);
     expect(run.stdout).toMatch(/bls: 500 in-process requests through TRITONSERVER_ServerInferAsync OK/);
+    // Ownership on the error paths (Triton's tritonserver.cc / backend_model.cc): refused infers
+    // leave the request with the caller, allocator failures give every buffer back, response
+    // errors are copies the caller deletes, model config messages are the caller's.
+    expect(run.stdout).toMatch(/ownership: error paths of the in-process API and model queries OK/);
     expect(run.stdout).toMatch(/failures: broken backends rejected, misbehaving backend contained/);
     expect(run.stdout).toMatch(/^OK: all checks passed/m);
   });

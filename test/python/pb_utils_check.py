@@ -99,6 +99,8 @@ req2 = pb.InferenceRequest(model_name="m")
 req2._rid = 99
 check("is_cancelled", req2.is_cancelled() and not req.is_cancelled())
 check("request parameters JSON", json.loads(req.parameters()) == {"k": 1})
+# a model name given as bytes, as Triton's pybind11 std::string accepts it (BLS requests are JSON)
+check("model_name as bytes", pb.InferenceRequest(model_name=b"m", requested_output_names=["X"], inputs=[t]).model_name() == "m")
 check("get_input_tensor_by_name", pb.get_input_tensor_by_name(req, "X") is t and pb.get_input_tensor_by_name(req, "Q") is None)
 
 # auto-complete config

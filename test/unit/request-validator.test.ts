@@ -55,4 +55,14 @@ describe('compiled response validator', () => {
       "backend produced output 'OUTPUT0' of shape [3,4] for model 'model', expected [2,4]",
     );
   });
+
+  // Triton core infer_response.cc AddOutput checks the output's name only: a datatype other than
+  // the config's is answered as the backend gave it (Triton's bls_decoupled example relies on it).
+  it("answers an output whose datatype differs from the config's with the backend's datatype", () => {
+    const i64 = { name: 'OUTPUT1', datatype: 'INT64' as const, shape: [2, 4], data: new Uint8Array(8 * 8) };
+    const out = v.validate(request, { outputs: [i64] });
+    expect(out.outputs.map((t) => [t.name, t.datatype, t.shape, t.data.length])).toEqual([['OUTPUT1', 'INT64', [2, 2, 2], 64]]);
+    // its bytes must still match its own datatype and shape
+    expect(() => v.validate(request, { outputs: [{ ...i64, data: new Uint8Array(32) }] })).toThrow(/whose data does not match its shape/);
+  });
 });

@@ -477,7 +477,7 @@ describe("Triton's errors", () => {
     expect(out0(await submit(mv, req('s2', '7', 5, END)))).toBe(105);
   });
 
-  it('sequence parameters on a model without a sequence batcher', () => {
+  it('sequence parameters on a model without a sequence batcher are accepted and passed on (Triton core infer_request.cc)', () => {
     const cfg = config(`
 backend: "fake"
 max_batch_size: 4
@@ -485,9 +485,10 @@ input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
 `);
     const { mv } = modelVersion(cfg, [new SeqInstance()]);
-    const m = "inference request to model 'model' must not specify 'sequence_id', 'sequence_start' or 'sequence_end': the model has no sequence batcher";
     for (const [id, flags] of [[5, 0], ['x', 0], [0, START], [0, END], [2n ** 60n, 0]] as const) {
-      expectInvalid(() => mv.submit(req('x', id, 1, flags), collector().sender), m);
+      const r = mv.submit(req('x', id, 1, flags), collector().sender);
+      expect(r.correlationId).toBe(id);
+      expect(r.flags).toBe(flags);
     }
   });
 

@@ -51,7 +51,7 @@ describe('keys', () => {
     }
   });
 
-  it('a symlink, a directory or a FIFO in the shm directory is refused; a missing object is NOT_FOUND', () => {
+  it("a symlink, a directory or a FIFO in the shm directory is refused; a missing object is INTERNAL (Triton's code)", () => {
     writeFileSync(join(tmpdir(), `warden-shm-target-${process.pid}`), 'secret');
     symlinkSync(join(tmpdir(), `warden-shm-target-${process.pid}`), join(root, 'link'));
     mkdirSync(join(root, 'dir'));
@@ -59,7 +59,7 @@ describe('keys', () => {
     expect(code(() => shm.register(OP, 'a', '/link', 0, 4))).toBe('INVALID_ARG');
     expect(code(() => shm.register(OP, 'b', '/dir', 0, 4))).toBe('INVALID_ARG');
     expect(code(() => shm.register(OP, 'c', '/fifo', 0, 4))).toBe('INVALID_ARG');
-    expect(code(() => shm.register(OP, 'd', '/missing', 0, 4))).toBe('NOT_FOUND');
+    expect(code(() => shm.register(OP, 'd', '/missing', 0, 4))).toBe('INTERNAL');
     expect(shm.status(OP, '')).toEqual([]);
     rmSync(join(tmpdir(), `warden-shm-target-${process.pid}`));
   });

@@ -118,7 +118,8 @@ export interface ModelVersionOptions {
   ensemble?: { readonly inferences: number; readonly depth: number };
   /**
    * The server's response cache (`--cache-config local,size=N`); used only when the config says
-   * `response_cache { enable: true }` (ensembles excluded).
+   * `response_cache { enable: true }`. An ensemble caches its top-level response (Triton's
+   * `EnsembleScheduler` looks the ensemble request up and inserts its final response).
    */
   responseCache?: ResponseCache;
 }
@@ -200,7 +201,7 @@ export class ModelVersion {
     this.modelPath = options.modelPath;
     this.files = options.files ?? NO_CONFIG_FILES;
     this.ensembleCost = options.ensemble;
-    this.cache = config.response_cache?.enable && !options.scheduler ? options.responseCache : undefined;
+    this.cache = config.response_cache?.enable ? options.responseCache : undefined;
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);
     const hooks: SchedulerHooks = { onExecuted: (r) => this.recordExecution(r) };
@@ -333,6 +334,8 @@ export class ModelVersion {
    */
   async retire(drainTimeoutMs = this.drainTimeoutMs): Promise<void> {
     this.accepting = false;
+    // The whole unload (drain, then instances waiting for their backend) ends within the bound.
+    const deadline = drainTimeoutMs === undefined ? undefined : Date.now() + drainTimeoutMs;
     const drained = (async () => {
       await this.scheduler.drain();
       if (this.inflight > 0) await new Promise<void>((r) => this.drainWaiters.push(r));
@@ -347,7 +350,7 @@ export class ModelVersion {
       clearTimeout(timer);
       if (expired) this.abandonInflight();
     }
-    await this.finalize();
+    await this.finalize(deadline);
   }
 
   /**
@@ -362,12 +365,15 @@ export class ModelVersion {
     for (const t of stuck) t.sendError(err, true);
   }
 
-  /** Finalize without draining (load failure cleanup). */
-  async finalize(): Promise<void> {
+  /**
+   * Finalize without draining (load failure cleanup; after {@link retire} drained). `deadlineMs`
+   * (a `Date.now()` time) bounds how long instances wait for their backend to release requests.
+   */
+  async finalize(deadlineMs?: number): Promise<void> {
     this.accepting = false;
     this.scheduler.rejectPending(unavailable(`model '${this.name}' version ${this.version} is unloading`));
     for (const i of this.instances) {
-      await i.finalize().catch((e) => this.logger.error({ err: e }, 'instance finalize failed'));
+      await i.finalize(deadlineMs).catch((e) => this.logger.error({ err: e }, 'instance finalize failed'));
     }
     await this.backendModel.finalize().catch((e) => this.logger.error({ err: e }, 'model finalize failed'));
   }

@@ -617,8 +617,8 @@ export class ModelRepositoryManager {
     const { name } = rec.key;
     const log = this.opts.logger.child(rec.key.namespace === '' ? { model: name } : { model: name, namespace: rec.key.namespace });
     // Failures before a load starts are logged like the others (at the default level, with the reason).
-    const refuse = (e: TritonError): TritonError => {
-      log.error({ reason: e.message }, 'failed to load model');
+    const refuse = (e: TritonError, text?: string): TritonError => {
+      log.error({ reason: e.message }, text ?? loadFailureText(name, e.message));
       return e;
     };
     if (options.files && options.files.size > 0 && options.configOverride === undefined) {
@@ -653,8 +653,9 @@ export class ModelRepositoryManager {
       // Only the operator's namespace has models on disk here; a tenant's own models come from
       // its uploads.
       const loc = rec.key.namespace === '' ? (await scanRepositories(this.opts.repositories)).get(name) : undefined;
-      if (!loc) throw refuse(invalidArg(`failed to load '${name}', failed to poll from model repository: model not found in any model repository`));
-      if (loc.duplicates.length > 0) throw refuse(invalidArg(`failed to load '${name}', model appears in two or more repositories`));
+      // The log lines are Triton's (core model_repository_manager.cc Poll).
+      if (!loc) throw refuse(invalidArg(`failed to load '${name}', failed to poll from model repository: model not found in any model repository`), `failed to poll model '${name}': model not found in any model repository.`);
+      if (loc.duplicates.length > 0) throw refuse(invalidArg(`failed to load '${name}', model appears in two or more repositories`), `failed to poll model '${name}': not unique across all model repositories`);
       modelPath = loc.modelPath;
       origin = { kind: 'repository', repository: loc.repositoryPath };
     }
@@ -678,7 +679,7 @@ export class ModelRepositoryManager {
         if (rec.status.size === 0) rec.status.set(1, { state: 'UNAVAILABLE', reason: err.message });
         for (const [v, s] of rec.status) if (s.state !== 'READY') rec.status.set(v, { state: 'UNAVAILABLE', reason: err.message });
       }
-      log.error({ reason: err.message }, 'failed to load model');
+      log.error({ reason: err.message }, loadFailureText(name, err.message));
       throw err;
     }
     // Swap: new versions serve from now on; old ones drain and finalize in the background.
@@ -713,7 +714,7 @@ export class ModelRepositoryManager {
         if (rec.status.size === 0) rec.status.set(1, { state: 'UNAVAILABLE', reason: err.message });
         for (const [v, s] of rec.status) if (s.state !== 'READY') rec.status.set(v, { state: 'UNAVAILABLE', reason: err.message });
       }
-      log.error({ reason: err.message }, 'failed to load model');
+      log.error({ reason: err.message }, loadFailureText(rec.key.name, err.message));
       throw err;
     }
   }
@@ -784,7 +785,7 @@ export class ModelRepositoryManager {
       const stats = new ModelStatistics(this.opts.metrics.forModel(key.name, version, key.namespace));
       built.set(
         version,
-        buildEnsembleVersion({ key, version, config, server: this.server, stats, logger: log.child({ version }), options: { arbiter: this.opts.arbiter, fairness: this.opts.fairness } }),
+        buildEnsembleVersion({ key, version, config, server: this.server, stats, logger: log.child({ version }), options: { arbiter: this.opts.arbiter, fairness: this.opts.fairness, responseCache: this.opts.responseCache } }),
       );
       this.opts.metrics.setLoadDuration(key.name, version, Number(process.hrtime.bigint() - t0) / 1e9, key.namespace);
     }
@@ -978,4 +979,12 @@ export function instanceSpecs(config: ModelConfig): InstanceSpec[] {
     }
   }
   return specs;
+}
+
+/**
+ * The log line of a failed load, in Triton's words (core model_lifecycle.cc: "failed to load
+ * '<model>' ...: <reason>"); a reason that already starts so is the line itself.
+ */
+function loadFailureText(name: string, reason: string): string {
+  return reason.startsWith(`failed to load '${name}'`) ? reason : `failed to load '${name}': ${reason}`;
 }

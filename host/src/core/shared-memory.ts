@@ -11,7 +11,13 @@
  * descriptor — the same pages the client has mapped — so no native code runs.
  *
  * Names starting with `warden-` are refused for every client: Warden's own processes keep their
- * shared memory there (the Python backend's stub IPC), and a client must never map it.
+ * shared memory there (the Python backend's stub IPC), and a client must never map it. Names
+ * starting with Triton's `triton_python_backend_shm_region_` are refused too, with Triton's text
+ * (server `common.cc` ValidateSharedMemoryKey): Triton's own Python backend keeps its regions there.
+ *
+ * A region an inference uses is held by it (a {@link ShmAccess} lease) from decoding until its last
+ * response; unregistering it meanwhile marks it and it stays listed until the last holder releases
+ * it, as Triton's `SharedMemoryManager::UnregisterHelper` (`awaiting_unregister_`).
  *
  * Regions belong to the principal that registered them: names are per namespace (a tenant sees,
  * uses and unregisters only its own), a tenant's keys must start with `/<tenant>.` (see
@@ -20,7 +26,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccessError, TritonError, invalidArg, notFound } from './errors.js';
+import { AccessError, TritonError, internal, invalidArg, notFound } from './errors.js';
 import type { Principal } from './types.js';
 
 /** `GET /v2/systemsharedmemory/status` entry (spec §3.3); gRPC `SystemSharedMemoryStatusResponse.RegionStatus`. */
@@ -58,22 +64,36 @@ export interface ShmTarget {
   byteSize: number;
 }
 
-/** One principal's view of its regions, for a frontend's decoder (inputs) and encoder (outputs). */
+/**
+ * One principal's view of its regions for one inference request, for a frontend's decoder (inputs)
+ * and encoder (outputs). Every region it reads from or {@link hold}s stays registered until
+ * {@link release} (called once, when the request's last response is done).
+ */
 export interface ShmAccess {
-  /** A copy of an input's bytes. @throws TritonError (see SystemSharedMemory.read) */
+  /** A copy of an input's bytes; the region is held. @throws TritonError (see SystemSharedMemory.read) */
   read(target: ShmTarget): Uint8Array;
+  /** Hold the region of an output the client placed in shared memory. @throws TritonError NOT_FOUND, INVALID_ARG (bounds) */
+  hold(target: ShmTarget): void;
   /** Write an output's bytes. @throws TritonError (see SystemSharedMemory.write) */
   write(target: ShmTarget, data: Uint8Array, output: string): void;
+  /** Release every held region (a region unregistered meanwhile is removed now). Idempotent. */
+  release(): void;
 }
 
 interface Region extends SystemShmRegionStatus {
   namespace: string;
   fd: number;
+  /** Inference requests holding the region. */
+  users: number;
+  /** Unregistered while held: removed when the last holder releases it. */
+  awaitingUnregister: boolean;
 }
 
 const MAX_NAME_BYTES = 255;
 /** Shm object names Warden's own processes use; never a client region. */
 export const RESERVED_SHM_PREFIX = 'warden-';
+/** Triton's reserved prefix (server `common.h` kTritonSharedMemoryRegionPrefix): Triton's Python backend's regions. */
+export const TRITON_RESERVED_SHM_PREFIX = 'triton_python_backend_shm_region_';
 
 /**
  * The file-name prefix of the shm keys a tenant may register: its id, then '.' (DESIGN
@@ -97,6 +117,18 @@ export function shmKeyFile(key: string): string {
   }
   if (name.startsWith(RESERVED_SHM_PREFIX)) throw invalidArg(`shared memory key '${key}' is reserved for the server's own use ('/${RESERVED_SHM_PREFIX}...')`);
   return name;
+}
+
+/**
+ * {@link shmKeyFile} for a register request of region `region`, with Triton's refusal of its
+ * reserved prefix first (server `common.cc` ValidateSharedMemoryKey, its text).
+ * @throws TritonError INVALID_ARG
+ */
+function registerKeyFile(region: string, key: string): string {
+  if (key.replace(/^\/+/, '').startsWith(TRITON_RESERVED_SHM_PREFIX)) {
+    throw invalidArg(`cannot register shared memory region '${region}' with key '${key}' as the key contains the reserved prefix '${TRITON_RESERVED_SHM_PREFIX}'`);
+  }
+  return shmKeyFile(key);
 }
 
 /** An offset / size from a request: a non-negative safe integer. @throws TritonError INVALID_ARG */
@@ -130,15 +162,17 @@ export class SystemSharedMemory {
 
   /**
    * Register `name` over `[offset, offset + byteSize)` of the shm object `key`.
-   * @throws TritonError UNSUPPORTED (disabled), ALREADY_EXISTS (name taken), INVALID_ARG (bad key,
-   *   offset or size; object too small; key registered by another namespace; not a regular
-   *   file), NOT_FOUND (no such object), AccessError 403 (a tenant's key without its prefix, too
-   *   many regions)
+   * @throws TritonError UNSUPPORTED (disabled), ALREADY_EXISTS (name taken, also while an
+   *   unregistered region waits for its inferences), INVALID_ARG (bad or reserved key, offset or
+   *   size; object too small; key registered by another namespace; not a regular file), INTERNAL
+   *   "Unable to open shared memory region" (no such object: Triton's code, server
+   *   `shared_memory_manager.cc` OpenSharedMemoryRegion), AccessError 403 (a tenant's key without
+   *   its prefix, too many regions)
    */
   register(principal: Principal, name: string, key: string, offset: unknown, byteSize: unknown): void {
     this.check();
-    if (name === '') throw invalidArg('a shared memory region needs a name');
-    const file = shmKeyFile(key);
+    if (name === '') throw invalidArg("'region name' is necessary to register system shared memory region");
+    const file = registerKeyFile(name, key);
     const off = count(offset, 'offset');
     const size = count(byteSize, 'byte_size');
     if (this.regions.has(this.id(principal, name))) {
@@ -159,7 +193,7 @@ export class SystemSharedMemory {
       fd = openSync(join(this.root, file), constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') throw notFound(`Unable to open shared memory region: '${key}'`);
+      if (code === 'ENOENT') throw internal(`Unable to open shared memory region: '${key}'`);
       throw invalidArg(`Unable to open shared memory region: '${key}' (${code === 'ELOOP' ? 'a symbolic link' : (code ?? 'error')})`);
     }
     try {
@@ -172,17 +206,41 @@ export class SystemSharedMemory {
       closeSync(fd);
       throw e;
     }
-    this.regions.set(this.id(principal, name), { name, key, offset: off, byte_size: size, namespace: principal.namespace, fd });
+    this.regions.set(this.id(principal, name), { name, key, offset: off, byte_size: size, namespace: principal.namespace, fd, users: 0, awaitingUnregister: false });
   }
 
-  /** Unregister `name` ('' = every region of the principal). Unknown names are no error (as Triton). @throws UNSUPPORTED when disabled */
+  /**
+   * Unregister `name` ('' = every region of the principal). Unknown names are no error (as Triton).
+   * A region an inference holds stays registered (and listed) until that inference ends.
+   * @throws UNSUPPORTED when disabled
+   */
   unregister(principal: Principal, name: string): void {
     this.check();
     for (const [id, r] of this.regions) {
       if (r.namespace !== principal.namespace || (name !== '' && r.name !== name)) continue;
-      closeSync(r.fd);
-      this.regions.delete(id);
+      if (r.users > 0) r.awaitingUnregister = true;
+      else this.remove(id, r);
     }
+  }
+
+  private remove(id: string, r: Region): void {
+    if (this.regions.get(id) !== r) return;
+    closeSync(r.fd);
+    this.regions.delete(id);
+  }
+
+  /**
+   * The principal's regions as CUDA shared memory status (spec §3.3; a server without GPUs holds
+   * none, as Triton built without GPUs): `[]`, or for a name Triton's NOT_FOUND texts
+   * (server `shared_memory_manager.cc` GetStatus).
+   * @throws TritonError NOT_FOUND
+   */
+  cudaStatus(principal: Principal, name: string): [] {
+    if (name === '') return [];
+    if (this.regions.has(this.id(principal, name))) {
+      throw notFound(`The region named '${name}' is registered as system shared memory, not CUDA shared memory`);
+    }
+    throw notFound(`Unable to find cuda shared memory region: '${name}'`);
   }
 
   /**
@@ -190,7 +248,6 @@ export class SystemSharedMemory {
    * @throws TritonError NOT_FOUND "Unable to find system shared memory region: '<name>'"
    */
   status(principal: Principal, name: string): SystemShmRegionStatus[] {
-    if (!this.opts.enabled) return [];
     const out = [...this.regions.values()].filter((r) => r.namespace === principal.namespace && (name === '' || r.name === name));
     if (name !== '' && out.length === 0) throw notFound(`Unable to find system shared memory region: '${name}'`);
     return out.map(({ name: n, key, offset, byte_size }) => ({ name: n, key, offset, byte_size })).sort((a, b) => (a.name < b.name ? -1 : 1));
@@ -234,12 +291,38 @@ export class SystemSharedMemory {
     while (done < data.length) done += writeSync(r.fd, data, done, data.length - done, r.offset + offset + done);
   }
 
-  /** `principal`'s regions for a request, or undefined while client shared memory is off. */
+  /**
+   * `principal`'s regions for one inference request (a lease: call `release` when its last
+   * response is done), or undefined while client shared memory is off.
+   */
   access(principal: Principal): ShmAccess | undefined {
     if (!this.opts.enabled) return undefined;
+    const held = new Map<string, Region>();
+    let released = false;
+    const hold = (name: string, offset: number, size: number) => {
+      const r = this.region(principal, name, offset, size);
+      const id = this.id(principal, name);
+      if (!released && !held.has(id)) {
+        held.set(id, r);
+        r.users++;
+      }
+    };
     return {
-      read: (t) => this.read(principal, t.region, t.offset, t.byteSize),
+      read: (t) => {
+        hold(t.region, t.offset, t.byteSize);
+        return this.read(principal, t.region, t.offset, t.byteSize);
+      },
+      hold: (t) => hold(t.region, t.offset, t.byteSize),
       write: (t, data, output) => this.write(principal, t.region, t.offset, t.byteSize, data, output),
+      release: () => {
+        if (released) return;
+        released = true;
+        for (const [id, r] of held) {
+          r.users--;
+          if (r.users === 0 && r.awaitingUnregister) this.remove(id, r);
+        }
+        held.clear();
+      },
     };
   }
 

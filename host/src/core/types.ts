@@ -133,6 +133,18 @@ export interface ResponseSender {
   send(response: InferenceResponse | null, final: boolean): void;
   /** Send an error as this request's response. */
   sendError(error: TritonError, final: boolean): void;
+  /**
+   * The backend released the request with `TRITONSERVER_REQUEST_RELEASE_RESCHEDULE` (spec §6.7
+   * item 6): run it again. Offered only by the sequence batcher of a model with
+   * `sequence_batching { iterative_sequence: true }`, for requests without END (Triton core's
+   * IterativeSequencer); absent elsewhere, where a backend refuses the release with Triton's
+   * INVALID_ARG "Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the
+   * model is not configured to handle such a flag.". The request must not have had its FINAL
+   * response; responses of the run that rescheduled it may still follow. If it cannot run again
+   * (its sequence was released for being idle, the model is unloading), its sender gets that error
+   * as the FINAL response. Never throws.
+   */
+  reschedule?(): void;
 }
 
 /**
@@ -325,8 +337,13 @@ export interface BackendModelInstance {
    * UNAVAILABLE with this reason and refuses new requests.
    */
   unhealthy?(): string | undefined;
-  /** Release everything the instance holds. Called once, after in-flight executions finished. */
-  finalize(): Promise<void>;
+  /**
+   * Release everything the instance holds. Called once, after in-flight executions finished (or
+   * the unload's exit timeout passed). `deadlineMs` (a `Date.now()` time), when given, is when the
+   * unload's exit timeout ends: an instance that waits for its backend (requests not yet
+   * released) waits no longer than that.
+   */
+  finalize(deadlineMs?: number): Promise<void>;
 }
 
 /** A loaded model version inside a backend. */

@@ -2,13 +2,15 @@
  * Request and response validation against the model config (spec §5.4, §1.8, §1.12), with
  * Triton's error wording. Every failure is a TritonError INVALID_ARG (400) unless noted. Sequence
  * requests are checked by the sequence batcher (`scheduler/sequence-batch-scheduler.ts`); a model
- * without one refuses the sequence parameters.
+ * without one accepts the sequence parameters and ignores them, as Triton's core
+ * (`infer_request.cc` checks the correlation ID only for models with `sequence_batching`), so an
+ * ensemble can forward its correlation ID to every step.
  */
 import type { ModelConfig, ModelInput, ModelOutput } from '../config/types.js';
 import { countBytesElements } from '../tensor/bytes.js';
 import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } from '../tensor/datatypes.js';
 import { internal, invalidArg } from './errors.js';
-import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type InferenceRequest, type InferenceRequestInit, type InferenceResponse, type Tensor } from './types.js';
+import { type InferenceRequest, type InferenceRequestInit, type InferenceResponse, type Tensor } from './types.js';
 
 
 const shapeText = (s: readonly number[]): string => `[${s.join(',')}]`;
@@ -61,10 +63,8 @@ export interface RequestValidator {
    * Validate a request against the model config and build what the backend sees (inputs reshaped
    * per `reshape`, requested outputs filled in; spec §5.4, §1.8, §1.12).
    * @throws TritonError INVALID_ARG with Triton's messages (unknown input / output, datatype,
-   *   shape, batch size, byte size, missing inputs); "inference request to model '<m>' must not
-   *   specify 'sequence_id', 'sequence_start' or 'sequence_end': the model has no sequence
-   *   batcher" for a non-zero correlation id or a sequence flag on a model without
-   *   `sequence_batching` (ensembles excepted; Warden's wording).
+   *   shape, batch size, byte size, missing inputs). The correlation ID and sequence flags pass
+   *   through unchecked: the sequence batcher checks them, other schedulers ignore them.
    */
   validate(init: InferenceRequestInit): InferenceRequest;
 }
@@ -86,9 +86,6 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
   const requiredCount = config.input.filter((i) => !i.optional).length;
   const outputNames = new Set(config.output.map((o) => o.name));
   const allOutputs: readonly string[] = config.output.map((o) => o.name);
-  // Sequence parameters mean nothing to a model without a sequence batcher (ensembles pass them
-  // on to their steps).
-  const sequenceParamsRejected = !config.sequence_batching && !config.ensemble_scheduling && config.platform !== 'ensemble';
 
   const missingInputs = (init: InferenceRequestInit, seen: Uint8Array): never => {
     const missing = config.input.filter((i, k) => !i.optional && !seen[k]).map((i) => i.name);
@@ -101,14 +98,6 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
 
   return {
     validate(init: InferenceRequestInit): InferenceRequest {
-      if (sequenceParamsRejected) {
-        const id = init.correlationId;
-        if ((id !== 0 && id !== '' && id !== 0n) || (init.flags & (REQUEST_FLAG_SEQUENCE_START | REQUEST_FLAG_SEQUENCE_END)) !== 0) {
-          throw invalidArg(
-            `inference request to model '${m}' must not specify 'sequence_id', 'sequence_start' or 'sequence_end': the model has no sequence batcher`,
-          );
-        }
-      }
       const seen = new Uint8Array(inputCount);
       let requiredSeen = 0;
       let batch = -1;
@@ -182,7 +171,6 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
 
 /** One config output, with what response checks need precomputed. */
 interface OutputRule {
-  datatype: DataType;
   /** `reshape.shape` if reshaped, else `dims`: the shape the backend produces (after the batch dim). */
   declared: readonly number[];
   /** The config `dims` to give back to the client when the output is reshaped without -1 dims. */
@@ -193,8 +181,10 @@ interface OutputRule {
 export interface ResponseValidator {
   /**
    * Check a backend's response against the config and the request: outputs must be declared in
-   * the config, with the config's datatype, a shape matching `[batch] + dims` (or the reshape),
-   * and bytes consistent with the shape. Outputs the client did not request are dropped; outputs
+   * the config, with a shape matching `[batch] + dims` (or the reshape) and bytes consistent with
+   * the shape and their own datatype. An output's datatype may differ from the config's: it is
+   * answered as the backend gave it, as Triton does (core infer_response.cc AddOutput checks only
+   * the name; Triton's bls_decoupled example relies on it). Outputs the client did not request are dropped; outputs
    * with a `reshape` are given back their config shape.
    * @throws TritonError INTERNAL naming the offending output (the backend broke its contract).
    */
@@ -209,7 +199,6 @@ export function compileResponseValidator(config: ModelConfig): ResponseValidator
     config.output.map((co) => [
       co.name,
       {
-        datatype: tensorDataType(co),
         declared: co.reshape ? co.reshape.shape : co.dims,
         restore: co.reshape && !co.dims.includes(-1) ? co.dims : undefined,
       },
@@ -221,9 +210,6 @@ export function compileResponseValidator(config: ModelConfig): ResponseValidator
       for (const t of response.outputs) {
         const rule = rules.get(t.name);
         if (!rule) throw internal(`backend produced unexpected output '${t.name}' for model '${m}'`);
-        if (t.datatype !== rule.datatype) {
-          throw internal(`backend produced output '${t.name}' of data-type '${t.datatype}', but model '${m}' declares '${rule.datatype}'`);
-        }
         const body = batched ? t.shape.slice(1) : t.shape;
         if ((batched && t.shape[0] !== request.batchSize) || !matchesDims(body, rule.declared)) {
           const exp = batched ? [request.batchSize, ...rule.declared] : rule.declared;

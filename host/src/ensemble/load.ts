@@ -62,7 +62,10 @@ const NO_BACKEND_MODEL: BackendModel = Object.freeze({
  * Build one ensemble version: compile and validate the plan against the composing models, set
  * `model_transaction_policy.decoupled` as Triton does (true iff a decoupled model lies on the
  * data flow), and serve it with an {@link EnsembleScheduler}.
- * @throws TritonError INVALID_ARG (see {@link resolveComposing}, {@link compileEnsemblePlan})
+ * @throws TritonError INVALID_ARG (see {@link resolveComposing}, {@link compileEnsemblePlan});
+ *   "Response Cache does not currently support model <e> with 'decoupled' transaction policy.
+ *   Please disable the response cache." for `response_cache { enable: true }` on an ensemble
+ *   that a decoupled step makes decoupled (Triton's text)
  */
 export function buildEnsembleVersion(args: {
   key: ModelKey;
@@ -76,6 +79,13 @@ export function buildEnsembleVersion(args: {
   const { key, version, server, stats, logger } = args;
   const composing = resolveComposing(key, args.config, server);
   const plan = compileEnsemblePlan(args.config, composing);
+  // Triton validates the ensemble's config again once it is marked decoupled (core Model::Init,
+  // model_config_utils.cc), so a decoupled step in a cached ensemble fails the load.
+  if (plan.decoupled && args.config.response_cache?.enable) {
+    throw invalidArg(
+      `Response Cache does not currently support model ${key.name} with 'decoupled' transaction policy. Please disable the response cache.`,
+    );
+  }
   const config: ModelConfig = { ...args.config, model_transaction_policy: { ...args.config.model_transaction_policy, decoupled: plan.decoupled } };
   const principal = ownerPrincipal(key);
   return new ModelVersion(key.name, version, config, NO_BACKEND_MODEL, [], stats, logger, {

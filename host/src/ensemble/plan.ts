@@ -42,6 +42,10 @@ export interface PlanStep {
   outputs: [string, string][];
   /** The composing model is decoupled (0..N responses per request). */
   decoupled: boolean;
+  /** The composing model batches (`max_batch_size` > 0). */
+  batching: boolean;
+  /** Config `dims` of each composing-model input the step maps (for the batch reshape: ensemble/batch-dims.ts). */
+  inputDims: Map<string, number[]>;
 }
 
 /** A compiled ensemble. */
@@ -51,6 +55,10 @@ export interface EnsemblePlan {
   consumers: Map<string, PlanStep[]>;
   /** Ensemble output names (config order). */
   outputs: string[];
+  /** The ensemble batches (`max_batch_size` > 0). */
+  batching: boolean;
+  /** Each ensemble output's config shape (`reshape.shape` if reshaped, else `dims`), for the batch reshape. */
+  outputDims: Map<string, number[]>;
   /**
    * Triton's rule: an ensemble is decoupled iff a decoupled composing model lies on its data flow
    * (`model_transaction_policy.decoupled` is then set on the ensemble's config).
@@ -229,6 +237,8 @@ export function compileEnsemblePlan(config: ModelConfig, composing: readonly Com
     inputs: Object.entries(s.input_map),
     outputs: Object.entries(s.output_map),
     decoupled: composing[index]!.decoupled,
+    batching: composing[index]!.config.max_batch_size > 0,
+    inputDims: new Map(composing[index]!.config.input.filter((i) => s.input_map[i.name] !== undefined).map((i) => [i.name, i.dims])),
   }));
   const consumers = new Map<string, PlanStep[]>();
   for (const s of planSteps) {
@@ -242,6 +252,8 @@ export function compileEnsemblePlan(config: ModelConfig, composing: readonly Com
     steps: planSteps,
     consumers,
     outputs: config.output.map((o) => o.name),
+    batching,
+    outputDims: new Map(config.output.map((o) => [o.name, dimsOf(o)])),
     decoupled: label !== 0,
     maxInflightRequests: config.ensemble_scheduling!.max_inflight_requests ?? 0,
     cost: {

@@ -9,8 +9,14 @@
  * it in its statistics, cancellation reaches it through its signal.
  *
  * Tensors pass between steps without copying (the step's request input views the producing
- * response's buffer). Decoupled steps: each response of a decoupled composing model opens a new
- * frame of ensemble tensors, and the steps downstream of it run once per response; the ensemble
+ * response's buffer). Where a tensor made without a batch dimension meets a batching model, or a
+ * batch-1 tensor meets a non-batching one (a step's input, an ensemble output), the batch
+ * dimension is added or stripped as Triton does (ensemble/batch-dims.ts). The request's
+ * correlation ID and sequence flags go to every step (core `ensemble_scheduler.cc`), so a
+ * sequence model can be a step; models without a sequence batcher ignore them.
+ *
+ * Decoupled steps: each response of a decoupled composing model opens a new frame of ensemble
+ * tensors, and the steps downstream of it run once per response; the ensemble
  * then sends one response per frame that completes its outputs (it is decoupled itself, see
  * {@link EnsemblePlan.decoupled}). With `max_inflight_requests` N > 0, at most N requests of this
  * run are in flight at each step; a step's further frames wait, in arrival order, for one to end
@@ -19,6 +25,7 @@
  */
 import { TritonError, asTritonError, cancelled } from '../core/errors.js';
 import type { InferenceRequest, InferenceRequestInit, InferenceResponse, InferenceServerHandle, Principal, ResponseSender, Tensor } from '../core/types.js';
+import { reshapeTensorDims } from './batch-dims.js';
 import type { EnsembleBudget } from './budget.js';
 import type { EnsemblePlan, PlanStep } from './plan.js';
 
@@ -76,6 +83,11 @@ export class EnsembleRun {
   private readonly owned = new Set<Tensor>();
   private readonly times: StepTimes = { queueNs: 0n, inputNs: 0n, inferNs: 0n, outputNs: 0n };
   /**
+   * The batch size of the request that made each tensor (Triton's `TensorData::batch_size_`): 0
+   * when that model, or this ensemble for its inputs, does not batch.
+   */
+  private readonly batchOf = new WeakMap<Tensor, number>();
+  /**
    * The owner's namespace (step names resolve there), acting within this request on behalf of its
    * caller: each step is charged to the caller's in-flight quota and queued as the caller's.
    */
@@ -106,7 +118,12 @@ export class EnsembleRun {
       return this.fail(asTritonError(e));
     }
     const root = new Frame();
-    for (const t of this.request.inputs) root.tensors.set(t.name, viewAs(t.name, t));
+    const batch = this.opts.plan.batching ? this.request.batchSize : 0;
+    for (const t of this.request.inputs) {
+      const v = viewAs(t.name, t);
+      this.batchOf.set(v, batch);
+      root.tensors.set(t.name, v);
+    }
     // Held while sending: a step answered synchronously must not end the run before its siblings start.
     this.pending++;
     this.added(
@@ -169,8 +186,14 @@ export class EnsembleRun {
     }
     if (!frame.emitted && names.some((n) => this.wanted.includes(n)) && this.wanted.every((o) => frame.lookup(o) !== undefined)) {
       frame.emitted = true;
-      const response: InferenceResponse = { outputs: this.wanted.map((o) => frame.lookup(o)!) };
-      for (const t of response.outputs) this.owned.delete(t);
+      const response: InferenceResponse = {
+        outputs: this.wanted.map((o) => {
+          const t = frame.lookup(o)!;
+          this.owned.delete(t);
+          const shape = reshapeTensorDims(plan.outputDims.get(o) ?? [], plan.batching, this.batchOf.get(t) ?? 0, t.shape);
+          return shape === t.shape ? t : { ...t, shape: [...shape] };
+        }),
+      };
       if (plan.decoupled) this.sender.send(response, false);
       else this.single = response;
     }
@@ -185,12 +208,19 @@ export class EnsembleRun {
       this.inflight.set(step, (this.inflight.get(step) ?? 1) - 1);
       return this.fail(asTritonError(e));
     }
+    const inputs = step.inputs.map(([input, tensor]): Tensor => {
+      const t = frame.lookup(tensor)!;
+      const shape = reshapeTensorDims(step.inputDims.get(input) ?? [], step.batching, this.batchOf.get(t) ?? 0, t.shape);
+      return { name: input, datatype: t.datatype, shape: shape === t.shape ? t.shape : [...shape], data: t.data };
+    });
+    // What the step's outputs carry as their batch size (Triton records the step request's).
+    const stepBatch = step.batching ? Math.max(inputs[0]?.shape[0] ?? 1, 1) : 0;
     const init: InferenceRequestInit = {
       id: r.id,
       model: step.modelName,
       version: step.modelVersion,
       tenant: '',
-      inputs: step.inputs.map(([input, tensor]) => viewAs(input, frame.lookup(tensor)!)),
+      inputs,
       requestedOutputs: step.outputs.map(([o]) => o),
       parameters: r.parameters,
       correlationId: r.correlationId,
@@ -215,6 +245,7 @@ export class EnsembleRun {
           continue;
         }
         const renamed: Tensor = { ...t, name: tensorName };
+        this.batchOf.set(renamed, stepBatch);
         if (t.owner) this.owned.add(renamed);
         target.tensors.set(tensorName, renamed);
         names.push(tensorName);

@@ -11,7 +11,12 @@ export interface InstanceLease {
 
 /** The instances a scheduler may dispatch to. */
 export interface InstancePool {
-  /** Take an idle, ready instance (`isReady` absent or true) for one execution; undefined if none. */
+  /**
+   * Take an idle instance for one execution, a ready one (`isReady` absent or true) first;
+   * undefined if none is idle. An idle instance that is not ready is still taken when no ready one
+   * is idle: it answers with its own error (as Triton, which asks readiness only for readiness
+   * checks), since nothing wakes a request waiting for it to turn ready.
+   */
   tryAcquire(): InstanceLease | undefined;
   /**
    * Give back a lease from {@link tryAcquire} (once) and run the callbacks registered with
@@ -29,7 +34,7 @@ interface Slot extends InstanceLease {
   busy: boolean;
 }
 
-/** The default pool: the first idle, ready instance in instance-group order. */
+/** The default pool: the first idle, ready instance in instance-group order, else the first idle one. */
 export class IdleInstancePool implements InstancePool {
   private readonly slots: Slot[];
   private waiters: (() => void)[] = [];
@@ -39,13 +44,17 @@ export class IdleInstancePool implements InstancePool {
   }
 
   tryAcquire(): InstanceLease | undefined {
+    let fallback: Slot | undefined;
     for (const s of this.slots) {
-      if (!s.busy && (s.instance.isReady?.() ?? true)) {
+      if (s.busy) continue;
+      if (s.instance.isReady?.() ?? true) {
         s.busy = true;
         return s;
       }
+      fallback ??= s;
     }
-    return undefined;
+    if (fallback) fallback.busy = true;
+    return fallback;
   }
 
   release(lease: InstanceLease): void {

@@ -21,9 +21,17 @@
  * Requests of one sequence run one after another on its instance, in arrival order. A sequence is
  * identified by its tenant and its correlation id (DESIGN "Multi-tenancy"): tenants sharing the
  * model never see, continue, end or reset each other's sequences, whatever ids they pick.
+ *
+ * Iterative sequences (`iterative_sequence: true`, spec §5.6; Triton core's IterativeSequencer in
+ * `sequence_batch_scheduler/sequence_utils.{h,cc}`): a request without a correlation id starts a
+ * sequence of its own, numbered by the scheduler from 1, with START; the backend may release a
+ * request with RESCHEDULE ({@link ResponseSender.reschedule}), which queues it again in its sequence
+ * with neither START nor END; its FINAL response (or a failed reschedule, or its cancellation)
+ * ends the sequence, as Triton's release without RESCHEDULE does. The sequences the scheduler
+ * numbers have keys of their own: no client id can continue, end or reset one of them.
  */
 import type { ModelConfig } from '../config/types.js';
-import { TritonError, cancelled, invalidArg } from '../core/errors.js';
+import { TritonError, asTritonError, cancelled, invalidArg } from '../core/errors.js';
 import {
   REQUEST_FLAG_SEQUENCE_END,
   REQUEST_FLAG_SEQUENCE_START,
@@ -52,6 +60,20 @@ const DROP: ResponseSender = Object.freeze({ send(): void {}, sendError(): void 
  * first one; integer ids (number or bigint) and string ids never collide.
  */
 const keyOf = (tenant: string, id: number | bigint | string): string => `${tenant}\u0000${typeof id === 'string' ? `s${id}` : `n${id}`}`;
+/** Map key of an iterative sequence the scheduler numbered (`i`: never a client's key, see {@link keyOf}). */
+const iterativeKeyOf = (tenant: string, id: number): string => `${tenant}\u0000i${id}`;
+
+/** A request of an iterative model, across its runs (see the module comment). */
+interface Iteration {
+  /** Its sequence's key. */
+  readonly key: string;
+  /** The sender it was enqueued with. */
+  readonly sender: ResponseSender;
+  /** Its FINAL was delivered (or it failed): later responses and reschedules are dropped. */
+  done: boolean;
+  /** Marks it done and ends its sequence; set while it runs. */
+  end?: () => void;
+}
 
 /** One live sequence. */
 interface Sequence {
@@ -113,6 +135,14 @@ export class SequenceBatchScheduler implements ModelScheduler {
   private reaper: NodeJS.Timeout | undefined;
   /** This model version's side of the arbiter (claim, deferred flag, wake). */
   private readonly gate: ArbiterGate;
+  /** `iterative_sequence: true`: requests may be rescheduled; requests without an id are numbered. */
+  private readonly iterative: boolean;
+  /** The next id of a sequence the scheduler starts (Triton counts from 1, per model). */
+  private nextIterativeId = 1;
+  /** Requests of an iterative model from their first enqueue to their FINAL. */
+  private readonly iterations = new WeakMap<InferenceRequest, Iteration>();
+  /** Set by {@link rejectPending}: a reschedule gets this error. */
+  private stopped: TritonError | undefined;
 
   /**
    * @param readInitialState reads `<model>/initial_state/<file>` for `initial_state.data_file`.
@@ -139,6 +169,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
     const slots = this.oldest ? Math.max(1, sb.oldest!.max_candidate_sequences) : this.maxBatch;
     this.lanes = instances.map((instance, index) => ({ index, instance, slots: [], capacity: slots, busy: false, used: 0 }));
     this.gate = new ArbiterGate(arbiter, config.name, version, () => this.pump(), config.backend === 'wasm');
+    this.iterative = sb.iterative_sequence === true;
   }
 
   get pendingCount(): number {
@@ -162,20 +193,30 @@ export class SequenceBatchScheduler implements ModelScheduler {
    *   no correlation id ("... must specify a non-zero or non-empty correlation ID"), a request
    *   without START for a sequence that is not live ("inference request for sequence <id> to
    *   model '<m>' must specify the START flag on the first request of the sequence"), or a
-   *   string id that the model's integer CORRID control cannot carry. Nothing was queued.
+   *   string id that the model's integer CORRID control cannot carry. Nothing was queued. An
+   *   iterative model numbers a request without a correlation id instead (module comment).
    */
   enqueue(request: InferenceRequest, sender: ResponseSender): void {
     const m = this.model;
     if (request.batchSize > 1) {
       throw invalidArg(`inference request to model '${m}' must specify batch-size 1 due to requirements of sequence batcher`);
     }
-    const id = request.correlationId;
-    if (id === 0 || id === '' || id === 0n) {
-      throw invalidArg(`inference request to model '${m}' must specify a non-zero or non-empty correlation ID`);
-    }
     // The requester's tenant scopes the id: another tenant's live sequence of the same id is, to
     // this request, a sequence that does not exist (same error text).
-    const key = keyOf(request.tenant, id);
+    let key = this.iterations.get(request)?.key; // a rescheduled request stays in its sequence
+    if (key === undefined) {
+      const cid = request.correlationId;
+      if (cid !== 0 && cid !== '' && cid !== 0n) key = keyOf(request.tenant, cid);
+      else if (this.iterative) {
+        const n = this.nextIterativeId++;
+        request.correlationId = n;
+        request.flags |= REQUEST_FLAG_SEQUENCE_START;
+        key = iterativeKeyOf(request.tenant, n);
+      } else {
+        throw invalidArg(`inference request to model '${m}' must specify a non-zero or non-empty correlation ID`);
+      }
+    }
+    const id = request.correlationId;
     const start = (request.flags & REQUEST_FLAG_SEQUENCE_START) !== 0;
     let seq = this.sequences.get(key);
     if (!start && !seq) {
@@ -192,6 +233,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
     seq.lastNs = t;
     seq.queue.push({ request, sender, queueStartNs: t, deadlineNs: 0n, level: 0 });
     this.queued++;
+    if (this.iterative && !this.iterations.has(request)) this.iterations.set(request, { key, sender, done: false });
     if ((request.flags & REQUEST_FLAG_SEQUENCE_END) !== 0) this.close(seq);
     this.armReaper();
     this.pump();
@@ -203,6 +245,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
   }
 
   rejectPending(error: TritonError): void {
+    this.stopped = error;
     clearTimeout(this.delayTimer);
     this.delayTimer = undefined;
     clearTimeout(this.reaper);
@@ -227,12 +270,21 @@ export class SequenceBatchScheduler implements ModelScheduler {
     this.checkIdle();
   }
 
-  /** Give `seq` a free slot (the lane with the fewest sequences, lowest slot); false if none. */
+  /**
+   * Give `seq` a free slot (a ready lane first, then the one with the fewest sequences, lowest
+   * slot); false if none. A lane whose instance is not ready still takes sequences when no ready
+   * lane has room: it answers them itself (nothing wakes a sequence waiting for readiness).
+   */
   private assign(seq: Sequence): boolean {
     let best: Lane | undefined;
+    let bestReady = false;
     for (const l of this.lanes) {
-      if (l.used >= l.capacity || !(l.instance.isReady?.() ?? true)) continue;
-      if (!best || l.used < best.used) best = l;
+      if (l.used >= l.capacity) continue;
+      const ready = l.instance.isReady?.() ?? true;
+      if (!best || (ready && !bestReady) || (ready === bestReady && l.used < best.used)) {
+        best = l;
+        bestReady = ready;
+      }
     }
     if (!best) return false;
     let slot = best.slots.indexOf(undefined);
@@ -319,14 +371,21 @@ export class SequenceBatchScheduler implements ModelScheduler {
       const p = seq.queue.shift()!;
       this.queued--;
       const ends = (p.request.flags & REQUEST_FLAG_SEQUENCE_END) !== 0;
+      const iteration = this.iterations.get(p.request);
+      if (iteration) {
+        iteration.done = true;
+        this.iterations.delete(p.request);
+      }
       p.sender.sendError(cancelled(), true);
-      if (ends || (seq.closed && seq.queue.length === 0)) this.release(seq);
+      // A request of an iterative model ends its sequence however it ends (module comment).
+      if (iteration && !seq.closed) this.close(seq);
+      else if (ends || (seq.closed && seq.queue.length === 0)) this.release(seq);
     }
   }
 
   /** Run the next batch of `lane` if its instance is free and a batch is due. */
   private dispatch(lane: Lane): void {
-    if (lane.busy || !(lane.instance.isReady?.() ?? true)) return;
+    if (lane.busy) return; // a lane's sequences run on its instance, ready or not (it answers them)
     const ready: Sequence[] = [];
     for (const seq of lane.slots) {
       if (!seq) continue;
@@ -380,9 +439,12 @@ export class SequenceBatchScheduler implements ModelScheduler {
         }
       }
       const r = p.request;
+      const requested = r.requestedOutputs.slice();
       r.inputs.push(...this.controls.controlTensors(r.flags, true, seq.corrid));
       if ((r.flags & REQUEST_FLAG_SEQUENCE_START) !== 0) seq.state = undefined;
-      senders.push(this.addState(seq, r, p.sender));
+      const sender = this.addState(seq, r, p.sender);
+      const iteration = this.iterations.get(r);
+      senders.push(iteration ? this.iterationSender(seq, r, iteration, base, requested, sender) : sender);
       requests.push(r);
       batch.push(p);
       if ((r.flags & REQUEST_FLAG_SEQUENCE_END) !== 0 || (seq.closed && seq.queue.length === 0)) {
@@ -448,6 +510,59 @@ export class SequenceBatchScheduler implements ModelScheduler {
     };
   }
 
+  /**
+   * The sender a backend gets for a request of an iterative model: its FINAL ends the sequence
+   * (Triton: the request is released without RESCHEDULE), and, unless the request has END,
+   * `reschedule` queues it again with `inputs` / `requested` (as before this run's controls and
+   * states were added) and neither START nor END.
+   */
+  private iterationSender(seq: Sequence, r: InferenceRequest, it: Iteration, inputs: Tensor[], requested: string[], downstream: ResponseSender): ResponseSender {
+    it.end = (): void => {
+      it.done = true;
+      this.iterations.delete(r);
+      if (!seq.closed && !this.stopped) {
+        this.close(seq);
+        this.pump();
+      }
+    };
+    const end = it.end;
+    const sender: ResponseSender = {
+      send(response: InferenceResponse | null, final: boolean): void {
+        if (it.done) return;
+        if (final) end();
+        downstream.send(response, final);
+      },
+      sendError(error: TritonError, final: boolean): void {
+        if (it.done) return;
+        if (final) end();
+        downstream.sendError(error, final);
+      },
+    };
+    if ((r.flags & REQUEST_FLAG_SEQUENCE_END) === 0) {
+      sender.reschedule = (): void => {
+        if (it.done) return;
+        r.inputs = inputs;
+        r.requestedOutputs = requested;
+        r.flags = 0;
+        try {
+          if (this.stopped) throw this.stopped;
+          this.enqueue(r, it.sender);
+        } catch (e) {
+          // Its sequence is gone (idle) or the model is unloading: the request ends with that error.
+          end();
+          it.sender.sendError(asTritonError(e), true);
+        }
+      };
+    }
+    return sender;
+  }
+
+  /** End `r`'s iteration and its sequence, if `r` is a running request of an iterative model. */
+  private endIteration(r: InferenceRequest): void {
+    const it = this.iterations.get(r);
+    if (it && !it.done) it.end?.();
+  }
+
   private armDelay(atNs: bigint): void {
     if (this.delayTimer && this.delayAtNs <= atNs) return;
     clearTimeout(this.delayTimer);
@@ -463,7 +578,16 @@ export class SequenceBatchScheduler implements ModelScheduler {
 
   private run(lane: Lane, grant: ExecutionGrant, batch: PendingRequest[], requests: InferenceRequest[], senders: ResponseSender[]): Promise<void> {
     this.executing++;
-    return executeBatch(lane.instance, batch, requests, senders, batch.length, this.hooks, () => {
+    // A failed execution (its error goes to each request's own sender) ends iterative sequences.
+    const hooks: SchedulerHooks = !this.iterative
+      ? this.hooks
+      : {
+          onExecuted: (record) => {
+            this.hooks.onExecuted(record);
+            if (record.error) for (const p of record.batch) this.endIteration(p.request);
+          },
+        };
+    return executeBatch(lane.instance, batch, requests, senders, batch.length, hooks, () => {
       this.executing--;
       lane.busy = false;
       grant.release();

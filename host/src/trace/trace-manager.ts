@@ -119,6 +119,8 @@ function parseIntSetting(key: string, value: unknown, min: number, max: number):
 /** Global and per-model trace settings, the sampler, and the trace file writer. */
 export class TraceManager {
   private global: Required<Setting>;
+  /** The start-up settings: clearing a global setting (`null`) restores its value here (Triton `tracer.cc` global_default_). */
+  private readonly startup: Required<Setting>;
   private readonly models = new Map<string, Setting>();
   /** Requests seen per setting scope (global, or a model with its own rate), for sampling. */
   private readonly seen = new Map<string, number>();
@@ -137,7 +139,8 @@ export class TraceManager {
   ) {
     this.file = opts.file ?? '';
     if (opts.mode === 'opentelemetry') this.otel = new OpenTelemetryTraceExporter(opts.opentelemetry);
-    this.global = { level: opts.level ?? [], rate: opts.rate ?? 1000, count: opts.count ?? -1, logFrequency: opts.logFrequency ?? 0 };
+    this.startup = { level: opts.level ?? [], rate: opts.rate ?? 1000, count: opts.count ?? -1, logFrequency: opts.logFrequency ?? 0 };
+    this.global = { ...this.startup };
     this.refresh();
   }
 
@@ -165,8 +168,10 @@ export class TraceManager {
   }
 
   /**
-   * Apply a POST body (Triton's checks and messages). On a model, `null` clears that field's
-   * override (the global value applies again) and an empty body clears every override.
+   * Apply a POST body (Triton's checks and messages, server `http_server.cc` HandleTrace and
+   * `tracer.cc` UpdateTraceSettingInternal). `null` clears a field: a model's override is dropped
+   * (the global value applies again), a global field gets its start-up value back. Fields the body
+   * does not name keep their values (an empty body changes nothing).
    * @throws TritonError UNSUPPORTED for trace_file, INVALID_ARG for bad values
    */
   update(body: unknown, model?: string): TraceSettingsJson {
@@ -175,8 +180,8 @@ export class TraceManager {
     if ('trace_file' in b) throw unsupported('trace file location can not be updated through network protocol');
     const next: Setting = model === undefined ? { ...this.global } : { ...(this.models.get(model) ?? {}) };
     const clear = (k: keyof Setting) => {
-      if (model === undefined) return; // nothing to fall back to: the global value stays
-      delete next[k];
+      if (model === undefined) (next as Record<keyof Setting, unknown>)[k] = k === 'level' ? [...this.startup.level] : this.startup[k];
+      else delete next[k];
     };
     if ('trace_level' in b) {
       const v = b.trace_level;
@@ -209,7 +214,7 @@ export class TraceManager {
       else next.logFrequency = parseIntSetting('log_frequency', b.log_frequency, 0, U32_MAX);
     }
     if (model === undefined) this.global = next as Required<Setting>;
-    else if (Object.keys(b).length === 0 || Object.keys(next).length === 0) this.models.delete(model);
+    else if (Object.keys(next).length === 0) this.models.delete(model);
     else this.models.set(model, next);
     this.seen.delete(model ?? '');
     this.refresh();

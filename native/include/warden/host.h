@@ -179,16 +179,27 @@ typedef struct WARDEN_ParamDesc {
   double double_value;
 } WARDEN_ParamDesc;
 
-/** Per-request statistics the backend reported (TRITONBACKEND_ModelInstanceReportStatistics). */
+/** Per-request statistics the backend reported (TRITONBACKEND_ModelInstanceReportStatistics),
+ *  and how the request was released. */
 typedef struct WARDEN_RequestStats {
   bool reported;
   bool success;
   uint64_t exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns;
+  /** Released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE (WARDEN_RequestDesc.reschedulable):
+   *  the host runs the request again (as a new request); this one gets no FINAL, see
+   *  WARDEN_RESPONSE_CLOSED. Set whether or not statistics were reported. */
+  bool rescheduled;
 } WARDEN_RequestStats;
+
+/** WARDEN_ResponseFn flag, never with FINAL and always with a NULL response: a request released
+ *  with RESCHEDULE will send nothing more (its response factories and unsent responses are gone).
+ *  It replaces the FINAL such a request never sends: one call per request carries FINAL or this. */
+#define WARDEN_RESPONSE_CLOSED 0x80000000u
 
 /** A response for a request (may be NULL with FINAL: flags-only). Callee owns `response` and frees
  *  it with TRITONSERVER_InferenceResponseDelete. Called on whatever thread the backend sends from,
- *  in send order per request; exactly one call per request carries TRITONSERVER_RESPONSE_COMPLETE_FINAL. */
+ *  in send order per request; exactly one call per request carries TRITONSERVER_RESPONSE_COMPLETE_FINAL
+ *  (or, for a request released with RESCHEDULE that sent no FINAL, WARDEN_RESPONSE_CLOSED). */
 typedef void (*WARDEN_ResponseFn)(
     void* userp, TRITONSERVER_InferenceResponse* response, uint32_t flags);
 /** The backend released the request: its input buffers are no longer referenced. Exactly once. */
@@ -212,6 +223,10 @@ typedef struct WARDEN_RequestDesc {
   WARDEN_ResponseFn response_fn;
   WARDEN_ReleaseFn release_fn;
   void* userp;
+  /** The host's scheduler can run this request again (an iterative sequence's request without
+   *  END): TRITONBACKEND_RequestRelease accepts TRITONSERVER_REQUEST_RELEASE_RESCHEDULE. Otherwise
+   *  that release fails with Triton's INVALID_ARG and the backend keeps the request. */
+  bool reschedulable;
 } WARDEN_RequestDesc;
 
 typedef struct WARDEN_ExecStats {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "warden/host.h"
@@ -79,6 +80,8 @@ struct Event {
   WARDEN_RequestStats request_stats{};
   bool has_exec_stats = false;
   WARDEN_ExecStats exec_stats{};
+  /** A release with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE (WARDEN_RequestStats.rescheduled). */
+  bool rescheduled = false;
   /** This FINAL or release was the second of the two: the request is done on the native side. */
   bool completes_request = false;
 };
@@ -158,6 +161,7 @@ class InstanceHandle : public Napi::ObjectWrap<InstanceHandle> {
   Napi::Value Execute(const Napi::CallbackInfo& info);
   Napi::Value Finalize(const Napi::CallbackInfo& info);
   Napi::Value IsReady(const Napi::CallbackInfo& info);
+  Napi::Value CheckReady(const Napi::CallbackInfo& info);
   Napi::Value Outstanding(const Napi::CallbackInfo& info);
   Napi::Value Abandon(const Napi::CallbackInfo& info);
 

@@ -61,6 +61,7 @@ void ParseRequests(Napi::Env env, Napi::Array requests, const std::shared_ptr<Ev
     d.timeout_us = ToU64(env, o.Get("timeoutUs"), "timeoutUs");
     d.priority = ToU64(env, o.Get("priority"), "priority");
     d.cancelled = o.Get("cancelled").ToBoolean();
+    d.reschedulable = o.Get("reschedulable").ToBoolean();
 
     Napi::Value inputs_v = o.Get("inputs");
     if (!inputs_v.IsArray()) throw Napi::TypeError::New(env, "request inputs must be an array");
@@ -130,6 +131,7 @@ Napi::Object ResponseEvent(Napi::Env env, Event& e) {
   o.Set("t", Napi::Number::New(env, 0));
   o.Set("token", Napi::Number::New(env, e.token));
   o.Set("final", Napi::Boolean::New(env, (e.flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) != 0));
+  if (e.flags & WARDEN_RESPONSE_CLOSED) o.Set("closed", Napi::Boolean::New(env, true));
   TRITONSERVER_InferenceResponse* r = e.response;
   if (r == nullptr) return o;
   e.response = nullptr;
@@ -220,6 +222,7 @@ Napi::Object ReleasedEvent(Napi::Env env, const Event& e) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("t", Napi::Number::New(env, 1));
   o.Set("token", Napi::Number::New(env, e.token));
+  if (e.rescheduled) o.Set("rescheduled", Napi::Boolean::New(env, true));
   if (e.has_request_stats) {
     const WARDEN_RequestStats& s = e.request_stats;
     Napi::Object st = Napi::Object::New(env);

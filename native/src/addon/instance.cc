@@ -117,9 +117,10 @@ void OnResponse(void* userp, TRITONSERVER_InferenceResponse* response, uint32_t 
   e.token = ctx->token;
   e.response = response;
   e.flags = flags;
-  bool final = (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) != 0;
+  // FINAL, or CLOSED for a rescheduled request: exactly once per request (host.h)
+  bool final = (flags & (TRITONSERVER_RESPONSE_COMPLETE_FINAL | WARDEN_RESPONSE_CLOSED)) != 0;
   std::shared_ptr<EventQueue> q = ctx->queue;
-  if (final) e.completes_request = Settle(ctx);  // the core calls FINAL exactly once per request
+  if (final) e.completes_request = Settle(ctx);
   q->Push(std::move(e));
 }
 
@@ -130,6 +131,7 @@ void OnRelease(void* userp, const WARDEN_RequestStats* stats) {
   e.token = ctx->token;
   e.has_request_stats = stats != nullptr && stats->reported;
   if (e.has_request_stats) e.request_stats = *stats;
+  e.rescheduled = stats != nullptr && stats->rescheduled;
   std::shared_ptr<EventQueue> q = ctx->queue;
   e.completes_request = Settle(ctx);  // exactly once per request
   q->Push(std::move(e));
@@ -151,6 +153,7 @@ Napi::Function InstanceHandle::Init(Napi::Env env) {
                                   InstanceMethod("execute", &InstanceHandle::Execute),
                                   InstanceMethod("finalize", &InstanceHandle::Finalize),
                                   InstanceMethod("isReady", &InstanceHandle::IsReady),
+                                  InstanceMethod("checkReady", &InstanceHandle::CheckReady),
                                   InstanceMethod("outstanding", &InstanceHandle::Outstanding),
                                   InstanceMethod("abandon", &InstanceHandle::Abandon)});
   constructor = Napi::Persistent(f);
@@ -209,6 +212,24 @@ Napi::Value InstanceHandle::IsReady(const Napi::CallbackInfo& info) {
   if (e == nullptr) return Napi::Boolean::New(env, true);
   TRITONSERVER_ErrorDelete(e);
   return Napi::Boolean::New(env, false);
+}
+
+// TRITONBACKEND_ModelInstanceReady on a thread of its own: as Triton asks it from the readiness
+// endpoint's thread, never behind the instance's Execute and never on the JS thread (Triton's
+// python backend answers it with an IPC round trip to the stub and the model's is_ready()).
+// Resolves when ready, rejects with the backend's error. The caller must not finalize the
+// instance while a check is running (NativeModelInstance waits for it).
+Napi::Value InstanceHandle::CheckReady(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (instance == nullptr || delete_job_ != 0) {
+    throw TritonError(env, TRITONSERVER_ERROR_UNAVAILABLE, "instance was finalized");
+  }
+  auto deferred = Napi::Promise::Deferred::New(env);
+  uint32_t job = NewJob(env, deferred, false);
+  TRITONBACKEND_ModelInstance* inst = instance;
+  auto* ctx = new JobContext{queue_, job};
+  std::thread([inst, ctx] { OnJobDone(ctx, WARDEN_InstanceReady(inst)); }).detach();
+  return deferred.Promise();
 }
 
 Napi::Value InstanceHandle::Outstanding(const Napi::CallbackInfo& info) {

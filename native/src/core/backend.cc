@@ -82,6 +82,7 @@ TRITONSERVER_Error* WARDEN_BackendLoad(const char* name, const char* library_pat
     return warden::InvalidArg("WARDEN_BackendLoad: null argument");
   }
   PromoteSelfToGlobal();
+  warden::InstallStdioForChildren();  // before the backend can start a process
   // RTLD_NOW: every undefined symbol must resolve now, so a backend referencing a function this
   // host lacks fails here with the symbol's name instead of crashing later (spec §6.1).
   void* dl = dlopen(library_path, RTLD_NOW | RTLD_LOCAL);

@@ -205,6 +205,7 @@ TRITONSERVER_Error* WARDEN_InstanceExecute(TRITONBACKEND_ModelInstance* instance
     req->sink = std::make_shared<warden::Sink>(info, req->id, d.response_fn, d.userp, d.cancelled);
     req->release_fn = d.release_fn;
     req->userp = d.userp;
+    req->reschedulable = d.reschedulable;
     warden::RegistryAdd(req, req->serial);
     batch->push_back(req);
     serials->push_back(req->serial);

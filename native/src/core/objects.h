@@ -190,6 +190,9 @@ class Sink {
   TRITONSERVER_Error* Deliver(TRITONSERVER_InferenceResponse* response, uint32_t flags);
   /** Deliver an error response (copied) with FINAL unless FINAL was already sent. */
   void DeliverErrorIfOpen(const TRITONSERVER_Error* error);
+  /** The request was released with RESCHEDULE: when the last holder goes away without a FINAL,
+   *  WARDEN_RESPONSE_CLOSED is delivered instead of an error (the host runs the request again). */
+  void MarkRescheduled();
   const std::shared_ptr<const ModelInfo>& model() const { return model_; }
   const std::string& request_id() const { return request_id_; }
   /** Keep an implicit state (TRITONBACKEND_StateUpdate, state.cc) for the next delivery, replacing
@@ -206,6 +209,7 @@ class Sink {
   void* userp_;
   std::mutex mu_;
   bool final_sent_ = false;
+  bool rescheduled_ = false;
   std::vector<std::unique_ptr<TRITONBACKEND_Output>> staged_states_;
 };
 
@@ -219,6 +223,10 @@ uint64_t NextSerial();
 void ReleaseRequest(TRITONBACKEND_Request* request);
 
 void* AllocCpu(uint64_t byte_size);
+
+/** Once per process: children forked from now on (a backend's helper processes) get fds 0-2
+ *  inheritable and blocking, as under Triton's server (stdio.cc). */
+void InstallStdioForChildren();
 
 }  // namespace warden
 
@@ -337,6 +345,8 @@ struct TRITONBACKEND_Request {
   std::shared_ptr<warden::Sink> sink;
   WARDEN_ReleaseFn release_fn = nullptr;
   void* userp = nullptr;
+  /** WARDEN_RequestDesc.reschedulable. */
+  bool reschedulable = false;
   WARDEN_RequestStats stats{};
   /** Implicit states created on this request (TRITONBACKEND_StateNew, state.cc); freed with it. */
   std::vector<std::shared_ptr<TRITONBACKEND_State>> states;

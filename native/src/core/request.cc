@@ -247,16 +247,25 @@ TRITONSERVER_Error* TRITONBACKEND_RequestOutputBufferProperties(
 TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request,
                                                  uint32_t release_flags) {
   WARDEN_REQUIRE(request, "TRITONBACKEND_RequestRelease");
-  if ((release_flags & TRITONSERVER_REQUEST_RELEASE_ALL) == 0) {
-    if (release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) {
-      return warden::InvalidArg(
-          "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE requires sequence_batching with "
-          "iterative_sequence, which Warden does not support");
-    }
+  const bool reschedule = (release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0;
+  if (!reschedule && (release_flags & TRITONSERVER_REQUEST_RELEASE_ALL) == 0) {
     return warden::InvalidArg("unknown request release flags " + std::to_string(release_flags));
   }
+  const uint64_t serial = request->serial;  // read before the take: a released shell reads 0
   if (!warden::RegistryTake(request, nullptr)) {
     return warden::InvalidArg("request was already released (TRITONBACKEND_RequestRelease called twice)");
+  }
+  if (reschedule) {
+    // RESCHEDULE wins over ALL, as in Triton core (infer_request.cc, sequence_utils.cc). Only the
+    // iterative sequence batcher can take the request back; elsewhere the backend keeps it.
+    if (!request->reschedulable) {
+      warden::RegistryAdd(request, serial);
+      return warden::InvalidArg(
+          "Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not "
+          "configured to handle such a flag.");
+    }
+    request->stats.rescheduled = true;
+    request->sink->MarkRescheduled();
   }
   warden::ReleaseRequest(request);
   return nullptr;

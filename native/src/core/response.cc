@@ -17,6 +17,10 @@ Sink::Sink(std::shared_ptr<const ModelInfo> model, std::string request_id, WARDE
 
 Sink::~Sink() {
   if (final_sent_) return;
+  if (rescheduled_) {  // the request runs again: its next run answers (WARDEN_RESPONSE_CLOSED)
+    fn_(userp_, nullptr, WARDEN_RESPONSE_CLOSED);
+    return;
+  }
   // The request was released and every factory and response is gone without a FINAL: the
   // client must not wait forever (a non-conforming backend, spec §6.7.3).
   auto* r = new TRITONSERVER_InferenceResponse;
@@ -40,6 +44,11 @@ TRITONSERVER_Error* Sink::Deliver(TRITONSERVER_InferenceResponse* response, uint
   // Under the lock: responses of one request reach the embedder in the order they were sent.
   fn_(userp_, response, flags);
   return nullptr;
+}
+
+void Sink::MarkRescheduled() {
+  std::lock_guard<std::mutex> lk(mu_);
+  rescheduled_ = true;
 }
 
 void Sink::DeliverErrorIfOpen(const TRITONSERVER_Error* error) {

@@ -45,7 +45,7 @@ def health():
 def server_metadata():
     m = g.get_server_metadata(as_json=True)
     run.observe("server_metadata", m)
-    expect_eq(m["name"], "warden", "name")
+    expect_eq(m["name"], "triton", "name (tritonserver's default --id)")
     expect_true("model_repository" in m["extensions"], f"extensions {m['extensions']}")
 
 
@@ -234,7 +234,8 @@ def stream_ordinary_and_errors():
 
 
 def cuda_shm_unsupported():
-    expect_server_error(lambda: g.register_cuda_shared_memory("r", b"\0" * 64, 0, 64), "StatusCode.UNIMPLEMENTED", contains="CUDA")
+    # as Triton built without GPUs (server grpc_server.cc): register is INVALID_ARG, whether or not client shm is on
+    expect_server_error(lambda: g.register_cuda_shared_memory("r", b"\0" * 64, 0, 64), "StatusCode.INVALID_ARGUMENT", contains="GPUs not supported")
     expect_eq(g.get_cuda_shared_memory_status(as_json=True), {}, "CUDA shm status: no regions")
     # this server runs without --allow-client-shm: system shared memory is off, as Triton's default
     expect_server_error(lambda: g.register_system_shared_memory("r", "/r", 64), "StatusCode.UNIMPLEMENTED", contains="--allow-client-shm")

@@ -67,7 +67,10 @@ def infer(model, binary):
             infer_inputs=infer_inputs,
             request_id=f"kserve-{model}-{int(binary)}",
             parameters={"binary_data_output": True} if binary else None,
-            request_outputs=[RequestedOutput("OUTPUT0"), RequestedOutput("OUTPUT1")],
+            # An output listed in the request is binary only with its own `binary_data: true`
+            # (Triton's http_server.cc CheckBinaryOutputData: `binary_data_output` is the default
+            # for outputs the request does not list).
+            request_outputs=[RequestedOutput(n, parameters={"binary_data": True} if binary else None) for n in ("OUTPUT0", "OUTPUT1")],
         )
         headers = {}
         response = call(kclient.infer(BASE, request, model_name=model, response_headers=headers))

@@ -105,12 +105,9 @@ def errors():
     a.set_data_from_numpy(np.ones((1, 16), dtype=np.int32))
     b = httpclient.InferInput("INPUT1", [1, 16], "INT32")
     b.set_data_from_numpy(np.ones((1, 16), dtype=np.int32))
-    expect_server_error(
-        lambda: client.infer("simple", [a, b], sequence_id=5, sequence_start=True),
-        "400",
-        contains="must not specify 'sequence_id', 'sequence_start' or 'sequence_end'",
-        what="sequence parameters on a model without a sequence batcher",
-    )
+    # Triton accepts sequence parameters on a model without a sequence batcher and ignores them.
+    plain = client.infer("simple", [a, b], sequence_id=5, sequence_start=True, sequence_end=True)
+    expect_eq(plain.as_numpy("OUTPUT0").tolist(), [[2] * 16], "sequence parameters on a model without a sequence batcher")
     # The models still serve.
     expect_eq(send("simple_sequence", 31337, 4, True, True), 5, "simple_sequence after the errors")
 

@@ -72,6 +72,15 @@ def over(proto):
             names = sorted(client.get_system_shared_memory_status(as_json=True)["regions"].keys()) if proto == "grpc" else sorted(r["name"] for r in client.get_system_shared_memory_status())
             expect_eq(names, ["output_data"], "after unregistering input_data")
             client.unregister_system_shared_memory()
+            # a missing object: Triton's INTERNAL; Triton's Python-backend prefix is reserved
+            expect_server_error(lambda: client.register_system_shared_memory("m", f"/no_such_{TAG}", 8), "500" if proto == "http" else "StatusCode.INTERNAL", contains=f"Unable to open shared memory region: '/no_such_{TAG}'")
+            expect_server_error(lambda: client.register_system_shared_memory("p", "/triton_python_backend_shm_region_1", 8), invalid, contains="reserved prefix 'triton_python_backend_shm_region_'")
+            # the clean-up calls of Triton's CUDA shm examples, on a server without GPUs (as Triton built without GPUs)
+            client.unregister_cuda_shared_memory()
+            client.unregister_cuda_shared_memory("cuda_region")
+            cuda = client.get_cuda_shared_memory_status(as_json=True) if proto == "grpc" else client.get_cuda_shared_memory_status()
+            expect_eq(cuda, {} if proto == "grpc" else [], "CUDA shm status: no regions")
+            expect_server_error(lambda: client.register_cuda_shared_memory("cuda_region", "AA==" if proto == "http" else b"\0" * 64, 0, 64), invalid, contains="GPUs not supported")
         finally:
             shm.destroy_shared_memory_region(ih)
             shm.destroy_shared_memory_region(oh)

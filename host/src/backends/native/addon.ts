@@ -37,6 +37,12 @@ export interface AddonRequest extends BackendRequestFields {
   outputs: readonly string[];
   /** Flattened parameters: [key0, value0, key1, value1, ...]. */
   params: (string | number | boolean | bigint)[];
+  /**
+   * The scheduler can run the request again (`ResponseSender.reschedule`): the backend may
+   * release it with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE. Not carried by the isolation ring
+   * (an isolated backend's RESCHEDULE is refused with Triton's INVALID_ARG).
+   */
+  reschedulable?: boolean;
 }
 
 /** Timestamps a backend reported, ns of CLOCK_MONOTONIC (= process.hrtime.bigint()). */
@@ -66,8 +72,19 @@ export type AddonEvent =
       /** Absent for a flags-only response (TRITONBACKEND_ResponseFactorySendFlags). */
       outputs?: AddonTensor[];
       parameters?: Record<string, string | number | boolean | bigint>;
+      /**
+       * Instead of a FINAL (never with one, never with a response): a request released with
+       * RESCHEDULE sends nothing more (WARDEN_RESPONSE_CLOSED).
+       */
+      closed?: boolean;
     }
-  | { t: 1; token: number; stats?: AddonTimestamps & { success: boolean } };
+  | {
+      t: 1;
+      token: number;
+      stats?: AddonTimestamps & { success: boolean };
+      /** Released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE: the request is to run again. */
+      rescheduled?: boolean;
+    };
 
 export interface AddonInstanceSpec {
   name: string;
@@ -87,8 +104,13 @@ export interface InstanceHandle {
   execute(requests: AddonRequest[]): Promise<AddonExecStats | undefined>;
   /** TRITONBACKEND_ModelInstanceFinalize, then the thread is stopped and the instance freed. */
   finalize(): Promise<void>;
-  /** TRITONBACKEND_ModelInstanceReady (true if the backend does not implement it). */
+  /** TRITONBACKEND_ModelInstanceReady on the JS thread (true if the backend does not implement it). */
   isReady(): boolean;
+  /**
+   * TRITONBACKEND_ModelInstanceReady on a thread of its own: resolves when ready, rejects with the
+   * backend's error. The instance must not be finalized while it runs.
+   */
+  checkReady(): Promise<void>;
   /** Requests not yet both final-responded and released. */
   outstanding(): number;
   /**

@@ -26,8 +26,14 @@ import {
   type ModelHandle,
 } from './addon.js';
 
-/** How long `finalize` waits for outstanding requests to be released before finalizing anyway. */
+/**
+ * How long `finalize` waits for outstanding requests to be released before finalizing anyway,
+ * when its caller gives no deadline (an unload gives the rest of its exit timeout).
+ */
 export const FINALIZE_DRAIN_TIMEOUT_MS = 30_000;
+
+/** How long a readiness check waits for TRITONBACKEND_ModelInstanceReady before answering not ready. */
+export const READY_CHECK_TIMEOUT_MS = 10_000;
 
 /** Hang containment of one instance (issue 12 point 3). */
 export interface InstanceLimits {
@@ -50,7 +56,8 @@ function flattenParameters(params: Record<string, ParameterValue>): ParameterVal
   return flat;
 }
 
-function toAddonRequest(token: number, r: InferenceRequest): AddonRequest {
+/** `reschedulable`: the request's sender offers `reschedule` (an iterative sequence's request). */
+function toAddonRequest(token: number, r: InferenceRequest, reschedulable: boolean): AddonRequest {
   return {
     token,
     id: r.id,
@@ -62,6 +69,7 @@ function toAddonRequest(token: number, r: InferenceRequest): AddonRequest {
     inputs: r.inputs,
     outputs: r.requestedOutputs,
     params: flattenParameters(r.parameters),
+    reschedulable,
   };
 }
 
@@ -72,6 +80,21 @@ function responseParameters(
   const out: Record<string, ParameterValue> = {};
   for (const [k, v] of Object.entries(p)) out[k] = typeof v === 'bigint' ? v.toString() : v;
   return out;
+}
+
+/** Whether `p` settles before `deadlineMs` (a `Date.now()` time); never rejects. */
+async function waitUntil(p: Promise<unknown>, deadlineMs: number): Promise<boolean> {
+  const ms = deadlineMs - Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => {
+    timer = setTimeout(() => r(false), Math.max(0, ms));
+    timer.unref();
+  });
+  try {
+    return await Promise.race([p.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export class NativeModelInstance implements BackendModelInstance {
@@ -85,6 +108,8 @@ export class NativeModelInstance implements BackendModelInstance {
   private stuck?: string;
   /** Requests the backend never released (counted when the instance was finalized or given up). */
   leakedRequests = 0;
+  /** A TRITONBACKEND_ModelInstanceReady call still running on its own thread. */
+  private readyCheck?: Promise<string | undefined>;
 
   private constructor(
     private readonly name: string,
@@ -140,7 +165,7 @@ export class NativeModelInstance implements BackendModelInstance {
       const token = this.nextToken;
       this.nextToken = this.nextToken >= 0xfffffffe ? 1 : this.nextToken + 1;
       this.pending.set(token, { sender: senders[i]!, request: requests[i]!, final: false, released: false });
-      batch[i] = toAddonRequest(token, requests[i]!);
+      batch[i] = toAddonRequest(token, requests[i]!, typeof senders[i]!.reschedule === 'function');
     }
     try {
       this.executing = true;
@@ -201,9 +226,42 @@ export class NativeModelInstance implements BackendModelInstance {
     return this.stuck;
   }
 
-  /** TRITONBACKEND_ModelInstanceReady. */
+  /**
+   * Whether the instance takes requests: until it is finalized. Never asks the backend: as in
+   * Triton, TRITONBACKEND_ModelInstanceReady answers readiness checks only ({@link checkReady});
+   * an instance the backend reports not ready still gets its requests and answers them (with its
+   * error), so no request waits on it.
+   */
   isReady(): boolean {
-    return this.handle.isReady();
+    return this.finalizing === undefined;
+  }
+
+  /**
+   * TRITONBACKEND_ModelInstanceReady for a readiness check (spec §7.1: `/ready`, ModelReady, the
+   * repository index), run on a thread of its own (Triton's python backend answers it with the
+   * model's `is_ready()` through its stub). Concurrent checks share one call. Resolves undefined
+   * when ready, else the backend's message; bounded by {@link READY_CHECK_TIMEOUT_MS}. Never rejects.
+   */
+  checkReady(): Promise<string | undefined> {
+    if (this.finalizing !== undefined) return Promise.resolve(`instance '${this.name}' is finalized`);
+    if (this.stuck !== undefined) return Promise.resolve(this.stuck);
+    if (!this.readyCheck) {
+      const call = this.handle.checkReady().then(
+        () => undefined,
+        (e: unknown) => fromAddonError(e).message,
+      );
+      this.readyCheck = call;
+      void call.finally(() => {
+        if (this.readyCheck === call) this.readyCheck = undefined;
+      });
+    }
+    const call = this.readyCheck;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((r) => {
+      timer = setTimeout(() => r(`TRITONBACKEND_ModelInstanceReady of instance '${this.name}' did not answer within ${READY_CHECK_TIMEOUT_MS} ms`), READY_CHECK_TIMEOUT_MS);
+      timer.unref();
+    });
+    return Promise.race([call, late]).finally(() => clearTimeout(timer));
   }
 
   /** Requests handed to the backend and not yet both answered (FINAL) and released. */
@@ -212,11 +270,17 @@ export class NativeModelInstance implements BackendModelInstance {
   }
 
   /**
-   * Wait (up to {@link FINALIZE_DRAIN_TIMEOUT_MS}) until every request was released, then
-   * TRITONBACKEND_ModelInstanceFinalize and free the instance and its thread.
+   * Wait until every request was released (until `deadlineMs`, a `Date.now()` time, if given:
+   * an unload's exit timeout; else up to {@link FINALIZE_DRAIN_TIMEOUT_MS}) and for a running
+   * readiness check, then TRITONBACKEND_ModelInstanceFinalize and free the instance and its thread.
    */
-  finalize(): Promise<void> {
+  finalize(deadlineMs?: number): Promise<void> {
     this.finalizing ??= (async () => {
+      const deadline = deadlineMs ?? Date.now() + FINALIZE_DRAIN_TIMEOUT_MS;
+      if (this.readyCheck && !(await waitUntil(this.readyCheck, deadline))) {
+        // The backend's ModelInstanceReady does not return: Finalize must not run beside it.
+        this.stuck ??= `instance '${this.name}' was given up while inside TRITONBACKEND_ModelInstanceReady`;
+      }
       if (this.stuck !== undefined || this.executing) {
         // Its thread is still inside Execute (the caller already waited the exit timeout):
         // Finalize would queue behind it for ever. Give the instance up so unload and shutdown end.
@@ -232,8 +296,7 @@ export class NativeModelInstance implements BackendModelInstance {
       }
       if (this.pending.size > 0) {
         const drained = new Promise<void>((r) => (this.drained = r));
-        const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), FINALIZE_DRAIN_TIMEOUT_MS).unref());
-        if ((await Promise.race([drained, timeout])) === 'timeout') {
+        if (!(await waitUntil(drained, deadline))) {
           this.leakedRequests = [...this.pending.values()].filter((p) => !p.released).length;
           this.logger.warn({ outstanding: this.pending.size, unreleased: this.leakedRequests }, 'finalizing with requests the backend never released');
         }
@@ -256,13 +319,19 @@ export class NativeModelInstance implements BackendModelInstance {
         continue;
       }
       try {
-        if (ev.t === 0) {
+        if (ev.t === 0 && ev.closed) {
+          // A request released with RESCHEDULE sends nothing more; its next run answers it.
+          p.final = true;
+        } else if (ev.t === 0) {
           if (ev.error) p.sender.sendError(tritonErrorOf(ev.error.code, ev.error.message), ev.final);
           else if (ev.outputs) p.sender.send({ outputs: ev.outputs, parameters: responseParameters(ev.parameters) }, ev.final);
           else if (ev.final) p.sender.send(null, true);
           if (ev.final) p.final = true;
         } else {
           p.released = true;
+          // Released with RESCHEDULE (the core accepts it only for a reschedulable request): the
+          // request runs again as a new one; its inputs are no longer borrowed by this run.
+          if (ev.rescheduled) p.sender.reschedule?.();
         }
       } catch (e) {
         this.logger.error({ err: e, request: p.request.id }, 'response delivery failed');

@@ -23,7 +23,7 @@
  * still reach `execute` while `is_ready()` says False.
  */
 import type { Logger } from 'pino';
-import { internal, TritonError, unavailable } from '../../core/errors.js';
+import { internal, invalidArg, TritonError, unavailable } from '../../core/errors.js';
 import type { BackendModelInstance, ExecuteTimings, InferenceRequest, ResponseSender } from '../../core/types.js';
 import type { BlsBridge } from './bls.js';
 import type { PythonMetrics } from './metrics.js';
@@ -39,6 +39,8 @@ export const FINALIZE_TIMEOUT_MS = 10_000;
 export const IS_READY_TIMEOUT_MS = 5_000;
 /** Default time one `is_ready()` answer is reused for later probes (ms). */
 export const IS_READY_CACHE_MS = 250;
+/** Triton core's answer to a RESCHEDULE release the model's scheduler cannot take (infer_request.cc). */
+export const RESCHEDULE_REFUSED = 'Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag.';
 /** Restart back-off bounds (ms). */
 const RESTART_MIN_MS = 100;
 const RESTART_MAX_MS = 10_000;
@@ -308,12 +310,30 @@ export class PythonInstance implements BackendModelInstance {
     if (Array.isArray(m.responses)) for (const r of m.responses as Record<string, unknown>[]) this.onResponse(stub, r);
     const computeEndNs = process.hrtime.bigint();
     const error = m.error !== undefined ? internal(String(m.error)) : undefined;
+    if (!error && Array.isArray(m.rescheduled)) this.reschedule(ex.eid, m.rescheduled);
     if (error || !this.opts.decoupled) {
       // The host sends the error (or "no response") to every request without a final response.
       for (const [rid, e] of this.inflight) if (e.eid === ex.eid) this.inflight.delete(rid);
     }
     if (error) ex.reject(error);
     else ex.resolve({ computeStartNs: ex.startNs, computeEndNs });
+  }
+
+  /**
+   * Requests `execute` released with `set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)`
+   * (spec §6.7 item 6): the scheduler runs each again as a new request (an iterative sequence's
+   * sender offers `reschedule`); elsewhere the request gets Triton's INVALID_ARG as its FINAL
+   * response. Called before the execution resolves, so the scheduler holds the request throughout.
+   */
+  private reschedule(eid: number, rids: unknown[]): void {
+    for (const v of rids) {
+      const rid = Number(v);
+      const e = this.inflight.get(rid);
+      if (!e || e.eid !== eid) continue;
+      this.inflight.delete(rid);
+      if (e.sender.reschedule) e.sender.reschedule();
+      else e.sender.sendError(invalidArg(RESCHEDULE_REFUSED), true);
+    }
   }
 
   private onExit(stub: StubProcess, reason: string): void {

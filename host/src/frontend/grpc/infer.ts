@@ -142,6 +142,7 @@ export function decodeModelInferRequest(
     const target = shmParameters(o.parameters, `output '${name}'`);
     if (target !== undefined) {
       if (!shm) throw shmDisabled();
+      shm.hold(target);
       shmOutputs.set(name, target);
     }
     const k = o.parameters.classification;

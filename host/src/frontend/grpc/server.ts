@@ -1,5 +1,7 @@
 /**
  * The gRPC frontend: `inference.GRPCInferenceService` (KServe v2 gRPC with Triton's extensions)
+ * and the standard `grpc.health.v1.Health` (health.ts), with tritonserver's
+ * `--grpc-restricted-protocol` groups (restricted.ts),
  * on @grpc/grpc-js, a thin converter over the data plane (core/server-api.ts) like the HTTP
  * frontend; it never touches the model manager.
  *
@@ -21,6 +23,9 @@ import type { TenantRegistry } from '../../tenancy/registry.js';
 import { GrpcAuth } from './auth.js';
 import { loadTritonService } from './proto.js';
 import { CallCount, grpcHandlers } from './service.js';
+import { GrpcHealth } from './health.js';
+import { GrpcRestrictions } from './restricted.js';
+import type { RestrictedFeatures } from '../restricted.js';
 import { ClientShm } from './shm.js';
 
 /** tritonserver's gRPC keepalive flags (ms; undefined = grpc-js / Triton default). */
@@ -52,6 +57,8 @@ export interface GrpcFrontendOptions {
   maxReceiveBytes: number;
   keepalive?: GrpcKeepalive;
   logger: Logger;
+  /** `--grpc-restricted-protocol` (restricted.ts); absent = every group open. */
+  restricted?: RestrictedFeatures;
 }
 
 /** The grpc-js server options for the flags (exported for tests). */
@@ -81,7 +88,11 @@ export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string,
   const logger = opts.logger.child({ component: 'grpc' });
   const calls = new CallCount();
   const auth = new GrpcAuth(opts.tenants, opts.logger.child({ component: 'auth' }), opts.api.requestRate);
-  server.addService(loadTritonService(opts.protosetPath), grpcHandlers({ api: opts.api, auth, logger, shm: new ClientShm(opts.shm), calls }));
+  const restricted = new GrpcRestrictions(opts.restricted);
+  server.addService(loadTritonService(opts.protosetPath), grpcHandlers({ api: opts.api, auth, logger, shm: new ClientShm(opts.shm), calls, restricted }));
+  // grpc.health.v1.Health, as Triton registers it (health.ts)
+  const health = new GrpcHealth(() => opts.api.isReady(), restricted);
+  server.addService(health.service, health.handlers());
   const bound = await new Promise<number>((resolve, reject) => {
     const addr = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
     server.bindAsync(addr, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
@@ -92,6 +103,8 @@ export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string,
     // graceMs; then every transport is closed (grpc-js's own graceful wait would also wait for
     // open but idle streams).
     async stop(graceMs) {
+      // Open health watches get NOT_SERVING and end before the transports close.
+      await health.drain(Math.min(graceMs, 1000));
       server.tryShutdown(() => undefined);
       const deadline = Date.now() + graceMs;
       while (calls.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

@@ -13,6 +13,7 @@ import { inferAndCollect, releaseTensors, type ServerApi } from '../../core/serv
 import type { CancellationSignal, Principal } from '../../core/types.js';
 import { fileOverridePath, type FileOverrides } from '../../repository/overrides.js';
 import type { GrpcAuth } from './auth.js';
+import { grpcCategoryOf, type GrpcRestrictions } from './restricted.js';
 import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion } from './infer.js';
 import type { ModelInferRequest } from './proto.js';
 import { callSignal } from './cancel.js';
@@ -30,6 +31,8 @@ export interface GrpcServiceContext {
   shm: ClientShm;
   /** Calls being handled (graceful shutdown waits for them). */
   calls: CallCount;
+  /** `--grpc-restricted-protocol` (restricted.ts): checked after authentication. */
+  restricted: GrpcRestrictions;
 }
 
 /** How many calls are being handled. */
@@ -53,6 +56,8 @@ function unary(ctx: GrpcServiceContext, fn: Unary, open = false) {
     void (async () => {
       try {
         const principal = open ? ctx.auth.anonymous() : await ctx.auth.principal(call.metadata, call.getPeer());
+        const refusal = ctx.restricted.refusal(call.getPath(), call.metadata);
+        if (refusal) throw refusal;
         done(null, await fn(principal, call.request, call));
       } catch (e) {
         if (!(e instanceof TritonError)) ctx.logger.error({ err: e }, 'unhandled error in gRPC handler');
@@ -129,7 +134,7 @@ function traceResponse(json: Record<string, unknown>): { settings: Record<string
 export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHandleCall> {
   const { api, shm } = ctx;
   const u = (fn: Unary, open = false) => unary(ctx, fn, open) as UntypedHandleCall;
-  return {
+  const handlers: Record<string, UntypedHandleCall> = {
     ServerLive: u(() => ({ live: api.isLive() }), true),
     ServerReady: u(() => ({ ready: api.isReady() }), true),
     ModelReady: u(async (p, r) => ({ ready: await modelReady(api, p, str(r.name), parseModelVersion(str(r.version))) })),
@@ -176,16 +181,16 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
     SystemSharedMemoryStatus: u((p, r) => shm.status(p, str(r.name))),
     SystemSharedMemoryRegister: u((p, r) => shm.register(p, str(r.name), str(r.key), (r.offset as string | undefined) ?? 0, (r.byte_size as string | undefined) ?? 0)),
     SystemSharedMemoryUnregister: u((p, r) => shm.unregister(p, str(r.name))),
-    CudaSharedMemoryStatus: u(() => ({ regions: {} })),
-    CudaSharedMemoryRegister: u(() => {
-      throw unsupported('CUDA shared memory is not supported: this server has no GPU memory path');
-    }),
-    CudaSharedMemoryUnregister: u(() => {
-      throw unsupported('CUDA shared memory is not supported: this server has no GPU memory path');
-    }),
+    // As Triton built without GPUs (server grpc_server.cc): no CUDA regions, register refused.
+    CudaSharedMemoryStatus: u((p, r) => shm.cudaStatus(p, str(r.name))),
+    CudaSharedMemoryRegister: u((_p, r) => shm.cudaRegister(str(r.name))),
+    CudaSharedMemoryUnregister: u(() => shm.cudaUnregister()),
     ModelInfer: u((p, r, call) => modelInfer(ctx, p, r as unknown as ModelInferRequest, callSignal(call), call.metadata)),
     ModelStreamInfer: ((call: Parameters<typeof handleStreamInfer>[1]) => handleStreamInfer(ctx, call)) as UntypedHandleCall,
   };
+  // Every RPC belongs to a --grpc-restricted-protocol group: an unclassified one fails the start.
+  for (const rpc of Object.keys(handlers)) grpcCategoryOf(rpc);
+  return handlers;
 }
 
 /** `ModelReady`: Triton's core answers "not ready" (no error) for a model it does not know. */
@@ -203,16 +208,22 @@ async function modelInfer(ctx: GrpcServiceContext, principal: Principal, req: Mo
   const model = req.model_name ?? '';
   const target = ctx.api.inferenceTarget(principal, model, parseModelVersion(req.model_version));
   if (target.decoupled) throw unsupported(`ModelInfer RPC doesn't support models with decoupled transaction policy`);
-  const { init, shmOutputs } = decodeModelInferRequest(stripReserved(req), model, target.version, ctx.shm.access(principal), () => ctx.shm.disabledError());
-  init.traceContext = traceContextFrom((name) => metadata.get(name)[0]);
-  const { version, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, signal);
-  if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
-  const response = responses[0]!;
+  const access = ctx.shm.access(principal);
   try {
-    ctx.shm.writeOutputs(principal, response, shmOutputs);
-    return encodeModelInferResponse(model, version, init.id, response, shmOutputs);
+    const { init, shmOutputs } = decodeModelInferRequest(stripReserved(req), model, target.version, access, () => ctx.shm.disabledError());
+    init.traceContext = traceContextFrom((name) => metadata.get(name)[0]);
+    const { version, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, signal);
+    if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
+    const response = responses[0]!;
+    try {
+      ctx.shm.writeOutputs(access, response, shmOutputs);
+      return encodeModelInferResponse(model, version, init.id, response, shmOutputs);
+    } finally {
+      releaseTensors(response.outputs);
+    }
   } finally {
-    releaseTensors(response.outputs);
+    // The regions this request used stay registered until here (core/shared-memory.ts).
+    access?.release();
   }
 }
 

@@ -2,6 +2,7 @@
 import type { SystemSharedMemory } from '../../core/shared-memory.js';
 import { clientShmDisabled } from '../../core/shared-memory.js';
 import type { InferenceResponse, Principal } from '../../core/types.js';
+import { invalidArg } from '../../core/errors.js';
 import type { ShmAccess, ShmTarget } from '../../core/shared-memory.js';
 
 export class ClientShm {
@@ -26,15 +27,38 @@ export class ClientShm {
     return {};
   }
 
-  /** Input reads for one principal, or undefined when client shared memory is off. */
+  /**
+   * `CudaSharedMemoryRegister` on a server without GPUs: Triton's INVALID_ARG (server
+   * `grpc_server.cc` without TRITON_ENABLE_GPU: no client-shm check first).
+   * @throws TritonError INVALID_ARG always
+   */
+  cudaRegister(name: string): never {
+    throw invalidArg(`failed to register CUDA shared memory region: '${name}', GPUs not supported`);
+  }
+
+  /**
+   * One request's lease on the principal's regions (release it when the request's last response is
+   * done), or undefined when client shared memory is off.
+   */
   access(p: Principal): ShmAccess | undefined {
     return this.shm.access(p);
   }
 
+  /** `CudaSharedMemoryStatus`: no GPU regions (Triton built without GPUs). @throws TritonError NOT_FOUND for a name */
+  cudaStatus(p: Principal, name: string): { regions: Record<string, unknown> } {
+    this.shm.cudaStatus(p, name);
+    return { regions: {} };
+  }
+
+  /** `CudaSharedMemoryUnregister`: nothing is registered; UNSUPPORTED while client shm is off. */
+  cudaUnregister(): object {
+    if (!this.shm.enabled) throw clientShmDisabled();
+    return {};
+  }
+
   /** Copy the outputs the client placed in shared memory (the caller releases the response). @throws TritonError */
-  writeOutputs(p: Principal, response: InferenceResponse, targets: ReadonlyMap<string, ShmTarget>): void {
+  writeOutputs(access: ShmAccess | undefined, response: InferenceResponse, targets: ReadonlyMap<string, ShmTarget>): void {
     if (targets.size === 0) return;
-    const access = this.shm.access(p);
     for (const t of response.outputs) {
       const target = targets.get(t.name);
       if (target && access) access.write(target, t.data, t.name);

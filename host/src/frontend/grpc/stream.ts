@@ -15,6 +15,7 @@ import { AccessError, TritonError } from '../../core/errors.js';
 import { redactAbsolutePaths } from '../../core/public-errors.js';
 import { releaseTensors } from '../../core/server-api.js';
 import type { InferenceResponse, Principal, ResponseSender } from '../../core/types.js';
+import type { ShmAccess } from '../../core/shared-memory.js';
 import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion } from './infer.js';
 import type { ModelInferRequest } from './proto.js';
 import type { GrpcServiceContext } from './service.js';
@@ -51,6 +52,18 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
     if (grpcErrors) endWithStatus(pub);
     else write({ error_message: redactAbsolutePaths(pub.message), infer_response: { id } });
   };
+  // --grpc-restricted-protocol (restricted.ts): a stream without the `inference` metadata is ended
+  // at once with UNAVAILABLE, as Triton's stream_infer_handler.cc; in multi-tenant mode after its
+  // credentials are checked, as every other call (no credentials: UNAUTHENTICATED).
+  const refusal = ctx.restricted.refusal('ModelStreamInfer', call.metadata);
+  if (refusal) {
+    call.on('error', () => undefined);
+    ctx.auth.principal(call.metadata, call.getPeer()).then(
+      () => endWithStatus(refusal),
+      (e: unknown) => endWithStatus(ctx.api.publicError(e)),
+    );
+    return;
+  }
   // Every request on the stream is authenticated and counted against the tenant's request rate
   // on its own (a stream is no way around the rate, and a token revoked mid-stream stops working).
   // Over its rate, the request gets an error message; bad credentials end the stream with
@@ -99,9 +112,12 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
     // Until the model is known to be decoupled, this request's writes keep their place in order.
     let ordered = true;
     const emit = (write: () => void) => (ordered ? place.write(write) : write());
+    let access: ShmAccess | undefined;
     const finish = () => {
       if (done) return;
       done = true;
+      // The regions this request used stay registered until its last write (core/shared-memory.ts).
+      if (access) emit(() => access!.release());
       place.done();
       pending--;
       ctx.calls.end();
@@ -115,7 +131,8 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
         ordered = false;
         place.done();
       }
-      const { init, shmOutputs } = decodeModelInferRequest(req, model, target.version, ctx.shm.access(principal), () => ctx.shm.disabledError());
+      access = ctx.shm.access(principal);
+      const { init, shmOutputs } = decodeModelInferRequest(req, model, target.version, access, () => ctx.shm.disabledError());
       init.traceContext = traceContext;
       let version = target.version;
       const send = (response: InferenceResponse | null, final: boolean) => {
@@ -123,7 +140,7 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
         if (response) {
           emit(() => {
             try {
-              ctx.shm.writeOutputs(principal, response, shmOutputs);
+              ctx.shm.writeOutputs(access, response, shmOutputs);
               write({ infer_response: encodeModelInferResponse(model, version, init.id, response, shmOutputs, flag) });
             } catch (e) {
               writeError(e, id);

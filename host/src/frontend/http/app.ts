@@ -25,6 +25,8 @@ import type { CancellationSignal, Principal } from '../../core/types.js';
 import type { TenantConfig } from '../../tenancy/types.js';
 import { answerClientError } from './claim.js';
 import { installTraceRoutes } from './trace.js';
+import { restrictRoutes } from './restricted.js';
+import type { Restriction } from '../restricted.js';
 
 /** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms (shared with gRPC). */
 export { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
@@ -51,6 +53,8 @@ export interface HttpFrontend {
   app: FastifyInstance;
   /** Whether plain `/infer` requests may be claimed ahead of Fastify (the fast path is on). */
   claims: boolean;
+  /** `--http-restricted-api`'s `inference` restriction: only requests holding it may be claimed (restricted.ts). */
+  claimRestriction: Restriction | undefined;
   /**
    * A claimed `/infer` request a front-end thread read: authenticated (multi-tenant), admitted,
    * then fast-path.ts#serveClaimed. @returns undefined when Fastify must answer it (closing,
@@ -104,6 +108,8 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
     clientErrorHandler: answerClientError,
   });
   app.server.maxConnections = ctx.limits.maxConnections;
+  // Every route registered below is classified and, when its group is restricted, checked.
+  restrictRoutes(app, ctx.restricted);
   // Fastify sets its own closing flag (503 to new requests) just before the preClose hooks run.
   app.addHook('preClose', (done) => {
     closing = true;
@@ -228,6 +234,7 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   return {
     app,
     claims: fastPath,
+    claimRestriction: ctx.restricted?.inference,
     serveRing,
     listener: () => app.server.listeners('request')[0] as RequestListener,
     serverSettings: () => ({

@@ -15,10 +15,18 @@ export const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof
 export { clientShmDisabled } from '../../core/shared-memory.js';
 
 /**
- * Most chunks a chunked request body may arrive in (about 512 bytes a chunk for a 64 MiB body):
- * each chunk costs a callback, so a body of a million one-byte chunks is refused early.
+ * Most non-empty chunks a chunked request body may arrive in, Triton's cap (server
+ * `http_server.cc` kMaxChunkedChunks): each chunk costs a callback, so a body of a million
+ * one-byte chunks is refused early. Counted as Node's HTTP parser delivers the body: one piece per
+ * chunk, or more for a chunk split across socket reads, so every body Triton refuses is refused
+ * and a body whose large chunks straddle reads may be refused a little before Triton would.
  */
-export const MAX_BODY_CHUNKS = 1 << 17;
+export const MAX_BODY_CHUNKS = 1 << 16;
+
+/** Triton's text for a chunked body over {@link MAX_BODY_CHUNKS} (INVALID_ARG, 400; the connection is closed). */
+export function chunkLimitError(): TritonError {
+  return invalidArg(`Chunked request body exceeds maximum of ${MAX_BODY_CHUNKS} non-empty chunks. Send fewer or larger HTTP chunks.`);
+}
 
 /** Triton's text for a request over `--http-max-input-size` (INVALID_ARG, 400). */
 export function sizeLimitError(size: number | string, maxInputSize: number): TritonError {
@@ -58,7 +66,7 @@ export function readBody(payload: IncomingMessage, maxInputSize: number, done: (
     done(e);
   };
   const onData = (chunk: Buffer) => {
-    if (chunked && ++chunks > MAX_BODY_CHUNKS) return fail(invalidArg(`request body has more than ${MAX_BODY_CHUNKS} chunks`));
+    if (chunked && chunk.length > 0 && ++chunks > MAX_BODY_CHUNKS) return fail(chunkLimitError());
     const need = length + chunk.length;
     if (need > maxInputSize) return fail(sizeLimitError(need, maxInputSize));
     if (need > buf.length) {

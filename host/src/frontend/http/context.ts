@@ -7,6 +7,7 @@ import type { Principal } from '../../core/types.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
 import type { CodecPool } from './codec/pool.js';
 import type { HttpLimits } from './limits.js';
+import type { RestrictedFeatures } from '../restricted.js';
 
 /** Who sends `req`: the authenticated principal (multi-tenant mode) or the operator (single-user). */
 export type PrincipalOf = (req: FastifyRequest) => Principal;
@@ -29,6 +30,8 @@ export interface HttpFrontendOptions {
    * `--http-fast-path`, default true). Off: every request goes through Fastify.
    */
   fastPath?: boolean;
+  /** `--http-restricted-api`: API groups answered only with their header (restricted.ts); absent = all open. */
+  restricted?: RestrictedFeatures;
 }
 
 /** What every route handler gets: the options plus the principal of each request. */

@@ -14,7 +14,8 @@
  * (`[A-Za-z0-9_][A-Za-z0-9_.-]*`, ≤ 255 bytes: nothing to percent-decode), no query string, a
  * `Content-Length` under {@link OFFLOAD_BYTES}, no `Content-Encoding` or `Transfer-Encoding`, a
  * `Content-Type` that is absent, `application/json` or `application/octet-stream`, an
- * `Accept-Encoding` that chooses identity, the server not closing, client shared memory off, and
+ * `Accept-Encoding` that chooses identity, the server not closing, client shared memory off, the
+ * `inference` header when `--http-restricted-api` restricts that group (restricted.ts), and
  * (multi-tenant) credentials that authenticate. Anything else, including a failed authentication
  * (Fastify then authenticates again, audits and answers 401), goes to Fastify before a byte of the
  * body is read.
@@ -30,6 +31,7 @@ import { OFFLOAD_BYTES } from './codec/pool.js';
 import type { FrontendContext } from './context.js';
 import { connectionSignal, inferAnswer, inferTarget } from './infer.js';
 import { type HttpAnswer, errorAnswer, overQuotaDelay } from './routing.js';
+import { requestSatisfies } from './restricted.js';
 
 export { type InferRoute, matchInferUrl } from './claim.js';
 
@@ -86,6 +88,7 @@ export async function serveClaimed(ctx: FrontendContext, route: InferRoute, prin
  */
 export function inferFastPath(opts: InferFastPathOptions, fallback: RequestListener): RequestListener {
   const { ctx, rate, closing } = opts;
+  const inference = ctx.restricted?.inference;
 
   /** Write `a` (or, once held back, what it resolves to) unless the client went away meanwhile. */
   const answer = (res: ServerResponse, a: HttpAnswer | Promise<HttpAnswer>): void => {
@@ -118,7 +121,8 @@ export function inferFastPath(opts: InferFastPathOptions, fallback: RequestListe
 
   return (req, res) => {
     const route = req.method === 'POST' && !closing() ? matchInferUrl(req.url) : undefined;
-    if (!route || !plainRequest(req, OFFLOAD_BYTES)) return fallback(req, res);
+    // Without the `inference` header (--http-restricted-api), Fastify answers 403 (restricted.ts).
+    if (!route || !plainRequest(req, OFFLOAD_BYTES) || (inference !== undefined && !requestSatisfies(req, inference))) return fallback(req, res);
     const tenants = ctx.tenants;
     if (!tenants) return serve(req, res, route, SINGLE_USER, undefined);
     tenants.authenticate(req.headers.authorization).then(

@@ -6,7 +6,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ModelConfig } from '../../config/types.js';
 import { TritonError, asTritonError, invalidArg } from '../../core/errors.js';
-import { redactAbsolutePaths } from '../../core/public-errors.js';
 import { emptyRequestInit, requestParameter } from '../../core/request-parameters.js';
 import { inferAndCollect, releaseTensors } from '../../core/server-api.js';
 import type { InferenceRequestInit, InferenceResponse, ResponseSender, Tensor } from '../../core/types.js';
@@ -17,6 +16,7 @@ import type { FrontendContext } from './context.js';
 import { parseRequestJson } from './json-text.js';
 import { connectionSignal } from './infer.js';
 import { traceContextFrom } from '../../trace/context.js';
+import { tritonErrorAnswer } from './routing.js';
 
 /**
  * Shape for `n` elements from config dims (spec §3.6): fixed dims must divide `n`, the innermost
@@ -134,11 +134,13 @@ export async function handleGenerateStream(ctx: FrontendContext, req: FastifyReq
   await new Promise<void>((resolve, reject) => {
     let started = false;
     let ended = false;
-    const start = (): void => {
+    // The first response, or error, starts the event stream with its status (Triton
+    // http_server.cc GenerateRequestClass::InferResponseComplete: HttpCodeFromError of the first).
+    const start = (status = 200): void => {
       if (started) return;
       started = true;
       reply.hijack();
-      reply.raw.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' });
+      reply.raw.writeHead(status, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' });
     };
     const write = (payload: string): void => {
       start();
@@ -162,12 +164,12 @@ export async function handleGenerateStream(ctx: FrontendContext, req: FastifyReq
       },
       sendError(e: TritonError, final) {
         if (ended) return;
-        if (!started) {
-          ended = true;
-          reject(e);
-          return;
-        }
-        write(JSON.stringify({ error: redactAbsolutePaths(ctx.api.publicError(e).message) }));
+        // An error from the model, even the first response, is an event of the stream (Triton
+        // GenerateRequestClass::AddErrorJson); errors before the request is queued are thrown
+        // by `infer` and answered as JSON.
+        const answer = tritonErrorAnswer(ctx.api.publicError(e));
+        start(answer.status);
+        write(answer.body as string);
         if (final) end();
       },
     };

@@ -192,7 +192,9 @@ export function decodeInferRequest(
       const p = objectOrUndefined(raw.parameters);
       if (p?.shared_memory_region !== undefined) {
         if (!shm) throw clientShmDisabled();
-        (formats.shm ??= new Map()).set(raw.name, shmTarget(p, `output '${raw.name}'`));
+        const target = shmTarget(p, `output '${raw.name}'`);
+        shm.hold(target);
+        (formats.shm ??= new Map()).set(raw.name, target);
       }
       if (p?.classification !== undefined) {
         const k = p.classification;
@@ -200,10 +202,10 @@ export function decodeInferRequest(
         if (!bigCount && (typeof k !== 'number' || !Number.isSafeInteger(k) || k < 0)) throw jsonAccessError('classification', 'unsigned-integer', 'Unable to set');
         ((init.classification ??= new Map()) as Map<string, number>).set(raw.name, bigCount ? Number.MAX_SAFE_INTEGER : (k as number));
       }
-      if (p?.binary_data !== undefined) {
-        if (typeof p.binary_data !== 'boolean') throw jsonAccessError('binary_data', 'boolean');
-        formats.perOutput.set(raw.name, p.binary_data);
-      }
+      if (p?.binary_data !== undefined && typeof p.binary_data !== 'boolean') throw jsonAccessError('binary_data', 'boolean');
+      // A listed output is binary only with its own `binary_data: true`; `binary_data_output` is
+      // the default of outputs not listed (Triton http_server.cc CheckBinaryOutputData).
+      formats.perOutput.set(raw.name, p?.binary_data === true);
       init.requestedOutputs.push(raw.name);
     }
   }

@@ -12,6 +12,7 @@ import { checkJsonOutputSize, renderInferResponse } from './infer-response.js';
 import { DEFAULT_HTTP_LIMITS } from './limits.js';
 import { type HttpAnswer, sendAnswer } from './routing.js';
 import { traceContextFrom } from '../../trace/context.js';
+import type { ShmAccess } from '../../core/shared-memory.js';
 
 /**
  * The data plane's `CancellationSignal` shape without an AbortController per request, fired by
@@ -92,6 +93,16 @@ export function inferTarget(ctx: FrontendContext, principal: Principal, model: s
  */
 export async function inferAnswer(ctx: FrontendContext, principal: Principal, model: string, target: InferenceTarget, body: Buffer, headers: IncomingHttpHeaders, signal: CancellationSignal): Promise<HttpAnswer> {
   const shm = ctx.shm.access(principal);
+  if (!shm) return inferWith(ctx, principal, model, target, body, headers, signal, undefined);
+  try {
+    return await inferWith(ctx, principal, model, target, body, headers, signal, shm);
+  } finally {
+    // The regions this request used stay registered until here (core/shared-memory.ts).
+    shm.release();
+  }
+}
+
+async function inferWith(ctx: FrontendContext, principal: Principal, model: string, target: InferenceTarget, body: Buffer, headers: IncomingHttpHeaders, signal: CancellationSignal, shm: ShmAccess | undefined): Promise<HttpAnswer> {
   const hl = headerLength(headers);
   // A large JSON part is parsed on a codec worker (codec/pool.ts), not on the event loop. Not when
   // client shared memory is on for this caller: inputs read from regions need the server's access.

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { AccessError, TritonError, httpStatusOf } from '../../core/errors.js';
 import { redactAbsolutePaths } from '../../core/public-errors.js';
 import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
+import { requestSatisfies, restrictedError, routeRestriction } from './restricted.js';
 
 export type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | unknown;
 
@@ -19,9 +20,19 @@ const ALL_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']
  * `[^/]+`): 404 `{"error":"Not Found"}`, whatever the method.
  */
 export function route(app: FastifyInstance, url: string, handlers: { GET?: Handler; POST?: Handler }): void {
+  // `--http-restricted-api` (restricted.ts): checked after authentication, before the method
+  // check and before the body is read, as Triton checks it first in each handler. A path that is
+  // not one of Triton's (empty segment, non-digit version) is left to the handler's 404.
+  const restriction = routeRestriction(app, url);
   app.route({
     method: [...ALL_METHODS],
     url,
+    ...(restriction && {
+      onRequest: (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+        if (hasEmptyParam(req.params) || parseVersion((req.params as { version?: string }).version) === undefined || requestSatisfies(req.raw, restriction)) return done();
+        done(restrictedError(restriction));
+      },
+    }),
     // Not async: the handler's own promise (if any) is what Fastify waits on, and a synchronous
     // answer costs no promise at all. A synchronous throw reaches Fastify's error handler as a
     // rejection would.

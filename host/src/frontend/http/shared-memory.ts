@@ -1,11 +1,12 @@
 /**
  * The shared-memory extensions over HTTP (spec §3.3): `/v2/systemsharedmemory[/region/{r}]/
  * {status,register,unregister}` on core/shared-memory.ts (off unless `--allow-client-shm`:
- * status lists nothing, register / unregister are UNSUPPORTED), and
- * `/v2/cudasharedmemory/...`: status lists nothing, register is UNSUPPORTED (no GPU memory path).
+ * register / unregister are UNSUPPORTED), and `/v2/cudasharedmemory/...` as Triton built without
+ * GPUs: status lists nothing, unregister succeeds, register is INVALID_ARG.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { invalidArg, unsupported } from '../../core/errors.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { invalidArg } from '../../core/errors.js';
+import { clientShmDisabled } from '../../core/shared-memory.js';
 import { isJsonObject, optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
 import { route } from './routing.js';
@@ -28,13 +29,24 @@ export function installSharedMemoryRoutes(app: FastifyInstance, ctx: FrontendCon
   route(app, '/v2/systemsharedmemory/region/:region/unregister', { POST: (q, r) => (shm.unregister(ctx.principalOf(q), region(q)), r.code(200).send()) });
   route(app, '/v2/systemsharedmemory/unregister', { POST: (q, r) => (shm.unregister(ctx.principalOf(q), ''), r.code(200).send()) });
 
-  const cuda = () => {
-    throw unsupported('CUDA shared memory is not supported: this server has no GPU memory path');
+  // CUDA shared memory on a server without GPUs, as Triton built without TRITON_ENABLE_GPU
+  // (server `http_server.cc` HandleCudaSharedMemory): status lists nothing, unregister succeeds
+  // (nothing is registered), register is INVALID_ARG; register / unregister are UNSUPPORTED while
+  // client shared memory is off.
+  route(app, '/v2/cudasharedmemory/status', { GET: (q, r) => r.send(shm.cudaStatus(ctx.principalOf(q), '')) });
+  route(app, '/v2/cudasharedmemory/region/:region/status', { GET: (q, r) => r.send(shm.cudaStatus(ctx.principalOf(q), region(q))) });
+  const cudaRegister = (q: FastifyRequest) => {
+    if (!shm.enabled) throw clientShmDisabled();
+    const name = region(q);
+    if (name === '') throw invalidArg("'region name' is necessary to register cuda shared memory region");
+    throw invalidArg(`failed to register CUDA shared memory region: '${name}', GPUs not supported`);
   };
-  route(app, '/v2/cudasharedmemory/status', { GET: (_q, r) => r.send([]) });
-  route(app, '/v2/cudasharedmemory/region/:region/status', { GET: (_q, r) => r.send([]) });
-  for (const op of ['register', 'unregister']) {
-    route(app, `/v2/cudasharedmemory/${op}`, { POST: cuda });
-    route(app, `/v2/cudasharedmemory/region/:region/${op}`, { POST: cuda });
-  }
+  const cudaUnregister = (_q: FastifyRequest, r: FastifyReply) => {
+    if (!shm.enabled) throw clientShmDisabled();
+    return r.code(200).send();
+  };
+  route(app, '/v2/cudasharedmemory/register', { POST: cudaRegister });
+  route(app, '/v2/cudasharedmemory/region/:region/register', { POST: cudaRegister });
+  route(app, '/v2/cudasharedmemory/unregister', { POST: cudaUnregister });
+  route(app, '/v2/cudasharedmemory/region/:region/unregister', { POST: cudaUnregister });
 }

@@ -169,6 +169,8 @@ export interface FrontendThreadData {
   maxInputSize: number;
   /** Claim plain `/infer` requests (the fast path is on); false: proxy everything. */
   claim: boolean;
+  /** `--http-restricted-api`'s `inference` restriction: a request without it is proxied (Fastify answers 403). */
+  claimRestriction?: { header: string; value: string };
   /** `--http-max-connections` across all listeners: the shared counts (connection-budget.ts). */
   connections: SharedArrayBuffer;
   /** Fastify's HTTP server settings, mirrored so both listeners time out and keep alive alike. */

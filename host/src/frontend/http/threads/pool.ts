@@ -75,6 +75,8 @@ export interface FrontendThreadsOptions {
   maxInputSize: number;
   /** Claim plain `/infer` requests (the fast path is on); false: the threads proxy everything. */
   claim: boolean;
+  /** Claim only requests that hold this header and value (`--http-restricted-api` inference; http/restricted.ts). */
+  claimRestriction?: FrontendThreadData['claimRestriction'];
   server: FrontendThreadData['server'];
   /** `--http-max-connections` across the main listener and the threads (connection-budget.ts). */
   connections: ConnectionBudget;
@@ -173,6 +175,7 @@ export class FrontendThreads {
       socketPath: this.socketPath,
       maxInputSize: this.opts.maxInputSize,
       claim: this.opts.claim,
+      claimRestriction: this.opts.claimRestriction,
       connections: this.opts.connections.memory,
       server: this.opts.server,
     };

@@ -10,6 +10,7 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import { parentPort, workerData } from 'node:worker_threads';
 import { readBody } from '../body.js';
 import { answerClientError, matchInferUrl, plainRequest, writeAnswer } from '../claim.js';
+import { requestSatisfies } from '../restricted.js';
 import { OFFLOAD_BYTES } from '../codec/pool.js';
 import type { HttpAnswer } from '../routing.js';
 import { type FrontendThreadData, type FromThread, type ToThread, readAnswer, requestBytes, writeRequest } from './messages.js';
@@ -49,6 +50,8 @@ function serve(req: IncomingMessage, res: ServerResponse): void {
   const ihcl = req.headers['inference-header-content-length'];
   // a request with a client trace context goes to the main thread whole (the ring carries no such header)
   if (!route || !plainRequest(req, maxClaim) || Array.isArray(ihcl) || req.headers.traceparent !== undefined) return proxy.forward(req, res);
+  // without the `inference` header of --http-restricted-api: the main thread's Fastify answers 403
+  if (data.claimRestriction && !requestSatisfies(req, data.claimRestriction)) return proxy.forward(req, res);
   readBody(req, data.maxInputSize, (err, body) => {
     if (err) return void res.destroy(); // the client's stream failed: nobody to answer
     nextId = (nextId + 1) >>> 0;
