@@ -473,7 +473,7 @@ def run_execute(rt, model, msg, decoupled):
         req = pb_utils.InferenceRequest(
             model_name=msg.get("model", ""), requested_output_names=r["requested_outputs"],
             inputs=rt.tensors_in(r["inputs"], copy=False), request_id=r["id"],
-            correlation_id=r["correlation_id"], flags=r["flags"], timeout=r.get("timeout", 0),
+            correlation_id=int(r["correlation_id"]) if r.get("correlation_id_int") else r["correlation_id"], flags=r["flags"], timeout=r.get("timeout", 0),
             parameters=r.get("parameters") or {})
         req._rid = r["rid"]
         requests.append(req)

@@ -106,7 +106,7 @@ tritonserver flags Warden honours as Triton does:
                                   mode=opentelemetry exports spans over OTLP/HTTP: opentelemetry,url=
                                   (default http://localhost:4318/v1/traces), resource=<k>=<v>,
                                   bsp_max_queue_size, bsp_schedule_delay, bsp_max_export_batch_size
-  --trace-file / --trace-level / --trace-rate / --trace-count / --log-frequency   (deprecated forms)
+  --trace-file / --trace-level / --trace-rate / --trace-count / --trace-log-frequency   (deprecated forms)
   --allow-client-shm=<bool>       system shared memory over HTTP and gRPC (default false; CUDA shm: UNSUPPORTED)
   --http-restricted-api=<apis>:<key>=<value>
                                   answer these HTTP API groups only to requests with header <key>: <value>
@@ -228,7 +228,7 @@ function traceOptions(v: Record<string, string | string[] | boolean | undefined>
   one('trace-level', 'level');
   one('trace-rate', 'rate');
   one('trace-count', 'count');
-  one('log-frequency', 'log-frequency');
+  one('trace-log-frequency', 'log-frequency');
   for (const c of (v['trace-config'] as string[] | undefined) ?? []) {
     const m = /^(?:(triton|opentelemetry),)?([^,=]+)=(.*)$/.exec(c);
     if (!m) throw new UsageError(`--trace-config expects [<mode>,]<setting>=<value>, got '${c}'`);
@@ -451,7 +451,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
         'trace-level': multi,
         'trace-rate': str,
         'trace-count': str,
-        'log-frequency': str,
+        'trace-log-frequency': str,
         // tritonserver flags for features Warden lacks: accepted, warned about once
         ...Object.fromEntries(IGNORED_TRITON_FLAGS.map((f) => [f, multi])),
       },

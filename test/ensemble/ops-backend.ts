@@ -2,8 +2,9 @@
  * `backend: "ops"`, a small in-process test backend for ensemble tests. INT32 vectors; parameter
  * `op`: `inc` (OUT = IN + 1), `double` (OUT = 2 IN), `add` (OUT = A + B), `fail` (error INTERNAL
  * "step failed on purpose"), `split` (decoupled: one response OUT = [x] per element of IN);
- * `acc` (a sequence model: OUT = the running sum of IN over the requests of its tenant's
- * correlation ID, restarted by the START control input, in IN's shape); `delay_ms` holds the instance. Records
+ * `acc` (a sequence model: OUT = the running sum of IN over the requests of the correlation ID
+ * it is given, as an operator backend may keep state, restarted by the START control input, in
+ * IN's shape); `delay_ms` holds the instance. Records
  * each execution's interval and whether the request was cancelled by the end of the delay.
  */
 import { TritonError } from '../../host/src/core/errors.js';
@@ -42,7 +43,8 @@ class OpsBackend implements Backend {
                 s.send(null, true);
               } else if (op === 'acc') {
                 const x = input('IN');
-                const key = `${r.tenant}\u0000${String(r.correlationId)}`;
+                // The id alone (a backend never sees the tenant): the server scopes it.
+                const key = `${typeof r.correlationId === 'string' ? 's' : 'n'}${String(r.correlationId)}`;
                 const prev = input('START')[0] ? undefined : sums.get(key);
                 const sum = x.map((v, k) => v + (prev?.[k] ?? 0));
                 sums.set(key, sum);

@@ -190,6 +190,6 @@ describe('batch dimension between an ensemble and its steps (ReshapeTensorDims)'
   it('a batch of 2 is not stripped (as Triton): the non-batching step refuses [2,3]', async () => {
     const r = await infer('inc_batched', { inputs: [{ name: 'X', datatype: 'INT32', shape: [2, 3], data: [1, 2, 3, 4, 5, 6] }] });
     expect(r.status).toBe(400);
-    expect(r.json.error).toMatch(/^unexpected shape for input 'IN' for model 'inc'\. Expected \[-1\], got \[2,3\]/);
+    expect(r.json.error).toMatch(/^\[request id: <id_unknown>\] unexpected shape for input 'IN' for model 'inc'\. Expected \[-1\], got \[2,3\]/);
   });
 });

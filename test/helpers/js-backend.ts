@@ -6,14 +6,43 @@
  * - `mode: "params"`: as echo, and the response's parameters are the request's parameters;
  * - `mode: "accumulate"` (a sequence model with an implicit state ACC_IN / ACC_OUT): OUTPUT0 =
  *   ACC_OUT = ACC_IN + INPUT0 (INT32), so each response shows the sequence's running sum;
+ * - `mode: "corrid_sum"` (a sequence model): keeps a running sum of INPUT0 (INT32) per
+ *   correlation id itself, as an operator backend may: parameter `key_by` picks the id, `request`
+ *   (default; the request's correlation id, `TRITONBACKEND_RequestCorrelationId`'s) or `control`
+ *   (its CONTROL_SEQUENCE_CORRID input, tensor `CORRID`); START resets the sum. OUTPUT0 = the sum.
+ *   Every request it runs is recorded in {@link correlationIdsSeen};
  * - `delay_ms` parameter: sleep before answering (to hold requests in flight);
  * - `delay_from_input: "true"` parameter: sleep as many ms as the first request's first INT32 input
  *   element (to finish requests out of order on several instances).
  */
 import type { ModelConfig } from '../../host/src/config/types.js';
+import { REQUEST_FLAG_SEQUENCE_START } from '../../host/src/core/types.js';
 import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/core/types.js';
 
 export const executed: { model: string; batchSizes: number[] }[] = [];
+
+/** What a `corrid_sum` model was given: its request's tenant, correlation id and CORRID control value. */
+export const correlationIdsSeen: { model: string; tenant: string; correlationId: number | bigint | string; corrid: string | undefined }[] = [];
+
+/** The first element of a CORRID control tensor, as a string (BYTES: the string; integers: decimal). */
+function corridValue(t: { datatype: string; data: Uint8Array } | undefined): string | undefined {
+  if (!t) return undefined;
+  const dv = new DataView(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  switch (t.datatype) {
+    case 'BYTES':
+      return new TextDecoder().decode(t.data.subarray(4, 4 + dv.getUint32(0, true)));
+    case 'UINT64':
+      return dv.getBigUint64(0, true).toString();
+    case 'INT64':
+      return dv.getBigInt64(0, true).toString();
+    case 'UINT32':
+      return String(dv.getUint32(0, true));
+    case 'INT32':
+      return String(dv.getInt32(0, true));
+    default:
+      throw new Error(`no CORRID decoder for ${t.datatype}`);
+  }
+}
 
 /** The INT32 elements of tensor data (a copy: a Buffer's `slice()` is a view of its pool slab). */
 function int32s(data: Uint8Array): Int32Array {
@@ -30,6 +59,9 @@ class JsBackend implements Backend {
     const mode = ctx.config.parameters.mode?.string_value ?? 'echo';
     const delay = Number(ctx.config.parameters.delay_ms?.string_value ?? '0');
     const delayFromInput = ctx.config.parameters.delay_from_input?.string_value === 'true';
+    const keyByControl = ctx.config.parameters.key_by?.string_value === 'control';
+    /** `corrid_sum`: running sum per correlation id, shared by the model's instances. */
+    const sums = new Map<string, number>();
     return {
       async createInstance() {
         return {
@@ -54,6 +86,14 @@ class JsBackend implements Backend {
                   { name: 'OUTPUT0', datatype: 'INT32', shape: input.shape.slice(), data: int32(sum) },
                   { name: 'ACC_OUT', datatype: 'INT32', shape: input.shape.slice(), data: int32(sum) },
                 ] }, true);
+              } else if (mode === 'corrid_sum') {
+                const input = r.inputs.find((t) => t.name === 'INPUT0')!;
+                const corrid = corridValue(r.inputs.find((t) => t.name === 'CORRID'));
+                correlationIdsSeen.push({ model: ctx.name, tenant: r.tenant, correlationId: r.correlationId, corrid });
+                const key = keyByControl ? String(corrid) : `${typeof r.correlationId === 'string' ? 's' : 'n'}:${String(r.correlationId)}`;
+                const sum = ((r.flags & REQUEST_FLAG_SEQUENCE_START) !== 0 ? 0 : (sums.get(key) ?? 0)) + int32s(input.data)[0]!;
+                sums.set(key, sum);
+                s.send({ outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: input.shape.slice(), data: int32(sum) }] }, true);
               } else if (mode === 'bad') {
                 s.send({ outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [1000], data: new Uint8Array(16) }] }, true);
               } else {

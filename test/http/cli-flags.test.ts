@@ -64,7 +64,7 @@ describe('parsing', () => {
       notes: { ignoredFlags: [] },
     });
     // deprecated trace flags, and defaults
-    expect(parseCli(['--model-repository=/m', '--trace-file=/x', '--trace-level=TIMESTAMPS', '--trace-level=TENSORS', '--trace-rate=1', '--log-frequency=3']).trace)
+    expect(parseCli(['--model-repository=/m', '--trace-file=/x', '--trace-level=TIMESTAMPS', '--trace-level=TENSORS', '--trace-rate=1', '--trace-log-frequency=3']).trace)
       .toEqual({ file: '/x', level: ['TIMESTAMPS', 'TENSORS'], rate: 1, logFrequency: 3 });
     expect(parseCli(['--model-repository=/m'])).toMatchObject({ exitTimeoutSecs: 30, modelLoadThreadCount: 4, allowHttp: true, allowCpuMetrics: true, metricsIntervalMs: 2000 });
     // opentelemetry mode is honoured (trace.test.ts); client shm is honoured

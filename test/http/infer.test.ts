@@ -205,7 +205,7 @@ describe('binary tensor data extension', () => {
 
 describe('bad input: Triton status codes, server unchanged', () => {
   const cases: [string, string, unknown, number, RegExp][] = [
-    ['malformed JSON', 'simple', '{"inputs": [', 400, /failed to parse the request JSON buffer/],
+    ['malformed JSON', 'simple', '{"inputs": [', 500, /failed to parse the request JSON buffer/], // tritonserver's 500 (TritonJson)
     ['wrong datatype', 'simple', simpleRequest('FP32', range(16, () => 1), range(16, () => 1)), 400, /data-type is 'FP32', but model 'simple' expects 'INT32'/],
     ['wrong shape', 'simple', { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 8], data: range(8, () => 1) }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: range(16, () => 1) }] }, 400, /unexpected shape for input 'INPUT0' for model 'simple'. Expected \[-1,16\], got \[1,8\]/],
     ['batch over max_batch_size', 'simple', simpleRequest('INT32', range(144, () => 1), range(144, () => 1), 9), 400, /inference request batch-size must be <= 8 for 'simple'/],

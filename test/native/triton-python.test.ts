@@ -279,13 +279,13 @@ describe("Triton's real Python backend through Warden's native host", () => {
     expect(stats.json.model_stats[0].inference_count).toBeGreaterThanOrEqual(1);
   });
 
-  // KNOWN ISSUE (issue 12, open): in about one run in ten, with other test files running beside it, this
-  // test ends with `terminate called after throwing an instance of 'boost::interprocess::lock_exception'`
-  // inside Triton's libtriton_python.so, which aborts the whole in-process server (seen twice on
-  // 2026-11-23, never when the file runs alone, even under CPU load). The trigger is not found yet: a
-  // model loaded and unloaded through pb_utils while another Triton-python model executes. The same
+  // KNOWN ISSUE (Triton's Python backend): the failed pb_utils.load_model('no_such_model') at the end
+  // of this test can end with `terminate called after throwing an instance of
+  // 'boost::interprocess::lock_exception'` inside Triton's libtriton_python.so, which aborts the whole
+  // in-process server. The real tritonserver 2.51 aborts the same way on the same call
+  // (test/native/triton-differential.test.ts, docs/triton-compatibility.md "Known issue"). The same
   // calls on Warden's own Python backend are tested in test/python/model-control.test.ts.
-  // WARDEN_TRITON_PY_CONTROL=1 runs it (to reproduce: loop this file beside test/native/bls.test.ts).
+  // WARDEN_TRITON_PY_CONTROL=1 runs it.
   it.skipIf(process.env.WARDEN_TRITON_PY_CONTROL !== '1')('pb_utils.is_model_ready / load_model / unload_model under explicit model control', async (ctx) => {
     skipUnlessWheel(ctx);
     const ready = async (op: string) => {

@@ -70,6 +70,7 @@ class TritonPythonModel:
         out = []
         for r in requests:
             info = {"args": self.args, "id": r.request_id(), "correlation_id": r.correlation_id(), "flags": r.flags(),
+                    "correlation_id_type": type(r.correlation_id()).__name__, "correlation_id_text": str(r.correlation_id()),
                     "parameters": r.parameters(), "requested": r.requested_output_names(), "model_dir": pb_utils.get_model_dir()}
             out.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("INFO", np.array([json.dumps(info).encode()], dtype=object))]))
         return out
@@ -222,6 +223,16 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
     expect(info).toMatchObject({ id: 'req-7', correlation_id: 0, flags: 0, requested: ['INFO'] });
     expect(JSON.parse(info.parameters)).toEqual({ temperature: 0.5, tag: 'x' });
     expect(info.model_dir).toBe(join(repo.path, 'args_py'));
+  });
+
+  it('a correlation id above 2^53 reaches the model as an int (exact), a string id as a str', async () => {
+    for (const [raw, type, text] of [['9223372036854775813', 'int', '9223372036854775813'], ['"order-7"', 'str', 'order-7']]) {
+      const body = `{"parameters":{"sequence_id":${raw}},"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1]}]}`;
+      const r = await fetch(`${s.httpUrl}/v2/models/args_py/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const json = (await r.json()) as { outputs: { data: string[] }[] };
+      expect(r.status).toBe(200);
+      expect(JSON.parse(json.outputs[0]!.data[0]!)).toMatchObject({ correlation_id_type: type, correlation_id_text: text });
+    }
   });
 
   it('every datatype crosses both ways through shared memory, BYTES as object arrays, BF16 through DLPack', async () => {

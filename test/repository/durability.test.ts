@@ -110,7 +110,7 @@ describe('tenant uploads survive a restart', () => {
     await s.manager.unload(ACME, false, { deleteFiles: true });
     await until(() => !existsSync(join(uploads(repo), 'acme/m')), 'files deleted');
     const again = await failure(s.manager.load(ACME));
-    expect(again.message).toMatch(/failed to load 'm'.*model not found/);
+    expect(again.message).toMatch(/failed to load 'm', failed to poll from model repository/);
     await s.stop();
     s = await serve(repo);
     expect(s.manager.isKnown(ACME)).toBe(false);

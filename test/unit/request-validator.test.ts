@@ -31,12 +31,16 @@ describe('compiled request validator', () => {
   });
 
   it("keeps Triton's messages", () => {
+    // Core checks carry the request's id as Triton's LogRequest() writes it (core infer_request.h).
     expect(() => v.validate(echoInit('x', { inputs: [i32('INPUT1', [1, 2, 2])] }))).toThrow(
-      "expected 1 inputs but got 1 inputs for model 'model'. Got input(s) ['INPUT1'], but missing required input(s) ['INPUT0']. Please provide all required input(s).",
+      "[request id: x] expected 1 inputs but got 1 inputs for model 'model'. Got input(s) ['INPUT1'], but missing required input(s) ['INPUT0']. Please provide all required input(s).",
+    );
+    expect(() => v.validate(echoInit('', { inputs: [i32('INPUT0', [1, 5])] }))).toThrow(
+      /^\[request id: <id_unknown>\] unexpected shape for input 'INPUT0' for model 'model'\. Expected \[-1,4\], got \[1,5\]\. NOTE: Setting a non-zero max_batch_size/,
     );
     expect(() => v.validate(echoInit('x', { inputs: [i32('NOPE', [1, 4])] }))).toThrow("unexpected inference input 'NOPE' for model 'model'");
     expect(() => v.validate(echoInit('x', { requestedOutputs: ['NOPE'] }))).toThrow("unexpected inference output 'NOPE' for model 'model'");
-    expect(() => v.validate(echoInit('x', { inputs: [i32('INPUT0', [9, 4])] }))).toThrow("inference request batch-size must be <= 8 for 'model'");
+    expect(() => v.validate(echoInit('x', { inputs: [i32('INPUT0', [9, 4])] }))).toThrow("[request id: x] inference request batch-size must be <= 8 for 'model'");
   });
 });
 

@@ -122,6 +122,11 @@ export interface ModelVersionOptions {
    * `EnsembleScheduler` looks the ensemble request up and inserts its final response).
    */
   responseCache?: ResponseCache;
+  /**
+   * An operator model in multi-tenant mode: a sequence model's backend sees tenants' sequences
+   * under correlation ids of their own (`scheduler/sequence-ids.ts`, DESIGN "Multi-tenancy").
+   */
+  tenantSequenceIds?: boolean;
 }
 
 /**
@@ -207,7 +212,13 @@ export class ModelVersion {
     const hooks: SchedulerHooks = { onExecuted: (r) => this.recordExecution(r) };
     this.scheduler = options.scheduler
       ? options.scheduler(hooks, stats)
-      : createScheduler(config, instances, hooks, { version, arbiter: options.arbiter, fairness: options.fairness, initialStates: this.files.initialStates });
+      : createScheduler(config, instances, hooks, {
+          version,
+          arbiter: options.arbiter,
+          fairness: options.fairness,
+          initialStates: this.files.initialStates,
+          tenantSequenceIds: options.tenantSequenceIds,
+        });
   }
 
   /** True for `model_transaction_policy { decoupled: true }`. */

@@ -17,7 +17,7 @@ import { fingerprintModel, listVersions, scanRepositories, selectVersions, type 
 import type { FileOverrides } from '../repository/overrides.js';
 import { UploadStore, type StoredGeneration, type StoredModel } from '../repository/upload-store.js';
 import { instanceCount, ServerAdmission, type ModelAdmission } from './admission.js';
-import { TritonError, asTritonError, invalidArg, notFound, unavailable } from './errors.js';
+import { TritonError, asTritonError, internal, invalidArg, notFound, unavailable } from './errors.js';
 import { backendResolveRequest, modelLoadContext, NO_SERVER } from './load-context.js';
 import type { ExecutionArbiter } from '../scheduler/arbiter.js';
 import { unsupportedSchedulerError, type TenantFairness } from '../scheduler/index.js';
@@ -653,8 +653,9 @@ export class ModelRepositoryManager {
       // Only the operator's namespace has models on disk here; a tenant's own models come from
       // its uploads.
       const loc = rec.key.namespace === '' ? (await scanRepositories(this.opts.repositories)).get(name) : undefined;
-      // The log lines are Triton's (core model_repository_manager.cc Poll).
-      if (!loc) throw refuse(invalidArg(`failed to load '${name}', failed to poll from model repository: model not found in any model repository`), `failed to poll model '${name}': model not found in any model repository.`);
+      // The log lines are Triton's (core model_repository_manager.cc Poll); so is the answer, an
+      // INTERNAL error (LoadUnloadModel, when the poll found nothing).
+      if (!loc) throw refuse(internal(`failed to load '${name}', failed to poll from model repository`), `failed to poll model '${name}': model not found in any model repository.`);
       if (loc.duplicates.length > 0) throw refuse(invalidArg(`failed to load '${name}', model appears in two or more repositories`), `failed to poll model '${name}': not unique across all model repositories`);
       modelPath = loc.modelPath;
       origin = { kind: 'repository', repository: loc.repositoryPath };
@@ -901,6 +902,8 @@ export class ModelRepositoryManager {
         drainTimeoutMs: this.opts.drainTimeoutMs,
         modelPath: request.modelPath,
         files,
+        // Tenants' sequences on an operator model reach its backend under ids of their own.
+        tenantSequenceIds: this.opts.tenants !== undefined && key.namespace === '',
       });
     } catch (e) {
       // The scheduler could not be built (e.g. an unreadable sequence initial state).

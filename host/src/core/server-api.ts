@@ -9,7 +9,7 @@
  * site. Frontends map TritonError codes to their transport (HTTP status, gRPC code) themselves.
  */
 import type { ModelConfig } from '../config/types.js';
-import { AccessError, TritonError, cancelled, forbidden, invalidArg, notFound } from './errors.js';
+import { AccessError, TritonError, cancelled, forbidden, invalidArg } from './errors.js';
 import { ClassificationSender, checkClassification } from './classification.js';
 import type { TraceManager, TraceSettingsJson } from '../trace/trace-manager.js';
 import { type LogSettings, LogSettingsStore } from './log-settings.js';
@@ -291,12 +291,14 @@ export class ServerApi implements InferenceServerHandle {
   }
 
   /**
-   * Whether a model version is ready (`version` -1 = any ready version).
-   * @throws TritonError NOT_FOUND for a model the principal does not know
+   * Whether a model version is ready (`version` -1 = any ready version). A model the principal
+   * does not know is not ready, with no error, as Triton's core (`InferenceServer::ModelIsReady`;
+   * HTTP answers 400 "Model version not ready" either way, so a tenant cannot tell another
+   * tenant's model from a missing one).
    */
   async isModelReady(principal: Principal, name: string, version: number): Promise<boolean> {
     const key = this.keyOf(principal, name);
-    if (!this.manager.isKnown(key)) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (!this.manager.isKnown(key)) return false;
     try {
       return (await this.manager.getVersion(key, version).readinessProblem()) === undefined;
     } catch (e) {

@@ -15,6 +15,16 @@ import { type InferenceRequest, type InferenceRequestInit, type InferenceRespons
 
 const shapeText = (s: readonly number[]): string => `[${s.join(',')}]`;
 
+/**
+ * The prefix Triton's core puts on its request validation errors (`InferenceRequest::LogRequest`
+ * in core `infer_request.h`): `[request id: <id>] `, `<id_unknown>` for a request without an id.
+ */
+const logRequest = (init: InferenceRequestInit): string => `[request id: ${init.id || '<id_unknown>'}] `;
+
+/** Triton's note after a shape error, only for a model with a non-zero max_batch_size (core `infer_request.cc`). */
+const IMPLICIT_BATCH_NOTE =
+  'NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. See the model configuration docs for more info on max_batch_size.';
+
 function matchesDims(shape: readonly number[], dims: readonly number[]): boolean {
   if (shape.length !== dims.length) return false;
   for (let i = 0; i < dims.length; i++) if (dims[i] !== -1 && dims[i] !== shape[i]) return false;
@@ -90,7 +100,7 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
   const missingInputs = (init: InferenceRequestInit, seen: Uint8Array): never => {
     const missing = config.input.filter((i, k) => !i.optional && !seen[k]).map((i) => i.name);
     throw invalidArg(
-      `expected ${requiredCount} inputs but got ${init.inputs.length} inputs for model '${m}'. Got input(s) [${init.inputs
+      `${logRequest(init)}expected ${requiredCount} inputs but got ${init.inputs.length} inputs for model '${m}'. Got input(s) [${init.inputs
         .map((i) => `'${i.name}'`)
         .join(', ')}], but missing required input(s) [${missing.map((n) => `'${n}'`).join(', ')}]. Please provide all required input(s).`,
     );
@@ -105,28 +115,28 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
       for (const t of init.inputs) {
         const rule = rules.get(t.name);
         if (!rule) throw invalidArg(`unexpected inference input '${t.name}' for model '${m}'`);
-        if (seen[rule.index]) throw invalidArg(`input '${t.name}' already exists in request`);
+        if (seen[rule.index]) throw invalidArg(`${logRequest(init)}input '${t.name}' already exists in request`);
         seen[rule.index] = 1;
         if (!rule.optional) requiredSeen++;
         if (t.datatype !== rule.datatype) {
-          throw invalidArg(`inference input '${t.name}' data-type is '${t.datatype}', but model '${m}' expects '${rule.datatype}'`);
+          throw invalidArg(`${logRequest(init)}inference input '${t.name}' data-type is '${t.datatype}', but model '${m}' expects '${rule.datatype}'`);
         }
         let dimsShape = t.shape;
         if (mbs > 0) {
           if (t.shape.length === 0) {
-            throw invalidArg(`inference input '${t.name}' for model '${m}' must have a batch dimension`);
+            throw invalidArg(`${logRequest(init)}input '${t.name}' has no shape but model requires batch dimension for '${m}'`);
           }
           const b = t.shape[0]!;
           if (batch === -1) batch = b;
           else if (b !== batch) {
-            throw invalidArg(`input '${t.name}' batch size does not match other inputs for '${m}'`);
+            throw invalidArg(`${logRequest(init)}input '${t.name}' batch size does not match other inputs for '${m}'`);
           }
           dimsShape = t.shape.slice(1);
         }
         if (!matchesDims(dimsShape, rule.dims)) {
           const expected = mbs > 0 ? [-1, ...rule.dims] : rule.dims;
           throw invalidArg(
-            `unexpected shape for input '${t.name}' for model '${m}'. Expected ${shapeText(expected)}, got ${shapeText(t.shape)}. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. See the model configuration docs for more info on max_batch_size.`,
+            `${logRequest(init)}unexpected shape for input '${t.name}' for model '${m}'. Expected ${shapeText(expected)}, got ${shapeText(t.shape)}. ${mbs > 0 ? IMPLICIT_BATCH_NOTE : ''}`,
           );
         }
         const bad = checkTensorBytes(t);
@@ -134,7 +144,7 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
           throw invalidArg(
             t.datatype === 'BYTES'
               ? `input '${t.name}' for model '${m}': ${bad}`
-              : `input byte size mismatch for input '${t.name}' for model '${m}'. ${bad}`,
+              : `${logRequest(init)}input byte size mismatch for input '${t.name}' for model '${m}'. ${bad}`,
           );
         }
         const shape = rule.reshape ? (mbs > 0 ? [t.shape[0]!, ...rule.reshape] : [...rule.reshape]) : t.shape;
@@ -142,7 +152,7 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
       }
       if (requiredSeen < requiredCount) missingInputs(init, seen);
       if (mbs > 0) {
-        if (batch > mbs) throw invalidArg(`inference request batch-size must be <= ${mbs} for '${m}'`);
+        if (batch > mbs) throw invalidArg(`${logRequest(init)}inference request batch-size must be <= ${mbs} for '${m}'`);
         if (batch < 1 && init.inputs.length > 0) throw invalidArg(`inference request batch-size must be >= 1 for '${m}'`);
       }
       for (const o of init.requestedOutputs) {

@@ -42,6 +42,11 @@ export interface SchedulerOptions {
    * fails the load.
    */
   initialStates?: ReadonlyMap<string, Uint8Array>;
+  /**
+   * An operator model in multi-tenant mode: the sequence batcher hands a backend tenants'
+   * sequences under correlation ids of their own (`sequence-ids.ts`). Default false.
+   */
+  tenantSequenceIds?: boolean;
 }
 
 /** Everything a scheduler implementation is built from. */
@@ -54,6 +59,7 @@ interface SchedulerParts {
   version: number;
   fairness: TenantFairness | undefined;
   initialStates: ReadonlyMap<string, Uint8Array> | undefined;
+  tenantSequenceIds: boolean;
 }
 
 type SchedulerFactory = (parts: SchedulerParts) => ModelScheduler;
@@ -61,7 +67,15 @@ type SchedulerFactory = (parts: SchedulerParts) => ModelScheduler;
 const dynamicBatch: SchedulerFactory = (p) => new DynamicBatchScheduler(p.config, p.pool, p.hooks, p.arbiter, p.version, p.fairness);
 
 const sequenceBatch: SchedulerFactory = (p) =>
-  new SequenceBatchScheduler(p.config, p.instances, p.hooks, p.arbiter, p.version, p.initialStates ? (f) => initialState(p.initialStates!, f) : undefined);
+  new SequenceBatchScheduler(
+    p.config,
+    p.instances,
+    p.hooks,
+    p.arbiter,
+    p.version,
+    p.initialStates ? (f) => initialState(p.initialStates!, f) : undefined,
+    p.tenantSequenceIds,
+  );
 
 /** The bytes of `data_file`, read at load. */
 function initialState(states: ReadonlyMap<string, Uint8Array>, file: string): Uint8Array {
@@ -121,5 +135,6 @@ export function createScheduler(
     version: options.version,
     fairness: options.fairness,
     initialStates: options.initialStates,
+    tenantSequenceIds: options.tenantSequenceIds === true,
   });
 }

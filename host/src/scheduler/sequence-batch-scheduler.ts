@@ -29,6 +29,12 @@
  * with neither START nor END; its FINAL response (or a failed reschedule, or its cancellation)
  * ends the sequence, as Triton's release without RESCHEDULE does. The sequences the scheduler
  * numbers have keys of their own: no client id can continue, end or reset one of them.
+ *
+ * The id the backend sees: the client's, except for a tenant's sequence on an operator model in
+ * multi-tenant mode, which reaches the backend (request correlation id and CORRID control) under
+ * an id of its own ({@link TenantSequenceIds}), so a backend that keeps state by correlation id
+ * never mixes two tenants' sequences of the same client id. Clients and error texts only ever see
+ * their own id.
  */
 import type { ModelConfig } from '../config/types.js';
 import { TritonError, asTritonError, cancelled, invalidArg } from '../core/errors.js';
@@ -45,6 +51,7 @@ import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbit
 import { executeBatch } from './execute.js';
 import type { PendingRequest } from './queue.js';
 import { SequenceControls } from './sequence-controls.js';
+import { TenantSequenceIds, type CorrelationId } from './sequence-ids.js';
 import type { ModelScheduler, SchedulerHooks } from './types.js';
 
 const now = (): bigint => process.hrtime.bigint();
@@ -78,8 +85,11 @@ interface Iteration {
 /** One live sequence. */
 interface Sequence {
   readonly key: string;
+  /** The client's id (or the number the scheduler gave an iterative sequence). */
   readonly id: number | bigint | string;
-  /** CORRID control bytes (undefined without a CORRID control). */
+  /** The id the backend sees instead of {@link id} ({@link TenantSequenceIds}); undefined = {@link id}. */
+  readonly backendId: CorrelationId | undefined;
+  /** CORRID control bytes of the id the backend sees (undefined without a CORRID control). */
   readonly corrid: Uint8Array | undefined;
   /** Requests waiting, in arrival order. */
   readonly queue: PendingRequest[];
@@ -143,9 +153,14 @@ export class SequenceBatchScheduler implements ModelScheduler {
   private readonly iterations = new WeakMap<InferenceRequest, Iteration>();
   /** Set by {@link rejectPending}: a reschedule gets this error. */
   private stopped: TritonError | undefined;
+  /** Backend ids of tenants' sequences; undefined = every backend sees the client's id (module comment). */
+  private readonly tenantIds: TenantSequenceIds | undefined;
 
   /**
    * @param readInitialState reads `<model>/initial_state/<file>` for `initial_state.data_file`.
+   * @param tenantSequenceIds an operator model in multi-tenant mode: tenants' sequences reach the
+   *   backend under ids of their own, and the operator's ids of the reserved forms are refused
+   *   ({@link TenantSequenceIds}).
    * @throws TritonError INVALID_ARG for an unusable initial state (see {@link SequenceControls}).
    */
   constructor(
@@ -155,6 +170,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
     arbiter: ExecutionArbiter,
     version: number,
     readInitialState?: (file: string) => Uint8Array,
+    tenantSequenceIds = false,
   ) {
     const sb = config.sequence_batching!;
     this.model = config.name;
@@ -170,6 +186,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
     this.lanes = instances.map((instance, index) => ({ index, instance, slots: [], capacity: slots, busy: false, used: 0 }));
     this.gate = new ArbiterGate(arbiter, config.name, version, () => this.pump(), config.backend === 'wasm');
     this.iterative = sb.iterative_sequence === true;
+    this.tenantIds = tenantSequenceIds ? new TenantSequenceIds(this.controls.corridType, config.name) : undefined;
   }
 
   get pendingCount(): number {
@@ -193,8 +210,10 @@ export class SequenceBatchScheduler implements ModelScheduler {
    *   no correlation id ("... must specify a non-zero or non-empty correlation ID"), a request
    *   without START for a sequence that is not live ("inference request for sequence <id> to
    *   model '<m>' must specify the START flag on the first request of the sequence"), or a
-   *   string id that the model's integer CORRID control cannot carry. Nothing was queued. An
-   *   iterative model numbers a request without a correlation id instead (module comment).
+   *   string id that the model's integer CORRID control cannot carry, or (operator models in
+   *   multi-tenant mode) an operator id of a reserved form ({@link TenantSequenceIds.checkOperatorId}).
+   *   Nothing was queued. An iterative model numbers a request without a correlation id instead
+   *   (module comment).
    */
   enqueue(request: InferenceRequest, sender: ResponseSender): void {
     const m = this.model;
@@ -206,8 +225,10 @@ export class SequenceBatchScheduler implements ModelScheduler {
     let key = this.iterations.get(request)?.key; // a rescheduled request stays in its sequence
     if (key === undefined) {
       const cid = request.correlationId;
-      if (cid !== 0 && cid !== '' && cid !== 0n) key = keyOf(request.tenant, cid);
-      else if (this.iterative) {
+      if (cid !== 0 && cid !== '' && cid !== 0n) {
+        if (this.tenantIds && request.tenant === '') this.tenantIds.checkOperatorId(cid);
+        key = keyOf(request.tenant, cid);
+      } else if (this.iterative) {
         const n = this.nextIterativeId++;
         request.correlationId = n;
         request.flags |= REQUEST_FLAG_SEQUENCE_START;
@@ -224,7 +245,13 @@ export class SequenceBatchScheduler implements ModelScheduler {
     }
     const t = now();
     if (!seq) {
-      seq = { key, id, corrid: this.controls.corridData(id, m), queue: [], lane: undefined, slot: -1, state: undefined, lastNs: t, closed: false };
+      let corrid = this.controls.corridData(id, m); // refuses a client id the CORRID control cannot carry
+      let backendId: CorrelationId | undefined;
+      if (this.tenantIds && request.tenant !== '') {
+        backendId = this.tenantIds.assign(request.tenant, id);
+        corrid = this.controls.corridData(backendId, m);
+      }
+      seq = { key, id, backendId, corrid, queue: [], lane: undefined, slot: -1, state: undefined, lastNs: t, closed: false };
       this.sequences.set(key, seq);
       if (!this.assign(seq)) this.backlog.push(seq);
     }
@@ -261,6 +288,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
     }
     this.backlog.length = 0;
     this.sequences.clear();
+    this.tenantIds?.clear();
     for (const seq of all) {
       for (const p of seq.queue.splice(0)) {
         this.queued--;
@@ -299,7 +327,10 @@ export class SequenceBatchScheduler implements ModelScheduler {
   /** No more requests join `seq` (END queued, or idle); its slot frees once its queue is taken. */
   private close(seq: Sequence): void {
     seq.closed = true;
-    if (this.sequences.get(seq.key) === seq) this.sequences.delete(seq.key);
+    if (this.sequences.get(seq.key) === seq) {
+      this.sequences.delete(seq.key);
+      if (seq.backendId !== undefined) this.tenantIds?.release(seq.backendId);
+    }
     if (seq.queue.length === 0) this.release(seq);
   }
 
@@ -440,6 +471,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
       }
       const r = p.request;
       const requested = r.requestedOutputs.slice();
+      if (seq.backendId !== undefined) r.correlationId = seq.backendId;
       r.inputs.push(...this.controls.controlTensors(r.flags, true, seq.corrid));
       if ((r.flags & REQUEST_FLAG_SEQUENCE_START) !== 0) seq.state = undefined;
       const sender = this.addState(seq, r, p.sender);
@@ -544,6 +576,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
         r.inputs = inputs;
         r.requestedOutputs = requested;
         r.flags = 0;
+        r.correlationId = seq.id; // as the client sent it (errors name the client's id)
         try {
           if (this.stopped) throw this.stopped;
           this.enqueue(r, it.sender);

@@ -172,6 +172,11 @@ export class SequenceControls {
     return { name: spec.input, datatype: spec.datatype, shape: this.batched ? [1, ...shape] : [...shape], data };
   }
 
+  /** The CORRID control's datatype; undefined without a CORRID control. */
+  get corridType(): DataType | undefined {
+    return this.corrid?.datatype;
+  }
+
   /** Whether the model batches (tensors carry a leading batch dim of 1). */
   get batching(): boolean {
     return this.batched;

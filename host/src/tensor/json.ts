@@ -59,9 +59,8 @@ export function jsonToTensorData(
   if (isFlatArray(data)) flat = data;
   else flatten(data, (flat = []));
   if (flat.length !== expectedElements) {
-    throw internal(
-      `Unable to parse 'data': Shape does not match true shape of 'data' field for input '${inputName}': expected ${expectedElements} elements, got ${flat.length}`,
-    );
+    // Triton's text (server http_server.cc), which names neither the input nor the counts.
+    throw internal("Unable to parse 'data': Shape does not match true shape of 'data' field");
   }
   if (datatype === 'BYTES') {
     for (const e of flat) {

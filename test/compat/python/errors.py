@@ -57,7 +57,7 @@ def wrong_datatype():
     expect_server_error(
         lambda: client.infer("simple", int_inputs((1, 16), np.float32, "FP32")),
         "400",
-        message="inference input 'INPUT0' data-type is 'FP32', but model 'simple' expects 'INT32'",
+        message="[request id: <id_unknown>] inference input 'INPUT0' data-type is 'FP32', but model 'simple' expects 'INT32'",
         what="FP32 inputs to simple",
     )
 

@@ -130,7 +130,7 @@ def batch_too_large_case(model):
         expect_server_error(
             lambda: client.infer(model, build_inputs(model, inputs, True)),
             "400",
-            message=f"inference request batch-size must be <= 8 for '{model}'",
+            message=f"[request id: <id_unknown>] inference request batch-size must be <= 8 for '{model}'",
             what=f"{model} batch 9",
         )
 

@@ -126,7 +126,7 @@ def config_override():
     expect_server_error(
         int32_request("simple", 5),
         "400",
-        message="inference request batch-size must be <= 4 for 'simple'",
+        message="[request id: <id_unknown>] inference request batch-size must be <= 4 for 'simple'",
         what="batch 5 after max_batch_size override 4",
     )
 
@@ -162,7 +162,7 @@ def file_override_replaces():
     expect_server_error(
         int32_request("simple", 1),
         "400",
-        message="inference input 'INPUT0' data-type is 'INT32', but model 'simple' expects 'INT8'",
+        message="[request id: <id_unknown>] inference input 'INPUT0' data-type is 'INT32', but model 'simple' expects 'INT8'",
         what="INT32 request to the overridden (INT8) simple",
     )
     client.load_model("simple")
@@ -209,8 +209,8 @@ def unload_never_loaded():
 def load_missing():
     e = expect_server_error(
         lambda: client.load_model("no_such_model"),
-        "400",
-        contains="no_such_model",
+        "500",
+        message="failed to load 'no_such_model', failed to poll from model repository",
         what="load of a model not in the repository",
     )
     run.observe("load_missing_message", e.message())

@@ -207,7 +207,9 @@ export class PythonInstance implements BackendModelInstance {
         msg: {
           rid,
           id: r.id,
+          // An id above 2^53 (a bigint) crosses JSON as its decimal digits; the stub makes it an int again.
           correlation_id: typeof r.correlationId === 'bigint' ? r.correlationId.toString() : r.correlationId,
+          ...(typeof r.correlationId === 'bigint' ? { correlation_id_int: true } : {}),
           flags: r.flags,
           timeout: r.timeoutUs,
           parameters: r.parameters,

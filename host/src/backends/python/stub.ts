@@ -173,7 +173,14 @@ export class StubProcess {
         reject(internal(why));
       };
       const timer = setTimeout(() => fail(`the Python stub did not start within ${opts.startTimeoutMs} ms`), opts.startTimeoutMs);
-      child.on('error', (e) => fail(`failed to start the Python interpreter '${opts.python}': ${e.message}`));
+      child.on('error', (e) => {
+        if (child.pid === undefined && !stub.exited) {
+          // Never started (EACCES, ENOENT): no 'exit' follows, so its arenas are removed here.
+          stub.exited = true;
+          arenas.close();
+        }
+        fail(`failed to start the Python interpreter '${opts.python}': ${e.message}`);
+      });
       child.on('exit', (code, signal) => {
         stub.exited = true;
         clearTimeout(stub.freeTimer);

@@ -97,10 +97,10 @@ export function decodeModelInferRequest(
   init.id = req.id ?? '';
   for (const [key, p] of Object.entries(req.parameters)) applyRequestParameter(init, key, parameterValue(p, key));
   const raw = req.raw_input_contents;
-  if (raw.length > 0 && raw.length !== req.inputs.length) {
-    throw invalidArg(`expected ${req.inputs.length} raw input contents (one per input) for model '${model}', got ${raw.length}`);
-  }
-  req.inputs.forEach((t, i) => {
+  // As Triton's infer_handler.cc (InferGRPCToInput): raw contents are taken in order by the inputs
+  // that have neither a shared-memory region nor typed contents; contents left over are ignored.
+  let rawIndex = 0;
+  req.inputs.forEach((t) => {
     const name = t.name ?? '';
     if (!isDataType(t.datatype)) throw invalidArg(`invalid datatype for input ${name}`);
     const datatype = t.datatype;
@@ -115,20 +115,18 @@ export function decodeModelInferRequest(
     }
     const region = shmParameters(t.parameters, `input '${name}'`);
     const typed = contentsCount(t.contents) > 0;
-    const sources = [raw.length > 0, typed, region !== undefined].filter(Boolean).length;
-    if (sources > 1) throw invalidArg(`input '${name}' sets more than one of raw_input_contents, contents and shared_memory_region for model '${model}'`);
+    if (region !== undefined && typed) throw invalidArg(`input '${name}' sets both contents and shared_memory_region for model '${model}'`);
     let data: Uint8Array;
     if (region !== undefined) {
       if (!shm) throw shmDisabled();
       data = shm.read(region);
-    } else if (raw.length > 0) {
-      data = raw[i]!;
     } else if (typed) {
+      if (raw.length > 0) throw invalidArg(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model}'`);
       data = contentsToTensorData(t.contents as InferTensorContents, datatype, n, name);
-    } else if (n === 0) {
-      data = new Uint8Array(0);
+    } else if (rawIndex < raw.length) {
+      data = raw[rawIndex++]!;
     } else {
-      throw invalidArg(`input '${name}' has no data for model '${model}': set raw_input_contents, contents or shared_memory_region`);
+      throw invalidArg(`unable to find data for input tensor '${name}' for model '${model}' in request.`);
     }
     init.inputs.push({ name, datatype, shape, data });
   });

@@ -48,18 +48,21 @@ export function decodeGenerateRequest(doc: unknown, model: string, version: numb
     if (!isJsonObject(doc.parameters)) throw invalidArg("Expected JSON object for keyword 'parameters'");
   }
   if (typeof doc.id === 'string') init.id = doc.id;
-  const entries = [
-    ...Object.entries(doc).filter(([k]) => k !== 'parameters'),
-    ...Object.entries((doc.parameters as Record<string, unknown> | undefined) ?? {}),
-  ];
+  const topLevel = Object.entries(doc).filter(([k]) => k !== 'parameters');
+  const entries = [...topLevel, ...Object.entries((doc.parameters as Record<string, unknown> | undefined) ?? {})];
   const added = new Set<string>();
-  for (const [key, value] of entries) {
+  for (const [n, [key, value]] of entries.entries()) {
     const ci = inputs.get(key);
     if (!ci) {
       init.parameters[key] = requestParameter(key, value);
       continue;
     }
-    if (added.has(key) || duplicates.has(key)) throw invalidArg(`input '${key}' already exists in request`);
+    if (added.has(key) || duplicates.has(key)) {
+      // Triton's texts: the core's (with LogRequest()'s prefix), after the keyword being
+      // converted for a key inside `parameters` (server http_server.cc ConvertGenerateRequest).
+      const where = n >= topLevel.length ? "Converting keyword: 'parameters': " : '';
+      throw invalidArg(`${where}[request id: ${init.id || '<id_unknown>'}] input '${key}' already exists in request`);
+    }
     added.add(key);
     const values = Array.isArray(value) ? value : [value];
     if (values.some((v) => Array.isArray(v))) throw invalidArg(`input '${key}' must be a scalar or a 1-D array`);
@@ -73,29 +76,27 @@ export function decodeGenerateRequest(doc: unknown, model: string, version: numb
 
 /**
  * One response as a flat JSON object; single-element tensors become scalars. Printed directly so
- * 64-bit integers stay exact (non-finite numbers print as null).
+ * 64-bit integers stay exact (non-finite numbers print as null). As Triton's `http_server.cc`
+ * (GenerateRequestClass::FinalizeResponse): `id`, `model_name`, `model_version`, then the
+ * response parameters, then the outputs go into one map where the first of a name wins, and the
+ * fields are written in the map's order (names by byte value).
  */
 export function encodeGenerateResponse(model: string, version: number, id: string, r: InferenceResponse): string {
-  const fields: string[] = [];
-  const seen = new Set<string>();
+  const fields = new Map<string, string>();
   const add = (k: string, text: string) => {
-    if (seen.has(k)) {
-      const i = fields.findIndex((f) => f.startsWith(`${JSON.stringify(k)}:`));
-      fields[i] = `${JSON.stringify(k)}:${text}`;
-    } else {
-      seen.add(k);
-      fields.push(`${JSON.stringify(k)}:${text}`);
-    }
+    if (!fields.has(k)) fields.set(k, text);
   };
   if (id) add('id', JSON.stringify(id));
   add('model_name', JSON.stringify(model));
   add('model_version', JSON.stringify(String(version)));
   for (const [k, v] of Object.entries(r.parameters ?? {})) add(k, JSON.stringify(v) ?? 'null');
   for (const t of r.outputs) {
+    if (fields.has(t.name)) continue;
     const elements = tensorDataToJsonElements(t.data, t.datatype, 'null');
     add(t.name, elements.length === 1 ? elements[0]! : `[${elements.join(',')}]`);
   }
-  return `{${fields.join(',')}}`;
+  const names = [...fields.keys()].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+  return `{${names.map((k) => `${JSON.stringify(k)}:${fields.get(k)!}`).join(',')}}`;
 }
 
 function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, version: number) {

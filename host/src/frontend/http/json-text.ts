@@ -13,7 +13,7 @@
  * exponent could overflow or a key was met twice (fewer keys than members) does the (slower)
  * exact parser run.
  */
-import { invalidArg } from '../../core/errors.js';
+import { internal, invalidArg } from '../../core/errors.js';
 
 /** Triton's maximum JSON nesting depth. */
 export const MAX_JSON_DEPTH = 100;
@@ -27,7 +27,8 @@ export interface JsonParseOptions {
 }
 
 const depthError = () => invalidArg(`JSON nesting depth exceeds maximum allowed limit (${MAX_JSON_DEPTH})`);
-const parseError = (msg: string) => invalidArg(`failed to parse the request JSON buffer: ${msg}`);
+/** Malformed JSON: Triton's TritonJson parse error, INTERNAL (500) as tritonserver answers it. */
+const parseError = (msg: string) => internal(`failed to parse the request JSON buffer: ${msg}`);
 
 /**
  * One pass over the bytes: nesting depth (outside strings), the number of object members (one
@@ -105,8 +106,9 @@ function countKeys(root: unknown): number {
 
 /**
  * Parse a request's JSON text from its bytes; a key met twice in one object keeps its first value.
- * @throws TritonError INVALID_ARG: malformed JSON (`failed to parse the request JSON buffer: ...`,
- *   a number beyond ±DBL_MAX included), nesting deeper than {@link MAX_JSON_DEPTH}.
+ * @throws TritonError INTERNAL (500, as tritonserver): malformed JSON (`failed to parse the request
+ *   JSON buffer: ...`, a number beyond ±DBL_MAX included); INVALID_ARG: nesting deeper than
+ *   {@link MAX_JSON_DEPTH}.
  */
 export function parseRequestJson(bytes: Uint8Array, opts: JsonParseOptions = {}): JsonValue {
   const { longIntegers, longExponents, members } = scan(bytes);
@@ -115,8 +117,9 @@ export function parseRequestJson(bytes: Uint8Array, opts: JsonParseOptions = {})
     let v: JsonValue;
     try {
       v = JSON.parse(text) as JsonValue;
-    } catch (e) {
-      throw parseError((e as Error).message);
+    } catch {
+      // Malformed: the exact parser reports it in rapidjson's words (Triton's parser).
+      return new ExactParser(text, opts).parse();
     }
     // Every member became a key unless one was met twice (JSON.parse kept the last value).
     if (members === 0 || countKeys(v) === members) return v;
@@ -140,14 +143,20 @@ class ExactParser {
   ) {}
 
   parse(): JsonValue {
+    this.ws();
+    if (this.i >= this.s.length) this.fail('The document is empty.');
     const v = this.value(1);
     this.ws();
-    if (this.i < this.s.length) this.fail('unexpected data after the JSON value');
+    if (this.i < this.s.length) this.fail('The document root must not be followed by other values.');
     return v;
   }
 
+  /**
+   * A parse error as Triton's TritonJson writes rapidjson's: `<GetParseError_En text> at <byte
+   * offset>` (common triton_json.h); the texts are rapidjson's English messages.
+   */
   private fail(what: string): never {
-    throw parseError(`${what} at position ${this.i}`);
+    throw parseError(`${what} at ${Buffer.byteLength(this.s.slice(0, this.i))}`);
   }
 
   private ws(): void {
@@ -178,7 +187,13 @@ class ExactParser {
   }
 
   private literal<T>(word: string, v: T): T {
-    if (!this.s.startsWith(word, this.i)) this.fail('invalid value');
+    // rapidjson reports a broken literal where it stops matching.
+    for (let k = 0; k < word.length; k++) {
+      if (this.s[this.i + k] !== word[k]) {
+        this.i += k;
+        this.fail('Invalid value.');
+      }
+    }
     this.i += word.length;
     return v;
   }
@@ -186,10 +201,23 @@ class ExactParser {
   private number(): number | bigint {
     NUMBER.lastIndex = this.i;
     const m = NUMBER.exec(this.s);
-    if (!m || m[0].length === 0) this.fail('invalid value');
+    if (!m || m[0].length === 0) {
+      if (this.s[this.i] === '-') this.i++; // rapidjson: a '-' without digits fails after the sign
+      this.fail('Invalid value.');
+    }
+    // rapidjson's kParseErrorNumberMissFraction / kParseErrorNumberMissExponent, where the digits should be.
+    const after = this.i + m[0].length;
+    if (m[1] === undefined && this.s[after] === '.') {
+      this.i = after + 1;
+      this.fail('Miss fraction part in number.');
+    }
+    if (m[2] === undefined && (this.s[after] === 'e' || this.s[after] === 'E')) {
+      this.i = after + 1 + (this.s[after + 1] === '+' || this.s[after + 1] === '-' ? 1 : 0);
+      this.fail('Miss exponent in number.');
+    }
     const n = Number(m[0]);
     // rapidjson's kParseErrorNumberTooBig (Triton's parser), reported at the literal's start
-    if (!Number.isFinite(n)) this.fail('Number too big to be stored in double');
+    if (!Number.isFinite(n)) this.fail('Number too big to be stored in double.');
     this.i += m[0].length;
     if (m[1] === undefined && m[2] === undefined && !Number.isSafeInteger(n)) return BigInt(m[0]);
     return n;
@@ -200,17 +228,23 @@ class ExactParser {
     const start = this.i++;
     for (;;) {
       const c = this.s.charCodeAt(this.i);
-      if (Number.isNaN(c)) this.fail('unterminated string');
-      if (c === 0x5c) this.i += 2;
+      if (Number.isNaN(c)) this.fail('Missing a closing quotation mark in string.');
+      if (c === 0x5c) {
+        // An escape rapidjson refuses is reported at its backslash.
+        const e = this.s[this.i + 1] ?? '';
+        if (e === 'u' && !/^[0-9a-fA-F]{4}$/.test(this.s.slice(this.i + 2, this.i + 6))) this.fail('Incorrect hex digit after \\u escape in string.');
+        if (!'"\\/bfnrtu'.includes(e) || e === '') this.fail('Invalid escape character in string.');
+        this.i += 2;
+      }
       else if (c === 0x22) break;
-      else if (c < 0x20) this.fail('control character in string');
+      else if (c < 0x20) this.fail(c === 0 ? 'Missing a closing quotation mark in string.' : 'Invalid encoding in string.');
       else this.i++;
     }
     this.i++;
     try {
       return JSON.parse(this.s.slice(start, this.i)) as string;
     } catch {
-      return this.fail('invalid string escape');
+      return this.fail('Invalid escape character in string.');
     }
   }
 
@@ -229,7 +263,7 @@ class ExactParser {
       if (c === ']') return out;
       if (c !== ',') {
         this.i--;
-        this.fail("missing ',' or ']' in array");
+        this.fail("Missing a comma or ']' after an array element.");
       }
     }
   }
@@ -244,12 +278,12 @@ class ExactParser {
     }
     for (;;) {
       this.ws();
-      if (this.s[this.i] !== '"') this.fail('missing a name for an object member');
+      if (this.s[this.i] !== '"') this.fail('Missing a name for object member.');
       const key = this.string();
       this.ws();
       if (this.s[this.i++] !== ':') {
         this.i--;
-        this.fail("missing ':' after an object member's name");
+        this.fail('Missing a colon after a name of object member.');
       }
       this.path.push(key);
       const v = this.value(depth + 1);
@@ -266,7 +300,7 @@ class ExactParser {
       if (c === '}') return out;
       if (c !== ',') {
         this.i--;
-        this.fail("missing ',' or '}' in object");
+        this.fail("Missing a comma or '}' after an object member.");
       }
     }
   }

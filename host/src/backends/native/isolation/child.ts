@@ -96,14 +96,26 @@ let backend: NativeBackend | undefined;
 let model: BackendModel | undefined;
 /** Kept for the life of the process: backend threads may answer late (decoupled). */
 let server: IsoServer | undefined;
+/** The rings, mapped by the `rings` call (their names are gone from then on). */
+let rings: { fromParent: ArrayBuffer; toParent: ArrayBuffer } | undefined;
 let leaks: NativeLeaks | undefined;
 const instances = new Map<number, NativeModelInstance>();
 
 async function handle(m: ToChild): Promise<unknown> {
   switch (m.t) {
+    case 'rings': {
+      const addon = nativeAddon();
+      const fromParent = addon.shmOpen(m.shm.toChild, m.shm.bytes);
+      const toParent = addon.shmOpen(m.shm.toParent, m.shm.bytes);
+      // Mapped: the names are no longer needed, whatever happens to either process from now on.
+      addon.shmUnlink(m.shm.toChild);
+      addon.shmUnlink(m.shm.toParent);
+      rings = { fromParent, toParent };
+      return undefined;
+    }
     case 'load': {
-      const { backend: b, model: s, shm } = m.spec;
-      if (!shm) throw new TritonError('INTERNAL', 'no rings to serve');
+      const { backend: b, model: s } = m.spec;
+      if (!rings) throw new TritonError('INTERNAL', 'no rings to serve');
       backend = new NativeBackend(b.name, b.libraryPath, b.artifactsDir, b.configJson, logger, {
         executeTimeoutMs: 0,
         inBackendHostProcess: true,
@@ -123,7 +135,7 @@ async function handle(m: ToChild): Promise<unknown> {
         logger,
       });
       const addon = nativeAddon();
-      server = new addon.IsoServer(DOORBELL_FD, addon.shmOpen(shm.toChild, shm.bytes), addon.shmOpen(shm.toParent, shm.bytes));
+      server = new addon.IsoServer(DOORBELL_FD, rings.fromParent, rings.toParent);
       const loaded: Loaded = { config: model.config, parallelInstanceLoading: model.parallelInstanceLoading ?? false, readerTid: server.readerTid };
       return loaded;
     }
@@ -144,6 +156,10 @@ async function handle(m: ToChild): Promise<unknown> {
       inst.leakedRequests = server.removeInstance(m.id);
       await inst.finalize();
       return undefined;
+    }
+    case 'checkReady': {
+      const inst = instances.get(m.id);
+      return inst ? inst.checkReady() : `instance ${m.id} is not loaded`;
     }
     case 'finalizeModel': {
       await model?.finalize();

@@ -91,7 +91,11 @@ export class BackendHostProcess {
         resolve(this.exited);
       });
     });
-    this.child.on('error', (e) => this.logger.error({ err: e }, 'backend host process error'));
+    this.child.on('error', (e) => {
+      this.logger.error({ err: e }, 'backend host process error');
+      // Never started (e.g. EAGAIN): no 'exit' will come, so it ends here for every waiter.
+      if (this.child.pid === undefined) this.child.emit('exit', null, null);
+    });
   }
 
   /** The child's pid (for logs). */

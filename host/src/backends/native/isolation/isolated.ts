@@ -17,9 +17,11 @@ import type { BackendModel, BackendModelInstance, ExecuteTimings, InferenceReque
 import { BackendHostProcess, describeExit, type ProcessExit } from './host-process.js';
 import { nativeAddon, tritonErrorOf } from '../addon.js';
 import type { NativeLeaks } from '../model.js';
+import { READY_CHECK_TIMEOUT_MS } from '../instance.js';
 import { ServerCalls, addonError } from '../server-bridge.js';
 import { ownerPrincipal } from '../../../core/load-context.js';
 import type { Finalized, LoadSpec, Loaded } from './protocol.js';
+import { processRegionPrefix, removeRegions } from './python-regions.js';
 import {
   RecordKind,
   RingError,
@@ -52,6 +54,8 @@ const STABLE_AFTER_MS = 10_000;
 /** Bound on finalize calls into the process at unload, then on its exit. */
 const FINALIZE_TIMEOUT_MS = 10_000;
 const EXIT_GRACE_MS = 2_000;
+/** Bound on a new process mapping its rings (its first call: Node and the addon start first). */
+const RINGS_TIMEOUT_MS = 60_000;
 
 /**
  * Whether a model runs in a backend-host process: its `warden.isolation` parameter, else the
@@ -118,6 +122,8 @@ export class IsolatedNativeModel implements BackendModel {
   private fromChild?: RingReader;
   /** The process that serves (set once it loaded the model and its instances). */
   private proc!: BackendHostProcess;
+  /** A process being started (load or restart), until it serves or is given up. */
+  private starting?: BackendHostProcess;
   /** Why the model cannot serve right now (the process is restarting), else undefined. */
   private down?: string;
   private closing = false;
@@ -169,14 +175,16 @@ export class IsolatedNativeModel implements BackendModel {
     return m;
   }
 
-  /** Spawn, load, and (after a restart) re-create every instance. */
+  /**
+   * Spawn, hand over the rings, load, and (after a restart) re-create every instance. What a
+   * start creates is removed whatever becomes of it, and only that: the ring names as
+   * soon as the process has mapped them (before the backend runs: a start that hangs or fails
+   * leaves none), Triton's Python backend regions of the process once it is gone, and the process
+   * itself when the start fails or the model is unloaded meanwhile ({@link finalize}).
+   */
   private async start(): Promise<Loaded> {
-    // Fresh rings per process: a crashed process may have left anything in the old ones.
-    const addon = nativeAddon();
-    const out = addon.shmCreate(this.shmBytes);
-    const back = addon.shmCreate(this.shmBytes);
-    const toChild = new RingWriter(out.buffer);
-    const fromChild = new RingReader(back.buffer);
+    // Per process: Triton's Python backend names its regions with a prefix of this process's own.
+    const regions = processRegionPrefix(this.spec.backend);
     // Per process: its in-process requests are answered to it alone (tokens restart with it).
     const owner = this.owner;
     const calls = owner
@@ -192,19 +200,22 @@ export class IsolatedNativeModel implements BackendModel {
       this.logger,
       (m) => this.onServerCall(proc, calls, m),
     );
-    void proc.exit.then(() => calls?.cancelAll()); // nobody to answer any more
+    void proc.exit.then(() => {
+      calls?.cancelAll(); // nobody to answer any more
+      if (!regions) return;
+      const removed = removeRegions(regions.prefix);
+      if (removed.length > 0) this.logger.info({ pid: proc.pid, regions: removed.length }, "removed the Python backend's shared memory regions of the ended backend host process");
+    });
+    this.starting = proc;
     this.startedAt = Date.now();
     try {
-      const spec: LoadSpec = { ...this.spec, shm: { toChild: out.name, toParent: back.name, bytes: this.shmBytes } };
-      let loaded: Loaded;
-      try {
-        loaded = await proc.call<Loaded>({ t: 'load', spec });
-      } finally {
-        addon.shmUnlink(out.name); // both sides have them mapped now (or never will): no names left behind
-        addon.shmUnlink(back.name);
-      }
+      const { toChild, fromChild } = await this.handOverRings(proc);
+      if (this.closing) throw unavailable(`model '${this.spec.model.name}' was unloaded while its backend host process started`);
+      const spec: LoadSpec = regions ? { ...this.spec, backend: { ...this.spec.backend, configJson: regions.configJson } } : this.spec;
+      const loaded = await proc.call<Loaded>({ t: 'load', spec });
       proc.setReaderTid(loaded.readerTid);
       for (const i of this.instances) await proc.call({ t: 'instance', id: i.id, spec: i.spec });
+      if (this.closing) throw unavailable(`model '${this.spec.model.name}' was unloaded while its backend host process started`);
       this.logger.info({ pid: proc.pid }, 'backend host process ready');
       // Only a process that came up serves, and only its death triggers a restart (a start that
       // fails is retried by its caller).
@@ -216,6 +227,35 @@ export class IsolatedNativeModel implements BackendModel {
     } catch (e) {
       await proc.kill();
       throw e;
+    } finally {
+      if (this.starting === proc) this.starting = undefined;
+    }
+  }
+
+  /**
+   * Create the two rings and have `proc` map them (its first call); their names are removed when
+   * that call ends, mapped or not (bounded by {@link RINGS_TIMEOUT_MS}: the process is killed).
+   * @throws TritonError when the process could not map them or died
+   */
+  private async handOverRings(proc: BackendHostProcess): Promise<{ toChild: RingWriter; fromChild: RingReader }> {
+    // Fresh rings per process: a crashed process may have left anything in the old ones.
+    const addon = nativeAddon();
+    const out = addon.shmCreate(this.shmBytes);
+    let back: { name: string; buffer: ArrayBuffer } | undefined;
+    try {
+      back = addon.shmCreate(this.shmBytes);
+      const shm = { toChild: out.name, toParent: back.name, bytes: this.shmBytes };
+      let timedOut = false;
+      await withTimeout(proc.call({ t: 'rings', shm }), RINGS_TIMEOUT_MS, () => {
+        timedOut = true;
+        void proc.kill();
+      });
+      if (timedOut) throw internal(`the backend host process of model '${this.spec.model.name}' did not map its rings within ${RINGS_TIMEOUT_MS} ms`);
+      return { toChild: new RingWriter(out.buffer), fromChild: new RingReader(back.buffer) };
+    } finally {
+      // Mapped by both sides now (the process removed them already), or never will be.
+      addon.shmUnlink(out.name);
+      if (back) addon.shmUnlink(back.name);
     }
   }
 
@@ -282,8 +322,9 @@ export class IsolatedNativeModel implements BackendModel {
           this.logger.info({ restarts: this.restarts }, 'backend host process restarted: model ready again');
         },
         (e) => {
+          if (this.closing) return;
           this.logger.error({ err: e }, 'backend host process restart failed; retrying');
-          if (!this.closing) this.scheduleRestart();
+          this.scheduleRestart();
         },
       );
     }, delay);
@@ -364,6 +405,29 @@ export class IsolatedNativeModel implements BackendModel {
   /** Why requests cannot be served now (process restarting), else undefined. */
   unavailableReason(): string | undefined {
     return this.down;
+  }
+
+  /**
+   * TRITONBACKEND_ModelInstanceReady of instance `id` in the process, for a readiness check only
+   * (as an in-process instance's `checkReady`: never on the request path). Resolves undefined when
+   * ready, else why not (the process is down, the backend's message, no answer in time). Never
+   * rejects; bounded by READY_CHECK_TIMEOUT_MS.
+   */
+  async checkInstanceReady(id: number, name: string): Promise<string | undefined> {
+    if (this.down !== undefined) return this.down;
+    if (this.closing) return `model '${this.spec.model.name}' is unloading`;
+    // The process bounds the backend's call by READY_CHECK_TIMEOUT_MS itself; this bounds the process.
+    const limitMs = READY_CHECK_TIMEOUT_MS + 2_000;
+    let timedOut = false;
+    const answer = await withTimeout(
+      this.proc.call<string | undefined>({ t: 'checkReady', id }).then(
+        (v) => (typeof v === 'string' ? v : undefined),
+        (e: unknown) => (e instanceof Error ? e.message : String(e)),
+      ),
+      limitMs,
+      () => (timedOut = true),
+    );
+    return timedOut ? `the backend host process did not answer the readiness check of instance '${name}' within ${limitMs} ms` : answer;
   }
 
   /**
@@ -466,6 +530,8 @@ export class IsolatedNativeModel implements BackendModel {
   async finalize(): Promise<void> {
     this.closing = true;
     if (this.restartTimer) clearTimeout(this.restartTimer);
+    // A restart still under way is given up: its process must not outlive the model.
+    if (this.starting) await this.starting.kill();
     let leaks: NativeLeaks | undefined;
     if (this.down === undefined) {
       leaks = await withTimeout(
@@ -501,6 +567,14 @@ export class IsolatedInstance implements BackendModelInstance {
   /** While the process restarts the model is UNAVAILABLE with the crash as the reason. */
   unhealthy(): string | undefined {
     return this.model.unavailableReason();
+  }
+
+  /**
+   * TRITONBACKEND_ModelInstanceReady in the process, asked by readiness checks only; requests are
+   * dispatched whatever it answers (the backend answers them), as for an in-process instance.
+   */
+  checkReady(): Promise<string | undefined> {
+    return this.model.checkInstanceReady(this.id, this.spec.name);
   }
 
   finalize(): Promise<void> {

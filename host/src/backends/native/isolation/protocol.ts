@@ -15,15 +15,24 @@ import type { NativeLeaks } from '../model.js';
 export interface LoadSpec {
   backend: { name: string; libraryPath: string; artifactsDir: string; configJson: string };
   model: { name: string; version: number; modelPath: string; versionPath: string; config: ModelConfig; autoCompleteConfig: boolean };
-  /** The two rings (names from the addon's shmCreate), `bytes` each. */
-  shm?: { toChild: string; toParent: string; bytes: number };
+}
+
+/** The two rings (names from the addon's shmCreate), `bytes` each. */
+export interface RingNames {
+  toChild: string;
+  toParent: string;
+  bytes: number;
 }
 
 /** Parent → child calls (each answered by one `reply` with the same `rid`). */
 export type ToChild =
+  /** First call: map both rings and remove their names (before the backend runs any code). */
+  | { rid: number; t: 'rings'; shm: RingNames }
   | { rid: number; t: 'load'; spec: LoadSpec }
   | { rid: number; t: 'instance'; id: number; spec: InstanceSpec }
   | { rid: number; t: 'finalizeInstance'; id: number }
+  /** TRITONBACKEND_ModelInstanceReady of instance `id`: replies undefined (ready) or why not. */
+  | { rid: number; t: 'checkReady'; id: number }
   | { rid: number; t: 'finalizeModel' };
 
 /**

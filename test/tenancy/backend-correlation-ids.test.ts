@@ -1,0 +1,211 @@
+/**
+ * The correlation id a backend sees is scoped by tenant (DESIGN "Multi-tenancy": tenant identity
+ * in every shared key), end to end over HTTP and gRPC. An operator sequence model shared with
+ * tenants A and B whose backend keeps its own state by the correlation id it is given (the
+ * request's id, or its CORRID control input of type STRING, UINT64 or INT32): A's sequence 4242
+ * and B's 4242 must not mix, for integer and string ids. A tenant's sequence reaches the backend
+ * under an id of its own (a server-assigned integer with the top bit of the CORRID width set, or
+ * `@<tenant>/<id>`), stable for the sequence; the operator's requests keep their raw id, and an
+ * operator id of the reserved forms is refused.
+ */
+import { status } from '@grpc/grpc-js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type RunningServer } from '../../host/src/server.js';
+import { hashToken } from '../../host/src/tenancy/token.js';
+import { int32s, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
+import { JsBackendResolver, correlationIdsSeen } from '../helpers/js-backend.js';
+import { fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { ensureBuilt } from '../wasm/helpers.js';
+
+const TOKENS = {
+  a: 'tenant-a-token-0123456789abcdefghijk',
+  b: 'tenant-b-token-0123456789abcdefghijk',
+  ops: 'operator-admin-token-0123456789abcdef',
+};
+type Who = keyof typeof TOKENS;
+
+/** An operator sequence model whose backend sums INPUT0 per correlation id (`key_by`: request | control). */
+const corridConfig = (name: string, keyBy: 'request' | 'control', corridType?: string) => `
+name: "${name}"
+backend: "jstest"
+max_batch_size: 4
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+  direct { }
+  max_sequence_idle_microseconds: 60000000
+  control_input [
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] }
+    ${corridType ? `, { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: ${corridType} } ] }` : ''}
+  ]
+}
+parameters { key: "mode" value: { string_value: "corrid_sum" } }
+parameters { key: "key_by" value: { string_value: "${keyBy}" } }
+`;
+
+/** model → [how its backend keys state, the client ids it takes]. */
+const MODELS: Record<string, { keyBy: 'request' | 'control'; corrid?: string; ids: (number | string)[] }> = {
+  by_request: { keyBy: 'request', ids: [4242, 'order-4242'] },
+  by_corrid_string: { keyBy: 'control', corrid: 'TYPE_STRING', ids: [4242, 'order-4242'] },
+  by_corrid_u64: { keyBy: 'control', corrid: 'TYPE_UINT64', ids: [4242, '4242'] },
+  by_corrid_i32: { keyBy: 'control', corrid: 'TYPE_INT32', ids: [4242] },
+};
+
+let repo: TempRepo;
+let dir: string;
+let server: RunningServer;
+let client: TritonGrpcClient;
+
+beforeAll(async () => {
+  await ensureBuilt();
+  repo = tempRepo([]);
+  for (const [name, m] of Object.entries(MODELS)) {
+    repo.write(`${name}/config.pbtxt`, corridConfig(name, m.keyBy, m.corrid));
+    repo.write(`${name}/1/.keep`, '');
+  }
+  dir = mkdtempSync(join(tmpdir(), 'warden-corrid-'));
+  const shared = Object.keys(MODELS);
+  writeFileSync(
+    join(dir, 'tenants.json'),
+    JSON.stringify({
+      tenants: [
+        { id: 'a', role: 'tenant', tokens: [hashToken(TOKENS.a)], shared_models: shared },
+        { id: 'b', role: 'tenant', tokens: [hashToken(TOKENS.b)], shared_models: shared },
+        { id: 'ops', role: 'admin', tokens: [hashToken(TOKENS.ops)] },
+      ],
+    }),
+  );
+  server = await startServer({
+    modelRepositories: [repo.path],
+    modelControlMode: 'explicit',
+    loadModels: ['*'],
+    httpPort: 0,
+    grpcPort: 0,
+    metricsPort: -1,
+    tenantsFile: join(dir, 'tenants.json'),
+    backendResolvers: [new JsBackendResolver()],
+    logLevel: 'silent',
+  });
+  client = tritonGrpcClient(server.grpcUrl!);
+});
+afterAll(async () => {
+  client?.close();
+  await server?.stop();
+  repo?.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** One sequence step over `proto`: the backend's running sum, or the error text with its HTTP status / gRPC code. */
+type Step = { value: number } | { error: string; code: number | string };
+async function step(proto: 'http' | 'grpc', who: Who, model: string, id: number | bigint | string, value: number, flags: { start?: boolean; end?: boolean } = {}): Promise<Step> {
+  if (proto === 'http') {
+    // A bigint id is written as a bare JSON integer (exact beyond 2^53).
+    const body = JSON.stringify({
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1], data: [value] }],
+      parameters: { sequence_id: typeof id === 'bigint' ? '@@ID@@' : id, sequence_start: flags.start === true, sequence_end: flags.end === true },
+    }).replace('"@@ID@@"', String(id));
+    const r = await fetchJson(`${server.httpUrl}/v2/models/${model}/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
+      body,
+    });
+    if (r.status !== 200) return { error: r.json?.error ?? r.text, code: r.status };
+    return { value: r.json.outputs.find((o: any) => o.name === 'OUTPUT0').data[0] };
+  }
+  const r = await unaryCall(
+    client,
+    'ModelInfer',
+    {
+      model_name: model,
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1] }],
+      raw_input_contents: [Buffer.from(Int32Array.of(value).buffer)],
+      parameters: {
+        sequence_id: typeof id === 'string' ? { string_param: id } : typeof id === 'bigint' ? { uint64_param: id.toString() } : { int64_param: id },
+        sequence_start: { bool_param: flags.start === true },
+        sequence_end: { bool_param: flags.end === true },
+      },
+    },
+    TOKENS[who],
+  );
+  if (r.err) return { error: r.err.details, code: r.err.code };
+  const i = (r.res.outputs as { name: string }[]).findIndex((o) => o.name === 'OUTPUT0');
+  return { value: int32s(r.res.raw_output_contents[i])[0]! };
+}
+
+/** The ids the backend of `model` was given for `tenant`'s requests since `from` (index into correlationIdsSeen), in the backend's key form. */
+function seen(model: string, tenant: string, from: number, keyBy: 'request' | 'control'): string[] {
+  return correlationIdsSeen
+    .slice(from)
+    // Fillers padding a direct batch's empty slots carry no id.
+    .filter((s) => s.model === model && s.tenant === tenant && s.correlationId !== 0 && s.correlationId !== '')
+    .map((s) => (keyBy === 'control' ? String(s.corrid) : `${typeof s.correlationId === 'string' ? 's' : 'n'}:${String(s.correlationId)}`));
+}
+
+describe('a backend that keys state by correlation id, on an operator model shared with A and B', () => {
+  const cases: ['http' | 'grpc', string, number | string][] = [];
+  for (const proto of ['http', 'grpc'] as const) for (const [model, m] of Object.entries(MODELS)) for (const id of m.ids) cases.push([proto, model, id]);
+
+  it.each(cases)("%s %s id %s: A's and B's sequence never mix in the backend; the operator's id reaches it raw", async (proto, model, id) => {
+    const { keyBy, corrid } = MODELS[model]!;
+    const from = correlationIdsSeen.length;
+    // A and B both start "4242"; each continues its own sum.
+    expect(await step(proto, 'a', model, id, 10, { start: true })).toEqual({ value: 10 });
+    expect(await step(proto, 'b', model, id, 100, { start: true })).toEqual({ value: 100 });
+    expect(await step(proto, 'a', model, id, 5)).toEqual({ value: 15 });
+    expect(await step(proto, 'b', model, id, 1)).toEqual({ value: 101 });
+    // The operator's own sequence of the same id is a third one.
+    expect(await step(proto, 'ops', model, id, 1000, { start: true })).toEqual({ value: 1000 });
+    expect(await step(proto, 'a', model, id, 1, { end: true })).toEqual({ value: 16 });
+    expect(await step(proto, 'b', model, id, 2, { end: true })).toEqual({ value: 103 });
+    expect(await step(proto, 'ops', model, id, 1, { end: true })).toEqual({ value: 1001 });
+
+    const a = seen(model, 'a', from, keyBy);
+    const b = seen(model, 'b', from, keyBy);
+    const ops = seen(model, '', from, keyBy);
+    expect(a).toHaveLength(3);
+    expect(b).toHaveLength(3);
+    // One id per sequence, for its whole life, and different per tenant.
+    expect(new Set(a).size).toBe(1);
+    expect(new Set(b).size).toBe(1);
+    expect(a[0]).not.toBe(b[0]);
+    // The operator's requests carry the client's id unchanged (Triton's behaviour).
+    const raw = keyBy === 'control' ? String(id) : `${typeof id === 'string' ? 's' : 'n'}:${id}`;
+    expect(ops).toEqual([raw, raw]);
+    expect(a[0]).not.toBe(raw);
+    // The form of a tenant's id: integers (and decimal strings for an integer CORRID) from the
+    // reserved half of the CORRID width; other strings `@<tenant>/<id>`.
+    const integerCorrid = corrid === 'TYPE_UINT64' || corrid === 'TYPE_INT32';
+    if (typeof id === 'string' && !integerCorrid) {
+      expect(a[0]).toBe(keyBy === 'control' ? `@a/${id}` : `s:@a/${id}`);
+      expect(b[0]).toBe(keyBy === 'control' ? `@b/${id}` : `s:@b/${id}`);
+    } else if (corrid === 'TYPE_INT32') {
+      // Bit 31 set: negative as an INT32.
+      expect(Number(a[0])).toBeLessThan(0);
+      expect(Number(b[0])).toBeLessThan(0);
+    } else {
+      const v = BigInt(a[0]!.replace(/^[ns]:/, ''));
+      expect(v >= 2n ** 63n && v < 2n ** 64n).toBe(true);
+    }
+  });
+});
+
+describe("the operator's ids of the reserved forms are refused on an operator model", () => {
+  it.each(['http', 'grpc'] as const)('%s: an integer with the top bit set, and a string starting with @', async (proto) => {
+    const code = proto === 'http' ? 400 : status.INVALID_ARGUMENT;
+    const big = 2n ** 63n + 7n;
+    const r1 = await step(proto, 'ops', 'by_request', big, 1, { start: true });
+    expect(r1).toEqual({ code, error: expect.stringMatching(/^sequence ID 9223372036854775815 for model 'by_request' is reserved/) });
+    const r2 = await step(proto, 'ops', 'by_corrid_i32', 2 ** 31 + 7, 1, { start: true });
+    expect(r2).toEqual({ code, error: expect.stringMatching(/^sequence ID 2147483655 for model 'by_corrid_i32' is reserved/) });
+    const r3 = await step(proto, 'ops', 'by_corrid_string', '@a/4242', 1, { start: true });
+    expect(r3).toEqual({ code, error: expect.stringMatching(/^sequence ID '@a\/4242' for model 'by_corrid_string' is reserved/) });
+    // Below the reserved half, the operator's ids pass.
+    expect(await step(proto, 'ops', 'by_corrid_i32', 2 ** 31 - 1, 1, { start: true, end: true })).toEqual({ value: 1 });
+    // A tenant picks any id: its sequence gets an id of its own.
+    expect(await step(proto, 'a', 'by_request', big, 3, { start: true, end: true })).toEqual({ value: 3 });
+    expect(await step(proto, 'a', 'by_corrid_string', '@b/4242', 4, { start: true, end: true })).toEqual({ value: 4 });
+  });
+});
