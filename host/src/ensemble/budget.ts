@@ -57,9 +57,7 @@ export class EnsembleBudget {
    * @throws AccessError 403 naming the cap
    */
   afford(cost: { readonly inferences: number; readonly depth: number }): void {
-    if (cost.depth > this.limits.maxDepth) {
-      throw forbidden(`${this.who}: ensembles nested ${cost.depth} deep, over the cap of ${this.limits.maxDepth} (max_ensemble_depth)`);
-    }
+    this.enter(cost.depth);
     if (cost.inferences > this.limits.maxInferences) {
       throw forbidden(`${this.who}: at least ${cost.inferences} composing inferences per request, over the cap of ${this.limits.maxInferences} (max_ensemble_inferences)`);
     }

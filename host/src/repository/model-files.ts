@@ -143,6 +143,27 @@ function checkDescriptor(spec: ModelFileSpec, root: string, st: Stats, fdPath: s
   if (st.size > spec.maxBytes) throw tooLarge(spec, st.size);
 }
 
+/**
+ * Steps 2 and 3's open: the name resolved beneath `root` (the model directory's real path) and
+ * opened `O_PATH | O_NOFOLLOW`; the caller checks the descriptor and closes it.
+ * @throws TritonError INVALID_ARG: a refused name, or one that does not exist or leads outside
+ */
+async function openPathBeneath(root: string, spec: ModelFileSpec): Promise<FileHandle> {
+  let target: string;
+  try {
+    target = await realpath(candidate(root, spec));
+  } catch (e) {
+    if (e instanceof TritonError) throw e;
+    throw notInside(spec);
+  }
+  if (!beneath(target, root)) throw notInside(spec);
+  try {
+    return await open(target, PATH_FLAGS);
+  } catch {
+    throw notInside(spec);
+  }
+}
+
 function checkPlatform(spec: ModelFileSpec): void {
   if (process.platform !== 'linux') throw invalidArg(`${spec.field} ${shown(spec.name)}: config-named files can be opened only on Linux`);
 }
@@ -162,20 +183,7 @@ export async function openModelFile(spec: ModelFileSpec): Promise<OpenedModelFil
   } catch (e) {
     throw invalidArg(`${spec.field} ${shown(spec.name)}: the model directory cannot be read${(e as { code?: string }).code ? ` (${(e as { code?: string }).code})` : ''}`);
   }
-  let target: string;
-  try {
-    target = await realpath(candidate(root, spec));
-  } catch (e) {
-    if (e instanceof TritonError) throw e;
-    throw notInside(spec);
-  }
-  if (!beneath(target, root)) throw notInside(spec);
-  let pathHandle: FileHandle;
-  try {
-    pathHandle = await open(target, PATH_FLAGS);
-  } catch {
-    throw notInside(spec);
-  }
+  const pathHandle = await openPathBeneath(root, spec);
   let handle: FileHandle | undefined;
   try {
     const st = await pathHandle.stat();
@@ -200,7 +208,15 @@ export async function openModelFile(spec: ModelFileSpec): Promise<OpenedModelFil
  * @throws TritonError INVALID_ARG as {@link openModelFile}, or for a read failure
  */
 export async function readModelFile(spec: ModelFileSpec): Promise<Buffer> {
-  const f = await openModelFile(spec);
+  return readOpenedModelFile(await openModelFile(spec), spec);
+}
+
+/**
+ * Reads a file {@link openModelFile} opened, whole, and closes it; at most `spec.maxBytes` bytes
+ * are ever read (a file that grows past the cap while read is refused).
+ * @throws TritonError INVALID_ARG as {@link openModelFile}, or for a read failure
+ */
+export async function readOpenedModelFile(f: OpenedModelFile, spec: ModelFileSpec): Promise<Buffer> {
   try {
     const chunks: Buffer[] = [];
     let total = 0;
@@ -243,21 +259,12 @@ export async function isModelDirectory(spec: ModelFileSpec): Promise<boolean> {
   checkPlatform(spec);
   relativeSegments(spec.name, spec.field);
   let root: string;
-  let target: string;
   try {
     root = await realpath(spec.modelDir);
-    target = await realpath(candidate(root, spec));
-  } catch (e) {
-    if (e instanceof TritonError) throw e;
-    throw notInside(spec);
-  }
-  if (!beneath(target, root) || target === root) throw notInside(spec);
-  let h: FileHandle;
-  try {
-    h = await open(target, PATH_FLAGS);
   } catch {
     throw notInside(spec);
   }
+  const h = await openPathBeneath(root, spec);
   try {
     const st = await h.stat();
     const fdPath = await readlink(`/proc/self/fd/${h.fd}`);

@@ -40,7 +40,7 @@ import { RunPlacement, threadCpuClock, type ThreadCpuClock } from './placement.j
 import { SessionWorker, type RunResult } from './session-worker.js';
 import { concatBatch, dataTypeFromOrt, splitBatch } from './tensors.js';
 import { externalDataRefs } from './external-data.js';
-import { byteCapParameter, checkedModelFilePath, isModelDirectory, openModelFile } from '../../repository/model-files.js';
+import { byteCapParameter, checkedModelFilePath, isModelDirectory, openModelFile, readOpenedModelFile } from '../../repository/model-files.js';
 
 /** Default of the `inline_run_max_us` parameter: runs shorter than this may stay on the event loop. */
 export const DEFAULT_INLINE_MAX_US = 100;
@@ -75,19 +75,7 @@ export async function resolveOnnxModelFile(ctx: ModelLoadContext): Promise<strin
   const base = { modelDir: ctx.modelPath, under: String(ctx.version), field, maxBytes };
   if (await isModelDirectory({ ...base, name })) name = `${name}/model.onnx`;
   const opened = await openModelFile({ ...base, name });
-  let bytes: Buffer;
-  try {
-    bytes = Buffer.allocUnsafe(opened.size);
-    let at = 0;
-    while (at < opened.size) {
-      const { bytesRead } = await opened.handle.read(bytes, at, Math.min(1 << 20, opened.size - at), at);
-      if (bytesRead === 0) break;
-      at += bytesRead;
-    }
-    bytes = bytes.subarray(0, at);
-  } finally {
-    await opened.handle.close().catch(() => undefined);
-  }
+  const bytes = await readOpenedModelFile(opened, { ...base, name });
   // External data is relative to the model file's directory (as ONNX Runtime resolves it), and
   // must stay beneath the model directory.
   const fileDir = relative(opened.root, dirname(opened.realPath)).split(sep).filter((s) => s !== '').join('/');
