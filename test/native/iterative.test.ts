@@ -111,7 +111,12 @@ describe('iterative_sequence on a native backend (TRITONSERVER_REQUEST_RELEASE_R
     await generateStream('iterative', { INPUT: 2 });
     const r = await postJson(`${server.httpUrl}/v2/repository/models/iterative/unload`, {});
     expect(r.status, r.text).toBe(200);
-    const idx = await postJson(`${server.httpUrl}/v2/repository/index`, {});
-    expect(idx.json.find((m: { name: string }) => m.name === 'iterative')?.state).toBe('UNAVAILABLE');
+    // Unload answers once unloading has begun (as Triton's does); the version leaves UNLOADING
+    // only when every request the backend held has been released.
+    const state = async () => {
+      const idx = await postJson(`${server.httpUrl}/v2/repository/index`, {});
+      return idx.json.find((m: { name: string }) => m.name === 'iterative')?.state;
+    };
+    await expect.poll(state, { timeout: 10_000, interval: 50 }).toBe('UNAVAILABLE');
   });
 });
