@@ -4,6 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { OnnxRuntimeResolver } from './backends/onnxruntime/index.js';
 import type { BackendResolver } from './core/types.js';
@@ -25,6 +26,8 @@ import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js'
 import { buildHttpFrontend } from './frontend/http/app.js';
 import { FrontendThreads, MAX_HTTP_THREADS } from './frontend/http/threads/pool.js';
 import { ConnectionBudget } from './frontend/http/connection-budget.js';
+import { NativeListener } from './frontend/http/native-accept.js';
+import type { NativeAddon } from './backends/native/addon.js';
 import type { GrpcFrontend, GrpcKeepalive } from './frontend/grpc/server.js';
 import type { RestrictedFeatures } from './frontend/restricted.js';
 import { SystemSharedMemory } from './core/shared-memory.js';
@@ -213,6 +216,38 @@ const cacheDirOf = (opts: ServerOptions): string => opts.cacheDir ?? join(PROJEC
 const backendDirectoryOf = (opts: ServerOptions): string => opts.backendDirectory ?? join(PROJECT_ROOT, 'build', 'backends');
 
 /** The backend resolvers in resolution order: wasm, onnxruntime, (python), native. */
+/**
+ * Serves `http` on `host:port` through the native acceptor (frontend/http/native-accept.ts): the
+ * caps on open connections, all together and per client address, are applied by a native thread
+ * before the event loop sees a connection. Undefined when the addon is not built (the caller
+ * listens with Node's own listener).
+ * @throws Error (UNAVAILABLE) when the port cannot be bound
+ */
+async function listenNatively(
+  http: FastifyInstance,
+  host: string,
+  port: number,
+  perAddress: number,
+  logger: Logger,
+): Promise<{ listener: NativeListener; port: number } | undefined> {
+  let addon: NativeAddon;
+  try {
+    const { nativeAddon } = await import('./backends/native/addon.js');
+    addon = nativeAddon();
+  } catch (e) {
+    logger.debug({ err: e }, 'native addon unavailable: the HTTP port uses Node\'s listener');
+    return undefined;
+  }
+  const bound = addon.reusePortListen(host, port, 511, false);
+  try {
+    await http.ready();
+    return { listener: new NativeListener(http.server, addon.Acceptor, bound.fd, http.server.maxConnections, perAddress, (fd) => addon.closeFd(fd)), port: bound.port };
+  } catch (e) {
+    addon.closeFd(bound.fd);
+    throw e;
+  }
+}
+
 async function createResolvers(opts: ServerOptions, logger: Logger, metrics: ServerMetrics, tenants: TenantRegistry | undefined): Promise<BackendResolver[]> {
   const resolvers: BackendResolver[] = [...(opts.backendResolvers ?? [])];
   const autoCompleteConfig = opts.autoCompleteConfig ?? true;
@@ -395,6 +430,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const allowHttp = opts.allowHttp ?? true;
   let httpPort = -1;
   let threads: FrontendThreads | undefined;
+  let nativeListener: NativeListener | undefined;
   const perAddressConnections = (opts.httpLimits ?? DEFAULT_HTTP_LIMITS).maxConnectionsPerAddress ?? DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress;
   if (allowHttp && threadCount > 0) {
     // Every listener of the port (this thread's and each front-end thread's) is an SO_REUSEPORT
@@ -446,10 +482,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       throw e;
     }
   } else if (allowHttp) {
-    // The per-address connection cap (Node's maxConnections still caps the total here).
-    if (perAddressConnections > 0) new ConnectionBudget(ConnectionBudget.memory(0, perAddressConnections), http.server.maxConnections).attach(http.server, ConnectionBudget.MAIN_SLOT);
-    await http.listen({ port: opts.httpPort ?? 8000, host });
-    httpPort = (http.server.address() as { port: number }).port;
+    const listener = await listenNatively(http, host, opts.httpPort ?? 8000, perAddressConnections, logger);
+    if (listener) {
+      nativeListener = listener.listener;
+      httpPort = listener.port;
+    } else {
+      // Without the addon: Node's listener, the per-address cap checked as each socket is made
+      // (Node's maxConnections caps the total).
+      if (perAddressConnections > 0) new ConnectionBudget(ConnectionBudget.memory(0, perAddressConnections), http.server.maxConnections).attach(http.server, ConnectionBudget.MAIN_SLOT);
+      await http.listen({ port: opts.httpPort ?? 8000, host });
+      httpPort = (http.server.address() as { port: number }).port;
+    }
   } else {
     logger.warn('--allow-http=false: no HTTP endpoint');
   }
@@ -495,7 +538,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         try {
           // Front-end threads stop accepting and answer what they hold (this thread still serves
           // their rings and their proxied requests) while Fastify closes its own listener.
-          const closed = Promise.all([threads?.drain(), allowHttp ? http.close() : undefined, grpc?.stop(exitTimeoutMs)]);
+          const closed = Promise.all([threads?.drain(), allowHttp ? http.close() : undefined, nativeListener?.close(), grpc?.stop(exitTimeoutMs)]);
           // At most --exit-timeout-secs for in-flight requests: then the models are unloaded with
           // what is left of it, requests still unanswered get an error, and the connections close.
           let timer: NodeJS.Timeout | undefined;

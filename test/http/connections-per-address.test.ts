@@ -4,6 +4,7 @@
  * another address still connects and is served — on the single loop and with front-end threads
  * (the count is shared by every listener). Loopback aliases (127.0.0.2) stand for a second client.
  */
+import { Server as HttpServer } from 'node:http';
 import { type Socket, connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UsageError, parseCli } from '../../host/src/cli-options.js';
@@ -66,7 +67,9 @@ describe('connections capped per client address', () => {
       const port = await serve(threads, 3);
       const held: Socket[] = [];
       for (let i = 0; i < 6; i++) {
-        held.push(await connectFrom(port, '127.0.0.1'));
+        // A refused connection is reset at accept: its connect may already fail.
+        const c = await connectFrom(port, '127.0.0.1').catch(() => undefined);
+        if (c) held.push(c);
         await new Promise((r) => setTimeout(r, 20));
       }
       const closed = await Promise.all(held.map((c) => closedWithin(c, 1000)));
@@ -80,6 +83,43 @@ describe('connections capped per client address', () => {
       expect(await live(await connectFrom(port, '127.0.0.1'))).toMatch(/^HTTP\/1.1 200/);
     });
   }
+});
+
+describe('connections refused before the event loop sees them (native acceptor)', () => {
+  it('a flood of connections over the cap makes no HTTP connection: only the admitted ones reach node:http', async () => {
+    // Every connection node:http is given is one 'connection' event of an http.Server; a listener
+    // that refuses in JS (Node's own accept, then a check) emits one per connection attempt.
+    const emit = HttpServer.prototype.emit;
+    let connections = 0;
+    HttpServer.prototype.emit = function (this: HttpServer, event: string | symbol, ...rest: unknown[]) {
+      if (event === 'connection') connections++;
+      return (emit as (e: string | symbol, ...a: unknown[]) => boolean).call(this, event, ...rest);
+    } as typeof emit;
+    try {
+      const port = await serve(0, 3);
+      const attempts = await Promise.all(Array.from({ length: 60 }, () => connectFrom(port, '127.0.0.1').catch(() => undefined)));
+      const closed = await Promise.all(attempts.map((c) => (c ? closedWithin(c, 1000) : true)));
+      expect(closed.filter((x) => !x)).toHaveLength(3);
+      expect(connections).toBe(3);
+      // A second address is still admitted and served; the count follows.
+      expect(await live(await connectFrom(port, '127.0.0.2'))).toMatch(/^HTTP\/1.1 200/);
+      expect(connections).toBe(4);
+    } finally {
+      HttpServer.prototype.emit = emit;
+    }
+  });
+
+  it('the server stops with an adopted keep-alive connection open: it closes it, stops accepting and resolves', async () => {
+    const port = await serve(0, 3);
+    const used = await connectFrom(port, '127.0.0.1');
+    // A keep-alive connection that has been answered once, then goes quiet.
+    const first = new Promise<string>((resolve) => used.once('data', (d) => resolve(d.toString())));
+    used.write('GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(await first).toMatch(/^HTTP\/1.1 200/);
+    await running.splice(0)[0]!.stop();
+    expect(await closedWithin(used, 1000)).toBe(true);
+    await expect(connectFrom(port, '127.0.0.1')).rejects.toThrow(/ECONNREFUSED/);
+  });
 });
 
 describe('the per-address count', () => {

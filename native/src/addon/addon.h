@@ -202,6 +202,29 @@ class IsoServer : public Napi::ObjectWrap<IsoServer> {
   Napi::Reference<Napi::ArrayBuffer> keep_in_, keep_out_;
 };
 
+class AcceptorCore;
+
+/**
+ * The HTTP port's connection admission on a native thread (acceptor.cc): accepts, closes what is
+ * over the per-address or total cap, and hands the admitted descriptors to JS in batches.
+ */
+class Acceptor : public Napi::ObjectWrap<Acceptor> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::FunctionReference constructor;
+  explicit Acceptor(const Napi::CallbackInfo& info);
+  ~Acceptor() override;
+
+ private:
+  Napi::Value Release(const Napi::CallbackInfo& info);
+  Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  void Shutdown();
+  std::unique_ptr<AcceptorCore> core_;
+  std::shared_ptr<warden::JsWake> wake_;
+  Napi::FunctionReference on_connections_;
+};
+
 // ---------------------------------------------------------------- conversions (convert.cc)
 
 /** Holds everything a WARDEN_RequestDesc batch points into while it is being submitted. */

@@ -244,6 +244,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("ModelHandle", ModelHandle::Init(env));
   exports.Set("InstanceHandle", InstanceHandle::Init(env));
   exports.Set("IsoServer", IsoServer::Init(env));
+  exports.Set("Acceptor", Acceptor::Init(env));
   exports.Set("wasmtime", warden_wasmtime::Init(env));
   exports.Set("ort", warden_ort::InitBinding(env));
   return exports;

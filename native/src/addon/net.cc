@@ -1,4 +1,4 @@
-// Listening TCP sockets with SO_REUSEPORT for the HTTP front-end threads (issue 14 point 4): Node 20
+// Listening TCP sockets with SO_REUSEPORT for the HTTP front-end threads: Node 20
 // has no `reusePort`, so every listener of one host:port (the main thread's and each front-end
 // thread's) is created here and handed to `server.listen({ fd })`. The kernel then spreads new
 // connections over the group (hash of the 4-tuple).
@@ -30,7 +30,9 @@ bool ValidHost(const std::string& host) {
 
 }  // namespace
 
-// reusePortListen(host, port, backlog) -> { fd, port }
+// reusePortListen(host, port, backlog[, reusePort = true]) -> { fd, port }
+// With reusePort false the socket is a plain listener (SO_REUSEADDR only), for the native acceptor
+// (acceptor.cc) of a port no other socket shares.
 Napi::Value ReusePortListen(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber()) {
@@ -44,6 +46,7 @@ Napi::Value ReusePortListen(const Napi::CallbackInfo& info) {
     throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "invalid listen port " + std::to_string(port));
   }
   if (!(backlog >= 1 && backlog <= 65535)) throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "invalid listen backlog");
+  const bool reuse_port = info.Length() < 4 || !info[3].IsBoolean() || info[3].As<Napi::Boolean>().Value();
   const std::string where = host + ":" + std::to_string(int(port));
 
   addrinfo hints{};
@@ -65,14 +68,14 @@ Napi::Value ReusePortListen(const Napi::CallbackInfo& info) {
       continue;
     }
     int one = 1;
-    if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 || setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+    if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 || (reuse_port && setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)) {
       failure = std::string("setsockopt: ") + std::strerror(errno);
       close(s);
       continue;
     }
     if (bind(s, ai->ai_addr, ai->ai_addrlen) != 0) {
       int err = errno;
-      failure = err == EADDRINUSE ? "address already in use (by a socket without SO_REUSEPORT, or another user's)" : std::string("bind: ") + std::strerror(err);
+      failure = err == EADDRINUSE ? (reuse_port ? "address already in use (by a socket without SO_REUSEPORT, or another user's)" : "address already in use") : std::string("bind: ") + std::strerror(err);
       close(s);
       continue;
     }

@@ -183,11 +183,12 @@ export interface NativeAddon {
    * port form a group the kernel spreads new connections over. Port 0 picks a free port; bind the
    * others of the group to the port returned.
    * @param backlog the listen queue length, 1..65535
+   * @param reusePort false: a plain listener (SO_REUSEADDR only) of a port no other socket may share
    * @returns the descriptor and the bound port
    * @throws Error with `tritonCode` INVALID_ARG (bad host, port or backlog; a host that does not
    *   resolve) or UNAVAILABLE (bind / listen failed, e.g. the port is held by a socket without SO_REUSEPORT)
    */
-  reusePortListen(host: string, port: number, backlog: number): { fd: number; port: number };
+  reusePortListen(host: string, port: number, backlog: number, reusePort?: boolean): { fd: number; port: number };
   /** Close a descriptor from reusePortListen that no server took over. */
   closeFd(fd: number): void;
   /**
@@ -220,6 +221,14 @@ export interface NativeAddon {
    * releases and completions go back through `toParent` (issue 12 point 1).
    */
   IsoServer: new (fd: number, fromParent: ArrayBuffer, toParent: ArrayBuffer) => IsoServer;
+  /**
+   * Connection admission on a native thread (native/src/addon/acceptor.cc): owns the listening
+   * socket `fd`, accepts, closes at once a connection over `maxOpen` open connections or over
+   * `maxPerAddress` from its client address (IPv4; IPv6 by /64; 0 = no per-address cap), and hands
+   * the admitted descriptors to `onConnections` on the JS thread as `[fd, id, fd, id, …]`.
+   * @throws Error with `tritonCode` INVALID_ARG when `fd` is not a listening socket or a cap is out of range
+   */
+  Acceptor: new (fd: number, maxOpen: number, maxPerAddress: number, onConnections: (batch: number[]) => void) => NativeAcceptorHandle;
   /** Warden's in-process ONNX Runtime engine (native/ort; host/src/backends/onnxruntime/native-engine.ts). */
   ort?: OrtEngineBinding;
 }
@@ -252,6 +261,16 @@ export interface OrtEngineBinding {
 }
 
 /** The native server of a backend-host process's request path (native/src/addon/iso_server.cc). */
+/** The native acceptor of one listening socket (see {@link NativeAddon.Acceptor}). */
+export interface NativeAcceptorHandle {
+  /** Gives back connection `id`'s admission when its socket has closed (once; unknown ids ignored). */
+  release(id: number): void;
+  /** Connections admitted and not released; connections closed at accept since the start. */
+  stats(): { open: number; refused: number };
+  /** Stops accepting and closes the listening socket (idempotent); admitted sockets stay open. */
+  close(): void;
+}
+
 export interface IsoServer {
   /** Execute records for instance `id` go to `handle`. */
   addInstance(id: number, handle: InstanceHandle): void;
