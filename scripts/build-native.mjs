@@ -5,11 +5,15 @@
 //   native/build/Release/warden_native.node     the Node addon (RPATH $ORIGIN -> libtritonserver.so)
 //   build/backends/<name>/libtriton_<name>.so   sample backends, where --backend-directory finds them
 //   native/build/test-backends/<name>/...       failure-test backends (test/fixtures/native)
-//   native/build/warden_native_driver           standalone driver (the ASan run builds its own)
-//   native/wasmtime/target/release/libwarden_wasmtime.a   the wasmtime sandbox engine (Rust, linked
-//                                                into the addon; `cargo build --release --locked`)
+//   native/build/warden_native_driver           standalone driver (the ASan run, test/native/asan.test.ts,
+//                                               builds its own with -DWARDEN_ASAN=ON)
+//   native/rust/target/release/libwarden_native_rs.a   the Rust engines, linked into the addon: the
+//                                               Cargo workspace native/rust (crates ffi, wasmtime-engine,
+//                                               ort-engine, and warden-native-rs, the one staticlib that
+//                                               carries their C ABIs); `cargo build --release --locked`
 // Needs cmake (>= 3.18), a C/C++17 compiler and cargo (Rust >= 1.95; crates from crates.io, pinned
-// by native/wasmtime/Cargo.lock); Node-API headers come from npm (node-api-headers, node-addon-api).
+// by native/rust/Cargo.lock); Node-API headers come from npm (node-api-headers, node-addon-api).
+// native/README.md describes the layout.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -18,18 +22,18 @@ import { prepareWitDeps } from './build-wasm.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-// The wasmtime engine first: the addon links it. Its bindings come from wit/ (+ the WASI deps).
-// A failure fails the whole build (and so `npm install`): the engine is not optional.
+// The Rust engines first: the addon links them. The wasmtime engine's bindings come from wit/ (+ the
+// WASI deps). A failure fails the whole build (and so `npm install`): the engines are not optional.
 prepareWitDeps();
-const crate = join(root, 'native', 'wasmtime');
-const cargoArgs = ['build', '--release', '--locked', '--manifest-path', join(crate, 'Cargo.toml')];
+const workspace = join(root, 'native', 'rust');
+const cargoArgs = ['build', '--release', '--locked', '--manifest-path', join(workspace, 'Cargo.toml'), '-p', 'warden-native-rs'];
 if (!process.argv.includes('--verbose')) cargoArgs.push('--quiet');
-const cargo = spawnSync('cargo', cargoArgs, { cwd: crate, stdio: 'inherit', env: { ...process.env, CARGO_TARGET_DIR: join(crate, 'target') } });
+const cargo = spawnSync('cargo', cargoArgs, { cwd: workspace, stdio: 'inherit', env: { ...process.env, CARGO_TARGET_DIR: join(workspace, 'target') } });
 if (cargo.status !== 0) {
-  process.stderr.write(`[build-native] cargo build of the wasmtime engine failed${cargo.error ? ` (${cargo.error.message})` : ''}; Rust >= 1.95 (cargo) is required\n`);
+  process.stderr.write(`[build-native] cargo build of the Rust engines (native/rust) failed${cargo.error ? ` (${cargo.error.message})` : ''}; Rust >= 1.95 (cargo) is required\n`);
   process.exit(cargo.status ?? 1);
 }
-const wasmtimeLib = join(crate, 'target', 'release', 'libwarden_wasmtime.a');
+const rustLib = join(workspace, 'target', 'release', 'libwarden_native_rs.a');
 // libuv's header (the addon's JS-thread wake-up, native/src/addon/js_wake.h, is a uv_async_t):
 // node-api-headers has none, but every Node distribution (official tarballs, Debian/nodesource
 // packages, nvm, Docker images) ships <prefix>/include/node/uv.h beside the binary.
@@ -47,7 +51,7 @@ const args = [
   '--parallel', '2',
   `--CDWARDEN_BACKEND_DIR=${join(root, 'build', 'backends')}`,
   `--CDWARDEN_TEST_BACKEND_DIR=${join(root, 'native', 'build', 'test-backends')}`,
-  `--CDWARDEN_WASMTIME_LIB=${wasmtimeLib}`,
+  `--CDWARDEN_RUST_LIB=${rustLib}`,
   `--CDWARDEN_NODE_INCLUDE=${nodeInclude}`,
 ];
 if (!process.argv.includes('--verbose')) args.push('--log-level', 'warn');

@@ -7,7 +7,6 @@
 //
 // usage: warden_native_driver <backend_dir> <test_backend_dir> [identity_requests=10000]
 #include <atomic>
-#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -22,14 +21,14 @@
 namespace {
 
 int failures = 0;
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      ++failures;                                                     \
+#define CHECK(cond, ...)                                                \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      ++failures;                                                       \
       std::fprintf(stderr, "CHECK FAILED %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                              \
-      std::fprintf(stderr, "\n");                                     \
-    }                                                                 \
+      std::fprintf(stderr, __VA_ARGS__);                                \
+      std::fprintf(stderr, "\n");                                       \
+    }                                                                   \
   } while (0)
 
 std::string TakeMessage(TRITONSERVER_Error* e) {
@@ -72,9 +71,8 @@ struct Call {
   WARDEN_RequestDesc Desc() {
     input_descs.clear();
     for (auto& t : inputs) {
-      input_descs.push_back(WARDEN_InputDesc{t.name.c_str(), t.datatype, t.shape.data(),
-                                             uint32_t(t.shape.size()), t.data.data(),
-                                             uint64_t(t.data.size())});
+      input_descs.push_back(WARDEN_InputDesc{t.name.c_str(), t.datatype, t.shape.data(), uint32_t(t.shape.size()),
+                                             t.data.data(), uint64_t(t.data.size())});
     }
     output_ptrs.clear();
     for (auto& o : outputs) output_ptrs.push_back(o.c_str());
@@ -112,8 +110,8 @@ struct Call {
         TRITONSERVER_MemoryType mt;
         int64_t mt_id;
         void* userp_out;
-        TakeMessage(TRITONSERVER_InferenceResponseOutput(r, i, &name, &dt, &shape, &dims, &base,
-                                                         &size, &mt, &mt_id, &userp_out));
+        TakeMessage(TRITONSERVER_InferenceResponseOutput(r, i, &name, &dt, &shape, &dims, &base, &size, &mt, &mt_id,
+                                                         &userp_out));
         Tensor t{name, dt, std::vector<int64_t>(shape, shape + dims), {}};
         // Alternate between copying and taking ownership of the buffer, as the addon does.
         if (i % 2 == 1) {
@@ -147,8 +145,7 @@ struct Call {
   /** Wait for the final response and the release; false on timeout. */
   bool Wait(int seconds = 30) {
     std::unique_lock<std::mutex> lk(mu);
-    return cv.wait_for(lk, std::chrono::seconds(seconds),
-                       [this] { return finals >= 1 && releases >= 1; });
+    return cv.wait_for(lk, std::chrono::seconds(seconds), [this] { return finals >= 1 && releases >= 1; });
   }
 };
 
@@ -184,20 +181,17 @@ std::string BackendConfig(const std::string& dir) {
          "\",\"min-compute-capability\":\"6.000000\",\"default-max-batch-size\":\"4\"}}";
 }
 
-TRITONBACKEND_Backend* LoadBackend(const std::string& dir, const std::string& name,
-                                   std::string* error = nullptr) {
+TRITONBACKEND_Backend* LoadBackend(const std::string& dir, const std::string& name, std::string* error = nullptr) {
   std::string lib = dir + "/" + name + "/libtriton_" + name + ".so";
   TRITONBACKEND_Backend* be = nullptr;
   std::string msg = TakeMessage(
-      WARDEN_BackendLoad(name.c_str(), lib.c_str(), (dir + "/" + name).c_str(),
-                         BackendConfig(dir).c_str(), &be));
+      WARDEN_BackendLoad(name.c_str(), lib.c_str(), (dir + "/" + name).c_str(), BackendConfig(dir).c_str(), &be));
   if (error != nullptr) *error = msg;
   return msg.empty() ? be : nullptr;
 }
 
-TRITONBACKEND_Model* LoadModel(TRITONBACKEND_Backend* be, const std::string& name,
-                               const std::string& config, std::vector<const char*> outputs,
-                               bool decoupled, std::string* error = nullptr) {
+TRITONBACKEND_Model* LoadModel(TRITONBACKEND_Backend* be, const std::string& name, const std::string& config,
+                               std::vector<const char*> outputs, bool decoupled, std::string* error = nullptr) {
   WARDEN_ModelDesc d{};
   d.name = name.c_str();
   d.version = 1;
@@ -248,13 +242,12 @@ void DeleteInstance(TRITONBACKEND_ModelInstance* inst) {
 }
 
 /** Submit one batch and wait for Execute to return. */
-std::string Execute(TRITONBACKEND_ModelInstance* inst, std::vector<Call*>& calls,
-                    WARDEN_ExecStats* stats = nullptr) {
+std::string Execute(TRITONBACKEND_ModelInstance* inst, std::vector<Call*>& calls, WARDEN_ExecStats* stats = nullptr) {
   std::vector<WARDEN_RequestDesc> descs;
   for (auto* c : calls) descs.push_back(c->Desc());
   Done done;
-  std::string submit = TakeMessage(
-      WARDEN_InstanceExecute(inst, descs.data(), uint32_t(descs.size()), &Done::OnExec, &done));
+  std::string submit =
+      TakeMessage(WARDEN_InstanceExecute(inst, descs.data(), uint32_t(descs.size()), &Done::OnExec, &done));
   if (!submit.empty()) return "submit: " + submit;
   done.Wait();
   if (stats != nullptr) *stats = done.stats;
@@ -268,8 +261,7 @@ void ExpectOnce(Call& c, const char* what) {
   CHECK(c.releases == 1, "%s: request %s released %d times", what, c.id.c_str(), c.releases);
 }
 
-Tensor Random(std::mt19937& rng, const std::string& name, TRITONSERVER_DataType dt,
-              std::vector<int64_t> shape) {
+Tensor Random(std::mt19937& rng, const std::string& name, TRITONSERVER_DataType dt, std::vector<int64_t> shape) {
   Tensor t{name, dt, shape, {}};
   size_t elements = 1;
   for (auto d : shape) elements *= size_t(d);
@@ -300,7 +292,8 @@ void RunIdentity(const std::string& dir, int total) {
     TRITONBACKEND_MemoryManager* mm = nullptr;
     TakeMessage(TRITONBACKEND_BackendMemoryManager(be, &mm));
     void* p = nullptr;
-    CHECK(TakeMessage(TRITONBACKEND_MemoryManagerAllocate(mm, &p, TRITONSERVER_MEMORY_CPU, 0, 1000)).empty() && p, "CPU alloc");
+    CHECK(TakeMessage(TRITONBACKEND_MemoryManagerAllocate(mm, &p, TRITONSERVER_MEMORY_CPU, 0, 1000)).empty() && p,
+          "CPU alloc");
     std::memset(p, 1, 1000);
     CHECK(TakeMessage(TRITONBACKEND_MemoryManagerFree(mm, p, TRITONSERVER_MEMORY_CPU, 0)).empty(), "CPU free");
     for (TRITONSERVER_MemoryType t : {TRITONSERVER_MEMORY_GPU, TRITONSERVER_MEMORY_CPU_PINNED}) {
@@ -326,10 +319,9 @@ void RunIdentity(const std::string& dir, int total) {
   std::vector<TRITONBACKEND_ModelInstance*> insts = {NewInstance(m, "identity_batch_0_0"),
                                                      NewInstance(m, "identity_batch_0_1")};
   std::mt19937 rng(42);
-  const TRITONSERVER_DataType types[] = {
-      TRITONSERVER_TYPE_FP32, TRITONSERVER_TYPE_BOOL,  TRITONSERVER_TYPE_UINT8,
-      TRITONSERVER_TYPE_INT64, TRITONSERVER_TYPE_FP16, TRITONSERVER_TYPE_BF16,
-      TRITONSERVER_TYPE_BYTES, TRITONSERVER_TYPE_FP64, TRITONSERVER_TYPE_UINT16};
+  const TRITONSERVER_DataType types[] = {TRITONSERVER_TYPE_FP32,  TRITONSERVER_TYPE_BOOL, TRITONSERVER_TYPE_UINT8,
+                                         TRITONSERVER_TYPE_INT64, TRITONSERVER_TYPE_FP16, TRITONSERVER_TYPE_BF16,
+                                         TRITONSERVER_TYPE_BYTES, TRITONSERVER_TYPE_FP64, TRITONSERVER_TYPE_UINT16};
   int done = 0, batches = 0, stats = 0;
   while (done < total) {
     // A wave of batches in flight on both instances, then wait for all of it.
@@ -350,8 +342,8 @@ void RunIdentity(const std::string& dir, int total) {
       for (auto* c : batch) descs.push_back(c->Desc());
       auto* d = new Done;
       TRITONBACKEND_ModelInstance* inst = insts[batches % 2];
-      std::string err = TakeMessage(
-          WARDEN_InstanceExecute(inst, descs.data(), uint32_t(descs.size()), &Done::OnExec, d));
+      std::string err =
+          TakeMessage(WARDEN_InstanceExecute(inst, descs.data(), uint32_t(descs.size()), &Done::OnExec, d));
       CHECK(err.empty(), "submit failed: %s", err.c_str());
       execs.push_back(d);
       wave.push_back(std::move(batch));
@@ -370,14 +362,12 @@ void RunIdentity(const std::string& dir, int total) {
         ExpectOnce(*c, "identity");
         std::lock_guard<std::mutex> lk(c->mu);
         stats += c->stats_reported ? 1 : 0;
-        bool ok = c->responses.size() == 1 && !c->responses[0].has_error &&
-                  c->responses[0].outputs.size() == 1;
+        bool ok = c->responses.size() == 1 && !c->responses[0].has_error && c->responses[0].outputs.size() == 1;
         CHECK(ok, "identity request %s: bad response", c->id.c_str());
         if (ok) {
           const Tensor& out = c->responses[0].outputs[0];
           const Tensor& in = c->inputs[0];
-          CHECK(out.name == "OUTPUT0" && out.datatype == in.datatype && out.shape == in.shape &&
-                    out.data == in.data,
+          CHECK(out.name == "OUTPUT0" && out.datatype == in.datatype && out.shape == in.shape && out.data == in.data,
                 "identity request %s: output differs from input", c->id.c_str());
         }
         delete c;
@@ -423,19 +413,20 @@ void RunAddSub(const std::string& dir, int total) {
       auto* f = reinterpret_cast<float*>(t.data.data());
       for (size_t i = 0; i < t.data.size() / 4; ++i) f[i] = float(rng() % 1000) / 8.0f;
     }
-    if (r % 3 == 0) c.outputs = {"OUTPUT1"};
-    else c.outputs = {"OUTPUT0", "OUTPUT1"};
+    if (r % 3 == 0)
+      c.outputs = {"OUTPUT1"};
+    else
+      c.outputs = {"OUTPUT0", "OUTPUT1"};
     std::vector<Call*> one = {&c};
     CHECK(Execute(inst, one).empty(), "add_sub execute");
     ExpectOnce(c, "add_sub");
     if (mismatch) {
-      CHECK(c.responses.size() == 1 && c.responses[0].has_error &&
-                c.responses[0].code == TRITONSERVER_ERROR_INVALID_ARG,
-            "add_sub shape mismatch -> INVALID_ARG");
+      CHECK(
+          c.responses.size() == 1 && c.responses[0].has_error && c.responses[0].code == TRITONSERVER_ERROR_INVALID_ARG,
+          "add_sub shape mismatch -> INVALID_ARG");
       continue;
     }
-    bool ok = c.responses.size() == 1 && !c.responses[0].has_error &&
-              c.responses[0].outputs.size() == c.outputs.size();
+    bool ok = c.responses.size() == 1 && !c.responses[0].has_error && c.responses[0].outputs.size() == c.outputs.size();
     CHECK(ok, "add_sub request %d: bad response", r);
     if (!ok) continue;
     const float* a = reinterpret_cast<const float*>(c.inputs[0].data.data());
@@ -467,11 +458,11 @@ void RunRepeat(const std::string& dir, int total) {
   if (be == nullptr) return;
   std::string err;
   TRITONBACKEND_Model* bad = LoadModel(be, "repeat_plain", "{\"max_batch_size\":0}", {"OUT", "IDX"}, false, &err);
-  CHECK(bad == nullptr && err.find("decoupled") != std::string::npos,
-        "repeat refuses a non-decoupled model: %s", err.c_str());
-  TRITONBACKEND_Model* m = LoadModel(
-      be, "repeat_native", "{\"max_batch_size\":0,\"model_transaction_policy\":{\"decoupled\":true}}",
-      {"OUT", "IDX"}, true);
+  CHECK(bad == nullptr && err.find("decoupled") != std::string::npos, "repeat refuses a non-decoupled model: %s",
+        err.c_str());
+  TRITONBACKEND_Model* m =
+      LoadModel(be, "repeat_native", "{\"max_batch_size\":0,\"model_transaction_policy\":{\"decoupled\":true}}",
+                {"OUT", "IDX"}, true);
   TRITONBACKEND_ModelInstance* inst = NewInstance(m, "repeat_native_0_0");
   std::mt19937 rng(3);
   int sent = 0;
@@ -507,8 +498,7 @@ void RunRepeat(const std::string& dir, int total) {
                   resp.outputs[1].data.size() == 4;
         CHECK(ok, "repeat response %zu malformed", i);
         if (!ok) continue;
-        CHECK(std::memcmp(resp.outputs[0].data.data(), &c->inputs[0].data[i * 4], 4) == 0,
-              "repeat OUT[%zu]", i);
+        CHECK(std::memcmp(resp.outputs[0].data.data(), &c->inputs[0].data[i * 4], 4) == 0, "repeat OUT[%zu]", i);
         uint32_t idx;
         std::memcpy(&idx, resp.outputs[1].data.data(), 4);
         CHECK(idx == i, "repeat IDX %u != %zu (out of order)", idx, i);
@@ -592,22 +582,20 @@ void RunFailures(const std::string& test_dir, int per_mode) {
       }
       std::vector<Call*> batch = {&a, &b};
       std::string exec_err = Execute(inst, batch);
-      CHECK((std::string(k.mode) == "execute") == !exec_err.empty(), "%s: execute returned '%s'",
-            k.mode, exec_err.c_str());
+      CHECK((std::string(k.mode) == "execute") == !exec_err.empty(), "%s: execute returned '%s'", k.mode,
+            exec_err.c_str());
       for (Call* c : batch) {
         ExpectOnce(*c, k.mode);
         std::lock_guard<std::mutex> lk(c->mu);
         CHECK(c->responses.size() == 1, "%s: %zu responses", k.mode, c->responses.size());
         if (c->responses.size() != 1) continue;
         const Response& resp = c->responses[0];
-        CHECK(resp.has_error == k.expect_error, "%s: error=%d (%s)", k.mode, resp.has_error,
-              resp.message.c_str());
+        CHECK(resp.has_error == k.expect_error, "%s: error=%d (%s)", k.mode, resp.has_error, resp.message.c_str());
         if (k.expect_error) {
-          CHECK(resp.code == k.code && resp.message.find(k.text) != std::string::npos,
-                "%s: got code %d '%s'", k.mode, int(resp.code), resp.message.c_str());
+          CHECK(resp.code == k.code && resp.message.find(k.text) != std::string::npos, "%s: got code %d '%s'", k.mode,
+                int(resp.code), resp.message.c_str());
         } else {
-          CHECK(resp.outputs.size() == 1 && resp.outputs[0].data == c->inputs[0].data,
-                "%s: echo output", k.mode);
+          CHECK(resp.outputs.size() == 1 && resp.outputs[0].data == c->inputs[0].data, "%s: echo output", k.mode);
         }
       }
     }
@@ -615,8 +603,7 @@ void RunFailures(const std::string& test_dir, int per_mode) {
     CHECK(TakeMessage(WARDEN_ModelUnload(m)).empty(), "errors model unload");
   }
   CHECK(TakeMessage(WARDEN_BackendUnload(be)).empty(), "errors backend unload");
-  std::printf("failures: broken backends rejected, misbehaving backend contained (%d requests/mode)\n",
-              per_mode);
+  std::printf("failures: broken backends rejected, misbehaving backend contained (%d requests/mode)\n", per_mode);
 }
 
 // ---------------------------------------------------------------- API surface
@@ -636,10 +623,9 @@ void RunApiChecks() {
 
   // Custom metrics: counter, gauge, histogram, rendered as Prometheus text.
   TRITONSERVER_MetricFamily *counter = nullptr, *hist = nullptr;
-  TakeMessage(TRITONSERVER_MetricFamilyNew(&counter, TRITONSERVER_METRIC_KIND_COUNTER,
-                                           "driver_requests_total", "requests seen"));
-  TakeMessage(TRITONSERVER_MetricFamilyNew(&hist, TRITONSERVER_METRIC_KIND_HISTOGRAM,
-                                           "driver_latency_ms", "latency"));
+  TakeMessage(TRITONSERVER_MetricFamilyNew(&counter, TRITONSERVER_METRIC_KIND_COUNTER, "driver_requests_total",
+                                           "requests seen"));
+  TakeMessage(TRITONSERVER_MetricFamilyNew(&hist, TRITONSERVER_METRIC_KIND_HISTOGRAM, "driver_latency_ms", "latency"));
   TRITONSERVER_Parameter* label = TRITONSERVER_ParameterNew("model", TRITONSERVER_PARAMETER_STRING, "m\"1");
   const TRITONSERVER_Parameter* labels[] = {label};
   TRITONSERVER_Metric *c = nullptr, *h = nullptr;
@@ -661,8 +647,8 @@ void RunApiChecks() {
   std::string t = text;
   std::free(text);
   CHECK(t.find("driver_requests_total{model=\"m\\\"1\"} 3") != std::string::npos, "counter text: %s", t.c_str());
-  CHECK(t.find("driver_latency_ms_bucket{model=\"m\\\"1\",le=\"10\"} 1") != std::string::npos,
-        "histogram text: %s", t.c_str());
+  CHECK(t.find("driver_latency_ms_bucket{model=\"m\\\"1\",le=\"10\"} 1") != std::string::npos, "histogram text: %s",
+        t.c_str());
   TakeMessage(TRITONSERVER_MetricDelete(c));
   TakeMessage(TRITONSERVER_MetricDelete(h));
   CHECK(TakeMessage(TRITONSERVER_MetricFamilyDelete(counter)).empty(), "family delete");
@@ -726,8 +712,8 @@ TRITONSERVER_Error* BlsInfer(void* userp, uint64_t owner, const WARDEN_InferRequ
 
 void BlsCancel(void*, uint64_t) {}
 
-TRITONSERVER_Error* BlsQuery(void* userp, uint64_t owner, WARDEN_ServerQuery q, const char* model,
-                             int64_t version, const char* params, char** result) {
+TRITONSERVER_Error* BlsQuery(void* userp, uint64_t owner, WARDEN_ServerQuery q, const char* model, int64_t version,
+                             const char* params, char** result) {
   static_cast<BlsHost*>(userp)->queries++;
   std::string out;
   switch (q) {
@@ -964,7 +950,8 @@ void RunBls(const std::string& dir, int total) {
   TRITONBACKEND_Backend* bls = LoadBackend(dir, "warden_bls");
   CHECK(add_sub != nullptr && bls != nullptr, "bls: backends did not load");
   if (add_sub == nullptr || bls == nullptr) return;
-  TRITONBACKEND_Model* target = LoadModel(add_sub, "add_sub_native", "{\"max_batch_size\":0}", {"OUTPUT0", "OUTPUT1"}, false);
+  TRITONBACKEND_Model* target =
+      LoadModel(add_sub, "add_sub_native", "{\"max_batch_size\":0}", {"OUTPUT0", "OUTPUT1"}, false);
   bls_host.target = NewInstance(target, "add_sub_native_0_0");
   WARDEN_ModelDesc d{};
   std::string config = "{\"max_batch_size\":0,\"parameters\":{\"target_model\":{\"string_value\":\"add_sub_native\"}}}";

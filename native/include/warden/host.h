@@ -23,11 +23,10 @@ extern "C" {
 /* ------------------------------------------------------------------ logging */
 
 /** Receives every TRITONSERVER_LogMessage whose level is enabled; called on any thread. */
-typedef void (*WARDEN_LogFn)(
-    void* userp, TRITONSERVER_LogLevel level, const char* file, int line, const char* msg);
+typedef void (*WARDEN_LogFn)(void* userp, TRITONSERVER_LogLevel level, const char* file, int line, const char* msg);
 /** Install the log sink (NULL = drop) and the levels TRITONSERVER_LogIsEnabled reports. */
-TRITONSERVER_DECLSPEC void WARDEN_SetLogSink(
-    WARDEN_LogFn fn, void* userp, bool info, bool warn, bool error, bool verbose);
+TRITONSERVER_DECLSPEC void WARDEN_SetLogSink(WARDEN_LogFn fn, void* userp, bool info, bool warn, bool error,
+                                             bool verbose);
 
 /* ------------------------------------------------------------------ wake affinity */
 
@@ -38,7 +37,8 @@ TRITONSERVER_DECLSPEC void WARDEN_SetLogSink(
  * caller's CPU (true returned). The woken thread
  * calls WARDEN_WakeAffinityBegin(moved) before the work (restoring the process's CPU mask when it
  * was moved) and WARDEN_WakeAffinityEnd() after it. Instance workers, the wasmtime engine's
- * instance threads and (from the parent process) backend-host ring readers use it. On by default; WARDEN_SetWakeAffinity(false) turns placement off.
+ * instance threads and (from the parent process) backend-host ring readers use it. On by default;
+ * WARDEN_SetWakeAffinity(false) turns placement off.
  */
 TRITONSERVER_DECLSPEC void WARDEN_SetWakeAffinity(bool on);
 /** Jobs whose moving average is longer than this (ns) are not worth placing (wake.cc). */
@@ -77,14 +77,15 @@ TRITONSERVER_DECLSPEC uint64_t WARDEN_WakeAffinityPlacements(void);
  * @param artifacts_dir what TRITONBACKEND_BackendArtifacts reports (the library's directory).
  * @param config_json BackendConfig message: {"cmdline":{...}}.
  */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_BackendLoad(
-    const char* name, const char* library_path, const char* artifacts_dir,
-    const char* config_json, TRITONBACKEND_Backend** backend);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_BackendLoad(const char* name, const char* library_path,
+                                                             const char* artifacts_dir, const char* config_json,
+                                                             TRITONBACKEND_Backend** backend);
 /** Attributes gathered after Initialize: parallel instance loading, execution policy, and the
  *  preferred instance groups as JSON [{"kind":"KIND_CPU","count":N,"gpus":[..]}] (backend-owned). */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_BackendAttributes(
-    TRITONBACKEND_Backend* backend, bool* parallel_instance_loading,
-    TRITONBACKEND_ExecutionPolicy* policy, const char** preferred_groups_json);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_BackendAttributes(TRITONBACKEND_Backend* backend,
+                                                                   bool* parallel_instance_loading,
+                                                                   TRITONBACKEND_ExecutionPolicy* policy,
+                                                                   const char** preferred_groups_json);
 /** TRITONBACKEND_Finalize, dlclose, free. All models must be unloaded first. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_BackendUnload(TRITONBACKEND_Backend* backend);
 
@@ -108,18 +109,17 @@ typedef struct WARDEN_ModelDesc {
 } WARDEN_ModelDesc;
 
 /** Create the model and call TRITONBACKEND_ModelInitialize; on error nothing is kept. */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelLoad(
-    TRITONBACKEND_Backend* backend, const WARDEN_ModelDesc* desc, TRITONBACKEND_Model** model);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelLoad(TRITONBACKEND_Backend* backend, const WARDEN_ModelDesc* desc,
+                                                           TRITONBACKEND_Model** model);
 /** The JSON the backend passed to TRITONBACKEND_ModelSetConfig during ModelInitialize, or NULL. */
 TRITONSERVER_DECLSPEC const char* WARDEN_ModelSetConfigJson(TRITONBACKEND_Model* model);
 /** Replace the config after the host re-normalised a backend's auto-complete (before instances). */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelUpdateConfig(
-    TRITONBACKEND_Model* model, const char* config_json, const char* const* output_names,
-    uint32_t output_count, bool decoupled);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelUpdateConfig(TRITONBACKEND_Model* model, const char* config_json,
+                                                                   const char* const* output_names,
+                                                                   uint32_t output_count, bool decoupled);
 /** Backend objects of the model alive now: responses neither sent nor deleted, response factories
  *  not deleted. Read after the instances finalized, what is left was leaked by the backend. */
-TRITONSERVER_DECLSPEC void WARDEN_ModelLiveObjects(
-    TRITONBACKEND_Model* model, int64_t* responses, int64_t* factories);
+TRITONSERVER_DECLSPEC void WARDEN_ModelLiveObjects(TRITONBACKEND_Model* model, int64_t* responses, int64_t* factories);
 /** TRITONBACKEND_ModelFinalize and free; every instance must be deleted first. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_ModelUnload(TRITONBACKEND_Model* model);
 
@@ -143,16 +143,16 @@ typedef struct WARDEN_InstanceDesc {
 typedef void (*WARDEN_DoneFn)(void* userp, TRITONSERVER_Error* error);
 
 /** Create an instance (no backend call yet) bound to its worker thread. */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InstanceNew(
-    TRITONBACKEND_Model* model, const WARDEN_InstanceDesc* desc,
-    TRITONBACKEND_ModelInstance** instance);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InstanceNew(TRITONBACKEND_Model* model,
+                                                             const WARDEN_InstanceDesc* desc,
+                                                             TRITONBACKEND_ModelInstance** instance);
 /** Queue TRITONBACKEND_ModelInstanceInitialize on the worker. */
-TRITONSERVER_DECLSPEC void WARDEN_InstanceInitialize(
-    TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done, void* userp);
+TRITONSERVER_DECLSPEC void WARDEN_InstanceInitialize(TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done,
+                                                     void* userp);
 /** Queue TRITONBACKEND_ModelInstanceFinalize on the worker: called whenever Initialize was called,
  *  even if it failed (as Triton does), so the backend can release what it set up. */
-TRITONSERVER_DECLSPEC void WARDEN_InstanceFinalize(
-    TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done, void* userp);
+TRITONSERVER_DECLSPEC void WARDEN_InstanceFinalize(TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done,
+                                                   void* userp);
 /** Stop (or release a shared) worker and free the instance; after WARDEN_InstanceFinalize's done. */
 TRITONSERVER_DECLSPEC void WARDEN_InstanceDelete(TRITONBACKEND_ModelInstance* instance);
 /** TRITONBACKEND_ModelInstanceReady if the backend has it, else NULL (ready). Caller's thread. */
@@ -200,8 +200,7 @@ typedef struct WARDEN_RequestStats {
  *  it with TRITONSERVER_InferenceResponseDelete. Called on whatever thread the backend sends from,
  *  in send order per request; exactly one call per request carries TRITONSERVER_RESPONSE_COMPLETE_FINAL
  *  (or, for a request released with RESCHEDULE that sent no FINAL, WARDEN_RESPONSE_CLOSED). */
-typedef void (*WARDEN_ResponseFn)(
-    void* userp, TRITONSERVER_InferenceResponse* response, uint32_t flags);
+typedef void (*WARDEN_ResponseFn)(void* userp, TRITONSERVER_InferenceResponse* response, uint32_t flags);
 /** The backend released the request: its input buffers are no longer referenced. Exactly once. */
 typedef void (*WARDEN_ReleaseFn)(void* userp, const WARDEN_RequestStats* stats);
 
@@ -241,18 +240,17 @@ typedef struct WARDEN_ExecStats {
 /** After TRITONBACKEND_ModelInstanceExecute returned. If it returned an error, that error was
  *  already delivered as the final response of every request and the requests released; `error` is a
  *  copy, owned by the callee. */
-typedef void (*WARDEN_ExecDoneFn)(
-    void* userp, TRITONSERVER_Error* error, const WARDEN_ExecStats* stats);
+typedef void (*WARDEN_ExecDoneFn)(void* userp, TRITONSERVER_Error* error, const WARDEN_ExecStats* stats);
 
 /** Build the TRITONBACKEND_Request objects (metadata copied, input data borrowed) and queue one
  *  TRITONBACKEND_ModelInstanceExecute call for them on the instance's worker. */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InstanceExecute(
-    TRITONBACKEND_ModelInstance* instance, const WARDEN_RequestDesc* requests, uint32_t count,
-    WARDEN_ExecDoneFn done, void* userp);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InstanceExecute(TRITONBACKEND_ModelInstance* instance,
+                                                                 const WARDEN_RequestDesc* requests, uint32_t count,
+                                                                 WARDEN_ExecDoneFn done, void* userp);
 
 /** Take ownership of an output's buffer (malloc'd; free with free()); the response keeps metadata. */
-TRITONSERVER_DECLSPEC void* WARDEN_InferenceResponseOutputTakeBuffer(
-    TRITONSERVER_InferenceResponse* response, uint32_t index);
+TRITONSERVER_DECLSPEC void* WARDEN_InferenceResponseOutputTakeBuffer(TRITONSERVER_InferenceResponse* response,
+                                                                     uint32_t index);
 
 /* ------------------------------------------------------------------ in-process inference (BLS)
  *
@@ -317,14 +315,12 @@ typedef enum WARDEN_ServerQuery {
 typedef struct WARDEN_ServerHooks {
   /** Queue `request` (identified by `token` from now on) on the data plane for `owner`, or return
    *  the error (the request is then not taken). Called on the backend's thread. */
-  TRITONSERVER_Error* (*infer)(void* userp, uint64_t owner, const WARDEN_InferRequestView* request,
-                               uint64_t token);
+  TRITONSERVER_Error* (*infer)(void* userp, uint64_t owner, const WARDEN_InferRequestView* request, uint64_t token);
   /** TRITONSERVER_InferenceRequestCancel of an in-flight request. Must not block. */
   void (*cancel)(void* userp, uint64_t token);
   /** A model query or repository action; `*result_json` (malloc'd, freed by the caller) on success. */
-  TRITONSERVER_Error* (*query)(void* userp, uint64_t owner, WARDEN_ServerQuery query,
-                               const char* model_name, int64_t model_version,
-                               const char* parameters_json, char** result_json);
+  TRITONSERVER_Error* (*query)(void* userp, uint64_t owner, WARDEN_ServerQuery query, const char* model_name,
+                               int64_t model_version, const char* parameters_json, char** result_json);
   void* userp;
 } WARDEN_ServerHooks;
 
@@ -357,8 +353,9 @@ typedef struct WARDEN_InferResponseDesc {
  * the backend's allocator and response callback run later on the model's callback thread, and
  * after the FINAL one the request's release callback. NOT_FOUND for an unknown token.
  */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InferenceRequestRespond(
-    uint64_t token, const WARDEN_InferResponseDesc* response, uint32_t flags);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* WARDEN_InferenceRequestRespond(uint64_t token,
+                                                                         const WARDEN_InferResponseDesc* response,
+                                                                         uint32_t flags);
 
 /** In-process requests submitted and not yet FINAL-answered (for statistics and leak reports). */
 TRITONSERVER_DECLSPEC uint64_t WARDEN_InflightInferenceRequests(void);

@@ -114,10 +114,7 @@ typedef enum TRITONSERVER_loglevel_enum {
   TRITONSERVER_LOG_VERBOSE
 } TRITONSERVER_LogLevel;
 
-typedef enum TRITONSERVER_logformat_enum {
-  TRITONSERVER_LOG_DEFAULT,
-  TRITONSERVER_LOG_ISO8601
-} TRITONSERVER_LogFormat;
+typedef enum TRITONSERVER_logformat_enum { TRITONSERVER_LOG_DEFAULT, TRITONSERVER_LOG_ISO8601 } TRITONSERVER_LogFormat;
 
 typedef enum TRITONSERVER_errorcode_enum {
   TRITONSERVER_ERROR_UNKNOWN,
@@ -130,9 +127,7 @@ typedef enum TRITONSERVER_errorcode_enum {
   TRITONSERVER_ERROR_CANCELLED
 } TRITONSERVER_Error_Code;
 
-typedef enum tritonserver_metricformat_enum {
-  TRITONSERVER_METRIC_PROMETHEUS
-} TRITONSERVER_MetricFormat;
+typedef enum tritonserver_metricformat_enum { TRITONSERVER_METRIC_PROMETHEUS } TRITONSERVER_MetricFormat;
 
 typedef enum tritonserver_tracelevel_enum {
   TRITONSERVER_TRACE_LEVEL_DISABLED = 0,
@@ -186,9 +181,7 @@ typedef enum tritonserver_batchflag_enum {
   TRITONSERVER_BATCH_FIRST_DIM = 2
 } TRITONSERVER_ModelBatchFlag;
 
-typedef enum tritonserver_modelindexflag_enum {
-  TRITONSERVER_INDEX_FLAG_READY = 1
-} TRITONSERVER_ModelIndexFlag;
+typedef enum tritonserver_modelindexflag_enum { TRITONSERVER_INDEX_FLAG_READY = 1 } TRITONSERVER_ModelIndexFlag;
 
 typedef enum tritonserver_txn_property_flag_enum {
   TRITONSERVER_TXN_ONE_TO_ONE = 1,
@@ -206,36 +199,39 @@ typedef enum TRITONSERVER_metrickind_enum {
 /** Allocate an output buffer for an in-process (BLS) request. */
 typedef TRITONSERVER_Error* (*TRITONSERVER_ResponseAllocatorAllocFn_t)(
     TRITONSERVER_ResponseAllocator* allocator, const char* tensor_name, size_t byte_size,
-    TRITONSERVER_MemoryType memory_type, int64_t memory_type_id, void* userp, void** buffer,
-    void** buffer_userp, TRITONSERVER_MemoryType* actual_memory_type,
-    int64_t* actual_memory_type_id);
+    TRITONSERVER_MemoryType memory_type, int64_t memory_type_id, void* userp, void** buffer, void** buffer_userp,
+    TRITONSERVER_MemoryType* actual_memory_type, int64_t* actual_memory_type_id);
 typedef TRITONSERVER_Error* (*TRITONSERVER_ResponseAllocatorBufferAttributesFn_t)(
     TRITONSERVER_ResponseAllocator* allocator, const char* tensor_name,
     TRITONSERVER_BufferAttributes* buffer_attributes, void* userp, void* buffer_userp);
-typedef TRITONSERVER_Error* (*TRITONSERVER_ResponseAllocatorQueryFn_t)(
-    TRITONSERVER_ResponseAllocator* allocator, void* userp, const char* tensor_name,
-    size_t* byte_size, TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id);
-typedef TRITONSERVER_Error* (*TRITONSERVER_ResponseAllocatorReleaseFn_t)(
-    TRITONSERVER_ResponseAllocator* allocator, void* buffer, void* buffer_userp,
-    size_t byte_size, TRITONSERVER_MemoryType memory_type, int64_t memory_type_id);
-typedef TRITONSERVER_Error* (*TRITONSERVER_ResponseAllocatorStartFn_t)(
-    TRITONSERVER_ResponseAllocator* allocator, void* userp);
-typedef void (*TRITONSERVER_InferenceTraceActivityFn_t)(
-    TRITONSERVER_InferenceTrace* trace, TRITONSERVER_InferenceTraceActivity activity,
-    uint64_t timestamp_ns, void* userp);
-typedef void (*TRITONSERVER_InferenceTraceTensorActivityFn_t)(
-    TRITONSERVER_InferenceTrace* trace, TRITONSERVER_InferenceTraceActivity activity,
-    const char* name, TRITONSERVER_DataType datatype, const void* base, size_t byte_size,
-    const int64_t* shape, uint64_t dim_count, TRITONSERVER_MemoryType memory_type,
-    int64_t memory_type_id, void* userp);
-typedef void (*TRITONSERVER_InferenceTraceReleaseFn_t)(
-    TRITONSERVER_InferenceTrace* trace, void* userp);
+typedef TRITONSERVER_Error* (*TRITONSERVER_ResponseAllocatorQueryFn_t)(TRITONSERVER_ResponseAllocator* allocator,
+                                                                       void* userp, const char* tensor_name,
+                                                                       size_t* byte_size,
+                                                                       TRITONSERVER_MemoryType* memory_type,
+                                                                       int64_t* memory_type_id);
+typedef TRITONSERVER_Error* (*TRITONSERVER_ResponseAllocatorReleaseFn_t)(TRITONSERVER_ResponseAllocator* allocator,
+                                                                         void* buffer, void* buffer_userp,
+                                                                         size_t byte_size,
+                                                                         TRITONSERVER_MemoryType memory_type,
+                                                                         int64_t memory_type_id);
+typedef TRITONSERVER_Error* (*TRITONSERVER_ResponseAllocatorStartFn_t)(TRITONSERVER_ResponseAllocator* allocator,
+                                                                       void* userp);
+typedef void (*TRITONSERVER_InferenceTraceActivityFn_t)(TRITONSERVER_InferenceTrace* trace,
+                                                        TRITONSERVER_InferenceTraceActivity activity,
+                                                        uint64_t timestamp_ns, void* userp);
+typedef void (*TRITONSERVER_InferenceTraceTensorActivityFn_t)(TRITONSERVER_InferenceTrace* trace,
+                                                              TRITONSERVER_InferenceTraceActivity activity,
+                                                              const char* name, TRITONSERVER_DataType datatype,
+                                                              const void* base, size_t byte_size, const int64_t* shape,
+                                                              uint64_t dim_count, TRITONSERVER_MemoryType memory_type,
+                                                              int64_t memory_type_id, void* userp);
+typedef void (*TRITONSERVER_InferenceTraceReleaseFn_t)(TRITONSERVER_InferenceTrace* trace, void* userp);
 /** Called once with RELEASE_ALL when the server gives a request back to its creator. */
-typedef void (*TRITONSERVER_InferenceRequestReleaseFn_t)(
-    TRITONSERVER_InferenceRequest* request, const uint32_t flags, void* userp);
+typedef void (*TRITONSERVER_InferenceRequestReleaseFn_t)(TRITONSERVER_InferenceRequest* request, const uint32_t flags,
+                                                         void* userp);
 /** Called per response; `response` may be NULL when `flags` is FINAL only. Callee owns it. */
-typedef void (*TRITONSERVER_InferenceResponseCompleteFn_t)(
-    TRITONSERVER_InferenceResponse* response, const uint32_t flags, void* userp);
+typedef void (*TRITONSERVER_InferenceResponseCompleteFn_t)(TRITONSERVER_InferenceResponse* response,
+                                                           const uint32_t flags, void* userp);
 
 /* ---------------------------------------------------------------- version, enums as strings */
 
@@ -247,32 +243,30 @@ TRITONSERVER_DECLSPEC TRITONSERVER_DataType TRITONSERVER_StringToDataType(const 
 /** Element size in bytes; 0 for BYTES and INVALID. */
 TRITONSERVER_DECLSPEC uint32_t TRITONSERVER_DataTypeByteSize(TRITONSERVER_DataType datatype);
 TRITONSERVER_DECLSPEC const char* TRITONSERVER_MemoryTypeString(TRITONSERVER_MemoryType memtype);
-TRITONSERVER_DECLSPEC const char* TRITONSERVER_ParameterTypeString(
-    TRITONSERVER_ParameterType paramtype);
-TRITONSERVER_DECLSPEC const char* TRITONSERVER_InstanceGroupKindString(
-    TRITONSERVER_InstanceGroupKind kind);
+TRITONSERVER_DECLSPEC const char* TRITONSERVER_ParameterTypeString(TRITONSERVER_ParameterType paramtype);
+TRITONSERVER_DECLSPEC const char* TRITONSERVER_InstanceGroupKindString(TRITONSERVER_InstanceGroupKind kind);
 
 /* ---------------------------------------------------------------- parameters */
 
 /** Copies `name` and the pointed-to value; returns NULL for TRITONSERVER_PARAMETER_BYTES. */
-TRITONSERVER_DECLSPEC TRITONSERVER_Parameter* TRITONSERVER_ParameterNew(
-    const char* name, const TRITONSERVER_ParameterType type, const void* value);
+TRITONSERVER_DECLSPEC TRITONSERVER_Parameter* TRITONSERVER_ParameterNew(const char* name,
+                                                                        const TRITONSERVER_ParameterType type,
+                                                                        const void* value);
 /** BYTES parameter; the bytes are NOT copied and must outlive the parameter. */
-TRITONSERVER_DECLSPEC TRITONSERVER_Parameter* TRITONSERVER_ParameterBytesNew(
-    const char* name, const void* byte_ptr, const uint64_t size);
+TRITONSERVER_DECLSPEC TRITONSERVER_Parameter* TRITONSERVER_ParameterBytesNew(const char* name, const void* byte_ptr,
+                                                                             const uint64_t size);
 TRITONSERVER_DECLSPEC void TRITONSERVER_ParameterDelete(TRITONSERVER_Parameter* parameter);
 
 /* ---------------------------------------------------------------- logging */
 
 TRITONSERVER_DECLSPEC bool TRITONSERVER_LogIsEnabled(TRITONSERVER_LogLevel level);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_LogMessage(
-    TRITONSERVER_LogLevel level, const char* filename, const int line, const char* msg);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_LogMessage(TRITONSERVER_LogLevel level, const char* filename,
+                                                                  const int line, const char* msg);
 
 /* ---------------------------------------------------------------- errors */
 
 /** New error (copies `msg`); the caller owns it. */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ErrorNew(
-    TRITONSERVER_Error_Code code, const char* msg);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ErrorNew(TRITONSERVER_Error_Code code, const char* msg);
 TRITONSERVER_DECLSPEC void TRITONSERVER_ErrorDelete(TRITONSERVER_Error* error);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error_Code TRITONSERVER_ErrorCode(TRITONSERVER_Error* error);
 /** "Unknown", "Internal", "Not found", "Invalid argument", "Unavailable", "Unsupported", ... */
@@ -283,11 +277,9 @@ TRITONSERVER_DECLSPEC const char* TRITONSERVER_ErrorMessage(TRITONSERVER_Error* 
 
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorNew(
     TRITONSERVER_ResponseAllocator** allocator, TRITONSERVER_ResponseAllocatorAllocFn_t alloc_fn,
-    TRITONSERVER_ResponseAllocatorReleaseFn_t release_fn,
-    TRITONSERVER_ResponseAllocatorStartFn_t start_fn);
+    TRITONSERVER_ResponseAllocatorReleaseFn_t release_fn, TRITONSERVER_ResponseAllocatorStartFn_t start_fn);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorSetBufferAttributesFunction(
-    TRITONSERVER_ResponseAllocator* allocator,
-    TRITONSERVER_ResponseAllocatorBufferAttributesFn_t buffer_attributes_fn);
+    TRITONSERVER_ResponseAllocator* allocator, TRITONSERVER_ResponseAllocatorBufferAttributesFn_t buffer_attributes_fn);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorSetQueryFunction(
     TRITONSERVER_ResponseAllocator* allocator, TRITONSERVER_ResponseAllocatorQueryFn_t query_fn);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorDelete(
@@ -296,61 +288,60 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorDelete(
 /* ---------------------------------------------------------------- messages (JSON) */
 
 /** Copies `byte_size` bytes of serialized JSON into a new message owned by the caller. */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MessageNewFromSerializedJson(
-    TRITONSERVER_Message** message, const char* base, size_t byte_size);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MessageNewFromSerializedJson(TRITONSERVER_Message** message,
+                                                                                    const char* base, size_t byte_size);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MessageDelete(TRITONSERVER_Message* message);
 /** The JSON text; owned by the message. */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MessageSerializeToJson(
-    TRITONSERVER_Message* message, const char** base, size_t* byte_size);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MessageSerializeToJson(TRITONSERVER_Message* message,
+                                                                              const char** base, size_t* byte_size);
 
 /* ---------------------------------------------------------------- server metrics object */
 
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricsDelete(TRITONSERVER_Metrics* metrics);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricsFormatted(
-    TRITONSERVER_Metrics* metrics, TRITONSERVER_MetricFormat format, const char** base,
-    size_t* byte_size);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricsFormatted(TRITONSERVER_Metrics* metrics,
+                                                                        TRITONSERVER_MetricFormat format,
+                                                                        const char** base, size_t* byte_size);
 
 /* ---------------------------------------------------------------- tracing */
 
-TRITONSERVER_DECLSPEC const char* TRITONSERVER_InferenceTraceLevelString(
-    TRITONSERVER_InferenceTraceLevel level);
+TRITONSERVER_DECLSPEC const char* TRITONSERVER_InferenceTraceLevelString(TRITONSERVER_InferenceTraceLevel level);
 TRITONSERVER_DECLSPEC const char* TRITONSERVER_InferenceTraceActivityString(
     TRITONSERVER_InferenceTraceActivity activity);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceNew(
     TRITONSERVER_InferenceTrace** trace, TRITONSERVER_InferenceTraceLevel level, uint64_t parent_id,
-    TRITONSERVER_InferenceTraceActivityFn_t activity_fn,
-    TRITONSERVER_InferenceTraceReleaseFn_t release_fn, void* trace_userp);
+    TRITONSERVER_InferenceTraceActivityFn_t activity_fn, TRITONSERVER_InferenceTraceReleaseFn_t release_fn,
+    void* trace_userp);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceTensorNew(
     TRITONSERVER_InferenceTrace** trace, TRITONSERVER_InferenceTraceLevel level, uint64_t parent_id,
     TRITONSERVER_InferenceTraceActivityFn_t activity_fn,
-    TRITONSERVER_InferenceTraceTensorActivityFn_t tensor_activity_fn,
-    TRITONSERVER_InferenceTraceReleaseFn_t release_fn, void* trace_userp);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceReportActivity(
-    TRITONSERVER_InferenceTrace* trace, uint64_t timestamp, const char* activity_name);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceDelete(
-    TRITONSERVER_InferenceTrace* trace);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceId(
-    TRITONSERVER_InferenceTrace* trace, uint64_t* id);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceParentId(
-    TRITONSERVER_InferenceTrace* trace, uint64_t* parent_id);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceModelName(
-    TRITONSERVER_InferenceTrace* trace, const char** model_name);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceModelVersion(
-    TRITONSERVER_InferenceTrace* trace, int64_t* model_version);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceRequestId(
-    TRITONSERVER_InferenceTrace* trace, const char** request_id);
+    TRITONSERVER_InferenceTraceTensorActivityFn_t tensor_activity_fn, TRITONSERVER_InferenceTraceReleaseFn_t release_fn,
+    void* trace_userp);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceReportActivity(TRITONSERVER_InferenceTrace* trace,
+                                                                                    uint64_t timestamp,
+                                                                                    const char* activity_name);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceDelete(TRITONSERVER_InferenceTrace* trace);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceId(TRITONSERVER_InferenceTrace* trace,
+                                                                        uint64_t* id);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceParentId(TRITONSERVER_InferenceTrace* trace,
+                                                                              uint64_t* parent_id);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceModelName(TRITONSERVER_InferenceTrace* trace,
+                                                                               const char** model_name);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceModelVersion(TRITONSERVER_InferenceTrace* trace,
+                                                                                  int64_t* model_version);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceRequestId(TRITONSERVER_InferenceTrace* trace,
+                                                                               const char** request_id);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceSpawnChildTrace(
     TRITONSERVER_InferenceTrace* trace, TRITONSERVER_InferenceTrace** child_trace);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceSetContext(
-    TRITONSERVER_InferenceTrace* trace, const char* trace_context);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceContext(
-    TRITONSERVER_InferenceTrace* trace, const char** trace_context);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceSetContext(TRITONSERVER_InferenceTrace* trace,
+                                                                                const char* trace_context);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceContext(TRITONSERVER_InferenceTrace* trace,
+                                                                             const char** trace_context);
 
 /* ---------------------------------------------------------------- in-process inference requests */
 
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestNew(
-    TRITONSERVER_InferenceRequest** inference_request, TRITONSERVER_Server* server,
-    const char* model_name, const int64_t model_version);
+    TRITONSERVER_InferenceRequest** inference_request, TRITONSERVER_Server* server, const char* model_name,
+    const int64_t model_version);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestDelete(
     TRITONSERVER_InferenceRequest* inference_request);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestId(
@@ -386,8 +377,8 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestTimeoutMi
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(
     TRITONSERVER_InferenceRequest* inference_request, uint64_t timeout_us);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddInput(
-    TRITONSERVER_InferenceRequest* inference_request, const char* name,
-    const TRITONSERVER_DataType datatype, const int64_t* shape, uint64_t dim_count);
+    TRITONSERVER_InferenceRequest* inference_request, const char* name, const TRITONSERVER_DataType datatype,
+    const int64_t* shape, uint64_t dim_count);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddRawInput(
     TRITONSERVER_InferenceRequest* inference_request, const char* name);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveInput(
@@ -395,14 +386,12 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveInp
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllInputs(
     TRITONSERVER_InferenceRequest* inference_request);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputData(
-    TRITONSERVER_InferenceRequest* inference_request, const char* name, const void* base,
-    size_t byte_size, TRITONSERVER_MemoryType memory_type, int64_t memory_type_id);
+    TRITONSERVER_InferenceRequest* inference_request, const char* name, const void* base, size_t byte_size,
+    TRITONSERVER_MemoryType memory_type, int64_t memory_type_id);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputDataWithHostPolicy(
-    TRITONSERVER_InferenceRequest* inference_request, const char* name, const void* base,
-    size_t byte_size, TRITONSERVER_MemoryType memory_type, int64_t memory_type_id,
-    const char* host_policy_name);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_InferenceRequestAppendInputDataWithBufferAttributes(
+    TRITONSERVER_InferenceRequest* inference_request, const char* name, const void* base, size_t byte_size,
+    TRITONSERVER_MemoryType memory_type, int64_t memory_type_id, const char* host_policy_name);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputDataWithBufferAttributes(
     TRITONSERVER_InferenceRequest* inference_request, const char* name, const void* base,
     TRITONSERVER_BufferAttributes* buffer_attributes);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllInputData(
@@ -414,12 +403,11 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveReq
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllRequestedOutputs(
     TRITONSERVER_InferenceRequest* inference_request);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetReleaseCallback(
-    TRITONSERVER_InferenceRequest* inference_request,
-    TRITONSERVER_InferenceRequestReleaseFn_t request_release_fn, void* request_release_userp);
+    TRITONSERVER_InferenceRequest* inference_request, TRITONSERVER_InferenceRequestReleaseFn_t request_release_fn,
+    void* request_release_userp);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetResponseCallback(
-    TRITONSERVER_InferenceRequest* inference_request,
-    TRITONSERVER_ResponseAllocator* response_allocator, void* response_allocator_userp,
-    TRITONSERVER_InferenceResponseCompleteFn_t response_fn, void* response_userp);
+    TRITONSERVER_InferenceRequest* inference_request, TRITONSERVER_ResponseAllocator* response_allocator,
+    void* response_allocator_userp, TRITONSERVER_InferenceResponseCompleteFn_t response_fn, void* response_userp);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetStringParameter(
     TRITONSERVER_InferenceRequest* request, const char* key, const char* value);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetIntParameter(
@@ -437,8 +425,7 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceResponseDelete(
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceResponseError(
     TRITONSERVER_InferenceResponse* inference_response);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceResponseModel(
-    TRITONSERVER_InferenceResponse* inference_response, const char** model_name,
-    int64_t* model_version);
+    TRITONSERVER_InferenceResponse* inference_response, const char** model_name, int64_t* model_version);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceResponseId(
     TRITONSERVER_InferenceResponse* inference_response, const char** request_id);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceResponseParameterCount(
@@ -451,12 +438,11 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutputCo
     TRITONSERVER_InferenceResponse* inference_response, uint32_t* count);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutput(
     TRITONSERVER_InferenceResponse* inference_response, const uint32_t index, const char** name,
-    TRITONSERVER_DataType* datatype, const int64_t** shape, uint64_t* dim_count,
-    const void** base, size_t* byte_size, TRITONSERVER_MemoryType* memory_type,
-    int64_t* memory_type_id, void** userp);
+    TRITONSERVER_DataType* datatype, const int64_t** shape, uint64_t* dim_count, const void** base, size_t* byte_size,
+    TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id, void** userp);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutputClassificationLabel(
-    TRITONSERVER_InferenceResponse* inference_response, const uint32_t index,
-    const size_t class_index, const char** label);
+    TRITONSERVER_InferenceResponse* inference_response, const uint32_t index, const size_t class_index,
+    const char** label);
 
 /* ---------------------------------------------------------------- buffer attributes */
 
@@ -483,18 +469,16 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_BufferAttributesByteSize(
 
 /* ---------------------------------------------------------------- server options */
 
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsNew(
-    TRITONSERVER_ServerOptions** options);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsDelete(
-    TRITONSERVER_ServerOptions* options);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetServerId(
-    TRITONSERVER_ServerOptions* options, const char* server_id);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsNew(TRITONSERVER_ServerOptions** options);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsDelete(TRITONSERVER_ServerOptions* options);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetServerId(TRITONSERVER_ServerOptions* options,
+                                                                                const char* server_id);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelRepositoryPath(
     TRITONSERVER_ServerOptions* options, const char* model_repository_path);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelControlMode(
     TRITONSERVER_ServerOptions* options, TRITONSERVER_ModelControlMode mode);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetStartupModel(
-    TRITONSERVER_ServerOptions* options, const char* model_name);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetStartupModel(TRITONSERVER_ServerOptions* options,
+                                                                                    const char* model_name);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetStrictModelConfig(
     TRITONSERVER_ServerOptions* options, bool strict);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelConfigName(
@@ -502,8 +486,7 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelConf
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetRateLimiterMode(
     TRITONSERVER_ServerOptions* options, TRITONSERVER_RateLimitMode mode);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsAddRateLimiterResource(
-    TRITONSERVER_ServerOptions* options, const char* resource_name, const size_t resource_count,
-    const int device);
+    TRITONSERVER_ServerOptions* options, const char* resource_name, const size_t resource_count, const int device);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(
     TRITONSERVER_ServerOptions* options, uint64_t size);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCudaMemoryPoolByteSize(
@@ -512,18 +495,19 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCudaVirtu
     TRITONSERVER_ServerOptions* options, int gpu_device, size_t cuda_virtual_address_size);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetResponseCacheByteSize(
     TRITONSERVER_ServerOptions* options, uint64_t size);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCacheConfig(
-    TRITONSERVER_ServerOptions* options, const char* cache_name, const char* config_json);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCacheConfig(TRITONSERVER_ServerOptions* options,
+                                                                                   const char* cache_name,
+                                                                                   const char* config_json);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCacheDirectory(
     TRITONSERVER_ServerOptions* options, const char* cache_dir);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMinSupportedComputeCapability(
     TRITONSERVER_ServerOptions* options, double cc);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetExitOnError(
-    TRITONSERVER_ServerOptions* options, bool exit);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetExitOnError(TRITONSERVER_ServerOptions* options,
+                                                                                   bool exit);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetStrictReadiness(
     TRITONSERVER_ServerOptions* options, bool strict);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetExitTimeout(
-    TRITONSERVER_ServerOptions* options, unsigned int timeout);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetExitTimeout(TRITONSERVER_ServerOptions* options,
+                                                                                   unsigned int timeout);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBufferManagerThreadCount(
     TRITONSERVER_ServerOptions* options, unsigned int thread_count);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelLoadThreadCount(
@@ -534,24 +518,24 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelName
     TRITONSERVER_ServerOptions* options, bool enable_namespace);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetEnablePeerAccess(
     TRITONSERVER_ServerOptions* options, bool enable_peer_access);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogFile(
-    TRITONSERVER_ServerOptions* options, const char* file);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogInfo(
-    TRITONSERVER_ServerOptions* options, bool log);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogWarn(
-    TRITONSERVER_ServerOptions* options, bool log);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogError(
-    TRITONSERVER_ServerOptions* options, bool log);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogFormat(
-    TRITONSERVER_ServerOptions* options, const TRITONSERVER_LogFormat format);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogVerbose(
-    TRITONSERVER_ServerOptions* options, int level);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMetrics(
-    TRITONSERVER_ServerOptions* options, bool metrics);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetGpuMetrics(
-    TRITONSERVER_ServerOptions* options, bool gpu_metrics);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCpuMetrics(
-    TRITONSERVER_ServerOptions* options, bool cpu_metrics);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogFile(TRITONSERVER_ServerOptions* options,
+                                                                               const char* file);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogInfo(TRITONSERVER_ServerOptions* options,
+                                                                               bool log);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogWarn(TRITONSERVER_ServerOptions* options,
+                                                                               bool log);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogError(TRITONSERVER_ServerOptions* options,
+                                                                                bool log);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogFormat(TRITONSERVER_ServerOptions* options,
+                                                                                 const TRITONSERVER_LogFormat format);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogVerbose(TRITONSERVER_ServerOptions* options,
+                                                                                  int level);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMetrics(TRITONSERVER_ServerOptions* options,
+                                                                               bool metrics);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetGpuMetrics(TRITONSERVER_ServerOptions* options,
+                                                                                  bool gpu_metrics);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCpuMetrics(TRITONSERVER_ServerOptions* options,
+                                                                                  bool cpu_metrics);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMetricsInterval(
     TRITONSERVER_ServerOptions* options, uint64_t metrics_interval_ms);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBackendDirectory(
@@ -559,107 +543,107 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBackendDi
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetRepoAgentDirectory(
     TRITONSERVER_ServerOptions* options, const char* repoagent_dir);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelLoadDeviceLimit(
-    TRITONSERVER_ServerOptions* options, const TRITONSERVER_InstanceGroupKind kind,
-    const int device_id, const double fraction);
+    TRITONSERVER_ServerOptions* options, const TRITONSERVER_InstanceGroupKind kind, const int device_id,
+    const double fraction);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBackendConfig(
-    TRITONSERVER_ServerOptions* options, const char* backend_name, const char* setting,
-    const char* value);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetHostPolicy(
-    TRITONSERVER_ServerOptions* options, const char* policy_name, const char* setting,
-    const char* value);
+    TRITONSERVER_ServerOptions* options, const char* backend_name, const char* setting, const char* value);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetHostPolicy(TRITONSERVER_ServerOptions* options,
+                                                                                  const char* policy_name,
+                                                                                  const char* setting,
+                                                                                  const char* value);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMetricsConfig(
-    TRITONSERVER_ServerOptions* options, const char* name, const char* setting,
-    const char* value);
+    TRITONSERVER_ServerOptions* options, const char* name, const char* setting, const char* value);
 
 /* ---------------------------------------------------------------- server */
 
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerNew(
-    TRITONSERVER_Server** server, TRITONSERVER_ServerOptions* options);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerNew(TRITONSERVER_Server** server,
+                                                                 TRITONSERVER_ServerOptions* options);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerDelete(TRITONSERVER_Server* server);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerStop(TRITONSERVER_Server* server);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerSetExitTimeout(
-    TRITONSERVER_Server* server, unsigned int timeout);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerSetExitTimeout(TRITONSERVER_Server* server,
+                                                                            unsigned int timeout);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerRegisterModelRepository(
-    TRITONSERVER_Server* server, const char* repository_path,
-    const TRITONSERVER_Parameter** name_mapping, const uint32_t mapping_count);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerUnregisterModelRepository(
-    TRITONSERVER_Server* server, const char* repository_path);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerPollModelRepository(
-    TRITONSERVER_Server* server);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerIsLive(
-    TRITONSERVER_Server* server, bool* live);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerIsReady(
-    TRITONSERVER_Server* server, bool* ready);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelIsReady(
-    TRITONSERVER_Server* server, const char* model_name, const int64_t model_version, bool* ready);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelBatchProperties(
-    TRITONSERVER_Server* server, const char* model_name, const int64_t model_version,
-    uint32_t* flags, void** voidp);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelTransactionProperties(
-    TRITONSERVER_Server* server, const char* model_name, const int64_t model_version,
-    uint32_t* txn_flags, void** voidp);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerMetadata(
-    TRITONSERVER_Server* server, TRITONSERVER_Message** server_metadata);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelMetadata(
-    TRITONSERVER_Server* server, const char* model_name, const int64_t model_version,
-    TRITONSERVER_Message** model_metadata);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelStatistics(
-    TRITONSERVER_Server* server, const char* model_name, const int64_t model_version,
-    TRITONSERVER_Message** model_stats);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelConfig(
-    TRITONSERVER_Server* server, const char* model_name, const int64_t model_version,
-    const uint32_t config_version, TRITONSERVER_Message** model_config);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelIndex(
-    TRITONSERVER_Server* server, uint32_t flags, TRITONSERVER_Message** model_index);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerLoadModel(
-    TRITONSERVER_Server* server, const char* model_name);
+    TRITONSERVER_Server* server, const char* repository_path, const TRITONSERVER_Parameter** name_mapping,
+    const uint32_t mapping_count);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerUnregisterModelRepository(TRITONSERVER_Server* server,
+                                                                                       const char* repository_path);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerPollModelRepository(TRITONSERVER_Server* server);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerIsLive(TRITONSERVER_Server* server, bool* live);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerIsReady(TRITONSERVER_Server* server, bool* ready);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelIsReady(TRITONSERVER_Server* server,
+                                                                          const char* model_name,
+                                                                          const int64_t model_version, bool* ready);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelBatchProperties(TRITONSERVER_Server* server,
+                                                                                  const char* model_name,
+                                                                                  const int64_t model_version,
+                                                                                  uint32_t* flags, void** voidp);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelTransactionProperties(TRITONSERVER_Server* server,
+                                                                                        const char* model_name,
+                                                                                        const int64_t model_version,
+                                                                                        uint32_t* txn_flags,
+                                                                                        void** voidp);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerMetadata(TRITONSERVER_Server* server,
+                                                                      TRITONSERVER_Message** server_metadata);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelMetadata(TRITONSERVER_Server* server,
+                                                                           const char* model_name,
+                                                                           const int64_t model_version,
+                                                                           TRITONSERVER_Message** model_metadata);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelStatistics(TRITONSERVER_Server* server,
+                                                                             const char* model_name,
+                                                                             const int64_t model_version,
+                                                                             TRITONSERVER_Message** model_stats);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelConfig(TRITONSERVER_Server* server,
+                                                                         const char* model_name,
+                                                                         const int64_t model_version,
+                                                                         const uint32_t config_version,
+                                                                         TRITONSERVER_Message** model_config);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelIndex(TRITONSERVER_Server* server, uint32_t flags,
+                                                                        TRITONSERVER_Message** model_index);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerLoadModel(TRITONSERVER_Server* server,
+                                                                       const char* model_name);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerLoadModelWithParameters(
     TRITONSERVER_Server* server, const char* model_name, const TRITONSERVER_Parameter** parameters,
     const uint64_t parameter_count);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerUnloadModel(
-    TRITONSERVER_Server* server, const char* model_name);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerUnloadModelAndDependents(
-    TRITONSERVER_Server* server, const char* model_name);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerMetrics(
-    TRITONSERVER_Server* server, TRITONSERVER_Metrics** metrics);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerUnloadModel(TRITONSERVER_Server* server,
+                                                                         const char* model_name);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerUnloadModelAndDependents(TRITONSERVER_Server* server,
+                                                                                      const char* model_name);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerMetrics(TRITONSERVER_Server* server,
+                                                                     TRITONSERVER_Metrics** metrics);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerInferAsync(
-    TRITONSERVER_Server* server, TRITONSERVER_InferenceRequest* inference_request,
-    TRITONSERVER_InferenceTrace* trace);
+    TRITONSERVER_Server* server, TRITONSERVER_InferenceRequest* inference_request, TRITONSERVER_InferenceTrace* trace);
 
 /* ---------------------------------------------------------------- custom metrics */
 
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricFamilyNew(
-    TRITONSERVER_MetricFamily** family, const TRITONSERVER_MetricKind kind, const char* name,
-    const char* description);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricFamilyNew(TRITONSERVER_MetricFamily** family,
+                                                                       const TRITONSERVER_MetricKind kind,
+                                                                       const char* name, const char* description);
 /** Fails (INVALID_ARG) while metrics of the family are alive. */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricFamilyDelete(
-    TRITONSERVER_MetricFamily* family);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_GetMetricFamilyKind(
-    TRITONSERVER_MetricFamily* family, TRITONSERVER_MetricKind* kind);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricFamilyDelete(TRITONSERVER_MetricFamily* family);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_GetMetricFamilyKind(TRITONSERVER_MetricFamily* family,
+                                                                           TRITONSERVER_MetricKind* kind);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricArgsNew(TRITONSERVER_MetricArgs** args);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricArgsSetHistogram(
-    TRITONSERVER_MetricArgs* args, const double* buckets, const uint64_t buckets_count);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricArgsDelete(
-    TRITONSERVER_MetricArgs* args);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricArgsSetHistogram(TRITONSERVER_MetricArgs* args,
+                                                                              const double* buckets,
+                                                                              const uint64_t buckets_count);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricArgsDelete(TRITONSERVER_MetricArgs* args);
 /** Labels are copied. */
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricNew(
-    TRITONSERVER_Metric** metric, TRITONSERVER_MetricFamily* family,
-    const TRITONSERVER_Parameter** labels, const uint64_t label_count);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricNewWithArgs(
-    TRITONSERVER_Metric** metric, TRITONSERVER_MetricFamily* family,
-    const TRITONSERVER_Parameter** labels, const uint64_t label_count,
-    const TRITONSERVER_MetricArgs* args);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricNew(TRITONSERVER_Metric** metric,
+                                                                 TRITONSERVER_MetricFamily* family,
+                                                                 const TRITONSERVER_Parameter** labels,
+                                                                 const uint64_t label_count);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricNewWithArgs(TRITONSERVER_Metric** metric,
+                                                                         TRITONSERVER_MetricFamily* family,
+                                                                         const TRITONSERVER_Parameter** labels,
+                                                                         const uint64_t label_count,
+                                                                         const TRITONSERVER_MetricArgs* args);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricDelete(TRITONSERVER_Metric* metric);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricValue(
-    TRITONSERVER_Metric* metric, double* value);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricIncrement(
-    TRITONSERVER_Metric* metric, double value);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricSet(
-    TRITONSERVER_Metric* metric, double value);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricObserve(
-    TRITONSERVER_Metric* metric, double value);
-TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_GetMetricKind(
-    TRITONSERVER_Metric* metric, TRITONSERVER_MetricKind* kind);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricValue(TRITONSERVER_Metric* metric, double* value);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricIncrement(TRITONSERVER_Metric* metric, double value);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricSet(TRITONSERVER_Metric* metric, double value);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricObserve(TRITONSERVER_Metric* metric, double value);
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_GetMetricKind(TRITONSERVER_Metric* metric,
+                                                                     TRITONSERVER_MetricKind* kind);
 
 #ifdef __cplusplus
 }

@@ -209,9 +209,10 @@ class AcceptorCore {
 Napi::FunctionReference Acceptor::constructor;
 
 Napi::Function Acceptor::Init(Napi::Env env) {
-  Napi::Function f = DefineClass(env, "Acceptor",
-                                 {InstanceMethod("release", &Acceptor::Release), InstanceMethod("stats", &Acceptor::Stats),
-                                  InstanceMethod("close", &Acceptor::Close)});
+  Napi::Function f =
+      DefineClass(env, "Acceptor",
+                  {InstanceMethod("release", &Acceptor::Release), InstanceMethod("stats", &Acceptor::Stats),
+                   InstanceMethod("close", &Acceptor::Close)});
   constructor = Napi::Persistent(f);
   constructor.SuppressDestruct();
   return f;
@@ -220,20 +221,24 @@ Napi::Function Acceptor::Init(Napi::Env env) {
 Acceptor::Acceptor(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Acceptor>(info) {
   Napi::Env env = info.Env();
   if (info.Length() < 4 || !info[0].IsNumber() || !info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsFunction()) {
-    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "new Acceptor(fd: number, maxOpen: number, maxPerAddress: number, onConnections: function)");
+    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG,
+                      "new Acceptor(fd: number, maxOpen: number, maxPerAddress: number, onConnections: function)");
   }
   const int fd = info[0].As<Napi::Number>().Int32Value();
   const double max_open = info[1].As<Napi::Number>().DoubleValue();
   const double max_per_address = info[2].As<Napi::Number>().DoubleValue();
   if (fd < 3) throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "Acceptor: refusing fd " + std::to_string(fd));
-  if (!(max_open >= 1) || !(max_per_address >= 0)) throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "Acceptor: maxOpen must be ≥ 1 and maxPerAddress ≥ 0");
+  if (!(max_open >= 1) || !(max_per_address >= 0))
+    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "Acceptor: maxOpen must be ≥ 1 and maxPerAddress ≥ 0");
   int so_accept = 0;
   socklen_t len = sizeof so_accept;
   if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &so_accept, &len) != 0 || so_accept == 0) {
-    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "Acceptor: fd " + std::to_string(fd) + " is not a listening socket");
+    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG,
+                      "Acceptor: fd " + std::to_string(fd) + " is not a listening socket");
   }
   int stop_fd = eventfd(0, EFD_CLOEXEC);
-  if (stop_fd < 0) throw TritonError(env, TRITONSERVER_ERROR_INTERNAL, std::string("Acceptor: eventfd: ") + std::strerror(errno));
+  if (stop_fd < 0)
+    throw TritonError(env, TRITONSERVER_ERROR_INTERNAL, std::string("Acceptor: eventfd: ") + std::strerror(errno));
   on_connections_ = Napi::Persistent(info[3].As<Napi::Function>());
   const auto cap = [](double x) { return x > 9e15 ? int64_t(9e15) : int64_t(x); };
   core_ = std::make_unique<AcceptorCore>(fd, stop_fd, cap(max_open), cap(max_per_address));
@@ -263,7 +268,8 @@ void Acceptor::Shutdown() {
 }
 
 Napi::Value Acceptor::Release(const Napi::CallbackInfo& info) {
-  if (info.Length() >= 1 && info[0].IsNumber() && core_) core_->Release(uint64_t(info[0].As<Napi::Number>().DoubleValue()));
+  if (info.Length() >= 1 && info[0].IsNumber() && core_)
+    core_->Release(uint64_t(info[0].As<Napi::Number>().DoubleValue()));
   return info.Env().Undefined();
 }
 

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "warden/engine_error.h"
 #include "warden/host.h"
 
 /** Whether a JS number is a whole value that converts to int64 without undefined behaviour
@@ -62,6 +63,8 @@ namespace warden_addon {
 /** A JS Error carrying `tritonCode` (TRITONSERVER_Error_Code); takes ownership of `err`. */
 Napi::Error TritonError(Napi::Env env, TRITONSERVER_Error* err);
 Napi::Error TritonError(Napi::Env env, TRITONSERVER_Error_Code code, const std::string& message);
+/** The same for an error of a Rust engine (warden/engine_error.h); takes ownership of `err`. */
+Napi::Error TritonError(Napi::Env env, WardenError* err);
 
 /** Runs `work` on the libuv pool and settles a promise with `resolve(env)` or the error. */
 Napi::Promise RunAsync(Napi::Env env, const char* name, std::function<TRITONSERVER_Error*()> work,
@@ -72,7 +75,7 @@ Napi::Promise RunAsync(Napi::Env env, const char* name, std::function<TRITONSERV
 /** Something a native thread reports to JS. */
 struct Event {
   enum Kind { kResponse, kReleased, kJobDone } kind;
-  uint32_t token = 0;  // request token (responses, releases) or job id (jobs)
+  uint32_t token = 0;                                  // request token (responses, releases) or job id (jobs)
   TRITONSERVER_InferenceResponse* response = nullptr;  // owned until converted
   uint32_t flags = 0;
   TRITONSERVER_Error* error = nullptr;  // job error, owned
@@ -247,8 +250,8 @@ struct RequestContext {
 /** Point a request's callbacks at the instance callbacks with `ctx` (instance.cc). */
 void ParseRequestsCallbacks(WARDEN_RequestDesc* d, RequestContext* ctx);
 /** Parse JS requests into `batch` (throws Napi::Error on malformed input). */
-void ParseRequests(Napi::Env env, Napi::Array requests, const std::shared_ptr<EventQueue>& queue,
-                   RequestBatch* batch, std::vector<RequestContext*>* contexts);
+void ParseRequests(Napi::Env env, Napi::Array requests, const std::shared_ptr<EventQueue>& queue, RequestBatch* batch,
+                   std::vector<RequestContext*>* contexts);
 /** Build the JS event object for a response (and free the response). */
 Napi::Object ResponseEvent(Napi::Env env, Event& e);
 Napi::Object ReleasedEvent(Napi::Env env, const Event& e);

@@ -36,8 +36,8 @@ Napi::Value U64(Napi::Env env, uint64_t v) { return Napi::BigInt::New(env, v); }
 
 }  // namespace
 
-void ParseRequests(Napi::Env env, Napi::Array requests, const std::shared_ptr<EventQueue>& queue,
-                   RequestBatch* batch, std::vector<RequestContext*>* contexts) {
+void ParseRequests(Napi::Env env, Napi::Array requests, const std::shared_ptr<EventQueue>& queue, RequestBatch* batch,
+                   std::vector<RequestContext*>* contexts) {
   uint32_t n = requests.Length();
   if (n == 0) throw Napi::TypeError::New(env, "execute needs at least one request");
   batch->descs.assign(n, WARDEN_RequestDesc{});
@@ -77,7 +77,8 @@ void ParseRequests(Napi::Env env, Napi::Array requests, const std::shared_ptr<Ev
       std::string dt = t.Get("datatype").ToString().Utf8Value();
       in.datatype = TRITONSERVER_StringToDataType(dt.c_str());
       if (in.datatype == TRITONSERVER_TYPE_INVALID) {
-        throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "invalid datatype '" + dt + "' for input '" + in.name + "'");
+        throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG,
+                          "invalid datatype '" + dt + "' for input '" + in.name + "'");
       }
       Napi::Value shape_v = t.Get("shape");
       if (!shape_v.IsArray()) throw Napi::TypeError::New(env, "input shape must be an array");
@@ -157,8 +158,8 @@ Napi::Object ResponseEvent(Napi::Env env, Event& e) {
     TRITONSERVER_MemoryType mt;
     int64_t mt_id;
     void* userp;
-    TRITONSERVER_ErrorDelete(TRITONSERVER_InferenceResponseOutput(r, i, &name, &dt, &shape, &dims,
-                                                                  &base, &size, &mt, &mt_id, &userp));
+    TRITONSERVER_ErrorDelete(
+        TRITONSERVER_InferenceResponseOutput(r, i, &name, &dt, &shape, &dims, &base, &size, &mt, &mt_id, &userp));
     Napi::Object t = Napi::Object::New(env);
     t.Set("name", Napi::String::New(env, name));
     t.Set("datatype", Napi::String::New(env, TRITONSERVER_DataTypeString(dt)));

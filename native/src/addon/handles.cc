@@ -38,10 +38,10 @@ void RequireOpen(Napi::Env env, const void* p, const char* what) {
 // ---------------------------------------------------------------- BackendHandle
 
 Napi::Function BackendHandle::Init(Napi::Env env) {
-  Napi::Function f = DefineClass(env, "BackendHandle",
-                                 {InstanceMethod("attributes", &BackendHandle::Attributes),
-                                  InstanceMethod("loadModel", &BackendHandle::LoadModel),
-                                  InstanceMethod("unload", &BackendHandle::Unload)});
+  Napi::Function f = DefineClass(
+      env, "BackendHandle",
+      {InstanceMethod("attributes", &BackendHandle::Attributes), InstanceMethod("loadModel", &BackendHandle::LoadModel),
+       InstanceMethod("unload", &BackendHandle::Unload)});
   constructor = Napi::Persistent(f);
   constructor.SuppressDestruct();
   return f;
@@ -117,19 +117,20 @@ Napi::Value BackendHandle::Unload(const Napi::CallbackInfo& info) {
   RequireOpen(env, backend, "backend");
   TRITONBACKEND_Backend* be = backend;
   backend = nullptr;  // TRITONBACKEND_Finalize + dlclose happen whether or not Finalize errs
-  return RunAsync(env, "warden-unload-backend", [be] { return WARDEN_BackendUnload(be); },
-                  [](Napi::Env env) { return env.Undefined(); });
+  return RunAsync(
+      env, "warden-unload-backend", [be] { return WARDEN_BackendUnload(be); },
+      [](Napi::Env env) { return env.Undefined(); });
 }
 
 // ---------------------------------------------------------------- ModelHandle
 
 Napi::Function ModelHandle::Init(Napi::Env env) {
-  Napi::Function f = DefineClass(env, "ModelHandle",
-                                 {InstanceMethod("setConfigJson", &ModelHandle::SetConfigJson),
-                                  InstanceMethod("updateConfig", &ModelHandle::UpdateConfig),
-                                  InstanceMethod("createInstance", &ModelHandle::CreateInstance),
-                                  InstanceMethod("liveObjects", &ModelHandle::LiveObjects),
-                                  InstanceMethod("unload", &ModelHandle::Unload)});
+  Napi::Function f = DefineClass(
+      env, "ModelHandle",
+      {InstanceMethod("setConfigJson", &ModelHandle::SetConfigJson),
+       InstanceMethod("updateConfig", &ModelHandle::UpdateConfig),
+       InstanceMethod("createInstance", &ModelHandle::CreateInstance),
+       InstanceMethod("liveObjects", &ModelHandle::LiveObjects), InstanceMethod("unload", &ModelHandle::Unload)});
   constructor = Napi::Persistent(f);
   constructor.SuppressDestruct();
   return f;
@@ -162,8 +163,8 @@ Napi::Value ModelHandle::UpdateConfig(const Napi::CallbackInfo& info) {
   std::string json = info[0].ToString();
   std::vector<std::string> outputs = StringArray(env, info[1], "outputs");
   std::vector<const char*> p = Pointers(outputs);
-  if (TRITONSERVER_Error* e = WARDEN_ModelUpdateConfig(model, json.c_str(), p.data(),
-                                                       uint32_t(p.size()), info[2].ToBoolean())) {
+  if (TRITONSERVER_Error* e =
+          WARDEN_ModelUpdateConfig(model, json.c_str(), p.data(), uint32_t(p.size()), info[2].ToBoolean())) {
     throw TritonError(env, e);
   }
   return env.Undefined();
@@ -216,8 +217,8 @@ Napi::Value ModelHandle::Unload(const Napi::CallbackInfo& info) {
   RequireOpen(env, model, "model");
   TRITONBACKEND_Model* m = model;
   model = nullptr;
-  return RunAsync(env, "warden-unload-model", [m] { return WARDEN_ModelUnload(m); },
-                  [](Napi::Env env) { return env.Undefined(); });
+  return RunAsync(
+      env, "warden-unload-model", [m] { return WARDEN_ModelUnload(m); }, [](Napi::Env env) { return env.Undefined(); });
 }
 
 }  // namespace warden_addon

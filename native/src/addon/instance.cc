@@ -148,21 +148,19 @@ void ParseRequestsCallbacks(WARDEN_RequestDesc* d, RequestContext* ctx) {
 // ---------------------------------------------------------------- InstanceHandle
 
 Napi::Function InstanceHandle::Init(Napi::Env env) {
-  Napi::Function f = DefineClass(env, "InstanceHandle",
-                                 {InstanceMethod("initialize", &InstanceHandle::Initialize),
-                                  InstanceMethod("execute", &InstanceHandle::Execute),
-                                  InstanceMethod("finalize", &InstanceHandle::Finalize),
-                                  InstanceMethod("isReady", &InstanceHandle::IsReady),
-                                  InstanceMethod("checkReady", &InstanceHandle::CheckReady),
-                                  InstanceMethod("outstanding", &InstanceHandle::Outstanding),
-                                  InstanceMethod("abandon", &InstanceHandle::Abandon)});
+  Napi::Function f = DefineClass(
+      env, "InstanceHandle",
+      {InstanceMethod("initialize", &InstanceHandle::Initialize), InstanceMethod("execute", &InstanceHandle::Execute),
+       InstanceMethod("finalize", &InstanceHandle::Finalize), InstanceMethod("isReady", &InstanceHandle::IsReady),
+       InstanceMethod("checkReady", &InstanceHandle::CheckReady),
+       InstanceMethod("outstanding", &InstanceHandle::Outstanding),
+       InstanceMethod("abandon", &InstanceHandle::Abandon)});
   constructor = Napi::Persistent(f);
   constructor.SuppressDestruct();
   return f;
 }
 
-InstanceHandle::InstanceHandle(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<InstanceHandle>(info) {
+InstanceHandle::InstanceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<InstanceHandle>(info) {
   on_events_ = Napi::Persistent(info[0].As<Napi::Function>());
   queue_ = std::make_shared<EventQueue>(this);
   queue_->Start(info.Env());
@@ -274,8 +272,8 @@ Napi::Value InstanceHandle::Execute(const Napi::CallbackInfo& info) {
   auto deferred = Napi::Promise::Deferred::New(env);
   uint32_t job = NewJob(env, deferred, false);
   auto* jctx = new JobContext{queue_, job};
-  TRITONSERVER_Error* e = WARDEN_InstanceExecute(instance, batch.descs.data(),
-                                                 uint32_t(batch.descs.size()), &OnExecDone, jctx);
+  TRITONSERVER_Error* e =
+      WARDEN_InstanceExecute(instance, batch.descs.data(), uint32_t(batch.descs.size()), &OnExecDone, jctx);
   if (e != nullptr) {  // nothing was submitted: no callbacks will come
     delete jctx;
     for (auto* c : contexts) delete c;

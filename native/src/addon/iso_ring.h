@@ -89,8 +89,10 @@ class Reader {
   /** Skip to the next multiple of 8 (tensor data is 8-aligned within a record). */
   void Align() {
     size_t a = (pos_ + 7) & ~size_t(7);
-    if (a > n_) ok_ = false;
-    else pos_ = a;
+    if (a > n_)
+      ok_ = false;
+    else
+      pos_ = a;
   }
 
  private:

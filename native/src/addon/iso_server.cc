@@ -4,8 +4,8 @@
 // to the parent from whatever thread the backend uses — no JS and no V8 serialisation on the way.
 // A doorbell byte on a socket shared with the parent (fd 4 of the child) says "records waiting".
 #include <poll.h>
-#include <sys/syscall.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -280,8 +280,10 @@ class IsoServerCore {
     out.StoreHead(head);
     bool idle = out.LoadTail() == before;  // else Warden is still draining and will see this record
     lk.unlock();
-    if (idle) Doorbell();
-    else skipped_doorbells.fetch_add(1, std::memory_order_relaxed);
+    if (idle)
+      Doorbell();
+    else
+      skipped_doorbells.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
 
@@ -354,7 +356,7 @@ class IsoServerCore {
         bytes += 4 + std::strlen(key) + 1 +
                  (type == TRITONSERVER_PARAMETER_STRING ? 4 + std::strlen(static_cast<const char*>(v))
                   : type == TRITONSERVER_PARAMETER_BOOL ? 1
-                                                         : 8);
+                                                        : 8);
       }
     }
     bytes = iso::Align8(bytes);
@@ -415,8 +417,9 @@ class IsoServerCore {
     });
     if (!sent && !stopping.load()) {
       // Larger than the whole ring: the request gets an error instead of its outputs.
-      std::string m = "response of " + std::to_string(bytes) + " bytes does not fit the backend host process's ring of " +
-                      std::to_string(out.cap) + " bytes (raise warden.isolation_shm_bytes)";
+      std::string m = "response of " + std::to_string(bytes) +
+                      " bytes does not fit the backend host process's ring of " + std::to_string(out.cap) +
+                      " bytes (raise warden.isolation_shm_bytes)";
       Emit(iso::kResponse, iso::Align8(8 + 4 + 4 + 1 + 4 + 4 + m.size()), [&](Writer& w) {
         w.Put<uint32_t>(token);
         w.Put<uint32_t>(flags);
@@ -480,12 +483,12 @@ class IsoServerCore {
 Napi::FunctionReference IsoServer::constructor;
 
 Napi::Function IsoServer::Init(Napi::Env env) {
-  Napi::Function f = DefineClass(env, "IsoServer",
-                                 {InstanceMethod("addInstance", &IsoServer::AddInstance),
-                                  InstanceMethod("removeInstance", &IsoServer::RemoveInstance),
-                                  InstanceMethod("outstanding", &IsoServer::Outstanding),
-                                  InstanceMethod("close", &IsoServer::Close),
-                                  InstanceAccessor("readerTid", &IsoServer::ReaderTid, nullptr)});
+  Napi::Function f =
+      DefineClass(env, "IsoServer",
+                  {InstanceMethod("addInstance", &IsoServer::AddInstance),
+                   InstanceMethod("removeInstance", &IsoServer::RemoveInstance),
+                   InstanceMethod("outstanding", &IsoServer::Outstanding), InstanceMethod("close", &IsoServer::Close),
+                   InstanceAccessor("readerTid", &IsoServer::ReaderTid, nullptr)});
   constructor = Napi::Persistent(f);
   constructor.SuppressDestruct();
   return f;

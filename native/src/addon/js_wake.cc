@@ -8,7 +8,8 @@ namespace warden {
 std::shared_ptr<JsWake> JsWake::Create(Napi::Env env, const char* name, Callback callback) {
   std::shared_ptr<JsWake> w(new JsWake(env, std::move(callback)));
   uv_loop_t* loop = nullptr;
-  if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) throw Napi::Error::New(env, "no event loop for a native wake-up");
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr)
+    throw Napi::Error::New(env, "no event loop for a native wake-up");
   // The JS-side resources first: once the handle exists, nothing may fail before the cleanup hook
   // that closes it is registered (an open handle at a worker's teardown aborts the process).
   Napi::Object resource = Napi::Object::New(env);
@@ -88,6 +89,5 @@ void JsWake::Close() {
   resource_ = nullptr;
   std::shared_ptr<JsWake> last = std::move(self_);  // may free this when `last` goes
 }
-
 
 }  // namespace warden

@@ -5,10 +5,10 @@
 #include "addon.h"
 
 namespace warden_wasmtime {
-Napi::Object Init(Napi::Env env);  // native/src/wasmtime/binding.cc
+Napi::Object Init(Napi::Env env);  // native/src/addon/wasmtime/binding.cc
 }
 namespace warden_ort {
-Napi::Object InitBinding(Napi::Env env);  // native/src/ort/binding.cc
+Napi::Object InitBinding(Napi::Env env);  // native/src/addon/ort/binding.cc
 }
 
 namespace warden_addon {
@@ -23,6 +23,13 @@ Napi::Error TritonError(Napi::Env env, TRITONSERVER_Error* err) {
   TRITONSERVER_Error_Code code = TRITONSERVER_ErrorCode(err);
   std::string message = TRITONSERVER_ErrorMessage(err);
   TRITONSERVER_ErrorDelete(err);
+  return TritonError(env, code, message);
+}
+
+Napi::Error TritonError(Napi::Env env, WardenError* err) {
+  TRITONSERVER_Error_Code code = warden_error_code(err);
+  std::string message = warden_error_message(err);
+  warden_error_delete(err);
   return TritonError(env, code, message);
 }
 
@@ -114,10 +121,10 @@ void OnNativeLog(void*, TRITONSERVER_LogLevel level, const char* file, int line,
                                 Napi::Number::New(env, l.line), Napi::String::New(env, l.message)});
     }
     if (dropped > 0) {
-      log_bridge.callback.Call({Napi::Number::New(env, int(TRITONSERVER_LOG_WARN)),
-                                Napi::String::New(env, "warden_native"), Napi::Number::New(env, 0),
-                                Napi::String::New(env, std::to_string(dropped) +
-                                                           " backend log lines dropped (queue full)")});
+      log_bridge.callback.Call(
+          {Napi::Number::New(env, int(TRITONSERVER_LOG_WARN)), Napi::String::New(env, "warden_native"),
+           Napi::Number::New(env, 0),
+           Napi::String::New(env, std::to_string(dropped) + " backend log lines dropped (queue full)")});
     }
   });
 }
@@ -233,7 +240,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setServerHandler", Napi::Function::New(env, SetServerHandler, "setServerHandler"));
   exports.Set("closeServerBridge", Napi::Function::New(env, CloseServerBridge, "closeServerBridge"));
   exports.Set("serverRespond", Napi::Function::New(env, ServerRespond, "serverRespond"));
-  exports.Set("inflightInferenceRequests", Napi::Function::New(env, InflightInferenceRequests, "inflightInferenceRequests"));
+  exports.Set("inflightInferenceRequests",
+              Napi::Function::New(env, InflightInferenceRequests, "inflightInferenceRequests"));
   exports.Set("shmCreate", Napi::Function::New(env, ShmCreate, "shmCreate"));
   exports.Set("shmOpen", Napi::Function::New(env, ShmOpen, "shmOpen"));
   exports.Set("shmUnlink", Napi::Function::New(env, ShmUnlink, "shmUnlink"));

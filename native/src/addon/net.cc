@@ -36,7 +36,8 @@ bool ValidHost(const std::string& host) {
 Napi::Value ReusePortListen(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 3 || !info[0].IsString() || !info[1].IsNumber() || !info[2].IsNumber()) {
-    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "reusePortListen(host: string, port: number, backlog: number)");
+    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG,
+                      "reusePortListen(host: string, port: number, backlog: number)");
   }
   const std::string host = info[0].As<Napi::String>().Utf8Value();
   const double port = info[1].As<Napi::Number>().DoubleValue();
@@ -45,7 +46,8 @@ Napi::Value ReusePortListen(const Napi::CallbackInfo& info) {
   if (!(port >= 0 && port <= 65535) || port != double(int(port))) {
     throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "invalid listen port " + std::to_string(port));
   }
-  if (!(backlog >= 1 && backlog <= 65535)) throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "invalid listen backlog");
+  if (!(backlog >= 1 && backlog <= 65535))
+    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "invalid listen backlog");
   const bool reuse_port = info.Length() < 4 || !info[3].IsBoolean() || info[3].As<Napi::Boolean>().Value();
   const std::string where = host + ":" + std::to_string(int(port));
 
@@ -57,7 +59,8 @@ Napi::Value ReusePortListen(const Napi::CallbackInfo& info) {
   const std::string service = std::to_string(int(port));
   int gai = getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
   if (gai != 0 || res == nullptr) {
-    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "cannot listen on " + where + ": cannot resolve the host (" + gai_strerror(gai) + ")");
+    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG,
+                      "cannot listen on " + where + ": cannot resolve the host (" + gai_strerror(gai) + ")");
   }
   std::string failure;
   int fd = -1;
@@ -68,14 +71,18 @@ Napi::Value ReusePortListen(const Napi::CallbackInfo& info) {
       continue;
     }
     int one = 1;
-    if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 || (reuse_port && setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)) {
+    if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        (reuse_port && setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)) {
       failure = std::string("setsockopt: ") + std::strerror(errno);
       close(s);
       continue;
     }
     if (bind(s, ai->ai_addr, ai->ai_addrlen) != 0) {
       int err = errno;
-      failure = err == EADDRINUSE ? (reuse_port ? "address already in use (by a socket without SO_REUSEPORT, or another user's)" : "address already in use") : std::string("bind: ") + std::strerror(err);
+      failure = err == EADDRINUSE
+                    ? (reuse_port ? "address already in use (by a socket without SO_REUSEPORT, or another user's)"
+                                  : "address already in use")
+                    : std::string("bind: ") + std::strerror(err);
       close(s);
       continue;
     }
@@ -92,7 +99,8 @@ Napi::Value ReusePortListen(const Napi::CallbackInfo& info) {
   socklen_t len = sizeof ss;
   int bound = int(port);
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-    bound = ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port) : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+    bound = ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
+                                     : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   }
   Napi::Object o = Napi::Object::New(env);
   o.Set("fd", Napi::Number::New(env, fd));
@@ -103,7 +111,8 @@ Napi::Value ReusePortListen(const Napi::CallbackInfo& info) {
 // closeFd(fd): close a descriptor reusePortListen returned that was never handed to a server.
 Napi::Value CloseFd(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "closeFd(fd: number)");
+  if (info.Length() < 1 || !info[0].IsNumber())
+    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "closeFd(fd: number)");
   int fd = info[0].As<Napi::Number>().Int32Value();
   if (fd < 3) throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "closeFd: refusing fd " + std::to_string(fd));
   close(fd);

@@ -120,7 +120,8 @@ Napi::Object InferPayload(Napi::Env env, const Call& call) {
   }
   o.Set("inputs", inputs);
   Napi::Array outputs = Napi::Array::New(env, v.requested_output_count);
-  for (uint32_t i = 0; i < v.requested_output_count; ++i) outputs.Set(i, Napi::String::New(env, v.requested_outputs[i]));
+  for (uint32_t i = 0; i < v.requested_output_count; ++i)
+    outputs.Set(i, Napi::String::New(env, v.requested_outputs[i]));
   o.Set("outputs", outputs);
   Napi::Array params = Napi::Array::New(env);
   uint32_t n = 0;
@@ -172,7 +173,8 @@ void RunCall(Napi::Env env, const std::shared_ptr<Call>& call) {
         if (call->has_params) payload.Set("params", Napi::String::New(env, call->params_json));
       }
       lk.unlock();  // the handler may answer synchronously (Complete takes the lock)
-      result = bridge.handler.Call({Napi::Number::New(env, call->kind), Napi::Number::New(env, double(call->owner)), payload});
+      result = bridge.handler.Call(
+          {Napi::Number::New(env, call->kind), Napi::Number::New(env, double(call->owner)), payload});
     } catch (const Napi::Error& e) {
       if (lk.owns_lock()) lk.unlock();
       Complete(call, ErrorFromJs(e.Value()), "");
@@ -193,9 +195,8 @@ void RunCall(Napi::Env env, const std::shared_ptr<Call>& call) {
     auto on_ok = Napi::Function::New(env, [call](const Napi::CallbackInfo& info) {
       Complete(call, nullptr, info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "");
     });
-    auto on_err = Napi::Function::New(env, [call](const Napi::CallbackInfo& info) {
-      Complete(call, ErrorFromJs(info[0]), "");
-    });
+    auto on_err =
+        Napi::Function::New(env, [call](const Napi::CallbackInfo& info) { Complete(call, ErrorFromJs(info[0]), ""); });
     then.Call(promise, {on_ok, on_err});
     return;
   }
@@ -248,8 +249,8 @@ void HookCancel(void*, uint64_t token) {
   Post(call);  // fire and forget
 }
 
-TRITONSERVER_Error* HookQuery(void*, uint64_t owner, WARDEN_ServerQuery query, const char* model,
-                              int64_t version, const char* params_json, char** result_json) {
+TRITONSERVER_Error* HookQuery(void*, uint64_t owner, WARDEN_ServerQuery query, const char* model, int64_t version,
+                              const char* params_json, char** result_json) {
   auto call = std::make_shared<Call>();
   call->kind = kQueryBase + int(query);
   call->owner = owner;

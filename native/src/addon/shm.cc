@@ -34,9 +34,11 @@ Napi::ArrayBuffer Map(Napi::Env env, int fd, size_t size, const std::string& wha
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int err = errno;
   close(fd);
-  if (p == MAP_FAILED) throw TritonError(env, TRITONSERVER_ERROR_UNAVAILABLE, what + ": mmap failed: " + std::strerror(err));
+  if (p == MAP_FAILED)
+    throw TritonError(env, TRITONSERVER_ERROR_UNAVAILABLE, what + ": mmap failed: " + std::strerror(err));
   return Napi::ArrayBuffer::New(
-      env, p, size, [](Napi::Env, void* data, size_t* len) {
+      env, p, size,
+      [](Napi::Env, void* data, size_t* len) {
         munmap(data, *len);
         delete len;
       },
@@ -63,7 +65,8 @@ Napi::Value ShmCreate(const Napi::CallbackInfo& info) {
   std::snprintf(hex, sizeof hex, "%08x%08x", rd(), rd());
   std::string name = "/warden-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" + hex;
   int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) throw TritonError(env, TRITONSERVER_ERROR_UNAVAILABLE, std::string("shm_open failed: ") + std::strerror(errno));
+  if (fd < 0)
+    throw TritonError(env, TRITONSERVER_ERROR_UNAVAILABLE, std::string("shm_open failed: ") + std::strerror(errno));
   if (ftruncate(fd, off_t(size)) != 0) {
     int err = errno;
     close(fd);
@@ -88,9 +91,11 @@ Napi::Value ShmOpen(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string name = info[0].ToString().Utf8Value();
   size_t size = SizeArg(env, info[1]);
-  if (!ValidName(name)) throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "not a Warden shared memory region name");
+  if (!ValidName(name))
+    throw TritonError(env, TRITONSERVER_ERROR_INVALID_ARG, "not a Warden shared memory region name");
   int fd = shm_open(name.c_str(), O_RDWR, 0);
-  if (fd < 0) throw TritonError(env, TRITONSERVER_ERROR_NOT_FOUND, std::string("shm_open failed: ") + std::strerror(errno));
+  if (fd < 0)
+    throw TritonError(env, TRITONSERVER_ERROR_NOT_FOUND, std::string("shm_open failed: ") + std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || size_t(st.st_size) != size) {
     close(fd);

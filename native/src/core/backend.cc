@@ -17,8 +17,7 @@ void PromoteSelfToGlobal() {
   static std::once_flag once;
   std::call_once(once, [] {
     Dl_info info;
-    if (dladdr(reinterpret_cast<void*>(&TRITONSERVER_ApiVersion), &info) != 0 &&
-        info.dli_fname != nullptr) {
+    if (dladdr(reinterpret_cast<void*>(&TRITONSERVER_ApiVersion), &info) != 0 && info.dli_fname != nullptr) {
       // The handle is intentionally kept: the library stays global for the process lifetime.
       void* self = dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
       if (self == nullptr) {
@@ -62,8 +61,7 @@ std::string GroupsJson(const std::vector<TRITONBACKEND_BackendAttribute::Group>&
   return os.str();
 }
 
-TRITONSERVER_Error* CallEntry(TRITONBACKEND_Backend::BackendFn fn, TRITONBACKEND_Backend* be,
-                              const char* what) {
+TRITONSERVER_Error* CallEntry(TRITONBACKEND_Backend::BackendFn fn, TRITONBACKEND_Backend* be, const char* what) {
   try {
     return fn(be);
   } catch (...) {
@@ -75,9 +73,8 @@ TRITONSERVER_Error* CallEntry(TRITONBACKEND_Backend::BackendFn fn, TRITONBACKEND
 
 extern "C" {
 
-TRITONSERVER_Error* WARDEN_BackendLoad(const char* name, const char* library_path,
-                                       const char* artifacts_dir, const char* config_json,
-                                       TRITONBACKEND_Backend** backend) {
+TRITONSERVER_Error* WARDEN_BackendLoad(const char* name, const char* library_path, const char* artifacts_dir,
+                                       const char* config_json, TRITONBACKEND_Backend** backend) {
   if (name == nullptr || library_path == nullptr || backend == nullptr) {
     return warden::InvalidArg("WARDEN_BackendLoad: null argument");
   }
@@ -88,9 +85,8 @@ TRITONSERVER_Error* WARDEN_BackendLoad(const char* name, const char* library_pat
   void* dl = dlopen(library_path, RTLD_NOW | RTLD_LOCAL);
   if (dl == nullptr) {
     const char* why = dlerror();
-    return warden::Err(TRITONSERVER_ERROR_INVALID_ARG,
-                       std::string("unable to load backend library '") + library_path +
-                           "': " + (why == nullptr ? "unknown dlopen error" : why));
+    return warden::Err(TRITONSERVER_ERROR_INVALID_ARG, std::string("unable to load backend library '") + library_path +
+                                                           "': " + (why == nullptr ? "unknown dlopen error" : why));
   }
   auto be = std::make_unique<TRITONBACKEND_Backend>();
   be->name = name;
@@ -101,29 +97,23 @@ TRITONSERVER_Error* WARDEN_BackendLoad(const char* name, const char* library_pat
   be->memory_manager.backend = be.get();
   be->initialize = Sym<TRITONBACKEND_Backend::BackendFn>(dl, "TRITONBACKEND_Initialize");
   be->finalize = Sym<TRITONBACKEND_Backend::BackendFn>(dl, "TRITONBACKEND_Finalize");
-  be->get_attribute =
-      Sym<TRITONBACKEND_Backend::AttributeFn>(dl, "TRITONBACKEND_GetBackendAttribute");
+  be->get_attribute = Sym<TRITONBACKEND_Backend::AttributeFn>(dl, "TRITONBACKEND_GetBackendAttribute");
   be->model_initialize = Sym<TRITONBACKEND_Backend::ModelFn>(dl, "TRITONBACKEND_ModelInitialize");
   be->model_finalize = Sym<TRITONBACKEND_Backend::ModelFn>(dl, "TRITONBACKEND_ModelFinalize");
-  be->instance_initialize =
-      Sym<TRITONBACKEND_Backend::InstanceFn>(dl, "TRITONBACKEND_ModelInstanceInitialize");
-  be->instance_finalize =
-      Sym<TRITONBACKEND_Backend::InstanceFn>(dl, "TRITONBACKEND_ModelInstanceFinalize");
+  be->instance_initialize = Sym<TRITONBACKEND_Backend::InstanceFn>(dl, "TRITONBACKEND_ModelInstanceInitialize");
+  be->instance_finalize = Sym<TRITONBACKEND_Backend::InstanceFn>(dl, "TRITONBACKEND_ModelInstanceFinalize");
   be->instance_ready = Sym<TRITONBACKEND_Backend::InstanceFn>(dl, "TRITONBACKEND_ModelInstanceReady");
-  be->instance_execute =
-      Sym<TRITONBACKEND_Backend::ExecuteFn>(dl, "TRITONBACKEND_ModelInstanceExecute");
+  be->instance_execute = Sym<TRITONBACKEND_Backend::ExecuteFn>(dl, "TRITONBACKEND_ModelInstanceExecute");
   if (be->instance_execute == nullptr) {
     dlclose(dl);
-    return warden::InvalidArg(
-        std::string("unable to find required entrypoint 'TRITONBACKEND_ModelInstanceExecute' in "
-                    "backend library '") +
-        library_path + "'");
+    return warden::InvalidArg(std::string("unable to find required entrypoint 'TRITONBACKEND_ModelInstanceExecute' in "
+                                          "backend library '") +
+                              library_path + "'");
   }
   if (Sym<void*>(dl, "TRITONBACKEND_ModelBatcherInitialize") != nullptr) {
-    WARDEN_LOG(TRITONSERVER_LOG_WARN,
-               "backend '" + be->name +
-                   "' exports custom batching hooks (TRITONBACKEND_ModelBatcher*); Warden's "
-                   "dynamic batcher does not call them");
+    WARDEN_LOG(TRITONSERVER_LOG_WARN, "backend '" + be->name +
+                                          "' exports custom batching hooks (TRITONBACKEND_ModelBatcher*); Warden's "
+                                          "dynamic batcher does not call them");
   }
   if (be->initialize != nullptr) {
     TRITONSERVER_Error* err = CallEntry(be->initialize, be.get(), "TRITONBACKEND_Initialize");
@@ -140,7 +130,8 @@ TRITONSERVER_Error* WARDEN_BackendLoad(const char* name, const char* library_pat
       err = warden::EscapedException(be->name, "TRITONBACKEND_GetBackendAttribute");
     }
     if (err != nullptr) {
-      if (be->finalize != nullptr) TRITONSERVER_ErrorDelete(CallEntry(be->finalize, be.get(), "TRITONBACKEND_Finalize"));
+      if (be->finalize != nullptr)
+        TRITONSERVER_ErrorDelete(CallEntry(be->finalize, be.get(), "TRITONBACKEND_Finalize"));
       dlclose(dl);
       return err;
     }
@@ -150,8 +141,7 @@ TRITONSERVER_Error* WARDEN_BackendLoad(const char* name, const char* library_pat
   return nullptr;
 }
 
-TRITONSERVER_Error* WARDEN_BackendAttributes(TRITONBACKEND_Backend* backend,
-                                             bool* parallel_instance_loading,
+TRITONSERVER_Error* WARDEN_BackendAttributes(TRITONBACKEND_Backend* backend, bool* parallel_instance_loading,
                                              TRITONBACKEND_ExecutionPolicy* policy,
                                              const char** preferred_groups_json) {
   if (backend == nullptr) return warden::InvalidArg("WARDEN_BackendAttributes: null backend");
@@ -166,8 +156,7 @@ TRITONSERVER_Error* WARDEN_BackendAttributes(TRITONBACKEND_Backend* backend,
 TRITONSERVER_Error* WARDEN_BackendUnload(TRITONBACKEND_Backend* backend) {
   if (backend == nullptr) return warden::InvalidArg("WARDEN_BackendUnload: null backend");
   if (backend->live_models.load() != 0) {
-    return warden::Err(TRITONSERVER_ERROR_UNAVAILABLE,
-                       "backend '" + backend->name + "' still has loaded models");
+    return warden::Err(TRITONSERVER_ERROR_UNAVAILABLE, "backend '" + backend->name + "' still has loaded models");
   }
   TRITONSERVER_Error* err = nullptr;
   if (backend->finalize != nullptr) err = CallEntry(backend->finalize, backend, "TRITONBACKEND_Finalize");
@@ -184,8 +173,7 @@ TRITONSERVER_Error* TRITONBACKEND_BackendName(TRITONBACKEND_Backend* backend, co
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_BackendConfig(TRITONBACKEND_Backend* backend,
-                                                TRITONSERVER_Message** backend_config) {
+TRITONSERVER_Error* TRITONBACKEND_BackendConfig(TRITONBACKEND_Backend* backend, TRITONSERVER_Message** backend_config) {
   WARDEN_REQUIRE(backend && backend_config, "TRITONBACKEND_BackendConfig");
   *backend_config = &backend->config;  // host-owned
   return nullptr;
@@ -209,8 +197,7 @@ TRITONSERVER_Error* TRITONBACKEND_BackendSetExecutionPolicy(TRITONBACKEND_Backen
 }
 
 TRITONSERVER_Error* TRITONBACKEND_BackendArtifacts(TRITONBACKEND_Backend* backend,
-                                                   TRITONBACKEND_ArtifactType* artifact_type,
-                                                   const char** location) {
+                                                   TRITONBACKEND_ArtifactType* artifact_type, const char** location) {
   WARDEN_REQUIRE(backend && artifact_type && location, "TRITONBACKEND_BackendArtifacts");
   *artifact_type = TRITONBACKEND_ARTIFACT_FILESYSTEM;
   *location = backend->artifacts_dir.c_str();
@@ -236,9 +223,11 @@ TRITONSERVER_Error* TRITONBACKEND_BackendSetState(TRITONBACKEND_Backend* backend
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
-    TRITONBACKEND_BackendAttribute* attributes, const TRITONSERVER_InstanceGroupKind kind,
-    const uint64_t count, const uint64_t* device_ids, const uint64_t id_count) {
+TRITONSERVER_Error* TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(TRITONBACKEND_BackendAttribute* attributes,
+                                                                            const TRITONSERVER_InstanceGroupKind kind,
+                                                                            const uint64_t count,
+                                                                            const uint64_t* device_ids,
+                                                                            const uint64_t id_count) {
   WARDEN_REQUIRE(attributes && (device_ids || id_count == 0),
                  "TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup");
   TRITONBACKEND_BackendAttribute::Group g{kind, count, {}};
@@ -256,17 +245,15 @@ TRITONSERVER_Error* TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoadin
 
 // ---------------------------------------------------------------- memory manager
 
-TRITONSERVER_Error* TRITONBACKEND_MemoryManagerAllocate(TRITONBACKEND_MemoryManager* manager,
-                                                        void** buffer,
+TRITONSERVER_Error* TRITONBACKEND_MemoryManagerAllocate(TRITONBACKEND_MemoryManager* manager, void** buffer,
                                                         const TRITONSERVER_MemoryType memory_type,
-                                                        const int64_t memory_type_id,
-                                                        const uint64_t byte_size) {
+                                                        const int64_t memory_type_id, const uint64_t byte_size) {
   WARDEN_REQUIRE(manager && buffer, "TRITONBACKEND_MemoryManagerAllocate");
   if (memory_type != TRITONSERVER_MEMORY_CPU) {
     // No CUDA in this host: pinned and GPU memory can never be allocated (backend utils fall back
     // to CPU on UNSUPPORTED).
-    return warden::Unsupported(std::string(TRITONSERVER_MemoryTypeString(memory_type)) +
-                               " memory (id " + std::to_string(memory_type_id) +
+    return warden::Unsupported(std::string(TRITONSERVER_MemoryTypeString(memory_type)) + " memory (id " +
+                               std::to_string(memory_type_id) +
                                ") is not supported: Warden's native backend host has no CUDA");
   }
   void* p = warden::AllocCpu(byte_size);
@@ -278,8 +265,7 @@ TRITONSERVER_Error* TRITONBACKEND_MemoryManagerAllocate(TRITONBACKEND_MemoryMana
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_MemoryManagerFree(TRITONBACKEND_MemoryManager* manager,
-                                                    void* buffer,
+TRITONSERVER_Error* TRITONBACKEND_MemoryManagerFree(TRITONBACKEND_MemoryManager* manager, void* buffer,
                                                     const TRITONSERVER_MemoryType memory_type,
                                                     const int64_t memory_type_id) {
   WARDEN_REQUIRE(manager, "TRITONBACKEND_MemoryManagerFree");

@@ -89,8 +89,7 @@ void Log(TRITONSERVER_LogLevel level, const char* file, int line, const std::str
   if (log_fn != nullptr) {
     log_fn(log_userp, level, file == nullptr ? "" : file, line, msg.c_str());
   } else {
-    std::fprintf(stderr, "%s %s:%d] %s\n", LevelName(level), file == nullptr ? "" : file, line,
-                 msg.c_str());
+    std::fprintf(stderr, "%s %s:%d] %s\n", LevelName(level), file == nullptr ? "" : file, line, msg.c_str());
   }
 }
 
@@ -123,7 +122,8 @@ void Worker::Post(std::function<void()> job) {
     // the process is otherwise idle (wake.cc). Under the lock, so the thread cannot wake between
     // the placement and `moved` being recorded.
     if (q_->waiting && !q_->moved && q_->jobs.size() == 1) {
-      q_->moved = WARDEN_WakeAffinityPlace(q_->tid.load(std::memory_order_relaxed), q_->work_ns.load(std::memory_order_relaxed));
+      q_->moved = WARDEN_WakeAffinityPlace(q_->tid.load(std::memory_order_relaxed),
+                                           q_->work_ns.load(std::memory_order_relaxed));
     }
   }
   q_->cv.notify_one();
@@ -142,7 +142,7 @@ void Worker::Run(std::shared_ptr<Queue> q) {
       moved = q->moved;
       q->moved = false;
       if (q->jobs.empty()) {  // stop requested and drained
-        if (moved) {  // give the process's CPU mask back before exiting
+        if (moved) {          // give the process's CPU mask back before exiting
           WARDEN_WakeAffinityBegin(true);
           WARDEN_WakeAffinityEnd();
         }
@@ -154,7 +154,8 @@ void Worker::Run(std::shared_ptr<Queue> q) {
     WARDEN_WakeAffinityBegin(moved);
     const uint64_t t0 = NowNs();
     job();
-    q->work_ns.store(WARDEN_WakeAffinityAverage(q->work_ns.load(std::memory_order_relaxed), NowNs() - t0), std::memory_order_relaxed);
+    q->work_ns.store(WARDEN_WakeAffinityAverage(q->work_ns.load(std::memory_order_relaxed), NowNs() - t0),
+                     std::memory_order_relaxed);
     WARDEN_WakeAffinityEnd();
   }
 }
@@ -167,8 +168,7 @@ extern "C" {
 
 // ---------------------------------------------------------------- embedding: logging
 
-void WARDEN_SetLogSink(WARDEN_LogFn fn, void* userp, bool info, bool warn, bool error,
-                       bool verbose) {
+void WARDEN_SetLogSink(WARDEN_LogFn fn, void* userp, bool info, bool warn, bool error, bool verbose) {
   std::lock_guard<std::mutex> lk(warden::log_mu);
   warden::log_fn = fn;
   warden::log_userp = userp;
@@ -192,9 +192,9 @@ TRITONSERVER_Error* TRITONBACKEND_ApiVersion(uint32_t* major, uint32_t* minor) {
   return nullptr;
 }
 
-static const char* const kDataTypeNames[] = {"<invalid>", "BOOL",  "UINT8", "UINT16", "UINT32",
-                                              "UINT64",    "INT8",  "INT16", "INT32",  "INT64",
-                                              "FP16",      "FP32",  "FP64",  "BYTES",  "BF16"};
+static const char* const kDataTypeNames[] = {"<invalid>", "BOOL", "UINT8", "UINT16", "UINT32",
+                                             "UINT64",    "INT8", "INT16", "INT32",  "INT64",
+                                             "FP16",      "FP32", "FP64",  "BYTES",  "BF16"};
 static const uint32_t kDataTypeSizes[] = {0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 0, 2};
 
 const char* TRITONSERVER_DataTypeString(TRITONSERVER_DataType datatype) {
@@ -345,16 +345,15 @@ bool TRITONSERVER_LogIsEnabled(TRITONSERVER_LogLevel level) {
   return int(level) >= 0 && int(level) <= 3 && warden::log_enabled[level].load();
 }
 
-TRITONSERVER_Error* TRITONSERVER_LogMessage(TRITONSERVER_LogLevel level, const char* filename,
-                                            const int line, const char* msg) {
+TRITONSERVER_Error* TRITONSERVER_LogMessage(TRITONSERVER_LogLevel level, const char* filename, const int line,
+                                            const char* msg) {
   warden::Log(level, filename, line, msg == nullptr ? "" : msg);
   return nullptr;
 }
 
 // ---------------------------------------------------------------- parameters
 
-TRITONSERVER_Parameter* TRITONSERVER_ParameterNew(const char* name,
-                                                  const TRITONSERVER_ParameterType type,
+TRITONSERVER_Parameter* TRITONSERVER_ParameterNew(const char* name, const TRITONSERVER_ParameterType type,
                                                   const void* value) {
   if (name == nullptr || value == nullptr) return nullptr;
   auto* p = new TRITONSERVER_Parameter;
@@ -380,8 +379,7 @@ TRITONSERVER_Parameter* TRITONSERVER_ParameterNew(const char* name,
   return p;
 }
 
-TRITONSERVER_Parameter* TRITONSERVER_ParameterBytesNew(const char* name, const void* byte_ptr,
-                                                       const uint64_t size) {
+TRITONSERVER_Parameter* TRITONSERVER_ParameterBytesNew(const char* name, const void* byte_ptr, const uint64_t size) {
   if (name == nullptr) return nullptr;
   auto* p = new TRITONSERVER_Parameter;
   p->name = name;
@@ -395,8 +393,8 @@ void TRITONSERVER_ParameterDelete(TRITONSERVER_Parameter* parameter) { delete pa
 
 // ---------------------------------------------------------------- messages
 
-TRITONSERVER_Error* TRITONSERVER_MessageNewFromSerializedJson(TRITONSERVER_Message** message,
-                                                              const char* base, size_t byte_size) {
+TRITONSERVER_Error* TRITONSERVER_MessageNewFromSerializedJson(TRITONSERVER_Message** message, const char* base,
+                                                              size_t byte_size) {
   if (message == nullptr || (base == nullptr && byte_size > 0)) {
     return warden::InvalidArg("TRITONSERVER_MessageNewFromSerializedJson: null argument");
   }
@@ -409,8 +407,8 @@ TRITONSERVER_Error* TRITONSERVER_MessageDelete(TRITONSERVER_Message* message) {
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_MessageSerializeToJson(TRITONSERVER_Message* message,
-                                                        const char** base, size_t* byte_size) {
+TRITONSERVER_Error* TRITONSERVER_MessageSerializeToJson(TRITONSERVER_Message* message, const char** base,
+                                                        size_t* byte_size) {
   if (message == nullptr) return warden::InvalidArg("TRITONSERVER_MessageSerializeToJson: null message");
   if (base != nullptr) *base = message->json.c_str();
   if (byte_size != nullptr) *byte_size = message->json.size();
@@ -430,17 +428,17 @@ TRITONSERVER_Error* TRITONSERVER_BufferAttributesDelete(TRITONSERVER_BufferAttri
   return nullptr;
 }
 
-#define WARDEN_ATTR_SETTER(fn, field, type)                                    \
-  TRITONSERVER_Error* fn(TRITONSERVER_BufferAttributes* attrs, type value) {   \
+#define WARDEN_ATTR_SETTER(fn, field, type)                                   \
+  TRITONSERVER_Error* fn(TRITONSERVER_BufferAttributes* attrs, type value) {  \
     if (attrs == nullptr) return warden::InvalidArg(#fn ": null attributes"); \
-    attrs->field = value;                                                      \
-    return nullptr;                                                            \
+    attrs->field = value;                                                     \
+    return nullptr;                                                           \
   }
-#define WARDEN_ATTR_GETTER(fn, field, type)                                          \
-  TRITONSERVER_Error* fn(TRITONSERVER_BufferAttributes* attrs, type* value) {        \
+#define WARDEN_ATTR_GETTER(fn, field, type)                                                     \
+  TRITONSERVER_Error* fn(TRITONSERVER_BufferAttributes* attrs, type* value) {                   \
     if (attrs == nullptr || value == nullptr) return warden::InvalidArg(#fn ": null argument"); \
-    *value = attrs->field;                                                           \
-    return nullptr;                                                                  \
+    *value = attrs->field;                                                                      \
+    return nullptr;                                                                             \
   }
 
 WARDEN_ATTR_SETTER(TRITONSERVER_BufferAttributesSetMemoryTypeId, memory_type_id, int64_t)

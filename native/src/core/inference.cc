@@ -122,8 +122,8 @@ TRITONSERVER_Error* AllocateOutput(Request* req, Staged::Output& o, TRITONBACKEN
   void* buffer_userp = nullptr;
   TRITONSERVER_MemoryType actual = TRITONSERVER_MEMORY_CPU;
   int64_t actual_id = 0;
-  TRITONSERVER_Error* e = a->alloc_fn(a, o.name.c_str(), o.data.size(), mt, mt_id, req->allocator_userp,
-                                      &buffer, &buffer_userp, &actual, &actual_id);
+  TRITONSERVER_Error* e = a->alloc_fn(a, o.name.c_str(), o.data.size(), mt, mt_id, req->allocator_userp, &buffer,
+                                      &buffer_userp, &actual, &actual_id);
   if (e != nullptr) return e;
   out->allocator = a;
   out->buffer = buffer;
@@ -198,9 +198,8 @@ void Deliver(Request* req, Staged& st, uint32_t flags) {
   }
 }
 
-TRITONSERVER_Error* Query(TRITONSERVER_Server* server, WARDEN_ServerQuery q, const char* model,
-                          int64_t version, const char* params_json, std::string* result,
-                          const char* fn) {
+TRITONSERVER_Error* Query(TRITONSERVER_Server* server, WARDEN_ServerQuery q, const char* model, int64_t version,
+                          const char* params_json, std::string* result, const char* fn) {
   WARDEN_REQUIRE(server && model, fn);
   WARDEN_ServerHooks h;
   if (!Hooks(&h)) return NoServer();
@@ -278,14 +277,12 @@ uint64_t WARDEN_InflightInferenceRequests(void) {
   return inflight.size();
 }
 
-TRITONSERVER_Error* WARDEN_InferenceRequestRespond(uint64_t token,
-                                                   const WARDEN_InferResponseDesc* response,
+TRITONSERVER_Error* WARDEN_InferenceRequestRespond(uint64_t token, const WARDEN_InferResponseDesc* response,
                                                    uint32_t flags) {
   bool final = (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) != 0;
   if (response == nullptr && !final) return nullptr;  // nothing to deliver
-  if (response != nullptr &&
-      ((response->outputs == nullptr && response->output_count > 0) ||
-       (response->parameters == nullptr && response->parameter_count > 0))) {
+  if (response != nullptr && ((response->outputs == nullptr && response->output_count > 0) ||
+                              (response->parameters == nullptr && response->parameter_count > 0))) {
     return warden::InvalidArg("WARDEN_InferenceRequestRespond: null field");
   }
   auto st = std::make_shared<Staged>();
@@ -301,8 +298,7 @@ TRITONSERVER_Error* WARDEN_InferenceRequestRespond(uint64_t token,
       st->outputs.resize(response->output_count);
       for (uint32_t i = 0; i < response->output_count; ++i) {
         const WARDEN_OutputDesc& d = response->outputs[i];
-        if (d.name == nullptr || (d.shape == nullptr && d.dims_count > 0) ||
-            (d.data == nullptr && d.byte_size > 0)) {
+        if (d.name == nullptr || (d.shape == nullptr && d.dims_count > 0) || (d.data == nullptr && d.byte_size > 0)) {
           return warden::InvalidArg("WARDEN_InferenceRequestRespond: output with a null field");
         }
         Staged::Output& o = st->outputs[i];
@@ -331,8 +327,7 @@ TRITONSERVER_Error* WARDEN_InferenceRequestRespond(uint64_t token,
     std::lock_guard<std::mutex> lk(inflight_mu);
     auto it = inflight.find(token);
     if (it == inflight.end()) {
-      return warden::Err(TRITONSERVER_ERROR_NOT_FOUND,
-                         "no in-flight inference request " + std::to_string(token));
+      return warden::Err(TRITONSERVER_ERROR_NOT_FOUND, "no in-flight inference request " + std::to_string(token));
     }
     req = it->second;
     if (final) inflight.erase(it);  // later responses for this token are refused
@@ -344,10 +339,10 @@ TRITONSERVER_Error* WARDEN_InferenceRequestRespond(uint64_t token,
 
 // ---------------------------------------------------------------- response allocator
 
-TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorNew(
-    TRITONSERVER_ResponseAllocator** allocator, TRITONSERVER_ResponseAllocatorAllocFn_t alloc_fn,
-    TRITONSERVER_ResponseAllocatorReleaseFn_t release_fn,
-    TRITONSERVER_ResponseAllocatorStartFn_t start_fn) {
+TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorNew(TRITONSERVER_ResponseAllocator** allocator,
+                                                      TRITONSERVER_ResponseAllocatorAllocFn_t alloc_fn,
+                                                      TRITONSERVER_ResponseAllocatorReleaseFn_t release_fn,
+                                                      TRITONSERVER_ResponseAllocatorStartFn_t start_fn) {
   WARDEN_REQUIRE(allocator && alloc_fn && release_fn, "TRITONSERVER_ResponseAllocatorNew");
   auto* a = new TRITONSERVER_ResponseAllocator;
   a->alloc_fn = alloc_fn;
@@ -365,8 +360,8 @@ TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorSetBufferAttributesFunction(
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorSetQueryFunction(
-    TRITONSERVER_ResponseAllocator* allocator, TRITONSERVER_ResponseAllocatorQueryFn_t query_fn) {
+TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorSetQueryFunction(TRITONSERVER_ResponseAllocator* allocator,
+                                                                   TRITONSERVER_ResponseAllocatorQueryFn_t query_fn) {
   WARDEN_REQUIRE(allocator, "TRITONSERVER_ResponseAllocatorSetQueryFunction");
   allocator->query_fn = query_fn;
   return nullptr;
@@ -380,8 +375,7 @@ TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorDelete(TRITONSERVER_ResponseAl
 // ---------------------------------------------------------------- inference requests
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestNew(TRITONSERVER_InferenceRequest** inference_request,
-                                                     TRITONSERVER_Server* server,
-                                                     const char* model_name,
+                                                     TRITONSERVER_Server* server, const char* model_name,
                                                      const int64_t model_version) {
   WARDEN_REQUIRE(inference_request && server && model_name, "TRITONSERVER_InferenceRequestNew");
   auto* r = new Request;
@@ -471,8 +465,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestCancel(TRITONSERVER_InferenceRe
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestIsCancelled(TRITONSERVER_InferenceRequest* r,
-                                                             bool* is_cancelled) {
+TRITONSERVER_Error* TRITONSERVER_InferenceRequestIsCancelled(TRITONSERVER_InferenceRequest* r, bool* is_cancelled) {
   WARDEN_REQUIRE(r && is_cancelled, "TRITONSERVER_InferenceRequestIsCancelled");
   *is_cancelled = r->cancelled.load();
   return nullptr;
@@ -484,8 +477,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestPriority(TRITONSERVER_Inference
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestPriorityUInt64(TRITONSERVER_InferenceRequest* r,
-                                                                uint64_t* priority) {
+TRITONSERVER_Error* TRITONSERVER_InferenceRequestPriorityUInt64(TRITONSERVER_InferenceRequest* r, uint64_t* priority) {
   WARDEN_REQUIRE(r && priority, "TRITONSERVER_InferenceRequestPriorityUInt64");
   *priority = r->priority;
   return nullptr;
@@ -519,8 +511,8 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(TRITONSE
 }
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddInput(TRITONSERVER_InferenceRequest* r, const char* name,
-                                                          const TRITONSERVER_DataType datatype,
-                                                          const int64_t* shape, uint64_t dim_count) {
+                                                          const TRITONSERVER_DataType datatype, const int64_t* shape,
+                                                          uint64_t dim_count) {
   WARDEN_REQUIRE(r && name && (shape || dim_count == 0), "TRITONSERVER_InferenceRequestAddInput");
   if (FindInput(r, name) != nullptr) {
     return warden::InvalidArg(std::string("input '") + name + "' already exists in request");
@@ -565,9 +557,8 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllInputs(TRITONSERVER_In
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputData(TRITONSERVER_InferenceRequest* r,
-                                                                 const char* name, const void* base,
-                                                                 size_t byte_size,
+TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputData(TRITONSERVER_InferenceRequest* r, const char* name,
+                                                                 const void* base, size_t byte_size,
                                                                  TRITONSERVER_MemoryType memory_type,
                                                                  int64_t memory_type_id) {
   WARDEN_REQUIRE(r && name && (base || byte_size == 0), "TRITONSERVER_InferenceRequestAppendInputData");
@@ -592,9 +583,8 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputDataWithBufferAttrib
     TRITONSERVER_InferenceRequest* r, const char* name, const void* base,
     TRITONSERVER_BufferAttributes* buffer_attributes) {
   WARDEN_REQUIRE(buffer_attributes, "TRITONSERVER_InferenceRequestAppendInputDataWithBufferAttributes");
-  return TRITONSERVER_InferenceRequestAppendInputData(r, name, base, buffer_attributes->byte_size,
-                                                      buffer_attributes->memory_type,
-                                                      buffer_attributes->memory_type_id);
+  return TRITONSERVER_InferenceRequestAppendInputData(
+      r, name, base, buffer_attributes->byte_size, buffer_attributes->memory_type, buffer_attributes->memory_type_id);
 }
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestRemoveAllInputData(TRITONSERVER_InferenceRequest* r,
@@ -646,8 +636,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetReleaseCallback(
 
 TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetResponseCallback(
     TRITONSERVER_InferenceRequest* r, TRITONSERVER_ResponseAllocator* response_allocator,
-    void* response_allocator_userp, TRITONSERVER_InferenceResponseCompleteFn_t response_fn,
-    void* response_userp) {
+    void* response_allocator_userp, TRITONSERVER_InferenceResponseCompleteFn_t response_fn, void* response_userp) {
   WARDEN_REQUIRE(r && response_allocator && response_fn, "TRITONSERVER_InferenceRequestSetResponseCallback");
   r->allocator = response_allocator;
   r->allocator_userp = response_allocator_userp;
@@ -656,31 +645,30 @@ TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetResponseCallback(
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetStringParameter(TRITONSERVER_InferenceRequest* r,
-                                                                    const char* key, const char* value) {
+TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetStringParameter(TRITONSERVER_InferenceRequest* r, const char* key,
+                                                                    const char* value) {
   if (value == nullptr) return warden::InvalidArg("TRITONSERVER_InferenceRequestSetStringParameter: null value");
   return SetParam(r, key, warden::ParamValue::String(value), "TRITONSERVER_InferenceRequestSetStringParameter");
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetIntParameter(TRITONSERVER_InferenceRequest* r,
-                                                                 const char* key, const int64_t value) {
+TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetIntParameter(TRITONSERVER_InferenceRequest* r, const char* key,
+                                                                 const int64_t value) {
   return SetParam(r, key, warden::ParamValue::Int(value), "TRITONSERVER_InferenceRequestSetIntParameter");
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetBoolParameter(TRITONSERVER_InferenceRequest* r,
-                                                                  const char* key, const bool value) {
+TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetBoolParameter(TRITONSERVER_InferenceRequest* r, const char* key,
+                                                                  const bool value) {
   return SetParam(r, key, warden::ParamValue::Bool(value), "TRITONSERVER_InferenceRequestSetBoolParameter");
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetDoubleParameter(TRITONSERVER_InferenceRequest* r,
-                                                                    const char* key, const double value) {
+TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetDoubleParameter(TRITONSERVER_InferenceRequest* r, const char* key,
+                                                                    const double value) {
   return SetParam(r, key, warden::ParamValue::Double(value), "TRITONSERVER_InferenceRequestSetDoubleParameter");
 }
 
 // ---------------------------------------------------------------- inference
 
-TRITONSERVER_Error* TRITONSERVER_ServerInferAsync(TRITONSERVER_Server* server,
-                                                  TRITONSERVER_InferenceRequest* r,
+TRITONSERVER_Error* TRITONSERVER_ServerInferAsync(TRITONSERVER_Server* server, TRITONSERVER_InferenceRequest* r,
                                                   TRITONSERVER_InferenceTrace* trace) {
   WARDEN_REQUIRE(server && r, "TRITONSERVER_ServerInferAsync");
   if (r->response_fn == nullptr || r->allocator == nullptr) {
@@ -694,16 +682,18 @@ TRITONSERVER_Error* TRITONSERVER_ServerInferAsync(TRITONSERVER_Server* server,
   std::vector<WARDEN_InferInputView> inputs(r->inputs.size());
   for (size_t i = 0; i < r->inputs.size(); ++i) {
     const Request::Input& in = r->inputs[i];
-    inputs[i] = WARDEN_InferInputView{in.name.c_str(), in.datatype, in.shape.data(), uint32_t(in.shape.size()),
-                                      in.chunks.data(), uint32_t(in.chunks.size()), in.byte_size, in.raw};
+    inputs[i] = WARDEN_InferInputView{in.name.c_str(),  in.datatype,
+                                      in.shape.data(),  uint32_t(in.shape.size()),
+                                      in.chunks.data(), uint32_t(in.chunks.size()),
+                                      in.byte_size,     in.raw};
   }
   std::vector<const char*> outputs;
   for (const auto& o : r->requested_outputs) outputs.push_back(o.c_str());
   std::vector<WARDEN_ParamDesc> params(r->parameters.size());
   for (size_t i = 0; i < r->parameters.size(); ++i) {
     const warden::ParamValue& p = r->parameters[i];
-    params[i] = WARDEN_ParamDesc{p.key.c_str(), p.type, p.string_value.c_str(), p.int_value, p.bool_value,
-                                 p.double_value};
+    params[i] =
+        WARDEN_ParamDesc{p.key.c_str(), p.type, p.string_value.c_str(), p.int_value, p.bool_value, p.double_value};
   }
   WARDEN_InferRequestView view{r->model_name.c_str(),
                                r->model_version,
@@ -774,14 +764,13 @@ TRITONSERVER_Error* TRITONSERVER_ServerModelConfig(TRITONSERVER_Server* server, 
   return e;
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerModelTransactionProperties(TRITONSERVER_Server* server,
-                                                                  const char* model_name,
-                                                                  const int64_t model_version,
-                                                                  uint32_t* txn_flags, void** voidp) {
+TRITONSERVER_Error* TRITONSERVER_ServerModelTransactionProperties(TRITONSERVER_Server* server, const char* model_name,
+                                                                  const int64_t model_version, uint32_t* txn_flags,
+                                                                  void** voidp) {
   WARDEN_REQUIRE(txn_flags, "TRITONSERVER_ServerModelTransactionProperties");
   std::string out;
-  TRITONSERVER_Error* e = Query(server, WARDEN_QUERY_MODEL_TRANSACTION, model_name, model_version, nullptr,
-                                &out, "TRITONSERVER_ServerModelTransactionProperties");
+  TRITONSERVER_Error* e = Query(server, WARDEN_QUERY_MODEL_TRANSACTION, model_name, model_version, nullptr, &out,
+                                "TRITONSERVER_ServerModelTransactionProperties");
   if (e != nullptr) return e;
   *txn_flags = out == "decoupled" ? TRITONSERVER_TXN_DECOUPLED : TRITONSERVER_TXN_ONE_TO_ONE;
   if (voidp != nullptr) *voidp = nullptr;
@@ -792,8 +781,7 @@ TRITONSERVER_Error* TRITONSERVER_ServerLoadModel(TRITONSERVER_Server* server, co
   return Query(server, WARDEN_QUERY_LOAD_MODEL, model_name, -1, nullptr, nullptr, "TRITONSERVER_ServerLoadModel");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerLoadModelWithParameters(TRITONSERVER_Server* server,
-                                                               const char* model_name,
+TRITONSERVER_Error* TRITONSERVER_ServerLoadModelWithParameters(TRITONSERVER_Server* server, const char* model_name,
                                                                const TRITONSERVER_Parameter** parameters,
                                                                const uint64_t parameter_count) {
   WARDEN_REQUIRE(parameters || parameter_count == 0, "TRITONSERVER_ServerLoadModelWithParameters");
@@ -831,8 +819,7 @@ TRITONSERVER_Error* TRITONSERVER_ServerUnloadModel(TRITONSERVER_Server* server, 
   return Query(server, WARDEN_QUERY_UNLOAD_MODEL, model_name, -1, nullptr, nullptr, "TRITONSERVER_ServerUnloadModel");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerUnloadModelAndDependents(TRITONSERVER_Server* server,
-                                                                const char* model_name) {
+TRITONSERVER_Error* TRITONSERVER_ServerUnloadModelAndDependents(TRITONSERVER_Server* server, const char* model_name) {
   return Query(server, WARDEN_QUERY_UNLOAD_MODEL_AND_DEPENDENTS, model_name, -1, nullptr, nullptr,
                "TRITONSERVER_ServerUnloadModelAndDependents");
 }

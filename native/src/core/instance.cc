@@ -21,8 +21,8 @@ std::shared_ptr<warden::Worker> WorkerFor(TRITONBACKEND_Model* model, TRITONSERV
   return w;
 }
 
-TRITONSERVER_Error* CallInstanceFn(TRITONBACKEND_Backend::InstanceFn fn,
-                                   TRITONBACKEND_ModelInstance* inst, const char* what) {
+TRITONSERVER_Error* CallInstanceFn(TRITONBACKEND_Backend::InstanceFn fn, TRITONBACKEND_ModelInstance* inst,
+                                   const char* what) {
   try {
     return fn(inst);
   } catch (...) {
@@ -30,8 +30,7 @@ TRITONSERVER_Error* CallInstanceFn(TRITONBACKEND_Backend::InstanceFn fn,
   }
 }
 
-const char* kInstanceFns[] = {"TRITONBACKEND_ModelInstanceInitialize",
-                              "TRITONBACKEND_ModelInstanceFinalize"};
+const char* kInstanceFns[] = {"TRITONBACKEND_ModelInstanceInitialize", "TRITONBACKEND_ModelInstanceFinalize"};
 
 }  // namespace
 
@@ -46,8 +45,7 @@ TRITONSERVER_Error* WARDEN_InstanceNew(TRITONBACKEND_Model* model, const WARDEN_
     return warden::InvalidArg("WARDEN_InstanceNew: null argument");
   }
   if (desc->kind == TRITONSERVER_INSTANCEGROUPKIND_GPU) {
-    return warden::InvalidArg("instance '" + std::string(desc->name) + "' of model '" +
-                              model->name +
+    return warden::InvalidArg("instance '" + std::string(desc->name) + "' of model '" + model->name +
                               "' has kind KIND_GPU, but Warden's native backend host has no CUDA "
                               "support; use KIND_CPU or KIND_MODEL");
   }
@@ -78,8 +76,7 @@ TRITONSERVER_Error* WARDEN_InstanceNew(TRITONBACKEND_Model* model, const WARDEN_
   return nullptr;
 }
 
-void WARDEN_InstanceInitialize(TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done,
-                               void* userp) {
+void WARDEN_InstanceInitialize(TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done, void* userp) {
   instance->worker->Post([instance, done, userp] {
     TRITONSERVER_Error* err = nullptr;
     TRITONBACKEND_Backend* be = instance->model->backend;
@@ -93,8 +90,7 @@ void WARDEN_InstanceInitialize(TRITONBACKEND_ModelInstance* instance, WARDEN_Don
   });
 }
 
-void WARDEN_InstanceFinalize(TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done,
-                             void* userp) {
+void WARDEN_InstanceFinalize(TRITONBACKEND_ModelInstance* instance, WARDEN_DoneFn done, void* userp) {
   instance->worker->Post([instance, done, userp] {
     TRITONSERVER_Error* err = nullptr;
     TRITONBACKEND_Backend* be = instance->model->backend;
@@ -120,28 +116,25 @@ TRITONSERVER_Error* WARDEN_InstanceReady(TRITONBACKEND_ModelInstance* instance) 
   return CallInstanceFn(be->instance_ready, instance, "TRITONBACKEND_ModelInstanceReady");
 }
 
-TRITONSERVER_Error* WARDEN_InstanceExecute(TRITONBACKEND_ModelInstance* instance,
-                                           const WARDEN_RequestDesc* requests, uint32_t count,
-                                           WARDEN_ExecDoneFn done, void* userp) {
+TRITONSERVER_Error* WARDEN_InstanceExecute(TRITONBACKEND_ModelInstance* instance, const WARDEN_RequestDesc* requests,
+                                           uint32_t count, WARDEN_ExecDoneFn done, void* userp) {
   if (instance == nullptr || requests == nullptr || count == 0 || done == nullptr) {
     return warden::InvalidArg("WARDEN_InstanceExecute: empty batch or null argument");
   }
   // Validate everything before building anything: a failed submit delivers nothing.
   for (uint32_t r = 0; r < count; ++r) {
     const WARDEN_RequestDesc& d = requests[r];
-    if (d.response_fn == nullptr || d.release_fn == nullptr ||
-        (d.inputs == nullptr && d.input_count > 0) ||
+    if (d.response_fn == nullptr || d.release_fn == nullptr || (d.inputs == nullptr && d.input_count > 0) ||
         (d.requested_outputs == nullptr && d.requested_output_count > 0) ||
         (d.parameters == nullptr && d.parameter_count > 0)) {
-      return warden::InvalidArg("WARDEN_InstanceExecute: request " + std::to_string(r) +
-                                " has a null field");
+      return warden::InvalidArg("WARDEN_InstanceExecute: request " + std::to_string(r) + " has a null field");
     }
     for (uint32_t i = 0; i < d.input_count; ++i) {
       const WARDEN_InputDesc& in = d.inputs[i];
       if (in.name == nullptr || (in.shape == nullptr && in.dims_count > 0) ||
           (in.data == nullptr && in.byte_size > 0)) {
-        return warden::InvalidArg("WARDEN_InstanceExecute: input " + std::to_string(i) +
-                                  " of request " + std::to_string(r) + " has a null field");
+        return warden::InvalidArg("WARDEN_InstanceExecute: input " + std::to_string(i) + " of request " +
+                                  std::to_string(r) + " has a null field");
       }
     }
     for (uint32_t i = 0; i < d.requested_output_count; ++i) {
@@ -151,8 +144,7 @@ TRITONSERVER_Error* WARDEN_InstanceExecute(TRITONBACKEND_ModelInstance* instance
     }
     for (uint32_t i = 0; i < d.parameter_count; ++i) {
       if (d.parameters[i].key == nullptr ||
-          (d.parameters[i].type == TRITONSERVER_PARAMETER_STRING &&
-           d.parameters[i].string_value == nullptr)) {
+          (d.parameters[i].type == TRITONSERVER_PARAMETER_STRING && d.parameters[i].string_value == nullptr)) {
         return warden::InvalidArg("WARDEN_InstanceExecute: parameter with a null key or value");
       }
     }
@@ -246,8 +238,7 @@ TRITONSERVER_Error* WARDEN_InstanceExecute(TRITONBACKEND_ModelInstance* instance
 
 // ---------------------------------------------------------------- TRITONBACKEND_ModelInstance*
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceName(TRITONBACKEND_ModelInstance* instance,
-                                                    const char** name) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceName(TRITONBACKEND_ModelInstance* instance, const char** name) {
   WARDEN_REQUIRE(instance && name, "TRITONBACKEND_ModelInstanceName");
   *name = instance->name.c_str();
   return nullptr;
@@ -260,8 +251,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceKind(TRITONBACKEND_ModelInstance*
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInstance* instance,
-                                                        int32_t* device_id) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInstance* instance, int32_t* device_id) {
   WARDEN_REQUIRE(instance && device_id, "TRITONBACKEND_ModelInstanceDeviceId");
   *device_id = instance->device_id;
   return nullptr;
@@ -274,48 +264,43 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceHostPolicy(TRITONBACKEND_ModelIns
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceIsPassive(TRITONBACKEND_ModelInstance* instance,
-                                                         bool* is_passive) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceIsPassive(TRITONBACKEND_ModelInstance* instance, bool* is_passive) {
   WARDEN_REQUIRE(instance && is_passive, "TRITONBACKEND_ModelInstanceIsPassive");
   *is_passive = instance->passive;
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceProfileCount(TRITONBACKEND_ModelInstance* instance,
-                                                            uint32_t* count) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceProfileCount(TRITONBACKEND_ModelInstance* instance, uint32_t* count) {
   WARDEN_REQUIRE(instance && count, "TRITONBACKEND_ModelInstanceProfileCount");
   *count = uint32_t(instance->profiles.size());
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceProfileName(TRITONBACKEND_ModelInstance* instance,
-                                                           const uint32_t index,
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceProfileName(TRITONBACKEND_ModelInstance* instance, const uint32_t index,
                                                            const char** profile_name) {
   WARDEN_REQUIRE(instance && profile_name, "TRITONBACKEND_ModelInstanceProfileName");
   if (index >= instance->profiles.size()) {
-    return warden::InvalidArg("out of bounds index " + std::to_string(index) +
-                              ": instance is configured with " +
+    return warden::InvalidArg("out of bounds index " + std::to_string(index) + ": instance is configured with " +
                               std::to_string(instance->profiles.size()) + " profiles");
   }
   *profile_name = instance->profiles[index].c_str();
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSecondaryDeviceCount(
-    TRITONBACKEND_ModelInstance* instance, uint32_t* count) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSecondaryDeviceCount(TRITONBACKEND_ModelInstance* instance,
+                                                                    uint32_t* count) {
   WARDEN_REQUIRE(instance && count, "TRITONBACKEND_ModelInstanceSecondaryDeviceCount");
   *count = uint32_t(instance->secondary_devices.size());
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSecondaryDeviceProperties(
-    TRITONBACKEND_ModelInstance* instance, uint32_t index, const char** kind, int64_t* id) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSecondaryDeviceProperties(TRITONBACKEND_ModelInstance* instance,
+                                                                         uint32_t index, const char** kind,
+                                                                         int64_t* id) {
   WARDEN_REQUIRE(instance && kind && id, "TRITONBACKEND_ModelInstanceSecondaryDeviceProperties");
   if (index >= instance->secondary_devices.size()) {
-    return warden::InvalidArg("out of bounds index " + std::to_string(index) +
-                              ": instance is configured with " +
-                              std::to_string(instance->secondary_devices.size()) +
-                              " secondary devices");
+    return warden::InvalidArg("out of bounds index " + std::to_string(index) + ": instance is configured with " +
+                              std::to_string(instance->secondary_devices.size()) + " secondary devices");
   }
   *kind = instance->secondary_devices[index].first.c_str();
   *id = instance->secondary_devices[index].second;
@@ -329,35 +314,33 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceModel(TRITONBACKEND_ModelInstance
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceState(TRITONBACKEND_ModelInstance* instance,
-                                                     void** state) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceState(TRITONBACKEND_ModelInstance* instance, void** state) {
   WARDEN_REQUIRE(instance && state, "TRITONBACKEND_ModelInstanceState");
   *state = instance->state.load();
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInstance* instance,
-                                                        void* state) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInstance* instance, void* state) {
   WARDEN_REQUIRE(instance, "TRITONBACKEND_ModelInstanceSetState");
   instance->state = state;
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportMemoryUsage(
-    TRITONBACKEND_ModelInstance* instance, TRITONSERVER_BufferAttributes** usage,
-    uint32_t usage_size) {
-  WARDEN_REQUIRE(instance && (usage || usage_size == 0),
-                 "TRITONBACKEND_ModelInstanceReportMemoryUsage");
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportMemoryUsage(TRITONBACKEND_ModelInstance* instance,
+                                                                 TRITONSERVER_BufferAttributes** usage,
+                                                                 uint32_t usage_size) {
+  WARDEN_REQUIRE(instance && (usage || usage_size == 0), "TRITONBACKEND_ModelInstanceReportMemoryUsage");
   return nullptr;  // accepted; not reported further yet
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(
-    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request* request, const bool success,
-    const uint64_t exec_start_ns, const uint64_t compute_start_ns, const uint64_t compute_end_ns,
-    const uint64_t exec_end_ns) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(TRITONBACKEND_ModelInstance* instance,
+                                                                TRITONBACKEND_Request* request, const bool success,
+                                                                const uint64_t exec_start_ns,
+                                                                const uint64_t compute_start_ns,
+                                                                const uint64_t compute_end_ns,
+                                                                const uint64_t exec_end_ns) {
   WARDEN_REQUIRE(instance && request, "TRITONBACKEND_ModelInstanceReportStatistics");
-  request->stats = WARDEN_RequestStats{true, success, exec_start_ns, compute_start_ns,
-                                       compute_end_ns, exec_end_ns};
+  request->stats = WARDEN_RequestStats{true, success, exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns};
   return nullptr;
 }
 
@@ -366,8 +349,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportBatchStatistics(
     const uint64_t compute_start_ns, const uint64_t compute_end_ns, const uint64_t exec_end_ns) {
   WARDEN_REQUIRE(instance, "TRITONBACKEND_ModelInstanceReportBatchStatistics");
   std::lock_guard<std::mutex> lk(instance->stats_mu);
-  instance->exec_stats = WARDEN_ExecStats{true,          batch_size,     exec_start_ns,
-                                          compute_start_ns, compute_end_ns, exec_end_ns};
+  instance->exec_stats =
+      WARDEN_ExecStats{true, batch_size, exec_start_ns, compute_start_ns, compute_end_ns, exec_end_ns};
   return nullptr;
 }
 

@@ -92,8 +92,8 @@ std::string Number(double v) {
   return os.str();
 }
 
-std::string LabelSet(const std::vector<std::pair<std::string, std::string>>& labels,
-                     const std::string& extra_key = "", const std::string& extra_value = "") {
+std::string LabelSet(const std::vector<std::pair<std::string, std::string>>& labels, const std::string& extra_key = "",
+                     const std::string& extra_value = "") {
   if (labels.empty() && extra_key.empty()) return "";
   std::string s = "{";
   bool first = true;
@@ -113,8 +113,8 @@ bool ValidName(const char* name) {
   if (name == nullptr || *name == 0) return false;
   for (const char* p = name; *p; ++p) {
     char c = *p;
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
-              (p != name && c >= '0' && c <= '9');
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' || (p != name && c >= '0' && c <= '9');
     if (!ok) return false;
   }
   return true;
@@ -168,8 +168,7 @@ TRITONSERVER_Error* NewMetric(TRITONSERVER_Metric** metric, TRITONSERVER_MetricF
 
 extern "C" {
 
-TRITONSERVER_Error* TRITONSERVER_MetricFamilyNew(TRITONSERVER_MetricFamily** family,
-                                                 const TRITONSERVER_MetricKind kind,
+TRITONSERVER_Error* TRITONSERVER_MetricFamilyNew(TRITONSERVER_MetricFamily** family, const TRITONSERVER_MetricKind kind,
                                                  const char* name, const char* description) {
   WARDEN_REQUIRE(family && name, "TRITONSERVER_MetricFamilyNew");
   if (!ValidName(name)) return warden::InvalidArg(std::string("invalid metric family name '") + name + "'");
@@ -180,8 +179,7 @@ TRITONSERVER_Error* TRITONSERVER_MetricFamilyNew(TRITONSERVER_MetricFamily** fam
   std::lock_guard<std::mutex> lk(metrics_mu);
   for (auto* f : families) {
     if (f->name == name && f->kind != kind) {
-      return warden::InvalidArg(std::string("metric family '") + name +
-                                "' already exists with a different kind");
+      return warden::InvalidArg(std::string("metric family '") + name + "' already exists with a different kind");
     }
   }
   auto* f = new TRITONSERVER_MetricFamily{kind, name, description == nullptr ? "" : description, {}};
@@ -194,16 +192,14 @@ TRITONSERVER_Error* TRITONSERVER_MetricFamilyDelete(TRITONSERVER_MetricFamily* f
   WARDEN_REQUIRE(family, "TRITONSERVER_MetricFamilyDelete");
   std::lock_guard<std::mutex> lk(metrics_mu);
   if (!family->metrics.empty()) {
-    return warden::InvalidArg("metric family '" + family->name +
-                              "' still has metrics; delete them first");
+    return warden::InvalidArg("metric family '" + family->name + "' still has metrics; delete them first");
   }
   families.erase(std::remove(families.begin(), families.end(), family), families.end());
   delete family;
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_GetMetricFamilyKind(TRITONSERVER_MetricFamily* family,
-                                                     TRITONSERVER_MetricKind* kind) {
+TRITONSERVER_Error* TRITONSERVER_GetMetricFamilyKind(TRITONSERVER_MetricFamily* family, TRITONSERVER_MetricKind* kind) {
   WARDEN_REQUIRE(family && kind, "TRITONSERVER_GetMetricFamilyKind");
   *kind = family->kind;
   return nullptr;
@@ -215,8 +211,7 @@ TRITONSERVER_Error* TRITONSERVER_MetricArgsNew(TRITONSERVER_MetricArgs** args) {
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_MetricArgsSetHistogram(TRITONSERVER_MetricArgs* args,
-                                                        const double* buckets,
+TRITONSERVER_Error* TRITONSERVER_MetricArgsSetHistogram(TRITONSERVER_MetricArgs* args, const double* buckets,
                                                         const uint64_t buckets_count) {
   WARDEN_REQUIRE(args && (buckets || buckets_count == 0), "TRITONSERVER_MetricArgsSetHistogram");
   std::vector<double> b(buckets, buckets + buckets_count);
@@ -233,17 +228,13 @@ TRITONSERVER_Error* TRITONSERVER_MetricArgsDelete(TRITONSERVER_MetricArgs* args)
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_MetricNew(TRITONSERVER_Metric** metric,
-                                           TRITONSERVER_MetricFamily* family,
-                                           const TRITONSERVER_Parameter** labels,
-                                           const uint64_t label_count) {
+TRITONSERVER_Error* TRITONSERVER_MetricNew(TRITONSERVER_Metric** metric, TRITONSERVER_MetricFamily* family,
+                                           const TRITONSERVER_Parameter** labels, const uint64_t label_count) {
   return NewMetric(metric, family, labels, label_count, nullptr);
 }
 
-TRITONSERVER_Error* TRITONSERVER_MetricNewWithArgs(TRITONSERVER_Metric** metric,
-                                                   TRITONSERVER_MetricFamily* family,
-                                                   const TRITONSERVER_Parameter** labels,
-                                                   const uint64_t label_count,
+TRITONSERVER_Error* TRITONSERVER_MetricNewWithArgs(TRITONSERVER_Metric** metric, TRITONSERVER_MetricFamily* family,
+                                                   const TRITONSERVER_Parameter** labels, const uint64_t label_count,
                                                    const TRITONSERVER_MetricArgs* args) {
   return NewMetric(metric, family, labels, label_count, args);
 }
@@ -314,8 +305,7 @@ TRITONSERVER_Error* TRITONSERVER_MetricObserve(TRITONSERVER_Metric* metric, doub
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_GetMetricKind(TRITONSERVER_Metric* metric,
-                                               TRITONSERVER_MetricKind* kind) {
+TRITONSERVER_Error* TRITONSERVER_GetMetricKind(TRITONSERVER_Metric* metric, TRITONSERVER_MetricKind* kind) {
   WARDEN_REQUIRE(metric && kind, "TRITONSERVER_GetMetricKind");
   *kind = metric->family->kind;
   return nullptr;
@@ -342,8 +332,8 @@ char* WARDEN_CustomMetricsText(void) {
         uint64_t cumulative = 0;
         for (size_t b = 0; b < m->buckets.size(); ++b) {
           cumulative += m->bucket_counts[b];
-          os << head->name << "_bucket" << LabelSet(m->labels, "le", Number(m->buckets[b])) << ' '
-             << cumulative << '\n';
+          os << head->name << "_bucket" << LabelSet(m->labels, "le", Number(m->buckets[b])) << ' ' << cumulative
+             << '\n';
         }
         os << head->name << "_bucket" << LabelSet(m->labels, "le", "+Inf") << ' ' << m->count << '\n';
         os << head->name << "_sum" << LabelSet(m->labels) << ' ' << Number(m->sum) << '\n';

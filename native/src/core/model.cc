@@ -4,8 +4,7 @@
 
 namespace {
 
-std::shared_ptr<const warden::ModelInfo> MakeInfo(const TRITONBACKEND_Model* model,
-                                                  const char* const* output_names,
+std::shared_ptr<const warden::ModelInfo> MakeInfo(const TRITONBACKEND_Model* model, const char* const* output_names,
                                                   uint32_t output_count, bool decoupled) {
   auto info = std::make_shared<warden::ModelInfo>();
   info->backend_name = model->backend->name;
@@ -18,7 +17,6 @@ std::shared_ptr<const warden::ModelInfo> MakeInfo(const TRITONBACKEND_Model* mod
   info->live = model->live;
   return info;
 }
-
 
 }  // namespace
 
@@ -63,8 +61,7 @@ const char* WARDEN_ModelSetConfigJson(TRITONBACKEND_Model* model) {
 }
 
 TRITONSERVER_Error* WARDEN_ModelUpdateConfig(TRITONBACKEND_Model* model, const char* config_json,
-                                             const char* const* output_names,
-                                             uint32_t output_count, bool decoupled) {
+                                             const char* const* output_names, uint32_t output_count, bool decoupled) {
   if (model == nullptr || config_json == nullptr || (output_names == nullptr && output_count > 0)) {
     return warden::InvalidArg("WARDEN_ModelUpdateConfig: null argument");
   }
@@ -78,9 +75,9 @@ TRITONSERVER_Error* WARDEN_ModelUpdateConfig(TRITONBACKEND_Model* model, const c
 TRITONSERVER_Error* WARDEN_ModelUnload(TRITONBACKEND_Model* model) {
   if (model == nullptr) return warden::InvalidArg("WARDEN_ModelUnload: null model");
   if (model->live_instances.load() != 0) {
-    return warden::Err(TRITONSERVER_ERROR_UNAVAILABLE,
-                       "model '" + model->name + "' still has " +
-                           std::to_string(model->live_instances.load()) + " instance(s)");
+    return warden::Err(
+        TRITONSERVER_ERROR_UNAVAILABLE,
+        "model '" + model->name + "' still has " + std::to_string(model->live_instances.load()) + " instance(s)");
   }
   TRITONSERVER_Error* err = nullptr;
   TRITONBACKEND_Backend* backend = model->backend;
@@ -116,8 +113,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelVersion(TRITONBACKEND_Model* model, uint6
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelRepository(TRITONBACKEND_Model* model,
-                                                  TRITONBACKEND_ArtifactType* artifact_type,
+TRITONSERVER_Error* TRITONBACKEND_ModelRepository(TRITONBACKEND_Model* model, TRITONBACKEND_ArtifactType* artifact_type,
                                                   const char** location) {
   WARDEN_REQUIRE(model && artifact_type && location, "TRITONBACKEND_ModelRepository");
   *artifact_type = TRITONBACKEND_ARTIFACT_FILESYSTEM;
@@ -125,8 +121,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelRepository(TRITONBACKEND_Model* model,
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelConfig(TRITONBACKEND_Model* model,
-                                              const uint32_t config_version,
+TRITONSERVER_Error* TRITONBACKEND_ModelConfig(TRITONBACKEND_Model* model, const uint32_t config_version,
                                               TRITONSERVER_Message** model_config) {
   WARDEN_REQUIRE(model && model_config, "TRITONBACKEND_ModelConfig");
   if (config_version != 1) {
@@ -138,15 +133,13 @@ TRITONSERVER_Error* TRITONBACKEND_ModelConfig(TRITONBACKEND_Model* model,
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelAutoCompleteConfig(TRITONBACKEND_Model* model,
-                                                          bool* auto_complete_config) {
+TRITONSERVER_Error* TRITONBACKEND_ModelAutoCompleteConfig(TRITONBACKEND_Model* model, bool* auto_complete_config) {
   WARDEN_REQUIRE(model && auto_complete_config, "TRITONBACKEND_ModelAutoCompleteConfig");
   *auto_complete_config = model->auto_complete_config;
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelSetConfig(TRITONBACKEND_Model* model,
-                                                 const uint32_t config_version,
+TRITONSERVER_Error* TRITONBACKEND_ModelSetConfig(TRITONBACKEND_Model* model, const uint32_t config_version,
                                                  TRITONSERVER_Message* model_config) {
   WARDEN_REQUIRE(model && model_config, "TRITONBACKEND_ModelSetConfig");
   if (config_version != 1) {
@@ -154,8 +147,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelSetConfig(TRITONBACKEND_Model* model,
                                " is not supported, supported versions are: 1");
   }
   if (!model->in_initialize.load()) {
-    return warden::Unsupported(
-        "TRITONBACKEND_ModelSetConfig is only supported inside TRITONBACKEND_ModelInitialize");
+    return warden::Unsupported("TRITONBACKEND_ModelSetConfig is only supported inside TRITONBACKEND_ModelInitialize");
   }
   std::lock_guard<std::mutex> lk(model->mu);
   // Copied; the host merges the auto-completable fields and re-normalises after ModelInitialize.
@@ -165,15 +157,13 @@ TRITONSERVER_Error* TRITONBACKEND_ModelSetConfig(TRITONBACKEND_Model* model,
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelServer(TRITONBACKEND_Model* model,
-                                              TRITONSERVER_Server** server) {
+TRITONSERVER_Error* TRITONBACKEND_ModelServer(TRITONBACKEND_Model* model, TRITONSERVER_Server** server) {
   WARDEN_REQUIRE(model && server, "TRITONBACKEND_ModelServer");
   *server = &model->server;  // one per model: carries its owner (spec §6.4, inference.cc)
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ModelBackend(TRITONBACKEND_Model* model,
-                                               TRITONBACKEND_Backend** backend) {
+TRITONSERVER_Error* TRITONBACKEND_ModelBackend(TRITONBACKEND_Model* model, TRITONBACKEND_Backend** backend) {
   WARDEN_REQUIRE(model && backend, "TRITONBACKEND_ModelBackend");
   *backend = model->backend;
   return nullptr;
@@ -192,8 +182,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelSetState(TRITONBACKEND_Model* model, void
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelReportMemoryUsage(TRITONBACKEND_Model* model,
-                                                         TRITONSERVER_BufferAttributes** usage,
-                                                         uint32_t usage_size) {
+                                                         TRITONSERVER_BufferAttributes** usage, uint32_t usage_size) {
   WARDEN_REQUIRE(model && (usage || usage_size == 0), "TRITONBACKEND_ModelReportMemoryUsage");
   return nullptr;  // accepted; Warden does not report per-model memory usage yet
 }

@@ -77,15 +77,9 @@ namespace warden {
 // ---------------------------------------------------------------- errors and logging
 
 TRITONSERVER_Error* Err(TRITONSERVER_Error_Code code, std::string message);
-inline TRITONSERVER_Error* InvalidArg(std::string m) {
-  return Err(TRITONSERVER_ERROR_INVALID_ARG, std::move(m));
-}
-inline TRITONSERVER_Error* Unsupported(std::string m) {
-  return Err(TRITONSERVER_ERROR_UNSUPPORTED, std::move(m));
-}
-inline TRITONSERVER_Error* Internal(std::string m) {
-  return Err(TRITONSERVER_ERROR_INTERNAL, std::move(m));
-}
+inline TRITONSERVER_Error* InvalidArg(std::string m) { return Err(TRITONSERVER_ERROR_INVALID_ARG, std::move(m)); }
+inline TRITONSERVER_Error* Unsupported(std::string m) { return Err(TRITONSERVER_ERROR_UNSUPPORTED, std::move(m)); }
+inline TRITONSERVER_Error* Internal(std::string m) { return Err(TRITONSERVER_ERROR_INTERNAL, std::move(m)); }
 TRITONSERVER_Error* CopyError(const TRITONSERVER_Error* e);
 /**
  * Call only inside a catch block: the INTERNAL error for an exception that escaped backend entry
@@ -117,10 +111,30 @@ struct ParamValue {
   const void* VValue() const;
 
   /** A typed value (key left empty), for the Set*Parameter entry points. */
-  static ParamValue String(const char* v) { ParamValue p; p.type = TRITONSERVER_PARAMETER_STRING; p.string_value = v; return p; }
-  static ParamValue Int(int64_t v) { ParamValue p; p.type = TRITONSERVER_PARAMETER_INT; p.int_value = v; return p; }
-  static ParamValue Bool(bool v) { ParamValue p; p.type = TRITONSERVER_PARAMETER_BOOL; p.bool_value = v; return p; }
-  static ParamValue Double(double v) { ParamValue p; p.type = TRITONSERVER_PARAMETER_DOUBLE; p.double_value = v; return p; }
+  static ParamValue String(const char* v) {
+    ParamValue p;
+    p.type = TRITONSERVER_PARAMETER_STRING;
+    p.string_value = v;
+    return p;
+  }
+  static ParamValue Int(int64_t v) {
+    ParamValue p;
+    p.type = TRITONSERVER_PARAMETER_INT;
+    p.int_value = v;
+    return p;
+  }
+  static ParamValue Bool(bool v) {
+    ParamValue p;
+    p.type = TRITONSERVER_PARAMETER_BOOL;
+    p.bool_value = v;
+    return p;
+  }
+  static ParamValue Double(double v) {
+    ParamValue p;
+    p.type = TRITONSERVER_PARAMETER_DOUBLE;
+    p.double_value = v;
+    return p;
+  }
 };
 
 // ---------------------------------------------------------------- worker threads
@@ -183,8 +197,8 @@ struct ModelInfo {
  */
 class Sink {
  public:
-  Sink(std::shared_ptr<const ModelInfo> model, std::string request_id, WARDEN_ResponseFn fn,
-       void* userp, bool cancelled);
+  Sink(std::shared_ptr<const ModelInfo> model, std::string request_id, WARDEN_ResponseFn fn, void* userp,
+       bool cancelled);
   ~Sink();
   /** Deliver `response` (may be null with FINAL). Error (and `response` deleted) after FINAL. */
   TRITONSERVER_Error* Deliver(TRITONSERVER_InferenceResponse* response, uint32_t flags);
@@ -251,8 +265,7 @@ struct TRITONBACKEND_Backend {
   using AttributeFn = TRITONSERVER_Error* (*)(TRITONBACKEND_Backend*, TRITONBACKEND_BackendAttribute*);
   using ModelFn = TRITONSERVER_Error* (*)(TRITONBACKEND_Model*);
   using InstanceFn = TRITONSERVER_Error* (*)(TRITONBACKEND_ModelInstance*);
-  using ExecuteFn =
-      TRITONSERVER_Error* (*)(TRITONBACKEND_ModelInstance*, TRITONBACKEND_Request**, const uint32_t);
+  using ExecuteFn = TRITONSERVER_Error* (*)(TRITONBACKEND_ModelInstance*, TRITONBACKEND_Request**, const uint32_t);
 
   std::string name;
   std::string library_path;

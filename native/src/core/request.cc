@@ -64,21 +64,18 @@ void ReleaseRequest(TRITONBACKEND_Request* request) {
 
 namespace {
 
-TRITONSERVER_Error* FindInput(TRITONBACKEND_Request* request, const char* name,
-                              TRITONBACKEND_Input** input) {
+TRITONSERVER_Error* FindInput(TRITONBACKEND_Request* request, const char* name, TRITONBACKEND_Input** input) {
   for (auto& in : request->inputs) {
     if (in.name == name) {
       *input = &in;
       return nullptr;
     }
   }
-  return warden::Err(TRITONSERVER_ERROR_INVALID_ARG,
-                     std::string("unknown request input name ") + name);
+  return warden::Err(TRITONSERVER_ERROR_INVALID_ARG, std::string("unknown request input name ") + name);
 }
 
-void Properties(TRITONBACKEND_Input* input, const char** name, TRITONSERVER_DataType* datatype,
-                const int64_t** shape, uint32_t* dims_count, uint64_t* byte_size,
-                uint32_t* buffer_count) {
+void Properties(TRITONBACKEND_Input* input, const char** name, TRITONSERVER_DataType* datatype, const int64_t** shape,
+                uint32_t* dims_count, uint64_t* byte_size, uint32_t* buffer_count) {
   if (name != nullptr) *name = input->name.c_str();
   if (datatype != nullptr) *datatype = input->datatype;
   if (shape != nullptr) *shape = input->shape.data();
@@ -88,11 +85,10 @@ void Properties(TRITONBACKEND_Input* input, const char** name, TRITONSERVER_Data
 }
 
 TRITONSERVER_Error* Buffer(TRITONBACKEND_Input* input, const uint32_t index, const void** buffer,
-                           uint64_t* buffer_byte_size, TRITONSERVER_MemoryType* memory_type,
-                           int64_t* memory_type_id) {
+                           uint64_t* buffer_byte_size, TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
   if (index != 0) {
-    return warden::InvalidArg("input '" + input->name + "' has 1 buffer, index " +
-                              std::to_string(index) + " is out of range");
+    return warden::InvalidArg("input '" + input->name + "' has 1 buffer, index " + std::to_string(index) +
+                              " is out of range");
   }
   *buffer = input->data;
   *buffer_byte_size = input->byte_size;
@@ -111,15 +107,13 @@ TRITONSERVER_Error* TRITONBACKEND_RequestId(TRITONBACKEND_Request* request, cons
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestIsCancelled(TRITONBACKEND_Request* request,
-                                                     bool* is_cancelled) {
+TRITONSERVER_Error* TRITONBACKEND_RequestIsCancelled(TRITONBACKEND_Request* request, bool* is_cancelled) {
   WARDEN_REQUIRE(request && is_cancelled, "TRITONBACKEND_RequestIsCancelled");
   *is_cancelled = request->sink->cancelled.load();
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationId(TRITONBACKEND_Request* request,
-                                                       uint64_t* id) {
+TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationId(TRITONBACKEND_Request* request, uint64_t* id) {
   WARDEN_REQUIRE(request && id, "TRITONBACKEND_RequestCorrelationId");
   if (request->correlation_is_string) {
     return warden::InvalidArg("correlation ID in request is not an unsigned int");
@@ -128,8 +122,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationId(TRITONBACKEND_Request* re
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationIdString(TRITONBACKEND_Request* request,
-                                                             const char** id) {
+TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationIdString(TRITONBACKEND_Request* request, const char** id) {
   WARDEN_REQUIRE(request && id, "TRITONBACKEND_RequestCorrelationIdString");
   if (!request->correlation_is_string) {
     return warden::InvalidArg("correlation ID in request is not a string");
@@ -138,8 +131,8 @@ TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationIdString(TRITONBACKEND_Reque
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_InferenceRequestTimeoutMicroseconds(
-    TRITONBACKEND_Request* request, uint64_t* timeout) {
+TRITONSERVER_Error* TRITONBACKEND_InferenceRequestTimeoutMicroseconds(TRITONBACKEND_Request* request,
+                                                                      uint64_t* timeout) {
   WARDEN_REQUIRE(request && timeout, "TRITONBACKEND_InferenceRequestTimeoutMicroseconds");
   *timeout = request->timeout_us;
   return nullptr;
@@ -151,16 +144,14 @@ TRITONSERVER_Error* TRITONBACKEND_RequestFlags(TRITONBACKEND_Request* request, u
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestParameterCount(TRITONBACKEND_Request* request,
-                                                        uint32_t* count) {
+TRITONSERVER_Error* TRITONBACKEND_RequestParameterCount(TRITONBACKEND_Request* request, uint32_t* count) {
   WARDEN_REQUIRE(request && count, "TRITONBACKEND_RequestParameterCount");
   *count = uint32_t(request->parameters.size());
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestParameter(TRITONBACKEND_Request* request,
-                                                   const uint32_t index, const char** key,
-                                                   TRITONSERVER_ParameterType* type,
+TRITONSERVER_Error* TRITONBACKEND_RequestParameter(TRITONBACKEND_Request* request, const uint32_t index,
+                                                   const char** key, TRITONSERVER_ParameterType* type,
                                                    const void** vvalue) {
   WARDEN_REQUIRE(request && key && type && vvalue, "TRITONBACKEND_RequestParameter");
   if (index >= request->parameters.size()) {
@@ -174,15 +165,14 @@ TRITONSERVER_Error* TRITONBACKEND_RequestParameter(TRITONBACKEND_Request* reques
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request* request,
-                                                    uint32_t* count) {
+TRITONSERVER_Error* TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request* request, uint32_t* count) {
   WARDEN_REQUIRE(request && count, "TRITONBACKEND_RequestInputCount");
   *count = uint32_t(request->inputs.size());
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestInputName(TRITONBACKEND_Request* request,
-                                                   const uint32_t index, const char** input_name) {
+TRITONSERVER_Error* TRITONBACKEND_RequestInputName(TRITONBACKEND_Request* request, const uint32_t index,
+                                                   const char** input_name) {
   WARDEN_REQUIRE(request && input_name, "TRITONBACKEND_RequestInputName");
   if (index >= request->inputs.size()) {
     return warden::InvalidArg("out of bounds index " + std::to_string(index) + ": request has " +
@@ -198,8 +188,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestInput(TRITONBACKEND_Request* request, c
   return FindInput(request, name, input);
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestInputByIndex(TRITONBACKEND_Request* request,
-                                                      const uint32_t index,
+TRITONSERVER_Error* TRITONBACKEND_RequestInputByIndex(TRITONBACKEND_Request* request, const uint32_t index,
                                                       TRITONBACKEND_Input** input) {
   WARDEN_REQUIRE(request && input, "TRITONBACKEND_RequestInputByIndex");
   if (index >= request->inputs.size()) {
@@ -210,29 +199,26 @@ TRITONSERVER_Error* TRITONBACKEND_RequestInputByIndex(TRITONBACKEND_Request* req
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request* request,
-                                                     uint32_t* count) {
+TRITONSERVER_Error* TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request* request, uint32_t* count) {
   WARDEN_REQUIRE(request && count, "TRITONBACKEND_RequestOutputCount");
   *count = uint32_t(request->requested_outputs.size());
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(TRITONBACKEND_Request* request,
-                                                    const uint32_t index,
+TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(TRITONBACKEND_Request* request, const uint32_t index,
                                                     const char** output_name) {
   WARDEN_REQUIRE(request && output_name, "TRITONBACKEND_RequestOutputName");
   if (index >= request->requested_outputs.size()) {
     return warden::InvalidArg("out of bounds index " + std::to_string(index) + ": request has " +
-                              std::to_string(request->requested_outputs.size()) +
-                              " requested outputs");
+                              std::to_string(request->requested_outputs.size()) + " requested outputs");
   }
   *output_name = request->requested_outputs[index].c_str();
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestOutputBufferProperties(
-    TRITONBACKEND_Request* request, const char* name, size_t* byte_size,
-    TRITONSERVER_MemoryType* memory_type, int64_t* memory_type_id) {
+TRITONSERVER_Error* TRITONBACKEND_RequestOutputBufferProperties(TRITONBACKEND_Request* request, const char* name,
+                                                                size_t* byte_size, TRITONSERVER_MemoryType* memory_type,
+                                                                int64_t* memory_type_id) {
   WARDEN_REQUIRE(request, "TRITONBACKEND_RequestOutputBufferProperties");
   // As Triton answers for its HTTP and gRPC frontends (their allocators' query functions): outputs
   // go to CPU memory and `byte_size` is left as the backend set it (the host has no size hint).
@@ -244,8 +230,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestOutputBufferProperties(
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request,
-                                                 uint32_t release_flags) {
+TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request, uint32_t release_flags) {
   WARDEN_REQUIRE(request, "TRITONBACKEND_RequestRelease");
   const bool reschedule = (release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) != 0;
   if (!reschedule && (release_flags & TRITONSERVER_REQUEST_RELEASE_ALL) == 0) {
@@ -271,8 +256,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request,
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_RequestTrace(TRITONBACKEND_Request* request,
-                                               TRITONSERVER_InferenceTrace** trace) {
+TRITONSERVER_Error* TRITONBACKEND_RequestTrace(TRITONBACKEND_Request* request, TRITONSERVER_InferenceTrace** trace) {
   WARDEN_REQUIRE(request && trace, "TRITONBACKEND_RequestTrace");
   *trace = nullptr;  // Warden does not trace inside backends
   return nullptr;
@@ -281,50 +265,48 @@ TRITONSERVER_Error* TRITONBACKEND_RequestTrace(TRITONBACKEND_Request* request,
 // ---------------------------------------------------------------- inputs
 
 TRITONSERVER_Error* TRITONBACKEND_InputProperties(TRITONBACKEND_Input* input, const char** name,
-                                                  TRITONSERVER_DataType* datatype,
-                                                  const int64_t** shape, uint32_t* dims_count,
-                                                  uint64_t* byte_size, uint32_t* buffer_count) {
+                                                  TRITONSERVER_DataType* datatype, const int64_t** shape,
+                                                  uint32_t* dims_count, uint64_t* byte_size, uint32_t* buffer_count) {
   WARDEN_REQUIRE(input, "TRITONBACKEND_InputProperties");
   Properties(input, name, datatype, shape, dims_count, byte_size, buffer_count);
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_InputPropertiesForHostPolicy(
-    TRITONBACKEND_Input* input, const char* host_policy_name, const char** name,
-    TRITONSERVER_DataType* datatype, const int64_t** shape, uint32_t* dims_count,
-    uint64_t* byte_size, uint32_t* buffer_count) {
+TRITONSERVER_Error* TRITONBACKEND_InputPropertiesForHostPolicy(TRITONBACKEND_Input* input, const char* host_policy_name,
+                                                               const char** name, TRITONSERVER_DataType* datatype,
+                                                               const int64_t** shape, uint32_t* dims_count,
+                                                               uint64_t* byte_size, uint32_t* buffer_count) {
   WARDEN_REQUIRE(input, "TRITONBACKEND_InputPropertiesForHostPolicy");
   (void)host_policy_name;  // no per-policy buffers: the default buffers apply to every policy
   Properties(input, name, datatype, shape, dims_count, byte_size, buffer_count);
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_InputBuffer(TRITONBACKEND_Input* input, const uint32_t index,
-                                              const void** buffer, uint64_t* buffer_byte_size,
-                                              TRITONSERVER_MemoryType* memory_type,
+TRITONSERVER_Error* TRITONBACKEND_InputBuffer(TRITONBACKEND_Input* input, const uint32_t index, const void** buffer,
+                                              uint64_t* buffer_byte_size, TRITONSERVER_MemoryType* memory_type,
                                               int64_t* memory_type_id) {
-  WARDEN_REQUIRE(input && buffer && buffer_byte_size && memory_type && memory_type_id,
-                 "TRITONBACKEND_InputBuffer");
+  WARDEN_REQUIRE(input && buffer && buffer_byte_size && memory_type && memory_type_id, "TRITONBACKEND_InputBuffer");
   return Buffer(input, index, buffer, buffer_byte_size, memory_type, memory_type_id);
 }
 
-TRITONSERVER_Error* TRITONBACKEND_InputBufferForHostPolicy(
-    TRITONBACKEND_Input* input, const char* host_policy_name, const uint32_t index,
-    const void** buffer, uint64_t* buffer_byte_size, TRITONSERVER_MemoryType* memory_type,
-    int64_t* memory_type_id) {
+TRITONSERVER_Error* TRITONBACKEND_InputBufferForHostPolicy(TRITONBACKEND_Input* input, const char* host_policy_name,
+                                                           const uint32_t index, const void** buffer,
+                                                           uint64_t* buffer_byte_size,
+                                                           TRITONSERVER_MemoryType* memory_type,
+                                                           int64_t* memory_type_id) {
   WARDEN_REQUIRE(input && buffer && buffer_byte_size && memory_type && memory_type_id,
                  "TRITONBACKEND_InputBufferForHostPolicy");
   (void)host_policy_name;
   return Buffer(input, index, buffer, buffer_byte_size, memory_type, memory_type_id);
 }
 
-TRITONSERVER_Error* TRITONBACKEND_InputBufferAttributes(
-    TRITONBACKEND_Input* input, const uint32_t index, const void** buffer,
-    TRITONSERVER_BufferAttributes** buffer_attributes) {
+TRITONSERVER_Error* TRITONBACKEND_InputBufferAttributes(TRITONBACKEND_Input* input, const uint32_t index,
+                                                        const void** buffer,
+                                                        TRITONSERVER_BufferAttributes** buffer_attributes) {
   WARDEN_REQUIRE(input && buffer && buffer_attributes, "TRITONBACKEND_InputBufferAttributes");
   if (index != 0) {
-    return warden::InvalidArg("input '" + input->name + "' has 1 buffer, index " +
-                              std::to_string(index) + " is out of range");
+    return warden::InvalidArg("input '" + input->name + "' has 1 buffer, index " + std::to_string(index) +
+                              " is out of range");
   }
   if (!input->attributes) {
     input->attributes = std::make_unique<TRITONSERVER_BufferAttributes>();

@@ -7,13 +7,9 @@
 
 namespace warden {
 
-Sink::Sink(std::shared_ptr<const ModelInfo> model, std::string request_id, WARDEN_ResponseFn fn,
-           void* userp, bool is_cancelled)
-    : cancelled(is_cancelled),
-      model_(std::move(model)),
-      request_id_(std::move(request_id)),
-      fn_(fn),
-      userp_(userp) {}
+Sink::Sink(std::shared_ptr<const ModelInfo> model, std::string request_id, WARDEN_ResponseFn fn, void* userp,
+           bool is_cancelled)
+    : cancelled(is_cancelled), model_(std::move(model)), request_id_(std::move(request_id)), fn_(fn), userp_(userp) {}
 
 Sink::~Sink() {
   if (final_sent_) return;
@@ -26,8 +22,8 @@ Sink::~Sink() {
   auto* r = new TRITONSERVER_InferenceResponse;
   r->model = model_;
   r->request_id = request_id_;
-  r->error = Internal("backend '" + model_->backend_name + "' released request '" + request_id_ +
-                      "' of model '" + model_->name + "' without sending a final response");
+  r->error = Internal("backend '" + model_->backend_name + "' released request '" + request_id_ + "' of model '" +
+                      model_->name + "' without sending a final response");
   WARDEN_LOG(TRITONSERVER_LOG_ERROR, r->error->message);
   fn_(userp_, r, TRITONSERVER_RESPONSE_COMPLETE_FINAL);
 }
@@ -36,8 +32,8 @@ TRITONSERVER_Error* Sink::Deliver(TRITONSERVER_InferenceResponse* response, uint
   std::lock_guard<std::mutex> lk(mu_);
   if (final_sent_) {
     delete response;
-    return InvalidArg("the final response of request '" + request_id_ + "' of model '" +
-                      model_->name + "' was already sent");
+    return InvalidArg("the final response of request '" + request_id_ + "' of model '" + model_->name +
+                      "' was already sent");
   }
   if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) final_sent_ = true;
   MergeStagedStates(response, flags);  // implicit state travels with the next delivery (state.cc)
@@ -70,23 +66,22 @@ TRITONBACKEND_Output::~TRITONBACKEND_Output() {
     return;
   }
   if (allocator->release_fn != nullptr && buffer != nullptr) {
-    TRITONSERVER_ErrorDelete(allocator->release_fn(allocator, buffer, buffer_userp, size_t(byte_size),
-                                                   memory_type, memory_type_id));
+    TRITONSERVER_ErrorDelete(
+        allocator->release_fn(allocator, buffer, buffer_userp, size_t(byte_size), memory_type, memory_type_id));
   }
 }
 
 namespace {
 
-TRITONSERVER_Error* AddParameter(TRITONBACKEND_Response* response, const char* name,
-                                 warden::ParamValue v, const char* fn) {
+TRITONSERVER_Error* AddParameter(TRITONBACKEND_Response* response, const char* name, warden::ParamValue v,
+                                 const char* fn) {
   WARDEN_REQUIRE(response && name, fn);
   v.key = name;
   response->parameters.push_back(std::move(v));
   return nullptr;
 }
 
-TRITONSERVER_Error* OutputAt(TRITONSERVER_InferenceResponse* r, uint32_t index,
-                             TRITONBACKEND_Output** out) {
+TRITONSERVER_Error* OutputAt(TRITONSERVER_InferenceResponse* r, uint32_t index, TRITONBACKEND_Output** out) {
   if (index >= r->outputs.size()) {
     return warden::InvalidArg("out of bounds index " + std::to_string(index) + ": response has " +
                               std::to_string(r->outputs.size()) + " outputs");
@@ -122,8 +117,8 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseFactorySendFlags(TRITONBACKEND_Respons
   return factory->sink->Deliver(nullptr, send_flags);
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryIsCancelled(
-    TRITONBACKEND_ResponseFactory* factory, bool* is_cancelled) {
+TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryIsCancelled(TRITONBACKEND_ResponseFactory* factory,
+                                                             bool* is_cancelled) {
   WARDEN_REQUIRE(factory && is_cancelled, "TRITONBACKEND_ResponseFactoryIsCancelled");
   *is_cancelled = factory->sink->cancelled.load();
   return nullptr;
@@ -131,8 +126,7 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryIsCancelled(
 
 // ---------------------------------------------------------------- responses
 
-TRITONSERVER_Error* TRITONBACKEND_ResponseNew(TRITONBACKEND_Response** response,
-                                              TRITONBACKEND_Request* request) {
+TRITONSERVER_Error* TRITONBACKEND_ResponseNew(TRITONBACKEND_Response** response, TRITONBACKEND_Request* request) {
   WARDEN_REQUIRE(response && request, "TRITONBACKEND_ResponseNew");
   auto* r = new TRITONBACKEND_Response;
   r->sink = request->sink;
@@ -157,37 +151,34 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseDelete(TRITONBACKEND_Response* respons
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ResponseSetStringParameter(TRITONBACKEND_Response* response,
-                                                             const char* name, const char* value) {
+TRITONSERVER_Error* TRITONBACKEND_ResponseSetStringParameter(TRITONBACKEND_Response* response, const char* name,
+                                                             const char* value) {
   if (value == nullptr) return warden::InvalidArg("TRITONBACKEND_ResponseSetStringParameter: null value");
   return AddParameter(response, name, warden::ParamValue::String(value), "TRITONBACKEND_ResponseSetStringParameter");
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ResponseSetIntParameter(TRITONBACKEND_Response* response,
-                                                          const char* name, const int64_t value) {
+TRITONSERVER_Error* TRITONBACKEND_ResponseSetIntParameter(TRITONBACKEND_Response* response, const char* name,
+                                                          const int64_t value) {
   return AddParameter(response, name, warden::ParamValue::Int(value), "TRITONBACKEND_ResponseSetIntParameter");
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ResponseSetBoolParameter(TRITONBACKEND_Response* response,
-                                                           const char* name, const bool value) {
+TRITONSERVER_Error* TRITONBACKEND_ResponseSetBoolParameter(TRITONBACKEND_Response* response, const char* name,
+                                                           const bool value) {
   return AddParameter(response, name, warden::ParamValue::Bool(value), "TRITONBACKEND_ResponseSetBoolParameter");
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ResponseSetDoubleParameter(TRITONBACKEND_Response* response,
-                                                             const char* name, const double value) {
+TRITONSERVER_Error* TRITONBACKEND_ResponseSetDoubleParameter(TRITONBACKEND_Response* response, const char* name,
+                                                             const double value) {
   return AddParameter(response, name, warden::ParamValue::Double(value), "TRITONBACKEND_ResponseSetDoubleParameter");
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ResponseOutput(TRITONBACKEND_Response* response,
-                                                 TRITONBACKEND_Output** output, const char* name,
-                                                 const TRITONSERVER_DataType datatype,
+TRITONSERVER_Error* TRITONBACKEND_ResponseOutput(TRITONBACKEND_Response* response, TRITONBACKEND_Output** output,
+                                                 const char* name, const TRITONSERVER_DataType datatype,
                                                  const int64_t* shape, const uint32_t dims_count) {
-  WARDEN_REQUIRE(response && output && name && (shape || dims_count == 0),
-                 "TRITONBACKEND_ResponseOutput");
+  WARDEN_REQUIRE(response && output && name && (shape || dims_count == 0), "TRITONBACKEND_ResponseOutput");
   const warden::ModelInfo& model = *response->sink->model();
   if (model.outputs.count(name) == 0) {
-    return warden::InvalidArg(std::string("unexpected inference output '") + name +
-                              "' for model '" + model.name + "'");
+    return warden::InvalidArg(std::string("unexpected inference output '") + name + "' for model '" + model.name + "'");
   }
   for (const auto& o : response->outputs) {
     if (o->name == name) {
@@ -207,8 +198,7 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseOutput(TRITONBACKEND_Response* respons
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_ResponseSend(TRITONBACKEND_Response* response,
-                                               const uint32_t send_flags,
+TRITONSERVER_Error* TRITONBACKEND_ResponseSend(TRITONBACKEND_Response* response, const uint32_t send_flags,
                                                TRITONSERVER_Error* error) {
   WARDEN_REQUIRE(response, "TRITONBACKEND_ResponseSend");
   std::unique_ptr<TRITONBACKEND_Response> owned(response);  // the host always takes the response
@@ -225,13 +215,10 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseSend(TRITONBACKEND_Response* response,
   return owned->sink->Deliver(r, send_flags);
 }
 
-TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutput(TRITONBACKEND_Response* response,
-                                                          const uint32_t index, const char** name,
-                                                          TRITONSERVER_DataType* datatype,
-                                                          const int64_t** shape,
-                                                          uint64_t* dim_count) {
-  WARDEN_REQUIRE(response && name && datatype && shape && dim_count,
-                 "TRITONBACKEND_InferenceResponseOutput");
+TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutput(TRITONBACKEND_Response* response, const uint32_t index,
+                                                          const char** name, TRITONSERVER_DataType* datatype,
+                                                          const int64_t** shape, uint64_t* dim_count) {
+  WARDEN_REQUIRE(response && name && datatype && shape && dim_count, "TRITONBACKEND_InferenceResponseOutput");
   if (index >= response->outputs.size()) {
     return warden::InvalidArg("out of bounds index " + std::to_string(index) + ": response has " +
                               std::to_string(response->outputs.size()) + " outputs");
@@ -244,13 +231,10 @@ TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutput(TRITONBACKEND_Response
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutputByName(TRITONBACKEND_Response* response,
-                                                                const char* name,
-                                                                TRITONSERVER_DataType* datatype,
-                                                                const int64_t** shape,
+TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutputByName(TRITONBACKEND_Response* response, const char* name,
+                                                                TRITONSERVER_DataType* datatype, const int64_t** shape,
                                                                 uint64_t* dim_count) {
-  WARDEN_REQUIRE(response && name && datatype && shape && dim_count,
-                 "TRITONBACKEND_InferenceResponseOutputByName");
+  WARDEN_REQUIRE(response && name && datatype && shape && dim_count, "TRITONBACKEND_InferenceResponseOutputByName");
   for (const auto& o : response->outputs) {
     if (o->name == name) {
       *datatype = o->datatype;
@@ -259,15 +243,13 @@ TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutputByName(TRITONBACKEND_Re
       return nullptr;
     }
   }
-  return warden::Err(TRITONSERVER_ERROR_NOT_FOUND,
-                     std::string("output name '") + name + "' not found in response");
+  return warden::Err(TRITONSERVER_ERROR_NOT_FOUND, std::string("output name '") + name + "' not found in response");
 }
 
 // ---------------------------------------------------------------- outputs
 
 TRITONSERVER_Error* TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output* output, void** buffer,
-                                               const uint64_t buffer_byte_size,
-                                               TRITONSERVER_MemoryType* memory_type,
+                                               const uint64_t buffer_byte_size, TRITONSERVER_MemoryType* memory_type,
                                                int64_t* memory_type_id) {
   WARDEN_REQUIRE(output && buffer && memory_type && memory_type_id, "TRITONBACKEND_OutputBuffer");
   if (output->allocated) {
@@ -276,9 +258,8 @@ TRITONSERVER_Error* TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output* output, voi
   }
   void* p = warden::AllocCpu(buffer_byte_size);
   if (p == nullptr) {
-    return warden::Err(TRITONSERVER_ERROR_UNAVAILABLE,
-                       "unable to allocate " + std::to_string(buffer_byte_size) +
-                           " bytes for output '" + output->name + "'");
+    return warden::Err(TRITONSERVER_ERROR_UNAVAILABLE, "unable to allocate " + std::to_string(buffer_byte_size) +
+                                                           " bytes for output '" + output->name + "'");
   }
   output->buffer = p;
   output->byte_size = buffer_byte_size;
@@ -289,13 +270,14 @@ TRITONSERVER_Error* TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output* output, voi
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_OutputBufferAttributes(
-    TRITONBACKEND_Output* output, TRITONSERVER_BufferAttributes** buffer_attributes) {
+TRITONSERVER_Error* TRITONBACKEND_OutputBufferAttributes(TRITONBACKEND_Output* output,
+                                                         TRITONSERVER_BufferAttributes** buffer_attributes) {
   WARDEN_REQUIRE(output && buffer_attributes, "TRITONBACKEND_OutputBufferAttributes");
   if (!output->allocated) {
-    return warden::InvalidArg("TRITONBACKEND_OutputBuffer must be called before "
-                              "TRITONBACKEND_OutputBufferAttributes for output '" +
-                              output->name + "'");
+    return warden::InvalidArg(
+        "TRITONBACKEND_OutputBuffer must be called before "
+        "TRITONBACKEND_OutputBufferAttributes for output '" +
+        output->name + "'");
   }
   if (!output->attributes) {
     output->attributes = std::make_unique<TRITONSERVER_BufferAttributes>();
@@ -320,8 +302,7 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseError(TRITONSERVER_InferenceRe
   return TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(r->error), TRITONSERVER_ErrorMessage(r->error));
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceResponseModel(TRITONSERVER_InferenceResponse* r,
-                                                        const char** model_name,
+TRITONSERVER_Error* TRITONSERVER_InferenceResponseModel(TRITONSERVER_InferenceResponse* r, const char** model_name,
                                                         int64_t* model_version) {
   WARDEN_REQUIRE(r && model_name && model_version, "TRITONSERVER_InferenceResponseModel");
   *model_name = r->model->name.c_str();
@@ -329,24 +310,20 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseModel(TRITONSERVER_InferenceRe
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceResponseId(TRITONSERVER_InferenceResponse* r,
-                                                     const char** request_id) {
+TRITONSERVER_Error* TRITONSERVER_InferenceResponseId(TRITONSERVER_InferenceResponse* r, const char** request_id) {
   WARDEN_REQUIRE(r && request_id, "TRITONSERVER_InferenceResponseId");
   *request_id = r->request_id.c_str();
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceResponseParameterCount(TRITONSERVER_InferenceResponse* r,
-                                                                 uint32_t* count) {
+TRITONSERVER_Error* TRITONSERVER_InferenceResponseParameterCount(TRITONSERVER_InferenceResponse* r, uint32_t* count) {
   WARDEN_REQUIRE(r && count, "TRITONSERVER_InferenceResponseParameterCount");
   *count = uint32_t(r->parameters.size());
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceResponseParameter(TRITONSERVER_InferenceResponse* r,
-                                                            const uint32_t index,
-                                                            const char** name,
-                                                            TRITONSERVER_ParameterType* type,
+TRITONSERVER_Error* TRITONSERVER_InferenceResponseParameter(TRITONSERVER_InferenceResponse* r, const uint32_t index,
+                                                            const char** name, TRITONSERVER_ParameterType* type,
                                                             const void** vvalue) {
   WARDEN_REQUIRE(r && name && type && vvalue, "TRITONSERVER_InferenceResponseParameter");
   if (index >= r->parameters.size()) {
@@ -360,18 +337,17 @@ TRITONSERVER_Error* TRITONSERVER_InferenceResponseParameter(TRITONSERVER_Inferen
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutputCount(TRITONSERVER_InferenceResponse* r,
-                                                              uint32_t* count) {
+TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutputCount(TRITONSERVER_InferenceResponse* r, uint32_t* count) {
   WARDEN_REQUIRE(r && count, "TRITONSERVER_InferenceResponseOutputCount");
   *count = uint32_t(r->outputs.size());
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutput(
-    TRITONSERVER_InferenceResponse* r, const uint32_t index, const char** name,
-    TRITONSERVER_DataType* datatype, const int64_t** shape, uint64_t* dim_count,
-    const void** base, size_t* byte_size, TRITONSERVER_MemoryType* memory_type,
-    int64_t* memory_type_id, void** userp) {
+TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutput(TRITONSERVER_InferenceResponse* r, const uint32_t index,
+                                                         const char** name, TRITONSERVER_DataType* datatype,
+                                                         const int64_t** shape, uint64_t* dim_count, const void** base,
+                                                         size_t* byte_size, TRITONSERVER_MemoryType* memory_type,
+                                                         int64_t* memory_type_id, void** userp) {
   WARDEN_REQUIRE(r, "TRITONSERVER_InferenceResponseOutput");
   TRITONBACKEND_Output* o = nullptr;
   if (TRITONSERVER_Error* err = OutputAt(r, index, &o)) return err;

@@ -48,8 +48,7 @@ namespace warden {
 TRITONSERVER_Error* Sink::StageState(std::unique_ptr<TRITONBACKEND_Output> state) {
   std::lock_guard<std::mutex> lk(mu_);
   if (final_sent_) {
-    return InvalidArg("the state '" + state->name + "' of request '" + request_id_ + "' of model '" +
-                      model_->name +
+    return InvalidArg("the state '" + state->name + "' of request '" + request_id_ + "' of model '" + model_->name +
                       "' cannot be updated after the request's final response was sent");
   }
   for (auto& s : staged_states_) {
@@ -91,10 +90,9 @@ void Sink::MergeStagedStates(TRITONSERVER_InferenceResponse*& response, uint32_t
 
 extern "C" {
 
-TRITONSERVER_Error* TRITONBACKEND_StateNew(TRITONBACKEND_State** state,
-                                           TRITONBACKEND_Request* request, const char* name,
-                                           const TRITONSERVER_DataType datatype,
-                                           const int64_t* shape, const uint32_t dims_count) {
+TRITONSERVER_Error* TRITONBACKEND_StateNew(TRITONBACKEND_State** state, TRITONBACKEND_Request* request,
+                                           const char* name, const TRITONSERVER_DataType datatype, const int64_t* shape,
+                                           const uint32_t dims_count) {
   WARDEN_REQUIRE(state && request && name && (shape || dims_count == 0), "TRITONBACKEND_StateNew");
   if (!request->sink) return warden::InvalidArg("TRITONBACKEND_StateNew: the request was released");
   const warden::ModelInfo& model = *request->sink->model();
@@ -102,17 +100,16 @@ TRITONSERVER_Error* TRITONBACKEND_StateNew(TRITONBACKEND_State** state,
   for (const auto& o : request->requested_outputs) requested = requested || o == name;
   // The batcher requests every state's output_name; a model output is never a state.
   if (!requested || model.outputs.count(name) != 0) {
-    return warden::InvalidArg(std::string("state '") + name + "' is not a valid state of model '" +
-                              model.name + "': a state is the output_name of a " +
+    return warden::InvalidArg(std::string("state '") + name + "' is not a valid state of model '" + model.name +
+                              "': a state is the output_name of a " +
                               "sequence_batching state, requested by the sequence batcher");
   }
   if (int(datatype) <= 0 || int(datatype) > TRITONSERVER_TYPE_BF16) {
     return warden::InvalidArg(std::string("invalid datatype for state '") + name + "'");
   }
   if (dims_count > kMaxStateDims) {
-    return warden::InvalidArg(std::string("state '") + name + "' has " +
-                              std::to_string(dims_count) + " dimensions, more than " +
-                              std::to_string(kMaxStateDims));
+    return warden::InvalidArg(std::string("state '") + name + "' has " + std::to_string(dims_count) +
+                              " dimensions, more than " + std::to_string(kMaxStateDims));
   }
   auto s = std::make_shared<TRITONBACKEND_State>();
   s->sink = request->sink;
@@ -124,8 +121,7 @@ TRITONSERVER_Error* TRITONBACKEND_StateNew(TRITONBACKEND_State** state,
   uint64_t bytes = element_size;
   for (int64_t d : s->shape) {
     if (d < 0 || __builtin_mul_overflow(bytes, uint64_t(d), &bytes)) {
-      return warden::InvalidArg(std::string("invalid shape ") + ShapeText(s->shape) +
-                                " for state '" + name + "'");
+      return warden::InvalidArg(std::string("invalid shape ") + ShapeText(s->shape) + " for state '" + name + "'");
     }
   }
   s->expected_bytes = bytes;
@@ -135,8 +131,7 @@ TRITONSERVER_Error* TRITONBACKEND_StateNew(TRITONBACKEND_State** state,
 }
 
 TRITONSERVER_Error* TRITONBACKEND_StateBuffer(TRITONBACKEND_State* state, void** buffer,
-                                              const uint64_t buffer_byte_size,
-                                              TRITONSERVER_MemoryType* memory_type,
+                                              const uint64_t buffer_byte_size, TRITONSERVER_MemoryType* memory_type,
                                               int64_t* memory_type_id) {
   WARDEN_REQUIRE(state && buffer && memory_type && memory_type_id, "TRITONBACKEND_StateBuffer");
   if (state->allocated) {
@@ -144,16 +139,15 @@ TRITONSERVER_Error* TRITONBACKEND_StateBuffer(TRITONBACKEND_State* state, void**
                        "a buffer was already allocated for state '" + state->name + "'");
   }
   if (state->fixed_size && buffer_byte_size != state->expected_bytes) {
-    return warden::InvalidArg("state '" + state->name + "' of shape " + ShapeText(state->shape) +
-                              " and type " + TRITONSERVER_DataTypeString(state->datatype) +
-                              " needs " + std::to_string(state->expected_bytes) +
-                              " bytes, got a request for " + std::to_string(buffer_byte_size));
+    return warden::InvalidArg("state '" + state->name + "' of shape " + ShapeText(state->shape) + " and type " +
+                              TRITONSERVER_DataTypeString(state->datatype) + " needs " +
+                              std::to_string(state->expected_bytes) + " bytes, got a request for " +
+                              std::to_string(buffer_byte_size));
   }
   void* p = warden::AllocCpu(buffer_byte_size);
   if (p == nullptr) {
-    return warden::Err(TRITONSERVER_ERROR_UNAVAILABLE,
-                       "unable to allocate " + std::to_string(buffer_byte_size) +
-                           " bytes for state '" + state->name + "'");
+    return warden::Err(TRITONSERVER_ERROR_UNAVAILABLE, "unable to allocate " + std::to_string(buffer_byte_size) +
+                                                           " bytes for state '" + state->name + "'");
   }
   state->buffer = p;
   state->byte_size = buffer_byte_size;
@@ -164,8 +158,8 @@ TRITONSERVER_Error* TRITONBACKEND_StateBuffer(TRITONBACKEND_State* state, void**
   return nullptr;
 }
 
-TRITONSERVER_Error* TRITONBACKEND_StateBufferAttributes(
-    TRITONBACKEND_State* state, TRITONSERVER_BufferAttributes** buffer_attributes) {
+TRITONSERVER_Error* TRITONBACKEND_StateBufferAttributes(TRITONBACKEND_State* state,
+                                                        TRITONSERVER_BufferAttributes** buffer_attributes) {
   WARDEN_REQUIRE(state && buffer_attributes, "TRITONBACKEND_StateBufferAttributes");
   if (!state->attributes) state->attributes = std::make_unique<TRITONSERVER_BufferAttributes>();
   state->attributes->memory_type = TRITONSERVER_MEMORY_CPU;
@@ -189,9 +183,8 @@ TRITONSERVER_Error* TRITONBACKEND_StateUpdate(TRITONBACKEND_State* state) {
   out->byte_size = state->byte_size;
   out->buffer = warden::AllocCpu(state->byte_size);
   if (out->buffer == nullptr) {
-    return warden::Err(TRITONSERVER_ERROR_UNAVAILABLE,
-                       "unable to allocate " + std::to_string(state->byte_size) +
-                           " bytes for state '" + state->name + "'");
+    return warden::Err(TRITONSERVER_ERROR_UNAVAILABLE, "unable to allocate " + std::to_string(state->byte_size) +
+                                                           " bytes for state '" + state->name + "'");
   }
   if (state->byte_size > 0) std::memcpy(out->buffer, state->buffer, state->byte_size);
   out->allocated = true;

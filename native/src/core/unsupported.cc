@@ -13,19 +13,29 @@ TRITONSERVER_Error* TRITONSERVER_MetricsDelete(TRITONSERVER_Metrics* metrics) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_MetricsDelete");
 }
 
-TRITONSERVER_Error* TRITONSERVER_MetricsFormatted(TRITONSERVER_Metrics* metrics, TRITONSERVER_MetricFormat format, const char** base, size_t* byte_size) {
+TRITONSERVER_Error* TRITONSERVER_MetricsFormatted(TRITONSERVER_Metrics* metrics, TRITONSERVER_MetricFormat format,
+                                                  const char** base, size_t* byte_size) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_MetricsFormatted");
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceTraceNew(TRITONSERVER_InferenceTrace** trace, TRITONSERVER_InferenceTraceLevel level, uint64_t parent_id, TRITONSERVER_InferenceTraceActivityFn_t activity_fn, TRITONSERVER_InferenceTraceReleaseFn_t release_fn, void* trace_userp) {
+TRITONSERVER_Error* TRITONSERVER_InferenceTraceNew(TRITONSERVER_InferenceTrace** trace,
+                                                   TRITONSERVER_InferenceTraceLevel level, uint64_t parent_id,
+                                                   TRITONSERVER_InferenceTraceActivityFn_t activity_fn,
+                                                   TRITONSERVER_InferenceTraceReleaseFn_t release_fn,
+                                                   void* trace_userp) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceTraceNew");
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceTraceTensorNew(TRITONSERVER_InferenceTrace** trace, TRITONSERVER_InferenceTraceLevel level, uint64_t parent_id, TRITONSERVER_InferenceTraceActivityFn_t activity_fn, TRITONSERVER_InferenceTraceTensorActivityFn_t tensor_activity_fn, TRITONSERVER_InferenceTraceReleaseFn_t release_fn, void* trace_userp) {
+TRITONSERVER_Error* TRITONSERVER_InferenceTraceTensorNew(
+    TRITONSERVER_InferenceTrace** trace, TRITONSERVER_InferenceTraceLevel level, uint64_t parent_id,
+    TRITONSERVER_InferenceTraceActivityFn_t activity_fn,
+    TRITONSERVER_InferenceTraceTensorActivityFn_t tensor_activity_fn, TRITONSERVER_InferenceTraceReleaseFn_t release_fn,
+    void* trace_userp) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceTraceTensorNew");
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceTraceReportActivity(TRITONSERVER_InferenceTrace* trace, uint64_t timestamp, const char* activity_name) {
+TRITONSERVER_Error* TRITONSERVER_InferenceTraceReportActivity(TRITONSERVER_InferenceTrace* trace, uint64_t timestamp,
+                                                              const char* activity_name) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceTraceReportActivity");
 }
 
@@ -45,7 +55,8 @@ TRITONSERVER_Error* TRITONSERVER_InferenceTraceModelName(TRITONSERVER_InferenceT
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceTraceModelName");
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceTraceModelVersion(TRITONSERVER_InferenceTrace* trace, int64_t* model_version) {
+TRITONSERVER_Error* TRITONSERVER_InferenceTraceModelVersion(TRITONSERVER_InferenceTrace* trace,
+                                                            int64_t* model_version) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceTraceModelVersion");
 }
 
@@ -53,11 +64,13 @@ TRITONSERVER_Error* TRITONSERVER_InferenceTraceRequestId(TRITONSERVER_InferenceT
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceTraceRequestId");
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceTraceSpawnChildTrace(TRITONSERVER_InferenceTrace* trace, TRITONSERVER_InferenceTrace** child_trace) {
+TRITONSERVER_Error* TRITONSERVER_InferenceTraceSpawnChildTrace(TRITONSERVER_InferenceTrace* trace,
+                                                               TRITONSERVER_InferenceTrace** child_trace) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceTraceSpawnChildTrace");
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceTraceSetContext(TRITONSERVER_InferenceTrace* trace, const char* trace_context) {
+TRITONSERVER_Error* TRITONSERVER_InferenceTraceSetContext(TRITONSERVER_InferenceTrace* trace,
+                                                          const char* trace_context) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceTraceSetContext");
 }
 
@@ -65,7 +78,9 @@ TRITONSERVER_Error* TRITONSERVER_InferenceTraceContext(TRITONSERVER_InferenceTra
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceTraceContext");
 }
 
-TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutputClassificationLabel(TRITONSERVER_InferenceResponse* inference_response, const uint32_t index, const size_t class_index, const char** label) {
+TRITONSERVER_Error* TRITONSERVER_InferenceResponseOutputClassificationLabel(
+    TRITONSERVER_InferenceResponse* inference_response, const uint32_t index, const size_t class_index,
+    const char** label) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_InferenceResponseOutputClassificationLabel");
 }
 
@@ -81,15 +96,18 @@ TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetServerId(TRITONSERVER_ServerOpt
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetServerId");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelRepositoryPath(TRITONSERVER_ServerOptions* options, const char* model_repository_path) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelRepositoryPath(TRITONSERVER_ServerOptions* options,
+                                                                     const char* model_repository_path) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetModelRepositoryPath");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelControlMode(TRITONSERVER_ServerOptions* options, TRITONSERVER_ModelControlMode mode) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelControlMode(TRITONSERVER_ServerOptions* options,
+                                                                  TRITONSERVER_ModelControlMode mode) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetModelControlMode");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetStartupModel(TRITONSERVER_ServerOptions* options, const char* model_name) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetStartupModel(TRITONSERVER_ServerOptions* options,
+                                                              const char* model_name) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetStartupModel");
 }
 
@@ -97,43 +115,55 @@ TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetStrictModelConfig(TRITONSERVER_
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetStrictModelConfig");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelConfigName(TRITONSERVER_ServerOptions* options, const char* model_config_name) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelConfigName(TRITONSERVER_ServerOptions* options,
+                                                                 const char* model_config_name) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetModelConfigName");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetRateLimiterMode(TRITONSERVER_ServerOptions* options, TRITONSERVER_RateLimitMode mode) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetRateLimiterMode(TRITONSERVER_ServerOptions* options,
+                                                                 TRITONSERVER_RateLimitMode mode) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetRateLimiterMode");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsAddRateLimiterResource(TRITONSERVER_ServerOptions* options, const char* resource_name, const size_t resource_count, const int device) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsAddRateLimiterResource(TRITONSERVER_ServerOptions* options,
+                                                                     const char* resource_name,
+                                                                     const size_t resource_count, const int device) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsAddRateLimiterResource");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(TRITONSERVER_ServerOptions* options, uint64_t size) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(TRITONSERVER_ServerOptions* options,
+                                                                          uint64_t size) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCudaMemoryPoolByteSize(TRITONSERVER_ServerOptions* options, int gpu_device, uint64_t size) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCudaMemoryPoolByteSize(TRITONSERVER_ServerOptions* options,
+                                                                        int gpu_device, uint64_t size) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetCudaMemoryPoolByteSize");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCudaVirtualAddressSize(TRITONSERVER_ServerOptions* options, int gpu_device, size_t cuda_virtual_address_size) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCudaVirtualAddressSize(TRITONSERVER_ServerOptions* options,
+                                                                        int gpu_device,
+                                                                        size_t cuda_virtual_address_size) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetCudaVirtualAddressSize");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetResponseCacheByteSize(TRITONSERVER_ServerOptions* options, uint64_t size) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetResponseCacheByteSize(TRITONSERVER_ServerOptions* options,
+                                                                       uint64_t size) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetResponseCacheByteSize");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCacheConfig(TRITONSERVER_ServerOptions* options, const char* cache_name, const char* config_json) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCacheConfig(TRITONSERVER_ServerOptions* options,
+                                                             const char* cache_name, const char* config_json) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetCacheConfig");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCacheDirectory(TRITONSERVER_ServerOptions* options, const char* cache_dir) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCacheDirectory(TRITONSERVER_ServerOptions* options,
+                                                                const char* cache_dir) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetCacheDirectory");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMinSupportedComputeCapability(TRITONSERVER_ServerOptions* options, double cc) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMinSupportedComputeCapability(TRITONSERVER_ServerOptions* options,
+                                                                               double cc) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetMinSupportedComputeCapability");
 }
 
@@ -145,27 +175,33 @@ TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetStrictReadiness(TRITONSERVER_Se
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetStrictReadiness");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetExitTimeout(TRITONSERVER_ServerOptions* options, unsigned int timeout) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetExitTimeout(TRITONSERVER_ServerOptions* options,
+                                                             unsigned int timeout) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetExitTimeout");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBufferManagerThreadCount(TRITONSERVER_ServerOptions* options, unsigned int thread_count) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBufferManagerThreadCount(TRITONSERVER_ServerOptions* options,
+                                                                          unsigned int thread_count) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetBufferManagerThreadCount");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelLoadThreadCount(TRITONSERVER_ServerOptions* options, unsigned int thread_count) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelLoadThreadCount(TRITONSERVER_ServerOptions* options,
+                                                                      unsigned int thread_count) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetModelLoadThreadCount");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelLoadRetryCount(TRITONSERVER_ServerOptions* options, unsigned int retry_count) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelLoadRetryCount(TRITONSERVER_ServerOptions* options,
+                                                                     unsigned int retry_count) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetModelLoadRetryCount");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelNamespacing(TRITONSERVER_ServerOptions* options, bool enable_namespace) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelNamespacing(TRITONSERVER_ServerOptions* options,
+                                                                  bool enable_namespace) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetModelNamespacing");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetEnablePeerAccess(TRITONSERVER_ServerOptions* options, bool enable_peer_access) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetEnablePeerAccess(TRITONSERVER_ServerOptions* options,
+                                                                  bool enable_peer_access) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetEnablePeerAccess");
 }
 
@@ -185,7 +221,8 @@ TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogError(TRITONSERVER_ServerOpt
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetLogError");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogFormat(TRITONSERVER_ServerOptions* options, const TRITONSERVER_LogFormat format) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogFormat(TRITONSERVER_ServerOptions* options,
+                                                           const TRITONSERVER_LogFormat format) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetLogFormat");
 }
 
@@ -205,31 +242,41 @@ TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetCpuMetrics(TRITONSERVER_ServerO
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetCpuMetrics");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMetricsInterval(TRITONSERVER_ServerOptions* options, uint64_t metrics_interval_ms) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMetricsInterval(TRITONSERVER_ServerOptions* options,
+                                                                 uint64_t metrics_interval_ms) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetMetricsInterval");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBackendDirectory(TRITONSERVER_ServerOptions* options, const char* backend_dir) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBackendDirectory(TRITONSERVER_ServerOptions* options,
+                                                                  const char* backend_dir) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetBackendDirectory");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetRepoAgentDirectory(TRITONSERVER_ServerOptions* options, const char* repoagent_dir) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetRepoAgentDirectory(TRITONSERVER_ServerOptions* options,
+                                                                    const char* repoagent_dir) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetRepoAgentDirectory");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelLoadDeviceLimit(TRITONSERVER_ServerOptions* options, const TRITONSERVER_InstanceGroupKind kind, const int device_id, const double fraction) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetModelLoadDeviceLimit(TRITONSERVER_ServerOptions* options,
+                                                                      const TRITONSERVER_InstanceGroupKind kind,
+                                                                      const int device_id, const double fraction) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetModelLoadDeviceLimit");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBackendConfig(TRITONSERVER_ServerOptions* options, const char* backend_name, const char* setting, const char* value) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetBackendConfig(TRITONSERVER_ServerOptions* options,
+                                                               const char* backend_name, const char* setting,
+                                                               const char* value) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetBackendConfig");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetHostPolicy(TRITONSERVER_ServerOptions* options, const char* policy_name, const char* setting, const char* value) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetHostPolicy(TRITONSERVER_ServerOptions* options,
+                                                            const char* policy_name, const char* setting,
+                                                            const char* value) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetHostPolicy");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMetricsConfig(TRITONSERVER_ServerOptions* options, const char* name, const char* setting, const char* value) {
+TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMetricsConfig(TRITONSERVER_ServerOptions* options, const char* name,
+                                                               const char* setting, const char* value) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerOptionsSetMetricsConfig");
 }
 
@@ -249,11 +296,14 @@ TRITONSERVER_Error* TRITONSERVER_ServerSetExitTimeout(TRITONSERVER_Server* serve
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerSetExitTimeout");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerRegisterModelRepository(TRITONSERVER_Server* server, const char* repository_path, const TRITONSERVER_Parameter** name_mapping, const uint32_t mapping_count) {
+TRITONSERVER_Error* TRITONSERVER_ServerRegisterModelRepository(TRITONSERVER_Server* server, const char* repository_path,
+                                                               const TRITONSERVER_Parameter** name_mapping,
+                                                               const uint32_t mapping_count) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerRegisterModelRepository");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerUnregisterModelRepository(TRITONSERVER_Server* server, const char* repository_path) {
+TRITONSERVER_Error* TRITONSERVER_ServerUnregisterModelRepository(TRITONSERVER_Server* server,
+                                                                 const char* repository_path) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerUnregisterModelRepository");
 }
 
@@ -261,20 +311,24 @@ TRITONSERVER_Error* TRITONSERVER_ServerPollModelRepository(TRITONSERVER_Server* 
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerPollModelRepository");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerModelBatchProperties(TRITONSERVER_Server* server, const char* model_name, const int64_t model_version, uint32_t* flags, void** voidp) {
+TRITONSERVER_Error* TRITONSERVER_ServerModelBatchProperties(TRITONSERVER_Server* server, const char* model_name,
+                                                            const int64_t model_version, uint32_t* flags,
+                                                            void** voidp) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelBatchProperties");
 }
-
 
 TRITONSERVER_Error* TRITONSERVER_ServerMetadata(TRITONSERVER_Server* server, TRITONSERVER_Message** server_metadata) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerMetadata");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerModelStatistics(TRITONSERVER_Server* server, const char* model_name, const int64_t model_version, TRITONSERVER_Message** model_stats) {
+TRITONSERVER_Error* TRITONSERVER_ServerModelStatistics(TRITONSERVER_Server* server, const char* model_name,
+                                                       const int64_t model_version,
+                                                       TRITONSERVER_Message** model_stats) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelStatistics");
 }
 
-TRITONSERVER_Error* TRITONSERVER_ServerModelIndex(TRITONSERVER_Server* server, uint32_t flags, TRITONSERVER_Message** model_index) {
+TRITONSERVER_Error* TRITONSERVER_ServerModelIndex(TRITONSERVER_Server* server, uint32_t flags,
+                                                  TRITONSERVER_Message** model_index) {
   WARDEN_UNSUPPORTED_BODY("TRITONSERVER_ServerModelIndex");
 }
 
