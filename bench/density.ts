@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { WasmBackendResolver, type EngineName } from '../host/src/backends/wasm/index.js';
-import { backendResolveRequest, modelLoadContext } from '../host/src/core/load-context.js';
+import { backendResolveRequest, modelLoadContext } from '../host/src/contract/load-context.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const threads = () => Number(/Threads:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN);

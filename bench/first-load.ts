@@ -28,12 +28,12 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { nativeAddon } from '../host/src/backends/native/addon.js';
+import { nativeAddon } from '../host/src/platform/addon.js';
 import { ComponentDigests } from '../host/src/backends/wasm/digests.js';
 import { WasmBackendResolver } from '../host/src/backends/wasm/index.js';
 import { CwasmCache } from '../host/src/backends/wasm/wasmtime/cache.js';
 import type { WasmtimeNative } from '../host/src/backends/wasm/wasmtime/native.js';
-import { backendResolveRequest, modelLoadContext } from '../host/src/core/load-context.js';
+import { backendResolveRequest, modelLoadContext } from '../host/src/contract/load-context.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const CACHE = join(ROOT, '.cache', 'wasm');

@@ -60,8 +60,8 @@ export async function roundTrips(
 ): Promise<{ inProcess: RoundTrip; isolated: RoundTrip }> {
   const native = await import('../host/src/backends/native/index.js');
   const { loadModelConfig } = await import('../host/src/config/index.js');
-  const { instanceSpecs } = await import('../host/src/core/repository-manager.js');
-  const { backendResolveRequest, modelLoadContext } = await import('../host/src/core/load-context.js');
+  const { instanceSpecs } = await import('../host/src/lifecycle/repository-manager.js');
+  const { backendResolveRequest, modelLoadContext } = await import('../host/src/contract/load-context.js');
   const logger = pino({ level: 'silent' });
   const resolver = new native.NativeBackendResolver({ backendDirectory: join(ctx.root, 'build', 'backends'), autoCompleteConfig: true, logger });
   const modelPath = join(ctx.root, 'model_repository', 'identity_native');

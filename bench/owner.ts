@@ -16,8 +16,8 @@ import type { BenchContext } from './ctx.js';
 export async function benchOwner(ctx: BenchContext): Promise<void> {
   ctx.log('\n== Instance owner alone: simple through the data plane in-process (no HTTP, no JSON) ==');
   const { startServer } = await import('../host/src/server.js');
-  const { inferAndCollect } = await import('../host/src/core/server-api.js');
-  const { SINGLE_USER } = await import('../host/src/core/types.js');
+  const { inferAndCollect } = await import('../host/src/dataplane/server-api.js');
+  const { SINGLE_USER } = await import('../host/src/contract/types.js');
   const repo = await ctx.makeRepository(['simple']);
   const s = await startServer({ modelRepositories: [repo], httpPort: 0, metricsPort: -1, logLevel: 'silent' });
   const in0 = new Int32Array(16).map((_, i) => i);

@@ -48,8 +48,8 @@ async function record(url: string, req: HttpRequestSpec): Promise<{ headers: Rec
 async function tensorThroughput(ctx: BenchContext, repo: string, iterations: number) {
   const { ArenaPair } = await import('../host/src/backends/python/shm.js');
   const { startServer } = await import('../host/src/server.js');
-  const { inferAndCollect } = await import('../host/src/core/server-api.js');
-  const { SINGLE_USER } = await import('../host/src/core/types.js');
+  const { inferAndCollect } = await import('../host/src/dataplane/server-api.js');
+  const { SINGLE_USER } = await import('../host/src/contract/types.js');
   const bytes = 64 * 1024 * 1024;
   const src = Buffer.alloc(bytes, 7);
   const dst = Buffer.allocUnsafe(bytes);

@@ -21,7 +21,7 @@ import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { backendResolveRequest, modelLoadContext } from '../host/src/core/load-context.js';
+import { backendResolveRequest, modelLoadContext } from '../host/src/contract/load-context.js';
 import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
 import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
 

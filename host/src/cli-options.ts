@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { checkEngineName, DEFAULT_ENGINE, ENGINE_NAMES } from './backends/wasm/engines.js';
 import { DEFAULT_WASM_LIMITS } from './backends/wasm/limits.js';
 import { DEFAULT_CACHE_LIMITS } from './backends/wasm/v8/transpile.js';
-import { DEFAULT_SERVER_CAPS } from './core/admission.js';
+import { DEFAULT_SERVER_CAPS } from './lifecycle/admission.js';
 import { DEFAULT_HTTP_LIMITS } from './frontend/http/limits.js';
 import { parseRestrictedFeatures } from './frontend/restricted.js';
 import { DEFAULT_MAX_INPUT_SIZE, DEFAULT_MAX_UPLOAD_BYTES, type ServerOptions } from './server.js';

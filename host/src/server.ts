@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { OnnxRuntimeResolver } from './backends/onnxruntime/index.js';
-import type { BackendResolver } from './core/types.js';
-import { ALL_UPLOAD_BACKENDS, DEFAULT_SERVER_CAPS, ServerAdmission, WASM_UPLOADS, type ServerCaps } from './core/admission.js';
+import type { BackendResolver } from './contract/types.js';
+import { ALL_UPLOAD_BACKENDS, DEFAULT_SERVER_CAPS, ServerAdmission, WASM_UPLOADS, type ServerCaps } from './lifecycle/admission.js';
 import { sandboxMemoryOf, TenantAdmission } from './tenancy/admission.js';
 import type { JwtOptions } from './tenancy/jwt.js';
 import { TenantRegistry } from './tenancy/registry.js';
@@ -16,21 +16,21 @@ import { DEFAULT_TENANT_QUOTAS } from './tenancy/types.js';
 import type { MemoryBudget } from './backends/wasm/memory-budget.js';
 import type { CacheLimits } from './backends/wasm/v8/transpile.js';
 import type { EngineName } from './backends/wasm/engines.js';
-import { LogSettingsStore, type LogSettings } from './core/log-settings.js';
+import { LogSettingsStore, type LogSettings } from './dataplane/log-settings.js';
 import { TraceManager, type TraceOptions } from './trace/trace-manager.js';
-import { PathScrubber } from './core/public-errors.js';
-import { ModelRepositoryManager, type ModelControlMode } from './core/repository-manager.js';
-import { ServerApi } from './core/server-api.js';
-import { SINGLE_USER } from './core/types.js';
+import { PathScrubber } from './contract/public-errors.js';
+import { ModelRepositoryManager, type ModelControlMode } from './lifecycle/repository-manager.js';
+import { ServerApi } from './dataplane/server-api.js';
+import { SINGLE_USER } from './contract/types.js';
 import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
 import { buildHttpFrontend } from './frontend/http/app.js';
 import { FrontendThreads, MAX_HTTP_THREADS } from './frontend/http/threads/pool.js';
 import { ConnectionBudget } from './frontend/http/connection-budget.js';
 import { NativeListener } from './frontend/http/native-accept.js';
-import type { NativeAddon } from './backends/native/addon.js';
+import type { NativeAddon } from './platform/addon.js';
 import type { GrpcFrontend, GrpcKeepalive } from './frontend/grpc/server.js';
 import type { RestrictedFeatures } from './frontend/restricted.js';
-import { SystemSharedMemory } from './core/shared-memory.js';
+import { SystemSharedMemory } from './dataplane/shared-memory.js';
 import { ResponseCache } from './cache/response-cache.js';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './frontend/http/limits.js';
 import { DEFAULT_ENSEMBLE_LIMITS, type EnsembleLimits } from './ensemble/budget.js';
@@ -232,7 +232,7 @@ async function listenNatively(
 ): Promise<{ listener: NativeListener; port: number } | undefined> {
   let addon: NativeAddon;
   try {
-    const { nativeAddon } = await import('./backends/native/addon.js');
+    const { nativeAddon } = await import('./platform/addon.js');
     addon = nativeAddon();
   } catch (e) {
     logger.debug({ err: e }, 'native addon unavailable: the HTTP port uses Node\'s listener');
@@ -253,7 +253,7 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
   const autoCompleteConfig = opts.autoCompleteConfig ?? true;
   if (opts.wakeAffinity !== undefined) {
     try {
-      const { nativeAddon } = await import('./backends/native/addon.js');
+      const { nativeAddon } = await import('./platform/addon.js');
       nativeAddon().setWakeAffinity(opts.wakeAffinity);
     } catch (e) {
       logger.warn({ err: e }, 'native addon unavailable: --wake-affinity has no effect');
@@ -435,7 +435,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   if (allowHttp && threadCount > 0) {
     // Every listener of the port (this thread's and each front-end thread's) is an SO_REUSEPORT
     // socket of one group; the kernel spreads new connections over them.
-    const { nativeAddon } = await import('./backends/native/addon.js');
+    const { nativeAddon } = await import('./platform/addon.js');
     let addon: ReturnType<typeof nativeAddon> | undefined;
     let first: { fd: number; port: number } | undefined;
     let fdTaken = false; // the main server owns it (closes it), or it was closed

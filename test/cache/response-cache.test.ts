@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResponseCache } from '../../host/src/cache/response-cache.js';
 import { parseCli } from '../../host/src/cli-options.js';
-import type { InferenceRequest } from '../../host/src/core/types.js';
+import type { InferenceRequest } from '../../host/src/contract/types.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { request } from '../helpers/backend-request.js';
 import { getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';

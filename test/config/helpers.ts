@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { TritonError, type ErrorCode } from '../../host/src/core/errors.js';
+import { TritonError, type ErrorCode } from '../../host/src/contract/errors.js';
 import type { MessageDesc } from '../../host/src/config/schema.js';
 
 export const FIXTURES = join(import.meta.dirname, 'fixtures');

@@ -11,7 +11,7 @@ import {
   parseModelConfigPbtxt,
 } from '../../host/src/config/index.js';
 import { ModelConfigDesc } from '../../host/src/config/schema.js';
-import type { ModelConfig } from '../../host/src/config/types.js';
+import type { ModelConfig } from '../../host/src/contract/model-config.js';
 import { messageArbitrary } from './arbitrary.js';
 import { expectTritonError, fixture } from './helpers.js';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { autoCompleteFromRepository, loadModelConfig, modelConfigToJson } from '../../host/src/config/index.js';
-import type { ModelConfig } from '../../host/src/config/types.js';
+import type { ModelConfig } from '../../host/src/contract/model-config.js';
 import { expectTritonErrorAsync, TRITON_EXAMPLES } from './helpers.js';
 
 const root = mkdtempSync(join(tmpdir(), 'warden-config-'));

@@ -9,7 +9,7 @@ import {
   parseModelConfigPbtxt as parse,
 } from '../../host/src/config/index.js';
 import { ModelConfigDesc } from '../../host/src/config/schema.js';
-import type { ModelConfig } from '../../host/src/config/types.js';
+import type { ModelConfig } from '../../host/src/contract/model-config.js';
 import { expectTritonError, fixture } from './helpers.js';
 
 const norm = (text: string, gpuCount = 0, modelName = 'm') => normalizeModelConfig(parse(text), { modelName, gpuCount });

@@ -13,7 +13,7 @@ import {
   printModelConfigPbtxt as print,
 } from '../../host/src/config/index.js';
 import { ModelConfigDesc } from '../../host/src/config/schema.js';
-import type { ModelConfig } from '../../host/src/config/types.js';
+import type { ModelConfig } from '../../host/src/contract/model-config.js';
 import { messageArbitrary } from './arbitrary.js';
 import { expectTritonError, fixture, TRITON_EXAMPLES } from './helpers.js';
 

@@ -6,9 +6,9 @@
  * ensemble in explicit mode.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inferAndCollect } from '../../host/src/core/server-api.js';
-import { emptyRequestInit } from '../../host/src/core/request-parameters.js';
-import { SINGLE_USER, type Tensor } from '../../host/src/core/types.js';
+import { inferAndCollect } from '../../host/src/dataplane/server-api.js';
+import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
+import { SINGLE_USER, type Tensor } from '../../host/src/contract/types.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { getJson, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { ensembleConfig, opsConfig, opsSeen, OpsResolver } from './ops-backend.js';
@@ -177,7 +177,9 @@ describe('execution', () => {
   it("a failing step fails the ensemble request with the step's error", async () => {
     const r = await infer('broken', [1]);
     expect(r.status).toBe(500);
-    expect(r.json.error).toBe('step failed on purpose');
+    // Triton's EnsembleContext::FinishEnsemble names the ensemble (tritonserver 2.51 answered a
+    // step's error response so: "in ensemble 'ens_err', <the step's message>").
+    expect(r.json.error).toBe("in ensemble 'broken', step failed on purpose");
   });
 
   it('cancellation reaches the step in flight; the request ends CANCELLED', async () => {

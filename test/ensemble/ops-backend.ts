@@ -7,8 +7,8 @@
  * IN's shape); `delay_ms` holds the instance. Records
  * each execution's interval and whether the request was cancelled by the end of the delay.
  */
-import { TritonError } from '../../host/src/core/errors.js';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender, Tensor } from '../../host/src/core/types.js';
+import { TritonError } from '../../host/src/contract/errors.js';
+import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender, Tensor } from '../../host/src/contract/types.js';
 
 export const opsSeen = { runs: [] as { model: string; start: number; end: number; cancelled: boolean }[] };
 

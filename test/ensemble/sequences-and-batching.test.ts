@@ -147,7 +147,7 @@ describe('a sequence model inside an ensemble (core ensemble_scheduler.cc)', () 
   it("the sequence step's own rules still hold: no correlation ID is Triton's 400", async () => {
     const r = await infer('acc_chain', { inputs: [{ name: 'X', datatype: 'INT32', shape: [1], data: [1] }] });
     expect(r.status).toBe(400);
-    expect(r.json.error).toBe("inference request to model 'acc' must specify a non-zero or non-empty correlation ID");
+    expect(r.json.error).toBe("in ensemble 'acc_chain', inference request to model 'acc' must specify a non-zero or non-empty correlation ID");
   });
 
   it("Triton's simple_dyna_sequence through a non-batching ensemble: the CORRID control gets the ensemble's correlation ID", async () => {
@@ -190,6 +190,6 @@ describe('batch dimension between an ensemble and its steps (ReshapeTensorDims)'
   it('a batch of 2 is not stripped (as Triton): the non-batching step refuses [2,3]', async () => {
     const r = await infer('inc_batched', { inputs: [{ name: 'X', datatype: 'INT32', shape: [2, 3], data: [1, 2, 3, 4, 5, 6] }] });
     expect(r.status).toBe(400);
-    expect(r.json.error).toMatch(/^\[request id: <id_unknown>\] unexpected shape for input 'IN' for model 'inc'\. Expected \[-1\], got \[2,3\]/);
+    expect(r.json.error).toMatch(/^in ensemble 'inc_batched', \[request id: <id_unknown>\] unexpected shape for input 'IN' for model 'inc'\. Expected \[-1\], got \[2,3\]/);
   });
 });

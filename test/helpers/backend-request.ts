@@ -1,5 +1,5 @@
 /** InferenceRequest / Tensor builders for Backend-level tests (no HTTP). */
-import type { InferenceRequest, Tensor } from '../../host/src/core/types.js';
+import type { InferenceRequest, Tensor } from '../../host/src/contract/types.js';
 
 /** A tensor viewing `data`'s bytes (little-endian typed arrays map directly). */
 export function tensor(name: string, datatype: Tensor['datatype'], shape: number[], data: ArrayBufferView): Tensor {

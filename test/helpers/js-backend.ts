@@ -4,6 +4,9 @@
  *   element and IDX = its index, then a flags-only final;
  * - `mode: "echo"`: OUTPUT0 = INPUT0 (any datatype), recording every batch it executes;
  * - `mode: "params"`: as echo, and the response's parameters are the request's parameters;
+ * - `mode: "response_params"`: as echo, and each request parameter `response_<name>` becomes the
+ *   response parameter `<name>` with its value and type (e.g. `response_sequence_id`, which an
+ *   ensemble step's response uses to set the sequence of the steps downstream);
  * - `mode: "accumulate"` (a sequence model with an implicit state ACC_IN / ACC_OUT): OUTPUT0 =
  *   ACC_OUT = ACC_IN + INPUT0 (INT32), so each response shows the sequence's running sum;
  * - `mode: "corrid_sum"` (a sequence model): keeps a running sum of INPUT0 (INT32) per
@@ -15,9 +18,9 @@
  * - `delay_from_input: "true"` parameter: sleep as many ms as the first request's first INT32 input
  *   element (to finish requests out of order on several instances).
  */
-import type { ModelConfig } from '../../host/src/config/types.js';
-import { REQUEST_FLAG_SEQUENCE_START } from '../../host/src/core/types.js';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/core/types.js';
+import type { ModelConfig } from '../../host/src/contract/model-config.js';
+import { REQUEST_FLAG_SEQUENCE_START } from '../../host/src/contract/types.js';
+import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/contract/types.js';
 
 export const executed: { model: string; batchSizes: number[] }[] = [];
 
@@ -98,7 +101,13 @@ class JsBackend implements Backend {
                 s.send({ outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [1000], data: new Uint8Array(16) }] }, true);
               } else {
                 const t = r.inputs[0]!;
-                s.send({ outputs: [{ ...t, name: 'OUTPUT0' }], parameters: mode === 'params' ? r.parameters : { echoed: true } }, true);
+                const parameters =
+                  mode === 'params'
+                    ? r.parameters
+                    : mode === 'response_params'
+                      ? Object.fromEntries(Object.entries(r.parameters).filter(([k]) => k.startsWith('response_')).map(([k, v]) => [k.slice('response_'.length), v]))
+                      : { echoed: true };
+                s.send({ outputs: [{ ...t, name: 'OUTPUT0' }], parameters }, true);
               }
             });
           },

@@ -4,12 +4,12 @@
  */
 import { pino } from 'pino';
 import { normalizeModelConfig, parseModelConfigPbtxt } from '../../host/src/config/index.js';
-import type { ModelConfig } from '../../host/src/config/types.js';
-import { TritonError } from '../../host/src/core/errors.js';
-import { ModelVersion, type ModelVersionOptions } from '../../host/src/core/model.js';
-import type { BackendModelInstance, InferenceRequest, InferenceResponse, ResponseSender } from '../../host/src/core/types.js';
-import { emptyRequestInit } from '../../host/src/core/request-parameters.js';
-import type { InferenceRequestInit } from '../../host/src/core/types.js';
+import type { ModelConfig } from '../../host/src/contract/model-config.js';
+import { TritonError } from '../../host/src/contract/errors.js';
+import { ModelVersion, type ModelVersionOptions } from '../../host/src/lifecycle/model-version.js';
+import type { BackendModelInstance, InferenceRequest, InferenceResponse, ResponseSender } from '../../host/src/contract/types.js';
+import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
+import type { InferenceRequestInit } from '../../host/src/contract/types.js';
 import { ServerMetrics } from '../../host/src/metrics/prometheus.js';
 import { ModelStatistics } from '../../host/src/metrics/stats.js';
 

@@ -3,7 +3,7 @@
  * returns the top K as BYTES "value:index[:label]", labels from the output's label_filename.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyTensor } from '../../host/src/core/classification.js';
+import { classifyTensor } from '../../host/src/dataplane/classification.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { JsBackendResolver } from '../helpers/js-backend.js';
 import { getJson, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver } from '../../host/src/core/types.js';
+import type { Backend, BackendModel, BackendResolveRequest, BackendResolver } from '../../host/src/contract/types.js';
 import { startServer } from '../../host/src/server.js';
 import { freePort, PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
 

@@ -9,7 +9,7 @@
  * front-end thread, and never a crash or a 5xx.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ResponseSender } from '../../host/src/core/types.js';
+import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ResponseSender } from '../../host/src/contract/types.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 

@@ -8,9 +8,9 @@
  */
 import { status, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { internal } from '../../host/src/core/errors.js';
-import { redactAbsolutePaths, PathScrubber } from '../../host/src/core/public-errors.js';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/core/types.js';
+import { internal } from '../../host/src/contract/errors.js';
+import { redactAbsolutePaths, PathScrubber } from '../../host/src/contract/public-errors.js';
+import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/contract/types.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';

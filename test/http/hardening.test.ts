@@ -88,7 +88,7 @@ describe('uploads never run native code', () => {
 
   it('the native resolver refuses an uploaded model even when asked directly', async () => {
     const { NativeBackendResolver } = await import('../../host/src/backends/native/index.js');
-    const { backendResolveRequest } = await import('../../host/src/core/load-context.js');
+    const { backendResolveRequest } = await import('../../host/src/contract/load-context.js');
     const { pino } = await import('pino');
     const resolver = new NativeBackendResolver({ backendDirectory: tmpdir(), autoCompleteConfig: true, logger: pino({ level: 'silent' }) });
     const config = { name: 'evil', backend: 'pwn', runtime: '', platform: '' } as never;

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRequestJson } from '../../host/src/frontend/http/json-text.js';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ResponseSender } from '../../host/src/core/types.js';
+import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ResponseSender } from '../../host/src/contract/types.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { fetchJson, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 

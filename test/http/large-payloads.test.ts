@@ -9,7 +9,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { identityConfig, identityModel } from '../../bench/onnx-model.js';
 import { normalizeModelConfig, parseModelConfigPbtxt } from '../../host/src/config/index.js';
-import type { TritonError } from '../../host/src/core/errors.js';
+import type { TritonError } from '../../host/src/contract/errors.js';
 import { CodecPool } from '../../host/src/frontend/http/codec/pool.js';
 import { BACKGROUND_NICE } from '../../host/src/threads/priority.js';
 import { decodeInferRequest } from '../../host/src/frontend/http/infer-request.js';
@@ -18,7 +18,7 @@ import { parseCli, UsageError } from '../../host/src/cli-options.js';
 import { DEFAULT_HTTP_LIMITS } from '../../host/src/frontend/http/limits.js';
 import { jsonTextMaxBytes, tensorDataToJsonText } from '../../host/src/tensor/json.js';
 import { encodeBytesElements } from '../../host/src/tensor/bytes.js';
-import type { DataType } from '../../host/src/tensor/datatypes.js';
+import type { DataType } from '../../host/src/contract/datatypes.js';
 import { perTestServers } from '../helpers/servers.js';
 import { postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
 

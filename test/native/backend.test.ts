@@ -3,10 +3,10 @@
 // auto-complete, logging, and load / unload / reload (spec §6).
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nativeAddon } from '../../host/src/backends/native/index.js';
+import { nativeAddon } from '../../host/src/platform/addon.js';
 import { modelConfigToJson } from '../../host/src/config/index.js';
-import type { DataType } from '../../host/src/tensor/datatypes.js';
-import { toConfigDataType } from '../../host/src/tensor/datatypes.js';
+import type { DataType } from '../../host/src/contract/datatypes.js';
+import { toConfigDataType } from '../../host/src/contract/datatypes.js';
 import {
   MODEL_REPOSITORY,
   TEST_BACKEND_DIR,

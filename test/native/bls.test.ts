@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
-import { nativeAddon } from '../../host/src/backends/native/index.js';
+import { nativeAddon } from '../../host/src/platform/addon.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { copyRepoModel, requireNativeBuild, startNativeServer } from './helpers.js';
 

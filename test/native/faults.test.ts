@@ -3,7 +3,7 @@
 // ModelInstanceFinalize runs after a failed ModelInstanceInitialize (as Triton does); instances
 // registering the same custom metric (same family, same labels) make one Prometheus series.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nativeAddon } from '../../host/src/backends/native/index.js';
+import { nativeAddon } from '../../host/src/platform/addon.js';
 import { TEST_BACKEND_DIR, captureNativeLog, collector, loadNative, pbtxtConfig, request, requireNativeBuild, resolver, tensor } from './helpers.js';
 
 const logLines: { level: number; msg: string }[] = [];

@@ -4,10 +4,10 @@ import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { loadModelConfig, parseModelConfigPbtxt, normalizeModelConfig } from '../../host/src/config/index.js';
-import type { ModelConfig } from '../../host/src/config/types.js';
-import { backendResolveRequest, modelLoadContext } from '../../host/src/core/load-context.js';
-import { instanceSpecs } from '../../host/src/core/repository-manager.js';
-import type { TritonError } from '../../host/src/core/errors.js';
+import type { ModelConfig } from '../../host/src/contract/model-config.js';
+import { backendResolveRequest, modelLoadContext } from '../../host/src/contract/load-context.js';
+import { instanceSpecs } from '../../host/src/lifecycle/repository-manager.js';
+import type { TritonError } from '../../host/src/contract/errors.js';
 import type {
   Backend,
   BackendModel,
@@ -16,8 +16,9 @@ import type {
   InferenceResponse,
   ResponseSender,
   Tensor,
-} from '../../host/src/core/types.js';
-import { NativeBackendResolver, installNativeLogger, nativeAddon } from '../../host/src/backends/native/index.js';
+} from '../../host/src/contract/types.js';
+import { NativeBackendResolver, installNativeLogger } from '../../host/src/backends/native/index.js';
+import { nativeAddon } from '../../host/src/platform/addon.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../host/src/server.js';
 import { PROJECT_ROOT, type TempRepo } from '../helpers/repo.js';
 

@@ -2,7 +2,7 @@
 // deduction of name, datatype and shape from the target's config, with Triton's rules and texts.
 import { describe, expect, it } from 'vitest';
 import { resolveRawInputs } from '../../host/src/backends/native/raw-input.js';
-import type { ModelConfig } from '../../host/src/config/types.js';
+import type { ModelConfig } from '../../host/src/contract/model-config.js';
 
 const cfg = (maxBatch: number, ...inputs: { name: string; data_type: string; dims: number[] }[]) =>
   ({ name: 'm', max_batch_size: maxBatch, input: inputs, output: [] }) as unknown as ModelConfig;

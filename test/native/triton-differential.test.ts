@@ -1,22 +1,22 @@
 /**
  * Differential test: Warden against the real tritonserver 2.51 of the pinned nvidia-pytriton wheel
  * (test/native/triton-wheel.ts), both serving the same repository from the same backend files —
- * Warden's native backends (build/backends: warden_identity, warden_add_sub, warden_repeat, loaded
- * by both through the C ABI) and Triton's own Python backend with the models of
+ * Warden's native backends (build/backends: warden_identity, warden_add_sub, warden_repeat,
+ * warden_accumulate, loaded by both through the C ABI) and Triton's own Python backend with the models of
  * test/native/triton-python-models. Each server is one process started once for the file.
  *
  * Compared over HTTP: `/config` as printed (byte for byte), model metadata, statistics shape
- * (keys and value types, not counts), status and text of the same bad requests and malformed
+ * (keys and value types), the batch statistics the same requests add (HTTP and gRPC), status and text of the same bad requests and malformed
  * JSON, `--http-restricted-api` refusals, and the Python backend examples (add_sub, decoupled
- * repeat, BLS, model control from a model); over gRPC: answers, codes and texts of the same
- * calls. Where Warden differs on purpose, the difference is allowed here and listed in
+ * repeat, BLS, model control from a model), an ensemble whose step's response parameters set
+ * the sequence of the step downstream; over gRPC: answers, codes and texts of the same calls. Where Warden differs on purpose, the difference is allowed here and listed in
  * docs/triton-compatibility.md ("Differential test").
  *
  * Skips, saying why, where the wheel cannot be had or run (x86_64, glibc >= 2.35, system
  * libpython3.11, PyPI reachable once).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,10 +26,43 @@ import { BACKEND_DIR, MODEL_REPOSITORY, PROJECT_ROOT, requireNativeBuild } from 
 import { ensureTritonWheel, WHEEL_TRITONSERVER_LIB, type TritonWheel } from './triton-wheel.js';
 
 const PY_MODELS = join(import.meta.dirname, 'triton-python-models');
-const NATIVE_BACKENDS = ['warden_identity', 'warden_add_sub', 'warden_repeat'];
+const NATIVE_BACKENDS = ['warden_identity', 'warden_add_sub', 'warden_repeat', 'warden_accumulate'];
 const NATIVE_MODELS = ['identity_native', 'add_sub_native', 'repeat_native'];
 const PYTHON_MODELS = ['tp_add_sub', 'tp_repeat', 'tp_bls_add_sub', 'tp_control'];
 const LOADED = [...NATIVE_MODELS, ...PYTHON_MODELS];
+/**
+ * X -> seq_echo (warden_identity: request parameter `response_<k>` comes back as response
+ * parameter `<k>`) -> T -> seq_acc (warden_accumulate, a sequence model) -> Y: the ensemble's
+ * request parameters reach seq_echo, whose response parameters sequence_id / sequence_start /
+ * sequence_end then set seq_acc's correlation ID and flags (core ensemble_scheduler.cc).
+ */
+const SEQUENCE_OVERRIDE_MODELS: Record<string, string> = {
+  seq_echo: `backend: "warden_identity"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`,
+  seq_acc: `backend: "warden_accumulate"
+max_batch_size: 0
+sequence_batching {
+  max_sequence_idle_microseconds: 60000000
+  direct { }
+  state [ { input_name: "INPUT_STATE" output_name: "OUTPUT_STATE" data_type: TYPE_INT32 dims: [ 1 ] initial_state [ { data_type: TYPE_INT32 dims: [ 1 ] zero_data: true name: "init" } ] } ]
+}
+input [ { name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { kind: KIND_CPU count: 4 } ]
+`,
+  seq_override: `platform: "ensemble"
+max_batch_size: 0
+input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] } ]
+ensemble_scheduling { step [
+  { model_name: "seq_echo" model_version: -1 input_map { key: "INPUT0" value: "X" } output_map { key: "OUTPUT0" value: "T" } },
+  { model_name: "seq_acc" model_version: -1 input_map { key: "INPUT" value: "T" } output_map { key: "OUTPUT" value: "Y" } }
+] }
+`,
+};
 
 interface Served {
   proc: ChildProcess;
@@ -178,6 +211,11 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
     for (const m of readdirSync(PY_MODELS)) if (m !== 'tp_bls') cpSync(join(PY_MODELS, m), join(repo, m), { recursive: true });
     // tp_control's load / unload target: another add_sub, not loaded at start.
     cpSync(join(PY_MODELS, 'tp_add_sub'), join(repo, 'tp_target'), { recursive: true });
+    // The sequence-override ensemble and its steps, loaded by their own test (the last one).
+    for (const [m, config] of Object.entries(SEQUENCE_OVERRIDE_MODELS)) {
+      mkdirSync(join(repo, m, '1'), { recursive: true });
+      writeFileSync(join(repo, m, 'config.pbtxt'), config);
+    }
     // The two layouts differ only in the library Triton's core name resolves to.
     const wardenLibs = join(dirname(dirname(dirname(wheel.wardenBackends))), 'nvidia_pytriton.libs');
     const tritonLibs = join(dirname(dirname(dirname(wheel.tritonBackends))), 'nvidia_pytriton.libs');
@@ -267,6 +305,90 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
     }
   });
 
+  it('statistics: batch statistics, execution_count and last_inference only where the backend reports a batch (HTTP and gRPC)', async (ctx) => {
+    skipUnlessWheel(ctx);
+    // Triton's core counts a batch (batch_stats, execution_count, last_inference) only in
+    // InferenceStatsAggregator::UpdateInferBatchStats (infer_stats.cc), which a backend reaches
+    // through TRITONBACKEND_ModelInstanceReportBatchStatistics (backend_model_instance.cc):
+    // libtriton_python.so reports one per execution, decoupled or not (python_be.cc,
+    // PbMetricReporter); warden_repeat reports none (per-request statistics only).
+    const models = ['repeat_native', 'tp_repeat', 'tp_add_sub', 'identity_native', 'add_sub_native'];
+    const requests: Record<string, [string, unknown]> = {
+      repeat_native: ['generate_stream', { IN: [1, 2], DELAY: [0, 0], WAIT: [0] }],
+      tp_repeat: ['generate_stream', { IN: [1, 2] }],
+      tp_add_sub: ['infer', addSub],
+      identity_native: ['infer', { inputs: [fp32('INPUT0', [1, 2, 3])] }],
+      add_sub_native: ['infer', addSub],
+    };
+    interface Entry {
+      name: string;
+      last_inference: number | string;
+      inference_count: number | string;
+      execution_count: number | string;
+      inference_stats: { success: { count: number | string } };
+      batch_stats?: { batch_size: number | string; compute_infer: { count: number | string } }[];
+    }
+    const n = (x: number | string | undefined) => Number(x ?? 0);
+    // HTTP's JSON and gRPC's message (uint64 as strings, empty fields left out) read alike.
+    const http = async (s: Served, m: string) => (JSON.parse((await call(s.url, 'GET', `/v2/models/${m}/stats`)).text) as { model_stats: Entry[] }).model_stats[0]!;
+    const clients = new Map<Served, TritonGrpcClient>([[warden!, tritonGrpcClient(warden!.grpc)], [triton!, tritonGrpcClient(triton!.grpc)]]);
+    const grpc = async (s: Served, m: string) => {
+      const r = await unaryCall(clients.get(s)!, 'ModelStatistics', { name: m });
+      if (r.err) throw new Error(`ModelStatistics ${m}: ${r.err.details}`);
+      return (r.res as { model_stats: Entry[] }).model_stats[0]!;
+    };
+    type Read = typeof http;
+    const snapshot = async (s: Served, read: Read) => Object.fromEntries(await Promise.all(models.map(async (m) => [m, await read(s, m)] as const)));
+    /** What three more requests per model changed: counts as deltas, batch_stats by batch size. */
+    const summary = (before: Record<string, Entry>, after: Record<string, Entry>) =>
+      Object.fromEntries(
+        models.map((m) => {
+          const [b, a] = [before[m]!, after[m]!];
+          const batches = Object.fromEntries(
+            (a.batch_stats ?? [])
+              .map((x) => [String(x.batch_size), n(x.compute_infer.count) - n(b.batch_stats?.find((y) => n(y.batch_size) === n(x.batch_size))?.compute_infer.count)] as const)
+              .filter(([, d]) => d !== 0),
+          );
+          return [
+            m,
+            {
+              executions: n(a.execution_count) - n(b.execution_count),
+              inferences: n(a.inference_count) - n(b.inference_count),
+              successes: n(a.inference_stats.success.count) - n(b.inference_stats.success.count),
+              batches,
+              lastInferenceZero: n(a.last_inference) === 0,
+            },
+          ];
+        }),
+      );
+    // What tritonserver 2.51 answers (measured): a reporting backend's three executions of batch
+    // size 1; warden_repeat's none at all, so its last_inference stays 0.
+    const expected = Object.fromEntries(
+      models.map((m) => [m, m === 'repeat_native' ? { executions: 0, inferences: 3, successes: 3, batches: {}, lastInferenceZero: true } : { executions: 3, inferences: 3, successes: 3, batches: { '1': 3 }, lastInferenceZero: false }]),
+    );
+    try {
+      for (const read of [http, grpc] as Read[]) {
+        const before = await Promise.all([snapshot(warden!, read), snapshot(triton!, read)]);
+        // Three requests each, one after another: with one instance per model, the third answer
+        // comes after the first two executions ended and were counted (by both servers).
+        for (const m of models) {
+          const [route, body] = requests[m]!;
+          for (let i = 0; i < 3; i++) {
+            const [w, t] = await both('POST', `/v2/models/${m}/${route}`, body);
+            expect({ m, status: w.status }).toEqual({ m, status: 200 });
+            expect({ m, status: t.status }).toEqual({ m, status: 200 });
+          }
+        }
+        // The backends report after answering: wait until tritonserver shows all of it.
+        const via = read === http ? 'HTTP' : 'gRPC';
+        await expect.poll(async () => ({ via, ...summary(before[1], await snapshot(triton!, read)) }), { timeout: 10_000 }).toEqual({ via, ...expected });
+        await expect.poll(async () => ({ via, ...summary(before[0], await snapshot(warden!, read)) }), { timeout: 10_000 }).toEqual({ via, ...expected });
+      }
+    } finally {
+      for (const c of clients.values()) c.close();
+    }
+  });
+
   it('the same status and text for the same bad requests', async (ctx) => {
     skipUnlessWheel(ctx);
     const [in0, in1] = addSub.inputs as [ReturnType<typeof fp32>, ReturnType<typeof fp32>];
@@ -314,10 +436,15 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
     const bodies = [
       '{"inputs": [', '   ', '{"a":1} x', '{"a":tru}', '{"a":"x', '{"a" 1}', '{"a":1 "b":2}', '[1 2]', '{1:2}', '{"a":"\\q"}', '{"a":-}',
       '{"a":1.}', '{"é":[1 2]}', '{"a":"\\u12G4"}', '{"a":1e}', '{"a":1e+}', '{"a":nul}', '{"a":01}', '{"a":[1,]}', '{"a":1,}', '{"a":x}',
+      // Surrogate escapes: rapidjson refuses an unpaired high one (at the first escape's backslash).
+      '{"a":"\\ud800"}', '{"\\uDBFF":1}', '{"a":"\\ud800\\u0041"}', '{"a":"\\ud800\\"}', '{"a":"\\ud800\\udc0"}', '{"a":"\\udc00\\ud800"}', '{"é":"\\ud800"}',
+      '{"inputs":[{"name":"\\ud800","datatype":"FP32","shape":[4],"data":[1,2,3,4]}]}', '{"inputs":[{"name":"INPUT0","datatype":"BYTES","shape":[1],"data":["\\ud800"]}]}',
     ];
+    // A lone low surrogate and a pair parse: /infer then answers for the missing 'inputs'.
+    const inferOnly = ['{"a":"\\udc00"}', '{"a":"\\ud83d\\ude00"}', '{"a":"x\\uDFFF","b":"\\uDBFF\\uDFFF"}'];
     const differ: unknown[] = [];
-    for (const body of bodies) {
-      for (const path of ['/v2/models/tp_add_sub/infer', '/v2/models/tp_add_sub/generate']) {
+    for (const body of [...bodies, ...inferOnly]) {
+      for (const path of ['/v2/models/tp_add_sub/infer', ...(inferOnly.includes(body) ? [] : ['/v2/models/tp_add_sub/generate'])]) {
         const [w, t] = await both('POST', path, body);
         if (w.status !== t.status || w.text !== t.text) differ.push({ path, body, warden: w, triton: t });
       }
@@ -443,5 +570,36 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
     }
     const [w, t] = await Promise.all([index(warden!.url), index(triton!.url)]);
     expect({ status: w.status, text: w.text }).toEqual({ status: t.status, text: t.text });
+  });
+
+  // Last: it loads models the statistics and index comparisons above do not expect.
+  it("ensemble: a step's response parameters sequence_id / sequence_start / sequence_end set the sequence downstream; the same answers and errors", async (ctx) => {
+    skipUnlessWheel(ctx);
+    for (const m of ['seq_echo', 'seq_acc', 'seq_override']) {
+      const [w, t] = await both('POST', `/v2/repository/models/${m}/load`, {});
+      expect({ m, w: w.status, t: t.status }, `${w.text} / ${t.text}`).toEqual({ m, w: 200, t: 200 });
+    }
+    // Not a STRING sequence_id: tritonserver 2.51 reads the string's bytes as a pointer
+    // (ConsumeResponse) and crashes. Nor a sequence the step refuses (no START): 2.51 crashes on a
+    // step the sequence batcher refuses inside an ensemble (docs/triton-compatibility.md).
+    const cases: [Record<string, unknown>, number][] = [
+      [{ sequence_id: 7, sequence_start: true, response_sequence_id: 42, response_sequence_start: true }, 5],
+      [{ sequence_id: 7, response_sequence_id: 42 }, 3],
+      [{ sequence_id: 7, response_sequence_id: 42, response_sequence_end: true }, 1],
+      [{ sequence_id: 9, sequence_start: true, sequence_end: true, response_sequence_start: true }, 4],
+      [{ sequence_id: 9, sequence_start: true, response_sequence_start: false }, 2],
+      [{ sequence_id: 1, sequence_start: true, response_sequence_id: -1, response_sequence_start: true }, 1],
+      [{ sequence_id: 'r', sequence_start: true, response_sequence_id: 44, response_sequence_start: true }, 2],
+      [{ sequence_id: 21, sequence_start: true, response_sequence_id: true }, 1],
+      [{ sequence_id: 21, sequence_start: true, response_sequence_id: 1.5 }, 1],
+      [{ sequence_id: 21, sequence_start: true, response_sequence_start: 1 }, 1],
+      [{ sequence_id: 21, sequence_start: true, response_sequence_end: 'yes' }, 1],
+    ];
+    const differ: unknown[] = [];
+    for (const [parameters, x] of cases) {
+      const [w, t] = await both('POST', '/v2/models/seq_override/infer', { inputs: [{ name: 'X', datatype: 'INT32', shape: [1], data: [x] }], parameters });
+      if (w.status !== t.status || w.text !== t.text) differ.push({ parameters, warden: w, triton: t });
+    }
+    expect(differ).toEqual([]);
   });
 });

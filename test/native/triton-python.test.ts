@@ -21,7 +21,7 @@ import type { RunningServer } from '../../host/src/server.js';
 import { freePort, getJson, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { NativeBackend } from '../../host/src/backends/native/index.js';
 import { PythonBackend, PythonBackendResolver } from '../../host/src/backends/python/index.js';
-import { backendResolveRequest } from '../../host/src/core/load-context.js';
+import { backendResolveRequest } from '../../host/src/contract/load-context.js';
 import { LIBTRITONSERVER, MODEL_REPOSITORY, PROJECT_ROOT, pbtxtConfig, requireNativeBuild, resolver, silent, startNativeServer } from './helpers.js';
 import { ensureTritonWheel, WHEEL_TRITONSERVER_LIB, type TritonWheel } from './triton-wheel.js';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
 import { tempRepo, type TempRepo } from '../helpers/repo.js';
-import { nativeAddon } from '../../host/src/backends/native/addon.js';
+import { nativeAddon } from '../../host/src/platform/addon.js';
 import { PROJECT_ROOT, copyRepoModel, faultsModel, requireNativeBuild, startNativeServer } from './helpers.js';
 
 const INPUT = [1.5, -2, 3.25, 0];

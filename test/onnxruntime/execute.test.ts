@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OnnxInstance, OnnxRuntimeResolver } from '../../host/src/backends/onnxruntime/index.js';
-import type { BackendModel, InstanceSpec, ModelLoadContext } from '../../host/src/core/types.js';
+import type { BackendModel, InstanceSpec, ModelLoadContext } from '../../host/src/contract/types.js';
 import { request, tensor } from '../helpers/backend-request.js';
 import { collector, config } from '../helpers/model-version.js';
 

@@ -17,9 +17,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { identityConfig, identityModel } from '../../bench/onnx-model.js';
 import { OnnxInstance, OnnxRuntimeResolver } from '../../host/src/backends/onnxruntime/index.js';
 import { NativeSession, nativeOrtEngine, nativeOrtEngineUnavailable } from '../../host/src/backends/onnxruntime/native-engine.js';
-import type { OrtEngineBinding } from '../../host/src/backends/native/addon.js';
-import type { TritonError } from '../../host/src/core/errors.js';
-import type { InstanceSpec, ModelLoadContext, Tensor } from '../../host/src/core/types.js';
+import type { OrtEngineBinding } from '../../host/src/platform/addon.js';
+import type { TritonError } from '../../host/src/contract/errors.js';
+import type { InstanceSpec, ModelLoadContext, Tensor } from '../../host/src/contract/types.js';
 import { request, tensor } from '../helpers/backend-request.js';
 import { collector, config } from '../helpers/model-version.js';
 

@@ -5,8 +5,8 @@
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SINGLE_USER, type InferenceResponse } from '../../host/src/core/types.js';
-import type { TritonError } from '../../host/src/core/errors.js';
+import { SINGLE_USER, type InferenceResponse } from '../../host/src/contract/types.js';
+import type { TritonError } from '../../host/src/contract/errors.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { PROJECT_ROOT, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { join } from 'node:path';

@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
-import { inferAndCollect } from '../../host/src/core/server-api.js';
-import { emptyRequestInit } from '../../host/src/core/request-parameters.js';
-import { SINGLE_USER } from '../../host/src/core/types.js';
+import { inferAndCollect } from '../../host/src/dataplane/server-api.js';
+import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
+import { SINGLE_USER } from '../../host/src/contract/types.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { i32, pythonEnvironment, pythonModel, tensor } from './helpers.js';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PythonBackend, PythonBackendResolver, PythonMetrics } from '../../host/src/backends/python/index.js';
-import { backendResolveRequest } from '../../host/src/core/load-context.js';
+import { backendResolveRequest } from '../../host/src/contract/load-context.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { PROJECT_ROOT, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { cpSync } from 'node:fs';

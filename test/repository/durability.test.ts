@@ -8,8 +8,8 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { perTestServers } from '../helpers/servers.js';
-import { TritonError } from '../../host/src/core/errors.js';
-import type { ModelKey, Principal } from '../../host/src/core/types.js';
+import { TritonError } from '../../host/src/contract/errors.js';
+import type { ModelKey, Principal } from '../../host/src/contract/types.js';
 import type { TempRepo } from '../helpers/repo.js';
 import { inferVariant, uploadFiles, variantConfig } from './fixtures/models.js';
 

@@ -9,8 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TritonError } from '../../host/src/core/errors.js';
-import type { ModelKey } from '../../host/src/core/types.js';
+import { TritonError } from '../../host/src/contract/errors.js';
+import type { ModelKey } from '../../host/src/contract/types.js';
 import { decodeFileOverride, type FileOverrides } from '../../host/src/repository/overrides.js';
 import { UploadStore, type CommitStep } from '../../host/src/repository/upload-store.js';
 

@@ -8,11 +8,11 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeModelConfig } from '../../host/src/config/normalize.js';
 import { ModelConfigDesc, type MessageDesc } from '../../host/src/config/schema.js';
-import type { ModelConfig } from '../../host/src/config/types.js';
-import { checkServerCaps, DEFAULT_SERVER_CAPS, ServerAdmission } from '../../host/src/core/admission.js';
-import { TritonError } from '../../host/src/core/errors.js';
-import type { BackendModelInstance, InferenceRequest, ResponseSender } from '../../host/src/core/types.js';
-import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START } from '../../host/src/core/types.js';
+import type { ModelConfig } from '../../host/src/contract/model-config.js';
+import { checkServerCaps, DEFAULT_SERVER_CAPS, ServerAdmission } from '../../host/src/lifecycle/admission.js';
+import { TritonError } from '../../host/src/contract/errors.js';
+import type { BackendModelInstance, InferenceRequest, ResponseSender } from '../../host/src/contract/types.js';
+import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START } from '../../host/src/contract/types.js';
 import { PendingQueue } from '../../host/src/scheduler/queue.js';
 import { checkTenantModelConfig, CONFIG_RULES } from '../../host/src/tenancy/config-allowlist.js';
 import { parseTenantsText } from '../../host/src/tenancy/parse.js';

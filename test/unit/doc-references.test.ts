@@ -142,7 +142,7 @@ describe('documents cited by the code', () => {
     for (const s of ['1', '1.2', '3.1', '5.6', '6.7', '6.7.2', '8']) expect(sections, `${SPEC} §${s}`).toContain(s);
     for (const h of ['Backend kinds', 'Sandbox rules', 'One request, end to end', 'Multi-tenancy']) expect(headings, `${DESIGN} "${h}"`).toContain(h);
     expect(files.length).toBeGreaterThan(100);
-    expect(files).toContain('host/src/config/types.ts');
+    expect(files).toContain('host/src/contract/model-config.ts');
     expect(files).toContain('wit/types.wit');
     expect(files).toContain('native/src/core/instance.cc');
     expect(files.some((f) => f.includes('/wit-types/') || f.includes('node_modules/'))).toBe(false);

@@ -6,7 +6,7 @@
  * never time.
  */
 import { describe, expect, it } from 'vitest';
-import type { InferenceRequestInit } from '../../host/src/core/types.js';
+import type { InferenceRequestInit } from '../../host/src/contract/types.js';
 import { BatchPolicy } from '../../host/src/scheduler/batch-policy.js';
 import type { ExecutionArbiter, ExecutionClaim, ExecutionGrant } from '../../host/src/scheduler/index.js';
 import { PendingQueue, type PendingRequest } from '../../host/src/scheduler/queue.js';

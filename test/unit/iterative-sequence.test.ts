@@ -6,9 +6,9 @@
  * END, in its slot; its FINAL response ends the sequence. Only iterative models offer `reschedule`.
  */
 import { describe, expect, it } from 'vitest';
-import type { TritonError } from '../../host/src/core/errors.js';
-import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, ResponseSender, Tensor } from '../../host/src/core/types.js';
-import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/core/types.js';
+import type { TritonError } from '../../host/src/contract/errors.js';
+import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, ResponseSender, Tensor } from '../../host/src/contract/types.js';
+import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/contract/types.js';
 import { config, modelVersion, tick } from '../helpers/model-version.js';
 
 const int32 = (name: string, v: number, shape = [1]): Tensor => ({ name, datatype: 'INT32', shape, data: new Uint8Array(Int32Array.of(v).buffer) });

@@ -1,7 +1,7 @@
 /** PendingQueue: priority levels, queue size limit, lazy expiry from the nearest deadline (spec §5.6, §3.9). */
 import { describe, expect, it } from 'vitest';
-import type { ModelDynamicBatching, ModelQueuePolicy } from '../../host/src/config/types.js';
-import type { ResponseSender } from '../../host/src/core/types.js';
+import type { ModelDynamicBatching, ModelQueuePolicy } from '../../host/src/contract/model-config.js';
+import type { ResponseSender } from '../../host/src/contract/types.js';
 import { PendingQueue } from '../../host/src/scheduler/queue.js';
 import { request } from '../helpers/backend-request.js';
 

@@ -4,8 +4,8 @@
  * Triton's texts, and a key met twice keeps its first value (rapidjson, as Triton).
  */
 import { describe, expect, it } from 'vitest';
-import { TritonError } from '../../host/src/core/errors.js';
-import { applyRequestParameter, emptyRequestInit } from '../../host/src/core/request-parameters.js';
+import { TritonError } from '../../host/src/contract/errors.js';
+import { applyRequestParameter, emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
 import { parseRequestJson } from '../../host/src/frontend/http/json-text.js';
 
 const apply = (key: string, value: unknown) => {

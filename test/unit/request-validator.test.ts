@@ -3,7 +3,7 @@
  * serves every request without carrying state from one to the next, with Triton's wording.
  */
 import { describe, expect, it } from 'vitest';
-import { compileRequestValidator, compileResponseValidator } from '../../host/src/core/validate.js';
+import { compileRequestValidator, compileResponseValidator } from '../../host/src/lifecycle/validate.js';
 import { config, echoInit } from '../helpers/model-version.js';
 
 const CFG = config(`

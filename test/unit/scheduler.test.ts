@@ -4,7 +4,7 @@
  * several model versions without losing wake-ups, and the factory refuses kinds not built yet.
  */
 import { describe, expect, it } from 'vitest';
-import { TritonError } from '../../host/src/core/errors.js';
+import { TritonError } from '../../host/src/contract/errors.js';
 import {
   createScheduler,
   schedulerKind,

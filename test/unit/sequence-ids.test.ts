@@ -7,9 +7,9 @@
  * id reaches the backend as the client sent it.
  */
 import { describe, expect, it } from 'vitest';
-import { TritonError } from '../../host/src/core/errors.js';
-import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, ResponseSender, Tensor } from '../../host/src/core/types.js';
-import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/core/types.js';
+import { TritonError } from '../../host/src/contract/errors.js';
+import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, ResponseSender, Tensor } from '../../host/src/contract/types.js';
+import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/contract/types.js';
 import { TenantSequenceIds } from '../../host/src/scheduler/sequence-ids.js';
 import { collector, config, modelVersion, type Outcome } from '../helpers/model-version.js';
 

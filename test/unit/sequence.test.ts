@@ -8,11 +8,11 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { TritonError } from '../../host/src/core/errors.js';
-import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, ResponseSender, Tensor } from '../../host/src/core/types.js';
-import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/core/types.js';
+import { TritonError } from '../../host/src/contract/errors.js';
+import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, ResponseSender, Tensor } from '../../host/src/contract/types.js';
+import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/contract/types.js';
 import { createScheduler } from '../../host/src/scheduler/index.js';
-import { readConfigFiles } from '../../host/src/core/config-files.js';
+import { readConfigFiles } from '../../host/src/lifecycle/config-files.js';
 import { collector, config, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
 
 /** A tensor's elements as numbers / bigints / booleans by datatype. */

@@ -1,5 +1,5 @@
 /**
- * System shared memory (core/shared-memory.ts, spec §3.3) against hostile keys and callers: keys
+ * System shared memory (dataplane/shared-memory.ts, spec §3.3) against hostile keys and callers: keys
  * never leave the shm directory (no '/', '..', symlinks, non-regular files, server-reserved
  * names), offsets and sizes are bounded by the object and the region, unknown regions are
  * NOT_FOUND, tenants see and use only their own regions and keys, counts are capped, and nothing
@@ -11,9 +11,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AccessError, TritonError } from '../../host/src/core/errors.js';
-import { SystemSharedMemory, shmKeyFile } from '../../host/src/core/shared-memory.js';
-import type { Principal } from '../../host/src/core/types.js';
+import { AccessError, TritonError } from '../../host/src/contract/errors.js';
+import { SystemSharedMemory, shmKeyFile } from '../../host/src/dataplane/shared-memory.js';
+import type { Principal } from '../../host/src/contract/types.js';
 
 const OP: Principal = { namespace: '', role: 'admin' };
 const ACME: Principal = { namespace: 'acme', role: 'tenant' };

@@ -6,7 +6,7 @@
  * models outside the sandbox pass through. Assertions count executions, never time.
  */
 import { describe, expect, it } from 'vitest';
-import type { InferenceRequestInit } from '../../host/src/core/types.js';
+import type { InferenceRequestInit } from '../../host/src/contract/types.js';
 import type { ExecutionClaim } from '../../host/src/scheduler/index.js';
 import { TenantExecutionArbiter } from '../../host/src/scheduler/tenant-arbiter.js';
 import { FakeInstance, collector, config, ECHO, echoInit, modelVersion, tick, type Outcome } from '../helpers/model-version.js';

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TritonError } from '../../host/src/core/errors.js';
+import { TritonError } from '../../host/src/contract/errors.js';
 import { countBytesElements, decodeBytesElements, encodeBytesElements } from '../../host/src/tensor/bytes.js';
-import { fromConfigDataType, toConfigDataType, DATATYPES_BY_ENUM, dataTypeByteSize } from '../../host/src/tensor/datatypes.js';
+import { fromConfigDataType, toConfigDataType, DATATYPES_BY_ENUM, dataTypeByteSize } from '../../host/src/contract/datatypes.js';
 import { jsonToTensorData, tensorDataToJsonElements, tensorDataToJsonText, tensorDataToValues } from '../../host/src/tensor/json.js';
 
 describe('BYTES codec', () => {

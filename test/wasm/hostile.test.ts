@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TritonError } from '../../host/src/core/errors.js';
+import { TritonError } from '../../host/src/contract/errors.js';
 import type { WasmModel } from '../../host/src/backends/wasm/backend.js';
 import type { SandboxedInstance } from '../../host/src/backends/wasm/engine.js';
 import type { WasmBackendResolver } from '../../host/src/backends/wasm/index.js';

@@ -10,7 +10,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TritonError } from '../../host/src/core/errors.js';
+import { TritonError } from '../../host/src/contract/errors.js';
 import { MemoryBudget, SERVER_BUDGET_NAME, WasmBackendResolver, type WasmModel } from '../../host/src/backends/wasm/index.js';
 import * as h from './helpers.js';
 
@@ -75,7 +75,7 @@ describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) 
     copyFileSync(join(BUILD, `${fixture}.wasm`), join(dir, '1', 'model.wasm'));
     const cfg = h.wasmConfig(name, io.inputs, io.outputs);
     cfg.instance_group[0]!.count = instances;
-    const { backendResolveRequest, modelLoadContext } = await import('../../host/src/core/load-context.js');
+    const { backendResolveRequest, modelLoadContext } = await import('../../host/src/contract/load-context.js');
     const request = backendResolveRequest(cfg, dir, 1);
     const req = namespace ? { ...request, key: { ...request.key, namespace } } : request;
     const backend = await r.resolve(req);

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DataType } from '../../host/src/tensor/datatypes.js';
+import type { DataType } from '../../host/src/contract/datatypes.js';
 import type { SandboxedInstance } from '../../host/src/backends/wasm/engine.js';
 import type { WasmBackendResolver } from '../../host/src/backends/wasm/index.js';
 import * as h from './helpers.js';

@@ -14,7 +14,7 @@ import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WasmModel } from '../../host/src/backends/wasm/backend.js';
 import { WasmBackendResolver } from '../../host/src/backends/wasm/index.js';
-import { addonPath } from '../../host/src/backends/native/addon.js';
+import { addonPath } from '../../host/src/platform/addon.js';
 import { definedMemories } from '../../host/src/backends/wasm/binary.js';
 import { componentSurface } from '../../host/src/backends/wasm/component-check.js';
 import { WasmtimeEngine as WasmtimeEngineClass, type WasmtimeCompiled, type WasmtimeEngine } from '../../host/src/backends/wasm/wasmtime/engine.js';

@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { InferenceRequest, InferenceResponse, Tensor } from '../core/types.js';
+import type { InferenceRequest, InferenceResponse, Tensor } from '../contract/types.js';
 
 /** Per-entry overhead counted against the size besides tensor bytes (names, shapes, the key). */
 const ENTRY_OVERHEAD_BYTES = 256;

@@ -5,7 +5,7 @@
  * oneof members only when set. Also a structural check: unknown keys, wrong value types and two
  * members of one oneof throw INVALID_ARG with the field path.
  */
-import { invalidArg } from '../core/errors.js';
+import { invalidArg } from '../contract/errors.js';
 import type { FieldDesc, MessageDesc, ValueType } from './schema.js';
 import { oneofSiblings, setMapEntry } from './schema.js';
 import { checkScalarValue, describe, scalarDefault } from './scalars.js';

@@ -8,9 +8,9 @@
 import { parsePbtxt } from './pbtxt/parse.js';
 import { printPbtxt } from './pbtxt/print.js';
 import { ModelConfigDesc } from './schema.js';
-import type { ModelConfig } from './types.js';
+import type { ModelConfig } from '../contract/model-config.js';
 
-export type * from './types.js';
+export type * from '../contract/model-config.js';
 export { autoCompleteFromRepository } from './autocomplete.js';
 export { modelConfigFromJson, modelConfigToJson } from './json.js';
 export { loadModelConfig, modelConfigPath, type LoadModelConfigOptions } from './load.js';

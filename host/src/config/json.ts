@@ -9,12 +9,12 @@
  *   `ModelConfigToJson` prints it: snake_case, all primitive fields, enums as names, 64-bit fields
  *   as JSON numbers except those Triton leaves as strings.
  */
-import { invalidArg } from '../core/errors.js';
+import { invalidArg } from '../contract/errors.js';
 import { isAllDefault, withDefaults } from './defaults.js';
 import type { FieldDesc, MessageDesc, ScalarKind, ValueType } from './schema.js';
 import { ModelConfigDesc, oneofSiblings, setMapEntry } from './schema.js';
 import { checkInteger, describe, enumNames, isIntKind, resolveEnum } from './scalars.js';
-import type { ModelConfig } from './types.js';
+import type { ModelConfig } from '../contract/model-config.js';
 
 type Obj = Record<string, unknown>;
 

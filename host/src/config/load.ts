@@ -7,13 +7,13 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { internal, invalidArg, TritonError } from '../core/errors.js';
+import { internal, invalidArg, TritonError } from '../contract/errors.js';
 import { autoCompleteFromRepository } from './autocomplete.js';
 import { modelConfigFromJson } from './json.js';
 import { normalizeModelConfig } from './normalize.js';
 import { parsePbtxt } from './pbtxt/parse.js';
 import { ModelConfigDesc } from './schema.js';
-import type { ModelConfig } from './types.js';
+import type { ModelConfig } from '../contract/model-config.js';
 import { validateModelConfig } from './validate.js';
 
 /** Options of {@link loadModelConfig}. */

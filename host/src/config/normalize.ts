@@ -21,7 +21,7 @@
  */
 import { withDefaults } from './defaults.js';
 import { ModelConfigDesc } from './schema.js';
-import type { InstanceGroupKind, ModelConfig, ModelInstanceGroup } from './types.js';
+import type { InstanceGroupKind, ModelConfig, ModelInstanceGroup } from '../contract/model-config.js';
 
 /** Options of {@link normalizeModelConfig}. */
 export interface NormalizeOptions {

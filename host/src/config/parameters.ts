@@ -2,8 +2,8 @@
  * Reading typed values out of a model config's free-form `parameters` (spec §5.3
  * `ModelParameter`: every value is a `string_value`).
  */
-import { invalidArg } from '../core/errors.js';
-import type { ModelConfig } from './types.js';
+import { invalidArg } from '../contract/errors.js';
+import type { ModelConfig } from '../contract/model-config.js';
 
 /**
  * The positive integer in `parameters[key].string_value` (or 0 when `allowZero` and the value is

@@ -5,7 +5,7 @@
  * ValidateEnsembleSchedulingConfig, ValidateModelMetrics) with Triton's error wording. Every error
  * is a TritonError INVALID_ARG. Warden additionally rejects duplicate input / output names.
  */
-import { invalidArg } from '../core/errors.js';
+import { invalidArg } from '../contract/errors.js';
 import type {
   ConfigDataType,
   ModelConfig,
@@ -13,7 +13,7 @@ import type {
   ModelOutput,
   ModelSequenceBatching,
   ModelSequenceControl,
-} from './types.js';
+} from '../contract/model-config.js';
 
 /** Options of {@link validateModelConfig}. */
 export interface ValidateOptions {

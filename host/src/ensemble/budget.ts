@@ -12,7 +12,8 @@
  * Past a cap the step is not sent and the ensemble request fails with 403 (PERMISSION_DENIED over
  * gRPC) naming the cap; the steps already in flight finish first.
  */
-import { forbidden } from '../core/errors.js';
+import { forbidden } from '../contract/errors.js';
+import type { EnsembleRequestBudget } from '../contract/types.js';
 import type { TenantQuotas } from '../tenancy/types.js';
 
 /** Server-wide caps of one ensemble request. */
@@ -39,7 +40,7 @@ export function ensembleLimitsFor(server: EnsembleLimits, quotas: Readonly<Tenan
 }
 
 /** The running count of one top-level ensemble request (see the module comment). */
-export class EnsembleBudget {
+export class EnsembleBudget implements EnsembleRequestBudget {
   /** Composing requests sent so far. */
   sent = 0;
   /** Composing requests in flight. */

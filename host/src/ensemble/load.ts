@@ -4,21 +4,18 @@
  * scheduler runs the steps through the data plane with the owner's principal.
  */
 import type { Logger } from 'pino';
-import type { ModelConfig } from '../config/types.js';
-import { TritonError, invalidArg } from '../core/errors.js';
-import { ModelVersion, type ModelVersionOptions } from '../core/model.js';
-import { modelNameProblem } from '../core/names.js';
-import { ownerPrincipal } from '../core/load-context.js';
-import type { BackendModel, InferenceServerHandle, ModelKey, Principal } from '../core/types.js';
+import type { ModelConfig } from '../contract/model-config.js';
+import { TritonError, invalidArg } from '../contract/errors.js';
+import { ModelVersion, type ModelVersionOptions } from '../lifecycle/model-version.js';
+import { modelNameProblem } from '../contract/names.js';
+import { ownerPrincipal } from '../contract/load-context.js';
+import type { BackendModel, InferenceServerHandle, ModelKey, Principal } from '../contract/types.js';
 import type { ModelStatistics } from '../metrics/stats.js';
 import { compileEnsemblePlan, type ComposingModel } from './plan.js';
 import { EnsembleScheduler } from './scheduler.js';
 
 /** True for an ensemble config (`platform: "ensemble"` / `ensemble_scheduling`). */
 export const isEnsemble = (c: Pick<ModelConfig, 'platform' | 'ensemble_scheduling'>): boolean => c.platform === 'ensemble' || c.ensemble_scheduling !== undefined;
-
-/** The principal an ensemble's steps run with (see core/load-context.ts). */
-export { ownerPrincipal };
 
 /** The distinct model names an ensemble's steps use. */
 export function composingNames(config: ModelConfig): string[] {
@@ -91,6 +88,6 @@ export function buildEnsembleVersion(args: {
   return new ModelVersion(key.name, version, config, NO_BACKEND_MODEL, [], stats, logger, {
     ...args.options,
     ensemble: plan.cost,
-    scheduler: () => new EnsembleScheduler({ name: key.name, plan, server, principal, stats }),
+    scheduler: () => new EnsembleScheduler({ name: key.name, plan, server, principal, stats, logger }),
   });
 }

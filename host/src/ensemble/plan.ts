@@ -7,8 +7,8 @@
  * input used, every output written, no tensor written twice, data flow without cycles) run earlier,
  * in config/validate.ts; these are the ones that need the composing models' configs.
  */
-import type { ConfigDataType, ModelConfig, ModelEnsembleStep } from '../config/types.js';
-import { invalidArg } from '../core/errors.js';
+import type { ConfigDataType, ModelConfig, ModelEnsembleStep } from '../contract/model-config.js';
+import { invalidArg } from '../contract/errors.js';
 
 /** What the plan needs of a composing model (the version a step names, as loaded). */
 export interface ComposingModel {

@@ -5,7 +5,7 @@
  * (`InferenceServerHandle.infer`) with the ensemble owner's principal on behalf of the request's
  * caller (`Principal.caller`): names resolve in the owner's namespace, the step is queued as the
  * caller's and charged to the caller's in-flight quota, and it counts against the request's
- * {@link EnsembleBudget} (inferences, depth, fan-out: ensemble/budget.ts); the composing model counts
+ * {@link EnsembleRequestBudget} (inferences, depth, fan-out: ensemble/budget.ts); the composing model counts
  * it in its statistics, cancellation reaches it through its signal.
  *
  * Tensors pass between steps without copying (the step's request input views the producing
@@ -13,7 +13,9 @@
  * batch-1 tensor meets a non-batching one (a step's input, an ensemble output), the batch
  * dimension is added or stripped as Triton does (ensemble/batch-dims.ts). The request's
  * correlation ID and sequence flags go to every step (core `ensemble_scheduler.cc`), so a
- * sequence model can be a step; models without a sequence batcher ignore them.
+ * sequence model can be a step; models without a sequence batcher ignore them. A step's response
+ * parameters `sequence_id` / `sequence_start` / `sequence_end` override them for the steps
+ * downstream of it, and the ensemble's response carries the three (ensemble/sequence-override.ts).
  *
  * Decoupled steps: each response of a decoupled composing model opens a new frame of ensemble
  * tensors, and the steps downstream of it run once per response; the ensemble
@@ -23,11 +25,11 @@
  * (Triton blocks the decoupled producer instead; a backend cannot be blocked here, so its
  * responses are held as frames until the step downstream takes them).
  */
-import { TritonError, asTritonError, cancelled } from '../core/errors.js';
-import type { InferenceRequest, InferenceRequestInit, InferenceResponse, InferenceServerHandle, Principal, ResponseSender, Tensor } from '../core/types.js';
+import { AccessError, TritonError, asTritonError, cancelled } from '../contract/errors.js';
+import type { EnsembleRequestBudget, InferenceRequest, InferenceRequestInit, InferenceResponse, InferenceServerHandle, Principal, ResponseSender, Tensor } from '../contract/types.js';
 import { reshapeTensorDims } from './batch-dims.js';
-import type { EnsembleBudget } from './budget.js';
 import type { EnsemblePlan, PlanStep } from './plan.js';
+import { ensembleResponseSequenceParameters, responseSequenceOverride, stepSequence, type SequenceTag } from './sequence-override.js';
 
 /** Queue and compute durations (ns) of the composing requests of one ensemble request, summed. */
 export interface StepTimes {
@@ -46,6 +48,8 @@ export interface EnsembleRunOptions {
   principal: Principal;
   /** Called once, after the final response went to the sender. */
   onFinished(ok: boolean, times: StepTimes): void;
+  /** Error log of the run (Triton's LOG_ERROR): a step's inputs carrying different sequence settings. */
+  logError?(msg: string): void;
 }
 
 /** Ensemble tensors visible to the steps started in it (its own, then its parents'). */
@@ -88,12 +92,17 @@ export class EnsembleRun {
    */
   private readonly batchOf = new WeakMap<Tensor, number>();
   /**
+   * The correlation ID and flags each step-made tensor carries to the steps that read it (Triton's
+   * `parameter_override_` metadata, ensemble/sequence-override.ts); ensemble inputs carry none.
+   */
+  private readonly sequenceOf = new WeakMap<Tensor, SequenceTag>();
+  /**
    * The owner's namespace (step names resolve there), acting within this request on behalf of its
    * caller: each step is charged to the caller's in-flight quota and queued as the caller's.
    */
   private readonly stepPrincipal: Principal;
   /** The budget of the top-level request (ensemble/budget.ts); undefined = no caps. */
-  private readonly budget: EnsembleBudget | undefined;
+  private readonly budget: EnsembleRequestBudget | undefined;
   /** This run's nesting depth (1 = the top-level ensemble). */
   private readonly depth: number;
 
@@ -186,14 +195,18 @@ export class EnsembleRun {
     }
     if (!frame.emitted && names.some((n) => this.wanted.includes(n)) && this.wanted.every((o) => frame.lookup(o) !== undefined)) {
       frame.emitted = true;
+      let tag: SequenceTag | undefined;
       const response: InferenceResponse = {
         outputs: this.wanted.map((o) => {
           const t = frame.lookup(o)!;
           this.owned.delete(t);
+          tag ??= this.sequenceOf.get(t);
           const shape = reshapeTensorDims(plan.outputDims.get(o) ?? [], plan.batching, this.batchOf.get(t) ?? 0, t.shape);
           return shape === t.shape ? t : { ...t, shape: [...shape] };
         }),
       };
+      // Triton adds these for each output a step made (all of them): the first output's here.
+      if (tag) response.parameters = ensembleResponseSequenceParameters(this.request.correlationId, tag);
       if (plan.decoupled) this.sender.send(response, false);
       else this.single = response;
     }
@@ -215,6 +228,15 @@ export class EnsembleRun {
     });
     // What the step's outputs carry as their batch size (Triton records the step request's).
     const stepBatch = step.batching ? Math.max(inputs[0]?.shape[0] ?? 1, 1) : 0;
+    // The step's correlation ID and flags: its first input's that a step made, else the request's.
+    const sequence = stepSequence(
+      r,
+      step.inputs.map(([, tensor]) => this.sequenceOf.get(frame.lookup(tensor)!)),
+      (used, ignored) =>
+        this.opts.logError?.(
+          `ensemble '${this.opts.name}': different sequence settings for step '${step.modelName}' (correlation ID ${String(ignored.correlationId)}, flags ${ignored.flags} ignored); correlation ID ${String(used.correlationId)}, flags ${used.flags} is used`,
+        ),
+    );
     const init: InferenceRequestInit = {
       id: r.id,
       model: step.modelName,
@@ -223,8 +245,8 @@ export class EnsembleRun {
       inputs,
       requestedOutputs: step.outputs.map(([o]) => o),
       parameters: r.parameters,
-      correlationId: r.correlationId,
-      flags: r.flags,
+      correlationId: sequence.correlationId,
+      flags: sequence.flags,
       priority: r.priority,
       timeoutUs: r.timeoutUs,
       ensemble: this.budget ? { budget: this.budget, depth: this.depth } : undefined,
@@ -236,6 +258,14 @@ export class EnsembleRun {
         for (const t of response.outputs) t.owner?.release();
         return;
       }
+      // Response parameters may set the sequence of the steps downstream (Triton's ConsumeResponse).
+      let tag: SequenceTag;
+      try {
+        tag = responseSequenceOverride(response.parameters, sequence.correlationId) ?? sequence;
+      } catch (e) {
+        for (const t of response.outputs) t.owner?.release();
+        return this.fail(this.stepError(asTritonError(e)));
+      }
       const target = step.decoupled ? new Frame(frame) : frame;
       const names: string[] = [];
       for (const t of response.outputs) {
@@ -246,6 +276,7 @@ export class EnsembleRun {
         }
         const renamed: Tensor = { ...t, name: tensorName };
         this.batchOf.set(renamed, stepBatch);
+        this.sequenceOf.set(renamed, tag);
         if (t.owner) this.owned.add(renamed);
         target.tensors.set(tensorName, renamed);
         names.push(tensorName);
@@ -268,7 +299,7 @@ export class EnsembleRun {
       },
       sendError: (e, final) => {
         if (done) return;
-        this.fail(e);
+        this.fail(this.stepError(e));
         if (final) {
           done = true;
           this.budget?.done();
@@ -293,8 +324,20 @@ export class EnsembleRun {
         this.inflight.set(step, (this.inflight.get(step) ?? 1) - 1);
         this.pending--;
       }
-      this.fail(asTritonError(e));
+      this.fail(this.stepError(asTritonError(e)));
     }
+  }
+
+  /**
+   * A step's error (its error response, its refusal, a response parameter of the wrong type) as
+   * Triton's ensemble reports it (`EnsembleContext::FinishEnsemble`): the same code, the message
+   * prefixed "in ensemble '<name>', " (a nested ensemble's error gets each ensemble's prefix).
+   * Warden's own access refusals (tenant quotas and ensemble caps: 403 / 429) and cancellation
+   * keep their text.
+   */
+  private stepError(e: TritonError): TritonError {
+    if (e instanceof AccessError || e.code === 'CANCELLED') return e;
+    return new TritonError(e.code, `in ensemble '${this.opts.name}', ${e.message}`);
   }
 
   /** Once no step is in flight: send the final response (or the first error) and clean up. */

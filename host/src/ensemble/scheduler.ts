@@ -8,8 +8,9 @@
  * "execution" whose queue and compute durations are the sums of its composing requests' (nested
  * ensembles pass their sums up the same way).
  */
-import { TritonError } from '../core/errors.js';
-import type { InferenceRequest, InferenceServerHandle, Principal, ResponseSender } from '../core/types.js';
+import type { Logger } from 'pino';
+import { TritonError } from '../contract/errors.js';
+import type { InferenceRequest, InferenceServerHandle, Principal, ResponseSender } from '../contract/types.js';
 import type { ModelStatistics } from '../metrics/stats.js';
 import type { ModelScheduler } from '../scheduler/types.js';
 import type { EnsemblePlan } from './plan.js';
@@ -22,6 +23,8 @@ export interface EnsembleSchedulerOptions {
   /** Whose namespace the steps' model names resolve in: the ensemble's owner. */
   principal: Principal;
   stats: ModelStatistics;
+  /** The ensemble's log (errors of a run, e.g. a step's inputs carrying different sequence settings). */
+  logger?: Logger;
 }
 
 export class EnsembleScheduler implements ModelScheduler {
@@ -36,7 +39,7 @@ export class EnsembleScheduler implements ModelScheduler {
    * through their signal and the final response is CANCELLED once they ended.
    */
   enqueue(request: InferenceRequest, sender: ResponseSender): void {
-    const { name, plan, server, principal, stats } = this.opts;
+    const { name, plan, server, principal, stats, logger } = this.opts;
     this.running++;
     const run = new EnsembleRun(
       {
@@ -44,6 +47,7 @@ export class EnsembleScheduler implements ModelScheduler {
         plan,
         server,
         principal,
+        logError: logger ? (msg) => logger.error(msg) : undefined,
         onFinished: (ok, t) => {
           this.finished();
           if (!ok) return;

@@ -11,7 +11,7 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Principal } from '../core/types.js';
+import type { Principal } from '../contract/types.js';
 import type { ServerMetrics } from './prometheus.js';
 
 /** Who may scrape (multi-tenant mode): absent = anyone (Triton's behaviour). */

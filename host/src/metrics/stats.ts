@@ -2,7 +2,8 @@ import type { ModelMetricSeries } from './prometheus.js';
 
 /**
  * Per-model-version inference statistics (spec §3.2, the `statistics` extension). Durations are
- * accumulated in ns; `inference_count` counts batch elements, `execution_count` backend executions.
+ * accumulated in ns; `inference_count` counts batch elements, `execution_count` backend executions
+ * (batch statistics), `last_inference` the time of the latest batch statistic.
  */
 
 /** `{count, ns}` as the statistics extension prints it. */
@@ -49,7 +50,6 @@ export class ModelStatistics {
   recordSuccess(durationNs: bigint, batchSize: number): void {
     add(this.success, durationNs);
     this.inferenceCount += batchSize;
-    this.lastInferenceMs = Date.now();
     if (this.metrics) {
       this.metrics.success.inc();
       this.metrics.inferenceCount.inc(batchSize);
@@ -60,7 +60,6 @@ export class ModelStatistics {
   /** A request failed after `durationNs`. */
   recordFailure(durationNs: bigint, reason: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER'): void {
     add(this.fail, durationNs);
-    this.lastInferenceMs = Date.now();
     if (this.metrics) {
       this.metrics.failure(reason).inc();
       this.metrics.requestDurationUs.inc(us(durationNs));
@@ -75,7 +74,6 @@ export class ModelStatistics {
     add(this.success, durationNs);
     add(this.queue, 0n);
     add(this.cacheHit, lookupNs);
-    this.lastInferenceMs = Date.now();
     if (this.metrics) {
       this.metrics.success.inc();
       this.metrics.requestDurationUs.inc(us(durationNs));
@@ -109,9 +107,15 @@ export class ModelStatistics {
     }
   }
 
-  /** One backend execution of a batch of `batchSize` elements. */
+  /**
+   * One batch statistic: a backend execution of a batch of `batchSize` elements (what a backend
+   * reports, for native backends). The only place `execution_count`, `batch_stats` and
+   * `last_inference` change, as Triton's `InferenceStatsAggregator::UpdateInferBatchStats`
+   * (core `infer_stats.cc`).
+   */
   recordExecution(batchSize: number, inputNs: bigint, inferNs: bigint, outputNs: bigint): void {
     this.executionCount++;
+    this.lastInferenceMs = Math.max(this.lastInferenceMs, Date.now());
     this.metrics?.execCount.inc();
     let b = this.batches.get(batchSize);
     if (!b) {

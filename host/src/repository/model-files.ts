@@ -27,7 +27,7 @@
 import { constants, fstatSync, openSync, closeSync, readSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import { open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { TritonError, invalidArg } from '../core/errors.js';
+import { TritonError, invalidArg } from '../contract/errors.js';
 
 /** `O_PATH` (Linux, asm-generic value: x86-64, arm64, riscv64, arm). Not in `fs.constants`. */
 const O_PATH = 0o10000000;

@@ -3,7 +3,7 @@
  * form an override model directory, written by the upload store (repository/upload-store.ts) under
  * a directory Warden owns.
  */
-import { invalidArg } from '../core/errors.js';
+import { invalidArg } from '../contract/errors.js';
 import { checkRelativePath } from './upload-store.js';
 
 /**

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ModelVersionPolicy } from '../config/types.js';
+import type { ModelVersionPolicy } from '../contract/model-config.js';
 
 /** Where one model lives. `duplicateOf` is set when the name occurs in more than one repository. */
 export interface ModelLocation {

@@ -38,10 +38,10 @@
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, readdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
-import { TritonError, internal, invalidArg, unavailable } from '../core/errors.js';
-import type { ModelKey } from '../core/types.js';
+import { TritonError, internal, invalidArg, unavailable } from '../contract/errors.js';
+import type { ModelKey } from '../contract/types.js';
 import type { FileOverrides } from './overrides.js';
-import { TENANT_ID_RE } from '../tenancy/types.js';
+import { TENANT_ID_RE } from '../contract/names.js';
 
 /** Directory of the operator's namespace `''` (single-user mode); its uploads are ephemeral. */
 export const OPERATOR_DIR = '.operator';

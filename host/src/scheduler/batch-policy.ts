@@ -7,8 +7,8 @@
  * once, as Triton's dynamic batcher does), otherwise once the oldest request has waited
  * `max_queue_delay_microseconds` for more. A request never splits across executions.
  */
-import type { ModelConfig } from '../config/types.js';
-import type { InferenceRequest } from '../core/types.js';
+import type { ModelConfig } from '../contract/model-config.js';
+import type { InferenceRequest } from '../contract/types.js';
 import type { PendingQueue, PendingRequest } from './queue.js';
 
 /** Batch formation rules of one model version, precomputed from its config. */

@@ -6,9 +6,9 @@
  * {@link ExecutionArbiter} admits the execution. Expired requests are rejected and cancelled ones
  * dropped when they would be dispatched, so neither reaches a backend.
  */
-import type { ModelConfig } from '../config/types.js';
-import { TritonError, cancelled, unavailable } from '../core/errors.js';
-import type { InferenceRequest, ResponseSender } from '../core/types.js';
+import type { ModelConfig } from '../contract/model-config.js';
+import { TritonError, cancelled, unavailable } from '../contract/errors.js';
+import type { InferenceRequest, ResponseSender } from '../contract/types.js';
 import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbiter.js';
 import { executeBatch } from './execute.js';
 import { BatchPolicy } from './batch-policy.js';

@@ -3,8 +3,8 @@
  * {@link SchedulerHooks.onExecuted} (statistics, before any error fan-out), and when `execute`
  * rejects, send that error as the final response of every request in the batch.
  */
-import { asTritonError, type TritonError } from '../core/errors.js';
-import type { BackendModelInstance, ExecuteTimings, InferenceRequest, ResponseSender } from '../core/types.js';
+import { asTritonError, type TritonError } from '../contract/errors.js';
+import type { BackendModelInstance, ExecuteTimings, InferenceRequest, ResponseSender } from '../contract/types.js';
 import type { PendingRequest } from './queue.js';
 import type { SchedulerHooks } from './types.js';
 

@@ -3,9 +3,9 @@
  * `scheduling_choice` picks the {@link ModelScheduler} implementation of a model version.
  * Adding a kind = one file implementing ModelScheduler + its entry in {@link FACTORIES}.
  */
-import type { ModelConfig } from '../config/types.js';
-import { TritonError } from '../core/errors.js';
-import type { BackendModelInstance } from '../core/types.js';
+import type { ModelConfig } from '../contract/model-config.js';
+import { TritonError } from '../contract/errors.js';
+import type { BackendModelInstance } from '../contract/types.js';
 import { PASS_THROUGH_ARBITER, type ExecutionArbiter } from './arbiter.js';
 import { DynamicBatchScheduler } from './dynamic-batch-scheduler.js';
 import { IdleInstancePool, type InstancePool } from './instance-pool.js';
@@ -38,7 +38,7 @@ export interface SchedulerOptions {
   fairness?: TenantFairness;
   /**
    * The bytes of each `sequence_batching.state[].initial_state[].data_file`, read at load beneath
-   * the model directory (`core/config-files.ts#readConfigFiles`); a state whose file is not here
+   * the model directory (`lifecycle/config-files.ts#readConfigFiles`); a state whose file is not here
    * fails the load.
    */
   initialStates?: ReadonlyMap<string, Uint8Array>;

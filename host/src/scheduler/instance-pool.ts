@@ -2,7 +2,7 @@
  * Instance selection for one model version: which instance runs the next batch. `execute` is
  * never called concurrently on one instance (spec §6.2); idle instances take work in parallel.
  */
-import type { BackendModelInstance } from '../core/types.js';
+import type { BackendModelInstance } from '../contract/types.js';
 
 /** One instance taken from a pool for one execution; give it back with {@link InstancePool.release}. */
 export interface InstanceLease {

@@ -23,9 +23,9 @@
  * {@link PendingQueue.remove}d (what the batcher relies on). Removing or expiring a request never
  * charges its tenant.
  */
-import type { ModelDynamicBatching, ModelQueuePolicy } from '../config/types.js';
-import { unavailable } from '../core/errors.js';
-import type { InferenceRequest, ResponseSender } from '../core/types.js';
+import type { ModelDynamicBatching, ModelQueuePolicy } from '../contract/model-config.js';
+import { unavailable } from '../contract/errors.js';
+import type { InferenceRequest, ResponseSender } from '../contract/types.js';
 import type { TenantFairness } from './types.js';
 
 /** One request waiting for an instance. Times are monotonic ns (`process.hrtime.bigint()`). */

@@ -36,8 +36,8 @@
  * never mixes two tenants' sequences of the same client id. Clients and error texts only ever see
  * their own id.
  */
-import type { ModelConfig } from '../config/types.js';
-import { TritonError, asTritonError, cancelled, invalidArg } from '../core/errors.js';
+import type { ModelConfig } from '../contract/model-config.js';
+import { TritonError, asTritonError, cancelled, invalidArg } from '../contract/errors.js';
 import {
   REQUEST_FLAG_SEQUENCE_END,
   REQUEST_FLAG_SEQUENCE_START,
@@ -46,7 +46,7 @@ import {
   type InferenceResponse,
   type ResponseSender,
   type Tensor,
-} from '../core/types.js';
+} from '../contract/types.js';
 import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbiter.js';
 import { executeBatch } from './execute.js';
 import type { PendingRequest } from './queue.js';

@@ -6,10 +6,10 @@
  * listed in the config's `input`; backends that feed inputs by the config (onnxruntime) use
  * {@link sequenceInputNames} / {@link stateOutputTypes} to know about them.
  */
-import type { ConfigDataType, ModelConfig, ModelSequenceControl } from '../config/types.js';
-import { invalidArg } from '../core/errors.js';
-import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type Tensor } from '../core/types.js';
-import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } from '../tensor/datatypes.js';
+import type { ConfigDataType, ModelConfig, ModelSequenceControl } from '../contract/model-config.js';
+import { invalidArg } from '../contract/errors.js';
+import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type Tensor } from '../contract/types.js';
+import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } from '../contract/datatypes.js';
 
 /** A boolean control (START / END / READY): its tensor name, datatype and the false/true bytes. */
 interface BoolControl {
@@ -181,19 +181,4 @@ export class SequenceControls {
   get batching(): boolean {
     return this.batched;
   }
-}
-
-/**
- * Names of the inputs the sequence batcher adds to a request of `config`, beyond `config.input`:
- * the control inputs and the state inputs (none without `sequence_batching`).
- */
-export function sequenceInputNames(config: ModelConfig): string[] {
-  const sb = config.sequence_batching;
-  if (!sb) return [];
-  return [...sb.control_input.map((c) => c.name), ...sb.state.map((s) => s.input_name)];
-}
-
-/** State output name → datatype for `config`'s implicit states (empty without `sequence_batching`). */
-export function stateOutputTypes(config: ModelConfig): Map<string, DataType> {
-  return new Map((config.sequence_batching?.state ?? []).map((s) => [s.output_name, fromConfigDataType(s.data_type) ?? 'BYTES']));
 }

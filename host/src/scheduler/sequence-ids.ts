@@ -17,8 +17,8 @@
  * form (an integer, or a string of decimal digits, whose bit W−1 is set modulo 2^W; a string
  * starting with `@`) is refused, so no operator sequence can meet a tenant's in the backend.
  */
-import type { DataType } from '../tensor/datatypes.js';
-import { invalidArg } from '../core/errors.js';
+import type { DataType } from '../contract/datatypes.js';
+import { invalidArg } from '../contract/errors.js';
 
 /** A correlation id as requests carry it (0 / '' = none). */
 export type CorrelationId = number | bigint | string;

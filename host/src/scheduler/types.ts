@@ -3,8 +3,8 @@
  * instances (spec §5.6). One implementation per scheduling kind of the config's
  * `scheduling_choice` oneof; {@link createScheduler} in `./index.ts` picks it.
  */
-import type { TritonError } from '../core/errors.js';
-import type { ExecuteTimings, InferenceRequest, ResponseSender } from '../core/types.js';
+import type { TritonError } from '../contract/errors.js';
+import type { ExecuteTimings, InferenceRequest, ResponseSender } from '../contract/types.js';
 import type { PendingRequest } from './queue.js';
 
 /**

@@ -10,11 +10,11 @@
  * (`config-allowlist.ts`; INVALID_ARG naming the field and the bound).
  */
 import { modelConfigFromJson } from '../config/json.js';
-import type { ModelConfig } from '../config/types.js';
+import type { ModelConfig } from '../contract/model-config.js';
 import { DEFAULT_WASM_LIMITS, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT, type WasmLimits } from '../backends/wasm/limits.js';
-import { instanceCount, type ModelAdmission } from '../core/admission.js';
-import { forbidden } from '../core/errors.js';
-import type { ModelKey, ModelOrigin } from '../core/types.js';
+import { instanceCount, type ModelAdmission } from '../contract/admission.js';
+import { forbidden } from '../contract/errors.js';
+import type { ModelKey, ModelOrigin } from '../contract/types.js';
 import { checkTenantModelConfig } from './config-allowlist.js';
 import type { TenantConfig } from './types.js';
 

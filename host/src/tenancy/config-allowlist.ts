@@ -18,9 +18,9 @@
  * raw config override before an upload is written and on the normalised config before anything is
  * allocated; a violation is INVALID_ARG (HTTP 400) naming the field path and the bound.
  */
-import type { ModelConfig } from '../config/types.js';
+import type { ModelConfig } from '../contract/model-config.js';
 import { ModelConfigDesc, type FieldDesc, type MessageDesc } from '../config/schema.js';
-import { invalidArg } from '../core/errors.js';
+import { invalidArg } from '../contract/errors.js';
 import type { TenantConfigBounds, TenantQuotas } from './types.js';
 
 /** An upper bound: a tenant's config bound by name, or a fixed number (with what it stands for). */
@@ -67,7 +67,7 @@ export const CONFIG_RULES: Readonly<Record<string, FieldRule>> = Object.freeze({
   name: NAME,
   platform: STRING,
   // The backend allowlist (wasm; onnxruntime where allowed) and the `runtime` refusal are the
-  // server's upload rules (core/admission.ts); here only their length.
+  // server's upload rules (lifecycle/admission.ts); here only their length.
   backend: STRING,
   runtime: STRING,
   version_policy: FREE,

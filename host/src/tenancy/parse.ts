@@ -18,8 +18,8 @@
  */
 import { parseText, TenancyConfigError, type TenantsFileFormat } from './format.js';
 import { TOKEN_HASH_RE } from './token.js';
+import { TENANT_ID_RE } from '../contract/names.js';
 import {
-  TENANT_ID_RE,
   CONFIG_BOUND_KEYS,
   DEFAULT_CONFIG_BOUNDS,
   DEFAULT_TENANT_QUOTAS,
@@ -34,7 +34,7 @@ import {
   type TenantRole,
 } from './types.js';
 
-export { TENANT_ID_RE } from './types.js';
+export { TENANT_ID_RE } from '../contract/names.js';
 /** Longest accepted shared model name. */
 const MAX_MODEL_NAME_LENGTH = 256;
 

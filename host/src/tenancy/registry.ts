@@ -15,7 +15,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { pino, type Logger } from 'pino';
-import type { Principal } from '../core/types.js';
+import type { Principal } from '../contract/types.js';
 import { formatOfPath, TenancyConfigError } from './format.js';
 import { JwtVerifier, looksLikeJwt, type JwtOptions } from './jwt.js';
 import { parseTenantsText } from './parse.js';

@@ -5,7 +5,7 @@
  * administrators are not limited. Quotas are read per request, so a tenants-file reload applies
  * at once.
  */
-import { AccessError } from '../core/errors.js';
+import { AccessError } from '../contract/errors.js';
 import type { TenantConfig } from './types.js';
 
 /**

@@ -214,7 +214,3 @@ export const DEFAULT_WEIGHT = 1;
 /** Largest accepted weight (keeps share arithmetic well inside float precision). */
 export const MAX_WEIGHT = 1_000_000;
 
-/** A tenant id, as a regular-expression fragment: 1–64 of `[A-Za-z0-9_-]`, not starting with `-` (nor `.`, which the set excludes). */
-export const TENANT_ID_PATTERN = '[A-Za-z0-9_][A-Za-z0-9_-]{0,63}';
-/** Valid tenant id (see {@link TENANT_ID_PATTERN}); a tenant's namespace and its directory name. */
-export const TENANT_ID_RE = new RegExp(`^${TENANT_ID_PATTERN}$`);

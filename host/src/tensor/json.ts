@@ -5,8 +5,8 @@
  * count is checked); integers are narrowed with C-cast semantics (wrap, no range check); BOOL must
  * be JSON true/false; FP16/BF16 cannot be sent as JSON; BYTES elements are JSON strings.
  */
-import { TritonError, internal, invalidArg } from '../core/errors.js';
-import { type DataType, dataTypeByteSize } from './datatypes.js';
+import { TritonError, internal, invalidArg } from '../contract/errors.js';
+import { type DataType, dataTypeByteSize } from '../contract/datatypes.js';
 import { decodeBytesElements, encodeBytesElements } from './bytes.js';
 import { bf16ToNumber, halfToNumber } from './half.js';
 

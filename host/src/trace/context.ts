@@ -7,7 +7,7 @@
  */
 import { ROOT_CONTEXT, type Context, defaultTextMapGetter, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import type { TraceContextCarrier } from '../core/types.js';
+import type { TraceContextCarrier } from '../contract/types.js';
 
 /** Longest `traceparent` kept (version 00 is 55 characters; later versions may add fields). */
 const MAX_TRACEPARENT = 256;

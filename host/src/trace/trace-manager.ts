@@ -15,9 +15,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { invalidArg, unsupported } from '../core/errors.js';
+import { invalidArg, unsupported } from '../contract/errors.js';
 import type { Context } from '@opentelemetry/api';
-import type { TraceContextCarrier } from '../core/types.js';
+import type { TraceContextCarrier } from '../contract/types.js';
 import { clientContext } from './context.js';
 import { OpenTelemetryTraceExporter, type FinishedTrace, type OpenTelemetryOptions } from './opentelemetry.js';
 

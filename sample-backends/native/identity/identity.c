@@ -4,7 +4,10 @@
  * in their serialized form), same shape, same bytes.
  *
  * Config parameters: `execute_delay_ms` (string, integer >= 0): sleep that long once per execution
- * before computing. Batching: with max_batch_size > 0 the host may hand several requests to one
+ * before computing. Request parameters: each `response_<name>` comes back as response parameter
+ * `<name>` with its value and type (INT, BOOL, STRING, DOUBLE) — e.g. `response_sequence_id`, which
+ * an ensemble step's response uses to set the sequence of the steps downstream (Triton's ensemble
+ * scheduler reads it; an ensemble hands its request's parameters to every step). Batching: with max_batch_size > 0 the host may hand several requests to one
  * execution; the batch size reported is the sum of their first dimensions.
  * Served as model `identity_native` (INPUT0 -> OUTPUT0, TYPE_FP32, dims [-1]).
  *
@@ -137,6 +140,39 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInsta
 }
 
 /* Build and send the response for one request; returns the error to respond with (or NULL). */
+/* Request parameters `response_<name>` as response parameters `<name>` (same type and value). */
+static TRITONSERVER_Error* echo_response_parameters(TRITONBACKEND_Request* request,
+                                                   TRITONBACKEND_Response* response) {
+  static const char prefix[] = "response_";
+  uint32_t count = 0;
+  SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_RequestParameterCount(request, &count));
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* key = NULL;
+    TRITONSERVER_ParameterType type;
+    const void* v = NULL;
+    SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_RequestParameter(request, i, &key, &type, &v));
+    if (strncmp(key, prefix, sizeof prefix - 1) != 0 || key[sizeof prefix - 1] == '\0') continue;
+    const char* name = key + sizeof prefix - 1;
+    switch (type) {
+      case TRITONSERVER_PARAMETER_INT:
+        SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ResponseSetIntParameter(response, name, *(const int64_t*)v));
+        break;
+      case TRITONSERVER_PARAMETER_BOOL:
+        SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ResponseSetBoolParameter(response, name, *(const bool*)v));
+        break;
+      case TRITONSERVER_PARAMETER_DOUBLE:
+        SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ResponseSetDoubleParameter(response, name, *(const double*)v));
+        break;
+      case TRITONSERVER_PARAMETER_STRING:
+        SAMPLE_RETURN_IF_ERROR(TRITONBACKEND_ResponseSetStringParameter(response, name, (const char*)v));
+        break;
+      default:
+        break;
+    }
+  }
+  return NULL;
+}
+
 static TRITONSERVER_Error* respond(TRITONBACKEND_Request* request, long long max_batch_size,
                                    uint64_t* batch) {
   uint32_t output_count = 0;
@@ -177,6 +213,7 @@ static TRITONSERVER_Error* respond(TRITONBACKEND_Request* request, long long max
     if (err != NULL) break;
     err = sample_read_input(input, buffer, byte_size, buffer_count);
   }
+  if (err == NULL) err = echo_response_parameters(request, response);
   if (err != NULL) {
     TRITONBACKEND_ResponseDelete(response);
     return err;

@@ -3,10 +3,11 @@
  * load that needs it and shared by all its models (spec §6.2).
  */
 import type { Logger } from 'pino';
-import type { ModelConfig } from '../../config/types.js';
-import type { Backend, BackendModel, ModelLoadContext } from '../../core/types.js';
-import { fromAddonError, nativeAddon, type BackendHandle, type ModelHandle } from './addon.js';
-import { configJson, mergeAutoCompletedConfig, responseContract } from './config.js';
+import type { ModelConfig } from '../../contract/model-config.js';
+import type { Backend, BackendModel, ModelLoadContext } from '../../contract/types.js';
+import { fromAddonError, nativeAddon, type BackendHandle, type ModelHandle } from '../../platform/addon.js';
+import { configJson, responseContract } from './config.js';
+import { mergeAutoCompletedConfig } from '../../config/autocomplete.js';
 import { ensureNativeLogger } from './log.js';
 import { executeTimeoutMs, NativeModel, type NativeLeaks } from './model.js';
 import { nativeServerBridge, type ServerCallHandler } from './server-bridge.js';

@@ -4,10 +4,10 @@
  * (TRITONBACKEND_ModelSetConfig, spec §5.7), and instance placement (spec §5.5).
  */
 import { modelConfigFromJson, modelConfigToJson, normalizeModelConfig } from '../../config/index.js';
-import type { ModelConfig } from '../../config/types.js';
-import { invalidArg } from '../../core/errors.js';
-import type { InstanceSpec } from '../../core/types.js';
-import type { AddonInstanceSpec } from './addon.js';
+import type { ModelConfig } from '../../contract/model-config.js';
+import { invalidArg } from '../../contract/errors.js';
+import type { InstanceSpec } from '../../contract/types.js';
+import type { AddonInstanceSpec } from '../../platform/addon.js';
 
 /** Triton's default `--min-supported-compute-capability`, printed as std::to_string does. */
 const MIN_COMPUTE_CAPABILITY = (6.0).toFixed(6);
@@ -46,34 +46,6 @@ export function responseContract(config: ModelConfig): { outputs: string[]; deco
     outputs: config.output.map((o) => o.name),
     decoupled: config.model_transaction_policy?.decoupled === true,
   };
-}
-
-/**
- * Apply what a backend set with TRITONBACKEND_ModelSetConfig (spec §5.7): only `input`, `output`,
- * `max_batch_size`, the scheduling choice (when the config had none) and
- * `model_transaction_policy` are taken; the result is normalised again.
- * @throws TritonError INVALID_ARG naming the backend if its JSON is not a valid ModelConfig.
- */
-export function mergeAutoCompletedConfig(base: ModelConfig, backendName: string, setJson: string): ModelConfig {
-  let fromBackend: Partial<ModelConfig>;
-  try {
-    fromBackend = modelConfigFromJson(setJson);
-  } catch (e) {
-    throw invalidArg(`backend '${backendName}' set an invalid configuration for model '${base.name}': ${(e as Error).message}`);
-  }
-  const merged: Partial<ModelConfig> = { ...base };
-  if (fromBackend.input !== undefined) merged.input = fromBackend.input;
-  if (fromBackend.output !== undefined) merged.output = fromBackend.output;
-  if (fromBackend.max_batch_size !== undefined) merged.max_batch_size = fromBackend.max_batch_size;
-  const hasScheduler = base.dynamic_batching || base.sequence_batching || base.ensemble_scheduling;
-  if (!hasScheduler) {
-    if (fromBackend.dynamic_batching) merged.dynamic_batching = fromBackend.dynamic_batching;
-    else if (fromBackend.sequence_batching) merged.sequence_batching = fromBackend.sequence_batching;
-  }
-  if (fromBackend.model_transaction_policy !== undefined) {
-    merged.model_transaction_policy = fromBackend.model_transaction_policy;
-  }
-  return normalizeModelConfig(merged, { modelName: base.name, gpuCount: 0 });
 }
 
 /** TRITONSERVER_InstanceGroupKind of an instance spec (note: not the config enum order). */

@@ -5,22 +5,20 @@
  */
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
-import type { ModelConfig } from '../../config/types.js';
-import { invalidArg } from '../../core/errors.js';
-import type { Backend, BackendResolveRequest, BackendResolver } from '../../core/types.js';
-import { nativeAddon } from './addon.js';
+import type { ModelConfig } from '../../contract/model-config.js';
+import { invalidArg } from '../../contract/errors.js';
+import type { Backend, BackendResolveRequest, BackendResolver } from '../../contract/types.js';
+import { nativeAddon } from '../../platform/addon.js';
 import { NativeBackend } from './backend.js';
 import type { NativeLeaks } from './model.js';
 import { PARAM_ISOLATION } from './isolation/isolated.js';
 import { backendConfigJson } from './config.js';
-import { backendNameOf, findBackendLibrary, libraryFileName } from './search.js';
+import { backendNameOf, findBackendLibrary, libraryFileName } from '../library-search.js';
 
 export { NativeBackend } from './backend.js';
 export { NativeModel, PARAM_EXECUTE_TIMEOUT, executeTimeoutMs, type NativeLeaks } from './model.js';
 export { NativeModelInstance, FINALIZE_DRAIN_TIMEOUT_MS } from './instance.js';
-export { backendNameOf, findBackendLibrary, libraryFileName, PLATFORM_BACKENDS } from './search.js';
-export { backendConfigJson, mergeAutoCompletedConfig } from './config.js';
-export { addonPath, nativeAddon } from './addon.js';
+export { backendConfigJson } from './config.js';
 export { installNativeLogger } from './log.js';
 export { NativeServerBridge, nativeServerBridge } from './server-bridge.js';
 export { IsolatedNativeModel, PARAM_ISOLATION, isolationOf } from './isolation/isolated.js';

@@ -5,7 +5,7 @@
  * sending after `execute` resolved.
  */
 import type { Logger } from 'pino';
-import type { ModelConfig } from '../../config/types.js';
+import type { ModelConfig } from '../../contract/model-config.js';
 import type {
   BackendModelInstance,
   ExecuteTimings,
@@ -13,8 +13,8 @@ import type {
   InstanceSpec,
   ParameterValue,
   ResponseSender,
-} from '../../core/types.js';
-import { unavailable } from '../../core/errors.js';
+} from '../../contract/types.js';
+import { unavailable } from '../../contract/errors.js';
 import { addonInstanceSpec } from './config.js';
 import {
   fromAddonError,
@@ -24,7 +24,7 @@ import {
   type AddonRequest,
   type InstanceHandle,
   type ModelHandle,
-} from './addon.js';
+} from '../../platform/addon.js';
 
 /**
  * How long `finalize` waits for outstanding requests to be released before finalizing anyway,
@@ -153,8 +153,9 @@ export class NativeModelInstance implements BackendModelInstance {
 
   /**
    * One TRITONBACKEND_ModelInstanceExecute for `requests` (inputs are lent to the backend without a
-   * copy). Resolves when the backend returned from Execute, with the compute timestamps it reported
-   * through TRITONBACKEND_ModelInstanceReportBatchStatistics.
+   * copy). Resolves when the backend returned from Execute, with the compute timestamps and batch
+   * size it reported through TRITONBACKEND_ModelInstanceReportBatchStatistics (`backendBatchSize`
+   * null when it reported none: no batch statistic, as in Triton).
    * @throws TritonError if the backend's Execute returned an error (each request has then already
    *   received it as its final response), or if the batch could not be submitted.
    */
@@ -175,8 +176,9 @@ export class NativeModelInstance implements BackendModelInstance {
       if (!stats) return;
       // returnedNs: when Execute returned on the native thread; the promise settles only after the
       // thread hop and the delivery of the responses, which is not compute_output (spec §3.2).
-      if (!stats.reported) return { execEndNs: stats.returnedNs };
-      return { computeStartNs: stats.computeStartNs, computeEndNs: stats.computeEndNs, execEndNs: stats.returnedNs };
+      // A batch statistic only if the backend reported one, as Triton's core (ExecuteTimings).
+      if (!stats.reported) return { execEndNs: stats.returnedNs, backendBatchSize: null };
+      return { computeStartNs: stats.computeStartNs, computeEndNs: stats.computeEndNs, execEndNs: stats.returnedNs, backendBatchSize: stats.batchSize };
     } catch (e) {
       if (this.stuck === undefined) this.executing = false;
       // Requests that got no final response were never submitted: forget them (the caller answers).

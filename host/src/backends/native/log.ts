@@ -3,7 +3,7 @@
  * most recently installed logger receives every native backend's lines.
  */
 import type { Logger } from 'pino';
-import type { NativeAddon } from './addon.js';
+import type { NativeAddon } from '../../platform/addon.js';
 
 const LEVELS = ['info', 'warn', 'error', 'debug'] as const;
 let installed = false;

@@ -2,10 +2,10 @@
  * A model version loaded into a native Triton backend (TRITONBACKEND_ModelInitialize done).
  */
 import type { Logger } from 'pino';
-import type { ModelConfig } from '../../config/types.js';
+import type { ModelConfig } from '../../contract/model-config.js';
 import { positiveIntParam } from '../../config/parameters.js';
-import type { BackendModel, BackendModelInstance, InstanceSpec } from '../../core/types.js';
-import { fromAddonError, type ModelHandle } from './addon.js';
+import type { BackendModel, BackendModelInstance, InstanceSpec } from '../../contract/types.js';
+import { fromAddonError, type ModelHandle } from '../../platform/addon.js';
 import { NativeModelInstance } from './instance.js';
 
 /** Model config parameter: per-model execute limit in ms (overrides the server's default). */

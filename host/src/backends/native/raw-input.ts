@@ -8,10 +8,10 @@
  *    not divide fails the data plane's own byte-size check afterwards);
  *  - a BYTES input must have dims [1]: the data becomes one element, its 4-byte length prepended.
  */
-import type { ModelConfig } from '../../config/types.js';
-import { invalidArg } from '../../core/errors.js';
-import type { Tensor } from '../../core/types.js';
-import { dataTypeByteSize, fromConfigDataType } from '../../tensor/datatypes.js';
+import type { ModelConfig } from '../../contract/model-config.js';
+import { invalidArg } from '../../contract/errors.js';
+import type { Tensor } from '../../contract/types.js';
+import { dataTypeByteSize, fromConfigDataType } from '../../contract/datatypes.js';
 
 /** A request input as the addon hands it over: `raw` when added with AddRawInput. */
 export interface BridgeInput extends Tensor {

@@ -9,12 +9,12 @@
  */
 import type { Logger } from 'pino';
 import { modelConfigToJson } from '../../config/json.js';
-import { ERROR_CODES, TritonError, unavailable } from '../../core/errors.js';
-import { ownerPrincipal } from '../../core/load-context.js';
-import type { InferenceRequestInit, InferenceResponse, InferenceServerHandle, ModelLoadContext, ParameterValue, Principal, ResponseSender, Tensor } from '../../core/types.js';
+import { ERROR_CODES, TritonError, unavailable } from '../../contract/errors.js';
+import { ownerPrincipal } from '../../contract/load-context.js';
+import type { InferenceRequestInit, InferenceResponse, InferenceServerHandle, ModelLoadContext, ParameterValue, Principal, ResponseSender, Tensor } from '../../contract/types.js';
 import { decodeFileOverride, parseConfigOverride } from '../../repository/overrides.js';
-import type { DataType } from '../../tensor/datatypes.js';
-import type { NativeAddon } from './addon.js';
+import type { DataType } from '../../contract/datatypes.js';
+import type { NativeAddon } from '../../platform/addon.js';
 import { resolveRawInputs, type BridgeInput } from './raw-input.js';
 
 /** Hook kinds as server.cc numbers them: infer, cancel, then WARDEN_ServerQuery + 2. */

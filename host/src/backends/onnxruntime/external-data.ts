@@ -12,7 +12,7 @@
  * {@link MAX_DEPTH} is refused.
  */
 import protobuf from 'protobufjs';
-import { invalidArg } from '../../core/errors.js';
+import { invalidArg } from '../../contract/errors.js';
 
 const { Reader } = protobuf;
 

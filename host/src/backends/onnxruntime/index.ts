@@ -15,8 +15,8 @@
  */
 import { dirname, relative, sep } from 'node:path';
 import type { InferenceSession } from 'onnxruntime-node';
-import type { ModelConfig, ModelInput, ModelOutput } from '../../config/types.js';
-import { internal, invalidArg, unavailable } from '../../core/errors.js';
+import type { ModelConfig, ModelInput, ModelOutput } from '../../contract/model-config.js';
+import { internal, invalidArg, unavailable } from '../../contract/errors.js';
 import type {
   Backend,
   BackendModel,
@@ -28,11 +28,11 @@ import type {
   ModelLoadContext,
   ResponseSender,
   Tensor,
-} from '../../core/types.js';
-import { tensorDataType } from '../../core/validate.js';
-import { type DataType, fromConfigDataType, toConfigDataType } from '../../tensor/datatypes.js';
-import type { OrtEngineBinding } from '../native/addon.js';
-import { sequenceInputNames, stateOutputTypes } from '../../scheduler/sequence-controls.js';
+} from '../../contract/types.js';
+import { tensorDataType } from '../../contract/datatypes.js';
+import { type DataType, fromConfigDataType, toConfigDataType } from '../../contract/datatypes.js';
+import type { OrtEngineBinding } from '../../platform/addon.js';
+import { sequenceInputNames, stateOutputTypes } from '../../config/sequence-inputs.js';
 import { type InlineSession, openInlineSession } from './inline-session.js';
 import type { SessionMetadata, SessionWorkerInit, WireTensor } from './messages.js';
 import { engineSupports, nativeOrtEngine, nativeOrtEngineUnavailable } from './native-engine.js';

@@ -5,10 +5,10 @@
  * run costs around ONNX Runtime's own work.
  */
 import ort from 'onnxruntime-node';
-import type { OrtEngineBinding } from '../native/addon.js';
-import { internal } from '../../core/errors.js';
-import type { Tensor } from '../../core/types.js';
-import type { DataType } from '../../tensor/datatypes.js';
+import type { OrtEngineBinding } from '../../platform/addon.js';
+import { internal } from '../../contract/errors.js';
+import type { Tensor } from '../../contract/types.js';
+import type { DataType } from '../../contract/datatypes.js';
 import type { SessionWorkerInit } from './messages.js';
 import { NativeSession } from './native-engine.js';
 import type { ThreadCpuClock } from './placement.js';

@@ -5,7 +5,7 @@
  * out (the worker transfers ONNX Runtime's output buffers).
  */
 import type { InferenceSession } from 'onnxruntime-node';
-import type { DataType } from '../../tensor/datatypes.js';
+import type { DataType } from '../../contract/datatypes.js';
 
 /** `workerData` of a session worker. */
 export interface SessionWorkerInit {

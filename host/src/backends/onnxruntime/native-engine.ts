@@ -12,10 +12,10 @@
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { internal } from '../../core/errors.js';
-import type { Tensor } from '../../core/types.js';
-import type { DataType } from '../../tensor/datatypes.js';
-import { nativeAddon, type OrtEngineBinding } from '../native/addon.js';
+import { internal, TritonError } from '../../contract/errors.js';
+import type { Tensor } from '../../contract/types.js';
+import type { DataType } from '../../contract/datatypes.js';
+import { fromAddonError, nativeAddon, type OrtEngineBinding } from '../../platform/addon.js';
 
 /** Triton datatype → ONNX element type code (TensorProto.DataType), for what the engine passes. */
 const ONNX_TYPE: Partial<Record<DataType, number>> = {
@@ -144,7 +144,9 @@ export class NativeSession {
     try {
       bytes = this.binding.run(this.session, spec, data, this.shapes);
     } catch (e) {
-      throw internal(`onnxruntime execute failure: ${(e as Error).message}`);
+      // the engine's code: INTERNAL for ONNX Runtime's own failures
+      const err = fromAddonError(e);
+      throw new TritonError(err.code, `onnxruntime execute failure: ${err.message}`);
     }
     const row = rowOf(this.binding.maxRank);
     const result: Tensor[] = new Array(nOut);

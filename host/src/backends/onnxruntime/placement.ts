@@ -1,4 +1,4 @@
-import { nativeAddon } from '../native/addon.js';
+import { nativeAddon } from '../../platform/addon.js';
 
 /**
  * Where one ONNX Runtime run goes: the instance's worker thread, or inline on the event loop.

@@ -4,8 +4,8 @@
  * instance (index.ts) decides when to start a replacement.
  */
 import { Worker } from 'node:worker_threads';
-import { TritonError, internal, invalidArg } from '../../core/errors.js';
-import type { DataType } from '../../tensor/datatypes.js';
+import { TritonError, internal, invalidArg } from '../../contract/errors.js';
+import type { DataType } from '../../contract/datatypes.js';
 import { workerEntry } from '../../threads/worker-entry.js';
 import type { FromSessionWorker, SessionMetadata, SessionWorkerInit, ToSessionWorker, WireTensor } from './messages.js';
 

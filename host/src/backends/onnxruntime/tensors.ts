@@ -3,10 +3,10 @@
  * and onnxruntime-node tensors (zero-copy where alignment allows).
  */
 import ort from 'onnxruntime-node';
-import { unsupported } from '../../core/errors.js';
-import type { Tensor } from '../../core/types.js';
+import { unsupported } from '../../contract/errors.js';
+import type { Tensor } from '../../contract/types.js';
 import { decodeBytesElements, encodeBytesElements } from '../../tensor/bytes.js';
-import { type DataType, dataTypeByteSize } from '../../tensor/datatypes.js';
+import { type DataType, dataTypeByteSize } from '../../contract/datatypes.js';
 
 type OrtType = ort.Tensor.Type;
 

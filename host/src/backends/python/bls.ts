@@ -7,9 +7,9 @@
  * reach the model as `TritonError`s on the response.
  */
 import type { Logger } from 'pino';
-import { asTritonError, invalidArg, unavailable, type TritonError } from '../../core/errors.js';
+import { asTritonError, invalidArg, unavailable, type TritonError } from '../../contract/errors.js';
 import { fileOverridePath, parseConfigOverride } from '../../repository/overrides.js';
-import type { InferenceServerHandle, ParameterValue, Principal, ResponseSender } from '../../core/types.js';
+import type { InferenceServerHandle, ParameterValue, Principal, ResponseSender } from '../../contract/types.js';
 import type { Region } from './shm.js';
 import type { StubProcess } from './stub.js';
 import { readTensors, writeTensors } from './wire.js';

@@ -12,8 +12,8 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import type { ModelConfig } from '../../config/types.js';
-import { invalidArg } from '../../core/errors.js';
+import type { ModelConfig } from '../../contract/model-config.js';
+import { invalidArg } from '../../contract/errors.js';
 import { PYTHON_DIR } from './stub.js';
 
 /** numpy pinned for the default environment (the same pin as the compatibility suite's venv). */

@@ -9,9 +9,9 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { invalidArg } from '../../core/errors.js';
-import type { Backend, BackendResolveRequest, BackendResolver } from '../../core/types.js';
-import { backendNameOf, findBackendLibrary } from '../native/search.js';
+import { invalidArg } from '../../contract/errors.js';
+import type { Backend, BackendResolveRequest, BackendResolver } from '../../contract/types.js';
+import { backendNameOf, findBackendLibrary } from '../library-search.js';
 import { PythonBackend } from './backend.js';
 import { PythonMetrics } from './metrics.js';
 import { removeStaleArenas } from './shm.js';

@@ -23,8 +23,8 @@
  * still reach `execute` while `is_ready()` says False.
  */
 import type { Logger } from 'pino';
-import { internal, invalidArg, TritonError, unavailable } from '../../core/errors.js';
-import type { BackendModelInstance, ExecuteTimings, InferenceRequest, ResponseSender } from '../../core/types.js';
+import { internal, invalidArg, TritonError, unavailable } from '../../contract/errors.js';
+import type { BackendModelInstance, ExecuteTimings, InferenceRequest, ResponseSender } from '../../contract/types.js';
 import type { BlsBridge } from './bls.js';
 import type { PythonMetrics } from './metrics.js';
 import type { Region } from './shm.js';

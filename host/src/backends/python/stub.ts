@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { internal } from '../../core/errors.js';
+import { internal } from '../../contract/errors.js';
 import { encodeFrame, FrameDecoder } from './ipc.js';
 import { ArenaPair } from './shm.js';
 

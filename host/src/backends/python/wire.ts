@@ -3,9 +3,9 @@
  * bytes in a shared-memory region (spec §1.10 layout: row-major little-endian, BYTES as
  * `[u32 LE length][bytes]` elements); an error is `{code, message}` with Triton's code names.
  */
-import { ERROR_CODES, TritonError, type ErrorCode } from '../../core/errors.js';
-import type { Tensor } from '../../core/types.js';
-import { isDataType } from '../../tensor/datatypes.js';
+import { ERROR_CODES, TritonError, type ErrorCode } from '../../contract/errors.js';
+import type { Tensor } from '../../contract/types.js';
+import { isDataType } from '../../contract/datatypes.js';
 import type { ArenaPair, Region } from './shm.js';
 
 /** A tensor as the stub and Warden describe it to each other. */

@@ -8,10 +8,10 @@
  */
 import type { BigIntStats } from 'node:fs';
 import type { Logger } from 'pino';
-import { internal, invalidArg, notFound, TritonError, unavailable } from '../../core/errors.js';
-import type { Backend, BackendModel, InstanceSpec, ModelLoadContext } from '../../core/types.js';
-import type { ModelConfig } from '../../config/types.js';
-import { fromConfigDataType } from '../../tensor/datatypes.js';
+import { internal, invalidArg, notFound, TritonError, unavailable } from '../../contract/errors.js';
+import type { Backend, BackendModel, InstanceSpec, ModelLoadContext } from '../../contract/types.js';
+import type { ModelConfig } from '../../contract/model-config.js';
+import { fromConfigDataType } from '../../contract/datatypes.js';
 import { componentSource } from './component-source.js';
 import { ModelFileError, openModelFile, readModelFile } from '../../repository/model-files.js';
 import type { ComponentDigests } from './digests.js';

@@ -15,7 +15,7 @@
  * `[static]error.constructor`, which JavaScript would resolve to the `Function` constructor) must
  * never reach it.
  */
-import { invalidArg, TritonError } from '../../core/errors.js';
+import { invalidArg, TritonError } from '../../contract/errors.js';
 import { binaryKind, Reader, sections, WasmFormatError } from './binary.js';
 
 /** Version of the backend API this host implements. */

@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { invalidArg, unavailable } from '../../core/errors.js';
+import { invalidArg, unavailable } from '../../contract/errors.js';
 import { definedMemories, WasmFormatError } from './binary.js';
 import { checkComponent, checkSurface, type ComponentItem, type ComponentSurface } from './component-check.js';
 import { stamps, type ComponentDigests } from './digests.js';

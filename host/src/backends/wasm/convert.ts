@@ -5,9 +5,9 @@
  * config, datatypes as configured, shapes matching `dims` (+ batch dim), data sizes matching
  * shapes, BYTES elements well-formed, response parameters not reserved.
  */
-import type { ErrorCode } from '../../core/errors.js';
-import type { ParameterValue } from '../../core/types.js';
-import { dataTypeByteSize, isDataType, type DataType } from '../../tensor/datatypes.js';
+import type { ErrorCode } from '../../contract/errors.js';
+import type { ParameterValue } from '../../contract/types.js';
+import { dataTypeByteSize, isDataType, type DataType } from '../../contract/datatypes.js';
 import type { OutputSpec, WireError, WireRequest, WireResponse, WireTensor } from './wire.js';
 import type * as Wit from './wit-types/interfaces/warden-backend-types.js';
 

@@ -7,7 +7,7 @@
  * log budget, response sending, read-only model files) and the limits it is handed.
  */
 import type { Logger } from 'pino';
-import type { BackendModelInstance, InstanceSpec } from '../../core/types.js';
+import type { BackendModelInstance, InstanceSpec } from '../../contract/types.js';
 import type { ComponentSurface } from './component-check.js';
 import type { ModelLimits } from './limits.js';
 import type { OutputSpec } from './wire.js';

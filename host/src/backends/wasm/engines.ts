@@ -6,8 +6,8 @@
  * ({@link PARAM_ENGINE}); the server's default is `--wasm-engine`.
  */
 import type { Logger } from 'pino';
-import { invalidArg } from '../../core/errors.js';
-import type { ModelConfig } from '../../config/types.js';
+import { invalidArg } from '../../contract/errors.js';
+import type { ModelConfig } from '../../contract/model-config.js';
 import type { SandboxEngine } from './engine.js';
 import { V8Engine } from './v8/engine.js';
 import type { CacheLimits } from './v8/transpile.js';

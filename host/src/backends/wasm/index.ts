@@ -6,8 +6,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Backend, BackendResolveRequest, BackendResolver } from '../../core/types.js';
-import type { ModelConfig } from '../../config/types.js';
+import type { Backend, BackendResolveRequest, BackendResolver } from '../../contract/types.js';
+import type { ModelConfig } from '../../contract/model-config.js';
 import { WasmBackend } from './backend.js';
 import { ComponentDigests } from './digests.js';
 import { checkEngineName, createEngine, DEFAULT_CACHE_LIMITS, DEFAULT_ENGINE, type CacheLimits, type EngineName } from './engines.js';

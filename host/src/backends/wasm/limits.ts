@@ -3,8 +3,8 @@
  * limits read from config `parameters` (documented in wit/README.md), clamped by the caps.
  * This file is the single source of the default caps ({@link DEFAULT_WASM_LIMITS}).
  */
-import { invalidArg } from '../../core/errors.js';
-import type { ModelConfig } from '../../config/types.js';
+import { invalidArg } from '../../contract/errors.js';
+import type { ModelConfig } from '../../contract/model-config.js';
 import { positiveIntParam } from '../../config/parameters.js';
 import { WASM_PAGE_BYTES } from './binary.js';
 

@@ -10,8 +10,8 @@
  * reservation is taken from a budget and every budget above it, all or nothing.
  */
 
-import type { ModelConfig } from '../../config/types.js';
-import type { ModelKey, ModelOrigin } from '../../core/types.js';
+import type { ModelConfig } from '../../contract/model-config.js';
+import type { ModelKey, ModelOrigin } from '../../contract/types.js';
 import { TOTAL_MEMORY_FLAG } from './limits.js';
 
 /** Name of the server-wide budget in error messages. */

@@ -5,9 +5,9 @@
  * Tensors have the same shape as core `Tensor`s; byte buffers move without copies where the
  * sender owns them.
  */
-import type { ErrorCode } from '../../core/errors.js';
-import type { InferenceRequest, ParameterValue, Tensor } from '../../core/types.js';
-import type { DataType } from '../../tensor/datatypes.js';
+import type { ErrorCode } from '../../contract/errors.js';
+import type { InferenceRequest, ParameterValue, Tensor } from '../../contract/types.js';
+import type { DataType } from '../../contract/datatypes.js';
 
 /** A tensor on the wire (same shape as core `Tensor`). */
 export interface WireTensor {

@@ -5,7 +5,7 @@
  * scalars print as `dims: [ 16 ]`, repeated messages as `input [ {..}, {..} ]`, maps as one
  * `key`/`value` block per entry; empty collections print as `[]` so they survive a round trip.
  */
-import { invalidArg } from '../../core/errors.js';
+import { invalidArg } from '../../contract/errors.js';
 import type { FieldDesc, MessageDesc, ValueType } from '../schema.js';
 import { checkScalarValue, describe, resolveEnum } from '../scalars.js';
 

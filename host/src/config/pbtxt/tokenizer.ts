@@ -4,7 +4,7 @@
  * single- or double-quoted strings with C escapes, and one-character symbols.
  * Positions are 1-based line and column (one column per UTF-16 unit).
  */
-import { invalidArg, type TritonError } from '../../core/errors.js';
+import { invalidArg, type TritonError } from '../../contract/errors.js';
 
 export type TokenKind = 'ident' | 'int' | 'float' | 'string' | 'symbol' | 'eof';
 

@@ -9,8 +9,8 @@
  */
 import type { Metadata } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { AccessError } from '../../core/errors.js';
-import { SINGLE_USER, type Principal } from '../../core/types.js';
+import { AccessError } from '../../contract/errors.js';
+import { SINGLE_USER, type Principal } from '../../contract/types.js';
 import { authFailure } from '../../tenancy/http-auth.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
 import type { TenantRequestRate } from '../../tenancy/request-rate.js';

@@ -1,5 +1,5 @@
 /** The data plane's cancellation signal for a gRPC call: it aborts when the call is cancelled (the client cancelled or its deadline passed). */
-import type { CancellationSignal } from '../../core/types.js';
+import type { CancellationSignal } from '../../contract/types.js';
 
 export function callSignal(call: { once(event: 'cancelled', listener: () => void): unknown }): CancellationSignal {
   const listeners = new Set<() => void>();

@@ -5,9 +5,9 @@
  * `uint64_contents` (UINT64), `fp32_contents`, `fp64_contents`, `bytes_contents` (BYTES). FP16 and
  * BF16 have no list: they must come as raw bytes.
  */
-import { invalidArg } from '../../core/errors.js';
+import { invalidArg } from '../../contract/errors.js';
 import { encodeBytesElements } from '../../tensor/bytes.js';
-import { dataTypeByteSize, type DataType } from '../../tensor/datatypes.js';
+import { dataTypeByteSize, type DataType } from '../../contract/datatypes.js';
 import type { InferTensorContents } from './proto.js';
 
 const LIST: Record<DataType, keyof InferTensorContents | undefined> = {

@@ -5,11 +5,11 @@
  * a client shared-memory region; outputs always leave as `raw_output_contents`, in the order of
  * `outputs` (an output written to shared memory has an empty entry there, keeping indexes aligned).
  */
-import { invalidArg } from '../../core/errors.js';
-import type { ShmAccess, ShmTarget } from '../../core/shared-memory.js';
-import { applyRequestParameter, emptyRequestInit } from '../../core/request-parameters.js';
-import type { InferenceRequestInit, InferenceResponse, ParameterValue } from '../../core/types.js';
-import { dataTypeByteSize, elementCount, isDataType } from '../../tensor/datatypes.js';
+import { invalidArg } from '../../contract/errors.js';
+import type { ShmAccess, ShmTarget } from '../../dataplane/shared-memory.js';
+import { applyRequestParameter, emptyRequestInit } from '../../dataplane/request-parameters.js';
+import type { InferenceRequestInit, InferenceResponse, ParameterValue } from '../../contract/types.js';
+import { dataTypeByteSize, elementCount, isDataType } from '../../contract/datatypes.js';
 import { contentsCount, contentsToTensorData } from './contents.js';
 import type { InferParameter, InferTensorContents, Int64, ModelInferRequest, ModelInferResponse } from './proto.js';
 
@@ -188,4 +188,18 @@ export function encodeModelInferResponse(
     out.outputs.push(o);
   }
   return out;
+}
+
+/**
+ * The request without the gRPC frontend's own reserved parameter (`triton_enable_empty_final_response`).
+ * @returns the request, and whether an empty final response was asked for
+ * @throws TritonError INVALID_ARG when it is not a bool_param (Triton's wording)
+ */
+export function stripReserved(req: ModelInferRequest): ModelInferRequest & { emptyFinal?: boolean } {
+  const p = req.parameters.triton_enable_empty_final_response;
+  if (p === undefined) return req;
+  if (p.parameter_choice !== 'bool_param') throw invalidArg(`invalid value type for 'triton_enable_empty_final_response' parameter, expected bool_param.`);
+  const parameters = { ...req.parameters };
+  delete parameters.triton_enable_empty_final_response;
+  return { ...req, parameters, emptyFinal: p.bool_param === true };
 }

@@ -7,7 +7,7 @@
  * nothing runs. Checked after authentication (multi-tenant mode), so both must pass.
  */
 import type { Metadata } from '@grpc/grpc-js';
-import { type TritonError, unavailable } from '../../core/errors.js';
+import { type TritonError, unavailable } from '../../contract/errors.js';
 import { type RestrictedCategory, type RestrictedFeatures, type Restriction, restrictionSatisfied } from '../restricted.js';
 
 /** The group of every RPC Warden serves (grpc_server.cc: the group each Register* function passes). */

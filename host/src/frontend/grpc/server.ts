@@ -2,7 +2,7 @@
  * The gRPC frontend: `inference.GRPCInferenceService` (KServe v2 gRPC with Triton's extensions)
  * and the standard `grpc.health.v1.Health` (health.ts), with tritonserver's
  * `--grpc-restricted-protocol` groups (restricted.ts),
- * on @grpc/grpc-js, a thin converter over the data plane (core/server-api.ts) like the HTTP
+ * on @grpc/grpc-js, a thin converter over the data plane (dataplane/server-api.ts) like the HTTP
  * frontend; it never touches the model manager.
  *
  * Keepalive / HTTP/2 settings follow tritonserver's flags (spec §5.8) where grpc-js has the option:
@@ -17,8 +17,8 @@
  */
 import { Server, ServerCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { ServerApi } from '../../core/server-api.js';
-import type { SystemSharedMemory } from '../../core/shared-memory.js';
+import type { ServerApi } from '../../dataplane/server-api.js';
+import type { SystemSharedMemory } from '../../dataplane/shared-memory.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
 import { GrpcAuth } from './auth.js';
 import { loadTritonService } from './proto.js';

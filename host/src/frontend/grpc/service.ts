@@ -1,20 +1,20 @@
 /**
  * The handlers of `inference.GRPCInferenceService` (grpc_service.proto): a thin conversion of
- * each RPC onto the data plane (core/server-api.ts `ServerApi`), exactly what the HTTP frontend
+ * each RPC onto the data plane (dataplane/server-api.ts `ServerApi`), exactly what the HTTP frontend
  * calls for the same operation. Errors leave through `ServerApi.publicError` (no host paths) and
  * status.ts (Triton's gRPC codes).
  */
 import type { Metadata, sendUnaryData, ServerUnaryCall, UntypedHandleCall } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { modelConfigToJson } from '../../config/index.js';
-import { AccessError, TritonError, internal, invalidArg, unsupported } from '../../core/errors.js';
+import { AccessError, TritonError, internal, invalidArg, unsupported } from '../../contract/errors.js';
 import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
-import { inferAndCollect, releaseTensors, type ServerApi } from '../../core/server-api.js';
-import type { CancellationSignal, Principal } from '../../core/types.js';
+import { inferAndCollect, releaseTensors, type ServerApi } from '../../dataplane/server-api.js';
+import type { CancellationSignal, Principal } from '../../contract/types.js';
 import { fileOverridePath, type FileOverrides } from '../../repository/overrides.js';
 import type { GrpcAuth } from './auth.js';
 import { grpcCategoryOf, type GrpcRestrictions } from './restricted.js';
-import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion } from './infer.js';
+import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion, stripReserved } from './infer.js';
 import type { ModelInferRequest } from './proto.js';
 import { callSignal } from './cancel.js';
 import { toServiceError } from './status.js';
@@ -222,21 +222,7 @@ async function modelInfer(ctx: GrpcServiceContext, principal: Principal, req: Mo
       releaseTensors(response.outputs);
     }
   } finally {
-    // The regions this request used stay registered until here (core/shared-memory.ts).
+    // The regions this request used stay registered until here (dataplane/shared-memory.ts).
     access?.release();
   }
-}
-
-/**
- * The request without the gRPC frontend's own reserved parameter (`triton_enable_empty_final_response`).
- * @returns the request, and whether an empty final response was asked for
- * @throws TritonError INVALID_ARG when it is not a bool_param (Triton's wording)
- */
-export function stripReserved(req: ModelInferRequest): ModelInferRequest & { emptyFinal?: boolean } {
-  const p = req.parameters.triton_enable_empty_final_response;
-  if (p === undefined) return req;
-  if (p.parameter_choice !== 'bool_param') throw invalidArg(`invalid value type for 'triton_enable_empty_final_response' parameter, expected bool_param.`);
-  const parameters = { ...req.parameters };
-  delete parameters.triton_enable_empty_final_response;
-  return { ...req, parameters, emptyFinal: p.bool_param === true };
 }

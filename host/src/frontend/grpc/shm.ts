@@ -1,9 +1,9 @@
-/** The system shared memory RPCs and the shared-memory side of ModelInfer, over core/shared-memory.ts. */
-import type { SystemSharedMemory } from '../../core/shared-memory.js';
-import { clientShmDisabled } from '../../core/shared-memory.js';
-import type { InferenceResponse, Principal } from '../../core/types.js';
-import { invalidArg } from '../../core/errors.js';
-import type { ShmAccess, ShmTarget } from '../../core/shared-memory.js';
+/** The system shared memory RPCs and the shared-memory side of ModelInfer, over dataplane/shared-memory.ts. */
+import type { SystemSharedMemory } from '../../dataplane/shared-memory.js';
+import { clientShmDisabled } from '../../dataplane/shared-memory.js';
+import type { InferenceResponse, Principal } from '../../contract/types.js';
+import { invalidArg } from '../../contract/errors.js';
+import type { ShmAccess, ShmTarget } from '../../dataplane/shared-memory.js';
 
 export class ClientShm {
   constructor(private readonly shm: SystemSharedMemory) {}

@@ -7,8 +7,8 @@
  * 429→RESOURCE_EXHAUSTED.
  */
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { AccessError, type ErrorCode, type TritonError } from '../../core/errors.js';
-import { redactAbsolutePaths } from '../../core/public-errors.js';
+import { AccessError, type ErrorCode, type TritonError } from '../../contract/errors.js';
+import { redactAbsolutePaths } from '../../contract/public-errors.js';
 
 /** The gRPC status code of a Triton error code. */
 export function grpcStatusOf(code: ErrorCode): status {
@@ -34,7 +34,7 @@ export function grpcStatusOf(code: ErrorCode): status {
 
 /**
  * The status a client gets for `e` (made public by `ServerApi.publicError`); its absolute paths
- * are redacted here as well, the last step before it leaves (core/public-errors.ts).
+ * are redacted here as well, the last step before it leaves (contract/public-errors.ts).
  */
 export function toServiceError(e: TritonError): Partial<ServiceError> {
   let code: status;

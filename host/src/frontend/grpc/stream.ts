@@ -11,15 +11,14 @@
  * the stream, as Triton does (`InOrderWriter`); a decoupled model's responses as they come.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import { AccessError, TritonError } from '../../core/errors.js';
-import { redactAbsolutePaths } from '../../core/public-errors.js';
-import { releaseTensors } from '../../core/server-api.js';
-import type { InferenceResponse, Principal, ResponseSender } from '../../core/types.js';
-import type { ShmAccess } from '../../core/shared-memory.js';
-import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion } from './infer.js';
+import { AccessError, TritonError } from '../../contract/errors.js';
+import { redactAbsolutePaths } from '../../contract/public-errors.js';
+import { releaseTensors } from '../../dataplane/server-api.js';
+import type { InferenceResponse, Principal, ResponseSender } from '../../contract/types.js';
+import type { ShmAccess } from '../../dataplane/shared-memory.js';
+import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion, stripReserved } from './infer.js';
 import type { ModelInferRequest } from './proto.js';
 import type { GrpcServiceContext } from './service.js';
-import { stripReserved } from './service.js';
 import { callSignal } from './cancel.js';
 import { toServiceError } from './status.js';
 import { InOrderWriter, type InOrderPlace } from './in-order.js';
@@ -116,7 +115,7 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
     const finish = () => {
       if (done) return;
       done = true;
-      // The regions this request used stay registered until its last write (core/shared-memory.ts).
+      // The regions this request used stay registered until its last write (dataplane/shared-memory.ts).
       if (access) emit(() => access!.release());
       place.done();
       pending--;

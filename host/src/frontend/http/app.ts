@@ -5,11 +5,11 @@
 import { type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type Server, type ServerOptions, createServer } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
-import { unsupported } from '../../core/errors.js';
+import { unsupported } from '../../contract/errors.js';
 import { optionalJson, readBody } from './body.js';
 import { installSharedMemoryRoutes } from './shared-memory.js';
 import { compressReply } from './compression.js';
-import { SINGLE_USER } from '../../core/types.js';
+import { SINGLE_USER } from '../../contract/types.js';
 import { installTenancy, requestPrincipal } from './auth.js';
 import type { FrontendContext, HttpFrontendOptions, PrincipalOf } from './context.js';
 import { handleGenerate, handleGenerateStream } from './generate.js';
@@ -21,7 +21,7 @@ import { closeIfBodyPending, errorAnswer, overQuotaDelay, parseVersion, route, s
 import { failAnswer, fastPathCounters, inferFastPath, serveClaimed } from './fast-path.js';
 import type { FrontendThreadData, RingRequest } from './threads/messages.js';
 import type { HttpAnswer } from './routing.js';
-import type { CancellationSignal, Principal } from '../../core/types.js';
+import type { CancellationSignal, Principal } from '../../contract/types.js';
 import type { TenantConfig } from '../../tenancy/types.js';
 import { answerClientError } from './claim.js';
 import { installTraceRoutes } from './trace.js';
@@ -94,7 +94,7 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
     
     exposeHeadRoutes: false,
     bodyLimit: ctx.maxInputSize,
-    // A model name may be 255 bytes (core/names.ts), up to 765 characters percent-encoded; longer
+    // A model name may be 255 bytes (contract/names.ts), up to 765 characters percent-encoded; longer
     // segments are answered by the data plane's name check, not by Fastify's 414.
     routerOptions: { maxParamLength: 1024 },
     // Slow clients cannot hold a connection: headers, then the whole request, must arrive in time.

@@ -5,14 +5,14 @@
 import type { IncomingMessage } from 'node:http';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
-import { TritonError, invalidArg } from '../../core/errors.js';
+import { TritonError, invalidArg } from '../../contract/errors.js';
 import { parseRequestJson } from './json-text.js';
 
 /** True for a JSON object (not null, not an array). */
 export const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Client shared memory is off (Triton's default since 2026-04, spec §3.3): UNSUPPORTED (501). */
-export { clientShmDisabled } from '../../core/shared-memory.js';
+export { clientShmDisabled } from '../../dataplane/shared-memory.js';
 
 /**
  * Most non-empty chunks a chunked request body may arrive in, Triton's cap (server

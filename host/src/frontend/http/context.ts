@@ -1,9 +1,9 @@
 /** What the HTTP routes need from the server: the data plane and the frontend's own settings. */
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { ServerApi } from '../../core/server-api.js';
-import type { SystemSharedMemory } from '../../core/shared-memory.js';
-import type { Principal } from '../../core/types.js';
+import type { ServerApi } from '../../dataplane/server-api.js';
+import type { SystemSharedMemory } from '../../dataplane/shared-memory.js';
+import type { Principal } from '../../contract/types.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
 import type { CodecPool } from './codec/pool.js';
 import type { HttpLimits } from './limits.js';

@@ -21,8 +21,8 @@
  * body is read.
  */
 import type { IncomingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
-import type { CancellationSignal, Principal } from '../../core/types.js';
-import { SINGLE_USER } from '../../core/types.js';
+import type { CancellationSignal, Principal } from '../../contract/types.js';
+import { SINGLE_USER } from '../../contract/types.js';
 import type { TenantRequestRate } from '../../tenancy/request-rate.js';
 import type { TenantConfig } from '../../tenancy/types.js';
 import { readBody } from './body.js';

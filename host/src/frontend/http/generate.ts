@@ -4,12 +4,12 @@
  * response; `generate_stream` answers as server-sent events. Both accept decoupled models.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ModelConfig } from '../../config/types.js';
-import { TritonError, asTritonError, invalidArg } from '../../core/errors.js';
-import { emptyRequestInit, requestParameter } from '../../core/request-parameters.js';
-import { inferAndCollect, releaseTensors } from '../../core/server-api.js';
-import type { InferenceRequestInit, InferenceResponse, ResponseSender, Tensor } from '../../core/types.js';
-import { tensorDataType } from '../../core/validate.js';
+import type { ModelConfig } from '../../contract/model-config.js';
+import { TritonError, asTritonError, invalidArg } from '../../contract/errors.js';
+import { emptyRequestInit, requestParameter } from '../../dataplane/request-parameters.js';
+import { inferAndCollect, releaseTensors } from '../../dataplane/server-api.js';
+import type { InferenceRequestInit, InferenceResponse, ResponseSender, Tensor } from '../../contract/types.js';
+import { tensorDataType } from '../../contract/datatypes.js';
 import { tensorDataToJsonElements, jsonToTensorData } from '../../tensor/json.js';
 import { isJsonObject, requestBody } from './body.js';
 import type { FrontendContext } from './context.js';

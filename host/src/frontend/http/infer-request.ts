@@ -2,14 +2,14 @@
  * Decoding of `POST /v2/models/{m}[/versions/{v}]/infer` bodies: the JSON inference header
  * (spec §1.8, §1.11, §1.12), the binary tensor data extension (spec §2) and raw-binary requests.
  */
-import type { ModelConfig } from '../../config/types.js';
-import { TritonError, internal, invalidArg, jsonAccessError } from '../../core/errors.js';
-import { applyRequestParameter, emptyRequestInit } from '../../core/request-parameters.js';
-import type { InferenceRequestInit, Tensor } from '../../core/types.js';
-import type { ShmAccess, ShmTarget } from '../../core/shared-memory.js';
-import { tensorDataType } from '../../core/validate.js';
+import type { ModelConfig } from '../../contract/model-config.js';
+import { TritonError, internal, invalidArg, jsonAccessError } from '../../contract/errors.js';
+import { applyRequestParameter, emptyRequestInit } from '../../dataplane/request-parameters.js';
+import type { InferenceRequestInit, Tensor } from '../../contract/types.js';
+import type { ShmAccess, ShmTarget } from '../../dataplane/shared-memory.js';
+import { tensorDataType } from '../../contract/datatypes.js';
 import { clientShmDisabled, isJsonObject } from './body.js';
-import { isDataType, dataTypeByteSize, elementCount } from '../../tensor/datatypes.js';
+import { isDataType, dataTypeByteSize, elementCount } from '../../contract/datatypes.js';
 import { jsonToTensorData } from '../../tensor/json.js';
 import { encodeBytesElements } from '../../tensor/bytes.js';
 import { parseRequestJson } from './json-text.js';

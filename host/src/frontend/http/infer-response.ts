@@ -3,8 +3,8 @@
  * JSON outputs carry `data`; binary outputs carry `parameters.binary_data_size` and their bytes
  * follow the JSON, in the order of the response's `outputs` array.
  */
-import type { InferenceResponse, ParameterValue } from '../../core/types.js';
-import { invalidArg } from '../../core/errors.js';
+import type { InferenceResponse, ParameterValue } from '../../contract/types.js';
+import { invalidArg } from '../../contract/errors.js';
 import { jsonTextMaxBytes, tensorDataToJsonText } from '../../tensor/json.js';
 import type { OutputFormats } from './infer-request.js';
 import { DEFAULT_HTTP_LIMITS } from './limits.js';

@@ -1,9 +1,9 @@
 /** `POST /v2/models/{m}[/versions/{v}]/infer` (spec §1.8–§1.13, §2). */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { TritonError, internal, unsupported } from '../../core/errors.js';
-import { type InferenceTarget, inferAndCollect, releaseTensors } from '../../core/server-api.js';
-import type { CancellationSignal, Principal } from '../../core/types.js';
+import { TritonError, internal, unsupported } from '../../contract/errors.js';
+import { type InferenceTarget, inferAndCollect, releaseTensors } from '../../dataplane/server-api.js';
+import type { CancellationSignal, Principal } from '../../contract/types.js';
 import { requestBody } from './body.js';
 import type { FrontendContext } from './context.js';
 import { decodeInferRequest } from './infer-request.js';
@@ -12,7 +12,7 @@ import { checkJsonOutputSize, renderInferResponse } from './infer-response.js';
 import { DEFAULT_HTTP_LIMITS } from './limits.js';
 import { type HttpAnswer, sendAnswer } from './routing.js';
 import { traceContextFrom } from '../../trace/context.js';
-import type { ShmAccess } from '../../core/shared-memory.js';
+import type { ShmAccess } from '../../dataplane/shared-memory.js';
 
 /**
  * The data plane's `CancellationSignal` shape without an AbortController per request, fired by
@@ -97,7 +97,7 @@ export async function inferAnswer(ctx: FrontendContext, principal: Principal, mo
   try {
     return await inferWith(ctx, principal, model, target, body, headers, signal, shm);
   } finally {
-    // The regions this request used stay registered until here (core/shared-memory.ts).
+    // The regions this request used stay registered until here (dataplane/shared-memory.ts).
     shm.release();
   }
 }

@@ -7,13 +7,20 @@
  * literal beyond ±DBL_MAX (`1e400`) is malformed, as rapidjson stops at it ("Number too big to be
  * stored in double"): JSON.parse would make it ±Infinity, which no request may carry in.
  *
+ * UTF-16 surrogate escapes are read as rapidjson 1.1 reads them (Triton's parser, without
+ * encoding validation): a `\uD800`–`\uDBFF` escape not followed by a `\uDC00`–`\uDFFF` escape is
+ * malformed ("The surrogate pair in string is invalid.", at the first escape's backslash), which
+ * JSON.parse would accept; a lone `\uDC00`–`\uDFFF` escape is accepted (rapidjson stores its
+ * 3-byte form: tensor/bytes.ts writes BYTES elements so).
+ *
  * The common case stays on V8's JSON.parse: one byte scan finds the depth, the number of object
- * members, whether any integer literal has 16 or more digits and whether any exponent has 3 or
- * more digits; a walk of the parsed value counts its keys. Only when an integer is long, an
- * exponent could overflow or a key was met twice (fewer keys than members) does the (slower)
- * exact parser run.
+ * members, whether any integer literal has 16 or more digits, whether any exponent has 3 or
+ * more digits and whether a high surrogate escape lacks its low half (checked only at a `\u`
+ * escape, so a body without one costs nothing more); a walk of the parsed value counts its keys.
+ * Only when an integer is long, an exponent could overflow, a surrogate escape is unpaired or a
+ * key was met twice (fewer keys than members) does the (slower) exact parser run.
  */
-import { internal, invalidArg } from '../../core/errors.js';
+import { internal, invalidArg } from '../../contract/errors.js';
 
 /** Triton's maximum JSON nesting depth. */
 export const MAX_JSON_DEPTH = 100;
@@ -34,10 +41,12 @@ const parseError = (msg: string) => internal(`failed to parse the request JSON b
  * One pass over the bytes: nesting depth (outside strings), the number of object members (one
  * ':' outside strings each), whether an integer literal of 16+ digits occurs (2^53 has 16
  * digits; shorter integers are exact as doubles) and whether an exponent of 3+ digits occurs
- * (the only way a literal with fewer than 16 integer digits can pass DBL_MAX ≈ 1.8e308).
+ * (the only way a literal with fewer than 16 integer digits can pass DBL_MAX ≈ 1.8e308), and
+ * whether a `\uD800`–`\uDBFF` escape is not directly followed by a `\uDC00`–`\uDFFF` one
+ * (`unpairedSurrogate`: rapidjson refuses it, JSON.parse would not).
  * @throws TritonError INVALID_ARG when the depth exceeds {@link MAX_JSON_DEPTH}
  */
-function scan(b: Uint8Array): { longIntegers: boolean; longExponents: boolean; members: number } {
+function scan(b: Uint8Array): { longIntegers: boolean; longExponents: boolean; unpairedSurrogate: boolean; members: number } {
   let depth = 0;
   let inString = false;
   let digits = 0;
@@ -46,12 +55,20 @@ function scan(b: Uint8Array): { longIntegers: boolean; longExponents: boolean; m
   let exponent = false;
   let exponentDigits = 0;
   let longExponents = false;
+  let unpairedSurrogate = false;
   let members = 0;
   for (let i = 0; i < b.length; i++) {
     const c = b[i]!;
     if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
+      if (c === 0x5c) {
+        // `\u` + [dD][89abAB]..: a high surrogate; its low half must follow as `\u` + [dD][c-fC-F]..
+        // (bytes past the end read as undefined, which matches nothing). Hex digits themselves are
+        // JSON.parse's to check; on an error it falls back to the exact parser anyway.
+        if (b[i + 1] === 0x75 && (b[i + 2]! | 0x20) === 0x64 && isHighNibble(b[i + 3]! | 0x20)) {
+          if (!(b[i + 6] === 0x5c && b[i + 7] === 0x75 && (b[i + 8]! | 0x20) === 0x64 && isLowNibble(b[i + 9]! | 0x20))) unpairedSurrogate = true;
+        }
+        i++;
+      } else if (c === 0x22) inString = false;
       continue;
     }
     if (c >= 0x30 && c <= 0x39) {
@@ -78,8 +95,13 @@ function scan(b: Uint8Array): { longIntegers: boolean; longExponents: boolean; m
       if (++depth > MAX_JSON_DEPTH) throw depthError();
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return { longIntegers, longExponents, members };
+  return { longIntegers, longExponents, unpairedSurrogate, members };
 }
+
+/** A lower-cased hex digit `8`, `9`, `a`, `b`: the third digit of `\uD800`–`\uDBFF`. */
+const isHighNibble = (c: number): boolean => c === 0x38 || c === 0x39 || c === 0x61 || c === 0x62;
+/** A lower-cased hex digit `c`–`f`: the third digit of `\uDC00`–`\uDFFF`. */
+const isLowNibble = (c: number): boolean => c >= 0x63 && c <= 0x66;
 
 /** The number of keys over every object in a parsed value (iterative: depth is bounded anyway). */
 function countKeys(root: unknown): number {
@@ -107,13 +129,13 @@ function countKeys(root: unknown): number {
 /**
  * Parse a request's JSON text from its bytes; a key met twice in one object keeps its first value.
  * @throws TritonError INTERNAL (500, as tritonserver): malformed JSON (`failed to parse the request
- *   JSON buffer: ...`, a number beyond ±DBL_MAX included); INVALID_ARG: nesting deeper than
- *   {@link MAX_JSON_DEPTH}.
+ *   JSON buffer: ...`, a number beyond ±DBL_MAX and an unpaired high surrogate escape included);
+ *   INVALID_ARG: nesting deeper than {@link MAX_JSON_DEPTH}.
  */
 export function parseRequestJson(bytes: Uint8Array, opts: JsonParseOptions = {}): JsonValue {
-  const { longIntegers, longExponents, members } = scan(bytes);
+  const { longIntegers, longExponents, unpairedSurrogate, members } = scan(bytes);
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
-  if (!longIntegers && !longExponents && !opts.onDuplicateKey) {
+  if (!longIntegers && !longExponents && !unpairedSurrogate && !opts.onDuplicateKey) {
     let v: JsonValue;
     try {
       v = JSON.parse(text) as JsonValue;
@@ -129,10 +151,12 @@ export function parseRequestJson(bytes: Uint8Array, opts: JsonParseOptions = {})
 
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
 const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
+const HEX4 = /^[0-9a-fA-F]{4}$/;
 
 /**
  * A strict RFC 8259 parser keeping big integers exact, keeping a duplicate key's first value and
- * reporting it, and refusing a number beyond ±DBL_MAX as rapidjson does.
+ * reporting it, and refusing a number beyond ±DBL_MAX and an unpaired high surrogate escape as
+ * rapidjson does.
  */
 class ExactParser {
   private i = 0;
@@ -232,8 +256,26 @@ class ExactParser {
       if (c === 0x5c) {
         // An escape rapidjson refuses is reported at its backslash.
         const e = this.s[this.i + 1] ?? '';
-        if (e === 'u' && !/^[0-9a-fA-F]{4}$/.test(this.s.slice(this.i + 2, this.i + 6))) this.fail('Incorrect hex digit after \\u escape in string.');
-        if (!'"\\/bfnrtu'.includes(e) || e === '') this.fail('Invalid escape character in string.');
+        if (e === 'u') {
+          const hex = this.s.slice(this.i + 2, this.i + 6);
+          if (!HEX4.test(hex)) this.fail('Incorrect hex digit after \\u escape in string.');
+          const unit = parseInt(hex, 16);
+          if (unit >= 0xd800 && unit <= 0xdbff) {
+            // rapidjson's ParseStringToStream: a high surrogate takes the next `\u` escape as its
+            // low half; every failure is reported at the first escape's backslash. A lone low
+            // surrogate passes (JSON.parse keeps it as it is).
+            if (this.s[this.i + 6] !== '\\' || this.s[this.i + 7] !== 'u') this.fail('The surrogate pair in string is invalid.');
+            const low = this.s.slice(this.i + 8, this.i + 12);
+            if (!HEX4.test(low)) this.fail('Incorrect hex digit after \\u escape in string.');
+            const lowUnit = parseInt(low, 16);
+            if (lowUnit < 0xdc00 || lowUnit > 0xdfff) this.fail('The surrogate pair in string is invalid.');
+            this.i += 12;
+            continue;
+          }
+          this.i += 6;
+          continue;
+        }
+        if (!'"\\/bfnrt'.includes(e) || e === '') this.fail('Invalid escape character in string.');
         this.i += 2;
       }
       else if (c === 0x22) break;

@@ -6,7 +6,7 @@
  * tenant's 15 MB upload costs other requests a buffer transfer, not a parse and a base64 decode
  * (DESIGN "Multi-tenancy": uploads are parsed off the event loop).
  */
-import { internal, invalidArg } from '../../core/errors.js';
+import { internal, invalidArg } from '../../contract/errors.js';
 import { decodeFileOverride, parseConfigOverride } from '../../repository/overrides.js';
 import { isJsonObject } from './body.js';
 import { parseRequestJson } from './json-text.js';

@@ -1,6 +1,6 @@
 /** The model repository extension (spec §3.1): index, load (with config / file overrides), unload. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { invalidArg } from '../../core/errors.js';
+import { invalidArg } from '../../contract/errors.js';
 import type { FileOverrides } from '../../repository/overrides.js';
 import { isJsonObject, optionalJson, requestBody } from './body.js';
 import { OFFLOAD_BYTES } from './codec/pool.js';

@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { AccessError } from '../../core/errors.js';
+import { AccessError } from '../../contract/errors.js';
 import { type RestrictedCategory, type RestrictedFeatures, type Restriction, restrictionSatisfied } from '../restricted.js';
 
 /**

@@ -5,8 +5,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { AccessError, TritonError, httpStatusOf } from '../../core/errors.js';
-import { redactAbsolutePaths } from '../../core/public-errors.js';
+import { AccessError, TritonError, httpStatusOf } from '../../contract/errors.js';
+import { redactAbsolutePaths } from '../../contract/public-errors.js';
 import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 import { requestSatisfies, restrictedError, routeRestriction } from './restricted.js';
 
@@ -65,7 +65,7 @@ export interface HttpAnswer {
 /**
  * The answer to a Triton error: `{"error": message}` with its HTTP status (spec §1.2), `Retry-After`
  * on a 429, `WWW-Authenticate` on a 401. The message's absolute paths are redacted here, the last
- * step before it leaves (core/public-errors.ts).
+ * step before it leaves (contract/public-errors.ts).
  */
 export function tritonErrorAnswer(e: TritonError): HttpAnswer {
   const headers: Record<string, string> = {};

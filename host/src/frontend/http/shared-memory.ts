@@ -1,12 +1,12 @@
 /**
  * The shared-memory extensions over HTTP (spec §3.3): `/v2/systemsharedmemory[/region/{r}]/
- * {status,register,unregister}` on core/shared-memory.ts (off unless `--allow-client-shm`:
+ * {status,register,unregister}` on dataplane/shared-memory.ts (off unless `--allow-client-shm`:
  * register / unregister are UNSUPPORTED), and `/v2/cudasharedmemory/...` as Triton built without
  * GPUs: status lists nothing, unregister succeeds, register is INVALID_ARG.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { invalidArg } from '../../core/errors.js';
-import { clientShmDisabled } from '../../core/shared-memory.js';
+import { invalidArg } from '../../contract/errors.js';
+import { clientShmDisabled } from '../../dataplane/shared-memory.js';
 import { isJsonObject, optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
 import { route } from './routing.js';

@@ -9,8 +9,8 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { TritonError, type ErrorCode } from '../../../core/errors.js';
-import { nativeAddon } from '../addon.js';
+import { TritonError, type ErrorCode } from '../../../contract/errors.js';
+import { nativeAddon } from '../../../platform/addon.js';
 import type { FromChild, ToChild, ToChildServer } from './protocol.js';
 
 /** The child's end of the doorbell socket (a socketpair: one byte = "records waiting in a ring"). */

@@ -10,16 +10,16 @@
  * through the rings of ring.ts (no IPC message per request), control calls over Node IPC.
  */
 import type { Logger } from 'pino';
-import type { ModelConfig } from '../../../config/types.js';
+import type { ModelConfig } from '../../../contract/model-config.js';
 import { positiveIntParam } from '../../../config/parameters.js';
-import { TritonError, internal, invalidArg, unavailable } from '../../../core/errors.js';
-import type { BackendModel, BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceSpec, ModelLoadContext, ResponseSender } from '../../../core/types.js';
+import { TritonError, internal, invalidArg, unavailable } from '../../../contract/errors.js';
+import type { BackendModel, BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceSpec, ModelLoadContext, ResponseSender } from '../../../contract/types.js';
 import { BackendHostProcess, describeExit, type ProcessExit } from './host-process.js';
-import { nativeAddon, tritonErrorOf } from '../addon.js';
+import { nativeAddon, tritonErrorOf } from '../../../platform/addon.js';
 import type { NativeLeaks } from '../model.js';
 import { READY_CHECK_TIMEOUT_MS } from '../instance.js';
 import { ServerCalls, addonError } from '../server-bridge.js';
-import { ownerPrincipal } from '../../../core/load-context.js';
+import { ownerPrincipal } from '../../../contract/load-context.js';
 import type { Finalized, LoadSpec, Loaded } from './protocol.js';
 import { processRegionPrefix, removeRegions } from './python-regions.js';
 import {
@@ -506,7 +506,9 @@ export class IsolatedNativeModel implements BackendModel {
         forget(); // answered already by the backend's error, or never submitted: the scheduler answers
         throw tritonErrorOf(d!.error.code, d!.error.message);
       }
-      if (!d!.reported) return { execEndNs: d!.returnedNs };
+      // A batch statistic only if the backend reported one, as Triton's core (ExecuteTimings); the
+      // ring carries no reported batch size: the scheduler's counts for a reported batch.
+      if (!d!.reported) return { execEndNs: d!.returnedNs, backendBatchSize: null };
       return { computeStartNs: d!.computeStartNs, computeEndNs: d!.computeEndNs, execEndNs: d!.returnedNs };
     } catch (e) {
       forget(); // the scheduler answers every request that got no final response

@@ -7,8 +7,8 @@
  * A backend's in-process inference calls (BLS) travel over IPC to Warden's data plane, run there
  * with the isolated model's own principal.
  */
-import type { ModelConfig } from '../../../config/types.js';
-import type { InstanceSpec } from '../../../core/types.js';
+import type { ModelConfig } from '../../../contract/model-config.js';
+import type { InstanceSpec } from '../../../contract/types.js';
 import type { NativeLeaks } from '../model.js';
 
 /** What the child needs to initialise the backend library and load the model. */

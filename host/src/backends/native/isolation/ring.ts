@@ -13,9 +13,9 @@
  * record and the ring, counts are bounded by the bytes that would hold them before anything is
  * allocated, and any inconsistency throws {@link RingError} (the parent then kills the process).
  */
-import type { ParameterValue, Tensor } from '../../../core/types.js';
-import type { BackendRequestFields } from '../addon.js';
-import { isDataType } from '../../../tensor/datatypes.js';
+import type { ParameterValue, Tensor } from '../../../contract/types.js';
+import type { BackendRequestFields } from '../../../platform/addon.js';
+import { isDataType } from '../../../contract/datatypes.js';
 
 export const RING_HEADER_BYTES = 128;
 const HEAD = 0;

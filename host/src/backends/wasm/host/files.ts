@@ -13,7 +13,7 @@
 import { lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { witErr } from './errors.js';
-import { TritonError } from '../../../core/errors.js';
+import { TritonError } from '../../../contract/errors.js';
 import { ModelFileError, readModelFileSync } from '../../../repository/model-files.js';
 
 /** Per-instance state of the files capability. */

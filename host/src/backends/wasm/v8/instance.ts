@@ -6,8 +6,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { TritonError, unavailable } from '../../../core/errors.js';
-import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../core/types.js';
+import { TritonError, unavailable } from '../../../contract/errors.js';
+import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
 import type { SandboxedInstance, SandboxStats } from '../engine.js';
 import { WireHandles, toWireRequests, type WireError, type WireResponse } from '../wire.js';

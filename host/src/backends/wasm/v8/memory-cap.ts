@@ -6,7 +6,7 @@
  * The rewrite is plain binary editing, but only the V8 engine needs it (wasmtime bounds memory
  * with StoreLimits at run time), so it lives with that engine.
  */
-import { TritonError } from '../../../core/errors.js';
+import { TritonError } from '../../../contract/errors.js';
 import { binaryKind, encodeUleb, Reader, sections, WASM_PAGE_BYTES, WasmFormatError } from '../binary.js';
 
 /** Result of {@link capMemories}. */

@@ -20,7 +20,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { internal, invalidArg } from '../../../core/errors.js';
+import { internal, invalidArg } from '../../../contract/errors.js';
 
 /** What the cache holds for one component. */
 export interface TranspiledComponent {

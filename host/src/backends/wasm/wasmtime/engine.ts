@@ -9,8 +9,9 @@
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { internal, invalidArg } from '../../../core/errors.js';
-import type { InstanceSpec } from '../../../core/types.js';
+import { internal, TritonError } from '../../../contract/errors.js';
+import { fromAddonError } from '../../../platform/addon.js';
+import type { InstanceSpec } from '../../../contract/types.js';
 import type { EngineOptions } from '../engines.js';
 import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, SandboxEngine } from '../engine.js';
 import { DEFAULT_CACHE_LIMITS } from '../v8/transpile.js';
@@ -131,7 +132,9 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
     try {
       component = await this.native.compile(this.engine(), bytes);
     } catch (e) {
-      throw invalidArg(`${what}: wasmtime cannot compile the component: ${(e as Error).message}`);
+      // the engine's code: INVALID_ARG for a component wasmtime refuses
+      const err = fromAddonError(e);
+      throw new TritonError(err.code, `${what}: wasmtime cannot compile the component: ${err.message}`);
     }
     const payload = this.native.serialize(component);
     await this.cache.write(hash, payload, this.native.cwasmMac(this.engine(), this.cache.key, hash, payload));

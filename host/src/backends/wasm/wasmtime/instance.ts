@@ -12,8 +12,8 @@
  * execute (a cold start: a pooled instantiation plus the guest's `create`s).
  */
 import type { Logger } from 'pino';
-import { TritonError, unavailable } from '../../../core/errors.js';
-import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../core/types.js';
+import { TritonError, unavailable } from '../../../contract/errors.js';
+import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
 import { fromWitError, toWitRequest } from '../convert.js';
 import type { HostConfig, SandboxedInstance, SandboxStats } from '../engine.js';
 import { createHostState, endCall, type HostState } from '../host/index.js';

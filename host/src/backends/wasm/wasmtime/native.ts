@@ -3,7 +3,7 @@
  * native/src/wasmtime/binding.cc over the Rust staticlib in native/wasmtime/): opaque handles,
  * and messages from the engine's native threads delivered to one callback on the JS thread.
  */
-import { nativeAddon } from '../../native/addon.js';
+import { nativeAddon } from '../../../platform/addon.js';
 
 /** Opaque native handles (napi externals). */
 export type EngineHandle = { readonly __brand: 'ww-engine' };

@@ -3,9 +3,9 @@
  * inference requests and load requests, and encoding of large JSON responses, moved off the event loop. Buffers
  * travel transferred where the sender owns them.
  */
-import type { ModelConfig } from '../../../config/types.js';
-import type { ErrorCode } from '../../../core/errors.js';
-import type { InferenceResponse } from '../../../core/types.js';
+import type { ModelConfig } from '../../../contract/model-config.js';
+import type { ErrorCode } from '../../../contract/errors.js';
+import type { InferenceResponse } from '../../../contract/types.js';
 import type { DecodedInferRequest, OutputFormats } from '../infer-request.js';
 import type { EncodedResponse } from '../infer-response.js';
 import type { LoadRequestParts } from '../load-request.js';

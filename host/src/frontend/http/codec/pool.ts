@@ -6,9 +6,9 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { TritonError, internal } from '../../../core/errors.js';
-import type { InferenceResponse } from '../../../core/types.js';
-import type { ModelConfig } from '../../../config/types.js';
+import { TritonError, internal } from '../../../contract/errors.js';
+import type { InferenceResponse } from '../../../contract/types.js';
+import type { ModelConfig } from '../../../contract/model-config.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
 import type { DecodedInferRequest, OutputFormats } from '../infer-request.js';
 import type { EncodedResponse } from '../infer-response.js';

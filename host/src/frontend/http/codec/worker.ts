@@ -5,7 +5,7 @@
  * with their buffers transferred. Protocol: messages.ts.
  */
 import { parentPort } from 'node:worker_threads';
-import { asTritonError } from '../../../core/errors.js';
+import { asTritonError } from '../../../contract/errors.js';
 import { lowerThisThreadPriority } from '../../../threads/priority.js';
 import { decodeInferRequest } from '../infer-request.js';
 import { encodeInferResponse } from '../infer-response.js';

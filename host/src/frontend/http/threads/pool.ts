@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { CancellationSignal } from '../../../core/types.js';
+import type { CancellationSignal } from '../../../contract/types.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
 import { TRUSTED_CLIENT_ADDRESS } from '../client-address.js';
 import { ConnectionBudget } from '../connection-budget.js';

@@ -5,15 +5,15 @@
  * for batching models (each batch element classified on its own) or `[min(K, n)]` otherwise.
  * Values print as C++ `std::to_string` does (floats with 6 decimals); labels come from the
  * output's `label_filename` in the model directory, one per line, read at model load through the
- * confinement rule (`core/config-files.ts`, `repository/model-files.ts`) and kept on the version.
+ * confinement rule (`lifecycle/config-files.ts`, `repository/model-files.ts`) and kept on the version.
  *
  * Applied by the data plane on the final response path, so backends produce ordinary outputs.
  */
-import type { ModelConfig } from '../config/types.js';
-import { dataTypeByteSize, type DataType } from '../tensor/datatypes.js';
-import { TritonError, invalidArg } from './errors.js';
-import { tensorDataType } from './validate.js';
-import type { InferenceResponse, ResponseSender, Tensor } from './types.js';
+import type { ModelConfig } from '../contract/model-config.js';
+import { dataTypeByteSize, type DataType } from '../contract/datatypes.js';
+import { TritonError, invalidArg } from '../contract/errors.js';
+import { tensorDataType } from '../contract/datatypes.js';
+import type { InferenceResponse, ResponseSender, Tensor } from '../contract/types.js';
 import { encodeBytesElements } from '../tensor/bytes.js';
 
 /** Triton's cap on the elements classified in one output. */

@@ -7,8 +7,9 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ERROR_CODES, TritonError } from '../../core/errors.js';
-import type { DataType } from '../../tensor/datatypes.js';
+import { ERROR_CODES, TritonError } from '../contract/errors.js';
+import { PROJECT_ROOT } from '../project.js';
+import type { DataType } from '../contract/datatypes.js';
 
 /** A tensor as the addon reads (requests) and produces (responses): see core `Tensor`. */
 export interface AddonTensor {
@@ -295,7 +296,7 @@ export function addonPath(): string {
     if (parent === dir) break;
     dir = parent;
   }
-  return join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', 'native', 'build', 'Release', 'warden_native.node');
+  return join(PROJECT_ROOT, 'native', 'build', 'Release', 'warden_native.node');
 }
 
 let cached: NativeAddon | undefined;

@@ -26,8 +26,8 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccessError, TritonError, internal, invalidArg, notFound } from './errors.js';
-import type { Principal } from './types.js';
+import { AccessError, TritonError, internal, invalidArg, notFound } from '../contract/errors.js';
+import type { Principal } from '../contract/types.js';
 
 /** `GET /v2/systemsharedmemory/status` entry (spec §3.3); gRPC `SystemSharedMemoryStatusResponse.RegionStatus`. */
 export interface SystemShmRegionStatus {

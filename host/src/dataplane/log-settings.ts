@@ -1,10 +1,10 @@
 /**
  * Server log settings, as the logging extension reads and writes them (spec §3.4: `GET|POST
  * /v2/logging`), mapped onto the pino logger's level. Protocol-neutral: frontends reach it through
- * the data plane (core/server-api.ts).
+ * the data plane (dataplane/server-api.ts).
  */
 import type { Logger } from 'pino';
-import { invalidArg, unsupported } from './errors.js';
+import { invalidArg, unsupported } from '../contract/errors.js';
 
 export interface LogSettings {
   log_file: string;

@@ -8,23 +8,24 @@
  * (principal, model name) pair into a model key, so tenant scoping cannot be forgotten at a call
  * site. Frontends map TritonError codes to their transport (HTTP status, gRPC code) themselves.
  */
-import type { ModelConfig } from '../config/types.js';
-import { AccessError, TritonError, cancelled, forbidden, invalidArg } from './errors.js';
+import type { ModelConfig } from '../contract/model-config.js';
+import { AccessError, TritonError, cancelled, forbidden, invalidArg } from '../contract/errors.js';
 import { ClassificationSender, checkClassification } from './classification.js';
 import type { TraceManager, TraceSettingsJson } from '../trace/trace-manager.js';
 import { type LogSettings, LogSettingsStore } from './log-settings.js';
-import { modelNameProblem } from './names.js';
-import type { PathScrubber } from './public-errors.js';
+import { modelNameProblem } from '../contract/names.js';
+import type { PathScrubber } from '../contract/public-errors.js';
 import { webcrypto } from 'node:crypto';
 import type { Logger } from 'pino';
 import { auditEvent } from '../tenancy/audit.js';
 import { TenantRequestRate, TenantUploadRate } from '../tenancy/request-rate.js';
 import { TRITON_PROTOCOL_VERSION } from '../project.js';
 import { EnsembleBudget, ensembleLimitsFor, type EnsembleLimits } from '../ensemble/budget.js';
-import { TENANT_ID_PATTERN, type TenantConfig } from '../tenancy/types.js';
-import type { ModelVersion } from './model.js';
-import type { IndexEntry, LoadOptions, ModelRepositoryManager } from './repository-manager.js';
-import { tensorDataType } from './validate.js';
+import type { TenantConfig } from '../tenancy/types.js';
+import { TENANT_ID_PATTERN } from '../contract/names.js';
+import type { ModelVersion } from '../lifecycle/model-version.js';
+import type { IndexEntry, LoadOptions, ModelRepositoryManager } from '../lifecycle/repository-manager.js';
+import { tensorDataType } from '../contract/datatypes.js';
 import type {
   CancellationSignal,
   InferenceRequest,
@@ -36,7 +37,7 @@ import type {
   ResponseSender,
   SubmittedRequest,
   Tensor,
-} from './types.js';
+} from '../contract/types.js';
 
 /** tritonserver's default `--id`: the `name` of server metadata (spec §1.4), which tools check. */
 export const DEFAULT_SERVER_ID = 'triton';

@@ -6,10 +6,9 @@
  *
  * Backends never see HTTP; frontends never see backends (DESIGN "One request, end to end").
  */
-import type { EnsembleBudget } from '../ensemble/budget.js';
 import type { Logger } from 'pino';
-import type { ModelConfig } from '../config/types.js';
-import type { DataType } from '../tensor/datatypes.js';
+import type { ModelConfig } from './model-config.js';
+import type { DataType } from './datatypes.js';
 import type { TritonError } from './errors.js';
 
 /**
@@ -43,6 +42,22 @@ export interface TensorMemoryOwner {
  * (int64) parameters; other numbers are DOUBLE; a bigint is an INT beyond ±(2^53−1), within int64.
  */
 export type ParameterValue = string | number | boolean | bigint;
+
+/**
+ * The budget one top-level request's ensemble runs share, nested ensembles included
+ * (ensemble/budget.ts `EnsembleBudget` implements it; DESIGN "Multi-tenancy": ensemble steps are
+ * charged to the caller).
+ */
+export interface EnsembleRequestBudget {
+  /** @throws AccessError 403 when the least cost of a run is over the caps, before any step runs */
+  afford(cost: { readonly inferences: number; readonly depth: number }): void;
+  /** A run at nesting `depth` starts. @throws AccessError 403 past the depth cap */
+  enter(depth: number): void;
+  /** One composing request is about to be sent. @throws AccessError 403 past the inference or fan-out cap */
+  take(): void;
+  /** A composing request counted by {@link take} ended. */
+  done(): void;
+}
 
 /** `TRITONSERVER_RequestFlag` bits. */
 export const REQUEST_FLAG_SEQUENCE_START = 1;
@@ -113,7 +128,7 @@ export interface InferenceRequest {
    * of the ensemble that sent it (0 = none, the request came from a client). Set by the data plane
    * and ensemble runs, never by a client (ensemble/budget.ts).
    */
-  ensemble?: { readonly budget: EnsembleBudget; readonly depth: number };
+  ensemble?: { readonly budget: EnsembleRequestBudget; readonly depth: number };
 }
 
 /** One response (spec §1.13). Outputs are in the order the backend produced them. */
@@ -161,6 +176,15 @@ export interface ExecuteTimings {
   computeStartNs?: bigint;
   computeEndNs?: bigint;
   execEndNs?: bigint;
+  /**
+   * For a backend whose batch statistics are its own reports, as Triton's core counts them
+   * (`TRITONBACKEND_ModelInstanceReportBatchStatistics` → `UpdateInferBatchStats`, core
+   * `infer_stats.cc`): the batch size it reported for this execution, or `null` when it reported
+   * none — then the execution is no batch statistic at all (no `execution_count`, `batch_stats`
+   * or `last_inference` change). Absent (Warden's own backends): Warden counts the execution
+   * itself, with the scheduler's batch size.
+   */
+  backendBatchSize?: number | null;
 }
 
 /**
@@ -211,7 +235,7 @@ export const SINGLE_USER: Principal = Object.freeze({ namespace: '', role: 'admi
 /**
  * The server as a backend sees it, for in-process inference (BLS, ensembles, the native
  * `TRITONSERVER_ServerInferAsync`): the same data plane the frontends call. Implemented by
- * `ServerApi` (core/server-api.ts).
+ * `ServerApi` (dataplane/server-api.ts).
  */
 export interface InferenceServerHandle {
   /**

@@ -4,8 +4,8 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { ModelConfig } from '../../config/types.js';
-import { invalidArg } from '../../core/errors.js';
+import type { ModelConfig } from '../contract/model-config.js';
+import { invalidArg } from '../contract/errors.js';
 
 /** Legacy `platform` values and the backend that serves them (Triton's platform → backend map). */
 export const PLATFORM_BACKENDS: Readonly<Record<string, string>> = {

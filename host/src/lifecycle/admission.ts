@@ -12,9 +12,10 @@
  *   Operators install native and Python backends on disk (`--backend-directory`, their own
  *   repositories).
  */
-import type { ModelConfig } from '../config/types.js';
-import { invalidArg } from './errors.js';
-import type { ModelKey, ModelOrigin } from './types.js';
+import type { ModelConfig } from '../contract/model-config.js';
+import { invalidArg } from '../contract/errors.js';
+import type { ModelKey, ModelOrigin } from '../contract/types.js';
+import { instanceCount, type ModelAdmission } from '../contract/admission.js';
 
 /**
  * Server-wide caps every model is held to, operator models included (CLI flags; see
@@ -101,32 +102,6 @@ export function uploadBackendOf(config: Pick<ModelConfig, 'backend' | 'platform'
   return onnxPlatform && onnxBackend ? 'onnxruntime' : undefined;
 }
 
-/** Total instance count of a config's instance groups (a count < 1 counts as 1, as normalisation makes it). */
-export function instanceCount(config: Pick<ModelConfig, 'instance_group'>): number {
-  let n = 0;
-  for (const g of config.instance_group) n += Math.max(1, Number.isSafeInteger(g.count) ? g.count : Number.MAX_SAFE_INTEGER);
-  return n;
-}
-
-/**
- * Decides whether a model may be loaded. The repository manager calls {@link admit} on the
- * normalised config, and again on the config after backend-side auto-complete.
- */
-export interface ModelAdmission {
-  /**
-   * @param versions how many versions of the model this load creates (each has the config's instances)
-   * @returns the config to load (unchanged, or with limits the policy imposes written into it)
-   * @throws TritonError naming the rule the config breaks; nothing was allocated
-   */
-  admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig, versions: number): ModelConfig;
-  /**
-   * Checks that need no files, run before an upload is written (quotas are refused before
-   * anything touches disk); {@link admit} still checks the normalised config afterwards.
-   * @param configOverride the load API's `parameters.config` JSON, as sent
-   * @throws TritonError naming the rule the upload breaks
-   */
-  precheckUpload?(key: ModelKey, configOverride: unknown): void;
-}
 
 /**
  * The server's admission rules: {@link ServerCaps} for every model; for uploads, the backend

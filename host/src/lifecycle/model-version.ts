@@ -3,7 +3,7 @@
  * the response path that checks what the backend sends and keeps the statistics.
  */
 import type { Logger } from 'pino';
-import type { ModelConfig } from '../config/types.js';
+import type { ModelConfig } from '../contract/model-config.js';
 import type { ModelStatistics } from '../metrics/stats.js';
 import { ResponseCache } from '../cache/response-cache.js';
 import type { RequestTrace, TraceManager } from '../trace/trace-manager.js';
@@ -15,9 +15,9 @@ import {
   type SchedulerHooks,
   type TenantFairness,
 } from '../scheduler/index.js';
-import { TritonError, asTritonError, unavailable } from './errors.js';
+import { TritonError, asTritonError, unavailable } from '../contract/errors.js';
 import { NO_CONFIG_FILES, type ConfigFiles } from './config-files.js';
-import type { BackendModel, BackendModelInstance, InferenceRequest, InferenceRequestInit, InferenceResponse, ResponseSender } from './types.js';
+import type { BackendModel, BackendModelInstance, InferenceRequest, InferenceRequestInit, InferenceResponse, ResponseSender } from '../contract/types.js';
 import {
   compileRequestValidator,
   compileResponseValidator,
@@ -106,7 +106,7 @@ export interface ModelVersionOptions {
   modelPath?: string;
   /**
    * The label files and sequence initial states the config names, read at load through the
-   * confinement rule (`core/config-files.ts#readConfigFiles`); default none.
+   * confinement rule (`lifecycle/config-files.ts#readConfigFiles`); default none.
    */
   files?: ConfigFiles;
   /**
@@ -398,7 +398,10 @@ export class ModelVersion {
     const input = computeStart - r.execStartNs;
     const infer = computeEnd - computeStart;
     const output = execEnd - computeEnd;
-    if (!r.error) this.stats.recordExecution(r.batchSize, input, infer, output);
+    // A batch statistic where Triton's core has one: a backend that reports its own (native)
+    // counts only what it reported, with its batch size (ExecuteTimings.backendBatchSize).
+    const batchSize = r.timings?.backendBatchSize === undefined ? r.batchSize : r.timings.backendBatchSize;
+    if (!r.error && batchSize !== null) this.stats.recordExecution(batchSize, input, infer, output);
     for (const p of r.batch) {
       const queue = r.execStartNs - p.queueStartNs;
       // A request answered before execute returned (a native backend's final response reaches

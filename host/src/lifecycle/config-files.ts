@@ -12,14 +12,14 @@
  * `initial_state_max_bytes` (default {@link DEFAULT_INITIAL_STATE_MAX_BYTES}, at most
  * {@link MAX_INITIAL_STATE_BYTES}).
  */
-import type { ModelConfig } from '../config/types.js';
+import type { ModelConfig } from '../contract/model-config.js';
 import {
   byteCapParameter,
   DEFAULT_INITIAL_STATE_MAX_BYTES,
   DEFAULT_LABEL_FILE_MAX_BYTES,
   readModelFile,
 } from '../repository/model-files.js';
-import { invalidArg } from './errors.js';
+import { invalidArg } from '../contract/errors.js';
 
 export { DEFAULT_INITIAL_STATE_MAX_BYTES, DEFAULT_LABEL_FILE_MAX_BYTES };
 

@@ -1,6 +1,7 @@
 /**
  * Triton datatypes (spec §1.9): protocol names, config enum names, C enum values, element sizes.
  */
+import type { ModelInput, ModelOutput } from './model-config.js';
 
 /** Protocol datatype names as used over HTTP and in the C API string form. */
 export type DataType =
@@ -87,4 +88,9 @@ export function elementCount(shape: readonly number[]): number {
   let n = 1;
   for (const d of shape) n *= d;
   return n;
+}
+
+/** Config data type → protocol datatype (TYPE_STRING → BYTES). */
+export function tensorDataType(t: ModelInput | ModelOutput): DataType {
+  return fromConfigDataType(t.data_type) ?? 'BYTES';
 }

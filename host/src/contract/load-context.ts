@@ -5,7 +5,7 @@
  */
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import type { ModelConfig } from '../config/types.js';
+import type { ModelConfig } from './model-config.js';
 import { unavailable } from './errors.js';
 import type { BackendResolveRequest, InferenceServerHandle, ModelKey, ModelLoadContext, ModelOrigin, Principal } from './types.js';
 

@@ -3,8 +3,8 @@
  * fields (`sequence_id`, `sequence_start`, `sequence_end`, `priority`, `timeout`) and the rule for
  * every other key. Every frontend (HTTP today, gRPC later) decodes parameters through here, once.
  */
-import { invalidArg, jsonAccessError } from './errors.js';
-import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type InferenceRequestInit, type ParameterValue } from './types.js';
+import { invalidArg, jsonAccessError } from '../contract/errors.js';
+import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type InferenceRequestInit, type ParameterValue } from '../contract/types.js';
 
 const INT64_MIN = -(1n << 63n);
 const INT64_MAX = (1n << 63n) - 1n;

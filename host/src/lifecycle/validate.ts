@@ -6,11 +6,12 @@
  * (`infer_request.cc` checks the correlation ID only for models with `sequence_batching`), so an
  * ensemble can forward its correlation ID to every step.
  */
-import type { ModelConfig, ModelInput, ModelOutput } from '../config/types.js';
+import type { ModelConfig, ModelInput, ModelOutput } from '../contract/model-config.js';
 import { countBytesElements } from '../tensor/bytes.js';
-import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } from '../tensor/datatypes.js';
-import { internal, invalidArg } from './errors.js';
-import { type InferenceRequest, type InferenceRequestInit, type InferenceResponse, type Tensor } from './types.js';
+import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } from '../contract/datatypes.js';
+import { internal, invalidArg } from '../contract/errors.js';
+import { tensorDataType } from '../contract/datatypes.js';
+import { type InferenceRequest, type InferenceRequestInit, type InferenceResponse, type Tensor } from '../contract/types.js';
 
 
 const shapeText = (s: readonly number[]): string => `[${s.join(',')}]`;
@@ -29,11 +30,6 @@ function matchesDims(shape: readonly number[], dims: readonly number[]): boolean
   if (shape.length !== dims.length) return false;
   for (let i = 0; i < dims.length; i++) if (dims[i] !== -1 && dims[i] !== shape[i]) return false;
   return true;
-}
-
-/** Config data type → protocol datatype (TYPE_STRING → BYTES). */
-export function tensorDataType(t: ModelInput | ModelOutput): DataType {
-  return fromConfigDataType(t.data_type) ?? 'BYTES';
 }
 
 /**

@@ -23,3 +23,8 @@ export function modelNameProblem(name: string): string | undefined {
   if (/\p{Surrogate}/u.test(name)) return 'it is not well-formed Unicode';
   return undefined;
 }
+
+/** A tenant id, as a regular-expression fragment: 1–64 of `[A-Za-z0-9_-]`, not starting with `-` (nor `.`, which the set excludes). */
+export const TENANT_ID_PATTERN = '[A-Za-z0-9_][A-Za-z0-9_-]{0,63}';
+/** Valid tenant id (see {@link TENANT_ID_PATTERN}); a tenant's namespace and its directory name. */
+export const TENANT_ID_RE = new RegExp(`^${TENANT_ID_PATTERN}$`);
