@@ -16,7 +16,7 @@ import type { BenchContext } from './ctx.js';
 export async function benchOwner(ctx: BenchContext): Promise<void> {
   ctx.log('\n== Instance owner alone: simple through the data plane in-process (no HTTP, no JSON) ==');
   const { startServer } = await import('../host/src/server.js');
-  const { inferAndCollect } = await import('../host/src/dataplane/server-api.js');
+  const { inferAndCollect } = await import('../host/src/dataplane/inference.js');
   const { SINGLE_USER } = await import('../host/src/contract/types.js');
   const repo = await ctx.makeRepository(['simple']);
   const s = await startServer({ modelRepositories: [repo], httpPort: 0, metricsPort: -1, logLevel: 'silent' });

@@ -48,7 +48,7 @@ async function record(url: string, req: HttpRequestSpec): Promise<{ headers: Rec
 async function tensorThroughput(ctx: BenchContext, repo: string, iterations: number) {
   const { ArenaPair } = await import('../host/src/backends/python/shm.js');
   const { startServer } = await import('../host/src/server.js');
-  const { inferAndCollect } = await import('../host/src/dataplane/server-api.js');
+  const { inferAndCollect } = await import('../host/src/dataplane/inference.js');
   const { SINGLE_USER } = await import('../host/src/contract/types.js');
   const bytes = 64 * 1024 * 1024;
   const src = Buffer.alloc(bytes, 7);

@@ -6,7 +6,7 @@
  * ensemble in explicit mode.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inferAndCollect } from '../../host/src/dataplane/server-api.js';
+import { inferAndCollect } from '../../host/src/dataplane/inference.js';
 import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
 import { SINGLE_USER, type Tensor } from '../../host/src/contract/types.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OnnxInstance, OnnxRuntimeResolver } from '../../host/src/backends/onnxruntime/index.js';
 import type { RunPlacement } from '../../host/src/backends/onnxruntime/placement.js';
 import type { TritonError } from '../../host/src/contract/errors.js';
-import { inferAndCollect } from '../../host/src/dataplane/server-api.js';
+import { inferAndCollect } from '../../host/src/dataplane/inference.js';
 import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
 import { SINGLE_USER, type BackendModel, type ExecuteTimings, type InstanceSpec, type ModelLoadContext } from '../../host/src/contract/types.js';
 import { request, tensor } from '../helpers/backend-request.js';

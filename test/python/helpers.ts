@@ -4,7 +4,7 @@
  * repository of Python models, and an in-process inference helper.
  */
 import { ensureCompatVenv } from '../compat/venv.js';
-import { inferAndCollect } from '../../host/src/dataplane/server-api.js';
+import { inferAndCollect } from '../../host/src/dataplane/inference.js';
 import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
 import { SINGLE_USER, type InferenceRequestInit, type Tensor } from '../../host/src/contract/types.js';
 import type { RunningServer } from '../../host/src/server.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
-import { inferAndCollect } from '../../host/src/dataplane/server-api.js';
+import { inferAndCollect } from '../../host/src/dataplane/inference.js';
 import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
 import { SINGLE_USER } from '../../host/src/contract/types.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';

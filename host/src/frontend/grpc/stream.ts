@@ -13,7 +13,7 @@
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { AccessError, TritonError } from '../../contract/errors.js';
 import { redactAbsolutePaths } from '../../contract/public-errors.js';
-import { releaseTensors } from '../../dataplane/server-api.js';
+import { releaseTensors } from '../../dataplane/inference.js';
 import type { InferenceResponse, Principal, ResponseSender } from '../../contract/types.js';
 import type { ShmAccess } from '../../dataplane/shared-memory.js';
 import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion, stripReserved } from './infer.js';

@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ModelConfig } from '../../contract/model-config.js';
 import { TritonError, asTritonError, invalidArg } from '../../contract/errors.js';
 import { emptyRequestInit, requestParameter } from '../../dataplane/request-parameters.js';
-import { inferAndCollect, releaseTensors } from '../../dataplane/server-api.js';
+import { inferAndCollect, releaseTensors } from '../../dataplane/inference.js';
 import type { InferenceRequestInit, InferenceResponse, ResponseSender, Tensor } from '../../contract/types.js';
 import { tensorDataType } from '../../contract/datatypes.js';
 import { tensorDataToJsonElements, jsonToTensorData } from '../../tensor/json.js';

@@ -2,7 +2,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TritonError, internal, unsupported } from '../../contract/errors.js';
-import { type InferenceTarget, inferAndCollect, releaseTensors } from '../../dataplane/server-api.js';
+import { type InferenceTarget, inferAndCollect, releaseTensors } from '../../dataplane/inference.js';
 import type { CancellationSignal, Principal } from '../../contract/types.js';
 import { requestBody } from './body.js';
 import type { FrontendContext } from './context.js';

@@ -1,0 +1,106 @@
+/**
+ * The repository extension on the data plane (spec §3.1): a principal's index, load (with the
+ * tenant's upload quota and the server's upload cap) and unload, each audited
+ * (DESIGN "Multi-tenancy": loads, unloads and deletes leave an audit line).
+ */
+import { webcrypto } from 'node:crypto';
+import type { Logger } from 'pino';
+import { forbidden } from '../contract/errors.js';
+import type { PathScrubber } from '../contract/public-errors.js';
+import type { ModelKey, Principal } from '../contract/types.js';
+import type { IndexEntry, LoadOptions, ModelRepositoryManager } from '../lifecycle/repository-manager.js';
+import { auditEvent } from '../tenancy/audit.js';
+import { TenantUploadRate } from '../tenancy/request-rate.js';
+import type { ModelNames } from './model-names.js';
+
+export class RepositoryControl {
+  /** Each tenant's load-request bytes per minute, charged by the frontends as requests arrive. */
+  readonly uploadRate = new TenantUploadRate();
+
+  /**
+   * @param maxUploadBytes `--max-upload-bytes`: decoded size of one load request's files, any caller
+   * @param logger where audit lines go (loads, unloads, deletes)
+   */
+  constructor(
+    private readonly manager: ModelRepositoryManager,
+    private readonly names: ModelNames,
+    private readonly scrubber: PathScrubber,
+    private readonly maxUploadBytes: number | undefined,
+    private readonly logger: Logger | undefined,
+  ) {}
+
+  /** The index of the principal's namespace (`ready` = READY versions only); reasons carry no host paths. */
+  async repositoryIndex(principal: Principal, readyOnly: boolean): Promise<IndexEntry[]> {
+    const entries = await this.manager.index(readyOnly, principal.namespace);
+    const shared = this.names.tenantOf(principal)?.shared_models ?? [];
+    if (shared.length > 0) {
+      const own = new Set(entries.map((e) => e.name));
+      const operator = await this.manager.index(readyOnly, '');
+      entries.push(...operator.filter((e) => shared.includes(e.name) && !own.has(e.name)));
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    }
+    for (const e of entries) if (e.reason) e.reason = this.scrubber.scrub(e.reason);
+    return entries;
+  }
+
+  /**
+   * Load or reload a model; resolves once it is READY.
+   * @throws TritonError UNAVAILABLE (not explicit mode), INVALID_ARG / NOT_FOUND / INTERNAL (load failure)
+   */
+  async loadModel(principal: Principal, name: string, options: LoadOptions): Promise<void> {
+    const key = this.names.controlKeyOf(principal, name);
+    // Hashed on the thread pool (WebCrypto), not the event loop: an upload may be megabytes.
+    const files = await Promise.all(
+      [...(options.files ?? new Map<string, Uint8Array>())].map(async ([path, data]) => ({
+        path,
+        sha256: Buffer.from(await webcrypto.subtle.digest('SHA-256', data)).toString('hex'),
+        bytes: data.length,
+      })),
+    );
+    const audit = (outcome: 'ok' | 'error', reason?: string) =>
+      this.logger && auditEvent(this.logger, { event: 'load', tenant: auditTenant(principal, key), model: key.name, files, outcome, reason });
+    try {
+      const tenant = this.names.tenantOf(principal);
+      if (tenant) {
+        const bytes = files.reduce((n, f) => n + f.bytes, 0);
+        if (bytes > tenant.quotas.max_upload_bytes) {
+          throw forbidden(`upload of ${bytes} bytes exceeds tenant '${tenant.id}''s quota of ${tenant.quotas.max_upload_bytes} bytes (max_upload_bytes)`);
+        }
+      }
+      await this.manager.load(key, this.maxUploadBytes === undefined ? options : { ...options, maxUploadBytes: this.maxUploadBytes });
+      audit('ok');
+    } catch (e) {
+      audit('error', this.scrubber.publicError(e).message);
+      throw e;
+    }
+  }
+
+  /**
+   * Unload every version of a model (succeeds for a model that is not loaded). With
+   * `unloadDependents` (Triton's `unload_dependents`, TRITONSERVER_ServerUnloadModelAndDependents)
+   * the loaded ensembles of the same namespace that use it, directly or not, are unloaded first.
+   * @throws TritonError UNAVAILABLE (not explicit mode)
+   */
+  async unloadModel(principal: Principal, name: string, options: { deleteFiles?: boolean; unloadDependents?: boolean } = {}): Promise<void> {
+    const key = this.names.controlKeyOf(principal, name);
+    const event = options.deleteFiles ? 'delete' : 'unload';
+    try {
+      if (options.unloadDependents) {
+        for (const dep of this.manager.dependentsOf(key)) {
+          await this.manager.unload(dep, false);
+          if (this.logger) auditEvent(this.logger, { event: 'unload', tenant: auditTenant(principal, dep), model: dep.name, outcome: 'ok' });
+        }
+      }
+      await this.manager.unload(key, false, { deleteFiles: options.deleteFiles === true });
+      if (this.logger) auditEvent(this.logger, { event, tenant: auditTenant(principal, key), model: key.name, outcome: 'ok' });
+    } catch (e) {
+      if (this.logger) auditEvent(this.logger, { event, tenant: auditTenant(principal, key), model: key.name, outcome: 'error', reason: this.scrubber.publicError(e).message });
+      throw e;
+    }
+  }
+}
+
+/** The tenant an audit line names: the model's namespace, or null for the operator's. */
+function auditTenant(principal: Principal, key: ModelKey): string | null {
+  return key.namespace || (principal.role === 'admin' ? null : principal.namespace);
+}
