@@ -33,7 +33,7 @@ describe('compiled request validator', () => {
   it("keeps Triton's messages", () => {
     // Core checks carry the request's id as Triton's LogRequest() writes it (core infer_request.h).
     expect(() => v.validate(echoInit('x', { inputs: [i32('INPUT1', [1, 2, 2])] }))).toThrow(
-      "[request id: x] expected 1 inputs but got 1 inputs for model 'model'. Got input(s) ['INPUT1'], but missing required input(s) ['INPUT0']. Please provide all required input(s).",
+      "[request id: x] expected number of inputs between 1 and 2 but got 1 inputs for model 'model'. Got input(s) ['INPUT1'], but missing required input(s) ['INPUT0']. Please provide all required input(s).",
     );
     expect(() => v.validate(echoInit('', { inputs: [i32('INPUT0', [1, 5])] }))).toThrow(
       /^\[request id: <id_unknown>\] unexpected shape for input 'INPUT0' for model 'model'\. Expected \[-1,4\], got \[1,5\]\. NOTE: Setting a non-zero max_batch_size/,
@@ -41,6 +41,19 @@ describe('compiled request validator', () => {
     expect(() => v.validate(echoInit('x', { inputs: [i32('NOPE', [1, 4])] }))).toThrow("unexpected inference input 'NOPE' for model 'model'");
     expect(() => v.validate(echoInit('x', { requestedOutputs: ['NOPE'] }))).toThrow("unexpected inference output 'NOPE' for model 'model'");
     expect(() => v.validate(echoInit('x', { inputs: [i32('INPUT0', [9, 4])] }))).toThrow("[request id: x] inference request batch-size must be <= 8 for 'model'");
+  });
+
+  it("names missing inputs as Triton's core does: quoted, joined by ',' with no space (infer_request.cc)", () => {
+    const all = compileRequestValidator(
+      config(`
+input [ { name: "A" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "C" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`),
+      1,
+    );
+    expect(() => all.validate(echoInit('', { inputs: [i32('B', [1])] }))).toThrow(
+      "[request id: <id_unknown>] expected 3 inputs but got 1 inputs for model 'model'. Got input(s) ['B'], but missing required input(s) ['A','C']. Please provide all required input(s).",
+    );
   });
 });
 

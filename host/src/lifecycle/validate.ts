@@ -94,11 +94,13 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
   const allOutputs: readonly string[] = config.output.map((o) => o.name);
 
   const missingInputs = (init: InferenceRequestInit, seen: Uint8Array): never => {
+    // Triton's text (core infer_request.cc ValidateRequestInputs): names quoted and joined by ','
+    // with no space; "between R and N" when some inputs are optional.
+    const list = (names: readonly string[]) => `[${names.map((n) => `'${n}'`).join(',')}]`;
     const missing = config.input.filter((i, k) => !i.optional && !seen[k]).map((i) => i.name);
+    const expected = inputCount === requiredCount ? `expected ${inputCount} inputs` : `expected number of inputs between ${requiredCount} and ${inputCount}`;
     throw invalidArg(
-      `${logRequest(init)}expected ${requiredCount} inputs but got ${init.inputs.length} inputs for model '${m}'. Got input(s) [${init.inputs
-        .map((i) => `'${i.name}'`)
-        .join(', ')}], but missing required input(s) [${missing.map((n) => `'${n}'`).join(', ')}]. Please provide all required input(s).`,
+      `${logRequest(init)}${expected} but got ${init.inputs.length} inputs for model '${m}'. Got input(s) ${list(init.inputs.map((i) => i.name))}, but missing required input(s) ${list(missing)}. Please provide all required input(s).`,
     );
   };
 
