@@ -1,5 +1,5 @@
 /**
- * A/B of Warden builds by server CPU per request (issue 14 bisecting): `node dist/bench/ab.js`.
+ * A/B of Warden builds by server CPU per request (for bisecting a regression): `node dist/bench/ab.js`.
  *
  * BENCH_AB is a `;`-separated list of `label=root[|node flags[|key=value,...[|server flags]]]`, each root a checkout
  * with its own `dist/` built (e.g. `git archive <commit> | tar -x -C /tmp/x`, node_modules symlinked, `tsc`);

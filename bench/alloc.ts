@@ -1,5 +1,5 @@
 /**
- * Per-request allocation and garbage collection on the hot path (issue 14, tail latency): Warden
+ * Per-request allocation and garbage collection on the hot path (what sets the tail latency): Warden
  * runs with `node --trace-gc`; over one c=1 run each of `simple` JSON and binary, the suite sums
  * what every collection freed and how long it paused the server's main thread, per request.
  * A scavenge pauses the event loop for about 0.3-2 ms, so one every K requests puts roughly 1/K of

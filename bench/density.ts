@@ -1,5 +1,5 @@
 /**
- * Density of sandboxed models (issue 10, point 7), one engine per process:
+ * Density of sandboxed models (DESIGN "Multi-tenancy": many tenants' models per host), one engine per process:
  * `node dist/bench/density.js <v8|wasmtime> <models> [live]` loads `models` copies of identity_wasm (the
  * TS guest, as uploads would be: one model each, one instance each) one after another through
  * the wasm backend, answers one request on each, and prints one JSON line: RSS and threads before

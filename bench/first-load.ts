@@ -1,6 +1,6 @@
 /**
- * Where the first load of a cached component goes, stage by stage (issue 10, "load from cache
- * under 20 ms"). `node dist/bench/first-load.js [runs=7]` starts `runs` fresh processes one after
+ * Where the first load of a cached component goes, stage by stage (target: under 20 ms,
+ * docs/benchmarks.md). `node dist/bench/first-load.js [runs=7]` starts `runs` fresh processes one after
  * another; each loads identity_wasm (the TS guest) once through the wasm backend on the wasmtime
  * engine, exactly as bench/density.ts times its first load (resolve + loadModel + createInstance),
  * and reports the wall time (ms) of each stage inside that window:

@@ -1,5 +1,5 @@
 /**
- * Large-request flood (issue 14): the throughput of a small-request client (`simple`, JSON,
+ * Large-request flood (DESIGN "Performance"): the throughput of a small-request client (`simple`, JSON,
  * concurrency 1) alone, and while another client sends 16 MB JSON requests to an identity model
  * (FP32 [N], outputs returned binary) on the same Warden. Target: the small client keeps >= 70 %
  * of its throughput alone. The small client is autocannon in this process; the flood is autocannon

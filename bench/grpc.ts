@@ -1,5 +1,5 @@
 /**
- * gRPC and client shared memory (issue 15): Triton's `simple` over gRPC (tritonclient's raw
+ * gRPC and client shared memory (spec §3.3): Triton's `simple` over gRPC (tritonclient's raw
  * contents) at concurrency 1 and 16 beside the same request over HTTP (binary extension), and a
  * 16 MiB FP32 tensor through `identity_native` sent in the body vs through system shared memory
  * (input read from, output written to /dev/shm regions) over both protocols.

@@ -1,5 +1,5 @@
 /**
- * The cost of one thread hop (issue 14 point 4: "prototype the cheapest hop first and measure it").
+ * The cost of one thread hop, measured before building front-end threads (frontend/http/threads/).
  *
  * A multi-threaded HTTP frontend would hand every request from the thread that parsed it to the
  * thread that owns the model instances and hand the response back: two hops per request. This

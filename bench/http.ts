@@ -112,7 +112,7 @@ const CONNECTIONS = (process.env.BENCH_HTTP_CONNECTIONS ?? '1,16,64').split(',')
  */
 const THREADS = (process.env.BENCH_HTTP_THREADS ?? '0').split(',').filter((x) => /^[0-9]{1,2}x?$/.test(x));
 
-/** Issue 14's tail target: at concurrency 1, p99 at most this many times p50. */
+/** The tail target: at concurrency 1, p99 at most this many times p50. */
 const P99_OVER_P50_MAX = 3;
 
 export interface HttpBenchResult {

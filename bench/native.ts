@@ -7,7 +7,7 @@
  *    at concurrency 1 is 1/rps(identity_native) − 1/rps(floor), in µs (target: < 30 µs);
  *  - the native host alone (no HTTP, in this process): one execute round trip JS → native worker
  *    thread → TRITONBACKEND_ModelInstanceExecute → response event back on the JS thread, in µs;
- *  - the cost of crash isolation (`warden.isolation=process`, issue 12): the same identity model in
+ *  - the cost of crash isolation (`warden.isolation=process`): the same identity model in
  *    a backend-host process, per request over in-process identity_native (target < 40 µs), over
  *    HTTP and without it (round trips alternating with in-process ones, wall and CPU µs of both
  *    processes per request).

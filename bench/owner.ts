@@ -1,5 +1,5 @@
 /**
- * The instance owner's share of a request (issue 14 point 4): `simple` through the data plane
+ * The instance owner's share of a request: `simple` through the data plane
  * in-process (`inferAndCollect`: validation, scheduler, ONNX Runtime, statistics and metrics), no
  * HTTP and no JSON. With N HTTP front-end threads handing requests to the thread that owns the
  * model instances, this is the work that stays on that thread (plus the hop, bench/hop.ts), so

@@ -1,6 +1,6 @@
 /**
  * Generation through the Python backend on a GPU (`benchPythonGpu(ctx)`, run by bench/run.ts as
- * suite `python-gpu`; issue 13 §6): tiny_gpt (test/fixtures/python/tiny_gpt — a randomly
+ * suite `python-gpu`; spec §7): tiny_gpt (test/fixtures/python/tiny_gpt — a randomly
  * initialised GPT-2, 4 layers × 256, greedy) streamed over /generate_stream. Reports time to first
  * token (request sent → first SSE event, ms) and decode tokens/s (tokens after the first / time
  * after the first), for one stream at a time and for 4 concurrent streams. Skips (a line in the

@@ -1,5 +1,5 @@
 /**
- * Python-backend benchmark (`benchPython(ctx)`, run by bench/run.ts; issue 13):
+ * Python-backend benchmark (`benchPython(ctx)`, run by bench/run.ts; spec §7):
  *  - per-request cost of `identity_python` (a TritonPythonModel identity, FP32 [16], JSON) at
  *    concurrency 1 and 16, side by side with ONNX `simple` (INT32 [1,16] add/sub, JSON) and the
  *    bare Fastify floor replaying identity_python's answer, all in one run. Target: identity_python

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what a bare GPU host without Node needs to run Warden's server and its HTTP / Python-GPU
-# benchmarks (session 6 used it on the lent H100 host, which has Python + torch + CUDA but no Node):
+# benchmarks (e.g. the lent H100 host, which has Python + torch + CUDA but no Node):
 #   .cache/gpu/bundle.tar.xz  — this machine's `node` binary, the production dependency closure
 #                               (less `binaryen`, which only the V8 engine's transpiler loads, and
 #                               other platforms' ONNX Runtime binaries), autocannon's closure,

@@ -1,6 +1,6 @@
 /**
- * Issue 14 point 4 on a machine with spare cores (hand measurement; the GPU host lent to some
- * sessions has 16): `simple` JSON over HTTP, Warden with 0 / N front-end threads against the bare
+ * HTTP front-end threads on a machine with spare cores (hand measurement behind docs/benchmarks.md
+ * "HTTP front-end threads"; the GPU host lent to some sessions has 16): `simple` JSON over HTTP, Warden with 0 / N front-end threads against the bare
  * Fastify floor (dist/bench/floor.js, replaying Warden's own response bytes), driven by autocannon
  * with several worker threads so that the client is not the bound. Prints throughput, p50 / p99 and
  * server CPU per request for each shape, and Warden ÷ floor. On a 2-core machine the client shares

@@ -1,6 +1,6 @@
 /**
- * Per-thread CPU of the server with and without HTTP front-end threads (issue 14 point 4; hand
- * measurement behind docs/benchmarks.md "Where the CPU goes, per thread"). Starts
+ * Per-thread CPU of the server with and without HTTP front-end threads (hand measurement behind
+ * docs/benchmarks.md "Where the CPU goes, per thread"). Starts
  * `dist/host/src/cli.js` with `simple`, runs autocannon (`simple` JSON, 2 s warm-up, 4 s measured)
  * at c=16 and 64 for each build, and prints the main thread's and the other threads' CPU µs per
  * request from /proc/<pid>/task/<tid>/stat (100 Hz ticks). Usage, after `npx tsc -p tsconfig.json`:

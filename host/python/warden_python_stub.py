@@ -8,7 +8,7 @@ supervised by host/src/backends/python. It imports the model's ``model.py``, run
   ``in``: written by Warden (request inputs, BLS responses), mapped here read-only in spirit;
   ``out``: allocated here (responses, BLS request inputs), read by Warden, which then frees them.
 
-Threads (issue 13 point 3: no thread hand-off per request): the socket is read by whichever
+Threads (no thread hand-off per request): the socket is read by whichever
 thread needs a message, one at a time (the *pump* role, ``Runtime.pump_until``). The idle main
 thread reads and runs ``execute`` itself, in one asyncio event loop shared by ``async def
 execute`` calls (which read the socket through ``add_reader`` while they await). A thread waiting

@@ -1,6 +1,6 @@
 /**
- * Warden's server object: the repository manager, the backends, the HTTP frontend and the metrics
- * endpoint, started and stopped together. `startServer` is what the CLI and the tests use.
+ * Warden's server object: the repository manager, the backends, the HTTP and gRPC frontends and the
+ * metrics endpoint, started and stopped together. `startServer` is what the CLI and the tests use.
  */
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -138,7 +138,7 @@ export interface ServerOptions {
   logger?: Logger;
   /** `--id`: the server's name in `GET /v2` (default `warden`). */
   serverId?: string;
-  /** `--allow-http` (default true): false = no HTTP endpoint (Warden has no other frontend yet). */
+  /** `--allow-http` (default true): false = no HTTP endpoint (gRPC and metrics still serve). */
   allowHttp?: boolean;
   /**
    * `--http-threads`: front-end threads that each listen on the HTTP port (SO_REUSEPORT) and hand

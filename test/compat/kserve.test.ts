@@ -2,8 +2,8 @@
  * KServe's own Python client (`kserve.InferenceRESTClient`, PyPI `kserve`, pinned in venv.ts)
  * against Warden in explicit mode with two of Triton's example models loaded: health live / ready
  * (the client reads `{"live": true}` / `{"ready": true}` from the body, which Triton does not
- * send), model ready, inference with JSON and binary tensor data, and an error's text (issue 11,
- * item 3: "be a superset of both protocol readings").
+ * send), model ready, inference with JSON and binary tensor data, and an error's text (Warden
+ * is a superset of both protocol readings).
  */
 import { describe, it } from 'vitest';
 import { expectAllPassed, runScript, useCompatServer } from './harness.js';

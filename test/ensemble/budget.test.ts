@@ -4,13 +4,10 @@
  * nested ensembles at `max_ensemble_depth`, and every step counts against the caller's
  * `max_inflight` — one request no longer turns into an unbounded number of inferences.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { opsConfig, OpsResolver } from './ops-backend.js';
 
 const TOKENS = {
@@ -23,41 +20,26 @@ const TOKENS = {
 type Who = keyof typeof TOKENS;
 
 let repo: TempRepo;
-let dir: string;
+let tenancy: TenantServer;
 let server: RunningServer;
 
 beforeAll(async () => {
   repo = tempRepo();
   repo.write('inc/config.pbtxt', `name: "inc"\n${opsConfig('inc')}`);
   repo.write('inc/1/.keep', '');
-  dir = mkdtempSync(join(tmpdir(), 'warden-ens-budget-'));
-  const entry = (id: Who, quotas: object) => ({ id, role: 'tenant', tokens: [hashToken(TOKENS[id])], shared_models: ['inc'], quotas });
-  const tenants = {
-    tenants: [
-      entry('fan', { max_ensemble_inferences: 8 }),
-      entry('deep', { max_ensemble_depth: 1 }),
-      entry('tight', { max_inflight: 1 }),
-      entry('ok', {}),
-      entry('rate', { requests_per_second: 0.01, burst: 12 }),
-    ],
-  };
-  writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
-    loadModels: ['*'],
-    httpPort: 0,
-    metricsPort: -1,
-    logLevel: 'silent',
-    tenantsFile: join(dir, 'tenants.json'),
-    uploadDirectory: join(dir, 'uploads'),
-    backendResolvers: [new OpsResolver()],
-  });
+  const entry = (id: Who, quotas: object) => ({ id, token: TOKENS[id], shared_models: ['inc'], quotas });
+  const tenants = [
+    entry('fan', { max_ensemble_inferences: 8 }),
+    entry('deep', { max_ensemble_depth: 1 }),
+    entry('tight', { max_inflight: 1 }),
+    entry('ok', {}),
+    entry('rate', { requests_per_second: 0.01, burst: 12 }),
+  ];
+  ({ server } = tenancy = await startTenantServer(repo, tenants, { loadModels: ['*'], separateUploads: true, backendResolvers: [new OpsResolver()] }));
 });
 afterAll(async () => {
-  await server?.stop();
+  await tenancy?.stop();
   repo?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 async function call(who: Who, path: string, body: unknown) {

@@ -6,13 +6,12 @@
  * step sees the caller's correlation ID as the caller's: two tenants' sequence 5 through their
  * ensembles over one shared sequence model are two sequences (DESIGN "Multi-tenancy").
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 import { opsConfig, OpsResolver } from './ops-backend.js';
 
@@ -20,7 +19,7 @@ const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123
 const FIXTURE = (name: string) => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', `${name}.wasm`)).toString('base64');
 
 let repo: TempRepo;
-let dir: string;
+let tenancy: TenantServer;
 let server: RunningServer;
 
 beforeAll(async () => {
@@ -37,31 +36,16 @@ beforeAll(async () => {
     `name: "acc"\nbackend: "ops"\nmax_batch_size: 0\nsequence_batching { max_sequence_idle_microseconds: 60000000 direct { } control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ] }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ -1 ] } ]\ninstance_group [ { kind: KIND_CPU, count: 2 } ]\nparameters { key: "op" value: { string_value: "acc" } }\n`,
   );
   repo.write('acc/1/.keep', '');
-  dir = mkdtempSync(join(tmpdir(), 'warden-ens-tenants-'));
-  const tenants = {
-    tenants: [
-      // max_inflight 2: the ensemble request and its one step each count (steps are charged to the caller).
-      { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['inc', 'acc'], quotas: { max_inflight: 2 } },
-      { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)], shared_models: ['acc'] },
-    ],
-  };
-  writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
-    loadModels: ['*'],
-    httpPort: 0,
-    metricsPort: -1,
-    logLevel: 'silent',
-    tenantsFile: join(dir, 'tenants.json'),
-    uploadDirectory: join(dir, 'uploads'),
-    backendResolvers: [new OpsResolver()],
-  });
+  const tenants = [
+    // max_inflight 2: the ensemble request and its one step each count (steps are charged to the caller).
+    { id: 'acme', token: TOKENS.acme, shared_models: ['inc', 'acc'], quotas: { max_inflight: 2 } },
+    { id: 'bob', token: TOKENS.bob, shared_models: ['acc'] },
+  ];
+  ({ server } = tenancy = await startTenantServer(repo, tenants, { loadModels: ['*'], separateUploads: true, backendResolvers: [new OpsResolver()] }));
 });
 afterAll(async () => {
-  await server?.stop();
+  await tenancy?.stop();
   repo?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 async function call(who: keyof typeof TOKENS, path: string, body: unknown) {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { int32s, simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
-import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { PROJECT_ROOT, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { executed, JsBackendResolver, REPEAT_CONFIG } from '../helpers/js-backend.js';
 
 const A = Array.from({ length: 16 }, (_, i) => i);
@@ -268,6 +268,7 @@ describe('multi-tenant gRPC frontend', () => {
     bob: 'bob-token-0123456789abcdefghijklmn',
     flood: 'flood-token-0123456789abcdefghijkl',
     streamer: 'streamer-token-0123456789abcdefghi',
+    mixed: 'mixed-token-0123456789abcdefghijkl',
     ops: 'ops-token-0123456789abcdefghijklmn',
   };
   let repo: TempRepo;
@@ -285,6 +286,8 @@ describe('multi-tenant gRPC frontend', () => {
           { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)] },
           { id: 'flood', role: 'tenant', tokens: [hashToken(TOKENS.flood)], shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
           { id: 'streamer', role: 'tenant', tokens: [hashToken(TOKENS.streamer)], shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
+          // a window of burst / requests_per_second = 4 s: the test's four requests fall in one
+          { id: 'mixed', role: 'tenant', tokens: [hashToken(TOKENS.mixed)], shared_models: ['simple'], quotas: { requests_per_second: 0.5, burst: 2 } },
           { id: 'ops', role: 'admin', tokens: [hashToken(TOKENS.ops)] },
         ],
       }),
@@ -330,6 +333,18 @@ describe('multi-tenant gRPC frontend', () => {
     expect(codes.slice(2)).toEqual([status.RESOURCE_EXHAUSTED, status.RESOURCE_EXHAUSTED]);
     // the admin is not limited, and others are unaffected
     expect((await unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKENS.acme)).err).toBeUndefined();
+  });
+
+  it("a tenant using HTTP and gRPC together gets its request rate once, not once per protocol", async () => {
+    const http = () => postJson(`${server.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', A, B), { authorization: `Bearer ${TOKENS.mixed}` });
+    const grpc = () => unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKENS.mixed);
+    expect((await http()).status).toBe(200);
+    expect((await grpc()).err).toBeUndefined();
+    // the burst of 2 is spent, one request on each protocol
+    const overHttp = await http();
+    expect([overHttp.status, overHttp.json.error]).toEqual([429, "tenant 'mixed' exceeded its request rate (requests_per_second 0.5, burst 2)"]);
+    const overGrpc = await grpc();
+    expect([overGrpc.err?.code, overGrpc.err?.details]).toEqual([status.RESOURCE_EXHAUSTED, "tenant 'mixed' exceeded its request rate (requests_per_second 0.5, burst 2)"]);
   });
 
   it('on a stream every request is authenticated and counted against the rate; bad credentials end the stream', async () => {

@@ -8,21 +8,19 @@
  * `grpc-health-check` package's service definition (grpc-health-probe: test/compat/grpc-health-probe.test.ts).
  */
 import { status } from '@grpc/grpc-js';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
 import { healthCheck, healthClient, healthWatch } from '../helpers/grpc-health.js';
 import { getJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, startTestServer } from '../helpers/servers.js';
+import { until } from '../helpers/wait.js';
 
 describe('grpc.health.v1.Health on a ready server', () => {
   let repo: TempRepo;
   let server: RunningServer;
   beforeAll(async () => {
     repo = tempRepo(['simple']);
-    server = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['simple'], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent' });
+    server = await startTestServer(repo, { loadModels: ['simple'], grpcPort: 0 });
   });
   afterAll(async () => {
     await server?.stop();
@@ -61,15 +59,14 @@ describe('grpc.health.v1.Health when the server is not ready, and while it drain
 
   it('Watch streams SERVING, then NOT_SERVING as soon as stop() begins, then ends', async () => {
     const repo = tempRepo(['simple']);
-    const server = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['simple'], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent' });
+    const server = await startTestServer(repo, { loadModels: ['simple'], grpcPort: 0 });
     const client = healthClient(server.grpcUrl!);
     try {
       const w = healthWatch(client, '');
-      const t0 = Date.now();
-      while (w.statuses.length === 0 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 10));
+      await until(() => w.statuses.length > 0, { every: 10 }).catch(() => undefined);
       expect(w.statuses).toEqual(['SERVING']);
       const named = healthWatch(client, 'inference.GRPCInferenceService');
-      while (named.statuses.length === 0 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 10));
+      await until(() => named.statuses.length > 0, { every: 10 }).catch(() => undefined);
       expect(named.statuses).toEqual(['SERVING']);
       const stopped = server.stop();
       const end = await w.ended;
@@ -88,15 +85,12 @@ describe('grpc.health.v1.Health when the server is not ready, and while it drain
 
   it('in multi-tenant mode Check needs no token, like ServerLive', async () => {
     const repo = tempRepo(['simple']);
-    const dir = mkdtempSync(join(tmpdir(), 'warden-health-'));
-    writeFileSync(join(dir, 'tenants.json'), JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken('acme-token-0123456789abcdefghijklmn')] }] }));
-    const server = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['simple'], httpPort: 0, metricsPort: -1, grpcPort: 0, tenantsFile: join(dir, 'tenants.json'), logLevel: 'silent' });
+    const { server, stop } = await startTenantServer(repo, [{ id: 'acme', token: 'acme-token-0123456789abcdefghijklmn' }], { loadModels: ['simple'], grpcPort: 0 });
     try {
       expect((await healthCheck(server.grpcUrl!, '')).res?.status).toBe('SERVING');
     } finally {
-      await server.stop();
+      await stop();
       repo.cleanup();
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

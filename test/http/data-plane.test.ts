@@ -23,6 +23,9 @@ import {
 } from '../../host/src/contract/types.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { PROJECT_ROOT, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
+import { TritonError } from '../../host/src/contract/errors.js';
+import { inferUnary } from '../../host/src/dataplane/inference.js';
 
 /** What the test backend saw: load contexts, executed request ids, output releases. */
 const seen = { loads: [] as { name: string; namespace: string; origin: ModelOrigin }[], executed: [] as string[], outputReleases: 0 };
@@ -30,7 +33,9 @@ const seen = { loads: [] as { name: string; namespace: string; origin: ModelOrig
 /**
  * `backend: "dptest"`: OUTPUT0 = INPUT0. Parameters: `delay_ms` (hold the instance), `owned`
  * (outputs carry a memory owner), `forward_to` (answer by inferring on that model in-process,
- * through the load context's server handle).
+ * through the load context's server handle), `responses` (answer a non-decoupled request with
+ * this many responses instead of one: the last one final, a flags-only final for 0),
+ * `then_error` (after the responses, a final error instead of a final response).
  */
 class DataPlaneBackend implements Backend {
   readonly name = 'dptest';
@@ -40,6 +45,8 @@ class DataPlaneBackend implements Backend {
     const delay = Number(p('delay_ms') ?? '0');
     const owned = p('owned') === 'true';
     const forwardTo = p('forward_to');
+    const count = Number(p('responses') ?? '1');
+    const thenError = p('then_error');
     return {
       async createInstance() {
         return {
@@ -57,9 +64,14 @@ class DataPlaneBackend implements Backend {
                 );
                 continue;
               }
-              const out: Tensor = { name: 'OUTPUT0', datatype: input.datatype, shape: input.shape, data: input.data.slice() };
-              if (owned) out.owner = { release: () => void seen.outputReleases++ };
-              s.send({ outputs: [out] }, true);
+              const output = (): Tensor => {
+                const out: Tensor = { name: 'OUTPUT0', datatype: input.datatype, shape: input.shape, data: input.data.slice() };
+                if (owned) out.owner = { release: () => void seen.outputReleases++ };
+                return out;
+              };
+              for (let n = 1; n <= count; n++) s.send({ outputs: [output()] }, n === count && !thenError);
+              if (thenError) s.sendError(new TritonError('INVALID_ARG', thenError), true);
+              else if (count === 0) s.send(null, true);
             }
           },
           async finalize() {},
@@ -96,6 +108,7 @@ const int32Tensor = (values: number[]): Tensor => ({ name: 'INPUT0', datatype: '
 
 let repo: TempRepo;
 let server: RunningServer;
+let client: TritonGrpcClient;
 const resolver = new DataPlaneResolver();
 
 beforeAll(async () => {
@@ -108,6 +121,9 @@ beforeAll(async () => {
   model('owned', { owned: 'true' });
   model('slow', { delay_ms: '150' });
   model('forward', { forward_to: 'echo' });
+  model('none', { responses: '0' });
+  model('twice', { owned: 'true', responses: '2' });
+  model('fails_late', { owned: 'true', then_error: 'the model failed after a response' });
   server = await startServer({
     modelRepositories: [repo.path],
     modelControlMode: 'explicit',
@@ -115,10 +131,13 @@ beforeAll(async () => {
     httpPort: 0,
     metricsPort: -1,
     logLevel: 'silent',
+    grpcPort: 0,
     backendResolvers: [resolver],
   });
+  client = tritonGrpcClient(server.grpcUrl!);
 });
 afterAll(async () => {
+  client?.close();
   await server?.stop();
   repo?.cleanup();
 });
@@ -169,6 +188,72 @@ describe('tensor memory the host does not own', () => {
     expect(r.status).toBe(200);
     expect(r.json.outputs[0].data).toEqual([1, 1, 2, 3]);
     expect(seen.outputReleases - before).toBe(1);
+  });
+});
+
+describe('exactly one response per unary call, its tensors released on every path', () => {
+  const body = { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [4], data: [1, 2, 3, 4] }] };
+  const grpcBody = (model: string) => ({
+    model_name: model,
+    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: ['4'] }],
+    raw_input_contents: [Buffer.from(Int32Array.from([1, 2, 3, 4]).buffer)],
+  });
+  /** Output releases while `fn` runs. */
+  const releasesOf = async (fn: () => Promise<unknown>) => {
+    const before = seen.outputReleases;
+    await fn();
+    return seen.outputReleases - before;
+  };
+
+  it('HTTP /infer (fast path and Fastify): two responses are INTERNAL and both are released', async () => {
+    for (const url of [`${server.httpUrl}/v2/models/twice/infer`, `${server.httpUrl}/v2/models/twice/infer?via=fastify`]) {
+      let r: Awaited<ReturnType<typeof postJson>> | undefined;
+      expect(await releasesOf(async () => (r = await postJson(url, body))), url).toBe(2);
+      expect([r!.status, r!.json.error]).toEqual([500, 'expected a single response, got 2']);
+    }
+  });
+
+  it('HTTP /infer: no response at all is INTERNAL', async () => {
+    const r = await postJson(`${server.httpUrl}/v2/models/none/infer`, body);
+    expect([r.status, r.json.error]).toEqual([500, 'expected a single response, got 0']);
+  });
+
+  it('gRPC ModelInfer: two responses are INTERNAL and both are released; none is INTERNAL', async () => {
+    let r: Awaited<ReturnType<typeof unaryCall>> | undefined;
+    expect(await releasesOf(async () => (r = await unaryCall(client, 'ModelInfer', grpcBody('twice'))))).toBe(2);
+    expect([r!.err?.code, r!.err?.details]).toEqual([13, 'expected a single response, got 2']);
+    const none = await unaryCall(client, 'ModelInfer', grpcBody('none'));
+    expect([none.err?.code, none.err?.details]).toEqual([13, 'expected a single response, got 0']);
+  });
+
+  it('HTTP /generate: two responses are refused with its own text, both released', async () => {
+    let r: Awaited<ReturnType<typeof postJson>> | undefined;
+    expect(await releasesOf(async () => (r = await postJson(`${server.httpUrl}/v2/models/twice/generate`, { INPUT0: [1, 2, 3, 4] })))).toBe(2);
+    expect(r!.status).toBe(400);
+    expect(r!.json.error).toMatch(/^generate expects model to produce exactly 1 response/);
+  });
+
+  it('a response followed by an error: the error is answered and the response released (HTTP and gRPC)', async () => {
+    let r: Awaited<ReturnType<typeof postJson>> | undefined;
+    expect(await releasesOf(async () => (r = await postJson(`${server.httpUrl}/v2/models/fails_late/infer`, body)))).toBe(1);
+    expect([r!.status, r!.json.error]).toEqual([400, 'the model failed after a response']);
+    let g: Awaited<ReturnType<typeof unaryCall>> | undefined;
+    expect(await releasesOf(async () => (g = await unaryCall(client, 'ModelInfer', grpcBody('fails_late'))))).toBe(1);
+    expect(g!.err?.details).toBe('the model failed after a response');
+  });
+
+  it('inferUnary releases the response when encoding it throws, and refuses a decoupled target only when asked', async () => {
+    const call = {
+      request: () => ({ init: { ...emptyRequestInit('owned', -1), inputs: [int32Tensor([1, 2, 3, 4])] } }),
+      answer: () => {
+        throw new TritonError('INTERNAL', 'encoding failed');
+      },
+    };
+    let rejected: unknown;
+    expect(await releasesOf(() => inferUnary(server.api, SINGLE_USER, 'owned', -1, call).catch((e) => void (rejected = e)))).toBe(1);
+    expect(rejected).toMatchObject({ code: 'INTERNAL', message: 'encoding failed' });
+    const answered = await inferUnary(server.api, SINGLE_USER, 'owned', -1, { ...call, answer: (res, version) => [res.outputs.length, version] });
+    expect(answered).toEqual([1, 1]);
   });
 });
 

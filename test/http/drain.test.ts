@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Backend, BackendModel, BackendResolveRequest, BackendResolver } from '../../host/src/contract/types.js';
 import { startServer } from '../../host/src/server.js';
 import { freePort, PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
+import { sleep, until } from '../helpers/wait.js';
 
 /** `backend: "blackhole"`: execute never resolves and never answers. */
 class BlackHoleResolver implements BackendResolver {
@@ -39,13 +40,6 @@ input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
 `;
 const body = { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [1] }] };
-
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  for (const t0 = Date.now(); !cond(); ) {
-    if (Date.now() - t0 > ms) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('bounded drain', () => {
   it('shutdown fails requests stuck in a backend after --exit-timeout-secs and completes', async () => {
@@ -91,7 +85,7 @@ describe('bounded drain', () => {
       for (let i = 0; i < 100; i++) {
         const idx = await postJson(`${server.httpUrl}/v2/repository/index`, {});
         if (idx.json.every((e: any) => e.state !== 'UNLOADING')) break;
-        await new Promise((res) => setTimeout(res, 50));
+        await sleep(50);
       }
       const idx = await postJson(`${server.httpUrl}/v2/repository/index`, {});
       expect(idx.json.find((e: any) => e.name === 'stuck').state).toBe('UNAVAILABLE');
@@ -119,7 +113,7 @@ describe('process', () => {
       for (let i = 0; i < 300; i++) {
         const ok = await fetch(`${base}/v2/health/ready`).then((r) => r.status === 200, () => false);
         if (ok) break;
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
       // Close the read end of the child's stdout: its next log lines hit EPIPE.
       child.stdout.destroy();

@@ -1,5 +1,5 @@
 /**
- * The `/infer` fast path (frontend/http/fast-path.ts, issue 14) answers exactly as Fastify does:
+ * The `/infer` fast path (frontend/http/fast-path.ts) answers exactly as Fastify does:
  * the same matrix of raw HTTP/1.1 requests goes to a server with the fast path (the default) and
  * to one with `httpFastPath: false`, and the raw answers must be byte-identical but for the `Date`
  * line: status line, header names / case / order, body. `fastPathCounters` proves which cases the

@@ -1,5 +1,5 @@
 /**
- * Front-end threads (`--http-threads`, frontend/http/threads/, issue 14 point 4): a server with
+ * Front-end threads (`--http-threads`, frontend/http/threads/): a server with
  * two threads answers the fast-path matrix (test/helpers/http-matrix.ts) byte for byte as the
  * single-loop server does, whichever listener of the SO_REUSEPORT group the kernel gives each
  * connection; routes the threads do not claim reach Fastify through the internal proxy; tenancy
@@ -20,17 +20,11 @@ import { startServer, type RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { exchange, JSON_TYPE, matrix, portOf, raw, simpleJson, startMatrixServer, tenancyAnswers, useMatrixRepository } from '../helpers/http-matrix.js';
 import { executed } from '../helpers/js-backend.js';
+import { sleep, until } from '../helpers/wait.js';
 
 const repoPath = useMatrixRepository();
 
 const start = (threads: number, extra: object = {}) => startMatrixServer(repoPath(), { httpThreads: threads, ...extra });
-const until = async (cond: () => boolean, ms = 10_000) => {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 describe('--http-threads', () => {
   it('defaults to 0; 0..64 accepted; anything else refused with a clear error', () => {
@@ -165,7 +159,7 @@ describe('two front-end threads answer as the single loop does', () => {
     );
     const [r] = await first;
     expect(r!.head).toMatch(/^HTTP\/1.1 200/);
-    await new Promise((r) => setTimeout(r, 800)); // long enough for another run, had one not been cancelled
+    await sleep(800); // long enough for another run, had one not been cancelled
     expect(runs() - before).toBe(1);
     expect(pool.served.reduce((a, b) => a + b, 0) - servedBefore, 'some went through a thread').toBeGreaterThan(0);
   });
@@ -181,13 +175,13 @@ describe('two front-end threads answer as the single loop does', () => {
       }
     };
     const clients = Array.from({ length: 4 }, client);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     const [u] = await exchange(portOf(threaded), raw('POST', '/v2/repository/models/echo/unload', '{}', JSON_TYPE));
     expect(u!.head).toMatch(/^HTTP\/1.1 200/);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     const [l] = await exchange(portOf(threaded), raw('POST', '/v2/repository/models/echo/load', '{}', JSON_TYPE));
     expect(l!.head).toMatch(/^HTTP\/1.1 200/);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     stop = true;
     await Promise.all(clients);
     expect(statuses.length).toBeGreaterThan(8);
@@ -254,10 +248,10 @@ describe('--http-max-connections with front-end threads', () => {
         c.on('error', () => undefined);
         c.on('end', () => c.destroy());
         open.push(c);
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
       }
-      await until(() => open.filter(stillOpen).length <= 4, 5_000);
-      await new Promise((r) => setTimeout(r, 200));
+      await until(() => open.filter(stillOpen).length <= 4, { within: 5_000 });
+      await sleep(200);
       const kept = open.filter(stillOpen);
       expect(kept).toHaveLength(4);
       const served = await Promise.all(
@@ -273,7 +267,7 @@ describe('--http-max-connections with front-end threads', () => {
       );
       for (const t of served) expect(t).toMatch(/^HTTP\/1.1 200/);
       // the four closed: new connections are accepted and served again
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       const answers = await Promise.all(Array.from({ length: 4 }, () => exchange(portOf(s), raw('GET', '/v2/health/live'))));
       for (const [r] of answers) expect(r!.head).toMatch(/^HTTP\/1.1 200/);
     } finally {

@@ -1,5 +1,5 @@
 /**
- * The load API attacked as a hostile client would (issue "Multi-tenant hosting", point 1): each
+ * The load API attacked as a hostile client would (DESIGN "Multi-tenancy"; spec §3.1): each
  * test is an attack that worked before the fix. Real server, real sockets.
  */
 import { execFileSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * Protocol details against a real server (issue 11 items 3 and 7's HTTP side): exact 64-bit JSON
+ * Protocol details against a real server (spec §1.7–§1.13, §2): exact 64-bit JSON
  * integers on every backend kind (JS test backend, wasm sandbox, native Triton backend), raw BYTES
  * requests, output formats, duplicate names, JSON depth, chunked bodies, size limits, Content-Type,
  * response compression, health bodies, the repository index and server metadata.

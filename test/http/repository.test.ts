@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { ADDSUB_CONFIG, addsubModelBase64, EXAMPLES, getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { sleep, until } from '../helpers/wait.js';
 
 const range = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -129,7 +130,7 @@ describe('repository extension (explicit mode)', () => {
     expect((await postJson(`${s.httpUrl}/v2/repository/models/addsub_onnx/load`, '')).status).toBe(200);
     expect((await fetch(`${s.httpUrl}/v2/models/addsub_onnx/ready`)).status).toBe(200);
     expect((await postJson(`${s.httpUrl}/v2/repository/models/simple/unload`, {})).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     index = (await postJson(`${s.httpUrl}/v2/repository/index`, {})).json;
     expect(index.find((e: any) => e.name === 'simple')).toEqual({ name: 'simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' });
     expect((await inferSimple(s.httpUrl)).status).toBe(404);
@@ -212,22 +213,16 @@ describe('poll mode', () => {
     const s = await serve(repo, { modelControlMode: 'poll', repositoryPollSecs: 1 });
     expect((await postJson(`${s.httpUrl}/v2/repository/models/simple/unload`, {})).status).toBe(503);
     repo.addExample('addsub_onnx');
-    const until = async (f: () => Promise<boolean>) => {
-      for (let i = 0; i < 60; i++) {
-        if (await f()) return;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      throw new Error('condition not reached');
-    };
-    await until(async () => (await fetch(`${s.httpUrl}/v2/models/addsub_onnx/ready`)).status === 200);
+    const poll = { within: 6000, every: 100 };
+    await until(async () => (await fetch(`${s.httpUrl}/v2/models/addsub_onnx/ready`)).status === 200, poll);
     // A broken change keeps the old version; a fixed one reloads.
     const cfg = readFileSync(join(repo.path, 'simple/config.pbtxt'), 'utf8');
     repo.write('simple/config.pbtxt', cfg + '\nbogus_field: 1\n');
-    await new Promise((r) => setTimeout(r, 2500));
+    await sleep(2500);
     expect((await inferSimple(s.httpUrl)).status).toBe(200);
     repo.write('simple/config.pbtxt', cfg.replace('max_batch_size: 8', 'max_batch_size: 2'));
-    await until(async () => (await getJson(`${s.httpUrl}/v2/models/simple/config`)).json?.max_batch_size === 2);
+    await until(async () => (await getJson(`${s.httpUrl}/v2/models/simple/config`)).json?.max_batch_size === 2, poll);
     repo.remove('addsub_onnx');
-    await until(async () => (await fetch(`${s.httpUrl}/v2/models/addsub_onnx/ready`)).status !== 200);
+    await until(async () => (await fetch(`${s.httpUrl}/v2/models/addsub_onnx/ready`)).status !== 200, poll);
   }, 30_000);
 });

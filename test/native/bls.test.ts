@@ -1,4 +1,4 @@
-// Triton's in-process inference API for native backends (issue 12 point 1, spec §6.4): the BLS
+// Triton's in-process inference API for native backends (spec §6.4): the BLS
 // sample backend (sample-backends/native/bls, written against Triton's headers only, using the
 // calls Triton's BLS example and Python backend make) forwards each request through
 // TRITONSERVER_ServerInferAsync to an ONNX, a wasm, a native and a decoupled model, inspects its

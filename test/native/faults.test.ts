@@ -1,5 +1,5 @@
-// How Warden's native host treats backends that fail the way real C++ backends do (issue 12,
-// point 1): an exception escaping an entry point reports its what() in the error and the log;
+// How Warden's native host treats backends that fail the way real C++ backends do (spec §6.2,
+// §6.7): an exception escaping an entry point reports its what() in the error and the log;
 // ModelInstanceFinalize runs after a failed ModelInstanceInitialize (as Triton does); instances
 // registering the same custom metric (same family, same labels) make one Prometheus series.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

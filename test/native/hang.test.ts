@@ -1,4 +1,4 @@
-// Hang containment for native backends (issue 12 point 3): an execute that never returns fails
+// Hang containment for native backends: an execute that never returns fails
 // its requests after `warden.execute_timeout_ms` and leaves the model UNAVAILABLE with the reason
 // (a native thread cannot be killed safely); statistics show the stuck requests; unload and
 // shutdown finish within the exit timeout even with a thread stuck in a backend; responses,

@@ -1,4 +1,4 @@
-// The request path to a backend-host process (issue 12 point 1): binary records in two shared
+// The request path to a backend-host process: binary records in two shared
 // memory rings (host/src/backends/native/isolation/ring.ts, served natively in the child by
 // native/src/addon/iso_server.cc). The ring logic on its own (wrap-around, a full ring, records no
 // valid producer writes), then a real isolated model with a small ring: inputs, outputs and

@@ -1,4 +1,4 @@
-// Crash isolation for native backends (issue 12 point 2): a model with warden.isolation=process
+// Crash isolation for native backends: a model with warden.isolation=process
 // runs in a backend-host process (same addon, same libtritonserver.so). A segfault or abort() there
 // fails only its in-flight requests (the error names the signal), the process restarts and the model
 // is READY again, while the server and every other model go on; a stuck Execute past

@@ -1,5 +1,5 @@
 /**
- * Warden's in-process ONNX Runtime engine (native/ort through the addon's `ort` binding,
+ * Warden's in-process ONNX Runtime engine (native/rust/ort-engine through the addon's `ort` binding,
  * host/src/backends/onnxruntime/native-engine.ts): right answers on Triton's `simple` and an
  * Identity graph, zero-copy large outputs that outlive the session's run, unaligned input views,
  * and hostile calls to the raw binding (bad counts, ranks, sizes, types) answered with an error,

@@ -1,5 +1,5 @@
 /**
- * Warden's Python backend (issue 13 §1, §2, §4; spec §7): TritonPythonModel models served over
+ * Warden's Python backend (spec §7): TritonPythonModel models served over
  * HTTP and in-process — initialize args, every datatype (BYTES, BF16 included), the dynamic
  * batcher, shared-memory tensors (64 MiB), execute raising / crashing / hanging with a
  * well-behaved model served meanwhile and the process restarted, auto_complete_config, Logger and

@@ -1,5 +1,5 @@
 /**
- * BLS from Python models (issue 13 §3; spec §7.2): `InferenceRequest(...).exec()`,
+ * BLS from Python models (spec §7.2): `InferenceRequest(...).exec()`,
  * `.async_exec()` and `exec(decoupled=True)` run on other models through Warden's scheduler —
  * ONNX (`simple`), wasm (`add_sub_wasm`), native (`add_sub_native`, `repeat_native`) and Python
  * (`add_sub_python`, `repeat_python`) — with the target's errors as `TritonError`s; the

@@ -1,5 +1,5 @@
 /**
- * Decoupled Python models (issue 13 §1; spec §7.1, §3.6): repeat_python's responses through the
+ * Decoupled Python models (spec §7.1, §3.6): repeat_python's responses through the
  * response sender stream over `/generate_stream` and `/generate`; a cancelled request is seen by
  * the model (`is_cancelled()`); a model unloaded while streaming finishes its stream first.
  */

@@ -1,5 +1,5 @@
 /**
- * `pb_utils.load_model` / `unload_model` / `is_model_ready` (issue 13, spec §7.2): a Python model
+ * `pb_utils.load_model` / `unload_model` / `is_model_ready` (spec §7.2): a Python model
  * drives Warden's repository API — the same path as `POST /v2/repository/models/<m>/load|unload`,
  * with the model owner's principal. Explicit model-control mode only (Triton's text otherwise);
  * config override JSON and file overrides checked as the HTTP load API checks them; Python code by

@@ -1,5 +1,5 @@
 /**
- * `TritonPythonModel.is_ready` (issue 13 §1, spec §7.1; Triton python_backend's user-defined
+ * `TritonPythonModel.is_ready` (spec §7.1; Triton python_backend's user-defined
  * readiness): a model that defines it decides its readiness as `GET /v2/models/<m>/ready`, the
  * versioned route, gRPC ModelReady, tritonclient and the repository index see it. Raising, a
  * non-bool answer and a call that hangs past `is_ready_timeout_ms` all mean "not ready" (the first
@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { VENV_PYTHON } from '../compat/venv.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { sleep } from '../helpers/wait.js';
 import { f32, infer, pythonEnvironment, pythonModel, tensor } from './helpers.js';
 
 const skip = await pythonEnvironment();
@@ -77,7 +78,6 @@ ${EXECUTE}`);
   return repo;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const readyStatus = async (s: RunningServer, path: string) => (await fetch(`${s.httpUrl}/v2/models/${path}/ready`)).status;
 const calls = (repo: TempRepo, model: string) => (existsSync(join(repo.path, model, 'calls')) ? readFileSync(join(repo.path, model, 'calls'), 'utf8').split('\n').filter(Boolean).length : 0);
 

@@ -1,5 +1,5 @@
 /**
- * The stub's reading discipline (issue 13 point 3: no thread hand-off per request): the idle main
+ * The stub's reading discipline (no thread hand-off per request): the idle main
  * thread reads the socket and runs `execute` itself, so whatever must arrive while a model is busy
  * is read by someone else — a BLS call waiting in a background thread (while the main thread sits
  * in its read), `is_cancelled()` polled by a long `execute`, and the watchdog for an `execute` that

@@ -1,5 +1,5 @@
 /**
- * A Python model generating with torch + transformers (issue 13 §6, the GPU part): tiny_gpt
+ * A Python model generating with torch + transformers (spec §7, on a GPU where there is one): tiny_gpt
  * (test/fixtures/python/tiny_gpt, a randomly initialised GPT-2 built at initialize) streams one
  * response per token over /generate_stream. Runs where the Python backend's interpreter imports
  * torch and transformers (the GPU machine: on CUDA), skips with a message elsewhere. Figures (time

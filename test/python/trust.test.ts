@@ -1,5 +1,5 @@
 /**
- * Trust boundary and backend search order of the Python backend (issue 13 §5; spec §6.9, §7;
+ * Trust boundary and backend search order of the Python backend (spec §6.9, §7;
  * DESIGN "Multi-tenancy"): Python code runs only from the operator's disk — an upload of
  * `model.py` is refused in single-user mode too, never imported (a marker it would write stays
  * absent), and the resolver and backend refuse uploads even when asked directly. Python-based

@@ -1,5 +1,5 @@
 /**
- * The vLLM bridge on real vLLM (issue 13 §6): runs only where `vllm` is importable by the Python
+ * The vLLM bridge on real vLLM (spec §7.3): runs only where `vllm` is importable by the Python
  * backend's interpreter ($WARDEN_PYTHON, else the project's .venv) — a GPU host; see
  * scripts/test-vllm-real.sh. Model: $WARDEN_VLLM_MODEL (default facebook/opt-125m, Triton's
  * sample). Skips with a message everywhere else (vLLM's CPU build needs a torch that the package

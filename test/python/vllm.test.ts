@@ -1,5 +1,5 @@
 /**
- * Warden's vLLM bridge (issue 13 §6; spec §7.3, §3.6): the Python-based backend
+ * Warden's vLLM bridge (spec §7.3, §3.6): the Python-based backend
  * `host/python/backends/vllm` implements Triton's vLLM backend I/O contract above a narrow engine
  * boundary (`engine.py`). Here the engine is a tiny deterministic generator built in this test
  * (`tiny_engine.py`, named by `1/model.json`'s `engine_factory`); everything above the boundary —

@@ -170,6 +170,6 @@ describe('kill -9 during uploads', () => {
     expect(outcomes.old).toBeGreaterThan(0);
     expect(outcomes.new).toBeGreaterThan(0);
     expect(killedAt.length).toBeGreaterThanOrEqual(20);
-    // ~25 server start-ups: 45 s in CI, 91 s on a loaded 2-vCPU machine (session 6)
+    // ~25 server start-ups: 45 s in CI, 91 s on a loaded 2-vCPU machine
   }, 300_000);
 });

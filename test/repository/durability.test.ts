@@ -11,6 +11,7 @@ import { perTestServers } from '../helpers/servers.js';
 import { TritonError } from '../../host/src/contract/errors.js';
 import type { ModelKey, Principal } from '../../host/src/contract/types.js';
 import type { TempRepo } from '../helpers/repo.js';
+import { until } from '../helpers/wait.js';
 import { inferVariant, uploadFiles, variantConfig } from './fixtures/models.js';
 
 const ACME: ModelKey = { namespace: 'acme', name: 'm' };
@@ -30,13 +31,6 @@ async function failure(p: Promise<unknown>): Promise<TritonError> {
 }
 
 const uploads = (repo: TempRepo) => join(repo.path, '.warden-uploads');
-const until = async (f: () => boolean, what: string): Promise<void> => {
-  for (let i = 0; i < 100; i++) {
-    if (f()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`not reached: ${what}`);
-};
 
 describe('tenant uploads survive a restart', () => {
   it('a tenant model is READY and infers after a restart; an operator upload is gone', async () => {
@@ -90,7 +84,7 @@ describe('tenant uploads survive a restart', () => {
     let s = await serve(repo);
     await s.manager.load(ACME, { configOverride: variantConfig('B'), files: uploadFiles(1) });
     await s.manager.unload(ACME);
-    await until(() => s.manager.servingVersions({ key: ACME }).length === 0, 'unloaded');
+    await until(() => s.manager.servingVersions({ key: ACME }).length === 0, { what: 'unloaded' });
     expect(await inferVariant(s.api, TENANT, 'm')).toBe(null);
     await s.manager.load(ACME);
     expect(await inferVariant(s.api, TENANT, 'm')).toBe('B');
@@ -108,7 +102,7 @@ describe('tenant uploads survive a restart', () => {
     s = await serve(repo);
     expect(await inferVariant(s.api, TENANT, 'm')).toBe('B');
     await s.manager.unload(ACME, false, { deleteFiles: true });
-    await until(() => !existsSync(join(uploads(repo), 'acme/m')), 'files deleted');
+    await until(() => !existsSync(join(uploads(repo), 'acme/m')), { what: 'files deleted' });
     const again = await failure(s.manager.load(ACME));
     expect(again.message).toMatch(/failed to load 'm', failed to poll from model repository/);
     await s.stop();
@@ -122,7 +116,7 @@ describe('tenant uploads survive a restart', () => {
     await s.manager.load(ACME, { configOverride: variantConfig('A'), files: uploadFiles(0) });
     await s.manager.load(ACME, { configOverride: variantConfig('B'), files: uploadFiles(1) });
     expect(await inferVariant(s.api, TENANT, 'm')).toBe('B');
-    await until(() => readdirSync(join(uploads(repo), 'acme/m')).sort().join() === 'CURRENT,g2', 'g1 removed');
+    await until(() => readdirSync(join(uploads(repo), 'acme/m')).sort().join() === 'CURRENT,g2', { what: 'g1 removed' });
     // A broken model: the load fails, g3 is removed, g2 serves and stays committed.
     const broken = uploadFiles(2);
     broken.set('1/model.wasm', new Uint8Array(Buffer.from('not a component')));

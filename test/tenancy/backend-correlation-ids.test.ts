@@ -9,15 +9,12 @@
  * operator id of the reserved forms is refused.
  */
 import { status } from '@grpc/grpc-js';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { int32s, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { JsBackendResolver, correlationIdsSeen } from '../helpers/js-backend.js';
 import { fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
 const TOKENS = {
@@ -55,7 +52,7 @@ const MODELS: Record<string, { keyBy: 'request' | 'control'; corrid?: string; id
 };
 
 let repo: TempRepo;
-let dir: string;
+let tenancy: TenantServer;
 let server: RunningServer;
 let client: TritonGrpcClient;
 
@@ -66,36 +63,19 @@ beforeAll(async () => {
     repo.write(`${name}/config.pbtxt`, corridConfig(name, m.keyBy, m.corrid));
     repo.write(`${name}/1/.keep`, '');
   }
-  dir = mkdtempSync(join(tmpdir(), 'warden-corrid-'));
   const shared = Object.keys(MODELS);
-  writeFileSync(
-    join(dir, 'tenants.json'),
-    JSON.stringify({
-      tenants: [
-        { id: 'a', role: 'tenant', tokens: [hashToken(TOKENS.a)], shared_models: shared },
-        { id: 'b', role: 'tenant', tokens: [hashToken(TOKENS.b)], shared_models: shared },
-        { id: 'ops', role: 'admin', tokens: [hashToken(TOKENS.ops)] },
-      ],
-    }),
-  );
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
-    loadModels: ['*'],
-    httpPort: 0,
-    grpcPort: 0,
-    metricsPort: -1,
-    tenantsFile: join(dir, 'tenants.json'),
-    backendResolvers: [new JsBackendResolver()],
-    logLevel: 'silent',
-  });
+  const tenants = [
+    { id: 'a', token: TOKENS.a, shared_models: shared },
+    { id: 'b', token: TOKENS.b, shared_models: shared },
+    { id: 'ops', role: 'admin' as const, token: TOKENS.ops },
+  ];
+  ({ server } = tenancy = await startTenantServer(repo, tenants, { loadModels: ['*'], grpcPort: 0, backendResolvers: [new JsBackendResolver()] }));
   client = tritonGrpcClient(server.grpcUrl!);
 });
 afterAll(async () => {
   client?.close();
-  await server?.stop();
+  await tenancy?.stop();
   repo?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** One sequence step over `proto`: the backend's running sum, or the error text with its HTTP status / gRPC code. */

@@ -7,15 +7,15 @@
  * model can carry to 0, -1, 2^31-1, 2^63-1 or a random integer and requires either a clear refusal
  * or a load after which the server still answers with its heap bounded.
  */
-import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
 const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123456789abcdefghijklmn', big: 'big-token-0123456789abcdefghijklmn', ops: 'ops-token-0123456789abcdefghijklmn' };
@@ -23,7 +23,7 @@ type Who = keyof typeof TOKENS;
 const IDENTITY = () => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');
 
 let repo: TempRepo;
-let dir: string;
+let tenancy: TenantServer;
 let server: RunningServer;
 let url: string;
 let wasm: string;
@@ -32,31 +32,19 @@ beforeAll(async () => {
   await ensureBuilt();
   wasm = IDENTITY();
   repo = tempRepo([]);
-  dir = mkdtempSync(join(tmpdir(), 'warden-bounds-'));
-  const tenants = {
-    tenants: [
-      { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], quotas: { requests_per_second: 10_000, burst: 10_000 } },
-      { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)], quotas: { requests_per_second: 10_000, burst: 10_000 } },
-      { id: 'big', role: 'tenant', tokens: [hashToken(TOKENS.big)], config_bounds: { max_priority_levels: 64 } },
-      { id: 'ops', role: 'admin', tokens: [hashToken(TOKENS.ops)] },
-    ],
-  };
-  writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
-    httpPort: 0,
-    metricsPort: -1,
-    tenantsFile: join(dir, 'tenants.json'),
-    logger: pino({ level: 'silent' }),
-  });
+  const tenants = [
+    { id: 'acme', token: TOKENS.acme, quotas: { requests_per_second: 10_000, burst: 10_000 } },
+    { id: 'bob', token: TOKENS.bob, quotas: { requests_per_second: 10_000, burst: 10_000 } },
+    { id: 'big', token: TOKENS.big, config_bounds: { max_priority_levels: 64 } },
+    { id: 'ops', role: 'admin' as const, token: TOKENS.ops },
+  ];
+  ({ server } = tenancy = await startTenantServer(repo, tenants, { logger: pino({ level: 'silent' }) }));
   url = server.httpUrl;
   expect((await upload('bob', 'm', {})).status).toBe(200);
 }, 120_000);
 afterAll(async () => {
-  await server?.stop();
+  await tenancy?.stop();
   repo?.cleanup();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 function call(who: Who, method: 'GET' | 'POST', path: string, body?: unknown) {

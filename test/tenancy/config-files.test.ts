@@ -4,13 +4,12 @@
  * `classification` on it never returns a byte of the host file; a label file uploaded with the
  * model works. On every sandbox engine.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ENGINES, ensureBuilt } from '../wasm/helpers.js';
 
 const TOKEN = 'acme-token-0123456789abcdefghijkl';
@@ -20,6 +19,7 @@ const FIRST_PASSWD_NAME = PASSWD.split('\n')[0]!.split(':')[0]!;
 
 describe.each(ENGINES)('label files of an upload (%s engine)', (engine) => {
   let repo: TempRepo;
+  let tenancy: TenantServer;
   let dir: string;
   let server: RunningServer;
   const call = (method: 'GET' | 'POST', path: string, body?: unknown) =>
@@ -32,14 +32,11 @@ describe.each(ENGINES)('label files of an upload (%s engine)', (engine) => {
   beforeAll(async () => {
     await ensureBuilt();
     repo = tempRepo([]);
-    dir = mkdtempSync(join(tmpdir(), 'warden-cfgfiles-'));
-    writeFileSync(join(dir, 'tenants.json'), JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken(TOKEN)] }] }));
-    server = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', httpPort: 0, metricsPort: -1, logLevel: 'silent', tenantsFile: join(dir, 'tenants.json'), wasmEngine: engine });
+    ({ server, dir } = tenancy = await startTenantServer(repo, [{ id: 'acme', token: TOKEN }], { wasmEngine: engine }));
   });
   afterAll(async () => {
-    await server?.stop();
+    await tenancy?.stop();
     repo?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it.each([

@@ -13,14 +13,13 @@
  * A's model is a sandboxed backend (test/fixtures/wasm/sequence_params.c) that answers request
  * parameter `response_<name>` as response parameter `<name>`: what it emits is whatever A asks.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { JsBackendResolver, correlationIdsSeen } from '../helpers/js-backend.js';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
 const TOKENS = {
@@ -72,7 +71,7 @@ const PIPE = (sum: string) => JSON.stringify({
 });
 
 let repo: TempRepo;
-let dir: string;
+let tenancy: TenantServer;
 let server: RunningServer;
 
 beforeAll(async () => {
@@ -82,28 +81,12 @@ beforeAll(async () => {
     repo.write(`${name}/config.pbtxt`, SUM(name!, corrid));
     repo.write(`${name}/1/.keep`, '');
   }
-  dir = mkdtempSync(join(tmpdir(), 'warden-ens-override-'));
-  writeFileSync(
-    join(dir, 'tenants.json'),
-    JSON.stringify({
-      tenants: [
-        { id: 'a', role: 'tenant', tokens: [hashToken(TOKENS.a)], shared_models: ['sum', 'sum32'] },
-        { id: 'b', role: 'tenant', tokens: [hashToken(TOKENS.b)], shared_models: ['sum', 'sum32'] },
-        { id: 'ops', role: 'admin', tokens: [hashToken(TOKENS.ops)] },
-      ],
-    }),
-  );
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
-    loadModels: ['*'],
-    httpPort: 0,
-    metricsPort: -1,
-    logLevel: 'silent',
-    tenantsFile: join(dir, 'tenants.json'),
-    uploadDirectory: join(dir, 'uploads'),
-    backendResolvers: [new JsBackendResolver()],
-  });
+  const tenants = [
+    { id: 'a', token: TOKENS.a, shared_models: ['sum', 'sum32'] },
+    { id: 'b', token: TOKENS.b, shared_models: ['sum', 'sum32'] },
+    { id: 'ops', role: 'admin' as const, token: TOKENS.ops },
+  ];
+  ({ server } = tenancy = await startTenantServer(repo, tenants, { loadModels: ['*'], separateUploads: true, backendResolvers: [new JsBackendResolver()] }));
   const wasm = readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'sequence_params.wasm')).toString('base64');
   for (const [name, body] of [
     ['emit', { parameters: { config: EMIT, 'file:1/model.wasm': wasm } }],
@@ -115,9 +98,8 @@ beforeAll(async () => {
   }
 }, 120_000);
 afterAll(async () => {
-  await server?.stop();
+  await tenancy?.stop();
   repo?.cleanup();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 async function post(who: Who, path: string, body: string): Promise<{ status: number; text: string; json: any }> {

@@ -15,6 +15,7 @@ import { startServer, type RunningServer } from '../../host/src/server.js';
 import { runTenantsCli } from '../../host/src/tenancy/cli.js';
 import { simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { fetchJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { sleep, until } from '../helpers/wait.js';
 
 let repo: TempRepo;
 let dir: string;
@@ -45,13 +46,9 @@ const ACCEPTED = { infer: 200, metadata: 200, grpc: status.OK };
 const REFUSED = { infer: 401, metadata: 401, grpc: status.UNAUTHENTICATED };
 
 /** Polls until `token` gets `want` on all three paths (the watcher reloads within ~0.1 s; its poll fallback within 2 s). */
-async function until(token: string, want: typeof ACCEPTED): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  let got = await statuses(token);
-  while (JSON.stringify(got) !== JSON.stringify(want) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100));
-    got = await statuses(token);
-  }
+async function settles(token: string, want: typeof ACCEPTED): Promise<void> {
+  let got: typeof ACCEPTED | undefined;
+  await until(async () => JSON.stringify((got = await statuses(token))) === JSON.stringify(want), { within: 15_000, every: 100 }).catch(() => undefined);
   expect(got).toEqual(want);
 }
 
@@ -90,23 +87,23 @@ describe('the tenants file edited under a running server', () => {
 
   it("`tenants add`: the new tenant's token starts working", async () => {
     const bob = await tenants('add', 'bob', '--share', 'simple');
-    await until(bob, ACCEPTED);
+    await settles(bob, ACCEPTED);
     expect(await statuses(acme1)).toEqual(ACCEPTED);
   });
 
   it('`tenants rotate`: the new token works and the old one stops', async () => {
     const acme2 = await tenants('rotate', 'acme');
     expect(acme2).not.toBe(acme1);
-    await until(acme1, REFUSED);
-    await until(acme2, ACCEPTED);
+    await settles(acme1, REFUSED);
+    await settles(acme2, ACCEPTED);
     acme1 = acme2;
   });
 
   it('`tenants remove`: the removed tenant\'s token stops; the others keep working', async () => {
     const carol = await tenants('add', 'carol', '--share', 'simple');
-    await until(carol, ACCEPTED);
+    await settles(carol, ACCEPTED);
     await tenants('remove', 'carol');
-    await until(carol, REFUSED);
+    await settles(carol, REFUSED);
     expect(await statuses(acme1)).toEqual(ACCEPTED);
   });
 
@@ -114,11 +111,11 @@ describe('the tenants file edited under a running server', () => {
     const good = readFileSync(tenantsFile, 'utf8');
     writeFileSync(tenantsFile, 'tenants: [ {{ this is not yaml\n');
     // Give the watcher time to read and refuse it, then check the previous tenants still hold.
-    await new Promise((r) => setTimeout(r, 2500));
+    await sleep(2500);
     expect(await statuses(acme1)).toEqual(ACCEPTED);
     writeFileSync(tenantsFile, good);
     const dave = await tenants('add', 'dave', '--share', 'simple');
-    await until(dave, ACCEPTED);
+    await settles(dave, ACCEPTED);
     expect(await statuses(acme1)).toEqual(ACCEPTED);
   });
 });

@@ -1,26 +1,26 @@
 /**
- * Multi-tenant mode over real HTTP (issue "Multi-tenant hosting", points 2–6): bearer tokens,
+ * Multi-tenant mode over real HTTP (DESIGN "Multi-tenancy"): bearer tokens,
  * namespaces (two tenants each with a model called `m`; another tenant's model answers exactly as
  * a model that does not exist), operator models shared per tenant, uploads of sandboxed models
  * only, quotas before anything is written, rate and in-flight limits, admin-only endpoints, audit
  * lines, readiness untouched by tenants.
  */
-import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, type TenantServer } from '../helpers/servers.js';
+import { sleep } from '../helpers/wait.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
 const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123456789abcdefghijklmn', flood: 'flood-token-0123456789abcdefghijkl', ops: 'ops-token-0123456789abcdefghijklmn', slow: 'slow-token-0123456789abcdefghijklm' };
 const FIXTURE = (name: string) => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', `${name}.wasm`)).toString('base64');
 
 let repo: TempRepo;
-let dir: string;
+let tenancy: TenantServer;
 let server: RunningServer;
 let url: string;
 const logLines: Record<string, unknown>[] = [];
@@ -28,39 +28,25 @@ const logLines: Record<string, unknown>[] = [];
 beforeAll(async () => {
   await ensureBuilt();
   repo = tempRepo(['simple']);
-  dir = mkdtempSync(join(tmpdir(), 'warden-tenants-'));
-  const tenants = {
-    tenants: [
-      { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['simple'], quotas: { max_models: 3, max_instances_per_model: 2, max_upload_bytes: 200_000 } },
-      { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)] },
-      { id: 'flood', role: 'tenant', tokens: [hashToken(TOKENS.flood)], quotas: { requests_per_second: 5, burst: 5 } },
-      { id: 'slow', role: 'tenant', tokens: [hashToken(TOKENS.slow)], quotas: { max_inflight: 1 } },
-      { id: 'ops', role: 'admin', tokens: [hashToken(TOKENS.ops)] },
-    ],
-  };
-  writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
+  const tenants = [
+    { id: 'acme', token: TOKENS.acme, shared_models: ['simple'], quotas: { max_models: 3, max_instances_per_model: 2, max_upload_bytes: 200_000 } },
+    { id: 'bob', token: TOKENS.bob },
+    { id: 'flood', token: TOKENS.flood, quotas: { requests_per_second: 5, burst: 5 } },
+    { id: 'slow', token: TOKENS.slow, quotas: { max_inflight: 1 } },
+    { id: 'ops', role: 'admin' as const, token: TOKENS.ops },
+  ];
   const sink = new Writable({
     write(chunk, _enc, cb) {
       for (const line of String(chunk).split('\n')) if (line) logLines.push(JSON.parse(line));
       cb();
     },
   });
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
-    loadModels: ['*'],
-    httpPort: 0,
-    metricsPort: -1,
-    metricsTenantLabels: true,
-    tenantsFile: join(dir, 'tenants.json'),
-    logger: pino({ level: 'info' }, sink),
-  });
+  ({ server } = tenancy = await startTenantServer(repo, tenants, { loadModels: ['*'], metricsTenantLabels: true, logger: pino({ level: 'info' }, sink) }));
   url = server.httpUrl;
 });
 afterAll(async () => {
-  await server?.stop();
+  await tenancy?.stop();
   repo?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 type Who = keyof typeof TOKENS | 'nobody';
@@ -211,7 +197,7 @@ describe('uploads and quotas', () => {
     const r = await call('bob', 'POST', '/v2/repository/models/doomed/unload', { parameters: { delete_files: true } });
     expect(r.status).toBe(200);
     // Gone for good: a load without files finds nothing stored.
-    await new Promise((res) => setTimeout(res, 200));
+    await sleep(200);
     const again = await call('bob', 'POST', '/v2/repository/models/doomed/load', {});
     expect([again.status, again.json]).toEqual([500, { error: "failed to load 'doomed', failed to poll from model repository" }]); // tritonserver's answer
     expect(logLines.some((l) => l.audit && l.event === 'delete' && l.tenant === 'bob' && l.model === 'doomed' && l.outcome === 'ok')).toBe(true);
@@ -236,7 +222,7 @@ describe('rate and concurrency limits', () => {
   it('requests beyond max_inflight are refused with 429', async () => {
     expect((await upload('slow', 'spin', identityConfig({ parameters: { execute_timeout_ms: { string_value: '1500' } } }), { 'file:1/model.wasm': FIXTURE('loop_execute') })).status).toBe(200);
     const first = infer('slow', 'spin', [1]);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     const second = await infer('slow', 'spin', [1]);
     expect(second.status).toBe(429);
     expect(second.json.error).toMatch(/max_inflight/);

@@ -11,15 +11,14 @@
  * Repository*): each tenant's own `m` gets its own answer, and the other tenant's model
  * (`only_acme`, seen by bob) answers exactly as a model that does not exist.
  */
-import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
 const TOKENS = { acme: 'acme-matrix-token-0123456789abcdefgh', bob: 'bob-matrix-token-0123456789abcdefghi' } as const;
@@ -30,7 +29,7 @@ const PIXEL = [51, 102, 255];
 const expected = (who: Who) => PIXEL.map((v) => v / 255 - OWN[who].mean);
 
 let repo: TempRepo;
-let dir: string;
+let tenancy: TenantServer;
 let server: RunningServer;
 let client: TritonGrpcClient;
 
@@ -80,27 +79,12 @@ const fp32 = (b: Uint8Array) => Array.from(new Float32Array(b.buffer.slice(b.byt
 beforeAll(async () => {
   await ensureBuilt();
   repo = tempRepo();
-  dir = mkdtempSync(join(tmpdir(), 'warden-matrix-'));
   const quotas = { requests_per_second: 1000, burst: 1000 };
-  writeFileSync(
-    join(dir, 'tenants.json'),
-    JSON.stringify({
-      tenants: [
-        { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], quotas },
-        { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)], quotas },
-      ],
-    }),
-  );
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
-    httpPort: 0,
-    grpcPort: 0,
-    metricsPort: -1,
-    tenantsFile: join(dir, 'tenants.json'),
-    uploadDirectory: join(dir, 'uploads'),
-    logLevel: 'silent',
-  });
+  const tenants = [
+    { id: 'acme', token: TOKENS.acme, quotas },
+    { id: 'bob', token: TOKENS.bob, quotas },
+  ];
+  ({ server } = tenancy = await startTenantServer(repo, tenants, { grpcPort: 0, separateUploads: true }));
   client = tritonGrpcClient(server.grpcUrl!);
   const wasm = readFileSync(join(PROJECT_ROOT, 'model_repository', 'preprocess_wasm', '1', 'model.wasm')).toString('base64');
   const upload = async (who: Who, model: string) => {
@@ -114,9 +98,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   client?.close();
-  await server?.stop();
+  await tenancy?.stop();
   repo?.cleanup();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('each tenant gets its own m (HTTP)', () => {

@@ -13,6 +13,7 @@ import { parseTenantsText } from '../../host/src/tenancy/parse.js';
 import { TenantRegistry, type AuthResult } from '../../host/src/tenancy/registry.js';
 import { generateToken, hashesEqual, hashToken, parseBearer, tokenDigest } from '../../host/src/tenancy/token.js';
 import { TenancyConfigError } from '../../host/src/tenancy/format.js';
+import { sleep, until } from '../helpers/wait.js';
 
 const tokA = generateToken();
 const tokB = generateToken();
@@ -112,14 +113,6 @@ describe('TenantRegistry hot reload', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function until(cond: () => Promise<boolean>, ms = 5000): Promise<void> {
-    const end = Date.now() + ms;
-    while (!(await cond())) {
-      if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-
   it('refuses a bad file at startup', async () => {
     writeFileSync(path, '{"tenants": 1}');
     await expect(TenantRegistry.open(path)).rejects.toThrow(TenancyConfigError);
@@ -167,10 +160,10 @@ describe('TenantRegistry hot reload', () => {
   it('close() stops reloading', async () => {
     registry = await TenantRegistry.open(path, { debounceMs: 10, pollIntervalMs: 50 });
     writeFileSync(path, fileText(base));
-    await until(async () => (await registry!.authenticate(`Bearer ${tokB}`)).ok, 3000);
+    await until(async () => (await registry!.authenticate(`Bearer ${tokB}`)).ok, { within: 3000 });
     registry.close();
     writeFileSync(path, fileText(base.slice(0, 1)));
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300); // six polls' worth: a registry still watching would have reloaded
     expect((await registry.authenticate(`Bearer ${tokB}`)).ok).toBe(true);
   });
 

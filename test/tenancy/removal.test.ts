@@ -13,6 +13,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { runTenantsCli } from '../../host/src/tenancy/cli.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { until as poll } from '../helpers/wait.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
 const IDENTITY = () => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');
@@ -69,14 +70,8 @@ const infer = (token: string, model: string) => call(token, 'POST', `/v2/models/
 const uploads = () => join(repo.path, '.warden-uploads');
 const quarantined = () => (existsSync(join(uploads(), '.removed')) ? readdirSync(join(uploads(), '.removed')) : []);
 
-/** Wait until `check` holds (the file watcher's debounce or poll), at most `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('timed out waiting for the tenants file to be applied');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Wait until `check` holds (the file watcher's debounce or poll), at most 15 s. */
+const until = (check: () => boolean | Promise<boolean>): Promise<void> => poll(check, { within: 15_000, every: 50, what: 'the tenants file applied' });
 
 function setup(): void {
   repo = tempRepo([]);

@@ -10,15 +10,14 @@
  */
 import { status } from '@grpc/grpc-js';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { int32s, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { JsBackendResolver, echoConfig } from '../helpers/js-backend.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
 const TOKENS = {
@@ -48,7 +47,7 @@ parameters { key: "mode" value: { string_value: "accumulate" } }
 `;
 
 let repo: TempRepo;
-let dir: string;
+let tenancy: TenantServer;
 let server: RunningServer;
 let url: string;
 let client: TritonGrpcClient;
@@ -63,39 +62,21 @@ beforeAll(async () => {
   repo.write('seq_oldest/1/.keep', '');
   repo.write('m/config.pbtxt', `name: "m"\n${echoConfig()}`);
   repo.write('m/1/.keep', '');
-  dir = mkdtempSync(join(tmpdir(), 'warden-shared-keys-'));
   const shared = ['seq_direct', 'seq_oldest', 'm'];
-  writeFileSync(
-    join(dir, 'tenants.json'),
-    JSON.stringify({
-      tenants: [
-        { id: 'a', role: 'tenant', tokens: [hashToken(TOKENS.a)], shared_models: shared },
-        { id: 'b', role: 'tenant', tokens: [hashToken(TOKENS.b)], shared_models: shared },
-        { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)] },
-        { id: 'acme_corp', role: 'tenant', tokens: [hashToken(TOKENS.acme_corp)] },
-      ],
-    }),
-  );
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
-    loadModels: ['*'],
-    httpPort: 0,
-    grpcPort: 0,
-    metricsPort: -1,
-    allowClientShm: true,
-    tenantsFile: join(dir, 'tenants.json'),
-    backendResolvers: [new JsBackendResolver()],
-    logLevel: 'silent',
-  });
+  const tenants = [
+    { id: 'a', token: TOKENS.a, shared_models: shared },
+    { id: 'b', token: TOKENS.b, shared_models: shared },
+    { id: 'acme', token: TOKENS.acme },
+    { id: 'acme_corp', token: TOKENS.acme_corp },
+  ];
+  ({ server } = tenancy = await startTenantServer(repo, tenants, { loadModels: ['*'], grpcPort: 0, allowClientShm: true, backendResolvers: [new JsBackendResolver()] }));
   url = server.httpUrl;
   client = tritonGrpcClient(server.grpcUrl!);
 });
 afterAll(async () => {
   client?.close();
-  await server?.stop();
+  await tenancy?.stop();
   repo?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
   for (const f of shmFiles) rmSync(f, { force: true });
 });
 

@@ -6,16 +6,15 @@
  * request larger than the whole quota 403; the operator is not limited; HTTP and gRPC share the
  * count.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import type { RunningServer } from '../../host/src/server.js';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
 const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', grpc: 'grpc-token-0123456789abcdefghijkl', ops: 'ops-token-0123456789abcdefghijklmn' };
@@ -23,7 +22,7 @@ type Who = keyof typeof TOKENS;
 const QUOTA = 250_000;
 
 let repo: TempRepo;
-let dir: string;
+let tenancy: TenantServer;
 let server: RunningServer;
 let client: TritonGrpcClient;
 let wasm: Buffer;
@@ -32,26 +31,15 @@ beforeAll(async () => {
   await ensureBuilt();
   wasm = readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm'));
   repo = tempRepo([]);
-  dir = mkdtempSync(join(tmpdir(), 'warden-upload-rate-'));
-  const entry = (id: Who, role = 'tenant') => ({ id, role, tokens: [hashToken(TOKENS[id])], quotas: { upload_bytes_per_minute: QUOTA } });
-  writeFileSync(join(dir, 'tenants.json'), JSON.stringify({ tenants: [entry('acme'), entry('grpc'), entry('ops', 'admin')] }));
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
-    httpPort: 0,
-    grpcPort: 0,
-    metricsPort: -1,
-    tenantsFile: join(dir, 'tenants.json'),
-    uploadDirectory: join(dir, 'uploads'),
-    logger: pino({ level: 'silent' }),
-  });
+  const entry = (id: Who, role: 'tenant' | 'admin' = 'tenant') => ({ id, role, token: TOKENS[id], quotas: { upload_bytes_per_minute: QUOTA } });
+  const tenants = [entry('acme'), entry('grpc'), entry('ops', 'admin')];
+  ({ server } = tenancy = await startTenantServer(repo, tenants, { grpcPort: 0, separateUploads: true, logger: pino({ level: 'silent' }) }));
   client = tritonGrpcClient(server.grpcUrl!);
 }, 120_000);
 afterAll(async () => {
   client?.close();
-  await server?.stop();
+  await tenancy?.stop();
   repo?.cleanup();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const CONFIG = JSON.stringify({ backend: 'wasm', max_batch_size: 0, input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] });

@@ -4,14 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { watchFileContent, type FileWatch } from '../../host/src/tenancy/watch.js';
-
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { sleep, until } from '../helpers/wait.js';
 
 describe('watchFileContent', () => {
   let dir: string;
@@ -67,7 +60,7 @@ describe('watchFileContent', () => {
     w = watchFileContent(path, 'one', (t) => void seen.push(t), { debounceMs: 10, pollIntervalMs: 30, onError: (e) => errors.push(e.code ?? '') });
     unlinkSync(path);
     await until(() => errors.length > 0);
-    await new Promise((r) => setTimeout(r, 150));
+    await sleep(150);
     expect(errors).toEqual(['ENOENT']);
     writeFileSync(path, 'back');
     await until(() => seen.includes('back'));

@@ -11,6 +11,7 @@ import { BatchPolicy } from '../../host/src/scheduler/batch-policy.js';
 import type { ExecutionArbiter, ExecutionClaim, ExecutionGrant } from '../../host/src/scheduler/index.js';
 import { PendingQueue, type PendingRequest } from '../../host/src/scheduler/queue.js';
 import { request } from '../helpers/backend-request.js';
+import { ManualClock } from '../helpers/clock.js';
 import { FakeInstance, collector, config, ECHO, echoInit, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
 
 
@@ -159,14 +160,15 @@ describe('tenant fairness', () => {
 
   it('queue timeouts still reject expired requests of every tenant, and the others still run', async () => {
     const inst = new FakeInstance({ manual: true });
-    const { mv, stats } = modelVersion(config(`${ECHO} dynamic_batching { default_queue_policy { allow_timeout_override: true } }`), [inst]);
+    const clock = new ManualClock();
+    const { mv, stats } = modelVersion(config(`${ECHO} dynamic_batching { default_queue_policy { allow_timeout_override: true } }`), [inst], { clock });
     const first = submit(mv, init('A-0', 'A'));
     const a1 = submit(mv, init('A-1', 'A', 1, { timeoutUs: 1 }));
     const a2 = submit(mv, init('A-2', 'A'));
     const b1 = submit(mv, init('B-1', 'B', 1, { timeoutUs: 1 }));
     const b2 = submit(mv, init('B-2', 'B', 1, { timeoutUs: 60_000_000 }));
     const c1 = submit(mv, init('C-1', 'C', 1, { timeoutUs: 1 }));
-    await new Promise((r) => setTimeout(r, 5));
+    clock.advance(1); // past the 1 µs timeouts, far from B-2's 60 s
     inst.release();
     for (const o of await Promise.all([a1, b1, c1])) {
       expect(o.error?.code).toBe('UNAVAILABLE');

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { TritonError } from '../../host/src/contract/errors.js';
 import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, ResponseSender, Tensor } from '../../host/src/contract/types.js';
 import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/contract/types.js';
+import { ManualClock } from '../helpers/clock.js';
 import { config, modelVersion, tick } from '../helpers/model-version.js';
 
 const int32 = (name: string, v: number, shape = [1]): Tensor => ({ name, datatype: 'INT32', shape, data: new Uint8Array(Int32Array.of(v).buffer) });
@@ -208,11 +209,12 @@ describe('iterative_sequence', () => {
 
   it('a sequence released for being idle longer than max_sequence_idle_microseconds cannot be rescheduled (Triton\'s error)', async () => {
     const inst = new IterativeInstance(true);
-    const { mv } = modelVersion(iterModel({ idleUs: 1000 }), [inst]);
+    const clock = new ManualClock();
+    const { mv } = modelVersion(iterModel({ idleUs: 1000 }), [inst], { clock });
     const a = stream();
     mv.submit(req('a', 3), a.sender);
     await tick();
-    await new Promise((r) => setTimeout(r, 100)); // far past the 1 ms idle timeout
+    clock.advance(100); // far past the 1 ms idle timeout
     inst.step();
     const got = await a.done;
     // The failed reschedule is the request's FINAL: the response the backend sends after it is late.

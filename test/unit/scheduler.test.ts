@@ -1,18 +1,27 @@
 /**
  * The scheduler seam through ModelVersion with fake in-process instances: cancelled requests are
- * dropped before execution, expired ones rejected, a server-wide arbiter serialises executions of
- * several model versions without losing wake-ups, and the factory refuses kinds not built yet.
+ * dropped before execution, expired ones rejected, the dynamic batcher's queue delay honoured, a
+ * server-wide arbiter serialises executions of several model versions without losing wake-ups,
+ * and the factory builds every kind, ensembles over their compiled plan. Time is a manual clock
+ * (helpers/clock.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { TritonError } from '../../host/src/contract/errors.js';
 import {
   createScheduler,
   schedulerKind,
-  unsupportedSchedulerError,
   type ExecutionArbiter,
   type ExecutionClaim,
   type ExecutionGrant,
 } from '../../host/src/scheduler/index.js';
+import { ManualClock } from '../helpers/clock.js';
+import { NO_SERVER, ownerPrincipal } from '../../host/src/contract/load-context.js';
+import { compileEnsemblePlan } from '../../host/src/ensemble/plan.js';
+import { EnsembleScheduler } from '../../host/src/ensemble/scheduler.js';
+import { DynamicBatchScheduler } from '../../host/src/scheduler/dynamic-batch-scheduler.js';
+import { SequenceBatchScheduler } from '../../host/src/scheduler/sequence-batch-scheduler.js';
+import { ServerMetrics } from '../../host/src/metrics/prometheus.js';
+import { ModelStatistics } from '../../host/src/metrics/stats.js';
 import { Concurrency, FakeInstance, collector, config, ECHO, echoInit, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
 
 
@@ -181,17 +190,58 @@ dynamic_batching { max_queue_delay_microseconds: 60000000 }
   });
 });
 
+describe('dynamic batcher: max_queue_delay_microseconds', () => {
+  it('a batch below the preferred size waits the delay, counted from its oldest request, then runs as it is', async () => {
+    const inst = new FakeInstance();
+    const clock = new ManualClock();
+    const { mv } = modelVersion(config(`${ECHO} dynamic_batching { max_queue_delay_microseconds: 100000 preferred_batch_size: [ 4 ] }`), [inst], { clock });
+    const a = collector();
+    const b = collector();
+    mv.submit(echoInit('a'), a.sender);
+    clock.advance(40);
+    mv.submit(echoInit('b'), b.sender);
+    await tick();
+    clock.advance(59.999); // 99.999 ms after 'a', 59.999 ms after 'b'
+    await tick();
+    expect(inst.executions).toEqual([]);
+    clock.advance(0.001);
+    await tick();
+    expect(inst.executions).toEqual([['a', 'b']]);
+    for (const o of await Promise.all([a.done, b.done])) expect(o.response).toBeDefined();
+    expect(clock.pending).toBe(0);
+    await mv.retire();
+  });
+
+  it('the preferred size dispatches at once, and unload cancels the delay timer of what is still queued', async () => {
+    const inst = new FakeInstance();
+    const clock = new ManualClock();
+    const { mv } = modelVersion(config(`${ECHO} dynamic_batching { max_queue_delay_microseconds: 100000 preferred_batch_size: [ 2 ] }`), [inst], { clock });
+    const done = ['a', 'b', 'c'].map((id) => {
+      const c = collector();
+      mv.submit(echoInit(id), c.sender);
+      return c.done;
+    });
+    await tick();
+    expect(inst.executions).toEqual([['a', 'b']]); // no time passed: the preferred size went at once
+    expect(clock.pending).toBe(1); // 'c' waits for the delay
+    await mv.finalize();
+    expect(clock.pending).toBe(0);
+    expect((await done[2]!).error?.message).toBe("model 'model' version 1 is unloading");
+  });
+});
+
 describe('queue policy', () => {
   it('a request whose timeout expired in the queue is rejected, never executed', async () => {
     const inst = new FakeInstance({ manual: true });
-    const { mv, stats } = modelVersion(config(`${ECHO} dynamic_batching { default_queue_policy { allow_timeout_override: true } }`), [inst]);
+    const clock = new ManualClock();
+    const { mv, stats } = modelVersion(config(`${ECHO} dynamic_batching { default_queue_policy { allow_timeout_override: true } }`), [inst], { clock });
     const a = collector();
     const late = collector();
     const b = collector();
     mv.submit(echoInit('a'), a.sender);
     mv.submit(echoInit('late', { timeoutUs: 1 }), late.sender);
     mv.submit(echoInit('b', { timeoutUs: 60_000_000 }), b.sender);
-    await new Promise((r) => setTimeout(r, 5));
+    clock.advance(1); // past 'late''s 1 µs, far from 'b''s 60 s
     inst.release();
     const o = await late.done;
     expect(o.error?.code).toBe('UNAVAILABLE');
@@ -286,22 +336,31 @@ describe('scheduler factory', () => {
     expect(schedulerKind(config('platform: "ensemble" max_batch_size: 0 ensemble_scheduling { }', 'ens'))).toBe('ensemble');
   });
 
-  it('refuses ensembles with UNSUPPORTED; builds the sequence batcher', () => {
-    const cases: [string, string][] = [
-      ['platform: "ensemble" max_batch_size: 0 ensemble_scheduling { }', "model 'model' is an ensemble, which Warden does not support yet"],
-    ];
-    for (const [pbtxt, message] of cases) {
-      let caught: unknown;
-      try {
-        createScheduler(config(pbtxt), [], hooks, { version: 1 });
-      } catch (e) {
-        caught = e;
-      }
-      expect(caught).toBeInstanceOf(TritonError);
-      expect((caught as TritonError).code).toBe('UNSUPPORTED');
-      expect((caught as TritonError).message).toBe(message);
+  it('builds every kind: the ensemble scheduler over its compiled plan, INTERNAL without one', () => {
+    const ensemble = config(
+      `platform: "ensemble" max_batch_size: 0
+       input [ { name: "IN" data_type: TYPE_INT32 dims: [ 4 ] } ]
+       output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 4 ] } ]
+       ensemble_scheduling { step [ { model_name: "echo" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } ] }`,
+      'ens',
+    );
+    const echo = config(ECHO.replace('max_batch_size: 8', 'max_batch_size: 0'), 'echo');
+    const plan = compileEnsemblePlan(ensemble, [{ config: echo, decoupled: false }]);
+    const stats = new ModelStatistics(new ServerMetrics().forModel('ens', 1));
+    const parts = { plan, server: NO_SERVER, principal: ownerPrincipal({ namespace: '', name: 'ens' }), stats };
+    expect(createScheduler(ensemble, [], hooks, { version: 1, ensemble: parts })).toBeInstanceOf(EnsembleScheduler);
+    let caught: unknown;
+    try {
+      createScheduler(ensemble, [], hooks, { version: 1 });
+    } catch (e) {
+      caught = e;
     }
-    expect(unsupportedSchedulerError(config(`${ECHO} sequence_batching { }`))).toBeUndefined();
+    expect(caught).toBeInstanceOf(TritonError);
+    expect((caught as TritonError).code).toBe('INTERNAL');
+    expect((caught as TritonError).message).toBe("model 'ens' is an ensemble: its scheduler needs the compiled plan");
+    // The plan is ignored by every other kind.
+    expect(createScheduler(config(ECHO), [new FakeInstance()], hooks, { version: 1, ensemble: parts })).toBeInstanceOf(DynamicBatchScheduler);
+    expect(createScheduler(config(`${ECHO} sequence_batching { }`), [new FakeInstance()], hooks, { version: 1 })).toBeInstanceOf(SequenceBatchScheduler);
     expect(() => modelVersion(config(`${ECHO} sequence_batching { }`), [new FakeInstance()])).not.toThrow();
   });
 });

@@ -13,6 +13,7 @@ import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, Resp
 import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/contract/types.js';
 import { createScheduler } from '../../host/src/scheduler/index.js';
 import { readConfigFiles } from '../../host/src/lifecycle/config-files.js';
+import { ManualClock } from '../helpers/clock.js';
 import { collector, config, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
 
 /** A tensor's elements as numbers / bigints / booleans by datatype. */
@@ -277,10 +278,13 @@ describe('direct strategy', () => {
 
   it('max_queue_delay_microseconds with minimum_slot_utilization waits for more slots to have work', async () => {
     const inst = new SeqInstance();
-    const { mv } = modelVersion(seqModel('direct { max_queue_delay_microseconds: 300000 minimum_slot_utilization: 0.5 }', { mbs: 4 }), [inst]);
+    const clock = new ManualClock();
+    const { mv } = modelVersion(seqModel('direct { max_queue_delay_microseconds: 300000 minimum_slot_utilization: 0.5 }', { mbs: 4 }), [inst], { clock });
     const p1 = submit(mv, req('x', 1, 1, START));
     await tick();
-    expect(inst.executions).toHaveLength(0); // 1 of 4 slots ready < 0.5
+    clock.advance(299);
+    await tick();
+    expect(inst.executions).toHaveLength(0); // 1 of 4 slots ready < 0.5, and the 300 ms are not up
     const p2 = submit(mv, req('y', 2, 2, START));
     await Promise.all([p1, p2]);
     expect(inst.executions.map((e) => e.map((s) => s.id))).toEqual([['x', 'y']]);
@@ -393,17 +397,24 @@ sequence_batching { direct { } ${STATE} }
 describe('idle sequences', () => {
   it('released after max_sequence_idle_microseconds: the slot goes to the backlog, a later request without START fails', async () => {
     const inst = new SeqInstance();
-    const { mv } = modelVersion(seqModel('direct { }', { mbs: 1, idleUs: 150_000 }), [inst]);
+    const clock = new ManualClock();
+    const { mv } = modelVersion(seqModel('direct { }', { mbs: 1, idleUs: 150_000 }), [inst], { clock });
     expect(out0(await submit(mv, req('a0', 1, 1, START)))).toBe(1);
     const waiting = submit(mv, req('b0', 2, 2, START)); // backlog behind the idle sequence 1
     await tick();
-    expect(inst.executions).toHaveLength(1);
-    expect(out0(await waiting)).toBe(2); // after ~150 ms sequence 1 is released
+    clock.advance(149);
+    await tick();
+    expect(inst.executions).toHaveLength(1); // sequence 1 idle for 149 ms still holds the slot
+    clock.advance(2);
+    expect(out0(await waiting)).toBe(2); // past 150 ms sequence 1 is released
     expectInvalid(
       () => mv.submit(req('a1', 1, 3), collector().sender),
       "inference request for sequence 1 to model 'model' must specify the START flag on the first request of the sequence",
     );
-    // Sequence 2 holds the slot now (its idle time counts from when it got the slot).
+    // Sequence 2 holds the slot now: its idle time counts from when it got the slot, so 100 ms
+    // later (251 ms after it was queued) it is still live.
+    clock.advance(100);
+    await tick();
     expect(out0(await submit(mv, req('b1', 2, 4, END)))).toBe(4);
   });
 });
@@ -411,8 +422,9 @@ describe('idle sequences', () => {
 describe('oldest strategy', () => {
   it('batches the oldest sequences, one request per sequence, up to the preferred size; the delay flushes smaller batches', async () => {
     const inst = new SeqInstance(true);
+    const clock = new ManualClock();
     const cfg = seqModel('oldest { max_candidate_sequences: 8 preferred_batch_size: [ 2 ] max_queue_delay_microseconds: 200000 }', { mbs: 4 });
-    const { mv } = modelVersion(cfg, [inst]);
+    const { mv } = modelVersion(cfg, [inst], { clock });
     const p = [submit(mv, req('a0', 1, 1, START)), submit(mv, req('a1', 1, 2)), submit(mv, req('b0', 2, 3, START))];
     await tick();
     // a0 and b0 form a batch of the preferred size 2 at once; a1 (same sequence as a0) waits.
@@ -422,7 +434,11 @@ describe('oldest strategy', () => {
     await tick();
     // a1 alone is below the preferred size: it waits for the delay (no second sequence is ready).
     expect(inst.executions).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, 260));
+    clock.advance(199);
+    await tick();
+    expect(inst.executions).toHaveLength(1);
+    clock.advance(1);
+    await tick();
     expect(inst.executions.map((e) => e.map((s) => s.id))).toEqual([['a0', 'b0'], ['a1']]);
     inst.release();
     expect((await Promise.all(p)).map(out0)).toEqual([1, 2, 3]);

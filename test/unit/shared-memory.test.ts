@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AccessError, TritonError } from '../../host/src/contract/errors.js';
 import { SystemSharedMemory, shmKeyFile } from '../../host/src/dataplane/shared-memory.js';
+import { accessHttpStatus } from '../../host/src/frontend/http/status.js';
 import type { Principal } from '../../host/src/contract/types.js';
 
 const OP: Principal = { namespace: '', role: 'admin' };
@@ -23,7 +24,7 @@ function code(fn: () => unknown): string {
   try {
     fn();
   } catch (e) {
-    if (e instanceof AccessError) return `HTTP ${e.httpStatus}`;
+    if (e instanceof AccessError) return `HTTP ${accessHttpStatus(e.kind)}`;
     if (e instanceof TritonError) return e.code;
     throw e;
   }

@@ -1,6 +1,6 @@
 /**
- * How the wasm backend obtains a component (host/src/backends/wasm/component-source.ts, issue 10
- * "first load of a cached component"): the first time the file is read, checked and hashed, and
+ * How the wasm backend obtains a component (host/src/backends/wasm/component-source.ts, so that the
+ * first load of a cached component skips reading it): the first time the file is read, checked and hashed, and
  * its checked surface and memory count are recorded in the digest memo under its MAC; afterwards
  * an unchanged file is not read at all — its recorded surface is checked again against the
  * sandbox world, and its bytes are read only if an engine asks (and must still hash to the
@@ -17,11 +17,11 @@ import { definedMemories, encodeUleb } from '../../host/src/backends/wasm/binary
 import { componentSource, parseFacts } from '../../host/src/backends/wasm/component-source.js';
 import { ComponentDigests } from '../../host/src/backends/wasm/digests.js';
 import { wasmtimeNative } from '../../host/src/backends/wasm/wasmtime/native.js';
+import { sleep } from '../helpers/wait.js';
 import * as h from './helpers.js';
 
 const BUILD = join(h.FIXTURES, 'build');
 const SETTLE = 50;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
 let work: string;

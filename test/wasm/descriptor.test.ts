@@ -1,6 +1,6 @@
 /**
  * The execute path's binary descriptors (host/src/backends/wasm/wasmtime/descriptor.ts,
- * native/wasmtime/src/descriptor.rs): every request field and every response parameter type
+ * native/rust/wasmtime-engine/src/descriptor.rs): every request field and every response parameter type
  * crosses the sandbox boundary intact on both engines (the ECHO_META fixture sends the request's
  * metadata back), and malformed descriptors reaching the native side are refused with a message —
  * no crash, no allocation sized by the descriptor, and the instance keeps serving.

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ComponentDigests, SETTLE_MS } from '../../host/src/backends/wasm/digests.js';
 import { WasmBackendResolver } from '../../host/src/backends/wasm/index.js';
+import { sleep } from '../helpers/wait.js';
 import * as h from './helpers.js';
 
 let work: string;
@@ -21,7 +22,6 @@ beforeAll(() => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SETTLE = 50;
 
 /** A file whose last change is older than SETTLE. */

@@ -288,10 +288,12 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       const cfg = h.wasmConfig('repeat_par', [['IN', 'INT32', [-1]], ['DELAY', 'UINT32', [-1]], ['WAIT', 'UINT32', [1]]], [['OUT', 'INT32', [1]], ['IDX', 'UINT32', [1]]], { model_transaction_policy: { decoupled: true } });
       const m = await h.loadModel(resolver, cfg, join(h.REPO, 'repeat_wasm'));
       const [a, b] = await Promise.all([m.createInstance(h.instanceSpec('repeat_par', 0)), m.createInstance(h.instanceSpec('repeat_par', 1))]);
-      const mk = () => h.request('repeat_par', [h.tensor('IN', 'INT32', [1], Int32Array.of(1)), h.tensor('DELAY', 'UINT32', [1], Uint32Array.of(300)), h.tensor('WAIT', 'UINT32', [1], Uint32Array.of(0))], ['OUT', 'IDX']);
-      const t0 = performance.now();
-      await Promise.all([h.infer(a!, mk()), h.infer(b!, mk())]);
-      expect(performance.now() - t0).toBeLessThan(550);
+      // Two responses 300 ms apart each: run one after the other, b's first response would come
+      // after a's last; overlapping, each one's first comes before the other's last.
+      const mk = () => h.request('repeat_par', [h.tensor('IN', 'INT32', [2], Int32Array.of(1, 2)), h.tensor('DELAY', 'UINT32', [2], Uint32Array.of(300, 300)), h.tensor('WAIT', 'UINT32', [1], Uint32Array.of(0))], ['OUT', 'IDX']);
+      const [ra, rb] = await Promise.all([h.infer(a!, mk()), h.infer(b!, mk())]);
+      expect([ra.errors, rb.errors, ra.responses.length, rb.responses.length]).toEqual([[], [], 3, 3]);
+      expect(ra.times[0]! < rb.times.at(-1)! && rb.times[0]! < ra.times.at(-1)!, `a ${ra.times}, b ${rb.times}`).toBe(true);
       await m.finalize();
     });
   });

@@ -1,8 +1,10 @@
 /**
- * Triton error codes and their HTTP mapping (spec §1.2, enum values §6.5).
+ * Triton error codes (spec §1.2, enum values §6.5) and the access errors of tenancy, independent of
+ * any transport: each frontend maps them to its own statuses (HTTP: frontend/http/status.ts;
+ * gRPC: frontend/grpc/status.ts).
  *
  * Every error that can reach a client is a {@link TritonError}; anything else that escapes a
- * handler is reported as INTERNAL (500) by the frontend.
+ * handler is reported as INTERNAL by the frontend.
  */
 
 /** `TRITONSERVER_Error_Code` names; the numeric value is the index in {@link ERROR_CODES}. */
@@ -66,43 +68,36 @@ export function jsonAccessError(
 /** The CANCELLED error of a request whose caller went away (Triton's wording). */
 export const cancelled = (): TritonError => new TritonError('CANCELLED', 'Request was cancelled');
 
-/** HTTP status for a Triton error code (`HttpCodeFromError`, spec §1.2). */
-export function httpStatusOf(code: ErrorCode): number {
-  switch (code) {
-    case 'INTERNAL':
-      return 500;
-    case 'NOT_FOUND':
-      return 404;
-    case 'UNAVAILABLE':
-      return 503;
-    case 'UNSUPPORTED':
-      return 501;
-    default:
-      return 400;
-  }
-}
+/**
+ * What an {@link AccessError} refuses: the caller is not known (`unauthenticated`), may not do
+ * this or is over a quota no retry can meet (`forbidden`), or is over a rate or concurrency limit
+ * that frees up with time (`exhausted`). HTTP answers 401 / 403 / 429, gRPC UNAUTHENTICATED /
+ * PERMISSION_DENIED / RESOURCE_EXHAUSTED (DESIGN "Multi-tenancy").
+ */
+export type AccessKind = 'unauthenticated' | 'forbidden' | 'exhausted';
 
 /**
- * An error about who may do what, rather than about the request's content: authentication (401),
- * permission or quota (403) and rate / concurrency limits (429, with a `Retry-After` in seconds).
- * Triton's error codes have no such distinction, so it carries its HTTP status (a gRPC frontend
- * maps the same statuses to UNAUTHENTICATED / PERMISSION_DENIED / RESOURCE_EXHAUSTED); its Triton
- * code is what in-process callers see.
+ * An error about who may do what, rather than about the request's content: authentication,
+ * permission or quota, and rate / concurrency limits (with the seconds to wait before retrying).
+ * Triton's error codes have no such distinction, so it carries its {@link AccessKind}; its Triton
+ * code (UNAVAILABLE when exhausted, else INVALID_ARG) is what in-process callers see.
  */
 export class AccessError extends TritonError {
   constructor(
-    readonly httpStatus: 401 | 403 | 429,
+    readonly kind: AccessKind,
     message: string,
-    /** Seconds a client should wait before retrying (429). */
+    /** Seconds a client should wait before retrying (`exhausted`). */
     readonly retryAfterS?: number,
   ) {
-    super(httpStatus === 429 ? 'UNAVAILABLE' : 'INVALID_ARG', message);
+    super(kind === 'exhausted' ? 'UNAVAILABLE' : 'INVALID_ARG', message);
     this.name = 'AccessError';
   }
 }
 
-/** `AccessError` 403 shorthand. */
-export const forbidden = (msg: string) => new AccessError(403, msg);
+/** `AccessError` shorthand: not permitted, or over a quota no retry can meet. */
+export const forbidden = (msg: string) => new AccessError('forbidden', msg);
+/** `AccessError` shorthand: over a rate or concurrency limit; retry after `retryAfterS` seconds. */
+export const exhausted = (msg: string, retryAfterS: number) => new AccessError('exhausted', msg, retryAfterS);
 
 /** Wraps any thrown value as a TritonError (non-Triton errors become INTERNAL). */
 export function asTritonError(e: unknown): TritonError {

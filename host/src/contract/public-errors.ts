@@ -1,5 +1,5 @@
 /**
- * What error text may leave the server (EXAMPLES "an error catalogue kept honest"): never an
+ * What error text may leave the server (docs/tenancy.md "What leaves the server"): never an
  * absolute host path. Errors are written for the operator's log with full paths where that helps;
  * before one reaches a client (HTTP body, index reason, stream event) the data plane rewrites
  * every path under a directory the server knows (repositories, upload store, caches, backend
@@ -82,6 +82,6 @@ export class PathScrubber {
     const t = asTritonError(e);
     const message = this.scrub(t.message);
     if (message === t.message) return t;
-    return t instanceof AccessError ? new AccessError(t.httpStatus, message, t.retryAfterS) : new TritonError(t.code, message);
+    return t instanceof AccessError ? new AccessError(t.kind, message, t.retryAfterS) : new TritonError(t.code, message);
   }
 }

@@ -49,11 +49,11 @@ export type ParameterValue = string | number | boolean | bigint;
  * charged to the caller).
  */
 export interface EnsembleRequestBudget {
-  /** @throws AccessError 403 when the least cost of a run is over the caps, before any step runs */
+  /** @throws AccessError `forbidden` when the least cost of a run is over the caps, before any step runs */
   afford(cost: { readonly inferences: number; readonly depth: number }): void;
-  /** A run at nesting `depth` starts. @throws AccessError 403 past the depth cap */
+  /** A run at nesting `depth` starts. @throws AccessError `forbidden` past the depth cap */
   enter(depth: number): void;
-  /** One composing request is about to be sent. @throws AccessError 403 past the inference or fan-out cap */
+  /** One composing request is about to be sent. @throws AccessError `forbidden` past the inference or fan-out cap */
   take(): void;
   /** A composing request counted by {@link take} ended. */
   done(): void;

@@ -2,9 +2,10 @@
  * Inference on the data plane (spec §1.8–§1.13, §3.6): the serving version of a request, its
  * admission (a tenant's in-flight quota, an ensemble request's budget charged to the caller's
  * request rate), classification, cancellation, and the per-request duties run once at the final
- * response (release of the tenant's slot and of input memory the host does not own).
+ * response (release of the tenant's slot and of input memory the host does not own); and the
+ * unary call of every frontend (inferUnary: exactly one response, its tensors released on every path).
  */
-import { AccessError, TritonError, cancelled } from '../contract/errors.js';
+import { TritonError, cancelled, exhausted, internal } from '../contract/errors.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import type {
   CancellationSignal,
@@ -162,12 +163,12 @@ export class Inference {
   /**
    * Count one request against the tenant's `max_inflight` (queued + executing).
    * @returns the release, to call once at the final response
-   * @throws AccessError 429 when the tenant is at its quota
+   * @throws AccessError `exhausted` when the tenant is at its quota
    */
   private takeInflight(tenant: TenantConfig): () => void {
     const n = this.inflight.get(tenant.id) ?? 0;
     if (n >= tenant.quotas.max_inflight) {
-      throw new AccessError(429, `tenant '${tenant.id}' has ${n} inference requests in flight, its quota (max_inflight)`, 1);
+      throw exhausted(`tenant '${tenant.id}' has ${n} inference requests in flight, its quota (max_inflight)`, 1);
     }
     this.inflight.set(tenant.id, n + 1);
     return () => {
@@ -188,8 +189,10 @@ export interface CollectedResponses {
 /**
  * Infer and gather every response until the final one (what a unary frontend call, an ensemble
  * step or a BLS call needs). `onResponse` sees each response as it arrives (streaming).
- * @returns a promise that rejects with the request's first error (validation errors included:
- *   they reject rather than throw)
+ * @returns a promise of the responses, whose output tensors the caller then owns (release them:
+ *   {@link releaseTensors}); it rejects with the request's first error (validation errors included:
+ *   they reject rather than throw), and then the outputs of every response collected before the
+ *   error have been released
  */
 export function inferAndCollect(
   server: InferenceServerHandle,
@@ -205,6 +208,11 @@ export function inferAndCollect(
     // (promise reactions run after this synchronous code).
     const out: CollectedResponses = { version, responses: [] };
     let error: TritonError | undefined;
+    const fail = (e: unknown): void => {
+      for (const r of out.responses) releaseTensors(r.outputs);
+      out.responses.length = 0;
+      reject(e);
+    };
     const sender: ResponseSender = {
       send(response, final) {
         if (response) {
@@ -212,19 +220,89 @@ export function inferAndCollect(
           onResponse?.(response);
         }
         if (final) {
-          if (error) reject(error);
+          if (error) fail(error);
           else resolve(out);
         }
       },
       sendError(e, final) {
         error ??= e;
-        if (final) reject(error);
+        if (final) fail(error);
       },
     };
     try {
       out.version = server.infer(principal, name, version, init, sender, signal).version;
     } catch (e) {
-      reject(e);
+      fail(e);
     }
   });
+}
+
+/** What {@link inferUnary} needs of the server: the serving version's facts, and `infer`. */
+export type UnaryServer = Omit<InferenceServerHandle, 'inferenceTarget'> & { inferenceTarget(principal: Principal, name: string, version: number): InferenceTarget };
+
+/**
+ * How one frontend's unary call builds its request and encodes its one response
+ * ({@link inferUnary}). `R` is what the frontend decoded: the request, plus what it needs to
+ * encode the response (output formats, shared-memory placements).
+ */
+export interface UnaryCall<R extends { init: InferenceRequestInit }, T> {
+  /**
+   * The refusal of a decoupled model, worded as the frontend's Triton counterpart words it
+   * (HTTP `/infer`, gRPC ModelInfer); absent = a decoupled model is served too, and must then
+   * answer exactly once (HTTP `/generate`).
+   */
+  decoupled?: () => TritonError;
+  /** Build the request for the version that serves (decode with its config). May throw or reject. */
+  request(target: InferenceTarget): R | Promise<R>;
+  /**
+   * Encode the one response. Its output tensors are released once this returns, throws or
+   * settles (so an encoding on another thread still reads them).
+   * @param version the version that served
+   */
+  answer(response: InferenceResponse, version: number, request: R): T | Promise<T>;
+  /** The error for a count of responses other than one (default: {@link unaryCountError}). */
+  countError?: (count: number) => TritonError;
+}
+
+/** The error of a unary call answered by `count` responses instead of one (Triton's core wording). */
+export function unaryCountError(count: number): TritonError {
+  return internal(`expected a single response, got ${count}`);
+}
+
+/**
+ * One request, exactly one response: the unary skeleton of every frontend call (HTTP `/infer` and
+ * `/generate`, gRPC ModelInfer). Resolves the target (`version` -1: the model's policy), refuses a
+ * decoupled model when the call says so, builds the request, infers, and hands the one response to
+ * `call.answer`. Tensor ownership has its one owner here: every response's outputs are released on
+ * every path — after the answer, and on a wrong response count or any error (the inputs are the
+ * data plane's, released after the final response).
+ * @returns what `call.answer` returns
+ * @throws TritonError NOT_FOUND / UNAVAILABLE (model), `call.decoupled()`, what `call.request`
+ *   throws, the request's error, `call.countError` (or INTERNAL) for a count other than one, what
+ *   `call.answer` throws
+ */
+export async function inferUnary<R extends { init: InferenceRequestInit }, T>(
+  server: UnaryServer,
+  principal: Principal,
+  name: string,
+  version: number,
+  call: UnaryCall<R, T>,
+  signal?: CancellationSignal,
+): Promise<T> {
+  const target = server.inferenceTarget(principal, name, version);
+  if (target.decoupled && call.decoupled) throw call.decoupled();
+  const built = call.request(target);
+  const request = built instanceof Promise ? await built : built;
+  const { version: served, responses } = await inferAndCollect(server, principal, name, target.version, request.init, signal);
+  if (responses.length !== 1) {
+    for (const r of responses) releaseTensors(r.outputs);
+    throw (call.countError ?? unaryCountError)(responses.length);
+  }
+  const response = responses[0]!;
+  try {
+    const answer = call.answer(response, served, request);
+    return answer instanceof Promise ? await answer : answer;
+  } finally {
+    releaseTensors(response.outputs);
+  }
 }

@@ -1,7 +1,7 @@
 /**
  * Request parameters, protocol-neutrally (spec §1.11): the reserved keys Triton turns into request
  * fields (`sequence_id`, `sequence_start`, `sequence_end`, `priority`, `timeout`) and the rule for
- * every other key. Every frontend (HTTP today, gRPC later) decodes parameters through here, once.
+ * every other key. Every frontend (HTTP, gRPC) decodes parameters through here, once.
  */
 import { invalidArg, jsonAccessError } from '../contract/errors.js';
 import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type InferenceRequestInit, type ParameterValue } from '../contract/types.js';

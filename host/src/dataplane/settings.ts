@@ -20,13 +20,13 @@ export class ServerSettings {
   /**
    * The trace settings of the server, or of `model` (its overrides over the global ones).
    * @throws TritonError INVALID_ARG "Request for unknown model : <m>" for a model that is not
-   *   ready (Triton's answer); AccessError 403 for a tenant; UNAVAILABLE without tracing
+   *   ready (Triton's answer); AccessError `forbidden` for a tenant; UNAVAILABLE without tracing
    */
   traceSettings(principal: Principal, model?: string): TraceSettingsJson {
     return this.traceOf(principal, model).settings(model === undefined ? undefined : this.traceModelId(principal, model));
   }
 
-  /** Apply trace settings (POST). @throws TritonError as Triton (see TraceManager.update), AccessError 403 for a tenant */
+  /** Apply trace settings (POST). @throws TritonError as Triton (see TraceManager.update), AccessError `forbidden` for a tenant */
   updateTraceSettings(principal: Principal, model: string | undefined, body: unknown): TraceSettingsJson {
     const t = this.traceOf(principal, model);
     return t.update(body, model === undefined ? undefined : this.traceModelId(principal, model));
@@ -57,20 +57,20 @@ export class ServerSettings {
 
   // ---- logging extension (spec §3.4) ----
 
-  /** The server's log settings. @throws AccessError 403 for a tenant (they are the operator's) */
+  /** The server's log settings. @throws AccessError `forbidden` for a tenant (they are the operator's) */
   logSettings(principal: Principal): LogSettings {
     adminOnly(principal, 'logging settings');
     return this.logStore.get();
   }
 
-  /** Apply log settings (`null` values leave a setting unchanged). @throws TritonError on bad values, AccessError 403 for a tenant */
+  /** Apply log settings (`null` values leave a setting unchanged). @throws TritonError on bad values, AccessError `forbidden` for a tenant */
   updateLogSettings(principal: Principal, body: unknown): LogSettings {
     adminOnly(principal, 'logging settings');
     return this.logStore.update(body);
   }
 }
 
-/** @throws AccessError 403 unless `principal` is an admin */
+/** @throws AccessError `forbidden` unless `principal` is an admin */
 function adminOnly(principal: Principal, what: string): void {
   if (principal.role !== 'admin') throw forbidden(`${what} are available to administrators only`);
 }

@@ -26,7 +26,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { AccessError, TritonError, internal, invalidArg, notFound } from '../contract/errors.js';
+import { TritonError, forbidden, internal, invalidArg, notFound } from '../contract/errors.js';
 import type { Principal } from '../contract/types.js';
 
 /** `GET /v2/systemsharedmemory/status` entry (spec §3.3); gRPC `SystemSharedMemoryStatusResponse.RegionStatus`. */
@@ -166,7 +166,7 @@ export class SystemSharedMemory {
    *   unregistered region waits for its inferences), INVALID_ARG (bad or reserved key, offset or
    *   size; object too small; key registered by another namespace; not a regular file), INTERNAL
    *   "Unable to open shared memory region" (no such object: Triton's code, server
-   *   `shared_memory_manager.cc` OpenSharedMemoryRegion), AccessError 403 (a tenant's key without
+   *   `shared_memory_manager.cc` OpenSharedMemoryRegion), AccessError `forbidden` (a tenant's key without
    *   its prefix, too many regions)
    */
   register(principal: Principal, name: string, key: string, offset: unknown, byteSize: unknown): void {
@@ -180,14 +180,14 @@ export class SystemSharedMemory {
     }
     const prefix = tenantShmPrefix(principal.namespace);
     if (this.opts.multiTenant && principal.role === 'tenant' && !file.startsWith(prefix)) {
-      throw new AccessError(403, `tenant '${principal.namespace}' may register only shared memory keys starting with '/${prefix}'`);
+      throw forbidden(`tenant '${principal.namespace}' may register only shared memory keys starting with '/${prefix}'`);
     }
     let mine = 0;
     for (const r of this.regions.values()) {
       if (r.namespace === principal.namespace) mine++;
       else if (shmKeyFile(r.key) === file) throw invalidArg(`shared memory key '${key}' is registered by another client`);
     }
-    if (mine >= this.maxPerNamespace) throw new AccessError(403, `at most ${this.maxPerNamespace} shared memory regions may be registered at once`);
+    if (mine >= this.maxPerNamespace) throw forbidden(`at most ${this.maxPerNamespace} shared memory regions may be registered at once`);
     let fd: number;
     try {
       fd = openSync(join(this.root, file), constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);

@@ -55,7 +55,7 @@ export class EnsembleBudget implements EnsembleRequestBudget {
   /**
    * Before any step runs: refuse a request whose least cost (ensemble/plan.ts#EnsembleCost) is
    * already over the caps, so no composing inference of a request that cannot finish is sent.
-   * @throws AccessError 403 naming the cap
+   * @throws AccessError `forbidden` naming the cap
    */
   afford(cost: { readonly inferences: number; readonly depth: number }): void {
     this.enter(cost.depth);
@@ -66,7 +66,7 @@ export class EnsembleBudget implements EnsembleRequestBudget {
 
   /**
    * A run at nesting `depth` starts (1 = the top-level ensemble).
-   * @throws AccessError 403 past the depth cap
+   * @throws AccessError `forbidden` past the depth cap
    */
   enter(depth: number): void {
     if (depth > this.limits.maxDepth) {
@@ -76,7 +76,7 @@ export class EnsembleBudget implements EnsembleRequestBudget {
 
   /**
    * Count one composing request about to be sent; give it back with {@link done} at its final response.
-   * @throws AccessError 403 past the inference or fan-out cap (nothing counted)
+   * @throws AccessError `forbidden` past the inference or fan-out cap (nothing counted)
    */
   take(): void {
     if (this.sent >= this.limits.maxInferences) {

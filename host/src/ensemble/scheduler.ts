@@ -12,7 +12,6 @@ import type { Logger } from 'pino';
 import { TritonError } from '../contract/errors.js';
 import type { InferenceRequest, InferenceServerHandle, Principal, ResponseSender } from '../contract/types.js';
 import type { ModelStatistics } from '../metrics/stats.js';
-import type { ModelScheduler } from '../scheduler/types.js';
 import type { EnsemblePlan } from './plan.js';
 import { EnsembleRun } from './run.js';
 
@@ -27,7 +26,11 @@ export interface EnsembleSchedulerOptions {
   logger?: Logger;
 }
 
-export class EnsembleScheduler implements ModelScheduler {
+/**
+ * A `ModelScheduler` (scheduler/types.ts) for the ensemble kind: `createScheduler` builds it, and
+ * its return type checks the shape (this folder sits below the scheduler's).
+ */
+export class EnsembleScheduler {
   private running = 0;
   private drainWaiters: (() => void)[] = [];
 

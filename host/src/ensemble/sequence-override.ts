@@ -19,8 +19,10 @@
  * under an ID of its own (scheduler/sequence-ids.ts), as a client's ID does.
  */
 import { invalidArg } from '../contract/errors.js';
-import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type ParameterValue } from '../contract/types.js';
-import type { CorrelationId } from '../scheduler/sequence-ids.js';
+import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type InferenceRequest, type ParameterValue } from '../contract/types.js';
+
+/** A sequence correlation id as requests carry it (`InferenceRequest.correlationId`). */
+type CorrelationId = InferenceRequest['correlationId'];
 
 /** The correlation ID and `TRITONSERVER_RequestFlag` bits a tensor carries to the steps that read it. */
 export interface SequenceTag {

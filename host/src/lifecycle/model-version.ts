@@ -8,7 +8,10 @@ import type { ModelStatistics } from '../metrics/stats.js';
 import { ResponseCache } from '../cache/response-cache.js';
 import type { RequestTrace, TraceManager } from '../trace/trace-manager.js';
 import {
+  SYSTEM_CLOCK,
   createScheduler,
+  type Clock,
+  type ClockTimer,
   type ExecutionArbiter,
   type ExecutionRecord,
   type ModelScheduler,
@@ -17,7 +20,17 @@ import {
 } from '../scheduler/index.js';
 import { TritonError, asTritonError, unavailable } from '../contract/errors.js';
 import { NO_CONFIG_FILES, type ConfigFiles } from './config-files.js';
-import type { BackendModel, BackendModelInstance, InferenceRequest, InferenceRequestInit, InferenceResponse, ResponseSender } from '../contract/types.js';
+import type {
+  BackendModel,
+  BackendModelInstance,
+  InferenceRequest,
+  InferenceRequestInit,
+  InferenceResponse,
+  InferenceServerHandle,
+  Principal,
+  ResponseSender,
+} from '../contract/types.js';
+import type { EnsemblePlan } from '../ensemble/plan.js';
 import {
   compileRequestValidator,
   compileResponseValidator,
@@ -25,15 +38,13 @@ import {
   type ResponseValidator,
 } from './validate.js';
 
-const now = (): bigint => process.hrtime.bigint();
-
 /** Model version objects created so far (each one's response-cache scope). */
 let loadedVersions = 0;
 
 /** Per-request bookkeeping between enqueue and the final response. */
 class TrackedSender implements ResponseSender {
   private done = false;
-  /** When the final response went out (hrtime ns); undefined until then. */
+  /** When the final response went out (the version's clock, ns); undefined until then. */
   finishedNs: bigint | undefined;
   /** Set when the request is traced (spec §3.5). */
   trace: RequestTrace | undefined;
@@ -68,7 +79,7 @@ class TrackedSender implements ResponseSender {
 
   private finish(ok: boolean, reason: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER'): void {
     this.done = true;
-    const end = now();
+    const end = this.owner.clock.now();
     this.finishedNs = end;
     const duration = end - this.startNs;
     if (this.trace) this.trace.end(end);
@@ -110,12 +121,11 @@ export interface ModelVersionOptions {
    */
   files?: ConfigFiles;
   /**
-   * Builds the version's scheduler instead of {@link createScheduler} (an ensemble's, which runs
-   * its steps through the data plane and keeps statistics itself).
+   * An ensemble version (no backend model, no instances): its plan (`ensemble/load.ts#compileEnsemble`),
+   * the data plane its steps run through and its owner's principal, for {@link createScheduler}'s
+   * ensemble kind. Undefined for any other model.
    */
-  scheduler?: (hooks: SchedulerHooks, stats: ModelStatistics) => ModelScheduler;
-  /** An ensemble version's least cost per request (ensemble/plan.ts#EnsembleCost); undefined for any other model. */
-  ensemble?: { readonly inferences: number; readonly depth: number };
+  ensemble?: { plan: EnsemblePlan; server: InferenceServerHandle; principal: Principal };
   /**
    * The server's response cache (`--cache-config local,size=N`); used only when the config says
    * `response_cache { enable: true }`. An ensemble caches its top-level response (Triton's
@@ -127,6 +137,11 @@ export interface ModelVersionOptions {
    * under correlation ids of their own (`scheduler/sequence-ids.ts`, DESIGN "Multi-tenancy").
    */
   tenantSequenceIds?: boolean;
+  /**
+   * Request timings, the scheduler's queue delays and timeouts, and {@link ModelVersion.retire}'s
+   * drain bound; default {@link SYSTEM_CLOCK} (tests inject a manual one).
+   */
+  clock?: Clock;
 }
 
 /**
@@ -141,12 +156,13 @@ class CacheFill implements ResponseSender {
     private readonly key: string,
     private readonly lookupNs: bigint,
     private readonly stats: ModelStatistics,
+    private readonly clock: Clock,
   ) {}
   send(response: InferenceResponse | null, final: boolean): void {
     if (final) {
-      const t0 = now();
+      const t0 = this.clock.now();
       if (response) this.cache.set(this.tenant, this.key, response);
-      this.stats.recordCacheMiss(this.lookupNs + (now() - t0));
+      this.stats.recordCacheMiss(this.lookupNs + (this.clock.now() - t0));
     }
     this.downstream.send(response, final);
   }
@@ -182,43 +198,48 @@ export class ModelVersion {
   readonly files: ConfigFiles;
   /** An ensemble version's least cost per request (ensemble/plan.ts#EnsembleCost); undefined for any other model. */
   readonly ensembleCost: { readonly inferences: number; readonly depth: number } | undefined;
+  /** Request timings and timers ({@link ModelVersionOptions.clock}). */
+  readonly clock: Clock;
 
   /**
    * Compiles the request / response validators and builds the scheduler the config asks for
-   * (spec §5.6), over `instances` (or the one `options.scheduler` builds: ensembles).
-   * @throws TritonError UNSUPPORTED for a scheduling kind without an implementation and no
-   *   `options.scheduler` (the repository manager rejects those before loading; it still owns
-   *   `instances` and `backendModel` then), INVALID_ARG for an unusable sequence initial state.
+   * (spec §5.6, {@link createScheduler}) over `instances`; an ensemble's over its plan
+   * ({@link ModelVersionOptions.ensemble}).
+   * @param backendModel undefined for an ensemble (it has no backend)
+   * @throws TritonError INVALID_ARG for an unusable sequence initial state, INTERNAL for an
+   *   ensemble config without `options.ensemble`; the caller still owns `instances` and
+   *   `backendModel` then.
    */
   constructor(
     readonly name: string,
     readonly version: number,
     readonly config: ModelConfig,
-    private readonly backendModel: BackendModel,
+    private readonly backendModel: BackendModel | undefined,
     private readonly instances: BackendModelInstance[],
     readonly stats: ModelStatistics,
     readonly logger: Logger,
     options: ModelVersionOptions = {},
   ) {
     this.tracer = options.tracer;
+    this.clock = options.clock ?? SYSTEM_CLOCK;
     this.drainTimeoutMs = options.drainTimeoutMs;
     this.live = options.drainTimeoutMs !== undefined ? new Set() : undefined;
     this.modelPath = options.modelPath;
     this.files = options.files ?? NO_CONFIG_FILES;
-    this.ensembleCost = options.ensemble;
+    this.ensembleCost = options.ensemble?.plan.cost;
     this.cache = config.response_cache?.enable ? options.responseCache : undefined;
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);
     const hooks: SchedulerHooks = { onExecuted: (r) => this.recordExecution(r) };
-    this.scheduler = options.scheduler
-      ? options.scheduler(hooks, stats)
-      : createScheduler(config, instances, hooks, {
-          version,
-          arbiter: options.arbiter,
-          fairness: options.fairness,
-          initialStates: this.files.initialStates,
-          tenantSequenceIds: options.tenantSequenceIds,
-        });
+    this.scheduler = createScheduler(config, instances, hooks, {
+      version,
+      arbiter: options.arbiter,
+      fairness: options.fairness,
+      initialStates: this.files.initialStates,
+      tenantSequenceIds: options.tenantSequenceIds,
+      clock: this.clock,
+      ensemble: options.ensemble && { ...options.ensemble, stats, logger },
+    });
   }
 
   /** True for `model_transaction_policy { decoupled: true }`. */
@@ -296,24 +317,25 @@ export class ModelVersion {
       this.stats.recordFailure(0n, 'OTHER');
       throw e;
     }
-    const start = now();
+    const clock = this.clock;
+    const start = clock.now();
     if (this.cache) {
       const key = ResponseCache.key(request, this.cacheScope);
       const hit = this.cache.get(request.tenant, key);
-      const lookupNs = now() - start;
+      const lookupNs = clock.now() - start;
       if (hit) {
-        this.stats.recordCacheHit(now() - start, lookupNs);
+        this.stats.recordCacheHit(clock.now() - start, lookupNs);
         sender.send(hit, true);
         return request;
       }
-      sender = new CacheFill(sender, this.cache, request.tenant, key, lookupNs, this.stats);
+      sender = new CacheFill(sender, this.cache, request.tenant, key, lookupNs, this.stats, clock);
     }
     const tracked = new TrackedSender(this, request, sender, start);
     if (this.tracer?.active) {
       const t = (tracked.trace = this.tracer.sample(this.name, this.version, request.id, request.traceContext));
       if (t) {
         t.stamp('REQUEST_START', start);
-        t.stamp('QUEUE_START', now());
+        t.stamp('QUEUE_START', clock.now());
       }
     }
     this.live?.add(tracked);
@@ -345,7 +367,8 @@ export class ModelVersion {
    */
   async retire(drainTimeoutMs = this.drainTimeoutMs): Promise<void> {
     this.accepting = false;
-    // The whole unload (drain, then instances waiting for their backend) ends within the bound.
+    // The whole unload (drain, then instances waiting for their backend) ends within the bound;
+    // the instances' deadline is a wall-clock time (BackendModelInstance.finalize).
     const deadline = drainTimeoutMs === undefined ? undefined : Date.now() + drainTimeoutMs;
     const drained = (async () => {
       await this.scheduler.drain();
@@ -353,12 +376,12 @@ export class ModelVersion {
     })();
     if (drainTimeoutMs === undefined) await drained;
     else {
-      let timer: NodeJS.Timeout | undefined;
+      let timer: ClockTimer | undefined;
       const expired = await Promise.race([
         drained.then(() => false),
-        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), drainTimeoutMs))),
+        new Promise<boolean>((r) => (timer = this.clock.schedule(() => r(true), drainTimeoutMs))),
       ]);
-      clearTimeout(timer);
+      this.clock.cancel(timer);
       if (expired) this.abandonInflight();
     }
     await this.finalize(deadline);
@@ -386,7 +409,7 @@ export class ModelVersion {
     for (const i of this.instances) {
       await i.finalize(deadlineMs).catch((e) => this.logger.error({ err: e }, 'instance finalize failed'));
     }
-    await this.backendModel.finalize().catch((e) => this.logger.error({ err: e }, 'model finalize failed'));
+    await this.backendModel?.finalize().catch((e) => this.logger.error({ err: e }, 'model finalize failed'));
   }
 
   private recordExecution(r: ExecutionRecord): void {

@@ -219,7 +219,7 @@ export interface NativeAddon {
   /**
    * In a backend-host process: serve the isolation ring (isolation/ring.ts) natively — a thread
    * reads Execute records from `fromParent` when doorbell socket `fd` rings, and responses,
-   * releases and completions go back through `toParent` (issue 12 point 1).
+   * releases and completions go back through `toParent`.
    */
   IsoServer: new (fd: number, fromParent: ArrayBuffer, toParent: ArrayBuffer) => IsoServer;
   /**
@@ -230,7 +230,7 @@ export interface NativeAddon {
    * @throws Error with `tritonCode` INVALID_ARG when `fd` is not a listening socket or a cap is out of range
    */
   Acceptor: new (fd: number, maxOpen: number, maxPerAddress: number, onConnections: (batch: number[]) => void) => NativeAcceptorHandle;
-  /** Warden's in-process ONNX Runtime engine (native/ort; host/src/backends/onnxruntime/native-engine.ts). */
+  /** Warden's in-process ONNX Runtime engine (native/rust/ort-engine; host/src/backends/onnxruntime/native-engine.ts). */
   ort?: OrtEngineBinding;
 }
 
@@ -240,7 +240,7 @@ export interface OrtEngineOutlet {
   type: number;
 }
 
-/** The addon's binding of the in-process ONNX Runtime engine (native/src/ort/binding.cc). */
+/** The addon's binding of the in-process ONNX Runtime engine (native/src/addon/ort/binding.cc). */
 export interface OrtEngineBinding {
   /** Loads ONNX Runtime from `libPath` (once per process). @throws Error if it cannot be loaded */
   init(libPath: string): void;

@@ -12,19 +12,16 @@ import type { InferenceRequest, ResponseSender } from '../contract/types.js';
 import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbiter.js';
 import { executeBatch } from './execute.js';
 import { BatchPolicy } from './batch-policy.js';
+import { SYSTEM_CLOCK, type Clock, type ClockTimer } from './clock.js';
 import type { InstanceLease, InstancePool } from './instance-pool.js';
 import { PendingQueue, type PendingRequest } from './queue.js';
 import type { ModelScheduler, SchedulerHooks, TenantFairness } from './types.js';
-
-const now = (): bigint => process.hrtime.bigint();
-
-/** Triton's final error for a request whose client went away before it ran. */
 
 /** Dispatches one model version's requests: one per execution, or batched with `dynamic_batching`. */
 export class DynamicBatchScheduler implements ModelScheduler {
   private readonly queue: PendingQueue;
   private readonly policy: BatchPolicy;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   private executing = 0;
   private idleWaiters: (() => void)[] = [];
   private pumping = false;
@@ -39,6 +36,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
   /**
    * @param version the model version served (named to the arbiter with `config.name`).
    * @param fairness tenant weights, DRR quantum (default `max(1, max_batch_size)`) and per-tenant cap.
+   * @param clock queue times, queue timeouts and the `max_queue_delay_microseconds` timer.
    */
   constructor(
     config: ModelConfig,
@@ -47,6 +45,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
     arbiter: ExecutionArbiter,
     version: number,
     fairness: TenantFairness = {},
+    private readonly clock: Clock = SYSTEM_CLOCK,
   ) {
     const q = fairness.quantum;
     this.queue = new PendingQueue(config.dynamic_batching, {
@@ -68,7 +67,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
   }
 
   enqueue(request: InferenceRequest, sender: ResponseSender): void {
-    this.queue.push({ request, sender, queueStartNs: now() });
+    this.queue.push({ request, sender, queueStartNs: this.clock.now() });
     this.pump();
   }
 
@@ -78,7 +77,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
   }
 
   rejectPending(error: TritonError): void {
-    clearTimeout(this.timer);
+    this.clock.cancel(this.timer);
     this.timer = undefined;
     for (const p of this.queue.clear()) p.sender.sendError(error, true);
     this.checkIdle();
@@ -110,7 +109,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
 
   private dispatch(force: boolean): void {
     while (this.queue.size > 0) {
-      const t = now();
+      const t = this.clock.now();
       for (const p of this.queue.takeExpired(t)) p.sender.sendError(unavailable('Request timeout expired'), true);
       const count = this.policy.plan(this.queue, t, force, this.cancelled, this.gate.tenants);
       if (this.cancelled.length > 0) this.dropCancelled();
@@ -146,7 +145,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
 
   private armDelayTimer(leftNs: bigint): void {
     if (this.timer) return;
-    this.timer = setTimeout(
+    this.timer = this.clock.schedule(
       () => {
         this.timer = undefined;
         this.pump(true);
@@ -158,7 +157,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
   private run(lease: InstanceLease, grant: ExecutionGrant, batch: PendingRequest[]): Promise<void> {
     this.executing++;
     const batchSize = batch.reduce((n, p) => n + p.request.batchSize, 0);
-    return executeBatch(lease.instance, batch, batch.map((p) => p.request), batch.map((p) => p.sender), batchSize, this.hooks, () => {
+    return executeBatch(lease.instance, batch, batch.map((p) => p.request), batch.map((p) => p.sender), batchSize, this.hooks, this.clock, () => {
       this.executing--;
       this.pool.release(lease);
       grant.release();

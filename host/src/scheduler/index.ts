@@ -1,12 +1,15 @@
 /**
  * Scheduler selection (spec §5.6), the shape of Triton's `SetConfiguredScheduler`: the config's
  * `scheduling_choice` picks the {@link ModelScheduler} implementation of a model version.
- * Adding a kind = one file implementing ModelScheduler + its entry in {@link FACTORIES}.
+ * Adding a kind = one file implementing ModelScheduler + its entry in {@link FACTORIES}. Every kind
+ * is served, the ensemble's included (`ensemble/scheduler.ts`, over the plan the lifecycle compiled).
  */
 import type { ModelConfig } from '../contract/model-config.js';
 import { TritonError } from '../contract/errors.js';
 import type { BackendModelInstance } from '../contract/types.js';
+import { EnsembleScheduler, type EnsembleSchedulerOptions } from '../ensemble/scheduler.js';
 import { PASS_THROUGH_ARBITER, type ExecutionArbiter } from './arbiter.js';
+import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { DynamicBatchScheduler } from './dynamic-batch-scheduler.js';
 import { IdleInstancePool, type InstancePool } from './instance-pool.js';
 import { SequenceBatchScheduler } from './sequence-batch-scheduler.js';
@@ -14,6 +17,7 @@ import type { ModelScheduler, SchedulerHooks, TenantFairness } from './types.js'
 
 export type { ExecutionArbiter, ExecutionClaim, ExecutionGrant } from './arbiter.js';
 export { PASS_THROUGH_ARBITER } from './arbiter.js';
+export { SYSTEM_CLOCK, type Clock, type ClockTimer } from './clock.js';
 export type { InstanceLease, InstancePool } from './instance-pool.js';
 export type { PendingRequest } from './queue.js';
 export type { ExecutionRecord, ModelScheduler, SchedulerHooks, TenantFairness } from './types.js';
@@ -47,6 +51,14 @@ export interface SchedulerOptions {
    * sequences under correlation ids of their own (`sequence-ids.ts`). Default false.
    */
   tenantSequenceIds?: boolean;
+  /**
+   * The ensemble kind's plan (`ensemble/load.ts#compileEnsemble`), the data plane its steps go
+   * through, the owner's principal, the version's statistics and log. Required for an ensemble
+   * config, ignored for any other.
+   */
+  ensemble?: Omit<EnsembleSchedulerOptions, 'name'>;
+  /** Queue times, queue delays and timeouts, sequence idle timeouts; default {@link SYSTEM_CLOCK}. */
+  clock?: Clock;
 }
 
 /** Everything a scheduler implementation is built from. */
@@ -60,11 +72,13 @@ interface SchedulerParts {
   fairness: TenantFairness | undefined;
   initialStates: ReadonlyMap<string, Uint8Array> | undefined;
   tenantSequenceIds: boolean;
+  ensemble: Omit<EnsembleSchedulerOptions, 'name'> | undefined;
+  clock: Clock;
 }
 
 type SchedulerFactory = (parts: SchedulerParts) => ModelScheduler;
 
-const dynamicBatch: SchedulerFactory = (p) => new DynamicBatchScheduler(p.config, p.pool, p.hooks, p.arbiter, p.version, p.fairness);
+const dynamicBatch: SchedulerFactory = (p) => new DynamicBatchScheduler(p.config, p.pool, p.hooks, p.arbiter, p.version, p.fairness, p.clock);
 
 const sequenceBatch: SchedulerFactory = (p) =>
   new SequenceBatchScheduler(
@@ -75,6 +89,7 @@ const sequenceBatch: SchedulerFactory = (p) =>
     p.version,
     p.initialStates ? (f) => initialState(p.initialStates!, f) : undefined,
     p.tenantSequenceIds,
+    p.clock,
   );
 
 /** The bytes of `data_file`, read at load. */
@@ -84,12 +99,18 @@ function initialState(states: ReadonlyMap<string, Uint8Array>, file: string): Ui
   return bytes;
 }
 
-/** Implementation per kind; undefined = not supported yet. */
-const FACTORIES: Record<SchedulerKind, SchedulerFactory | undefined> = {
+/** An ensemble runs each request as its plan's steps through the data plane; nothing queues here. */
+const ensemble: SchedulerFactory = (p) => {
+  if (!p.ensemble) throw new TritonError('INTERNAL', `model '${p.config.name}' is an ensemble: its scheduler needs the compiled plan`);
+  return new EnsembleScheduler({ name: p.config.name, ...p.ensemble });
+};
+
+/** Implementation per kind. */
+const FACTORIES: Record<SchedulerKind, SchedulerFactory> = {
   default: dynamicBatch,
   dynamic_batching: dynamicBatch,
   sequence_batching: sequenceBatch,
-  ensemble: undefined,
+  ensemble,
 };
 
 /** The scheduling kind `config` asks for. */
@@ -101,22 +122,10 @@ export function schedulerKind(config: ModelConfig): SchedulerKind {
 }
 
 /**
- * The error for a config whose scheduling kind Warden cannot serve yet, or undefined if it can.
- * Message: "model '<name>' is an ensemble, which Warden does not support yet" (TritonError
- * UNSUPPORTED).
- */
-export function unsupportedSchedulerError(config: ModelConfig): TritonError | undefined {
-  const kind = schedulerKind(config);
-  if (FACTORIES[kind]) return undefined;
-  const what = kind === 'ensemble' ? 'is an ensemble' : `uses ${kind}`;
-  return new TritonError('UNSUPPORTED', `model '${config.name}' ${what}, which Warden does not support yet`);
-}
-
-/**
  * Build the scheduler of one model version over `instances` (one {@link IdleInstancePool} per
  * version), chosen by {@link schedulerKind}.
- * @throws TritonError UNSUPPORTED for ensembles (see {@link unsupportedSchedulerError} for the
- *   message); INVALID_ARG for an unusable `sequence_batching` initial state.
+ * @throws TritonError INVALID_ARG for an unusable `sequence_batching` initial state; INTERNAL for
+ *   an ensemble config without {@link SchedulerOptions.ensemble}.
  */
 export function createScheduler(
   config: ModelConfig,
@@ -124,9 +133,7 @@ export function createScheduler(
   hooks: SchedulerHooks,
   options: SchedulerOptions,
 ): ModelScheduler {
-  const factory = FACTORIES[schedulerKind(config)];
-  if (!factory) throw unsupportedSchedulerError(config)!;
-  return factory({
+  return FACTORIES[schedulerKind(config)]({
     config,
     pool: new IdleInstancePool(instances),
     instances,
@@ -136,5 +143,7 @@ export function createScheduler(
     fairness: options.fairness,
     initialStates: options.initialStates,
     tenantSequenceIds: options.tenantSequenceIds === true,
+    ensemble: options.ensemble,
+    clock: options.clock ?? SYSTEM_CLOCK,
   });
 }

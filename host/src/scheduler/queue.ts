@@ -28,7 +28,10 @@ import { unavailable } from '../contract/errors.js';
 import type { InferenceRequest, ResponseSender } from '../contract/types.js';
 import type { TenantFairness } from './types.js';
 
-/** One request waiting for an instance. Times are monotonic ns (`process.hrtime.bigint()`). */
+/**
+ * One request waiting for an instance. Times are monotonic ns on the scheduler's `Clock`
+ * (`clock.ts`): the queue never reads a clock itself, its callers pass the time in.
+ */
 export interface PendingRequest {
   request: InferenceRequest;
   sender: ResponseSender;

@@ -48,13 +48,12 @@ import {
   type Tensor,
 } from '../contract/types.js';
 import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbiter.js';
+import { SYSTEM_CLOCK, type Clock, type ClockTimer } from './clock.js';
 import { executeBatch } from './execute.js';
 import type { PendingRequest } from './queue.js';
 import { SequenceControls } from './sequence-controls.js';
 import { TenantSequenceIds, type CorrelationId } from './sequence-ids.js';
 import type { ModelScheduler, SchedulerHooks } from './types.js';
-
-const now = (): bigint => process.hrtime.bigint();
 
 
 /** The responses of filler requests go nowhere. */
@@ -140,9 +139,9 @@ export class SequenceBatchScheduler implements ModelScheduler {
   private idleWaiters: (() => void)[] = [];
   private pumping = false;
   private pumpAgain = false;
-  private delayTimer: NodeJS.Timeout | undefined;
+  private delayTimer: ClockTimer | undefined;
   private delayAtNs = 0n;
-  private reaper: NodeJS.Timeout | undefined;
+  private reaper: ClockTimer | undefined;
   /** This model version's side of the arbiter (claim, deferred flag, wake). */
   private readonly gate: ArbiterGate;
   /** `iterative_sequence: true`: requests may be rescheduled; requests without an id are numbered. */
@@ -161,6 +160,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
    * @param tenantSequenceIds an operator model in multi-tenant mode: tenants' sequences reach the
    *   backend under ids of their own, and the operator's ids of the reserved forms are refused
    *   ({@link TenantSequenceIds}).
+   * @param clock queue times, `max_queue_delay_microseconds` and `max_sequence_idle_microseconds`.
    * @throws TritonError INVALID_ARG for an unusable initial state (see {@link SequenceControls}).
    */
   constructor(
@@ -171,6 +171,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
     version: number,
     readInitialState?: (file: string) => Uint8Array,
     tenantSequenceIds = false,
+    private readonly clock: Clock = SYSTEM_CLOCK,
   ) {
     const sb = config.sequence_batching!;
     this.model = config.name;
@@ -243,7 +244,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
     if (!start && !seq) {
       throw invalidArg(`inference request for sequence ${String(id)} to model '${m}' must specify the START flag on the first request of the sequence`);
     }
-    const t = now();
+    const t = this.clock.now();
     if (!seq) {
       let corrid = this.controls.corridData(id, m); // refuses a client id the CORRID control cannot carry
       let backendId: CorrelationId | undefined;
@@ -273,9 +274,9 @@ export class SequenceBatchScheduler implements ModelScheduler {
 
   rejectPending(error: TritonError): void {
     this.stopped = error;
-    clearTimeout(this.delayTimer);
+    this.clock.cancel(this.delayTimer);
     this.delayTimer = undefined;
-    clearTimeout(this.reaper);
+    this.clock.cancel(this.reaper);
     this.reaper = undefined;
     const all: Sequence[] = [...this.backlog];
     for (const l of this.lanes) {
@@ -351,14 +352,14 @@ export class SequenceBatchScheduler implements ModelScheduler {
       if (!this.assign(next)) break;
       this.backlog.shift();
       // Its idle time counts from when it got the slot.
-      next.lastNs = now();
+      next.lastNs = this.clock.now();
     }
   }
 
   /** Release the sequences idle for `max_sequence_idle_microseconds`; re-arm for the next one. */
   private reap(): void {
     this.reaper = undefined;
-    const t = now();
+    const t = this.clock.now();
     for (const seq of [...this.sequences.values()]) {
       // A backlogged sequence is not reaped (as in Triton): it has not had a slot to idle in.
       if (seq.lane && t - seq.lastNs >= this.idleNs) this.close(seq);
@@ -371,9 +372,8 @@ export class SequenceBatchScheduler implements ModelScheduler {
     if (this.reaper || this.sequences.size === 0) return;
     let oldest: bigint | undefined;
     for (const s of this.sequences.values()) if (oldest === undefined || s.lastNs < oldest) oldest = s.lastNs;
-    const leftMs = Math.max(0, Number(oldest! + this.idleNs - now()) / 1e6);
-    this.reaper = setTimeout(() => this.reap(), Math.ceil(leftMs) + 1);
-    this.reaper.unref();
+    const leftMs = Math.max(0, Number(oldest! + this.idleNs - this.clock.now()) / 1e6);
+    this.reaper = this.clock.schedule(() => this.reap(), Math.ceil(leftMs) + 1, true);
   }
 
   private pump(): void {
@@ -424,7 +424,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
       if (seq.queue.length > 0 && seq.lane === lane) ready.push(seq);
     }
     if (ready.length === 0) return;
-    const t = now();
+    const t = this.clock.now();
     let chosen: Sequence[];
     if (this.oldest) {
       ready.sort((a, b) => (a.queue[0]!.queueStartNs < b.queue[0]!.queueStartNs ? -1 : a.queue[0]!.queueStartNs > b.queue[0]!.queueStartNs ? 1 : 0));
@@ -598,14 +598,14 @@ export class SequenceBatchScheduler implements ModelScheduler {
 
   private armDelay(atNs: bigint): void {
     if (this.delayTimer && this.delayAtNs <= atNs) return;
-    clearTimeout(this.delayTimer);
+    this.clock.cancel(this.delayTimer);
     this.delayAtNs = atNs;
-    this.delayTimer = setTimeout(
+    this.delayTimer = this.clock.schedule(
       () => {
         this.delayTimer = undefined;
         this.pump();
       },
-      Math.max(0, Number(atNs - now()) / 1e6),
+      Math.max(0, Number(atNs - this.clock.now()) / 1e6),
     );
   }
 
@@ -620,7 +620,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
             if (record.error) for (const p of record.batch) this.endIteration(p.request);
           },
         };
-    return executeBatch(lane.instance, batch, requests, senders, batch.length, hooks, () => {
+    return executeBatch(lane.instance, batch, requests, senders, batch.length, hooks, this.clock, () => {
       this.executing--;
       lane.busy = false;
       grant.release();

@@ -39,7 +39,7 @@ export interface ModelScheduler {
   rejectPending(error: TritonError): void;
 }
 
-/** What happened in one `execute` call; times are monotonic ns (`process.hrtime.bigint()`). */
+/** What happened in one `execute` call; times are monotonic ns on the scheduler's `Clock` (`clock.ts`). */
 export interface ExecutionRecord {
   batch: PendingRequest[];
   /** Sum of the requests' batch sizes (batch elements, not requests). */

@@ -48,7 +48,7 @@ export class TenantAdmission implements ModelAdmission {
 
   /**
    * @returns the config to load: for a tenant's wasm model, with the tenant's limits in its parameters
-   * @throws TritonError from the server's rules; AccessError 403 naming the quota a tenant's model exceeds
+   * @throws TritonError from the server's rules; AccessError `forbidden` naming the quota a tenant's model exceeds
    */
   /** Model count and the instance counts the raw config asks for (each group at least 1), before any file is written. */
   precheckUpload(key: ModelKey, configOverride: unknown): void {

@@ -1,7 +1,8 @@
 /**
  * Tenancy: tenants file, authentication, the `warden tenants` CLI and audit records
- * (DESIGN "Multi-tenancy"). The frontend uses {@link TenantRegistry.authenticate} and
- * {@link authFailure}; the server opens the registry from `--tenants` (and the `--jwt-*` flags).
+ * (DESIGN "Multi-tenancy"). The frontends' admission (frontend/admission.ts) uses
+ * {@link TenantRegistry.authenticate} and {@link authFailure}; the server opens the registry from
+ * `--tenants` (and the `--jwt-*` flags).
  */
 export { auditEvent, scrub, type AuditFile, type AuditRecord } from './audit.js';
 export { runTenantsCli, TENANTS_USAGE, type TenantsCliIo } from './cli.js';

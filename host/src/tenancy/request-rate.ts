@@ -1,11 +1,11 @@
 /**
- * Per-tenant rates, the one rule of both frontends (HTTP: frontend/http/auth.ts and the `/infer`
- * fast path; gRPC: frontend/grpc/auth.ts): requests — at most `burst` per window of
+ * Per-tenant rates, the one rule of both frontends (every entry admits through
+ * frontend/admission.ts with the data plane's one TenantRequestRate): requests — at most `burst` per window of
  * `burst / requests_per_second` seconds — and load-request bytes per minute. Counted per tenant;
  * administrators are not limited. Quotas are read per request, so a tenants-file reload applies
  * at once.
  */
-import { AccessError } from '../contract/errors.js';
+import { exhausted, forbidden } from '../contract/errors.js';
 import type { TenantConfig } from './types.js';
 
 /**
@@ -48,20 +48,20 @@ export class TenantRequestRate {
   /**
    * Count `count` requests of `tenant` (default one; an ensemble request is charged its composing
    * inferences too).
-   * @throws AccessError 429 (with the seconds until the window ends) when the tenant is over its
-   *   rate; 403 when `count` is more than its burst (it could never be admitted)
+   * @throws AccessError `exhausted` (with the seconds until the window ends) when the tenant is over
+   *   its rate; `forbidden` when `count` is more than its burst (it could never be admitted)
    */
   admit(tenant: TenantConfig, count = 1): void {
     if (tenant.role === 'admin') return;
     const q = tenant.quotas;
     const max = Math.max(1, Math.floor(q.burst));
     if (count > max) {
-      throw new AccessError(403, `a request costing ${count} inferences is more than tenant '${tenant.id}' may send at once (burst ${q.burst})`);
+      throw forbidden(`a request costing ${count} inferences is more than tenant '${tenant.id}' may send at once (burst ${q.burst})`);
     }
     const windowMs = q.requests_per_second > 0 ? Math.ceil((1000 * q.burst) / q.requests_per_second) : 1000;
     const retryS = this.windows.take(tenant.id, windowMs, max, count);
     if (retryS !== undefined) {
-      throw new AccessError(429, `tenant '${tenant.id}' exceeded its request rate (requests_per_second ${q.requests_per_second}, burst ${q.burst})`, retryS);
+      throw exhausted(`tenant '${tenant.id}' exceeded its request rate (requests_per_second ${q.requests_per_second}, burst ${q.burst})`, retryS);
     }
   }
 }
@@ -80,18 +80,18 @@ export class TenantUploadRate {
 
   /**
    * Count `bytes` of `tenant`'s load requests.
-   * @throws AccessError 429 (with the seconds until the minute ends) past `upload_bytes_per_minute`;
-   *   403 for one request larger than the whole quota
+   * @throws AccessError `exhausted` (with the seconds until the minute ends) past
+   *   `upload_bytes_per_minute`; `forbidden` for one request larger than the whole quota
    */
   admit(tenant: TenantConfig, bytes: number): void {
     if (tenant.role === 'admin' || !(bytes > 0)) return;
     const max = tenant.quotas.upload_bytes_per_minute;
     if (bytes > max) {
-      throw new AccessError(403, `a load request of ${bytes} bytes is more than tenant '${tenant.id}' may upload per minute (upload_bytes_per_minute ${max})`);
+      throw forbidden(`a load request of ${bytes} bytes is more than tenant '${tenant.id}' may upload per minute (upload_bytes_per_minute ${max})`);
     }
     const retryS = this.windows.take(tenant.id, 60_000, max, bytes);
     if (retryS !== undefined) {
-      throw new AccessError(429, `tenant '${tenant.id}' exceeded its upload rate (upload_bytes_per_minute ${max})`, retryS);
+      throw exhausted(`tenant '${tenant.id}' exceeded its upload rate (upload_bytes_per_minute ${max})`, retryS);
     }
   }
 }

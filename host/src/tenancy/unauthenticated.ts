@@ -1,8 +1,8 @@
 /**
  * Failed authentications, per client address (DESIGN "Multi-tenancy": an unauthenticated flood
- * must not slow the tenants nor flood the log). One rule for both frontends (HTTP: frontend/http/
- * auth.ts, which also answers the failures the `/infer` fast path and the front-end threads hand
- * to Fastify; gRPC: frontend/grpc/auth.ts):
+ * must not slow the tenants nor flood the log). One rule for both frontends, applied by their
+ * admission (frontend/admission.ts; over HTTP Fastify's hook also answers the failures the `/infer`
+ * fast path and the front-end threads hand to it):
  *
  * - Rate: an address may fail `burst` times per `windowMs` and is answered at once; every further
  *   failure in that window is answered after {@link OVER_QUOTA_DELAY_MS} (the 429 tarpit of

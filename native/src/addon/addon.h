@@ -1,6 +1,6 @@
 // Warden's Node addon over libtritonserver.so (warden/host.h): a thin layer that turns JS requests
 // into native ones, runs backend calls off the JS thread, and brings responses back through one
-// ThreadSafeFunction wakeup per batch of events.
+// JsWake wake-up per batch of events (js_wake.h).
 #pragma once
 
 #include <napi.h>
@@ -185,7 +185,7 @@ class InstanceHandle : public Napi::ObjectWrap<InstanceHandle> {
 class IsoServerCore;
 
 /**
- * The backend-host process's side of the isolation ring (issue 12 point 1): a native thread serves
+ * The backend-host process's side of the isolation ring: a native thread serves
  * Execute records from the parent for the instances added to it (iso_ring.h).
  */
 class IsoServer : public Napi::ObjectWrap<IsoServer> {

@@ -1,4 +1,4 @@
-// The isolation ring (issue 12 point 1): a single-producer / single-consumer byte ring in a shared
+// The isolation ring: a single-producer / single-consumer byte ring in a shared
 // memory region between Warden and a backend-host process, carrying fixed-layout binary records
 // (no V8 serialisation). The TypeScript side of the same layout is
 // host/src/backends/native/isolation/ring.ts; keep the two in step.

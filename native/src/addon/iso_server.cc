@@ -1,4 +1,4 @@
-// The backend-host process's request path (issue 12 point 1): a native thread reads Execute
+// The backend-host process's request path: a native thread reads Execute
 // records from the parent's ring (iso_ring.h), submits them with WARDEN_InstanceExecute, and the
 // backend's responses, releases and Execute completions are written as records into the ring back
 // to the parent from whatever thread the backend uses — no JS and no V8 serialisation on the way.

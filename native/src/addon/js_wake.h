@@ -7,7 +7,7 @@
 // section, blocks on the mutex, and the two threads ping-pong through the scheduler two or three
 // times per wake-up. Measured with `perf record -e sched:sched_switch -g` on the wasmtime C guest
 // at c=1: the JS thread blocked in `ThreadSafeFunction::AsyncCb` → `__lll_lock_wait` on most
-// requests (docs/benchmarks.md, session 5). Here the poster holds no lock the JS thread takes
+// requests (docs/benchmarks.md, "Wake-ups across vCPUs"). Here the poster holds no lock the JS thread takes
 // when it calls uv_async_send: `send_mu_` only orders a send against Close(), which the drain
 // never takes.
 //

@@ -1,4 +1,7 @@
-// Module entry: loadBackend, the log bridge, custom metrics text, async helper, errors.
+// Module entry: registers the addon's exports (loadBackend, the log bridge, custom metrics text,
+// wake affinity, the in-process server bridge, shared memory, SO_REUSEPORT listeners, the thread
+// CPU clock; the Backend / Model / Instance handles, IsoServer, Acceptor; the wasmtime and ort
+// engine bindings), the async helper and errors.
 #include <cstdlib>
 #include <deque>
 

@@ -1,6 +1,6 @@
-// POSIX shared memory for backend-host processes (issue 12 point 2): a region created by the
+// POSIX shared memory for backend-host processes (crash isolation): a region created by the
 // server and mapped by one backend-host process, seen from JS as an ArrayBuffer over the mapping
-// (host/src/backends/native/isolation/shm-ring.ts carries tensors through it).
+// (host/src/backends/native/isolation/ring.ts carries requests and tensors through it).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>

@@ -5,7 +5,7 @@
 // Warden's CI machines), the kernel wakes a sleeping thread on its previous, idle vCPU, and the
 // hypervisor takes ~35–45 µs to resume a halted vCPU. A request that crosses to an instance thread
 // and back pays that twice: a JS → native → JS execute round trip measured ~90 µs median there,
-// against ~14 µs with both threads on one CPU (docs/benchmarks.md, "session 4: wake affinity").
+// against ~14 µs with both threads on one CPU (docs/benchmarks.md, "Wake-ups across vCPUs").
 // Placed on the poster's CPU, the woken thread runs as soon as the poster blocks (the JS thread
 // going back to epoll), and its completion wakes the poster on the same CPU: ~3 µs per round trip.
 // The return wake-up needs the poster pinned too: the woken thread wakes it while still running on

@@ -69,7 +69,7 @@ export class NativeBackend implements Backend {
    */
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
     if (!this.opts.inBackendHostProcess && isolationOf(ctx.config, this.opts.isolation) === 'process') {
-      // Crash isolation: the backend-host process loads this library and model (issue 12 point 2).
+      // Crash isolation: the backend-host process loads this library and model (isolation/isolated.ts).
       return IsolatedNativeModel.load(
         {
           backend: { name: this.name, libraryPath: this.libraryPath, artifactsDir: this.artifactsDir, configJson: this.backendConfigJson },

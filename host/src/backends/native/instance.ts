@@ -35,7 +35,7 @@ export const FINALIZE_DRAIN_TIMEOUT_MS = 30_000;
 /** How long a readiness check waits for TRITONBACKEND_ModelInstanceReady before answering not ready. */
 export const READY_CHECK_TIMEOUT_MS = 10_000;
 
-/** Hang containment of one instance (issue 12 point 3). */
+/** Hang containment of one instance: how long an Execute may run before the instance is given up. */
 export interface InstanceLimits {
   /** TRITONBACKEND_ModelInstanceExecute must return within this (ms); 0 = no limit. */
   executeTimeoutMs: number;

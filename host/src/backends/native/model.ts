@@ -11,7 +11,7 @@ import { NativeModelInstance } from './instance.js';
 /** Model config parameter: per-model execute limit in ms (overrides the server's default). */
 export const PARAM_EXECUTE_TIMEOUT = 'warden.execute_timeout_ms';
 
-/** What a native model left behind at unload (issue 12 point 3: counted and reported). */
+/** What a native model left behind at unload: counted and reported (`warden_native_leaked_total`). */
 export interface NativeLeaks {
   /** TRITONBACKEND_Response objects neither sent nor deleted. */
   responses: number;

@@ -38,6 +38,7 @@ import type { SessionMetadata, SessionWorkerInit, WireTensor } from './messages.
 import { engineSupports, nativeOrtEngine, nativeOrtEngineUnavailable } from './native-engine.js';
 import { RunPlacement, threadCpuClock, type ThreadCpuClock } from './placement.js';
 import { SessionWorker, type RunResult } from './session-worker.js';
+import { Supervisor } from '../supervisor.js';
 import { concatBatch, dataTypeFromOrt, splitBatch } from './tensors.js';
 import { externalDataRefs } from './external-data.js';
 import { byteCapParameter, checkedModelFilePath, isModelDirectory, openModelFile, readOpenedModelFile } from '../../repository/model-files.js';
@@ -186,8 +187,9 @@ export interface RunCounts {
  * One model instance: an ONNX Runtime session on its own worker thread (session-worker.ts), so a
  * run that takes longer than a thread hop never computes on the event loop and instances run in
  * parallel. Runs the model has shown to be cheaper than the hop (placement.ts) run on a second,
- * inline session instead. If the thread dies, the batch in flight fails with INTERNAL and a
- * replacement starts at once.
+ * inline session instead. If the thread dies, the batch in flight fails with INTERNAL (the session
+ * worker rejects its run) and the backends' one supervisor (../supervisor.ts) starts a
+ * replacement: at once, then backing off while replacements keep dying young or failing to start.
  */
 export class OnnxInstance implements BackendModelInstance {
   /** Config inputs, then the sequence batcher's control and state inputs (spec §5.6). */
@@ -195,8 +197,8 @@ export class OnnxInstance implements BackendModelInstance {
   /** Output datatypes: config outputs and implicit-state outputs (spec §5.6). */
   private readonly outputTypes: Map<string, DataType>;
   private readonly placement: RunPlacement;
-  private worker?: SessionWorker;
-  private starting?: Promise<SessionWorker>;
+  /** The session workers: one serves at a time; another starts when it dies. */
+  private readonly sup: Supervisor<SessionWorker>;
   private inlineSession?: InlineSession;
   private inlineOpening = false;
   private finalized = false;
@@ -211,7 +213,14 @@ export class OnnxInstance implements BackendModelInstance {
     this.feedNames = [...config.input.map((i) => i.name), ...sequenceInputNames(config)];
     this.outputTypes = new Map([...config.output.map((o) => [o.name, tensorDataType(o)] as const), ...stateOutputTypes(config)]);
     this.placement = new RunPlacement(source.inlineMaxUs);
-    this.watch(worker);
+    this.sup = new Supervisor<SessionWorker>({
+      start: async () => this.watch(await source.startWorker()),
+      // unloaded while it started: it never serves
+      stop: (w) => releaseInBackground(source.releases, w.release()),
+      // the session worker rejects the run in flight itself when its thread dies (session-worker.ts)
+      failInFlight: () => undefined,
+    });
+    this.sup.adopt(this.watch(worker));
   }
 
   /** Which engine the inline session runs on, once it is open (tests, supervision). */
@@ -221,43 +230,30 @@ export class OnnxInstance implements BackendModelInstance {
 
   /** The current session worker, if one is up (supervision and tests). */
   get sessionWorker(): SessionWorker | undefined {
-    return this.worker;
+    return this.finalized ? undefined : this.sup.child;
   }
 
+  /** Ready while a worker serves or its replacement starts; not once a replacement failed to start, until one serves. */
   isReady(): boolean {
-    return !this.finalized && (this.worker !== undefined || this.starting !== undefined);
+    return !this.finalized && (this.sup.state === 'up' || (this.sup.state === 'restarting' && !this.sup.failing));
   }
 
-  private watch(worker: SessionWorker): void {
-    this.worker = worker;
-    worker.onGone(() => {
-      if (this.worker !== worker) return;
-      this.worker = undefined;
-      if (!this.finalized) this.respawn();
-    });
+  /** Report `worker`'s death to the supervisor. @returns the worker */
+  private watch(worker: SessionWorker): SessionWorker {
+    worker.onGone((e) => this.sup.died(worker, e.message));
+    return worker;
   }
 
-  private respawn(): Promise<SessionWorker> {
-    const starting = this.source.startWorker();
-    this.starting = starting;
-    starting.then(
-      (w) => {
-        if (this.starting === starting) this.starting = undefined;
-        if (this.finalized) releaseInBackground(this.source.releases, w.release());
-        else this.watch(w);
-      },
-      () => {
-        if (this.starting === starting) this.starting = undefined;
-      },
-    );
-    return starting;
-  }
-
-  /** The live worker, waiting for (or starting) a replacement after a crash. */
+  /**
+   * The live worker, waiting for a replacement under way after a crash.
+   * @throws TritonError UNAVAILABLE with the replacement's start error (at once while the
+   *   supervisor backs off after a failed start)
+   */
   private async current(): Promise<SessionWorker> {
-    if (this.worker) return this.worker;
+    const worker = this.sup.child;
+    if (worker) return worker;
     try {
-      return await (this.starting ?? this.respawn());
+      return await this.sup.attempt();
     } catch (e) {
       throw unavailable(`onnxruntime instance of model '${this.config.name}' is unavailable: ${(e as Error).message}`);
     }
@@ -359,8 +355,8 @@ export class OnnxInstance implements BackendModelInstance {
    */
   async finalize(): Promise<void> {
     this.finalized = true;
-    const w = this.worker;
-    this.worker = undefined;
+    const w = this.sup.child;
+    this.sup.close();
     const s = this.inlineSession;
     this.inlineSession = undefined;
     if (w) releaseInBackground(this.source.releases, w.release());

@@ -1,9 +1,9 @@
 /**
- * Warden's in-process ONNX Runtime engine (native/ort, through the addon's `ort` binding): the
+ * Warden's in-process ONNX Runtime engine (native/rust/ort-engine, through the addon's `ort` binding): the
  * ONNX Runtime that onnxruntime-node ships, called from C++ with raw tensor bytes. A small model's
  * run costs about half of what it costs through onnxruntime-node (whose JavaScript and N-API layers
  * build, check and wrap tensor objects on every run), so the backend's inline runs — those that
- * compute on the event loop — go through it (docs/benchmarks.md, session 7).
+ * compute on the event loop — go through it (docs/benchmarks.md, "ONNX Runtime inline or on a worker").
  *
  * Capability-checked: where the addon is not built, lacks the binding, or cannot load the library,
  * {@link nativeOrtEngine} says why and the backend keeps onnxruntime-node for inline runs.

@@ -13,15 +13,15 @@ import { nativeAddon } from '../../platform/addon.js';
  * An inline run of a model with one intra-op thread (the default) is judged by the event-loop
  * thread's CPU clock ({@link threadCpuClock}): all of its compute is on that thread, and a run
  * preempted on a busy machine costs the loop no more than its CPU time says. That clock is a system
- * call (two reads cost ~4 % of the event loop's time at c=16 on `simple`, session 7), so it is read
+ * call (two reads cost ~4 % of the event loop's time at c=16 on `simple`), so it is read
  * only to check: a run whose wall time is under the bound is fast by either clock, and a run whose
  * wall time is not ({@link record} with `exact` false) counts for nothing itself but has the next
  * {@link CPU_CHECK_RUNS} inline runs timed on the CPU clock ({@link wantsCpuClock}). Wall-clock timing sent
- * 1.6-3.5 % of `simple`'s c=1 runs to the worker on a busy 2-vCPU host (docs/benchmarks.md, session
- * 6), each paying a thread hop, which is p99 territory. Other runs (worker runs, several intra-op
- * threads, no addon) are timed on the wall clock, where one preempted run of a 14 µs model can
+ * 1.6-3.5 % of `simple`'s c=1 runs to the worker on a busy 2-vCPU host, each paying a thread hop,
+ * which is p99 territory (docs/benchmarks.md, "ONNX Runtime inline or on a worker"). Other runs
+ * (worker runs, several intra-op threads, no addon) are timed on the wall clock, where one preempted run of a 14 µs model can
  * measure in milliseconds. Sending a size back to the worker on every such blip made ~12 % of
- * `simple`'s runs (c=1, load average 10) pay a thread hop each (docs/benchmarks.md, 2026-11-23 s3).
+ * `simple`'s runs (c=1, load average 10) pay a thread hop each.
  * So a slow run at or below the learnt size adds one to a slowness score and every fast one takes
  * {@link FAST_RUN_CREDIT} off it; the size goes back to the worker when the score reaches
  * {@link SLOW_SCORE_LIMIT}, or at once for a run of {@link DEMOTE_AT_ONCE_FACTOR} × `inlineMaxUs` or
@@ -33,7 +33,7 @@ import { nativeAddon } from '../../platform/addon.js';
  * inline again, and if it is fast the size is inline again. A slow probe doubles the gap to the
  * next one (up to {@link MAX_PROBE_GAP} runs), so a model that really became slow costs the loop one
  * run in {@link MAX_PROBE_GAP} once the gap has grown. Waiting for a fast run on the worker instead
- * kept 5-19 % of `simple`'s runs there on a busy 2-vCPU host (session 6): a worker thread woken
+ * kept 5-19 % of `simple`'s runs there on a busy 2-vCPU host: a worker thread woken
  * for one run measures its run at ~130 µs (cold caches, the check phase), above the 100 µs bound,
  * while the same run inline takes ~40 µs. GC inside a run (the wrapper's output objects) still
  * makes some inline runs slow; a probe makes each such blip cost about one thread hop.
@@ -120,7 +120,7 @@ export class RunPlacement {
 
 /**
  * Slowness score at which a size goes back to the worker. On a busy 2-vCPU host 10-15 % of
- * `simple`'s inline runs passed 100 µs (session 6); if such blips are independent, a limit of 2
+ * `simple`'s inline runs passed 100 µs; if such blips are independent, a limit of 2
  * sends the size back every 37-82 runs and 4 every 210-1,100 (simulated with FAST_RUN_CREDIT 0.25).
  * The price: two more slow runs on the loop for a model that really became slow, none longer than
  * {@link DEMOTE_AT_ONCE_FACTOR} × `inlineMaxUs`.

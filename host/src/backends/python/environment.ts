@@ -1,5 +1,5 @@
 /**
- * Which Python runs a model's stub (spec §7, issue 13 §4):
+ * Which Python runs a model's stub (spec §7):
  *
  * - `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "..." } }` in the model config,
  *   as Triton: a directory holding `bin/python` (a virtualenv or an unpacked conda env), or a

@@ -1,11 +1,12 @@
 /**
  * One instance of a Python model (spec §7): a supervised stub process. Requests cross as control
- * messages, their tensors through the instance's shared-memory arenas. Containment (issue 13 §4):
+ * messages, their tensors through the instance's shared-memory arenas. Containment:
  *
  * - `execute` raising: the stub reports it and every request of the batch gets the model's error;
  * - the process ending (segfault, `os._exit`, OOM kill): every in-flight request gets UNAVAILABLE
- *   naming the reason, the model's log says why, and a new process is started (backing off while
- *   it keeps dying at start);
+ *   naming the reason, the model's log says why, and a new process is started by the backends'
+ *   one supervisor (../supervisor.ts: at once, then backing off while processes keep dying young
+ *   or failing to start);
  * - `execute` not returning within `execute_timeout_ms` (config parameter; 0 = no deadline, as
  *   Triton): the process is killed, then as above.
  *
@@ -25,6 +26,7 @@
 import type { Logger } from 'pino';
 import { internal, invalidArg, TritonError, unavailable } from '../../contract/errors.js';
 import type { BackendModelInstance, ExecuteTimings, InferenceRequest, ResponseSender } from '../../contract/types.js';
+import { Supervisor } from '../supervisor.js';
 import type { BlsBridge } from './bls.js';
 import type { PythonMetrics } from './metrics.js';
 import type { Region } from './shm.js';
@@ -41,9 +43,6 @@ export const IS_READY_TIMEOUT_MS = 5_000;
 export const IS_READY_CACHE_MS = 250;
 /** Triton core's answer to a RESCHEDULE release the model's scheduler cannot take (infer_request.cc). */
 export const RESCHEDULE_REFUSED = 'Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag.';
-/** Restart back-off bounds (ms). */
-const RESTART_MIN_MS = 100;
-const RESTART_MAX_MS = 10_000;
 
 interface InFlight {
   request: InferenceRequest;
@@ -88,15 +87,14 @@ interface ReadyQuery {
 }
 
 export class PythonInstance implements BackendModelInstance {
-  private stub?: StubProcess;
-  private starting?: Promise<StubProcess>;
+  /** The stub processes: one serves at a time; a new one starts when it ends. */
+  private readonly sup: Supervisor<StubProcess>;
   private readonly inflight = new Map<number, InFlight>();
   private execution?: Execution;
   private nextRid = 1;
   private nextEid = 1;
   private poll?: NodeJS.Timeout;
   private finalizing = false;
-  private backoffMs = RESTART_MIN_MS;
   private killReason?: string;
   private bls?: BlsBridge;
   /** The current process's model defines `is_ready()`. */
@@ -107,18 +105,27 @@ export class PythonInstance implements BackendModelInstance {
   /** Processes started (1 + restarts), for tests and logs. */
   starts = 0;
 
-  private constructor(private readonly opts: PythonInstanceOptions) {}
+  private constructor(private readonly opts: PythonInstanceOptions) {
+    const { logger, instanceName: instance, modelName } = opts;
+    this.sup = new Supervisor<StubProcess>({
+      start: () => this.spawn(),
+      stop: (s) => s.kill(),
+      failInFlight: (stub, reason) => this.failInFlight(stub, reason),
+      onRestarted: (s) => logger.info({ instance, pid: s.pid }, `Python model '${modelName}' instance restarted`),
+      onRestartFailed: (e) => logger.error({ instance, err: (e as Error).message }, `Python model '${modelName}' instance failed to restart`),
+    });
+  }
 
   /** Start the first process; rejects with the model's `initialize` error. */
   static async create(opts: PythonInstanceOptions): Promise<PythonInstance> {
     const inst = new PythonInstance(opts);
-    inst.stub = await inst.spawn();
+    await inst.sup.start();
     return inst;
   }
 
-  /** The current process id (tests). */
+  /** The serving process's id (tests). */
   get pid(): number | undefined {
-    return this.stub?.pid;
+    return this.sup.child?.pid;
   }
 
   /**
@@ -127,7 +134,7 @@ export class PythonInstance implements BackendModelInstance {
    * must stay eligible); false once finalizing.
    */
   isReady(): boolean {
-    return !this.finalizing && (this.stub?.alive === true || this.starting !== undefined);
+    return !this.finalizing && (this.sup.child?.alive === true || this.sup.state === 'restarting');
   }
 
   private async spawn(): Promise<StubProcess> {
@@ -146,10 +153,10 @@ export class PythonInstance implements BackendModelInstance {
    * resolves within `isReadyTimeoutMs`.
    */
   async checkReady(): Promise<string | undefined> {
-    const stub = this.stub;
+    const stub = this.sup.child;
     const who = `Python model '${this.opts.modelName}' instance '${this.opts.instanceName}'`;
     if (this.finalizing) return `${who} is being unloaded`;
-    if (!stub?.alive || this.starting) return `${who} has no running process (restarting)`;
+    if (!stub?.alive) return `${who} has no running process (restarting)`;
     if (!this.hasIsReady) return undefined;
     const c = this.readyCache;
     if (c && c.stub === stub && Date.now() - c.atMs < this.opts.isReadyCacheMs) return c.problem;
@@ -189,9 +196,15 @@ export class PythonInstance implements BackendModelInstance {
     q.settle(problem);
   }
 
+  /** The serving process, waiting for a restart under way (through failed attempts) until the instance is unloaded. */
   private async current(): Promise<StubProcess> {
-    if (this.stub?.alive) return this.stub;
-    if (this.starting) return this.starting;
+    const stub = this.sup.child;
+    if (stub?.alive) return stub;
+    if (this.sup.state === 'restarting') {
+      return this.sup.whenUp().catch(() => {
+        throw unavailable('instance is being unloaded');
+      });
+    }
     throw unavailable(`Python model '${this.opts.modelName}' instance '${this.opts.instanceName}' has no running process`);
   }
 
@@ -338,8 +351,13 @@ export class PythonInstance implements BackendModelInstance {
     }
   }
 
+  /** The process ended: the supervisor fails its requests (below) and, unless unloading, starts another. */
   private onExit(stub: StubProcess, reason: string): void {
-    if (this.stub !== stub) return;
+    this.sup.died(stub, reason);
+  }
+
+  /** Every request in flight in the ended process `stub` gets UNAVAILABLE naming why it ended. */
+  private failInFlight(stub: StubProcess, reason: string): void {
     this.bls?.abortAll();
     if (this.readyQuery?.stub === stub) {
       this.readyQuery.settle(`its process ${reason}`);
@@ -358,39 +376,6 @@ export class PythonInstance implements BackendModelInstance {
       clearTimeout(ex.timer);
       ex.resolve({ computeStartNs: ex.startNs, computeEndNs: process.hrtime.bigint() });
     }
-    if (this.finalizing) return;
-    this.restart();
-  }
-
-  private restart(): void {
-    const delay = this.backoffMs;
-    this.starting = new Promise<StubProcess>((resolve, reject) => {
-      setTimeout(() => {
-        if (this.finalizing) return reject(unavailable('instance is being unloaded'));
-        this.spawn().then(
-          (s) => {
-            if (this.finalizing) {
-              // unloaded while this process was starting: it never serves
-              s.kill();
-              this.starting = undefined;
-              return reject(unavailable('instance is being unloaded'));
-            }
-            this.stub = s;
-            this.starting = undefined;
-            this.backoffMs = RESTART_MIN_MS;
-            this.opts.logger.info({ instance: this.opts.instanceName, pid: s.pid }, `Python model '${this.opts.modelName}' instance restarted`);
-            resolve(s);
-          },
-          (e: Error) => {
-            this.opts.logger.error({ instance: this.opts.instanceName, err: e.message }, `Python model '${this.opts.modelName}' instance failed to restart`);
-            this.backoffMs = Math.min(RESTART_MAX_MS, this.backoffMs * 2);
-            this.restart();
-            this.starting!.then(resolve, reject);
-          },
-        );
-      }, delay);
-    });
-    this.starting.catch(() => {});
   }
 
   /**
@@ -409,7 +394,7 @@ export class PythonInstance implements BackendModelInstance {
           rids.push(rid);
         }
       }
-      if (rids.length) this.stub?.send({ op: 'cancel', rids });
+      if (rids.length) this.sup.child?.send({ op: 'cancel', rids });
     }, CANCEL_POLL_MS);
     this.poll.unref();
   }
@@ -421,7 +406,9 @@ export class PythonInstance implements BackendModelInstance {
 
   async finalize(): Promise<void> {
     this.finalizing = true;
-    const stub = this.stub;
+    const stub = this.sup.child;
+    // No restart from now on: one pending is cancelled, a process starting is stopped when it is up.
+    this.sup.close();
     if (!stub?.alive) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {

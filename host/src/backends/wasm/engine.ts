@@ -1,8 +1,8 @@
 /**
  * The seam between the engine-neutral `wasm` backend (./backend.ts: read, check, limits, output
  * specs, model and instance bookkeeping) and a WebAssembly engine that compiles and runs the
- * checked component (DESIGN "Backend kinds"): `v8` (./v8/, jco + worker threads) today,
- * `wasmtime` (native addon) later. An engine gets only components that passed `checkComponent`,
+ * checked component (DESIGN "Backend kinds"): `v8` (./v8/, jco + worker threads) and `wasmtime`
+ * (./wasmtime/, the native addon's wasmtime engine). An engine gets only components that passed `checkComponent`,
  * and must give every instance exactly the host capabilities of ./host/ (deny-by-default WASI,
  * log budget, response sending, read-only model files) and the limits it is handed.
  */
@@ -105,7 +105,7 @@ export interface SandboxedInstance extends BackendModelInstance {
  * thread only.
  */
 export interface SandboxEngine<C extends CompiledComponent = CompiledComponent> {
-  /** Engine name as in configs and test names: `v8`, later `wasmtime`. */
+  /** Engine name as in configs and test names: `v8` or `wasmtime`. */
   readonly name: string;
   /**
    * Prepares a checked component for instantiation (once per model version): e.g. transpile,

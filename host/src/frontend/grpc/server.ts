@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import type { ServerApi } from '../../dataplane/server-api.js';
 import type { SystemSharedMemory } from '../../dataplane/shared-memory.js';
 import type { TenantRegistry } from '../../tenancy/registry.js';
-import { GrpcAuth } from './auth.js';
+import { Admission } from '../admission.js';
 import { loadTritonService } from './proto.js';
 import { CallCount, grpcHandlers } from './service.js';
 import { GrpcHealth } from './health.js';
@@ -87,9 +87,11 @@ export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string,
   const server = new Server(grpcServerOptions(opts));
   const logger = opts.logger.child({ component: 'grpc' });
   const calls = new CallCount();
-  const auth = new GrpcAuth(opts.tenants, opts.logger.child({ component: 'auth' }), opts.api.requestRate);
+  // The admission every call takes, counting each tenant's requests in the data plane's one request
+  // rate, which HTTP shares: a tenant using both protocols gets its requests_per_second once.
+  const admission = new Admission({ tenants: opts.tenants, rate: opts.api.requestRate, logger: opts.logger.child({ component: 'auth' }), protocol: 'grpc' });
   const restricted = new GrpcRestrictions(opts.restricted);
-  server.addService(loadTritonService(opts.protosetPath), grpcHandlers({ api: opts.api, auth, logger, shm: new ClientShm(opts.shm), calls, restricted }));
+  server.addService(loadTritonService(opts.protosetPath), grpcHandlers({ api: opts.api, admission, logger, shm: new ClientShm(opts.shm), calls, restricted }));
   // grpc.health.v1.Health, as Triton registers it (health.ts)
   const health = new GrpcHealth(() => opts.api.isReady(), restricted);
   server.addService(health.service, health.handlers());
@@ -109,7 +111,7 @@ export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string,
       const deadline = Date.now() + graceMs;
       while (calls.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       server.forceShutdown();
-      auth.close();
+      admission.close();
     },
   };
 }

@@ -7,13 +7,13 @@
 import type { Metadata, sendUnaryData, ServerUnaryCall, UntypedHandleCall } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { modelConfigToJson } from '../../config/index.js';
-import { AccessError, TritonError, internal, invalidArg, unsupported } from '../../contract/errors.js';
-import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
+import { TritonError, internal, invalidArg, unsupported } from '../../contract/errors.js';
 import { type ServerApi } from '../../dataplane/server-api.js';
-import { inferAndCollect, releaseTensors } from '../../dataplane/inference.js';
-import type { CancellationSignal, Principal } from '../../contract/types.js';
+import { inferUnary } from '../../dataplane/inference.js';
+import { SINGLE_USER, type CancellationSignal, type Principal } from '../../contract/types.js';
 import { fileOverridePath, type FileOverrides } from '../../repository/overrides.js';
-import type { GrpcAuth } from './auth.js';
+import { overQuotaDelay, type Admission } from '../admission.js';
+import { callPrincipal } from './auth.js';
 import { grpcCategoryOf, type GrpcRestrictions } from './restricted.js';
 import { decodeModelInferRequest, encodeModelInferResponse, parseModelVersion, stripReserved } from './infer.js';
 import type { ModelInferRequest } from './proto.js';
@@ -26,7 +26,8 @@ import { traceContextFrom } from '../../trace/context.js';
 /** What the handlers need. */
 export interface GrpcServiceContext {
   api: ServerApi;
-  auth: GrpcAuth;
+  /** This frontend's admission (../admission.ts), counting in the data plane's one request rate. */
+  admission: Admission;
   logger: Logger;
   /** Client shared memory (system regions), with the error given when it is off. */
   shm: ClientShm;
@@ -50,20 +51,20 @@ export class CallCount {
 type Req = Record<string, unknown>;
 type Unary = (principal: Principal, req: Req, call: ServerUnaryCall<Req, unknown>) => unknown;
 
-/** One unary RPC: authenticate (unless `open`), run, map errors to Triton's gRPC statuses. */
+/** One unary RPC: admit (unless `open`: the health calls), run, map errors to Triton's gRPC statuses. */
 function unary(ctx: GrpcServiceContext, fn: Unary, open = false) {
   return (call: ServerUnaryCall<Req, unknown>, done: sendUnaryData<unknown>): void => {
     ctx.calls.begin();
     void (async () => {
       try {
-        const principal = open ? ctx.auth.anonymous() : await ctx.auth.principal(call.metadata, call.getPeer());
+        const principal = open ? SINGLE_USER : await callPrincipal(ctx.admission, call);
         const refusal = ctx.restricted.refusal(call.getPath(), call.metadata);
         if (refusal) throw refusal;
         done(null, await fn(principal, call.request, call));
       } catch (e) {
         if (!(e instanceof TritonError)) ctx.logger.error({ err: e }, 'unhandled error in gRPC handler');
-        // Over-quota answers are held back, as over HTTP (tenancy/request-rate.ts).
-        if (e instanceof AccessError && e.httpStatus === 429) await new Promise((r) => setTimeout(r, OVER_QUOTA_DELAY_MS));
+        // Over-quota answers are held back, as over HTTP (../admission.ts).
+        await overQuotaDelay(e);
         done(toServiceError(ctx.api.publicError(e)) as never, null);
       } finally {
         ctx.calls.end();
@@ -204,24 +205,30 @@ async function modelReady(api: ServerApi, principal: Principal, name: string, ve
   }
 }
 
-/** `ModelInfer`: one request, one response (decoupled models answer UNSUPPORTED, as Triton's unary call). */
+/** `ModelInfer`: one request, one response (the data plane's inferUnary; decoupled models answer UNSUPPORTED, as Triton's unary call). */
 async function modelInfer(ctx: GrpcServiceContext, principal: Principal, req: ModelInferRequest, signal: CancellationSignal, metadata: Metadata): Promise<unknown> {
   const model = req.model_name ?? '';
-  const target = ctx.api.inferenceTarget(principal, model, parseModelVersion(req.model_version));
-  if (target.decoupled) throw unsupported(`ModelInfer RPC doesn't support models with decoupled transaction policy`);
   const access = ctx.shm.access(principal);
   try {
-    const { init, shmOutputs } = decodeModelInferRequest(stripReserved(req), model, target.version, access, () => ctx.shm.disabledError());
-    init.traceContext = traceContextFrom((name) => metadata.get(name)[0]);
-    const { version, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, signal);
-    if (responses.length !== 1) throw internal(`expected a single response, got ${responses.length}`);
-    const response = responses[0]!;
-    try {
-      ctx.shm.writeOutputs(access, response, shmOutputs);
-      return encodeModelInferResponse(model, version, init.id, response, shmOutputs);
-    } finally {
-      releaseTensors(response.outputs);
-    }
+    return await inferUnary(
+      ctx.api,
+      principal,
+      model,
+      parseModelVersion(req.model_version),
+      {
+        decoupled: () => unsupported(`ModelInfer RPC doesn't support models with decoupled transaction policy`),
+        request: (target) => {
+          const decoded = decodeModelInferRequest(stripReserved(req), model, target.version, access, () => ctx.shm.disabledError());
+          decoded.init.traceContext = traceContextFrom((name) => metadata.get(name)[0]);
+          return decoded;
+        },
+        answer: (response, version, { init, shmOutputs }) => {
+          ctx.shm.writeOutputs(access, response, shmOutputs);
+          return encodeModelInferResponse(model, version, init.id, response, shmOutputs);
+        },
+      },
+      signal,
+    );
   } finally {
     // The regions this request used stay registered until here (dataplane/shared-memory.ts).
     access?.release();

@@ -3,11 +3,11 @@
  * `ToGrpcStatus`): INTERNAL→INTERNAL, NOT_FOUND→NOT_FOUND, INVALID_ARG→INVALID_ARGUMENT,
  * UNAVAILABLE→UNAVAILABLE, UNSUPPORTED→UNIMPLEMENTED, ALREADY_EXISTS→ALREADY_EXISTS,
  * CANCELLED→CANCELLED, anything else UNKNOWN; the message is the status details. Warden's
- * {@link AccessError}s map by their HTTP status: 401→UNAUTHENTICATED, 403→PERMISSION_DENIED,
- * 429→RESOURCE_EXHAUSTED.
+ * {@link AccessError}s map by their kind: unauthenticated→UNAUTHENTICATED,
+ * forbidden→PERMISSION_DENIED, exhausted→RESOURCE_EXHAUSTED.
  */
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { AccessError, type ErrorCode, type TritonError } from '../../contract/errors.js';
+import { AccessError, type AccessKind, type ErrorCode, type TritonError } from '../../contract/errors.js';
 import { redactAbsolutePaths } from '../../contract/public-errors.js';
 
 /** The gRPC status code of a Triton error code. */
@@ -32,13 +32,25 @@ export function grpcStatusOf(code: ErrorCode): status {
   }
 }
 
+/** The gRPC status code of an access refusal. */
+export function grpcAccessStatusOf(kind: AccessKind): status {
+  switch (kind) {
+    case 'unauthenticated':
+      return status.UNAUTHENTICATED;
+    case 'forbidden':
+      return status.PERMISSION_DENIED;
+    case 'exhausted':
+      return status.RESOURCE_EXHAUSTED;
+  }
+}
+
 /**
  * The status a client gets for `e` (made public by `ServerApi.publicError`); its absolute paths
  * are redacted here as well, the last step before it leaves (contract/public-errors.ts).
  */
 export function toServiceError(e: TritonError): Partial<ServiceError> {
   let code: status;
-  if (e instanceof AccessError) code = e.httpStatus === 401 ? status.UNAUTHENTICATED : e.httpStatus === 403 ? status.PERMISSION_DENIED : status.RESOURCE_EXHAUSTED;
+  if (e instanceof AccessError) code = grpcAccessStatusOf(e.kind);
   else code = grpcStatusOf(e.code);
   const message = redactAbsolutePaths(e.message);
   return { code, details: message, message };

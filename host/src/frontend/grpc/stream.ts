@@ -12,6 +12,7 @@
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { AccessError, TritonError } from '../../contract/errors.js';
+import { callPrincipal } from './auth.js';
 import { redactAbsolutePaths } from '../../contract/public-errors.js';
 import { releaseTensors } from '../../dataplane/inference.js';
 import type { InferenceResponse, Principal, ResponseSender } from '../../contract/types.js';
@@ -57,7 +58,7 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
   const refusal = ctx.restricted.refusal('ModelStreamInfer', call.metadata);
   if (refusal) {
     call.on('error', () => undefined);
-    ctx.auth.principal(call.metadata, call.getPeer()).then(
+    callPrincipal(ctx.admission, call).then(
       () => endWithStatus(refusal),
       (e: unknown) => endWithStatus(ctx.api.publicError(e)),
     );
@@ -77,12 +78,12 @@ export function handleStreamInfer(ctx: GrpcServiceContext, call: Stream): void {
     pending++;
     ctx.calls.begin();
     const place = order.reserve();
-    const authorized = chain.then(() => ctx.auth.principal(call.metadata, call.getPeer()));
+    const authorized = chain.then(() => callPrincipal(ctx.admission, call));
     chain = authorized.catch(() => undefined);
     authorized.then(
       (principal) => inferOne(principal, raw, place),
       (e: unknown) => {
-        if (e instanceof AccessError && e.httpStatus === 401) {
+        if (e instanceof AccessError && e.kind === 'unauthenticated') {
           endWithStatus(ctx.api.publicError(e));
         } else {
           place.write(() => writeError(e, raw.id ?? ''));

@@ -17,12 +17,12 @@ import { handleInfer } from './infer.js';
 import { connectionsCheckingInterval } from './limits.js';
 import { CodecPool } from './codec/pool.js';
 import { handleIndex, handleLoad, handleUnload } from './repository.js';
-import { closeIfBodyPending, errorAnswer, overQuotaDelay, parseVersion, route, sendAnswer } from './routing.js';
+import { closeIfBodyPending, errorAnswer, parseVersion, route, sendAnswer } from './routing.js';
 import { failAnswer, fastPathCounters, inferFastPath, serveClaimed } from './fast-path.js';
 import type { FrontendThreadData, RingRequest } from './threads/messages.js';
 import type { HttpAnswer } from './routing.js';
-import type { CancellationSignal, Principal } from '../../contract/types.js';
-import type { TenantConfig } from '../../tenancy/types.js';
+import type { CancellationSignal } from '../../contract/types.js';
+import { Admission, overQuotaDelay } from '../admission.js';
 import { answerClientError } from './claim.js';
 import { installTraceRoutes } from './trace.js';
 import { restrictRoutes } from './restricted.js';
@@ -77,19 +77,20 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   const { api } = opts;
   const who: PrincipalOf = opts.tenants ? requestPrincipal : () => SINGLE_USER;
   const ctx: FrontendContext = { ...opts, principalOf: who, codec: new CodecPool() };
-  // One count of each tenant's requests, whichever path serves them.
-  const rate = api.requestRate;
+  // One admission for every entry into this frontend (the hook, the fast path, the ring), counting
+  // each tenant's requests in the data plane's one request rate, which gRPC shares.
+  const admission = new Admission({ tenants: ctx.tenants, rate: api.requestRate, logger: ctx.logger.child({ component: 'auth' }), protocol: 'http' });
   // The `/infer` fast path (fast-path.ts) claims plain inference requests on Node's request event
   // and hands every other one to Fastify's handler. Not with client shared memory on.
   let closing = false;
   const fastPath = opts.fastPath !== false && !ctx.shm.enabled;
   const app: FastifyInstance = Fastify({
-    serverFactory: fastPath ? (handler: RequestListener, options: Record<string, unknown>) => createHttp1Server(options, inferFastPath({ ctx, rate, closing: () => closing }, handler)) : undefined,
+    serverFactory: fastPath ? (handler: RequestListener, options: Record<string, unknown>) => createHttp1Server(options, inferFastPath({ ctx, admission, closing: () => closing }, handler)) : undefined,
     // Per-request access logs are info-level: keep Fastify's own logger at warn.
     loggerInstance: ctx.logger.child({ component: 'http' }, { level: ctx.logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,
     // Fastify's default makes a pino child (request id bound) for every request: ~2 µs and ~1 KiB
-    // per request in a c=1 CPU profile (docs/benchmarks.md, 2026-11-23 s3). Warden writes no
-    // request-scoped lines through it and keeps it at warn, so every request shares this logger.
+    // per request in a c=1 CPU profile. Warden writes no request-scoped lines through it and keeps
+    // it at warn, so every request shares this logger.
     childLoggerFactory: (logger) => logger,
     
     exposeHeadRoutes: false,
@@ -151,7 +152,7 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
     closeIfBodyPending(req, reply);
     return sendAnswer(reply, errorAnswer(err, (e) => api.publicError(e), ctx.logger));
   });
-  if (ctx.tenants) await installTenancy(app, ctx.tenants, ctx.logger.child({ component: 'auth' }), rate, api.uploadRate);
+  if (ctx.tenants) await installTenancy(app, admission, api.uploadRate);
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send('{"error":"Not Found"}'));
 
   // Triton's status codes (spec §1.3: 200, or 400) with the Open Inference Protocol's body
@@ -209,27 +210,17 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   const serveRing = async (r: RingRequest, signal: CancellationSignal): Promise<HttpAnswer | undefined> => {
     if (closing) return undefined;
     const headers: IncomingHttpHeaders = r.headerLength === undefined ? {} : { 'inference-header-content-length': r.headerLength };
-    let principal: Principal = SINGLE_USER;
-    let tenant: TenantConfig | undefined;
-    if (ctx.tenants) {
-      let auth;
-      try {
-        auth = await ctx.tenants.authenticate(r.authorization);
-      } catch {
-        return undefined;
-      }
-      if (!auth.ok || closing) return undefined;
-      principal = auth.principal;
-      tenant = auth.tenant;
-    }
+    // Credentials that do not authenticate: Fastify answers (it counts the failure and answers 401).
+    const caller = await admission.identify(r.authorization);
+    if (!caller || closing) return undefined;
     fastPathCounters.claimed++;
     fastPathCounters.threaded++;
     try {
-      if (tenant) rate.admit(tenant);
+      admission.count(caller);
     } catch (e) {
       return failAnswer(ctx, e);
     }
-    return serveClaimed(ctx, { model: r.model, version: r.version }, principal, r.body, headers, signal);
+    return serveClaimed(ctx, { model: r.model, version: r.version }, caller.principal, r.body, headers, signal);
   };
   return {
     app,

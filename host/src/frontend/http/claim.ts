@@ -1,5 +1,5 @@
 /**
- * The claim rules of the `/infer` fast paths (issue 14): which requests a request listener ahead
+ * The claim rules of the `/infer` fast paths: which requests a request listener ahead
  * of Fastify may serve itself with Fastify's exact answer, and how such an answer is written.
  * Shared by the main thread's fast path (fast-path.ts) and the front-end threads (threads/worker.ts),
  * so both claim the same requests and write the same bytes. Light imports only: a front-end

@@ -1,13 +1,13 @@
 /**
- * The `/infer` fast path (issue 14): Node's HTTP `request` listener serves the common inference
+ * The `/infer` fast path (DESIGN "Performance"): Node's HTTP `request` listener serves the common inference
  * request itself, ahead of Fastify, and hands every other request to Fastify's handler untouched.
  * Fastify's per-request machinery (router, content-type parser and its AsyncResource, the Request
  * and Reply objects, hook runners, onSend, the response's finish listeners) costs a `simple`
  * request more CPU than the inference; the fast path skips it and calls the same functions the
  * Fastify route calls, in the same order, so status, headers and body are the same
  * (test/http/fast-path.test.ts sends a matrix through both and compares):
- *   tenancy (registry.authenticate, the shared TenantRequestRate) → readBody → inferTarget →
- *   inferAnswer (decodeInferRequest / codec worker, inferAndCollect, renderInferResponse) →
+ *   admission (../admission.ts: identify, then count against the one request rate) → readBody →
+ *   inferAnswer (inferUnary: the target, decodeInferRequest / codec worker, renderInferResponse) →
  *   errorAnswer (publicError, the 429 tarpit) → `vary` and `content-length` as the onSend hook sets them.
  *
  * Claimed (spec §1.8–§1.13, §2): `POST /v2/models/{name}[/versions/{v}]/infer` with a plain name
@@ -22,15 +22,13 @@
  */
 import type { IncomingHttpHeaders, RequestListener, ServerResponse } from 'node:http';
 import type { CancellationSignal, Principal } from '../../contract/types.js';
-import { SINGLE_USER } from '../../contract/types.js';
-import type { TenantRequestRate } from '../../tenancy/request-rate.js';
-import type { TenantConfig } from '../../tenancy/types.js';
+import { type Admission, type Caller, OPERATOR, overQuotaDelay } from '../admission.js';
 import { readBody } from './body.js';
 import { type InferRoute, matchInferUrl, plainRequest, writeAnswer } from './claim.js';
 import { OFFLOAD_BYTES } from './codec/pool.js';
 import type { FrontendContext } from './context.js';
-import { connectionSignal, inferAnswer, inferTarget } from './infer.js';
-import { type HttpAnswer, errorAnswer, overQuotaDelay } from './routing.js';
+import { connectionSignal, inferAnswer } from './infer.js';
+import { type HttpAnswer, errorAnswer } from './routing.js';
 import { requestSatisfies } from './restricted.js';
 
 export { type InferRoute, matchInferUrl } from './claim.js';
@@ -44,8 +42,8 @@ export const fastPathCounters = { claimed: 0, threaded: 0 };
 
 export interface InferFastPathOptions {
   ctx: FrontendContext;
-  /** The request-rate windows Fastify's tenancy hook counts in (multi-tenant mode). */
-  rate: TenantRequestRate;
+  /** The frontend's admission, shared with Fastify's tenancy hook (auth.ts). */
+  admission: Admission;
   /** True once the server is closing: requests then go to Fastify, which answers 503 (return503OnClosing). */
   closing: () => boolean;
 }
@@ -68,15 +66,14 @@ export function failAnswer(ctx: FrontendContext, err: unknown, bodyError = false
 
 /**
  * A claimed `/infer` request whose body has been read and whose caller is authenticated and
- * admitted: inferTarget → inferAnswer, every error answered by {@link failAnswer}. The one
- * implementation behind the main thread's fast path and the front-end threads' ring.
+ * admitted: inferAnswer, every error answered by {@link failAnswer}. The one implementation
+ * behind the main thread's fast path and the front-end threads' ring.
  * @param headers the request headers (`inference-header-content-length` is read)
  * @returns the answer; never rejects
  */
 export async function serveClaimed(ctx: FrontendContext, route: InferRoute, principal: Principal, body: Buffer, headers: IncomingHttpHeaders, signal: CancellationSignal): Promise<HttpAnswer> {
   try {
-    const target = inferTarget(ctx, principal, route.model, route.version);
-    return await inferAnswer(ctx, principal, route.model, target, body, headers, signal);
+    return await inferAnswer(ctx, principal, route.model, route.version, () => body, headers, signal);
   } catch (e) {
     return failAnswer(ctx, e);
   }
@@ -87,7 +84,7 @@ export async function serveClaimed(ctx: FrontendContext, route: InferRoute, prin
  * Never throws and never rejects: an error is answered as Fastify's error handler answers it.
  */
 export function inferFastPath(opts: InferFastPathOptions, fallback: RequestListener): RequestListener {
-  const { ctx, rate, closing } = opts;
+  const { ctx, admission, closing } = opts;
   const inference = ctx.restricted?.inference;
 
   /** Write `a` (or, once held back, what it resolves to) unless the client went away meanwhile. */
@@ -106,16 +103,16 @@ export function inferFastPath(opts: InferFastPathOptions, fallback: RequestListe
     }
   };
 
-  const serve = (req: Parameters<RequestListener>[0], res: ServerResponse, route: InferRoute, principal: Principal, tenant: TenantConfig | undefined): void => {
+  const serve = (req: Parameters<RequestListener>[0], res: ServerResponse, route: InferRoute, caller: Caller): void => {
     fastPathCounters.claimed++;
     try {
-      if (tenant) rate.admit(tenant);
+      admission.count(caller);
     } catch (e) {
       return answer(res, failAnswer(ctx, e));
     }
     readBody(req, ctx.maxInputSize, (err, body) => {
       if (err) return answer(res, failAnswer(ctx, err, true));
-      serveClaimed(ctx, route, principal, body!, req.headers, connectionSignal(res)).then((a) => answer(res, a));
+      serveClaimed(ctx, route, caller.principal, body!, req.headers, connectionSignal(res)).then((a) => answer(res, a));
     });
   };
 
@@ -123,11 +120,8 @@ export function inferFastPath(opts: InferFastPathOptions, fallback: RequestListe
     const route = req.method === 'POST' && !closing() ? matchInferUrl(req.url) : undefined;
     // Without the `inference` header (--http-restricted-api), Fastify answers 403 (restricted.ts).
     if (!route || !plainRequest(req, OFFLOAD_BYTES) || (inference !== undefined && !requestSatisfies(req, inference))) return fallback(req, res);
-    const tenants = ctx.tenants;
-    if (!tenants) return serve(req, res, route, SINGLE_USER, undefined);
-    tenants.authenticate(req.headers.authorization).then(
-      (r) => (r.ok && !closing() ? serve(req, res, route, r.principal, r.tenant) : fallback(req, res)),
-      () => fallback(req, res),
-    );
+    if (!admission.multiTenant) return serve(req, res, route, OPERATOR);
+    // Credentials that do not authenticate go to Fastify, which counts the failure and answers 401.
+    void admission.identify(req.headers.authorization).then((caller) => (caller && !closing() ? serve(req, res, route, caller) : fallback(req, res)));
   };
 }

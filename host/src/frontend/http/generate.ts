@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ModelConfig } from '../../contract/model-config.js';
 import { TritonError, asTritonError, invalidArg } from '../../contract/errors.js';
 import { emptyRequestInit, requestParameter } from '../../dataplane/request-parameters.js';
-import { inferAndCollect, releaseTensors } from '../../dataplane/inference.js';
+import { type InferenceTarget, inferUnary, releaseTensors } from '../../dataplane/inference.js';
 import type { InferenceRequestInit, InferenceResponse, ResponseSender, Tensor } from '../../contract/types.js';
 import { tensorDataType } from '../../contract/datatypes.js';
 import { tensorDataToJsonElements, jsonToTensorData } from '../../tensor/json.js';
@@ -99,9 +99,8 @@ export function encodeGenerateResponse(model: string, version: number, id: strin
   return `{${names.map((k) => `${JSON.stringify(k)}:${fields.get(k)!}`).join(',')}}`;
 }
 
-function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, version: number) {
-  const principal = ctx.principalOf(req);
-  const target = ctx.api.inferenceTarget(principal, model, version);
+/** A generate request's inputs and parameters for the version that serves. @throws TritonError INVALID_ARG */
+function decodeFor(ctx: FrontendContext, req: FastifyRequest, model: string, target: InferenceTarget): InferenceRequestInit {
   if (req.headers['content-encoding'] && req.headers['content-encoding'] !== 'identity') {
     throw invalidArg("Unsupported HTTP header Content-Encoding: only 'identity' is supported for generate");
   }
@@ -114,23 +113,33 @@ function prepare(ctx: FrontendContext, req: FastifyRequest, model: string, versi
   });
   const init = decodeGenerateRequest(doc, model, target.version, target.config, duplicates);
   init.traceContext = traceContextFrom((name) => req.headers[name]);
-  return { principal, target, init };
+  return init;
 }
 
+/** `generate` of a model that answers other than once (Triton's http_server.cc text). */
+const notOneResponse = () => invalidArg('generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses');
+
+/** `POST .../generate`: the data plane's unary call (inferUnary; decoupled models too, if they answer once). */
 export async function handleGenerate(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<FastifyReply> {
-  const { principal, target, init } = prepare(ctx, req, model, version);
-  const { version: served, responses } = await inferAndCollect(ctx.api, principal, model, target.version, init, connectionSignal(reply.raw));
-  if (responses.length !== 1) {
-    for (const r of responses) releaseTensors(r.outputs);
-    throw invalidArg('generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses');
-  }
-  const text = encodeGenerateResponse(model, served, init.id, responses[0]!);
-  releaseTensors(responses[0]!.outputs);
+  const text = await inferUnary(
+    ctx.api,
+    ctx.principalOf(req),
+    model,
+    version,
+    {
+      request: (target) => ({ init: decodeFor(ctx, req, model, target) }),
+      answer: (response, served, { init }) => encodeGenerateResponse(model, served, init.id, response),
+      countError: notOneResponse,
+    },
+    connectionSignal(reply.raw),
+  );
   return reply.code(200).type('application/json').send(text);
 }
 
 export async function handleGenerateStream(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<void> {
-  const { principal, target, init } = prepare(ctx, req, model, version);
+  const principal = ctx.principalOf(req);
+  const target = ctx.api.inferenceTarget(principal, model, version);
+  const init = decodeFor(ctx, req, model, target);
   let served = target.version;
   await new Promise<void>((resolve, reject) => {
     let started = false;

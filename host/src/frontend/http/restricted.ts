@@ -74,5 +74,5 @@ export function requestSatisfies(req: IncomingMessage, r: Restriction): boolean 
 
 /** Triton's answer to a request without the header: 403 `This API is restricted, expecting header '<key>'`. */
 export function restrictedError(r: Restriction): AccessError {
-  return new AccessError(403, `This API is restricted, expecting header '${r.header}'`);
+  return new AccessError('forbidden', `This API is restricted, expecting header '${r.header}'`);
 }

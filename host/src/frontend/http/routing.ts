@@ -5,10 +5,10 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { AccessError, TritonError, httpStatusOf } from '../../contract/errors.js';
+import { AccessError, TritonError } from '../../contract/errors.js';
 import { redactAbsolutePaths } from '../../contract/public-errors.js';
-import { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
 import { requestSatisfies, restrictedError, routeRestriction } from './restricted.js';
+import { accessHttpStatus, httpStatusOf } from './status.js';
 
 export type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | unknown;
 
@@ -71,9 +71,9 @@ export function tritonErrorAnswer(e: TritonError): HttpAnswer {
   const headers: Record<string, string> = {};
   let status: number;
   if (e instanceof AccessError) {
-    status = e.httpStatus;
+    status = accessHttpStatus(e.kind);
     if (e.retryAfterS !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(e.retryAfterS)));
-    if (e.httpStatus === 401) headers['www-authenticate'] = 'Bearer realm="warden"';
+    if (status === 401) headers['www-authenticate'] = 'Bearer realm="warden"';
   } else {
     status = httpStatusOf(e.code);
   }
@@ -94,19 +94,6 @@ export function errorAnswer(err: unknown, publicError: (e: unknown) => TritonErr
   }
   logger.error({ err }, 'unhandled error in HTTP handler');
   return tritonErrorAnswer(publicError(err));
-}
-
-/**
- * Over-quota answers (429: request rate or in-flight quota) are held back by
- * {@link OVER_QUOTA_DELAY_MS} before they are sent (tarpit): a client that keeps sending past its
- * limit then costs the event loop one cheap answer per connection per delay, instead of one per
- * request it can fire (measured: a c=32 flood made 17k rejections/s; other tenants' p99 tripled).
- * The connection cap bounds how many such answers wait at once.
- * @returns a promise to await before answering `err`, or undefined when `err` is answered at once
- */
-export function overQuotaDelay(err: unknown): Promise<void> | undefined {
-  if (!(err instanceof AccessError) || err.httpStatus !== 429) return undefined;
-  return new Promise((r) => setTimeout(r, OVER_QUOTA_DELAY_MS));
 }
 
 /** Write `answer` through Fastify (its onSend hook adds `vary` and the body's `content-length`). */

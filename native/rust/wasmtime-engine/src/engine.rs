@@ -98,8 +98,8 @@ struct TickerState {
 /// Parking after every call made each call start wake the ticker thread (a futex wake of a thread
 /// whose vCPU may have halted, wake.rs). With a grace period a loaded server pays one timer wake
 /// per tick (1 ms) whatever its request rate, and an idle one stops waking any CPU a quarter of a
-/// second after its last request. (Measured in session 5: no visible change at c=1 on its own; the
-/// C guest's c=1 gap was the JS-thread wake-up's lock hand-off, addon/js_wake.h.)
+/// second after its last request. (Measured: no visible change at c=1 on its own; the C guest's
+/// c=1 gap was the JS-thread wake-up's lock hand-off, addon/js_wake.h.)
 const IDLE_GRACE: Duration = Duration::from_millis(250);
 
 /// The engine's epoch ticker (epoch interruption, the execute deadline). It advances the epoch

@@ -1,5 +1,5 @@
 /**
- * The backend-host process (issue 12): loads one native model with the same classes (and so the
+ * The backend-host process: loads one native model with the same classes (and so the
  * same addon and libtritonserver.so) as an in-process model and answers the parent's control calls
  * (protocol.ts). Requests never pass through this file: the addon's IsoServer serves the rings
  * natively (ring.ts). The backend's own in-process inference calls (BLS) are forwarded to Warden. A crash here (SIGSEGV, abort) ends only this process; the parent fails the

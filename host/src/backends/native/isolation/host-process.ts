@@ -1,7 +1,7 @@
 /**
  * One native backend-host process, parent side: spawn (the same Node, the same addon and
  * libtritonserver.so), control calls over Node's IPC (load, instances, finalize, log lines), the
- * doorbell socket of the request path (ring.ts: fd 4 in the child), and exit detection (issue 12).
+ * doorbell socket of the request path (ring.ts: fd 4 in the child), and exit detection.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';

@@ -1,11 +1,12 @@
 /**
- * Crash isolation for native backends (issue 12 point 2): a model with
+ * Crash isolation for native backends (Warden's extension of spec §6): a model with
  * `parameters { key: "warden.isolation" value { string_value: "process" } }` (or its backend with
  * `--backend-config=<backend>,warden.isolation=process`) runs its instances in a backend-host
  * process (child.ts) that loads the same `libtriton_<name>.so` through the same libtritonserver.so.
  * When that process dies (SIGSEGV, abort, or killed after `warden.execute_timeout_ms`), its
  * in-flight requests get an error naming the signal, the model's log says what happened, the model
- * is UNAVAILABLE with the reason while the process restarts (exponential backoff) and READY again
+ * is UNAVAILABLE with the reason while the process restarts (the backends' one supervisor and its
+ * back-off: ../../supervisor.ts) and READY again
  * after; the server and every other model go on. In-process stays the default. Requests cross
  * through the rings of ring.ts (no IPC message per request), control calls over Node IPC.
  */
@@ -20,6 +21,7 @@ import type { NativeLeaks } from '../model.js';
 import { READY_CHECK_TIMEOUT_MS } from '../instance.js';
 import { ServerCalls, addonError } from '../server-bridge.js';
 import { ownerPrincipal } from '../../../contract/load-context.js';
+import { Supervisor } from '../../supervisor.js';
 import type { Finalized, LoadSpec, Loaded } from './protocol.js';
 import { processRegionPrefix, removeRegions } from './python-regions.js';
 import {
@@ -46,11 +48,6 @@ export const PARAM_ISOLATION = 'warden.isolation';
 export const PARAM_SHM_BYTES = 'warden.isolation_shm_bytes';
 export const DEFAULT_SHM_BYTES = 32 * 1024 * 1024;
 
-/** First restart delay after a crash; doubled per crash while the process keeps dying, up to the max. */
-export const RESTART_BACKOFF_MIN_MS = 100;
-export const RESTART_BACKOFF_MAX_MS = 5_000;
-/** A process that served this long before dying restarts after the minimum delay again. */
-const STABLE_AFTER_MS = 10_000;
 /** Bound on finalize calls into the process at unload, then on its exit. */
 const FINALIZE_TIMEOUT_MS = 10_000;
 const EXIT_GRACE_MS = 2_000;
@@ -114,22 +111,21 @@ export interface RingStats {
 export class IsolatedNativeModel implements BackendModel {
   config?: ModelConfig;
   parallelInstanceLoading = false;
-  /** Crashes (or kills) the process has recovered from. */
-  restarts = 0;
   readonly ringStats: RingStats = { executes: 0, responses: 0, releases: 0, backlogged: 0, doorbellsSkipped: 0 };
   /** The serving process's rings: requests out, responses in. */
   private toChild?: RingWriter;
   private fromChild?: RingReader;
   /** The process that serves (set once it loaded the model and its instances). */
   private proc!: BackendHostProcess;
+  /** What the last start loaded (the model's config, from the process). */
+  private loaded?: Loaded;
   /** A process being started (load or restart), until it serves or is given up. */
   private starting?: BackendHostProcess;
-  /** Why the model cannot serve right now (the process is restarting), else undefined. */
-  private down?: string;
-  private closing = false;
-  private backoffMs = RESTART_BACKOFF_MIN_MS;
-  private startedAt = 0;
-  private restartTimer?: NodeJS.Timeout;
+  /**
+   * The processes: one serves at a time; when it dies its requests fail and another is started.
+   * Its `reason` is why the model cannot serve right now (the process is restarting, or being killed).
+   */
+  private readonly sup: Supervisor<BackendHostProcess>;
   private readonly instances: IsolatedInstance[] = [];
   private readonly pending = new Map<number, ResponseSender>();
   private readonly jobs = new Map<number, Job>();
@@ -150,7 +146,29 @@ export class IsolatedNativeModel implements BackendModel {
     private readonly shmBytes: number,
     private readonly onLeaks?: (leaks: NativeLeaks) => void,
     private readonly owner?: Pick<ModelLoadContext, 'key' | 'server' | 'logger'>,
-  ) {}
+  ) {
+    this.sup = new Supervisor<BackendHostProcess>({
+      start: async () => {
+        this.loaded = await this.start();
+        return this.proc;
+      },
+      stop: (proc) => void proc.kill(),
+      failInFlight: (_proc, reason) => this.failInFlight(internal(`${reason} while the request was in flight`)),
+      describe: (reason) => `${reason}; restarting`,
+      onRestarted: () => this.logger.info({ restarts: this.sup.restarts }, 'backend host process restarted: model ready again'),
+      onRestartFailed: (e) => this.logger.error({ err: e }, 'backend host process restart failed; retrying'),
+    });
+  }
+
+  /** Crashes (or kills) the process has recovered from. */
+  get restarts(): number {
+    return this.sup.restarts;
+  }
+
+  /** True once the model is being unloaded. */
+  private get closing(): boolean {
+    return this.sup.closed;
+  }
 
   /**
    * Start the backend-host process and load the model there (TRITONBACKEND_Initialize,
@@ -169,7 +187,8 @@ export class IsolatedNativeModel implements BackendModel {
     owner?: Pick<ModelLoadContext, 'key' | 'server' | 'logger'>,
   ): Promise<IsolatedNativeModel> {
     const m = new IsolatedNativeModel(spec, logger, executeTimeoutMs, shmBytes, onLeaks, owner);
-    const loaded = await m.start();
+    await m.sup.start();
+    const loaded = m.loaded!;
     m.config = loaded.config;
     m.parallelInstanceLoading = loaded.parallelInstanceLoading;
     return m;
@@ -207,7 +226,6 @@ export class IsolatedNativeModel implements BackendModel {
       if (removed.length > 0) this.logger.info({ pid: proc.pid, regions: removed.length }, "removed the Python backend's shared memory regions of the ended backend host process");
     });
     this.starting = proc;
-    this.startedAt = Date.now();
     try {
       const { toChild, fromChild } = await this.handOverRings(proc);
       if (this.closing) throw unavailable(`model '${this.spec.model.name}' was unloaded while its backend host process started`);
@@ -259,14 +277,12 @@ export class IsolatedNativeModel implements BackendModel {
     }
   }
 
+  /** The serving process ended: the supervisor fails its requests and starts another after its back-off. */
   private onExit(proc: BackendHostProcess, e: ProcessExit): void {
     if (proc !== this.proc || this.closing) return;
     const reason = `the backend host process of model '${this.spec.model.name}' (pid ${proc.pid}) ${describeExit(e)}`;
-    this.down = `${reason}; restarting`;
     this.logger.error({ pid: proc.pid, signal: e.signal, code: e.code }, `${reason}: its in-flight requests failed, restarting it`);
-    this.failInFlight(internal(`${reason} while the request was in flight`));
-    if (Date.now() - this.startedAt > STABLE_AFTER_MS) this.backoffMs = RESTART_BACKOFF_MIN_MS;
-    this.scheduleRestart();
+    this.sup.died(proc, reason);
   }
 
   /**
@@ -307,27 +323,6 @@ export class IsolatedNativeModel implements BackendModel {
     this.fromChild = undefined;
     for (const s of senders) s.sendError(err, true);
     for (const j of jobs) j.reject(err);
-  }
-
-  private scheduleRestart(): void {
-    const delay = this.backoffMs;
-    this.backoffMs = Math.min(this.backoffMs * 2, RESTART_BACKOFF_MAX_MS);
-    this.restartTimer = setTimeout(() => {
-      this.restartTimer = undefined;
-      if (this.closing) return;
-      this.start().then(
-        () => {
-          this.down = undefined;
-          this.restarts++;
-          this.logger.info({ restarts: this.restarts }, 'backend host process restarted: model ready again');
-        },
-        (e) => {
-          if (this.closing) return;
-          this.logger.error({ err: e }, 'backend host process restart failed; retrying');
-          this.scheduleRestart();
-        },
-      );
-    }, delay);
   }
 
   /**
@@ -404,7 +399,7 @@ export class IsolatedNativeModel implements BackendModel {
 
   /** Why requests cannot be served now (process restarting), else undefined. */
   unavailableReason(): string | undefined {
-    return this.down;
+    return this.sup.reason;
   }
 
   /**
@@ -414,7 +409,8 @@ export class IsolatedNativeModel implements BackendModel {
    * rejects; bounded by READY_CHECK_TIMEOUT_MS.
    */
   async checkInstanceReady(id: number, name: string): Promise<string | undefined> {
-    if (this.down !== undefined) return this.down;
+    const down = this.sup.reason;
+    if (down !== undefined) return down;
     if (this.closing) return `model '${this.spec.model.name}' is unloading`;
     // The process bounds the backend's call by READY_CHECK_TIMEOUT_MS itself; this bounds the process.
     const limitMs = READY_CHECK_TIMEOUT_MS + 2_000;
@@ -439,7 +435,8 @@ export class IsolatedNativeModel implements BackendModel {
    *   when the process died with the batch in flight, or the backend's Execute error
    */
   async execute(instance: IsolatedInstance, requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
-    if (this.down !== undefined || !this.toChild) throw unavailable(this.down ?? `model '${this.spec.model.name}' is restarting`);
+    const down = this.sup.reason;
+    if (down !== undefined || !this.toChild) throw unavailable(down ?? `model '${this.spec.model.name}' is restarting`);
     const proc = this.proc;
     const batch: RingRequest[] = new Array(requests.length);
     for (let i = 0; i < requests.length; i++) {
@@ -490,7 +487,7 @@ export class IsolatedNativeModel implements BackendModel {
         if (timedOut) {
           const reason = `TRITONBACKEND_ModelInstanceExecute of instance '${instance.spec.name}' did not return within ${this.executeTimeoutMs} ms (warden.execute_timeout_ms); its backend host process was killed and is restarted`;
           this.logger.error({ pid: proc.pid }, reason);
-          this.down = reason; // not ready from now on, until the restarted process is
+          this.sup.unhealthy(reason); // not ready from now on, until the restarted process is
           const err = unavailable(reason);
           this.jobs.delete(job);
           for (const b of batch) {
@@ -518,7 +515,7 @@ export class IsolatedNativeModel implements BackendModel {
 
   /** TRITONBACKEND_ModelInstanceFinalize in the process (bounded; skipped if it is down). */
   async finalizeInstance(id: number): Promise<void> {
-    if (this.down !== undefined) return;
+    if (this.sup.reason !== undefined) return;
     await withTimeout(this.proc.call({ t: 'finalizeInstance', id }).catch((e) => this.logger.error({ err: e }, 'instance finalize failed')), FINALIZE_TIMEOUT_MS, () =>
       this.logger.error('instance finalize did not finish in time'),
     );
@@ -530,12 +527,12 @@ export class IsolatedNativeModel implements BackendModel {
    * down or stuck count as leaked).
    */
   async finalize(): Promise<void> {
-    this.closing = true;
-    if (this.restartTimer) clearTimeout(this.restartTimer);
-    // A restart still under way is given up: its process must not outlive the model.
+    // No restart from now on; a restart still under way is given up: its process must not outlive the model.
+    this.sup.close();
     if (this.starting) await this.starting.kill();
+    const down = this.sup.reason;
     let leaks: NativeLeaks | undefined;
-    if (this.down === undefined) {
+    if (down === undefined) {
       leaks = await withTimeout(
         this.proc.call<Finalized>({ t: 'finalizeModel' }).catch((e) => {
           this.logger.error({ err: e }, 'model finalize failed');
@@ -546,7 +543,7 @@ export class IsolatedNativeModel implements BackendModel {
       );
     }
     leaks ??= { responses: 0, factories: 0, requests: this.unreleased };
-    if (leaks.responses + leaks.factories + leaks.requests > 0 && this.down !== undefined) {
+    if (leaks.responses + leaks.factories + leaks.requests > 0 && down !== undefined) {
       this.logger.warn(leaks, 'the backend host process was down at unload: requests it held are counted as leaked');
     }
     this.onLeaks?.(leaks);

@@ -1,5 +1,5 @@
 /**
- * Control messages between Warden and a native backend-host process (issue 12): the child runs
+ * Control messages between Warden and a native backend-host process: the child runs
  * one model's instances through the same addon and libtritonserver.so as in-process models. Load,
  * instances, finalize and log lines use Node's IPC (`serialization: 'advanced'`); the per-request
  * path does not: requests, responses, releases and Execute completions are binary records in two

@@ -1,5 +1,5 @@
 /**
- * The isolation ring (issue 12 point 1), Warden's side: requests go to a backend-host process and
+ * The isolation ring, Warden's side: requests go to a backend-host process and
  * responses come back as fixed-layout binary records in two single-producer/single-consumer rings
  * in shared memory — no V8 serialisation, no JS in the child (its addon serves the ring natively:
  * native/src/addon/iso_server.cc; the layout is native/src/addon/iso_ring.h, keep them in step).

@@ -1,6 +1,6 @@
 /**
  * The host capabilities of one sandboxed instance, one module per capability (Spin's "factors"
- * shape; EXAMPLES point 4): ./log.ts (log + budget), ./responses.ts (send-response, send-final,
+ * shape; DESIGN "Sandbox rules"): ./log.ts (log + budget), ./responses.ts (send-response, send-final,
  * is-cancelled), ./files.ts (read-only model files), ./wasi/ (deny-by-default WASI). Each exposes
  * its WIT functions as plain functions over a small per-instance state; an engine creates the
  * states here, once per sandbox, and binds the functions into its own import mechanism, so every

@@ -2,13 +2,17 @@
  * Host side of one V8-sandboxed model instance: owns the sandbox worker, runs `execute` through
  * it under the execute deadline, delivers responses to the requests' senders, and replaces the
  * worker after a deadline kill, a trap or an unexpected exit (spec §6.7, §6.8; DESIGN "Sandbox
- * rules"). Other instances and models are untouched by anything that happens here.
+ * rules"), through the backends' one supervisor (../../supervisor.ts): a worker killed after a
+ * trap or a deadline is replaced at once; one that died on its own (JS heap, crash) after its
+ * back-off, as a replacement that fails to start. Other instances and models are untouched by
+ * anything that happens here.
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { TritonError, unavailable } from '../../../contract/errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
+import { Supervisor } from '../../supervisor.js';
 import type { SandboxedInstance, SandboxStats } from '../engine.js';
 import { WireHandles, toWireRequests, type WireError, type WireResponse } from '../wire.js';
 import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
@@ -55,11 +59,14 @@ function toResponse(r: WireResponse) {
 /** One V8-sandboxed instance. Create with {@link SandboxInstance.start}. */
 export class SandboxInstance implements SandboxedInstance {
   readonly stats: SandboxStats = { starts: 0, deadlineKills: 0, traps: 0 };
-  private worker?: Worker;
+  /** The sandbox workers: one serves at a time; a killed or dead one is replaced. */
+  private readonly sup: Supervisor<Worker, TritonError>;
+  /** A worker booting (first start or replacement), until it is ready or given up. */
+  private booting?: Worker;
+  /** When the last worker was killed (respawn time). */
+  private killedAt = 0;
   private readonly cancelFlags = new SharedArrayBuffer(CANCEL_SLOTS * 4);
   private readonly cancelView = new Int32Array(this.cancelFlags);
-  private ready?: Promise<void>;
-  private broken?: TritonError;
   private pending?: Pending;
   private seq = 0;
   private readonly handles = new WireHandles();
@@ -68,6 +75,16 @@ export class SandboxInstance implements SandboxedInstance {
 
   private constructor(private readonly p: SandboxParams) {
     this.log = p.logger.child({ instance: p.spec.name });
+    this.sup = new Supervisor<Worker, TritonError>({
+      start: () => this.spawn(),
+      stop: (w) => void w.terminate(),
+      failInFlight: (_w, error) => this.failPending(error),
+      onRestarted: () => {
+        this.stats.lastRespawnMs = performance.now() - this.killedAt;
+        this.log.info({ respawnMs: Math.round(this.stats.lastRespawnMs * 1000) / 1000 }, 'sandbox restarted');
+      },
+      onRestartFailed: (e) => this.log.error({ err: (e as Error).message }, 'sandbox could not be restarted'),
+    });
   }
 
   /**
@@ -77,15 +94,22 @@ export class SandboxInstance implements SandboxedInstance {
    */
   static async start(p: SandboxParams): Promise<SandboxInstance> {
     const inst = new SandboxInstance(p);
-    await inst.spawn();
+    await inst.sup.start();
     return inst;
   }
 
+  /** Ready while a worker serves or its replacement boots; not once a replacement failed to start, until one serves. */
   isReady(): boolean {
-    return !this.finalized && this.broken === undefined && this.worker !== undefined;
+    return !this.finalized && (this.sup.state === 'up' || (this.sup.state === 'restarting' && !this.sup.failing));
   }
 
-  private spawn(): Promise<void> {
+  /** The worker that serves now (undefined while it is replaced, or once finalized). */
+  private get worker(): Worker | undefined {
+    return this.finalized ? undefined : this.sup.child;
+  }
+
+  /** Boot one sandbox worker; resolves with it once it is ready. */
+  private spawn(): Promise<Worker> {
     const entry = workerEntry(import.meta.url, 'worker');
     const init: WorkerInit = {
       ...this.p.init,
@@ -102,11 +126,11 @@ export class SandboxInstance implements SandboxedInstance {
       // JS heap of the glue (lifted values); wasm memory is bounded by the rewritten maximum
       resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
     });
-    this.worker = worker;
+    this.booting = worker;
     const workers = this.p.workers;
     workers.live++;
     worker.once('exit', () => workers.live--);
-    const started = new Promise<void>((resolve, reject) => {
+    const started = new Promise<Worker>((resolve, reject) => {
       const limitMs = this.p.executeMs + BOOT_ALLOWANCE_MS;
       const timer = setTimeout(() => fail(unavailable(`sandbox of model '${this.p.init.model.name}' did not start within ${limitMs} ms`)), limitMs);
       const onError = (e: Error) => fail(new TritonError('INTERNAL', `sandbox of model '${this.p.init.model.name}' failed during start-up: ${e.message}`));
@@ -121,7 +145,7 @@ export class SandboxInstance implements SandboxedInstance {
         detach();
         worker.on('error', () => {}); // a late error of a discarded worker is not news
         void worker.terminate();
-        if (this.worker === worker) this.worker = undefined;
+        if (this.booting === worker) this.booting = undefined;
         reject(e);
       };
       worker.on('message', (m: FromWorker) => {
@@ -130,7 +154,8 @@ export class SandboxInstance implements SandboxedInstance {
           worker.on('message', (msg: FromWorker) => this.onMessage(worker, msg));
           worker.on('error', (e) => this.onWorkerGone(worker, `worker error: ${e.message}`));
           worker.on('exit', (code) => this.onWorkerGone(worker, `worker exited (code ${code})`));
-          resolve();
+          if (this.booting === worker) this.booting = undefined;
+          resolve(worker);
         } else if (m.t === 'create-error') {
           fail(tritonError(m.error));
         } else if (m.t === 'trap') {
@@ -179,7 +204,7 @@ export class SandboxInstance implements SandboxedInstance {
         this.onDone(m);
         return;
       case 'trap':
-        this.kill('trap', new TritonError('INTERNAL', `sandboxed backend of model '${this.p.init.model.name}' trapped: ${m.message}; the instance was restarted`));
+        this.kill(worker, 'trap', new TritonError('INTERNAL', `sandboxed backend of model '${this.p.init.model.name}' trapped: ${m.message}; the instance was restarted`));
         return;
       default:
         return;
@@ -219,73 +244,61 @@ export class SandboxInstance implements SandboxedInstance {
     for (let i = 0; i < Math.min(p.requests.length, CANCEL_SLOTS); i++) Atomics.store(this.cancelView, i, 0);
   }
 
-  /** The worker died without being asked to (JS heap OOM, crash). */
+  /** The worker died without being asked to (JS heap OOM, crash): replaced after the supervisor's back-off. */
   private onWorkerGone(worker: Worker, why: string): void {
-    if (worker !== this.worker || this.finalized) return;
-    this.kill('trap', new TritonError('INTERNAL', `sandbox of model '${this.p.init.model.name}' failed (${why}); the instance was restarted`));
+    if (worker !== this.worker) return;
+    this.kill(worker, 'gone', new TritonError('INTERNAL', `sandbox of model '${this.p.init.model.name}' failed (${why}); the instance was restarted`));
   }
 
   /**
-   * Terminates the current worker, fails the in-flight execute's requests that have no final
-   * response with `error`, and starts a replacement in the background.
+   * Terminates `worker`, fails the in-flight execute's requests that have no final response with
+   * `error`, and has the supervisor start a replacement in the background: at once after a trap
+   * or a deadline (the instance is poisoned, not broken), after the back-off when it died on its own.
    */
-  private kill(reason: 'deadline' | 'trap', error: TritonError): void {
-    const worker = this.worker;
-    this.worker = undefined;
-    const killedAt = performance.now();
+  private kill(worker: Worker, reason: 'deadline' | 'trap' | 'gone', error: TritonError): void {
+    this.killedAt = performance.now();
     if (reason === 'deadline') this.stats.deadlineKills++;
     else this.stats.traps++;
-    if (worker) {
-      worker.removeAllListeners('message');
-      void worker.terminate();
-    }
+    worker.removeAllListeners('message');
+    void worker.terminate();
+    this.log.warn({ reason: reason === 'gone' ? 'trap' : reason }, error.message);
+    if (reason === 'gone') this.sup.died(worker, error);
+    else this.sup.replace(worker, error);
+  }
+
+  /** The in-flight execute's requests that have no final response get `error`; the execute resolves. */
+  private failPending(error: TritonError): void {
     const p = this.pending;
-    if (p) {
-      this.settle(p);
-      p.senders.forEach((s, i) => {
-        if (!p.finals[i]) {
-          p.finals[i] = true;
-          s.sendError(error, true);
-        }
-      });
-      p.resolve();
-    }
-    this.log.warn({ reason }, error.message);
-    if (this.finalized) return;
-    this.ready = this.spawn().then(
-      () => {
-        this.stats.lastRespawnMs = performance.now() - killedAt;
-        this.broken = undefined;
-        this.log.info({ respawnMs: Math.round(this.stats.lastRespawnMs * 1000) / 1000 }, 'sandbox restarted');
-      },
-      (e: TritonError) => {
-        this.broken = e;
-        if (!this.finalized) this.log.error({ err: e.message }, 'sandbox could not be restarted');
-      },
-    );
+    if (!p) return;
+    this.settle(p);
+    p.senders.forEach((s, i) => {
+      if (!p.finals[i]) {
+        p.finals[i] = true;
+        s.sendError(error, true);
+      }
+    });
+    p.resolve();
   }
 
   /**
    * Runs one batch in the sandbox. Resolves when the instance can take more work; every request
    * has had its final response by then (a sandboxed backend cannot respond after `execute`).
-   * @throws TritonError UNAVAILABLE if the sandbox is down and cannot be restarted.
+   * @throws TritonError UNAVAILABLE if the sandbox is down and its replacement failed to start.
    */
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
-    if (this.finalized) throw unavailable(`instance ${this.p.spec.name} of model '${this.p.init.model.name}' is finalized`);
-    if (this.ready) await this.ready;
-    if (!this.worker) {
-      // the last restart failed: try once more for this call
-      this.ready = this.spawn().then(() => {
-        this.broken = undefined;
-      });
+    const finalized = () => unavailable(`instance ${this.p.spec.name} of model '${this.p.init.model.name}' is finalized`);
+    if (this.finalized) throw finalized();
+    let worker = this.worker;
+    if (!worker) {
+      // replaced after a kill: wait for the replacement (a failed one answers at once)
       try {
-        await this.ready;
+        worker = await this.sup.attempt();
       } catch (e) {
-        this.broken = e as TritonError;
+        if (this.finalized) throw finalized();
         throw unavailable(`sandboxed backend of model '${this.p.init.model.name}' is unavailable: ${(e as Error).message}`);
       }
+      if (this.finalized) throw finalized();
     }
-    const worker = this.worker!;
     const seq = ++this.seq;
     const handles = this.handles.take(requests.length);
     const transfer: ArrayBuffer[] = [];
@@ -307,7 +320,7 @@ export class SandboxInstance implements SandboxedInstance {
         resolve,
         timer: setTimeout(() => {
           if (this.pending === p) {
-            this.kill('deadline', unavailable(`sandboxed backend of model '${this.p.init.model.name}' exceeded its execute deadline of ${this.p.executeMs} ms; the instance was restarted`));
+            this.kill(worker, 'deadline', unavailable(`sandboxed backend of model '${this.p.init.model.name}' exceeded its execute deadline of ${this.p.executeMs} ms; the instance was restarted`));
           }
         }, this.p.executeMs),
       };
@@ -325,8 +338,12 @@ export class SandboxInstance implements SandboxedInstance {
 
   async finalize(): Promise<void> {
     this.finalized = true;
-    const w = this.worker;
-    this.worker = undefined;
+    const w = this.sup.child;
+    this.sup.close();
+    // a replacement still booting is stopped too: no worker outlives the instance
+    const b = this.booting;
+    this.booting = undefined;
+    if (b) void b.terminate();
     if (w) await w.terminate();
   }
 }

@@ -6,7 +6,7 @@
  *
  * File `<cacheDir>/<component sha256>-<config key, 16 hex>-<MAC, 64 hex>.cwasm` holds exactly
  * what wasmtime serialized, so that a load maps it (`Component::deserialize_file`) instead of
- * reading and copying tens of MiB. The MAC is a keyed BLAKE3 (native/wasmtime/src/cwasm.rs) of
+ * reading and copying tens of MiB. The MAC is a keyed BLAKE3 (native/rust/wasmtime-engine/src/cwasm.rs) of
  * the component hash, the engine's full configuration key and the payload, under a per-cache
  * secret key (`.key`: 32 random bytes, mode 0600, owned by this user; replaced if it is not). A
  * file is loaded only if that MAC, recomputed over the very file wasmtime then maps, matches its
@@ -21,7 +21,7 @@
  * mtime and ctime in ns) in `<entry name>.verified`, under a keyed MAC that binds them to the
  * entry's MAC, the component hash and the engine configuration, if they did not change during
  * the check and the file's last change is at least `settleMs` old. A later load whose open file
- * has exactly those stamps skips the hash (native/wasmtime/src/cwasm.rs). Any write, truncation,
+ * has exactly those stamps skips the hash (native/rust/wasmtime-engine/src/cwasm.rs). Any write, truncation,
  * replacement, `utimes`, `chmod` or rename moves ctime, so the file is then checked in full again
  * (and re-stamped). Not caught any more on such a load: a change of the bytes that leaves every
  * stamp alone — bit rot on the medium, raw block-device writes, root with the clock set back.

@@ -1,5 +1,5 @@
 /**
- * The binary descriptors of an execute (and of each response a decoupled guest sends) across the addon's C ABI (native/wasmtime/src/descriptor.rs
+ * The binary descriptors of an execute (and of each response a decoupled guest sends) across the addon's C ABI (native/rust/wasmtime-engine/src/descriptor.rs
  * holds the layout and is authoritative): requests to the sandbox thread, results back — instead
  * of a JSON string built, copied and parsed into trees on both sides for every request.
  * Little-endian; strings are a u32 byte length + UTF-8; tensor data is an index into the buffers

@@ -1,5 +1,5 @@
 /**
- * The `wasmtime` sandbox engine (DESIGN "Backend kinds"; issue 10): components compiled by
+ * The `wasmtime` sandbox engine (DESIGN "Backend kinds", "Sandbox rules"): components compiled by
  * wasmtime (Cranelift) in the native addon, once per content — shared by every model version with
  * the same component hash, and cached on disk as precompiled `.cwasm` (./cache.ts) — each instance
  * a wasmtime store on its own native thread with epoch deadlines, `StoreLimits` and the pooling

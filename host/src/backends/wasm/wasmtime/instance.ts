@@ -1,11 +1,17 @@
 /**
  * Host side of one wasmtime-sandboxed model instance (spec §6.7, §6.8; DESIGN "Sandbox rules").
- * The sandbox itself lives on a native thread (native/wasmtime/src/instance.rs) that owns the
+ * The sandbox itself lives on a native thread (native/rust/wasmtime-engine/src/instance.rs) that owns the
  * wasmtime store, enforces the execute deadline (epoch interruption) and the memory limits
  * (`StoreLimits`), and after a trap or a deadline drops the store and instantiates again from the
  * component's `InstancePre` on its own. This side keeps the host capabilities of ../host/ — the
  * same modules the V8 engine uses: log budget, response checks, read-only files, cancellation —
  * answers the thread's host calls, and delivers responses to the requests' senders.
+ *
+ * Supervision is the backends' one supervisor's (../../supervisor.ts): after a trap or a deadline
+ * the sandbox is replaced at once (the thread re-instantiates on its own, and the instance takes
+ * requests again meanwhile: they queue behind the respawn on the thread); a respawn that fails
+ * fails the requests in flight, and the supervisor starts a fresh sandbox thread under its
+ * back-off (requests meanwhile get the failure's UNAVAILABLE at once).
  *
  * Idle policy: with `idleMs` > 0 an instance whose sandbox ran nothing for that long releases it
  * (thread and store gone, the model's memory reservation kept) and starts a new one on the next
@@ -25,6 +31,7 @@ import { writeOutput } from '../host/wasi/stdio.js';
 import { WireHandles, toWireRequests, type WireRequest, type WireResponse } from '../wire.js';
 import { decodeResults, decodeSentResult, DescriptorWriter, encodeRequests, type DecodedResults } from './descriptor.js';
 import { MSG, type ComponentHandle, type InstanceHandle } from './native.js';
+import { Supervisor } from '../../supervisor.js';
 
 /** Longest idle timeout a timer can carry (ms); longer ones never release. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -74,7 +81,17 @@ export class WasmtimeInstance implements SandboxedInstance {
   private pending?: Pending;
   private starting?: { resolve: () => void; reject: (e: TritonError) => void };
   private ready?: Promise<void>;
-  private broken?: TritonError;
+  /**
+   * The sandboxes, one generation after another: a generation serves from its READY until a trap
+   * or a deadline (replaced at once: the thread respawns it) or a failed respawn (died: a fresh
+   * thread is started after the back-off).
+   */
+  private readonly sup: Supervisor<number, TritonError>;
+  private generation = 0;
+  /** The next start must boot a fresh thread (the last one could not respawn its sandbox). */
+  private freshThread = false;
+  /** The last restart booted a thread (else the thread respawned the sandbox itself). */
+  private booted = false;
   private finalized = false;
   private killedAt?: number;
   private readonly handles = new WireHandles();
@@ -100,6 +117,15 @@ export class WasmtimeInstance implements SandboxedInstance {
     private readonly idleMs: number,
   ) {
     this.log = logger.child({ instance: spec.name });
+    this.sup = new Supervisor<number, TritonError>({
+      start: () => this.nextGeneration(),
+      stop: () => undefined, // nothing to stop: finalize ends the thread
+      failInFlight: (_gen, error) => this.failPending(error),
+      onRestarted: () => {
+        if (this.booted) this.log.info('sandbox restarted on a fresh thread');
+      },
+      onRestartFailed: (e) => this.log.error({ err: (e as Error).message }, 'sandbox could not be restarted'),
+    });
     this.host = createHostState(config, {
       log: (line) => this.guestLog(line.level, line.source, line.message),
       send: (s) => this.onSend(s),
@@ -138,8 +164,23 @@ export class WasmtimeInstance implements SandboxedInstance {
       logMessages: host.limits.logMessages,
     });
     const inst = new WasmtimeInstance(p.port, p.component, spec, host, params, p.logger, p.idleMs);
-    await inst.boot();
+    await inst.sup.start();
     return inst;
+  }
+
+  /**
+   * The supervisor's start: the sandbox's next generation. After a trap the thread respawns it on
+   * its own (nothing to start here); a thread that could not respawn it, or none at all, is
+   * replaced by a fresh one ({@link boot}).
+   */
+  private async nextGeneration(): Promise<number> {
+    this.booted = this.freshThread || !this.handle;
+    if (this.booted) {
+      this.freshThread = false;
+      this.dropHandle();
+      await this.boot();
+    }
+    return ++this.generation;
   }
 
   private get modelName(): string {
@@ -166,8 +207,9 @@ export class WasmtimeInstance implements SandboxedInstance {
     return started;
   }
 
+  /** Ready while a sandbox serves or is being started; not once a start failed, until one serves. */
   isReady(): boolean {
-    return !this.finalized && this.broken === undefined;
+    return !this.finalized && (this.sup.state === 'up' || (this.sup.state === 'restarting' && !this.sup.failing));
   }
 
   /** True while a native sandbox (thread + store) exists for this instance. */
@@ -297,7 +339,6 @@ export class WasmtimeInstance implements SandboxedInstance {
     }
     // a respawn after a trap or a deadline, done by the native thread on its own (counted in onTrap)
     this.stats.lastRespawnMs = this.killedAt !== undefined ? performance.now() - this.killedAt : Number(m.startMs);
-    this.broken = undefined;
     this.log.info({ respawnMs: Math.round(this.stats.lastRespawnMs * 1000) / 1000 }, 'sandbox restarted');
   }
 
@@ -315,13 +356,18 @@ export class WasmtimeInstance implements SandboxedInstance {
       ? unavailable(`sandboxed backend of model '${this.modelName}' exceeded its execute deadline of ${this.config.limits.executeMs} ms; the instance was restarted`)
       : new TritonError('INTERNAL', `sandboxed backend of model '${this.modelName}' trapped: ${String(m.message)}; the instance was restarted`);
     this.log.warn({ reason: deadline ? 'deadline' : 'trap' }, error.message);
-    this.failPending(error);
+    // replaced at once: the thread respawns the sandbox; a request sent meanwhile waits behind it there
+    if (this.sup.state === 'up') this.sup.replace(this.generation, error);
+    else this.failPending(error);
   }
 
+  /** The thread could not respawn the sandbox (or start it again after an idle release): a fresh thread follows. */
   private onRespawnFailed(message: string): void {
-    this.broken = new TritonError('UNAVAILABLE', `sandboxed backend of model '${this.modelName}' is unavailable: ${message}`);
+    const error = new TritonError('UNAVAILABLE', `sandboxed backend of model '${this.modelName}' is unavailable: ${message}`);
     if (!this.finalized) this.log.error({ err: message }, 'sandbox could not be restarted');
-    this.failPending(this.broken);
+    this.freshThread = true;
+    if (this.sup.state === 'up') this.sup.died(this.generation, error);
+    else this.failPending(error);
   }
 
   private failPending(error: TritonError): void {
@@ -401,17 +447,28 @@ export class WasmtimeInstance implements SandboxedInstance {
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
     if (this.finalized) throw unavailable(`instance ${this.spec.name} of model '${this.modelName}' is finalized`);
     clearTimeout(this.idleTimer);
+    const finalized = () => unavailable(`instance ${this.spec.name} of model '${this.modelName}' is finalized`);
     if (this.ready) await this.ready.catch(() => {});
+    if (this.sup.state === 'restarting') {
+      // a fresh sandbox thread after a failed respawn: wait for it (a failed one answers at once)
+      try {
+        await this.sup.attempt();
+      } catch (e) {
+        if (this.finalized) throw finalized();
+        throw unavailable(`sandboxed backend of model '${this.modelName}' is unavailable: ${(e as Error).message}`);
+      }
+    }
+    if (this.finalized) throw finalized();
     if (!this.handle) {
-      // released while idle (or never restarted): a cold start
+      // released while idle: a cold start (one that fails is the supervisor's to retry)
       const t0 = performance.now();
       try {
         await this.boot();
       } catch (e) {
-        this.broken = e as TritonError;
-        throw unavailable(`sandboxed backend of model '${this.modelName}' is unavailable: ${(e as Error).message}`);
+        const error = unavailable(`sandboxed backend of model '${this.modelName}' is unavailable: ${(e as Error).message}`);
+        if (this.sup.state === 'up') this.sup.died(this.generation, error);
+        throw error;
       }
-      this.broken = undefined;
       this.idle.coldStarts++;
       this.idle.lastColdStartMs = performance.now() - t0;
     }
@@ -437,6 +494,7 @@ export class WasmtimeInstance implements SandboxedInstance {
   async finalize(): Promise<void> {
     if (this.finalized) return;
     this.finalized = true;
+    this.sup.close();
     clearTimeout(this.idleTimer);
     if (this.starting) this.starting.reject(unavailable(`instance ${this.spec.name} of model '${this.modelName}' was finalized during start-up`));
     this.starting = undefined;

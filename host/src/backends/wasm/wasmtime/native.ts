@@ -1,6 +1,6 @@
 /**
  * The wasmtime engine's native side, as the addon exports it (`addon.wasmtime`, built from
- * native/src/wasmtime/binding.cc over the Rust staticlib in native/wasmtime/): opaque handles,
+ * native/src/addon/wasmtime/binding.cc over the Rust engine in native/rust/wasmtime-engine/): opaque handles,
  * and messages from the engine's native threads delivered to one callback on the JS thread.
  */
 import { nativeAddon } from '../../../platform/addon.js';
@@ -10,7 +10,7 @@ export type EngineHandle = { readonly __brand: 'ww-engine' };
 export type ComponentHandle = { readonly __brand: 'ww-component' };
 export type InstanceHandle = { readonly __brand: 'ww-instance' };
 
-/** Message kinds (native/wasmtime/src/ffi_types.rs `kind`). */
+/** Message kinds (native/rust/wasmtime-engine/src/ffi_types.rs `kind`). */
 export const MSG = Object.freeze({
   READY: 1,
   CREATE_ERROR: 2,
@@ -24,10 +24,10 @@ export const MSG = Object.freeze({
   LOG_DROPPED: 10,
 });
 
-/** `miss` codes of a {@link WasmtimeNative.loadCached} rejection (native/wasmtime/src/cwasm.rs `Miss`). */
+/** `miss` codes of a {@link WasmtimeNative.loadCached} rejection (native/rust/wasmtime-engine/src/cwasm.rs `Miss`). */
 export const CACHED_MISS = Object.freeze({ 1: 'absent', 2: 'unreadable', 3: 'mac', 4: 'refused' } as const);
 
-/** `check` codes of a {@link WasmtimeNative.loadCached} result (native/wasmtime/src/cwasm.rs `Check`). */
+/** `check` codes of a {@link WasmtimeNative.loadCached} result (native/rust/wasmtime-engine/src/cwasm.rs `Check`). */
 export const CACHED_CHECK = Object.freeze({ 1: 'mac', 2: 'stamp' } as const);
 
 /** Receives every message of an engine: instance id, kind, JSON payload, owned byte buffers. */

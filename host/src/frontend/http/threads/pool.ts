@@ -1,5 +1,5 @@
 /**
- * Front-end threads on the main thread's side (issue 14 point 4, `--http-threads=N`): N worker
+ * Front-end threads on the main thread's side (`--http-threads=N`): N worker
  * threads (worker.ts) each listen on the public host:port through their own SO_REUSEPORT socket
  * (the main thread's listener is one more of the group), claim plain `/infer` requests and send
  * them over a SharedArrayBuffer ring (ring.ts); this side serves each through the fast path's
@@ -19,7 +19,7 @@ import type { CancellationSignal } from '../../../contract/types.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
 import { TRUSTED_CLIENT_ADDRESS } from '../client-address.js';
 import { ConnectionBudget } from '../connection-budget.js';
-import { ManualSignal } from '../infer.js';
+import { ManualSignal } from '../../cancellation.js';
 import type { HttpAnswer } from '../routing.js';
 import { type FromThread, type FrontendThreadData, type RingRequest, type ToThread, answerBytes, readRequest, writeAnswerMessage, writeFallback } from './messages.js';
 import { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER } from './proxy.js';

@@ -1,7 +1,6 @@
 /**
  * A single-producer / single-consumer ring of fixed slots in a SharedArrayBuffer, one per
- * direction between a front-end thread and the main thread (issue 14 point 4; the protocol
- * bench/hop.ts measured): the consumer drains every ready slot per wake-up, then sleeps in
+ * direction between a front-end thread and the main thread (the protocol bench/hop.ts measures): the consumer drains every ready slot per wake-up, then sleeps in
  * `Atomics.waitAsync`; the producer calls `Atomics.notify` only when the consumer said it sleeps
  * (a seq-cst flag written before the consumer's last look, so a wake-up is never lost).
  *

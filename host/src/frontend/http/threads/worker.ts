@@ -1,5 +1,5 @@
 /**
- * A front-end thread (issue 14 point 4, `--http-threads`): its own HTTP listener on the public
+ * A front-end thread (`--http-threads`): its own HTTP listener on the public
  * host:port (an SO_REUSEPORT socket from the main thread). It claims plain `/infer` requests by
  * the fast path's rules (claim.ts), reads the body, hands it over its ring to the main thread
  * (which authenticates, admits, infers and renders: threads/pool.ts → fast-path.ts#serveClaimed)
