@@ -69,7 +69,18 @@ async function main(): Promise<void> {
       const port = await ctx.freePort();
       const metricsPort = await ctx.freePort();
       const grpcFlag = readFileSync(join(b.root, 'dist', 'host', 'src', 'cli-options.js'), 'utf8').includes('allow-grpc') ? ['--allow-grpc=false'] : [];
-      const args = [...b.nodeArgs, cli, '--model-repository', repo, '--http-port', String(port), '--metrics-port', String(metricsPort), ...grpcFlag, ...b.serverArgs];
+      const args = [
+        ...b.nodeArgs,
+        cli,
+        '--model-repository',
+        repo,
+        '--http-port',
+        String(port),
+        '--metrics-port',
+        String(metricsPort),
+        ...grpcFlag,
+        ...b.serverArgs,
+      ];
       servers.set(b, await ctx.startChild(b.label, process.execPath, args, port, '/v2/health/ready'));
       ctx.log(`${b.label}: ${b.root} ${b.nodeArgs.join(' ')} ${b.serverArgs.join(' ')}`);
     }
@@ -77,7 +88,13 @@ async function main(): Promise<void> {
     for (const c of conns) {
       for (const k of kinds) {
         for (const b of list) {
-          cases.push({ label: `${k} c=${c}`, target: b.label, server: servers.get(b)!, request: k === 'binary' ? binaryRequest() : jsonRequest(), connections: c });
+          cases.push({
+            label: `${k} c=${c}`,
+            target: b.label,
+            server: servers.get(b)!,
+            request: k === 'binary' ? binaryRequest() : jsonRequest(),
+            connections: c,
+          });
         }
       }
     }

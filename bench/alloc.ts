@@ -9,7 +9,8 @@ import type { BenchContext, ChildServer, HttpRequestSpec } from './ctx.js';
 import { binaryRequest, jsonRequest } from './http.js';
 
 /** One `--trace-gc` line: `[pid:0x..]   1234 ms: Scavenge 5.1 (6.2) -> 4.3 (7.0) MB, 0.8 / 0.0 ms ...`. */
-const GC_LINE = /\]\s+(\d+) ms: (Scavenge|Mark-Compact|Mark-Compact \(reduce\)|Minor Mark-Compact)[^\d]*([\d.]+) \(([\d.]+)\) -> ([\d.]+) \(([\d.]+)\) MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \/ ([\d.]+) ms/;
+const GC_LINE =
+  /\]\s+(\d+) ms: (Scavenge|Mark-Compact|Mark-Compact \(reduce\)|Minor Mark-Compact)[^\d]*([\d.]+) \(([\d.]+)\) -> ([\d.]+) \(([\d.]+)\) MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \/ ([\d.]+) ms/;
 
 interface GcEvent {
   atMs: number;
@@ -55,7 +56,10 @@ export async function benchAlloc(ctx: BenchContext): Promise<void> {
   const repo = await ctx.makeRepository(['simple']);
   const warden = await ctx.startWarden(repo, [], ['--trace-gc']);
   const rows: string[][] = [];
-  for (const [label, request] of [['JSON', jsonRequest()], ['binary', binaryRequest()]] as const) {
+  for (const [label, request] of [
+    ['JSON', jsonRequest()],
+    ['binary', binaryRequest()],
+  ] as const) {
     const m = await measureCase(ctx, warden, request);
     rows.push([
       `${label} c=1`,
@@ -71,7 +75,10 @@ export async function benchAlloc(ctx: BenchContext): Promise<void> {
   }
   await warden.stop();
   const body =
-    ctx.table(['case', 'infer/s', 'p50 ms', 'p99 ms', 'KiB freed / req', 'req / scavenge', 'scavenges / 1k req', 'major GCs / 1k req', 'GC pause ms / 1k req'], rows) +
+    ctx.table(
+      ['case', 'infer/s', 'p50 ms', 'p99 ms', 'KiB freed / req', 'req / scavenge', 'scavenges / 1k req', 'major GCs / 1k req', 'GC pause ms / 1k req'],
+      rows,
+    ) +
     `\n\nOne run of ${ctx.durationS} s per case; KiB freed / req = heap freed by every collection during the run ÷ requests ` +
     `(what the hot path allocates and drops); pauses are the main thread's (V8 --trace-gc).`;
   ctx.log('\n' + body);

@@ -189,7 +189,6 @@ export function procCpuMicros(pid: number | undefined, withChildren = true): num
   }
 }
 
-
 /**
  * The node flags `npm start` gives Warden (package.json's `start` script, e.g. the young-generation
  * size), so the benchmark measures the server as it is started.

@@ -33,11 +33,33 @@ async function main(): Promise<void> {
   });
   const logger = pino({ level: 'silent' });
   // identity_wasm's config, normalised (what the repository manager would hand the backend)
-  const io = (name: string) => ({ name, data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [-1], is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false, label_filename: '' });
+  const io = (name: string) => ({
+    name,
+    data_type: 'TYPE_FP32',
+    format: 'FORMAT_NONE',
+    dims: [-1],
+    is_shape_tensor: false,
+    allow_ragged_batch: false,
+    optional: false,
+    is_non_linear_format_io: false,
+    label_filename: '',
+  });
   const config = {
-    platform: '', backend: 'wasm', runtime: '', version_policy: { latest: { num_versions: 1 } }, max_batch_size: 0,
-    input: [io('INPUT0')], output: [io('OUTPUT0')], batch_input: [], batch_output: [], optimization: {},
-    instance_group: [], default_model_filename: '', cc_model_filenames: {}, metric_tags: {}, model_warmup: [],
+    platform: '',
+    backend: 'wasm',
+    runtime: '',
+    version_policy: { latest: { num_versions: 1 } },
+    max_batch_size: 0,
+    input: [io('INPUT0')],
+    output: [io('OUTPUT0')],
+    batch_input: [],
+    batch_output: [],
+    optimization: {},
+    instance_group: [],
+    default_model_filename: '',
+    cc_model_filenames: {},
+    metric_tags: {},
+    model_warmup: [],
   };
   const work = mkdtempSync(join(tmpdir(), 'warden-density-'));
   const component = join(ROOT, 'model_repository', 'identity_wasm', '1', 'model.wasm');
@@ -45,7 +67,21 @@ async function main(): Promise<void> {
   const infer = async (inst: { execute: (r: never[], s: never[]) => Promise<unknown> }) => {
     let ok = false;
     const sender = { send: () => (ok = true), sendError: () => {} };
-    const req = { id: '', model: 'm', version: 1, tenant: '', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false };
+    const req = {
+      id: '',
+      model: 'm',
+      version: 1,
+      tenant: '',
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }],
+      requestedOutputs: ['OUTPUT0'],
+      parameters: {},
+      correlationId: 0,
+      flags: 0,
+      priority: 0,
+      timeoutUs: 0,
+      batchSize: 1,
+      cancelled: false,
+    };
     await inst.execute([req as never], [sender as never]);
     if (!ok) throw new Error('no response');
   };

@@ -55,11 +55,35 @@ function timed(obj: object, name: string, stages: Record<string, number>, stage:
 async function child(): Promise<void> {
   const stages: Record<string, number> = {};
   const logger = pino({ level: 'silent' });
-  const io = (name: string) => ({ name, data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [-1], is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false, label_filename: '' });
+  const io = (name: string) => ({
+    name,
+    data_type: 'TYPE_FP32',
+    format: 'FORMAT_NONE',
+    dims: [-1],
+    is_shape_tensor: false,
+    allow_ragged_batch: false,
+    optional: false,
+    is_non_linear_format_io: false,
+    label_filename: '',
+  });
   const config = {
-    name: 'tenant_model_0', platform: '', backend: 'wasm', runtime: '', version_policy: { latest: { num_versions: 1 } }, max_batch_size: 0,
-    input: [io('INPUT0')], output: [io('OUTPUT0')], batch_input: [], batch_output: [], optimization: {},
-    instance_group: [], default_model_filename: '', cc_model_filenames: {}, metric_tags: {}, model_warmup: [], parameters: { idle_timeout_ms: { string_value: '1' } },
+    name: 'tenant_model_0',
+    platform: '',
+    backend: 'wasm',
+    runtime: '',
+    version_policy: { latest: { num_versions: 1 } },
+    max_batch_size: 0,
+    input: [io('INPUT0')],
+    output: [io('OUTPUT0')],
+    batch_input: [],
+    batch_output: [],
+    optimization: {},
+    instance_group: [],
+    default_model_filename: '',
+    cc_model_filenames: {},
+    metric_tags: {},
+    model_warmup: [],
+    parameters: { idle_timeout_ms: { string_value: '1' } },
   };
   const dir = join(mkdtempSync(join(tmpdir(), 'warden-first-load-')), 'tenant_model_0');
   mkdirSync(join(dir, '1'), { recursive: true });
@@ -127,7 +151,9 @@ function parent(runs: number): void {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const keys = Object.keys(all[0]!);
-  process.stdout.write(`${JSON.stringify({ runs, median: Object.fromEntries(keys.map((k) => [k, Math.round(median(all.map((s) => s[k] ?? 0)) * 100) / 100])) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ runs, median: Object.fromEntries(keys.map((k) => [k, Math.round(median(all.map((s) => s[k] ?? 0)) * 100) / 100])) })}\n`,
+  );
 }
 
 if (process.argv.includes('--child')) void child();

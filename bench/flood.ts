@@ -32,7 +32,23 @@ export function floodRequest(): { spec: HttpRequestSpec; elements: number } {
 /** autocannon (CLI) in a child process: `connections` connections POSTing `bodyFile` for `durationS`. */
 function floodProcess(ctx: BenchContext, server: ChildServer, path: string, bodyFile: string, connections: number, durationS: number): Promise<LoadResult> {
   const bin = join(ctx.root, 'node_modules', 'autocannon', 'autocannon.js');
-  const args = [bin, '-c', String(connections), '-d', String(durationS), '-m', 'POST', '-H', 'content-type=application/json', '-i', bodyFile, '-j', '-t', '30', server.url + path];
+  const args = [
+    bin,
+    '-c',
+    String(connections),
+    '-d',
+    String(durationS),
+    '-m',
+    'POST',
+    '-H',
+    'content-type=application/json',
+    '-i',
+    bodyFile,
+    '-j',
+    '-t',
+    '30',
+    server.url + path,
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -41,8 +57,23 @@ function floodProcess(ctx: BenchContext, server: ChildServer, path: string, body
     child.on('error', reject);
     child.on('close', () => {
       try {
-        const r = JSON.parse(out) as { requests: { total: number }; latency: { p50: number; p99: number }; duration: number; errors: number; timeouts: number; non2xx: number; '2xx': number };
-        resolve({ rps: r['2xx'] / r.duration, p50Ms: r.latency.p50, p99Ms: r.latency.p99, ok: r['2xx'], failures: r.errors + r.timeouts + r.non2xx, cpuUsPerReq: NaN });
+        const r = JSON.parse(out) as {
+          requests: { total: number };
+          latency: { p50: number; p99: number };
+          duration: number;
+          errors: number;
+          timeouts: number;
+          non2xx: number;
+          '2xx': number;
+        };
+        resolve({
+          rps: r['2xx'] / r.duration,
+          p50Ms: r.latency.p50,
+          p99Ms: r.latency.p99,
+          ok: r['2xx'],
+          failures: r.errors + r.timeouts + r.non2xx,
+          cpuUsPerReq: NaN,
+        });
       } catch (e) {
         reject(new Error(`flood client output unreadable: ${(e as Error).message}: ${out.slice(0, 300)}`));
       }
@@ -66,7 +97,9 @@ export async function benchFlood(ctx: BenchContext): Promise<void> {
   if (check.status !== 200 || answer.length - jsonLen !== elements * 4) {
     throw new Error(`flood request answered ${check.status}: ${answer.subarray(0, 300).toString()}`);
   }
-  ctx.log(`  flood request: ${(Buffer.byteLength(big.body as string) / 1e6).toFixed(1)} MB JSON, ${elements} FP32 elements, ${(answer.length / 1e6).toFixed(1)} MB binary answer`);
+  ctx.log(
+    `  flood request: ${(Buffer.byteLength(big.body as string) / 1e6).toFixed(1)} MB JSON, ${elements} FP32 elements, ${(answer.length / 1e6).toFixed(1)} MB binary answer`,
+  );
   await ctx.load(warden, small, 1, ctx.warmupS);
   const bodyFile = join(repo, 'flood-body.json');
   await writeFile(bodyFile, big.body as string);
@@ -94,7 +127,12 @@ export async function benchFlood(ctx: BenchContext): Promise<void> {
   const rows = [
     ['small client alone', med(alone, 'rps').toFixed(0), med(alone, 'p50Ms').toFixed(3), med(alone, 'p99Ms').toFixed(3)],
     ['small client during flood', med(during, 'rps').toFixed(0), med(during, 'p50Ms').toFixed(3), med(during, 'p99Ms').toFixed(3)],
-    [`flood (${FLOOD_CONNECTIONS} conns, ${FLOOD_BYTES / 1e6} MB JSON each)`, med(flood, 'rps').toFixed(1), med(flood, 'p50Ms').toFixed(1), med(flood, 'p99Ms').toFixed(1)],
+    [
+      `flood (${FLOOD_CONNECTIONS} conns, ${FLOOD_BYTES / 1e6} MB JSON each)`,
+      med(flood, 'rps').toFixed(1),
+      med(flood, 'p50Ms').toFixed(1),
+      med(flood, 'p99Ms').toFixed(1),
+    ],
   ];
   const met = ratio >= TARGET;
   const body =

@@ -47,10 +47,19 @@ async function closedLoop(concurrency: number, seconds: number, once: () => Prom
 type Rpc = (req: unknown) => Promise<any>;
 
 function grpcClient(root: string, address: string): { client: Client; call(method: string): Rpc } {
-  const Ctor = makeGenericClientConstructor(loadTritonService(join(root, 'third_party', 'triton-grpc-protos', 'grpc_service.protoset')) as never, 'GRPCInferenceService');
+  const Ctor = makeGenericClientConstructor(
+    loadTritonService(join(root, 'third_party', 'triton-grpc-protos', 'grpc_service.protoset')) as never,
+    'GRPCInferenceService',
+  );
   const client = new Ctor(address, credentials.createInsecure(), { 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1 });
-  const call = (method: string): Rpc => (req) =>
-    new Promise((resolve, reject) => (client as unknown as Record<string, (r: unknown, cb: (e: ServiceError | null, v: unknown) => void) => void>)[method]!(req, (e, v) => (e ? reject(e) : resolve(v))));
+  const call =
+    (method: string): Rpc =>
+    (req) =>
+      new Promise((resolve, reject) =>
+        (client as unknown as Record<string, (r: unknown, cb: (e: ServiceError | null, v: unknown) => void) => void>)[method]!(req, (e, v) =>
+          e ? reject(e) : resolve(v),
+        ),
+      );
   return { client, call };
 }
 
@@ -68,8 +77,17 @@ async function httpPost(url: string, body: Buffer | string, headers: Record<stri
   return out;
 }
 
-function binaryBody(inputs: { name: string; datatype: string; shape: number[]; data: Buffer }[], extra: Record<string, unknown> = {}): { body: Buffer; headers: Record<string, string> } {
-  const header = Buffer.from(JSON.stringify({ inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, parameters: { binary_data_size: t.data.length } })), parameters: { binary_data_output: true }, ...extra }));
+function binaryBody(
+  inputs: { name: string; datatype: string; shape: number[]; data: Buffer }[],
+  extra: Record<string, unknown> = {},
+): { body: Buffer; headers: Record<string, string> } {
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, parameters: { binary_data_size: t.data.length } })),
+      parameters: { binary_data_output: true },
+      ...extra,
+    }),
+  );
   return {
     body: Buffer.concat([header, ...inputs.map((t) => t.data)]),
     headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(header.length) },
@@ -113,7 +131,10 @@ export async function benchGrpc(ctx: BenchContext): Promise<unknown> {
     const n = BIG_BYTES / 4;
     writeFileSync(join('/dev/shm', shmKeys[0]!), big);
     writeFileSync(join('/dev/shm', shmKeys[1]!), Buffer.alloc(BIG_BYTES));
-    const reg = (name: string, key: string) => httpPost(`${server.url}/v2/systemsharedmemory/region/${name}/register`, JSON.stringify({ key: `/${key}`, offset: 0, byte_size: BIG_BYTES }), { 'content-type': 'application/json' });
+    const reg = (name: string, key: string) =>
+      httpPost(`${server.url}/v2/systemsharedmemory/region/${name}/register`, JSON.stringify({ key: `/${key}`, offset: 0, byte_size: BIG_BYTES }), {
+        'content-type': 'application/json',
+      });
     await reg('in', shmKeys[0]!);
     await reg('out', shmKeys[1]!);
     const outFd = openSync(join('/dev/shm', shmKeys[1]!), 'r');
@@ -124,10 +145,17 @@ export async function benchGrpc(ctx: BenchContext): Promise<unknown> {
     };
     const bigHttp = binaryBody([{ name: 'INPUT0', datatype: 'FP32', shape: [n], data: big }]);
     const shmParams = (region: string) => ({ shared_memory_region: region, shared_memory_byte_size: BIG_BYTES });
-    const bigHttpShm = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [n], parameters: shmParams('in') }], outputs: [{ name: 'OUTPUT0', parameters: shmParams('out') }] });
+    const bigHttpShm = JSON.stringify({
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [n], parameters: shmParams('in') }],
+      outputs: [{ name: 'OUTPUT0', parameters: shmParams('out') }],
+    });
     const grpcShm = (region: string) => ({ shared_memory_region: { string_param: region }, shared_memory_byte_size: { int64_param: String(BIG_BYTES) } });
     const bigGrpc = { model_name: 'identity_native', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [n] }], raw_input_contents: [big] };
-    const bigGrpcShm = { model_name: 'identity_native', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [n], parameters: grpcShm('in') }], outputs: [{ name: 'OUTPUT0', parameters: grpcShm('out') }] };
+    const bigGrpcShm = {
+      model_name: 'identity_native',
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [n], parameters: grpcShm('in') }],
+      outputs: [{ name: 'OUTPUT0', parameters: grpcShm('out') }],
+    };
     const url = `${server.url}/v2/models/identity_native/infer`;
     const bigCases: Record<string, () => Promise<void>> = {
       'HTTP body': async () => void (await httpPost(url, bigHttp.body, bigHttp.headers)),

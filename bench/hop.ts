@@ -84,7 +84,6 @@ if (workerData.mode === 'postMessage') {
 }
 `;
 
-
 type RingFns = {
   ringOf(sab: SharedArrayBuffer): unknown;
   ringWrite(r: unknown, bytes: Uint8Array): void;

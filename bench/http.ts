@@ -103,7 +103,10 @@ async function recordAndCheck(url: string, req: HttpRequestSpec, binary: boolean
 }
 
 /** Concurrency levels measured (`BENCH_HTTP_CONNECTIONS`, comma list, overrides). */
-const CONNECTIONS = (process.env.BENCH_HTTP_CONNECTIONS ?? '1,16,64').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+const CONNECTIONS = (process.env.BENCH_HTTP_CONNECTIONS ?? '1,16,64')
+  .split(',')
+  .map(Number)
+  .filter((n) => Number.isInteger(n) && n > 0);
 
 /**
  * Warden builds measured side by side (`BENCH_HTTP_THREADS`, comma list of `--http-threads`
@@ -125,7 +128,8 @@ export async function benchHttp(ctx: BenchContext): Promise<HttpBenchResult> {
   ctx.log('\n== HTTP inference on `simple` (Warden vs bare Fastify floor) ==');
   const repo = await ctx.makeRepository(['simple']);
   const wardens = new Map<string, Awaited<ReturnType<typeof ctx.startWarden>>>();
-  const flagsOf = (t: string) => (parseInt(t, 10) === 0 ? [] : [`--http-threads=${parseInt(t, 10)}`, ...(t.endsWith('x') ? ['--http-main-listener=false'] : [])]);
+  const flagsOf = (t: string) =>
+    parseInt(t, 10) === 0 ? [] : [`--http-threads=${parseInt(t, 10)}`, ...(t.endsWith('x') ? ['--http-main-listener=false'] : [])];
   for (const t of THREADS.length ? THREADS : ['0']) wardens.set(t, await ctx.startWarden(repo, flagsOf(t)));
   const targetOf = (t: string) => (THREADS.length > 1 ? `warden threads=${t}` : 'warden');
   const warden = wardens.values().next().value!;

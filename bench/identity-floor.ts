@@ -16,7 +16,13 @@ export async function startCannedFloor(ctx: BenchContext, canned: { headers: Rec
   const c = { headers: canned.headers, bodyBase64: canned.body.toString('base64') };
   writeFileSync(cannedFile, JSON.stringify({ json: c, binary: c }));
   const floorPort = await ctx.freePort();
-  return ctx.startChild('floor', process.execPath, [join(ctx.root, 'dist', 'bench', 'floor.js'), '--port', String(floorPort), '--canned', cannedFile], floorPort, '/v2/health/ready');
+  return ctx.startChild(
+    'floor',
+    process.execPath,
+    [join(ctx.root, 'dist', 'bench', 'floor.js'), '--port', String(floorPort), '--canned', cannedFile],
+    floorPort,
+    '/v2/health/ready',
+  );
 }
 
 /**
@@ -40,7 +46,15 @@ export async function measureTargets(
   for (const connections of CONNECTIONS) {
     for (const target of targets) {
       const s = get(target, connections);
-      rows.push([`c=${connections}`, target, `${s.rps.toFixed(0)} (${s.rpsMin.toFixed(0)}–${s.rpsMax.toFixed(0)})`, s.p50Ms.toFixed(3), s.p99Ms.toFixed(3), s.cpuUsPerReq.toFixed(0), ((1 / s.rps) * 1e6).toFixed(1)]);
+      rows.push([
+        `c=${connections}`,
+        target,
+        `${s.rps.toFixed(0)} (${s.rpsMin.toFixed(0)}–${s.rpsMax.toFixed(0)})`,
+        s.p50Ms.toFixed(3),
+        s.p99Ms.toFixed(3),
+        s.cpuUsPerReq.toFixed(0),
+        ((1 / s.rps) * 1e6).toFixed(1),
+      ]);
     }
   }
   return { rows, get };

@@ -100,7 +100,16 @@ export async function benchMlserver(ctx: BenchContext): Promise<void> {
   const rows = CONNECTIONS.map((c) => {
     const w = summaries.find((s) => s.target === 'warden' && s.connections === c)!;
     const m = summaries.find((s) => s.target === 'mlserver' && s.connections === c)!;
-    return [`JSON c=${c}`, w.rps.toFixed(0), w.p50Ms.toFixed(3), w.p99Ms.toFixed(3), m.rps.toFixed(0), m.p50Ms.toFixed(3), m.p99Ms.toFixed(3), `${(w.rps / m.rps).toFixed(1)} ×`];
+    return [
+      `JSON c=${c}`,
+      w.rps.toFixed(0),
+      w.p50Ms.toFixed(3),
+      w.p99Ms.toFixed(3),
+      m.rps.toFixed(0),
+      m.p50Ms.toFixed(3),
+      m.p99Ms.toFixed(3),
+      `${(w.rps / m.rps).toFixed(1)} ×`,
+    ];
   });
   const body =
     ctx.table(['case', 'Warden infer/s', 'p50 ms', 'p99 ms', 'MLServer infer/s', 'p50 ms', 'p99 ms', 'Warden ÷ MLServer'], rows) +

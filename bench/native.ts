@@ -86,7 +86,23 @@ export async function roundTrips(
       const sender = { send: (_r: unknown, final: boolean) => final && resolve(), sendError: (e: Error) => reject(e) };
       instance
         .execute(
-          [{ id: '', model: 'identity_native', version: 1, tenant: '', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false }],
+          [
+            {
+              id: '',
+              model: 'identity_native',
+              version: 1,
+              tenant: '',
+              inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }],
+              requestedOutputs: ['OUTPUT0'],
+              parameters: {},
+              correlationId: 0,
+              flags: 0,
+              priority: 0,
+              timeoutUs: 0,
+              batchSize: 1,
+              cancelled: false,
+            },
+          ],
           [sender],
         )
         .catch(reject);
@@ -119,7 +135,11 @@ export async function roundTrips(
   }
   const summary = ({ wall, cpu }: { wall: number[]; cpu: number[] }): RoundTrip => {
     const w = [...wall].sort((a, b) => a - b);
-    return { medianUs: ctx.median(w), p99Us: w[Math.min(w.length - 1, Math.ceil(w.length * 0.99) - 1)]!, cpuUsPerReq: ctx.median([...cpu].sort((a, b) => a - b)) };
+    return {
+      medianUs: ctx.median(w),
+      p99Us: w[Math.min(w.length - 1, Math.ceil(w.length * 0.99) - 1)]!,
+      cpuUsPerReq: ctx.median([...cpu].sort((a, b) => a - b)),
+    };
   };
   return { inProcess: summary(results[0]!), isolated: summary(results[1]!) };
 }
@@ -144,7 +164,11 @@ async function crashRecoveryMs(ctx: BenchContext, crashes: number): Promise<numb
   );
   const warden = await ctx.startWarden(repo);
   const post = (v: number) =>
-    fetch(`${warden.url}/v2/models/crashy/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [v] }] }) });
+    fetch(`${warden.url}/v2/models/crashy/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [v] }] }),
+    });
   const out: number[] = [];
   try {
     for (let i = 0; i < crashes; i++) {

@@ -54,15 +54,19 @@ export function matmulChainModel(steps: number): Uint8Array {
   let prev = 'INPUT0';
   for (let i = 0; i < steps; i++) {
     const out = i === steps - 1 ? 'OUTPUT0' : `t${i}`;
-    nodes.push([1, message([[1, prev], [1, 'INPUT0'], [2, out], [3, `mm${i}`], [4, 'MatMul']])]);
+    nodes.push([
+      1,
+      message([
+        [1, prev],
+        [1, 'INPUT0'],
+        [2, out],
+        [3, `mm${i}`],
+        [4, 'MatMul'],
+      ]),
+    ]);
     prev = out;
   }
-  const graph = message([
-    ...nodes,
-    [2, 'matmul_chain'],
-    [11, tensorValueInfo('INPUT0', ['N', 'N'])],
-    [12, tensorValueInfo('OUTPUT0', ['N', 'N'])],
-  ]);
+  const graph = message([...nodes, [2, 'matmul_chain'], [11, tensorValueInfo('INPUT0', ['N', 'N'])], [12, tensorValueInfo('OUTPUT0', ['N', 'N'])]]);
   return message([
     [1, 8], // ir_version
     [2, 'warden-tests'], // producer_name
@@ -88,7 +92,15 @@ ${params}`;
 /** ONNX model bytes: OUTPUT0 = Identity(INPUT0), FP32 [N] (N dynamic). */
 export function identityModel(): Uint8Array {
   const graph = message([
-    [1, message([[1, 'INPUT0'], [2, 'OUTPUT0'], [3, 'id'], [4, 'Identity']])],
+    [
+      1,
+      message([
+        [1, 'INPUT0'],
+        [2, 'OUTPUT0'],
+        [3, 'id'],
+        [4, 'Identity'],
+      ]),
+    ],
     [2, 'identity'],
     [11, tensorValueInfo('INPUT0', ['N'])],
     [12, tensorValueInfo('OUTPUT0', ['N'])],

@@ -65,7 +65,12 @@ export async function benchOwner(ctx: BenchContext): Promise<void> {
       await run(inflight, ctx.warmupS);
       const rs = [];
       for (let r = 0; r < ctx.rounds; r++) rs.push(await run(inflight, ctx.durationS));
-      rows.push([String(inflight), ctx.median(rs.map((x) => x.rps)).toFixed(0), ctx.median(rs.map((x) => x.cpuUs)).toFixed(1), rs.map((x) => x.cpuUs.toFixed(1)).join(' ')]);
+      rows.push([
+        String(inflight),
+        ctx.median(rs.map((x) => x.rps)).toFixed(0),
+        ctx.median(rs.map((x) => x.cpuUs)).toFixed(1),
+        rs.map((x) => x.cpuUs.toFixed(1)).join(' '),
+      ]);
     }
   } finally {
     await s.stop();

@@ -13,7 +13,11 @@ import type { BenchContext } from './ctx.js';
 
 async function stream(url: string, tokens: number): Promise<{ ttftMs: number; tokPerS: number; n: number }> {
   const t0 = performance.now();
-  const res = await fetch(`${url}/v2/models/tiny_gpt/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text_input: 'The quick brown fox', parameters: { max_tokens: tokens } }) });
+  const res = await fetch(`${url}/v2/models/tiny_gpt/generate_stream`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ text_input: 'The quick brown fox', parameters: { max_tokens: tokens } }),
+  });
   if (res.status !== 200) throw new Error(`tiny_gpt answered ${res.status}`);
   const reader = res.body!.getReader();
   let first = 0;
@@ -39,7 +43,9 @@ async function stream(url: string, tokens: number): Promise<{ ttftMs: number; to
 export async function benchPythonGpu(ctx: BenchContext): Promise<unknown> {
   ctx.log('\n== Python backend generating with torch (tiny_gpt over /generate_stream) ==');
   const { defaultPython } = await import('../host/src/backends/python/index.js');
-  const probe = spawnSync(defaultPython(), ['-c', 'import torch, transformers; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu")'], { encoding: 'utf8' });
+  const probe = spawnSync(defaultPython(), ['-c', 'import torch, transformers; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu")'], {
+    encoding: 'utf8',
+  });
   if (probe.status !== 0) {
     const body = `skipped: ${defaultPython()} cannot import torch + transformers`;
     ctx.log(body);
@@ -59,7 +65,13 @@ export async function benchPythonGpu(ctx: BenchContext): Promise<unknown> {
     const t0 = performance.now();
     const par = await Promise.all(Array.from({ length: 4 }, () => stream(warden.url, tokens)));
     const total = par.reduce((s, r) => s + r.n, 0) / ((performance.now() - t0) / 1000);
-    rows.push(['4 concurrent streams', tokens, ctx.median(par.map((r) => r.ttftMs)).toFixed(1), ctx.median(par.map((r) => r.tokPerS)).toFixed(0), total.toFixed(0)]);
+    rows.push([
+      '4 concurrent streams',
+      tokens,
+      ctx.median(par.map((r) => r.ttftMs)).toFixed(1),
+      ctx.median(par.map((r) => r.tokPerS)).toFixed(0),
+      total.toFixed(0),
+    ]);
   } finally {
     await warden.stop();
   }

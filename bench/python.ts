@@ -84,14 +84,30 @@ async function tensorThroughput(ctx: BenchContext, repo: string, iterations: num
   } finally {
     arenas.close();
   }
-  const s = await startServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['identity_python'], httpPort: 0, metricsPort: -1, logLevel: 'silent' });
+  const s = await startServer({
+    modelRepositories: [repo],
+    modelControlMode: 'explicit',
+    loadModels: ['identity_python'],
+    httpPort: 0,
+    metricsPort: -1,
+    logLevel: 'silent',
+  });
   const data = new Uint8Array(src.buffer, src.byteOffset, bytes);
   let full: number;
   try {
     full = await time(() =>
       inferAndCollect(s.api, SINGLE_USER, 'identity_python', -1, {
-        id: '', model: 'identity_python', version: -1, tenant: '', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [bytes / 4], data }],
-        requestedOutputs: [], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0,
+        id: '',
+        model: 'identity_python',
+        version: -1,
+        tenant: '',
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [bytes / 4], data }],
+        requestedOutputs: [],
+        parameters: {},
+        correlationId: 0,
+        flags: 0,
+        priority: 0,
+        timeoutUs: 0,
       }),
     );
   } finally {

@@ -36,8 +36,7 @@ async function optionalSuite(file: string, exportName: string): Promise<Suite | 
     mod = (await import(url.href)) as Record<string, unknown>;
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { url?: string };
-    const missingSelf =
-      err.code === 'ERR_MODULE_NOT_FOUND' && (err.url === url.href || String(err.message).includes(url.pathname));
+    const missingSelf = err.code === 'ERR_MODULE_NOT_FOUND' && (err.url === url.href || String(err.message).includes(url.pathname));
     if (missingSelf) return undefined;
     throw e;
   }
@@ -53,7 +52,10 @@ async function main(): Promise<number> {
   const started = Date.now();
   ctx.log(`Warden benchmarks — ${ctx.machine()}`);
   ctx.log(`rounds ${ctx.rounds} × ${ctx.durationS} s per case, warm-up ${ctx.warmupS} s`);
-  const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+  const load = () =>
+    loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ');
   const loadBefore = load();
   ctx.log(`load average before: ${loadBefore}`);
   let failed = false;

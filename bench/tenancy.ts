@@ -176,7 +176,12 @@ function uploadBody(config: object, files: Record<string, Buffer>): string {
 
 /** The wasm identity/loop config of test/fixtures/wasm/hostile.c (INPUT0 FP32 [-1] -> OUTPUT0). */
 function wasmConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { backend: 'wasm', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }], ...extra };
+  return {
+    backend: 'wasm',
+    input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    ...extra,
+  };
 }
 
 function fixture(ctx: BenchContext, name: string): Buffer {
@@ -209,8 +214,28 @@ const jsonHeaders = (token: string) => ({ 'content-type': 'application/json', au
  */
 function refusedFlood(s: FloodSetup, uploadPath: string, uploadFile: string, inferPath: string, inferFile: string): WorkerPlan[] {
   return [
-    { kind: 'requests', origin: s.server.url, paths: [uploadPath], method: 'POST', headers: jsonHeaders(TOKEN_A), bodyFile: uploadFile, connections: 1, rate: 2, timeoutMs: 60_000 },
-    { kind: 'requests', origin: s.server.url, paths: [inferPath], method: 'POST', headers: jsonHeaders(TOKEN_A), bodyFile: inferFile, connections: 8, rate: A_RATE, timeoutMs: 30_000 },
+    {
+      kind: 'requests',
+      origin: s.server.url,
+      paths: [uploadPath],
+      method: 'POST',
+      headers: jsonHeaders(TOKEN_A),
+      bodyFile: uploadFile,
+      connections: 1,
+      rate: 2,
+      timeoutMs: 60_000,
+    },
+    {
+      kind: 'requests',
+      origin: s.server.url,
+      paths: [inferPath],
+      method: 'POST',
+      headers: jsonHeaders(TOKEN_A),
+      bodyFile: inferFile,
+      connections: 8,
+      rate: A_RATE,
+      timeoutMs: 30_000,
+    },
   ];
 }
 
@@ -237,7 +262,11 @@ function floods(engines: string[]): FloodDef[] {
       const wasm = fixture(s.ctx, 'loop_execute');
       const config = wasmConfig({
         instance_group: [{ kind: 'KIND_CPU', count: perModel }],
-        parameters: { engine: { string_value: engine }, execute_timeout_ms: { string_value: String(SPIN_DEADLINE_MS) }, memory_limit_bytes: { string_value: String(memory) } },
+        parameters: {
+          engine: { string_value: engine },
+          execute_timeout_ms: { string_value: String(SPIN_DEADLINE_MS) },
+          memory_limit_bytes: { string_value: String(memory) },
+        },
       });
       const upload = writeBody(s.dir, 'spin-upload.json', uploadBody(config, { '1/model.wasm': wasm }));
       const paths: string[] = [];
@@ -251,9 +280,24 @@ function floods(engines: string[]): FloodDef[] {
       writeFileSync(body, inferBody('INPUT0', 'FP32', [4], [1, 2, 3, 4]));
       const instances = paths.length * perModel;
       const note = `uploads of ${models}×${perModel} instances: ${answers.join(', ')}; ${instances} connections keep them busy`;
-      if (paths.length === 0) return { workers: refusedFlood(s, '/v2/repository/models/spin0/load', upload, '/v2/models/spin0/infer', body), note: `${note}; A retries 2/s and sends ${A_RATE}/s` };
+      if (paths.length === 0)
+        return {
+          workers: refusedFlood(s, '/v2/repository/models/spin0/load', upload, '/v2/models/spin0/infer', body),
+          note: `${note}; A retries 2/s and sends ${A_RATE}/s`,
+        };
       return {
-        workers: [{ kind: 'requests', origin: s.server.url, paths, method: 'POST', headers: jsonHeaders(TOKEN_A), bodyFile: body, connections: instances, timeoutMs: 60_000 }],
+        workers: [
+          {
+            kind: 'requests',
+            origin: s.server.url,
+            paths,
+            method: 'POST',
+            headers: jsonHeaders(TOKEN_A),
+            bodyFile: body,
+            connections: instances,
+            timeoutMs: 60_000,
+          },
+        ],
         note,
       };
     },
@@ -267,7 +311,21 @@ function floods(engines: string[]): FloodDef[] {
       rampMs: 300,
       async prepare(s) {
         const body = writeBody(s.dir, 'simple.json', simpleJson.body as string);
-        return { workers: [{ kind: 'requests', origin: s.server.url, paths: [simpleJson.path], method: 'POST', headers: jsonHeaders(TOKEN_A), bodyFile: body, connections: 32, timeoutMs: 10_000 }], note: '32 connections, unpaced' };
+        return {
+          workers: [
+            {
+              kind: 'requests',
+              origin: s.server.url,
+              paths: [simpleJson.path],
+              method: 'POST',
+              headers: jsonHeaders(TOKEN_A),
+              bodyFile: body,
+              connections: 32,
+              timeoutMs: 10_000,
+            },
+          ],
+          note: '32 connections, unpaced',
+        };
       },
     },
     ...spin,
@@ -286,10 +344,25 @@ function floods(engines: string[]): FloodDef[] {
           // Retries carry the same config with the small C identity fixture: the config is what is
           // refused, and 16 MB bodies twice a second would be the upload flood instead.
           const retry = writeBody(s.dir, 'prio-retry.json', uploadBody(config, { '1/model.wasm': fixture(s.ctx, 'identity') }));
-          return { workers: refusedFlood(s, '/v2/repository/models/prio/load', retry, '/v2/models/prio/infer', infer), note: `upload refused: ${r.status} ${short(r.text)}; A retries it 2/s and sends ${A_RATE}/s` };
+          return {
+            workers: refusedFlood(s, '/v2/repository/models/prio/load', retry, '/v2/models/prio/infer', infer),
+            note: `upload refused: ${r.status} ${short(r.text)}; A retries it 2/s and sends ${A_RATE}/s`,
+          };
         }
         return {
-          workers: [{ kind: 'requests', origin: s.server.url, paths: ['/v2/models/prio/infer'], method: 'POST', headers: jsonHeaders(TOKEN_A), bodyFile: infer, connections: 8, rate: A_RATE, timeoutMs: 30_000 }],
+          workers: [
+            {
+              kind: 'requests',
+              origin: s.server.url,
+              paths: ['/v2/models/prio/infer'],
+              method: 'POST',
+              headers: jsonHeaders(TOKEN_A),
+              bodyFile: infer,
+              connections: 8,
+              rate: A_RATE,
+              timeoutMs: 30_000,
+            },
+          ],
           note: `upload accepted in ${(r.ms / 1000).toFixed(1)} s; A sends ${A_RATE}/s`,
         };
       },
@@ -301,7 +374,22 @@ function floods(engines: string[]): FloodDef[] {
       async prepare(s) {
         const body = writeBody(s.dir, 'simple.json', simpleJson.body as string);
         const headers = { 'content-type': 'application/json', authorization: 'Bearer not-a-token-of-this-server-0123456789abcdef' };
-        return { workers: [{ kind: 'requests', origin: s.server.url, paths: [simpleJson.path], method: 'POST', headers, bodyFile: body, connections: 64, localAddress: OTHER_ADDRESS, timeoutMs: 10_000 }], note: `64 connections from ${OTHER_ADDRESS}, unpaced` };
+        return {
+          workers: [
+            {
+              kind: 'requests',
+              origin: s.server.url,
+              paths: [simpleJson.path],
+              method: 'POST',
+              headers,
+              bodyFile: body,
+              connections: 64,
+              localAddress: OTHER_ADDRESS,
+              timeoutMs: 10_000,
+            },
+          ],
+          note: `64 connections from ${OTHER_ADDRESS}, unpaced`,
+        };
       },
     },
     {
@@ -315,7 +403,10 @@ function floods(engines: string[]): FloodDef[] {
         const n = limit === undefined ? wanted : Math.max(1, Math.min(wanted, limit - 256));
         const note = `${n} connections from ${OTHER_ADDRESS} (asked ${wanted}; ulimit -n ${limit ?? 'unknown'}), each reopened 1 s after the server closes it`;
         const partial = `POST ${simpleJson.path} HTTP/1.1\r\nHost: 127.0.0.1\r\n`;
-        return { workers: [{ kind: 'idle', host: '127.0.0.1', port: s.server.port, connections: n, partial, reopenMs: 1000, localAddress: OTHER_ADDRESS }], note };
+        return {
+          workers: [{ kind: 'idle', host: '127.0.0.1', port: s.server.port, connections: n, partial, reopenMs: 1000, localAddress: OTHER_ADDRESS }],
+          note,
+        };
       },
     },
     {
@@ -329,7 +420,21 @@ function floods(engines: string[]): FloodDef[] {
         const size = Buffer.byteLength(readFileSync(body, 'utf8'));
         const r = await s.postA('/v2/repository/models/big/load', readFileSync(body, 'utf8'), 120_000);
         const note = `${(size / 1e6).toFixed(1)} MB bodies, 2 connections; first upload ${r.status === 200 ? `200 in ${r.ms.toFixed(0)} ms` : `${r.status} ${short(r.text)}`}`;
-        return { workers: [{ kind: 'requests', origin: s.server.url, paths: ['/v2/repository/models/big/load'], method: 'POST', headers: jsonHeaders(TOKEN_A), bodyFile: body, connections: 2, timeoutMs: 120_000 }], note };
+        return {
+          workers: [
+            {
+              kind: 'requests',
+              origin: s.server.url,
+              paths: ['/v2/repository/models/big/load'],
+              method: 'POST',
+              headers: jsonHeaders(TOKEN_A),
+              bodyFile: body,
+              connections: 2,
+              timeoutMs: 120_000,
+            },
+          ],
+          note,
+        };
       },
     },
     {
@@ -340,7 +445,9 @@ function floods(engines: string[]): FloodDef[] {
         const infer = writeBody(
           s.dir,
           'ens.json',
-          JSON.stringify({ inputs: ['X0', 'X1'].map((name, k) => ({ name, datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => (k ? 1 : i)) })) }),
+          JSON.stringify({
+            inputs: ['X0', 'X1'].map((name, k) => ({ name, datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => (k ? 1 : i)) })),
+          }),
         );
         const load = async (name: string, steps: number, over: string) => {
           const file = writeBody(s.dir, `${name}-upload.json`, uploadBody(ensembleConfig(steps, over), { '1/README': Buffer.from('ensemble') }));
@@ -355,13 +462,19 @@ function floods(engines: string[]): FloodDef[] {
           notes.push(`${steps} steps: ${first.status} ${short(first.text)}`);
           const bound = Number(/bound (?:of )?(\d+)/.exec(first.text)?.[1] ?? NaN);
           if (!(bound > 0 && bound < steps)) {
-            return { workers: refusedFlood(s, '/v2/repository/models/fan1/load', first.file, '/v2/models/fan1/infer', infer), note: `${notes.join('; ')}; A retries 2/s and sends ${A_RATE}/s` };
+            return {
+              workers: refusedFlood(s, '/v2/repository/models/fan1/load', first.file, '/v2/models/fan1/infer', infer),
+              note: `${notes.join('; ')}; A retries 2/s and sends ${A_RATE}/s`,
+            };
           }
           steps = bound;
           first = await load('fan1', steps, 'simple');
           if (first.status !== 200) {
             notes.push(`${steps} steps: ${first.status} ${short(first.text)}`);
-            return { workers: refusedFlood(s, '/v2/repository/models/fan1/load', first.file, '/v2/models/fan1/infer', infer), note: `${notes.join('; ')}; A retries 2/s and sends ${A_RATE}/s` };
+            return {
+              workers: refusedFlood(s, '/v2/repository/models/fan1/load', first.file, '/v2/models/fan1/infer', infer),
+              note: `${notes.join('; ')}; A retries 2/s and sends ${A_RATE}/s`,
+            };
           }
         }
         // Deeper levels: ensembles of ensembles, while the server accepts them and one request
@@ -377,7 +490,19 @@ function floods(engines: string[]): FloodDef[] {
         }
         notes.push(`${steps} steps × depth ${depth} accepted = ${steps ** depth} inferences of simple per request; A sends ${A_RATE}/s`);
         return {
-          workers: [{ kind: 'requests', origin: s.server.url, paths: [`/v2/models/fan${depth}/infer`], method: 'POST', headers: jsonHeaders(TOKEN_A), bodyFile: infer, connections: 16, rate: A_RATE, timeoutMs: 60_000 }],
+          workers: [
+            {
+              kind: 'requests',
+              origin: s.server.url,
+              paths: [`/v2/models/fan${depth}/infer`],
+              method: 'POST',
+              headers: jsonHeaders(TOKEN_A),
+              bodyFile: infer,
+              connections: 16,
+              rate: A_RATE,
+              timeoutMs: 60_000,
+            },
+          ],
           note: notes.join('; '),
         };
       },
@@ -507,11 +632,23 @@ async function runFlood(ctx: BenchContext, def: FloodDef, phaseS: number): Promi
     JSON.stringify({
       tenants: [
         { id: 'a', role: 'tenant', tokens: [hashToken(TOKEN_A)], shared_models: ['simple'], ...extra, ...(quotasA ? { quotas: quotasA } : {}) },
-        { id: 'b', role: 'tenant', tokens: [hashToken(TOKEN_B)], shared_models: ['simple'], quotas: { requests_per_second: 100_000, burst: 100_000, max_inflight: 1000 } },
+        {
+          id: 'b',
+          role: 'tenant',
+          tokens: [hashToken(TOKEN_B)],
+          shared_models: ['simple'],
+          quotas: { requests_per_second: 100_000, burst: 100_000, max_inflight: 1000 },
+        },
       ],
     }),
   );
-  const server = await ctx.startWarden(repo, [`--tenants=${tenantsFile}`, '--model-control-mode=explicit', '--load-model=simple', `--upload-directory=${join(dir, 'uploads')}`, ...serverArgs]);
+  const server = await ctx.startWarden(repo, [
+    `--tenants=${tenantsFile}`,
+    '--model-control-mode=explicit',
+    '--load-model=simple',
+    `--upload-directory=${join(dir, 'uploads')}`,
+    ...serverArgs,
+  ]);
   const postA = async (path: string, body: string, timeoutMs = 60_000) => {
     const t0 = performance.now();
     try {
@@ -560,7 +697,9 @@ export async function benchTenancy(ctx: BenchContext): Promise<void> {
   const engines = (process.env.BENCH_TENANCY_ENGINES ?? 'v8,wasmtime').split(',').filter(Boolean);
   const only = (process.env.BENCH_TENANCY_FLOODS ?? '').split(',').filter(Boolean);
   const defs = floods(engines).filter((d) => only.length === 0 || only.includes(d.id));
-  ctx.log(`\n== Tenancy: B's p99 alone vs during each of A's floods (B ${B_RATE}/s on shared simple; ${ctx.rounds} rounds × ${phaseS} s phases), and the cost of authentication ==`);
+  ctx.log(
+    `\n== Tenancy: B's p99 alone vs during each of A's floods (B ${B_RATE}/s on shared simple; ${ctx.rounds} rounds × ${phaseS} s phases), and the cost of authentication ==`,
+  );
 
   const rows: FloodRow[] = [];
   for (const def of defs) {
@@ -595,7 +734,10 @@ export async function benchTenancy(ctx: BenchContext): Promise<void> {
     verdicts.push(`- ${r.def.label}: ${r.note}. A's answers: ${outcome(r.a)}.${r.notQuiet ? ` (server not quiet before ${r.notQuiet} phase(s))` : ''}`);
   }
   const fairness =
-    ctx.table(['A floods with', 'B p50 alone', 'B p99 alone', 'B p50 during', 'B p99 during', 'B failed during', 'p99 during ÷ alone', `target <= ${TARGET_RATIO}×`], tableRows) +
+    ctx.table(
+      ['A floods with', 'B p50 alone', 'B p99 alone', 'B p50 during', 'B p99 during', 'B failed during', 'p99 during ÷ alone', `target <= ${TARGET_RATIO}×`],
+      tableRows,
+    ) +
     `\n\nB: ${B_RATE} req/s open loop (latency from each request's due time) to shared \`simple\` (JSON); latencies in ms, medians over ${ctx.rounds} rounds of ${phaseS} s; ` +
     `"B failed" counts B's non-2xx answers and socket errors during the floods (any fails the target).\n\nA's floods:\n${verdicts.join('\n')}`;
   ctx.log('\n' + fairness);
@@ -605,14 +747,33 @@ export async function benchTenancy(ctx: BenchContext): Promise<void> {
   const repo = await ctx.makeRepository(['simple']);
   const dir = mkdtempSync(join(tmpdir(), 'warden-bench-tenants-'));
   const tenantsFile = join(dir, 'tenants.json');
-  writeFileSync(tenantsFile, JSON.stringify({ tenants: [{ id: 'b', role: 'tenant', tokens: [hashToken(TOKEN_B)], shared_models: ['simple'], quotas: { requests_per_second: 100_000, burst: 100_000, max_inflight: 1000 } }] }));
+  writeFileSync(
+    tenantsFile,
+    JSON.stringify({
+      tenants: [
+        {
+          id: 'b',
+          role: 'tenant',
+          tokens: [hashToken(TOKEN_B)],
+          shared_models: ['simple'],
+          quotas: { requests_per_second: 100_000, burst: 100_000, max_inflight: 1000 },
+        },
+      ],
+    }),
+  );
   const multi = await ctx.startWarden(repo, [`--tenants=${tenantsFile}`]);
   const single = await ctx.startWarden(repo);
   try {
     const req = jsonRequest();
     const auth = await ctx.measure([
       { label: 'JSON c=1', target: 'single-user', server: single, request: req, connections: 1 },
-      { label: 'JSON c=1', target: 'multi-tenant', server: multi, request: { ...req, headers: { ...req.headers, authorization: `Bearer ${TOKEN_B}` } }, connections: 1 },
+      {
+        label: 'JSON c=1',
+        target: 'multi-tenant',
+        server: multi,
+        request: { ...req, headers: { ...req.headers, authorization: `Bearer ${TOKEN_B}` } },
+        connections: 1,
+      },
     ]);
     const s = auth.find((x) => x.target === 'single-user')!;
     const m = auth.find((x) => x.target === 'multi-tenant')!;

@@ -80,25 +80,37 @@ async function engineNumbers(ctx: BenchContext, engineName: 'v8' | 'wasmtime'): 
     engine: engineName,
   });
   const logger = pino({ level: 'silent' });
-  const cfg = (name: string) => ({
-    name,
-    platform: '',
-    backend: 'wasm',
-    runtime: '',
-    version_policy: { latest: { num_versions: 1 } },
-    max_batch_size: 0,
-    input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [-1], is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false }],
-    output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1], label_filename: '', is_shape_tensor: false, is_non_linear_format_io: false }],
-    batch_input: [],
-    batch_output: [],
-    optimization: {},
-    instance_group: [],
-    default_model_filename: '',
-    cc_model_filenames: {},
-    metric_tags: {},
-    parameters: {},
-    model_warmup: [],
-  }) as never;
+  const cfg = (name: string) =>
+    ({
+      name,
+      platform: '',
+      backend: 'wasm',
+      runtime: '',
+      version_policy: { latest: { num_versions: 1 } },
+      max_batch_size: 0,
+      input: [
+        {
+          name: 'INPUT0',
+          data_type: 'TYPE_FP32',
+          format: 'FORMAT_NONE',
+          dims: [-1],
+          is_shape_tensor: false,
+          allow_ragged_batch: false,
+          optional: false,
+          is_non_linear_format_io: false,
+        },
+      ],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1], label_filename: '', is_shape_tensor: false, is_non_linear_format_io: false }],
+      batch_input: [],
+      batch_output: [],
+      optimization: {},
+      instance_group: [],
+      default_model_filename: '',
+      cc_model_filenames: {},
+      metric_tags: {},
+      parameters: {},
+      model_warmup: [],
+    }) as never;
   const loadModel = async (name: string, dir: string, params: Record<string, string> = {}) => {
     const c = cfg(name) as { parameters: Record<string, { string_value: string }> };
     for (const [k, v] of Object.entries(params)) c.parameters[k] = { string_value: v };
@@ -113,7 +125,21 @@ async function engineNumbers(ctx: BenchContext, engineName: 'v8' | 'wasmtime'): 
     let done!: () => void;
     const finished = new Promise<void>((r) => (done = r));
     const sender = { send: (_r: unknown, final: boolean) => final && done(), sendError: (_e: unknown, final: boolean) => final && done() };
-    const req = { id: '', model: 'm', version: 1, tenant: '', inputs: [{ name: 'INPUT0', datatype: 'FP32' as const, shape: [16], data }], requestedOutputs: ['OUTPUT0'], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, cancelled: false };
+    const req = {
+      id: '',
+      model: 'm',
+      version: 1,
+      tenant: '',
+      inputs: [{ name: 'INPUT0', datatype: 'FP32' as const, shape: [16], data }],
+      requestedOutputs: ['OUTPUT0'],
+      parameters: {},
+      correlationId: 0,
+      flags: 0,
+      priority: 0,
+      timeoutUs: 0,
+      batchSize: 1,
+      cancelled: false,
+    };
     await inst.execute([req], [sender]);
     await finished;
   };
@@ -184,7 +210,11 @@ async function engineNumbers(ctx: BenchContext, engineName: 'v8' | 'wasmtime'): 
 
 /** Runs bench/density.js in a child per engine: N uploads of identity_wasm loaded one after another. */
 async function density(ctx: BenchContext, engineName: string, models: number, live = false): Promise<Record<string, number>> {
-  const { stdout } = await promisify(execFile)(process.execPath, [join(ctx.root, 'dist', 'bench', 'density.js'), engineName, String(models), ...(live ? ['live'] : [])], { cwd: ctx.root, maxBuffer: 1 << 20, timeout: 1_800_000 });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [join(ctx.root, 'dist', 'bench', 'density.js'), engineName, String(models), ...(live ? ['live'] : [])],
+    { cwd: ctx.root, maxBuffer: 1 << 20, timeout: 1_800_000 },
+  );
   return JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, number>;
 }
 
@@ -216,10 +246,12 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
     // check answers before timing them
     const idReq = identityRequest('identity_wasm');
     const idC = await send(warden.url, { ...idReq, path: '/v2/models/identity_c_wasm/infer' });
-    if (idC.status !== 200 || JSON.stringify(JSON.parse(idC.body.toString()).outputs?.[0]?.data) !== JSON.stringify(IDENTITY_INPUT)) throw new Error(`identity_c_wasm answered ${idC.status}: ${idC.body.toString().slice(0, 300)}`);
+    if (idC.status !== 200 || JSON.stringify(JSON.parse(idC.body.toString()).outputs?.[0]?.data) !== JSON.stringify(IDENTITY_INPUT))
+      throw new Error(`identity_c_wasm answered ${idC.status}: ${idC.body.toString().slice(0, 300)}`);
     const id = await send(warden.url, idReq);
     const idOut = JSON.parse(id.body.toString()).outputs?.[0]?.data as number[] | undefined;
-    if (id.status !== 200 || JSON.stringify(idOut) !== JSON.stringify(IDENTITY_INPUT)) throw new Error(`identity_wasm answered ${id.status}: ${id.body.toString().slice(0, 300)}`);
+    if (id.status !== 200 || JSON.stringify(idOut) !== JSON.stringify(IDENTITY_INPUT))
+      throw new Error(`identity_wasm answered ${id.status}: ${id.body.toString().slice(0, 300)}`);
     const simple = await send(warden.url, simpleRequest());
     if (simple.status !== 200) throw new Error(`simple answered ${simple.status}: ${simple.body.toString().slice(0, 300)}`);
     const big = addSubRequest(MiB);
@@ -232,7 +264,8 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
       if (sum[1000] !== 1002) throw new Error(`${path} returned a wrong sum: ${sum[1000]}`);
       for (const base of ['identity_wasm', 'identity_c_wasm']) {
         const r = await send(warden.url, { ...idReq, path: `/v2/models/${onEngine(base, engine)}/infer` });
-        if (r.status !== 200 || JSON.stringify(JSON.parse(r.body.toString()).outputs?.[0]?.data) !== JSON.stringify(IDENTITY_INPUT)) throw new Error(`${base} on ${engine} answered ${r.status}: ${r.body.toString().slice(0, 300)}`);
+        if (r.status !== 200 || JSON.stringify(JSON.parse(r.body.toString()).outputs?.[0]?.data) !== JSON.stringify(IDENTITY_INPUT))
+          throw new Error(`${base} on ${engine} answered ${r.status}: ${r.body.toString().slice(0, 300)}`);
       }
     }
 
@@ -241,44 +274,94 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
     const canned = { headers: id.headers, bodyBase64: id.body.toString('base64') };
     writeFileSync(cannedFile, JSON.stringify({ json: canned, binary: canned }));
     const floorPort = await ctx.freePort();
-    const floor = await ctx.startChild('floor', process.execPath, [join(ctx.root, 'dist', 'bench', 'floor.js'), '--port', String(floorPort), '--canned', cannedFile], floorPort, '/v2/health/ready');
+    const floor = await ctx.startChild(
+      'floor',
+      process.execPath,
+      [join(ctx.root, 'dist', 'bench', 'floor.js'), '--port', String(floorPort), '--canned', cannedFile],
+      floorPort,
+      '/v2/health/ready',
+    );
     // The same repository without wake affinity (native/src/core/wake.cc), to show what it saves.
     const wardenOff = await ctx.startWarden(repo, ['--wake-affinity=false']);
     try {
       const cases: BenchCase[] = [];
       for (const c of [1, 16]) {
         for (const engine of ENGINES) {
-          cases.push({ label: `${engine}: identity (TS guest) FP32[16] JSON c=${c}`, target: `wasm ${engine}`, server: warden, request: { ...idReq, path: `/v2/models/${onEngine('identity_wasm', engine)}/infer` }, connections: c });
-          cases.push({ label: `${engine}: identity (C guest) FP32[16] JSON c=${c}`, target: `wasm ${engine}`, server: warden, request: { ...idReq, path: `/v2/models/${onEngine('identity_c_wasm', engine)}/infer` }, connections: c });
+          cases.push({
+            label: `${engine}: identity (TS guest) FP32[16] JSON c=${c}`,
+            target: `wasm ${engine}`,
+            server: warden,
+            request: { ...idReq, path: `/v2/models/${onEngine('identity_wasm', engine)}/infer` },
+            connections: c,
+          });
+          cases.push({
+            label: `${engine}: identity (C guest) FP32[16] JSON c=${c}`,
+            target: `wasm ${engine}`,
+            server: warden,
+            request: { ...idReq, path: `/v2/models/${onEngine('identity_c_wasm', engine)}/infer` },
+            connections: c,
+          });
         }
         cases.push({ label: `simple INT32[1,16] JSON c=${c}`, target: 'onnx simple', server: warden, request: simpleRequest(), connections: c });
-        cases.push({ label: `floor c=${c}`, target: 'fastify floor', server: floor, request: { ...idReq, path: '/v2/models/identity_wasm/infer' }, connections: c });
+        cases.push({
+          label: `floor c=${c}`,
+          target: 'fastify floor',
+          server: floor,
+          request: { ...idReq, path: '/v2/models/identity_wasm/infer' },
+          connections: c,
+        });
       }
       const OFF = 'wasmtime: identity (C guest) FP32[16] JSON c=1, wake affinity off';
-      cases.push({ label: OFF, target: 'wasm wasmtime', server: wardenOff, request: { ...idReq, path: `/v2/models/${onEngine('identity_c_wasm', 'wasmtime')}/infer` }, connections: 1 });
+      cases.push({
+        label: OFF,
+        target: 'wasm wasmtime',
+        server: wardenOff,
+        request: { ...idReq, path: `/v2/models/${onEngine('identity_c_wasm', 'wasmtime')}/infer` },
+        connections: 1,
+      });
       for (const engine of ENGINES) {
-        cases.push({ label: `${engine}: add_sub 2×1 MiB FP32 binary c=1`, target: `wasm ${engine}`, server: warden, request: { ...big, path: `/v2/models/${onEngine('add_sub_wasm', engine)}/infer` }, connections: 1 });
+        cases.push({
+          label: `${engine}: add_sub 2×1 MiB FP32 binary c=1`,
+          target: `wasm ${engine}`,
+          server: warden,
+          request: { ...big, path: `/v2/models/${onEngine('add_sub_wasm', engine)}/infer` },
+          connections: 1,
+        });
       }
       const res = await ctx.measure(cases);
       const by = (label: string) => res.find((r) => r.label === label)!;
       const us = (rps: number) => 1e6 / rps;
-      const rows = res.map((r) => [r.target, r.label, r.rps.toFixed(0), `${r.rpsMin.toFixed(0)}–${r.rpsMax.toFixed(0)}`, r.p50Ms.toFixed(3), r.p99Ms.toFixed(3), Number.isFinite(r.cpuUsPerReq) ? r.cpuUsPerReq.toFixed(0) : '-']);
+      const rows = res.map((r) => [
+        r.target,
+        r.label,
+        r.rps.toFixed(0),
+        `${r.rpsMin.toFixed(0)}–${r.rpsMax.toFixed(0)}`,
+        r.p50Ms.toFixed(3),
+        r.p99Ms.toFixed(3),
+        Number.isFinite(r.cpuUsPerReq) ? r.cpuUsPerReq.toFixed(0) : '-',
+      ]);
       const lines: string[] = [ctx.table(['target', 'case', 'infer/s (median)', 'range', 'p50 ms', 'p99 ms', 'server CPU µs/req'], rows), ''];
       const out: Record<string, unknown> = { cases: res };
       const densityModels = Number(process.env.BENCH_DENSITY_MODELS ?? 100);
       for (const engine of ENGINES) {
-        const over = (guest: string, c: number) => us(by(`${engine}: identity (${guest} guest) FP32[16] JSON c=${c}`).rps) - us(by(`simple INT32[1,16] JSON c=${c}`).rps);
+        const over = (guest: string, c: number) =>
+          us(by(`${engine}: identity (${guest} guest) FP32[16] JSON c=${c}`).rps) - us(by(`simple INT32[1,16] JSON c=${c}`).rps);
         const addSub = by(`${engine}: add_sub 2×1 MiB FP32 binary c=1`);
         const mbps = (addSub.rps * 2 * MiB) / 1e6;
         const e = await engineNumbers(ctx, engine);
         const d = await density(ctx, engine, densityModels).catch((err: Error) => ({ error: err.message }) as unknown as Record<string, number>);
-        const dLive = engine === 'wasmtime' ? await density(ctx, engine, densityModels, true).catch((err: Error) => ({ error: err.message }) as unknown as Record<string, number>) : undefined;
+        const dLive =
+          engine === 'wasmtime'
+            ? await density(ctx, engine, densityModels, true).catch((err: Error) => ({ error: err.message }) as unknown as Record<string, number>)
+            : undefined;
         const med = (xs: number[]) => (xs.length ? ctx.median(xs) : NaN);
         const met = engine === 'wasmtime' ? ` ${over('C', 1) < 30 ? 'MET' : 'MISSED'}` : '';
         lines.push(
           `[${engine}] sandbox cost over the ONNX path at c=1: TS guest ${over('TS', 1).toFixed(0)} µs, C guest ${over('C', 1).toFixed(0)} µs per request (1/rps difference; target for wasmtime C guest: < 30 µs${met})`,
           ...(engine === 'wasmtime'
-            ? [`[wasmtime] wake affinity (--wake-affinity, on by default) saves ${(us(by(OFF).rps) - us(by(`wasmtime: identity (C guest) FP32[16] JSON c=1`).rps)).toFixed(1)} µs per request of the C guest at c=1`]
+            ? [
+                `[wasmtime] wake affinity (--wake-affinity, on by default) saves ${(us(by(OFF).rps) - us(by(`wasmtime: identity (C guest) FP32[16] JSON c=1`).rps)).toFixed(1)} µs per request of the C guest at c=1`,
+              ]
             : []),
           `[${engine}] at c=16: TS guest ${over('TS', 16).toFixed(1)} µs, C guest ${over('C', 16).toFixed(1)} µs per request of throughput`,
           `[${engine}] add_sub_wasm (TS guest) on 2 × 1 MiB FP32: ${mbps.toFixed(1)} MB/s of input (${addSub.rps.toFixed(1)} infer/s, p50 ${addSub.p50Ms.toFixed(1)} ms)`,
@@ -290,7 +373,15 @@ export async function benchWasm(ctx: BenchContext): Promise<unknown> {
           ...(dLive ? [`[${engine}] density, same, every sandbox kept live: ${JSON.stringify(dLive)}`] : []),
           '',
         );
-        out[engine] = { overheadUsC1: over('TS', 1), overheadUsC1CGuest: over('C', 1), overheadUsC16: over('TS', 16), addSubMBps: mbps, ...e, density: d, densityLive: dLive };
+        out[engine] = {
+          overheadUsC1: over('TS', 1),
+          overheadUsC1CGuest: over('C', 1),
+          overheadUsC16: over('TS', 16),
+          addSubMBps: mbps,
+          ...e,
+          density: d,
+          densityLive: dLive,
+        };
       }
       const body = lines.join('\n');
       ctx.log(body);

@@ -151,7 +151,8 @@ function engineOption(v: string | undefined): ServerOptions['wasmEngine'] {
 /** `--http-threads`: 0..MAX_HTTP_THREADS (default 0). @throws UsageError otherwise */
 function httpThreads(v: string | undefined): number {
   const n = int('http-threads', v, 0, 0);
-  if (n > MAX_HTTP_THREADS || (v !== undefined && !/^[0-9]+$/.test(v))) throw new UsageError(`--http-threads expects 0 (HTTP on the main thread only) to ${MAX_HTTP_THREADS}, got '${v}'`);
+  if (n > MAX_HTTP_THREADS || (v !== undefined && !/^[0-9]+$/.test(v)))
+    throw new UsageError(`--http-threads expects 0 (HTTP on the main thread only) to ${MAX_HTTP_THREADS}, got '${v}'`);
   return n;
 }
 
@@ -168,16 +169,42 @@ function int(name: string, v: string | undefined, dflt: number, min = 0): number
  * not warned about.
  */
 export const IGNORED_TRITON_FLAGS: readonly string[] = [
-  'reuse-grpc-port', 'grpc-header-forward-pattern', 'grpc-infer-allocation-pool-size',
-  'grpc-max-response-pool-size', 'grpc-infer-thread-count', 'grpc-use-ssl', 'grpc-use-ssl-mutual', 'grpc-server-cert', 'grpc-server-key',
-  'grpc-root-cert', 'grpc-infer-response-compression-level',
-  'allow-sagemaker', 'sagemaker-port', 'sagemaker-safe-port-range', 'sagemaker-thread-count',
-  'allow-vertex-ai', 'vertex-ai-port', 'vertex-ai-thread-count', 'vertex-ai-default-model',
-  'reuse-http-port', 'http-header-forward-pattern', 'metrics-config',
-  'cache-directory', 'rate-limit', 'rate-limit-resource',
-  'pinned-memory-pool-byte-size', 'cuda-memory-pool-byte-size', 'cuda-virtual-address-size', 'min-supported-compute-capability',
-  'repoagent-directory', 'buffer-manager-thread-count', 'host-policy', 'model-load-gpu-limit', 'model-load-retry-count',
-  'model-namespacing', 'enable-peer-access',
+  'reuse-grpc-port',
+  'grpc-header-forward-pattern',
+  'grpc-infer-allocation-pool-size',
+  'grpc-max-response-pool-size',
+  'grpc-infer-thread-count',
+  'grpc-use-ssl',
+  'grpc-use-ssl-mutual',
+  'grpc-server-cert',
+  'grpc-server-key',
+  'grpc-root-cert',
+  'grpc-infer-response-compression-level',
+  'allow-sagemaker',
+  'sagemaker-port',
+  'sagemaker-safe-port-range',
+  'sagemaker-thread-count',
+  'allow-vertex-ai',
+  'vertex-ai-port',
+  'vertex-ai-thread-count',
+  'vertex-ai-default-model',
+  'reuse-http-port',
+  'http-header-forward-pattern',
+  'metrics-config',
+  'cache-directory',
+  'rate-limit',
+  'rate-limit-resource',
+  'pinned-memory-pool-byte-size',
+  'cuda-memory-pool-byte-size',
+  'cuda-virtual-address-size',
+  'min-supported-compute-capability',
+  'repoagent-directory',
+  'buffer-manager-thread-count',
+  'host-policy',
+  'model-load-gpu-limit',
+  'model-load-retry-count',
+  'model-namespacing',
+  'enable-peer-access',
 ];
 
 /** What the CLI tells the operator once, after parsing (the caller logs it). */
@@ -196,7 +223,8 @@ function traceOptions(v: Record<string, string | string[] | boolean | undefined>
         return;
       case 'level': {
         const l = value.toUpperCase();
-        if (l !== 'OFF' && l !== 'TIMESTAMPS' && l !== 'TENSORS') throw new UsageError(`${flag}: trace level must be OFF, TIMESTAMPS or TENSORS, got '${value}'`);
+        if (l !== 'OFF' && l !== 'TIMESTAMPS' && l !== 'TENSORS')
+          throw new UsageError(`${flag}: trace level must be OFF, TIMESTAMPS or TENSORS, got '${value}'`);
         t.level = l === 'OFF' ? [] : [...new Set([...(t.level ?? []), l as 'TIMESTAMPS' | 'TENSORS'])];
         return;
       }
@@ -251,7 +279,8 @@ function openTelemetrySetting(t: NonNullable<ServerOptions['trace']>, key: strin
   const o = (t.opentelemetry ??= {});
   const count = (min: number) => {
     const n = Number(value);
-    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min) throw new UsageError(`--trace-config opentelemetry,${key}: expects an integer >= ${min}, got '${value}'`);
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min)
+      throw new UsageError(`--trace-config opentelemetry,${key}: expects an integer >= ${min}, got '${value}'`);
     return n;
   };
   switch (key) {
@@ -281,9 +310,17 @@ function openTelemetrySetting(t: NonNullable<ServerOptions['trace']>, key: strin
 /** tritonserver's gRPC flags Warden honours (spec §5.8; frontend/grpc/server.ts says how). */
 const GRPC_FLAG_OPTIONS = Object.fromEntries(
   [
-    'allow-grpc', 'grpc-port', 'grpc-address', 'grpc-keepalive-time', 'grpc-keepalive-timeout', 'grpc-keepalive-permit-without-calls',
-    'grpc-http2-max-pings-without-data', 'grpc-http2-min-recv-ping-interval-without-data', 'grpc-http2-max-ping-strikes',
-    'grpc-max-connection-age', 'grpc-max-connection-age-grace',
+    'allow-grpc',
+    'grpc-port',
+    'grpc-address',
+    'grpc-keepalive-time',
+    'grpc-keepalive-timeout',
+    'grpc-keepalive-permit-without-calls',
+    'grpc-http2-max-pings-without-data',
+    'grpc-http2-min-recv-ping-interval-without-data',
+    'grpc-http2-max-ping-strikes',
+    'grpc-max-connection-age',
+    'grpc-max-connection-age-grace',
   ].map((f) => [f, { type: 'string' } as const]),
 );
 
@@ -480,14 +517,15 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
   const logFormat = (v['log-format'] as string | undefined) ?? 'default';
   if (logFormat !== 'default' && logFormat !== 'ISO8601') throw new UsageError(`invalid argument for --log-format, got: ${logFormat}`);
   const metricsIntervalMs = Number(v['metrics-interval-ms'] ?? 2000);
-  if (!Number.isFinite(metricsIntervalMs) || metricsIntervalMs <= 0) throw new UsageError(`--metrics-interval-ms expects a positive number, got '${String(v['metrics-interval-ms'])}'`);
+  if (!Number.isFinite(metricsIntervalMs) || metricsIntervalMs <= 0)
+    throw new UsageError(`--metrics-interval-ms expects a positive number, got '${String(v['metrics-interval-ms'])}'`);
   const repos = [...(v['model-repository'] ?? []), ...(v['model-store'] ?? [])];
   if (repos.length === 0) throw new UsageError('--model-repository must be given');
   const mode = v['model-control-mode'] ?? 'none';
   if (mode !== 'none' && mode !== 'poll' && mode !== 'explicit') throw new UsageError(`--model-control-mode must be none, poll or explicit, got '${mode}'`);
   const loadModels = v['load-model'] ?? [];
   if (loadModels.length > 0 && mode !== 'explicit') throw new UsageError('--load-model requires --model-control-mode=explicit');
-  if (loadModels.includes('*') && loadModels.length > 1) throw new UsageError("--load-model=* must be the only --load-model");
+  if (loadModels.includes('*') && loadModels.length > 1) throw new UsageError('--load-model=* must be the only --load-model');
   const backendConfig: Record<string, Record<string, string>> = {};
   for (const bc of v['backend-config'] ?? []) {
     const m = /^(?:([^,=]*),)?([^,=]+)=(.*)$/.exec(bc);

@@ -37,7 +37,9 @@ async function main(): Promise<void> {
   }
   const logFile = opts.logSettings?.log_file;
   // Asynchronous, and bounded: a stdout nobody reads drops log lines past 16 MiB instead of growing.
-  const dest = pino.destination(logFile ? { dest: logFile, mkdir: true, append: true, sync: false, maxLength: 16 << 20 } : { dest: 1, sync: false, maxLength: 16 << 20 });
+  const dest = pino.destination(
+    logFile ? { dest: logFile, mkdir: true, append: true, sync: false, maxLength: 16 << 20 } : { dest: 1, sync: false, maxLength: 16 << 20 },
+  );
   let broken = false;
   // EPIPE (stdout is a closed pipe) or a failing log file: stop writing, keep serving.
   const onLogError = (): void => {

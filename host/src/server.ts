@@ -21,7 +21,6 @@ import { TraceManager, type TraceOptions } from './trace/trace-manager.js';
 import { PathScrubber } from './contract/public-errors.js';
 import { ModelRepositoryManager, type ModelControlMode } from './lifecycle/repository-manager.js';
 import { ServerApi } from './dataplane/server-api.js';
-import { SINGLE_USER } from './contract/types.js';
 import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
 import { buildHttpFrontend } from './frontend/http/app.js';
 import { FrontendThreads, MAX_HTTP_THREADS } from './frontend/http/threads/pool.js';
@@ -235,13 +234,16 @@ async function listenNatively(
     const { nativeAddon } = await import('./platform/addon.js');
     addon = nativeAddon();
   } catch (e) {
-    logger.debug({ err: e }, 'native addon unavailable: the HTTP port uses Node\'s listener');
+    logger.debug({ err: e }, "native addon unavailable: the HTTP port uses Node's listener");
     return undefined;
   }
   const bound = addon.reusePortListen(host, port, 511, false);
   try {
     await http.ready();
-    return { listener: new NativeListener(http.server, addon.Acceptor, bound.fd, http.server.maxConnections, perAddress, (fd) => addon.closeFd(fd)), port: bound.port };
+    return {
+      listener: new NativeListener(http.server, addon.Acceptor, bound.fd, http.server.maxConnections, perAddress, (fd) => addon.closeFd(fd)),
+      port: bound.port,
+    };
   } catch (e) {
     addon.closeFd(bound.fd);
     throw e;
@@ -275,7 +277,11 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
             const t = key.namespace === '' ? undefined : tenants.get(key.namespace);
             if (!t) return undefined;
             let b = tenantBudgets.get(t.id);
-            if (!b) tenantBudgets.set(t.id, (b = wasm.memoryBudget.child(`tenant '${t.id}''s sandbox memory quota (max_memory_total_bytes)`, t.quotas.max_memory_total_bytes)));
+            if (!b)
+              tenantBudgets.set(
+                t.id,
+                (b = wasm.memoryBudget.child(`tenant '${t.id}''s sandbox memory quota (max_memory_total_bytes)`, t.quotas.max_memory_total_bytes)),
+              );
             return b;
           }
         : undefined,
@@ -288,7 +294,11 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
   resolvers.push(new OnnxRuntimeResolver());
   {
     const { PythonBackendResolver } = await import('./backends/python/index.js');
-    const python = new PythonBackendResolver({ backendDirectory: backendDirectoryOf(opts), cacheDir: opts.cacheDir ?? join(PROJECT_ROOT, '.cache'), logger: logger.child({ backend: 'python' }) });
+    const python = new PythonBackendResolver({
+      backendDirectory: backendDirectoryOf(opts),
+      cacheDir: opts.cacheDir ?? join(PROJECT_ROOT, '.cache'),
+      logger: logger.child({ backend: 'python' }),
+    });
     resolvers.push(python);
     metrics.addTextSource(() => python.metrics.text());
   }
@@ -318,9 +328,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const logger = opts.logger ?? pino({ level: opts.logLevel ?? 'info', base: { service: 'warden' } });
   // DESIGN "Multi-tenancy": tenant ids reach the series only when the operator asks for them.
   const metrics = new ServerMetrics({ tenantLabel: opts.tenantsFile !== undefined && opts.metricsTenantLabels === true });
-  const tenants = opts.tenantsFile
-    ? await TenantRegistry.open(opts.tenantsFile, { logger: logger.child({ component: 'tenants' }), jwt: opts.jwt })
-    : undefined;
+  const tenants = opts.tenantsFile ? await TenantRegistry.open(opts.tenantsFile, { logger: logger.child({ component: 'tenants' }), jwt: opts.jwt }) : undefined;
   const wasmLimits = opts.wasmLimits ?? DEFAULT_WASM_LIMITS;
   const serverAdmission = new ServerAdmission(opts.caps ?? DEFAULT_SERVER_CAPS, (origin) =>
     origin.tenant === '' || tenants?.get(origin.tenant)?.allow_onnx ? ALL_UPLOAD_BACKENDS : WASM_UPLOADS,
@@ -352,7 +360,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     responseCache,
     // Tenants' namespaces (id → creation identity): uploads of a tenant no longer listed are moved
     // aside at start-up and on reload (DESIGN "Multi-tenancy").
-    tenants: tenants ? () => new Map(tenants.list().filter((t) => t.role === 'tenant').map((t) => [t.id, t.uid])) : undefined,
+    tenants: tenants
+      ? () =>
+          new Map(
+            tenants
+              .list()
+              .filter((t) => t.role === 'tenant')
+              .map((t) => [t.id, t.uid]),
+          )
+      : undefined,
     repositories: opts.modelRepositories,
     controlMode: opts.modelControlMode ?? 'none',
     resolvers: await createResolvers(opts, logger, metrics, tenants),
@@ -407,14 +423,29 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       responseCache?.dropTenant(id);
     });
   });
-  const frontend = await buildHttpFrontend({ api, tenants, maxInputSize, shm, limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS, logger, fastPath: opts.httpFastPath, restricted: opts.httpRestrictedApis });
+  const frontend = await buildHttpFrontend({
+    api,
+    tenants,
+    maxInputSize,
+    shm,
+    limits: opts.httpLimits ?? DEFAULT_HTTP_LIMITS,
+    logger,
+    fastPath: opts.httpFastPath,
+    restricted: opts.httpRestrictedApis,
+  });
   const http = frontend.app;
   const threadCount = opts.httpThreads ?? 0;
-  if (!Number.isInteger(threadCount) || threadCount < 0 || threadCount > MAX_HTTP_THREADS) throw new RangeError(`httpThreads must be an integer 0..${MAX_HTTP_THREADS}, got ${threadCount}`);
+  if (!Number.isInteger(threadCount) || threadCount < 0 || threadCount > MAX_HTTP_THREADS)
+    throw new RangeError(`httpThreads must be an integer 0..${MAX_HTTP_THREADS}, got ${threadCount}`);
   // In multi-tenant mode the scrape is the operator's: an administrator's token (unless --metrics-auth=false).
   const metricsAccess: MetricsAccess | undefined =
     tenants && opts.metricsAuth !== false
-      ? { authenticate: async (h) => { const r = await tenants.authenticate(h); return r.ok ? r.principal : undefined; } }
+      ? {
+          authenticate: async (h) => {
+            const r = await tenants.authenticate(h);
+            return r.ok ? r.principal : undefined;
+          },
+        }
       : undefined;
   const metricsApp = (opts.metricsPort ?? 8002) >= 0 ? buildMetricsApp(metrics, logger, metricsAccess) : undefined;
 
@@ -489,7 +520,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     } else {
       // Without the addon: Node's listener, the per-address cap checked as each socket is made
       // (Node's maxConnections caps the total).
-      if (perAddressConnections > 0) new ConnectionBudget(ConnectionBudget.memory(0, perAddressConnections), http.server.maxConnections).attach(http.server, ConnectionBudget.MAIN_SLOT);
+      if (perAddressConnections > 0)
+        new ConnectionBudget(ConnectionBudget.memory(0, perAddressConnections), http.server.maxConnections).attach(http.server, ConnectionBudget.MAIN_SLOT);
       await http.listen({ port: opts.httpPort ?? 8000, host });
       httpPort = (http.server.address() as { port: number }).port;
     }
@@ -501,7 +533,20 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const grpcProtoset = join(PROJECT_ROOT, 'third_party', 'triton-grpc-protos', 'grpc_service.protoset');
     // Loaded only when served: grpc-js and protobufjs add to every start-up otherwise.
     const { startGrpcFrontend } = await import('./frontend/grpc/server.js');
-    grpc = await startGrpcFrontend({ api, tenants, shm, protosetPath: grpcProtoset, maxReceiveBytes: maxInputSize, keepalive: opts.grpcKeepalive, logger, restricted: opts.grpcRestrictedProtocols }, opts.grpcAddress ?? host, opts.grpcPort);
+    grpc = await startGrpcFrontend(
+      {
+        api,
+        tenants,
+        shm,
+        protosetPath: grpcProtoset,
+        maxReceiveBytes: maxInputSize,
+        keepalive: opts.grpcKeepalive,
+        logger,
+        restricted: opts.grpcRestrictedProtocols,
+      },
+      opts.grpcAddress ?? host,
+      opts.grpcPort,
+    );
   }
   let metricsUrl: string | undefined;
   let stopCpuMetrics: (() => void) | undefined;

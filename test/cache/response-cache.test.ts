@@ -73,8 +73,11 @@ describe('keys and bounds', () => {
     expect(() => parseCli(['--model-repository=/m', '--cache-config=local'])).toThrow(/--cache-config/);
   });
 
-  it("refuses at start-up what tritonserver refuses (server command_line_parser.cc, core server.cc); redis is not built: an error, not a warning", () => {
-    const parse = (...flags: string[]) => () => parseCli(['--model-repository=/m', ...flags]);
+  it('refuses at start-up what tritonserver refuses (server command_line_parser.cc, core server.cc); redis is not built: an error, not a warning', () => {
+    const parse =
+      (...flags: string[]) =>
+      () =>
+        parseCli(['--model-repository=/m', ...flags]);
     expect(parse('--response-cache-byte-size=4096', '--cache-config=local,size=4096')).toThrow(
       'Error: Incompatible flags --response-cache-byte-size and --cache-config both provided. Please provide one or the other.',
     );
@@ -201,7 +204,10 @@ describe('over HTTP', () => {
       expect(r.status).toBe(200);
       expect(r.json.outputs[0].data).toEqual(A.map((x) => x + 1));
     }
-    const other = await infer('simple_cached', A.map((x) => x * 2));
+    const other = await infer(
+      'simple_cached',
+      A.map((x) => x * 2),
+    );
     expect(other.json.outputs[0].data).toEqual(A.map((x) => x * 2 + 1));
     const s = (await getJson(`${server.httpUrl}/v2/models/simple_cached/stats`)).json.model_stats[0];
     expect(s.inference_stats.cache_hit.count).toBe(2);

@@ -34,9 +34,7 @@ describe('tritonclient.http against Warden (mode none, default repository)', () 
 
   it('liveness, metadata / config / readiness of the example models', async (ctx) => {
     c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'health_metadata.py', [
-      '--url', c.url, '--models', READY.join(','), '--unavailable', UNAVAILABLE.join(','),
-    ]);
+    const run = await runScript(c.python, 'health_metadata.py', ['--url', c.url, '--models', READY.join(','), '--unavailable', UNAVAILABLE.join(',')]);
     expectAllPassed(run, [
       'is_server_live',
       ...READY.flatMap((m) => [`${m}: model metadata`, `${m}: model config`, `${m}: model ready`]),
@@ -48,9 +46,7 @@ describe('tritonclient.http against Warden (mode none, default repository)', () 
 
   it('index states, strict readiness, inference, unavailable models refused, load / unload refused', async (ctx) => {
     c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'control_none.py', [
-      '--url', c.url, '--models', READY.join(','), '--unavailable', UNAVAILABLE.join(','),
-    ]);
+    const run = await runScript(c.python, 'control_none.py', ['--url', c.url, '--models', READY.join(','), '--unavailable', UNAVAILABLE.join(',')]);
     const r = expectAllPassed(run, [
       'index: READY and UNAVAILABLE models',
       'strict readiness follows the index',
@@ -63,15 +59,12 @@ describe('tritonclient.http against Warden (mode none, default repository)', () 
     for (const m of READY) expect(index.find((x) => x.name === m)).toEqual({ name: m, version: '1', state: 'READY' });
   });
 
-  it(
-    `sequence-batching examples (${SEQUENCE_EXAMPLES.join(', ')}) READY; ${UNAVAILABLE.join(', ')} UNAVAILABLE with its reason`,
-    () => {
-      expect(noneResult, 'the index test above ran').toBeDefined();
-      const index = noneResult!.observed['index'] as { name: string; state?: string; reason?: string }[];
-      for (const m of SEQUENCE_EXAMPLES) expect(index.find((x) => x.name === m)).toEqual({ name: m, version: '1', state: 'READY' });
-      const bad = index.find((x) => x.name === 'bad_sequence');
-      expect(bad?.state).toBe('UNAVAILABLE');
-      expect(bad?.reason).toMatch(/'int32_false_true' must have exactly 2 entries/);
-    },
-  );
+  it(`sequence-batching examples (${SEQUENCE_EXAMPLES.join(', ')}) READY; ${UNAVAILABLE.join(', ')} UNAVAILABLE with its reason`, () => {
+    expect(noneResult, 'the index test above ran').toBeDefined();
+    const index = noneResult!.observed['index'] as { name: string; state?: string; reason?: string }[];
+    for (const m of SEQUENCE_EXAMPLES) expect(index.find((x) => x.name === m)).toEqual({ name: m, version: '1', state: 'READY' });
+    const bad = index.find((x) => x.name === 'bad_sequence');
+    expect(bad?.state).toBe('UNAVAILABLE');
+    expect(bad?.reason).toMatch(/'int32_false_true' must have exactly 2 entries/);
+  });
 });

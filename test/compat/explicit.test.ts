@@ -41,13 +41,23 @@ describe('tritonclient.http against Warden (explicit mode, example models loaded
   it('health, server metadata, model metadata / config / ready', async (ctx) => {
     c.skipIfNoClient(ctx);
     const run = await runScript(c.python, 'health_metadata.py', [
-      '--url', c.url, '--models', EXAMPLES.join(','), '--expect-ready', 'true',
-      '--unavailable', 'simple_sequence,simple_dyna_sequence,no_such_model',
+      '--url',
+      c.url,
+      '--models',
+      EXAMPLES.join(','),
+      '--expect-ready',
+      'true',
+      '--unavailable',
+      'simple_sequence,simple_dyna_sequence,no_such_model',
     ]);
     const r = expectAllPassed(run, [
-      'is_server_live', 'is_server_ready is True', 'server metadata',
+      'is_server_live',
+      'is_server_ready is True',
+      'server metadata',
       ...EXAMPLES.flatMap((m) => [`${m}: model metadata`, `${m}: model config`, `${m}: model ready`]),
-      'simple_sequence: not ready', 'simple_dyna_sequence: not ready', 'no_such_model: not ready',
+      'simple_sequence: not ready',
+      'simple_dyna_sequence: not ready',
+      'no_such_model: not ready',
     ]);
     // The vitest side checks the raw answers too.
     expect(r.observed['metadata:simple']).toEqual({
@@ -64,15 +74,24 @@ describe('tritonclient.http against Warden (explicit mode, example models loaded
       ],
     });
     expect(r.observed['metadata:addsub_onnx']).toMatchObject({
-      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16] }, { name: 'INPUT1', datatype: 'FP32', shape: [16] }],
+      inputs: [
+        { name: 'INPUT0', datatype: 'FP32', shape: [16] },
+        { name: 'INPUT1', datatype: 'FP32', shape: [16] },
+      ],
     });
     expect(r.observed['metadata:simple_string']).toMatchObject({
-      inputs: [{ datatype: 'BYTES', shape: [-1, 16] }, { datatype: 'BYTES', shape: [-1, 16] }],
+      inputs: [
+        { datatype: 'BYTES', shape: [-1, 16] },
+        { datatype: 'BYTES', shape: [-1, 16] },
+      ],
     });
     expect(r.observed['config:simple_string']).toMatchObject({
       name: 'simple_string',
       max_batch_size: 8,
-      input: [{ name: 'INPUT0', data_type: 'TYPE_STRING', dims: [16] }, { name: 'INPUT1', data_type: 'TYPE_STRING', dims: [16] }],
+      input: [
+        { name: 'INPUT0', data_type: 'TYPE_STRING', dims: [16] },
+        { name: 'INPUT1', data_type: 'TYPE_STRING', dims: [16] },
+      ],
     });
     expect(r.observed['config:addsub_onnx']).toMatchObject({ name: 'addsub_onnx', max_batch_size: 0 });
     const md = r.observed['server_metadata'] as { extensions: string[] };
@@ -90,8 +109,14 @@ describe('tritonclient.http against Warden (explicit mode, example models loaded
     c.skipIfNoClient(ctx);
     const run = await runScript(c.python, 'errors.py', ['--url', c.url]);
     expectAllPassed(run, [
-      'unknown model: infer', 'unknown model: metadata / ready', 'unknown version: infer', 'wrong datatype',
-      'wrong shape', 'missing input', 'unknown requested output', 'server unchanged after errors',
+      'unknown model: infer',
+      'unknown model: metadata / ready',
+      'unknown version: infer',
+      'wrong datatype',
+      'wrong shape',
+      'missing input',
+      'unknown requested output',
+      'server unchanged after errors',
     ]);
   });
 

@@ -19,7 +19,15 @@ describe('grpc-health-probe against Warden', () => {
   beforeAll(async () => {
     probe = await ensureHealthProbe();
     repo = tempRepo(['simple']);
-    const base = { modelRepositories: [repo.path], modelControlMode: 'explicit' as const, loadModels: ['simple'], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent' as const };
+    const base = {
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit' as const,
+      loadModels: ['simple'],
+      httpPort: 0,
+      metricsPort: -1,
+      grpcPort: 0,
+      logLevel: 'silent' as const,
+    };
     ready = await startServer(base);
     const cli = parseCli([`--model-repository=${repo.path}`, '--grpc-restricted-protocol=health:probe-key=k1']);
     restricted = await startServer({ ...base, grpcRestrictedProtocols: cli.grpcRestrictedProtocols });

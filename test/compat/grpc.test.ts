@@ -34,10 +34,22 @@ describe('tritonclient.grpc against Warden (explicit mode)', () => {
     c.skipIfNoClient(ctx);
     const run = await runScript(c.python, 'grpc_client.py', ['--url', c.url, '--grpc-url', c.grpcUrl, '--repo', MODEL_REPOSITORY]);
     const r = expectAllPassed(run, [
-      'health', 'server metadata', 'model metadata', 'model config as protobuf ModelConfig', 'infer simple (raw contents, id echoed)',
-      'infer batch 8, requested output subset', 'infer simple_string (BYTES)', 'async_infer x8', "errors with Triton's gRPC status codes",
-      'statistics', 'repository index / load / unload / config and file overrides', 'log settings', 'trace settings',
-      'stream: decoupled model with triton_final_response', 'stream: ordinary model and errors', 'CUDA shared memory UNSUPPORTED, system shared memory off',
+      'health',
+      'server metadata',
+      'model metadata',
+      'model config as protobuf ModelConfig',
+      'infer simple (raw contents, id echoed)',
+      'infer batch 8, requested output subset',
+      'infer simple_string (BYTES)',
+      'async_infer x8',
+      "errors with Triton's gRPC status codes",
+      'statistics',
+      'repository index / load / unload / config and file overrides',
+      'log settings',
+      'trace settings',
+      'stream: decoupled model with triton_final_response',
+      'stream: ordinary model and errors',
+      'CUDA shared memory UNSUPPORTED, system shared memory off',
     ]);
     // The same data plane as HTTP: the gRPC ModelMetadata equals HTTP's (shapes as int64 strings).
     const http = await (await fetch(`http://${c.url}/v2/models/simple`)).json();
@@ -53,7 +65,10 @@ describe("system shared memory through tritonclient's utilities (--allow-client-
   // simple under another name, with response_cache { enable: true }
   const cached = tempRepo();
   const dir = cached.addExample('simple', 'simple_cached');
-  writeFileSync(join(dir, 'config.pbtxt'), `${readFileSync(join(dir, 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "simple_cached"')}\nresponse_cache { enable: true }\n`);
+  writeFileSync(
+    join(dir, 'config.pbtxt'),
+    `${readFileSync(join(dir, 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "simple_cached"')}\nresponse_cache { enable: true }\n`,
+  );
   afterAll(() => cached.cleanup());
   const c = useCompatServer({
     modelControlMode: 'explicit',
@@ -83,9 +98,17 @@ describe("system shared memory through tritonclient's utilities (--allow-client-
 
 /** ModelMesh's tritonserver launch line (KServe modelmesh-serving, ServingRuntime triton-2.x). */
 const MODELMESH_LINE = [
-  '--model-control-mode=explicit', '--strict-model-config=false', '--strict-readiness=false', '--allow-http=true', '--allow-sagemaker=false',
-  '--grpc-keepalive-time=60000', '--grpc-keepalive-timeout=10000', '--grpc-keepalive-permit-without-calls=True',
-  '--grpc-http2-max-pings-without-data=0', '--grpc-http2-min-recv-ping-interval-without-data=10000', '--grpc-http2-max-ping-strikes=0',
+  '--model-control-mode=explicit',
+  '--strict-model-config=false',
+  '--strict-readiness=false',
+  '--allow-http=true',
+  '--allow-sagemaker=false',
+  '--grpc-keepalive-time=60000',
+  '--grpc-keepalive-timeout=10000',
+  '--grpc-keepalive-permit-without-calls=True',
+  '--grpc-http2-max-pings-without-data=0',
+  '--grpc-http2-min-recv-ping-interval-without-data=10000',
+  '--grpc-http2-max-ping-strikes=0',
 ];
 
 describe("KServe ModelMesh's Triton adapter sequence over gRPC", () => {

@@ -41,12 +41,7 @@ export function hostPort(httpUrl: string): string {
 }
 
 /** Run one script with the venv's python; resolves after it exits (killed after timeoutMs). */
-export function runScript(
-  python: string,
-  script: string,
-  args: string[],
-  timeoutMs = 120_000,
-): Promise<ScriptRun> {
+export function runScript(python: string, script: string, args: string[], timeoutMs = 120_000): Promise<ScriptRun> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(python, [join(PY_DIR, script), ...args], {
       cwd: PY_DIR,
@@ -82,9 +77,7 @@ export function runScript(
  */
 export function expectAllPassed(run: ScriptRun, expectedCases: readonly string[]): ScriptResult {
   if (!run.result) {
-    throw new Error(
-      `script printed no result line (exit ${run.exitCode})\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`,
-    );
+    throw new Error(`script printed no result line (exit ${run.exitCode})\nstdout:\n${run.stdout.slice(-4000)}\nstderr:\n${run.stderr.slice(-4000)}`);
   }
   const r = run.result;
   const names = r.cases.map((c) => c.name);

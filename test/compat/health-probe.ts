@@ -18,7 +18,10 @@ const PROBE = join(GOBIN, 'grpc-health-probe');
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
     execFile(cmd, args, { env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, out: `${stdout}${stderr}${err && typeof err.code !== 'number' ? String(err) : ''}` }),
+      resolve({
+        code: err ? (typeof err.code === 'number' ? err.code : -1) : 0,
+        out: `${stdout}${stderr}${err && typeof err.code !== 'number' ? String(err) : ''}`,
+      }),
     );
   });
 }
@@ -40,7 +43,8 @@ export async function ensureHealthProbe(): Promise<{ path: string; skip?: undefi
   if (!go) return { skip: 'no Go toolchain on this machine to build grpc-health-probe' };
   const r = await run(go, ['install', HEALTH_PROBE_MODULE], { GOBIN, GOFLAGS: '-mod=mod' }, 600_000);
   if (r.code === 0 && existsSync(PROBE)) return { path: PROBE };
-  if (/dial tcp|no such host|i\/o timeout|connection refused|network is unreachable|TLS handshake timeout/.test(r.out)) return { skip: `the Go module proxy cannot be reached: ${r.out.slice(0, 300)}` };
+  if (/dial tcp|no such host|i\/o timeout|connection refused|network is unreachable|TLS handshake timeout/.test(r.out))
+    return { skip: `the Go module proxy cannot be reached: ${r.out.slice(0, 300)}` };
   throw new Error(`go install ${HEALTH_PROBE_MODULE} failed (exit ${r.code}): ${r.out.slice(0, 2000)}`);
 }
 

@@ -16,9 +16,17 @@ describe('tritonclient.http.aio against Warden (explicit mode)', () => {
     c.skipIfNoClient(ctx);
     const run = await runScript(c.python, 'http_aio.py', ['--url', c.url]);
     const r = expectAllPassed(run, [
-      'health', 'server metadata, model metadata and config', 'infer, JSON outputs', 'infer, binary outputs',
-      'infer, gzip request and response', 'infer, deflate request and response', 'statistics', 'repository index',
-      'load and unload', 'errors: status and text', 'shared memory status calls',
+      'health',
+      'server metadata, model metadata and config',
+      'infer, JSON outputs',
+      'infer, binary outputs',
+      'infer, gzip request and response',
+      'infer, deflate request and response',
+      'statistics',
+      'repository index',
+      'load and unload',
+      'errors: status and text',
+      'shared memory status calls',
     ]);
     // The raw answers the client parsed: the same as a plain fetch reads them.
     const metadata = await (await fetch(`http://${c.url}/v2/models/simple`)).json();

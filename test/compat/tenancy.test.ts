@@ -49,7 +49,18 @@ describe('tritonclient.grpc in multi-tenant mode', () => {
     c.skipIfNoClient(ctx);
     await ensureBuilt();
     const wasm = join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm');
-    const run = await runScript(c.python, 'tenancy_grpc.py', ['--url', c.url, '--grpc-url', c.grpcUrl, '--token-a', TOKEN_A, '--token-b', TOKEN_B, '--wasm', wasm]);
+    const run = await runScript(c.python, 'tenancy_grpc.py', [
+      '--url',
+      c.url,
+      '--grpc-url',
+      c.grpcUrl,
+      '--token-a',
+      TOKEN_A,
+      '--token-b',
+      TOKEN_B,
+      '--wasm',
+      wasm,
+    ]);
     expectAllPassed(run, [
       'no token: UNAUTHENTICATED, health open',
       'an upper-case Authorization key is refused by grpcio itself',

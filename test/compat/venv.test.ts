@@ -44,8 +44,8 @@ describe('compat venv', () => {
   it('throws (no skip) when pip fails although the index answers', async (ctx) => {
     const first = await ensureCompatVenv();
     if (!first.ok) ctx.skip(`PyPI unreachable, cannot tell a real pip failure apart: ${first.reason}`);
-    await expect(
-      ensureCompatVenv({ venvDir: await scratchVenv(), tritonclient: '0.0.1.dev999999' }),
-    ).rejects.toThrow(/pip install tritonclient\[http,grpc\]==0\.0\.1\.dev999999 numpy==.* kserve==.* failed although .* is reachable/);
+    await expect(ensureCompatVenv({ venvDir: await scratchVenv(), tritonclient: '0.0.1.dev999999' })).rejects.toThrow(
+      /pip install tritonclient\[http,grpc\]==0\.0\.1\.dev999999 numpy==.* kserve==.* failed although .* is reachable/,
+    );
   }, 180_000);
 });

@@ -33,9 +33,7 @@ export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..
 export const VENV_DIR = join(PROJECT_ROOT, '.venv');
 export const VENV_PYTHON = join(VENV_DIR, 'bin', 'python');
 
-export type VenvStatus =
-  | { ok: true; python: string; tritonclient: string; numpy: string; kserve: string }
-  | { ok: false; reason: string };
+export type VenvStatus = { ok: true; python: string; tritonclient: string; numpy: string; kserve: string } | { ok: false; reason: string };
 
 interface Exec {
   code: number | null;
@@ -116,9 +114,12 @@ export async function withLock<T>(venvDir: string, fn: () => Promise<T>): Promis
       break;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      const age = await stat(lock).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
       if (age > 10 * 60_000) await rm(lock, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error(`timed out waiting for the venv lock ${lock}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for the venv lock ${lock}`, { cause: e });
       await new Promise((r) => setTimeout(r, 250));
     }
   }
@@ -157,8 +158,7 @@ export async function ensureCompatVenv(opts: VenvOptions = {}): Promise<VenvStat
     numpy: opts.numpy ?? NUMPY_VERSION,
     kserve: opts.kserve ?? KSERVE_VERSION,
   };
-  const matches = (v?: Versions) =>
-    v !== undefined && v.tritonclient === want.tritonclient && v.numpy === want.numpy && v.kserve === want.kserve;
+  const matches = (v?: Versions) => v !== undefined && v.tritonclient === want.tritonclient && v.numpy === want.numpy && v.kserve === want.kserve;
 
   const quick = await installedVersions(python);
   if (matches(quick)) return { ok: true, python, ...quick! };
@@ -173,12 +173,7 @@ export async function ensureCompatVenv(opts: VenvOptions = {}): Promise<VenvStat
       if (mk.code !== 0) throw new Error(`\`${python3} -m venv ${venvDir}\` failed:\n${mk.out}`);
     }
     const requirements = [`tritonclient[http,grpc]==${want.tritonclient}`, `numpy==${want.numpy}`, `kserve==${want.kserve}`];
-    const pip = await exec(
-      python,
-      ['-m', 'pip', 'install', '--quiet', '--timeout', '30', '--retries', '2', ...requirements],
-      8 * 60_000,
-      env,
-    );
+    const pip = await exec(python, ['-m', 'pip', 'install', '--quiet', '--timeout', '30', '--retries', '2', ...requirements], 8 * 60_000, env);
     if (pip.code !== 0) {
       const probe = await indexReachable(env);
       if (!probe.reachable) {

@@ -33,9 +33,13 @@ export async function expectTritonErrorAsync(p: Promise<unknown>, message: RegEx
     () => undefined,
     (e: unknown) => e,
   );
-  return expectTritonError(() => {
-    if (err !== undefined) throw err;
-  }, message, code);
+  return expectTritonError(
+    () => {
+      if (err !== undefined) throw err;
+    },
+    message,
+    code,
+  );
 }
 
 /**

@@ -4,12 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  modelConfigFromJson as fromJson,
-  modelConfigToJson as toJson,
-  normalizeModelConfig,
-  parseModelConfigPbtxt,
-} from '../../host/src/config/index.js';
+import { modelConfigFromJson as fromJson, modelConfigToJson as toJson, normalizeModelConfig, parseModelConfigPbtxt } from '../../host/src/config/index.js';
 import { ModelConfigDesc } from '../../host/src/config/schema.js';
 import type { ModelConfig } from '../../host/src/contract/model-config.js';
 import { messageArbitrary } from './arbitrary.js';
@@ -49,13 +44,22 @@ describe('modelConfigFromJson', () => {
     expectTritonError(() => fromJson({ max_batch_size: 2 ** 31 }), /out of range for int32/);
     expectTritonError(() => fromJson({ name: 5 }), 'expected a string, got 5 (at name)');
     expectTritonError(() => fromJson({ model_transaction_policy: { decoupled: 'true' } }), /expected true or false, got "true"/);
-    expectTritonError(() => fromJson({ input: [{ data_type: 'FP32' }] }), /invalid value "FP32" for enum inference\.DataType; expected one of TYPE_INVALID, .* \(at input\[0\]\.data_type\)/);
+    expectTritonError(
+      () => fromJson({ input: [{ data_type: 'FP32' }] }),
+      /invalid value "FP32" for enum inference\.DataType; expected one of TYPE_INVALID, .* \(at input\[0\]\.data_type\)/,
+    );
     expectTritonError(() => fromJson({ input: {} }), 'expected a JSON array, got an object (at input)');
     expectTritonError(() => fromJson({ parameters: [] }), 'expected a JSON object (map), got an array (at parameters)');
     expectTritonError(() => fromJson({ input: [null] }), 'null is not allowed here (at input[0])');
-    expectTritonError(() => fromJson({ version_policy: { latest: {}, all: {} } }), /'all' cannot be set together with 'latest': both belong to oneof 'policy_choice'/);
+    expectTritonError(
+      () => fromJson({ version_policy: { latest: {}, all: {} } }),
+      /'all' cannot be set together with 'latest': both belong to oneof 'policy_choice'/,
+    );
     expectTritonError(() => fromJson({ dynamic_batching: {}, sequence_batching: {} }), /oneof 'scheduling_choice'/);
-    expectTritonError(() => fromJson({ max_batch_size: 1, maxBatchSize: 2 }), "field 'max_batch_size' is given twice (as 'max_batch_size' and 'maxBatchSize') (at max_batch_size)");
+    expectTritonError(
+      () => fromJson({ max_batch_size: 1, maxBatchSize: 2 }),
+      "field 'max_batch_size' is given twice (as 'max_batch_size' and 'maxBatchSize') (at max_batch_size)",
+    );
     expectTritonError(() => fromJson({ dynamic_batching: { priority_queue_policy: { one: {} } } }), /map key must be an unsigned integer, got "one"/);
     expectTritonError(() => fromJson([]), 'expected a JSON object for ModelConfig, got an array');
     expectTritonError(() => fromJson('{"name": '), /^malformed JSON model configuration: /);

@@ -71,7 +71,7 @@ describe('autoCompleteFromRepository', () => {
     expect(c).toEqual({ name: 'my_model.identity', backend: 'identity', default_model_filename: 'model.identity' });
   });
 
-  it("fails like Triton when nothing determines the backend", async () => {
+  it('fails like Triton when nothing determines the backend', async () => {
     await expectTritonErrorAsync(
       complete({ '1/weights.bin': '' }, {}, 'plain'),
       "Invalid model name: Could not determine backend for model 'plain' with no backend in model configuration. Expected model name of the form 'model.<backend_name>'.",
@@ -111,7 +111,10 @@ describe('loadModelConfig', () => {
     expect(modelConfigToJson(c)).toContain('"name":"auto","platform":"onnxruntime_onnx","backend":"onnxruntime"');
     await expectTritonErrorAsync(loadModelConfig(dir, { modelName: 'auto', autoComplete: false, versions: [1] }), 'model configuration is not provided');
     const unknown = modelDir('unknown', { '1/weights.bin': '' });
-    await expectTritonErrorAsync(loadModelConfig(unknown, { modelName: 'unknown', autoComplete: true, versions: [1] }), /Could not determine backend for model 'unknown'/);
+    await expectTritonErrorAsync(
+      loadModelConfig(unknown, { modelName: 'unknown', autoComplete: true, versions: [1] }),
+      /Could not determine backend for model 'unknown'/,
+    );
   });
 
   it('with auto-complete disabled still fills the backend fields (Triton does this server-side always)', async () => {
@@ -130,12 +133,21 @@ describe('loadModelConfig', () => {
     expect(big.max_batch_size).toBe(32);
     const fallback = await loadModelConfig(dir, { modelName: 'simple', autoComplete: true, versions: [1], configName: 'absent' });
     expect(fallback.max_batch_size).toBe(8);
-    await expectTritonErrorAsync(loadModelConfig(dir, { modelName: 'simple', autoComplete: true, versions: [1], configName: '../x' }), "invalid model config name '../x'");
+    await expectTritonErrorAsync(
+      loadModelConfig(dir, { modelName: 'simple', autoComplete: true, versions: [1], configName: '../x' }),
+      "invalid model config name '../x'",
+    );
   });
 
   it('uses the override JSON instead of the file; its errors are prefixed as in Triton', async () => {
     const dir = modelDir('simple', { 'config.pbtxt': simpleText, '1/model.onnx': '' });
-    const override = JSON.stringify({ name: 'simple', backend: 'onnxruntime', max_batch_size: 2, input: [{ name: 'A', data_type: 'TYPE_FP32', dims: [1] }], output: [{ name: 'B', data_type: 'type_fp32', dims: [1] }] });
+    const override = JSON.stringify({
+      name: 'simple',
+      backend: 'onnxruntime',
+      max_batch_size: 2,
+      input: [{ name: 'A', data_type: 'TYPE_FP32', dims: [1] }],
+      output: [{ name: 'B', data_type: 'type_fp32', dims: [1] }],
+    });
     const c = await loadModelConfig(dir, { modelName: 'simple', autoComplete: true, versions: [1], overrideJson: override });
     expect([c.max_batch_size, c.input[0]!.name, c.output[0]!.data_type, c.platform]).toEqual([2, 'A', 'TYPE_FP32', 'onnxruntime_onnx']);
     await expectTritonErrorAsync(
@@ -146,10 +158,16 @@ describe('loadModelConfig', () => {
 
   it('reports pbtxt errors with the model-relative file name, line and column', async () => {
     const dir = modelDir('broken', { 'config.pbtxt': 'name: "broken"\nmax_batch_size: 8\ninput [ { nme: "x" } ]\n', '1/model.onnx': '' });
-    await expectTritonErrorAsync(loadModelConfig(dir, { modelName: 'broken', autoComplete: true, versions: [1] }), "broken/config.pbtxt:3:11: unknown field 'nme' in ModelInput (at input[0])");
+    await expectTritonErrorAsync(
+      loadModelConfig(dir, { modelName: 'broken', autoComplete: true, versions: [1] }),
+      "broken/config.pbtxt:3:11: unknown field 'nme' in ModelInput (at input[0])",
+    );
     const bin = modelDir('binary', { '1/model.onnx': '' });
     writeFileSync(join(bin, 'config.pbtxt'), Buffer.from([0x6e, 0x61, 0x6d, 0x65, 0x3a, 0x20, 0x22, 0xff, 0x22]));
-    await expectTritonErrorAsync(loadModelConfig(bin, { modelName: 'binary', autoComplete: true, versions: [1] }), 'binary/config.pbtxt: file is not valid UTF-8');
+    await expectTritonErrorAsync(
+      loadModelConfig(bin, { modelName: 'binary', autoComplete: true, versions: [1] }),
+      'binary/config.pbtxt: file is not valid UTF-8',
+    );
   });
 
   it('reports an unreadable config.pbtxt as INTERNAL', async () => {
@@ -176,7 +194,10 @@ describe('loadModelConfig', () => {
 
   it('reports validation errors (e.g. KIND_GPU on a CPU-only host) as INVALID_ARG', async () => {
     const dir = modelDir('gpu', { 'config.pbtxt': 'backend: "python" instance_group { kind: KIND_GPU }', '1/model.py': '' });
-    await expectTritonErrorAsync(loadModelConfig(dir, { modelName: 'gpu', autoComplete: true, versions: [1] }), 'instance group gpu_0 of model gpu has kind KIND_GPU but no GPUs are available');
+    await expectTritonErrorAsync(
+      loadModelConfig(dir, { modelName: 'gpu', autoComplete: true, versions: [1] }),
+      'instance group gpu_0 of model gpu has kind KIND_GPU but no GPUs are available',
+    );
     const ok = await loadModelConfig(dir, { modelName: 'gpu', autoComplete: true, versions: [1], gpuCount: 1 });
     expect(ok.instance_group[0]).toMatchObject({ kind: 'KIND_GPU', gpus: [0] });
   });

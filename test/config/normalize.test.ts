@@ -3,11 +3,7 @@
  * NormalizeInstanceGroup, SetDefaultInstanceCount), key order, idempotence.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  defaultHostPolicy,
-  normalizeModelConfig,
-  parseModelConfigPbtxt as parse,
-} from '../../host/src/config/index.js';
+import { defaultHostPolicy, normalizeModelConfig, parseModelConfigPbtxt as parse } from '../../host/src/config/index.js';
 import { ModelConfigDesc } from '../../host/src/config/schema.js';
 import type { ModelConfig } from '../../host/src/contract/model-config.js';
 import { expectTritonError, fixture } from './helpers.js';
@@ -20,8 +16,21 @@ describe('normalizeModelConfig', () => {
     expect(c.name).toBe('m');
     expect(c.version_policy).toEqual({ latest: { num_versions: 1 } });
     expect(Object.keys(c)).toEqual(
-      ModelConfigDesc.fields.map((f) => f.name).filter((n) => !['dynamic_batching', 'sequence_batching', 'ensemble_scheduling', 'model_operations',
-        'model_transaction_policy', 'model_repository_agents', 'response_cache', 'model_metrics'].includes(n)),
+      ModelConfigDesc.fields
+        .map((f) => f.name)
+        .filter(
+          (n) =>
+            ![
+              'dynamic_batching',
+              'sequence_batching',
+              'ensemble_scheduling',
+              'model_operations',
+              'model_transaction_policy',
+              'model_repository_agents',
+              'response_cache',
+              'model_metrics',
+            ].includes(n),
+        ),
     );
     expect(c.optimization).toEqual({
       priority: 'PRIORITY_DEFAULT',
@@ -69,7 +78,11 @@ describe('normalizeModelConfig', () => {
     expect(c.optimization).toBeUndefined();
     expect(c.instance_group).toEqual([]);
     expect(c.ensemble_scheduling!.step[0]).toEqual({
-      model_name: 'preprocess', model_version: -1, input_map: { RAW: 'IMAGE' }, output_map: { OUT: 'preprocessed' }, model_namespace: '',
+      model_name: 'preprocess',
+      model_version: -1,
+      input_map: { RAW: 'IMAGE' },
+      output_map: { OUT: 'preprocessed' },
+      model_namespace: '',
     });
   });
 
@@ -84,9 +97,18 @@ describe('normalizeModelConfig', () => {
   });
 
   it('rejects structurally invalid input', () => {
-    expectTritonError(() => normalizeModelConfig({ bogus: 1 } as never, { modelName: 'm', gpuCount: 0 }), "invalid model configuration: unknown field 'bogus' in ModelConfig");
-    expectTritonError(() => normalizeModelConfig({ input: [{ dims: ['1'] }] } as never, { modelName: 'm', gpuCount: 0 }), /expected an integer, got "1" \(at input\[0\]\.dims\[0\]\)/);
-    expectTritonError(() => normalizeModelConfig({ input: [{ data_type: 'TYPE_FP64X' }] } as never, { modelName: 'm', gpuCount: 0 }), /invalid inference\.DataType value/);
+    expectTritonError(
+      () => normalizeModelConfig({ bogus: 1 } as never, { modelName: 'm', gpuCount: 0 }),
+      "invalid model configuration: unknown field 'bogus' in ModelConfig",
+    );
+    expectTritonError(
+      () => normalizeModelConfig({ input: [{ dims: ['1'] }] } as never, { modelName: 'm', gpuCount: 0 }),
+      /expected an integer, got "1" \(at input\[0\]\.dims\[0\]\)/,
+    );
+    expectTritonError(
+      () => normalizeModelConfig({ input: [{ data_type: 'TYPE_FP64X' }] } as never, { modelName: 'm', gpuCount: 0 }),
+      /invalid inference\.DataType value/,
+    );
   });
 });
 

@@ -85,8 +85,14 @@ describe('pbtxt constructs', () => {
 
   it('reads every boolean spelling', () => {
     const spellings: [string, boolean][] = [
-      ['true', true], ['True', true], ['t', true], ['1', true],
-      ['false', false], ['False', false], ['f', false], ['0', false],
+      ['true', true],
+      ['True', true],
+      ['t', true],
+      ['1', true],
+      ['false', false],
+      ['False', false],
+      ['f', false],
+      ['0', false],
     ];
     for (const [text, value] of spellings) {
       expect(parse(`model_transaction_policy { decoupled: ${text} }`).model_transaction_policy!.decoupled).toBe(value);
@@ -111,7 +117,9 @@ describe('pbtxt constructs', () => {
     expect(parse('ensemble_scheduling { step { model_version: -1 } }').ensemble_scheduling!.step[0]!.model_version).toBe(-1);
     expect(c.sequence_batching!.direct!.minimum_slot_utilization).toBe(0.5);
     expect(c.sequence_batching!.control_input[0]!.control[0]!.fp32_false_true).toEqual([1000, -2.5, Infinity, -Infinity, 3]);
-    expect(parse('model_metrics { metric_control { histogram_options { buckets: nan } } }').model_metrics!.metric_control[0]!.histogram_options!.buckets[0]).toBeNaN();
+    expect(
+      parse('model_metrics { metric_control { histogram_options { buckets: nan } } }').model_metrics!.metric_control[0]!.histogram_options!.buckets[0],
+    ).toBeNaN();
   });
 
   it('keeps 64-bit values up to 2^53-1 exactly', () => {
@@ -161,13 +169,17 @@ describe('pbtxt errors', () => {
     const text = 'name: "x"\ninput [\n  {\n    name: "a"\n    dimz: [ 3 ]\n  }\n]\n';
     expectTritonError(() => parse(text, 'config.pbtxt'), "config.pbtxt:5:5: unknown field 'dimz' in ModelInput (at input[0])");
     expectTritonError(() => parse('\n  nmae: "x"', 'm/config.pbtxt'), "m/config.pbtxt:2:3: unknown field 'nmae' in ModelConfig");
-    expectTritonError(() => parse('sequence_batching { control_input { control { knd: CONTROL_SEQUENCE_START } } }'),
-      /^config\.pbtxt:1:47: unknown field 'knd' in ModelSequenceBatching\.Control \(at sequence_batching\.control_input\[0\]\.control\[0\]\)$/);
+    expectTritonError(
+      () => parse('sequence_batching { control_input { control { knd: CONTROL_SEQUENCE_START } } }'),
+      /^config\.pbtxt:1:47: unknown field 'knd' in ModelSequenceBatching\.Control \(at sequence_batching\.control_input\[0\]\.control\[0\]\)$/,
+    );
   });
 
   it('reports a bad enum name with the allowed names', () => {
-    expectTritonError(() => parse('input { data_type: TYPE_FP33 }'),
-      /^config\.pbtxt:1:20: unknown enum value 'TYPE_FP33' for inference\.DataType; expected one of TYPE_INVALID, TYPE_BOOL, .*TYPE_BF16 \(at input\[0\]\.data_type\)$/);
+    expectTritonError(
+      () => parse('input { data_type: TYPE_FP33 }'),
+      /^config\.pbtxt:1:20: unknown enum value 'TYPE_FP33' for inference\.DataType; expected one of TYPE_INVALID, TYPE_BOOL, .*TYPE_BF16 \(at input\[0\]\.data_type\)$/,
+    );
     expectTritonError(() => parse('instance_group { kind: 7 }'), /unknown enum number 7 for inference\.ModelInstanceGroup\.Kind/);
     expectTritonError(() => parse('input { data_type: "TYPE_FP32" }'), /1:20: expected an enum value of inference\.DataType, got '"TYPE_FP32"'/);
   });
@@ -185,17 +197,27 @@ describe('pbtxt errors', () => {
   it('rejects numbers out of range, and 64-bit values beyond 2^53-1', () => {
     expectTritonError(() => parse('max_batch_size: 2147483648'), /1:17: value 2147483648 is out of range for int32 \(at max_batch_size\)/);
     expectTritonError(() => parse('max_batch_size: -2147483649'), /value -2147483649 is out of range for int32/);
-    expectTritonError(() => parse('version_policy { latest { num_versions: -1 } }'), /value -1 is out of range for uint32 \(at version_policy\.latest\.num_versions\)/);
-    expectTritonError(() => parse('input { dims: [ 9007199254740992 ] }'), /1:17: value 9007199254740992 exceeds 2\^53-1 in magnitude; .* \(at input\[0\]\.dims\[0\]\)/);
+    expectTritonError(
+      () => parse('version_policy { latest { num_versions: -1 } }'),
+      /value -1 is out of range for uint32 \(at version_policy\.latest\.num_versions\)/,
+    );
+    expectTritonError(
+      () => parse('input { dims: [ 9007199254740992 ] }'),
+      /1:17: value 9007199254740992 exceeds 2\^53-1 in magnitude; .* \(at input\[0\]\.dims\[0\]\)/,
+    );
     expectTritonError(() => parse('dynamic_batching { max_queue_delay_microseconds: 18446744073709551615 }'), /exceeds 2\^53-1/);
     expectTritonError(() => parse('dynamic_batching { max_queue_delay_microseconds: 18446744073709551616 }'), /out of range for uint64/);
   });
 
   it('rejects setting two members of a oneof', () => {
-    expectTritonError(() => parse('version_policy { latest { num_versions: 1 } all {} }'),
-      /1:45: field 'all' cannot be set together with 'latest': both belong to oneof 'policy_choice' of ModelVersionPolicy \(at version_policy\.all\)/);
-    expectTritonError(() => parse('dynamic_batching {}\nsequence_batching {}'),
-      /2:1: field 'sequence_batching' cannot be set together with 'dynamic_batching': both belong to oneof 'scheduling_choice'/);
+    expectTritonError(
+      () => parse('version_policy { latest { num_versions: 1 } all {} }'),
+      /1:45: field 'all' cannot be set together with 'latest': both belong to oneof 'policy_choice' of ModelVersionPolicy \(at version_policy\.all\)/,
+    );
+    expectTritonError(
+      () => parse('dynamic_batching {}\nsequence_batching {}'),
+      /2:1: field 'sequence_batching' cannot be set together with 'dynamic_batching': both belong to oneof 'scheduling_choice'/,
+    );
     expectTritonError(() => parse('ensemble_scheduling {} dynamic_batching {}'), /oneof 'scheduling_choice'/);
     expectTritonError(() => parse('sequence_batching { direct {} oldest {} }'), /oneof 'strategy_choice'/);
     expectTritonError(() => parse('model_warmup { inputs { key: "a" value { zero_data: true random_data: true } } }'), /oneof 'input_data_type'/);

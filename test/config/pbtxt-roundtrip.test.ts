@@ -7,11 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  normalizeModelConfig,
-  parseModelConfigPbtxt as parse,
-  printModelConfigPbtxt as print,
-} from '../../host/src/config/index.js';
+import { normalizeModelConfig, parseModelConfigPbtxt as parse, printModelConfigPbtxt as print } from '../../host/src/config/index.js';
 import { ModelConfigDesc } from '../../host/src/config/schema.js';
 import type { ModelConfig } from '../../host/src/contract/model-config.js';
 import { messageArbitrary } from './arbitrary.js';

@@ -42,7 +42,9 @@ const TRITON_SIMPLE_CONFIG_JSON =
   '"instance_group":[{"name":"simple","kind":"KIND_CPU","count":2,"gpus":[],"secondary_devices":[],"profile":[],"passive":false,"host_policy":""}],' +
   '"default_model_filename":"model.onnx","cc_model_filenames":{},"metric_tags":{},"parameters":{},"model_warmup":[]}';
 
-const models = readdirSync(TRITON_EXAMPLES, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+const models = readdirSync(TRITON_EXAMPLES, { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name);
 
 describe('Triton example models', () => {
   it('finds the example repository', () => {
@@ -64,7 +66,7 @@ describe('Triton example models', () => {
     });
   }
 
-  it("simple: the /config JSON equals what Triton prints", async () => {
+  it('simple: the /config JSON equals what Triton prints', async () => {
     const c = await loadModelConfig(join(TRITON_EXAMPLES, 'simple'), { modelName: 'simple', autoComplete: true, versions: [1] });
     expect(modelConfigToJson(c)).toBe(TRITON_SIMPLE_CONFIG_JSON);
   });
@@ -77,10 +79,19 @@ describe('Triton example models', () => {
       { name: 'simple_sequence_0', kind: 'KIND_CPU', count: 2, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: '' },
     ]);
     const dyna = await loadModelConfig(join(TRITON_EXAMPLES, 'simple_dyna_sequence'), { modelName: 'simple_dyna_sequence', autoComplete: true, versions: [1] });
-    expect(dyna.sequence_batching!.oldest).toEqual({ max_candidate_sequences: 1024, preferred_batch_size: [8], max_queue_delay_microseconds: 10000, preserve_ordering: false });
+    expect(dyna.sequence_batching!.oldest).toEqual({
+      max_candidate_sequences: 1024,
+      preferred_batch_size: [8],
+      max_queue_delay_microseconds: 10000,
+      preserve_ordering: false,
+    });
     expect(dyna.sequence_batching!.max_sequence_idle_microseconds).toBe(10_000_000);
     expect(dyna.sequence_batching!.control_input[3]!.control[0]).toEqual({
-      kind: 'CONTROL_SEQUENCE_CORRID', int32_false_true: [], fp32_false_true: [], bool_false_true: [], data_type: 'TYPE_UINT64',
+      kind: 'CONTROL_SEQUENCE_CORRID',
+      int32_false_true: [],
+      fp32_false_true: [],
+      bool_false_true: [],
+      data_type: 'TYPE_UINT64',
     });
     expect(dyna.parameters).toEqual({ execute_delay_ms: { string_value: '3' } });
     expect(dyna.instance_group[0]).toMatchObject({ name: 'simple_dyna_sequence_0', count: 2 });
@@ -89,7 +100,10 @@ describe('Triton example models', () => {
   it('addsub_onnx: max_batch_size 0, FP32', async () => {
     const c = await loadModelConfig(join(TRITON_EXAMPLES, 'addsub_onnx'), { modelName: 'addsub_onnx', autoComplete: true, versions: [1] });
     expect(c.max_batch_size).toBe(0);
-    expect(c.input.map((i) => [i.name, i.data_type, i.dims])).toEqual([['INPUT0', 'TYPE_FP32', [16]], ['INPUT1', 'TYPE_FP32', [16]]]);
+    expect(c.input.map((i) => [i.name, i.data_type, i.dims])).toEqual([
+      ['INPUT0', 'TYPE_FP32', [16]],
+      ['INPUT1', 'TYPE_FP32', [16]],
+    ]);
   });
 
   it("model_repository/'s copies are identical to the vendored originals, and carry their notice", () => {

@@ -43,7 +43,11 @@ afterAll(async () => {
 });
 
 async function call(who: Who, path: string, body: unknown) {
-  const res = await fetch(`${server.httpUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` }, body: JSON.stringify(body) });
+  const res = await fetch(`${server.httpUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, json: text ? JSON.parse(text) : undefined };
 }
@@ -55,7 +59,9 @@ function fanOut(n: number, model = 'inc'): string {
     max_batch_size: 0,
     input: [{ name: 'X', data_type: 'TYPE_INT32', dims: [-1] }],
     output: Array.from({ length: n }, (_, i) => ({ name: `Y${i}`, data_type: 'TYPE_INT32', dims: [-1] })),
-    ensemble_scheduling: { step: Array.from({ length: n }, (_, i) => ({ model_name: model, model_version: -1, input_map: { IN: 'X' }, output_map: { OUT: `Y${i}` } })) },
+    ensemble_scheduling: {
+      step: Array.from({ length: n }, (_, i) => ({ model_name: model, model_version: -1, input_map: { IN: 'X' }, output_map: { OUT: `Y${i}` } })),
+    },
   });
 }
 /** X -> model -> Y, one step (`model` may be an ensemble with input X and output Y0). */

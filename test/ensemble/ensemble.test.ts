@@ -21,9 +21,15 @@ const model = (name: string, config: string) => {
   repo.write(`${name}/1/.keep`, '');
 };
 
-const intsTensor = (name: string, values: number[]): Tensor => ({ name, datatype: 'INT32', shape: [values.length], data: new Uint8Array(Int32Array.from(values).buffer) });
+const intsTensor = (name: string, values: number[]): Tensor => ({
+  name,
+  datatype: 'INT32',
+  shape: [values.length],
+  data: new Uint8Array(Int32Array.from(values).buffer),
+});
 const ints = (t: Tensor | undefined) => Array.from(new Int32Array(t!.data.slice().buffer));
-const infer = (name: string, x: number[]) => postJson(`${server.httpUrl}/v2/models/${name}/infer`, { inputs: [{ name: 'X', datatype: 'INT32', shape: [x.length], data: x }] });
+const infer = (name: string, x: number[]) =>
+  postJson(`${server.httpUrl}/v2/models/${name}/infer`, { inputs: [{ name: 'X', datatype: 'INT32', shape: [x.length], data: x }] });
 const stats = async (name: string) => (await getJson(`${server.httpUrl}/v2/models/${name}/stats`)).json.model_stats[0];
 
 beforeAll(async () => {
@@ -40,60 +46,132 @@ beforeAll(async () => {
   model('stats_double', opsConfig('double'));
   model('fp32_inc', opsConfig('inc', { datatype: 'TYPE_FP32' }));
   // X -> inc -> T -> double -> Y
-  model('chain', ensembleConfig(['X'], ['Y'], [
-    { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
-    { model: 'double', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
-  ]));
+  model(
+    'chain',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
+        { model: 'double', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+      ],
+    ),
+  );
   // X -> slow_inc -> T1, X -> slow_double -> T2, add(T1, T2) -> Y
-  model('diamond', ensembleConfig(['X'], ['Y'], [
-    { model: 'add', inputs: { A: 'T1', B: 'T2' }, outputs: { OUT: 'Y' } },
-    { model: 'slow_inc', inputs: { IN: 'X' }, outputs: { OUT: 'T1' } },
-    { model: 'slow_double', inputs: { IN: 'X' }, outputs: { OUT: 'T2' } },
-  ]));
+  model(
+    'diamond',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'add', inputs: { A: 'T1', B: 'T2' }, outputs: { OUT: 'Y' } },
+        { model: 'slow_inc', inputs: { IN: 'X' }, outputs: { OUT: 'T1' } },
+        { model: 'slow_double', inputs: { IN: 'X' }, outputs: { OUT: 'T2' } },
+      ],
+    ),
+  );
   // X -> chain (an ensemble) -> T -> inc -> Y
-  model('outer', ensembleConfig(['X'], ['Y'], [
-    { model: 'chain', inputs: { X: 'X' }, outputs: { Y: 'T' } },
-    { model: 'inc', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
-  ]));
+  model(
+    'outer',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'chain', inputs: { X: 'X' }, outputs: { Y: 'T' } },
+        { model: 'inc', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+      ],
+    ),
+  );
   // X -> split (decoupled) -> P -> inc -> Y: one response per element
-  model('stream', ensembleConfig(['X'], ['Y'], [
-    { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
-    { model: 'inc', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
-  ]));
+  model(
+    'stream',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
+        { model: 'inc', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
+      ],
+    ),
+  );
   // The same stream through a slow step (2 instances), with and without max_inflight_requests.
   model('slow_inc_free', opsConfig('inc', { delayMs: 60 }));
   model('slow_inc_limited', opsConfig('inc', { delayMs: 60 }));
-  model('stream_free', ensembleConfig(['X'], ['Y'], [
-    { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
-    { model: 'slow_inc_free', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
-  ]));
-  model('stream_limited', ensembleConfig(['X'], ['Y'], [
-    { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
-    { model: 'slow_inc_limited', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
-  ], 'TYPE_INT32', 1));
-  model('broken', ensembleConfig(['X'], ['Y'], [
-    { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
-    { model: 'fail', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
-  ]));
+  model(
+    'stream_free',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
+        { model: 'slow_inc_free', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
+      ],
+    ),
+  );
+  model(
+    'stream_limited',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
+        { model: 'slow_inc_limited', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
+      ],
+      'TYPE_INT32',
+      1,
+    ),
+  );
+  model(
+    'broken',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
+        { model: 'fail', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+      ],
+    ),
+  );
   model('cancellable', ensembleConfig(['X'], ['Y'], [{ model: 'very_slow', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }]));
-  model('stats_chain', ensembleConfig(['X'], ['Y'], [
-    { model: 'stats_inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
-    { model: 'stats_double', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
-  ]));
+  model(
+    'stats_chain',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'stats_inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
+        { model: 'stats_double', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+      ],
+    ),
+  );
   // Invalid ones (loaded by the tests).
   model('missing_step', ensembleConfig(['X'], ['Y'], [{ model: 'no_such_model', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }]));
-  model('bad_type', ensembleConfig(['X'], ['Y'], [
-    { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
-    { model: 'fp32_inc', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
-  ]));
+  model(
+    'bad_type',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
+        { model: 'fp32_inc', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+      ],
+    ),
+  );
   model('bad_input', ensembleConfig(['X'], ['Y'], [{ model: 'inc', inputs: { NOPE: 'X' }, outputs: { OUT: 'Y' } }]));
   model('cycle_a', ensembleConfig(['X'], ['Y'], [{ model: 'cycle_b', inputs: { X: 'X' }, outputs: { Y: 'Y' } }]));
   model('cycle_b', ensembleConfig(['X'], ['Y'], [{ model: 'cycle_a', inputs: { X: 'X' }, outputs: { Y: 'Y' } }]));
-  model('mixed_decoupled', ensembleConfig(['X'], ['Y'], [
-    { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
-    { model: 'add', inputs: { A: 'P', B: 'X' }, outputs: { OUT: 'Z' } },
-    { model: 'inc', inputs: { IN: 'Z' }, outputs: { OUT: 'Y' } },
-  ]));
+  model(
+    'mixed_decoupled',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
+        { model: 'add', inputs: { A: 'P', B: 'X' }, outputs: { OUT: 'Z' } },
+        { model: 'inc', inputs: { IN: 'Z' }, outputs: { OUT: 'Y' } },
+      ],
+    ),
+  );
   server = await startServer({
     modelRepositories: [repo.path],
     modelControlMode: 'explicit',
@@ -156,17 +234,23 @@ describe('execution', () => {
     expect(r.status).toBe(501);
   });
 
-  it('max_inflight_requests bounds the requests in flight at a step: a decoupled step\'s responses wait for the slow step', async () => {
+  it("max_inflight_requests bounds the requests in flight at a step: a decoupled step's responses wait for the slow step", async () => {
     const overlaps = (model: string) => {
       const runs = opsSeen.runs.filter((x) => x.model === model).sort((a, b) => a.start - b.start);
       expect(runs).toHaveLength(4);
       return runs.slice(1).filter((r, k) => r.start < runs[k]!.end - 1).length;
     };
-    for (const [name, wantOverlap] of [['stream_limited', false], ['stream_free', true]] as const) {
+    for (const [name, wantOverlap] of [
+      ['stream_limited', false],
+      ['stream_free', true],
+    ] as const) {
       opsSeen.runs.length = 0;
       const init = { ...emptyRequestInit(name, -1), inputs: [intsTensor('X', [1, 2, 3, 4])] };
       const { responses } = await inferAndCollect(server.api, SINGLE_USER, name, -1, init);
-      expect(responses.map((r) => ints(r.outputs[0])), name).toEqual([[2], [3], [4], [5]]);
+      expect(
+        responses.map((r) => ints(r.outputs[0])),
+        name,
+      ).toEqual([[2], [3], [4], [5]]);
       // Limited to 1: one slow request at a time although the slow model has 2 instances.
       if (wantOverlap) expect(overlaps(`slow_inc_free`), name).toBeGreaterThan(0);
       else expect(overlaps(`slow_inc_limited`), name).toBe(0);
@@ -224,7 +308,9 @@ describe('validation at load (Triton wording)', () => {
   it('inconsistent data types between steps', async () => {
     const r = await load('bad_type');
     expect(r.status).toBe(400);
-    expect(r.json.error).toContain('in ensemble bad_type, ensemble tensor T: inconsistent data type: TYPE_INT32 is inferred from model inc while TYPE_FP32 is inferred from model fp32_inc');
+    expect(r.json.error).toContain(
+      'in ensemble bad_type, ensemble tensor T: inconsistent data type: TYPE_INT32 is inferred from model inc while TYPE_FP32 is inferred from model fp32_inc',
+    );
   });
 
   it('a map to an input the model does not have', async () => {

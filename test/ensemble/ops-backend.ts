@@ -8,13 +8,27 @@
  * each execution's interval and whether the request was cancelled by the end of the delay.
  */
 import { TritonError } from '../../host/src/contract/errors.js';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender, Tensor } from '../../host/src/contract/types.js';
+import type {
+  Backend,
+  BackendModel,
+  BackendResolveRequest,
+  BackendResolver,
+  InferenceRequest,
+  ModelLoadContext,
+  ResponseSender,
+  Tensor,
+} from '../../host/src/contract/types.js';
 
 export const opsSeen = { runs: [] as { model: string; start: number; end: number; cancelled: boolean }[] };
 
 /** A copy of the tensor's values (`new Uint8Array(data)` copies exactly; a Buffer's `slice` would be a view of its pool). */
 const ints = (t: Tensor): Int32Array => new Int32Array(new Uint8Array(t.data).buffer);
-const tensor = (name: string, values: ArrayLike<number>): Tensor => ({ name, datatype: 'INT32', shape: [values.length], data: new Uint8Array(Int32Array.from(values).buffer) });
+const tensor = (name: string, values: ArrayLike<number>): Tensor => ({
+  name,
+  datatype: 'INT32',
+  shape: [values.length],
+  data: new Uint8Array(Int32Array.from(values).buffer),
+});
 
 class OpsBackend implements Backend {
   readonly name = 'ops';
@@ -53,7 +67,17 @@ class OpsBackend implements Backend {
               } else if (op === 'add') {
                 const a = input('A');
                 const b = input('B');
-                s.send({ outputs: [tensor('OUT', a.map((x, k) => x + b[k]!))] }, true);
+                s.send(
+                  {
+                    outputs: [
+                      tensor(
+                        'OUT',
+                        a.map((x, k) => x + b[k]!),
+                      ),
+                    ],
+                  },
+                  true,
+                );
               } else {
                 const x = input('IN');
                 s.send({ outputs: [tensor('OUT', op === 'double' ? x.map((v) => v * 2) : x.map((v) => v + 1))] }, true);
@@ -106,8 +130,12 @@ export function ensembleConfig(inputs: string[], outputs: string[], steps: StepS
   const step = (s: StepSpec) => `{
       model_name: "${s.model}"
       model_version: ${s.version ?? -1}
-      ${Object.entries(s.inputs).map(([k, v]) => `input_map { key: "${k}" value: "${v}" }`).join('\n      ')}
-      ${Object.entries(s.outputs).map(([k, v]) => `output_map { key: "${k}" value: "${v}" }`).join('\n      ')}
+      ${Object.entries(s.inputs)
+        .map(([k, v]) => `input_map { key: "${k}" value: "${v}" }`)
+        .join('\n      ')}
+      ${Object.entries(s.outputs)
+        .map(([k, v]) => `output_map { key: "${k}" value: "${v}" }`)
+        .join('\n      ')}
     }`;
   return `
 platform: "ensemble"

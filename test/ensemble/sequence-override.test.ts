@@ -64,24 +64,45 @@ beforeAll(async () => {
   model('sum_first', sumModel);
   // X -> emit -> T -> pass -> U -> sum -> Y (downstream of emit, through a non-sequence step);
   // X -> sum_beside -> Z (beside emit: reads only the ensemble input).
-  model('chain', ensembleConfig(['X'], ['Y', 'Z'], [
-    { model: 'emit', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'T' } },
-    { model: 'pass', inputs: { INPUT0: 'T' }, outputs: { OUTPUT0: 'U' } },
-    { model: 'sum', inputs: { INPUT0: 'U' }, outputs: { OUTPUT0: 'Y' } },
-    { model: 'sum_beside', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'Z' } },
-  ]));
+  model(
+    'chain',
+    ensembleConfig(
+      ['X'],
+      ['Y', 'Z'],
+      [
+        { model: 'emit', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'T' } },
+        { model: 'pass', inputs: { INPUT0: 'T' }, outputs: { OUTPUT0: 'U' } },
+        { model: 'sum', inputs: { INPUT0: 'U' }, outputs: { OUTPUT0: 'Y' } },
+        { model: 'sum_beside', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'Z' } },
+      ],
+    ),
+  );
   // A step reading an overridden tensor (first in its input_map) and one carrying the request's
   // settings: it takes the first input's. Its output then reaches sum_first.
-  model('conflict', ensembleConfig(['X'], ['Y'], [
-    { model: 'emit', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'T' } },
-    { model: 'pass', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'P' } },
-    { model: 'pair', inputs: { INPUT0: 'T', INPUT1: 'P' }, outputs: { OUTPUT0: 'U' } },
-    { model: 'sum_first', inputs: { INPUT0: 'U' }, outputs: { OUTPUT0: 'Y' } },
-  ]));
-  model('plain', ensembleConfig(['X'], ['Y'], [
-    { model: 'pass', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'T' } },
-    { model: 'pass', inputs: { INPUT0: 'T' }, outputs: { OUTPUT0: 'Y' } },
-  ]));
+  model(
+    'conflict',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'emit', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'T' } },
+        { model: 'pass', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'P' } },
+        { model: 'pair', inputs: { INPUT0: 'T', INPUT1: 'P' }, outputs: { OUTPUT0: 'U' } },
+        { model: 'sum_first', inputs: { INPUT0: 'U' }, outputs: { OUTPUT0: 'Y' } },
+      ],
+    ),
+  );
+  model(
+    'plain',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'pass', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'T' } },
+        { model: 'pass', inputs: { INPUT0: 'T' }, outputs: { OUTPUT0: 'Y' } },
+      ],
+    ),
+  );
   server = await startServer({
     modelRepositories: [repo.path],
     httpPort: 0,
@@ -99,14 +120,22 @@ afterAll(async () => {
 });
 
 /** One ensemble request with X = [x]: the outputs by name (first element), the response parameters, or the error. */
-async function run(ensemble: string, x: number, parameters: Record<string, unknown>): Promise<{ status: number; out: Record<string, number>; parameters?: Record<string, unknown>; error?: string }> {
+async function run(
+  ensemble: string,
+  x: number,
+  parameters: Record<string, unknown>,
+): Promise<{ status: number; out: Record<string, number>; parameters?: Record<string, unknown>; error?: string }> {
   const r = await postJson(`${server.httpUrl}/v2/models/${ensemble}/infer`, { inputs: [{ name: 'X', datatype: 'INT32', shape: [1], data: [x] }], parameters });
   if (r.status !== 200) return { status: r.status, out: {}, error: r.json?.error ?? r.text };
   return { status: 200, out: Object.fromEntries(r.json.outputs.map((o: any) => [o.name, o.data[0]])), parameters: r.json.parameters };
 }
 
 /** The correlation IDs `model` was given since `from` (an index into correlationIdsSeen). */
-const idsSeen = (model: string, from: number) => correlationIdsSeen.slice(from).filter((s) => s.model === model).map((s) => s.correlationId);
+const idsSeen = (model: string, from: number) =>
+  correlationIdsSeen
+    .slice(from)
+    .filter((s) => s.model === model)
+    .map((s) => s.correlationId);
 
 describe("a step's response parameters set the sequence of the steps downstream", () => {
   it('INT sequence_id with START, then without, then END: the steps downstream follow it, the step beside keeps the request ID', async () => {
@@ -118,8 +147,16 @@ describe("a step's response parameters set the sequence of the steps downstream"
       // The first output's (Y: made by sum, whose request had 42 with START).
       parameters: { sequence_id: 42, sequence_start: true, sequence_end: false },
     });
-    expect(await run('chain', 3, base)).toMatchObject({ status: 200, out: { Y: 8, Z: 8 }, parameters: { sequence_id: 42, sequence_start: false, sequence_end: false } });
-    expect(await run('chain', 1, { ...base, response_sequence_end: true })).toMatchObject({ status: 200, out: { Y: 9, Z: 9 }, parameters: { sequence_id: 42, sequence_end: true } });
+    expect(await run('chain', 3, base)).toMatchObject({
+      status: 200,
+      out: { Y: 8, Z: 8 },
+      parameters: { sequence_id: 42, sequence_start: false, sequence_end: false },
+    });
+    expect(await run('chain', 1, { ...base, response_sequence_end: true })).toMatchObject({
+      status: 200,
+      out: { Y: 9, Z: 9 },
+      parameters: { sequence_id: 42, sequence_end: true },
+    });
     expect(idsSeen('sum', from)).toEqual([42, 42, 42]);
     expect(idsSeen('sum_beside', from)).toEqual([7, 7, 7]);
     // The END came from the response: sequence 42 of `sum` is over, 7 of `sum_beside` is not.
@@ -148,7 +185,10 @@ describe("a step's response parameters set the sequence of the steps downstream"
       out: { Y: 4, Z: 4 },
       parameters: { sequence_id: 11, sequence_start: true, sequence_end: false },
     });
-    expect(await run('chain', 2, { sequence_id: 11, sequence_start: true, response_sequence_start: false })).toMatchObject({ status: 200, out: { Y: 6, Z: 2 } });
+    expect(await run('chain', 2, { sequence_id: 11, sequence_start: true, response_sequence_start: false })).toMatchObject({
+      status: 200,
+      out: { Y: 6, Z: 2 },
+    });
     expect(idsSeen('sum', from)).toEqual([11, 11]);
   });
 
@@ -163,7 +203,11 @@ describe("a step's response parameters set the sequence of the steps downstream"
       status: 200,
       parameters: { sequence_id: '', sequence_start: true },
     });
-    expect(await run('chain', 2, { sequence_id: 'r', response_sequence_id: 'abc' })).toMatchObject({ status: 200, out: { Y: 4 }, parameters: { sequence_id: 'abc' } });
+    expect(await run('chain', 2, { sequence_id: 'r', response_sequence_id: 'abc' })).toMatchObject({
+      status: 200,
+      out: { Y: 4 },
+      parameters: { sequence_id: 'abc' },
+    });
     expect(idsSeen('sum', from)).toEqual(['abc', 44, 'abc']);
   });
 
@@ -179,9 +223,13 @@ describe("a step's response parameters set the sequence of the steps downstream"
     [{ response_sequence_id: 1.5 }, "expected parameter 'sequence_id' to be TRITONSERVER_PARAMETER_INT or TRITONSERVER_PARAMETER_STRING"],
     [{ response_sequence_start: 1 }, "expect parameter 'sequence_start' to be TRITONSERVER_PARAMETER_BOOL"],
     [{ response_sequence_end: 'yes' }, "expect parameter 'sequence_end' to be TRITONSERVER_PARAMETER_BOOL"],
-  ])('a wrong type (%o) fails the request with Triton\'s INVALID_ARG text; no step downstream runs', async (params, error) => {
+  ])("a wrong type (%o) fails the request with Triton's INVALID_ARG text; no step downstream runs", async (params, error) => {
     const from = correlationIdsSeen.length;
-    expect(await run('chain', 1, { sequence_id: 21, sequence_start: true, ...params })).toEqual({ status: 400, out: {}, error: `in ensemble 'chain', ${error}` });
+    expect(await run('chain', 1, { sequence_id: 21, sequence_start: true, ...params })).toEqual({
+      status: 400,
+      out: {},
+      error: `in ensemble 'chain', ${error}`,
+    });
     expect(idsSeen('sum', from)).toEqual([]);
   });
 
@@ -197,11 +245,22 @@ describe("a step's response parameters set the sequence of the steps downstream"
 });
 
 describe("the ensemble's response carries sequence_id / sequence_start / sequence_end (as tritonserver 2.51)", () => {
-  it('HTTP: without any sequence parameter, 0 / false / false; with the request\'s own', async () => {
+  it("HTTP: without any sequence parameter, 0 / false / false; with the request's own", async () => {
     expect((await run('plain', 1, {})).parameters).toEqual({ sequence_id: 0, sequence_start: false, sequence_end: false });
-    expect((await run('plain', 1, { sequence_id: 'abc', sequence_end: true })).parameters).toEqual({ sequence_id: 'abc', sequence_start: false, sequence_end: true });
-    expect((await run('plain', 1, { sequence_id: 18446744073709551615n.toString() })).parameters).toEqual({ sequence_id: '18446744073709551615', sequence_start: false, sequence_end: false });
-    const big = await postJson(`${server.httpUrl}/v2/models/plain/infer`, '{"inputs":[{"name":"X","datatype":"INT32","shape":[1],"data":[1]}],"parameters":{"sequence_id":18446744073709551615}}');
+    expect((await run('plain', 1, { sequence_id: 'abc', sequence_end: true })).parameters).toEqual({
+      sequence_id: 'abc',
+      sequence_start: false,
+      sequence_end: true,
+    });
+    expect((await run('plain', 1, { sequence_id: 18446744073709551615n.toString() })).parameters).toEqual({
+      sequence_id: '18446744073709551615',
+      sequence_start: false,
+      sequence_end: false,
+    });
+    const big = await postJson(
+      `${server.httpUrl}/v2/models/plain/infer`,
+      '{"inputs":[{"name":"X","datatype":"INT32","shape":[1],"data":[1]}],"parameters":{"sequence_id":18446744073709551615}}',
+    );
     expect(big.text).toContain('"parameters":{"sequence_id":-1,"sequence_start":false,"sequence_end":false}');
   });
 
@@ -210,10 +269,19 @@ describe("the ensemble's response carries sequence_id / sequence_start / sequenc
       model_name: 'chain',
       inputs: [{ name: 'X', datatype: 'INT32', shape: [1] }],
       raw_input_contents: [Buffer.from(Int32Array.of(1).buffer)],
-      parameters: { sequence_id: { int64_param: 31 }, sequence_start: { bool_param: true }, response_sequence_id: { string_param: 'g' }, response_sequence_start: { bool_param: true } },
+      parameters: {
+        sequence_id: { int64_param: 31 },
+        sequence_start: { bool_param: true },
+        response_sequence_id: { string_param: 'g' },
+        response_sequence_start: { bool_param: true },
+      },
     });
     expect(err?.message).toBeUndefined();
     const p = res.parameters as Record<string, { parameter_choice: string; [k: string]: unknown }>;
-    expect({ id: Number(p.sequence_id!.int64_param), start: p.sequence_start!.bool_param, end: p.sequence_end!.bool_param }).toEqual({ id: 0, start: true, end: false });
+    expect({ id: Number(p.sequence_id!.int64_param), start: p.sequence_start!.bool_param, end: p.sequence_end!.bool_param }).toEqual({
+      id: 0,
+      start: true,
+      end: false,
+    });
   });
 });

@@ -11,7 +11,6 @@
  *   or stripped (core `ensemble_scheduler.cc`, `EnsembleContext::ReshapeTensorDims`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { status } from '@grpc/grpc-js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { int32s, simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
@@ -56,12 +55,34 @@ parameters { key: "op" value: { string_value: "acc" } }
 `,
   );
   // X -> inc (no sequence batcher) -> T -> acc (sequence batcher) -> Y; not batching, acc batches.
-  model('acc_chain', ensembleConfig(['X'], ['Y'], [
-    { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
-    { model: 'acc', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
-  ]));
+  model(
+    'acc_chain',
+    ensembleConfig(
+      ['X'],
+      ['Y'],
+      [
+        { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
+        { model: 'acc', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+      ],
+    ),
+  );
   // Not batching, over Triton's batching `simple` (dims [16]) and `simple_dyna_sequence` (dims [1], CORRID).
-  model('simple_flat', oneStep(0, '[ 16 ]', [['INPUT0', 'INPUT0'], ['INPUT1', 'INPUT1']], 'simple', [['OUTPUT0', 'OUTPUT0'], ['OUTPUT1', 'OUTPUT1']]));
+  model(
+    'simple_flat',
+    oneStep(
+      0,
+      '[ 16 ]',
+      [
+        ['INPUT0', 'INPUT0'],
+        ['INPUT1', 'INPUT1'],
+      ],
+      'simple',
+      [
+        ['OUTPUT0', 'OUTPUT0'],
+        ['OUTPUT1', 'OUTPUT1'],
+      ],
+    ),
+  );
   model('dyna_flat', oneStep(0, '[ 1 ]', [['INPUT', 'INPUT']], 'simple_dyna_sequence', [['OUTPUT', 'OUTPUT']]));
   // Batching, over a non-batching step.
   model('inc_batched', oneStep(8, '[ -1 ]', [['X', 'IN']], 'inc', [['Y', 'OUT']]));
@@ -190,6 +211,8 @@ describe('batch dimension between an ensemble and its steps (ReshapeTensorDims)'
   it('a batch of 2 is not stripped (as Triton): the non-batching step refuses [2,3]', async () => {
     const r = await infer('inc_batched', { inputs: [{ name: 'X', datatype: 'INT32', shape: [2, 3], data: [1, 2, 3, 4, 5, 6] }] });
     expect(r.status).toBe(400);
-    expect(r.json.error).toMatch(/^in ensemble 'inc_batched', \[request id: <id_unknown>\] unexpected shape for input 'IN' for model 'inc'\. Expected \[-1\], got \[2,3\]/);
+    expect(r.json.error).toMatch(
+      /^in ensemble 'inc_batched', \[request id: <id_unknown>\] unexpected shape for input 'IN' for model 'inc'\. Expected \[-1\], got \[2,3\]/,
+    );
   });
 });

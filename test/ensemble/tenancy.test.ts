@@ -25,7 +25,10 @@ let server: RunningServer;
 beforeAll(async () => {
   await ensureBuilt();
   repo = tempRepo();
-  for (const [name, op] of [['inc', 'inc'], ['double', 'double']]) {
+  for (const [name, op] of [
+    ['inc', 'inc'],
+    ['double', 'double'],
+  ]) {
     repo.write(`${name}/config.pbtxt`, `name: "${name}"\n${opsConfig(op!)}`);
     repo.write(`${name}/1/.keep`, '');
   }
@@ -58,7 +61,11 @@ async function call(who: keyof typeof TOKENS, path: string, body: unknown) {
   return { status: res.status, json: text ? JSON.parse(text) : undefined };
 }
 
-const identity = JSON.stringify({ backend: 'wasm', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] });
+const identity = JSON.stringify({
+  backend: 'wasm',
+  input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+  output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+});
 const uploadIdentity = (who: keyof typeof TOKENS, name: string) =>
   call(who, `/v2/repository/models/${name}/load`, { parameters: { config: identity, 'file:1/model.wasm': FIXTURE('identity') } });
 
@@ -104,7 +111,7 @@ describe("a tenant's ensembles", () => {
     expect(r.json.outputs[0].data).toEqual([7]);
   });
 
-  it("the same sequence id from two tenants through their ensembles over a shared sequence model: two sequences", async () => {
+  it('the same sequence id from two tenants through their ensembles over a shared sequence model: two sequences', async () => {
     for (const who of ['acme', 'bob'] as const) expect((await uploadEnsemble(who, 'seq_pipe', ensemble('acc', 'TYPE_INT32'))).status).toBe(200);
     const step = async (who: keyof typeof TOKENS, x: number, start: boolean) => {
       const r = await call(who, '/v2/models/seq_pipe/infer', {

@@ -33,7 +33,16 @@ describe('single-user gRPC frontend', () => {
         'ensemble_scheduling { step { model_name: "simple" model_version: -1 input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" } output_map { key: "OUTPUT0" value: "SUM" } } }\n',
     );
     mkdirSync(join(repo.path, 'ens_simple', '1'), { recursive: true });
-    server = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['simple'], httpPort: 0, metricsPort: -1, grpcPort: 0, maxInputSize: 1 << 20, logLevel: 'silent' });
+    server = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['simple'],
+      httpPort: 0,
+      metricsPort: -1,
+      grpcPort: 0,
+      maxInputSize: 1 << 20,
+      logLevel: 'silent',
+    });
     client = tritonGrpcClient(server.grpcUrl!);
   });
   afterAll(async () => {
@@ -46,7 +55,10 @@ describe('single-user gRPC frontend', () => {
     const raw = await unaryCall(client, 'ModelInfer', simpleInfer(A, B, { id: 'x1' }));
     expect(raw.err).toBeUndefined();
     expect(raw.res.id).toBe('x1');
-    expect(raw.res.outputs.map((o: { name: string; shape: string[] }) => [o.name, o.shape])).toEqual([['OUTPUT0', ['1', '16']], ['OUTPUT1', ['1', '16']]]);
+    expect(raw.res.outputs.map((o: { name: string; shape: string[] }) => [o.name, o.shape])).toEqual([
+      ['OUTPUT0', ['1', '16']],
+      ['OUTPUT1', ['1', '16']],
+    ]);
     expect(int32s(raw.res.raw_output_contents[0])).toEqual(A.map((x, i) => x + B[i]));
     const typed = await unaryCall(client, 'ModelInfer', {
       model_name: 'simple',
@@ -61,18 +73,98 @@ describe('single-user gRPC frontend', () => {
   it('hostile requests: the right status, a clear message, the server still serves', async () => {
     const cases: [string, Record<string, unknown>, status, RegExp][] = [
       // Triton's infer_handler.cc text: raw contents are taken in order, the second input finds none.
-      ['raw contents count', { ...simpleInfer(A, B), raw_input_contents: [Buffer.alloc(64)] }, status.INVALID_ARGUMENT, /^unable to find data for input tensor 'INPUT1' for model 'simple' in request\.$/],
-      ['bad datatype', { ...simpleInfer(A, B), inputs: [{ name: 'INPUT0', datatype: 'INT33', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }] }, status.INVALID_ARGUMENT, /invalid datatype/],
-      ['negative dim', { ...simpleInfer(A, B), inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [-1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }] }, status.INVALID_ARGUMENT, /non-negative/],
-      ['overflowing shape', { ...simpleInfer(A, B), inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: ['4611686018427387904', '4'] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }] }, status.INVALID_ARGUMENT, /./],
+      [
+        'raw contents count',
+        { ...simpleInfer(A, B), raw_input_contents: [Buffer.alloc(64)] },
+        status.INVALID_ARGUMENT,
+        /^unable to find data for input tensor 'INPUT1' for model 'simple' in request\.$/,
+      ],
+      [
+        'bad datatype',
+        {
+          ...simpleInfer(A, B),
+          inputs: [
+            { name: 'INPUT0', datatype: 'INT33', shape: [1, 16] },
+            { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+          ],
+        },
+        status.INVALID_ARGUMENT,
+        /invalid datatype/,
+      ],
+      [
+        'negative dim',
+        {
+          ...simpleInfer(A, B),
+          inputs: [
+            { name: 'INPUT0', datatype: 'INT32', shape: [-1, 16] },
+            { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+          ],
+        },
+        status.INVALID_ARGUMENT,
+        /non-negative/,
+      ],
+      [
+        'overflowing shape',
+        {
+          ...simpleInfer(A, B),
+          inputs: [
+            { name: 'INPUT0', datatype: 'INT32', shape: ['4611686018427387904', '4'] },
+            { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+          ],
+        },
+        status.INVALID_ARGUMENT,
+        /./,
+      ],
       ['byte size mismatch', { ...simpleInfer(A, B), raw_input_contents: [Buffer.alloc(60), Buffer.alloc(64)] }, status.INVALID_ARGUMENT, /byte size/],
-      ['typed count mismatch', { model_name: 'simple', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], contents: { int_contents: [1] } }] }, status.INVALID_ARGUMENT, /number of elements/],
-      ['FP16 as typed contents', { model_name: 'simple', inputs: [{ name: 'INPUT0', datatype: 'FP16', shape: [1], contents: { fp32_contents: [1] } }] }, status.INVALID_ARGUMENT, /raw_input_contents/],
-      ['raw and typed at once', { ...simpleInfer(A, B), inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], contents: { int_contents: A } }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }] }, status.INVALID_ARGUMENT, /^contents field must not be specified when using raw_input_contents for 'INPUT0' for model 'simple'$/],
+      [
+        'typed count mismatch',
+        { model_name: 'simple', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], contents: { int_contents: [1] } }] },
+        status.INVALID_ARGUMENT,
+        /number of elements/,
+      ],
+      [
+        'FP16 as typed contents',
+        { model_name: 'simple', inputs: [{ name: 'INPUT0', datatype: 'FP16', shape: [1], contents: { fp32_contents: [1] } }] },
+        status.INVALID_ARGUMENT,
+        /raw_input_contents/,
+      ],
+      [
+        'raw and typed at once',
+        {
+          ...simpleInfer(A, B),
+          inputs: [
+            { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], contents: { int_contents: A } },
+            { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+          ],
+        },
+        status.INVALID_ARGUMENT,
+        /^contents field must not be specified when using raw_input_contents for 'INPUT0' for model 'simple'$/,
+      ],
       ['reserved parameter', simpleInfer(A, B, { parameters: { triton_x: { bool_param: true } } }), status.INVALID_ARGUMENT, /reserved/],
-      ['bad empty-final flag', simpleInfer(A, B, { parameters: { triton_enable_empty_final_response: { int64_param: 1 } } }), status.INVALID_ARGUMENT, /expected bool_param/],
+      [
+        'bad empty-final flag',
+        simpleInfer(A, B, { parameters: { triton_enable_empty_final_response: { int64_param: 1 } } }),
+        status.INVALID_ARGUMENT,
+        /expected bool_param/,
+      ],
       ['duplicate outputs', simpleInfer(A, B, { outputs: [{ name: 'OUTPUT0' }, { name: 'OUTPUT0' }] }), status.INVALID_ARGUMENT, /already exists/],
-      ['shm while disabled', { ...simpleInfer(A, B), raw_input_contents: [], inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: { shared_memory_region: { string_param: 'r' }, shared_memory_byte_size: { int64_param: 64 } } }] }, status.UNIMPLEMENTED, /--allow-client-shm/],
+      [
+        'shm while disabled',
+        {
+          ...simpleInfer(A, B),
+          raw_input_contents: [],
+          inputs: [
+            {
+              name: 'INPUT0',
+              datatype: 'INT32',
+              shape: [1, 16],
+              parameters: { shared_memory_region: { string_param: 'r' }, shared_memory_byte_size: { int64_param: 64 } },
+            },
+          ],
+        },
+        status.UNIMPLEMENTED,
+        /--allow-client-shm/,
+      ],
       ['unknown version string', simpleInfer(A, B, { model_version: '../1' }), status.INVALID_ARGUMENT, /version/],
       ['unknown model', simpleInfer(A, B, { model_name: '../../etc/passwd' }), status.NOT_FOUND, /unknown model/],
     ];
@@ -85,7 +177,10 @@ describe('single-user gRPC frontend', () => {
     const big = await unaryCall(client, 'ModelInfer', { ...simpleInfer(A, B), raw_input_contents: [Buffer.alloc(2 << 20), Buffer.alloc(64)] });
     expect(big.err?.code).toBe(status.RESOURCE_EXHAUSTED);
     // Repository: path escapes in file overrides, named repositories, hostile names.
-    const esc = await unaryCall(client, 'RepositoryModelLoad', { model_name: 'x', parameters: { 'file:../../evil': { bytes_param: Buffer.from('x') }, config: { string_param: '{}' } } });
+    const esc = await unaryCall(client, 'RepositoryModelLoad', {
+      model_name: 'x',
+      parameters: { 'file:../../evil': { bytes_param: Buffer.from('x') }, config: { string_param: '{}' } },
+    });
     expect(esc.err?.code).toBe(status.INVALID_ARGUMENT);
     const b64 = await unaryCall(client, 'RepositoryModelLoad', { model_name: 'x', parameters: { 'file:1/model.onnx': { string_param: 'AAAA' } } });
     expect(b64.err?.details).toMatch(/bytes_param/);
@@ -175,23 +270,40 @@ function writeJsModel(repo: TempRepo, name: string, count: number, param: string
 
 /** A server on `repo` with the in-process `jstest` backend, and a gRPC client to it. */
 async function startJsServer(repo: TempRepo): Promise<{ server: RunningServer; client: TritonGrpcClient }> {
-  const server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent', backendResolvers: [new JsBackendResolver()] });
+  const server = await startServer({
+    modelRepositories: [repo.path],
+    httpPort: 0,
+    metricsPort: -1,
+    grpcPort: 0,
+    logLevel: 'silent',
+    backendResolvers: [new JsBackendResolver()],
+  });
   return { server, client: tritonGrpcClient(server.grpcUrl!) };
 }
 
 describe('cancellation', () => {
-  it("a unary call whose deadline passes while queued is dropped, never executed (CANCELED in the statistics)", async () => {
+  it('a unary call whose deadline passes while queued is dropped, never executed (CANCELED in the statistics)', async () => {
     const repo = tempRepo();
     writeJsModel(repo, 'slow', 1, 'delay_ms', '400');
     const { server, client } = await startJsServer(repo);
     try {
-      const one = (id: string) => ({ model_name: 'slow', id, inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }], raw_input_contents: [Buffer.from(Int32Array.of(5).buffer)] });
+      const one = (id: string) => ({
+        model_name: 'slow',
+        id,
+        inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }],
+        raw_input_contents: [Buffer.from(Int32Array.of(5).buffer)],
+      });
       const before = executed.filter((e) => e.model === 'slow').length;
       const first = unaryCall(client, 'ModelInfer', one('first'));
       await new Promise((r) => setTimeout(r, 50));
       const md = new Metadata();
       const late = await new Promise<ServiceError | null>((resolve) =>
-        (client as unknown as Record<string, Function>).ModelInfer(one('late'), md, { deadline: Date.now() + 100 }, (e: ServiceError | null) => resolve(e)),
+        (client as unknown as Record<string, (...args: unknown[]) => void>).ModelInfer(
+          one('late'),
+          md,
+          { deadline: Date.now() + 100 },
+          (e: ServiceError | null) => resolve(e),
+        ),
       );
       expect(late?.code).toBe(status.DEADLINE_EXCEEDED);
       expect((await first).res.id).toBe('first');
@@ -217,16 +329,28 @@ describe('stream response order', () => {
     try {
       const stream = (client as unknown as { ModelStreamInfer(): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer();
       const got: string[] = [];
-      stream.on('data', (m: { error_message?: string; infer_response?: { id: string } }) => got.push(`${m.infer_response?.id}${m.error_message ? ' error' : ''}`));
+      stream.on('data', (m: { error_message?: string; infer_response?: { id: string } }) =>
+        got.push(`${m.infer_response?.id}${m.error_message ? ' error' : ''}`),
+      );
       const ended = new Promise<void>((resolve, reject) => {
         stream.on('end', resolve);
         stream.on('error', reject);
       });
-      const sleepy = (id: string, ms: number) => ({ model_name: 'sleepy', id, inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }], raw_input_contents: [Buffer.from(Int32Array.of(ms).buffer)] });
+      const sleepy = (id: string, ms: number) => ({
+        model_name: 'sleepy',
+        id,
+        inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }],
+        raw_input_contents: [Buffer.from(Int32Array.of(ms).buffer)],
+      });
       stream.write(sleepy('slow', 300));
       stream.write(sleepy('fast', 1));
       stream.write({ ...sleepy('missing', 1), model_name: 'nope' });
-      stream.write({ model_name: 'repeat', id: 'rep', inputs: [{ name: 'IN', datatype: 'INT32', shape: [2] }], raw_input_contents: [Buffer.from(Int32Array.of(7, 8).buffer)] });
+      stream.write({
+        model_name: 'repeat',
+        id: 'rep',
+        inputs: [{ name: 'IN', datatype: 'INT32', shape: [2] }],
+        raw_input_contents: [Buffer.from(Int32Array.of(7, 8).buffer)],
+      });
       stream.write(sleepy('last', 1));
       stream.end();
       await ended;
@@ -243,7 +367,16 @@ describe('stream response order', () => {
 describe('shutdown', () => {
   it('stop() waits for requests being handled, not for an open idle stream', async () => {
     const repo = tempRepo(['simple']);
-    const server = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['simple'], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent', exitTimeoutSecs: 30 });
+    const server = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['simple'],
+      httpPort: 0,
+      metricsPort: -1,
+      grpcPort: 0,
+      logLevel: 'silent',
+      exitTimeoutSecs: 30,
+    });
     const client = tritonGrpcClient(server.grpcUrl!);
     try {
       const stream = (client as unknown as { ModelStreamInfer(): NodeJS.EventEmitter & { write(m: unknown): void } }).ModelStreamInfer();
@@ -292,7 +425,16 @@ describe('multi-tenant gRPC frontend', () => {
         ],
       }),
     );
-    server = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: -1, grpcPort: 0, tenantsFile: join(dir, 'tenants.json'), logLevel: 'silent' });
+    server = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['*'],
+      httpPort: 0,
+      metricsPort: -1,
+      grpcPort: 0,
+      tenantsFile: join(dir, 'tenants.json'),
+      logLevel: 'silent',
+    });
     client = tritonGrpcClient(server.grpcUrl!);
   });
   afterAll(async () => {
@@ -321,7 +463,12 @@ describe('multi-tenant gRPC frontend', () => {
     const log = await unaryCall(client, 'LogSettings', { settings: { log_info: { bool_param: false } } }, TOKENS.acme);
     expect(log.err?.code).toBe(status.PERMISSION_DENIED);
     expect((await unaryCall(client, 'LogSettings', {}, TOKENS.ops)).res.settings.log_info).toMatchObject({ bool_param: true });
-    const load = await unaryCall(client, 'RepositoryModelLoad', { model_name: 'native', parameters: { config: { string_param: '{"backend":"identity"}' } } }, TOKENS.bob);
+    const load = await unaryCall(
+      client,
+      'RepositoryModelLoad',
+      { model_name: 'native', parameters: { config: { string_param: '{"backend":"identity"}' } } },
+      TOKENS.bob,
+    );
     // Nothing by that name in bob's namespace: tritonserver's answer to a load it cannot poll.
     expect([load.err?.code, load.err?.details]).toEqual([status.INTERNAL, "failed to load 'native', failed to poll from model repository"]);
   });
@@ -335,7 +482,7 @@ describe('multi-tenant gRPC frontend', () => {
     expect((await unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKENS.acme)).err).toBeUndefined();
   });
 
-  it("a tenant using HTTP and gRPC together gets its request rate once, not once per protocol", async () => {
+  it('a tenant using HTTP and gRPC together gets its request rate once, not once per protocol', async () => {
     const http = () => postJson(`${server.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', A, B), { authorization: `Bearer ${TOKENS.mixed}` });
     const grpc = () => unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKENS.mixed);
     expect((await http()).status).toBe(200);
@@ -344,7 +491,10 @@ describe('multi-tenant gRPC frontend', () => {
     const overHttp = await http();
     expect([overHttp.status, overHttp.json.error]).toEqual([429, "tenant 'mixed' exceeded its request rate (requests_per_second 0.5, burst 2)"]);
     const overGrpc = await grpc();
-    expect([overGrpc.err?.code, overGrpc.err?.details]).toEqual([status.RESOURCE_EXHAUSTED, "tenant 'mixed' exceeded its request rate (requests_per_second 0.5, burst 2)"]);
+    expect([overGrpc.err?.code, overGrpc.err?.details]).toEqual([
+      status.RESOURCE_EXHAUSTED,
+      "tenant 'mixed' exceeded its request rate (requests_per_second 0.5, burst 2)",
+    ]);
   });
 
   it('on a stream every request is authenticated and counted against the rate; bad credentials end the stream', async () => {

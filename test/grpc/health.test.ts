@@ -85,7 +85,10 @@ describe('grpc.health.v1.Health when the server is not ready, and while it drain
 
   it('in multi-tenant mode Check needs no token, like ServerLive', async () => {
     const repo = tempRepo(['simple']);
-    const { server, stop } = await startTenantServer(repo, [{ id: 'acme', token: 'acme-token-0123456789abcdefghijklmn' }], { loadModels: ['simple'], grpcPort: 0 });
+    const { server, stop } = await startTenantServer(repo, [{ id: 'acme', token: 'acme-token-0123456789abcdefghijklmn' }], {
+      loadModels: ['simple'],
+      grpcPort: 0,
+    });
     try {
       expect((await healthCheck(server.grpcUrl!, '')).res?.status).toBe('SERVING');
     } finally {

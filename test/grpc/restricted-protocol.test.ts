@@ -47,10 +47,15 @@ describe('--grpc-restricted-protocol: parsing', () => {
   it('adds the triton-grpc-protocol- prefix to the key; refuses what tritonserver refuses', () => {
     const o = parseCli(['--model-repository=/m', '--grpc-restricted-protocol=inference,health:infer-key=abc']);
     expect(o.notes.ignoredFlags).toEqual([]);
-    expect(o.grpcRestrictedProtocols).toEqual({ inference: { header: 'triton-grpc-protocol-infer-key', value: 'abc' }, health: { header: 'triton-grpc-protocol-infer-key', value: 'abc' } });
+    expect(o.grpcRestrictedProtocols).toEqual({
+      inference: { header: 'triton-grpc-protocol-infer-key', value: 'abc' },
+      health: { header: 'triton-grpc-protocol-infer-key', value: 'abc' },
+    });
     expect(() => parseCli(['--model-repository=/m', '--grpc-restricted-protocol=infer:k=v'])).toThrow("unknown restricted protocol 'infer'");
     expect(() => parseCli(['--model-repository=/m', '--grpc-restricted-protocol=health:k'])).toThrow(UsageError);
-    expect(() => parseCli(['--model-repository=/m', '--grpc-restricted-protocol=health:k'])).toThrow("--grpc-restricted-protocol option format is '<config name>:<setting>=<value>'. Got health:k");
+    expect(() => parseCli(['--model-repository=/m', '--grpc-restricted-protocol=health:k'])).toThrow(
+      "--grpc-restricted-protocol option format is '<config name>:<setting>=<value>'. Got health:k",
+    );
     expect(() => parseCli(['--model-repository=/m', '--grpc-restricted-protocol=trace:a=1', '--grpc-restricted-protocol=trace:b=2'])).toThrow(
       "restricted protocol 'trace' can not be specified in multiple config groups",
     );
@@ -66,8 +71,11 @@ describe('--grpc-restricted-protocol: a client without the metadata (single-user
   beforeAll(async () => {
     repo = tempRepo(['simple']);
     const cli = parseCli([
-      `--model-repository=${repo.path}`, '--model-control-mode=explicit', '--load-model=*',
-      '--grpc-restricted-protocol=inference,health:infer-key=abc', '--grpc-restricted-protocol=model-repository:admin-key=s3cret',
+      `--model-repository=${repo.path}`,
+      '--model-control-mode=explicit',
+      '--load-model=*',
+      '--grpc-restricted-protocol=inference,health:infer-key=abc',
+      '--grpc-restricted-protocol=model-repository:admin-key=s3cret',
     ]);
     server = await startServer({ ...cli, httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent' });
     client = tritonGrpcClient(server.grpcUrl!);
@@ -78,7 +86,7 @@ describe('--grpc-restricted-protocol: a client without the metadata (single-user
     repo?.cleanup();
   });
 
-  it('cannot unload a model: UNAVAILABLE with Triton\'s text, and the model stays ready', async () => {
+  it("cannot unload a model: UNAVAILABLE with Triton's text, and the model stays ready", async () => {
     for (const md of [{}, { 'triton-grpc-protocol-admin-key': 'wrong' }, { 'admin-key': 's3cret' }, KEY] as Record<string, string>[]) {
       const r = await unaryCall(client, 'RepositoryModelUnload', { model_name: 'simple' }, undefined, md);
       expect([r.err?.code, r.err?.details], JSON.stringify(md)).toEqual([status.UNAVAILABLE, ADMIN]);
@@ -121,8 +129,17 @@ describe('--grpc-restricted-protocol on top of tenant tokens', () => {
   beforeAll(async () => {
     repo = tempRepo(['simple']);
     dir = mkdtempSync(join(tmpdir(), 'warden-grpc-restricted-'));
-    writeFileSync(join(dir, 'tenants.json'), JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'] }] }));
-    const cli = parseCli([`--model-repository=${repo.path}`, '--model-control-mode=explicit', '--load-model=*', '--grpc-restricted-protocol=inference:infer-key=abc', `--tenants=${join(dir, 'tenants.json')}`]);
+    writeFileSync(
+      join(dir, 'tenants.json'),
+      JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'] }] }),
+    );
+    const cli = parseCli([
+      `--model-repository=${repo.path}`,
+      '--model-control-mode=explicit',
+      '--load-model=*',
+      '--grpc-restricted-protocol=inference:infer-key=abc',
+      `--tenants=${join(dir, 'tenants.json')}`,
+    ]);
     server = await startServer({ ...cli, httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent' });
     client = tritonGrpcClient(server.grpcUrl!);
   });

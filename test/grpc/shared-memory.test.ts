@@ -27,7 +27,14 @@ describe('shared memory over gRPC', () => {
     repo.write('slow/config.pbtxt', echoConfig('parameters { key: "delay_ms" value: { string_value: "600" } }'));
     repo.write('slow/1/.keep', '');
     writeFileSync(`/dev/shm${KEY}`, Buffer.concat([i32([1, 2, 3, 4]), Buffer.alloc(16)]));
-    const common = { modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent' as const, backendResolvers: [new JsBackendResolver()] };
+    const common = {
+      modelRepositories: [repo.path],
+      httpPort: 0,
+      metricsPort: -1,
+      grpcPort: 0,
+      logLevel: 'silent' as const,
+      backendResolvers: [new JsBackendResolver()],
+    };
     server = await startServer({ ...common, allowClientShm: true });
     off = await startServer(common);
     client = tritonGrpcClient(server.grpcUrl!);
@@ -66,7 +73,9 @@ describe('shared memory over gRPC', () => {
     const key = '/triton_python_backend_shm_region_7';
     const reserved = await unaryCall(client, 'SystemSharedMemoryRegister', { name: 'm', key, offset: 0, byte_size: 8 });
     expect(reserved.err?.code).toBe(status.INVALID_ARGUMENT);
-    expect(reserved.err?.details).toBe(`cannot register shared memory region 'm' with key '${key}' as the key contains the reserved prefix 'triton_python_backend_shm_region_'`);
+    expect(reserved.err?.details).toBe(
+      `cannot register shared memory region 'm' with key '${key}' as the key contains the reserved prefix 'triton_python_backend_shm_region_'`,
+    );
     expect((await unaryCall(client, 'SystemSharedMemoryStatus', {})).res).toEqual({ regions: {} });
   });
 

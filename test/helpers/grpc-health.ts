@@ -23,7 +23,11 @@ const metadataOf = (md: Record<string, string>): Metadata => {
 };
 
 /** One `Check` on a fresh channel: the response or the status error (never rejects). */
-export async function healthCheck(address: string, service: string, md: Record<string, string> = {}): Promise<{ res?: { status: string }; err?: ServiceError }> {
+export async function healthCheck(
+  address: string,
+  service: string,
+  md: Record<string, string> = {},
+): Promise<{ res?: { status: string }; err?: ServiceError }> {
   const client = healthClient(address);
   try {
     return await new Promise((resolve) => client.Check({ service }, metadataOf(md), (err, res) => resolve(err ? { err } : { res })));
@@ -33,7 +37,11 @@ export async function healthCheck(address: string, service: string, md: Record<s
 }
 
 /** A `Watch` call: the statuses it has read so far, and a promise of how it ended. */
-export function healthWatch(client: HealthClient, service: string, md: Record<string, string> = {}): { statuses: string[]; ended: Promise<ServiceError | undefined>; call: ClientReadableStream<{ status: string }> } {
+export function healthWatch(
+  client: HealthClient,
+  service: string,
+  md: Record<string, string> = {},
+): { statuses: string[]; ended: Promise<ServiceError | undefined>; call: ClientReadableStream<{ status: string }> } {
   const call = client.Watch({ service }, metadataOf(md));
   const statuses: string[] = [];
   call.on('data', (m: { status: string }) => statuses.push(m.status));

@@ -14,7 +14,13 @@ export function tritonGrpcClient(address: string): TritonGrpcClient {
 }
 
 /** One unary call: resolves with the response or the status error (never rejects). */
-export function unaryCall(client: TritonGrpcClient, method: string, request: unknown, token?: string, metadata: Record<string, string> = {}): Promise<{ res?: any; err?: ServiceError }> {
+export function unaryCall(
+  client: TritonGrpcClient,
+  method: string,
+  request: unknown,
+  token?: string,
+  metadata: Record<string, string> = {},
+): Promise<{ res?: any; err?: ServiceError }> {
   const md = new Metadata();
   if (token !== undefined) md.set('authorization', `Bearer ${token}`);
   for (const [k, v] of Object.entries(metadata)) md.set(k, v);

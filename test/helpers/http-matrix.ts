@@ -17,7 +17,13 @@ export interface RawResponse {
 }
 
 /** One raw request: method, path, extra header lines, body (Content-Length added unless `chunked`). */
-export function raw(method: string, path: string, body: string | Buffer = '', headers: Record<string, string> = {}, opts: { chunked?: boolean; noLength?: boolean } = {}): Buffer {
+export function raw(
+  method: string,
+  path: string,
+  body: string | Buffer = '',
+  headers: Record<string, string> = {},
+  opts: { chunked?: boolean; noLength?: boolean } = {},
+): Buffer {
   const b = typeof body === 'string' ? Buffer.from(body) : body;
   let head = `${method} ${path} HTTP/1.1\r\nHost: localhost\r\n`;
   for (const [k, v] of Object.entries(headers)) head += `${k}: ${v}\r\n`;
@@ -55,7 +61,13 @@ export function exchange(port: number, bytes: Buffer | (Buffer | (() => Promise<
         const m = /\r\ncontent-length: *(\d+)/i.exec(head);
         const len = heads[out.length] ? 0 : m ? Number(m[1]) : 0;
         if (buf.length < end + 4 + len) return;
-        out.push({ head: head.split('\r\n').filter((l) => !/^date:/i.test(l)).join('\r\n'), body: Buffer.from(buf.subarray(end + 4, end + 4 + len)) });
+        out.push({
+          head: head
+            .split('\r\n')
+            .filter((l) => !/^date:/i.test(l))
+            .join('\r\n'),
+          body: Buffer.from(buf.subarray(end + 4, end + 4 + len)),
+        });
         buf = buf.subarray(end + 4 + len);
         if (out.length === count) return done();
       }
@@ -72,7 +84,12 @@ export function exchange(port: number, bytes: Buffer | (Buffer | (() => Promise<
 export const INPUT0 = Array.from({ length: 16 }, (_, i) => i);
 export const INPUT1 = Array.from({ length: 16 }, () => 1);
 export const simpleJson = (datatype = 'INT32', shape = [1, 16]) =>
-  JSON.stringify({ inputs: [{ name: 'INPUT0', datatype, shape, data: INPUT0 }, { name: 'INPUT1', datatype, shape, data: INPUT1 }] });
+  JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype, shape, data: INPUT0 },
+      { name: 'INPUT1', datatype, shape, data: INPUT1 },
+    ],
+  });
 
 /** `simple` with binary inputs and outputs (binary tensor data extension, spec §2). */
 export function simpleBinary(): { body: Buffer; headerLength: number } {
@@ -105,29 +122,72 @@ export interface Case {
 export function matrix(): Case[] {
   const bin = simpleBinary();
   const binHeaders = { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(bin.headerLength) };
-  const echo = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 4], data: [1, 2, 3, 4] }], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }] });
+  const echo = JSON.stringify({
+    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 4], data: [1, 2, 3, 4] }],
+    outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
+  });
   return [
     { name: 'simple JSON', bytes: raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE), fast: true, status: [200] },
     { name: 'simple JSON, no Content-Type', bytes: raw('POST', '/v2/models/simple/infer', simpleJson()), fast: true, status: [200] },
     { name: 'simple binary', bytes: raw('POST', '/v2/models/simple/infer', bin.body, binHeaders), fast: true, status: [200] },
     { name: 'versioned route', bytes: raw('POST', '/v2/models/simple/versions/1/infer', simpleJson(), JSON_TYPE), fast: true, status: [200] },
     { name: 'version that does not exist', bytes: raw('POST', '/v2/models/simple/versions/7/infer', simpleJson(), JSON_TYPE), fast: true, status: [404] },
-    { name: 'identity (echo) with a binary output and id', bytes: raw('POST', '/v2/models/echo/infer', echo.replace('{', '{"id":"r-1",'), JSON_TYPE), fast: true, status: [200] },
-    { name: 'Accept-Encoding: identity', bytes: raw('POST', '/v2/models/simple/infer', simpleJson(), { ...JSON_TYPE, 'Accept-Encoding': 'identity' }), fast: true, status: [200] },
+    {
+      name: 'identity (echo) with a binary output and id',
+      bytes: raw('POST', '/v2/models/echo/infer', echo.replace('{', '{"id":"r-1",'), JSON_TYPE),
+      fast: true,
+      status: [200],
+    },
+    {
+      name: 'Accept-Encoding: identity',
+      bytes: raw('POST', '/v2/models/simple/infer', simpleJson(), { ...JSON_TYPE, 'Accept-Encoding': 'identity' }),
+      fast: true,
+      status: [200],
+    },
     // tritonserver answers malformed JSON 500 (TritonJson's parse error; test/native/triton-differential.test.ts).
     { name: 'bad JSON', bytes: raw('POST', '/v2/models/simple/infer', '{"inputs": [', JSON_TYPE), fast: true, status: [500] },
     { name: 'unknown model', bytes: raw('POST', '/v2/models/nope/infer', simpleJson(), JSON_TYPE), fast: true, status: [404] },
     { name: 'wrong datatype', bytes: raw('POST', '/v2/models/simple/infer', simpleJson('FP32'), JSON_TYPE), fast: true, status: [400] },
     { name: 'wrong shape', bytes: raw('POST', '/v2/models/simple/infer', simpleJson('INT32', [2, 8]), JSON_TYPE), fast: true, status: [400] },
-    { name: 'bad Inference-Header-Content-Length', bytes: raw('POST', '/v2/models/simple/infer', simpleJson(), { ...JSON_TYPE, 'Inference-Header-Content-Length': '-3' }), fast: true, status: [400] },
-    { name: 'decoupled model', bytes: raw('POST', '/v2/models/repeat/infer', '{"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1]}]}', JSON_TYPE), fast: true, status: [501] },
-    { name: 'body over --http-max-input-size', bytes: raw('POST', '/v2/models/simple/infer', Buffer.alloc(MAX_INPUT + 10, 0x20), JSON_TYPE), fast: true, status: [400] },
+    {
+      name: 'bad Inference-Header-Content-Length',
+      bytes: raw('POST', '/v2/models/simple/infer', simpleJson(), { ...JSON_TYPE, 'Inference-Header-Content-Length': '-3' }),
+      fast: true,
+      status: [400],
+    },
+    {
+      name: 'decoupled model',
+      bytes: raw('POST', '/v2/models/repeat/infer', '{"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1]}]}', JSON_TYPE),
+      fast: true,
+      status: [501],
+    },
+    {
+      name: 'body over --http-max-input-size',
+      bytes: raw('POST', '/v2/models/simple/infer', Buffer.alloc(MAX_INPUT + 10, 0x20), JSON_TYPE),
+      fast: true,
+      status: [400],
+    },
     // Left to Fastify: each differs from the plain case in one thing the fast path does not take.
-    { name: 'body at or over the offload size', bytes: raw('POST', '/v2/models/simple/infer', Buffer.alloc(300_000, 0x20), JSON_TYPE), fast: false, status: [400] },
+    {
+      name: 'body at or over the offload size',
+      bytes: raw('POST', '/v2/models/simple/infer', Buffer.alloc(300_000, 0x20), JSON_TYPE),
+      fast: false,
+      status: [400],
+    },
     { name: 'GET on the infer URL', bytes: raw('GET', '/v2/models/simple/infer'), fast: false, status: [405] },
     { name: 'HEAD on the infer URL', bytes: raw('HEAD', '/v2/models/simple/infer'), fast: false, heads: [true], status: [405] },
-    { name: 'gzip request body', bytes: raw('POST', '/v2/models/simple/infer', gzipSync(simpleJson()), { ...JSON_TYPE, 'Content-Encoding': 'gzip' }), fast: false, status: [200] },
-    { name: 'gzip response', bytes: raw('POST', '/v2/models/simple/infer', simpleJson(), { ...JSON_TYPE, 'Accept-Encoding': 'gzip' }), fast: false, status: [200] },
+    {
+      name: 'gzip request body',
+      bytes: raw('POST', '/v2/models/simple/infer', gzipSync(simpleJson()), { ...JSON_TYPE, 'Content-Encoding': 'gzip' }),
+      fast: false,
+      status: [200],
+    },
+    {
+      name: 'gzip response',
+      bytes: raw('POST', '/v2/models/simple/infer', simpleJson(), { ...JSON_TYPE, 'Accept-Encoding': 'gzip' }),
+      fast: false,
+      status: [200],
+    },
     { name: 'chunked body', bytes: raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE, { chunked: true }), fast: false, status: [200] },
     { name: 'query string', bytes: raw('POST', '/v2/models/simple/infer?x=1', simpleJson(), JSON_TYPE), fast: false, status: [200] },
     { name: 'percent-encoded name', bytes: raw('POST', '/v2/models/simpl%65/infer', simpleJson(), JSON_TYPE), fast: false, status: [200] },
@@ -157,7 +217,6 @@ export const REPO_CONFIGS: Record<string, string> = {
   'slow/config.pbtxt': echoConfig('parameters { key: "delay_ms" value: { string_value: "600" } }'),
 };
 
-
 /**
  * The matrix's repository (`simple` plus {@link REPO_CONFIGS}), made in a `beforeAll` and removed
  * in an `afterAll` of the calling test file.
@@ -178,7 +237,15 @@ export function useMatrixRepository(): () => string {
 
 /** A server on `repoPath` with the JS test backends, an ephemeral HTTP port, no metrics, {@link MAX_INPUT}; `options` override. */
 export const startMatrixServer = (repoPath: string, options: object = {}): Promise<RunningServer> =>
-  startServer({ modelRepositories: [repoPath], httpPort: 0, metricsPort: -1, logLevel: 'silent', backendResolvers: [new JsBackendResolver()], maxInputSize: MAX_INPUT, ...options });
+  startServer({
+    modelRepositories: [repoPath],
+    httpPort: 0,
+    metricsPort: -1,
+    logLevel: 'silent',
+    backendResolvers: [new JsBackendResolver()],
+    maxInputSize: MAX_INPUT,
+    ...options,
+  });
 
 /** The HTTP port a started server listens on. */
 export const portOf = (s: RunningServer): number => Number(new URL(s.httpUrl).port);
@@ -205,7 +272,12 @@ export function tenancyRequests(token: string): Buffer[] {
  * @param probe read before and after each exchange with the first server (e.g. a claim counter)
  * @returns the status codes, and per request what `probe` advanced by
  */
-export async function tenancyAnswers(token: string, portA: number, portB: number, probe: () => number = () => 0): Promise<{ statuses: string[]; probed: number[] }> {
+export async function tenancyAnswers(
+  token: string,
+  portA: number,
+  portB: number,
+  probe: () => number = () => 0,
+): Promise<{ statuses: string[]; probed: number[] }> {
   const statuses: string[] = [];
   const probed: number[] = [];
   for (const bytes of tenancyRequests(token)) {

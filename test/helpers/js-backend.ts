@@ -18,9 +18,16 @@
  * - `delay_from_input: "true"` parameter: sleep as many ms as the first request's first INT32 input
  *   element (to finish requests out of order on several instances).
  */
-import type { ModelConfig } from '../../host/src/contract/model-config.js';
 import { REQUEST_FLAG_SEQUENCE_START } from '../../host/src/contract/types.js';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/contract/types.js';
+import type {
+  Backend,
+  BackendModel,
+  BackendResolveRequest,
+  BackendResolver,
+  InferenceRequest,
+  ModelLoadContext,
+  ResponseSender,
+} from '../../host/src/contract/types.js';
 
 export const executed: { model: string; batchSizes: number[] }[] = [];
 
@@ -77,18 +84,30 @@ class JsBackend implements Backend {
               if (mode === 'repeat') {
                 const input = r.inputs.find((t) => t.name === 'IN')!;
                 const values = int32s(input.data);
-                values.forEach((v, k) => s.send({ outputs: [
-                  { name: 'OUT', datatype: 'INT32', shape: [1], data: int32(v) },
-                  { name: 'IDX', datatype: 'UINT32', shape: [1], data: new Uint8Array(Uint32Array.of(k).buffer) },
-                ] }, false));
+                values.forEach((v, k) =>
+                  s.send(
+                    {
+                      outputs: [
+                        { name: 'OUT', datatype: 'INT32', shape: [1], data: int32(v) },
+                        { name: 'IDX', datatype: 'UINT32', shape: [1], data: new Uint8Array(Uint32Array.of(k).buffer) },
+                      ],
+                    },
+                    false,
+                  ),
+                );
                 s.send(null, true);
               } else if (mode === 'accumulate') {
                 const input = r.inputs.find((t) => t.name === 'INPUT0')!;
                 const sum = int32s(input.data)[0]! + int32s(r.inputs.find((t) => t.name === 'ACC_IN')!.data)[0]!;
-                s.send({ outputs: [
-                  { name: 'OUTPUT0', datatype: 'INT32', shape: input.shape.slice(), data: int32(sum) },
-                  { name: 'ACC_OUT', datatype: 'INT32', shape: input.shape.slice(), data: int32(sum) },
-                ] }, true);
+                s.send(
+                  {
+                    outputs: [
+                      { name: 'OUTPUT0', datatype: 'INT32', shape: input.shape.slice(), data: int32(sum) },
+                      { name: 'ACC_OUT', datatype: 'INT32', shape: input.shape.slice(), data: int32(sum) },
+                    ],
+                  },
+                  true,
+                );
               } else if (mode === 'corrid_sum') {
                 const input = r.inputs.find((t) => t.name === 'INPUT0')!;
                 const corrid = corridValue(r.inputs.find((t) => t.name === 'CORRID'));
@@ -105,7 +124,11 @@ class JsBackend implements Backend {
                   mode === 'params'
                     ? r.parameters
                     : mode === 'response_params'
-                      ? Object.fromEntries(Object.entries(r.parameters).filter(([k]) => k.startsWith('response_')).map(([k, v]) => [k.slice('response_'.length), v]))
+                      ? Object.fromEntries(
+                          Object.entries(r.parameters)
+                            .filter(([k]) => k.startsWith('response_'))
+                            .map(([k, v]) => [k.slice('response_'.length), v]),
+                        )
                       : { echoed: true };
                 s.send({ outputs: [{ ...t, name: 'OUTPUT0' }], parameters }, true);
               }

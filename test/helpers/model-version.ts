@@ -40,9 +40,7 @@ export class FakeInstance implements BackendModelInstance {
   readonly executions: string[][] = [];
   private gates: (() => void)[] = [];
 
-  constructor(
-    private readonly opts: { manual?: boolean; concurrency?: Concurrency } = {},
-  ) {}
+  constructor(private readonly opts: { manual?: boolean; concurrency?: Concurrency } = {}) {}
 
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<void> {
     this.executions.push(requests.map((r) => r.id));

@@ -18,7 +18,11 @@ function valueInfo(w: protobuf.Writer, field: number, name: string, n: number): 
   w.uint32((1 << 3) | 2).fork(); // tensor_type
   w.uint32((1 << 3) | 0).int32(1); // elem_type FLOAT
   w.uint32((2 << 3) | 2).fork(); // shape
-  w.uint32((1 << 3) | 2).fork().uint32((1 << 3) | 0).int64(n).ldelim(); // dim { dim_value: n }
+  w.uint32((1 << 3) | 2)
+    .fork()
+    .uint32((1 << 3) | 0)
+    .int64(n)
+    .ldelim(); // dim { dim_value: n }
   w.ldelim().ldelim().ldelim().ldelim();
 }
 
@@ -30,7 +34,15 @@ function tensor(w: protobuf.Writer, field: number, name: string, n: number, data
   if ('inline' in data) {
     w.uint32((9 << 3) | 2).bytes(new Uint8Array(data.inline.buffer, data.inline.byteOffset, data.inline.byteLength));
   } else {
-    const entry = (k: string, v: string) => w.uint32((13 << 3) | 2).fork().uint32((1 << 3) | 2).string(k).uint32((2 << 3) | 2).string(v).ldelim();
+    const entry = (k: string, v: string) =>
+      w
+        .uint32((13 << 3) | 2)
+        .fork()
+        .uint32((1 << 3) | 2)
+        .string(k)
+        .uint32((2 << 3) | 2)
+        .string(v)
+        .ldelim();
     entry('location', data.external.location);
     if (data.external.offset !== undefined) entry('offset', String(data.external.offset));
     entry('length', String(data.external.length ?? n * 4));
@@ -71,6 +83,10 @@ export function addModel(n: number, data: InitializerData, where: 'graph' | 'con
   valueInfo(w, 11, 'X', n);
   valueInfo(w, 12, 'Y', n);
   w.ldelim();
-  w.uint32((8 << 3) | 2).fork().uint32((2 << 3) | 0).int64(13).ldelim(); // opset_import { version: 13 }
+  w.uint32((8 << 3) | 2)
+    .fork()
+    .uint32((2 << 3) | 0)
+    .int64(13)
+    .ldelim(); // opset_import { version: 13 }
   return w.finish();
 }

@@ -72,8 +72,16 @@ export async function fetchJson(url: string, init?: RequestInit): Promise<{ stat
 }
 
 /** POST JSON, returning status and parsed body (or text). */
-export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string; headers: Headers }> {
-  return fetchJson(url, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
+export function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: any; text: string; headers: Headers }> {
+  return fetchJson(url, {
+    method: 'POST',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'content-type': 'application/json', ...headers },
+  });
 }
 
 export function getJson(url: string): Promise<{ status: number; json: any; text: string }> {

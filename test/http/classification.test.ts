@@ -17,27 +17,36 @@ const bytesOf = (strings: string[]) => strings;
 beforeAll(async () => {
   repo = tempRepo([]);
   // echo backend: OUTPUT0 = INPUT0
-  repo.write('labelled/config.pbtxt', `
+  repo.write(
+    'labelled/config.pbtxt',
+    `
 backend: "jstest"
 max_batch_size: 8
 input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 4 ] label_filename: "labels.txt" } ]
-`);
+`,
+  );
   repo.write('labelled/labels.txt', 'cat\ndog\nbird\nfish\n');
   repo.write('labelled/1/.keep', '');
-  repo.write('flat/config.pbtxt', `
+  repo.write(
+    'flat/config.pbtxt',
+    `
 backend: "jstest"
 max_batch_size: 0
 input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 5 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 5 ] } ]
-`);
+`,
+  );
   repo.write('flat/1/.keep', '');
-  repo.write('flags/config.pbtxt', `
+  repo.write(
+    'flags/config.pbtxt',
+    `
 backend: "jstest"
 max_batch_size: 0
 input [ { name: "INPUT0" data_type: TYPE_BOOL dims: [ 2 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_BOOL dims: [ 2 ] } ]
-`);
+`,
+  );
   repo.write('flags/1/.keep', '');
   server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, logLevel: 'silent', backendResolvers: [new JsBackendResolver()] });
   url = server.httpUrl;
@@ -93,7 +102,7 @@ describe('classification', () => {
     expect(bin.subarray(4).toString()).toBe('5.000000:4');
   });
 
-  it('rejects unsupported datatypes with 400, and a bad K with Triton\'s JSON text (500)', async () => {
+  it("rejects unsupported datatypes with 400, and a bad K with Triton's JSON text (500)", async () => {
     const bad = await postJson(`${url}/v2/models/flags/infer`, {
       inputs: [{ name: 'INPUT0', datatype: 'BOOL', shape: [2], data: [true, false] }],
       outputs: [{ name: 'OUTPUT0', parameters: { classification: 1 } }],
@@ -113,7 +122,7 @@ describe('classifyTensor', () => {
   const f32 = (xs: number[]) => new Uint8Array(Float32Array.from(xs).buffer);
   const strings = (t: { data: Uint8Array }) => {
     const out: string[] = [];
-    for (let o = 0; o < t.data.length; ) {
+    for (let o = 0; o < t.data.length;) {
       const n = Buffer.from(t.data.buffer, t.data.byteOffset).readUInt32LE(o);
       out.push(Buffer.from(t.data.subarray(o + 4, o + 4 + n)).toString());
       o += 4 + n;

@@ -13,28 +13,47 @@ import { grpcServerOptions } from '../../host/src/frontend/grpc/server.js';
 import { freePort, getJson, PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
 
 const MODELMESH = [
-  '--model-control-mode=explicit', '--strict-model-config=false', '--strict-readiness=false', '--allow-http=true', '--allow-sagemaker=false',
-  '--grpc-keepalive-time=60000', '--grpc-keepalive-timeout=10000', '--grpc-keepalive-permit-without-calls=True',
-  '--grpc-http2-max-pings-without-data=0', '--grpc-http2-min-recv-ping-interval-without-data=10000', '--grpc-http2-max-ping-strikes=0',
+  '--model-control-mode=explicit',
+  '--strict-model-config=false',
+  '--strict-readiness=false',
+  '--allow-http=true',
+  '--allow-sagemaker=false',
+  '--grpc-keepalive-time=60000',
+  '--grpc-keepalive-timeout=10000',
+  '--grpc-keepalive-permit-without-calls=True',
+  '--grpc-http2-max-pings-without-data=0',
+  '--grpc-http2-min-recv-ping-interval-without-data=10000',
+  '--grpc-http2-max-ping-strikes=0',
 ];
-
 
 describe('parsing', () => {
   it("accepts ModelMesh's launch line exactly: gRPC on 8001 with its keepalive flags honoured, nothing ignored", () => {
     const o = parseCli(['--model-repository=/m', ...MODELMESH]);
     expect(o).toMatchObject({ modelControlMode: 'explicit', strictReadiness: false, autoCompleteConfig: true, allowHttp: true, grpcPort: 8001 });
     expect(o.grpcKeepalive).toEqual({
-      timeMs: 60000, timeoutMs: 10000, permitWithoutCalls: true, maxPingsWithoutData: 0, minRecvPingIntervalWithoutDataMs: 10000, maxPingStrikes: 0,
-      maxConnectionAgeMs: undefined, maxConnectionAgeGraceMs: undefined,
+      timeMs: 60000,
+      timeoutMs: 10000,
+      permitWithoutCalls: true,
+      maxPingsWithoutData: 0,
+      minRecvPingIntervalWithoutDataMs: 10000,
+      maxPingStrikes: 0,
+      maxConnectionAgeMs: undefined,
+      maxConnectionAgeGraceMs: undefined,
     });
     expect(o.notes.ignoredFlags).toEqual([]);
     // what grpc-js is given for them
     expect(grpcServerOptions({ maxReceiveBytes: 1024, keepalive: o.grpcKeepalive })).toEqual({
-      'grpc.max_receive_message_length': 1024, 'grpc.max_send_message_length': -1, 'grpc.keepalive_time_ms': 60000, 'grpc.keepalive_timeout_ms': 10000,
+      'grpc.max_receive_message_length': 1024,
+      'grpc.max_send_message_length': -1,
+      'grpc.keepalive_time_ms': 60000,
+      'grpc.keepalive_timeout_ms': 10000,
     });
     expect(parseCli(['--model-repository=/m', '--allow-grpc=false', '--grpc-port=9']).grpcPort).toBeUndefined();
-    expect(parseCli(['--model-repository=/m', '--grpc-port=9001', '--grpc-address=127.0.0.1', '--grpc-max-connection-age=5']))
-      .toMatchObject({ grpcPort: 9001, grpcAddress: '127.0.0.1', grpcKeepalive: { maxConnectionAgeMs: 5 } });
+    expect(parseCli(['--model-repository=/m', '--grpc-port=9001', '--grpc-address=127.0.0.1', '--grpc-max-connection-age=5'])).toMatchObject({
+      grpcPort: 9001,
+      grpcAddress: '127.0.0.1',
+      grpcKeepalive: { maxConnectionAgeMs: 5 },
+    });
     expect(() => parseCli(['--model-repository=/m', '--grpc-keepalive-time=soon'])).toThrow(UsageError);
     expect(() => parseCli(['--model-repository=/m', '--grpc-keepalive-permit-without-calls=maybe'])).toThrow(UsageError);
   });
@@ -44,31 +63,70 @@ describe('parsing', () => {
       expect(parseCli(['--model-repository=/m', `--${f}=1`]).notes.ignoredFlags, f).toEqual([`--${f}`]);
       expect(() => parseCli(['--model-repository=/m', `--${f}`, 'x'])).not.toThrow();
     }
-    const o = parseCli(['--model-repository=/m', '--cuda-memory-pool-byte-size=0:1024', '--cuda-memory-pool-byte-size=1:1024', '--allow-grpc=false', '--allow-vertex-ai=0']);
+    const o = parseCli([
+      '--model-repository=/m',
+      '--cuda-memory-pool-byte-size=0:1024',
+      '--cuda-memory-pool-byte-size=1:1024',
+      '--allow-grpc=false',
+      '--allow-vertex-ai=0',
+    ]);
     expect(o.notes.ignoredFlags).toEqual(['--cuda-memory-pool-byte-size']);
   });
 
   it('parses the honoured flags', () => {
     const o = parseCli([
-      '--model-repository=/m', '--id=inference-a', '--exit-timeout-secs=5', '--model-load-thread-count=2', '--metrics-interval-ms=500',
-      '--allow-cpu-metrics=false', '--allow-gpu-metrics=false', '--http-thread-count=16', '--metrics-address=127.0.0.1',
-      '--log-info=false', '--log-warning=true', '--log-error=true', '--log-format=ISO8601', '--log-file=/tmp/w.log',
-      '--trace-config=triton,file=/tmp/t.json', '--trace-config=level=TIMESTAMPS', '--trace-config=rate=10', '--trace-config=count=5',
-      '--trace-config=triton,log-frequency=50', '--allow-client-shm=false',
+      '--model-repository=/m',
+      '--id=inference-a',
+      '--exit-timeout-secs=5',
+      '--model-load-thread-count=2',
+      '--metrics-interval-ms=500',
+      '--allow-cpu-metrics=false',
+      '--allow-gpu-metrics=false',
+      '--http-thread-count=16',
+      '--metrics-address=127.0.0.1',
+      '--log-info=false',
+      '--log-warning=true',
+      '--log-error=true',
+      '--log-format=ISO8601',
+      '--log-file=/tmp/w.log',
+      '--trace-config=triton,file=/tmp/t.json',
+      '--trace-config=level=TIMESTAMPS',
+      '--trace-config=rate=10',
+      '--trace-config=count=5',
+      '--trace-config=triton,log-frequency=50',
+      '--allow-client-shm=false',
     ]);
     expect(o).toMatchObject({
-      serverId: 'inference-a', exitTimeoutSecs: 5, modelLoadThreadCount: 2, metricsIntervalMs: 500, allowCpuMetrics: false, httpThreadCount: 16,
+      serverId: 'inference-a',
+      exitTimeoutSecs: 5,
+      modelLoadThreadCount: 2,
+      metricsIntervalMs: 500,
+      allowCpuMetrics: false,
+      httpThreadCount: 16,
       metricsAddress: '127.0.0.1',
       logSettings: { log_info: false, log_warning: true, log_error: true, log_format: 'ISO8601', log_file: '/tmp/w.log' },
       trace: { file: '/tmp/t.json', level: ['TIMESTAMPS'], rate: 10, count: 5, logFrequency: 50 },
       notes: { ignoredFlags: [] },
     });
     // deprecated trace flags, and defaults
-    expect(parseCli(['--model-repository=/m', '--trace-file=/x', '--trace-level=TIMESTAMPS', '--trace-level=TENSORS', '--trace-rate=1', '--trace-log-frequency=3']).trace)
-      .toEqual({ file: '/x', level: ['TIMESTAMPS', 'TENSORS'], rate: 1, logFrequency: 3 });
-    expect(parseCli(['--model-repository=/m'])).toMatchObject({ exitTimeoutSecs: 30, modelLoadThreadCount: 4, allowHttp: true, allowCpuMetrics: true, metricsIntervalMs: 2000 });
+    expect(
+      parseCli(['--model-repository=/m', '--trace-file=/x', '--trace-level=TIMESTAMPS', '--trace-level=TENSORS', '--trace-rate=1', '--trace-log-frequency=3'])
+        .trace,
+    ).toEqual({ file: '/x', level: ['TIMESTAMPS', 'TENSORS'], rate: 1, logFrequency: 3 });
+    expect(parseCli(['--model-repository=/m'])).toMatchObject({
+      exitTimeoutSecs: 30,
+      modelLoadThreadCount: 4,
+      allowHttp: true,
+      allowCpuMetrics: true,
+      metricsIntervalMs: 2000,
+    });
     // opentelemetry mode is honoured (trace.test.ts); client shm is honoured
-    const shm = parseCli(['--model-repository=/m', '--trace-config=mode=opentelemetry', '--trace-config=opentelemetry,url=http://x', '--allow-client-shm=true']);
+    const shm = parseCli([
+      '--model-repository=/m',
+      '--trace-config=mode=opentelemetry',
+      '--trace-config=opentelemetry,url=http://x',
+      '--allow-client-shm=true',
+    ]);
     expect(shm.notes.ignoredFlags).toEqual([]);
     expect(shm.allowClientShm).toBe(true);
   });
@@ -79,13 +137,18 @@ describe('parsing', () => {
     expect(() => parseCli(['--model-repository=/m', '--trace-config=level=LOUD'])).toThrow(/trace level/);
     expect(() => parseCli(['--model-repository=/m', '--trace-config=count=-5'])).toThrow(/trace count/);
     expect(() => parseCli(['--model-repository=/m', '--grpc-port-typo=1'])).toThrow(UsageError);
-    expect(() => parseCli(['--model-repository=/m', '--wasm-engine=spidermonkey'])).toThrow(/--wasm-engine: unknown sandbox engine 'spidermonkey' \(available: v8, wasmtime\)/);
+    expect(() => parseCli(['--model-repository=/m', '--wasm-engine=spidermonkey'])).toThrow(
+      /--wasm-engine: unknown sandbox engine 'spidermonkey' \(available: v8, wasmtime\)/,
+    );
     expect(() => parseCli(['--model-repository=/m', '--wasm-idle-timeout-ms=-1'])).toThrow(UsageError);
   });
 
   it('--wasm-engine picks the sandbox engine; --wasm-idle-timeout-ms the idle policy', () => {
     expect(parseCli(['--model-repository=/m'])).toMatchObject({ wasmEngine: 'v8', wasmIdleMs: 0 });
-    expect(parseCli(['--model-repository=/m', '--wasm-engine=wasmtime', '--wasm-idle-timeout-ms=30000'])).toMatchObject({ wasmEngine: 'wasmtime', wasmIdleMs: 30000 });
+    expect(parseCli(['--model-repository=/m', '--wasm-engine=wasmtime', '--wasm-idle-timeout-ms=30000'])).toMatchObject({
+      wasmEngine: 'wasmtime',
+      wasmIdleMs: 30000,
+    });
   });
 });
 
@@ -93,7 +156,14 @@ describe('honoured flags in a running server', () => {
   it('--id names the server; CPU metrics are served; --allow-http=false serves no HTTP', async () => {
     const repo = tempRepo([]);
     try {
-      const s = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: 0, logLevel: 'silent', serverId: 'inference-a', metricsIntervalMs: 50 });
+      const s = await startServer({
+        modelRepositories: [repo.path],
+        httpPort: 0,
+        metricsPort: 0,
+        logLevel: 'silent',
+        serverId: 'inference-a',
+        metricsIntervalMs: 50,
+      });
       try {
         expect((await getJson(`${s.httpUrl}/v2`)).json.name).toBe('inference-a');
         await new Promise((r) => setTimeout(r, 120));
@@ -109,7 +179,14 @@ describe('honoured flags in a running server', () => {
       } finally {
         await s.stop();
       }
-      const off = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: 0, logLevel: 'silent', allowCpuMetrics: false, allowHttp: false });
+      const off = await startServer({
+        modelRepositories: [repo.path],
+        httpPort: 0,
+        metricsPort: 0,
+        logLevel: 'silent',
+        allowCpuMetrics: false,
+        allowHttp: false,
+      });
       try {
         expect(off.httpUrl).toBe('');
         expect(await (await fetch(`${off.metricsUrl}/metrics`)).text()).not.toContain('nv_cpu_utilization');
@@ -142,11 +219,21 @@ describe('honoured flags in a running server', () => {
       finalizeAll: async () => undefined,
     };
     for (let i = 0; i < 6; i++) {
-      repo.write(`m${i}/config.pbtxt`, 'backend: "slowload"\nmax_batch_size: 0\ninput [ { name: "I" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "O" data_type: TYPE_INT32 dims: [ 1 ] } ]\n');
+      repo.write(
+        `m${i}/config.pbtxt`,
+        'backend: "slowload"\nmax_batch_size: 0\ninput [ { name: "I" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "O" data_type: TYPE_INT32 dims: [ 1 ] } ]\n',
+      );
       repo.write(`m${i}/1/.keep`, '');
     }
     try {
-      const s = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, logLevel: 'silent', modelLoadThreadCount: 2, backendResolvers: [resolver as any] });
+      const s = await startServer({
+        modelRepositories: [repo.path],
+        httpPort: 0,
+        metricsPort: -1,
+        logLevel: 'silent',
+        modelLoadThreadCount: 2,
+        backendResolvers: [resolver as any],
+      });
       await s.stop();
       expect(most).toBe(2);
     } finally {
@@ -164,7 +251,18 @@ describe('process', () => {
     const grpcPort = await freePort();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port}`, `--grpc-port=${grpcPort}`, '--allow-metrics=false', '--load-model=simple', '--pinned-memory-pool-byte-size=0', ...MODELMESH],
+      [
+        '--import',
+        'tsx',
+        join(PROJECT_ROOT, 'host/src/cli.ts'),
+        `--model-repository=${repo.path}`,
+        `--http-port=${port}`,
+        `--grpc-port=${grpcPort}`,
+        '--allow-metrics=false',
+        '--load-model=simple',
+        '--pinned-memory-pool-byte-size=0',
+        ...MODELMESH,
+      ],
       { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -192,15 +290,29 @@ describe('process', () => {
     const port2 = await freePort();
     const child2 = spawn(
       process.execPath,
-      ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port2}`, '--allow-metrics=false', '--allow-grpc=false', `--log-file=${logFile}`, '--log-format=ISO8601', '--exit-timeout-secs=5'],
+      [
+        '--import',
+        'tsx',
+        join(PROJECT_ROOT, 'host/src/cli.ts'),
+        `--model-repository=${repo.path}`,
+        `--http-port=${port2}`,
+        '--allow-metrics=false',
+        '--allow-grpc=false',
+        `--log-file=${logFile}`,
+        '--log-format=ISO8601',
+        '--exit-timeout-secs=5',
+      ],
       { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out2 = '';
     child2.stdout.on('data', (d) => (out2 += d));
     const exited2 = new Promise<number | null>((r) => child2.on('exit', (code) => r(code)));
     try {
-      for (let i = 0; i < 300 && !(existsSync(logFile) && readFileSync(logFile, 'utf8').includes('Warden started')); i++) await new Promise((r) => setTimeout(r, 100));
-      const started = readFileSync(logFile, 'utf8').split('\n').find((l) => l.includes('Warden started'))!;
+      for (let i = 0; i < 300 && !(existsSync(logFile) && readFileSync(logFile, 'utf8').includes('Warden started')); i++)
+        await new Promise((r) => setTimeout(r, 100));
+      const started = readFileSync(logFile, 'utf8')
+        .split('\n')
+        .find((l) => l.includes('Warden started'))!;
       expect(JSON.parse(started).time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
       expect(out2).not.toContain('Warden started');
       expect((await getJson(`http://127.0.0.1:${port2}/v2/logging`)).json.log_file).toBe(logFile);

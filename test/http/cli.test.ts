@@ -10,17 +10,36 @@ import { describe, expect, it } from 'vitest';
 import { parseCli, UsageError } from '../../host/src/cli-options.js';
 import { freePort, PROJECT_ROOT, tempRepo } from '../helpers/repo.js';
 
-
 describe('flags', () => {
   it('parses tritonserver flags', () => {
     const o = parseCli([
-      '--model-repository=/a', '--model-store', '/b', '--http-port=9000', '--metrics-port=9002', '--model-control-mode=explicit',
-      '--load-model=x', '--load-model=y', '--strict-readiness=false', '--disable-auto-complete-config', '--exit-on-error=false',
-      '--log-verbose=1', '--http-max-input-size=1024', '--backend-config=python,shm-default-byte-size=1024', '--backend-config=default-max-batch-size=8',
+      '--model-repository=/a',
+      '--model-store',
+      '/b',
+      '--http-port=9000',
+      '--metrics-port=9002',
+      '--model-control-mode=explicit',
+      '--load-model=x',
+      '--load-model=y',
+      '--strict-readiness=false',
+      '--disable-auto-complete-config',
+      '--exit-on-error=false',
+      '--log-verbose=1',
+      '--http-max-input-size=1024',
+      '--backend-config=python,shm-default-byte-size=1024',
+      '--backend-config=default-max-batch-size=8',
     ]);
     expect(o).toMatchObject({
-      modelRepositories: ['/a', '/b'], httpPort: 9000, metricsPort: 9002, modelControlMode: 'explicit', loadModels: ['x', 'y'],
-      strictReadiness: false, autoCompleteConfig: false, exitOnError: false, logVerbose: 1, maxInputSize: 1024,
+      modelRepositories: ['/a', '/b'],
+      httpPort: 9000,
+      metricsPort: 9002,
+      modelControlMode: 'explicit',
+      loadModels: ['x', 'y'],
+      strictReadiness: false,
+      autoCompleteConfig: false,
+      exitOnError: false,
+      logVerbose: 1,
+      maxInputSize: 1024,
       backendConfig: { python: { 'shm-default-byte-size': '1024' }, '': { 'default-max-batch-size': '8' } },
     });
   });
@@ -50,72 +69,93 @@ describe('process', () => {
   // refuses new connections at once, and the process exits 0 within --exit-timeout-secs. The
   // model takes 1.5 s per request (identity_native's execute_delay_ms) on 4 instances, so the 4
   // requests are surely in the backend when the signal comes (pending_count, Warden's statistic).
-  it.each(['SIGTERM', 'SIGINT'] as const)('serves, then stops gracefully on %s with requests in flight', async (signal) => {
-    const repo = tempRepo([]);
-    repo.write(
-      'slow/config.pbtxt',
-      readFileSync(join(PROJECT_ROOT, 'model_repository/identity_native/config.pbtxt'), 'utf8')
-        .replace('name: "identity_native"', 'name: "slow"')
-        .replace('count: 1', 'count: 4')
-        .replace('string_value: "0"', 'string_value: "1500"'),
-    );
-    repo.write('slow/1/.keep', '');
-    const port = await freePort();
-    const exitTimeoutSecs = 20;
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--backend-directory=${join(PROJECT_ROOT, 'build/backends')}`, `--http-port=${port}`, '--allow-metrics=false', '--allow-grpc=false', `--exit-timeout-secs=${exitTimeoutSecs}`],
-      { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<{ code: number | null; at: number }>((r) => child.on('exit', (code) => r({ code, at: Date.now() })));
-    try {
-      const base = `http://127.0.0.1:${port}`;
-      for (let i = 0; i < 300 && !out.includes('Warden started'); i++) await new Promise((r) => setTimeout(r, 100));
-      expect(out).toContain('Warden started');
-      const data = [[1, 2], [3, 4], [5, 6], [7, 8]];
-      // One connection each (no pooling: a refused new connection must not be a reused one).
-      const inflight = data.map((d) =>
-        fetch(`${base}/v2/models/slow/infer`, {
-          method: 'POST',
-          headers: { connection: 'close' },
-          body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2], data: d }] }),
-        }).then(
-          async (r) => ({ status: r.status, json: (await r.json()) as unknown }),
-          (e: unknown) => ({ status: -1, json: String(e) as unknown }), // dropped half-way
-        ),
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'serves, then stops gracefully on %s with requests in flight',
+    async (signal) => {
+      const repo = tempRepo([]);
+      repo.write(
+        'slow/config.pbtxt',
+        readFileSync(join(PROJECT_ROOT, 'model_repository/identity_native/config.pbtxt'), 'utf8')
+          .replace('name: "identity_native"', 'name: "slow"')
+          .replace('count: 1', 'count: 4')
+          .replace('string_value: "0"', 'string_value: "1500"'),
       );
-      const pending = async () => ((await (await fetch(`${base}/v2/models/slow/stats`, { headers: { connection: 'close' } })).json()) as { model_stats: { pending_count: number }[] }).model_stats[0]!.pending_count;
-      await expect.poll(pending, { timeout: 10_000, interval: 50 }).toBe(4);
-      const signalledAt = Date.now();
-      child.kill(signal);
-      // The listener closes at the signal: a new connection is refused while the 4 still run.
-      for (let i = 0; i < 100 && !out.includes('shutting down gracefully'); i++) await new Promise((r) => setTimeout(r, 20));
-      expect(out).toContain('shutting down gracefully');
-      const refused = await new Promise<string>((resolve) => {
-        const sock = connect(port, '127.0.0.1');
-        sock.once('connect', () => {
-          sock.destroy();
-          resolve('connected');
+      repo.write('slow/1/.keep', '');
+      const port = await freePort();
+      const exitTimeoutSecs = 20;
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          join(PROJECT_ROOT, 'host/src/cli.ts'),
+          `--model-repository=${repo.path}`,
+          `--backend-directory=${join(PROJECT_ROOT, 'build/backends')}`,
+          `--http-port=${port}`,
+          '--allow-metrics=false',
+          '--allow-grpc=false',
+          `--exit-timeout-secs=${exitTimeoutSecs}`,
+        ],
+        { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (out += d));
+      const exited = new Promise<{ code: number | null; at: number }>((r) => child.on('exit', (code) => r({ code, at: Date.now() })));
+      try {
+        const base = `http://127.0.0.1:${port}`;
+        for (let i = 0; i < 300 && !out.includes('Warden started'); i++) await new Promise((r) => setTimeout(r, 100));
+        expect(out).toContain('Warden started');
+        const data = [
+          [1, 2],
+          [3, 4],
+          [5, 6],
+          [7, 8],
+        ];
+        // One connection each (no pooling: a refused new connection must not be a reused one).
+        const inflight = data.map((d) =>
+          fetch(`${base}/v2/models/slow/infer`, {
+            method: 'POST',
+            headers: { connection: 'close' },
+            body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2], data: d }] }),
+          }).then(
+            async (r) => ({ status: r.status, json: (await r.json()) as unknown }),
+            (e: unknown) => ({ status: -1, json: String(e) as unknown }), // dropped half-way
+          ),
+        );
+        const pending = async () =>
+          ((await (await fetch(`${base}/v2/models/slow/stats`, { headers: { connection: 'close' } })).json()) as { model_stats: { pending_count: number }[] })
+            .model_stats[0]!.pending_count;
+        await expect.poll(pending, { timeout: 10_000, interval: 50 }).toBe(4);
+        const signalledAt = Date.now();
+        child.kill(signal);
+        // The listener closes at the signal: a new connection is refused while the 4 still run.
+        for (let i = 0; i < 100 && !out.includes('shutting down gracefully'); i++) await new Promise((r) => setTimeout(r, 20));
+        expect(out).toContain('shutting down gracefully');
+        const refused = await new Promise<string>((resolve) => {
+          const sock = connect(port, '127.0.0.1');
+          sock.once('connect', () => {
+            sock.destroy();
+            resolve('connected');
+          });
+          sock.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? String(e)));
         });
-        sock.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? String(e)));
-      });
-      expect(refused).toBe('ECONNREFUSED');
-      expect(child.exitCode).toBeNull(); // still draining the requests
-      // Every request in flight at the signal got its full answer.
-      const answers = await Promise.all(inflight);
-      expect(answers).toEqual(data.map((d) => ({ status: 200, json: expect.objectContaining({ outputs: [expect.objectContaining({ data: d })] }) })));
-      const { code, at } = await exited;
-      expect(code).toBe(0);
-      expect(at - signalledAt).toBeLessThan(exitTimeoutSecs * 1000); // generous: the drain takes ~1.5 s
-      expect(out).toContain('Warden stopped');
-    } finally {
-      child.kill('SIGKILL');
-      repo.cleanup();
-    }
-  }, 60_000);
+        expect(refused).toBe('ECONNREFUSED');
+        expect(child.exitCode).toBeNull(); // still draining the requests
+        // Every request in flight at the signal got its full answer.
+        const answers = await Promise.all(inflight);
+        expect(answers).toEqual(data.map((d) => ({ status: 200, json: expect.objectContaining({ outputs: [expect.objectContaining({ data: d })] }) })));
+        const { code, at } = await exited;
+        expect(code).toBe(0);
+        expect(at - signalledAt).toBeLessThan(exitTimeoutSecs * 1000); // generous: the drain takes ~1.5 s
+        expect(out).toContain('Warden stopped');
+      } finally {
+        child.kill('SIGKILL');
+        repo.cleanup();
+      }
+    },
+    60_000,
+  );
 
   it('exits 1 with the usage on bad flags', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), '--bogus'], { cwd: PROJECT_ROOT });

@@ -19,7 +19,10 @@ function fakeReply(): FastifyReply & { headers: Map<string, string> } {
   return reply as unknown as FastifyReply & { headers: Map<string, string> };
 }
 const request = (acceptEncoding?: string) =>
-  ({ headers: acceptEncoding === undefined ? {} : { 'accept-encoding': acceptEncoding }, routeOptions: { url: '/v2/models/:model_name/infer' } }) as unknown as FastifyRequest;
+  ({
+    headers: acceptEncoding === undefined ? {} : { 'accept-encoding': acceptEncoding },
+    routeOptions: { url: '/v2/models/:model_name/infer' },
+  }) as unknown as FastifyRequest;
 
 describe('compressReply', () => {
   it('answers an uncompressed reply synchronously (no promise on the hot path)', () => {
@@ -87,7 +90,10 @@ describe('compression scope (end to end)', () => {
 });
 
 /** A raw request whose body is returned as sent (fetch would decompress). */
-function request_(url: string, opts: { method: string; headers: Record<string, string>; body?: string }): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+function request_(
+  url: string,
+  opts: { method: string; headers: Record<string, string>; body?: string },
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method: opts.method, headers: opts.headers }, (res) => {
       const chunks: Buffer[] = [];

@@ -104,7 +104,12 @@ ${Object.entries(params)
   .join('\n')}
 `;
 
-const int32Tensor = (values: number[]): Tensor => ({ name: 'INPUT0', datatype: 'INT32', shape: [values.length], data: new Uint8Array(Int32Array.from(values).buffer) });
+const int32Tensor = (values: number[]): Tensor => ({
+  name: 'INPUT0',
+  datatype: 'INT32',
+  shape: [values.length],
+  data: new Uint8Array(Int32Array.from(values).buffer),
+});
 
 let repo: TempRepo;
 let server: RunningServer;
@@ -168,15 +173,21 @@ describe('tensor memory the host does not own', () => {
     let releasedBeforeFinal = -1;
     const input = { ...int32Tensor([5, 6, 7, 8]), owner: { release: () => void released++ } };
     await new Promise<void>((resolve, reject) => {
-      server.api.infer(SINGLE_USER, 'echo', -1, { ...emptyRequestInit('echo', -1), inputs: [input] }, {
-        send(_r, final) {
-          if (final) {
-            releasedBeforeFinal = released;
-            resolve();
-          }
+      server.api.infer(
+        SINGLE_USER,
+        'echo',
+        -1,
+        { ...emptyRequestInit('echo', -1), inputs: [input] },
+        {
+          send(_r, final) {
+            if (final) {
+              releasedBeforeFinal = released;
+              resolve();
+            }
+          },
+          sendError: (e) => reject(e),
         },
-        sendError: (e) => reject(e),
-      });
+      );
     });
     expect(releasedBeforeFinal).toBe(0);
     expect(released).toBe(1);

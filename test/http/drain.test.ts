@@ -47,7 +47,14 @@ describe('bounded drain', () => {
     repo.write('stuck/config.pbtxt', CONFIG);
     repo.write('stuck/1/.keep', '');
     const resolver = new BlackHoleResolver();
-    const server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, logLevel: 'silent', backendResolvers: [resolver], exitTimeoutSecs: 1 });
+    const server = await startServer({
+      modelRepositories: [repo.path],
+      httpPort: 0,
+      metricsPort: -1,
+      logLevel: 'silent',
+      backendResolvers: [resolver],
+      exitTimeoutSecs: 1,
+    });
     try {
       const pending = postJson(`${server.httpUrl}/v2/models/stuck/infer`, body);
       await until(() => resolver.executing === 1);
@@ -71,8 +78,14 @@ describe('bounded drain', () => {
     repo.write('stuck/1/.keep', '');
     const resolver = new BlackHoleResolver();
     const server = await startServer({
-      modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['stuck'], httpPort: 0, metricsPort: -1,
-      logLevel: 'silent', backendResolvers: [resolver], exitTimeoutSecs: 1,
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['stuck'],
+      httpPort: 0,
+      metricsPort: -1,
+      logLevel: 'silent',
+      backendResolvers: [resolver],
+      exitTimeoutSecs: 1,
     });
     try {
       const pending = postJson(`${server.httpUrl}/v2/models/stuck/infer`, body);
@@ -96,22 +109,37 @@ describe('bounded drain', () => {
   });
 });
 
-
 describe('process', () => {
   it('exits 0 on SIGTERM when stdout is a closed pipe (EPIPE while logging)', async () => {
     const repo = tempRepo(['simple']);
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--http-port=${port}`, '--allow-metrics=false', '--allow-grpc=false', '--log-verbose=1'], {
-      cwd: PROJECT_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(PROJECT_ROOT, 'host/src/cli.ts'),
+        `--model-repository=${repo.path}`,
+        `--http-port=${port}`,
+        '--allow-metrics=false',
+        '--allow-grpc=false',
+        '--log-verbose=1',
+      ],
+      {
+        cwd: PROJECT_ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let err = '';
     child.stderr.on('data', (d) => (err += d));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     try {
       const base = `http://127.0.0.1:${port}`;
       for (let i = 0; i < 300; i++) {
-        const ok = await fetch(`${base}/v2/health/ready`).then((r) => r.status === 200, () => false);
+        const ok = await fetch(`${base}/v2/health/ready`).then(
+          (r) => r.status === 200,
+          () => false,
+        );
         if (ok) break;
         await sleep(100);
       }

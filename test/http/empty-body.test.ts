@@ -58,16 +58,27 @@ describe.each([
     repo = tempRepo();
     repo.write('variable/config.pbtxt', config('{ name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }', '[ -1 ]'));
     repo.write('fixed/config.pbtxt', config('{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }', '[ 4 ]'));
-    repo.write('two_inputs/config.pbtxt', config('{ name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ -1 ] }', '[ -1 ]'));
+    repo.write(
+      'two_inputs/config.pbtxt',
+      config('{ name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ -1 ] }', '[ -1 ]'),
+    );
     for (const m of ['variable', 'fixed', 'two_inputs']) repo.write(`${m}/1/.keep`, '');
-    server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, backendResolvers: [new EchoResolver()], logLevel: 'silent', ...httpOpts });
+    server = await startServer({
+      modelRepositories: [repo.path],
+      httpPort: 0,
+      metricsPort: -1,
+      backendResolvers: [new EchoResolver()],
+      logLevel: 'silent',
+      ...httpOpts,
+    });
   });
   afterAll(async () => {
     await server?.stop();
     repo?.cleanup();
   });
 
-  const post = (model: string, headers: Record<string, string> = {}) => fetchJson(`${server.httpUrl}/v2/models/${model}/infer`, { method: 'POST', body: '', headers });
+  const post = (model: string, headers: Record<string, string> = {}) =>
+    fetchJson(`${server.httpUrl}/v2/models/${model}/infer`, { method: 'POST', body: '', headers });
 
   it('one input of a variable dim: a zero-element tensor, answered 200 with a binary zero-element output', async () => {
     const before = executions;
@@ -75,7 +86,11 @@ describe.each([
       const r = await post('variable', headers);
       expect(r.status, JSON.stringify(headers)).toBe(200);
       expect(r.headers.get('inference-header-content-length')).toBe(String(r.text.length));
-      expect(JSON.parse(r.text)).toEqual({ model_name: 'variable', model_version: '1', outputs: [{ name: 'OUTPUT0', datatype: 'FP32', shape: [0], parameters: { binary_data_size: 0 } }] });
+      expect(JSON.parse(r.text)).toEqual({
+        model_name: 'variable',
+        model_version: '1',
+        outputs: [{ name: 'OUTPUT0', datatype: 'FP32', shape: [0], parameters: { binary_data_size: 0 } }],
+      });
     }
     expect(executions - before).toBe(3);
   });

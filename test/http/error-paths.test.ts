@@ -10,7 +10,15 @@ import { status, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { internal } from '../../host/src/contract/errors.js';
 import { redactAbsolutePaths, PathScrubber } from '../../host/src/contract/public-errors.js';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ModelLoadContext, ResponseSender } from '../../host/src/contract/types.js';
+import type {
+  Backend,
+  BackendModel,
+  BackendResolveRequest,
+  BackendResolver,
+  InferenceRequest,
+  ModelLoadContext,
+  ResponseSender,
+} from '../../host/src/contract/types.js';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
@@ -24,7 +32,8 @@ const LEAKS = [SECRET_FILE, '/srv/warden-secret', '/etc/shadow', '/opt/operator-
 class LeakyBackend implements Backend {
   readonly name = 'leaky';
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
-    if (ctx.config.parameters.fail_load) throw new Error(`ENOENT: no such file or directory, open '${SECRET_FILE}' (also tried /etc/shadow and "${SECRET_DIR}k 1")`);
+    if (ctx.config.parameters.fail_load)
+      throw new Error(`ENOENT: no such file or directory, open '${SECRET_FILE}' (also tried /etc/shadow and "${SECRET_DIR}k 1")`);
     return {
       async createInstance() {
         return {
@@ -148,7 +157,11 @@ describe.each([
   });
 
   it('gRPC: ModelInfer, RepositoryModelLoad, ModelStreamInfer (both error styles)', async () => {
-    const req = { model_name: 'leaky', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.from(Float32Array.of(1).buffer)] };
+    const req = {
+      model_name: 'leaky',
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }],
+      raw_input_contents: [Buffer.from(Float32Array.of(1).buffer)],
+    };
     const infer = await unaryCall(client, 'ModelInfer', req);
     expect(infer.err?.code).toBe(status.INTERNAL);
     expectNoPath(infer.err!.details, 'ModelInfer');

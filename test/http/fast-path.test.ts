@@ -15,7 +15,19 @@ import { fastPathCounters, matchInferUrl } from '../../host/src/frontend/http/fa
 import type { RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { executed } from '../helpers/js-backend.js';
-import { exchange, INPUT0, JSON_TYPE, matrix, portOf, raw, simpleBinary, simpleJson, startMatrixServer, tenancyAnswers, useMatrixRepository } from '../helpers/http-matrix.js';
+import {
+  exchange,
+  INPUT0,
+  JSON_TYPE,
+  matrix,
+  portOf,
+  raw,
+  simpleBinary,
+  simpleJson,
+  startMatrixServer,
+  tenancyAnswers,
+  useMatrixRepository,
+} from '../helpers/http-matrix.js';
 
 const repoPath = useMatrixRepository();
 
@@ -42,7 +54,17 @@ describe('the /infer fast path answers as Fastify does', () => {
   it('matches only the plain infer URLs', () => {
     expect(matchInferUrl('/v2/models/simple/infer')).toEqual({ model: 'simple', version: -1 });
     expect(matchInferUrl('/v2/models/a.b-c_1/versions/12/infer')).toEqual({ model: 'a.b-c_1', version: 12 });
-    for (const url of ['/v2/models/../infer', '/v2/models/.x/infer', '/v2/models/a/b/infer', '/v2/models/a/versions//infer', '/v2/models/a/versions/1234567890123456/infer', '/v2/models/a/infer?', '/v2/models/%2e/infer', `/v2/models/${'a'.repeat(256)}/infer`, '/V2/models/a/infer']) {
+    for (const url of [
+      '/v2/models/../infer',
+      '/v2/models/.x/infer',
+      '/v2/models/a/b/infer',
+      '/v2/models/a/versions//infer',
+      '/v2/models/a/versions/1234567890123456/infer',
+      '/v2/models/a/infer?',
+      '/v2/models/%2e/infer',
+      `/v2/models/${'a'.repeat(256)}/infer`,
+      '/V2/models/a/infer',
+    ]) {
       expect(matchInferUrl(url), url).toBeUndefined();
     }
   });
@@ -95,7 +117,9 @@ describe('the /infer fast path answers as Fastify does', () => {
       const first = exchange(portOf(s), raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE));
       await new Promise((r) => setTimeout(r, 100)); // the first holds the only instance for 600 ms
       await new Promise<void>((resolve) => {
-        const sock = connect(portOf(s), '127.0.0.1', () => sock.write(raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE), () => setTimeout(() => (sock.destroy(), resolve()), 100)));
+        const sock = connect(portOf(s), '127.0.0.1', () =>
+          sock.write(raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE), () => setTimeout(() => (sock.destroy(), resolve()), 100)),
+        );
         sock.on('error', () => undefined);
       });
       const [r] = await first;
@@ -149,7 +173,9 @@ describe('multi-tenant: authentication and the request rate are the ones Fastify
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warden-fastpath-tenants-'));
     // burst 2 per 200 s: the third request within the window is over the rate.
-    const tenants = { tenants: [{ id: 'limited', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'], quotas: { requests_per_second: 0.01, burst: 2 } }] };
+    const tenants = {
+      tenants: [{ id: 'limited', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'], quotas: { requests_per_second: 0.01, burst: 2 } }],
+    };
     writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
     const extra = { tenantsFile: join(dir, 'tenants.json'), modelControlMode: 'explicit', loadModels: ['simple'] };
     [on, off] = await Promise.all([start(true, extra), start(false, extra)]);

@@ -16,7 +16,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError, parseCli } from '../../host/src/cli-options.js';
 import { fastPathCounters } from '../../host/src/frontend/http/fast-path.js';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import { type RunningServer } from '../../host/src/server.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { exchange, JSON_TYPE, matrix, portOf, raw, simpleJson, startMatrixServer, tenancyAnswers, useMatrixRepository } from '../helpers/http-matrix.js';
 import { executed } from '../helpers/js-backend.js';
@@ -90,7 +90,9 @@ describe('two front-end threads answer as the single loop does', () => {
     const served0 = [...pool.served];
     const threadedBefore = fastPathCounters.threaded;
     const proxiedBefore = pool.proxied;
-    const answers = await Promise.all(Array.from({ length: 60 }, () => exchange(portOf(threaded), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE))));
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, () => exchange(portOf(threaded), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE))),
+    );
     for (const [r] of answers) expect(r!.head).toMatch(/^HTTP\/1.1 200/);
     const perThread = pool.served.map((n, i) => n - (served0[i] ?? 0));
     expect(perThread.length).toBe(2);
@@ -150,11 +152,15 @@ describe('two front-end threads answer as the single loop does', () => {
     const servedBefore = pool.served.reduce((a, b) => a + b, 0);
     // 8 of them: the chance that none lands on a thread is (1/3)^8.
     await Promise.all(
-      Array.from({ length: 8 }, () =>
-        new Promise<void>((resolve) => {
-          const sock = connect(portOf(threaded), '127.0.0.1', () => sock.write(raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE), () => setTimeout(() => (sock.destroy(), resolve()), 100)));
-          sock.on('error', () => undefined);
-        }),
+      Array.from(
+        { length: 8 },
+        () =>
+          new Promise<void>((resolve) => {
+            const sock = connect(portOf(threaded), '127.0.0.1', () =>
+              sock.write(raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE), () => setTimeout(() => (sock.destroy(), resolve()), 100)),
+            );
+            sock.on('error', () => undefined);
+          }),
       ),
     );
     const [r] = await first;
@@ -185,13 +191,17 @@ describe('two front-end threads answer as the single loop does', () => {
     stop = true;
     await Promise.all(clients);
     expect(statuses.length).toBeGreaterThan(8);
-    expect(statuses.every((x) => ['200', '400', '404', '503'].includes(x)), statuses.join(' ')).toBe(true);
+    expect(
+      statuses.every((x) => ['200', '400', '404', '503'].includes(x)),
+      statuses.join(' '),
+    ).toBe(true);
     const after = await Promise.all(Array.from({ length: 10 }, () => exchange(portOf(threaded), raw('POST', '/v2/models/echo/infer', body, JSON_TYPE))));
     for (const [r] of after) expect(r!.head).toMatch(/^HTTP\/1.1 200/);
   });
 
   it('statistics count each request once', async () => {
-    const countOf = async () => (await (await fetch(`${threaded.httpUrl}/v2/models/simple/stats`)).json()).model_stats[0].inference_stats.success.count as number;
+    const countOf = async () =>
+      (await (await fetch(`${threaded.httpUrl}/v2/models/simple/stats`)).json()).model_stats[0].inference_stats.success.count as number;
     const before = await countOf();
     await Promise.all(Array.from({ length: 20 }, () => exchange(portOf(threaded), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE))));
     expect((await countOf()) - before).toBe(20);
@@ -203,7 +213,9 @@ describe('two front-end threads answer as the single loop does', () => {
     pool.crash(0);
     await until(() => pool.restarts === restarts + 1 && pool.running === 2);
     const served0 = pool.served[0] ?? 0;
-    const answers = await Promise.all(Array.from({ length: 30 }, () => exchange(portOf(threaded), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE))));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () => exchange(portOf(threaded), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE))),
+    );
     for (const [r] of answers) expect(r!.head).toMatch(/^HTTP\/1.1 200/);
     expect((pool.served[0] ?? 0) - served0, 'the new thread 0 serves').toBeGreaterThan(0);
   });
@@ -214,7 +226,10 @@ describe('two front-end threads answer as the single loop does', () => {
     const port = portOf(threaded);
     // One request in flight (600 ms in its backend) while the server stops: it is answered.
     const running = executed.filter((e) => e.model === 'slow').length;
-    const slow = exchange(port, raw('POST', '/v2/models/slow/infer', '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}', JSON_TYPE));
+    const slow = exchange(
+      port,
+      raw('POST', '/v2/models/slow/infer', '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}', JSON_TYPE),
+    );
     // stop only once it executes (a fixed wait lost the race on a loaded CI machine: the request then arrived while closing, 503)
     await until(() => executed.filter((e) => e.model === 'slow').length > running);
     await threaded.stop();
@@ -310,7 +325,9 @@ describe('multi-tenant with front-end threads', () => {
   const logLines: Record<string, unknown>[] = [];
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warden-threads-tenants-'));
-    const tenants = { tenants: [{ id: 'limited', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'], quotas: { requests_per_second: 0.01, burst: 2 } }] };
+    const tenants = {
+      tenants: [{ id: 'limited', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'], quotas: { requests_per_second: 0.01, burst: 2 } }],
+    };
     writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
     const extra = { tenantsFile: join(dir, 'tenants.json'), modelControlMode: 'explicit', loadModels: ['simple'] };
     const sink = new Writable({

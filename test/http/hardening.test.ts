@@ -23,7 +23,15 @@ afterAll(() => {
 async function serve(opts: Partial<ServerOptions> = {}, examples = ['simple']): Promise<{ s: RunningServer; repo: TempRepo }> {
   const repo = tempRepo(examples);
   repos.push(repo);
-  const s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: -1, logLevel: 'silent', ...opts });
+  const s = await startServer({
+    modelRepositories: [repo.path],
+    modelControlMode: 'explicit',
+    loadModels: ['*'],
+    httpPort: 0,
+    metricsPort: -1,
+    logLevel: 'silent',
+    ...opts,
+  });
   running.push(s);
   return { s, repo };
 }
@@ -35,7 +43,11 @@ describe('readiness is not hostage to a load', () => {
   it('a failed upload never makes /v2/health/ready fail', async () => {
     const { s } = await serve();
     expect(await ready(s)).toBe(200);
-    const config = JSON.stringify({ backend: 'wasm', input: [{ name: 'IN', data_type: 'TYPE_INT32', dims: [1] }], output: [{ name: 'OUT', data_type: 'TYPE_INT32', dims: [1] }] });
+    const config = JSON.stringify({
+      backend: 'wasm',
+      input: [{ name: 'IN', data_type: 'TYPE_INT32', dims: [1] }],
+      output: [{ name: 'OUT', data_type: 'TYPE_INT32', dims: [1] }],
+    });
     const r = await postJson(`${s.httpUrl}/v2/repository/models/broken_upload/load`, { parameters: { config, 'file:1/model.wasm': b64('not a component') } });
     expect(r.status).toBe(400);
     expect(await ready(s)).toBe(200);
@@ -56,7 +68,10 @@ describe('uploads never run native code', () => {
   function evilLibrary(marker: string): Uint8Array {
     const dir = mkdtempSync(join(tmpdir(), 'warden-evil-'));
     try {
-      writeFileSync(join(dir, 'evil.c'), `#include <stdio.h>\n__attribute__((constructor)) static void pwn(void) { FILE *f = fopen("${marker}", "w"); if (f) fclose(f); }\nint TRITONBACKEND_ModelInstanceExecute(void) { return 0; }\n`);
+      writeFileSync(
+        join(dir, 'evil.c'),
+        `#include <stdio.h>\n__attribute__((constructor)) static void pwn(void) { FILE *f = fopen("${marker}", "w"); if (f) fclose(f); }\nint TRITONBACKEND_ModelInstanceExecute(void) { return 0; }\n`,
+      );
       execFileSync('cc', ['-shared', '-fPIC', '-o', join(dir, 'evil.so'), join(dir, 'evil.c')]);
       return readFileSync(join(dir, 'evil.so'));
     } finally {
@@ -100,9 +115,16 @@ describe('uploads never run native code', () => {
 describe('model names are checked where they enter', () => {
   it('path traversal, control characters and oversize names: 400 on load/unload, nothing written outside', async () => {
     const { s, repo } = await serve();
-    const outside = () => readdirSync(join(repo.path, '..')).filter((f) => /escaped|^\.\.|^a$|^b$/.test(f)).sort();
+    const outside = () =>
+      readdirSync(join(repo.path, '..'))
+        .filter((f) => /escaped|^\.\.|^a$|^b$/.test(f))
+        .sort();
     const before = outside();
-    const config = JSON.stringify({ backend: 'wasm', input: [{ name: 'IN', data_type: 'TYPE_INT32', dims: [1] }], output: [{ name: 'OUT', data_type: 'TYPE_INT32', dims: [1] }] });
+    const config = JSON.stringify({
+      backend: 'wasm',
+      input: [{ name: 'IN', data_type: 'TYPE_INT32', dims: [1] }],
+      output: [{ name: 'OUT', data_type: 'TYPE_INT32', dims: [1] }],
+    });
     const names = ['..%2F..%2Fescaped', '%2E%2E', '..', 'a%2Fb', 'a%5Cb', 'bad%0Aname', 'nul%00name', 'x'.repeat(300)];
     for (const n of names) {
       const load = await postJson(`${s.httpUrl}/v2/repository/models/${n}/load`, { parameters: { config, 'file:1/model.wasm': b64('x') } });
@@ -129,16 +151,21 @@ describe('counts from a config are bounded before anything is allocated', () => 
     expect(r.status).toBe(400);
     expect(r.json.error).toMatch(/2147483647 instances, more than this server allows per model \(64/);
     expect(Date.now() - t0).toBeLessThan(5000);
-    const infer = await postJson(`${s.httpUrl}/v2/models/simple/infer`, { inputs: [
-      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(1) },
-      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(2) },
-    ] });
+    const infer = await postJson(`${s.httpUrl}/v2/models/simple/infer`, {
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(1) },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(2) },
+      ],
+    });
     expect(infer.status).toBe(200);
   });
 
   it('the cap is a flag', async () => {
     const { s, repo } = await serve({ caps: { maxInstancesPerModel: 2 } }, ['simple', 'addsub_onnx']);
-    repo.write('addsub_onnx/config.pbtxt', readFileSync(join(repo.path, 'addsub_onnx', 'config.pbtxt'), 'utf8') + '\ninstance_group [ { count: 3 kind: KIND_CPU } ]\n');
+    repo.write(
+      'addsub_onnx/config.pbtxt',
+      readFileSync(join(repo.path, 'addsub_onnx', 'config.pbtxt'), 'utf8') + '\ninstance_group [ { count: 3 kind: KIND_CPU } ]\n',
+    );
     const r = await postJson(`${s.httpUrl}/v2/repository/models/addsub_onnx/load`, {});
     expect(r.json.error).toMatch(/3 instances, more than this server allows per model \(2/);
   });
@@ -210,7 +237,10 @@ describe('errors never show absolute host paths', () => {
     repo.write('broken_syntax/1/.keep', '');
     repo.write('no_library/config.pbtxt', 'backend: "warden_not_installed"\n');
     repo.write('no_library/1/.keep', '');
-    repo.write('no_file/config.pbtxt', readFileSync(join(repo.path, 'addsub_onnx', 'config.pbtxt'), 'utf8').replace('addsub_onnx', 'no_file') + '\ndefault_model_filename: "absent.onnx"\n');
+    repo.write(
+      'no_file/config.pbtxt',
+      readFileSync(join(repo.path, 'addsub_onnx', 'config.pbtxt'), 'utf8').replace('addsub_onnx', 'no_file') + '\ndefault_model_filename: "absent.onnx"\n',
+    );
     repo.write('no_file/1/.keep', '');
     const texts: string[] = [];
     for (const m of ['broken_syntax', 'no_library', 'no_file']) {
@@ -218,8 +248,14 @@ describe('errors never show absolute host paths', () => {
       expect(r.status, m).toBeGreaterThanOrEqual(400);
       texts.push(r.text);
     }
-    const onnx = JSON.stringify({ platform: 'onnxruntime_onnx', input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [1] }], output: [{ name: 'OUT', data_type: 'TYPE_FP32', dims: [1] }] });
-    const garbage = await postJson(`${s.httpUrl}/v2/repository/models/garbage_onnx/load`, { parameters: { config: onnx, 'file:1/model.onnx': b64('not an onnx graph') } });
+    const onnx = JSON.stringify({
+      platform: 'onnxruntime_onnx',
+      input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [1] }],
+      output: [{ name: 'OUT', data_type: 'TYPE_FP32', dims: [1] }],
+    });
+    const garbage = await postJson(`${s.httpUrl}/v2/repository/models/garbage_onnx/load`, {
+      parameters: { config: onnx, 'file:1/model.onnx': b64('not an onnx graph') },
+    });
     expect(garbage.status).toBeGreaterThanOrEqual(400);
     texts.push(garbage.text);
     texts.push((await postJson(`${s.httpUrl}/v2/repository/index`, {})).text);
@@ -233,7 +269,11 @@ describe('errors never show absolute host paths', () => {
 describe('upload size', () => {
   it('--max-upload-bytes refuses a larger upload before anything is written', async () => {
     const { s, repo } = await serve({ maxUploadBytes: 1000 });
-    const config = JSON.stringify({ backend: 'wasm', input: [{ name: 'IN', data_type: 'TYPE_INT32', dims: [1] }], output: [{ name: 'OUT', data_type: 'TYPE_INT32', dims: [1] }] });
+    const config = JSON.stringify({
+      backend: 'wasm',
+      input: [{ name: 'IN', data_type: 'TYPE_INT32', dims: [1] }],
+      output: [{ name: 'OUT', data_type: 'TYPE_INT32', dims: [1] }],
+    });
     const r = await postJson(`${s.httpUrl}/v2/repository/models/big/load`, { parameters: { config, 'file:1/model.wasm': b64(new Uint8Array(2000)) } });
     expect(r.status).toBe(400);
     expect(r.json.error).toMatch(/exceeds the limit of 1000 bytes/);

@@ -25,7 +25,14 @@ afterAll(async () => {
 
 /** `simple` must still answer correctly (used after each bad request). */
 async function expectSimpleServes(): Promise<void> {
-  const r = await postJson(`${url}/v2/models/simple/infer`, simpleRequest('INT32', range(16, (i) => i), range(16, () => 1)));
+  const r = await postJson(
+    `${url}/v2/models/simple/infer`,
+    simpleRequest(
+      'INT32',
+      range(16, (i) => i),
+      range(16, () => 1),
+    ),
+  );
   expect(r.status).toBe(200);
   expect(r.json.outputs[0].data).toEqual(range(16, (i) => i + 1));
 }
@@ -62,7 +69,7 @@ describe('JSON inference on the example models', () => {
     const r = await postJson(`${url}/v2/models/simple_int8/infer`, simpleRequest('INT8', a, b));
     expect(r.status).toBe(200);
     const sum = r.json.outputs.find((o: any) => o.name === 'OUTPUT0').data;
-    expect(sum).toEqual(a.map((x) => ((((x + 10) + 128) % 256) + 256) % 256 - 128));
+    expect(sum).toEqual(a.map((x) => ((((x + 10 + 128) % 256) + 256) % 256) - 128));
   });
 
   it('addsub_onnx: FP32 [16], max_batch_size 0', async () => {
@@ -84,7 +91,13 @@ describe('JSON inference on the example models', () => {
   it('returns only the requested outputs, and honours /versions/1', async () => {
     const r = await postJson(
       `${url}/v2/models/simple/versions/1/infer`,
-      simpleRequest('INT32', range(16, () => 5), range(16, () => 2), 1, { outputs: [{ name: 'OUTPUT1' }] }),
+      simpleRequest(
+        'INT32',
+        range(16, () => 5),
+        range(16, () => 2),
+        1,
+        { outputs: [{ name: 'OUTPUT1' }] },
+      ),
     );
     expect(r.status).toBe(200);
     expect(r.json.outputs.map((o: any) => o.name)).toEqual(['OUTPUT1']);
@@ -144,7 +157,10 @@ describe('binary tensor data extension', () => {
           { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: { binary_data_size: 64 } },
           { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: range(16, () => 1) },
         ],
-        outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }, { name: 'OUTPUT1', parameters: { binary_data: true } }],
+        outputs: [
+          { name: 'OUTPUT0', parameters: { binary_data: false } },
+          { name: 'OUTPUT1', parameters: { binary_data: true } },
+        ],
       },
       i32(range(16, () => 4)),
     );
@@ -159,7 +175,14 @@ describe('binary tensor data extension', () => {
 
   it('binary BYTES input (length-prefixed elements)', async () => {
     const enc = (xs: string[]) =>
-      Buffer.concat(xs.map((s) => { const b = Buffer.alloc(4 + s.length); b.writeUInt32LE(s.length); b.write(s, 4); return b; }));
+      Buffer.concat(
+        xs.map((s) => {
+          const b = Buffer.alloc(4 + s.length);
+          b.writeUInt32LE(s.length);
+          b.write(s, 4);
+          return b;
+        }),
+      );
     const a = enc(range(16, (i) => String(i * 2)));
     const b = enc(range(16, () => '1'));
     const { body, headerLength } = binaryBody(
@@ -206,16 +229,127 @@ describe('binary tensor data extension', () => {
 describe('bad input: Triton status codes, server unchanged', () => {
   const cases: [string, string, unknown, number, RegExp][] = [
     ['malformed JSON', 'simple', '{"inputs": [', 500, /failed to parse the request JSON buffer/], // tritonserver's 500 (TritonJson)
-    ['wrong datatype', 'simple', simpleRequest('FP32', range(16, () => 1), range(16, () => 1)), 400, /data-type is 'FP32', but model 'simple' expects 'INT32'/],
-    ['wrong shape', 'simple', { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 8], data: range(8, () => 1) }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: range(16, () => 1) }] }, 400, /unexpected shape for input 'INPUT0' for model 'simple'. Expected \[-1,16\], got \[1,8\]/],
-    ['batch over max_batch_size', 'simple', simpleRequest('INT32', range(144, () => 1), range(144, () => 1), 9), 400, /inference request batch-size must be <= 8 for 'simple'/],
-    ['unknown input', 'simple', { inputs: [...simpleRequest('INT32', range(16, () => 1), range(16, () => 1)).inputs, { name: 'INPUT9', datatype: 'INT32', shape: [1, 16], data: range(16, () => 1) }] }, 400, /unexpected inference input 'INPUT9' for model 'simple'/],
-    ['unknown requested output', 'simple', simpleRequest('INT32', range(16, () => 1), range(16, () => 1), 1, { outputs: [{ name: 'OUTPUT7' }] }), 400, /unexpected inference output 'OUTPUT7' for model 'simple'/],
-    ['element count does not match shape', 'simple', simpleRequest('INT32', range(15, () => 1), range(16, () => 1)), 500, /Shape does not match true shape/],
-    ['missing input', 'simple', { inputs: [simpleRequest('INT32', range(16, () => 1), []).inputs[0]] }, 400, /expected 2 inputs but got 1 inputs for model 'simple'.*missing required input\(s\) \['INPUT1'\]/],
-    ['non-integer data for INT32', 'simple', simpleRequest('INT32', range(16, () => 1.5), range(16, () => 1)), 500, /non-signed-integer/],
-    ['reserved triton_ parameter', 'simple', simpleRequest('INT32', range(16, () => 1), range(16, () => 1), 1, { parameters: { triton_x: 1 } }), 400, /reserved/],
-    ['invalid datatype name', 'simple', { inputs: [{ name: 'INPUT0', datatype: 'INT33', shape: [1, 16], data: [] }] }, 400, /invalid datatype for input INPUT0/],
+    [
+      'wrong datatype',
+      'simple',
+      simpleRequest(
+        'FP32',
+        range(16, () => 1),
+        range(16, () => 1),
+      ),
+      400,
+      /data-type is 'FP32', but model 'simple' expects 'INT32'/,
+    ],
+    [
+      'wrong shape',
+      'simple',
+      {
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 8], data: range(8, () => 1) },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: range(16, () => 1) },
+        ],
+      },
+      400,
+      /unexpected shape for input 'INPUT0' for model 'simple'. Expected \[-1,16\], got \[1,8\]/,
+    ],
+    [
+      'batch over max_batch_size',
+      'simple',
+      simpleRequest(
+        'INT32',
+        range(144, () => 1),
+        range(144, () => 1),
+        9,
+      ),
+      400,
+      /inference request batch-size must be <= 8 for 'simple'/,
+    ],
+    [
+      'unknown input',
+      'simple',
+      {
+        inputs: [
+          ...simpleRequest(
+            'INT32',
+            range(16, () => 1),
+            range(16, () => 1),
+          ).inputs,
+          { name: 'INPUT9', datatype: 'INT32', shape: [1, 16], data: range(16, () => 1) },
+        ],
+      },
+      400,
+      /unexpected inference input 'INPUT9' for model 'simple'/,
+    ],
+    [
+      'unknown requested output',
+      'simple',
+      simpleRequest(
+        'INT32',
+        range(16, () => 1),
+        range(16, () => 1),
+        1,
+        { outputs: [{ name: 'OUTPUT7' }] },
+      ),
+      400,
+      /unexpected inference output 'OUTPUT7' for model 'simple'/,
+    ],
+    [
+      'element count does not match shape',
+      'simple',
+      simpleRequest(
+        'INT32',
+        range(15, () => 1),
+        range(16, () => 1),
+      ),
+      500,
+      /Shape does not match true shape/,
+    ],
+    [
+      'missing input',
+      'simple',
+      {
+        inputs: [
+          simpleRequest(
+            'INT32',
+            range(16, () => 1),
+            [],
+          ).inputs[0],
+        ],
+      },
+      400,
+      /expected 2 inputs but got 1 inputs for model 'simple'.*missing required input\(s\) \['INPUT1'\]/,
+    ],
+    [
+      'non-integer data for INT32',
+      'simple',
+      simpleRequest(
+        'INT32',
+        range(16, () => 1.5),
+        range(16, () => 1),
+      ),
+      500,
+      /non-signed-integer/,
+    ],
+    [
+      'reserved triton_ parameter',
+      'simple',
+      simpleRequest(
+        'INT32',
+        range(16, () => 1),
+        range(16, () => 1),
+        1,
+        { parameters: { triton_x: 1 } },
+      ),
+      400,
+      /reserved/,
+    ],
+    [
+      'invalid datatype name',
+      'simple',
+      { inputs: [{ name: 'INPUT0', datatype: 'INT33', shape: [1, 16], data: [] }] },
+      400,
+      /invalid datatype for input INPUT0/,
+    ],
   ];
   for (const [what, model, body, status, re] of cases) {
     it(what, async () => {
@@ -230,13 +364,26 @@ describe('bad input: Triton status codes, server unchanged', () => {
     let r = await postJson(`${url}/v2/models/nope/infer`, {});
     expect(r.status).toBe(404);
     expect(r.json.error).toBe("Request for unknown model: 'nope' is not found");
-    r = await postJson(`${url}/v2/models/simple/versions/7/infer`, simpleRequest('INT32', range(16, () => 1), range(16, () => 1)));
+    r = await postJson(
+      `${url}/v2/models/simple/versions/7/infer`,
+      simpleRequest(
+        'INT32',
+        range(16, () => 1),
+        range(16, () => 1),
+      ),
+    );
     expect(r.status).toBe(404);
     expect(r.json.error).toBe("Request for unknown model: 'simple' version 7 is not found");
   });
 
   it('a body over --http-max-input-size: 400, server keeps serving', async () => {
-    const big = simpleRequest('INT32', range(16, () => 1), range(16, () => 1), 1, { pad: 'x'.repeat(1 << 20) });
+    const big = simpleRequest(
+      'INT32',
+      range(16, () => 1),
+      range(16, () => 1),
+      1,
+      { pad: 'x'.repeat(1 << 20) },
+    );
     const r = await postJson(`${url}/v2/models/simple/infer`, big);
     expect(r.status).toBe(400);
     expect(r.json.error).toMatch(/exceeds the maximum allowed value/);
@@ -256,7 +403,17 @@ describe('bad input: Triton status codes, server unchanged', () => {
 
   it('gzip-compressed request bodies are accepted', async () => {
     const { gzipSync } = await import('node:zlib');
-    const body = gzipSync(Buffer.from(JSON.stringify(simpleRequest('INT32', range(16, () => 2), range(16, () => 3)))));
+    const body = gzipSync(
+      Buffer.from(
+        JSON.stringify(
+          simpleRequest(
+            'INT32',
+            range(16, () => 2),
+            range(16, () => 3),
+          ),
+        ),
+      ),
+    );
     const res = await fetch(`${url}/v2/models/simple/infer`, { method: 'POST', body, headers: { 'content-encoding': 'gzip' } });
     expect(res.status).toBe(200);
     expect((await res.json()).outputs[0].data).toEqual(range(16, () => 5));
@@ -266,10 +423,12 @@ describe('bad input: Triton status codes, server unchanged', () => {
 describe('request parameters and statistics', () => {
   it('counts inferences and executions exactly', async () => {
     const before = (await getJson(`${url}/v2/models/addsub_onnx/stats`)).json.model_stats[0];
-    const body = { inputs: [
-      { name: 'INPUT0', datatype: 'FP32', shape: [16], data: range(16, () => 1) },
-      { name: 'INPUT1', datatype: 'FP32', shape: [16], data: range(16, () => 1) },
-    ] };
+    const body = {
+      inputs: [
+        { name: 'INPUT0', datatype: 'FP32', shape: [16], data: range(16, () => 1) },
+        { name: 'INPUT1', datatype: 'FP32', shape: [16], data: range(16, () => 1) },
+      ],
+    };
     for (let i = 0; i < 3; i++) expect((await postJson(`${url}/v2/models/addsub_onnx/infer`, body)).status).toBe(200);
     await postJson(`${url}/v2/models/addsub_onnx/infer`, { inputs: [] });
     const after = (await getJson(`${url}/v2/models/addsub_onnx/stats`)).json.model_stats[0];
@@ -289,7 +448,19 @@ describe('request parameters and statistics', () => {
 
   it('batch counts as its elements in inference_count', async () => {
     const before = (await getJson(`${url}/v2/models/simple/stats`)).json.model_stats[0];
-    expect((await postJson(`${url}/v2/models/simple/infer`, simpleRequest('INT32', range(64, () => 1), range(64, () => 1), 4))).status).toBe(200);
+    expect(
+      (
+        await postJson(
+          `${url}/v2/models/simple/infer`,
+          simpleRequest(
+            'INT32',
+            range(64, () => 1),
+            range(64, () => 1),
+            4,
+          ),
+        )
+      ).status,
+    ).toBe(200);
     const after = (await getJson(`${url}/v2/models/simple/stats`)).json.model_stats[0];
     expect(after.inference_count - before.inference_count).toBe(4);
     expect(after.execution_count - before.execution_count).toBe(1);
@@ -299,7 +470,16 @@ describe('request parameters and statistics', () => {
   it('Prometheus metrics carry Triton names and labels', async () => {
     const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
     const line = (name: string, extra = '') => new RegExp(`^${name}\\{model="simple",version="1"${extra}\\} (\\d+(\\.\\d+)?)$`, 'm');
-    for (const name of ['nv_inference_request_success', 'nv_inference_count', 'nv_inference_exec_count', 'nv_inference_request_duration_us', 'nv_inference_queue_duration_us', 'nv_inference_compute_input_duration_us', 'nv_inference_compute_infer_duration_us', 'nv_inference_compute_output_duration_us']) {
+    for (const name of [
+      'nv_inference_request_success',
+      'nv_inference_count',
+      'nv_inference_exec_count',
+      'nv_inference_request_duration_us',
+      'nv_inference_queue_duration_us',
+      'nv_inference_compute_input_duration_us',
+      'nv_inference_compute_infer_duration_us',
+      'nv_inference_compute_output_duration_us',
+    ]) {
       expect(text).toMatch(line(name));
     }
     const success = Number(line('nv_inference_request_success').exec(text)![1]);

@@ -53,7 +53,9 @@ describe('parseRequestJson: literals beyond a double', () => {
     ['a 320-digit decimal', '-' + '9'.repeat(320) + '.5'],
     ['1e999 inside an array', '[1, 2, 1e999]'],
   ])('%s is refused with its position', (_what, text) => {
-    expect(() => parseRequestJson(Buffer.from(`{"a": ${text}}`))).toThrow(/^failed to parse the request JSON buffer: Number too big to be stored in double\. at \d+$/);
+    expect(() => parseRequestJson(Buffer.from(`{"a": ${text}}`))).toThrow(
+      /^failed to parse the request JSON buffer: Number too big to be stored in double\. at \d+$/,
+    );
   });
 
   it('large but finite literals, underflow and long exact integers still parse', () => {
@@ -75,7 +77,14 @@ describe.each([
     repo.write('echo_fp32/1/.keep', '');
     repo.write('echo_fp64/config.pbtxt', CONFIG('TYPE_FP64'));
     repo.write('echo_fp64/1/.keep', '');
-    server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, backendResolvers: [new EchoResolver()], httpFastPath: fastPath, logLevel: 'silent' });
+    server = await startServer({
+      modelRepositories: [repo.path],
+      httpPort: 0,
+      metricsPort: -1,
+      backendResolvers: [new EchoResolver()],
+      httpFastPath: fastPath,
+      logLevel: 'silent',
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -98,12 +107,21 @@ describe.each([
 
   it('non-finite outputs are written as Triton writes them; every finite answer is strict JSON', async () => {
     // Binary input (no JSON literal can say NaN): the model echoes NaN, +Inf, -Inf, 1.5.
-    const header = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4], parameters: { binary_data_size: 16 } }], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }] });
+    const header = JSON.stringify({
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4], parameters: { binary_data_size: 16 } }],
+      outputs: [{ name: 'OUTPUT0', parameters: { binary_data: false } }],
+    });
     const raw = Buffer.concat([Buffer.from(header), Buffer.from(Float32Array.of(NaN, Infinity, -Infinity, 1.5).buffer)]);
-    const r = await fetchJson(`${server.httpUrl}/v2/models/echo_fp32/infer`, { method: 'POST', body: raw, headers: { 'inference-header-content-length': String(header.length) } });
+    const r = await fetchJson(`${server.httpUrl}/v2/models/echo_fp32/infer`, {
+      method: 'POST',
+      body: raw,
+      headers: { 'inference-header-content-length': String(header.length) },
+    });
     expect(r.status).toBe(200);
     expect(r.text).toContain('"data":[NaN,Infinity,-Infinity,1.5]');
-    const fine = await postJson(`${server.httpUrl}/v2/models/echo_fp64/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP64', shape: [2], data: [1.7976931348623157e308, -2.5] }] });
+    const fine = await postJson(`${server.httpUrl}/v2/models/echo_fp64/infer`, {
+      inputs: [{ name: 'INPUT0', datatype: 'FP64', shape: [2], data: [1.7976931348623157e308, -2.5] }],
+    });
     expect(fine.status).toBe(200);
     expect(JSON.parse(fine.text).outputs[0].data).toEqual([1.7976931348623157e308, -2.5]);
   });

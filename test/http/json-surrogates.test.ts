@@ -53,7 +53,7 @@ describe.each(['single', 'threads'])('server %s', (which) => {
     ['an unpaired high surrogate', '"\\ud800"'],
     ['a high surrogate before a non-surrogate escape', '"\\ud800\\u0041"'],
     ['two high surrogates', '"\\uD800\\uDBFF"'],
-  ])('/infer: %s is 500 with rapidjson\'s text and offset, small and offloaded bodies', async (_what, data) => {
+  ])("/infer: %s is 500 with rapidjson's text and offset, small and offloaded bodies", async (_what, data) => {
     for (const pad of [0, OFFLOAD_BYTES + 1024]) {
       const r = await postJson(`${url()}/infer`, body(data, pad));
       expect({ pad, status: r.status, json: r.json }).toEqual({ pad, status: 500, json: SURROGATE(OFFSET + 1) });
@@ -67,7 +67,11 @@ describe.each(['single', 'threads'])('server %s', (which) => {
 
   it('/infer: a lone low surrogate reaches the model as ED B0 80, a pair as its UTF-8 (binary output)', async () => {
     for (const pad of [0, OFFLOAD_BYTES + 1024]) {
-      const res = await fetch(`${url()}/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body('"\\udc00","a\\ud83d\\ude00"', pad).replace('"shape":[1]', '"shape":[2]') });
+      const res = await fetch(`${url()}/infer`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: body('"\\udc00","a\\ud83d\\ude00"', pad).replace('"shape":[1]', '"shape":[2]'),
+      });
       expect(res.status).toBe(200);
       const raw = Buffer.from(await res.arrayBuffer());
       const headerLength = Number(res.headers.get('inference-header-content-length'));

@@ -34,7 +34,7 @@ describe('jsonTextMaxBytes: a bound, never below the real text', () => {
     ['INT16', Int16Array.of(-32768)],
     ['BOOL', Uint8Array.of(0, 1, 0)],
     ['FP32', Float32Array.of(-1.1754943508222875e-38, -3.4028234663852886e38, Number.NaN, -Infinity, 1 / 3, -0.0000012345678)],
-    ['FP64', Float64Array.of(-2.2250738585072014e-308, -0.0000012345678901234567, -1.2345678901234567e21, Number.MIN_VALUE)],
+    ['FP64', Float64Array.of(-2.2250738585072014e-308, -0.0000012345678901234567, -1.2345678901234568e21, Number.MIN_VALUE)],
     ['FP16', Uint16Array.of(0xfbff, 0x8001, 0x0001, 0x7c00)],
   ];
   for (const [dt, arr] of cases) {
@@ -75,7 +75,10 @@ describe('--http-max-json-output-bytes', () => {
     expect(tooBig.json.error).not.toContain(repo.path);
 
     // one output binary: 194 bytes of JSON at most, under the cap
-    const mixed = await postJson(url, simpleRequest('INT32', IN0, IN1, 1, { outputs: [{ name: 'OUTPUT0' }, { name: 'OUTPUT1', parameters: { binary_data: true } }] }));
+    const mixed = await postJson(
+      url,
+      simpleRequest('INT32', IN0, IN1, 1, { outputs: [{ name: 'OUTPUT0' }, { name: 'OUTPUT1', parameters: { binary_data: true } }] }),
+    );
     expect(mixed.status, mixed.text).toBe(200);
     expect(mixed.headers.get('inference-header-content-length')).not.toBeNull();
 
@@ -103,7 +106,9 @@ describe('large JSON off the event loop (codec workers)', () => {
     const pool = new CodecPool(1);
     try {
       const cfg = normalizeModelConfig(parseModelConfigPbtxt(identityConfig('id')), { modelName: 'id', gpuCount: 0 });
-      const body = Buffer.from(JSON.stringify({ id: 'x', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [3], data: [1.5, -2, 3e10] }], outputs: [{ name: 'OUTPUT0' }] }));
+      const body = Buffer.from(
+        JSON.stringify({ id: 'x', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [3], data: [1.5, -2, 3e10] }], outputs: [{ name: 'OUTPUT0' }] }),
+      );
       const here = decodeInferRequest(Buffer.from(body), undefined, 'id', 1, cfg);
       const there = await pool.decode(body, undefined, 'id', 1, cfg);
       expect(there.init.id).toBe('x');
@@ -123,7 +128,10 @@ describe('large JSON off the event loop (codec workers)', () => {
       const response = { outputs: [{ name: 'OUTPUT0', datatype: 'FP32' as const, shape: [3], data: new Uint8Array(Float32Array.of(1, 2.5, -0).buffer) }] };
       const formats = { defaultBinary: false, perOutput: new Map<string, boolean>() };
       expect(await pool.encode('id', 1, 'x', response, formats, 1 << 20)).toEqual(encodeInferResponse('id', 1, 'x', response, formats, 1 << 20));
-      await expect(pool.encode('id', 1, 'x', response, formats, 10)).rejects.toMatchObject({ code: 'INVALID_ARG', message: expect.stringMatching(/binary_data/) });
+      await expect(pool.encode('id', 1, 'x', response, formats, 10)).rejects.toMatchObject({
+        code: 'INVALID_ARG',
+        message: expect.stringMatching(/binary_data/),
+      });
     } finally {
       await pool.close();
     }
@@ -137,7 +145,10 @@ describe('large JSON off the event loop (codec workers)', () => {
       const s = await serve(repo, { loadModels: ['id'] });
       const n = 3_000_000;
       const values = Array.from({ length: n }, (_, i) => (i % 1000) / 8);
-      const text = JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [n], data: values }], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }] });
+      const text = JSON.stringify({
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [n], data: values }],
+        outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
+      });
       expect(text.length).toBeGreaterThan(16_000_000);
       const body = Buffer.from(text);
       // The body goes to a codec worker (CodecPool.decode, which gives the bytes up to it): the

@@ -39,7 +39,10 @@ beforeAll(async () => {
   // The sandboxed and native identity samples, retyped to INT64.
   const samples = join(PROJECT_ROOT, 'model_repository');
   cpSync(join(samples, 'identity_wasm'), join(repo.path, 'identity_wasm'), { recursive: true });
-  writeFileSync(join(repo.path, 'identity_wasm', 'config.pbtxt'), readFileSync(join(samples, 'identity_wasm', 'config.pbtxt'), 'utf8').replace(/TYPE_FP32/g, 'TYPE_INT64'));
+  writeFileSync(
+    join(repo.path, 'identity_wasm', 'config.pbtxt'),
+    readFileSync(join(samples, 'identity_wasm', 'config.pbtxt'), 'utf8').replace(/TYPE_FP32/g, 'TYPE_INT64'),
+  );
   model('identity_native', readFileSync(join(samples, 'identity_native', 'config.pbtxt'), 'utf8').replace(/TYPE_FP32/g, 'TYPE_INT64'));
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -65,7 +68,11 @@ afterAll(async () => {
 });
 
 const post = (path: string, body: string | Buffer, headers: Record<string, string> = {}) =>
-  fetch(`${url}${path}`, { method: 'POST', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { 'content-type': 'application/json', ...headers } });
+  fetch(`${url}${path}`, {
+    method: 'POST',
+    body: typeof body === 'string' ? body : new Uint8Array(body),
+    headers: { 'content-type': 'application/json', ...headers },
+  });
 
 describe('64-bit integers in JSON are exact', () => {
   const I64 = ['9223372036854775807', '-9223372036854775808', '9007199254740993', '-9007199254740993', '1', '0'];
@@ -116,7 +123,7 @@ describe('64-bit integers in JSON are exact', () => {
 });
 
 describe('request bodies', () => {
-  it('a raw binary BYTES request is the single element\'s bytes, without a length prefix', async () => {
+  it("a raw binary BYTES request is the single element's bytes, without a length prefix", async () => {
     const res = await fetch(`${url}/v2/models/echo_string/infer`, { method: 'POST', body: 'hello raw', headers: { 'Inference-Header-Content-Length': '0' } });
     expect(res.status).toBe(200);
     const buf = Buffer.from(await res.arrayBuffer());
@@ -188,7 +195,7 @@ describe('request bodies', () => {
     expect((await gen.json()).error).toBe('JSON nesting depth exceeds maximum allowed limit (100)');
   });
 
-  it('bodies over --http-max-input-size get Triton\'s text (Content-Length, chunked and gzip)', async () => {
+  it("bodies over --http-max-input-size get Triton's text (Content-Length, chunked and gzip)", async () => {
     const big = Buffer.alloc(MAX_INPUT + 10, 0x20);
     const text = `Request JSON size of ${MAX_INPUT + 10} bytes exceeds the maximum allowed value of ${MAX_INPUT} bytes. Use --http-max-input-size to increase the limit.`;
     const r1 = await post('/v2/models/echo_int32/infer', big);
@@ -204,7 +211,10 @@ describe('request bodies', () => {
 
   it('a chunked body of too many chunks is refused, and tiny chunks do not cost memory per chunk', async () => {
     const good = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[7]}]}';
-    const ok = await rawRequest('/v2/models/echo_int32/infer', [...good].map((c) => Buffer.from(c)));
+    const ok = await rawRequest(
+      '/v2/models/echo_int32/infer',
+      [...good].map((c) => Buffer.from(c)),
+    );
     expect(ok.status).toBe(200);
     expect(JSON.parse(ok.body).outputs[0].data).toEqual([7]);
     // Triton's cap and text (server http_server.cc kMaxChunkedChunks): 65,536 non-empty chunks pass,
@@ -219,16 +229,17 @@ describe('request bodies', () => {
   }, 60_000);
 
   it('Transfer-Encoding: chunked with Content-Length: a 400 with a JSON error body', async () => {
-    const reply = await rawSocket(
-      'POST /v2/models/echo_int32/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
-    );
+    const reply = await rawSocket('POST /v2/models/echo_int32/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
     expect(reply).toMatch(/^HTTP\/1\.1 400 /);
     expect(reply).toMatch(/content-type: application\/json/i);
     expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toEqual({ error: "Transfer-Encoding can't be present with Content-Length" });
   });
 
-  it('a parameter of the wrong type gets Triton\'s text', async () => {
-    const r = await postJson(`${url}/v2/models/echo_int32/infer`, { parameters: { p: [1] }, inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [1] }] });
+  it("a parameter of the wrong type gets Triton's text", async () => {
+    const r = await postJson(`${url}/v2/models/echo_int32/infer`, {
+      parameters: { p: [1] },
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [1] }],
+    });
     expect(r.status).toBe(400);
     expect(r.json.error).toBe("parameter 'p' has invalid type. It should be either 'int', 'bool', or 'string'.");
   });
@@ -243,26 +254,101 @@ describe("malformed requests get Triton's texts (spec §1.2: http_server.cc Pars
     ['id not a string', { id: 5, inputs: [input()] }, 500, "Unable to parse 'id': attempt to access JSON non-string as string"],
     ['empty input name', { inputs: [input({ name: '' })] }, 400, "unexpected inference input '' for model 'echo_int32'"],
     ['empty output name', { inputs: [input()], outputs: [{ name: '' }] }, 400, "unexpected inference output '' for model 'echo_int32'"],
-    ['input without a name', { inputs: [{ datatype: 'INT32', shape: [1], data: [1] }] }, 500, "Unable to parse 'name': attempt to access non-existing object member 'name'"],
-    ['input without data (checked before its name)', { inputs: [{ shape: [1] }] }, 400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But no field is set"],
-    ['input that is no object', { inputs: [7] }, 400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But no field is set"],
-    ['input with two data sources', { inputs: [input({ parameters: { binary_data_size: 4 } })] }, 400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set 'data' 'binary_data_size'"],
+    [
+      'input without a name',
+      { inputs: [{ datatype: 'INT32', shape: [1], data: [1] }] },
+      500,
+      "Unable to parse 'name': attempt to access non-existing object member 'name'",
+    ],
+    [
+      'input without data (checked before its name)',
+      { inputs: [{ shape: [1] }] },
+      400,
+      "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But no field is set",
+    ],
+    [
+      'input that is no object',
+      { inputs: [7] },
+      400,
+      "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But no field is set",
+    ],
+    [
+      'input with two data sources',
+      { inputs: [input({ parameters: { binary_data_size: 4 } })] },
+      400,
+      "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set 'data' 'binary_data_size'",
+    ],
     ['output name not a string', { inputs: [input()], outputs: [{ name: 7 }] }, 500, "Unable to parse 'name': attempt to access JSON non-string as string"],
-    ['input without a datatype', { inputs: [{ name: 'INPUT0', shape: [1], data: [1] }] }, 500, "Unable to parse 'datatype': attempt to access non-existing object member 'datatype'"],
-    ['input without a shape', { inputs: [{ name: 'INPUT0', datatype: 'INT32', data: [1] }] }, 500, "Unable to parse 'shape': attempt to access non-existing object member 'shape'"],
+    [
+      'input without a datatype',
+      { inputs: [{ name: 'INPUT0', shape: [1], data: [1] }] },
+      500,
+      "Unable to parse 'datatype': attempt to access non-existing object member 'datatype'",
+    ],
+    [
+      'input without a shape',
+      { inputs: [{ name: 'INPUT0', datatype: 'INT32', data: [1] }] },
+      500,
+      "Unable to parse 'shape': attempt to access non-existing object member 'shape'",
+    ],
     ['shape not an array', { inputs: [input({ shape: 1 })] }, 500, "Unable to parse 'shape': attempt to access JSON non-array as array"],
     ['negative dim', { inputs: [input({ shape: [-1] })] }, 500, "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
     ['fractional dim', { inputs: [input({ shape: [1.5] })] }, 500, "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer"],
     ['request parameters not an object', { parameters: [1], inputs: [input()] }, 500, 'failed to get request params.: attempt to get members for non-object'],
-    ['sequence_start not a boolean', { parameters: { sequence_start: 1 }, inputs: [input()] }, 500, "Unable to parse 'sequence_start': attempt to access JSON non-boolean as boolean"],
-    ['sequence_id neither unsigned nor string', { parameters: { sequence_id: -3 }, inputs: [input()] }, 500, "Unable to parse 'sequence_id': attempt to access JSON non-string as string"],
-    ['priority not unsigned', { parameters: { priority: 'high' }, inputs: [input()] }, 500, "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ['timeout not unsigned', { parameters: { timeout: -1 }, inputs: [input()] }, 500, "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ['binary_data_output not a boolean', { parameters: { binary_data_output: 1 }, inputs: [input()] }, 500, "Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean"],
-    ['reserved triton_ parameter', { parameters: { triton_x: 1 }, inputs: [input()] }, 400, "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified."],
-    ['binary_data not a boolean', { inputs: [input()], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: 'yes' } }] }, 500, "Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean"],
-    ['classification not unsigned', { inputs: [input()], outputs: [{ name: 'OUTPUT0', parameters: { classification: -2 } }] }, 500, "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer"],
-    ['binary_data_size not unsigned', { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], parameters: { binary_data_size: -4 } }] }, 500, "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+    [
+      'sequence_start not a boolean',
+      { parameters: { sequence_start: 1 }, inputs: [input()] },
+      500,
+      "Unable to parse 'sequence_start': attempt to access JSON non-boolean as boolean",
+    ],
+    [
+      'sequence_id neither unsigned nor string',
+      { parameters: { sequence_id: -3 }, inputs: [input()] },
+      500,
+      "Unable to parse 'sequence_id': attempt to access JSON non-string as string",
+    ],
+    [
+      'priority not unsigned',
+      { parameters: { priority: 'high' }, inputs: [input()] },
+      500,
+      "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      'timeout not unsigned',
+      { parameters: { timeout: -1 }, inputs: [input()] },
+      500,
+      "Unable to parse 'timeout': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      'binary_data_output not a boolean',
+      { parameters: { binary_data_output: 1 }, inputs: [input()] },
+      500,
+      "Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean",
+    ],
+    [
+      'reserved triton_ parameter',
+      { parameters: { triton_x: 1 }, inputs: [input()] },
+      400,
+      "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
+    ],
+    [
+      'binary_data not a boolean',
+      { inputs: [input()], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: 'yes' } }] },
+      500,
+      "Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean",
+    ],
+    [
+      'classification not unsigned',
+      { inputs: [input()], outputs: [{ name: 'OUTPUT0', parameters: { classification: -2 } }] },
+      500,
+      "Unable to set 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
+    [
+      'binary_data_size not unsigned',
+      { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], parameters: { binary_data_size: -4 } }] },
+      500,
+      "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer",
+    ],
   ];
   for (const [what, body, status, error] of cases) {
     it(what, async () => {
@@ -305,7 +391,9 @@ describe('request parameters keep big integers exact', () => {
     const r = await post('/v2/models/echo_params/infer', body);
     const text = await r.text();
     expect(r.status, text).toBe(200);
-    expect(text).toContain('"parameters":{"max":9223372036854775807,"min":-9223372036854775808,"odd":9007199254740993,"small":5,"beyond":18446744073709552000}');
+    expect(text).toContain(
+      '"parameters":{"max":9223372036854775807,"min":-9223372036854775808,"odd":9007199254740993,"small":5,"beyond":18446744073709552000}',
+    );
   });
 });
 
@@ -356,11 +444,14 @@ describe('responses', () => {
     const get = (ae: string) =>
       new Promise<{ enc: string | undefined; body: Buffer }>((resolve, reject) => {
         const u = new URL(`${url}/v2/models/echo_int32/infer`);
-        const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'accept-encoding': ae, 'content-type': 'application/json' } }, (res) => {
-          const parts: Buffer[] = [];
-          res.on('data', (c) => parts.push(c));
-          res.on('end', () => resolve({ enc: res.headers['content-encoding'], body: Buffer.concat(parts) }));
-        });
+        const req = httpRequest(
+          { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'accept-encoding': ae, 'content-type': 'application/json' } },
+          (res) => {
+            const parts: Buffer[] = [];
+            res.on('data', (c) => parts.push(c));
+            res.on('end', () => resolve({ enc: res.headers['content-encoding'], body: Buffer.concat(parts) }));
+          },
+        );
         req.on('error', reject);
         req.end(infer);
       });
@@ -393,7 +484,7 @@ describe('responses', () => {
     expect(raw.subarray(n).readInt32LE(0)).toBe(5);
   });
 
-  it('health: Triton\'s status codes with the Open Inference Protocol\'s bodies', async () => {
+  it("health: Triton's status codes with the Open Inference Protocol's bodies", async () => {
     const live = await fetch(`${url}/v2/health/live`);
     expect(live.status).toBe(200);
     expect(live.headers.get('content-type')).toBe('application/json');

@@ -20,9 +20,20 @@ beforeAll(async () => {
   };
   model('repeat', REPEAT_CONFIG);
   model('echo', echoConfig());
-  model('batched', echoConfig('dynamic_batching { max_queue_delay_microseconds: 200000 preferred_batch_size: [ 8 ] }\nparameters { key: "delay_ms" value: { string_value: "20" } }'));
-  model('tiny_queue', echoConfig('dynamic_batching { default_queue_policy { max_queue_size: 1 } }\nparameters { key: "delay_ms" value: { string_value: "300" } }'));
-  model('timeouts', echoConfig('dynamic_batching { default_queue_policy { allow_timeout_override: true } }\nparameters { key: "delay_ms" value: { string_value: "300" } }'));
+  model(
+    'batched',
+    echoConfig(
+      'dynamic_batching { max_queue_delay_microseconds: 200000 preferred_batch_size: [ 8 ] }\nparameters { key: "delay_ms" value: { string_value: "20" } }',
+    ),
+  );
+  model(
+    'tiny_queue',
+    echoConfig('dynamic_batching { default_queue_policy { max_queue_size: 1 } }\nparameters { key: "delay_ms" value: { string_value: "300" } }'),
+  );
+  model(
+    'timeouts',
+    echoConfig('dynamic_batching { default_queue_policy { allow_timeout_override: true } }\nparameters { key: "delay_ms" value: { string_value: "300" } }'),
+  );
   model('bad_output', echoConfig('parameters { key: "mode" value: { string_value: "bad" } }'));
   server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, logLevel: 'silent', backendResolvers: [new JsBackendResolver()] });
   url = server.httpUrl;
@@ -45,7 +56,10 @@ describe('decoupled models', () => {
     const res = await fetch(`${url}/v2/models/repeat/generate_stream`, { method: 'POST', body: JSON.stringify({ IN: [7, 8, 9], id: 'g1' }) });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-    const events = (await res.text()).split('\n\n').filter(Boolean).map((e) => JSON.parse(e.replace(/^data: /, '')));
+    const events = (await res.text())
+      .split('\n\n')
+      .filter(Boolean)
+      .map((e) => JSON.parse(e.replace(/^data: /, '')));
     expect(events).toEqual([
       { id: 'g1', model_name: 'repeat', model_version: '1', OUT: 7, IDX: 0 },
       { id: 'g1', model_name: 'repeat', model_version: '1', OUT: 8, IDX: 1 },

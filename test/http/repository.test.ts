@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { ADDSUB_CONFIG, addsubModelBase64, EXAMPLES, getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { sleep, until } from '../helpers/wait.js';
@@ -19,12 +19,22 @@ afterEach(async () => {
 
 async function serve(repo: TempRepo, opts: Partial<Parameters<typeof startServer>[0]> = {}): Promise<RunningServer> {
   const s = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, logLevel: 'silent', ...opts });
-  cleanups.push(() => s.stop(), () => repo.cleanup());
+  cleanups.push(
+    () => s.stop(),
+    () => repo.cleanup(),
+  );
   return s;
 }
 
 const inferSimple = (url: string, model = 'simple') =>
-  postJson(`${url}/v2/models/${model}/infer`, simpleRequest('INT32', range(16, (i) => i), range(16, () => 2)));
+  postJson(
+    `${url}/v2/models/${model}/infer`,
+    simpleRequest(
+      'INT32',
+      range(16, (i) => i),
+      range(16, () => 2),
+    ),
+  );
 
 describe('health and metadata', () => {
   it('live, ready, server metadata, model metadata, config, ready', async () => {
@@ -77,12 +87,17 @@ describe('bad model directories: UNAVAILABLE with a reason, the rest serving', (
     repo.addExample('simple', 'broken_syntax');
     repo.write('broken_syntax/config.pbtxt', 'name: "broken_syntax"\nplatform: "onnxruntime_onnx"\ninput [ { name: "INPUT0" ');
     repo.addExample('simple', 'unknown_field');
-    repo.write('unknown_field/config.pbtxt', readFileSync(join(EXAMPLES, 'simple/config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "unknown_field"\nmax_batch_sizes: 3'));
+    repo.write(
+      'unknown_field/config.pbtxt',
+      readFileSync(join(EXAMPLES, 'simple/config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "unknown_field"\nmax_batch_sizes: 3'),
+    );
     repo.write('no_version/config.pbtxt', 'platform: "onnxruntime_onnx"\nmax_batch_size: 0\n');
     repo.addExample('simple_sequence', 'bad_sequence');
     repo.write(
       'bad_sequence/config.pbtxt',
-      readFileSync(join(EXAMPLES, 'simple_sequence/config.pbtxt'), 'utf8').replace('name: "simple_sequence"', 'name: "bad_sequence"').replace('int32_false_true: [ 0, 1 ]', 'int32_false_true: [ 0, 1, 2 ]'),
+      readFileSync(join(EXAMPLES, 'simple_sequence/config.pbtxt'), 'utf8')
+        .replace('name: "simple_sequence"', 'name: "bad_sequence"')
+        .replace('int32_false_true: [ 0, 1 ]', 'int32_false_true: [ 0, 1, 2 ]'),
     );
     const s = await serve(repo);
     const index = (await postJson(`${s.httpUrl}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string; version?: string }[];
@@ -118,7 +133,9 @@ describe('bad model directories: UNAVAILABLE with a reason, the rest serving', (
     const repo = tempRepo(['simple']);
     repo.write('no_version/config.pbtxt', 'platform: "onnxruntime_onnx"\n');
     cleanups.push(() => repo.cleanup());
-    await expect(startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, logLevel: 'silent', exitOnError: true })).rejects.toThrow(/no_version/);
+    await expect(startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, logLevel: 'silent', exitOnError: true })).rejects.toThrow(
+      /no_version/,
+    );
   });
 });
 
@@ -151,9 +168,13 @@ describe('repository extension (explicit mode)', () => {
     const noConfig = await postJson(`${s.httpUrl}/v2/repository/models/uploaded/load`, { parameters: { 'file:1/model.onnx': model } });
     expect(noConfig.status).toBe(400);
     expect(noConfig.json.error).toMatch(/configuration must be provided/);
-    const escape = await postJson(`${s.httpUrl}/v2/repository/models/uploaded/load`, { parameters: { config: JSON.stringify(jsonConfig), 'file:../../x': model } });
+    const escape = await postJson(`${s.httpUrl}/v2/repository/models/uploaded/load`, {
+      parameters: { config: JSON.stringify(jsonConfig), 'file:../../x': model },
+    });
     expect(escape.status).toBe(400);
-    const ok = await postJson(`${s.httpUrl}/v2/repository/models/uploaded/load`, { parameters: { config: JSON.stringify(jsonConfig), 'file:1/model.onnx': model } });
+    const ok = await postJson(`${s.httpUrl}/v2/repository/models/uploaded/load`, {
+      parameters: { config: JSON.stringify(jsonConfig), 'file:1/model.onnx': model },
+    });
     expect(ok.status, ok.text).toBe(200);
     const r = await postJson(`${s.httpUrl}/v2/models/uploaded/infer`, {
       inputs: [
@@ -171,7 +192,15 @@ describe('repository extension (explicit mode)', () => {
     cfg.max_batch_size = 4;
     expect((await postJson(`${s.httpUrl}/v2/repository/models/simple/load`, { parameters: { config: JSON.stringify(cfg) } })).status).toBe(200);
     expect((await getJson(`${s.httpUrl}/v2/models/simple/config`)).json.max_batch_size).toBe(4);
-    const b8 = await postJson(`${s.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', range(128, () => 1), range(128, () => 1), 8));
+    const b8 = await postJson(
+      `${s.httpUrl}/v2/models/simple/infer`,
+      simpleRequest(
+        'INT32',
+        range(128, () => 1),
+        range(128, () => 1),
+        8,
+      ),
+    );
     expect(b8.status).toBe(400);
     expect(b8.json.error).toMatch(/must be <= 4/);
   });
@@ -196,7 +225,9 @@ describe('repository extension (explicit mode)', () => {
       while (!stop) statuses.push((await inferSimple(s.httpUrl)).status);
     })();
     for (let i = 0; i < 4; i++) {
-      const r = await postJson(`${s.httpUrl}/v2/repository/models/simple/load`, { parameters: { config: JSON.stringify({ name: 'simple', platform: 'onnxruntime_onnx', max_batch_size: 8 - i }) } });
+      const r = await postJson(`${s.httpUrl}/v2/repository/models/simple/load`, {
+        parameters: { config: JSON.stringify({ name: 'simple', platform: 'onnxruntime_onnx', max_batch_size: 8 - i }) },
+      });
       expect(r.status, r.text).toBe(200);
     }
     stop = true;

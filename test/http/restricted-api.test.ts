@@ -24,7 +24,13 @@ const INFER = "This API is restricted, expecting header 'infer-key'";
 
 /** Start a server from a tritonserver command line (the flags as an operator gives them), `extra` overriding. */
 const startFromCli = (flags: string[], extra: object = {}) =>
-  startMatrixServer(repoPath(), { ...parseCli([`--model-repository=${repoPath()}`, '--model-control-mode=explicit', '--load-model=*', ...flags]), httpPort: 0, metricsPort: -1, grpcPort: undefined, ...extra });
+  startMatrixServer(repoPath(), {
+    ...parseCli([`--model-repository=${repoPath()}`, '--model-control-mode=explicit', '--load-model=*', ...flags]),
+    httpPort: 0,
+    metricsPort: -1,
+    grpcPort: undefined,
+    ...extra,
+  });
 
 /** One request on its own connection: status, headers and body text. */
 async function send(port: number, method: string, path: string, headers: Record<string, string> = {}, body: string | Buffer = '') {
@@ -34,7 +40,11 @@ async function send(port: number, method: string, path: string, headers: Record<
 
 describe('--http-restricted-api: parsing (tritonserver command_line_parser.cc)', () => {
   it('parses groups, key and value; the value may hold = and :; the flag is not reported as ignored', () => {
-    const o = parseCli(['--model-repository=/m', '--http-restricted-api=model-repository,model-config:admin-key=s3=c:r', '--http-restricted-api=inference:infer-key=abc']);
+    const o = parseCli([
+      '--model-repository=/m',
+      '--http-restricted-api=model-repository,model-config:admin-key=s3=c:r',
+      '--http-restricted-api=inference:infer-key=abc',
+    ]);
     expect(o.notes.ignoredFlags).toEqual([]);
     expect(o.httpRestrictedApis).toEqual({
       'model-repository': { header: 'admin-key', value: 's3=c:r' },
@@ -88,7 +98,10 @@ describe('--http-restricted-api: a client without the header (single-user)', () 
     const big = await send(port, 'GET', '/v2/models/simple/config', {});
     expect(big.status).toBe(403);
     // a body the server need not read: the 403 closes the connection rather than draining it
-    const [partial] = await exchange(port, Buffer.concat([Buffer.from('POST /v2/repository/models/simple/unload HTTP/1.1\r\nHost: x\r\nContent-Length: 90000\r\n\r\n'), Buffer.alloc(10, 0x20)]));
+    const [partial] = await exchange(
+      port,
+      Buffer.concat([Buffer.from('POST /v2/repository/models/simple/unload HTTP/1.1\r\nHost: x\r\nContent-Length: 90000\r\n\r\n'), Buffer.alloc(10, 0x20)]),
+    );
     expect(partial!.head.split(' ')[1]).toBe('403');
     expect(partial!.head.toLowerCase()).toContain('connection: close');
   });
@@ -101,7 +114,8 @@ describe('--http-restricted-api: a client without the header (single-user)', () 
       expect([r.status, r.text], path).toEqual([403, JSON.stringify({ error: INFER })]);
     }
     expect(fastPathCounters.claimed).toBe(claimed);
-    for (const path of ['/v2/models/simple/generate', '/v2/models/simple/generate_stream']) expect((await send(port, 'POST', path, JSON_TYPE, '{}')).status, path).toBe(403);
+    for (const path of ['/v2/models/simple/generate', '/v2/models/simple/generate_stream'])
+      expect((await send(port, 'POST', path, JSON_TYPE, '{}')).status, path).toBe(403);
     expect((await send(port, 'GET', '/v2/models/simple/infer')).status).toBe(403);
   });
 
@@ -125,8 +139,16 @@ describe('--http-restricted-api with front-end threads and tenants', () => {
   let port: number;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warden-restricted-'));
-    writeFileSync(join(dir, 'tenants.json'), JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'] }] }));
-    server = await startFromCli(['--http-restricted-api=inference,health:infer-key=abc', '--http-threads=1', '--http-main-listener=false', `--tenants=${join(dir, 'tenants.json')}`]);
+    writeFileSync(
+      join(dir, 'tenants.json'),
+      JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'] }] }),
+    );
+    server = await startFromCli([
+      '--http-restricted-api=inference,health:infer-key=abc',
+      '--http-threads=1',
+      '--http-main-listener=false',
+      `--tenants=${join(dir, 'tenants.json')}`,
+    ]);
     port = portOf(server);
   });
   afterAll(async () => {

@@ -88,7 +88,12 @@ describe('simple_sequence (direct): Triton sequence client example', () => {
       false,
     );
     expect(r0).toEqual(expected(0, VALUES));
-    expect(r1).toEqual(expected(100, VALUES.map((v) => -v)));
+    expect(r1).toEqual(
+      expected(
+        100,
+        VALUES.map((v) => -v),
+      ),
+    );
   });
 
   it('the same two sequences sent concurrently, plus a string-id sequence', async () => {
@@ -102,8 +107,18 @@ describe('simple_sequence (direct): Triton sequence client example', () => {
       true,
     );
     expect(r0).toEqual(expected(0, VALUES));
-    expect(r1).toEqual(expected(100, VALUES.map((v) => -v)));
-    expect(r2).toEqual(expected(20, VALUES.map((v) => -v)));
+    expect(r1).toEqual(
+      expected(
+        100,
+        VALUES.map((v) => -v),
+      ),
+    );
+    expect(r2).toEqual(
+      expected(
+        20,
+        VALUES.map((v) => -v),
+      ),
+    );
   });
 });
 
@@ -118,7 +133,13 @@ describe('simple_dyna_sequence (oldest, CORRID): Triton sequence client example 
       false,
     );
     expect(r0).toEqual(expected(0, VALUES, 1000));
-    expect(r1).toEqual(expected(100, VALUES.map((v) => -v), 1001));
+    expect(r1).toEqual(
+      expected(
+        100,
+        VALUES.map((v) => -v),
+        1001,
+      ),
+    );
   });
 
   it('concurrent integer and string ids (a decimal string id reaches the UINT64 CORRID as its value)', async () => {
@@ -132,8 +153,20 @@ describe('simple_dyna_sequence (oldest, CORRID): Triton sequence client example 
       true,
     );
     expect(r0).toEqual(expected(0, VALUES, 1002));
-    expect(r1).toEqual(expected(100, VALUES.map((v) => -v), 1003));
-    expect(r2).toEqual(expected(20, VALUES.map((v) => -v), 1004));
+    expect(r1).toEqual(
+      expected(
+        100,
+        VALUES.map((v) => -v),
+        1003,
+      ),
+    );
+    expect(r2).toEqual(
+      expected(
+        20,
+        VALUES.map((v) => -v),
+        1004,
+      ),
+    );
   });
 
   it('a string id that is not an integer cannot fill the UINT64 CORRID: 400', async () => {
@@ -194,7 +227,13 @@ describe("Triton's sequence errors", () => {
 
   it('sequence parameters on a model without a sequence batcher are accepted and ignored (Triton core infer_request.cc)', async () => {
     const range = Array.from({ length: 16 }, (_, i) => i);
-    for (const parameters of [{ sequence_id: 5 }, { sequence_id: 'x' }, { sequence_start: true }, { sequence_end: true }, { sequence_id: 0, sequence_start: false }]) {
+    for (const parameters of [
+      { sequence_id: 5 },
+      { sequence_id: 'x' },
+      { sequence_start: true },
+      { sequence_end: true },
+      { sequence_id: 0, sequence_start: false },
+    ]) {
       const r = await postJson(`${url}/v2/models/simple/infer`, simpleRequest('INT32', range, range, 1, { parameters }));
       expect(r.status, r.text).toBe(200);
       expect(r.json.outputs[0].data).toEqual(range.map((x) => 2 * x));

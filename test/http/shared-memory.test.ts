@@ -43,8 +43,12 @@ describe('system shared memory over HTTP', () => {
   });
 
   it('register, infer with inputs and outputs in regions, status, unregister', async () => {
-    expect((await postJson(url('/v2/systemsharedmemory/region/in/register'), { key: IN.slice('/dev/shm'.length), offset: 0, byte_size: 128 })).status).toBe(200);
-    expect((await postJson(url('/v2/systemsharedmemory/region/out/register'), { key: OUT.slice('/dev/shm'.length), offset: 8, byte_size: 128 })).status).toBe(200);
+    expect((await postJson(url('/v2/systemsharedmemory/region/in/register'), { key: IN.slice('/dev/shm'.length), offset: 0, byte_size: 128 })).status).toBe(
+      200,
+    );
+    expect((await postJson(url('/v2/systemsharedmemory/region/out/register'), { key: OUT.slice('/dev/shm'.length), offset: 8, byte_size: 128 })).status).toBe(
+      200,
+    );
     expect((await getJson(url('/v2/systemsharedmemory/status'))).json.map((r: { name: string }) => r.name)).toEqual(['in', 'out']);
     const shm = (region: string, offset: number) => ({ shared_memory_region: region, shared_memory_byte_size: 64, shared_memory_offset: offset });
     const r = await postJson(url('/v2/models/simple/infer'), {
@@ -58,21 +62,39 @@ describe('system shared memory over HTTP', () => {
       ],
     });
     expect(r.status).toBe(200);
-    expect(r.json.outputs[0]).toEqual({ name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16], parameters: { shared_memory_region: 'out', shared_memory_byte_size: 64 } });
+    expect(r.json.outputs[0]).toEqual({
+      name: 'OUTPUT0',
+      datatype: 'INT32',
+      shape: [1, 16],
+      parameters: { shared_memory_region: 'out', shared_memory_byte_size: 64 },
+    });
     expect(r.json.outputs[0].data).toBeUndefined();
     const out = readFileSync(OUT);
     expect(out.subarray(8, 72).equals(i32(A.map((x, k) => x + B[k])))).toBe(true);
     expect(out.subarray(72, 136).equals(i32(A.map((x, k) => x - B[k])))).toBe(true);
 
     // Triton's errors
-    const unknown = await postJson(url('/v2/models/simple/infer'), { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: shm('nope', 0) }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 64) }] });
+    const unknown = await postJson(url('/v2/models/simple/infer'), {
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: shm('nope', 0) },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 64) },
+      ],
+    });
     expect(unknown.status).toBe(404);
     expect(unknown.json.error).toBe("Unable to find shared memory region: 'nope'");
-    const oob = await postJson(url('/v2/models/simple/infer'), { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 100) }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 64) }] });
+    const oob = await postJson(url('/v2/models/simple/infer'), {
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 100) },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 64) },
+      ],
+    });
     expect(oob.status).toBe(400);
     expect(oob.json.error).toBe("Invalid offset + byte size for shared memory region: 'in'");
     const small = await postJson(url('/v2/models/simple/infer'), {
-      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 0) }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 64) }],
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 0) },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 64) },
+      ],
       outputs: [{ name: 'OUTPUT0', parameters: { shared_memory_region: 'out', shared_memory_byte_size: 8 } }],
     });
     expect(small.status).toBe(400);
@@ -99,7 +121,9 @@ describe('system shared memory over HTTP', () => {
     for (const key of ['/triton_python_backend_shm_region_1', 'triton_python_backend_shm_region_x']) {
       const r = await postJson(url('/v2/systemsharedmemory/region/h/register'), { key, offset: 0, byte_size: 8 });
       expect(r.status, key).toBe(400);
-      expect(r.json.error).toBe(`cannot register shared memory region 'h' with key '${key}' as the key contains the reserved prefix 'triton_python_backend_shm_region_'`);
+      expect(r.json.error).toBe(
+        `cannot register shared memory region 'h' with key '${key}' as the key contains the reserved prefix 'triton_python_backend_shm_region_'`,
+      );
     }
     expect((await postJson(url('/v2/systemsharedmemory/region/h/register'), { key: IN.slice(8), offset: 0, byte_size: 1 << 20 })).status).toBe(400);
     expect((await postJson(url('/v2/systemsharedmemory/region/h/register'), { key: IN.slice(8), offset: -1, byte_size: 8 })).status).toBe(400);
@@ -153,7 +177,14 @@ describe('system shared memory held by an inference (HTTP)', () => {
     repo.write('slow/config.pbtxt', echoConfig('parameters { key: "delay_ms" value: { string_value: "600" } }'));
     repo.write('slow/1/.keep', '');
     writeFileSync(`/dev/shm${KEY}`, Buffer.concat([i32([1, 2, 3, 4]), Buffer.alloc(16)]));
-    server = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: -1, allowClientShm: true, logLevel: 'silent', backendResolvers: [new JsBackendResolver()] });
+    server = await startServer({
+      modelRepositories: [repo.path],
+      httpPort: 0,
+      metricsPort: -1,
+      allowClientShm: true,
+      logLevel: 'silent',
+      backendResolvers: [new JsBackendResolver()],
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -183,7 +214,11 @@ describe('system shared memory held by an inference (HTTP)', () => {
     const r = await pending;
     expect(r.status).toBe(200);
     expect(r.json.outputs[0].parameters).toEqual({ shared_memory_region: 'out', shared_memory_byte_size: 16 });
-    expect(readFileSync(`/dev/shm${KEY}`).subarray(16, 32).equals(i32([1, 2, 3, 4]))).toBe(true);
+    expect(
+      readFileSync(`/dev/shm${KEY}`)
+        .subarray(16, 32)
+        .equals(i32([1, 2, 3, 4])),
+    ).toBe(true);
     expect(await names()).toEqual([]);
     // a region no inference holds goes at once
     expect((await postJson(url('/v2/systemsharedmemory/region/in/register'), { key: KEY, offset: 0, byte_size: 16 })).status).toBe(200);

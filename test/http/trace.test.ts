@@ -66,7 +66,10 @@ describe('trace settings', () => {
     expect(cleared.json).toMatchObject(startup);
     // a model's cleared field follows the global value of now, not the start-up one
     expect((await postJson(`${u}/v2/trace/setting`, { trace_rate: '50' })).json.trace_rate).toBe('50');
-    expect((await postJson(`${u}/v2/models/simple/trace/setting`, { trace_rate: '5', trace_count: '1' })).json).toMatchObject({ trace_rate: '5', trace_count: '1' });
+    expect((await postJson(`${u}/v2/models/simple/trace/setting`, { trace_rate: '5', trace_count: '1' })).json).toMatchObject({
+      trace_rate: '5',
+      trace_count: '1',
+    });
     // an empty body changes nothing
     expect((await postJson(`${u}/v2/models/simple/trace/setting`, {})).json).toMatchObject({ trace_rate: '5', trace_count: '1' });
     expect((await postJson(`${u}/v2/models/simple/trace/setting`, { trace_rate: null })).json).toMatchObject({ trace_rate: '50', trace_count: '1' });
@@ -75,7 +78,9 @@ describe('trace settings', () => {
     const client = tritonGrpcClient(s.grpcUrl!);
     try {
       const value = (r: any, k: string) => r.res.settings[k].value;
-      expect(value(await unaryCall(client, 'TraceSetting', { settings: { trace_rate: { value: ['60'] }, log_frequency: { value: ['8'] } } }), 'trace_rate')).toEqual(['60']);
+      expect(
+        value(await unaryCall(client, 'TraceSetting', { settings: { trace_rate: { value: ['60'] }, log_frequency: { value: ['8'] } } }), 'trace_rate'),
+      ).toEqual(['60']);
       const g = await unaryCall(client, 'TraceSetting', { settings: { trace_rate: { value: [] }, log_frequency: { value: [] } } });
       expect([value(g, 'trace_rate'), value(g, 'log_frequency')]).toEqual([['7'], ['2']]);
       const m = await unaryCall(client, 'TraceSetting', { model_name: 'simple', settings: { trace_count: { value: [] } } });
@@ -176,7 +181,13 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
     const collector = await otlpCollector();
     const s = await serve(repository(), {
       loadModels: ['simple'],
-      trace: { mode: 'opentelemetry', level: ['TIMESTAMPS'], rate: 1, count: 2, opentelemetry: { url: collector.url, resource: { 'deployment.environment': 'test' }, bspScheduleDelayMs: 50 } },
+      trace: {
+        mode: 'opentelemetry',
+        level: ['TIMESTAMPS'],
+        rate: 1,
+        count: 2,
+        opentelemetry: { url: collector.url, resource: { 'deployment.environment': 'test' }, bspScheduleDelayMs: 50 },
+      },
     });
     expect((await getJson(`${s.httpUrl}/v2/trace/setting`)).json.trace_mode).toBe('opentelemetry');
     for (let i = 0; i < 3; i++) expect((await infer(s.httpUrl)).status).toBe(200);
@@ -205,7 +216,8 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
       const ns = (v: string) => BigInt(v);
       expect(ns(model.startTimeUnixNano) <= ns(compute.startTimeUnixNano)).toBe(true);
       expect(ns(compute.endTimeUnixNano) <= ns(model.endTimeUnixNano)).toBe(true);
-      for (const e of compute.events) expect(ns(e.timeUnixNano) >= ns(compute.startTimeUnixNano) && ns(e.timeUnixNano) <= ns(compute.endTimeUnixNano)).toBe(true);
+      for (const e of compute.events)
+        expect(ns(e.timeUnixNano) >= ns(compute.startTimeUnixNano) && ns(e.timeUnixNano) <= ns(compute.endTimeUnixNano)).toBe(true);
       const wallMs = Number(ns(top.startTimeUnixNano) / 1_000_000n);
       expect(Math.abs(wallMs - Date.now())).toBeLessThan(60_000);
     }
@@ -227,12 +239,17 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
     const HTTP = ['4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7'] as const;
     const GRPC = ['0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331'] as const;
     const GENERATE = ['5bf92f3577b34da6a3ce929d0e0e4737', '10f067aa0ba902b8'] as const;
-    for (let i = 0; i < 4; i++) expect((await postJson(`${s.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)), ctx(...HTTP))).status).toBe(200);
+    for (let i = 0; i < 4; i++)
+      expect((await postJson(`${s.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)), ctx(...HTTP))).status).toBe(
+        200,
+      );
     expect((await infer(s.httpUrl)).status).toBe(200); // no context: rate 0, no trace
     const gen = await postJson(`${s.httpUrl}/v2/models/simple/generate`, { INPUT0: Array(16).fill(1), INPUT1: Array(16).fill(2) }, ctx(...GENERATE));
     expect(gen.status, gen.text).toBe(200);
     for (const bad of ['00-00000000000000000000000000000000-00f067aa0ba902b7-01', 'garbage', `00-${HTTP[0]}-${HTTP[1]}-01`.padEnd(300, 'x')]) {
-      expect((await postJson(`${s.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)), { traceparent: bad })).status).toBe(200);
+      expect(
+        (await postJson(`${s.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)), { traceparent: bad })).status,
+      ).toBe(200);
     }
     const client = tritonGrpcClient(s.grpcUrl!);
     try {
@@ -245,7 +262,9 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
     const spans = collector.exports.flatMap((e) => e.resourceSpans).flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans));
     const tops = spans.filter((x: any) => x.name === 'InferRequest');
     // the 4 /infer requests, the /generate one and the gRPC one: each the child of the client's span, in its trace
-    expect(tops.map((t: any) => [t.traceId, t.parentSpanId]).sort()).toEqual([...Array(4).fill([HTTP[0], HTTP[1]]), [GENERATE[0], GENERATE[1]], [GRPC[0], GRPC[1]]].sort());
+    expect(tops.map((t: any) => [t.traceId, t.parentSpanId]).sort()).toEqual(
+      [...Array(4).fill([HTTP[0], HTTP[1]]), [GENERATE[0], GENERATE[1]], [GRPC[0], GRPC[1]]].sort(),
+    );
     for (const top of tops) {
       const model = spans.find((x: any) => x.name === 'simple' && x.parentSpanId === top.spanId);
       expect(model?.traceId).toBe(top.traceId);
@@ -267,16 +286,27 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
     expect(Date.now() - t0).toBeLessThan(8_000);
   });
 
-  it('the CLI takes Triton\'s opentelemetry settings; unknown ones are warned about', () => {
+  it("the CLI takes Triton's opentelemetry settings; unknown ones are warned about", () => {
     const r = parseCli([
-      '--model-repository=/m', '--trace-config=mode=opentelemetry', '--trace-config=opentelemetry,url=collector:4318/v1/traces',
-      '--trace-config=opentelemetry,resource=service.name=warden', '--trace-config=opentelemetry,resource=a=b=c',
-      '--trace-config=opentelemetry,bsp_max_queue_size=10', '--trace-config=opentelemetry,bsp_schedule_delay=0',
-      '--trace-config=opentelemetry,bsp_max_export_batch_size=5', '--trace-config=opentelemetry,colour=blue',
+      '--model-repository=/m',
+      '--trace-config=mode=opentelemetry',
+      '--trace-config=opentelemetry,url=collector:4318/v1/traces',
+      '--trace-config=opentelemetry,resource=service.name=warden',
+      '--trace-config=opentelemetry,resource=a=b=c',
+      '--trace-config=opentelemetry,bsp_max_queue_size=10',
+      '--trace-config=opentelemetry,bsp_schedule_delay=0',
+      '--trace-config=opentelemetry,bsp_max_export_batch_size=5',
+      '--trace-config=opentelemetry,colour=blue',
     ]);
     expect(r.trace).toMatchObject({
       mode: 'opentelemetry',
-      opentelemetry: { url: 'collector:4318/v1/traces', resource: { 'service.name': 'warden', a: 'b=c' }, bspMaxQueueSize: 10, bspScheduleDelayMs: 0, bspMaxExportBatchSize: 5 },
+      opentelemetry: {
+        url: 'collector:4318/v1/traces',
+        resource: { 'service.name': 'warden', a: 'b=c' },
+        bspMaxQueueSize: 10,
+        bspScheduleDelayMs: 0,
+        bspMaxExportBatchSize: 5,
+      },
     });
     expect(r.notes.ignoredFlags).toEqual(['--trace-config=opentelemetry,colour=blue']);
     expect(() => parseCli(['--model-repository=/m', '--trace-config=opentelemetry,bsp_max_queue_size=-1'])).toThrow(/expects an integer >= 1/);

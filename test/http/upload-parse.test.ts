@@ -18,7 +18,9 @@ describe('load request parsing on a codec worker', () => {
   it('gives what the inline parse gives: config, files (with MIME line breaks), and the same errors', async () => {
     const data = randomBytes(100_003);
     const wrapped = data.toString('base64').replace(/(.{76})/g, '$1\r\n');
-    const ok = body({ parameters: { config: '{"backend":"wasm"}', 'file:1/model.wasm': wrapped, 'file:1/labels.txt': Buffer.from('a\nb').toString('base64') } });
+    const ok = body({
+      parameters: { config: '{"backend":"wasm"}', 'file:1/model.wasm': wrapped, 'file:1/labels.txt': Buffer.from('a\nb').toString('base64') },
+    });
     const inline = parseLoadRequest('m', ok);
     const off = await pool.parseLoad(Buffer.from(ok), 'm');
     expect(off.configOverride).toEqual({ backend: 'wasm' });

@@ -98,7 +98,16 @@ describe('uploads over HTTP', () => {
     }
     // A model name is at most 255 bytes (checked by the data plane, before the store).
     expect((await rawPost(s.httpUrl, `/v2/repository/models/${'x'.repeat(256)}/load`, upload())).status).toBe(400);
-    for (const key of ['file:../x', 'file:1/../../x', 'file:/etc/x', 'file:1\\..\\x', 'file:1/./model.onnx', 'file:1//model.onnx', 'file:1/', 'file:1/a\u0000']) {
+    for (const key of [
+      'file:../x',
+      'file:1/../../x',
+      'file:/etc/x',
+      'file:1\\..\\x',
+      'file:1/./model.onnx',
+      'file:1//model.onnx',
+      'file:1/',
+      'file:1/a\u0000',
+    ]) {
       const r = await postJson(`${s.httpUrl}/v2/repository/models/up/load`, upload({ [key]: 'YQ==' }));
       expect(r.status, key).toBe(400);
       expect(r.json.error, key).toMatch(/invalid file override path/);

@@ -44,9 +44,7 @@ describe('identity_native (sample backend warden_identity)', () => {
       const m = await loadNative(r, config, modelPath);
       expect(m.instances).toHaveLength(1);
       const input = f32(1.5, -2, 3.25, 1e30);
-      const { collected, error } = await run(m.instances[0]!, [
-        request('identity_native', [tensor('INPUT0', 'FP32', [4], input)], ['OUTPUT0']),
-      ]);
+      const { collected, error } = await run(m.instances[0]!, [request('identity_native', [tensor('INPUT0', 'FP32', [4], input)], ['OUTPUT0'])]);
       expect(error).toBeUndefined();
       const [res] = collected[0]!.responses;
       expect(res!.final).toBe(true);
@@ -67,8 +65,10 @@ describe('identity_native (sample backend warden_identity)', () => {
 
   it('copies every datatype, BYTES included, byte for byte', async () => {
     const types: DataType[] = ['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64', 'BYTES', 'BF16'];
-    const pairs = types.map((t, i) => `input { name: "INPUT${i}" data_type: ${toConfigDataType(t)} dims: [ -1 ] }
-      output { name: "OUTPUT${i}" data_type: ${toConfigDataType(t)} dims: [ -1 ] }`);
+    const pairs = types.map(
+      (t, i) => `input { name: "INPUT${i}" data_type: ${toConfigDataType(t)} dims: [ -1 ] }
+      output { name: "OUTPUT${i}" data_type: ${toConfigDataType(t)} dims: [ -1 ] }`,
+    );
     const config = pbtxtConfig('identity_all', `backend: "warden_identity" max_batch_size: 0 ${pairs.join('\n')}`);
     const m = await loadNative(r, config, '/nonexistent/identity_all');
     const inputs = types.map((t, i) => {
@@ -81,7 +81,13 @@ describe('identity_native (sample backend warden_identity)', () => {
       const data = new Uint8Array(5 * size).map((_, k) => (t === 'BOOL' ? k % 2 : (k * 37 + i) & 0xff));
       return tensor(`INPUT${i}`, t, [5], data);
     });
-    const { collected } = await run(m.instances[0]!, [request('identity_all', inputs, types.map((_, i) => `OUTPUT${i}`))]);
+    const { collected } = await run(m.instances[0]!, [
+      request(
+        'identity_all',
+        inputs,
+        types.map((_, i) => `OUTPUT${i}`),
+      ),
+    ]);
     const outputs = collected[0]!.responses[0]!.response!.outputs;
     expect(outputs).toHaveLength(types.length);
     for (const [i, t] of types.entries()) {
@@ -94,10 +100,13 @@ describe('identity_native (sample backend warden_identity)', () => {
   });
 
   it('executes a batch of requests in one call and reports batch statistics', async () => {
-    const config = pbtxtConfig('identity_batch', `backend: "warden_identity" max_batch_size: 8
+    const config = pbtxtConfig(
+      'identity_batch',
+      `backend: "warden_identity" max_batch_size: 8
       input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
       output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-      dynamic_batching { }`);
+      dynamic_batching { }`,
+    );
     const m = await loadNative(r, config, '/nonexistent/identity_batch');
     const reqs = [1, 3, 2].map((rows, k) =>
       request('identity_batch', [tensor('INPUT0', 'INT32', [rows, 2], new Int32Array(rows * 2).fill(k + 1))], ['OUTPUT0'], { batchSize: rows, id: `r${k}` }),
@@ -119,11 +128,14 @@ describe('identity_native (sample backend warden_identity)', () => {
   });
 
   it('runs execute on a native thread: a slow backend does not block the event loop', async () => {
-    const config = pbtxtConfig('identity_slow', `backend: "warden_identity" max_batch_size: 0
+    const config = pbtxtConfig(
+      'identity_slow',
+      `backend: "warden_identity" max_batch_size: 0
       input { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
       output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
       instance_group { kind: KIND_CPU count: 2 }
-      parameters { key: "execute_delay_ms" value: { string_value: "200" } }`);
+      parameters { key: "execute_delay_ms" value: { string_value: "200" } }`,
+    );
     const m = await loadNative(r, config, '/nonexistent/identity_slow');
     expect(m.instances).toHaveLength(2);
     expect(threadsNamed('w:identity_slow')).toBe(2); // BLOCKING policy: one native thread per instance
@@ -142,10 +154,13 @@ describe('identity_native (sample backend warden_identity)', () => {
   });
 
   it('rejects an execute_delay_ms that is not an integer at load time', async () => {
-    const config = pbtxtConfig('identity_bad_param', `backend: "warden_identity" max_batch_size: 0
+    const config = pbtxtConfig(
+      'identity_bad_param',
+      `backend: "warden_identity" max_batch_size: 0
       input { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
       output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
-      parameters { key: "execute_delay_ms" value: { string_value: "soon" } }`);
+      parameters { key: "execute_delay_ms" value: { string_value: "soon" } }`,
+    );
     await expect(loadNative(r, config, '/nonexistent/identity_bad_param')).rejects.toMatchObject({
       code: 'INVALID_ARG',
       message: expect.stringContaining("'execute_delay_ms' must be a non-negative integer"),
@@ -156,10 +171,13 @@ describe('identity_native (sample backend warden_identity)', () => {
 describe('lifecycle order', () => {
   it("calls Initialize, ModelInitialize, ModelInstanceInitialize ... ModelInstanceFinalize, ModelFinalize, Finalize in Triton's order", async () => {
     const r = resolver({ backendConfig: { '': { 'global-setting': 'g' }, warden_identity: { 'my-setting': 'x' }, other: { ignored: 'y' } } });
-    const config = pbtxtConfig('identity_order', `backend: "warden_identity" max_batch_size: 0
+    const config = pbtxtConfig(
+      'identity_order',
+      `backend: "warden_identity" max_batch_size: 0
       input { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
       output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
-      instance_group { name: "g" kind: KIND_MODEL count: 2 }`);
+      instance_group { name: "g" kind: KIND_MODEL count: 2 }`,
+    );
     const m = await loadNative(r, config, '/nonexistent/identity_order');
     expect(m.model.parallelInstanceLoading).toBe(true); // TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading
     await m.unload();
@@ -167,9 +185,14 @@ describe('lifecycle order', () => {
     // Log lines cross threads asynchronously; lines of earlier tests may still trickle in before ours.
     const start = () => logLines.findIndex((l) => l.msg.includes('"my-setting":"x"'));
     await expect.poll(() => start() >= 0 && logLines.slice(start()).some((l) => l.msg === 'backend warden_identity finalized')).toBe(true);
-    const events = logLines.slice(start()).map((l) => l.msg).filter((msg) => /initialized|finalized/.test(msg));
+    const events = logLines
+      .slice(start())
+      .map((l) => l.msg)
+      .filter((msg) => /initialized|finalized/.test(msg));
     expect(events).toEqual([
-      expect.stringMatching(/^backend warden_identity initialized, config \{"cmdline":\{"auto-complete-config":"true",.*"global-setting":"g","my-setting":"x"\}\}$/),
+      expect.stringMatching(
+        /^backend warden_identity initialized, config \{"cmdline":\{"auto-complete-config":"true",.*"global-setting":"g","my-setting":"x"\}\}$/,
+      ),
       'model identity_order version 1 initialized',
       'instance g_0 (MODEL device 0, host policy {"model":{}}) initialized',
       'instance g_1 (MODEL device 0, host policy {"model":{}}) initialized',
@@ -220,20 +243,26 @@ describe('repeat_native (decoupled sample backend warden_repeat)', () => {
     const modelPath = join(MODEL_REPOSITORY, 'repeat_native');
     const m = await loadNative(r, await repoConfig(modelPath, 'repeat_native'), modelPath);
     const values = [7, -3, 42];
-    const c = (await Promise.all([
-      (async () => {
-        const reqs = [
-          request('repeat_native', [
-            tensor('IN', 'INT32', [3], new Int32Array(values)),
-            tensor('DELAY', 'UINT32', [3], new Uint32Array([40, 40, 40])),
-            tensor('WAIT', 'UINT32', [1], new Uint32Array([10])),
-          ], ['OUT', 'IDX']),
-        ];
-        const t0 = performance.now();
-        const res = await run(m.instances[0]!, reqs);
-        return { ...res, t0 };
-      })(),
-    ]))[0]!;
+    const c = (
+      await Promise.all([
+        (async () => {
+          const reqs = [
+            request(
+              'repeat_native',
+              [
+                tensor('IN', 'INT32', [3], new Int32Array(values)),
+                tensor('DELAY', 'UINT32', [3], new Uint32Array([40, 40, 40])),
+                tensor('WAIT', 'UINT32', [1], new Uint32Array([10])),
+              ],
+              ['OUT', 'IDX'],
+            ),
+          ];
+          const t0 = performance.now();
+          const res = await run(m.instances[0]!, reqs);
+          return { ...res, t0 };
+        })(),
+      ])
+    )[0]!;
     const responses = c.collected[0]!.responses;
     expect(responses).toHaveLength(4);
     responses.slice(0, 3).forEach((res, i) => {
@@ -251,8 +280,20 @@ describe('repeat_native (decoupled sample backend warden_repeat)', () => {
 
     // Empty IN: no data responses, just the final flag. Wrong WAIT shape: an error as the final response.
     const empty = await run(m.instances[0]!, [
-      request('repeat_native', [tensor('IN', 'INT32', [0], new Int32Array(0)), tensor('DELAY', 'UINT32', [0], new Uint32Array(0)), tensor('WAIT', 'UINT32', [1], new Uint32Array([0]))], ['OUT']),
-      request('repeat_native', [tensor('IN', 'INT32', [1], new Int32Array(1)), tensor('DELAY', 'UINT32', [1], new Uint32Array(1)), tensor('WAIT', 'UINT32', [2], new Uint32Array(2))], ['OUT']),
+      request(
+        'repeat_native',
+        [
+          tensor('IN', 'INT32', [0], new Int32Array(0)),
+          tensor('DELAY', 'UINT32', [0], new Uint32Array(0)),
+          tensor('WAIT', 'UINT32', [1], new Uint32Array([0])),
+        ],
+        ['OUT'],
+      ),
+      request(
+        'repeat_native',
+        [tensor('IN', 'INT32', [1], new Int32Array(1)), tensor('DELAY', 'UINT32', [1], new Uint32Array(1)), tensor('WAIT', 'UINT32', [2], new Uint32Array(2))],
+        ['OUT'],
+      ),
     ]);
     expect(empty.collected[0]!.responses).toEqual([{ response: null, final: true, atMs: expect.any(Number) }]);
     expect(empty.collected[1]!.responses[0]!.error).toMatchObject({ code: 'INVALID_ARG', message: 'repeat: WAIT must have one element' });
@@ -260,9 +301,12 @@ describe('repeat_native (decoupled sample backend warden_repeat)', () => {
   });
 
   it('refuses to load as a non-decoupled model', async () => {
-    const config = pbtxtConfig('repeat_plain', `backend: "warden_repeat" max_batch_size: 0
+    const config = pbtxtConfig(
+      'repeat_plain',
+      `backend: "warden_repeat" max_batch_size: 0
       input { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] }
-      output { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }`);
+      output { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }`,
+    );
     await expect(loadNative(r, config, '/nonexistent/repeat_plain')).rejects.toMatchObject({
       code: 'INVALID_ARG',
       message: expect.stringContaining('decoupled: true'),
@@ -293,10 +337,13 @@ describe('backend-side auto-complete (TRITONBACKEND_ModelSetConfig)', () => {
   });
 
   it('DEVICE_BLOCKING: instances on one device share one native thread, executions serialise and still all complete', async () => {
-    const config = pbtxtConfig('shared_thread', `backend: "warden_test_autocomplete" max_batch_size: 0
+    const config = pbtxtConfig(
+      'shared_thread',
+      `backend: "warden_test_autocomplete" max_batch_size: 0
       input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
       output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-      instance_group { kind: KIND_CPU count: 3 }`);
+      instance_group { kind: KIND_CPU count: 3 }`,
+    );
     const m = await loadNative(r, config, '/nonexistent/shared_thread');
     expect(m.instances).toHaveLength(3);
     const results = await Promise.all(
@@ -312,11 +359,14 @@ describe('backend-side auto-complete (TRITONBACKEND_ModelSetConfig)', () => {
 
   it('hands the backend exactly the normalised config JSON Triton prints (every default, 64-bit numbers as numbers)', async () => {
     const errors = resolver({ backendDirectory: TEST_BACKEND_DIR });
-    const config = pbtxtConfig('config_echo', `backend: "warden_test_errors" max_batch_size: 2
+    const config = pbtxtConfig(
+      'config_echo',
+      `backend: "warden_test_errors" max_batch_size: 2
       input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
       output { name: "OUTPUT0" data_type: TYPE_STRING dims: [ 1 ] }
       dynamic_batching { max_queue_delay_microseconds: 9007199254740991 }
-      parameters { key: "mode" value: { string_value: "config_echo" } }`);
+      parameters { key: "mode" value: { string_value: "config_echo" } }`,
+    );
     const m = await loadNative(errors, config, '/nonexistent/config_echo');
     const { collected } = await run(m.instances[0]!, [request('config_echo', [tensor('INPUT0', 'INT32', [1, 1], new Int32Array(1))], ['OUTPUT0'])]);
     const out = collected[0]!.responses[0]!.response!.outputs[0]!;

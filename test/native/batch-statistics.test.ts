@@ -29,7 +29,10 @@ beforeAll(async () => {
   copyRepoModel(repo, 'repeat_native');
   copyRepoModel(repo, 'identity_native');
   // The same decoupled backend in a backend-host process.
-  repo.write('repeat_isolated/config.pbtxt', readFileSync(join(repo.path, 'repeat_native', 'config.pbtxt'), 'utf8').replace('name: "repeat_native"', 'name: "repeat_isolated"') + `\n${ISOLATED}\n`);
+  repo.write(
+    'repeat_isolated/config.pbtxt',
+    readFileSync(join(repo.path, 'repeat_native', 'config.pbtxt'), 'utf8').replace('name: "repeat_native"', 'name: "repeat_isolated"') + `\n${ISOLATED}\n`,
+  );
   repo.write('repeat_isolated/1/.keep', '');
   // warden_add_sub with batching: a request of 2 batch elements is one request to the backend,
   // which reports a batch of 1 (sample_execute_each: its request count).
@@ -99,7 +102,7 @@ describe('native backends: batch statistics only where the backend reports them'
     expect(view(await stats('identity_native'))).toEqual({ inferences: 2, successes: 2, executions: 2, batches: [[1, 2]], lastInferenceZero: false });
   });
 
-  it('add_sub_batched: the batch size is the backend\'s (its request count), not the scheduler\'s batch elements', async () => {
+  it("add_sub_batched: the batch size is the backend's (its request count), not the scheduler's batch elements", async () => {
     const body = { inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'FP32', shape: [2, 2], data: [1, 2, 3, 4] })) };
     const r = await postJson(`${url}/v2/models/add_sub_batched/infer`, body);
     expect(r.status, r.text).toBe(200);

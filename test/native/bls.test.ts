@@ -19,7 +19,10 @@ let url: string;
 const io = (dir: 'input' | 'output', name: string, type: string, dims: string) => `${dir} { name: "${name}" data_type: ${type} dims: ${dims} }`;
 
 function bls(name: string, target: string, tensors: string[], extra = ''): void {
-  repo.write(`${name}/config.pbtxt`, `backend: "warden_bls"\nmax_batch_size: 0\n${tensors.join('\n')}\nparameters { key: "target_model" value { string_value: "${target}" } }\n${extra}`);
+  repo.write(
+    `${name}/config.pbtxt`,
+    `backend: "warden_bls"\nmax_batch_size: 0\n${tensors.join('\n')}\nparameters { key: "target_model" value { string_value: "${target}" } }\n${extra}`,
+  );
   mkdirSync(join(repo.path, name, '1'), { recursive: true });
 }
 
@@ -166,7 +169,13 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     const back = await infer('bls_native', { inputs: [f32('INPUT0', [4])], parameters: { control: 'load' } });
     expect(back.status, back.text).toBe(200);
     expect(back.json.outputs[0].data).toEqual([4]);
-    const config = JSON.stringify({ backend: 'warden_identity', max_batch_size: 0, input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }], parameters: { execute_delay_ms: { string_value: '1' } } });
+    const config = JSON.stringify({
+      backend: 'warden_identity',
+      max_batch_size: 0,
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+      parameters: { execute_delay_ms: { string_value: '1' } },
+    });
     const reloaded = await infer('bls_native', { inputs: [f32('INPUT0', [5])], parameters: { control: `load_config:${config}` } });
     expect(reloaded.status, reloaded.text).toBe(200);
     const cfg = await (await fetch(`${url}/v2/models/identity_native/config`)).json();

@@ -48,7 +48,7 @@ describe('exceptions escaping backend entry points', () => {
     }
   });
 
-  it("ModelInstanceInitialize: the load fails with what(), and ModelInstanceFinalize is still called", async () => {
+  it('ModelInstanceInitialize: the load fails with what(), and ModelInstanceFinalize is still called', async () => {
     const err = await loadNative(r, faultsConfig('throws_init', 'throw_init'), '/nonexistent/throws_init').catch((e) => e);
     expect(err.code).toBe('INTERNAL');
     expect(err.message).toBe(

@@ -43,14 +43,21 @@ async function state(model: string): Promise<{ state?: string; reason?: string }
 
 describe('execute timeout (warden.execute_timeout_ms)', () => {
   it('the model parameter wins over the server default (--native-execute-timeout-ms)', () => {
-    const cfg = (p: string) => pbtxtConfig('m', `backend: "x" max_batch_size: 0 input { name: "I" data_type: TYPE_INT32 dims: [ 1 ] } output { name: "O" data_type: TYPE_INT32 dims: [ 1 ] } ${p}`);
+    const cfg = (p: string) =>
+      pbtxtConfig(
+        'm',
+        `backend: "x" max_batch_size: 0 input { name: "I" data_type: TYPE_INT32 dims: [ 1 ] } output { name: "O" data_type: TYPE_INT32 dims: [ 1 ] } ${p}`,
+      );
     expect(executeTimeoutMs(cfg(''), 700)).toBe(700);
     expect(executeTimeoutMs(cfg(''), 0)).toBe(0);
     expect(executeTimeoutMs(cfg('parameters { key: "warden.execute_timeout_ms" value { string_value: "250" } }'), 700)).toBe(250);
   });
 
   it('rejects a timeout that is not a positive integer at load', async () => {
-    expect(await state('bad_timeout')).toMatchObject({ state: 'UNAVAILABLE', reason: "model 'bad_timeout': parameter warden.execute_timeout_ms must be a positive integer, got 'soon'" });
+    expect(await state('bad_timeout')).toMatchObject({
+      state: 'UNAVAILABLE',
+      reason: "model 'bad_timeout': parameter warden.execute_timeout_ms must be a positive integer, got 'soon'",
+    });
   });
 
   it('fails the stuck request with UNAVAILABLE and the reason, shows it pending meanwhile, and marks the model UNAVAILABLE', async () => {

@@ -82,7 +82,9 @@ export function captureNativeLog<T>(lines: T[], level: string): void {
   installNativeLogger(nativeAddon(), pino({ level }, sink));
 }
 
-export function resolver(opts: { backendDirectory?: string; autoCompleteConfig?: boolean; backendConfig?: Record<string, Record<string, string>> } = {}): NativeBackendResolver {
+export function resolver(
+  opts: { backendDirectory?: string; autoCompleteConfig?: boolean; backendConfig?: Record<string, Record<string, string>> } = {},
+): NativeBackendResolver {
   return new NativeBackendResolver({
     backendDirectory: opts.backendDirectory ?? BACKEND_DIR,
     autoCompleteConfig: opts.autoCompleteConfig ?? true,
@@ -141,8 +143,6 @@ export async function loadNative(
   };
 }
 
-
-
 /** What a request received: every response in order, with arrival times (ms, monotonic). */
 export interface Collected {
   sender: ResponseSender;
@@ -172,12 +172,18 @@ export function collector(): Collected {
 }
 
 /** Run one batch on an instance and wait for every final response. */
-export async function run(instance: BackendModelInstance, requests: InferenceRequest[]): Promise<{ collected: Collected[]; timings: unknown; error?: unknown }> {
+export async function run(
+  instance: BackendModelInstance,
+  requests: InferenceRequest[],
+): Promise<{ collected: Collected[]; timings: unknown; error?: unknown }> {
   const collected = requests.map(() => collector());
   let timings: unknown;
   let error: unknown;
   try {
-    timings = await instance.execute(requests, collected.map((c) => c.sender));
+    timings = await instance.execute(
+      requests,
+      collected.map((c) => c.sender),
+    );
   } catch (e) {
     error = e;
   }

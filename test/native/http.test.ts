@@ -34,7 +34,10 @@ beforeAll(async () => {
     mkdirSync(join(repo.path, m, '1'), { recursive: true });
   }
   // `runtime` names the library file; found in the model directory (search order step 2).
-  repo.write('identity_runtime/config.pbtxt', `backend: "my_identity"\nruntime: "libtriton_warden_identity.so"\nmax_batch_size: 0\n${ECHO_IO.replace(/INT32/g, 'FP32')}`);
+  repo.write(
+    'identity_runtime/config.pbtxt',
+    `backend: "my_identity"\nruntime: "libtriton_warden_identity.so"\nmax_batch_size: 0\n${ECHO_IO.replace(/INT32/g, 'FP32')}`,
+  );
   mkdirSync(join(repo.path, 'identity_runtime', '1'), { recursive: true });
   copyFileSync(join(BACKEND_DIR, 'warden_identity', 'libtriton_warden_identity.so'), join(repo.path, 'identity_runtime', 'libtriton_warden_identity.so'));
 
@@ -120,7 +123,12 @@ describe('native models over HTTP', () => {
     const results = await Promise.all(
       Array.from({ length: 24 }, async (_, k) => {
         const data = new Float32Array(1000).map((_, i) => i * k);
-        const json = Buffer.from(JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1000], parameters: { binary_data_size: 4000 } }], outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }] }));
+        const json = Buffer.from(
+          JSON.stringify({
+            inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1000], parameters: { binary_data_size: 4000 } }],
+            outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
+          }),
+        );
         const res = await fetch(`${url}/v2/models/identity_native/infer`, {
           method: 'POST',
           headers: { 'Inference-Header-Content-Length': String(json.length), 'content-type': 'application/octet-stream' },
@@ -143,7 +151,10 @@ describe('native models over HTTP', () => {
       body: JSON.stringify({ IN: [4, 5, 6], DELAY: [0, 10, 10], WAIT: [0], id: 'r1' }),
     });
     expect(res.status).toBe(200);
-    const events = (await res.text()).split('\n\n').filter(Boolean).map((e) => JSON.parse(e.replace(/^data: /, '')));
+    const events = (await res.text())
+      .split('\n\n')
+      .filter(Boolean)
+      .map((e) => JSON.parse(e.replace(/^data: /, '')));
     expect(events).toEqual([4, 5, 6].map((v, i) => ({ id: 'r1', model_name: 'repeat_native', model_version: '1', OUT: v, IDX: i })));
     const infer = await postJson(`${url}/v2/models/repeat_native/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [1] }] });
     expect(infer.status).toBe(501);
@@ -199,7 +210,10 @@ describe('broken native backends', () => {
   it('a broken model can be fixed and reloaded without restarting', async () => {
     const failing = await postJson(`${url}/v2/repository/models/model_init_fails/load`, {});
     expect(failing.status).toBe(400);
-    repo.write('model_init_fails/config.pbtxt', `backend: "warden_test_errors"\nmax_batch_size: 0\n${ECHO_IO}\nparameters { key: "mode" value: { string_value: "error_response" } }`);
+    repo.write(
+      'model_init_fails/config.pbtxt',
+      `backend: "warden_test_errors"\nmax_batch_size: 0\n${ECHO_IO}\nparameters { key: "mode" value: { string_value: "error_response" } }`,
+    );
     expect((await postJson(`${url}/v2/repository/models/model_init_fails/load`, {})).status).toBe(200);
     const r = await postJson(`${url}/v2/models/model_init_fails/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [1] }] });
     expect(r.status).toBe(400);

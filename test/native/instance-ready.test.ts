@@ -54,7 +54,7 @@ describe('TRITONBACKEND_ModelInstanceReady answers readiness checks only', () =>
     expect(concurrent.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
   });
 
-  it('the readiness endpoint and the repository index report the backend\'s reason', async () => {
+  it("the readiness endpoint and the repository index report the backend's reason", async () => {
     expect((await fetch(`${url}/v2/models/not_ready/ready`)).status).not.toBe(200);
     expect((await fetch(`${url}/v2/models/ready_echo/ready`)).status).toBe(200);
     const idx = (await postJson(`${url}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string }[];
@@ -64,7 +64,7 @@ describe('TRITONBACKEND_ModelInstanceReady answers readiness checks only', () =>
 });
 
 describe('standard streams of processes a backend starts', () => {
-  it('a child forked and exec\'d by a backend (as Triton\'s python backend starts its stub) has fds 0, 1 and 2', async () => {
+  it("a child forked and exec'd by a backend (as Triton's python backend starts its stub) has fds 0, 1 and 2", async () => {
     // Node opens 0-2 close-on-exec; the backend does not reset them (libtriton_python.so does not).
     expect((await fetch(`${url}/v2/models/forks/ready`)).status).toBe(200);
     expect(readFileSync(join(scratch, 'fds'), 'utf8').trim()).toBe('012');

@@ -56,7 +56,8 @@ function hostOf(model: string): number {
 }
 
 const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-const infer = (model: string, v: number[]) => postJson(`${url}/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [v.length], data: v }] });
+const infer = (model: string, v: number[]) =>
+  postJson(`${url}/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [v.length], data: v }] });
 const ready = async (model: string) => (await fetch(`${url}/v2/models/${model}/ready`)).status === 200;
 
 /** Wait for a backend-host process not in `before`. */
@@ -99,7 +100,10 @@ beforeAll(async () => {
     `backend: "warden_test_init_fail"\nmax_batch_size: 0\ninput { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\noutput { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\nparameters { key: "warden.isolation" value { string_value: "process" } }`,
   );
   mkdirSync(join(repo.path, 'iso_init_fail', '1'), { recursive: true });
-  cpSync(join(TEST_BACKEND_DIR, 'warden_test_init_fail', 'libtriton_warden_test_init_fail.so'), join(repo.path, 'iso_init_fail', 'libtriton_warden_test_init_fail.so'));
+  cpSync(
+    join(TEST_BACKEND_DIR, 'warden_test_init_fail', 'libtriton_warden_test_init_fail.so'),
+    join(repo.path, 'iso_init_fail', 'libtriton_warden_test_init_fail.so'),
+  );
   server = await startNativeServer(repo.path, { loadModels: ['iso', 'iso_restart', 'iso_not_ready'], exitTimeoutSecs: 5 });
   url = server.httpUrl;
 }, 60_000);

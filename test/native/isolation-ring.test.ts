@@ -79,9 +79,24 @@ describe('isolation ring', () => {
     expect(bad((_v, idx) => (idx[0] = 12))).toThrow(RingError); // unaligned head
     expect(bad((v) => v.setUint32(0, 4096, true))).toThrow(RingError); // length past the head
     expect(bad((v) => v.setUint32(0, 3, true))).toThrow(RingError); // length below a header
-    expect(bad(() => undefined, (r) => r.copy(1000))).toThrow(RingError); // a field past the record
-    expect(bad((v) => v.setUint32(12, 1000, true), (r) => (r.u32(), r.str()))).toThrow(RingError); // string length past the record
-    expect(bad((v) => v.setUint32(12, 1000, true), (r) => (r.u32(), r.count(8)))).toThrow(RingError); // 1000 × 8 bytes claimed
+    expect(
+      bad(
+        () => undefined,
+        (r) => r.copy(1000),
+      ),
+    ).toThrow(RingError); // a field past the record
+    expect(
+      bad(
+        (v) => v.setUint32(12, 1000, true),
+        (r) => (r.u32(), r.str()),
+      ),
+    ).toThrow(RingError); // string length past the record
+    expect(
+      bad(
+        (v) => v.setUint32(12, 1000, true),
+        (r) => (r.u32(), r.count(8)),
+      ),
+    ).toThrow(RingError); // 1000 × 8 bytes claimed
   });
 
   it('a response record claiming more outputs or bytes than it holds is refused (no allocation from the count)', () => {
@@ -164,7 +179,12 @@ describe('an isolated model with a 4 KiB ring', () => {
       // 200 batches at once: doorbells are skipped while the other side is still draining, the
       // process waits for room in its ring back — and no record or wake-up is lost.
       const burst = await Promise.all(
-        Array.from({ length: 200 }, (_, i) => echo(m, Int32Array.from({ length: 1 + ((i * 37) % 200) }, (_, k) => i - k))),
+        Array.from({ length: 200 }, (_, i) =>
+          echo(
+            m,
+            Int32Array.from({ length: 1 + ((i * 37) % 200) }, (_, k) => i - k),
+          ),
+        ),
       );
       burst.forEach(({ error, out }, i) => {
         expect(error).toBeUndefined();

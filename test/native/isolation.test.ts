@@ -27,7 +27,8 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-const infer = (model: string, v: number[]) => postJson(`${url}/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [v.length], data: v }] });
+const infer = (model: string, v: number[]) =>
+  postJson(`${url}/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [v.length], data: v }] });
 const ready = async (model: string) => (await fetch(`${url}/v2/models/${model}/ready`)).status === 200;
 async function state(model: string): Promise<{ state?: string; reason?: string }> {
   const idx = (await postJson(`${url}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string }[];
@@ -36,7 +37,10 @@ async function state(model: string): Promise<{ state?: string; reason?: string }
 
 describe('warden.isolation=process', () => {
   it('rejects an unknown isolation value at load', async () => {
-    expect(await state('bad_isolation')).toMatchObject({ state: 'UNAVAILABLE', reason: "model 'bad_isolation': warden.isolation must be 'process' or 'none', got 'container'" });
+    expect(await state('bad_isolation')).toMatchObject({
+      state: 'UNAVAILABLE',
+      reason: "model 'bad_isolation': warden.isolation must be 'process' or 'none', got 'container'",
+    });
   });
 
   it('serves through the backend-host process', async () => {

@@ -32,12 +32,18 @@ beforeAll(async () => {
   };
   // Triton's L0_iterative_sequence model config.
   model('iterative', 'max_batch_size: 1\nmodel_transaction_policy { decoupled: true }\nsequence_batching { iterative_sequence: true }');
-  model('iterative_oldest', 'max_batch_size: 1\nmodel_transaction_policy { decoupled: true }\nsequence_batching { iterative_sequence: true oldest { max_candidate_sequences: 2 } }');
+  model(
+    'iterative_oldest',
+    'max_batch_size: 1\nmodel_transaction_policy { decoupled: true }\nsequence_batching { iterative_sequence: true oldest { max_candidate_sequences: 2 } }',
+  );
   model('not_iterative_direct', 'max_batch_size: 1\nsequence_batching { direct { } iterative_sequence: false }');
   model('not_iterative_oldest', 'max_batch_size: 1\nsequence_batching { oldest { } iterative_sequence: false }');
   model('dynamic', 'max_batch_size: 1\ndynamic_batching { }');
   // In a backend-host process the ring does not carry reschedulable: the release is refused.
-  model('iterative_isolated', 'max_batch_size: 1\nmodel_transaction_policy { decoupled: true }\nsequence_batching { iterative_sequence: true }\nparameters { key: "warden.isolation" value: { string_value: "process" } }');
+  model(
+    'iterative_isolated',
+    'max_batch_size: 1\nmodel_transaction_policy { decoupled: true }\nsequence_batching { iterative_sequence: true }\nparameters { key: "warden.isolation" value: { string_value: "process" } }',
+  );
   server = await startNativeServer(repo.path, { backendDirectory: TEST_BACKEND_DIR, metricsPort: -1 });
 });
 
@@ -81,7 +87,7 @@ describe('iterative_sequence on a native backend (TRITONSERVER_REQUEST_RELEASE_R
   });
 
   it.each(['not_iterative_direct', 'not_iterative_oldest'])(
-    '%s: a sequence batcher without iterative_sequence refuses the reschedule with Triton\'s error (test_unsupported_sequence_scheduler)',
+    "%s: a sequence batcher without iterative_sequence refuses the reschedule with Triton's error (test_unsupported_sequence_scheduler)",
     async (model) => {
       const r = await postJson(`${server.httpUrl}/v2/models/${model}/infer`, {
         inputs: [{ name: 'INPUT', datatype: 'INT32', shape: [1, 1], data: [2] }],
@@ -92,7 +98,7 @@ describe('iterative_sequence on a native backend (TRITONSERVER_REQUEST_RELEASE_R
     },
   );
 
-  it('dynamic batching refuses the reschedule with Triton\'s error (test_unsupported_dynamic_scheduler)', async () => {
+  it("dynamic batching refuses the reschedule with Triton's error (test_unsupported_dynamic_scheduler)", async () => {
     const r = await postJson(`${server.httpUrl}/v2/models/dynamic/infer`, { inputs: [{ name: 'INPUT', datatype: 'INT32', shape: [1, 1], data: [2] }] });
     expect(r.status).toBe(400);
     expect(r.json.error).toBe(REFUSED);
@@ -102,7 +108,7 @@ describe('iterative_sequence on a native backend (TRITONSERVER_REQUEST_RELEASE_R
     expect(ok.json.outputs[0].data).toEqual([0]);
   });
 
-  it('in a backend-host process (warden.isolation=process) the reschedule is refused with Triton\'s error, not lost', async () => {
+  it("in a backend-host process (warden.isolation=process) the reschedule is refused with Triton's error, not lost", async () => {
     const r = await generateStream('iterative_isolated', { INPUT: 2 });
     expect(r.events.map((e) => e.error ?? e.OUTPUT)).toEqual([REFUSED]);
   });

@@ -29,9 +29,11 @@ describe('resolveRawInputs', () => {
     );
   });
 
-  it("refuses what Triton refuses: several config inputs, a raw input beside others, two variable dimensions", () => {
+  it('refuses what Triton refuses: several config inputs, a raw input beside others, two variable dimensions', () => {
     const two = cfg(0, { name: 'A', data_type: 'TYPE_FP32', dims: [-1] }, { name: 'B', data_type: 'TYPE_FP32', dims: [-1] });
-    expect(() => resolveRawInputs([raw(4)], two)).toThrow("Raw request must only have 1 input (found 1) to be deduced but got 2 inputs in 'm' model configuration");
+    expect(() => resolveRawInputs([raw(4)], two)).toThrow(
+      "Raw request must only have 1 input (found 1) to be deduced but got 2 inputs in 'm' model configuration",
+    );
     const one = cfg(0, { name: 'A', data_type: 'TYPE_FP32', dims: [-1] });
     expect(() => resolveRawInputs([raw(4), { ...raw(4, 'y'), raw: false }], one)).toThrow(/found 2/);
     expect(() => resolveRawInputs([raw(4)], cfg(0, { name: 'A', data_type: 'TYPE_FP32', dims: [-1, -1] }))).toThrow(

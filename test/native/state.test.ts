@@ -41,7 +41,10 @@ beforeAll(async () => {
   );
   // The misuse fixture is a test backend: its library sits in the model directory.
   const { copyFileSync } = await import('node:fs');
-  copyFileSync(join(TEST_BACKEND_DIR, 'warden_test_errors', 'libtriton_warden_test_errors.so'), join(repo.path, 'state_misuse', 'libtriton_warden_test_errors.so'));
+  copyFileSync(
+    join(TEST_BACKEND_DIR, 'warden_test_errors', 'libtriton_warden_test_errors.so'),
+    join(repo.path, 'state_misuse', 'libtriton_warden_test_errors.so'),
+  );
   server = await startServer({
     modelRepositories: [repo.path],
     httpPort: 0,
@@ -134,14 +137,19 @@ describe('native implicit state (warden_accumulate)', () => {
 describe('a state update before a flags-only FINAL (decoupled backend)', () => {
   it('travels in a response of its own, made by the host, carrying only the state', async () => {
     const errors = resolver({ backendDirectory: TEST_BACKEND_DIR });
-    const config = pbtxtConfig('state_final', `backend: "warden_test_errors" max_batch_size: 0
+    const config = pbtxtConfig(
+      'state_final',
+      `backend: "warden_test_errors" max_batch_size: 0
       model_transaction_policy { decoupled: true }
       input { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] }
       output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] }
-      parameters { key: "mode" value: { string_value: "state_flags_final" } }`);
+      parameters { key: "mode" value: { string_value: "state_flags_final" } }`,
+    );
     const m = await loadNative(errors, config, '/nonexistent/state_final');
     // As the sequence batcher sends it: the state's output_name is requested.
-    const { collected } = await run(m.instances[0]!, [request('state_final', [tensor('INPUT0', 'INT32', [1], new Int32Array([7]))], ['OUTPUT0', 'OUTPUT_STATE'])]);
+    const { collected } = await run(m.instances[0]!, [
+      request('state_final', [tensor('INPUT0', 'INT32', [1], new Int32Array([7]))], ['OUTPUT0', 'OUTPUT_STATE']),
+    ]);
     const rs = collected[0]!.responses;
     expect(rs.map((r) => [r.final, r.response?.outputs.map((o) => o.name)])).toEqual([
       [false, ['OUTPUT0']],

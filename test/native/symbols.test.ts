@@ -10,7 +10,13 @@ import { BACKEND_DIR, LIBTRITONSERVER, PROJECT_ROOT, requireNativeBuild } from '
 
 function exported(lib: string): Set<string> {
   const out = execFileSync('nm', ['-D', '--defined-only', lib], { encoding: 'utf8' });
-  return new Set(out.split('\n').map((l) => l.trim().split(/\s+/)).filter((p) => p.length === 3 && p[1] === 'T').map((p) => p[2]!));
+  return new Set(
+    out
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .filter((p) => p.length === 3 && p[1] === 'T')
+      .map((p) => p[2]!),
+  );
 }
 
 function dynamicSection(lib: string): string {

@@ -97,7 +97,13 @@ async function waitReady(s: Served, name: string, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     if (s.proc.exitCode !== null) throw new Error(`${name} exited (${s.proc.exitCode}):\n${s.log.join('').slice(-4000)}`);
-    if (await fetch(`${s.url}/v2/health/ready`).then((r) => r.status === 200, () => false)) return;
+    if (
+      await fetch(`${s.url}/v2/health/ready`).then(
+        (r) => r.status === 200,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`${name} not ready after ${ms} ms:\n${s.log.join('').slice(-4000)}`);
@@ -108,13 +114,17 @@ const taken = new Set<number>();
 async function port(): Promise<number> {
   for (;;) {
     const p = await freePort();
-    if (!taken.has(p)) return taken.add(p), p;
+    if (!taken.has(p)) return (taken.add(p), p);
   }
 }
 
 async function launch(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv, [http, grpc]: number[]): Promise<Served> {
   const log: string[] = [];
-  const proc = spawn(cmd, [...args, `--http-port=${http}`, `--grpc-port=${grpc}`, '--allow-metrics=false'], { env, cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(cmd, [...args, `--http-port=${http}`, `--grpc-port=${grpc}`, '--allow-metrics=false'], {
+    env,
+    cwd: PROJECT_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   proc.stdout!.on('data', (d: Buffer) => log.push(d.toString()));
   proc.stderr!.on('data', (d: Buffer) => log.push(d.toString()));
   const s = { proc, url: `http://127.0.0.1:${http}`, grpc: `127.0.0.1:${grpc}`, log };
@@ -154,7 +164,9 @@ async function both(method: string, path: string, body?: unknown, headers: Recor
   const one = (s: Served, name: string) =>
     call(s.url, method, path, body, headers).catch(async (e: unknown) => {
       await new Promise((r) => setTimeout(r, 500)); // let an exit be seen
-      throw new Error(`${name} dropped ${method} ${path} (${String(e)}; exit ${s.proc.exitCode ?? 'none'} ${s.proc.signalCode ?? ''}):\n${s.log.join('').slice(-3000)}`);
+      throw new Error(
+        `${name} dropped ${method} ${path} (${String(e)}; exit ${s.proc.exitCode ?? 'none'} ${s.proc.signalCode ?? ''}):\n${s.log.join('').slice(-3000)}`,
+      );
     });
   return Promise.all([one(warden!, 'warden'), one(triton!, 'tritonserver')]);
 }
@@ -188,7 +200,17 @@ function skipUnlessWheel(ctx: { skip: (note?: string) => void }): void {
 }
 
 /** The value 0 of model_config.proto's enums (common protobuf/model_config.proto), as grpc-js decodes them: a default, like 0 or ''. */
-const PROTO_ENUM_ZERO = new Set(['BATCH_ELEMENT_COUNT', 'BATCH_SCATTER_WITH_INPUT_SHAPE', 'CONTROL_SEQUENCE_START', 'FORMAT_NONE', 'KIND_AUTO', 'KIND_NVDLA', 'PRIORITY_DEFAULT', 'REJECT', 'TYPE_INVALID']);
+const PROTO_ENUM_ZERO = new Set([
+  'BATCH_ELEMENT_COUNT',
+  'BATCH_SCATTER_WITH_INPUT_SHAPE',
+  'CONTROL_SEQUENCE_START',
+  'FORMAT_NONE',
+  'KIND_AUTO',
+  'KIND_NVDLA',
+  'PRIORITY_DEFAULT',
+  'REJECT',
+  'TYPE_INVALID',
+]);
 
 const fp32 = (name: string, data: number[], shape = [data.length]) => ({ name, datatype: 'FP32', shape, data });
 const addSub = { inputs: [fp32('INPUT0', [1, 2.5, -3, 4]), fp32('INPUT1', [0.5, 0.5, 10, -4])] };
@@ -228,17 +250,38 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
     symlinkSync(join(tritonLibs, WHEEL_TRITONSERVER_LIB), join(tritonLib, 'libtritonserver.so'));
     expect(readlinkSync(join(wardenLibs, WHEEL_TRITONSERVER_LIB))).not.toBe(join(tritonLibs, WHEEL_TRITONSERVER_LIB));
     const common = [
-      `--model-repository=${repo}`, '--model-control-mode=explicit', ...LOADED.map((m) => `--load-model=${m}`),
+      `--model-repository=${repo}`,
+      '--model-control-mode=explicit',
+      ...LOADED.map((m) => `--load-model=${m}`),
       // Restricted APIs (the logging group only, so the rest of this file needs no header).
       '--http-restricted-api=logging:admin-key=secret',
     ];
     const ports = [await port(), await port(), await port(), await port()];
     [warden, triton] = await Promise.all([
-      launch('warden', process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), ...common, `--backend-directory=${wardenBackends}`, `--backend-config=python,shm-region-prefix-name=warden_diff_${process.pid}_`], process.env, ports.slice(0, 2)),
-      launch('tritonserver', wheel.tritonserver, [...common, `--backend-directory=${tritonBackends}`, `--backend-config=python,shm-region-prefix-name=triton_diff_${process.pid}_`], {
-        ...process.env,
-        LD_LIBRARY_PATH: tritonLib,
-      }, ports.slice(2)),
+      launch(
+        'warden',
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          join(PROJECT_ROOT, 'host/src/cli.ts'),
+          ...common,
+          `--backend-directory=${wardenBackends}`,
+          `--backend-config=python,shm-region-prefix-name=warden_diff_${process.pid}_`,
+        ],
+        process.env,
+        ports.slice(0, 2),
+      ),
+      launch(
+        'tritonserver',
+        wheel.tritonserver,
+        [...common, `--backend-directory=${tritonBackends}`, `--backend-config=python,shm-region-prefix-name=triton_diff_${process.pid}_`],
+        {
+          ...process.env,
+          LD_LIBRARY_PATH: tritonLib,
+        },
+        ports.slice(2),
+      ),
     ]);
   }, 15 * 60_000);
 
@@ -330,8 +373,12 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
     }
     const n = (x: number | string | undefined) => Number(x ?? 0);
     // HTTP's JSON and gRPC's message (uint64 as strings, empty fields left out) read alike.
-    const http = async (s: Served, m: string) => (JSON.parse((await call(s.url, 'GET', `/v2/models/${m}/stats`)).text) as { model_stats: Entry[] }).model_stats[0]!;
-    const clients = new Map<Served, TritonGrpcClient>([[warden!, tritonGrpcClient(warden!.grpc)], [triton!, tritonGrpcClient(triton!.grpc)]]);
+    const http = async (s: Served, m: string) =>
+      (JSON.parse((await call(s.url, 'GET', `/v2/models/${m}/stats`)).text) as { model_stats: Entry[] }).model_stats[0]!;
+    const clients = new Map<Served, TritonGrpcClient>([
+      [warden!, tritonGrpcClient(warden!.grpc)],
+      [triton!, tritonGrpcClient(triton!.grpc)],
+    ]);
     const grpc = async (s: Served, m: string) => {
       const r = await unaryCall(clients.get(s)!, 'ModelStatistics', { name: m });
       if (r.err) throw new Error(`ModelStatistics ${m}: ${r.err.details}`);
@@ -346,7 +393,13 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
           const [b, a] = [before[m]!, after[m]!];
           const batches = Object.fromEntries(
             (a.batch_stats ?? [])
-              .map((x) => [String(x.batch_size), n(x.compute_infer.count) - n(b.batch_stats?.find((y) => n(y.batch_size) === n(x.batch_size))?.compute_infer.count)] as const)
+              .map(
+                (x) =>
+                  [
+                    String(x.batch_size),
+                    n(x.compute_infer.count) - n(b.batch_stats?.find((y) => n(y.batch_size) === n(x.batch_size))?.compute_infer.count),
+                  ] as const,
+              )
               .filter(([, d]) => d !== 0),
           );
           return [
@@ -364,7 +417,12 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
     // What tritonserver 2.51 answers (measured): a reporting backend's three executions of batch
     // size 1; warden_repeat's none at all, so its last_inference stays 0.
     const expected = Object.fromEntries(
-      models.map((m) => [m, m === 'repeat_native' ? { executions: 0, inferences: 3, successes: 3, batches: {}, lastInferenceZero: true } : { executions: 3, inferences: 3, successes: 3, batches: { '1': 3 }, lastInferenceZero: false }]),
+      models.map((m) => [
+        m,
+        m === 'repeat_native'
+          ? { executions: 0, inferences: 3, successes: 3, batches: {}, lastInferenceZero: true }
+          : { executions: 3, inferences: 3, successes: 3, batches: { '1': 3 }, lastInferenceZero: false },
+      ]),
     );
     try {
       for (const read of [http, grpc] as Read[]) {
@@ -418,7 +476,11 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
       ['POST', '/v2/models/tp_add_sub/generate', '{"INPUT0":[1,2,3,4],"INPUT0":[1,2,3,4],"INPUT1":[1,2,3,4]}'],
       ['POST', '/v2/models/tp_add_sub/generate', '{"id":"g1","INPUT0":[1,2,3,4],"INPUT1":[1,2,3,4],"parameters":{"INPUT1":[1,2,3,4]}}'],
       ['POST', '/v2/models/tp_add_sub/infer', { id: 'r7', inputs: [in0, fp32('INPUT1', [1, 2])] }],
-      ['POST', '/v2/models/tp_add_sub/infer', '{"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 1e400]}, ' + JSON.stringify(in1) + ']}'],
+      [
+        'POST',
+        '/v2/models/tp_add_sub/infer',
+        '{"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 1e400]}, ' + JSON.stringify(in1) + ']}',
+      ],
       ['POST', '/v2/repository/models/nosuch/unload', {}],
       ['POST', '/v2/models/tp_add_sub', {}],
       ['GET', '/v2/nope'],
@@ -434,11 +496,37 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
   it("malformed JSON: the same status and text (rapidjson's message and byte offset)", async (ctx) => {
     skipUnlessWheel(ctx);
     const bodies = [
-      '{"inputs": [', '   ', '{"a":1} x', '{"a":tru}', '{"a":"x', '{"a" 1}', '{"a":1 "b":2}', '[1 2]', '{1:2}', '{"a":"\\q"}', '{"a":-}',
-      '{"a":1.}', '{"é":[1 2]}', '{"a":"\\u12G4"}', '{"a":1e}', '{"a":1e+}', '{"a":nul}', '{"a":01}', '{"a":[1,]}', '{"a":1,}', '{"a":x}',
+      '{"inputs": [',
+      '   ',
+      '{"a":1} x',
+      '{"a":tru}',
+      '{"a":"x',
+      '{"a" 1}',
+      '{"a":1 "b":2}',
+      '[1 2]',
+      '{1:2}',
+      '{"a":"\\q"}',
+      '{"a":-}',
+      '{"a":1.}',
+      '{"é":[1 2]}',
+      '{"a":"\\u12G4"}',
+      '{"a":1e}',
+      '{"a":1e+}',
+      '{"a":nul}',
+      '{"a":01}',
+      '{"a":[1,]}',
+      '{"a":1,}',
+      '{"a":x}',
       // Surrogate escapes: rapidjson refuses an unpaired high one (at the first escape's backslash).
-      '{"a":"\\ud800"}', '{"\\uDBFF":1}', '{"a":"\\ud800\\u0041"}', '{"a":"\\ud800\\"}', '{"a":"\\ud800\\udc0"}', '{"a":"\\udc00\\ud800"}', '{"é":"\\ud800"}',
-      '{"inputs":[{"name":"\\ud800","datatype":"FP32","shape":[4],"data":[1,2,3,4]}]}', '{"inputs":[{"name":"INPUT0","datatype":"BYTES","shape":[1],"data":["\\ud800"]}]}',
+      '{"a":"\\ud800"}',
+      '{"\\uDBFF":1}',
+      '{"a":"\\ud800\\u0041"}',
+      '{"a":"\\ud800\\"}',
+      '{"a":"\\ud800\\udc0"}',
+      '{"a":"\\udc00\\ud800"}',
+      '{"é":"\\ud800"}',
+      '{"inputs":[{"name":"\\ud800","datatype":"FP32","shape":[4],"data":[1,2,3,4]}]}',
+      '{"inputs":[{"name":"INPUT0","datatype":"BYTES","shape":[1],"data":["\\ud800"]}]}',
     ];
     // A lone low surrogate and a pair parse: /infer then answers for the missing 'inputs'.
     const inferOnly = ['{"a":"\\udc00"}', '{"a":"\\ud83d\\ude00"}', '{"a":"x\\uDFFF","b":"\\uDBFF\\uDFFF"}'];
@@ -502,11 +590,37 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
         ['ModelStatistics', { name: 'nosuch' }],
         ['ModelInfer', addSubGrpc()],
         ['ModelInfer', addSubGrpc({ model_name: 'nosuch' })],
-        ['ModelInfer', addSubGrpc({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4] }, { name: 'INPUT1', datatype: 'INT32', shape: [4] }] })],
-        ['ModelInfer', addSubGrpc({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4] }, { name: 'INPUT1', datatype: 'FP32', shape: [2, 2] }] })],
+        [
+          'ModelInfer',
+          addSubGrpc({
+            inputs: [
+              { name: 'INPUT0', datatype: 'FP32', shape: [4] },
+              { name: 'INPUT1', datatype: 'INT32', shape: [4] },
+            ],
+          }),
+        ],
+        [
+          'ModelInfer',
+          addSubGrpc({
+            inputs: [
+              { name: 'INPUT0', datatype: 'FP32', shape: [4] },
+              { name: 'INPUT1', datatype: 'FP32', shape: [2, 2] },
+            ],
+          }),
+        ],
         ['ModelInfer', addSubGrpc({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4] }], raw_input_contents: [fp32raw([1, 2, 3, 4])] })],
         ['ModelInfer', addSubGrpc({ raw_input_contents: [fp32raw([1, 2, 3, 4])] })],
-        ['ModelInfer', addSubGrpc({ id: 'g-7', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4] }, { name: 'INPUT1', datatype: 'FP32', shape: [4] }], raw_input_contents: [fp32raw([1, 2, 3, 4]), fp32raw([1, 2])] })],
+        [
+          'ModelInfer',
+          addSubGrpc({
+            id: 'g-7',
+            inputs: [
+              { name: 'INPUT0', datatype: 'FP32', shape: [4] },
+              { name: 'INPUT1', datatype: 'FP32', shape: [4] },
+            ],
+            raw_input_contents: [fp32raw([1, 2, 3, 4]), fp32raw([1, 2])],
+          }),
+        ],
         ['RepositoryModelUnload', { model_name: 'nosuch' }],
         ['RepositoryModelLoad', { model_name: 'nosuch' }],
       ];
@@ -516,7 +630,9 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
         if (Array.isArray(x)) return x.length === 0 ? undefined : x.map(meaning);
         if (Buffer.isBuffer(x)) return x.length === 0 ? undefined : x.toString('base64');
         if (x !== null && typeof x === 'object') {
-          const kept = Object.entries(x).map(([k, v]) => [k, meaning(v)] as const).filter(([, v]) => v !== undefined);
+          const kept = Object.entries(x)
+            .map(([k, v]) => [k, meaning(v)] as const)
+            .filter(([, v]) => v !== undefined);
           return kept.length === 0 ? undefined : Object.fromEntries(kept.sort(([a], [b]) => a.localeCompare(b)));
         }
         return x === false || x === 0 || x === '' || x === '0' || PROTO_ENUM_ZERO.has(x as string) ? undefined : x;
@@ -524,7 +640,8 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
       const differ: unknown[] = [];
       for (const [method, request] of calls) {
         const [w, t] = await Promise.all(clients.map((c) => unaryCall(c, method, request)));
-        const view = (r: { res?: unknown; err?: { code: number; details: string } }) => (r.err ? { code: r.err.code, details: r.err.details } : { res: meaning(r.res) });
+        const view = (r: { res?: unknown; err?: { code: number; details: string } }) =>
+          r.err ? { code: r.err.code, details: r.err.details } : { res: meaning(r.res) };
         const [wv, tv] = [view(w!), view(t!)];
         // grpc-js reads no details from tritonserver when its message ends in a space (the shape
         // error): then only the code is compared (HTTP compares that text above).

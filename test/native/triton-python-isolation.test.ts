@@ -90,7 +90,10 @@ beforeAll(async () => {
   writeFileSync(join(repo.path, 'tp_iso', 'config.pbtxt'), readFileSync(join(MODELS, 'tp_add_sub', 'config.pbtxt'), 'utf8') + ISOLATED);
   // initialize() raises: a start that fails in the stub.
   repo.write('tp_iso_fail/config.pbtxt', readFileSync(join(MODELS, 'tp_add_sub', 'config.pbtxt'), 'utf8') + ISOLATED);
-  repo.write('tp_iso_fail/1/model.py', 'class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError("tp_iso_fail: initialize refused")\n\n    def execute(self, requests):\n        return []\n');
+  repo.write(
+    'tp_iso_fail/1/model.py',
+    'class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError("tp_iso_fail: initialize refused")\n\n    def execute(self, requests):\n        return []\n',
+  );
   server = await startNativeServer(repo.path, { backendDirectory: wheel.wardenBackends, loadModels: ['tp_iso'], exitTimeoutSecs: 10 });
 }, 15 * 60_000);
 

@@ -100,7 +100,13 @@ async function startTriton(w: Extract<TritonWheel, { ok: true }>, repoPath: stri
   const deadline = Date.now() + 120_000;
   while (true) {
     if (proc.exitCode !== null) throw new Error(`tritonserver exited (${proc.exitCode}):\n${log.join('')}`);
-    if (await fetch(`${url}/v2/health/ready`).then((r) => r.status === 200, () => false)) break;
+    if (
+      await fetch(`${url}/v2/health/ready`).then(
+        (r) => r.status === 200,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) {
       proc.kill('SIGKILL'); // never leave a tritonserver (and its stubs) behind
       throw new Error(`tritonserver not ready:\n${log.join('').slice(-4000)}`);
@@ -112,9 +118,19 @@ async function startTriton(w: Extract<TritonWheel, { ok: true }>, repoPath: stri
 
 /** `/generate_stream`: the status and every `data:` event, parsed. */
 async function generateStream(url: string, model: string, body: unknown): Promise<{ status: number; events: unknown[] }> {
-  const res = await fetch(`${url}/v2/models/${model}/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/v2/models/${model}/generate_stream`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
-  return { status: res.status, events: text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice('data: '.length))) };
+  return {
+    status: res.status,
+    events: text
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice('data: '.length))),
+  };
 }
 
 describe("iterative sequences: Triton's real Python backend in Warden's native host vs the real tritonserver", () => {

@@ -89,7 +89,7 @@ describe("Triton's python backend stub in Warden's native host", () => {
     expect(r.json.outputs[0].data).toEqual(['111']);
   }, 120_000);
 
-  it('after the stub is killed every later request is answered with the backend\'s error, none waits', async (ctx) => {
+  it("after the stub is killed every later request is answered with the backend's error, none waits", async (ctx) => {
     if (!wheel.ok) return ctx.skip(`Triton's Python backend wheel unavailable: ${wheel.reason}`);
     const crash = await infer(-9);
     expect(crash.status).not.toBe(200);

@@ -42,7 +42,10 @@ async function waitReady(url: string, proc: ChildProcess, log: string[], ms: num
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`tritonserver exited (${proc.exitCode}):\n${log.join('')}`);
-    const ok = await fetch(`${url}/v2/health/ready`).then((r) => r.status === 200, () => false);
+    const ok = await fetch(`${url}/v2/health/ready`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -82,7 +85,11 @@ async function startTriton(w: Extract<TritonWheel, { ok: true }>, repoPath: stri
 
 /** Server-sent events of `/generate_stream`, each `data:` line parsed. */
 async function generateStream(url: string, model: string, body: unknown): Promise<{ status: number; events: unknown[] }> {
-  const res = await fetch(`${url}/v2/models/${model}/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/v2/models/${model}/generate_stream`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   const events = text
     .split('\n')
@@ -105,8 +112,12 @@ const control = (op: string, model: string) => ({
   ],
 });
 
-describe("backend: \"python\" — Triton's libtriton_python.so or Warden's Python backend (spec §6.9)", () => {
-  const pythonConfig = () => pbtxtConfig('m', 'backend: "python"\nmax_batch_size: 0\ninput { name: "I" data_type: TYPE_FP32 dims: [ 1 ] }\noutput { name: "O" data_type: TYPE_FP32 dims: [ 1 ] }');
+describe('backend: "python" — Triton\'s libtriton_python.so or Warden\'s Python backend (spec §6.9)', () => {
+  const pythonConfig = () =>
+    pbtxtConfig(
+      'm',
+      'backend: "python"\nmax_batch_size: 0\ninput { name: "I" data_type: TYPE_FP32 dims: [ 1 ] }\noutput { name: "O" data_type: TYPE_FP32 dims: [ 1 ] }',
+    );
   const python = (backendDirectory: string) => new PythonBackendResolver({ backendDirectory, cacheDir: tmpdir(), logger: silent });
 
   it("Warden's Python backend by default; Triton's library in <backend-directory>/python/ wins and the native host serves it", async () => {
@@ -131,7 +142,7 @@ describe("backend: \"python\" — Triton's libtriton_python.so or Warden's Pytho
     }
   });
 
-  it('an uploaded model never reaches either: Triton\'s library in the upload is refused by the native host', async () => {
+  it("an uploaded model never reaches either: Triton's library in the upload is refused by the native host", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'warden-pybackends-'));
     const model = mkdtempSync(join(tmpdir(), 'warden-pyupload-'));
     try {
@@ -200,7 +211,19 @@ describe("Triton's real Python backend through Warden's native host", () => {
     const port = await freePort();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), `--model-repository=${repo.path}`, `--backend-directory=${wheel.wardenBackends}`, '--model-control-mode=explicit', '--load-model=tp_add_sub', `--http-port=${port}`, '--allow-metrics=false', '--allow-grpc=false', `--backend-config=python,shm-region-prefix-name=warden_tpyld_${process.pid}_`],
+      [
+        '--import',
+        'tsx',
+        join(PROJECT_ROOT, 'host/src/cli.ts'),
+        `--model-repository=${repo.path}`,
+        `--backend-directory=${wheel.wardenBackends}`,
+        '--model-control-mode=explicit',
+        '--load-model=tp_add_sub',
+        `--http-port=${port}`,
+        '--allow-metrics=false',
+        '--allow-grpc=false',
+        `--backend-config=python,shm-region-prefix-name=warden_tpyld_${process.pid}_`,
+      ],
       { env: { ...process.env, LD_DEBUG: 'bindings', LD_DEBUG_OUTPUT: join(out, 'ld') }, stdio: 'ignore' },
     );
     try {
@@ -236,7 +259,10 @@ describe("Triton's real Python backend through Warden's native host", () => {
     ]);
     const byName = (o: { name: string }[]) => [...o].sort((a, b) => a.name.localeCompare(b.name));
     expect(byName(w.json.outputs)).toEqual(byName(t.json.outputs));
-    expect({ model_name: w.json.model_name, model_version: w.json.model_version }).toEqual({ model_name: t.json.model_name, model_version: t.json.model_version });
+    expect({ model_name: w.json.model_name, model_version: w.json.model_version }).toEqual({
+      model_name: t.json.model_name,
+      model_version: t.json.model_version,
+    });
   });
 
   it('add_sub: a wrong shape is refused by both with 400', async (ctx) => {

@@ -122,12 +122,31 @@ async function download(python: string): Promise<TritonWheel | undefined> {
   writeFileSync(req, `nvidia-pytriton==${PYTRITON_VERSION} --hash=sha256:${WHEEL_SHA256}\n`);
   const pip = await exec(
     python,
-    ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--require-hashes', '--platform', 'manylinux_2_35_x86_64', '--timeout', '30', '--retries', '2', '-d', CACHE_DIR, '-r', req],
+    [
+      '-m',
+      'pip',
+      'download',
+      '--quiet',
+      '--no-deps',
+      '--only-binary=:all:',
+      '--require-hashes',
+      '--platform',
+      'manylinux_2_35_x86_64',
+      '--timeout',
+      '30',
+      '--retries',
+      '2',
+      '-d',
+      CACHE_DIR,
+      '-r',
+      req,
+    ],
     10 * 60_000,
   );
   if (pip.code === 0 && existsSync(join(CACHE_DIR, WHEEL))) return undefined;
   const probe = await indexReachable({}, 'nvidia-pytriton');
-  if (!probe.reachable) return { ok: false, reason: `PyPI is unreachable (${probe.url}: ${probe.error}); cannot download nvidia-pytriton==${PYTRITON_VERSION}` };
+  if (!probe.reachable)
+    return { ok: false, reason: `PyPI is unreachable (${probe.url}: ${probe.error}); cannot download nvidia-pytriton==${PYTRITON_VERSION}` };
   throw new Error(`pip download nvidia-pytriton==${PYTRITON_VERSION} failed although ${probe.url} is reachable:\n${pip.out}`);
 }
 
@@ -144,7 +163,25 @@ async function ensureStubNumpy(python: string): Promise<string | TritonWheel> {
   rmSync(target, { recursive: true, force: true });
   const pip = await exec(
     python,
-    ['-m', 'pip', 'install', '--quiet', '--no-deps', '--only-binary=:all:', '--python-version', STUB_PYTHON, '--platform', 'manylinux2014_x86_64', '--target', target, '--timeout', '30', '--retries', '2', `numpy==${STUB_NUMPY_VERSION}`],
+    [
+      '-m',
+      'pip',
+      'install',
+      '--quiet',
+      '--no-deps',
+      '--only-binary=:all:',
+      '--python-version',
+      STUB_PYTHON,
+      '--platform',
+      'manylinux2014_x86_64',
+      '--target',
+      target,
+      '--timeout',
+      '30',
+      '--retries',
+      '2',
+      `numpy==${STUB_NUMPY_VERSION}`,
+    ],
     10 * 60_000,
   );
   if (pip.code === 0 && existsSync(numpyDir)) {
@@ -152,7 +189,8 @@ async function ensureStubNumpy(python: string): Promise<string | TritonWheel> {
     return numpyDir;
   }
   const probe = await indexReachable({}, 'numpy');
-  if (!probe.reachable) return { ok: false, reason: `PyPI is unreachable (${probe.url}: ${probe.error}); cannot install numpy==${STUB_NUMPY_VERSION} for the stub` };
+  if (!probe.reachable)
+    return { ok: false, reason: `PyPI is unreachable (${probe.url}: ${probe.error}); cannot install numpy==${STUB_NUMPY_VERSION} for the stub` };
   throw new Error(`pip install numpy==${STUB_NUMPY_VERSION} --target ${target} failed although ${probe.url} is reachable:\n${pip.out}`);
 }
 

@@ -110,11 +110,14 @@ describe('wake affinity', () => {
     repo?.cleanup();
   });
 
-  it.each(['identity_native', 'identity_wt', 'identity_iso'])('%s: sequential requests place the sleeping thread, and no thread stays pinned', async (model) => {
-    await expectPlacements(server.httpUrl, model, 5);
-    // the instance threads and the JS thread (unpinned when each answer arrived)
-    expect(pinnedThreads('self')).toEqual([]);
-  });
+  it.each(['identity_native', 'identity_wt', 'identity_iso'])(
+    '%s: sequential requests place the sleeping thread, and no thread stays pinned',
+    async (model) => {
+      await expectPlacements(server.httpUrl, model, 5);
+      // the instance threads and the JS thread (unpinned when each answer arrived)
+      expect(pinnedThreads('self')).toEqual([]);
+    },
+  );
 
   it('the backend-host process: its ring reader and every other thread have the whole mask back after requests', async () => {
     await placementsDuring(server.httpUrl, 'identity_iso', 10);

@@ -52,7 +52,10 @@ describe('OnnxInstance.execute', () => {
     const a = ints(1, (i) => i);
     const b = ints(1, () => 1);
     for (const [outputs, names] of [
-      [['OUTPUT0', 'OUTPUT1'], ['OUTPUT0', 'OUTPUT1']],
+      [
+        ['OUTPUT0', 'OUTPUT1'],
+        ['OUTPUT0', 'OUTPUT1'],
+      ],
       [['OUTPUT1'], ['OUTPUT1']],
       [['OUTPUT0', 'OUTPUT0'], ['OUTPUT0']],
     ] as const) {
@@ -70,7 +73,14 @@ describe('OnnxInstance.execute', () => {
 
   it('a batch of three requests (1, 2 and 1 rows) runs once and each gets its own rows and outputs', async () => {
     const rows = [1, 2, 1];
-    const reqs = rows.map((r, k) => req(r, ints(r, (i) => i + 100 * k), ints(r, () => k + 1), k === 1 ? ['OUTPUT1'] : ['OUTPUT0', 'OUTPUT1']));
+    const reqs = rows.map((r, k) =>
+      req(
+        r,
+        ints(r, (i) => i + 100 * k),
+        ints(r, () => k + 1),
+        k === 1 ? ['OUTPUT1'] : ['OUTPUT0', 'OUTPUT1'],
+      ),
+    );
     const cs = rows.map(() => collector());
     await inst.execute(
       reqs,

@@ -1,6 +1,14 @@
 /** Where ONNX Runtime runs go (host/src/backends/onnxruntime/placement.ts). */
 import { describe, expect, it } from 'vitest';
-import { CPU_CHECK_RUNS, DEMOTE_AT_ONCE_FACTOR, FIRST_PROBE_AFTER, MAX_PROBE_GAP, RunPlacement, SLOW_SCORE_LIMIT, threadCpuClock } from '../../host/src/backends/onnxruntime/placement.js';
+import {
+  CPU_CHECK_RUNS,
+  DEMOTE_AT_ONCE_FACTOR,
+  FIRST_PROBE_AFTER,
+  MAX_PROBE_GAP,
+  RunPlacement,
+  SLOW_SCORE_LIMIT,
+  threadCpuClock,
+} from '../../host/src/backends/onnxruntime/placement.js';
 
 describe('RunPlacement', () => {
   it('starts on the worker, goes inline up to the largest size seen fast, never above it', () => {
@@ -165,4 +173,3 @@ describe('RunPlacement', () => {
     expect((clock!() - t1) / 1e6).toBeGreaterThanOrEqual(5);
   });
 });
-

@@ -162,7 +162,10 @@ describe('onnxruntime session workers', () => {
       // an ONNX Runtime error inline is the same INTERNAL error as on the worker
       const inlineBefore = inst.runs.inline;
       const bad = request('mm', [tensor('INPUT0', 'FP32', [2, 3], new Float32Array(6))], ['OUTPUT0']);
-      await expect(inst.execute([bad], [collector().sender])).rejects.toMatchObject({ code: 'INTERNAL', message: expect.stringMatching(/onnxruntime execute failure: .*MatMul/i) });
+      await expect(inst.execute([bad], [collector().sender])).rejects.toMatchObject({
+        code: 'INTERNAL',
+        message: expect.stringMatching(/onnxruntime execute failure: .*MatMul/i),
+      });
       expect(inst.runs.inline).toBe(inlineBefore + 1);
     } finally {
       await inst.finalize();
@@ -227,7 +230,10 @@ describe('onnxruntime session workers', () => {
     try {
       const bad = request('mm', [tensor('INPUT0', 'FP32', [2, 3], new Float32Array(6))], ['OUTPUT0']);
       const { sender } = collector();
-      await expect(inst.execute([bad], [sender])).rejects.toMatchObject({ code: 'INTERNAL', message: expect.stringMatching(/onnxruntime execute failure: .*MatMul/i) });
+      await expect(inst.execute([bad], [sender])).rejects.toMatchObject({
+        code: 'INTERNAL',
+        message: expect.stringMatching(/onnxruntime execute failure: .*MatMul/i),
+      });
       const { outcome } = await run(inst, 8);
       expectIdentity(outcome.response!.outputs[0]!.data, 8);
     } finally {

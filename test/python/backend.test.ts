@@ -19,9 +19,20 @@ const skip = await pythonEnvironment();
 if (skip) console.warn(`Python backend tests skipped: ${skip}`);
 
 const TYPES: [string, string][] = [
-  ['BOOL', 'TYPE_BOOL'], ['UINT8', 'TYPE_UINT8'], ['UINT16', 'TYPE_UINT16'], ['UINT32', 'TYPE_UINT32'], ['UINT64', 'TYPE_UINT64'],
-  ['INT8', 'TYPE_INT8'], ['INT16', 'TYPE_INT16'], ['INT32', 'TYPE_INT32'], ['INT64', 'TYPE_INT64'],
-  ['FP16', 'TYPE_FP16'], ['FP32', 'TYPE_FP32'], ['FP64', 'TYPE_FP64'], ['BYTES', 'TYPE_STRING'], ['BF16', 'TYPE_BF16'],
+  ['BOOL', 'TYPE_BOOL'],
+  ['UINT8', 'TYPE_UINT8'],
+  ['UINT16', 'TYPE_UINT16'],
+  ['UINT32', 'TYPE_UINT32'],
+  ['UINT64', 'TYPE_UINT64'],
+  ['INT8', 'TYPE_INT8'],
+  ['INT16', 'TYPE_INT16'],
+  ['INT32', 'TYPE_INT32'],
+  ['INT64', 'TYPE_INT64'],
+  ['FP16', 'TYPE_FP16'],
+  ['FP32', 'TYPE_FP32'],
+  ['FP64', 'TYPE_FP64'],
+  ['BYTES', 'TYPE_STRING'],
+  ['BF16', 'TYPE_BF16'],
 ];
 
 function buildRepo(): TempRepo {
@@ -187,7 +198,16 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
   beforeAll(async () => {
     repo = buildRepo();
     const logger = pino({ level: 'debug' }, { write: (line: string) => void log.push(line) });
-    s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: 0, logger, exitOnError: true, cacheDir: join(repo.path, '.cache') });
+    s = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['*'],
+      httpPort: 0,
+      metricsPort: 0,
+      logger,
+      exitOnError: true,
+      cacheDir: join(repo.path, '.cache'),
+    });
   });
   afterAll(async () => {
     await s?.stop();
@@ -208,7 +228,7 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
     ]);
   });
 
-  it('initialize gets Triton\'s args (strings); requests carry id, correlation id, parameters as JSON, requested outputs', async () => {
+  it("initialize gets Triton's args (strings); requests carry id, correlation id, parameters as JSON, requested outputs", async () => {
     const r = await postJson(`${s.httpUrl}/v2/models/args_py/infer`, {
       id: 'req-7',
       parameters: { sequence_id: 0, temperature: 0.5, tag: 'x' },
@@ -217,7 +237,13 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
     });
     expect(r.status, r.text).toBe(200);
     const info = JSON.parse(r.json.outputs[0].data[0]);
-    expect(info.args).toMatchObject({ model_name: 'args_py', model_version: '1', model_instance_kind: 'CPU', model_instance_device_id: '0', model_repository: join(repo.path, 'args_py') });
+    expect(info.args).toMatchObject({
+      model_name: 'args_py',
+      model_version: '1',
+      model_instance_kind: 'CPU',
+      model_instance_device_id: '0',
+      model_repository: join(repo.path, 'args_py'),
+    });
     expect(info.args.model_instance_name).toMatch(/^args_py_0_[01]$/);
     expect(JSON.parse(info.args.model_config)).toMatchObject({ name: 'args_py', backend: 'python' });
     expect(info).toMatchObject({ id: 'req-7', correlation_id: 0, flags: 0, requested: ['INFO'] });
@@ -226,7 +252,10 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
   });
 
   it('a correlation id above 2^53 reaches the model as an int (exact), a string id as a str', async () => {
-    for (const [raw, type, text] of [['9223372036854775813', 'int', '9223372036854775813'], ['"order-7"', 'str', 'order-7']]) {
+    for (const [raw, type, text] of [
+      ['9223372036854775813', 'int', '9223372036854775813'],
+      ['"order-7"', 'str', 'order-7'],
+    ]) {
       const body = `{"parameters":{"sequence_id":${raw}},"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1]}]}`;
       const r = await fetch(`${s.httpUrl}/v2/models/args_py/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       const json = (await r.json()) as { outputs: { data: string[] }[] };
@@ -240,19 +269,32 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
     const inputs = TYPES.map(([dt]) => {
       const name = `IN_${dt}`;
       switch (dt) {
-        case 'BOOL': return tensor(name, 'BOOL', [n], new Uint8Array([1, 0, 1, 1, 0]));
-        case 'UINT8': return tensor(name, 'UINT8', [n], new Uint8Array([0, 1, 127, 200, 255]));
-        case 'UINT16': return tensor(name, 'UINT16', [n], new Uint16Array([0, 1, 300, 40000, 65535]));
-        case 'UINT32': return tensor(name, 'UINT32', [n], new Uint32Array([0, 1, 2 ** 31, 4e9, 2 ** 32 - 1]));
-        case 'UINT64': return tensor(name, 'UINT64', [n], new BigUint64Array([0n, 1n, 2n ** 63n, 5n, 2n ** 64n - 1n]));
-        case 'INT8': return tensor(name, 'INT8', [n], new Int8Array([-128, -1, 0, 1, 127]));
-        case 'INT16': return tensor(name, 'INT16', [n], new Int16Array([-32768, -1, 0, 1, 32767]));
-        case 'INT32': return tensor(name, 'INT32', [n], new Int32Array([-(2 ** 31), -1, 0, 1, 2 ** 31 - 1]));
-        case 'INT64': return tensor(name, 'INT64', [n], new BigInt64Array([-(2n ** 63n), -1n, 0n, 1n, 2n ** 63n - 1n]));
-        case 'FP16': return tensor(name, 'FP16', [n], new Uint16Array([0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000]));
-        case 'FP32': return tensor(name, 'FP32', [n], new Float32Array([1.5, -2, 3.25, 1e-30, -0]));
-        case 'FP64': return tensor(name, 'FP64', [n], new Float64Array([Math.PI, -1e300, 0, 2 ** -1074, 7]));
-        case 'BF16': return tensor(name, 'BF16', [n], new Uint16Array([0x3f80, 0xc000, 0x7f7f, 0x0001, 0x8000]));
+        case 'BOOL':
+          return tensor(name, 'BOOL', [n], new Uint8Array([1, 0, 1, 1, 0]));
+        case 'UINT8':
+          return tensor(name, 'UINT8', [n], new Uint8Array([0, 1, 127, 200, 255]));
+        case 'UINT16':
+          return tensor(name, 'UINT16', [n], new Uint16Array([0, 1, 300, 40000, 65535]));
+        case 'UINT32':
+          return tensor(name, 'UINT32', [n], new Uint32Array([0, 1, 2 ** 31, 4e9, 2 ** 32 - 1]));
+        case 'UINT64':
+          return tensor(name, 'UINT64', [n], new BigUint64Array([0n, 1n, 2n ** 63n, 5n, 2n ** 64n - 1n]));
+        case 'INT8':
+          return tensor(name, 'INT8', [n], new Int8Array([-128, -1, 0, 1, 127]));
+        case 'INT16':
+          return tensor(name, 'INT16', [n], new Int16Array([-32768, -1, 0, 1, 32767]));
+        case 'INT32':
+          return tensor(name, 'INT32', [n], new Int32Array([-(2 ** 31), -1, 0, 1, 2 ** 31 - 1]));
+        case 'INT64':
+          return tensor(name, 'INT64', [n], new BigInt64Array([-(2n ** 63n), -1n, 0n, 1n, 2n ** 63n - 1n]));
+        case 'FP16':
+          return tensor(name, 'FP16', [n], new Uint16Array([0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000]));
+        case 'FP32':
+          return tensor(name, 'FP32', [n], new Float32Array([1.5, -2, 3.25, 1e-30, -0]));
+        case 'FP64':
+          return tensor(name, 'FP64', [n], new Float64Array([Math.PI, -1e300, 0, 2 ** -1074, 7]));
+        case 'BF16':
+          return tensor(name, 'BF16', [n], new Uint16Array([0x3f80, 0xc000, 0x7f7f, 0x0001, 0x8000]));
         default: {
           const els = ['', 'a', 'héllo', '\u0000bin\u0001', 'x'.repeat(1000)].map((e) => Buffer.from(e, 'utf8'));
           const buf = Buffer.concat(els.flatMap((e) => [Buffer.from(new Uint32Array([e.length]).buffer), e]));
@@ -291,7 +333,7 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
     expect(Buffer.from(out.data).equals(Buffer.from(data.buffer))).toBe(true);
   });
 
-  it('execute raising: the request gets the model\'s error, the process is not restarted', async () => {
+  it("execute raising: the request gets the model's error, the process is not restarted", async () => {
     const ok = await infer(s, 'faulty_py', [tensor('IN', 'INT32', [1], new Int32Array([5]))]);
     const pid = i32(ok.responses[0]!.outputs.find((o) => o.name === 'PID'))[0];
     const r = await postJson(`${s.httpUrl}/v2/models/faulty_py/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [-1] }] });
@@ -316,7 +358,10 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
       const bad = postJson(`${s.httpUrl}/v2/models/faulty_py/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [value] }] });
       // meanwhile another Python model serves
       for (let i = 0; i < 5; i++) {
-        const r = await infer(s, 'add_sub_python', [tensor('INPUT0', 'FP32', [4], new Float32Array([i, 0, 0, 0])), tensor('INPUT1', 'FP32', [4], new Float32Array([1, 1, 1, 1]))]);
+        const r = await infer(s, 'add_sub_python', [
+          tensor('INPUT0', 'FP32', [4], new Float32Array([i, 0, 0, 0])),
+          tensor('INPUT1', 'FP32', [4], new Float32Array([1, 1, 1, 1])),
+        ]);
         expect(f32(r.responses[0]!.outputs[0])[0]).toBe(i + 1);
       }
       const r = await bad;
@@ -338,13 +383,17 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
 
   it('auto_complete_config runs at load and fills I/O, max_batch_size and the dynamic batcher', async () => {
     const cfg = await (await fetch(`${s.httpUrl}/v2/models/autocomplete_py/config`)).json();
-    expect(cfg).toMatchObject({ max_batch_size: 4, input: [{ name: 'X', data_type: 'TYPE_FP32', dims: [2] }], output: [{ name: 'Y', data_type: 'TYPE_FP32', dims: [2] }] });
+    expect(cfg).toMatchObject({
+      max_batch_size: 4,
+      input: [{ name: 'X', data_type: 'TYPE_FP32', dims: [2] }],
+      output: [{ name: 'Y', data_type: 'TYPE_FP32', dims: [2] }],
+    });
     expect(cfg.dynamic_batching).toBeDefined();
     const r = await infer(s, 'autocomplete_py', [tensor('X', 'FP32', [1, 2], new Float32Array([1, 2]))]);
     expect(f32(r.responses[0]!.outputs[0])).toEqual([2, 4]);
   });
 
-  it('Logger goes into Warden\'s log; MetricFamily / Metric appear on /metrics', async () => {
+  it("Logger goes into Warden's log; MetricFamily / Metric appear on /metrics", async () => {
     for (const v of [0.5, 5, 50]) await infer(s, 'metrics_py', [tensor('IN', 'FP32', [1], new Float32Array([v]))]);
     const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
     expect(text).toContain('# TYPE py_requests_total counter');
@@ -365,8 +414,12 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
     const envDir = join(repo.path, 'packed_src');
     mkdirSync(join(envDir, 'bin'), { recursive: true });
     writeFileSync(join(envDir, 'bin', 'python'), `#!/bin/sh\nexec ${join(PROJECT_ROOT, '.venv', 'bin', 'python')} "$@"\n`, { mode: 0o755 });
-    pythonModel(repo, 'packed_py', `max_batch_size: 0\nparameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
-      'import numpy as np\nimport triton_python_backend_utils as pb_utils\nclass TritonPythonModel:\n    def execute(self, requests):\n        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUT", r.inputs()[0].as_numpy() + 1)]) for r in requests]\n');
+    pythonModel(
+      repo,
+      'packed_py',
+      `max_batch_size: 0\nparameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+      'import numpy as np\nimport triton_python_backend_utils as pb_utils\nclass TritonPythonModel:\n    def execute(self, requests):\n        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUT", r.inputs()[0].as_numpy() + 1)]) for r in requests]\n',
+    );
     execFileSync('tar', ['-czf', join(repo.path, 'packed_py', 'env.tar.gz'), '-C', envDir, 'bin']);
     const r = await postJson(`${s.httpUrl}/v2/repository/models/packed_py/load`, {});
     expect(r.status, r.text).toBe(200);
@@ -375,23 +428,48 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
   });
 
   it('a model whose EXECUTION_ENV_PATH holds no environment, or whose model.py fails to import, fails to load with the reason; the server keeps serving', async () => {
-    pythonModel(repo, 'noenv_py', `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/missing" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`, 'x = 1\n');
+    pythonModel(
+      repo,
+      'noenv_py',
+      `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/missing" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+      'x = 1\n',
+    );
     let r = await postJson(`${s.httpUrl}/v2/repository/models/noenv_py/load`, {});
     expect(r.status).toBe(400);
     expect(r.json.error).toContain('names no Python environment');
     expect(r.json.error).not.toContain(repo.path);
-    pythonModel(repo, 'broken_py', `input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`, 'import no_such_module_xyz\n');
+    pythonModel(
+      repo,
+      'broken_py',
+      `input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+      'import no_such_module_xyz\n',
+    );
     r = await postJson(`${s.httpUrl}/v2/repository/models/broken_py/load`, {});
     expect(r.status).toBe(500);
     expect(r.json.error).toContain("No module named 'no_such_module_xyz'");
-    pythonModel(repo, 'noclass_py', `input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`, 'class Other: pass\n');
+    pythonModel(
+      repo,
+      'noclass_py',
+      `input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+      'class Other: pass\n',
+    );
     r = await postJson(`${s.httpUrl}/v2/repository/models/noclass_py/load`, {});
     expect(r.json.error).toContain('defines no class TritonPythonModel');
-    pythonModel(repo, 'escape_py', `default_model_filename: "../../escape.py"\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`, 'x = 1\n');
+    pythonModel(
+      repo,
+      'escape_py',
+      `default_model_filename: "../../escape.py"\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+      'x = 1\n',
+    );
     r = await postJson(`${s.httpUrl}/v2/repository/models/escape_py/load`, {});
     expect(r.status).toBe(400);
     expect(r.json.error).toContain("invalid default_model_filename '../../escape.py'");
-    pythonModel(repo, 'badtimeout_py', `parameters { key: "execute_timeout_ms" value { string_value: "-5" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`, 'class TritonPythonModel:\n    pass\n');
+    pythonModel(
+      repo,
+      'badtimeout_py',
+      `parameters { key: "execute_timeout_ms" value { string_value: "-5" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+      'class TritonPythonModel:\n    pass\n',
+    );
     r = await postJson(`${s.httpUrl}/v2/repository/models/badtimeout_py/load`, {});
     expect(r.status).toBe(400);
     expect(r.json.error).toContain("parameter 'execute_timeout_ms'");

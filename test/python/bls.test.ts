@@ -13,7 +13,11 @@ import { f32, i32, infer, pythonEnvironment, pythonModel, tensor } from './helpe
 
 const skip = await pythonEnvironment();
 
-const sse = (text: string) => text.split('\n\n').filter((c) => c.startsWith('data: ')).map((c) => JSON.parse(c.slice(6)));
+const sse = (text: string) =>
+  text
+    .split('\n\n')
+    .filter((c) => c.startsWith('data: '))
+    .map((c) => JSON.parse(c.slice(6)));
 
 describe.skipIf(skip !== undefined)('BLS from Python models', () => {
   let repo: TempRepo;
@@ -82,7 +86,17 @@ class TritonPythonModel:
     s = await startServer({
       modelRepositories: [join(PROJECT_ROOT, 'model_repository'), repo.path],
       modelControlMode: 'explicit',
-      loadModels: ['simple', 'add_sub_wasm', 'add_sub_native', 'add_sub_python', 'repeat_native', 'repeat_python', 'bls_python', 'bls_generic_py', 'bls_stream_py'],
+      loadModels: [
+        'simple',
+        'add_sub_wasm',
+        'add_sub_native',
+        'add_sub_python',
+        'repeat_native',
+        'repeat_python',
+        'bls_python',
+        'bls_generic_py',
+        'bls_stream_py',
+      ],
       httpPort: 0,
       metricsPort: -1,
       logLevel: 'silent',
@@ -114,9 +128,14 @@ class TritonPythonModel:
   for (const target of ['add_sub_wasm', 'add_sub_native', 'add_sub_python']) {
     for (const mode of ['sync', 'async']) {
       it(`exec / async_exec reach ${target} (${mode})`, async () => {
-        const r = await infer(s, 'bls_generic_py', [tensor('INPUT0', 'FP32', [4], new Float32Array([1, 2, 3, 4])), tensor('INPUT1', 'FP32', [4], new Float32Array([4, 3, 2, 1]))], {
-          parameters: { target, mode },
-        });
+        const r = await infer(
+          s,
+          'bls_generic_py',
+          [tensor('INPUT0', 'FP32', [4], new Float32Array([1, 2, 3, 4])), tensor('INPUT1', 'FP32', [4], new Float32Array([4, 3, 2, 1]))],
+          {
+            parameters: { target, mode },
+          },
+        );
         expect(f32(r.responses[0]!.outputs.find((o) => o.name === 'OUTPUT0'))).toEqual([5, 5, 5, 5]);
         expect(f32(r.responses[0]!.outputs.find((o) => o.name === 'OUTPUT1'))).toEqual([-3, -1, 1, 3]);
       });
@@ -173,20 +192,30 @@ class TritonPythonModel:
   }
 
   it('pb_utils.is_model_ready asks Warden', async () => {
-    const r = await infer(s, 'bls_generic_py', [tensor('INPUT0', 'FP32', [4], new Float32Array(4)), tensor('INPUT1', 'FP32', [4], new Float32Array(4))], { parameters: { mode: 'ready' } });
+    const r = await infer(s, 'bls_generic_py', [tensor('INPUT0', 'FP32', [4], new Float32Array(4)), tensor('INPUT1', 'FP32', [4], new Float32Array(4))], {
+      parameters: { mode: 'ready' },
+    });
     expect(f32(r.responses[0]!.outputs[0])).toEqual([1, 0, 1, 0]);
   });
 
   it('many concurrent BLS calls complete, and the arenas do not leak', async () => {
     const all = await Promise.all(
       Array.from({ length: 40 }, (_, k) =>
-        infer(s, 'bls_generic_py', [tensor('INPUT0', 'FP32', [4], new Float32Array([k, 0, 0, 0])), tensor('INPUT1', 'FP32', [4], new Float32Array([1, 1, 1, 1]))], {
-          parameters: { target: k % 2 ? 'add_sub_python' : 'add_sub_wasm', mode: k % 3 ? 'sync' : 'async' },
-        }),
+        infer(
+          s,
+          'bls_generic_py',
+          [tensor('INPUT0', 'FP32', [4], new Float32Array([k, 0, 0, 0])), tensor('INPUT1', 'FP32', [4], new Float32Array([1, 1, 1, 1]))],
+          {
+            parameters: { target: k % 2 ? 'add_sub_python' : 'add_sub_wasm', mode: k % 3 ? 'sync' : 'async' },
+          },
+        ),
       ),
     );
     all.forEach((r, k) => expect(f32(r.responses[0]!.outputs[0])[0]).toBe(k + 1));
-    const i = await infer(s, 'bls_python', [tensor('INPUT0', 'INT32', [1, 16], new Int32Array(16).fill(2)), tensor('INPUT1', 'INT32', [1, 16], new Int32Array(16).fill(1))]);
+    const i = await infer(s, 'bls_python', [
+      tensor('INPUT0', 'INT32', [1, 16], new Int32Array(16).fill(2)),
+      tensor('INPUT1', 'INT32', [1, 16], new Int32Array(16).fill(1)),
+    ]);
     expect(i32(i.responses[0]!.outputs[0])).toEqual(Array(16).fill(3));
   });
 });

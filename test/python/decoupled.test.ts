@@ -14,7 +14,11 @@ import { pythonEnvironment, pythonModel, tensor } from './helpers.js';
 
 const skip = await pythonEnvironment();
 
-const sse = (text: string) => text.split('\n\n').filter((c) => c.startsWith('data: ')).map((c) => JSON.parse(c.slice(6)));
+const sse = (text: string) =>
+  text
+    .split('\n\n')
+    .filter((c) => c.startsWith('data: '))
+    .map((c) => JSON.parse(c.slice(6)));
 
 describe.skipIf(skip !== undefined)('decoupled Python models', () => {
   let repo: TempRepo;
@@ -115,7 +119,19 @@ class TritonPythonModel:
         SINGLE_USER,
         'watch_cancel_py',
         -1,
-        { id: '', model: 'watch_cancel_py', version: -1, tenant: '', inputs: [tensor('IN', 'INT32', [1], new Int32Array([1]))], requestedOutputs: [], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0 },
+        {
+          id: '',
+          model: 'watch_cancel_py',
+          version: -1,
+          tenant: '',
+          inputs: [tensor('IN', 'INT32', [1], new Int32Array([1]))],
+          requestedOutputs: [],
+          parameters: {},
+          correlationId: 0,
+          flags: 0,
+          priority: 0,
+          timeoutUs: 0,
+        },
         {
           send: (r, final) => {
             if (r) got.push(r);
@@ -137,7 +153,11 @@ class TritonPythonModel:
 
   it('a decoupled execute that raises: an error before any response, or after one (the stream carries it); returning a value is an error', async () => {
     const go = async (v: number) => {
-      const res = await fetch(`${s.httpUrl}/v2/models/raise_decoupled_py/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ IN: v }) });
+      const res = await fetch(`${s.httpUrl}/v2/models/raise_decoupled_py/generate_stream`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ IN: v }),
+      });
       return { status: res.status, text: await res.text() };
     };
     let r = await go(0);

@@ -170,7 +170,11 @@ class TritonPythonModel:
 
 /** `/generate_stream`: the status and every `data:` event, parsed. */
 async function generateStream(url: string, model: string, body: unknown): Promise<{ status: number; events: Record<string, unknown>[] }> {
-  const res = await fetch(`${url}/v2/models/${model}/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/v2/models/${model}/generate_stream`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   const events = text
     .split('\n')
@@ -201,7 +205,14 @@ describe.skipIf(skip !== undefined)("iterative sequences on Warden's Python back
       `input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\nsequence_batching { iterative_sequence: true }\ninstance_group [ { kind: KIND_CPU } ]\n`,
       WRONG_RETURN_TYPE,
     );
-    s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: -1, logLevel: 'silent' });
+    s = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['*'],
+      httpPort: 0,
+      metricsPort: -1,
+      logLevel: 'silent',
+    });
   }, 120_000);
   afterAll(async () => {
     await s?.stop();
@@ -245,7 +256,9 @@ describe.skipIf(skip !== undefined)("iterative sequences on Warden's Python back
   });
 
   it("wrong_return_type: a response returned for a rescheduled request is the request's error (pb_stub.cc's text)", async () => {
-    const r = await postJson(`${s.httpUrl}/v2/models/wrong_return_type/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] }] });
+    const r = await postJson(`${s.httpUrl}/v2/models/wrong_return_type/infer`, {
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] }],
+    });
     expect(r.status).toBe(500);
     expect(r.json.error).toContain(
       "Expected a None object in the execute function return list for reschduled request, found type '<class 'triton_python_backend_utils.InferenceResponse'>'.",

@@ -72,13 +72,20 @@ ensemble_scheduling { step [ { model_name: "simple" model_version: -1
 `,
   );
   repo.write('simple_ens/1/.keep', '');
-  pythonModel(repo, 'self_unload_py', 'max_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n', SELF_UNLOAD);
+  pythonModel(
+    repo,
+    'self_unload_py',
+    'max_batch_size: 0\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n',
+    SELF_UNLOAD,
+  );
   return repo;
 }
 
 type Answer = { ok?: unknown; error?: string; type?: string };
 async function control(s: RunningServer, cmd: Record<string, unknown>): Promise<Answer> {
-  const r = await postJson(`${s.httpUrl}/v2/models/controller_py/infer`, { inputs: [{ name: 'CMD', datatype: 'BYTES', shape: [1], data: [JSON.stringify(cmd)] }] });
+  const r = await postJson(`${s.httpUrl}/v2/models/controller_py/infer`, {
+    inputs: [{ name: 'CMD', datatype: 'BYTES', shape: [1], data: [JSON.stringify(cmd)] }],
+  });
   expect(r.status, r.text).toBe(200);
   return JSON.parse(r.json.outputs[0].data[0]) as Answer;
 }
@@ -162,13 +169,22 @@ describe.skipIf(skip !== undefined)('pb_utils model control', () => {
     expect(existsSync(join(repo.path, '..', 'etc', 'x'))).toBe(false);
     const notFile = await control(s, { op: 'load', model: 'trav', config: JSON.stringify(ADDSUB_CONFIG), files: { 'model.onnx': onnx() } });
     expect(notFile.error).toContain("unrecognized load parameter 'model.onnx'");
-    expect(await control(s, { op: 'unload', model: '../escape' })).toMatchObject({ type: 'TritonModelException', error: expect.stringMatching(/^Failed to unload model: invalid model name/) });
+    expect(await control(s, { op: 'unload', model: '../escape' })).toMatchObject({
+      type: 'TritonModelException',
+      error: expect.stringMatching(/^Failed to unload model: invalid model name/),
+    });
   });
 
   it('a malformed load message (too many files, one region named many times, a region past the arena) is refused before anything is read', async () => {
-    const many = await control(s, { op: 'raw', msg: { op: 'load_model', model: 'm', config: '', files: Array.from({ length: 5000 }, (_, i) => [`file:1/f${i}`, 0, 64]) } });
+    const many = await control(s, {
+      op: 'raw',
+      msg: { op: 'load_model', model: 'm', config: '', files: Array.from({ length: 5000 }, (_, i) => [`file:1/f${i}`, 0, 64]) },
+    });
     expect(many.error).toContain('more than 4096 file overrides');
-    const amplified = await control(s, { op: 'raw', msg: { op: 'load_model', model: 'm', config: '', files: Array.from({ length: 4000 }, (_, i) => [`file:1/f${i}`, 0, 2 ** 31]) } });
+    const amplified = await control(s, {
+      op: 'raw',
+      msg: { op: 'load_model', model: 'm', config: '', files: Array.from({ length: 4000 }, (_, i) => [`file:1/f${i}`, 0, 2 ** 31]) },
+    });
     expect(amplified.error).toMatch(/file overrides of \d+ bytes exceed/);
     const past = await control(s, { op: 'raw', msg: { op: 'load_model', model: 'm', config: '{}', files: [['file:1/model.onnx', 2 ** 40, 16]] } });
     expect(past.error).toMatch(/^Failed to load model: /);
@@ -177,8 +193,15 @@ describe.skipIf(skip !== undefined)('pb_utils model control', () => {
 
   it('Python code by upload is refused and never runs', async () => {
     const marker = join(repo.path, 'pwned');
-    const py = Buffer.from(`open(${JSON.stringify(marker)}, "w").close()\nclass TritonPythonModel:\n    def execute(self, requests):\n        return []\n`).toString('base64');
-    const config = JSON.stringify({ backend: 'python', max_batch_size: 0, input: [{ name: 'X', data_type: 'TYPE_FP32', dims: [1] }], output: [{ name: 'Y', data_type: 'TYPE_FP32', dims: [1] }] });
+    const py = Buffer.from(
+      `open(${JSON.stringify(marker)}, "w").close()\nclass TritonPythonModel:\n    def execute(self, requests):\n        return []\n`,
+    ).toString('base64');
+    const config = JSON.stringify({
+      backend: 'python',
+      max_batch_size: 0,
+      input: [{ name: 'X', data_type: 'TYPE_FP32', dims: [1] }],
+      output: [{ name: 'Y', data_type: 'TYPE_FP32', dims: [1] }],
+    });
     const r = await control(s, { op: 'load', model: 'evil_py', config, files: { 'file:1/model.py': py } });
     expect(r.error).toMatch(/^Failed to load model: /);
     expect(r.error).toContain('cannot be loaded from uploaded files');
@@ -186,7 +209,7 @@ describe.skipIf(skip !== undefined)('pb_utils model control', () => {
     expect(await ready(s, 'evil_py')).toBe(false);
   });
 
-  it('outside explicit mode: Triton\'s error text', async () => {
+  it("outside explicit mode: Triton's error text", async () => {
     expect(await control(none, { op: 'load', model: 'simple' })).toEqual({
       type: 'TritonModelException',
       error: 'Failed to load model: explicit model load / unload is not allowed if polling is enabled',

@@ -76,7 +76,10 @@ describe('stale arenas', () => {
 
 describe.skipIf(skip !== undefined)('triton_python_backend_utils', () => {
   it('passes its Python checks (datatypes, BYTES codec, DLPack, errors, sender, auto-complete)', () => {
-    const r = spawnSync(defaultPython(), [join(import.meta.dirname, 'pb_utils_check.py')], { env: { ...process.env, PYTHONPATH: PYTHON_DIR }, encoding: 'utf8' });
+    const r = spawnSync(defaultPython(), [join(import.meta.dirname, 'pb_utils_check.py')], {
+      env: { ...process.env, PYTHONPATH: PYTHON_DIR },
+      encoding: 'utf8',
+    });
     expect(r.stderr + r.stdout).toContain('ALL OK');
     expect(r.status).toBe(0);
   });
@@ -115,7 +118,15 @@ class TritonPythonModel:
         return [None] if v == 5 else None
 `,
     );
-    s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: -1, logLevel: 'silent', exitOnError: true });
+    s = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['*'],
+      httpPort: 0,
+      metricsPort: -1,
+      logLevel: 'silent',
+      exitOnError: true,
+    });
   });
   afterAll(async () => {
     await s?.stop();

@@ -41,45 +41,90 @@ const COUNT = `        with open(os.path.join(pb_utils.get_model_dir(), "calls")
 function buildRepo(): TempRepo {
   const repo = tempRepo([]);
   // Flips with a file the test writes (no cache, so each probe asks).
-  pythonModel(repo, 'flip_py', IO + param('is_ready_cache_ms', 0), `${HEAD}    def is_ready(self):
+  pythonModel(
+    repo,
+    'flip_py',
+    IO + param('is_ready_cache_ms', 0),
+    `${HEAD}    def is_ready(self):
         return os.path.exists(os.path.join(pb_utils.get_model_dir(), "ready"))
-${EXECUTE}`);
-  pythonModel(repo, 'async_py', IO + param('is_ready_cache_ms', 0), `${HEAD}    async def is_ready(self):
+${EXECUTE}`,
+  );
+  pythonModel(
+    repo,
+    'async_py',
+    IO + param('is_ready_cache_ms', 0),
+    `${HEAD}    async def is_ready(self):
         await asyncio.sleep(0.01)
         return os.path.exists(os.path.join(pb_utils.get_model_dir(), "ready"))
-${EXECUTE}`);
-  pythonModel(repo, 'raises_py', IO, `${HEAD}    def is_ready(self):
+${EXECUTE}`,
+  );
+  pythonModel(
+    repo,
+    'raises_py',
+    IO,
+    `${HEAD}    def is_ready(self):
         raise RuntimeError("feature store unreachable")
-${EXECUTE}`);
-  pythonModel(repo, 'nonbool_py', IO, `${HEAD}    def is_ready(self):
+${EXECUTE}`,
+  );
+  pythonModel(
+    repo,
+    'nonbool_py',
+    IO,
+    `${HEAD}    def is_ready(self):
         return "yes"
-${EXECUTE}`);
-  pythonModel(repo, 'hangs_py', IO + param('is_ready_timeout_ms', 300) + param('is_ready_cache_ms', 0), `${HEAD}    def is_ready(self):
+${EXECUTE}`,
+  );
+  pythonModel(
+    repo,
+    'hangs_py',
+    IO + param('is_ready_timeout_ms', 300) + param('is_ready_cache_ms', 0),
+    `${HEAD}    def is_ready(self):
 ${COUNT}        time.sleep(3600)
-${EXECUTE}`);
-  pythonModel(repo, 'counted_py', IO + param('is_ready_cache_ms', 60000), `${HEAD}    def is_ready(self):
+${EXECUTE}`,
+  );
+  pythonModel(
+    repo,
+    'counted_py',
+    IO + param('is_ready_cache_ms', 60000),
+    `${HEAD}    def is_ready(self):
 ${COUNT}        time.sleep(0.2)
         return True
-${EXECUTE}`);
+${EXECUTE}`,
+  );
   // Two instances; only the second says it is not ready: the model is not ready.
-  pythonModel(repo, 'two_py', IO.replace('max_batch_size: 0', 'max_batch_size: 0\ninstance_group [ { kind: KIND_CPU, count: 2 } ]'), `${HEAD}    def initialize(self, args):
+  pythonModel(
+    repo,
+    'two_py',
+    IO.replace('max_batch_size: 0', 'max_batch_size: 0\ninstance_group [ { kind: KIND_CPU, count: 2 } ]'),
+    `${HEAD}    def initialize(self, args):
         self.name = args["model_instance_name"]
     def is_ready(self):
 ${COUNT}        return self.name.endswith("_0")
-${EXECUTE}`);
+${EXECUTE}`,
+  );
   pythonModel(repo, 'plain_py', IO, `${HEAD}${EXECUTE}`);
-  pythonModel(repo, 'crashy_py', IO, `${HEAD}    def is_ready(self):
+  pythonModel(
+    repo,
+    'crashy_py',
+    IO,
+    `${HEAD}    def is_ready(self):
         return True
     def execute(self, requests):
         if requests[0].inputs()[0].as_numpy()[0] < 0:
             os._exit(3)
         return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("Y", r.inputs()[0].as_numpy())]) for r in requests]
-`);
+`,
+  );
   return repo;
 }
 
 const readyStatus = async (s: RunningServer, path: string) => (await fetch(`${s.httpUrl}/v2/models/${path}/ready`)).status;
-const calls = (repo: TempRepo, model: string) => (existsSync(join(repo.path, model, 'calls')) ? readFileSync(join(repo.path, model, 'calls'), 'utf8').split('\n').filter(Boolean).length : 0);
+const calls = (repo: TempRepo, model: string) =>
+  existsSync(join(repo.path, model, 'calls'))
+    ? readFileSync(join(repo.path, model, 'calls'), 'utf8')
+        .split('\n')
+        .filter(Boolean).length
+    : 0;
 
 describe.skipIf(skip !== undefined)('Python is_ready', () => {
   let repo: TempRepo;
@@ -88,7 +133,17 @@ describe.skipIf(skip !== undefined)('Python is_ready', () => {
   beforeAll(async () => {
     repo = buildRepo();
     const logger = pino({ level: 'info' }, { write: (line: string) => void log.push(line) });
-    s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, grpcPort: 0, metricsPort: -1, logger, exitOnError: true, cacheDir: join(repo.path, '.cache') });
+    s = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['*'],
+      httpPort: 0,
+      grpcPort: 0,
+      metricsPort: -1,
+      logger,
+      exitOnError: true,
+      cacheDir: join(repo.path, '.cache'),
+    });
   });
   afterAll(async () => {
     await s?.stop();

@@ -88,7 +88,15 @@ describe("a running Python stub's arena files after it dies", () => {
     );
     let s: RunningServer | undefined;
     try {
-      s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: -1, logger, cacheDir: join(repo.path, '.cache') });
+      s = await startServer({
+        modelRepositories: [repo.path],
+        modelControlMode: 'explicit',
+        loadModels: ['*'],
+        httpPort: 0,
+        metricsPort: -1,
+        logger,
+        cacheDir: join(repo.path, '.cache'),
+      });
       const mine = () => readdirSync(SHM_DIR).filter((n) => n.startsWith(`warden-py-${process.pid}-crash_py-`));
       const before = mine();
       expect(before.length).toBe(2);

@@ -27,7 +27,11 @@ function buildRepo(): TempRepo {
   const repo = tempRepo(['simple']);
   // Decoupled: each request is answered from a background thread after a BLS call to simple,
   // while the main thread is back reading the socket.
-  pythonModel(repo, 'bg_bls_py', X + 'model_transaction_policy { decoupled: true }\n', `import threading
+  pythonModel(
+    repo,
+    'bg_bls_py',
+    X + 'model_transaction_policy { decoupled: true }\n',
+    `import threading
 import numpy as np
 import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
@@ -41,9 +45,14 @@ class TritonPythonModel:
                                         inputs=[pb_utils.Tensor("INPUT0", x), pb_utils.Tensor("INPUT1", x)]).exec()
         out = pb_utils.get_output_tensor_by_name(bls, "OUTPUT0").as_numpy().reshape(16)
         r.get_response_sender().send(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("Y", out)]), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-`);
+`,
+  );
   // A long execute that stops when its request is cancelled (it reads nothing else).
-  pythonModel(repo, 'poll_cancel_py', X, `import time
+  pythonModel(
+    repo,
+    'poll_cancel_py',
+    X,
+    `import time
 import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
     def execute(self, requests):
@@ -51,9 +60,14 @@ class TritonPythonModel:
         while time.monotonic() - t0 < 20 and not all(r.is_cancelled() for r in requests):
             time.sleep(0.005)
         return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("Y", r.inputs()[0].as_numpy())]) for r in requests]
-`);
+`,
+  );
   // A long execute that never reads; is_ready must still be answered.
-  pythonModel(repo, 'busy_py', X + 'parameters { key: "is_ready_cache_ms" value { string_value: "0" } }\n', `import time
+  pythonModel(
+    repo,
+    'busy_py',
+    X + 'parameters { key: "is_ready_cache_ms" value { string_value: "0" } }\n',
+    `import time
 import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
     def is_ready(self):
@@ -61,7 +75,8 @@ class TritonPythonModel:
     def execute(self, requests):
         time.sleep(3)
         return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("Y", r.inputs()[0].as_numpy())]) for r in requests]
-`);
+`,
+  );
   return repo;
 }
 
@@ -72,7 +87,16 @@ describe.skipIf(skip !== undefined)('Python stub reading discipline', () => {
   let s: RunningServer;
   beforeAll(async () => {
     repo = buildRepo();
-    s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: -1, logger: pino({ level: 'silent' }), exitOnError: true, cacheDir: join(repo.path, '.cache') });
+    s = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['*'],
+      httpPort: 0,
+      metricsPort: -1,
+      logger: pino({ level: 'silent' }),
+      exitOnError: true,
+      cacheDir: join(repo.path, '.cache'),
+    });
   });
   afterAll(async () => {
     await s?.stop();
@@ -80,14 +104,22 @@ describe.skipIf(skip !== undefined)('Python stub reading discipline', () => {
   });
 
   it('BLS calls from background threads get their answers while the main thread reads (several at once)', async () => {
-    const run = (k: number) => inferAndCollect(s.api, SINGLE_USER, 'bg_bls_py', -1, { ...emptyRequestInit('bg_bls_py', -1), inputs: [tensor('X', 'INT32', [16], x16(k))] });
+    const run = (k: number) =>
+      inferAndCollect(s.api, SINGLE_USER, 'bg_bls_py', -1, { ...emptyRequestInit('bg_bls_py', -1), inputs: [tensor('X', 'INT32', [16], x16(k))] });
     const rs = await Promise.all([1, 2, 3, 4].map(run));
     rs.forEach((r, j) => expect(i32(r.responses[0]!.outputs[0])).toEqual([...x16(j + 1)].map((v) => 2 * v)));
   });
 
   it('a long execute polling is_cancelled() sees its cancellation', async () => {
     const abort = new AbortController();
-    const first = inferAndCollect(s.api, SINGLE_USER, 'poll_cancel_py', -1, { ...emptyRequestInit('poll_cancel_py', -1), inputs: [tensor('X', 'INT32', [16], x16(0))] }, abort.signal).catch((e: Error) => e);
+    const first = inferAndCollect(
+      s.api,
+      SINGLE_USER,
+      'poll_cancel_py',
+      -1,
+      { ...emptyRequestInit('poll_cancel_py', -1), inputs: [tensor('X', 'INT32', [16], x16(0))] },
+      abort.signal,
+    ).catch((e: Error) => e);
     await new Promise((r) => setTimeout(r, 300));
     const t0 = Date.now();
     abort.abort();

@@ -23,7 +23,16 @@ describe.skipIf(!ok)(`tiny_gpt (torch, cuda=${probe.stdout?.trim()})`, () => {
   beforeAll(async () => {
     repo = tempRepo([]);
     cpSync(join(PROJECT_ROOT, 'test', 'fixtures', 'python', 'tiny_gpt'), join(repo.path, 'tiny_gpt'), { recursive: true });
-    s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: -1, logLevel: 'warn', exitOnError: true, exitTimeoutSecs: 5 });
+    s = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['*'],
+      httpPort: 0,
+      metricsPort: -1,
+      logLevel: 'warn',
+      exitOnError: true,
+      exitTimeoutSecs: 5,
+    });
   }, 300_000);
   afterAll(async () => {
     await s?.stop();
@@ -32,9 +41,16 @@ describe.skipIf(!ok)(`tiny_gpt (torch, cuda=${probe.stdout?.trim()})`, () => {
 
   it('streams one token per response and is deterministic (greedy, seeded)', async () => {
     const run = async () => {
-      const res = await fetch(`${s.httpUrl}/v2/models/tiny_gpt/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text_input: 'Hello', parameters: { max_tokens: 12 } }) });
+      const res = await fetch(`${s.httpUrl}/v2/models/tiny_gpt/generate_stream`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ text_input: 'Hello', parameters: { max_tokens: 12 } }),
+      });
       expect(res.status).toBe(200);
-      return (await res.text()).split('\n\n').filter((c) => c.startsWith('data: ')).map((c) => JSON.parse(c.slice(6)).text_output as string);
+      return (await res.text())
+        .split('\n\n')
+        .filter((c) => c.startsWith('data: '))
+        .map((c) => JSON.parse(c.slice(6)).text_output as string);
     };
     const a = await run();
     expect(a).toHaveLength(12);

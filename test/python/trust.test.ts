@@ -46,9 +46,21 @@ class TritonPythonModel:
     mkdirSync(join(backends, 'both'));
     writeFileSync(join(backends, 'both', 'libtriton_both.so'), 'not really a library');
     writeFileSync(join(backends, 'both', 'model.py'), 'raise SystemExit(1)\n');
-    repo.write('doubled/config.pbtxt', `backend: "doubler"\nmax_batch_size: 0\ninput [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]\noutput [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]\n`);
+    repo.write(
+      'doubled/config.pbtxt',
+      `backend: "doubler"\nmax_batch_size: 0\ninput [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]\noutput [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]\n`,
+    );
     repo.write('doubled/1/.keep', '');
-    s = await startServer({ modelRepositories: [repo.path], backendDirectory: backends, modelControlMode: 'explicit', loadModels: ['add_sub_python', 'doubled'], httpPort: 0, metricsPort: -1, logLevel: 'silent', exitOnError: true });
+    s = await startServer({
+      modelRepositories: [repo.path],
+      backendDirectory: backends,
+      modelControlMode: 'explicit',
+      loadModels: ['add_sub_python', 'doubled'],
+      httpPort: 0,
+      metricsPort: -1,
+      logLevel: 'silent',
+      exitOnError: true,
+    });
   });
   afterAll(async () => {
     await s?.stop();
@@ -72,12 +84,28 @@ class TritonPythonModel:
     }
     // overriding the operator's own Python model with uploaded files: refused, the original keeps serving
     const r = await postJson(`${s.httpUrl}/v2/repository/models/add_sub_python/load`, {
-      parameters: { config: JSON.stringify({ backend: 'python', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [4] }, { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [4] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [4] }, { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [4] }] }), 'file:1/model.py': b64(evil) },
+      parameters: {
+        config: JSON.stringify({
+          backend: 'python',
+          input: [
+            { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [4] },
+            { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [4] },
+          ],
+          output: [
+            { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [4] },
+            { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [4] },
+          ],
+        }),
+        'file:1/model.py': b64(evil),
+      },
     });
     expect(r.status).toBe(400);
     await new Promise((res) => setTimeout(res, 300));
     expect(existsSync(marker)).toBe(false);
-    const ok = await infer(s, 'add_sub_python', [tensor('INPUT0', 'FP32', [4], new Float32Array([1, 1, 1, 1])), tensor('INPUT1', 'FP32', [4], new Float32Array([1, 1, 1, 1]))]);
+    const ok = await infer(s, 'add_sub_python', [
+      tensor('INPUT0', 'FP32', [4], new Float32Array([1, 1, 1, 1])),
+      tensor('INPUT1', 'FP32', [4], new Float32Array([1, 1, 1, 1])),
+    ]);
     expect(f32(ok.responses[0]!.outputs[0])).toEqual([2, 2, 2, 2]);
   });
 
@@ -91,7 +119,18 @@ class TritonPythonModel:
     await expect(resolver.resolve(backendResolveRequest(based, join(tmpdir(), 'evil'), 1, upload))).rejects.toThrow(/cannot serve uploaded models/);
     const backend = new PythonBackend({ name: 'python', metrics: new PythonMetrics(), cacheDir: tmpdir(), logger });
     await expect(
-      backend.loadModel({ key: { namespace: '', name: 'evil' }, name: 'evil', version: 1, origin: upload, modelPath: tmpdir(), versionPath: tmpdir(), config, autoCompleteConfig: true, logger, server: s.api }),
+      backend.loadModel({
+        key: { namespace: '', name: 'evil' },
+        name: 'evil',
+        version: 1,
+        origin: upload,
+        modelPath: tmpdir(),
+        versionPath: tmpdir(),
+        config,
+        autoCompleteConfig: true,
+        logger,
+        server: s.api,
+      }),
     ).rejects.toThrow(/Python models run only from the operator's repositories/);
   });
 

@@ -22,8 +22,20 @@ describe.skipIf(!hasVllm)(`vLLM bridge on vLLM ${probe.stdout?.trim()}`, () => {
   beforeAll(async () => {
     repo = tempRepo([]);
     repo.write('vllm_model/config.pbtxt', 'backend: "vllm"\ninstance_group [ { count: 1, kind: KIND_MODEL } ]\n');
-    repo.write('vllm_model/1/model.json', JSON.stringify({ model: process.env.WARDEN_VLLM_MODEL ?? 'facebook/opt-125m', gpu_memory_utilization: 0.3, enforce_eager: true }));
-    s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: -1, logLevel: 'warn', exitOnError: true, exitTimeoutSecs: 5 });
+    repo.write(
+      'vllm_model/1/model.json',
+      JSON.stringify({ model: process.env.WARDEN_VLLM_MODEL ?? 'facebook/opt-125m', gpu_memory_utilization: 0.3, enforce_eager: true }),
+    );
+    s = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['*'],
+      httpPort: 0,
+      metricsPort: -1,
+      logLevel: 'warn',
+      exitOnError: true,
+      exitTimeoutSecs: 5,
+    });
   }, 600_000);
   afterAll(async () => {
     await s?.stop();
@@ -31,16 +43,26 @@ describe.skipIf(!hasVllm)(`vLLM bridge on vLLM ${probe.stdout?.trim()}`, () => {
   });
 
   it('/generate answers with the prompt and a completion', async () => {
-    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'What is Triton Inference Server?', parameters: { stream: false, temperature: 0, max_tokens: 16 } });
+    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, {
+      text_input: 'What is Triton Inference Server?',
+      parameters: { stream: false, temperature: 0, max_tokens: 16 },
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.json.text_output.startsWith('What is Triton Inference Server?')).toBe(true);
     expect(r.json.text_output.length).toBeGreaterThan('What is Triton Inference Server?'.length);
   }, 120_000);
 
   it('/generate_stream streams deltas', async () => {
-    const res = await fetch(`${s.httpUrl}/v2/models/vllm_model/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text_input: 'The capital of France is', parameters: { stream: true, temperature: 0, max_tokens: 16 } }) });
+    const res = await fetch(`${s.httpUrl}/v2/models/vllm_model/generate_stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text_input: 'The capital of France is', parameters: { stream: true, temperature: 0, max_tokens: 16 } }),
+    });
     expect(res.status).toBe(200);
-    const events = (await res.text()).split('\n\n').filter((c) => c.startsWith('data: ')).map((c) => JSON.parse(c.slice(6)));
+    const events = (await res.text())
+      .split('\n\n')
+      .filter((c) => c.startsWith('data: '))
+      .map((c) => JSON.parse(c.slice(6)));
     expect(events.length).toBeGreaterThan(1);
     expect(events.every((e) => typeof e.text_output === 'string')).toBe(true);
   }, 120_000);

@@ -14,7 +14,11 @@ import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { pythonEnvironment } from './helpers.js';
 
 const skip = await pythonEnvironment();
-const sse = (text: string) => text.split('\n\n').filter((c) => c.startsWith('data: ')).map((c) => JSON.parse(c.slice(6)));
+const sse = (text: string) =>
+  text
+    .split('\n\n')
+    .filter((c) => c.startsWith('data: '))
+    .map((c) => JSON.parse(c.slice(6)));
 
 /** A tiny "LLM": word i of choice c is VOCAB[(hash(prompt) + i * (c + 1) + seed) % len]; 1 input token per prompt word. */
 const TINY_ENGINE = `import asyncio, zlib
@@ -78,16 +82,27 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
   const log: string[] = [];
   beforeAll(async () => {
     repo = tempRepo([]);
-    for (const [name, delay] of [['vllm_model', 0], ['vllm_slow', 50]] as const) {
+    for (const [name, delay] of [
+      ['vllm_model', 0],
+      ['vllm_slow', 50],
+    ] as const) {
       repo.write(`${name}/config.pbtxt`, `backend: "vllm"\ninstance_group [ { count: 1, kind: KIND_MODEL } ]\n`);
       repo.write(`${name}/1/model.json`, JSON.stringify({ model: 'tiny', engine_factory: 'tiny_engine:create', delay_ms: delay }));
       repo.write(`${name}/1/tiny_engine.py`, TINY_ENGINE);
     }
     const logger = pino({ level: 'info' }, { write: (l: string) => void log.push(l) });
-    s = await startServer({ modelRepositories: [repo.path], modelControlMode: 'explicit', loadModels: ['*'], httpPort: 0, metricsPort: -1, logger, exitOnError: true,
+    s = await startServer({
+      modelRepositories: [repo.path],
+      modelControlMode: 'explicit',
+      loadModels: ['*'],
+      httpPort: 0,
+      metricsPort: -1,
+      logger,
+      exitOnError: true,
       // A client abort mid-SSE leaves its connection counted as in flight until the exit timeout (HTTP
       // frontend, also with repeat_native): keep teardown short.
-      exitTimeoutSecs: 2 });
+      exitTimeoutSecs: 2,
+    });
   });
   afterAll(async () => {
     await s?.stop();
@@ -99,14 +114,33 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
     expect(cfg.backend).toBe('vllm');
     expect(cfg.max_batch_size).toBe(0);
     expect(cfg.model_transaction_policy).toEqual({ decoupled: true });
-    expect(cfg.input.map((i: { name: string }) => i.name)).toEqual(['text_input', 'image', 'stream', 'sampling_parameters', 'exclude_input_in_output', 'return_finish_reason', 'return_cumulative_logprob', 'return_logprobs', 'return_num_input_tokens', 'return_num_output_tokens']);
+    expect(cfg.input.map((i: { name: string }) => i.name)).toEqual([
+      'text_input',
+      'image',
+      'stream',
+      'sampling_parameters',
+      'exclude_input_in_output',
+      'return_finish_reason',
+      'return_cumulative_logprob',
+      'return_logprobs',
+      'return_num_input_tokens',
+      'return_num_output_tokens',
+    ]);
     expect(cfg.output.map((o: { name: string; data_type: string }) => `${o.name}:${o.data_type}`)).toEqual([
-      'text_output:TYPE_STRING', 'finish_reason:TYPE_STRING', 'cumulative_logprob:TYPE_FP32', 'logprobs:TYPE_STRING', 'num_input_tokens:TYPE_UINT32', 'num_output_tokens:TYPE_UINT32',
+      'text_output:TYPE_STRING',
+      'finish_reason:TYPE_STRING',
+      'cumulative_logprob:TYPE_FP32',
+      'logprobs:TYPE_STRING',
+      'num_input_tokens:TYPE_UINT32',
+      'num_output_tokens:TYPE_UINT32',
     ]);
   });
 
   it('/generate: prompt + completion, sampling parameters from the request parameters', async () => {
-    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'What is Triton?', parameters: { stream: false, temperature: 0, max_tokens: 5 } });
+    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, {
+      text_input: 'What is Triton?',
+      parameters: { stream: false, temperature: 0, max_tokens: 5 },
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.json).toEqual({ model_name: 'vllm_model', model_version: '1', text_output: 'What is Triton?' + expected('What is Triton?', 5) });
     const seeded = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'hi', parameters: { max_tokens: 3, seed: 2 } });
@@ -114,7 +148,11 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
   });
 
   it('/generate_stream with stream: deltas that add up to the completion, prompt excluded', async () => {
-    const res = await fetch(`${s.httpUrl}/v2/models/vllm_model/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text_input: 'Tell me', parameters: { stream: true, max_tokens: 6 } }) });
+    const res = await fetch(`${s.httpUrl}/v2/models/vllm_model/generate_stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text_input: 'Tell me', parameters: { stream: true, max_tokens: 6 } }),
+    });
     expect(res.status).toBe(200);
     const events = sse(await res.text());
     expect(events).toHaveLength(6);
@@ -122,7 +160,12 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
   });
 
   it('sampling_parameters input (JSON string) wins over request parameters; exclude_input_in_output; stream with exclude false is refused', async () => {
-    let r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'abc', sampling_parameters: JSON.stringify({ max_tokens: '2' }), exclude_input_in_output: true, parameters: { max_tokens: 9 } });
+    let r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, {
+      text_input: 'abc',
+      sampling_parameters: JSON.stringify({ max_tokens: '2' }),
+      exclude_input_in_output: true,
+      parameters: { max_tokens: 9 },
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.json.text_output).toBe(expected('abc', 2));
     r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'abc', stream: true, exclude_input_in_output: false });
@@ -153,7 +196,12 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
 
   it('a stop word ends generation with finish_reason stop', async () => {
     const words = expected('stop me', 8).trim().split(' ');
-    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'stop me', exclude_input_in_output: true, return_finish_reason: true, parameters: { max_tokens: 8, stop: words[2] } });
+    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, {
+      text_input: 'stop me',
+      exclude_input_in_output: true,
+      return_finish_reason: true,
+      parameters: { max_tokens: 8, stop: words[2] },
+    });
     expect(r.json.text_output).toBe(' ' + words.slice(0, 3).join(' '));
     expect(r.json.finish_reason).toBe('stop');
   });
@@ -168,7 +216,12 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
 
   it('a client that goes away mid-stream cancels the request: the engine request is aborted', async () => {
     const abort = new AbortController();
-    const res = await fetch(`${s.httpUrl}/v2/models/vllm_slow/generate_stream`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text_input: 'long', parameters: { stream: true, max_tokens: 200 } }), signal: abort.signal });
+    const res = await fetch(`${s.httpUrl}/v2/models/vllm_slow/generate_stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text_input: 'long', parameters: { stream: true, max_tokens: 200 } }),
+      signal: abort.signal,
+    });
     const reader = res.body!.getReader();
     await reader.read();
     abort.abort();

@@ -38,7 +38,10 @@ class Warden {
   closed = false;
 
   constructor(repo: string) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, repo, String(STEP_DELAY_MS), String(BALLAST), String(BALLAST_BYTES)], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, repo, String(STEP_DELAY_MS), String(BALLAST), String(BALLAST_BYTES)], {
+      cwd: PROJECT_ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     this.child.stderr!.on('data', (d) => (this.stderr += String(d)));
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
       this.events.push(JSON.parse(line) as Event);
@@ -93,7 +96,10 @@ function start(repo: TempRepo): Warden {
 function storedUpload(repo: TempRepo): number {
   const root = join(repo.path, '.warden-uploads');
   expect(readdirSync(join(root, '.staging'))).toEqual([]);
-  const pointer = JSON.parse(readFileSync(join(root, 'acme/m/CURRENT'), 'utf8')) as { generation: number; config: { max_batch_size: number; parameters: Record<string, { string_value: string }> } };
+  const pointer = JSON.parse(readFileSync(join(root, 'acme/m/CURRENT'), 'utf8')) as {
+    generation: number;
+    config: { max_batch_size: number; parameters: Record<string, { string_value: string }> };
+  };
   expect(readdirSync(join(root, 'acme/m')).sort()).toEqual(['CURRENT', `g${pointer.generation}`]);
   const dir = join(root, 'acme/m', `g${pointer.generation}`);
   const seq = Number(readFileSync(join(dir, '1/tag.txt'), 'utf8'));
@@ -129,7 +135,7 @@ describe('kill -9 during uploads', () => {
     const killedAt: string[] = [];
     const rng = (() => {
       let x = 0x9e3779b9;
-      return () => ((x = (x * 1103515245 + 12345) >>> 0) / 2 ** 32);
+      return () => (x = (x * 1103515245 + 12345) >>> 0) / 2 ** 32;
     })();
 
     for (let cycle = 0; cycle < STEPS + RANDOM_KILLS; cycle++) {
@@ -142,7 +148,7 @@ describe('kill -9 during uploads', () => {
       else if (inFlight !== acked) outcomes.old++;
       expect(ready.index).toEqual([{ name: 'm', version: '1', state: 'READY' }]);
       expect(ready.served).toBe(variantOf(seq));
-      acked = inFlight = seq;
+      acked = seq;
 
       inFlight = nextSeq++;
       w.send(cycle < STEPS ? `upload ${inFlight} ${cycle}` : `upload ${inFlight}`);
@@ -159,7 +165,15 @@ describe('kill -9 during uploads', () => {
         killedAt.push(`${delay} ms`);
       }
       // An ack read before the kill makes the upload durable.
-      if (await w.next((e) => e.event === 'ack', 'ack').then(() => true, () => false)) acked = inFlight;
+      if (
+        await w
+          .next((e) => e.event === 'ack', 'ack')
+          .then(
+            () => true,
+            () => false,
+          )
+      )
+        acked = inFlight;
     }
     w = start(repo);
     await w.next((e) => e.event === 'ready', 'ready (last)');

@@ -116,7 +116,13 @@ describe('tenant uploads survive a restart', () => {
     await s.manager.load(ACME, { configOverride: variantConfig('A'), files: uploadFiles(0) });
     await s.manager.load(ACME, { configOverride: variantConfig('B'), files: uploadFiles(1) });
     expect(await inferVariant(s.api, TENANT, 'm')).toBe('B');
-    await until(() => readdirSync(join(uploads(repo), 'acme/m')).sort().join() === 'CURRENT,g2', { what: 'g1 removed' });
+    await until(
+      () =>
+        readdirSync(join(uploads(repo), 'acme/m'))
+          .sort()
+          .join() === 'CURRENT,g2',
+      { what: 'g1 removed' },
+    );
     // A broken model: the load fails, g3 is removed, g2 serves and stays committed.
     const broken = uploadFiles(2);
     broken.set('1/model.wasm', new Uint8Array(Buffer.from('not a component')));

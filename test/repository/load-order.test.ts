@@ -58,7 +58,12 @@ describe('dependency-ordered loading', () => {
   for (const mode of ['none', 'poll'] as const) {
     it(`${mode} mode, one load at a time: the ensembles load after the model they name; exit-on-error does not fire`, async () => {
       const repo = ensembleRepo();
-      const server = await serve(repo, { modelControlMode: mode, modelLoadThreadCount: 1, exitOnError: true, ...(mode === 'poll' ? { repositoryPollSecs: 3600 } : {}) });
+      const server = await serve(repo, {
+        modelControlMode: mode,
+        modelLoadThreadCount: 1,
+        exitOnError: true,
+        ...(mode === 'poll' ? { repositoryPollSecs: 3600 } : {}),
+      });
       for (const m of ['z_simple', 'a_ens', 'b_ens']) {
         expect((await fetch(`${server.httpUrl}/v2/models/${m}/ready`)).status, m).toBe(200);
       }

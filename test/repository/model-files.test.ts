@@ -6,7 +6,7 @@
  * ONNX external data against a real ONNX model written by the test.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -50,8 +50,14 @@ function modelDir(): string {
 }
 
 const labelConfig = (label: string, params: Record<string, string> = {}): ModelConfig => {
-  const c = baseConfig('max_batch_size: 0\ninput [ { name: "I" data_type: TYPE_INT32 dims: [ 4 ] } ]\noutput [ { name: "O" data_type: TYPE_INT32 dims: [ 4 ] } ]');
-  return { ...c, output: [{ ...c.output[0]!, label_filename: label }], parameters: Object.fromEntries(Object.entries(params).map(([k, v]) => [k, { string_value: v }])) };
+  const c = baseConfig(
+    'max_batch_size: 0\ninput [ { name: "I" data_type: TYPE_INT32 dims: [ 4 ] } ]\noutput [ { name: "O" data_type: TYPE_INT32 dims: [ 4 ] } ]',
+  );
+  return {
+    ...c,
+    output: [{ ...c.output[0]!, label_filename: label }],
+    parameters: Object.fromEntries(Object.entries(params).map(([k, v]) => [k, { string_value: v }])),
+  };
 };
 const stateConfig = (file: string, params: Record<string, string> = {}): ModelConfig => {
   const c = baseConfig(`max_batch_size: 0
@@ -67,7 +73,11 @@ const onnxCtx = (dir: string, file: string, params: Record<string, string> = {})
     version: 1,
     modelPath: dir,
     versionPath: join(dir, '1'),
-    config: { ...baseConfig('max_batch_size: 0'), default_model_filename: file, parameters: Object.fromEntries(Object.entries(params).map(([k, v]) => [k, { string_value: v }])) },
+    config: {
+      ...baseConfig('max_batch_size: 0'),
+      default_model_filename: file,
+      parameters: Object.fromEntries(Object.entries(params).map(([k, v]) => [k, { string_value: v }])),
+    },
   }) as unknown as ModelLoadContext;
 
 /**
@@ -155,7 +165,11 @@ async function refused(p: Promise<unknown>, echoed?: string): Promise<string> {
     err = e;
   }
   const message =
-    err instanceof TritonError ? err.message : typeof err === 'object' && err !== null && 'payload' in err ? String((err as { payload: { message: string } }).payload.message) : undefined;
+    err instanceof TritonError
+      ? err.message
+      : typeof err === 'object' && err !== null && 'payload' in err
+        ? String((err as { payload: { message: string } }).payload.message)
+        : undefined;
   if (message === undefined) throw err;
   // the name as the config (or guest) gave it may be echoed when it is relative
   const rest = echoed !== undefined ? message.split(echoed).join('<name>') : message;
@@ -209,7 +223,9 @@ describe('syntax (before any filesystem call)', () => {
     expect(() => relativeSegments(name, 'output label_filename')).toThrow(TritonError);
   });
   it('an absolute name is not echoed', () => {
-    expect(() => relativeSegments('/etc/shadow', 'output label_filename')).toThrow(/^output label_filename is an absolute path: it must be a path relative to the model directory$/);
+    expect(() => relativeSegments('/etc/shadow', 'output label_filename')).toThrow(
+      /^output label_filename is an absolute path: it must be a path relative to the model directory$/,
+    );
   });
   it('a missing file and a link to an existing file outside get the same answer', async () => {
     const dir = modelDir();
@@ -285,7 +301,9 @@ describe('a symbolic link swapped in during the open', () => {
 describe('ONNX external data (a real ONNX model)', () => {
   it('the walk finds locations in graph initializers and in Constant node attributes', () => {
     expect(externalDataRefs(addModel(4, { external: { location: 'w.bin' } }))).toEqual([{ tensor: 'W', location: 'w.bin' }]);
-    expect(externalDataRefs(addModel(4, { external: { location: '../../../etc/passwd' } }, 'constant'))).toEqual([{ tensor: 'W', location: '../../../etc/passwd' }]);
+    expect(externalDataRefs(addModel(4, { external: { location: '../../../etc/passwd' } }, 'constant'))).toEqual([
+      { tensor: 'W', location: '../../../etc/passwd' },
+    ]);
     expect(externalDataRefs(addModel(4, { inline: new Float32Array(4) }))).toEqual([]);
     expect(() => externalDataRefs(new Uint8Array([0x3a, 0xff, 0xff]))).toThrow(/cannot be parsed/);
   });

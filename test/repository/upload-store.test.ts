@@ -73,7 +73,18 @@ describe('commit and read back', () => {
     expect(await store.list()).toEqual([ACME]);
     // Only the store root appeared in the parent; no staging leftovers.
     expect(readdirSync(p)).toEqual(['store']);
-    expect(tree(join(p, 'store'))).toEqual(['.staging/', 'acme/', 'acme/m/', 'acme/m/CURRENT', 'acme/m/g1/', 'acme/m/g1/1/', 'acme/m/g1/1/model.wasm', 'acme/m/g1/1/sub/', 'acme/m/g1/1/sub/deep.bin', 'acme/m/g1/labels.txt']);
+    expect(tree(join(p, 'store'))).toEqual([
+      '.staging/',
+      'acme/',
+      'acme/m/',
+      'acme/m/CURRENT',
+      'acme/m/g1/',
+      'acme/m/g1/1/',
+      'acme/m/g1/1/model.wasm',
+      'acme/m/g1/1/sub/',
+      'acme/m/g1/1/sub/deep.bin',
+      'acme/m/g1/labels.txt',
+    ]);
   });
 
   it('the operator namespace lives in .operator, which no tenant id can name', async () => {
@@ -150,9 +161,37 @@ describe('commit and read back', () => {
 });
 
 describe('names never become paths outside the store', () => {
-  const BAD_MODEL_NAMES = ['', '.', '..', decodeURIComponent('%2e%2e'), 'a/b', decodeURIComponent('..%2F..%2Fetc'), 'a\\b', 'a\u0000b', 'a\nb', 'x'.repeat(256), 'é'.repeat(128)];
+  const BAD_MODEL_NAMES = [
+    '',
+    '.',
+    '..',
+    decodeURIComponent('%2e%2e'),
+    'a/b',
+    decodeURIComponent('..%2F..%2Fetc'),
+    'a\\b',
+    'a\u0000b',
+    'a\nb',
+    'x'.repeat(256),
+    'é'.repeat(128),
+  ];
   const BAD_NAMESPACES = ['..', '.operator', '.staging', '-x', 'a/b', 'a.b', 'x'.repeat(65), '../../tmp'];
-  const BAD_PATHS = ['../x', '1/../../x', '/etc/passwd', '1/./x', './1/x', '1//x', '1/', 'a\\b', '1/\u0000', '1/a\u0007', `1/${'x'.repeat(256)}`, '1/..', '..', decodeURIComponent('%2e%2e/x'), `${'a/'.repeat(600)}x`];
+  const BAD_PATHS = [
+    '../x',
+    '1/../../x',
+    '/etc/passwd',
+    '1/./x',
+    './1/x',
+    '1//x',
+    '1/',
+    'a\\b',
+    '1/\u0000',
+    '1/a\u0007',
+    `1/${'x'.repeat(256)}`,
+    '1/..',
+    '..',
+    decodeURIComponent('%2e%2e/x'),
+    `${'a/'.repeat(600)}x`,
+  ];
 
   it('rejects bad model names, namespaces and file paths with INVALID_ARG, writing nothing', async () => {
     const p = parent();
@@ -241,7 +280,15 @@ describe('start-up clean-up', () => {
     const fresh = new UploadStore({ root });
     const report = await fresh.recover();
     expect(report.models).toEqual([ACME, { namespace: 'other', name: 'n' }]);
-    expect(report.removed.sort()).toEqual(['.operator/m/CURRENT', '.operator/m/g1', '.staging/s-00112233445566ff', 'acme/half/g1', 'acme/m/CURRENT.tmp-0123456789abcdef', 'acme/m/g1', 'acme/m/g3']);
+    expect(report.removed.sort()).toEqual([
+      '.operator/m/CURRENT',
+      '.operator/m/g1',
+      '.staging/s-00112233445566ff',
+      'acme/half/g1',
+      'acme/m/CURRENT.tmp-0123456789abcdef',
+      'acme/m/g1',
+      'acme/m/g3',
+    ]);
     expect(tree(p)).toEqual(
       [
         'foreign-dir/',
@@ -341,12 +388,40 @@ describe('tenant identity (creation uid) and removal', () => {
     await store.publish(BOB, (await store.stage(BOB, files({ '1/a': 'x' }), {}, { owner: { uid: undefined } })).generation, {});
     expect(JSON.parse(readFileSync(join(root, 'acme', '.tenant'), 'utf8'))).toEqual({ format: 'warden-tenant/1', uid: U1 });
     expect(existsSync(join(root, 'bob', '.tenant'))).toBe(false); // an entry without uid records none
-    expect(await store.strangers(new Map([['acme', U1], ['bob', undefined]]))).toEqual([]);
-    expect(await store.strangers(new Map([['acme', U2], ['bob', undefined]]))).toEqual(['acme']);
-    expect(await store.strangers(new Map([['acme', undefined], ['bob', U1]]))).toEqual(['acme', 'bob']);
+    expect(
+      await store.strangers(
+        new Map([
+          ['acme', U1],
+          ['bob', undefined],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(
+      await store.strangers(
+        new Map([
+          ['acme', U2],
+          ['bob', undefined],
+        ]),
+      ),
+    ).toEqual(['acme']);
+    expect(
+      await store.strangers(
+        new Map([
+          ['acme', undefined],
+          ['bob', U1],
+        ]),
+      ),
+    ).toEqual(['acme', 'bob']);
     expect(await store.strangers(new Map([['bob', undefined]]))).toEqual(['acme']);
     writeFileSync(join(root, 'acme', '.tenant'), 'garbage');
-    expect(await store.strangers(new Map([['acme', U1], ['bob', undefined]]))).toEqual(['acme']);
+    expect(
+      await store.strangers(
+        new Map([
+          ['acme', U1],
+          ['bob', undefined],
+        ]),
+      ),
+    ).toEqual(['acme']);
   });
 
   it("an upload into an earlier tenant's directory is refused (UNAVAILABLE) and writes nothing there", async () => {

@@ -35,20 +35,49 @@ describe('authFailure', () => {
 describe('auditEvent', () => {
   function capture(): { logger: pino.Logger; lines: () => Record<string, unknown>[] } {
     let out = '';
-    const logger = pino({ level: 'info' }, new Writable({ write(c, _e, cb) { out += String(c); cb(); } }));
-    return { logger, lines: () => out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) };
+    const logger = pino(
+      { level: 'info' },
+      new Writable({
+        write(c, _e, cb) {
+          out += String(c);
+          cb();
+        },
+      }),
+    );
+    return {
+      logger,
+      lines: () =>
+        out
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Record<string, unknown>),
+    };
   }
 
   it('writes one info line with audit: true and the given fields', () => {
     const { logger, lines } = capture();
     auditEvent(logger, {
-      event: 'load', tenant: 'acme', model: 'm', version: 1, outcome: 'ok', remote: '10.0.0.1',
+      event: 'load',
+      tenant: 'acme',
+      model: 'm',
+      version: 1,
+      outcome: 'ok',
+      remote: '10.0.0.1',
       files: [{ path: '1/model.wasm', sha256: 'ab'.repeat(32), bytes: 1234 }],
     });
     const [line] = lines();
     expect(line).toMatchObject({
-      level: 30, audit: true, event: 'load', tenant: 'acme', model: 'm', version: 1, outcome: 'ok', remote: '10.0.0.1',
-      files: [{ path: '1/model.wasm', sha256: 'ab'.repeat(32), bytes: 1234 }], msg: 'audit load',
+      level: 30,
+      audit: true,
+      event: 'load',
+      tenant: 'acme',
+      model: 'm',
+      version: 1,
+      outcome: 'ok',
+      remote: '10.0.0.1',
+      files: [{ path: '1/model.wasm', sha256: 'ab'.repeat(32), bytes: 1234 }],
+      msg: 'audit load',
     });
     expect(line).not.toHaveProperty('reason');
   });
@@ -57,15 +86,25 @@ describe('auditEvent', () => {
     const { logger, lines } = capture();
     const token = generateToken();
     const record = {
-      event: 'auth_failure', tenant: null, outcome: 'error', reason: `unknown: Bearer ${token} / ${hashToken(token)} / eyJhbGciOi.eyJzdWIi.c2ln`,
-      headers: { authorization: `Bearer ${token}` }, token,
+      event: 'auth_failure',
+      tenant: null,
+      outcome: 'error',
+      reason: `unknown: Bearer ${token} / ${hashToken(token)} / eyJhbGciOi.eyJzdWIi.c2ln`,
+      headers: { authorization: `Bearer ${token}` },
+      token,
     } as AuditRecord;
     auditEvent(logger, record);
     const text = JSON.stringify(lines());
     expect(text).not.toContain(token);
     expect(text).not.toContain(hashToken(token).slice(7, 40));
     expect(text).not.toContain('eyJzdWIi');
-    expect(lines()[0]).toMatchObject({ audit: true, event: 'auth_failure', tenant: null, outcome: 'error', reason: 'unknown: Bearer [redacted] / sha256:[redacted] / [redacted jwt]' });
+    expect(lines()[0]).toMatchObject({
+      audit: true,
+      event: 'auth_failure',
+      tenant: null,
+      outcome: 'error',
+      reason: 'unknown: Bearer [redacted] / sha256:[redacted] / [redacted jwt]',
+    });
     expect(scrub('x'.repeat(2000))).toHaveLength(512);
   });
 });

@@ -80,7 +80,14 @@ afterAll(async () => {
 
 /** One sequence step over `proto`: the backend's running sum, or the error text with its HTTP status / gRPC code. */
 type Step = { value: number } | { error: string; code: number | string };
-async function step(proto: 'http' | 'grpc', who: Who, model: string, id: number | bigint | string, value: number, flags: { start?: boolean; end?: boolean } = {}): Promise<Step> {
+async function step(
+  proto: 'http' | 'grpc',
+  who: Who,
+  model: string,
+  id: number | bigint | string,
+  value: number,
+  flags: { start?: boolean; end?: boolean } = {},
+): Promise<Step> {
   if (proto === 'http') {
     // A bigint id is written as a bare JSON integer (exact beyond 2^53).
     const body = JSON.stringify({
@@ -117,11 +124,13 @@ async function step(proto: 'http' | 'grpc', who: Who, model: string, id: number 
 
 /** The ids the backend of `model` was given for `tenant`'s requests since `from` (index into correlationIdsSeen), in the backend's key form. */
 function seen(model: string, tenant: string, from: number, keyBy: 'request' | 'control'): string[] {
-  return correlationIdsSeen
-    .slice(from)
-    // Fillers padding a direct batch's empty slots carry no id.
-    .filter((s) => s.model === model && s.tenant === tenant && s.correlationId !== 0 && s.correlationId !== '')
-    .map((s) => (keyBy === 'control' ? String(s.corrid) : `${typeof s.correlationId === 'string' ? 's' : 'n'}:${String(s.correlationId)}`));
+  return (
+    correlationIdsSeen
+      .slice(from)
+      // Fillers padding a direct batch's empty slots carry no id.
+      .filter((s) => s.model === model && s.tenant === tenant && s.correlationId !== 0 && s.correlationId !== '')
+      .map((s) => (keyBy === 'control' ? String(s.corrid) : `${typeof s.correlationId === 'string' ? 's' : 'n'}:${String(s.correlationId)}`))
+  );
 }
 
 describe('a backend that keys state by correlation id, on an operator model shared with A and B', () => {

@@ -80,8 +80,23 @@ describe.each(['yaml', 'json'] as const)('warden tenants on a %s file', (format)
   it('add takes role, weight, shared models, allow-onnx and quotas', async () => {
     tokenOf(await cli('add', 'ops', '--tenants', file(), '--role', 'admin'));
     tokenOf(
-      await cli('add', 'acme', `--tenants=${file()}`, '--weight', '2.5', '--share', 'resnet50', '--share=bert', '--allow-onnx',
-        '--quota', 'max_models=3', '--quota', 'max_upload_bytes=16MiB', '--quota', 'requests_per_second=0.5'),
+      await cli(
+        'add',
+        'acme',
+        `--tenants=${file()}`,
+        '--weight',
+        '2.5',
+        '--share',
+        'resnet50',
+        '--share=bert',
+        '--allow-onnx',
+        '--quota',
+        'max_models=3',
+        '--quota',
+        'max_upload_bytes=16MiB',
+        '--quota',
+        'requests_per_second=0.5',
+      ),
     );
     const [ops, acme] = tenantsIn(file());
     expect(ops).toMatchObject({ id: 'ops', role: 'admin', weight: 1, allow_onnx: false });
@@ -151,7 +166,11 @@ describe.each(['yaml', 'json'] as const)('warden tenants on a %s file', (format)
     const ids = ['t0', 't1', 't2', 't3', 't4', 't5'];
     const runs = await Promise.all(ids.map((id) => cli('add', id, '--tenants', file())));
     const tokens = runs.map(tokenOf);
-    expect(tenantsIn(file()).map((t) => t.id).sort()).toEqual(ids);
+    expect(
+      tenantsIn(file())
+        .map((t) => t.id)
+        .sort(),
+    ).toEqual(ids);
     for (const [i, id] of ids.entries()) expect(await authAs(file(), tokens[i]!)).toBe(id);
     expect(readdirSync(dir)).toEqual([`tenants.${format}`]);
   });

@@ -18,7 +18,12 @@ import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/rep
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
-const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123456789abcdefghijklmn', big: 'big-token-0123456789abcdefghijklmn', ops: 'ops-token-0123456789abcdefghijklmn' };
+const TOKENS = {
+  acme: 'acme-token-0123456789abcdefghijkl',
+  bob: 'bob-token-0123456789abcdefghijklmn',
+  big: 'big-token-0123456789abcdefghijklmn',
+  ops: 'ops-token-0123456789abcdefghijklmn',
+};
 type Who = keyof typeof TOKENS;
 const IDENTITY = () => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');
 
@@ -56,7 +61,12 @@ function call(who: Who, method: 'GET' | 'POST', path: string, body?: unknown) {
 }
 /** The identity model's config with `extra` merged in, as JSON text (`raw` numbers are spliced in verbatim). */
 const configText = (extra: Record<string, unknown>): string =>
-  JSON.stringify({ backend: 'wasm', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }], ...extra });
+  JSON.stringify({
+    backend: 'wasm',
+    input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    ...extra,
+  });
 function upload(who: Who, model: string, extra: Record<string, unknown> | string) {
   const config = typeof extra === 'string' ? extra : configText(extra);
   return call(who, 'POST', `/v2/repository/models/${model}/load`, { parameters: { config, 'file:1/model.wasm': wasm } });
@@ -72,17 +82,37 @@ async function othersStillServed(): Promise<void> {
 
 describe('reproduced attacks: one config field', () => {
   it.each([
-    ['dynamic_batching.priority_levels 2e9', { max_batch_size: 4, dynamic_batching: { priority_levels: 2_000_000_000, default_priority_level: 1 } }, "model 'evil': dynamic_batching.priority_levels 2000000000 exceeds this tenant's bound 16 (config bound max_priority_levels)"],
-    ['sequence_batching.oldest.max_candidate_sequences 2^31-1', { max_batch_size: 1, sequence_batching: { oldest: { max_candidate_sequences: 2147483647 } } }, "model 'evil': sequence_batching.oldest.max_candidate_sequences 2147483647 exceeds this tenant's bound 64 (config bound max_candidate_sequences)"],
-    ['max_batch_size 2^31-1 with a direct sequence batcher', { max_batch_size: 2147483647, sequence_batching: { direct: {} } }, "model 'evil': max_batch_size 2147483647 exceeds this tenant's bound 256 (config bound max_batch_size)"],
-    ['dynamic_batching.priority_levels 2e6 (below crash size)', { max_batch_size: 4, dynamic_batching: { priority_levels: 2_000_000, default_priority_level: 1 } }, "model 'evil': dynamic_batching.priority_levels 2000000 exceeds this tenant's bound 16 (config bound max_priority_levels)"],
-  ])('%s: 400 naming the field and the bound, nothing loaded, another tenant still answered', async (_what, extra, text) => {
-    const r = await upload('acme', 'evil', extra);
-    expect(r.status).toBe(400);
-    expect(r.json.error).toBe(text);
-    expect((await call('acme', 'GET', '/v2/models/evil/ready')).status).not.toBe(200);
-    await othersStillServed();
-  }, 60_000);
+    [
+      'dynamic_batching.priority_levels 2e9',
+      { max_batch_size: 4, dynamic_batching: { priority_levels: 2_000_000_000, default_priority_level: 1 } },
+      "model 'evil': dynamic_batching.priority_levels 2000000000 exceeds this tenant's bound 16 (config bound max_priority_levels)",
+    ],
+    [
+      'sequence_batching.oldest.max_candidate_sequences 2^31-1',
+      { max_batch_size: 1, sequence_batching: { oldest: { max_candidate_sequences: 2147483647 } } },
+      "model 'evil': sequence_batching.oldest.max_candidate_sequences 2147483647 exceeds this tenant's bound 64 (config bound max_candidate_sequences)",
+    ],
+    [
+      'max_batch_size 2^31-1 with a direct sequence batcher',
+      { max_batch_size: 2147483647, sequence_batching: { direct: {} } },
+      "model 'evil': max_batch_size 2147483647 exceeds this tenant's bound 256 (config bound max_batch_size)",
+    ],
+    [
+      'dynamic_batching.priority_levels 2e6 (below crash size)',
+      { max_batch_size: 4, dynamic_batching: { priority_levels: 2_000_000, default_priority_level: 1 } },
+      "model 'evil': dynamic_batching.priority_levels 2000000 exceeds this tenant's bound 16 (config bound max_priority_levels)",
+    ],
+  ])(
+    '%s: 400 naming the field and the bound, nothing loaded, another tenant still answered',
+    async (_what, extra, text) => {
+      const r = await upload('acme', 'evil', extra);
+      expect(r.status).toBe(400);
+      expect(r.json.error).toBe(text);
+      expect((await call('acme', 'GET', '/v2/models/evil/ready')).status).not.toBe(200);
+      await othersStillServed();
+    },
+    60_000,
+  );
 
   it("an operator's model is held to the server-wide caps (--max-priority-levels, --max-sequence-slots)", async () => {
     const levels = await upload('ops', 'evil_op', { max_batch_size: 4, dynamic_batching: { priority_levels: 2_000_000_000, default_priority_level: 1 } });
@@ -94,7 +124,7 @@ describe('reproduced attacks: one config field', () => {
     await othersStillServed();
   }, 60_000);
 
-  it("operator-only fields are refused for tenants", async () => {
+  it('operator-only fields are refused for tenants', async () => {
     const r = await upload('acme', 'agents', { model_repository_agents: { agents: [{ name: 'checksum' }] } });
     expect(r.status).toBe(400);
     expect(r.json.error).toContain("model_repository_agents may not be set in a tenant's model config");
@@ -104,7 +134,10 @@ describe('reproduced attacks: one config field', () => {
     const extra = { dynamic_batching: { priority_levels: 32, default_priority_level: 1 } };
     expect((await upload('acme', 'levels', extra)).status).toBe(400);
     expect((await upload('big', 'levels', extra)).status).toBe(200);
-    const r = await call('big', 'POST', '/v2/models/levels/infer', { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2], data: [5, 6] }], parameters: { priority: 20 } });
+    const r = await call('big', 'POST', '/v2/models/levels/infer', {
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2], data: [5, 6] }],
+      parameters: { priority: 20 },
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.json.outputs[0].data).toEqual([5, 6]);
   }, 60_000);
@@ -112,7 +145,8 @@ describe('reproduced attacks: one config field', () => {
 
 /** Every numeric field the identity model's config can carry, as a config with `v` (JSON text of a number) in it. */
 const NUMERIC_FIELDS: readonly [path: string, leaf: string, config: (v: string) => string][] = (() => {
-  const io = (dims: string) => `"input":[{"name":"INPUT0","data_type":"TYPE_FP32","dims":${dims}}],"output":[{"name":"OUTPUT0","data_type":"TYPE_FP32","dims":${dims}}]`;
+  const io = (dims: string) =>
+    `"input":[{"name":"INPUT0","data_type":"TYPE_FP32","dims":${dims}}],"output":[{"name":"OUTPUT0","data_type":"TYPE_FP32","dims":${dims}}]`;
   const base = (rest: string, dims = '[-1]') => `{"backend":"wasm",${io(dims)}${rest ? `,${rest}` : ''}}`;
   const db = (inner: string) => base(`"max_batch_size":4,"dynamic_batching":{${inner}}`);
   const sb = (inner: string, mbs = '1') => base(`"max_batch_size":${mbs},"sequence_batching":{${inner}}`);
@@ -127,12 +161,20 @@ const NUMERIC_FIELDS: readonly [path: string, leaf: string, config: (v: string) 
     ['dynamic_batching.preferred_batch_size', 'preferred_batch_size', (v) => db(`"preferred_batch_size":[${v}]`)],
     ['dynamic_batching.max_queue_delay_microseconds', 'max_queue_delay_microseconds', (v) => db(`"max_queue_delay_microseconds":${v}`)],
     ['dynamic_batching.default_queue_policy.max_queue_size', 'max_queue_size', (v) => db(`"default_queue_policy":{"max_queue_size":${v}}`)],
-    ['dynamic_batching.default_queue_policy.default_timeout_microseconds', 'default_timeout_microseconds', (v) => db(`"default_queue_policy":{"default_timeout_microseconds":${v}}`)],
+    [
+      'dynamic_batching.default_queue_policy.default_timeout_microseconds',
+      'default_timeout_microseconds',
+      (v) => db(`"default_queue_policy":{"default_timeout_microseconds":${v}}`),
+    ],
     ['sequence_batching.max_sequence_idle_microseconds', 'max_sequence_idle_microseconds', (v) => sb(`"max_sequence_idle_microseconds":${v}`)],
     ['sequence_batching.direct.max_queue_delay_microseconds', 'max_queue_delay_microseconds', (v) => sb(`"direct":{"max_queue_delay_microseconds":${v}}`)],
     ['sequence_batching (direct) max_batch_size', 'max_batch_size', (v) => sb('"direct":{}', v)],
     ['sequence_batching.oldest.max_candidate_sequences', 'max_candidate_sequences', (v) => sb(`"oldest":{"max_candidate_sequences":${v}}`)],
-    ['sequence_batching.oldest.preferred_batch_size', 'preferred_batch_size', (v) => sb(`"oldest":{"max_candidate_sequences":2,"preferred_batch_size":[${v}]}`, '4')],
+    [
+      'sequence_batching.oldest.preferred_batch_size',
+      'preferred_batch_size',
+      (v) => sb(`"oldest":{"max_candidate_sequences":2,"preferred_batch_size":[${v}]}`, '4'),
+    ],
     ['sequence_batching.state.dims', 'dims', (v) => sb(`"state":[{"input_name":"S_IN","output_name":"S_OUT","data_type":"TYPE_FP32","dims":[${v}]}]`)],
     ['optimization.graph.level', 'level', (v) => base(`"optimization":{"graph":{"level":${v}}}`)],
     ['optimization.gather_kernel_buffer_threshold', 'gather_kernel_buffer_threshold', (v) => base(`"optimization":{"gather_kernel_buffer_threshold":${v}}`)],

@@ -23,11 +23,22 @@ describe.each(ENGINES)('label files of an upload (%s engine)', (engine) => {
   let dir: string;
   let server: RunningServer;
   const call = (method: 'GET' | 'POST', path: string, body?: unknown) =>
-    fetchJson(`${server.httpUrl}${path}`, { method, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: body === undefined ? undefined : JSON.stringify(body) });
+    fetchJson(`${server.httpUrl}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
   const config = (label: string) =>
-    JSON.stringify({ backend: 'wasm', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1], label_filename: label }] });
+    JSON.stringify({
+      backend: 'wasm',
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1], label_filename: label }],
+    });
   const classify = (model: string) =>
-    call('POST', `/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [40], data: Array.from({ length: 40 }, (_, i) => 40 - i) }], outputs: [{ name: 'OUTPUT0', parameters: { classification: 40 } }] });
+    call('POST', `/v2/models/${model}/infer`, {
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [40], data: Array.from({ length: 40 }, (_, i) => 40 - i) }],
+      outputs: [{ name: 'OUTPUT0', parameters: { classification: 40 } }],
+    });
 
   beforeAll(async () => {
     await ensureBuilt();
@@ -39,25 +50,25 @@ describe.each(ENGINES)('label files of an upload (%s engine)', (engine) => {
     repo?.cleanup();
   });
 
-  it.each([
-    ['../../../../../../../../../../etc/passwd'],
-    ['/etc/passwd'],
-    ['../../../../../../../../../../dev/zero'],
-    ['missing.txt'],
-  ])('label_filename %j: the load is refused (400, no host path), classification never answers with the file', async (label) => {
-    const r = await call('POST', '/v2/repository/models/evil/load', { parameters: { config: config(label), 'file:1/model.wasm': IDENTITY() } });
-    expect(r.status).toBe(400);
-    expect(r.json.error).toMatch(/output 'OUTPUT0' label_filename/);
-    expect(r.json.error).not.toContain(repo.path);
-    expect(r.json.error).not.toContain(dir);
-    const c = await classify('evil');
-    expect(c.status).not.toBe(200);
-    expect(c.text).not.toContain(`:${FIRST_PASSWD_NAME}`);
-    expect(c.text).not.toContain('/bin/');
-  });
+  it.each([['../../../../../../../../../../etc/passwd'], ['/etc/passwd'], ['../../../../../../../../../../dev/zero'], ['missing.txt']])(
+    'label_filename %j: the load is refused (400, no host path), classification never answers with the file',
+    async (label) => {
+      const r = await call('POST', '/v2/repository/models/evil/load', { parameters: { config: config(label), 'file:1/model.wasm': IDENTITY() } });
+      expect(r.status).toBe(400);
+      expect(r.json.error).toMatch(/output 'OUTPUT0' label_filename/);
+      expect(r.json.error).not.toContain(repo.path);
+      expect(r.json.error).not.toContain(dir);
+      const c = await classify('evil');
+      expect(c.status).not.toBe(200);
+      expect(c.text).not.toContain(`:${FIRST_PASSWD_NAME}`);
+      expect(c.text).not.toContain('/bin/');
+    },
+  );
 
   it('a label file uploaded with the model labels the classes', async () => {
-    const r = await call('POST', '/v2/repository/models/good/load', { parameters: { config: config('labels.txt'), 'file:1/model.wasm': IDENTITY(), 'file:labels.txt': Buffer.from('a\nb\nc\n').toString('base64') } });
+    const r = await call('POST', '/v2/repository/models/good/load', {
+      parameters: { config: config('labels.txt'), 'file:1/model.wasm': IDENTITY(), 'file:labels.txt': Buffer.from('a\nb\nc\n').toString('base64') },
+    });
     expect(r.status, r.text).toBe(200);
     const c = await classify('good');
     expect(c.status, c.text).toBe(200);

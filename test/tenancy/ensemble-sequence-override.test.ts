@@ -52,23 +52,28 @@ parameters { key: "mode" value: { string_value: "corrid_sum" } }
 `;
 
 /** A's sandboxed model emitting response parameters (FP32 identity). */
-const EMIT = JSON.stringify({ backend: 'wasm', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] });
-/** X (INT32) -> <sum>.INPUT0; F (FP32) -> emit -> S -> <sum>.SEQ; <sum> -> Y: the sum step is downstream of A's model. */
-const PIPE = (sum: string) => JSON.stringify({
-  platform: 'ensemble',
-  max_batch_size: 0,
-  input: [
-    { name: 'X', data_type: 'TYPE_INT32', dims: [-1] },
-    { name: 'F', data_type: 'TYPE_FP32', dims: [-1] },
-  ],
-  output: [{ name: 'Y', data_type: 'TYPE_INT32', dims: [-1] }],
-  ensemble_scheduling: {
-    step: [
-      { model_name: 'emit', model_version: -1, input_map: { INPUT0: 'F' }, output_map: { OUTPUT0: 'S' } },
-      { model_name: sum, model_version: -1, input_map: { INPUT0: 'X', SEQ: 'S' }, output_map: { OUTPUT0: 'Y' } },
-    ],
-  },
+const EMIT = JSON.stringify({
+  backend: 'wasm',
+  input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+  output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
 });
+/** X (INT32) -> <sum>.INPUT0; F (FP32) -> emit -> S -> <sum>.SEQ; <sum> -> Y: the sum step is downstream of A's model. */
+const PIPE = (sum: string) =>
+  JSON.stringify({
+    platform: 'ensemble',
+    max_batch_size: 0,
+    input: [
+      { name: 'X', data_type: 'TYPE_INT32', dims: [-1] },
+      { name: 'F', data_type: 'TYPE_FP32', dims: [-1] },
+    ],
+    output: [{ name: 'Y', data_type: 'TYPE_INT32', dims: [-1] }],
+    ensemble_scheduling: {
+      step: [
+        { model_name: 'emit', model_version: -1, input_map: { INPUT0: 'F' }, output_map: { OUTPUT0: 'S' } },
+        { model_name: sum, model_version: -1, input_map: { INPUT0: 'X', SEQ: 'S' }, output_map: { OUTPUT0: 'Y' } },
+      ],
+    },
+  });
 
 let repo: TempRepo;
 let tenancy: TenantServer;
@@ -77,7 +82,10 @@ let server: RunningServer;
 beforeAll(async () => {
   await ensureBuilt();
   repo = tempRepo([]);
-  for (const [name, corrid] of [['sum', ''], ['sum32', 'TYPE_UINT32']]) {
+  for (const [name, corrid] of [
+    ['sum', ''],
+    ['sum32', 'TYPE_UINT32'],
+  ]) {
     repo.write(`${name}/config.pbtxt`, SUM(name!, corrid));
     repo.write(`${name}/1/.keep`, '');
   }
@@ -103,7 +111,11 @@ afterAll(async () => {
 });
 
 async function post(who: Who, path: string, body: string): Promise<{ status: number; text: string; json: any }> {
-  const res = await fetch(`${server.httpUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` }, body });
+  const res = await fetch(`${server.httpUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
+    body,
+  });
   const text = await res.text();
   return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
 }
@@ -113,13 +125,17 @@ const json = (v: unknown) => JSON.stringify(v, (_k, x) => (typeof x === 'bigint'
 
 /** A request straight to `model`: the running sum, or the error. */
 async function direct(who: Who, model: string, id: number | string, x: number, start = false): Promise<number | string> {
-  const r = await post(who, `/v2/models/${model}/infer`, json({
-    inputs: [
-      { name: 'INPUT0', datatype: 'INT32', shape: [1], data: [x] },
-      { name: 'SEQ', datatype: 'FP32', shape: [1], data: [0] },
-    ],
-    parameters: { sequence_id: id, sequence_start: start },
-  }));
+  const r = await post(
+    who,
+    `/v2/models/${model}/infer`,
+    json({
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1], data: [x] },
+        { name: 'SEQ', datatype: 'FP32', shape: [1], data: [0] },
+      ],
+      parameters: { sequence_id: id, sequence_start: start },
+    }),
+  );
   return r.status === 200 ? r.json.outputs[0].data[0] : `${r.status} ${r.json?.error}`;
 }
 
@@ -127,18 +143,26 @@ async function direct(who: Who, model: string, id: number | string, x: number, s
 async function viaPipe(who: Who, pipe: string, x: number, emitted: Record<string, unknown>): Promise<number | string> {
   const parameters = Object.fromEntries(Object.entries(emitted).map(([k, v]) => [`response_${k}`, v]));
   const path = who === 'a' ? `/v2/models/${pipe}/infer` : `/v2/models/a%2F${pipe}/infer`;
-  const r = await post(who, path, json({
-    inputs: [
-      { name: 'X', datatype: 'INT32', shape: [1], data: [x] },
-      { name: 'F', datatype: 'FP32', shape: [1], data: [0] },
-    ],
-    parameters,
-  }));
+  const r = await post(
+    who,
+    path,
+    json({
+      inputs: [
+        { name: 'X', datatype: 'INT32', shape: [1], data: [x] },
+        { name: 'F', datatype: 'FP32', shape: [1], data: [0] },
+      ],
+      parameters,
+    }),
+  );
   return r.status === 200 ? r.json.outputs[0].data[0] : `${r.status} ${r.json?.error}`;
 }
 
 /** The IDs `model`'s backend was given for `tenant`'s requests since `from`. */
-const backendIds = (model: string, tenant: string, from: number) => correlationIdsSeen.slice(from).filter((s) => s.model === model && s.tenant === tenant).map((s) => s.correlationId);
+const backendIds = (model: string, tenant: string, from: number) =>
+  correlationIdsSeen
+    .slice(from)
+    .filter((s) => s.model === model && s.tenant === tenant)
+    .map((s) => s.correlationId);
 
 describe("a tenant's model overriding the sequence of a shared model's step", () => {
   it("emitting B's backend ID (an integer) cannot continue, reset or end B's sequence", async () => {
@@ -153,7 +177,9 @@ describe("a tenant's model overriding the sequence of a shared model's step", ()
       `400 in ensemble 'pipe32', inference request for sequence ${bId} to model 'sum32' must specify the START flag on the first request of the sequence`,
     );
     // END it: the same.
-    expect(await viaPipe('a', 'pipe32', 1, { sequence_id: bId, sequence_end: true })).toMatch(/^400 in ensemble 'pipe32', inference request for sequence \d+ to model 'sum32' must specify the START flag/);
+    expect(await viaPipe('a', 'pipe32', 1, { sequence_id: bId, sequence_end: true })).toMatch(
+      /^400 in ensemble 'pipe32', inference request for sequence \d+ to model 'sum32' must specify the START flag/,
+    );
     // START it: A gets a sequence of its own (the backend sees another ID), B's sum is untouched.
     from = correlationIdsSeen.length;
     expect(await viaPipe('a', 'pipe32', 1, { sequence_id: bId, sequence_start: true })).toBe(1);
@@ -172,7 +198,9 @@ describe("a tenant's model overriding the sequence of a shared model's step", ()
     const [bString] = backendIds('sum', 'b', from);
     expect(bString).toBe('@b/order-7');
     for (const id of ['@b/order-7', 'order-7', 77]) {
-      expect(await viaPipe('a', 'pipe', 1, { sequence_id: id })).toMatch(/^400 in ensemble 'pipe', inference request for sequence .* must specify the START flag/);
+      expect(await viaPipe('a', 'pipe', 1, { sequence_id: id })).toMatch(
+        /^400 in ensemble 'pipe', inference request for sequence .* must specify the START flag/,
+      );
       from = correlationIdsSeen.length;
       expect(await viaPipe('a', 'pipe', 5, { sequence_id: id, sequence_start: true, sequence_end: true })).toBe(5);
       const [seen] = backendIds('sum', 'a', from);

@@ -27,7 +27,10 @@ let client: TritonGrpcClient;
 async function tenants(...argv: string[]): Promise<string> {
   let stdout = '';
   let stderr = '';
-  const code = await runTenantsCli([...argv, '--tenants', tenantsFile], { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } });
+  const code = await runTenantsCli([...argv, '--tenants', tenantsFile], {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+  });
   expect(code, stderr).toBe(0);
   return stdout.trim();
 }
@@ -37,7 +40,11 @@ const B = Array(16).fill(2);
 /** Status of `/v2/models/simple/infer` (fast path), `/v2/models/simple` (Fastify) and gRPC ModelInfer with `token`. */
 async function statuses(token: string): Promise<{ infer: number; metadata: number; grpc: number }> {
   const auth = { authorization: `Bearer ${token}` };
-  const infer = await fetchJson(`${server.httpUrl}/v2/models/simple/infer`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(simpleRequest('INT32', A, B)) });
+  const infer = await fetchJson(`${server.httpUrl}/v2/models/simple/infer`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify(simpleRequest('INT32', A, B)),
+  });
   const metadata = await fetchJson(`${server.httpUrl}/v2/models/simple`, { headers: auth });
   const grpc = await unaryCall(client, 'ModelInfer', simpleInfer(A, B), token);
   return { infer: infer.status, metadata: metadata.status, grpc: grpc.err?.code ?? status.OK };
@@ -99,7 +106,7 @@ describe('the tenants file edited under a running server', () => {
     acme1 = acme2;
   });
 
-  it('`tenants remove`: the removed tenant\'s token stops; the others keep working', async () => {
+  it("`tenants remove`: the removed tenant's token stops; the others keep working", async () => {
     const carol = await tenants('add', 'carol', '--share', 'simple');
     await settles(carol, ACCEPTED);
     await tenants('remove', 'carol');

@@ -16,7 +16,13 @@ import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { sleep } from '../helpers/wait.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
-const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123456789abcdefghijklmn', flood: 'flood-token-0123456789abcdefghijkl', ops: 'ops-token-0123456789abcdefghijklmn', slow: 'slow-token-0123456789abcdefghijklm' };
+const TOKENS = {
+  acme: 'acme-token-0123456789abcdefghijkl',
+  bob: 'bob-token-0123456789abcdefghijklmn',
+  flood: 'flood-token-0123456789abcdefghijkl',
+  ops: 'ops-token-0123456789abcdefghijklmn',
+  slow: 'slow-token-0123456789abcdefghijklm',
+};
 const FIXTURE = (name: string) => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', `${name}.wasm`)).toString('base64');
 
 let repo: TempRepo;
@@ -57,7 +63,12 @@ async function call(who: Who, method: 'GET' | 'POST', path: string, body?: unkno
 }
 
 const identityConfig = (extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ backend: 'wasm', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }], ...extra });
+  JSON.stringify({
+    backend: 'wasm',
+    input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    ...extra,
+  });
 const upload = (who: Who, model: string, config = identityConfig(), files: Record<string, string> = { 'file:1/model.wasm': FIXTURE('identity') }) =>
   call(who, 'POST', `/v2/repository/models/${model}/load`, { parameters: { config, ...files } });
 const infer = (who: Who, model: string, data: number[]) =>
@@ -119,10 +130,12 @@ describe('namespaces', () => {
   });
 
   it('operator models are visible only to the tenants they are shared with', async () => {
-    const body = { inputs: [
-      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(1) },
-      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(2) },
-    ] };
+    const body = {
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(1) },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(2) },
+      ],
+    };
     expect((await call('acme', 'POST', '/v2/models/simple/infer', body)).status).toBe(200);
     const bob = await call('bob', 'POST', '/v2/models/simple/infer', body);
     expect(bob.status).toBe(404);
@@ -133,7 +146,10 @@ describe('namespaces', () => {
     const stats = await call('ops', 'GET', '/v2/models/stats');
     const names = stats.json.model_stats.map((s: any) => `${s.tenant}/${s.name}`).sort();
     expect(names).toEqual(['/simple', 'acme/m', 'acme/only_acme', 'bob/m']);
-    expect((await call('ops', 'POST', `/v2/models/${encodeURIComponent('acme/m')}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [9] }] })).json.outputs[0].data).toEqual([9]);
+    expect(
+      (await call('ops', 'POST', `/v2/models/${encodeURIComponent('acme/m')}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [9] }] }))
+        .json.outputs[0].data,
+    ).toEqual([9]);
     expect((await call('ops', 'GET', '/v2/logging')).status).toBe(200);
     const tenantLogging = await call('acme', 'GET', '/v2/logging');
     expect(tenantLogging.status).toBe(403);
@@ -142,7 +158,7 @@ describe('namespaces', () => {
 });
 
 describe('metrics', () => {
-  it('with --metrics-tenant-labels, per-model series carry a tenant label, so both tenants\' `m` are separate series', async () => {
+  it("with --metrics-tenant-labels, per-model series carry a tenant label, so both tenants' `m` are separate series", async () => {
     const res = await fetch(`${server.metricsUrl ?? ''}/metrics`).catch(() => undefined);
     const text = res ? await res.text() : await server.metrics.render();
     expect(text).toMatch(/nv_inference_request_success\{model="m",version="1",tenant="acme"\} [1-9]/);
@@ -173,7 +189,10 @@ describe('uploads and quotas', () => {
     const instances = await upload('acme', 'wide', identityConfig({ instance_group: [{ kind: 'KIND_CPU', count: 3 }] }));
     expect(instances.status).toBe(403);
     expect(instances.json.error, instances.text).toMatch(/max_instances_per_model/);
-    const big = await upload('acme', 'big', identityConfig(), { 'file:1/model.wasm': FIXTURE('identity'), 'file:1/padding.bin': Buffer.alloc(300_000).toString('base64') });
+    const big = await upload('acme', 'big', identityConfig(), {
+      'file:1/model.wasm': FIXTURE('identity'),
+      'file:1/padding.bin': Buffer.alloc(300_000).toString('base64'),
+    });
     expect(big.status).toBe(403);
     expect(big.json.error).toMatch(/max_upload_bytes/);
   });
@@ -220,7 +239,13 @@ describe('rate and concurrency limits', () => {
   });
 
   it('requests beyond max_inflight are refused with 429', async () => {
-    expect((await upload('slow', 'spin', identityConfig({ parameters: { execute_timeout_ms: { string_value: '1500' } } }), { 'file:1/model.wasm': FIXTURE('loop_execute') })).status).toBe(200);
+    expect(
+      (
+        await upload('slow', 'spin', identityConfig({ parameters: { execute_timeout_ms: { string_value: '1500' } } }), {
+          'file:1/model.wasm': FIXTURE('loop_execute'),
+        })
+      ).status,
+    ).toBe(200);
     const first = infer('slow', 'spin', [1]);
     await sleep(200);
     const second = await infer('slow', 'spin', [1]);

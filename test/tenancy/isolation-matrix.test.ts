@@ -88,7 +88,9 @@ beforeAll(async () => {
   client = tritonGrpcClient(server.grpcUrl!);
   const wasm = readFileSync(join(PROJECT_ROOT, 'model_repository', 'preprocess_wasm', '1', 'model.wasm')).toString('base64');
   const upload = async (who: Who, model: string) => {
-    const r = await http(who, 'POST', `/v2/repository/models/${model}/load`, { parameters: { config: config(OWN[who].mean), [`file:${OWN[who].version}/model.wasm`]: wasm } });
+    const r = await http(who, 'POST', `/v2/repository/models/${model}/load`, {
+      parameters: { config: config(OWN[who].mean), [`file:${OWN[who].version}/model.wasm`]: wasm },
+    });
     expect(r.status, `${who} uploads ${model}: ${r.text}`).toBe(200);
   };
   await upload('acme', 'm');
@@ -117,7 +119,12 @@ describe('each tenant gets its own m (HTTP)', () => {
       (gen.json.OUTPUT as number[]).forEach((x, i) => expect(x).toBeCloseTo(expected(who)[i]!, 5));
       const sse = await http(who, 'POST', `${prefix}/generate_stream`, { IMAGE: PIXEL });
       expect(sse.status).toBe(200);
-      const event = JSON.parse(sse.text.split('\n').find((l) => l.startsWith('data: '))!.slice(6));
+      const event = JSON.parse(
+        sse.text
+          .split('\n')
+          .find((l) => l.startsWith('data: '))!
+          .slice(6),
+      );
       expect(event.model_version).toBe(String(v));
       (event.OUTPUT as number[]).forEach((x, i) => expect(x).toBeCloseTo(expected(who)[i]!, 5));
     }
@@ -138,7 +145,10 @@ describe('each tenant gets its own m (HTTP)', () => {
     }
     for (const path of ['/v2/models/m/stats', `/v2/models/m/versions/${v}/stats`]) {
       const stats = (await http(who, 'GET', path)).json.model_stats;
-      expect(stats.map((s: { version: string }) => s.version), path).toEqual([String(v)]);
+      expect(
+        stats.map((s: { version: string }) => s.version),
+        path,
+      ).toEqual([String(v)]);
     }
     const index = (await http(who, 'POST', '/v2/repository/index', {})).json as { name: string; version: string }[];
     expect(index.filter((e) => e.name === 'm').map((e) => e.version)).toEqual([String(v)]);
@@ -169,7 +179,9 @@ describe('each tenant gets its own m (gRPC)', () => {
     const v = String(OWN[who].version);
     const other = v === '1' ? '2' : '1';
     expect((await grpc(who, 'ModelMetadata', { name: 'm' })).res.versions).toEqual([v]);
-    expect((await grpc(who, 'ModelConfig', { name: 'm', version: v })).res.config.parameters.mean.string_value).toBe(`${OWN[who].mean},${OWN[who].mean},${OWN[who].mean}`);
+    expect((await grpc(who, 'ModelConfig', { name: 'm', version: v })).res.config.parameters.mean.string_value).toBe(
+      `${OWN[who].mean},${OWN[who].mean},${OWN[who].mean}`,
+    );
     expect((await grpc(who, 'ModelReady', { name: 'm', version: v })).res.ready).toBe(true);
     expect((await grpc(who, 'ModelReady', { name: 'm', version: other })).res.ready).toBe(false);
     const stats = (await grpc(who, 'ModelStatistics', { name: 'm' })).res.model_stats;
@@ -211,7 +223,10 @@ describe("another tenant's model answers exactly as a model that does not exist"
     expect(load[0]!.status).toBe(load[1]!.status);
     expect(load[0]!.status).toBeGreaterThanOrEqual(400);
     same(load[0]!.text, load[1]!.text, 'load');
-    const unload = [await http('bob', 'POST', `/v2/repository/models/${THEIRS}/unload`, {}), await http('bob', 'POST', `/v2/repository/models/${ABSENT}/unload`, {})];
+    const unload = [
+      await http('bob', 'POST', `/v2/repository/models/${THEIRS}/unload`, {}),
+      await http('bob', 'POST', `/v2/repository/models/${ABSENT}/unload`, {}),
+    ];
     expect(unload[0]!.status).toBe(unload[1]!.status);
     same(unload[0]!.text, unload[1]!.text, 'unload');
     expect((await http('acme', 'POST', `/v2/models/${THEIRS}/infer`, inferBody)).status).toBe(200);

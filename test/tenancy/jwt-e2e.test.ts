@@ -95,7 +95,11 @@ afterAll(async () => {
 const A = Array.from({ length: 16 }, (_, i) => i);
 const B = Array(16).fill(2);
 const inferSimple = (token: string) =>
-  fetchJson(`${server.httpUrl}/v2/models/simple/infer`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(simpleRequest('INT32', A, B)) });
+  fetchJson(`${server.httpUrl}/v2/models/simple/infer`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(simpleRequest('INT32', A, B)),
+  });
 const metadata = (token: string) => fetchJson(`${server.httpUrl}/v2/models/simple`, { headers: { authorization: `Bearer ${token}` } });
 
 describe('a valid JWT', () => {
@@ -135,11 +139,14 @@ describe('refused JWTs: 401 over HTTP, UNAUTHENTICATED over gRPC', () => {
     ['expired (beyond the 30 s leeway)', () => sign('acme', { exp: Math.floor(Date.now() / 1000) - 600 })],
     ['signed by a key outside the JWKS', () => sign('acme', { key: strangerKey })],
     ['naming a tenant the tenants file does not list', () => sign('mallory')],
-    ['a valid signature over a tampered payload', async () => {
-      const [h, , s] = (await sign('bob')).split('.');
-      const forged = Buffer.from(JSON.stringify({ sub: 'acme', iss: ISSUER, aud: AUDIENCE, exp: Math.floor(Date.now() / 1000) + 300 })).toString('base64url');
-      return `${h}.${forged}.${s}`;
-    }],
+    [
+      'a valid signature over a tampered payload',
+      async () => {
+        const [h, , s] = (await sign('bob')).split('.');
+        const forged = Buffer.from(JSON.stringify({ sub: 'acme', iss: ISSUER, aud: AUDIENCE, exp: Math.floor(Date.now() / 1000) + 300 })).toString('base64url');
+        return `${h}.${forged}.${s}`;
+      },
+    ],
   ];
 
   it.each(cases)('%s', async (_what, make) => {

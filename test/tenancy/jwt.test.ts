@@ -85,10 +85,14 @@ describe('JWT authentication', () => {
 
   it('refuses a tenant the tenants file does not list, a missing claim, no exp, and alg none', async () => {
     expect(await registry.authenticate(`Bearer ${await sign({ tenant: 'mallory' })}`)).toEqual({
-      ok: false, reason: 'unknown', detail: 'jwt names a tenant the tenants file does not list',
+      ok: false,
+      reason: 'unknown',
+      detail: 'jwt names a tenant the tenants file does not list',
     });
     expect(await registry.authenticate(`Bearer ${await sign({ sub: 'acme' })}`)).toEqual({
-      ok: false, reason: 'unknown', detail: "jwt has no string 'tenant' claim",
+      ok: false,
+      reason: 'unknown',
+      detail: "jwt has no string 'tenant' claim",
     });
     const noExp = await new SignJWT({ tenant: 'acme' }).setProtectedHeader({ alg: 'ES256' }).setIssuer(ISSUER).setAudience(AUDIENCE).sign(privateKey);
     expect(await registry.authenticate(`Bearer ${noExp}`)).toMatchObject({ ok: false, reason: 'unknown' });

@@ -47,7 +47,15 @@ afterAll(async () => {
 });
 
 async function serve(opts: Partial<ServerOptions>): Promise<RunningServer> {
-  const s = await startServer({ modelRepositories: [repo.path], httpPort: 0, metricsPort: 0, httpAddress: '127.0.0.1', logLevel: 'silent', allowCpuMetrics: false, ...opts });
+  const s = await startServer({
+    modelRepositories: [repo.path],
+    httpPort: 0,
+    metricsPort: 0,
+    httpAddress: '127.0.0.1',
+    logLevel: 'silent',
+    allowCpuMetrics: false,
+    ...opts,
+  });
   servers.push(s);
   // one request of acme's, so `simple` has traffic to show
   const auth: Record<string, string> = opts.tenantsFile ? { authorization: `Bearer ${TOKENS.acme}` } : {};

@@ -63,7 +63,16 @@ tenants:
       quotas: { ...DEFAULT_TENANT_QUOTAS, max_models: 4, requests_per_second: 0.5 },
       config_bounds: DEFAULT_CONFIG_BOUNDS,
     });
-    expect(ops).toEqual({ id: 'ops', role: 'admin', tokens: [HASH_B], weight: 1, shared_models: [], allow_onnx: false, quotas: DEFAULT_TENANT_QUOTAS, config_bounds: DEFAULT_CONFIG_BOUNDS });
+    expect(ops).toEqual({
+      id: 'ops',
+      role: 'admin',
+      tokens: [HASH_B],
+      weight: 1,
+      shared_models: [],
+      allow_onnx: false,
+      quotas: DEFAULT_TENANT_QUOTAS,
+      config_bounds: DEFAULT_CONFIG_BOUNDS,
+    });
     expect(Object.isFrozen(acme)).toBe(true);
     expect(Object.isFrozen(acme!.quotas)).toBe(true);
   });
@@ -72,12 +81,23 @@ tenants:
     const t = parseTenantsText(JSON.stringify({ tenants: [entry()] }), 'json', 't.json');
     expect(t.map((x) => x.id)).toEqual(['acme']);
     expect(t[0]!.uid).toBeUndefined();
-    expect(parseTenantsText(JSON.stringify({ tenants: [entry({ uid: '0123456789abcdef0123456789abcdef' })] }), 'json', 't.json')[0]!.uid).toBe('0123456789abcdef0123456789abcdef');
+    expect(parseTenantsText(JSON.stringify({ tenants: [entry({ uid: '0123456789abcdef0123456789abcdef' })] }), 'json', 't.json')[0]!.uid).toBe(
+      '0123456789abcdef0123456789abcdef',
+    );
     expect(parseTenantsText('tenants: []\n', 'yaml', 't.yaml')).toEqual([]);
   });
 
   it('accepts a tenant without tokens (JWT only) and ids at the limits', () => {
-    const t = parseTenantsText(JSON.stringify({ tenants: [{ id: 'a', role: 'tenant' }, { id: `_${'x'.repeat(63)}`, role: 'tenant' }] }), 'json', 't.json');
+    const t = parseTenantsText(
+      JSON.stringify({
+        tenants: [
+          { id: 'a', role: 'tenant' },
+          { id: `_${'x'.repeat(63)}`, role: 'tenant' },
+        ],
+      }),
+      'json',
+      't.json',
+    );
     expect(t[0]!.tokens).toEqual([]);
     expect(t[1]!.id).toHaveLength(64);
   });
@@ -93,7 +113,9 @@ describe('tenants file: errors name the file, tenant and field', () => {
 
   it('rejects duplicate keys in both formats', () => {
     expect(errorOf(() => parseTenantsText('tenants: []\ntenants: []\n', 'yaml', 't.yaml'))).toMatch(/duplicate key at line 2/);
-    expect(errorOf(() => parseTenantsText('{"tenants": [{"id": "a", "role": "tenant", "role": "admin"}]}', 'json', 't.json'))).toMatch(/duplicate key at line 1/);
+    expect(errorOf(() => parseTenantsText('{"tenants": [{"id": "a", "role": "tenant", "role": "admin"}]}', 'json', 't.json'))).toMatch(
+      /duplicate key at line 1/,
+    );
   });
 
   it('rejects a bad top level', () => {
@@ -119,7 +141,9 @@ describe('tenants file: errors name the file, tenant and field', () => {
   it('rejects unknown keys, never echoing a key that could be a token', () => {
     expect(jsonError({ tenants: [entry({ token: 'x' })] })).toBe("tenants file t.json: tenant 'acme': unknown key 'token'");
     expect(jsonError({ tenants: [entry({ [TOKEN_A]: true })] })).toBe("tenants file t.json: tenant 'acme': unknown key (not shown)");
-    expect(jsonError({ tenants: [entry({ quotas: { max_modles: 1 } })] })).toMatch(/^tenants file t\.json: tenant 'acme': quotas: unknown key 'max_modles' \(known: max_models, /);
+    expect(jsonError({ tenants: [entry({ quotas: { max_modles: 1 } })] })).toMatch(
+      /^tenants file t\.json: tenant 'acme': quotas: unknown key 'max_modles' \(known: max_models, /,
+    );
   });
 
   it('rejects wrong types and out-of-range values', () => {
@@ -167,7 +191,9 @@ describe('tenants file: errors name the file, tenant and field', () => {
   });
 
   it('rejects a token hash listed twice, within a tenant or across tenants', () => {
-    expect(jsonError({ tenants: [entry({ tokens: [HASH_A, HASH_A] })] })).toBe("tenants file t.json: tenant 'acme': tokens[1] repeats one of its earlier token hashes");
+    expect(jsonError({ tenants: [entry({ tokens: [HASH_A, HASH_A] })] })).toBe(
+      "tenants file t.json: tenant 'acme': tokens[1] repeats one of its earlier token hashes",
+    );
     expect(jsonError({ tenants: [entry(), entry({ id: 'beta', tokens: [HASH_B, HASH_A] })] })).toBe(
       "tenants file t.json: tenant 'beta': tokens[1] is also a token hash of tenant 'acme' (a token must identify one tenant)",
     );

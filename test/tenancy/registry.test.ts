@@ -99,7 +99,15 @@ describe('TenantRegistry hot reload', () => {
   let logged: string;
   let registry: TenantRegistry | undefined;
   const logger = () =>
-    pino({ level: 'info' }, new Writable({ write(chunk, _enc, cb) { logged += String(chunk); cb(); } }));
+    pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk, _enc, cb) {
+          logged += String(chunk);
+          cb();
+        },
+      }),
+    );
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'warden-tenants-'));
@@ -142,7 +150,10 @@ describe('TenantRegistry hot reload', () => {
   it('keeps the previous tenants when the new file is broken, and logs no secret', async () => {
     registry = await TenantRegistry.open(path, { logger: logger(), debounceMs: 20, pollIntervalMs: 200 });
     // Broken: tokB's hash is listed for two tenants.
-    const broken = fileText([{ id: 'acme', role: 'tenant', tokens: [hashToken(tokB)] }, { id: 'beta', role: 'tenant', tokens: [hashToken(tokB)] }]);
+    const broken = fileText([
+      { id: 'acme', role: 'tenant', tokens: [hashToken(tokB)] },
+      { id: 'beta', role: 'tenant', tokens: [hashToken(tokB)] },
+    ]);
     writeFileSync(path, broken);
     await until(async () => logged.includes('tenants file not reloaded'));
     expect(okTenant(await registry.authenticate(`Bearer ${tokA}`))).toBe('acme');

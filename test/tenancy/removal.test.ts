@@ -17,7 +17,11 @@ import { until as poll } from '../helpers/wait.js';
 import { ensureBuilt } from '../wasm/helpers.js';
 
 const IDENTITY = () => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');
-const CONFIG = JSON.stringify({ backend: 'wasm', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] });
+const CONFIG = JSON.stringify({
+  backend: 'wasm',
+  input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+  output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+});
 
 let repo: TempRepo;
 let dir: string;
@@ -39,7 +43,10 @@ afterEach(async () => {
 async function cli(...argv: string[]): Promise<string> {
   let stdout = '';
   let stderr = '';
-  const code = await runTenantsCli([...argv, '--tenants', file], { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } });
+  const code = await runTenantsCli([...argv, '--tenants', file], {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+  });
   expect(code, stderr).toBe(0);
   return stdout.trim();
 }
@@ -65,8 +72,10 @@ function call(token: string, method: 'GET' | 'POST', path: string, body?: unknow
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 }
-const upload = (token: string, model: string) => call(token, 'POST', `/v2/repository/models/${model}/load`, { parameters: { config: CONFIG, 'file:1/model.wasm': IDENTITY() } });
-const infer = (token: string, model: string) => call(token, 'POST', `/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2], data: [1, 2] }] });
+const upload = (token: string, model: string) =>
+  call(token, 'POST', `/v2/repository/models/${model}/load`, { parameters: { config: CONFIG, 'file:1/model.wasm': IDENTITY() } });
+const infer = (token: string, model: string) =>
+  call(token, 'POST', `/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2], data: [1, 2] }] });
 const uploads = () => join(repo.path, '.warden-uploads');
 const quarantined = () => (existsSync(join(uploads(), '.removed')) ? readdirSync(join(uploads(), '.removed')) : []);
 
@@ -80,7 +89,7 @@ function setup(): void {
 }
 
 describe('removing a tenant under a running server', () => {
-  it("unloads its models, moves its uploads aside, drops its shm regions; a new tenant of the same id starts empty; others keep theirs", async () => {
+  it('unloads its models, moves its uploads aside, drops its shm regions; a new tenant of the same id starts empty; others keep theirs', async () => {
     setup();
     const acme = await cli('add', 'acme');
     const bob = await cli('add', 'bob');

@@ -69,7 +69,12 @@ beforeAll(async () => {
     { id: 'acme', token: TOKENS.acme },
     { id: 'acme_corp', token: TOKENS.acme_corp },
   ];
-  ({ server } = tenancy = await startTenantServer(repo, tenants, { loadModels: ['*'], grpcPort: 0, allowClientShm: true, backendResolvers: [new JsBackendResolver()] }));
+  ({ server } = tenancy = await startTenantServer(repo, tenants, {
+    loadModels: ['*'],
+    grpcPort: 0,
+    allowClientShm: true,
+    backendResolvers: [new JsBackendResolver()],
+  }));
   url = server.httpUrl;
   client = tritonGrpcClient(server.grpcUrl!);
 });
@@ -90,7 +95,14 @@ function call(who: Who, method: 'GET' | 'POST', path: string, body?: unknown) {
 
 /** One sequence step over `proto`: the running sum, or the error text (with the HTTP status / gRPC code). */
 type Step = { value: number } | { error: string; code: number | string };
-async function step(proto: 'http' | 'grpc', who: Who, model: string, id: number | string, value: number, flags: { start?: boolean; end?: boolean } = {}): Promise<Step> {
+async function step(
+  proto: 'http' | 'grpc',
+  who: Who,
+  model: string,
+  id: number | string,
+  value: number,
+  flags: { start?: boolean; end?: boolean } = {},
+): Promise<Step> {
   if (proto === 'http') {
     const r = await call(who, 'POST', `/v2/models/${model}/infer`, {
       inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1], data: [value] }],
@@ -121,13 +133,17 @@ async function step(proto: 'http' | 'grpc', who: Who, model: string, id: number 
 
 describe('sequence correlation ids are scoped by tenant', () => {
   const cases: ['http' | 'grpc', string, number | string][] = [];
-  for (const proto of ['http', 'grpc'] as const) for (const model of ['seq_direct', 'seq_oldest']) for (const id of [4242, 'order-4242']) cases.push([proto, model, id]);
+  for (const proto of ['http', 'grpc'] as const)
+    for (const model of ['seq_direct', 'seq_oldest']) for (const id of [4242, 'order-4242']) cases.push([proto, model, id]);
   let n = 0;
 
-  it.each(cases)('%s %s id %s: B can neither read, write, end nor reset A\'s sequence', async (proto, model, baseId) => {
+  it.each(cases)("%s %s id %s: B can neither read, write, end nor reset A's sequence", async (proto, model, baseId) => {
     // A distinct id per case (the server is shared by the cases), same shape as the attack's.
     const id = typeof baseId === 'number' ? baseId + 100 * n++ : `${baseId}-${n++}`;
-    const unknown = { error: `inference request for sequence ${id} to model '${model}' must specify the START flag on the first request of the sequence`, code: proto === 'http' ? 400 : status.INVALID_ARGUMENT };
+    const unknown = {
+      error: `inference request for sequence ${id} to model '${model}' must specify the START flag on the first request of the sequence`,
+      code: proto === 'http' ? 400 : status.INVALID_ARGUMENT,
+    };
     expect(await step(proto, 'a', model, id, 10, { start: true })).toEqual({ value: 10 });
     // B continues "4242" without START: exactly the answer for a sequence nobody started.
     expect(await step(proto, 'b', model, id, 1)).toEqual(unknown);
@@ -157,7 +173,8 @@ describe('client shared-memory keys: /<tenant>.<rest>, no tenant id a prefix of 
   };
   const registerHttp = (who: Who, name: string, key: string) =>
     call(who, 'POST', `/v2/systemsharedmemory/region/${name}/register`, { key, offset: 0, byte_size: 64 });
-  const registerGrpc = (who: Who, name: string, key: string) => unaryCall(client, 'SystemSharedMemoryRegister', { name, key, offset: 0, byte_size: 64 }, TOKENS[who]);
+  const registerGrpc = (who: Who, name: string, key: string) =>
+    unaryCall(client, 'SystemSharedMemoryRegister', { name, key, offset: 0, byte_size: 64 }, TOKENS[who]);
 
   it("acme cannot register acme_corp's keys, old-style or new (HTTP and gRPC)", async () => {
     const corpOld = shmObject(`acme_corp_secret-${tag}`, 7);
@@ -191,7 +208,11 @@ describe('client shared-memory keys: /<tenant>.<rest>, no tenant id a prefix of 
 
 describe("a tenant's unloaded model no longer hides the shared model of the same name", () => {
   const identity = readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');
-  const wasmConfig = JSON.stringify({ backend: 'wasm', input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] });
+  const wasmConfig = JSON.stringify({
+    backend: 'wasm',
+    input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+  });
   const echo = { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 4], data: [1, 2, 3, 4] }] };
 
   it('HTTP and gRPC see the operator model again after the unload', async () => {
@@ -199,7 +220,9 @@ describe("a tenant's unloaded model no longer hides the shared model of the same
     const up = await call('a', 'POST', '/v2/repository/models/m/load', { parameters: { config: wasmConfig, 'file:1/model.wasm': identity } });
     expect(up.status, up.text).toBe(200);
     expect((await call('a', 'GET', '/v2/models/m/config')).json.backend).toBe('wasm');
-    expect((await call('a', 'POST', '/v2/models/m/infer', { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [3] }] })).json.outputs[0].data).toEqual([3]);
+    expect(
+      (await call('a', 'POST', '/v2/models/m/infer', { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [3] }] })).json.outputs[0].data,
+    ).toEqual([3]);
     expect((await call('a', 'POST', '/v2/repository/models/m/unload', {})).status).toBe(200);
     // The own model is unloaded: the shared one answers again, on every path.
     const cfg = await call('a', 'GET', '/v2/models/m/config');

@@ -90,7 +90,10 @@ describe('an unauthenticated HTTP flood', () => {
   it('every request gets 401; the audit log gets at most burst + 1 lines per address; the counts add up; the excess is tarpitted', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'warden-unauth-'));
     dirs.push(dir);
-    writeFileSync(join(dir, 'tenants.json'), JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken('acme-token-0123456789abcdefghijkl')] }] }));
+    writeFileSync(
+      join(dir, 'tenants.json'),
+      JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken('acme-token-0123456789abcdefghijkl')] }] }),
+    );
     const { logger, audit } = capture();
     const s = await startServer({
       modelRepositories: [`${PROJECT_ROOT}/model_repository`],
@@ -104,10 +107,20 @@ describe('an unauthenticated HTTP flood', () => {
     const agent = new (await import('node:http')).Agent({ keepAlive: true, maxSockets: 8 });
     const one = (auth?: string) =>
       new Promise<number>((resolve, reject) => {
-        const req = request({ port, host: '127.0.0.1', path: '/v2/models/simple/infer', method: 'POST', agent, headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode!));
-        });
+        const req = request(
+          {
+            port,
+            host: '127.0.0.1',
+            path: '/v2/models/simple/infer',
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode!));
+          },
+        );
         req.on('error', reject);
         req.end('{}');
       });

@@ -42,14 +42,25 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-const CONFIG = JSON.stringify({ backend: 'wasm', max_batch_size: 0, input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }] });
+const CONFIG = JSON.stringify({
+  backend: 'wasm',
+  max_batch_size: 0,
+  input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+  output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+});
 
 /** A load request of about `padding` bytes more than the component. */
 function loadBody(padding: number): string {
-  return JSON.stringify({ parameters: { config: CONFIG, 'file:1/model.wasm': wasm.toString('base64'), 'file:1/pad.bin': Buffer.alloc(padding).toString('base64') } });
+  return JSON.stringify({
+    parameters: { config: CONFIG, 'file:1/model.wasm': wasm.toString('base64'), 'file:1/pad.bin': Buffer.alloc(padding).toString('base64') },
+  });
 }
 async function load(who: Who, name: string, body: string) {
-  const res = await fetch(`${server.httpUrl}/v2/repository/models/${name}/load`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS[who]}`, 'content-type': 'application/json' }, body });
+  const res = await fetch(`${server.httpUrl}/v2/repository/models/${name}/load`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKENS[who]}`, 'content-type': 'application/json' },
+    body,
+  });
   return { status: res.status, retryAfter: res.headers.get('retry-after'), json: (await res.json().catch(() => ({}))) as { error?: string } };
 }
 

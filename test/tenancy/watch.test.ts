@@ -32,7 +32,10 @@ describe('watchFileContent', () => {
   });
 
   it('sees a Kubernetes-style ConfigMap update (a ..data symlink swapped) through fs.watch', async () => {
-    for (const [d, text] of [['v1', 'one'], ['v2', 'two']]) {
+    for (const [d, text] of [
+      ['v1', 'one'],
+      ['v2', 'two'],
+    ]) {
       mkdirSync(join(dir, d));
       writeFileSync(join(dir, d, 'tenants.json'), text);
     }

@@ -121,10 +121,7 @@ function unresolved(text: string, sections: Set<string>, headings: Set<string>):
   for (const c of findCitations(text)) {
     const missing = c.targets.filter((t) => !(c.kind === 'spec' ? sections.has(t) : headings.has(t)));
     if (missing.length === 0) continue;
-    const why =
-      c.kind === 'spec'
-        ? `no section ${missing.map((t) => `§${t}`).join(', ')} in ${SPEC}`
-        : `no heading "${missing[0]}" in ${DESIGN}`;
+    const why = c.kind === 'spec' ? `no section ${missing.map((t) => `§${t}`).join(', ')} in ${SPEC}` : `no heading "${missing[0]}" in ${DESIGN}`;
     bad.push(`${c.line}: ${c.text} — ${why}`);
   }
   return bad;
@@ -156,7 +153,20 @@ describe('documents cited by the code', () => {
       `// bad: spec §9.1, §1.99, §6.7.9, §5.3-5.77; DESIGN "No such heading"; DESIGN.md "Multi-tenancy"`,
     ].join('\n');
     expect(findCitations(text).map((c) => c.targets.join('..'))).toEqual([
-      '5.3', '5.7', '1.7', '3.1', '5.3..5.5', '6.7.2', '5.6', '9.1', '1.99', '6.7.9', '5.3..5.77', 'Sandbox rules', 'No such heading', 'Multi-tenancy',
+      '5.3',
+      '5.7',
+      '1.7',
+      '3.1',
+      '5.3..5.5',
+      '6.7.2',
+      '5.6',
+      '9.1',
+      '1.99',
+      '6.7.9',
+      '5.3..5.77',
+      'Sandbox rules',
+      'No such heading',
+      'Multi-tenancy',
     ]);
     expect(unresolved(text, sections, headings)).toEqual([
       `4: §9.1 — no section §9.1 in ${SPEC}`,
@@ -179,7 +189,10 @@ describe('documents cited by the code', () => {
     expect(
       bad,
       `citations that name no section of ${SPEC} (numbered headings; §N.M.k = item k. of the numbered ` +
-        `list in §N.M) or no heading of ${DESIGN} (${[...headings].filter((h) => !/[(—]/.test(h)).map((h) => `"${h}"`).join(', ')}). ` +
+        `list in §N.M) or no heading of ${DESIGN} (${[...headings]
+          .filter((h) => !/[(—]/.test(h))
+          .map((h) => `"${h}"`)
+          .join(', ')}). ` +
         'Fix the citation (or the document, if a section moved):\n  ' +
         bad.join('\n  ') +
         '\n',
@@ -196,7 +209,10 @@ describe('documents cited by the code', () => {
           if (m) bad.push(`${f}:${i + 1}: ${line.trim()}`);
         });
     }
-    expect(bad, `paths outside the repository (the documents are in docs/, the example models in third_party/triton-examples/):\n  ${bad.join('\n  ')}\n`).toEqual([]);
+    expect(
+      bad,
+      `paths outside the repository (the documents are in docs/, the example models in third_party/triton-examples/):\n  ${bad.join('\n  ')}\n`,
+    ).toEqual([]);
   });
 
   it('relative links in Markdown files lead to existing files', () => {

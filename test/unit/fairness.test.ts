@@ -14,7 +14,6 @@ import { request } from '../helpers/backend-request.js';
 import { ManualClock } from '../helpers/clock.js';
 import { FakeInstance, collector, config, ECHO, echoInit, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
 
-
 /** An echo request `id` from `tenant` with `batch` rows. */
 function init(id: string, tenant: string, batch = 1, extra: Partial<InferenceRequestInit> = {}): InferenceRequestInit {
   return echoInit(id, {
@@ -144,8 +143,7 @@ describe('tenant fairness', () => {
       config(`${ECHO} dynamic_batching { priority_levels: 2 default_priority_level: 2 }`.replace('max_batch_size: 8', 'max_batch_size: 0')),
       [inst],
     );
-    const unbatched = (id: string, tenant: string, priority: number) =>
-      echoInit(id, { tenant, priority }, false);
+    const unbatched = (id: string, tenant: string, priority: number) => echoInit(id, { tenant, priority }, false);
     const done: Promise<Outcome>[] = [];
     for (let i = 0; i < 30; i++) done.push(submit(mv, unbatched(`A-low${i}`, 'A', 2)));
     for (let i = 0; i < 3; i++) done.push(submit(mv, unbatched(`B-high${i}`, 'B', 1)));
@@ -194,7 +192,13 @@ describe('tenant fairness', () => {
       requests[id] = mv.submit(init(id, tenantOf(id)), c.sender);
     }
     for (const id of ['A-2', 'B-1', 'C-1']) requests[id]!.cancelled = true;
-    expect(mv.pendingByTenant()).toEqual(new Map([['A', 3], ['B', 3], ['C', 1]]));
+    expect(mv.pendingByTenant()).toEqual(
+      new Map([
+        ['A', 3],
+        ['B', 3],
+        ['C', 1],
+      ]),
+    );
     inst.release();
     await tick();
     // Round A, B, C with quantum 1; cancelled requests cost nothing and never run.
@@ -220,13 +224,23 @@ describe('tenant fairness', () => {
     expect((caught as { code?: string }).code).toBe('UNAVAILABLE');
     expect((caught as Error).message).toBe("tenant 'A' exceeds its queue quota of 3 requests for model 'shared'");
     for (let i = 0; i < 3; i++) done.push(submit(mv, init(`B-${i}`, 'B', 1, { model: 'shared' })));
-    expect(mv.pendingByTenant()).toEqual(new Map([['A', 3], ['B', 3]]));
+    expect(mv.pendingByTenant()).toEqual(
+      new Map([
+        ['A', 3],
+        ['B', 3],
+      ]),
+    );
     expect(stats.fail.count).toBe(1);
 
     // Once one of A's requests leaves the queue, A may queue one more.
     inst.release();
     await tick();
-    expect(mv.pendingByTenant()).toEqual(new Map([['A', 2], ['B', 3]]));
+    expect(mv.pendingByTenant()).toEqual(
+      new Map([
+        ['A', 2],
+        ['B', 3],
+      ]),
+    );
     done.push(submit(mv, init('A-5', 'A', 1, { model: 'shared' })));
     expect(mv.pendingByTenant().get('A')).toBe(3);
     while (inst.waiting > 0 || mv.pendingCount > 0) {

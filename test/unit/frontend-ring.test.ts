@@ -5,7 +5,15 @@
  * truncated message is a RangeError, not a read past its end.
  */
 import { describe, expect, it } from 'vitest';
-import { answerBytes, readAnswer, readRequest, requestBytes, writeAnswerMessage, writeFallback, writeRequest } from '../../host/src/frontend/http/threads/messages.js';
+import {
+  answerBytes,
+  readAnswer,
+  readRequest,
+  requestBytes,
+  writeAnswerMessage,
+  writeFallback,
+  writeRequest,
+} from '../../host/src/frontend/http/threads/messages.js';
 import { RING_SLOTS, RingReader, RingWriter, SLOT_PAYLOAD, closeRing, ringMemory } from '../../host/src/frontend/http/threads/ring.js';
 
 describe('ring', () => {
@@ -14,9 +22,12 @@ describe('ring', () => {
     const w = new RingWriter(sab);
     const r = new RingReader(sab);
     const got: string[] = [];
-    const done = r.start((m) => got.push(m.toString()), (e) => {
-      throw e;
-    });
+    const done = r.start(
+      (m) => got.push(m.toString()),
+      (e) => {
+        throw e;
+      },
+    );
     for (let i = 0; i < 5; i++) expect(w.write(3, (b) => b.write(`m${i}`.padEnd(3, '.')))).toBe(true);
     await new Promise((res) => setTimeout(res, 20));
     for (let i = 5; i < 8; i++) expect(w.write(3, (b) => b.write(`m${i}`.padEnd(3, '.')))).toBe(true);
@@ -32,10 +43,16 @@ describe('ring', () => {
     expect(w.write(SLOT_PAYLOAD + 1, () => undefined)).toBe(false);
     expect(w.write(-1, () => undefined)).toBe(false);
     for (let i = 0; i < RING_SLOTS; i++) expect(w.write(SLOT_PAYLOAD, (b) => b.fill(1))).toBe(true);
-    expect(w.write(1, (b) => b.fill(1)), 'full').toBe(false);
+    expect(
+      w.write(1, (b) => b.fill(1)),
+      'full',
+    ).toBe(false);
     closeRing(sab);
     expect(new RingWriter(ringMemory()).write(1, (b) => b.fill(0))).toBe(true);
-    expect(w.write(1, (b) => b.fill(1)), 'closed').toBe(false);
+    expect(
+      w.write(1, (b) => b.fill(1)),
+      'closed',
+    ).toBe(false);
   });
 });
 

@@ -105,7 +105,9 @@ describe('host/src imports', () => {
 
   it('have no cycle at run time (type-only imports are erased)', async () => {
     const out = await cruiseHost(false);
-    const cycles = out.summary.violations.filter((v) => v.rule.name === 'no-cycle').map((v) => (v.cycle ?? []).map((c) => (typeof c === 'string' ? c : c.name)).join(' > '));
+    const cycles = out.summary.violations
+      .filter((v) => v.rule.name === 'no-cycle')
+      .map((v) => (v.cycle ?? []).map((c) => (typeof c === 'string' ? c : c.name)).join(' > '));
     expect(out.summary.totalCruised).toBeGreaterThan(150);
     expect(cycles).toEqual([]);
   });
@@ -113,7 +115,10 @@ describe('host/src imports', () => {
   it('the check refuses what the table forbids: a frontend reaching the lifecycle, an unknown folder', () => {
     const dep = (resolved: string) => ({ resolved, module: './x.js' });
     const { broken } = violations([
-      { source: 'host/src/frontend/http/x.ts', dependencies: [dep('host/src/lifecycle/repository-manager.ts'), dep('host/src/dataplane/server-api.ts'), dep('host/src/contract/errors.ts')] },
+      {
+        source: 'host/src/frontend/http/x.ts',
+        dependencies: [dep('host/src/lifecycle/repository-manager.ts'), dep('host/src/dataplane/server-api.ts'), dep('host/src/contract/errors.ts')],
+      },
       { source: 'host/src/contract/x.ts', dependencies: [dep('host/src/config/json.ts')] },
       { source: 'host/src/tenancy/x.ts', dependencies: [dep('host/src/backends/wasm/limits.ts'), dep('host/src/backends/wasm/engines.ts')] },
       { source: 'host/src/newfolder/x.ts', dependencies: [] },

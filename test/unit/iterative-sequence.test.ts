@@ -87,7 +87,20 @@ sequence_batching {
 }
 
 function req(id: string, v: number, extra: Partial<InferenceRequestInit> = {}): InferenceRequestInit {
-  return { id, model: 'model', version: 1, inputs: [int32('INPUT0', v)], requestedOutputs: [], parameters: {}, correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, tenant: '', ...extra };
+  return {
+    id,
+    model: 'model',
+    version: 1,
+    inputs: [int32('INPUT0', v)],
+    requestedOutputs: [],
+    parameters: {},
+    correlationId: 0,
+    flags: 0,
+    priority: 0,
+    timeoutUs: 0,
+    tenant: '',
+    ...extra,
+  };
 }
 
 /** Every response of one request, until its final one. */
@@ -207,7 +220,7 @@ describe('iterative_sequence', () => {
     expect(await b.done).toEqual({ values: [0] });
   });
 
-  it('a sequence released for being idle longer than max_sequence_idle_microseconds cannot be rescheduled (Triton\'s error)', async () => {
+  it("a sequence released for being idle longer than max_sequence_idle_microseconds cannot be rescheduled (Triton's error)", async () => {
     const inst = new IterativeInstance(true);
     const clock = new ManualClock();
     const { mv } = modelVersion(iterModel({ idleUs: 1000 }), [inst], { clock });

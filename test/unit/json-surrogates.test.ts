@@ -67,7 +67,10 @@ describe('request JSON: a lone high surrogate escape is refused as rapidjson ref
 describe('request JSON: valid pairs and lone low surrogates are accepted, as by rapidjson', () => {
   for (const [path, parse] of PATHS) {
     it(`${path}`, () => {
-      const v = parse('{"a":"\\ud83d\\ude00","b":"\\udc00","c":"x\\udfff","d":"\\uDBFF\\uDFFF","e":"\\udc00\\udc00","\\ud83d\\ude00":1}') as Record<string, unknown>;
+      const v = parse('{"a":"\\ud83d\\ude00","b":"\\udc00","c":"x\\udfff","d":"\\uDBFF\\uDFFF","e":"\\udc00\\udc00","\\ud83d\\ude00":1}') as Record<
+        string,
+        unknown
+      >;
       expect(v.a).toBe('😀');
       expect(v.b).toBe('\udc00');
       expect(v.c).toBe('x\udfff');
@@ -91,11 +94,15 @@ describe('BYTES data: a lone low surrogate escape becomes the bytes rapidjson st
 
   it('well-formed strings are encoded as plain UTF-8', () => {
     const elements = ['', 'abc', 'é😀\u{10ffff}'];
-    expect(Buffer.from(encodeBytesElements(elements))).toEqual(Buffer.concat(elements.map((e) => {
-      const b = Buffer.from(e, 'utf8');
-      const len = Buffer.alloc(4);
-      len.writeUInt32LE(b.length);
-      return Buffer.concat([len, b]);
-    })));
+    expect(Buffer.from(encodeBytesElements(elements))).toEqual(
+      Buffer.concat(
+        elements.map((e) => {
+          const b = Buffer.from(e, 'utf8');
+          const len = Buffer.alloc(4);
+          len.writeUInt32LE(b.length);
+          return Buffer.concat([len, b]);
+        }),
+      ),
+    );
   });
 });

@@ -15,7 +15,9 @@ describe('ServerMetrics per-model series', () => {
     s.queueDurationUs.inc(0);
     let text = await m.registry.metrics();
     expect(line(text, 'nv_inference_request_success', 'model="simple",version="1"')).toBe('nv_inference_request_success{model="simple",version="1"} 1000');
-    expect(line(text, 'nv_inference_request_duration_us', 'model="simple",version="1"')).toBe('nv_inference_request_duration_us{model="simple",version="1"} 500');
+    expect(line(text, 'nv_inference_request_duration_us', 'model="simple",version="1"')).toBe(
+      'nv_inference_request_duration_us{model="simple",version="1"} 500',
+    );
     expect(line(text, 'nv_inference_queue_duration_us', 'model="simple",version="1"')).toBe('nv_inference_queue_duration_us{model="simple",version="1"} 0');
     expect(line(text, 'nv_inference_exec_count', 'model="simple",version="1"')).toBeUndefined(); // never incremented
     s.success.inc(2);

@@ -214,10 +214,10 @@ describe('PendingQueue tenant fairness (deficit round robin)', () => {
       const rand = rng(seed);
       const tenants = ['', 'A', 'B', 'C', 'D'].slice(0, 1 + Math.floor(rand() * 5));
       const weights = new Map(tenants.map((t) => [t, [0.5, 1, 2, 3][Math.floor(rand() * 4)]!]));
-      const q = new PendingQueue(
-        batching({ priority_levels: 2, default_priority_level: 2, default_queue_policy: policy() }),
-        { quantum: [1, 2, 8][Math.floor(rand() * 3)]!, weightOf: (t) => weights.get(t)! },
-      );
+      const q = new PendingQueue(batching({ priority_levels: 2, default_priority_level: 2, default_queue_policy: policy() }), {
+        quantum: [1, 2, 8][Math.floor(rand() * 3)]!,
+        weightOf: (t) => weights.get(t)!,
+      });
       let next = 0;
       let nowUs = 0;
       for (let step = 0; step < 300; step++) {
@@ -275,7 +275,12 @@ describe('PendingQueue tenant fairness (deficit round robin)', () => {
     expect(ids([...q.ordered()])).toEqual(['a2', 'b2', 'c2']);
     const [, b2] = [...q.ordered()];
     expect(q.remove(b2!)).toBe(true);
-    expect(q.pendingByTenant()).toEqual(new Map([['A', 1], ['C', 1]]));
+    expect(q.pendingByTenant()).toEqual(
+      new Map([
+        ['A', 1],
+        ['C', 1],
+      ]),
+    );
     expect(drain(q)).toEqual(['a2', 'c2']);
   });
 
@@ -286,7 +291,12 @@ describe('PendingQueue tenant fairness (deficit round robin)', () => {
     expect(() => pushT(q, 'a3', 'A')).toThrow("tenant 'A' exceeds its queue quota of 2 requests for model 'shared'");
     pushT(q, 'b1', 'B');
     pushT(q, 'b2', 'B');
-    expect(q.pendingByTenant()).toEqual(new Map([['A', 2], ['B', 2]]));
+    expect(q.pendingByTenant()).toEqual(
+      new Map([
+        ['A', 2],
+        ['B', 2],
+      ]),
+    );
     q.shift();
     pushT(q, 'a3', 'A');
     expect(q.size).toBe(4);

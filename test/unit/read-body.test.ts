@@ -47,12 +47,14 @@ describe('readBody', () => {
     expect(r.calls[0]![1]!.length).toBe(100 * 1024 + 1);
   });
 
-  it('a declared size over the limit is refused at once with Triton\'s text', async () => {
+  it("a declared size over the limit is refused at once with Triton's text", async () => {
     const p = payload({ 'content-length': '11' });
     const r = collect(p, 10);
     await r.ended;
     expect(r.calls).toHaveLength(1);
-    expect(r.calls[0]![0]!.message).toBe('Request JSON size of 11 bytes exceeds the maximum allowed value of 10 bytes. Use --http-max-input-size to increase the limit.');
+    expect(r.calls[0]![0]!.message).toBe(
+      'Request JSON size of 11 bytes exceeds the maximum allowed value of 10 bytes. Use --http-max-input-size to increase the limit.',
+    );
   });
 
   it('a streamed size over the limit is refused once; later data and errors are dropped', async () => {

@@ -25,7 +25,7 @@ describe('applyRequestParameter', () => {
     expect(apply('sequence_id', 42).correlationId).toBe(42);
   });
 
-  it('refuses a sequence_id beyond uint64 with Triton\'s text (INTERNAL)', () => {
+  it("refuses a sequence_id beyond uint64 with Triton's text (INTERNAL)", () => {
     for (const v of [18446744073709551616n, -1, 1.5, true]) {
       let err: unknown;
       try {

@@ -40,7 +40,9 @@ describe('compiled request validator', () => {
     );
     expect(() => v.validate(echoInit('x', { inputs: [i32('NOPE', [1, 4])] }))).toThrow("unexpected inference input 'NOPE' for model 'model'");
     expect(() => v.validate(echoInit('x', { requestedOutputs: ['NOPE'] }))).toThrow("unexpected inference output 'NOPE' for model 'model'");
-    expect(() => v.validate(echoInit('x', { inputs: [i32('INPUT0', [9, 4])] }))).toThrow("[request id: x] inference request batch-size must be <= 8 for 'model'");
+    expect(() => v.validate(echoInit('x', { inputs: [i32('INPUT0', [9, 4])] }))).toThrow(
+      "[request id: x] inference request batch-size must be <= 8 for 'model'",
+    );
   });
 
   it("names missing inputs as Triton's core does: quoted, joined by ',' with no space (infer_request.cc)", () => {

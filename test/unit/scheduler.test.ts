@@ -7,13 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { TritonError } from '../../host/src/contract/errors.js';
-import {
-  createScheduler,
-  schedulerKind,
-  type ExecutionArbiter,
-  type ExecutionClaim,
-  type ExecutionGrant,
-} from '../../host/src/scheduler/index.js';
+import { createScheduler, schedulerKind, type ExecutionArbiter, type ExecutionClaim, type ExecutionGrant } from '../../host/src/scheduler/index.js';
 import { ManualClock } from '../helpers/clock.js';
 import { NO_SERVER, ownerPrincipal } from '../../host/src/contract/load-context.js';
 import { compileEnsemblePlan } from '../../host/src/ensemble/plan.js';
@@ -23,7 +17,6 @@ import { SequenceBatchScheduler } from '../../host/src/scheduler/sequence-batch-
 import { ServerMetrics } from '../../host/src/metrics/prometheus.js';
 import { ModelStatistics } from '../../host/src/metrics/stats.js';
 import { Concurrency, FakeInstance, collector, config, ECHO, echoInit, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
-
 
 /** At most `limit` executions at once server-wide; freed capacity goes to deferred callers in FIFO order. */
 class LimitArbiter implements ExecutionArbiter {
@@ -165,7 +158,10 @@ dynamic_batching { max_queue_delay_microseconds: 60000000 }
     // c waits; d (7 elements, same shape) completes a full batch of 8.
     submit('d', [7, 3]);
     await tick();
-    expect(inst.executions).toEqual([['a', 'b'], ['c', 'd']]);
+    expect(inst.executions).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+    ]);
     for (const o of await Promise.all(outcomes)) expect(o.response).toBeDefined();
     await mv.retire();
   });

@@ -24,7 +24,8 @@ class IdInstance implements BackendModelInstance {
       let corrid: bigint | number | string | undefined;
       if (t) {
         const dv = new DataView(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-        corrid = t.datatype === 'UINT64' ? dv.getBigUint64(0, true) : t.datatype === 'INT32' ? dv.getInt32(0, true) : new TextDecoder().decode(t.data.subarray(4));
+        corrid =
+          t.datatype === 'UINT64' ? dv.getBigUint64(0, true) : t.datatype === 'INT32' ? dv.getInt32(0, true) : new TextDecoder().decode(t.data.subarray(4));
       }
       if (r.correlationId !== 0) this.seen.push({ tenant: r.tenant, corr: r.correlationId, corrid });
     }
@@ -47,7 +48,19 @@ sequence_batching {
 `);
 
 function req(tenant: string, corr: number | bigint | string, flags = 0): InferenceRequestInit {
-  return { id: '', model: 'model', version: 1, inputs: [int32('INPUT0', 1)], requestedOutputs: [], parameters: {}, correlationId: corr, flags, priority: 0, timeoutUs: 0, tenant };
+  return {
+    id: '',
+    model: 'model',
+    version: 1,
+    inputs: [int32('INPUT0', 1)],
+    requestedOutputs: [],
+    parameters: {},
+    correlationId: corr,
+    flags,
+    priority: 0,
+    timeoutUs: 0,
+    tenant,
+  };
 }
 
 function submit(mv: ReturnType<typeof modelVersion>['mv'], init: InferenceRequestInit): Promise<Outcome> {
@@ -76,7 +89,8 @@ describe('TenantSequenceIds', () => {
     }
     const w32 = new TenantSequenceIds('INT32', 'm');
     for (const ok of [2 ** 31 - 1, 2 ** 32, 2 ** 32 + 5, '4294967296']) expect(() => w32.checkOperatorId(ok)).not.toThrow();
-    for (const bad of [2 ** 31, 2 ** 32 - 1, 2 ** 32 + 2 ** 31, '2147483648']) expect(refusal(() => w32.checkOperatorId(bad)).message).toMatch(/2\^31 to 2\^32-1/);
+    for (const bad of [2 ** 31, 2 ** 32 - 1, 2 ** 32 + 2 ** 31, '2147483648'])
+      expect(refusal(() => w32.checkOperatorId(bad)).message).toMatch(/2\^31 to 2\^32-1/);
     // Without a CORRID control the width is 64.
     expect(() => new TenantSequenceIds(undefined, 'm').checkOperatorId(2 ** 31)).not.toThrow();
   });
@@ -117,22 +131,37 @@ describe('the sequence batcher hands backends tenant-scoped ids', () => {
     await submit(mv, req('b', 4242, END));
     await submit(mv, req('', 4242, END));
     const by = (t: string) => inst.seen.filter((s) => s.tenant === t);
-    expect(by('a').map((s) => [s.corr, s.corrid])).toEqual([[2n ** 63n, 2n ** 63n], [2n ** 63n, 2n ** 63n]]);
-    expect(by('b').map((s) => [s.corr, s.corrid])).toEqual([[2n ** 63n + 1n, 2n ** 63n + 1n], [2n ** 63n + 1n, 2n ** 63n + 1n]]);
-    expect(by('').map((s) => [s.corr, s.corrid])).toEqual([[4242, 4242n], [4242, 4242n]]);
+    expect(by('a').map((s) => [s.corr, s.corrid])).toEqual([
+      [2n ** 63n, 2n ** 63n],
+      [2n ** 63n, 2n ** 63n],
+    ]);
+    expect(by('b').map((s) => [s.corr, s.corrid])).toEqual([
+      [2n ** 63n + 1n, 2n ** 63n + 1n],
+      [2n ** 63n + 1n, 2n ** 63n + 1n],
+    ]);
+    expect(by('').map((s) => [s.corr, s.corrid])).toEqual([
+      [4242, 4242n],
+      [4242, 4242n],
+    ]);
     // The operator's reserved ids are refused before anything is queued.
     expect(refusal(() => mv.submit(req('', 2n ** 63n, START), collector().sender)).code).toBe('INVALID_ARG');
     // A tenant's error texts name the tenant's own id.
-    expect(refusal(() => mv.submit(req('a', 4242), collector().sender)).message).toBe("inference request for sequence 4242 to model 'model' must specify the START flag on the first request of the sequence");
+    expect(refusal(() => mv.submit(req('a', 4242), collector().sender)).message).toBe(
+      "inference request for sequence 4242 to model 'model' must specify the START flag on the first request of the sequence",
+    );
   });
 
-  it('without the option (single-user mode, a tenant\'s own model) every id reaches the backend raw, reserved forms included', async () => {
+  it("without the option (single-user mode, a tenant's own model) every id reaches the backend raw, reserved forms included", async () => {
     const inst = new IdInstance();
     const { mv } = modelVersion(seqModel('TYPE_STRING'), [inst]);
     await submit(mv, req('a', 4242, START | END));
     await submit(mv, req('a', '@x/1', START | END));
     await submit(mv, req('', 2n ** 63n, START | END));
-    expect(inst.seen.map((s) => [s.corr, s.corrid])).toEqual([[4242, '4242'], ['@x/1', '@x/1'], [2n ** 63n, String(2n ** 63n)]]);
+    expect(inst.seen.map((s) => [s.corr, s.corrid])).toEqual([
+      [4242, '4242'],
+      ['@x/1', '@x/1'],
+      [2n ** 63n, String(2n ** 63n)],
+    ]);
   });
 
   it("an INT32 CORRID: a tenant's id is from 2^31 up (negative as INT32), the request's id the same integer", async () => {

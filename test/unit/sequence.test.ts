@@ -318,7 +318,7 @@ describe('implicit state', () => {
     expect(seen.find((s) => s.id === 'x1')!.inputs.STATE_IN).toEqual({ datatype: 'INT32', shape: [1, 1], values: [0] });
   });
 
-  it('a state carried by a states-only FINAL (a decoupled backend\'s flags-only final) reaches the client as a FINAL alone', async () => {
+  it("a state carried by a states-only FINAL (a decoupled backend's flags-only final) reaches the client as a FINAL alone", async () => {
     /** Decoupled: OUTPUT0 = STATE_IN + INPUT0 (not final), then STATE_OUT alone with FINAL. */
     const inst: BackendModelInstance = {
       async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
@@ -473,11 +473,7 @@ describe("Triton's errors", () => {
       "inference request for sequence abc to model 'model' must specify the START flag on the first request of the sequence",
     );
     expectInvalid(
-      () =>
-        mv.submit(
-          req('x', 3, 1, START, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [2, 1], data: new Uint8Array(8) }] }),
-          collector().sender,
-        ),
+      () => mv.submit(req('x', 3, 1, START, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [2, 1], data: new Uint8Array(8) }] }), collector().sender),
       "inference request to model 'model' must specify batch-size 1 due to requirements of sequence batcher",
     );
     expectInvalid(() => mv.submit(req('x', 'seq-a', 1, START), collector().sender), /sequence ID 'seq-a' for model 'model' must be an unsigned integer/);
@@ -501,7 +497,13 @@ input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
 `);
     const { mv } = modelVersion(cfg, [new SeqInstance()]);
-    for (const [id, flags] of [[5, 0], ['x', 0], [0, START], [0, END], [2n ** 60n, 0]] as const) {
+    for (const [id, flags] of [
+      [5, 0],
+      ['x', 0],
+      [0, START],
+      [0, END],
+      [2n ** 60n, 0],
+    ] as const) {
       const r = mv.submit(req('x', id, 1, flags), collector().sender);
       expect(r.correlationId).toBe(id);
       expect(r.flags).toBe(flags);

@@ -48,7 +48,10 @@ describe('keys', () => {
     expect(shmKeyFile('/input')).toBe('input');
     expect(shmKeyFile('input')).toBe('input');
     for (const bad of ['', '/', '/.', '/..', '../etc/passwd', '/a/b', 'a\u0000b', 'a\nb', '/' + 'x'.repeat(256), '/warden-py-1-in']) {
-      expect(code(() => shmKeyFile(bad)), JSON.stringify(bad)).toBe('INVALID_ARG');
+      expect(
+        code(() => shmKeyFile(bad)),
+        JSON.stringify(bad),
+      ).toBe('INVALID_ARG');
     }
   });
 

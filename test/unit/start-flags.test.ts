@@ -15,7 +15,11 @@ describe('npm start node flags', () => {
   });
 
   it('this node accepts them and V8 applies them', () => {
-    const out = execFileSync(process.execPath, [...startNodeFlags(PROJECT_ROOT), '-e', "process.stdout.write(String(require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size))"]).toString();
+    const out = execFileSync(process.execPath, [
+      ...startNodeFlags(PROJECT_ROOT),
+      '-e',
+      "process.stdout.write(String(require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size))",
+    ]).toString();
     // new space = two semi-spaces at the minimum size (64 MiB), where the default starts at 1-2 MiB
     expect(Number(out)).toBeGreaterThanOrEqual(32 * 1024 * 1024);
   });

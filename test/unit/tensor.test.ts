@@ -40,7 +40,15 @@ describe('datatypes', () => {
 
 describe('JSON tensor data', () => {
   it('accepts nested and flat data and narrows integers with C-cast wrap', () => {
-    const nested = jsonToTensorData([[1, 2], [3, 300]], 'UINT8', 4, 'X');
+    const nested = jsonToTensorData(
+      [
+        [1, 2],
+        [3, 300],
+      ],
+      'UINT8',
+      4,
+      'X',
+    );
     expect([...nested]).toEqual([1, 2, 3, 44]);
     const i32 = jsonToTensorData([-1, 2], 'INT32', 2, 'X');
     expect([...new Int32Array(i32.buffer)]).toEqual([-1, 2]);
@@ -73,7 +81,9 @@ describe('JSON tensor data', () => {
     const backing = Buffer.alloc(1 + 16);
     Buffer.from(Float64Array.of(1.5, -2).buffer).copy(backing, 1);
     expect(tensorDataToJsonText(backing.subarray(1), 'FP64')).toBe('[1.5,-2]');
-    expect(tensorDataToJsonText(new Uint8Array(backing.buffer, backing.byteOffset + 1, 16), 'INT64')).toBe(`[${new BigInt64Array(Float64Array.of(1.5, -2).buffer).join(',')}]`);
+    expect(tensorDataToJsonText(new Uint8Array(backing.buffer, backing.byteOffset + 1, 16), 'INT64')).toBe(
+      `[${new BigInt64Array(Float64Array.of(1.5, -2).buffer).join(',')}]`,
+    );
   });
   it('handles BOOL and BYTES', () => {
     const b = jsonToTensorData([true, false], 'BOOL', 2, 'X');
@@ -127,7 +137,9 @@ describe('tensorDataToJsonText: the typed-array join prints what the per-element
   });
   it('NaN, ±Infinity and -0 print as Triton writes them', () => {
     expect(tensorDataToJsonText(new Uint8Array(new Float32Array([NaN, Infinity, -Infinity, -0, 1.5]).buffer), 'FP32')).toBe('[NaN,Infinity,-Infinity,0,1.5]');
-    expect(tensorDataToJsonText(new Uint8Array(new BigInt64Array([-(1n << 63n), (1n << 63n) - 1n]).buffer), 'INT64')).toBe('[-9223372036854775808,9223372036854775807]');
+    expect(tensorDataToJsonText(new Uint8Array(new BigInt64Array([-(1n << 63n), (1n << 63n) - 1n]).buffer), 'INT64')).toBe(
+      '[-9223372036854775808,9223372036854775807]',
+    );
   });
 });
 
@@ -137,11 +149,24 @@ describe('jsonToTensorData: flat data is read in place, nested data flattened', 
     const flat = [1, 2, 3, 4];
     expect(jsonToTensorData(flat, 'INT32', 4, 'X')).toEqual(want);
     expect(flat).toEqual([1, 2, 3, 4]);
-    expect(jsonToTensorData([[1, 2], [3, 4]], 'INT32', 4, 'X')).toEqual(want);
+    expect(
+      jsonToTensorData(
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        'INT32',
+        4,
+        'X',
+      ),
+    ).toEqual(want);
     expect(jsonToTensorData([1, [2, 3], 4], 'INT32', 4, 'X')).toEqual(want);
     expect(jsonToTensorData([[1], [2, [3, 4]]], 'INT32', 4, 'X')).toEqual(want);
     expect(jsonToTensorData(7, 'INT32', 1, 'X')).toEqual(new Uint8Array(new Int32Array([7]).buffer));
-    for (const short of [[1, [2, 3]], [1, 2, 3]]) {
+    for (const short of [
+      [1, [2, 3]],
+      [1, 2, 3],
+    ]) {
       expect(() => jsonToTensorData(short, 'INT32', 4, 'X')).toThrow("Unable to parse 'data': Shape does not match true shape of 'data' field");
     }
   });

@@ -14,8 +14,18 @@ describe('test tiers', () => {
   it('split the test files in two, each file once; servers and engines are integration, the scheduler unit', () => {
     const { unit, integration } = testTiers();
     expect([...unit, ...integration].sort()).toEqual(testFiles());
-    expect(unit).toEqual(expect.arrayContaining(['test/unit/scheduler.test.ts', 'test/unit/queue.test.ts', 'test/config/pbtxt-parse.test.ts', 'test/tenancy/parse.test.ts', 'test/unit/tiers.test.ts']));
-    expect(integration).toEqual(expect.arrayContaining(['test/http/infer.test.ts', 'test/unit/start-flags.test.ts', 'test/wasm/hostile.test.ts', 'test/compat/kserve.test.ts']));
+    expect(unit).toEqual(
+      expect.arrayContaining([
+        'test/unit/scheduler.test.ts',
+        'test/unit/queue.test.ts',
+        'test/config/pbtxt-parse.test.ts',
+        'test/tenancy/parse.test.ts',
+        'test/unit/tiers.test.ts',
+      ]),
+    );
+    expect(integration).toEqual(
+      expect.arrayContaining(['test/http/infer.test.ts', 'test/unit/start-flags.test.ts', 'test/wasm/hostile.test.ts', 'test/compat/kserve.test.ts']),
+    );
   });
 
   it('judge a file by what it and its test helpers import and call; type-only imports start nothing', () => {

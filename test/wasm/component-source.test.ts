@@ -53,7 +53,10 @@ async function source(file: string, memo: string, reader?: () => Promise<Uint8Ar
 
 /** Rewrites the memo's one entry with `facts`, MAC'd under `key` (the memo's own key by default). */
 function rewriteEntry(memo: string, facts: (old: string) => string, key = readFileSync(join(memo, '.key'))): void {
-  const entry = join(memo, readdirSync(memo).find((n) => n.endsWith('.digest'))!);
+  const entry = join(
+    memo,
+    readdirSync(memo).find((n) => n.endsWith('.digest'))!,
+  );
   const [stamps, hash, old] = readFileSync(entry, 'latin1').split('\n');
   const body = `${stamps}\n${hash}\n${facts(old!)}`;
   writeFileSync(entry, `${body}\n${createHmac('sha256', key).update(body).digest('hex')}\n`);
@@ -164,7 +167,10 @@ describe('component source', () => {
 });
 
 describe('definedMemories', () => {
-  const fixtures = () => readdirSync(BUILD).filter((n) => n.endsWith('.wasm')).map((n) => join(BUILD, n));
+  const fixtures = () =>
+    readdirSync(BUILD)
+      .filter((n) => n.endsWith('.wasm'))
+      .map((n) => join(BUILD, n));
   const samples = ['identity_wasm', 'add_sub_wasm', 'repeat_wasm', 'preprocess_wasm'].map((m) => join(h.REPO, m, '1', 'model.wasm'));
 
   it('counts what the wasmtime addon counts, on every fixture and sample component', () => {
@@ -192,4 +198,3 @@ describe('definedMemories', () => {
     expect(() => definedMemories(c)).toThrow(/nested deeper/);
   });
 });
-

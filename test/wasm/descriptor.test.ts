@@ -93,7 +93,26 @@ describe('wasmtime: malformed descriptors are refused by the native side', () =>
   it('truncated, oversized counts, bad UTF-8, unknown tags, missing buffers, trailing bytes: a clear trap message each, and the instance still serves', async () => {
     const inst = await echoInstance('wasmtime', 'echo_hostile');
     // a good descriptor to mutate
-    const good = Buffer.from(encodeRequests(new DescriptorWriter(), [{ handle: 1, id: 'x', correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: new Uint8Array(4) }], requestedOutputs: ['OUTPUT0'], parameters: {} }], []));
+    const good = Buffer.from(
+      encodeRequests(
+        new DescriptorWriter(),
+        [
+          {
+            handle: 1,
+            id: 'x',
+            correlationId: 0,
+            flags: 0,
+            priority: 0,
+            timeoutUs: 0,
+            batchSize: 1,
+            inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: new Uint8Array(4) }],
+            requestedOutputs: ['OUTPUT0'],
+            parameters: {},
+          },
+        ],
+        [],
+      ),
+    );
     const u32 = (n: number) => Buffer.from(Uint32Array.of(n).buffer);
     const bad: [string, Buffer, number][] = [
       ['empty', Buffer.alloc(0), 0],
@@ -115,7 +134,14 @@ describe('wasmtime: malformed descriptors are refused by the native side', () =>
     };
     for (const [what, desc, nbufs] of bad) {
       const before = traps.length;
-      expect(i.port.execute(i.handle, desc, Array.from({ length: nbufs }, () => new Uint8Array(4))), what).toBe(true);
+      expect(
+        i.port.execute(
+          i.handle,
+          desc,
+          Array.from({ length: nbufs }, () => new Uint8Array(4)),
+        ),
+        what,
+      ).toBe(true);
       for (let k = 0; k < 200 && traps.length === before; k++) await new Promise((r) => setTimeout(r, 5));
       expect(traps[before], what).toMatch(/^host sent a malformed request: /);
     }

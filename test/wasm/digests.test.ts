@@ -87,7 +87,10 @@ describe('component digest memo', () => {
     const dir = join(work, 'm5');
     const f = await settledFile('e.wasm', 'the real content');
     await digestOf(new ComponentDigests(dir, { settleMs: SETTLE }), f);
-    const entry = join(dir, readdirSync(dir).find((n) => n.endsWith('.digest'))!);
+    const entry = join(
+      dir,
+      readdirSync(dir).find((n) => n.endsWith('.digest'))!,
+    );
     const [stamps, , facts, mac] = readFileSync(entry, 'latin1').split('\n');
     writeFileSync(entry, `${stamps}\n${'0'.repeat(64)}\n${facts}\n${mac}\n`); // another digest, the old MAC
     let d = new ComponentDigests(dir, { settleMs: SETTLE });
@@ -116,7 +119,13 @@ describe('component digest memo', () => {
     const cacheDir = h.SHARED_WASMTIME_CACHE;
     const config = h.wasmConfig('identity_wasm', [['INPUT0', 'FP32', [-1]]], [['OUTPUT0', 'FP32', [-1]]]);
     const counts = (r: WasmBackendResolver) => (r.getBackend() as unknown as { digests: ComponentDigests }).digests.counts;
-    const make = () => new WasmBackendResolver({ cacheDir, limits: { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 5_000, maxLogBytes: 16 * 1024 }, logger: h.silentLogger, engine: 'wasmtime' });
+    const make = () =>
+      new WasmBackendResolver({
+        cacheDir,
+        limits: { maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 5_000, maxLogBytes: 16 * 1024 },
+        logger: h.silentLogger,
+        engine: 'wasmtime',
+      });
     // a component rebuilt moments ago is not recorded until it settles
     const age = Date.now() - statSync(join(h.REPO, 'identity_wasm', '1', 'model.wasm')).ctimeMs;
     if (age < SETTLE_MS + 100) await sleep(SETTLE_MS + 100 - age);

@@ -36,7 +36,17 @@ export type IO = [name: string, dt: DataType, dims: number[]];
 export async function ensureBuilt(): Promise<void> {
   const { existsSync } = await import('node:fs');
   const samples = ['identity_wasm', 'add_sub_wasm', 'repeat_wasm', 'preprocess_wasm'].map((m) => join(REPO, m, '1', 'model.wasm'));
-  const fixtures = ['identity', 'loop_execute', 'send_after', 'js_with_stdio', 'import_error_constructor', 'import_host_to_string', 'instantiate_twice', 'echo_meta', 'sequence_params'].map((f) => join(FIXTURES, 'build', `${f}.wasm`));
+  const fixtures = [
+    'identity',
+    'loop_execute',
+    'send_after',
+    'js_with_stdio',
+    'import_error_constructor',
+    'import_host_to_string',
+    'instantiate_twice',
+    'echo_meta',
+    'sequence_params',
+  ].map((f) => join(FIXTURES, 'build', `${f}.wasm`));
   if ([...samples, ...fixtures].every((f) => existsSync(f))) return;
   const build = await import('../../scripts/build-wasm.mjs');
   await build.buildAll();
@@ -85,11 +95,9 @@ export function wasmConfig(name: string, inputs: IO[], outputs: IO[], extra: Par
   };
 }
 
-
 export function f32(t: Tensor): Float32Array {
   return new Float32Array(t.data.slice().buffer);
 }
-
 
 /** What a ResponseSender received. */
 export interface Recorded {

@@ -15,7 +15,15 @@ import type { HostConfig } from '../../host/src/backends/wasm/engine.js';
 import { createFilesState, fileError, listFiles, readFile, resolveModelFile } from '../../host/src/backends/wasm/host/files.js';
 import { createHostState, endCall } from '../../host/src/backends/wasm/host/index.js';
 import { createLogState, endLogCall, log, type LogLine } from '../../host/src/backends/wasm/host/log.js';
-import { beginExecute, createResponsesState, finishExecute, isCancelled, sendFinal, sendResponse, type ResponseSend } from '../../host/src/backends/wasm/host/responses.js';
+import {
+  beginExecute,
+  createResponsesState,
+  finishExecute,
+  isCancelled,
+  sendFinal,
+  sendResponse,
+  type ResponseSend,
+} from '../../host/src/backends/wasm/host/responses.js';
 import { exit, GuestExit } from '../../host/src/backends/wasm/host/wasi/exit.js';
 import { createWasi } from '../../host/src/backends/wasm/host/wasi/index.js';
 import { poll, Pollable } from '../../host/src/backends/wasm/host/wasi/poll.js';
@@ -65,7 +73,11 @@ describe('log (host.log + budget)', () => {
     for (let i = 0; i < 5; i++) log(state, 'info', '');
     expect(lines).toHaveLength(3);
     endLogCall(state);
-    expect(lines.at(-1)).toEqual({ level: 'warn', source: 'host', message: 'log budget of 3 messages per call exceeded: 2 messages (0 bytes) of backend log dropped' });
+    expect(lines.at(-1)).toEqual({
+      level: 'warn',
+      source: 'host',
+      message: 'log budget of 3 messages per call exceeded: 2 messages (0 bytes) of backend log dropped',
+    });
   });
 
   it('empty messages do not get through once the byte budget is exhausted', () => {
@@ -200,7 +212,9 @@ describe('files (host.read-file, host.list-files)', () => {
   it('refuses directories and files above the memory limit', () => {
     const s = createFilesState(version, 99);
     expect(hostError(() => readFile(s, 'sub'), 'invalid-arg')).toBe("read-file: 'sub' is not a regular file");
-    expect(hostError(() => readFile(s, 'sub/w.bin'), 'unavailable')).toBe("read-file: 'sub/w.bin' is 100 bytes, more than the instance's memory limit of 99 bytes");
+    expect(hostError(() => readFile(s, 'sub/w.bin'), 'unavailable')).toBe(
+      "read-file: 'sub/w.bin' is 100 bytes, more than the instance's memory limit of 99 bytes",
+    );
   });
 
   it('lists regular files and links to files inside, sorted; nothing without a version directory', () => {
@@ -225,7 +239,7 @@ describe('files: no host path ever reaches the guest', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  it('fileError builds its message from the code and the relative path only, never from Node\'s message', () => {
+  it("fileError builds its message from the code and the relative path only, never from Node's message", () => {
     const nodeError = (code: string | undefined) => Object.assign(new Error(`${code}: something, open '/srv/secret/tenant-a/m/1/w.bin'`), { code });
     const cases: [string | undefined, string, string][] = [
       ['EACCES', 'unavailable', "read-file: 'w.bin' cannot be read (permission denied)"],
@@ -236,18 +250,38 @@ describe('files: no host path ever reaches the guest', () => {
       [undefined, 'internal', "read-file: 'w.bin' cannot be read"],
       ["/etc/x'", 'internal', "read-file: 'w.bin' cannot be read"],
     ];
-    for (const [code, wit, message] of cases) expect(fileError('read-file', 'w.bin', nodeError(code)), String(code)).toEqual({ payload: { code: wit, message } });
+    for (const [code, wit, message] of cases)
+      expect(fileError('read-file', 'w.bin', nodeError(code)), String(code)).toEqual({ payload: { code: wit, message } });
     expect(fileError('list-files', 'sub', nodeError('EMFILE')).payload.message).toBe("list-files: 'sub' cannot be read (EMFILE)");
   });
 });
 
 describe('responses (host.send-response, send-final, is-cancelled)', () => {
   const outputs = [{ name: 'OUT', datatype: 'FP32' as const, dims: [2] }];
-  const req = (handle: number): WireRequest => ({ handle, id: '', correlationId: 0, flags: 0, priority: 0, timeoutUs: 0, batchSize: 1, inputs: [], requestedOutputs: ['OUT'], parameters: {} });
-  const ok = (n = 2) => ({ tag: 'ok' as const, val: { outputs: [{ name: 'OUT', datatype: 'fp32' as const, shape: BigInt64Array.of(BigInt(n)), data: new Uint8Array(4 * n) }], parameters: [] } });
+  const req = (handle: number): WireRequest => ({
+    handle,
+    id: '',
+    correlationId: 0,
+    flags: 0,
+    priority: 0,
+    timeoutUs: 0,
+    batchSize: 1,
+    inputs: [],
+    requestedOutputs: ['OUT'],
+    parameters: {},
+  });
+  const ok = (n = 2) => ({
+    tag: 'ok' as const,
+    val: { outputs: [{ name: 'OUT', datatype: 'fp32' as const, shape: BigInt64Array.of(BigInt(n)), data: new Uint8Array(4 * n) }], parameters: [] },
+  });
   function state(decoupled: boolean, cancelled: number[] = []) {
     const sent: ResponseSend[] = [];
-    const s = createResponsesState({ name: 'm', decoupled, maxBatchSize: 0 }, outputs, (x) => sent.push(x), (i) => cancelled.includes(i));
+    const s = createResponsesState(
+      { name: 'm', decoupled, maxBatchSize: 0 },
+      outputs,
+      (x) => sent.push(x),
+      (i) => cancelled.includes(i),
+    );
     return { s, sent };
   }
 
@@ -272,7 +306,9 @@ describe('responses (host.send-response, send-final, is-cancelled)', () => {
   it('a non-decoupled model sends one final response only', () => {
     const { s, sent } = state(false);
     beginExecute(s, [req(1)]);
-    expect(hostError(() => sendResponse(s, 1, ok(), false), 'unsupported')).toBe("model 'm' is not decoupled: it may send only one response per request, and it must be final");
+    expect(hostError(() => sendResponse(s, 1, ok(), false), 'unsupported')).toBe(
+      "model 'm' is not decoupled: it may send only one response per request, and it must be final",
+    );
     sendResponse(s, 1, ok(), true);
     expect(hostError(() => sendResponse(s, 1, ok(), true), 'invalid-arg')).toMatch(/already got its final response/);
     expect(sent).toHaveLength(1);
@@ -301,7 +337,9 @@ describe('responses (host.send-response, send-final, is-cancelled)', () => {
     const results = finishExecute(s, reqs, [ok(), { tag: 'err', val: { code: 'not-found', message: 'nope' } }, ok(5)]);
     expect(results[0]).toBeNull();
     expect(results[1]).toEqual({ err: { code: 'NOT_FOUND', message: 'nope' } });
-    expect(results[2]).toEqual({ err: { code: 'INTERNAL', message: "backend of model 'm' produced an invalid response: output 'OUT' has shape [5], the model configuration expects [2]" } });
+    expect(results[2]).toEqual({
+      err: { code: 'INTERNAL', message: "backend of model 'm' produced an invalid response: output 'OUT' has shape [5], the model configuration expects [2]" },
+    });
     expect(results[3]).toEqual({ err: { code: 'INTERNAL', message: "backend of model 'm' returned 3 responses for 4 requests" } });
     expect(hostError(() => sendFinal(s, 2), 'not-found')).toMatch(/not an in-flight request/);
     const d = state(true);
@@ -316,7 +354,9 @@ describe('deny-by-default WASI pieces', () => {
     const env = wasi['wasi:cli/environment']!;
     expect([(env.getEnvironment as () => unknown)(), (env.getArguments as () => unknown)(), (env.initialCwd as () => unknown)()]).toEqual([[], [], undefined]);
     expect(() => exit({ tag: 'err' })).toThrow(GuestExit);
-    expect(() => (wasi['wasi:cli/exit']!.exitWithCode as (c: number) => void)(3)).toThrow('the backend called wasi:cli/exit (3); sandboxed backends may not exit');
+    expect(() => (wasi['wasi:cli/exit']!.exitWithCode as (c: number) => void)(3)).toThrow(
+      'the backend called wasi:cli/exit (3); sandboxed backends may not exit',
+    );
     expect(randomBytes(16n)).toHaveLength(16);
     expect(randomBytes(BigInt(MAX_RANDOM_BYTES) * 4n)).toHaveLength(MAX_RANDOM_BYTES);
     const wall = (wasi['wasi:clocks/wall-clock']!.now as () => { seconds: bigint })();

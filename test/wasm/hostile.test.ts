@@ -70,7 +70,13 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
   const io = (dims: number[] = [-1]) => ({ inputs: [['INPUT0', 'FP32', dims]] as h.IO[], outputs: [['OUTPUT0', 'FP32', dims]] as h.IO[] });
 
   /** Puts a fixture at <work>/<model>/1/model.wasm (model = the fixture's name unless given) and loads it. */
-  async function loadFixture(name: string, params: Record<string, string> = {}, dims?: number[], ioOverride?: { inputs: h.IO[]; outputs: h.IO[] }, model = name): Promise<WasmModel> {
+  async function loadFixture(
+    name: string,
+    params: Record<string, string> = {},
+    dims?: number[],
+    ioOverride?: { inputs: h.IO[]; outputs: h.IO[] },
+    model = name,
+  ): Promise<WasmModel> {
     const dir = join(work, model);
     mkdirSync(join(dir, '1'), { recursive: true });
     copyFileSync(join(BUILD, `${name}.wasm`), join(dir, '1', 'model.wasm'));
@@ -106,7 +112,12 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
     // the server-wide execute cap is generous: only loop_execute tests a deadline (its own 300 ms); log_spam's
     // 65,536 log calls took over 1.5 s on a loaded machine
     resolver = h.newResolver(engine, { maxMemoryBytes: 64 * MiB, maxExecuteMs: 30_000, maxLogBytes: 16 * 1024, maxLogMessages: LOG_MESSAGES }, logger);
-    good = await h.loadModel(resolver, h.wasmConfig('identity_wasm', io().inputs, io().outputs), join(h.REPO, 'identity_wasm'), logger.child({ model: 'identity_wasm' }));
+    good = await h.loadModel(
+      resolver,
+      h.wasmConfig('identity_wasm', io().inputs, io().outputs),
+      join(h.REPO, 'identity_wasm'),
+      logger.child({ model: 'identity_wasm' }),
+    );
     goodInstance = await good.createInstance(h.instanceSpec('identity_wasm'));
     // warm up, then take the baseline
     for (let i = 0; i < 50; i++) await h.infer(goodInstance, h.request('identity_wasm', [input4()], ['OUTPUT0']));
@@ -330,7 +341,11 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
     });
 
     it.each([
-      ['import_error_constructor', /wasi:io\/error.*\[static\]error\.constructor|Error\$?\d*\.constructor is not a function/, /`wasi:io\/error@0\.2\.12`.*`\[static\]error\.constructor`.*implementation is missing/],
+      [
+        'import_error_constructor',
+        /wasi:io\/error.*\[static\]error\.constructor|Error\$?\d*\.constructor is not a function/,
+        /`wasi:io\/error@0\.2\.12`.*`\[static\]error\.constructor`.*implementation is missing/,
+      ],
       ['import_host_to_string', /unexpectedly undefined instance import 'toString'/, /`warden:backend\/host@0\.1\.0`.*`to-string`.*implementation is missing/],
     ])('without the load check, %s still reaches nothing through the prototype chain of the import object', async (fixture, expected, expectedLinker) => {
       // straight to the engine, past checkComponent: the import object itself must not hand out
@@ -341,7 +356,14 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       const limits = { memoryBytes: 16 * MiB, executeMs: 1000, logBytes: 4096, logMessages: 16 };
       const engine = good.engine;
       const { definedMemories } = await import('../../host/src/backends/wasm/binary.js');
-      const input = { bytes: async () => bytes, hash: createHash('sha256').update(bytes).digest('hex'), surface: componentSurface(bytes), memories: definedMemories(bytes), limits, what: fixture };
+      const input = {
+        bytes: async () => bytes,
+        hash: createHash('sha256').update(bytes).digest('hex'),
+        surface: componentSurface(bytes),
+        memories: definedMemories(bytes),
+        limits,
+        what: fixture,
+      };
       if (engine.name === 'wasmtime') {
         // wasmtime's linker holds exactly the sandbox world: such a component never links, so no
         // instance of it ever exists
@@ -350,9 +372,17 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
         return;
       }
       const compiled = await engine.compile(input);
-      const host = { model: { name: fixture, version: 1, configJson: '{}', versionPath: join(work, 'nowhere'), decoupled: false, maxBatchSize: 0 }, outputs: [], limits };
+      const host = {
+        model: { name: fixture, version: 1, configJson: '{}', versionPath: join(work, 'nowhere'), decoupled: false, maxBatchSize: 0 },
+        outputs: [],
+        limits,
+      };
       const before = logLines.length;
-      const e = await expectRejects(engine.instantiate(compiled, h.instanceSpec(fixture), host, 1000, logger.child({ model: fixture })), 'INTERNAL', /trapped during start-up/);
+      const e = await expectRejects(
+        engine.instantiate(compiled, h.instanceSpec(fixture), host, 1000, logger.child({ model: fixture })),
+        'INTERNAL',
+        /trapped during start-up/,
+      );
       expect(e.message).not.toMatch(/SyntaxError|EvalError/); // the guest's source was never compiled
       expect(e.message).toMatch(expected);
       expect(logLines.slice(before).filter((l) => l.source === 'guest')).toEqual([]); // nothing came back to log

@@ -24,7 +24,15 @@ describe.each(ENGINES)('%s engine', (engine) => {
     cache = mkdtempSync(join(tmpdir(), 'warden-wasm-http-cache-'));
     for (const m of ['identity_wasm', 'add_sub_wasm', 'repeat_wasm', 'preprocess_wasm']) cpSync(join(REPO, m), join(repo, m), { recursive: true });
     const { startServer } = (await import('../../host/src/server.js')) as unknown as { startServer(o: Record<string, unknown>): Promise<Running> };
-    server = await startServer({ modelRepositories: [repo], httpPort: 0, metricsPort: 0, modelControlMode: 'none', logLevel: 'silent', cacheDir: cache, backendResolvers: [newResolver(engine)] });
+    server = await startServer({
+      modelRepositories: [repo],
+      httpPort: 0,
+      metricsPort: 0,
+      modelControlMode: 'none',
+      logLevel: 'silent',
+      cacheDir: cache,
+      backendResolvers: [newResolver(engine)],
+    });
   });
 
   afterAll(async () => {

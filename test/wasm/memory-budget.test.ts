@@ -146,7 +146,9 @@ describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) 
 
   it("a tenant's budget (memoryBudgetFor) bounds its models inside the server's budget", async () => {
     let tenant: MemoryBudget | undefined;
-    const r = resolver(100 * MiB, ({ key }) => (key.namespace === 'acme' ? (tenant ??= r.memoryBudget.child("tenant 'acme''s sandbox memory quota", 20 * MiB)) : undefined));
+    const r = resolver(100 * MiB, ({ key }) =>
+      key.namespace === 'acme' ? (tenant ??= r.memoryBudget.child("tenant 'acme''s sandbox memory quota", 20 * MiB)) : undefined,
+    );
     const mine = await load(r, 'acme_m', 1, 'identity', 'acme');
     await mine.createInstance(h.instanceSpec('acme_m', 0));
     const e = await rejection(mine.createInstance(h.instanceSpec('acme_m', 1)));
@@ -217,7 +219,14 @@ describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
       engine,
     });
     const { startServer } = (await import('../../host/src/server.js')) as unknown as { startServer(o: Record<string, unknown>): Promise<Running> };
-    server = await startServer({ modelRepositories: [repo], httpPort: 0, metricsPort: 0, modelControlMode: 'explicit', logLevel: 'silent', backendResolvers: [resolver] });
+    server = await startServer({
+      modelRepositories: [repo],
+      httpPort: 0,
+      metricsPort: 0,
+      modelControlMode: 'explicit',
+      logLevel: 'silent',
+      backendResolvers: [resolver],
+    });
   });
 
   afterAll(async () => {
@@ -225,7 +234,8 @@ describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
     rmSync(repo, { recursive: true, force: true });
   });
 
-  const post = (path: string, body: unknown = {}) => fetch(server.httpUrl + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (path: string, body: unknown = {}) =>
+    fetch(server.httpUrl + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const infer = async (model: string) => {
     const r = await post(`/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', shape: [2], datatype: 'FP32', data: [1, 2] }] });
     return { status: r.status, body: (await r.json()) as { outputs?: { data: number[] }[]; error?: string } };

@@ -68,7 +68,11 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
     });
 
     it('refuses a config whose input and output datatypes differ, at instance start', async () => {
-      const m = await h.loadModel(resolver, h.wasmConfig('identity_bad', [['INPUT0', 'FP32', [-1]]], [['OUTPUT0', 'INT32', [-1]]]), join(h.REPO, 'identity_wasm'));
+      const m = await h.loadModel(
+        resolver,
+        h.wasmConfig('identity_bad', [['INPUT0', 'FP32', [-1]]], [['OUTPUT0', 'INT32', [-1]]]),
+        join(h.REPO, 'identity_wasm'),
+      );
       await expect(m.createInstance(h.instanceSpec('identity_bad'))).rejects.toMatchObject({
         code: 'INVALID_ARG',
         message: expect.stringMatching(/input 'INPUT0' is TYPE_FP32 but output 'OUTPUT0' is TYPE_INT32/),
@@ -79,7 +83,10 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       const inst = await start('identity_wasm', h.wasmConfig('identity_batch', [['INPUT0', 'FP32', [-1]]], [['OUTPUT0', 'FP32', [-1]]]));
       const recs = [h.recorder(), h.recorder(), h.recorder()];
       const reqs = [1, 2, 3].map((n) => h.request('identity', [h.tensor('INPUT0', 'FP32', [n], new Float32Array(n).fill(n))], ['OUTPUT0']));
-      await inst.execute(reqs, recs.map((r) => r.sender));
+      await inst.execute(
+        reqs,
+        recs.map((r) => r.sender),
+      );
       recs.forEach((r, i) => {
         expect(r.rec.finals).toBe(1);
         expect(Array.from(h.f32(r.rec.responses[0]!.outputs[0]!))).toEqual(new Array(i + 1).fill(i + 1));
@@ -89,19 +96,35 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
   });
 
   describe('add_sub_wasm', () => {
-    const config = h.wasmConfig('add_sub_wasm', [['INPUT0', 'FP32', [-1]], ['INPUT1', 'FP32', [-1]]], [['OUTPUT0', 'FP32', [-1]], ['OUTPUT1', 'FP32', [-1]]]);
+    const config = h.wasmConfig(
+      'add_sub_wasm',
+      [
+        ['INPUT0', 'FP32', [-1]],
+        ['INPUT1', 'FP32', [-1]],
+      ],
+      [
+        ['OUTPUT0', 'FP32', [-1]],
+        ['OUTPUT1', 'FP32', [-1]],
+      ],
+    );
 
     it('OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1 (only the requested outputs)', async () => {
       const inst = await start('add_sub_wasm', config);
       const a = Float32Array.from({ length: 16 }, (_, i) => i);
       const b = Float32Array.from({ length: 16 }, () => 1);
-      const both = await h.infer(inst, h.request('add_sub_wasm', [h.tensor('INPUT0', 'FP32', [16], a), h.tensor('INPUT1', 'FP32', [16], b)], ['OUTPUT0', 'OUTPUT1']));
+      const both = await h.infer(
+        inst,
+        h.request('add_sub_wasm', [h.tensor('INPUT0', 'FP32', [16], a), h.tensor('INPUT1', 'FP32', [16], b)], ['OUTPUT0', 'OUTPUT1']),
+      );
       expect(both.responses[0]!.outputs.map((o) => o.name)).toEqual(['OUTPUT0', 'OUTPUT1']);
       expect(Array.from(h.f32(both.responses[0]!.outputs[0]!))).toEqual(Array.from(a, (x) => x + 1));
       expect(Array.from(h.f32(both.responses[0]!.outputs[1]!))).toEqual(Array.from(a, (x) => x - 1));
       const one = await h.infer(inst, h.request('add_sub_wasm', [h.tensor('INPUT0', 'FP32', [16], a), h.tensor('INPUT1', 'FP32', [16], b)], ['OUTPUT1']));
       expect(one.responses[0]!.outputs.map((o) => o.name)).toEqual(['OUTPUT1']);
-      const bad = await h.infer(inst, h.request('add_sub_wasm', [h.tensor('INPUT0', 'FP32', [16], a), h.tensor('INPUT1', 'FP32', [2], b.subarray(0, 2))], ['OUTPUT0']));
+      const bad = await h.infer(
+        inst,
+        h.request('add_sub_wasm', [h.tensor('INPUT0', 'FP32', [16], a), h.tensor('INPUT1', 'FP32', [2], b.subarray(0, 2))], ['OUTPUT0']),
+      );
       expect(bad.errors[0]).toMatchObject({ code: 'INVALID_ARG', message: 'INPUT0 shape [16] and INPUT1 shape [2] differ' });
       // a guest error is not a trap: same sandbox
       expect(inst.stats.starts).toBe(1);
@@ -130,7 +153,10 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       const n = 262144;
       const a = Float32Array.from({ length: n }, (_, i) => i * 0.5);
       const b = Float32Array.from({ length: n }, (_, i) => n - i);
-      const rec = await h.infer(inst, h.request('add_sub_wasm', [h.tensor('INPUT0', 'FP32', [n], a), h.tensor('INPUT1', 'FP32', [n], b)], ['OUTPUT0', 'OUTPUT1']));
+      const rec = await h.infer(
+        inst,
+        h.request('add_sub_wasm', [h.tensor('INPUT0', 'FP32', [n], a), h.tensor('INPUT1', 'FP32', [n], b)], ['OUTPUT0', 'OUTPUT1']),
+      );
       const sum = h.f32(rec.responses[0]!.outputs[0]!);
       const diff = h.f32(rec.responses[0]!.outputs[1]!);
       for (const i of [0, 1, 12345, n - 1]) {
@@ -144,12 +170,27 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
   describe('repeat_wasm (decoupled)', () => {
     const config = h.wasmConfig(
       'repeat_wasm',
-      [['IN', 'INT32', [-1]], ['DELAY', 'UINT32', [-1]], ['WAIT', 'UINT32', [1]]],
-      [['OUT', 'INT32', [1]], ['IDX', 'UINT32', [1]]],
+      [
+        ['IN', 'INT32', [-1]],
+        ['DELAY', 'UINT32', [-1]],
+        ['WAIT', 'UINT32', [1]],
+      ],
+      [
+        ['OUT', 'INT32', [1]],
+        ['IDX', 'UINT32', [1]],
+      ],
       { model_transaction_policy: { decoupled: true } },
     );
     const req = (values: number[], delays: number[], wait: number) =>
-      h.request('repeat_wasm', [h.tensor('IN', 'INT32', [values.length], Int32Array.from(values)), h.tensor('DELAY', 'UINT32', [delays.length], Uint32Array.from(delays)), h.tensor('WAIT', 'UINT32', [1], Uint32Array.of(wait))], ['OUT', 'IDX']);
+      h.request(
+        'repeat_wasm',
+        [
+          h.tensor('IN', 'INT32', [values.length], Int32Array.from(values)),
+          h.tensor('DELAY', 'UINT32', [delays.length], Uint32Array.from(delays)),
+          h.tensor('WAIT', 'UINT32', [1], Uint32Array.of(wait)),
+        ],
+        ['OUT', 'IDX'],
+      );
 
     it('a guest sleeping (wasi:clocks + poll) past its execute deadline is stopped near the deadline, and serves again', async () => {
       const m = await h.loadModel(resolver, { ...config, parameters: { execute_timeout_ms: { string_value: '300' } } }, join(h.REPO, 'repeat_wasm'));
@@ -175,7 +216,10 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       const { sender, rec } = h.recorder();
       const t0 = performance.now();
       const firstAt: number[] = [];
-      const s = { send: (r: Parameters<typeof sender.send>[0], f: boolean) => (firstAt.push(performance.now() - t0), sender.send(r, f)), sendError: sender.sendError };
+      const s = {
+        send: (r: Parameters<typeof sender.send>[0], f: boolean) => (firstAt.push(performance.now() - t0), sender.send(r, f)),
+        sendError: sender.sendError,
+      };
       await inst.execute([req([10, 20, 30, 40], [50, 50, 50, 50], 0)], [s]);
       await rec.done;
       expect(rec.errors).toEqual([]);
@@ -206,7 +250,11 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
 
     it('stops when the request is cancelled and still sends the final', async () => {
       const inst = await start('repeat_wasm', config);
-      const r = req(Array.from({ length: 50 }, (_, i) => i), new Array(50).fill(20), 0);
+      const r = req(
+        Array.from({ length: 50 }, (_, i) => i),
+        new Array(50).fill(20),
+        0,
+      );
       const { sender, rec } = h.recorder();
       setTimeout(() => (r.cancelled = true), 120);
       await inst.execute([r], [sender]);
@@ -227,7 +275,10 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
 
     it('refuses to load without the decoupled transaction policy', async () => {
       const m = await h.loadModel(resolver, { ...config, model_transaction_policy: { decoupled: false } }, join(h.REPO, 'repeat_wasm'));
-      await expect(m.createInstance(h.instanceSpec('repeat_wasm'))).rejects.toMatchObject({ code: 'INVALID_ARG', message: expect.stringMatching(/enable decoupled transaction policy/) });
+      await expect(m.createInstance(h.instanceSpec('repeat_wasm'))).rejects.toMatchObject({
+        code: 'INVALID_ARG',
+        message: expect.stringMatching(/enable decoupled transaction policy/),
+      });
     });
   });
 
@@ -256,9 +307,15 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
     }
 
     it('resizes and normalises a UINT8 HWC image to FP32 CHW like the reference', async () => {
-      const cfg = h.wasmConfig('preprocess_wasm', [['IMAGE', 'UINT8', [-1, -1, 3]]], [['OUTPUT', 'FP32', [3, 56, 40]]], { params: { mean: '0.5,0.4,0.3', std: '0.2,0.25,0.5' } });
+      const cfg = h.wasmConfig('preprocess_wasm', [['IMAGE', 'UINT8', [-1, -1, 3]]], [['OUTPUT', 'FP32', [3, 56, 40]]], {
+        params: { mean: '0.5,0.4,0.3', std: '0.2,0.25,0.5' },
+      });
       const inst = await start('preprocess_wasm', cfg);
-      for (const [H, W] of [[97, 131], [20, 17], [56, 40]] as const) {
+      for (const [H, W] of [
+        [97, 131],
+        [20, 17],
+        [56, 40],
+      ] as const) {
         const img = Uint8Array.from({ length: H * W * 3 }, (_, i) => (i * 7919) % 256);
         const rec = await h.infer(inst, h.request('preprocess_wasm', [h.tensor('IMAGE', 'UINT8', [H, W, 3], img)], ['OUTPUT']));
         expect(rec.errors).toEqual([]);
@@ -276,21 +333,53 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
     });
 
     it('refuses output dims that are not [3, H, W] and malformed mean/std at instance start', async () => {
-      const m1 = await h.loadModel(resolver, h.wasmConfig('pp_bad', [['IMAGE', 'UINT8', [-1, -1, 3]]], [['OUTPUT', 'FP32', [4, 8, 8]]]), join(h.REPO, 'preprocess_wasm'));
-      await expect(m1.createInstance(h.instanceSpec('pp_bad'))).rejects.toMatchObject({ code: 'INVALID_ARG', message: expect.stringMatching(/fixed dims \[3, height, width\]/) });
-      const m2 = await h.loadModel(resolver, h.wasmConfig('pp_bad2', [['IMAGE', 'UINT8', [-1, -1, 3]]], [['OUTPUT', 'FP32', [3, 8, 8]]], { params: { mean: '1,2' } }), join(h.REPO, 'preprocess_wasm'));
+      const m1 = await h.loadModel(
+        resolver,
+        h.wasmConfig('pp_bad', [['IMAGE', 'UINT8', [-1, -1, 3]]], [['OUTPUT', 'FP32', [4, 8, 8]]]),
+        join(h.REPO, 'preprocess_wasm'),
+      );
+      await expect(m1.createInstance(h.instanceSpec('pp_bad'))).rejects.toMatchObject({
+        code: 'INVALID_ARG',
+        message: expect.stringMatching(/fixed dims \[3, height, width\]/),
+      });
+      const m2 = await h.loadModel(
+        resolver,
+        h.wasmConfig('pp_bad2', [['IMAGE', 'UINT8', [-1, -1, 3]]], [['OUTPUT', 'FP32', [3, 8, 8]]], { params: { mean: '1,2' } }),
+        join(h.REPO, 'preprocess_wasm'),
+      );
       await expect(m2.createInstance(h.instanceSpec('pp_bad2'))).rejects.toMatchObject({ code: 'INVALID_ARG', message: expect.stringMatching(/mean and std/) });
     });
   });
 
   describe('instance groups', () => {
     it('instances run in parallel: two decoupled executes overlap', async () => {
-      const cfg = h.wasmConfig('repeat_par', [['IN', 'INT32', [-1]], ['DELAY', 'UINT32', [-1]], ['WAIT', 'UINT32', [1]]], [['OUT', 'INT32', [1]], ['IDX', 'UINT32', [1]]], { model_transaction_policy: { decoupled: true } });
+      const cfg = h.wasmConfig(
+        'repeat_par',
+        [
+          ['IN', 'INT32', [-1]],
+          ['DELAY', 'UINT32', [-1]],
+          ['WAIT', 'UINT32', [1]],
+        ],
+        [
+          ['OUT', 'INT32', [1]],
+          ['IDX', 'UINT32', [1]],
+        ],
+        { model_transaction_policy: { decoupled: true } },
+      );
       const m = await h.loadModel(resolver, cfg, join(h.REPO, 'repeat_wasm'));
       const [a, b] = await Promise.all([m.createInstance(h.instanceSpec('repeat_par', 0)), m.createInstance(h.instanceSpec('repeat_par', 1))]);
       // Two responses 300 ms apart each: run one after the other, b's first response would come
       // after a's last; overlapping, each one's first comes before the other's last.
-      const mk = () => h.request('repeat_par', [h.tensor('IN', 'INT32', [2], Int32Array.of(1, 2)), h.tensor('DELAY', 'UINT32', [2], Uint32Array.of(300, 300)), h.tensor('WAIT', 'UINT32', [1], Uint32Array.of(0))], ['OUT', 'IDX']);
+      const mk = () =>
+        h.request(
+          'repeat_par',
+          [
+            h.tensor('IN', 'INT32', [2], Int32Array.of(1, 2)),
+            h.tensor('DELAY', 'UINT32', [2], Uint32Array.of(300, 300)),
+            h.tensor('WAIT', 'UINT32', [1], Uint32Array.of(0)),
+          ],
+          ['OUT', 'IDX'],
+        );
       const [ra, rb] = await Promise.all([h.infer(a!, mk()), h.infer(b!, mk())]);
       expect([ra.errors, rb.errors, ra.responses.length, rb.responses.length]).toEqual([[], [], 3, 3]);
       expect(ra.times[0]! < rb.times.at(-1)! && rb.times[0]! < ra.times.at(-1)!, `a ${ra.times}, b ${rb.times}`).toBe(true);

@@ -34,7 +34,9 @@ describe('component check', () => {
 
   it('accepts allowed WASI at any 0.2.x version, refuses others naming the import', async () => {
     const comp = async (imports: string[], exp = true) =>
-      jco.parse(`(component ${imports.map((i) => `(import "${i}" (instance))`).join(' ')} ${exp ? '(instance $b) (export "warden:backend/backend@0.1.0" (instance $b))' : ''})`);
+      jco.parse(
+        `(component ${imports.map((i) => `(import "${i}" (instance))`).join(' ')} ${exp ? '(instance $b) (export "warden:backend/backend@0.1.0" (instance $b))' : ''})`,
+      );
     expect(() => checkComponent(new Uint8Array(0))).toThrow(/not a WebAssembly component/);
     const ok = await comp(['wasi:clocks/monotonic-clock@0.2.0', 'wasi:cli/stdout@0.2.9', 'warden:backend/host@0.1.0']);
     expect(checkComponent(ok).imports).toHaveLength(3);
@@ -66,7 +68,8 @@ describe('component check', () => {
 
 describe('imported members', () => {
   const backendExport = '(instance $b) (export "warden:backend/backend@0.1.0" (instance $b))';
-  const importing = (iface: string, decls: string) => jco.parse(`(component (type (instance ${decls})) (import "${iface}" (instance (type 0))) ${backendExport})`);
+  const importing = (iface: string, decls: string) =>
+    jco.parse(`(component (type (instance ${decls})) (import "${iface}" (instance (type 0))) ${backendExport})`);
 
   it('SANDBOX_MEMBERS equals the members of every import of a component made from the sandbox world', async () => {
     build.prepareWitDeps();
@@ -86,24 +89,43 @@ describe('imported members', () => {
     for (const model of ['identity_wasm', 'repeat_wasm', 'preprocess_wasm']) {
       const s = checkComponent(readFileSync(join(h.REPO, model, '1', 'model.wasm')));
       const host = s.imports.find((i) => i.name === 'warden:backend/host@0.1.0');
-      expect(host?.members?.map((m) => m.name), model).toContain('log');
+      expect(
+        host?.members?.map((m) => m.name),
+        model,
+      ).toContain('log');
     }
     const repeat = checkComponent(readFileSync(join(h.REPO, 'repeat_wasm', '1', 'model.wasm')));
     expect(repeat.imports.find((i) => i.name.startsWith('wasi:io/poll@'))?.members).toEqual(
-      expect.arrayContaining([{ name: 'pollable', kind: 'resource' }, { name: '[method]pollable.block', kind: 'func' }]),
+      expect.arrayContaining([
+        { name: 'pollable', kind: 'resource' },
+        { name: '[method]pollable.block', kind: 'func' },
+      ]),
     );
   });
 
   it('refuses a member the world does not define, or one of another kind, naming member and interface', async () => {
-    const ok = await importing('wasi:io/error@0.2.3', '(export "error" (type (sub resource))) (type (borrow 0)) (type (func (param "self" 1) (result string))) (export "[method]error.to-debug-string" (func (type 2)))');
+    const ok = await importing(
+      'wasi:io/error@0.2.3',
+      '(export "error" (type (sub resource))) (type (borrow 0)) (type (func (param "self" 1) (result string))) (export "[method]error.to-debug-string" (func (type 2)))',
+    );
     expect(checkComponent(ok).imports[0]!.members).toEqual([
       { name: 'error', kind: 'resource' },
       { name: '[method]error.to-debug-string', kind: 'func' },
     ]);
     for (const [iface, decls, member, why] of [
-      ['wasi:io/error@0.2.12', '(export "error" (type (sub resource))) (type (func)) (export "[static]error.constructor" (func (type 1)))', '[static]error.constructor', 'no such function or type'],
+      [
+        'wasi:io/error@0.2.12',
+        '(export "error" (type (sub resource))) (type (func)) (export "[static]error.constructor" (func (type 1)))',
+        '[static]error.constructor',
+        'no such function or type',
+      ],
       ['warden:backend/host@0.1.0', '(type (func (result string))) (export "to-string" (func (type 0)))', 'to-string', 'no such function or type'],
-      ['wasi:io/poll@0.2.0', '(export "pollable" (type (sub resource))) (type (borrow 0)) (type (func (param "self" 1))) (export "[method]pollable.value-of" (func (type 2)))', '[method]pollable.value-of', 'no such function or type'],
+      [
+        'wasi:io/poll@0.2.0',
+        '(export "pollable" (type (sub resource))) (type (borrow 0)) (type (func (param "self" 1))) (export "[method]pollable.value-of" (func (type 2)))',
+        '[method]pollable.value-of',
+        'no such function or type',
+      ],
       ['wasi:clocks/wall-clock@0.2.12', '(export "datetime" (type (sub resource)))', 'datetime', 'a resource here, a type in the sandbox world'],
       ['wasi:io/error@0.2.12', '(type u32) (export "error" (type (eq 0)))', 'error', 'a type here, a resource in the sandbox world'],
       ['warden:backend/host@0.1.0', '(type (func)) (export "log" (instance))', 'log', 'instance'],
@@ -201,15 +223,30 @@ describe('model limits', () => {
   it('defaults to the caps, clamps to them, rounds memory down to pages', () => {
     const logMessages = DEFAULT_WASM_LIMITS.maxLogMessages;
     expect(modelLimits(cfg({}), caps)).toEqual({ memoryBytes: caps.maxMemoryBytes, executeMs: 1000, logBytes: 4096, logMessages });
-    expect(modelLimits(cfg({ memory_limit_bytes: '100000', execute_timeout_ms: '99999', log_limit_bytes: '10' }), caps)).toEqual({ memoryBytes: 65536, executeMs: 1000, logBytes: 10, logMessages });
+    expect(modelLimits(cfg({ memory_limit_bytes: '100000', execute_timeout_ms: '99999', log_limit_bytes: '10' }), caps)).toEqual({
+      memoryBytes: 65536,
+      executeMs: 1000,
+      logBytes: 10,
+      logMessages,
+    });
     expect(modelLimits(cfg({}), { ...caps, maxLogMessages: 7 }).logMessages).toBe(7);
   });
   it('the default caps are the ones the server runs with: 256 MiB, 10 s, 64 KiB and 1024 messages of log per call, 4 GiB in all', () => {
-    expect(DEFAULT_WASM_LIMITS).toEqual({ maxMemoryBytes: 256 * 1024 * 1024, maxExecuteMs: 10_000, maxLogBytes: 64 * 1024, maxLogMessages: 1024, maxTotalMemoryBytes: 4 * 1024 ** 3 });
+    expect(DEFAULT_WASM_LIMITS).toEqual({
+      maxMemoryBytes: 256 * 1024 * 1024,
+      maxExecuteMs: 10_000,
+      maxLogBytes: 64 * 1024,
+      maxLogMessages: 1024,
+      maxTotalMemoryBytes: 4 * 1024 ** 3,
+    });
     expect(Object.isFrozen(DEFAULT_WASM_LIMITS)).toBe(true);
   });
   it('checkWasmLimits fills in the message and total memory budgets and refuses caps that are not positive integers', () => {
-    expect(checkWasmLimits(caps)).toEqual({ ...caps, maxLogMessages: DEFAULT_WASM_LIMITS.maxLogMessages, maxTotalMemoryBytes: DEFAULT_WASM_LIMITS.maxTotalMemoryBytes });
+    expect(checkWasmLimits(caps)).toEqual({
+      ...caps,
+      maxLogMessages: DEFAULT_WASM_LIMITS.maxLogMessages,
+      maxTotalMemoryBytes: DEFAULT_WASM_LIMITS.maxTotalMemoryBytes,
+    });
     expect(checkWasmLimits({ ...caps, maxLogMessages: 3 }).maxLogMessages).toBe(3);
     expect(checkWasmLimits({ ...caps, maxTotalMemoryBytes: 1 << 20 }).maxTotalMemoryBytes).toBe(1 << 20);
     expect(() => checkWasmLimits({ ...caps, maxTotalMemoryBytes: -1 })).toThrow('WasmLimits.maxTotalMemoryBytes must be a positive integer, got -1');
@@ -253,9 +290,11 @@ describe('generated host types', () => {
     const out = mkdtempSync(join(tmpdir(), 'warden-wit-types-'));
     await build.generateHostTypes(out);
     const committed = join(h.ROOT, 'host', 'src', 'backends', 'wasm', 'wit-types');
-    const list = (dir: string): string[] =>
-      readdirSync(dir).flatMap((f) => (statSync(join(dir, f)).isDirectory() ? list(join(dir, f)) : [join(dir, f)]));
-    const rel = (dir: string) => list(dir).map((f) => relative(dir, f)).sort();
+    const list = (dir: string): string[] => readdirSync(dir).flatMap((f) => (statSync(join(dir, f)).isDirectory() ? list(join(dir, f)) : [join(dir, f)]));
+    const rel = (dir: string) =>
+      list(dir)
+        .map((f) => relative(dir, f))
+        .sort();
     expect(rel(out)).toEqual(rel(committed));
     for (const f of rel(out)) expect(readFileSync(join(out, f), 'utf8'), f).toBe(readFileSync(join(committed, f), 'utf8'));
   });

@@ -159,9 +159,7 @@ describe('transpile cache start-up clean-up', () => {
     const report = await cache.prepare();
     expect(report).toMatchObject({ removedTemp: 1, removedIncomplete: 1, evicted: 1, entries: 1 });
     const left = readdirSync(dir).sort();
-    expect(left).toEqual(
-      [sha(recent), `.tmp-${h3}-1-7`, 'README.txt', 'backups', '.tmp-not-ours', 'd'.repeat(64), 'f'.repeat(64), 'E'.repeat(64)].sort(),
-    );
+    expect(left).toEqual([sha(recent), `.tmp-${h3}-1-7`, 'README.txt', 'backups', '.tmp-not-ours', 'd'.repeat(64), 'f'.repeat(64), 'E'.repeat(64)].sort());
     expect(readFileSync(join(dir, 'README.txt'), 'utf8')).toBe('operator notes');
     expect(readFileSync(join(dir, 'backups', 'x.bin'), 'utf8')).toBe('x');
     // the surviving entry is served from the cache
@@ -215,5 +213,3 @@ describe.each(h.ENGINES.filter((e) => e === 'v8'))('%s engine: cache and loaded 
     }
   });
 });
-
-

@@ -24,7 +24,15 @@ describe.each(ENGINES)('%s engine: unload under load', (engine) => {
     cpSync(join(REPO, 'identity_wasm'), join(repo, 'identity_wasm'), { recursive: true });
     const { startServer } = (await import('../../host/src/server.js')) as unknown as { startServer(o: Record<string, unknown>): Promise<Running> };
     resolver = newResolver(engine);
-    server = await startServer({ modelRepositories: [repo], httpPort: 0, metricsPort: 0, modelControlMode: 'explicit', loadModels: ['identity_wasm'], logLevel: 'silent', backendResolvers: [resolver] });
+    server = await startServer({
+      modelRepositories: [repo],
+      httpPort: 0,
+      metricsPort: 0,
+      modelControlMode: 'explicit',
+      loadModels: ['identity_wasm'],
+      logLevel: 'silent',
+      backendResolvers: [resolver],
+    });
   });
 
   afterAll(async () => {
@@ -33,7 +41,11 @@ describe.each(ENGINES)('%s engine: unload under load', (engine) => {
   });
 
   const post = (path: string, body?: unknown) =>
-    fetch(server.httpUrl + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    fetch(server.httpUrl + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
 
   it('every request is answered, the sandboxes go away, and the model serves again after a reload', async () => {
     const statuses: number[] = [];

@@ -7,7 +7,21 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -38,7 +52,10 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function resolver(cacheDir: string, opts: { engine?: 'v8' | 'wasmtime'; maxEntries?: number; idleMs?: number; fuel?: boolean; settleMs?: number } = {}): WasmBackendResolver {
+function resolver(
+  cacheDir: string,
+  opts: { engine?: 'v8' | 'wasmtime'; maxEntries?: number; idleMs?: number; fuel?: boolean; settleMs?: number } = {},
+): WasmBackendResolver {
   const r = new WasmBackendResolver({
     cacheDir,
     limits: { maxMemoryBytes: 64 * 1024 * 1024, maxExecuteMs: 5_000, maxLogBytes: 16 * 1024 },
@@ -75,7 +92,10 @@ async function identityWorks(m: WasmModel): Promise<void> {
 describe('wasmtime compile cache (.cwasm)', () => {
   const entryOf = (cache: string) => {
     const dir = join(cache, 'wasmtime');
-    return join(dir, readdirSync(dir).find((f) => f.endsWith('.cwasm'))!);
+    return join(
+      dir,
+      readdirSync(dir).find((f) => f.endsWith('.cwasm'))!,
+    );
   };
 
   it('compiles once, then loads from the cache in a new engine; the entry is the raw artifact, named by its keyed MAC, beside a 0600 key', async () => {
@@ -97,14 +117,40 @@ describe('wasmtime compile cache (.cwasm)', () => {
   });
 
   it.each([
-    ['a flipped payload byte', (f: string) => { const b = readFileSync(f); b[b.length - 100]! ^= 0xff; writeFileSync(f, b); }],
-    ['a flipped byte in the ELF header', (f: string) => { const b = readFileSync(f); b[20]! ^= 0x01; writeFileSync(f, b); }],
+    [
+      'a flipped payload byte',
+      (f: string) => {
+        const b = readFileSync(f);
+        b[b.length - 100]! ^= 0xff;
+        writeFileSync(f, b);
+      },
+    ],
+    [
+      'a flipped byte in the ELF header',
+      (f: string) => {
+        const b = readFileSync(f);
+        b[20]! ^= 0x01;
+        writeFileSync(f, b);
+      },
+    ],
     ['a truncated file', (f: string) => writeFileSync(f, readFileSync(f).subarray(0, readFileSync(f).length - 4096))],
     ['an empty file', (f: string) => writeFileSync(f, '')],
     ['garbage', (f: string) => writeFileSync(f, 'not a cwasm at all\n')],
     ['a MAC in the name that does not match', (f: string) => renameSync(f, f.replace(/-[0-9a-f]{64}\.cwasm$/, `-${'ab'.repeat(32)}.cwasm`))],
-    ['a symlink to a good copy', (f: string) => { renameSync(f, `${f}.real`); symlinkSync(`${f}.real`, f); }],
-    ['a FIFO (an open would block)', (f: string) => { rmSync(f); execFileSync('mkfifo', [f]); }],
+    [
+      'a symlink to a good copy',
+      (f: string) => {
+        renameSync(f, `${f}.real`);
+        symlinkSync(`${f}.real`, f);
+      },
+    ],
+    [
+      'a FIFO (an open would block)',
+      (f: string) => {
+        rmSync(f);
+        execFileSync('mkfifo', [f]);
+      },
+    ],
     ['an entry written under another cache key', (f: string) => writeFileSync(join(f, '..', '.key'), randomBytes(32), { mode: 0o600 })],
   ])('refuses %s: deletes it, compiles again, and serves correctly', async (_what, tamper) => {
     const cache = mkdtempSync(join(work, 'cache-'));
@@ -178,7 +224,10 @@ describe('wasmtime compile cache (.cwasm)', () => {
     const cwasm = readFileSync(entryOf(cache)); // exactly what wasmtime's deserialize would take
     expect(cwasm.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
     const withHeader = Buffer.concat([Buffer.from('WARDEN-CWASM/1 x\n'), cwasm]);
-    for (const [name, bytes] of [['u_elf', cwasm], ['u_header', withHeader]] as const) {
+    for (const [name, bytes] of [
+      ['u_elf', cwasm],
+      ['u_header', withHeader],
+    ] as const) {
       mkdirSync(join(work, name, '1'), { recursive: true });
       writeFileSync(join(work, name, '1', 'model.wasm'), bytes);
       await expect(h.loadModel(resolver(cache), h.wasmConfig(name, io.inputs, io.outputs), join(work, name))).rejects.toMatchObject({ code: 'INVALID_ARG' });
@@ -202,7 +251,11 @@ describe('wasmtime compile cache (.cwasm)', () => {
     const r = resolver(cache, { maxEntries: 2 });
     const a = await load(r, 'ba', 'identity');
     const b = await load(r, 'bb', 'trap_execute');
-    const entries = () => readdirSync(join(cache, 'wasmtime')).filter((f) => f.endsWith('.cwasm')).map((f) => f.slice(0, 64)).sort();
+    const entries = () =>
+      readdirSync(join(cache, 'wasmtime'))
+        .filter((f) => f.endsWith('.cwasm'))
+        .map((f) => f.slice(0, 64))
+        .sort();
     expect(entries()).toEqual([a.componentHash, b.componentHash].sort());
     await a.finalize(); // a is no longer in use
     const c = await load(r, 'bc', 'loop_execute');
@@ -216,7 +269,10 @@ describe('wasmtime compile cache (.cwasm)', () => {
 describe('wasmtime compile cache: verified stamps (a first load trusts an unchanged, fully checked entry instead of hashing it)', () => {
   const entryOf = (cache: string) => {
     const dir = join(cache, 'wasmtime');
-    return join(dir, readdirSync(dir).find((f) => f.endsWith('.cwasm'))!);
+    return join(
+      dir,
+      readdirSync(dir).find((f) => f.endsWith('.cwasm'))!,
+    );
   };
   const stampOf = (cache: string) => entryOf(cache).replace(/\.cwasm$/, '.verified');
   const countsOf = (m: WasmModel) => (m as unknown as { engine: WasmtimeEngine }).engine.cache.counts;
@@ -241,11 +297,13 @@ describe('wasmtime compile cache: verified stamps (a first load trusts an unchan
     return cache;
   }
 
-  it('after a full check the open file\'s stamps are recorded (0600, MAC\'d); a new engine trusts them and does not hash', async () => {
+  it("after a full check the open file's stamps are recorded (0600, MAC'd); a new engine trusts them and does not hash", async () => {
     const cache = await stamped();
     const st = statSync(entryOf(cache), { bigint: true });
     expect(statSync(stampOf(cache)).mode & 0o777).toBe(0o600);
-    expect(readFileSync(stampOf(cache), 'latin1')).toMatch(new RegExp(`^warden-cwasm-verified/1 ${st.dev} ${st.ino} ${st.size} ${st.mtimeNs} ${st.ctimeNs} [0-9a-f]{64}\\n$`));
+    expect(readFileSync(stampOf(cache), 'latin1')).toMatch(
+      new RegExp(`^warden-cwasm-verified/1 ${st.dev} ${st.ino} ${st.size} ${st.mtimeNs} ${st.ctimeNs} [0-9a-f]{64}\\n$`),
+    );
     const m = await load(quick(cache), 's2');
     expect(sourceOf(m)).toBe('cache');
     expect(countsOf(m)).toEqual({ mac: 0, stamp: 1 });
@@ -270,7 +328,15 @@ describe('wasmtime compile cache: verified stamps (a first load trusts an unchan
   it.each([
     ['a byte flipped in place (same inode, size and mtime: only ctime moved)', flipInPlace],
     ['a truncated file', (f: string) => writeFileSync(f, readFileSync(f).subarray(0, readFileSync(f).length - 4096))],
-    ['an entry replaced by a tampered copy under the same name', (f: string) => { const b = readFileSync(f); b[200]! ^= 1; rmSync(f); writeFileSync(f, b, { mode: 0o600 }); }],
+    [
+      'an entry replaced by a tampered copy under the same name',
+      (f: string) => {
+        const b = readFileSync(f);
+        b[200]! ^= 1;
+        rmSync(f);
+        writeFileSync(f, b, { mode: 0o600 });
+      },
+    ],
   ])('after stamping, %s is checked in full: refused, deleted with its stamp, compiled again', async (_what, tamper) => {
     const cache = await stamped();
     const stamp = stampOf(cache);
@@ -283,26 +349,52 @@ describe('wasmtime compile cache: verified stamps (a first load trusts an unchan
 
   it.each([
     ['touched (utimes to the same mtime: content unchanged, ctime moved)', (f: string) => utimesSync(f, NOW_S, NOW_S)],
-    ['chmod (metadata only)', (f: string) => { chmodSync(f, 0o400); chmodSync(f, 0o600); }],
-    ['replaced by an identical copy (another inode)', (f: string) => { const b = readFileSync(f); rmSync(f); writeFileSync(f, b, { mode: 0o600 }); utimesSync(f, NOW_S, NOW_S); }],
-    ['a stamp forged without the key (right stamps, wrong MAC)', (f: string) => {
-      const s = f.replace(/\.cwasm$/, '.verified');
-      writeFileSync(s, readFileSync(s, 'latin1').replace(/[0-9a-f]{64}\n$/, `${'ab'.repeat(32)}\n`));
-    }],
-    ['a stamp that is a symlink to a good one', (f: string) => {
-      const s = f.replace(/\.cwasm$/, '.verified');
-      renameSync(s, `${s}.real`);
-      symlinkSync(`${s}.real`, s);
-    }],
-    ['a FIFO as the stamp file (an open would block)', (f: string) => {
-      const s = f.replace(/\.cwasm$/, '.verified');
-      rmSync(s);
-      execFileSync('mkfifo', [s]);
-    }],
-    ['an oversized stamp file', (f: string) => {
-      const s = f.replace(/\.cwasm$/, '.verified');
-      writeFileSync(s, readFileSync(s, 'latin1') + 'x'.repeat(4096));
-    }],
+    [
+      'chmod (metadata only)',
+      (f: string) => {
+        chmodSync(f, 0o400);
+        chmodSync(f, 0o600);
+      },
+    ],
+    [
+      'replaced by an identical copy (another inode)',
+      (f: string) => {
+        const b = readFileSync(f);
+        rmSync(f);
+        writeFileSync(f, b, { mode: 0o600 });
+        utimesSync(f, NOW_S, NOW_S);
+      },
+    ],
+    [
+      'a stamp forged without the key (right stamps, wrong MAC)',
+      (f: string) => {
+        const s = f.replace(/\.cwasm$/, '.verified');
+        writeFileSync(s, readFileSync(s, 'latin1').replace(/[0-9a-f]{64}\n$/, `${'ab'.repeat(32)}\n`));
+      },
+    ],
+    [
+      'a stamp that is a symlink to a good one',
+      (f: string) => {
+        const s = f.replace(/\.cwasm$/, '.verified');
+        renameSync(s, `${s}.real`);
+        symlinkSync(`${s}.real`, s);
+      },
+    ],
+    [
+      'a FIFO as the stamp file (an open would block)',
+      (f: string) => {
+        const s = f.replace(/\.cwasm$/, '.verified');
+        rmSync(s);
+        execFileSync('mkfifo', [s]);
+      },
+    ],
+    [
+      'an oversized stamp file',
+      (f: string) => {
+        const s = f.replace(/\.cwasm$/, '.verified');
+        writeFileSync(s, readFileSync(s, 'latin1') + 'x'.repeat(4096));
+      },
+    ],
   ])('after stamping, %s: the stamp is not trusted; the good entry is checked in full, kept and stamped again', async (_what, change) => {
     const cache = await stamped();
     change(entryOf(cache));
@@ -372,8 +464,7 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
       readdirSync('/proc/self/task')
         .filter((tid) => readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'warden-wasmtime') // 'warden-wasmtime-epoch', cut to 15 bytes by the kernel
         .map((tid) => `/proc/self/task/${tid}/status`);
-    const switches = () =>
-      tickers().reduce((sum, f) => sum + Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(f, 'utf8'))?.[1] ?? 0), 0);
+    const switches = () => tickers().reduce((sum, f) => sum + Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(f, 'utf8'))?.[1] ?? 0), 0);
     const r = resolver(mkdtempSync(join(work, 'cache-')));
     const m = await load(r, 'ticker');
     const inst = (await m.createInstance(h.instanceSpec('ticker'))) as WasmtimeInstance;
@@ -383,11 +474,14 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
     // After its grace (250 ms) it parks: a 400 ms window passes with fewer than 20 switches, where
     // one that ticks makes one per 1 ms tick (~400). Windows are tried until one is quiet, so a
     // loaded machine only makes the park later; a ticker that never parks fails after 15 s.
-    await until(async () => {
-      const before = switches();
-      await sleep(400);
-      return switches() - before < 20;
-    }, { within: 15_000, every: 0, what: 'a parked ticker' });
+    await until(
+      async () => {
+        const before = switches();
+        await sleep(400);
+        return switches() - before < 20;
+      },
+      { within: 15_000, every: 0, what: 'a parked ticker' },
+    );
     // the next call wakes it: the deadline still works after a park (a runaway guest is the hostile suite's)
     expect((await h.infer(inst, req())).errors).toEqual([]);
     const woken = switches();
@@ -438,7 +532,10 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
 
   it('idle_timeout_ms must be a non-negative integer', async () => {
     const r = resolver(mkdtempSync(join(work, 'cache-')));
-    await expect(load(r, 'idle_bad', 'identity', { idle_timeout_ms: '-5' })).rejects.toMatchObject({ code: 'INVALID_ARG', message: expect.stringMatching(/idle_timeout_ms/) });
+    await expect(load(r, 'idle_bad', 'identity', { idle_timeout_ms: '-5' })).rejects.toMatchObject({
+      code: 'INVALID_ARG',
+      message: expect.stringMatching(/idle_timeout_ms/),
+    });
   });
 
   it('parameters { key: "engine" } picks the engine per model; an unknown engine is refused', async () => {

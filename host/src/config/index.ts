@@ -14,12 +14,7 @@ export type * from '../contract/model-config.js';
 export { autoCompleteFromRepository } from './autocomplete.js';
 export { modelConfigFromJson, modelConfigToJson } from './json.js';
 export { loadModelConfig, modelConfigPath, type LoadModelConfigOptions } from './load.js';
-export {
-  defaultHostPolicy,
-  normalizeModelConfig,
-  SEQUENCE_IDLE_DEFAULT_MICROSECONDS,
-  type NormalizeOptions,
-} from './normalize.js';
+export { defaultHostPolicy, normalizeModelConfig, SEQUENCE_IDLE_DEFAULT_MICROSECONDS, type NormalizeOptions } from './normalize.js';
 export { validateModelConfig, type ValidateOptions } from './validate.js';
 
 /**

@@ -75,7 +75,7 @@ function normalizeInstanceGroups(c: Obj, opts: NormalizeOptions): void {
     }
     for (const pg of preferred) {
       if (g.kind !== pg.kind) continue;
-      if (g.kind === 'KIND_GPU' && !(g.gpus?.length) && pg.gpus?.length) {
+      if (g.kind === 'KIND_GPU' && !g.gpus?.length && pg.gpus?.length) {
         g.gpus = pg.gpus.filter((id) => supported.has(id));
         if (g.gpus.length === 0) continue;
       }
@@ -84,7 +84,7 @@ function normalizeInstanceGroups(c: Obj, opts: NormalizeOptions): void {
     if ((g.count ?? 0) < 1) {
       g.count = g.kind === 'KIND_CPU' && TWO_CPU_INSTANCE_BACKENDS.has((c.backend as string) ?? '') ? 2 : 1;
     }
-    if (g.kind === 'KIND_GPU' && !(g.gpus?.length)) g.gpus = [...supported];
+    if (g.kind === 'KIND_GPU' && !g.gpus?.length) g.gpus = [...supported];
   });
   c.instance_group = groups;
 }

@@ -19,9 +19,7 @@ export interface EnumDesc {
 
 /** What a field (or a map value) holds. */
 export type ValueType =
-  | { readonly kind: ScalarKind }
-  | { readonly kind: 'enum'; readonly enumType: EnumDesc }
-  | { readonly kind: 'message'; readonly messageType: MessageDesc };
+  { readonly kind: ScalarKind } | { readonly kind: 'enum'; readonly enumType: EnumDesc } | { readonly kind: 'message'; readonly messageType: MessageDesc };
 
 /** One field of a message. */
 export interface FieldDesc {
@@ -106,28 +104,41 @@ const rep = true;
 // ---- enums -------------------------------------------------------------------------------------
 
 export const DataTypeEnum = enumDesc('inference.DataType', [
-  'TYPE_INVALID', 'TYPE_BOOL', 'TYPE_UINT8', 'TYPE_UINT16', 'TYPE_UINT32', 'TYPE_UINT64',
-  'TYPE_INT8', 'TYPE_INT16', 'TYPE_INT32', 'TYPE_INT64', 'TYPE_FP16', 'TYPE_FP32', 'TYPE_FP64',
-  'TYPE_STRING', 'TYPE_BF16',
+  'TYPE_INVALID',
+  'TYPE_BOOL',
+  'TYPE_UINT8',
+  'TYPE_UINT16',
+  'TYPE_UINT32',
+  'TYPE_UINT64',
+  'TYPE_INT8',
+  'TYPE_INT16',
+  'TYPE_INT32',
+  'TYPE_INT64',
+  'TYPE_FP16',
+  'TYPE_FP32',
+  'TYPE_FP64',
+  'TYPE_STRING',
+  'TYPE_BF16',
 ]);
-export const InstanceGroupKindEnum = enumDesc('inference.ModelInstanceGroup.Kind', [
-  'KIND_AUTO', 'KIND_GPU', 'KIND_CPU', 'KIND_MODEL',
-]);
-export const SecondaryDeviceKindEnum = enumDesc('inference.ModelInstanceGroup.SecondaryDevice.SecondaryDeviceKind', [
-  'KIND_NVDLA',
-]);
+export const InstanceGroupKindEnum = enumDesc('inference.ModelInstanceGroup.Kind', ['KIND_AUTO', 'KIND_GPU', 'KIND_CPU', 'KIND_MODEL']);
+export const SecondaryDeviceKindEnum = enumDesc('inference.ModelInstanceGroup.SecondaryDevice.SecondaryDeviceKind', ['KIND_NVDLA']);
 export const InputFormatEnum = enumDesc('inference.ModelInput.Format', ['FORMAT_NONE', 'FORMAT_NHWC', 'FORMAT_NCHW']);
 export const BatchInputKindEnum = enumDesc('inference.BatchInput.Kind', [
-  'BATCH_ELEMENT_COUNT', 'BATCH_ACCUMULATED_ELEMENT_COUNT', 'BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO',
-  'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE', 'BATCH_ITEM_SHAPE', 'BATCH_ITEM_SHAPE_FLATTEN',
+  'BATCH_ELEMENT_COUNT',
+  'BATCH_ACCUMULATED_ELEMENT_COUNT',
+  'BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO',
+  'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE',
+  'BATCH_ITEM_SHAPE',
+  'BATCH_ITEM_SHAPE_FLATTEN',
 ]);
 export const BatchOutputKindEnum = enumDesc('inference.BatchOutput.Kind', ['BATCH_SCATTER_WITH_INPUT_SHAPE']);
-export const ModelPriorityEnum = enumDesc('inference.ModelOptimizationPolicy.ModelPriority', [
-  'PRIORITY_DEFAULT', 'PRIORITY_MAX', 'PRIORITY_MIN',
-]);
+export const ModelPriorityEnum = enumDesc('inference.ModelOptimizationPolicy.ModelPriority', ['PRIORITY_DEFAULT', 'PRIORITY_MAX', 'PRIORITY_MIN']);
 export const TimeoutActionEnum = enumDesc('inference.ModelQueuePolicy.TimeoutAction', ['REJECT', 'DELAY']);
 export const ControlKindEnum = enumDesc('inference.ModelSequenceBatching.Control.Kind', [
-  'CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_READY', 'CONTROL_SEQUENCE_END', 'CONTROL_SEQUENCE_CORRID',
+  'CONTROL_SEQUENCE_START',
+  'CONTROL_SEQUENCE_READY',
+  'CONTROL_SEQUENCE_END',
+  'CONTROL_SEQUENCE_CORRID',
 ]);
 
 // ---- messages (inner types first) --------------------------------------------------------------
@@ -190,18 +201,14 @@ const BatchOutput = message('BatchOutput', [
 ]);
 const VersionLatest = message('ModelVersionPolicy.Latest', [{ name: 'num_versions', number: 1, type: 'uint32' }]);
 const VersionAll = message('ModelVersionPolicy.All', []);
-const VersionSpecific = message('ModelVersionPolicy.Specific', [
-  { name: 'versions', number: 1, type: 'int64', repeated: rep },
-]);
+const VersionSpecific = message('ModelVersionPolicy.Specific', [{ name: 'versions', number: 1, type: 'int64', repeated: rep }]);
 const ModelVersionPolicy = message('ModelVersionPolicy', [
   { name: 'latest', number: 1, type: VersionLatest, oneof: 'policy_choice' },
   { name: 'all', number: 2, type: VersionAll, oneof: 'policy_choice' },
   { name: 'specific', number: 3, type: VersionSpecific, oneof: 'policy_choice' },
 ]);
 const OptGraph = message('ModelOptimizationPolicy.Graph', [{ name: 'level', number: 1, type: 'int32' }]);
-const GraphSpecShape = message('ModelOptimizationPolicy.Cuda.GraphSpec.Shape', [
-  { name: 'dim', number: 1, type: 'int64', repeated: rep, jsonAsString: true },
-]);
+const GraphSpecShape = message('ModelOptimizationPolicy.Cuda.GraphSpec.Shape', [{ name: 'dim', number: 1, type: 'int64', repeated: rep, jsonAsString: true }]);
 const GraphSpecLowerBound = message('ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound', [
   { name: 'batch_size', number: 1, type: 'int32' },
   { name: 'input', number: 2, type: GraphSpecShape, mapKey: 'string' },
@@ -225,9 +232,7 @@ const ExecutionAccelerators = message('ModelOptimizationPolicy.ExecutionAccelera
   { name: 'gpu_execution_accelerator', number: 1, type: Accelerator, repeated: rep },
   { name: 'cpu_execution_accelerator', number: 2, type: Accelerator, repeated: rep },
 ]);
-const PinnedMemoryBuffer = message('ModelOptimizationPolicy.PinnedMemoryBuffer', [
-  { name: 'enable', number: 1, type: 'bool' },
-]);
+const PinnedMemoryBuffer = message('ModelOptimizationPolicy.PinnedMemoryBuffer', [{ name: 'enable', number: 1, type: 'bool' }]);
 export const ModelOptimizationPolicyDesc = message('ModelOptimizationPolicy', [
   { name: 'graph', number: 1, type: OptGraph },
   { name: 'priority', number: 2, type: ModelPriorityEnum },
@@ -324,24 +329,16 @@ const ModelWarmup = message('ModelWarmup', [
   { name: 'inputs', number: 3, type: WarmupInput, mapKey: 'string' },
   { name: 'count', number: 4, type: 'uint32' },
 ]);
-const ModelOperations = message('ModelOperations', [
-  { name: 'op_library_filename', number: 1, type: 'string', repeated: rep },
-]);
+const ModelOperations = message('ModelOperations', [{ name: 'op_library_filename', number: 1, type: 'string', repeated: rep }]);
 const ModelTransactionPolicy = message('ModelTransactionPolicy', [{ name: 'decoupled', number: 1, type: 'bool' }]);
 const RepositoryAgent = message('ModelRepositoryAgents.Agent', [
   { name: 'name', number: 1, type: 'string' },
   { name: 'parameters', number: 2, type: 'string', mapKey: 'string' },
 ]);
-const ModelRepositoryAgents = message('ModelRepositoryAgents', [
-  { name: 'agents', number: 1, type: RepositoryAgent, repeated: rep },
-]);
+const ModelRepositoryAgents = message('ModelRepositoryAgents', [{ name: 'agents', number: 1, type: RepositoryAgent, repeated: rep }]);
 const ModelResponseCache = message('ModelResponseCache', [{ name: 'enable', number: 1, type: 'bool' }]);
-const MetricIdentifier = message('ModelMetrics.MetricControl.MetricIdentifier', [
-  { name: 'family', number: 1, type: 'string' },
-]);
-const HistogramOptions = message('ModelMetrics.MetricControl.HistogramOptions', [
-  { name: 'buckets', number: 1, type: 'double', repeated: rep },
-]);
+const MetricIdentifier = message('ModelMetrics.MetricControl.MetricIdentifier', [{ name: 'family', number: 1, type: 'string' }]);
+const HistogramOptions = message('ModelMetrics.MetricControl.HistogramOptions', [{ name: 'buckets', number: 1, type: 'double', repeated: rep }]);
 const MetricControl = message('ModelMetrics.MetricControl', [
   { name: 'metric_identifier', number: 1, type: MetricIdentifier },
   { name: 'histogram_options', number: 2, type: HistogramOptions, oneof: 'metric_options' },

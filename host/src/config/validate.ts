@@ -6,14 +6,7 @@
  * is a TritonError INVALID_ARG. Warden additionally rejects duplicate input / output names.
  */
 import { invalidArg } from '../contract/errors.js';
-import type {
-  ConfigDataType,
-  ModelConfig,
-  ModelInput,
-  ModelOutput,
-  ModelSequenceBatching,
-  ModelSequenceControl,
-} from '../contract/model-config.js';
+import type { ConfigDataType, ModelConfig, ModelInput, ModelOutput, ModelSequenceBatching, ModelSequenceControl } from '../contract/model-config.js';
 
 /** Options of {@link validateModelConfig}. */
 export interface ValidateOptions {
@@ -233,7 +226,13 @@ function validateEnsemble(c: ModelConfig): void {
   const steps = c.ensemble_scheduling!.step;
   if (steps.length === 0) fail(`must specify 'step' for ensemble '${name}'`);
 
-  interface Node { name: string; isOutput: boolean; ready: boolean; prev: Node[]; next: Node[] }
+  interface Node {
+    name: string;
+    isOutput: boolean;
+    ready: boolean;
+    prev: Node[];
+    next: Node[];
+  }
   const tensors = new Map<string, Node>();
   const node = (n: string, isOutput: boolean): Node => {
     let t = tensors.get(n);
@@ -326,7 +325,9 @@ function validateInstanceGroups(c: ModelConfig, gpuCount: number): void {
       }
       for (const id of g.gpus) {
         if (!supported.includes(id)) {
-          fail(`${where} specifies invalid or unsupported gpu id ${id}. GPUs with at least the minimum required CUDA compute compatibility of 6.000000 are: ${supported.join(', ')}`);
+          fail(
+            `${where} specifies invalid or unsupported gpu id ${id}. GPUs with at least the minimum required CUDA compute compatibility of 6.000000 are: ${supported.join(', ')}`,
+          );
         }
       }
     } else if (g.kind === 'KIND_CPU') {
@@ -341,7 +342,9 @@ function validateInstanceGroups(c: ModelConfig, gpuCount: number): void {
       if (p === '') fail('profile name must not be empty');
       if (!/^\s*[-+]?\d/.test(p)) fail(`unable to parse '${p}': stoi`);
       if (parseInt(p, 10) < 0) {
-        fail(`${where} and platform ${c.platform} specifies invalid profile ${p}. The field should contain the string representation of a non-negative integer.`);
+        fail(
+          `${where} and platform ${c.platform} specifies invalid profile ${p}. The field should contain the string representation of a non-negative integer.`,
+        );
       }
     }
   }
@@ -404,7 +407,9 @@ export function validateModelConfig(config: ModelConfig, opts: ValidateOptions =
     sequenceControl(sb, name, 'CONTROL_SEQUENCE_READY', false);
     const corrid = sequenceControl(sb, name, 'CONTROL_SEQUENCE_CORRID', true);
     if (corrid && !['TYPE_UINT64', 'TYPE_INT64', 'TYPE_UINT32', 'TYPE_INT32', 'TYPE_STRING'].includes(corrid.dataType)) {
-      fail(`unexpected data type for control CONTROL_SEQUENCE_CORRID for ${name}. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING`);
+      fail(
+        `unexpected data type for control CONTROL_SEQUENCE_CORRID for ${name}. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING`,
+      );
     }
     if (sb.oldest) {
       for (const size of sb.oldest.preferred_batch_size) {

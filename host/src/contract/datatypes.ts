@@ -4,21 +4,7 @@
 import type { ModelInput, ModelOutput } from './model-config.js';
 
 /** Protocol datatype names as used over HTTP and in the C API string form. */
-export type DataType =
-  | 'BOOL'
-  | 'UINT8'
-  | 'UINT16'
-  | 'UINT32'
-  | 'UINT64'
-  | 'INT8'
-  | 'INT16'
-  | 'INT32'
-  | 'INT64'
-  | 'FP16'
-  | 'FP32'
-  | 'FP64'
-  | 'BYTES'
-  | 'BF16';
+export type DataType = 'BOOL' | 'UINT8' | 'UINT16' | 'UINT32' | 'UINT64' | 'INT8' | 'INT16' | 'INT32' | 'INT64' | 'FP16' | 'FP32' | 'FP64' | 'BYTES' | 'BF16';
 
 /** Protocol names in `TRITONSERVER_DataType` order; index = C enum value (0 is INVALID). */
 export const DATATYPES_BY_ENUM: readonly (DataType | 'INVALID')[] = [

@@ -8,15 +8,7 @@
  */
 
 /** `TRITONSERVER_Error_Code` names; the numeric value is the index in {@link ERROR_CODES}. */
-export type ErrorCode =
-  | 'UNKNOWN'
-  | 'INTERNAL'
-  | 'NOT_FOUND'
-  | 'INVALID_ARG'
-  | 'UNAVAILABLE'
-  | 'UNSUPPORTED'
-  | 'ALREADY_EXISTS'
-  | 'CANCELLED';
+export type ErrorCode = 'UNKNOWN' | 'INTERNAL' | 'NOT_FOUND' | 'INVALID_ARG' | 'UNAVAILABLE' | 'UNSUPPORTED' | 'ALREADY_EXISTS' | 'CANCELLED';
 
 /** `TRITONSERVER_Error_Code` in C enum order: `ERROR_CODES[n]` is the name of value n. */
 export const ERROR_CODES: readonly ErrorCode[] = [
@@ -60,8 +52,7 @@ export function jsonAccessError(
   expected: 'string' | 'boolean' | 'array' | 'object' | 'unsigned-integer' | 'signed-integer' | 'missing',
   prefix = 'Unable to parse',
 ): TritonError {
-  const what =
-    expected === 'missing' ? `attempt to access non-existing object member '${field}'` : `attempt to access JSON non-${expected} as ${expected}`;
+  const what = expected === 'missing' ? `attempt to access non-existing object member '${field}'` : `attempt to access JSON non-${expected} as ${expected}`;
   return internal(`${prefix} '${field}': ${what}`);
 }
 

@@ -15,7 +15,8 @@ import type { BackendResolveRequest, InferenceServerHandle, ModelKey, ModelLoadC
  * tenant), so a tenant's model reaches its own models and the operator models shared with it,
  * never another tenant's.
  */
-export const ownerPrincipal = (key: ModelKey): Principal => (key.namespace === '' ? { namespace: '', role: 'admin' } : { namespace: key.namespace, role: 'tenant' });
+export const ownerPrincipal = (key: ModelKey): Principal =>
+  key.namespace === '' ? { namespace: '', role: 'admin' } : { namespace: key.namespace, role: 'tenant' };
 
 /** In-process inference where no server is attached (a backend loaded on its own). */
 export const NO_SERVER: InferenceServerHandle = Object.freeze({

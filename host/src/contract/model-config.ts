@@ -252,10 +252,7 @@ export interface ModelParameter {
 }
 
 /** `ModelVersionPolicy` oneof (spec §5.3). Exactly one key is present. */
-export type ModelVersionPolicy =
-  | { latest: { num_versions: number } }
-  | { all: Record<string, never> }
-  | { specific: { versions: number[] } };
+export type ModelVersionPolicy = { latest: { num_versions: number } } | { all: Record<string, never> } | { specific: { versions: number[] } };
 
 /**
  * The normalised model configuration. Fields without `?` are always present after

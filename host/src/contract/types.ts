@@ -242,7 +242,14 @@ export interface InferenceServerHandle {
    * Queue a request on `model` (version -1 = highest ready); responses go to `sender`.
    * @throws TritonError synchronously (NOT_FOUND / UNAVAILABLE / INVALID_ARG); nothing was queued.
    */
-  infer(principal: Principal, model: string, version: number, request: InferenceRequestInit, sender: ResponseSender, signal?: CancellationSignal): SubmittedRequest;
+  infer(
+    principal: Principal,
+    model: string,
+    version: number,
+    request: InferenceRequestInit,
+    sender: ResponseSender,
+    signal?: CancellationSignal,
+  ): SubmittedRequest;
   /**
    * Whether a model version is ready (false for unknown models the principal may not see); asks
    * the model's own readiness check where it has one (Python `is_ready()`).
@@ -257,7 +264,12 @@ export interface InferenceServerHandle {
     principal: Principal,
     model: string,
     version: number,
-  ): { readonly version: number; readonly config: ModelConfig; readonly decoupled: boolean; readonly ensemble?: { readonly inferences: number; readonly depth: number } };
+  ): {
+    readonly version: number;
+    readonly config: ModelConfig;
+    readonly decoupled: boolean;
+    readonly ensemble?: { readonly inferences: number; readonly depth: number };
+  };
   /** Model metadata (spec §1.5) — for `TRITONSERVER_ServerModelMetadata`. @throws TritonError NOT_FOUND / UNAVAILABLE */
   modelMetadata?(principal: Principal, model: string, version: number): object;
   /** The serving version's normalised config (spec §1.7). @throws TritonError NOT_FOUND / UNAVAILABLE */

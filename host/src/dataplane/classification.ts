@@ -35,17 +35,28 @@ type Reader = (dv: DataView, i: number) => number | bigint;
 
 function readerOf(datatype: DataType): Reader {
   switch (datatype) {
-    case 'UINT8': return (d, i) => d.getUint8(i);
-    case 'INT8': return (d, i) => d.getInt8(i);
-    case 'UINT16': return (d, i) => d.getUint16(i * 2, true);
-    case 'INT16': return (d, i) => d.getInt16(i * 2, true);
-    case 'UINT32': return (d, i) => d.getUint32(i * 4, true);
-    case 'INT32': return (d, i) => d.getInt32(i * 4, true);
-    case 'UINT64': return (d, i) => d.getBigUint64(i * 8, true);
-    case 'INT64': return (d, i) => d.getBigInt64(i * 8, true);
-    case 'FP32': return (d, i) => d.getFloat32(i * 4, true);
-    case 'FP64': return (d, i) => d.getFloat64(i * 8, true);
-    default: throw invalidArg(`class result not available for output due to unsupported type '${datatype}'`);
+    case 'UINT8':
+      return (d, i) => d.getUint8(i);
+    case 'INT8':
+      return (d, i) => d.getInt8(i);
+    case 'UINT16':
+      return (d, i) => d.getUint16(i * 2, true);
+    case 'INT16':
+      return (d, i) => d.getInt16(i * 2, true);
+    case 'UINT32':
+      return (d, i) => d.getUint32(i * 4, true);
+    case 'INT32':
+      return (d, i) => d.getInt32(i * 4, true);
+    case 'UINT64':
+      return (d, i) => d.getBigUint64(i * 8, true);
+    case 'INT64':
+      return (d, i) => d.getBigInt64(i * 8, true);
+    case 'FP32':
+      return (d, i) => d.getFloat32(i * 4, true);
+    case 'FP64':
+      return (d, i) => d.getFloat64(i * 8, true);
+    default:
+      throw invalidArg(`class result not available for output due to unsupported type '${datatype}'`);
   }
 }
 

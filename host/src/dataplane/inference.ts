@@ -120,7 +120,14 @@ export class Inference {
    *   not match the config), UNAVAILABLE (queue full), CANCELLED (already aborted); nothing was
    *   queued and no response will be sent.
    */
-  infer(principal: Principal, name: string, version: number, init: InferenceRequestInit, sender: ResponseSender, signal?: CancellationSignal): SubmittedRequest {
+  infer(
+    principal: Principal,
+    name: string,
+    version: number,
+    init: InferenceRequestInit,
+    sender: ResponseSender,
+    signal?: CancellationSignal,
+  ): SubmittedRequest {
     const mv = this.names.version(principal, name, version);
     if (signal?.aborted) throw cancelled();
     init.tenant = principal.caller ?? principal.namespace;
@@ -238,7 +245,9 @@ export function inferAndCollect(
 }
 
 /** What {@link inferUnary} needs of the server: the serving version's facts, and `infer`. */
-export type UnaryServer = Omit<InferenceServerHandle, 'inferenceTarget'> & { inferenceTarget(principal: Principal, name: string, version: number): InferenceTarget };
+export type UnaryServer = Omit<InferenceServerHandle, 'inferenceTarget'> & {
+  inferenceTarget(principal: Principal, name: string, version: number): InferenceTarget;
+};
 
 /**
  * How one frontend's unary call builds its request and encodes its one response

@@ -94,7 +94,14 @@ export class RepositoryControl {
       await this.manager.unload(key, false, { deleteFiles: options.deleteFiles === true });
       if (this.logger) auditEvent(this.logger, { event, tenant: auditTenant(principal, key), model: key.name, outcome: 'ok' });
     } catch (e) {
-      if (this.logger) auditEvent(this.logger, { event, tenant: auditTenant(principal, key), model: key.name, outcome: 'error', reason: this.scrubber.publicError(e).message });
+      if (this.logger)
+        auditEvent(this.logger, {
+          event,
+          tenant: auditTenant(principal, key),
+          model: key.name,
+          outcome: 'error',
+          reason: this.scrubber.publicError(e).message,
+        });
       throw e;
     }
   }

@@ -13,7 +13,15 @@ import { TritonError, invalidArg } from '../contract/errors.js';
 import { tensorDataType } from '../contract/datatypes.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import type { PathScrubber } from '../contract/public-errors.js';
-import type { CancellationSignal, InferenceRequestInit, InferenceServerHandle, ModelKey, Principal, ResponseSender, SubmittedRequest } from '../contract/types.js';
+import type {
+  CancellationSignal,
+  InferenceRequestInit,
+  InferenceServerHandle,
+  ModelKey,
+  Principal,
+  ResponseSender,
+  SubmittedRequest,
+} from '../contract/types.js';
 import type { EnsembleLimits } from '../ensemble/budget.js';
 import type { ModelVersion } from '../lifecycle/model-version.js';
 import type { IndexEntry, LoadOptions, ModelRepositoryManager } from '../lifecycle/repository-manager.js';
@@ -163,7 +171,11 @@ export class ServerApi implements InferenceServerHandle {
   }
 
   serverMetadata(): ServerMetadata {
-    return { name: this.opts.serverId ?? DEFAULT_SERVER_ID, version: TRITON_PROTOCOL_VERSION, extensions: serverExtensions({ clientShm: this.opts.clientShm === true }) };
+    return {
+      name: this.opts.serverId ?? DEFAULT_SERVER_ID,
+      version: TRITON_PROTOCOL_VERSION,
+      extensions: serverExtensions({ clientShm: this.opts.clientShm === true }),
+    };
   }
 
   // ---- per model (spec §1.5–§1.7, §3.2) ----
@@ -171,8 +183,7 @@ export class ServerApi implements InferenceServerHandle {
   /** @throws TritonError NOT_FOUND (unknown model or version), UNAVAILABLE (version not ready) */
   modelMetadata(principal: Principal, name: string, version: number): ModelMetadata {
     const mv = this.names.version(principal, name, version);
-    const versions =
-      version >= 0 ? [String(version)] : this.manager.servingVersions({ key: this.names.keyOf(principal, name) }).map((v) => String(v.version));
+    const versions = version >= 0 ? [String(version)] : this.manager.servingVersions({ key: this.names.keyOf(principal, name) }).map((v) => String(v.version));
     const c = mv.config;
     const meta = (t: ModelConfig['input'][number] | ModelConfig['output'][number]): TensorMetadata => ({
       name: t.name,
@@ -242,7 +253,14 @@ export class ServerApi implements InferenceServerHandle {
   }
 
   /** See {@link Inference.infer}. @throws TritonError synchronously; nothing was queued */
-  infer(principal: Principal, name: string, version: number, init: InferenceRequestInit, sender: ResponseSender, signal?: CancellationSignal): SubmittedRequest {
+  infer(
+    principal: Principal,
+    name: string,
+    version: number,
+    init: InferenceRequestInit,
+    sender: ResponseSender,
+    signal?: CancellationSignal,
+  ): SubmittedRequest {
     return this.inference.infer(principal, name, version, init, sender, signal);
   }
 

@@ -126,7 +126,9 @@ export function shmKeyFile(key: string): string {
  */
 function registerKeyFile(region: string, key: string): string {
   if (key.replace(/^\/+/, '').startsWith(TRITON_RESERVED_SHM_PREFIX)) {
-    throw invalidArg(`cannot register shared memory region '${region}' with key '${key}' as the key contains the reserved prefix '${TRITON_RESERVED_SHM_PREFIX}'`);
+    throw invalidArg(
+      `cannot register shared memory region '${region}' with key '${key}' as the key contains the reserved prefix '${TRITON_RESERVED_SHM_PREFIX}'`,
+    );
   }
   return shmKeyFile(key);
 }
@@ -206,7 +208,16 @@ export class SystemSharedMemory {
       closeSync(fd);
       throw e;
     }
-    this.regions.set(this.id(principal, name), { name, key, offset: off, byte_size: size, namespace: principal.namespace, fd, users: 0, awaitingUnregister: false });
+    this.regions.set(this.id(principal, name), {
+      name,
+      key,
+      offset: off,
+      byte_size: size,
+      namespace: principal.namespace,
+      fd,
+      users: 0,
+      awaitingUnregister: false,
+    });
   }
 
   /**
@@ -267,7 +278,8 @@ export class SystemSharedMemory {
    */
   read(principal: Principal, name: string, offset: number, size: number): Uint8Array {
     const r = this.region(principal, name, offset, size);
-    if (size > this.opts.maxReadBytes) throw invalidArg(`input of ${size} bytes from shared memory region '${name}' exceeds the ${this.opts.maxReadBytes}-byte request limit`);
+    if (size > this.opts.maxReadBytes)
+      throw invalidArg(`input of ${size} bytes from shared memory region '${name}' exceeds the ${this.opts.maxReadBytes}-byte request limit`);
     const out = Buffer.allocUnsafe(size);
     let done = 0;
     while (done < size) {
@@ -284,7 +296,9 @@ export class SystemSharedMemory {
    */
   write(principal: Principal, name: string, offset: number, byteSize: number, data: Uint8Array, output: string): void {
     if (data.length > byteSize) {
-      throw invalidArg(`shared memory size specified with the request for output '${output}' (${byteSize} bytes) should be at least ${data.length} bytes to hold the results`);
+      throw invalidArg(
+        `shared memory size specified with the request for output '${output}' (${byteSize} bytes) should be at least ${data.length} bytes to hold the results`,
+      );
     }
     const r = this.region(principal, name, offset, byteSize);
     let done = 0;

@@ -60,7 +60,9 @@ export class EnsembleBudget implements EnsembleRequestBudget {
   afford(cost: { readonly inferences: number; readonly depth: number }): void {
     this.enter(cost.depth);
     if (cost.inferences > this.limits.maxInferences) {
-      throw forbidden(`${this.who}: at least ${cost.inferences} composing inferences per request, over the cap of ${this.limits.maxInferences} (max_ensemble_inferences)`);
+      throw forbidden(
+        `${this.who}: at least ${cost.inferences} composing inferences per request, over the cap of ${this.limits.maxInferences} (max_ensemble_inferences)`,
+      );
     }
   }
 

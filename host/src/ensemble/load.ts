@@ -12,7 +12,8 @@ import type { InferenceServerHandle, ModelKey } from '../contract/types.js';
 import { compileEnsemblePlan, type ComposingModel, type EnsemblePlan } from './plan.js';
 
 /** True for an ensemble config (`platform: "ensemble"` / `ensemble_scheduling`). */
-export const isEnsemble = (c: Pick<ModelConfig, 'platform' | 'ensemble_scheduling'>): boolean => c.platform === 'ensemble' || c.ensemble_scheduling !== undefined;
+export const isEnsemble = (c: Pick<ModelConfig, 'platform' | 'ensemble_scheduling'>): boolean =>
+  c.platform === 'ensemble' || c.ensemble_scheduling !== undefined;
 
 /** The distinct model names an ensemble's steps use. */
 export function composingNames(config: ModelConfig): string[] {
@@ -60,9 +61,7 @@ export function compileEnsemble(key: ModelKey, loaded: ModelConfig, server: Infe
   // Triton validates the ensemble's config again once it is marked decoupled (core Model::Init,
   // model_config_utils.cc), so a decoupled step in a cached ensemble fails the load.
   if (plan.decoupled && loaded.response_cache?.enable) {
-    throw invalidArg(
-      `Response Cache does not currently support model ${key.name} with 'decoupled' transaction policy. Please disable the response cache.`,
-    );
+    throw invalidArg(`Response Cache does not currently support model ${key.name} with 'decoupled' transaction policy. Please disable the response cache.`);
   }
   const config: ModelConfig = { ...loaded, model_transaction_policy: { ...loaded.model_transaction_policy, decoupled: plan.decoupled } };
   return { config, plan };

@@ -26,7 +26,16 @@
  * responses are held as frames until the step downstream takes them).
  */
 import { AccessError, TritonError, asTritonError, cancelled } from '../contract/errors.js';
-import type { EnsembleRequestBudget, InferenceRequest, InferenceRequestInit, InferenceResponse, InferenceServerHandle, Principal, ResponseSender, Tensor } from '../contract/types.js';
+import type {
+  EnsembleRequestBudget,
+  InferenceRequest,
+  InferenceRequestInit,
+  InferenceResponse,
+  InferenceServerHandle,
+  Principal,
+  ResponseSender,
+  Tensor,
+} from '../contract/types.js';
 import { reshapeTensorDims } from './batch-dims.js';
 import type { EnsemblePlan, PlanStep } from './plan.js';
 import { ensembleResponseSequenceParameters, responseSequenceOverride, stepSequence, type SequenceTag } from './sequence-override.js';

@@ -87,7 +87,11 @@ export function sameCorrelationId(a: CorrelationId, b: CorrelationId): boolean {
  * ensemble request's. `onConflict` is called for each later tag that differs (Triton logs it as
  * an error and keeps the first).
  */
-export function stepSequence(request: SequenceTag, inputTags: readonly (SequenceTag | undefined)[], onConflict: (used: SequenceTag, ignored: SequenceTag) => void): SequenceTag {
+export function stepSequence(
+  request: SequenceTag,
+  inputTags: readonly (SequenceTag | undefined)[],
+  onConflict: (used: SequenceTag, ignored: SequenceTag) => void,
+): SequenceTag {
   let chosen: SequenceTag | undefined;
   for (const tag of inputTags) {
     if (!tag) continue;

@@ -9,7 +9,17 @@
 import { timingSafeEqual } from 'node:crypto';
 
 /** Triton's group names (restricted_features.h RESTRICTED_CATEGORY_NAMES), in its order. */
-export const RESTRICTED_CATEGORIES = ['health', 'metadata', 'inference', 'shared-memory', 'model-config', 'model-repository', 'statistics', 'trace', 'logging'] as const;
+export const RESTRICTED_CATEGORIES = [
+  'health',
+  'metadata',
+  'inference',
+  'shared-memory',
+  'model-config',
+  'model-repository',
+  'statistics',
+  'trace',
+  'logging',
+] as const;
 
 /** One restricted group. */
 export type RestrictedCategory = (typeof RESTRICTED_CATEGORIES)[number];

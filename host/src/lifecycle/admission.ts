@@ -48,8 +48,20 @@ export const DEFAULT_SERVER_CAPS: Readonly<Required<ServerCaps>> = Object.freeze
 
 /** Bytes per element of a config data type (BYTES/STRING: 4, the length prefix of an empty string). */
 const CONFIG_TYPE_BYTES: Readonly<Record<string, number>> = Object.freeze({
-  TYPE_BOOL: 1, TYPE_UINT8: 1, TYPE_INT8: 1, TYPE_UINT16: 2, TYPE_INT16: 2, TYPE_FP16: 2, TYPE_BF16: 2,
-  TYPE_UINT32: 4, TYPE_INT32: 4, TYPE_FP32: 4, TYPE_STRING: 4, TYPE_UINT64: 8, TYPE_INT64: 8, TYPE_FP64: 8,
+  TYPE_BOOL: 1,
+  TYPE_UINT8: 1,
+  TYPE_INT8: 1,
+  TYPE_UINT16: 2,
+  TYPE_INT16: 2,
+  TYPE_FP16: 2,
+  TYPE_BF16: 2,
+  TYPE_UINT32: 4,
+  TYPE_INT32: 4,
+  TYPE_FP32: 4,
+  TYPE_STRING: 4,
+  TYPE_UINT64: 8,
+  TYPE_INT64: 8,
+  TYPE_FP64: 8,
 });
 
 /** Bytes of a state of `dims` (-1 counts as 1) of `dataType`; Infinity when not a finite count. */
@@ -101,7 +113,6 @@ export function uploadBackendOf(config: Pick<ModelConfig, 'backend' | 'platform'
   const onnxBackend = backend === 'onnxruntime' || (backend === '' && platform === 'onnxruntime_onnx');
   return onnxPlatform && onnxBackend ? 'onnxruntime' : undefined;
 }
-
 
 /**
  * The server's admission rules: {@link ServerCaps} for every model; for uploads, the backend

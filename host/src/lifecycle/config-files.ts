@@ -13,12 +13,7 @@
  * {@link MAX_INITIAL_STATE_BYTES}).
  */
 import type { ModelConfig } from '../contract/model-config.js';
-import {
-  byteCapParameter,
-  DEFAULT_INITIAL_STATE_MAX_BYTES,
-  DEFAULT_LABEL_FILE_MAX_BYTES,
-  readModelFile,
-} from '../repository/model-files.js';
+import { byteCapParameter, DEFAULT_INITIAL_STATE_MAX_BYTES, DEFAULT_LABEL_FILE_MAX_BYTES, readModelFile } from '../repository/model-files.js';
 import { invalidArg } from '../contract/errors.js';
 
 export { DEFAULT_INITIAL_STATE_MAX_BYTES, DEFAULT_LABEL_FILE_MAX_BYTES };
@@ -59,7 +54,9 @@ export function parseLabels(bytes: Uint8Array): string[] {
  */
 export async function readConfigFiles(config: ModelConfig, modelDir: string | undefined): Promise<ConfigFiles> {
   const labelOutputs = config.output.filter((o) => o.label_filename);
-  const stateFiles = [...new Set((config.sequence_batching?.state ?? []).flatMap((s) => s.initial_state.map((i) => i.data_file ?? '').filter((f) => f !== '')))];
+  const stateFiles = [
+    ...new Set((config.sequence_batching?.state ?? []).flatMap((s) => s.initial_state.map((i) => i.data_file ?? '').filter((f) => f !== ''))),
+  ];
   if (labelOutputs.length === 0 && stateFiles.length === 0) return NO_CONFIG_FILES;
   if (modelDir === undefined) throw invalidArg(`model '${config.name}' names files (label_filename, initial_state data_file) but has no model directory`);
   const labelCap = byteCapParameter(config.parameters, PARAM_LABEL_FILE_MAX_BYTES, DEFAULT_LABEL_FILE_MAX_BYTES, MAX_LABEL_FILE_BYTES);
@@ -71,7 +68,10 @@ export async function readConfigFiles(config: ModelConfig, modelDir: string | un
   }
   const initialStates = new Map<string, Uint8Array>();
   for (const f of stateFiles) {
-    initialStates.set(f, await readModelFile({ modelDir, under: 'initial_state', name: f, field: 'sequence_batching initial_state data_file', maxBytes: stateCap }));
+    initialStates.set(
+      f,
+      await readModelFile({ modelDir, under: 'initial_state', name: f, field: 'sequence_batching initial_state data_file', maxBytes: stateCap }),
+    );
   }
   return { labels, initialStates };
 }

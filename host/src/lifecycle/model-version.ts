@@ -31,12 +31,7 @@ import type {
   ResponseSender,
 } from '../contract/types.js';
 import type { EnsemblePlan } from '../ensemble/plan.js';
-import {
-  compileRequestValidator,
-  compileResponseValidator,
-  type RequestValidator,
-  type ResponseValidator,
-} from './validate.js';
+import { compileRequestValidator, compileResponseValidator, type RequestValidator, type ResponseValidator } from './validate.js';
 
 /** Model version objects created so far (each one's response-cache scope). */
 let loadedVersions = 0;

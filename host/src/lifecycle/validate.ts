@@ -6,13 +6,12 @@
  * (`infer_request.cc` checks the correlation ID only for models with `sequence_batching`), so an
  * ensemble can forward its correlation ID to every step.
  */
-import type { ModelConfig, ModelInput, ModelOutput } from '../contract/model-config.js';
+import type { ModelConfig } from '../contract/model-config.js';
 import { countBytesElements } from '../tensor/bytes.js';
-import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } from '../contract/datatypes.js';
+import { type DataType, dataTypeByteSize, elementCount } from '../contract/datatypes.js';
 import { internal, invalidArg } from '../contract/errors.js';
 import { tensorDataType } from '../contract/datatypes.js';
 import { type InferenceRequest, type InferenceRequestInit, type InferenceResponse, type Tensor } from '../contract/types.js';
-
 
 const shapeText = (s: readonly number[]): string => `[${s.join(',')}]`;
 
@@ -83,10 +82,7 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
   const m = config.name;
   const mbs = config.max_batch_size;
   const rules = new Map<string, InputRule>(
-    config.input.map((ci, index) => [
-      ci.name,
-      { datatype: tensorDataType(ci), dims: ci.dims, reshape: ci.reshape?.shape, optional: ci.optional, index },
-    ]),
+    config.input.map((ci, index) => [ci.name, { datatype: tensorDataType(ci), dims: ci.dims, reshape: ci.reshape?.shape, optional: ci.optional, index }]),
   );
   const inputCount = config.input.length;
   const requiredCount = config.input.filter((i) => !i.optional).length;

@@ -134,7 +134,12 @@ export class ServerMetrics {
     this.tenantLabel = opts.tenantLabel ?? false;
     const registers = [this.registry];
     // Warden's own identity (clients see Triton's in server metadata, spec §1.4).
-    new Gauge({ name: 'warden_build_info', help: "Warden's version (label) and the Triton protocol version it serves; always 1", labelNames: ['version', 'triton_protocol'], registers: [this.registry] })
+    new Gauge({
+      name: 'warden_build_info',
+      help: "Warden's version (label) and the Triton protocol version it serves; always 1",
+      labelNames: ['version', 'triton_protocol'],
+      registers: [this.registry],
+    })
       .labels(WARDEN_VERSION, TRITON_PROTOCOL_VERSION)
       .set(1);
     const labelNames: string[] = this.tenantLabel ? ['model', 'version', 'tenant'] : ['model', 'version'];
@@ -150,9 +155,18 @@ export class ServerMetrics {
     this.execCount = counter('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)');
     this.requestDuration = counter('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)');
     this.queueDuration = counter('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)');
-    this.computeInput = counter('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)');
-    this.computeInfer = counter('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)');
-    this.computeOutput = counter('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)');
+    this.computeInput = counter(
+      'nv_inference_compute_input_duration_us',
+      'Cumulative compute input duration in microseconds (does not include cached requests)',
+    );
+    this.computeInfer = counter(
+      'nv_inference_compute_infer_duration_us',
+      'Cumulative compute inference duration in microseconds (does not include cached requests)',
+    );
+    this.computeOutput = counter(
+      'nv_inference_compute_output_duration_us',
+      'Cumulative inference compute output duration in microseconds (does not include cached requests)',
+    );
     this.cacheHits = counter('nv_cache_num_hits_per_model', 'Number of cache hits per model');
     this.cacheMisses = counter('nv_cache_num_misses_per_model', 'Number of cache misses per model');
     this.cacheHitDuration = counter('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds');

@@ -26,7 +26,11 @@ export interface MetricsAccess {
 const json = (error: string) => JSON.stringify({ error });
 
 export function buildMetricsApp(metrics: ServerMetrics, logger: Logger, access?: MetricsAccess): FastifyInstance {
-  const app: FastifyInstance = Fastify({ loggerInstance: logger.child({ component: 'metrics' }, { level: logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,  exposeHeadRoutes: false, forceCloseConnections: true });
+  const app: FastifyInstance = Fastify({
+    loggerInstance: logger.child({ component: 'metrics' }, { level: logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,
+    exposeHeadRoutes: false,
+    forceCloseConnections: true,
+  });
   app.route({
     method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'],
     url: '*',
@@ -37,11 +41,19 @@ export function buildMetricsApp(metrics: ServerMetrics, logger: Logger, access?:
       if (access) {
         const principal = await access.authenticate(req.headers.authorization).catch(() => undefined);
         if (!principal) {
-          return reply.code(401).header('WWW-Authenticate', 'Bearer realm="warden"').type('application/json').send(json('metrics need an administrator\'s bearer token'));
+          return reply
+            .code(401)
+            .header('WWW-Authenticate', 'Bearer realm="warden"')
+            .type('application/json')
+            .send(json("metrics need an administrator's bearer token"));
         }
-        if (principal.role !== 'admin') return reply.code(403).type('application/json').send(json('metrics are the operator\'s: an administrator\'s token is required'));
+        if (principal.role !== 'admin')
+          return reply.code(403).type('application/json').send(json("metrics are the operator's: an administrator's token is required"));
       }
-      return reply.code(200).type('text/plain; charset=utf-8').send(await metrics.render());
+      return reply
+        .code(200)
+        .type('text/plain; charset=utf-8')
+        .send(await metrics.render());
     },
   });
   return app;

@@ -123,7 +123,8 @@ export class ModelFileError extends TritonError {
 
 const notInside = (spec: ModelFileSpec) => new ModelFileError(`${spec.field} ${shown(spec.name)} does not name a file inside the model directory`, 'outside');
 const notRegular = (spec: ModelFileSpec) => new ModelFileError(`${spec.field} ${shown(spec.name)} is not a regular file`, 'not-regular');
-const tooLarge = (spec: ModelFileSpec, size: number) => new ModelFileError(`${spec.field} ${shown(spec.name)} is larger than ${spec.maxBytes} bytes`, 'too-large', size);
+const tooLarge = (spec: ModelFileSpec, size: number) =>
+  new ModelFileError(`${spec.field} ${shown(spec.name)} is larger than ${spec.maxBytes} bytes`, 'too-large', size);
 const unreadable = (spec: ModelFileSpec, e: unknown) => {
   const raw = (e as { code?: unknown } | null)?.code;
   const code = typeof raw === 'string' && /^E[A-Z0-9]{1,31}$/.test(raw) ? raw : undefined;
@@ -181,7 +182,9 @@ export async function openModelFile(spec: ModelFileSpec): Promise<OpenedModelFil
   try {
     root = await realpath(spec.modelDir);
   } catch (e) {
-    throw invalidArg(`${spec.field} ${shown(spec.name)}: the model directory cannot be read${(e as { code?: string }).code ? ` (${(e as { code?: string }).code})` : ''}`);
+    throw invalidArg(
+      `${spec.field} ${shown(spec.name)}: the model directory cannot be read${(e as { code?: string }).code ? ` (${(e as { code?: string }).code})` : ''}`,
+    );
   }
   const pathHandle = await openPathBeneath(root, spec);
   let handle: FileHandle | undefined;
@@ -340,7 +343,12 @@ export function readModelFileSync(spec: ModelFileSpec, root?: string): Buffer {
  * else `dflt`.
  * @throws TritonError INVALID_ARG for a value that is not an integer in [1, ceiling]
  */
-export function byteCapParameter(parameters: Readonly<Record<string, { string_value: string } | undefined>>, key: string, dflt: number, ceiling: number): number {
+export function byteCapParameter(
+  parameters: Readonly<Record<string, { string_value: string } | undefined>>,
+  key: string,
+  dflt: number,
+  ceiling: number,
+): number {
   const v = parameters[key]?.string_value;
   if (v === undefined || v === '') return dflt;
   const n = /^[0-9]{1,16}$/.test(v) ? Number(v) : NaN;

@@ -417,7 +417,10 @@ export class UploadStore {
     const nsDir = namespaceDir(tenant);
     const st = await lstat(this.path(nsDir)).catch(() => undefined);
     if (!st?.isDirectory()) return undefined;
-    const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+    const stamp = new Date()
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d+Z$/, 'Z');
     const name = `${nsDir}-${stamp}-${randomBytes(4).toString('hex')}`;
     try {
       await this.mkdirDurably(QUARANTINE_DIR);
@@ -485,7 +488,14 @@ export class UploadStore {
       throw new Error('the pointer file is not JSON');
     }
     const p = parsed as { format?: unknown; generation?: unknown; config?: unknown };
-    if (typeof p !== 'object' || p === null || p.format !== POINTER_FORMAT || typeof p.generation !== 'number' || !Number.isSafeInteger(p.generation) || p.generation < 1) {
+    if (
+      typeof p !== 'object' ||
+      p === null ||
+      p.format !== POINTER_FORMAT ||
+      typeof p.generation !== 'number' ||
+      !Number.isSafeInteger(p.generation) ||
+      p.generation < 1
+    ) {
       throw new Error('the pointer file has an unknown format');
     }
     return { generation: p.generation, config: p.config };

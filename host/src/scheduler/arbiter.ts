@@ -3,7 +3,6 @@
  * dispatches a batch to an instance, so that limits spanning models (tenant fairness, rate
  * limits — Triton's rate limiter, spec §5.5 `rate_limiter`) can sit in one object.
  */
-import type { InferenceRequest } from '../contract/types.js';
 
 /**
  * Who asks: one object per model version (built once, no allocation per batch).

@@ -157,12 +157,21 @@ export class DynamicBatchScheduler implements ModelScheduler {
   private run(lease: InstanceLease, grant: ExecutionGrant, batch: PendingRequest[]): Promise<void> {
     this.executing++;
     const batchSize = batch.reduce((n, p) => n + p.request.batchSize, 0);
-    return executeBatch(lease.instance, batch, batch.map((p) => p.request), batch.map((p) => p.sender), batchSize, this.hooks, this.clock, () => {
-      this.executing--;
-      this.pool.release(lease);
-      grant.release();
-      this.pump();
-    });
+    return executeBatch(
+      lease.instance,
+      batch,
+      batch.map((p) => p.request),
+      batch.map((p) => p.sender),
+      batchSize,
+      this.hooks,
+      this.clock,
+      () => {
+        this.executing--;
+        this.pool.release(lease);
+        grant.release();
+        this.pump();
+      },
+    );
   }
 
   private checkIdle(): void {

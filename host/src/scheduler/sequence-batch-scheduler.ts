@@ -55,7 +55,6 @@ import { SequenceControls } from './sequence-controls.js';
 import { TenantSequenceIds, type CorrelationId } from './sequence-ids.js';
 import type { ModelScheduler, SchedulerHooks } from './types.js';
 
-
 /** The responses of filler requests go nowhere. */
 const DROP: ResponseSender = Object.freeze({ send(): void {}, sendError(): void {} });
 
@@ -548,7 +547,14 @@ export class SequenceBatchScheduler implements ModelScheduler {
    * `reschedule` queues it again with `inputs` / `requested` (as before this run's controls and
    * states were added) and neither START nor END.
    */
-  private iterationSender(seq: Sequence, r: InferenceRequest, it: Iteration, inputs: Tensor[], requested: string[], downstream: ResponseSender): ResponseSender {
+  private iterationSender(
+    seq: Sequence,
+    r: InferenceRequest,
+    it: Iteration,
+    inputs: Tensor[],
+    requested: string[],
+    downstream: ResponseSender,
+  ): ResponseSender {
     it.end = (): void => {
       it.done = true;
       this.iterations.delete(r);

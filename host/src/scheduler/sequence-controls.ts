@@ -103,7 +103,9 @@ export class SequenceControls {
         initial = readFile(init.data_file);
         const expected = datatype === 'BYTES' ? undefined : dataTypeByteSize(datatype) * elementCount(shape);
         if (expected !== undefined && initial.length !== expected) {
-          throw invalidArg(`initial state '${init.name}' of model '${config.name}': data_file '${init.data_file}' has ${initial.length} bytes, expected ${expected}`);
+          throw invalidArg(
+            `initial state '${init.name}' of model '${config.name}': data_file '${init.data_file}' has ${initial.length} bytes, expected ${expected}`,
+          );
         }
       } else {
         initial = zeros(datatype, shape);

@@ -78,10 +78,14 @@ export class TenantAdmission implements ModelAdmission {
       return sum + (Number.isFinite(c) && c > 1 ? c : 1);
     }, 0);
     if (n > q.max_instances_per_model) {
-      throw forbidden(`model '${key.name}' would bring tenant '${tenant.id}' to ${n} instances of one model, over its quota of ${q.max_instances_per_model} (max_instances_per_model)`);
+      throw forbidden(
+        `model '${key.name}' would bring tenant '${tenant.id}' to ${n} instances of one model, over its quota of ${q.max_instances_per_model} (max_instances_per_model)`,
+      );
     }
     if (used.instances + n > q.max_instances_total) {
-      throw forbidden(`model '${key.name}' would bring tenant '${tenant.id}' to ${used.instances + n} instances, over its quota of ${q.max_instances_total} (max_instances_total)`);
+      throw forbidden(
+        `model '${key.name}' would bring tenant '${tenant.id}' to ${used.instances + n} instances, over its quota of ${q.max_instances_total} (max_instances_total)`,
+      );
     }
   }
 
@@ -110,7 +114,8 @@ export class TenantAdmission implements ModelAdmission {
       maxExecuteMs: Math.min(server.maxExecuteMs, q.max_execute_ms),
       maxLogBytes: Math.min(server.maxLogBytes, q.max_log_bytes),
     };
-    if (caps.maxMemoryBytes < 65536 || caps.maxLogBytes < 1) throw forbidden(`tenant '${tenant.id}' may not run sandboxed models (memory or log quota below the minimum)`);
+    if (caps.maxMemoryBytes < 65536 || caps.maxLogBytes < 1)
+      throw forbidden(`tenant '${tenant.id}' may not run sandboxed models (memory or log quota below the minimum)`);
     const limits = modelLimits(admitted, caps);
     const memory = used.memoryBytes + n * limits.memoryBytes;
     if (memory > q.max_memory_total_bytes) throw over('bytes of sandbox memory', memory, q.max_memory_total_bytes, 'max_memory_total_bytes');

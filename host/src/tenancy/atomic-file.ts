@@ -77,7 +77,10 @@ async function breakStaleLock(lock: string): Promise<boolean> {
 export async function writeFileAtomic(path: string, text: string, mode = 0o600): Promise<void> {
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const existingMode = await stat(path).then((s) => s.mode & 0o777, () => undefined);
+  const existingMode = await stat(path).then(
+    (s) => s.mode & 0o777,
+    () => undefined,
+  );
   const fh = await open(tmp, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, existingMode ?? mode);
   try {
     try {

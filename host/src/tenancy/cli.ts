@@ -118,14 +118,29 @@ function parseArgs(argv: readonly string[]): Parsed {
       if (value === undefined) throw new UsageError(`${flag} needs a value`);
     } else if (eq >= 0) throw new UsageError(`${flag} takes no value`);
     switch (flag) {
-      case '--tenants': p.tenants = value; break;
-      case '--role': p.role = value; break;
-      case '--weight': p.weight = value; break;
-      case '--share': p.share.push(value!); break;
-      case '--quota': p.quota.push(value!); break;
-      case '--allow-onnx': p.allowOnnx = true; break;
-      case '--json': p.json = true; break;
-      default: throw new UsageError(`unknown option ${flag}`);
+      case '--tenants':
+        p.tenants = value;
+        break;
+      case '--role':
+        p.role = value;
+        break;
+      case '--weight':
+        p.weight = value;
+        break;
+      case '--share':
+        p.share.push(value!);
+        break;
+      case '--quota':
+        p.quota.push(value!);
+        break;
+      case '--allow-onnx':
+        p.allowOnnx = true;
+        break;
+      case '--json':
+        p.json = true;
+        break;
+      default:
+        throw new UsageError(`unknown option ${flag}`);
     }
   }
   if (p.help) return p;
@@ -150,12 +165,18 @@ function parseArgs(argv: readonly string[]): Parsed {
 
 function given(p: Parsed, flag: string): boolean {
   switch (flag) {
-    case '--role': return p.role !== undefined;
-    case '--weight': return p.weight !== undefined;
-    case '--share': return p.share.length > 0;
-    case '--allow-onnx': return p.allowOnnx;
-    case '--quota': return p.quota.length > 0;
-    default: return p.json;
+    case '--role':
+      return p.role !== undefined;
+    case '--weight':
+      return p.weight !== undefined;
+    case '--share':
+      return p.share.length > 0;
+    case '--allow-onnx':
+      return p.allowOnnx;
+    case '--quota':
+      return p.quota.length > 0;
+    default:
+      return p.json;
   }
 }
 
@@ -196,16 +217,26 @@ async function list(p: Parsed, io: TenantsCliIo): Promise<number> {
   const tenants = TenantsDocument.parse(text, format, p.tenants!).tenants();
   if (p.json) {
     const rows = tenants.map((t) => ({
-      id: t.id, role: t.role, weight: t.weight, tokens: t.tokens.length,
-      shared_models: t.shared_models, allow_onnx: t.allow_onnx, quotas: t.quotas,
+      id: t.id,
+      role: t.role,
+      weight: t.weight,
+      tokens: t.tokens.length,
+      shared_models: t.shared_models,
+      allow_onnx: t.allow_onnx,
+      quotas: t.quotas,
     }));
     io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     return 0;
   }
   const header = ['ID', 'ROLE', 'WEIGHT', 'TOKENS', 'ONNX', 'SHARED_MODELS', 'QUOTAS'];
   const rows = tenants.map((t) => [
-    t.id, t.role, String(t.weight), String(t.tokens.length), t.allow_onnx ? 'yes' : 'no',
-    t.shared_models.join(',') || '-', nonDefaultQuotas(t) || 'defaults',
+    t.id,
+    t.role,
+    String(t.weight),
+    String(t.tokens.length),
+    t.allow_onnx ? 'yes' : 'no',
+    t.shared_models.join(',') || '-',
+    nonDefaultQuotas(t) || 'defaults',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   for (const r of [header, ...rows]) io.stdout.write(`${r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`);
@@ -252,7 +283,10 @@ export function parseQuotas(pairs: readonly string[]): Partial<TenantQuotas> {
     if (eq < 0 || !(QUOTA_KEYS as readonly string[]).includes(key)) {
       throw new UsageError(`--quota expects key=value with key one of: ${QUOTA_KEYS.join(', ')}`);
     }
-    const raw = pair.slice(eq + 1).trim().replace(/_/g, '');
+    const raw = pair
+      .slice(eq + 1)
+      .trim()
+      .replace(/_/g, '');
     const m = /^([0-9]+(?:\.[0-9]+)?)\s*(?:(ki|mi|gi|ti)b?)?$/i.exec(raw);
     const suffix = m?.[2]?.toLowerCase() ?? '';
     if (!m || (suffix !== '' && !key.endsWith('_bytes'))) throw new UsageError(`--quota ${key}: not a number`);
@@ -265,5 +299,7 @@ export function parseQuotas(pairs: readonly string[]): Partial<TenantQuotas> {
 }
 
 function nonDefaultQuotas(t: TenantConfig): string {
-  return QUOTA_KEYS.filter((k) => t.quotas[k] !== DEFAULT_TENANT_QUOTAS[k]).map((k) => `${k}=${t.quotas[k]}`).join(',');
+  return QUOTA_KEYS.filter((k) => t.quotas[k] !== DEFAULT_TENANT_QUOTAS[k])
+    .map((k) => `${k}=${t.quotas[k]}`)
+    .join(',');
 }

@@ -22,7 +22,8 @@ export interface TenantEntryInput {
   uid?: string;
 }
 
-const NEW_YAML_HEADER = ' Warden tenants file: edit with `warden tenants add|rotate|remove|list --tenants <this file>`.\n Tokens are stored as sha256 hashes; the server reloads this file when it changes.';
+const NEW_YAML_HEADER =
+  ' Warden tenants file: edit with `warden tenants add|rotate|remove|list --tenants <this file>`.\n Tokens are stored as sha256 hashes; the server reloads this file when it changes.';
 
 /** A tenants file being edited. */
 export class TenantsDocument {

@@ -10,13 +10,7 @@ export { formatOfPath, TenancyConfigError, type TenantsFileFormat } from './form
 export { authFailure, AUTH_REALM, type AuthFailureResponse } from './http-auth.js';
 export { JwtVerifier, type JwtOptions, type JwtResult } from './jwt.js';
 export { parseTenantsText, TENANT_ID_RE, validateTenantsDocument } from './parse.js';
-export {
-  principalOf,
-  TenantRegistry,
-  type AuthFailureReason,
-  type AuthResult,
-  type TenantRegistryOptions,
-} from './registry.js';
+export { principalOf, TenantRegistry, type AuthFailureReason, type AuthResult, type TenantRegistryOptions } from './registry.js';
 export { generateToken, hashesEqual, hashToken, parseBearer } from './token.js';
 export {
   CONFIG_BOUND_KEYS,

@@ -34,9 +34,7 @@ export interface JwtOptions {
 }
 
 /** Outcome of verifying one JWT. `detail` is a fixed phrase (never token content), for logs. */
-export type JwtResult =
-  | { ok: true; tenantId: string }
-  | { ok: false; reason: 'malformed' | 'unknown'; detail: string };
+export type JwtResult = { ok: true; tenantId: string } | { ok: false; reason: 'malformed' | 'unknown'; detail: string };
 
 /** Compact JWS shape: three base64url segments. Opaque tokens (base64url, no dots) never match. */
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -59,10 +57,7 @@ export class JwtVerifier {
    * re-read when it changes; a URL is fetched lazily on the first token and cached by jose).
    * @throws TenancyConfigError on bad options, an unreadable JWKS file or one that is not a JWKS.
    */
-  static async create(
-    options: JwtOptions,
-    context: { logger?: Logger; watch?: FileWatchOptions | false } = {},
-  ): Promise<JwtVerifier> {
+  static async create(options: JwtOptions, context: { logger?: Logger; watch?: FileWatchOptions | false } = {}): Promise<JwtVerifier> {
     const { logger } = context;
     validateOptions(options);
     if (options.jwksUrl !== undefined) {
@@ -135,8 +130,7 @@ function validateOptions(o: JwtOptions): void {
     }
     if (url!.protocol !== 'https:' && url!.protocol !== 'http:') bad('--jwt-jwks-url must be an http(s) URL');
   }
-  const nonEmpty = (v: string | string[] | undefined): boolean =>
-    v !== undefined && (Array.isArray(v) ? v.length > 0 && v.every((s) => s !== '') : v !== '');
+  const nonEmpty = (v: string | string[] | undefined): boolean => v !== undefined && (Array.isArray(v) ? v.length > 0 && v.every((s) => s !== '') : v !== '');
   if (!nonEmpty(o.issuer)) bad('--jwt-issuer is required');
   if (!nonEmpty(o.audience)) bad('--jwt-audience is required (without it, tokens meant for other services would be accepted)');
   if (o.tenantClaim !== undefined && o.tenantClaim === '') bad('--jwt-tenant-claim must not be empty');

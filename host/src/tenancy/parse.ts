@@ -80,9 +80,11 @@ export function validateTenantsDocument(doc: unknown, source: string): TenantCon
     t.tokens.forEach((h, i) => {
       const owner = hashOwner.get(h);
       if (owner !== undefined) {
-        fail(owner === t.id
-          ? `tenant '${t.id}': tokens[${i}] repeats one of its earlier token hashes`
-          : `tenant '${t.id}': tokens[${i}] is also a token hash of tenant '${owner}' (a token must identify one tenant)`);
+        fail(
+          owner === t.id
+            ? `tenant '${t.id}': tokens[${i}] repeats one of its earlier token hashes`
+            : `tenant '${t.id}': tokens[${i}] is also a token hash of tenant '${owner}' (a token must identify one tenant)`,
+        );
       }
       hashOwner.set(h, t.id);
     });

@@ -28,8 +28,7 @@ export type AuthFailureReason = 'missing' | 'malformed' | 'unknown';
 
 /** Outcome of {@link TenantRegistry.authenticate}. `detail` is a fixed phrase for logs (never token content). */
 export type AuthResult =
-  | { ok: true; tenant: TenantConfig; principal: Principal; via: 'token' | 'jwt' }
-  | { ok: false; reason: AuthFailureReason; detail?: string };
+  { ok: true; tenant: TenantConfig; principal: Principal; via: 'token' | 'jwt' } | { ok: false; reason: AuthFailureReason; detail?: string };
 
 export interface TenantRegistryOptions {
   /** Reload and error messages go here (never tokens or hashes). Default: silent. */
@@ -103,9 +102,7 @@ export class TenantRegistry {
     }
     const tenants = parseTenantsText(text, format, path);
     const watchOpts = { debounceMs: options.debounceMs, pollIntervalMs: options.pollIntervalMs };
-    const jwt = options.jwt
-      ? await JwtVerifier.create(options.jwt, { logger, watch: options.watch === false ? false : watchOpts })
-      : undefined;
+    const jwt = options.jwt ? await JwtVerifier.create(options.jwt, { logger, watch: options.watch === false ? false : watchOpts }) : undefined;
     const registry = new TenantRegistry(tenants, path, logger, jwt);
     if (options.watch !== false) {
       registry.watch = watchFileContent(path, text, (next) => registry.apply(next), {

@@ -90,9 +90,7 @@ export const DEFAULT_TENANT_QUOTAS: Readonly<TenantQuotas> = Object.freeze({
 });
 
 /** Quota names, in the file's order. */
-export const QUOTA_KEYS: readonly (keyof TenantQuotas)[] = Object.freeze(
-  Object.keys(DEFAULT_TENANT_QUOTAS) as (keyof TenantQuotas)[],
-);
+export const QUOTA_KEYS: readonly (keyof TenantQuotas)[] = Object.freeze(Object.keys(DEFAULT_TENANT_QUOTAS) as (keyof TenantQuotas)[]);
 
 /** Quotas that may be fractional (the others must be integers). */
 export const FRACTIONAL_QUOTAS: ReadonlySet<keyof TenantQuotas> = new Set(['requests_per_second']);
@@ -177,9 +175,7 @@ export const DEFAULT_CONFIG_BOUNDS: Readonly<TenantConfigBounds> = Object.freeze
 });
 
 /** Config bound names, in the file's order. */
-export const CONFIG_BOUND_KEYS: readonly (keyof TenantConfigBounds)[] = Object.freeze(
-  Object.keys(DEFAULT_CONFIG_BOUNDS) as (keyof TenantConfigBounds)[],
-);
+export const CONFIG_BOUND_KEYS: readonly (keyof TenantConfigBounds)[] = Object.freeze(Object.keys(DEFAULT_CONFIG_BOUNDS) as (keyof TenantConfigBounds)[]);
 
 /** One tenant, as parsed from the tenants file with defaults filled in. Immutable once parsed. */
 export interface TenantConfig {
@@ -213,4 +209,3 @@ export interface TenantConfig {
 export const DEFAULT_WEIGHT = 1;
 /** Largest accepted weight (keeps share arithmetic well inside float precision). */
 export const MAX_WEIGHT = 1_000_000;
-

@@ -43,16 +43,9 @@ const INT_KIND: Partial<Record<DataType, 'signed' | 'unsigned'>> = {
  * @throws TritonError INVALID_ARG for FP16/BF16 JSON; INTERNAL (500, as Triton's JSON layer) for
  *   elements of the wrong JSON type and for an element count that does not match the shape.
  */
-export function jsonToTensorData(
-  data: unknown,
-  datatype: DataType,
-  expectedElements: number,
-  inputName: string,
-): Uint8Array {
+export function jsonToTensorData(data: unknown, datatype: DataType, expectedElements: number, inputName: string): Uint8Array {
   if (datatype === 'FP16' || datatype === 'BF16') {
-    throw invalidArg(
-      `receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${inputName}`,
-    );
+    throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${inputName}`);
   }
   // A flat array (what most clients send) is read as it is; nested data is flattened into a copy.
   let flat: unknown[];
@@ -103,9 +96,7 @@ export function jsonToTensorData(
     }
     if (kind) {
       if (!Number.isInteger(e) || (kind === 'unsigned' && e < 0)) {
-        throw internal(
-          `Unable to parse 'data': attempt to access JSON non-${kind}-integer as ${kind}-integer`,
-        );
+        throw internal(`Unable to parse 'data': attempt to access JSON non-${kind}-integer as ${kind}-integer`);
       }
     }
     const off = i * size;

@@ -60,7 +60,15 @@ export interface TraceSettingsJson {
 /** Timestamp names Triton records, in the order they happen. */
 export type TraceTimestamp = 'REQUEST_START' | 'QUEUE_START' | 'COMPUTE_START' | 'COMPUTE_INPUT_END' | 'COMPUTE_OUTPUT_START' | 'COMPUTE_END' | 'REQUEST_END';
 
-const ORDER: readonly TraceTimestamp[] = ['REQUEST_START', 'QUEUE_START', 'COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END', 'REQUEST_END'];
+const ORDER: readonly TraceTimestamp[] = [
+  'REQUEST_START',
+  'QUEUE_START',
+  'COMPUTE_START',
+  'COMPUTE_INPUT_END',
+  'COMPUTE_OUTPUT_START',
+  'COMPUTE_END',
+  'REQUEST_END',
+];
 
 /** One sampled request's trace. */
 export class RequestTrace {
@@ -97,7 +105,9 @@ export class RequestTrace {
   toJson(): string {
     const head: Record<string, unknown> = { id: this.id, model_name: this.model, model_version: this.version };
     if (this.requestId) head.request_id = this.requestId;
-    const ts = this.finished().timestamps.map((s) => `{"name":"${s.name}","ns":${s.ns}}`).join(',');
+    const ts = this.finished()
+      .timestamps.map((s) => `{"name":"${s.name}","ns":${s.ns}}`)
+      .join(',');
     return `${JSON.stringify(head)},{"id":${this.id},"timestamps":[${ts}]}`;
   }
 }

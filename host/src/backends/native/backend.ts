@@ -73,7 +73,14 @@ export class NativeBackend implements Backend {
       return IsolatedNativeModel.load(
         {
           backend: { name: this.name, libraryPath: this.libraryPath, artifactsDir: this.artifactsDir, configJson: this.backendConfigJson },
-          model: { name: ctx.name, version: ctx.version, modelPath: ctx.modelPath, versionPath: ctx.versionPath, config: ctx.config, autoCompleteConfig: ctx.autoCompleteConfig },
+          model: {
+            name: ctx.name,
+            version: ctx.version,
+            modelPath: ctx.modelPath,
+            versionPath: ctx.versionPath,
+            config: ctx.config,
+            autoCompleteConfig: ctx.autoCompleteConfig,
+          },
         },
         ctx.logger,
         executeTimeoutMs(ctx.config, this.opts.executeTimeoutMs),

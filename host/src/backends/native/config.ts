@@ -3,9 +3,8 @@
  * (TRITONBACKEND_BackendConfig), the model config JSON and its backend-side auto-complete
  * (TRITONBACKEND_ModelSetConfig, spec §5.7), and instance placement (spec §5.5).
  */
-import { modelConfigFromJson, modelConfigToJson, normalizeModelConfig } from '../../config/index.js';
+import { modelConfigToJson } from '../../config/index.js';
 import type { ModelConfig } from '../../contract/model-config.js';
-import { invalidArg } from '../../contract/errors.js';
 import type { InstanceSpec } from '../../contract/types.js';
 import type { AddonInstanceSpec } from '../../platform/addon.js';
 

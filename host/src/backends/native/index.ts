@@ -5,7 +5,6 @@
  */
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
-import type { ModelConfig } from '../../contract/model-config.js';
 import { invalidArg } from '../../contract/errors.js';
 import type { Backend, BackendResolveRequest, BackendResolver } from '../../contract/types.js';
 import { nativeAddon } from '../../platform/addon.js';
@@ -119,7 +118,7 @@ export class NativeBackendResolver implements BackendResolver {
    * for appending to `/metrics`; '' when the native host is not loaded.
    */
   customMetricsText(): string {
-    let text = '';
+    let text: string;
     try {
       text = nativeAddon().customMetricsText();
     } catch {

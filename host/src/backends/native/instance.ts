@@ -6,14 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../../contract/model-config.js';
-import type {
-  BackendModelInstance,
-  ExecuteTimings,
-  InferenceRequest,
-  InstanceSpec,
-  ParameterValue,
-  ResponseSender,
-} from '../../contract/types.js';
+import type { BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceSpec, ParameterValue, ResponseSender } from '../../contract/types.js';
 import { unavailable } from '../../contract/errors.js';
 import { addonInstanceSpec } from './config.js';
 import {
@@ -73,9 +66,7 @@ function toAddonRequest(token: number, r: InferenceRequest, reschedulable: boole
   };
 }
 
-function responseParameters(
-  p: Record<string, string | number | boolean | bigint> | undefined,
-): Record<string, ParameterValue> | undefined {
+function responseParameters(p: Record<string, string | number | boolean | bigint> | undefined): Record<string, ParameterValue> | undefined {
   if (!p) return undefined;
   const out: Record<string, ParameterValue> = {};
   for (const [k, v] of Object.entries(p)) out[k] = typeof v === 'bigint' ? v.toString() : v;
@@ -91,7 +82,13 @@ async function waitUntil(p: Promise<unknown>, deadlineMs: number): Promise<boole
     timer.unref();
   });
   try {
-    return await Promise.race([p.then(() => true, () => true), late]);
+    return await Promise.race([
+      p.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -260,7 +257,10 @@ export class NativeModelInstance implements BackendModelInstance {
     const call = this.readyCheck;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<string>((r) => {
-      timer = setTimeout(() => r(`TRITONBACKEND_ModelInstanceReady of instance '${this.name}' did not answer within ${READY_CHECK_TIMEOUT_MS} ms`), READY_CHECK_TIMEOUT_MS);
+      timer = setTimeout(
+        () => r(`TRITONBACKEND_ModelInstanceReady of instance '${this.name}' did not answer within ${READY_CHECK_TIMEOUT_MS} ms`),
+        READY_CHECK_TIMEOUT_MS,
+      );
       timer.unref();
     });
     return Promise.race([call, late]).finally(() => clearTimeout(timer));

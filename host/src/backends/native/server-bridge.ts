@@ -11,7 +11,16 @@ import type { Logger } from 'pino';
 import { modelConfigToJson } from '../../config/json.js';
 import { ERROR_CODES, TritonError, unavailable } from '../../contract/errors.js';
 import { ownerPrincipal } from '../../contract/load-context.js';
-import type { InferenceRequestInit, InferenceResponse, InferenceServerHandle, ModelLoadContext, ParameterValue, Principal, ResponseSender, Tensor } from '../../contract/types.js';
+import type {
+  InferenceRequestInit,
+  InferenceResponse,
+  InferenceServerHandle,
+  ModelLoadContext,
+  ParameterValue,
+  Principal,
+  ResponseSender,
+  Tensor,
+} from '../../contract/types.js';
 import { decodeFileOverride, parseConfigOverride } from '../../repository/overrides.js';
 import type { DataType } from '../../contract/datatypes.js';
 import type { NativeAddon } from '../../platform/addon.js';
@@ -198,8 +207,7 @@ export class ServerCalls implements ServerCallHandler {
     const sender: ResponseSender = {
       send: (r: InferenceResponse | null, final: boolean) =>
         respond(r === null ? null : { ...target, outputs: r.outputs, params: flatParameters(r.parameters) }, final),
-      sendError: (e: TritonError, final: boolean) =>
-        respond({ ...target, error: { code: ERROR_CODES.indexOf(e.code), message: e.message } }, final),
+      sendError: (e: TritonError, final: boolean) => respond({ ...target, error: { code: ERROR_CODES.indexOf(e.code), message: e.message } }, final),
     };
     this.inflight.set(p.token, abort);
     try {
@@ -233,7 +241,8 @@ export class NativeServerBridge {
     const id = this.nextOwner++;
     this.owners.set(
       id,
-      handler ?? new ServerCalls({ server: ctx.server, principal: ownerPrincipal(ctx.key), logger: ctx.logger }, (t, r, f) => this.addon.serverRespond(t, r, f)),
+      handler ??
+        new ServerCalls({ server: ctx.server, principal: ownerPrincipal(ctx.key), logger: ctx.logger }, (t, r, f) => this.addon.serverRespond(t, r, f)),
     );
     if (!this.open) {
       this.addon.setServerHandler((kind, owner, payload) => this.handle(kind, owner, payload));

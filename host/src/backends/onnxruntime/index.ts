@@ -16,7 +16,7 @@
 import { dirname, relative, sep } from 'node:path';
 import type { InferenceSession } from 'onnxruntime-node';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../contract/model-config.js';
-import { internal, invalidArg, unavailable } from '../../contract/errors.js';
+import { invalidArg, unavailable } from '../../contract/errors.js';
 import type {
   Backend,
   BackendModel,
@@ -79,7 +79,10 @@ export async function resolveOnnxModelFile(ctx: ModelLoadContext): Promise<strin
   const bytes = await readOpenedModelFile(opened, { ...base, name });
   // External data is relative to the model file's directory (as ONNX Runtime resolves it), and
   // must stay beneath the model directory.
-  const fileDir = relative(opened.root, dirname(opened.realPath)).split(sep).filter((s) => s !== '').join('/');
+  const fileDir = relative(opened.root, dirname(opened.realPath))
+    .split(sep)
+    .filter((s) => s !== '')
+    .join('/');
   let refs: ReturnType<typeof externalDataRefs>;
   try {
     refs = externalDataRefs(bytes);
@@ -333,7 +336,12 @@ export class OnnxInstance implements BackendModelInstance {
 
   private async runOnWorker(inputs: { t: Tensor; owned: boolean }[], outputs: { name: string; datatype: DataType }[]): Promise<RunResult> {
     // the worker gets buffers of its own: concatBatch made one, otherwise copy the request's view once
-    const feeds: WireTensor[] = inputs.map(({ t, owned }) => ({ name: t.name, datatype: t.datatype, shape: [...t.shape], data: owned ? t.data : new Uint8Array(t.data) }));
+    const feeds: WireTensor[] = inputs.map(({ t, owned }) => ({
+      name: t.name,
+      datatype: t.datatype,
+      shape: [...t.shape],
+      data: owned ? t.data : new Uint8Array(t.data),
+    }));
     const worker = await this.current();
     this.runs.worker++;
     return worker.run(feeds, outputs);
@@ -428,7 +436,7 @@ class OnnxRuntimeBackend implements Backend {
       init,
       startWorker: () => SessionWorker.start(init, ctx.name),
       inlineMaxUs: intParam(ctx.config, 'inline_run_max_us', DEFAULT_INLINE_MAX_US),
-      inlineClock: init.options.intraOpNumThreads === 1 ? (this.clock === undefined ? threadCpuClock() : this.clock ?? undefined) : undefined,
+      inlineClock: init.options.intraOpNumThreads === 1 ? (this.clock === undefined ? threadCpuClock() : (this.clock ?? undefined)) : undefined,
       releases: this.releases,
     };
     const first = await source.startWorker();

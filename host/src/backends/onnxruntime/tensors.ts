@@ -58,7 +58,11 @@ export function toOrtTensor(datatype: DataType, shape: readonly number[], data: 
   if (!type) throw unsupported(`datatype ${datatype} is not supported by the onnxruntime backend`);
   if (type === 'string') {
     const dec = new TextDecoder();
-    return new ort.Tensor('string', decodeBytesElements(data).map((e) => dec.decode(e)), shape);
+    return new ort.Tensor(
+      'string',
+      decodeBytesElements(data).map((e) => dec.decode(e)),
+      shape,
+    );
   }
   const size = dataTypeByteSize(datatype);
   // Typed arrays need aligned offsets; copy when the bytes are not aligned.

@@ -71,14 +71,24 @@ export class PythonBackend implements Backend {
     let modelFile: string;
     if (this.opts.artifactsDir) {
       modelFile = join(this.opts.artifactsDir, 'model.py');
-      if (!existsSync(modelFile)) throw invalidArg(`unable to find 'model.py' for Python model '${ctx.name}' (looked in the backend directory of '${this.opts.name}')`);
+      if (!existsSync(modelFile))
+        throw invalidArg(`unable to find 'model.py' for Python model '${ctx.name}' (looked in the backend directory of '${this.opts.name}')`);
     } else {
       // The model's own file, through the rule for config-named files (repository/model-files.ts).
       const name = plainFileName(ctx.config.default_model_filename || 'model.py', 'default_model_filename');
       try {
-        modelFile = (await checkedModelFilePath({ modelDir: ctx.modelPath, under: String(ctx.version), name, field: 'default_model_filename', maxBytes: MODEL_PY_MAX_BYTES })).realPath;
+        modelFile = (
+          await checkedModelFilePath({
+            modelDir: ctx.modelPath,
+            under: String(ctx.version),
+            name,
+            field: 'default_model_filename',
+            maxBytes: MODEL_PY_MAX_BYTES,
+          })
+        ).realPath;
       } catch (e) {
-        if (e instanceof ModelFileError && e.reason === 'outside') throw invalidArg(`unable to find '${name}' for Python model '${ctx.name}' (looked in ${ctx.name}/${ctx.version})`);
+        if (e instanceof ModelFileError && e.reason === 'outside')
+          throw invalidArg(`unable to find '${name}' for Python model '${ctx.name}' (looked in ${ctx.name}/${ctx.version})`);
         throw e;
       }
     }
@@ -94,7 +104,9 @@ export class PythonBackend implements Backend {
     let config = ctx.config;
     let completed: ModelConfig | undefined;
     if (ctx.autoCompleteConfig) {
-      const { stub, answer } = await StubProcess.start(base(`${ctx.name}-autocomplete`, { mode: 'auto_complete', config: JSON.parse(modelConfigToJson(config) || '{}') }));
+      const { stub, answer } = await StubProcess.start(
+        base(`${ctx.name}-autocomplete`, { mode: 'auto_complete', config: JSON.parse(modelConfigToJson(config) || '{}') }),
+      );
       stub.kill();
       const before = modelConfigToJson(config);
       const merged = mergeAutoCompletedConfig(config, this.opts.name, JSON.stringify(answer.config ?? {}));

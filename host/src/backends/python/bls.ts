@@ -152,7 +152,10 @@ export class BlsBridge {
           if (!Array.isArray(f) || f.length !== 3) throw invalidArg(`failed to load '${model}': malformed file override from the Python stub`);
           const [key, offset, size] = f as [unknown, number, number];
           regions.push({ offset, size });
-          if (typeof key !== 'string' || !key.startsWith('file:')) throw invalidArg(`failed to load '${model}': unrecognized load parameter '${String(key).slice(0, 256)}' (file overrides are named 'file:<version>/<path>')`);
+          if (typeof key !== 'string' || !key.startsWith('file:'))
+            throw invalidArg(
+              `failed to load '${model}': unrecognized load parameter '${String(key).slice(0, 256)}' (file overrides are named 'file:<version>/<path>')`,
+            );
           files.set(fileOverridePath(key), stub.arenas.read({ offset, size }));
         }
         const config = typeof msg.config === 'string' && msg.config !== '' ? parseConfigOverride(model, msg.config) : undefined;

@@ -67,21 +67,29 @@ export class PythonBackendResolver implements BackendResolver {
       // Triton's own Python backend (`libtriton_python.so` in the version, model or
       // `<backend-directory>/python/` directory, Triton's search order) wins over Warden's: the
       // native host serves it.
-      if (!config.runtime.endsWith('.py') && findBackendLibrary({ backendName: name, runtime: config.runtime, modelPath, versionPath, backendDirectory: this.opts.backendDirectory })) return undefined;
+      if (
+        !config.runtime.endsWith('.py') &&
+        findBackendLibrary({ backendName: name, runtime: config.runtime, modelPath, versionPath, backendDirectory: this.opts.backendDirectory })
+      )
+        return undefined;
     } else {
       if (!config.runtime.endsWith('.py')) {
-        if (findBackendLibrary({ backendName: name, runtime: config.runtime, modelPath, versionPath, backendDirectory: this.opts.backendDirectory })) return undefined;
+        if (findBackendLibrary({ backendName: name, runtime: config.runtime, modelPath, versionPath, backendDirectory: this.opts.backendDirectory }))
+          return undefined;
         if (config.runtime) return undefined;
       }
       artifactsDir = [join(this.opts.backendDirectory, name), join(BUILTIN_BACKENDS, name)].find((d) => isFile(join(d, 'model.py')));
       if (!artifactsDir) return undefined;
     }
     if (origin.kind === 'upload') {
-      throw invalidArg(`model '${config.name}' was uploaded: Python backend '${name}' cannot serve uploaded models (Python models are installed by the operator)`);
+      throw invalidArg(
+        `model '${config.name}' was uploaded: Python backend '${name}' cannot serve uploaded models (Python models are installed by the operator)`,
+      );
     }
     const key = artifactsDir ?? 'python';
     let b = this.backends.get(key);
-    if (!b) this.backends.set(key, (b = new PythonBackend({ name, artifactsDir, metrics: this.metrics, cacheDir: this.opts.cacheDir, logger: this.opts.logger })));
+    if (!b)
+      this.backends.set(key, (b = new PythonBackend({ name, artifactsDir, metrics: this.metrics, cacheDir: this.opts.cacheDir, logger: this.opts.logger })));
     return b;
   }
 

@@ -175,7 +175,11 @@ export class PythonInstance implements BackendModelInstance {
     const answer = new Promise<string | undefined>((r) => (settle = r));
     const q: ReadyQuery = { qid: this.nextQid++, stub, answer, settle };
     const slow = setTimeout(
-      () => this.opts.logger.warn({ instance: this.opts.instanceName }, `Python model '${this.opts.modelName}': is_ready() did not answer within ${this.opts.isReadyTimeoutMs} ms; the model is reported not ready`),
+      () =>
+        this.opts.logger.warn(
+          { instance: this.opts.instanceName },
+          `Python model '${this.opts.modelName}': is_ready() did not answer within ${this.opts.isReadyTimeoutMs} ms; the model is reported not ready`,
+        ),
       this.opts.isReadyTimeoutMs,
     );
     void answer.then(() => clearTimeout(slow));
@@ -412,7 +416,10 @@ export class PythonInstance implements BackendModelInstance {
     if (!stub?.alive) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
-        this.opts.logger.warn({ instance: this.opts.instanceName }, `Python model '${this.opts.modelName}': finalize did not return within ${FINALIZE_TIMEOUT_MS} ms; stopping the process`);
+        this.opts.logger.warn(
+          { instance: this.opts.instanceName },
+          `Python model '${this.opts.modelName}': finalize did not return within ${FINALIZE_TIMEOUT_MS} ms; stopping the process`,
+        );
         stub.kill();
       }, FINALIZE_TIMEOUT_MS);
       const prevExit = stub.onExit;

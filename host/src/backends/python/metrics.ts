@@ -28,7 +28,10 @@ interface Family {
 }
 
 const escape = (s: string) => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
-const labelText = (l: Record<string, string>) => Object.entries(l).map(([k, v]) => `${k}="${escape(v)}"`).join(',');
+const labelText = (l: Record<string, string>) =>
+  Object.entries(l)
+    .map(([k, v]) => `${k}="${escape(v)}"`)
+    .join(',');
 
 export class PythonMetrics {
   private readonly families = new Map<string, Family>();
@@ -43,7 +46,8 @@ export class PythonMetrics {
     if (m.action === 'family') {
       const kind = m.kind as Kind;
       if (!['counter', 'gauge', 'histogram'].includes(kind)) return;
-      if (!this.families.has(name) && this.families.size < MAX_FAMILIES) this.families.set(name, { help: String(m.description ?? '').slice(0, 1024), kind, series: new Map() });
+      if (!this.families.has(name) && this.families.size < MAX_FAMILIES)
+        this.families.set(name, { help: String(m.description ?? '').slice(0, 1024), kind, series: new Map() });
       return;
     }
     const fam = this.families.get(name);
@@ -56,7 +60,13 @@ export class PythonMetrics {
       if (fam.series.size >= MAX_SERIES) return;
       s = { labels, value: 0 };
       if (fam.kind === 'histogram') {
-        const b = Array.isArray(m.buckets) ? (m.buckets as unknown[]).map(Number).filter(Number.isFinite).sort((a, b) => a - b).slice(0, 64) : [];
+        const b = Array.isArray(m.buckets)
+          ? (m.buckets as unknown[])
+              .map(Number)
+              .filter(Number.isFinite)
+              .sort((a, b) => a - b)
+              .slice(0, 64)
+          : [];
         Object.assign(s, { buckets: b, counts: b.map(() => 0), sum: 0, count: 0 });
       }
       fam.series.set(key, s);

@@ -153,7 +153,10 @@ export class StubProcess {
         while ((i = pending.indexOf('\n')) >= 0) {
           const line = pending.slice(0, Math.min(i, MAX_LOG_LINE));
           pending = pending.slice(i + 1);
-          if (level === 'warn') stderrTail.push(line), stderrTail.length > 20 && stderrTail.shift();
+          if (level === 'warn') {
+            stderrTail.push(line);
+            if (stderrTail.length > 20) stderrTail.shift();
+          }
           opts.logger[level]({ stub: opts.label, stream: level === 'warn' ? 'stderr' : 'stdout' }, line);
         }
         if (pending.length > MAX_LOG_LINE) pending = pending.slice(0, MAX_LOG_LINE);

@@ -8,7 +8,7 @@
  */
 import type { BigIntStats } from 'node:fs';
 import type { Logger } from 'pino';
-import { internal, invalidArg, notFound, TritonError, unavailable } from '../../contract/errors.js';
+import { internal, invalidArg, notFound, unavailable } from '../../contract/errors.js';
 import type { Backend, BackendModel, InstanceSpec, ModelLoadContext } from '../../contract/types.js';
 import type { ModelConfig } from '../../contract/model-config.js';
 import { fromConfigDataType } from '../../contract/datatypes.js';
@@ -78,7 +78,8 @@ async function statComponent(ctx: ModelLoadContext, file: string): Promise<{ pat
     try {
       return await readModelFile(spec);
     } catch (e) {
-      if (e instanceof ModelFileError && e.reason === 'too-large') throw invalidArg(`model '${ctx.name}': ${file} grew past ${MAX_COMPONENT_BYTES} bytes while it was being loaded`);
+      if (e instanceof ModelFileError && e.reason === 'too-large')
+        throw invalidArg(`model '${ctx.name}': ${file} grew past ${MAX_COMPONENT_BYTES} bytes while it was being loaded`);
       throw refused(e);
     }
   };
@@ -227,7 +228,8 @@ export class WasmBackend implements Backend {
   private budgetOf(ctx: ModelLoadContext): MemoryBudget {
     const chosen = this.budgetFor?.({ key: ctx.key, origin: ctx.origin, config: ctx.config });
     if (!chosen) return this.memoryBudget;
-    if (!chosen.within(this.memoryBudget)) throw internal(`model '${ctx.name}': its memory budget '${chosen.name}' is not inside the server's sandbox memory budget`);
+    if (!chosen.within(this.memoryBudget))
+      throw internal(`model '${ctx.name}': its memory budget '${chosen.name}' is not inside the server's sandbox memory budget`);
     return chosen;
   }
 
@@ -246,7 +248,8 @@ export class WasmBackend implements Backend {
     const config = ctx.config;
     const limits = modelLimits(config, this.caps);
     const file = config.default_model_filename || DEFAULT_COMPONENT_FILE;
-    if (file.includes('/') || file.includes('\\') || file === '..') throw invalidArg(`model '${ctx.name}': default_model_filename ${file.startsWith('/') ? 'is an absolute path; it' : `'${file}'`} must be a file name`);
+    if (file.includes('/') || file.includes('\\') || file === '..')
+      throw invalidArg(`model '${ctx.name}': default_model_filename ${file.startsWith('/') ? 'is an absolute path; it' : `'${file}'`} must be a file name`);
     const { path, st, read } = await statComponent(ctx, file);
     const what = `model '${ctx.name}' version ${ctx.version}: ${file}`;
     const source = await componentSource(path, st, what, read, this.digests);
@@ -286,7 +289,14 @@ export class WasmBackend implements Backend {
     };
     this.models.add(model);
     ctx.logger.info(
-      { engine: engine.name, component: hash.slice(0, 16), componentFrom: source.from, memoryLimitBytes: limits.memoryBytes, executeTimeoutMs: limits.executeMs, loadMs: Math.round(performance.now() - t0) },
+      {
+        engine: engine.name,
+        component: hash.slice(0, 16),
+        componentFrom: source.from,
+        memoryLimitBytes: limits.memoryBytes,
+        executeTimeoutMs: limits.executeMs,
+        loadMs: Math.round(performance.now() - t0),
+      },
       'sandboxed model loaded',
     );
     return model;

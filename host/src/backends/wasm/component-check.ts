@@ -23,7 +23,6 @@ export const BACKEND_API_VERSION = '0.1.0';
 /** The one export a sandboxed backend must have. */
 export const BACKEND_EXPORT = `warden:backend/backend@${BACKEND_API_VERSION}`;
 
-
 /** What a member of an imported interface is: a function, a resource type, or another type. */
 export type MemberKind = 'func' | 'resource' | 'type';
 

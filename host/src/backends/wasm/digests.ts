@@ -82,7 +82,8 @@ export class ComponentDigests {
     const memo = await readFile(this.fileOf(before), 'latin1').catch(() => undefined);
     if (memo === undefined) return { present: false };
     const [stamped, hash, facts, mac] = memo.split('\n');
-    if (stamped !== stamps(before) || !hash || !/^[0-9a-f]{64}$/.test(hash) || facts === undefined || !mac || !/^[0-9a-f]{64}$/.test(mac)) return { present: true };
+    if (stamped !== stamps(before) || !hash || !/^[0-9a-f]{64}$/.test(hash) || facts === undefined || !mac || !/^[0-9a-f]{64}$/.test(mac))
+      return { present: true };
     if (!timingSafeEqual(Buffer.from(mac, 'hex'), this.mac(`${stamped}\n${hash}\n${facts}`))) return { present: true };
     const now = await stat(path, { bigint: true }).catch(() => undefined);
     if (!now || stamps(now) !== stamped) return { present: true };

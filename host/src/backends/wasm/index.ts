@@ -7,7 +7,6 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Backend, BackendResolveRequest, BackendResolver } from '../../contract/types.js';
-import type { ModelConfig } from '../../contract/model-config.js';
 import { WasmBackend } from './backend.js';
 import { ComponentDigests } from './digests.js';
 import { checkEngineName, createEngine, DEFAULT_CACHE_LIMITS, DEFAULT_ENGINE, type CacheLimits, type EngineName } from './engines.js';
@@ -91,9 +90,11 @@ export class WasmBackendResolver implements BackendResolver {
     this.memoryBudget = new MemoryBudget(SERVER_BUDGET_NAME, this.limits.maxTotalMemoryBytes);
     this.memoryBudgetFor = opts.memoryBudgetFor;
     this.wasmtimePool = opts.wasmtimePool;
-    if (opts.idleMs !== undefined && (!Number.isSafeInteger(opts.idleMs) || opts.idleMs < 0)) throw new RangeError(`idleMs must be a non-negative integer, got ${opts.idleMs}`);
+    if (opts.idleMs !== undefined && (!Number.isSafeInteger(opts.idleMs) || opts.idleMs < 0))
+      throw new RangeError(`idleMs must be a non-negative integer, got ${opts.idleMs}`);
     this.idleMs = opts.idleMs;
-    if (opts.cacheSettleMs !== undefined && (!Number.isSafeInteger(opts.cacheSettleMs) || opts.cacheSettleMs < 0)) throw new RangeError(`cacheSettleMs must be a non-negative integer, got ${opts.cacheSettleMs}`);
+    if (opts.cacheSettleMs !== undefined && (!Number.isSafeInteger(opts.cacheSettleMs) || opts.cacheSettleMs < 0))
+      throw new RangeError(`cacheSettleMs must be a non-negative integer, got ${opts.cacheSettleMs}`);
     this.cacheSettleMs = opts.cacheSettleMs;
   }
 
@@ -111,8 +112,23 @@ export class WasmBackendResolver implements BackendResolver {
     if (!this.backend) {
       mkdirSync(this.cacheDir, { recursive: true });
       const make = (name: EngineName) =>
-        createEngine(name, { cacheDir: this.cacheDir, cacheLimits: this.cacheLimits, logger: this.logger, maxMemoryBytes: this.limits.maxMemoryBytes, pool: this.wasmtimePool, idleMs: this.idleMs, cacheSettleMs: this.cacheSettleMs });
-      this.backend = new WasmBackend(make(this.engine), this.limits, this.logger, { server: this.memoryBudget, budgetFor: this.memoryBudgetFor }, make, this.digests());
+        createEngine(name, {
+          cacheDir: this.cacheDir,
+          cacheLimits: this.cacheLimits,
+          logger: this.logger,
+          maxMemoryBytes: this.limits.maxMemoryBytes,
+          pool: this.wasmtimePool,
+          idleMs: this.idleMs,
+          cacheSettleMs: this.cacheSettleMs,
+        });
+      this.backend = new WasmBackend(
+        make(this.engine),
+        this.limits,
+        this.logger,
+        { server: this.memoryBudget, budgetFor: this.memoryBudgetFor },
+        make,
+        this.digests(),
+      );
     }
     return this.backend;
   }

@@ -55,7 +55,8 @@ export class MemoryBudget {
     readonly limitBytes: number,
     readonly parent?: MemoryBudget,
   ) {
-    if (!Number.isSafeInteger(limitBytes) || limitBytes < 0) throw new RangeError(`memory budget '${name}': limit must be a non-negative integer, got ${limitBytes}`);
+    if (!Number.isSafeInteger(limitBytes) || limitBytes < 0)
+      throw new RangeError(`memory budget '${name}': limit must be a non-negative integer, got ${limitBytes}`);
   }
 
   /** A budget inside this one (e.g. a tenant's quota inside the server's budget). */

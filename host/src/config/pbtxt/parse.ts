@@ -31,7 +31,11 @@ function mapEntryOf(f: FieldDesc): MapEntry {
   let e = entryCache.get(f);
   if (!e) {
     const mk = (name: string, number: number, type: ValueType): FieldDesc => ({
-      name, jsonName: name, number, type, repeated: false,
+      name,
+      jsonName: name,
+      number,
+      type,
+      repeated: false,
     });
     e = { key: mk('key', 1, { kind: f.mapKey! }), value: mk('value', 2, f.type) };
     entryCache.set(f, e);
@@ -179,7 +183,11 @@ class Parser {
     if (open.kind === 'symbol' && (open.text === '{' || open.text === '<')) {
       return { open, close: open.text === '{' ? '}' : '>' };
     }
-    return this.fail(open, `expected '{' to start a ${f.mapKey !== undefined ? 'map entry' : typeName(f.type)} value for '${f.name}', got ${showToken(open)}`, path);
+    return this.fail(
+      open,
+      `expected '{' to start a ${f.mapKey !== undefined ? 'map entry' : typeName(f.type)} value for '${f.name}', got ${showToken(open)}`,
+      path,
+    );
   }
 
   /** Parse a single (non-list) value of type `t`. */

@@ -22,7 +22,8 @@ export function quoteString(s: string): string {
     else if (ch === '\r') out += '\\r';
     else if (ch === '\t') out += '\\t';
     else if (cp < 0x20 || cp === 0x7f) out += '\\' + cp.toString(8).padStart(3, '0');
-    else if (cp >= 0xd800 && cp <= 0xdfff) out += '\\uFFFD'; // lone surrogate: not representable in UTF-8
+    else if (cp >= 0xd800 && cp <= 0xdfff)
+      out += '\\uFFFD'; // lone surrogate: not representable in UTF-8
     else out += ch;
   }
   return out + '"';

@@ -28,7 +28,17 @@ const isIdentStart = (c: string) => (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 
 const isIdentChar = (c: string) => isIdentStart(c) || isDigit(c);
 
 const SIMPLE_ESCAPES: Record<string, number> = {
-  a: 7, b: 8, f: 12, n: 10, r: 13, t: 9, v: 11, '\\': 92, '?': 63, "'": 39, '"': 34,
+  a: 7,
+  b: 8,
+  f: 12,
+  n: 10,
+  r: 13,
+  t: 9,
+  v: 11,
+  '\\': 92,
+  '?': 63,
+  "'": 39,
+  '"': 34,
 };
 
 /** Splits pbtxt text into tokens on demand. Errors are INVALID_ARG `source:line:col: message`. */

@@ -13,7 +13,6 @@ import { dataTypeByteSize, elementCount, isDataType } from '../../contract/datat
 import { contentsCount, contentsToTensorData } from './contents.js';
 import type { InferParameter, InferTensorContents, Int64, ModelInferRequest, ModelInferResponse } from './proto.js';
 
-
 /** A decoded request: the data plane's request, plus where outputs go (shared memory) and the id. */
 export interface DecodedGrpcRequest {
   init: InferenceRequestInit;
@@ -21,14 +20,14 @@ export interface DecodedGrpcRequest {
   shmOutputs: Map<string, ShmTarget>;
 }
 
-
 /**
  * The model version a request names: '' = the server's choice (-1), else a decimal version.
  * @throws TritonError INVALID_ARG for anything else (Triton's wording)
  */
 export function parseModelVersion(v: string | undefined): number {
   if (v === undefined || v === '') return -1;
-  if (!/^[0-9]{1,15}$/.test(v)) throw invalidArg(`failed to get model version from specified version string '${v}' (details: version must be a non-negative integer)`);
+  if (!/^[0-9]{1,15}$/.test(v))
+    throw invalidArg(`failed to get model version from specified version string '${v}' (details: version must be a non-negative integer)`);
   return Number(v);
 }
 
@@ -74,7 +73,8 @@ function shmParameters(params: Record<string, InferParameter>, what: string): Sh
   if (size === undefined) throw invalidArg(`'shared_memory_byte_size' must be set for ${what} in shared memory`);
   const byteSize = size.parameter_choice === 'int64_param' || size.parameter_choice === 'uint64_param' ? int64(size[size.parameter_choice]) : undefined;
   const off = params.shared_memory_offset;
-  const offset = off === undefined ? 0 : off.parameter_choice === 'int64_param' || off.parameter_choice === 'uint64_param' ? int64(off[off.parameter_choice]) : undefined;
+  const offset =
+    off === undefined ? 0 : off.parameter_choice === 'int64_param' || off.parameter_choice === 'uint64_param' ? int64(off[off.parameter_choice]) : undefined;
   if (byteSize === undefined || byteSize < 0) throw invalidArg(`'shared_memory_byte_size' of ${what} must be a non-negative integer`);
   if (offset === undefined || offset < 0) throw invalidArg(`'shared_memory_offset' of ${what} must be a non-negative integer`);
   return { region: region.string_param ?? '', offset, byteSize };

@@ -111,10 +111,12 @@ function logValue(v: unknown): Record<string, unknown> {
 }
 
 /** The `LogSettingsRequest` map as the logging extension's JSON body. */
-function logBody(settings: Record<string, { parameter_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }>): Record<string, unknown> {
+function logBody(
+  settings: Record<string, { parameter_choice?: string; bool_param?: boolean; uint32_param?: number; string_param?: string }>,
+): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(settings)) {
-    body[k] = v.parameter_choice === undefined ? null : v[v.parameter_choice as 'bool_param' | 'uint32_param' | 'string_param'] ?? null;
+    body[k] = v.parameter_choice === undefined ? null : (v[v.parameter_choice as 'bool_param' | 'uint32_param' | 'string_param'] ?? null);
   }
   return body;
 }
@@ -143,7 +145,11 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
     ServerMetadata: u(() => api.serverMetadata()),
     ModelMetadata: u((p, r) => {
       const m = api.modelMetadata(p, str(r.name), parseModelVersion(str(r.version)));
-      return { ...m, inputs: m.inputs.map((t) => ({ ...t, shape: t.shape.map(String) })), outputs: m.outputs.map((t) => ({ ...t, shape: t.shape.map(String) })) };
+      return {
+        ...m,
+        inputs: m.inputs.map((t) => ({ ...t, shape: t.shape.map(String) })),
+        outputs: m.outputs.map((t) => ({ ...t, shape: t.shape.map(String) })),
+      };
     }),
     ModelConfig: u((p, r) => ({ config: JSON.parse(modelConfigToJson(api.modelConfig(p, str(r.name), parseModelVersion(str(r.version))))) })),
     ModelStatistics: u((p, r) => api.modelStatistics(p, str(r.name) || undefined, parseModelVersion(str(r.version)))),
@@ -156,7 +162,11 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
       const model = str(r.model_name);
       const options = loadOptions(model, (r.parameters ?? {}) as Record<string, RepoParam>);
       const tenant = api.tenantConfig(p);
-      if (tenant) api.uploadRate.admit(tenant, [...options.files.values()].reduce((n, f) => n + f.length, 0));
+      if (tenant)
+        api.uploadRate.admit(
+          tenant,
+          [...options.files.values()].reduce((n, f) => n + f.length, 0),
+        );
       await api.loadModel(p, model, options);
       return {};
     }),
@@ -178,10 +188,14 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
     TraceSetting: u((p, r) => {
       const model = str(r.model_name) || undefined;
       const body = traceBody((r.settings ?? {}) as never);
-      return traceResponse((Object.keys(body).length > 0 ? api.updateTraceSettings(p, model, body) : api.traceSettings(p, model)) as unknown as Record<string, unknown>);
+      return traceResponse(
+        (Object.keys(body).length > 0 ? api.updateTraceSettings(p, model, body) : api.traceSettings(p, model)) as unknown as Record<string, unknown>,
+      );
     }),
     SystemSharedMemoryStatus: u((p, r) => shm.status(p, str(r.name))),
-    SystemSharedMemoryRegister: u((p, r) => shm.register(p, str(r.name), str(r.key), (r.offset as string | undefined) ?? 0, (r.byte_size as string | undefined) ?? 0)),
+    SystemSharedMemoryRegister: u((p, r) =>
+      shm.register(p, str(r.name), str(r.key), (r.offset as string | undefined) ?? 0, (r.byte_size as string | undefined) ?? 0),
+    ),
     SystemSharedMemoryUnregister: u((p, r) => shm.unregister(p, str(r.name))),
     // As Triton built without GPUs (server grpc_server.cc): no CUDA regions, register refused.
     CudaSharedMemoryStatus: u((p, r) => shm.cudaStatus(p, str(r.name))),
@@ -206,7 +220,13 @@ async function modelReady(api: ServerApi, principal: Principal, name: string, ve
 }
 
 /** `ModelInfer`: one request, one response (the data plane's inferUnary; decoupled models answer UNSUPPORTED, as Triton's unary call). */
-async function modelInfer(ctx: GrpcServiceContext, principal: Principal, req: ModelInferRequest, signal: CancellationSignal, metadata: Metadata): Promise<unknown> {
+async function modelInfer(
+  ctx: GrpcServiceContext,
+  principal: Principal,
+  req: ModelInferRequest,
+  signal: CancellationSignal,
+  metadata: Metadata,
+): Promise<unknown> {
   const model = req.model_name ?? '';
   const access = ctx.shm.access(principal);
   try {

@@ -85,14 +85,17 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   let closing = false;
   const fastPath = opts.fastPath !== false && !ctx.shm.enabled;
   const app: FastifyInstance = Fastify({
-    serverFactory: fastPath ? (handler: RequestListener, options: Record<string, unknown>) => createHttp1Server(options, inferFastPath({ ctx, admission, closing: () => closing }, handler)) : undefined,
+    serverFactory: fastPath
+      ? (handler: RequestListener, options: Record<string, unknown>) =>
+          createHttp1Server(options, inferFastPath({ ctx, admission, closing: () => closing }, handler))
+      : undefined,
     // Per-request access logs are info-level: keep Fastify's own logger at warn.
     loggerInstance: ctx.logger.child({ component: 'http' }, { level: ctx.logger.level === 'silent' ? 'silent' : 'warn' }) as FastifyBaseLogger,
     // Fastify's default makes a pino child (request id bound) for every request: ~2 µs and ~1 KiB
     // per request in a c=1 CPU profile. Warden writes no request-scoped lines through it and keeps
     // it at warn, so every request shares this logger.
     childLoggerFactory: (logger) => logger,
-    
+
     exposeHeadRoutes: false,
     bodyLimit: ctx.maxInputSize,
     // A model name may be 255 bytes (contract/names.ts), up to 765 characters percent-encoded; longer
@@ -101,7 +104,10 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
     // Slow clients cannot hold a connection: headers, then the whole request, must arrive in time.
     requestTimeout: ctx.limits.requestTimeoutMs,
     // Node enforces requestTimeout only when it is >= headersTimeout (measured): clamp.
-    http: { headersTimeout: Math.min(ctx.limits.headerTimeoutMs, ctx.limits.requestTimeoutMs), connectionsCheckingInterval: connectionsCheckingInterval(ctx.limits) },
+    http: {
+      headersTimeout: Math.min(ctx.limits.headerTimeoutMs, ctx.limits.requestTimeoutMs),
+      connectionsCheckingInterval: connectionsCheckingInterval(ctx.limits),
+    },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // Requests Node's HTTP parser refuses (e.g. both `Transfer-Encoding: chunked` and
@@ -123,7 +129,8 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   // (`done`): no promise and no microtask per request. The same parser is also registered under
   // the two content types clients send: Fastify caches a parser found by name, while the
   // catch-all is looked up afresh (a ContentType parsed and printed) on every request.
-  const parser = (_req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) => readBody(payload, ctx.maxInputSize, done);
+  const parser = (_req: FastifyRequest, payload: IncomingMessage, done: (err: Error | null, body?: Buffer) => void) =>
+    readBody(payload, ctx.maxInputSize, done);
   for (const type of ['*', 'application/json', 'application/octet-stream']) app.addContentTypeParser(type, parser);
   // Every reply leaves through here: JSON is `application/json` exactly (Fastify would add
   // `; charset=utf-8`), and the body is compressed as `Accept-Encoding` prefers (spec §1.14).
@@ -139,7 +146,11 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
     } catch (e) {
       return done(e as Error);
     }
-    if (out instanceof Promise) out.then((p: unknown) => done(null, p), (e: Error) => done(e));
+    if (out instanceof Promise)
+      out.then(
+        (p: unknown) => done(null, p),
+        (e: Error) => done(e),
+      );
     else done(null, out);
   });
 
@@ -150,7 +161,10 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
       if (reply.sent || reply.raw.destroyed) return reply;
     }
     closeIfBodyPending(req, reply);
-    return sendAnswer(reply, errorAnswer(err, (e) => api.publicError(e), ctx.logger));
+    return sendAnswer(
+      reply,
+      errorAnswer(err, (e) => api.publicError(e), ctx.logger),
+    );
   });
   if (ctx.tenants) await installTenancy(app, admission, api.uploadRate);
   app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send('{"error":"Not Found"}'));
@@ -158,7 +172,10 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   // Triton's status codes (spec §1.3: 200, or 400) with the Open Inference Protocol's body
   // (`{"live": bool}` / `{"ready": bool}`, which KServe's clients read; tritonclient reads the status).
   const health = (reply: FastifyReply, key: 'live' | 'ready', ok: boolean) =>
-    reply.code(ok ? 200 : 400).type('application/json').send(`{"${key}":${ok}}`);
+    reply
+      .code(ok ? 200 : 400)
+      .type('application/json')
+      .send(`{"${key}":${ok}}`);
   route(app, '/v2/health/live', { GET: (_q, r) => health(r, 'live', api.isLive()) });
   route(app, '/v2/health/ready', { GET: (_q, r) => health(r, 'ready', api.isReady()) });
   route(app, '/v2', { GET: (_q, r) => r.send(api.serverMetadata()) });
@@ -169,7 +186,10 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   });
 
   // Per-model endpoints, with and without /versions/{v}.
-  const modelRoute = (suffix: string, handlers: Record<'GET' | 'POST', ((q: FastifyRequest, r: FastifyReply, model: string, version: number) => unknown) | undefined>) => {
+  const modelRoute = (
+    suffix: string,
+    handlers: Record<'GET' | 'POST', ((q: FastifyRequest, r: FastifyReply, model: string, version: number) => unknown) | undefined>,
+  ) => {
     for (const prefix of ['/v2/models/:model', '/v2/models/:model/versions/:version']) {
       const wrap = (h?: (q: FastifyRequest, r: FastifyReply, model: string, version: number) => unknown) =>
         h &&

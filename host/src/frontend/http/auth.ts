@@ -63,7 +63,11 @@ export async function installTenancy(app: FastifyInstance, admission: Admission,
       if (!(e instanceof AuthenticationError)) throw e;
       const f = authFailure(e.failure);
       closeIfBodyPending(req, reply);
-      return reply.code(f.status).header('WWW-Authenticate', f.wwwAuthenticate).type('application/json').send(JSON.stringify({ error: f.message }));
+      return reply
+        .code(f.status)
+        .header('WWW-Authenticate', f.wwwAuthenticate)
+        .type('application/json')
+        .send(JSON.stringify({ error: f.message }));
     }
     req.principal = caller.principal;
     req.tenant = caller.tenant ?? null;

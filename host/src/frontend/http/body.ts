@@ -30,7 +30,9 @@ export function chunkLimitError(): TritonError {
 
 /** Triton's text for a request over `--http-max-input-size` (INVALID_ARG, 400). */
 export function sizeLimitError(size: number | string, maxInputSize: number): TritonError {
-  return invalidArg(`Request JSON size of ${size} bytes exceeds the maximum allowed value of ${maxInputSize} bytes. Use --http-max-input-size to increase the limit.`);
+  return invalidArg(
+    `Request JSON size of ${size} bytes exceeds the maximum allowed value of ${maxInputSize} bytes. Use --http-max-input-size to increase the limit.`,
+  );
 }
 
 /**
@@ -95,7 +97,9 @@ export function readBody(payload: IncomingMessage, maxInputSize: number, done: (
 /** The raw body as a Buffer, decompressed. @throws TritonError INVALID_ARG for unknown encodings or oversize bodies. */
 export function requestBody(req: FastifyRequest, maxInputSize: number): Buffer {
   const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-  const enc = String(req.headers['content-encoding'] ?? 'identity').toLowerCase().trim();
+  const enc = String(req.headers['content-encoding'] ?? 'identity')
+    .toLowerCase()
+    .trim();
   try {
     if (enc === 'gzip') return gunzipSync(raw, { maxOutputLength: maxInputSize });
     if (enc === 'deflate') return inflateSync(raw, { maxOutputLength: maxInputSize });

@@ -71,7 +71,14 @@ export function failAnswer(ctx: FrontendContext, err: unknown, bodyError = false
  * @param headers the request headers (`inference-header-content-length` is read)
  * @returns the answer; never rejects
  */
-export async function serveClaimed(ctx: FrontendContext, route: InferRoute, principal: Principal, body: Buffer, headers: IncomingHttpHeaders, signal: CancellationSignal): Promise<HttpAnswer> {
+export async function serveClaimed(
+  ctx: FrontendContext,
+  route: InferRoute,
+  principal: Principal,
+  body: Buffer,
+  headers: IncomingHttpHeaders,
+  signal: CancellationSignal,
+): Promise<HttpAnswer> {
   try {
     return await inferAnswer(ctx, principal, route.model, route.version, () => body, headers, signal);
   } catch (e) {

@@ -32,14 +32,19 @@ export function generateShape(config: ModelConfig, dims: readonly number[], n: n
   return config.max_batch_size > 0 ? [1, ...shape] : shape;
 }
 
-
 /**
  * Map a generate request body onto inputs and parameters.
  * @param duplicates keys the body gave more than once (top level or in `parameters`): an input
  *   named twice is an error, as Triton's core refuses a second input of the same name.
  * @throws TritonError INVALID_ARG
  */
-export function decodeGenerateRequest(doc: unknown, model: string, version: number, config: ModelConfig, duplicates: ReadonlySet<string> = new Set()): InferenceRequestInit {
+export function decodeGenerateRequest(
+  doc: unknown,
+  model: string,
+  version: number,
+  config: ModelConfig,
+  duplicates: ReadonlySet<string> = new Set(),
+): InferenceRequestInit {
   if (!isJsonObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the generate request must be a JSON object');
   const init = emptyRequestInit(model, version);
   const inputs = new Map(config.input.map((i) => [i.name, i]));
@@ -117,7 +122,8 @@ function decodeFor(ctx: FrontendContext, req: FastifyRequest, model: string, tar
 }
 
 /** `generate` of a model that answers other than once (Triton's http_server.cc text). */
-const notOneResponse = () => invalidArg('generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses');
+const notOneResponse = () =>
+  invalidArg('generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses');
 
 /** `POST .../generate`: the data plane's unary call (inferUnary; decoupled models too, if they answer once). */
 export async function handleGenerate(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<FastifyReply> {

@@ -3,7 +3,7 @@
  * (spec §1.8, §1.11, §1.12), the binary tensor data extension (spec §2) and raw-binary requests.
  */
 import type { ModelConfig } from '../../contract/model-config.js';
-import { TritonError, internal, invalidArg, jsonAccessError } from '../../contract/errors.js';
+import { internal, invalidArg, jsonAccessError } from '../../contract/errors.js';
 import { applyRequestParameter, emptyRequestInit } from '../../dataplane/request-parameters.js';
 import type { InferenceRequestInit, Tensor } from '../../contract/types.js';
 import type { ShmAccess, ShmTarget } from '../../dataplane/shared-memory.js';
@@ -36,14 +36,17 @@ function shmTarget(p: Record<string, unknown>, what: string): ShmTarget {
     return n;
   };
   if (p.shared_memory_byte_size === undefined) throw invalidArg(`'shared_memory_byte_size' must be set for ${what} in shared memory`);
-  return { region, byteSize: num(p.shared_memory_byte_size, 'shared_memory_byte_size'), offset: p.shared_memory_offset === undefined ? 0 : num(p.shared_memory_offset, 'shared_memory_offset') };
+  return {
+    region,
+    byteSize: num(p.shared_memory_byte_size, 'shared_memory_byte_size'),
+    offset: p.shared_memory_offset === undefined ? 0 : num(p.shared_memory_offset, 'shared_memory_offset'),
+  };
 }
 
 export interface DecodedInferRequest {
   init: InferenceRequestInit;
   formats: OutputFormats;
 }
-
 
 /**
  * Request-level `parameters` (spec §1.11): HTTP's own `binary_data_output` (and the ignored
@@ -156,7 +159,8 @@ export function decodeInferRequest(
     const shape = decodeShape(raw.shape, name);
     if (!isDataType(datatype)) throw invalidArg(`invalid datatype for input ${name}`);
     const n = elementCount(shape);
-    if (!Number.isSafeInteger(n) || (isDataType(datatype) && datatype !== 'BYTES' && !Number.isSafeInteger(n * dataTypeByteSize(datatype)))) throw shapeOverflow(shape, name);
+    if (!Number.isSafeInteger(n) || (isDataType(datatype) && datatype !== 'BYTES' && !Number.isSafeInteger(n * dataTypeByteSize(datatype))))
+      throw shapeOverflow(shape, name);
     let data: Uint8Array;
     if (shmRegion !== undefined) {
       if (!shm) throw clientShmDisabled();
@@ -169,9 +173,7 @@ export function decodeInferRequest(
         throw jsonAccessError('binary_data_size', 'unsigned-integer');
       }
       if (offset + binSize > body.length) {
-        throw invalidArg(
-          `unexpected size for input '${name}', expecting ${binSize} additional bytes for model '${modelName}'`,
-        );
+        throw invalidArg(`unexpected size for input '${name}', expecting ${binSize} additional bytes for model '${modelName}'`);
       }
       data = body.subarray(offset, offset + binSize);
       offset += binSize;
@@ -199,7 +201,8 @@ export function decodeInferRequest(
       if (p?.classification !== undefined) {
         const k = p.classification;
         const bigCount = typeof k === 'bigint' && k >= 0n && k <= UINT64_MAX; // more classes than any output has
-        if (!bigCount && (typeof k !== 'number' || !Number.isSafeInteger(k) || k < 0)) throw jsonAccessError('classification', 'unsigned-integer', 'Unable to set');
+        if (!bigCount && (typeof k !== 'number' || !Number.isSafeInteger(k) || k < 0))
+          throw jsonAccessError('classification', 'unsigned-integer', 'Unable to set');
         ((init.classification ??= new Map()) as Map<string, number>).set(raw.name, bigCount ? Number.MAX_SAFE_INTEGER : (k as number));
       }
       if (p?.binary_data !== undefined && typeof p.binary_data !== 'boolean') throw jsonAccessError('binary_data', 'boolean');
@@ -216,18 +219,10 @@ export function decodeInferRequest(
  * Raw binary request (spec §2, `Inference-Header-Content-Length: 0`): the body is the bytes of the
  * model's single input; every output is returned binary.
  */
-function decodeRawBinary(
-  body: Buffer,
-  init: InferenceRequestInit,
-  formats: OutputFormats,
-  modelName: string,
-  config: ModelConfig,
-): DecodedInferRequest {
+function decodeRawBinary(body: Buffer, init: InferenceRequestInit, formats: OutputFormats, modelName: string, config: ModelConfig): DecodedInferRequest {
   formats.defaultBinary = true;
   if (config.input.length !== 1) {
-    throw invalidArg(
-      `Raw request must only have 1 input (found 1) to be deduced but got ${config.input.length} inputs in '${modelName}' model configuration`,
-    );
+    throw invalidArg(`Raw request must only have 1 input (found 1) to be deduced but got ${config.input.length} inputs in '${modelName}' model configuration`);
   }
   const ci = config.input[0]!;
   const datatype = tensorDataType(ci);

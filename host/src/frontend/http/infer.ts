@@ -48,7 +48,11 @@ export function headerLength(headers: IncomingHttpHeaders): number | undefined {
 /** The 200 answer of an encoded response: JSON, or binary with its JSON header's length. */
 function okAnswer(enc: { body: string | Buffer; headerLength?: number }): HttpAnswer {
   if (enc.headerLength !== undefined) {
-    return { status: 200, headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(enc.headerLength) }, body: enc.body };
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(enc.headerLength) },
+      body: enc.body,
+    };
   }
   return { status: 200, headers: { 'content-type': 'application/json' }, body: enc.body };
 }
@@ -71,7 +75,15 @@ const decoupledRefused = () => unsupported("HTTP end point doesn't support model
  * @throws TritonError as the data plane and the codec raise them (NOT_FOUND for an unknown model,
  *   UNSUPPORTED for a decoupled model, INVALID_ARG for a malformed body, ...); AccessError for quotas
  */
-export async function inferAnswer(ctx: FrontendContext, principal: Principal, model: string, version: number, body: () => Buffer, headers: IncomingHttpHeaders, signal: CancellationSignal): Promise<HttpAnswer> {
+export async function inferAnswer(
+  ctx: FrontendContext,
+  principal: Principal,
+  model: string,
+  version: number,
+  body: () => Buffer,
+  headers: IncomingHttpHeaders,
+  signal: CancellationSignal,
+): Promise<HttpAnswer> {
   const shm = ctx.shm.access(principal);
   if (!shm) return inferWith(ctx, principal, model, version, body, headers, signal, undefined);
   try {
@@ -82,7 +94,16 @@ export async function inferAnswer(ctx: FrontendContext, principal: Principal, mo
   }
 }
 
-function inferWith(ctx: FrontendContext, principal: Principal, model: string, version: number, body: () => Buffer, headers: IncomingHttpHeaders, signal: CancellationSignal, shm: ShmAccess | undefined): Promise<HttpAnswer> {
+function inferWith(
+  ctx: FrontendContext,
+  principal: Principal,
+  model: string,
+  version: number,
+  body: () => Buffer,
+  headers: IncomingHttpHeaders,
+  signal: CancellationSignal,
+  shm: ShmAccess | undefined,
+): Promise<HttpAnswer> {
   return inferUnary<DecodedInferRequest, HttpAnswer>(
     ctx.api,
     principal,
@@ -113,7 +134,8 @@ function inferWith(ctx: FrontendContext, principal: Principal, model: string, ve
           if (region && shm) shm.write(region, t.data, t.name);
         }
         // Checked once here; the codec worker's encodeInferResponse checks again (it is its own entry point).
-        if (checkJsonOutputSize(model, response, formats, maxJson) >= OFFLOAD_BYTES) return ctx.codec.encode(model, served, init.id, response, formats, maxJson).then(okAnswer);
+        if (checkJsonOutputSize(model, response, formats, maxJson) >= OFFLOAD_BYTES)
+          return ctx.codec.encode(model, served, init.id, response, formats, maxJson).then(okAnswer);
         return okAnswer(renderInferResponse(model, served, init.id, response, formats));
       },
     },
@@ -124,5 +146,8 @@ function inferWith(ctx: FrontendContext, principal: Principal, model: string, ve
 /** Fastify's `POST /v2/models/{m}[/versions/{v}]/infer` route: {@link inferAnswer} on the parsed body. */
 export async function handleInfer(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<FastifyReply> {
   const principal = ctx.principalOf(req);
-  return sendAnswer(reply, await inferAnswer(ctx, principal, model, version, () => requestBody(req, ctx.maxInputSize), req.headers, connectionSignal(reply.raw)));
+  return sendAnswer(
+    reply,
+    await inferAnswer(ctx, principal, model, version, () => requestBody(req, ctx.maxInputSize), req.headers, connectionSignal(reply.raw)),
+  );
 }

@@ -277,8 +277,7 @@ class ExactParser {
         }
         if (!'"\\/bfnrt'.includes(e) || e === '') this.fail('Invalid escape character in string.');
         this.i += 2;
-      }
-      else if (c === 0x22) break;
+      } else if (c === 0x22) break;
       else if (c < 0x20) this.fail(c === 0 ? 'Missing a closing quotation mark in string.' : 'Invalid encoding in string.');
       else this.i++;
     }

@@ -17,7 +17,10 @@ export async function handleIndex(ctx: FrontendContext, req: FastifyRequest, rep
       ready = body.ready;
     }
   }
-  return reply.code(200).type('application/json').send(JSON.stringify(await ctx.api.repositoryIndex(ctx.principalOf(req), ready)));
+  return reply
+    .code(200)
+    .type('application/json')
+    .send(JSON.stringify(await ctx.api.repositoryIndex(ctx.principalOf(req), ready)));
 }
 
 export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string): Promise<FastifyReply> {

@@ -29,7 +29,8 @@ export function route(app: FastifyInstance, url: string, handlers: { GET?: Handl
     url,
     ...(restriction && {
       onRequest: (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
-        if (hasEmptyParam(req.params) || parseVersion((req.params as { version?: string }).version) === undefined || requestSatisfies(req.raw, restriction)) return done();
+        if (hasEmptyParam(req.params) || parseVersion((req.params as { version?: string }).version) === undefined || requestSatisfies(req.raw, restriction))
+          return done();
         done(restrictedError(restriction));
       },
     }),
@@ -90,7 +91,11 @@ export function errorAnswer(err: unknown, publicError: (e: unknown) => TritonErr
   if (err instanceof TritonError) return tritonErrorAnswer(publicError(err));
   const fe = err as { statusCode?: number; message?: string };
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return { status: fe.statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: redactAbsolutePaths(fe.message ?? 'Bad Request') }) };
+    return {
+      status: fe.statusCode,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ error: redactAbsolutePaths(fe.message ?? 'Bad Request') }),
+    };
   }
   logger.error({ err }, 'unhandled error in HTTP handler');
   return tritonErrorAnswer(publicError(err));

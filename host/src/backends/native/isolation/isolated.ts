@@ -14,7 +14,15 @@ import type { Logger } from 'pino';
 import type { ModelConfig } from '../../../contract/model-config.js';
 import { positiveIntParam } from '../../../config/parameters.js';
 import { TritonError, internal, invalidArg, unavailable } from '../../../contract/errors.js';
-import type { BackendModel, BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceSpec, ModelLoadContext, ResponseSender } from '../../../contract/types.js';
+import type {
+  BackendModel,
+  BackendModelInstance,
+  ExecuteTimings,
+  InferenceRequest,
+  InstanceSpec,
+  ModelLoadContext,
+  ResponseSender,
+} from '../../../contract/types.js';
 import { BackendHostProcess, describeExit, type ProcessExit } from './host-process.js';
 import { nativeAddon, tritonErrorOf } from '../../../platform/addon.js';
 import type { NativeLeaks } from '../model.js';
@@ -138,7 +146,6 @@ export class IsolatedNativeModel implements BackendModel {
   private nextJob = 1;
   private nextInstance = 1;
 
-
   private constructor(
     private readonly spec: LoadSpec,
     private readonly logger: Logger,
@@ -223,7 +230,8 @@ export class IsolatedNativeModel implements BackendModel {
       calls?.cancelAll(); // nobody to answer any more
       if (!regions) return;
       const removed = removeRegions(regions.prefix);
-      if (removed.length > 0) this.logger.info({ pid: proc.pid, regions: removed.length }, "removed the Python backend's shared memory regions of the ended backend host process");
+      if (removed.length > 0)
+        this.logger.info({ pid: proc.pid, regions: removed.length }, "removed the Python backend's shared memory regions of the ended backend host process");
     });
     this.starting = proc;
     try {
@@ -302,7 +310,11 @@ export class IsolatedNativeModel implements BackendModel {
     if (m.kind === 1) return calls.cancel((m.payload as { token: number }).token);
     try {
       const r = calls.handle(m.kind, m.payload);
-      if (r instanceof Promise) r.then((v) => answer(v), (e: unknown) => answer(undefined, e));
+      if (r instanceof Promise)
+        r.then(
+          (v) => answer(v),
+          (e: unknown) => answer(undefined, e),
+        );
       else answer(r);
     } catch (e) {
       answer(undefined, e);
@@ -443,7 +455,18 @@ export class IsolatedNativeModel implements BackendModel {
       const r = requests[i]!;
       const token = this.nextToken;
       this.nextToken = this.nextToken >= 0xfffffffe ? 1 : this.nextToken + 1;
-      batch[i] = { token, id: r.id, correlationId: r.correlationId, flags: r.flags, timeoutUs: r.timeoutUs, priority: r.priority, cancelled: r.cancelled, inputs: r.inputs, requestedOutputs: r.requestedOutputs, parameters: r.parameters };
+      batch[i] = {
+        token,
+        id: r.id,
+        correlationId: r.correlationId,
+        flags: r.flags,
+        timeoutUs: r.timeoutUs,
+        priority: r.priority,
+        cancelled: r.cancelled,
+        inputs: r.inputs,
+        requestedOutputs: r.requestedOutputs,
+        parameters: r.parameters,
+      };
     }
     let bytes: number;
     try {
@@ -516,8 +539,10 @@ export class IsolatedNativeModel implements BackendModel {
   /** TRITONBACKEND_ModelInstanceFinalize in the process (bounded; skipped if it is down). */
   async finalizeInstance(id: number): Promise<void> {
     if (this.sup.reason !== undefined) return;
-    await withTimeout(this.proc.call({ t: 'finalizeInstance', id }).catch((e) => this.logger.error({ err: e }, 'instance finalize failed')), FINALIZE_TIMEOUT_MS, () =>
-      this.logger.error('instance finalize did not finish in time'),
+    await withTimeout(
+      this.proc.call({ t: 'finalizeInstance', id }).catch((e) => this.logger.error({ err: e }, 'instance finalize failed')),
+      FINALIZE_TIMEOUT_MS,
+      () => this.logger.error('instance finalize did not finish in time'),
     );
   }
 

@@ -121,10 +121,6 @@ export function readFile(state: FilesState, path: string): Uint8Array {
   }
 }
 
-function isHostCallError(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && 'payload' in e && !(e instanceof Error);
-}
-
 /** Deepest directory level and most entries `list-files` walks. */
 const MAX_DEPTH = 32;
 const MAX_ENTRIES = 10_000;

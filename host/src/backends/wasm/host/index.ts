@@ -36,7 +36,12 @@ export function createHostState(config: HostConfig, sinks: HostSinks): HostState
   return {
     log,
     stdio: createStdioState(log),
-    responses: createResponsesState(config.model, config.outputs, (s) => sinks.send(s), (i) => sinks.cancelledAt(i)),
+    responses: createResponsesState(
+      config.model,
+      config.outputs,
+      (s) => sinks.send(s),
+      (i) => sinks.cancelledAt(i),
+    ),
     files: createFilesState(config.model.versionPath, config.limits.memoryBytes),
   };
 }

@@ -86,7 +86,11 @@ export function log(state: LogState, level: LogLevel, message: string): void {
  */
 export function endLogCall(state: LogState): void {
   if (state.exhausted === 'bytes') {
-    state.emit({ level: 'warn', source: 'host', message: `log budget of ${state.limits.bytes} bytes per call exceeded: ${state.droppedBytes} bytes of backend log dropped` });
+    state.emit({
+      level: 'warn',
+      source: 'host',
+      message: `log budget of ${state.limits.bytes} bytes per call exceeded: ${state.droppedBytes} bytes of backend log dropped`,
+    });
   } else if (state.exhausted === 'messages') {
     state.emit({
       level: 'warn',

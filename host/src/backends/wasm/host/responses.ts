@@ -135,7 +135,9 @@ export function finishExecute(state: ResponsesState, requests: WireRequest[], re
     const entry = list?.[i];
     if (f.final) return null;
     if (entry === undefined) {
-      return state.model.decoupled ? null : { err: { code: 'INTERNAL', message: `backend of model '${name}' returned ${list ? list.length : 0} responses for ${requests.length} requests` } };
+      return state.model.decoupled
+        ? null
+        : { err: { code: 'INTERNAL', message: `backend of model '${name}' returned ${list ? list.length : 0} responses for ${requests.length} requests` } };
     }
     if (entry.tag === 'err') return { err: fromWitError(entry.val) };
     try {

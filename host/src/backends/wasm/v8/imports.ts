@@ -28,7 +28,8 @@ const WASI_VERSION = '0.2.12';
 function hostInterface(host: HostState): Record<string, unknown> {
   return {
     log: (level: LogLevel, message: string) => log(host.log, level, message),
-    sendResponse: (handle: number, response: WitHost.Result<WitTypes.Response, WitTypes.Error>, final: boolean) => sendResponse(host.responses, handle, response, final),
+    sendResponse: (handle: number, response: WitHost.Result<WitTypes.Response, WitTypes.Error>, final: boolean) =>
+      sendResponse(host.responses, handle, response, final),
     sendFinal: (handle: number) => sendFinal(host.responses, handle),
     isCancelled: (handle: number) => isCancelled(host.responses, handle),
     readFile: (path: string) => readFile(host.files, path),

@@ -113,7 +113,11 @@ export class SandboxInstance implements SandboxedInstance {
     const entry = workerEntry(import.meta.url, 'worker');
     const init: WorkerInit = {
       ...this.p.init,
-      instance: { name: this.p.spec.name, kind: this.p.spec.kind === 'KIND_GPU' ? 'gpu' : this.p.spec.kind === 'KIND_MODEL' ? 'model' : 'cpu', deviceId: this.p.spec.deviceId },
+      instance: {
+        name: this.p.spec.name,
+        kind: this.p.spec.kind === 'KIND_GPU' ? 'gpu' : this.p.spec.kind === 'KIND_MODEL' ? 'model' : 'cpu',
+        deviceId: this.p.spec.deviceId,
+      },
       cancelFlags: this.cancelFlags,
     };
     this.stats.starts++;
@@ -204,7 +208,11 @@ export class SandboxInstance implements SandboxedInstance {
         this.onDone(m);
         return;
       case 'trap':
-        this.kill(worker, 'trap', new TritonError('INTERNAL', `sandboxed backend of model '${this.p.init.model.name}' trapped: ${m.message}; the instance was restarted`));
+        this.kill(
+          worker,
+          'trap',
+          new TritonError('INTERNAL', `sandboxed backend of model '${this.p.init.model.name}' trapped: ${m.message}; the instance was restarted`),
+        );
         return;
       default:
         return;
@@ -320,7 +328,13 @@ export class SandboxInstance implements SandboxedInstance {
         resolve,
         timer: setTimeout(() => {
           if (this.pending === p) {
-            this.kill(worker, 'deadline', unavailable(`sandboxed backend of model '${this.p.init.model.name}' exceeded its execute deadline of ${this.p.executeMs} ms; the instance was restarted`));
+            this.kill(
+              worker,
+              'deadline',
+              unavailable(
+                `sandboxed backend of model '${this.p.init.model.name}' exceeded its execute deadline of ${this.p.executeMs} ms; the instance was restarted`,
+              ),
+            );
           }
         }, this.p.executeMs),
       };

@@ -20,4 +20,3 @@ export function closeCodeGeneration(): void {
   const protos = [Function.prototype, ...[async function () {}, function* () {}, async function* () {}].map((f) => Object.getPrototypeOf(f) as object)];
   for (const proto of protos) Object.defineProperty(proto, 'constructor', { value: refuse, writable: false, configurable: false, enumerable: false });
 }
-

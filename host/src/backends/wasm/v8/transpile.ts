@@ -181,7 +181,8 @@ export class TranspileCache {
     report.evicted = await this.evictNow();
     report.entries = this.entries.size;
     report.bytes = this.totalBytes();
-    if (report.removedTemp || report.removedIncomplete || report.evicted) this.logger?.info({ cacheDir: this.dir, ...report }, 'transpile cache cleaned at start');
+    if (report.removedTemp || report.removedIncomplete || report.evicted)
+      this.logger?.info({ cacheDir: this.dir, ...report }, 'transpile cache cleaned at start');
     return report;
   }
 
@@ -287,7 +288,9 @@ export class TranspileCache {
       // checked right before removing: a model may have taken the entry meanwhile
       if (this.inUse.has(hash) || this.inFlight.has(hash) || !this.entries.has(hash)) continue;
       this.entries.delete(hash);
-      const gone = rm(join(this.dir, hash), { recursive: true, force: true }).catch((e: unknown) => this.logger?.warn({ err: e, cacheDir: this.dir }, 'transpile cache entry could not be removed'));
+      const gone = rm(join(this.dir, hash), { recursive: true, force: true }).catch((e: unknown) =>
+        this.logger?.warn({ err: e, cacheDir: this.dir }, 'transpile cache entry could not be removed'),
+      );
       this.removing.set(hash, gone);
       await gone;
       this.removing.delete(hash);
@@ -296,7 +299,10 @@ export class TranspileCache {
     if (over()) {
       if (!this.warnedFull) {
         this.warnedFull = true;
-        this.logger?.warn({ cacheDir: this.dir, entries: this.entries.size, bytes: this.totalBytes(), ...this.limits }, 'transpile cache above its bounds: every remaining entry is used by a loaded model');
+        this.logger?.warn(
+          { cacheDir: this.dir, entries: this.entries.size, bytes: this.totalBytes(), ...this.limits },
+          'transpile cache above its bounds: every remaining entry is used by a loaded model',
+        );
       }
     } else {
       this.warnedFull = false;
@@ -332,7 +338,9 @@ export class TranspileCache {
     if (/^\s*import\s[^(]/m.test(new TextDecoder().decode(glue))) {
       throw internal(`${what}: transpiled glue contains static imports; refusing to run it`);
     }
-    const coreModules = Object.keys(files).filter((f) => f.endsWith('.wasm')).sort();
+    const coreModules = Object.keys(files)
+      .filter((f) => f.endsWith('.wasm'))
+      .sort();
 
     const tmp = join(this.dir, `.tmp-${hash}-${process.pid}-${++this.tmpSeq}`);
     try {

@@ -47,7 +47,8 @@ function transferListOf(resp: WireResponse | undefined): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
   for (const t of resp.outputs) {
     // jco lifts every list<u8> into its own ArrayBuffer; copy anything that is only a view
-    if (t.data.byteOffset !== 0 || t.data.byteLength !== t.data.buffer.byteLength || out.includes(t.data.buffer as ArrayBuffer)) t.data = new Uint8Array(t.data);
+    if (t.data.byteOffset !== 0 || t.data.byteLength !== t.data.buffer.byteLength || out.includes(t.data.buffer as ArrayBuffer))
+      t.data = new Uint8Array(t.data);
     out.push(t.data.buffer as ArrayBuffer);
   }
   return out;
@@ -63,7 +64,9 @@ const host = createHostState(init, {
 
 interface GuestBackend {
   Model: { create(ctx: WitBackend.ModelContext): object };
-  Instance: { create(model: object, ctx: WitBackend.InstanceContext): { execute(reqs: WitTypes.Request[]): WitBackend.Result<WitTypes.Response, WitTypes.Error>[] } };
+  Instance: {
+    create(model: object, ctx: WitBackend.InstanceContext): { execute(reqs: WitTypes.Request[]): WitBackend.Result<WitTypes.Response, WitTypes.Error>[] };
+  };
 }
 
 /**
@@ -108,7 +111,11 @@ function countingInstantiate(): (module: WebAssembly.Module, imports: WebAssembl
     if (n === undefined) return Promise.reject(new Error('the glue instantiated a core module the host did not compile'));
     created += n;
     if (created > init.maxMemories) {
-      return Promise.reject(new Error(`the component creates more than the ${init.maxMemories} linear memories its core modules define (a core module instantiated more than once); refused`));
+      return Promise.reject(
+        new Error(
+          `the component creates more than the ${init.maxMemories} linear memories its core modules define (a core module instantiated more than once); refused`,
+        ),
+      );
     }
     return WebAssembly.instantiate(module, imports);
   };
@@ -141,7 +148,10 @@ async function start(): Promise<void> {
   }
   const backend = (exports['warden:backend/backend@0.1.0'] ?? exports['backend']) as GuestBackend | undefined;
   if (!backend?.Model?.create || !backend.Instance?.create) {
-    post({ t: 'create-error', error: { code: 'INVALID_ARG', message: 'the component does not export the model and instance resources of warden:backend/backend' } });
+    post({
+      t: 'create-error',
+      error: { code: 'INVALID_ARG', message: 'the component does not export the model and instance resources of warden:backend/backend' },
+    });
     return;
   }
   try {

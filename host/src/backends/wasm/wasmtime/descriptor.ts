@@ -11,7 +11,22 @@ import { toWitDataType, witCorrelationId, witParameters } from '../convert.js';
 import type { WireRequest } from '../wire.js';
 
 /** WIT `data-type` cases in declaration order: a datatype's code is its index. */
-const DATATYPES: readonly Wit.DataType[] = ['bool', 'uint8', 'uint16', 'uint32', 'uint64', 'int8', 'int16', 'int32', 'int64', 'fp16', 'fp32', 'fp64', 'bytes', 'bf16'];
+const DATATYPES: readonly Wit.DataType[] = [
+  'bool',
+  'uint8',
+  'uint16',
+  'uint32',
+  'uint64',
+  'int8',
+  'int16',
+  'int32',
+  'int64',
+  'fp16',
+  'fp32',
+  'fp64',
+  'bytes',
+  'bf16',
+];
 const DATATYPE_CODE = new Map(DATATYPES.map((d, i) => [d, i]));
 /** WIT `error-code` cases in declaration order. */
 const ERROR_CODES: readonly Wit.ErrorCode[] = ['unknown', 'internal', 'not-found', 'invalid-arg', 'unavailable', 'unsupported', 'already-exists', 'cancelled'];

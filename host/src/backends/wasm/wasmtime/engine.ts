@@ -101,7 +101,13 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
     this.shared = acquireNative(this.native, JSON.stringify({ maxMemoryBytes: opts.maxMemoryBytes, ...opts.pool }));
     const dir = join(opts.cacheDir, 'wasmtime');
     mkdirSync(dir, { recursive: true });
-    this.cache = new CwasmCache(dir, this.native.engineConfigKey(this.shared.handle), { ...DEFAULT_CACHE_LIMITS, ...opts.cacheLimits }, opts.logger, opts.cacheSettleMs);
+    this.cache = new CwasmCache(
+      dir,
+      this.native.engineConfigKey(this.shared.handle),
+      { ...DEFAULT_CACHE_LIMITS, ...opts.cacheLimits },
+      opts.logger,
+      opts.cacheSettleMs,
+    );
     this.cache.prepare().catch((e: unknown) => opts.logger?.error({ err: e }, 'wasmtime compile cache could not be scanned'));
   }
 
@@ -117,7 +123,15 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
       try {
         // touched first: a touch moves ctime and so voids a verified stamp recorded by this load
         await this.cache.touch(entry);
-        const { component, check } = await this.native.loadCached(this.engine(), entry.file, this.cache.key, hash, entry.mac, this.cache.limits.maxBytes, this.cache.settleMs);
+        const { component, check } = await this.native.loadCached(
+          this.engine(),
+          entry.file,
+          this.cache.key,
+          hash,
+          entry.mac,
+          this.cache.limits.maxBytes,
+          this.cache.settleMs,
+        );
         this.cache.counts[CACHED_CHECK[check as keyof typeof CACHED_CHECK] ?? 'mac']++;
         return { shared: { component, memories, refs: 0 }, source: 'cache' };
       } catch (e) {
@@ -190,7 +204,16 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
    */
   async instantiate(compiled: WasmtimeCompiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance> {
     if (compiled.engine !== WASMTIME_ENGINE) throw internal(`engine ${WASMTIME_ENGINE} cannot run a component compiled by engine ${compiled.engine}`);
-    return WasmtimeInstance.start({ port: this, component: compiled.component, memories: compiled.memories, spec, host, executeMs, logger, idleMs: host.limits.idleMs ?? this.idleMs });
+    return WasmtimeInstance.start({
+      port: this,
+      component: compiled.component,
+      memories: compiled.memories,
+      spec,
+      host,
+      executeMs,
+      logger,
+      idleMs: host.limits.idleMs ?? this.idleMs,
+    });
   }
 
   // ------------------------------------------------------------------ InstancePort

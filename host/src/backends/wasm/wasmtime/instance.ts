@@ -20,7 +20,7 @@
 import type { Logger } from 'pino';
 import { TritonError, unavailable } from '../../../contract/errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
-import { fromWitError, toWitRequest } from '../convert.js';
+import { fromWitError } from '../convert.js';
 import type { HostConfig, SandboxedInstance, SandboxStats } from '../engine.js';
 import { createHostState, endCall, type HostState } from '../host/index.js';
 import type { HostCallError } from '../host/errors.js';
@@ -353,7 +353,9 @@ export class WasmtimeInstance implements SandboxedInstance {
     if (deadline) this.stats.deadlineKills++;
     else this.stats.traps++;
     const error = deadline
-      ? unavailable(`sandboxed backend of model '${this.modelName}' exceeded its execute deadline of ${this.config.limits.executeMs} ms; the instance was restarted`)
+      ? unavailable(
+          `sandboxed backend of model '${this.modelName}' exceeded its execute deadline of ${this.config.limits.executeMs} ms; the instance was restarted`,
+        )
       : new TritonError('INTERNAL', `sandboxed backend of model '${this.modelName}' trapped: ${String(m.message)}; the instance was restarted`);
     this.log.warn({ reason: deadline ? 'deadline' : 'trap' }, error.message);
     // replaced at once: the thread respawns the sandbox; a request sent meanwhile waits behind it there

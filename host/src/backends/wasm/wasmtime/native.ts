@@ -76,7 +76,15 @@ export interface WasmtimeNative {
    * is at least `settleMs` old. `check` is {@link CACHED_CHECK}'s code of how it was checked.
    * Rejects with an Error whose `miss` is {@link CACHED_MISS}'s code.
    */
-  loadCached(engine: EngineHandle, path: string, key: Uint8Array, hash: string, mac: Uint8Array, maxBytes: number, settleMs: number): Promise<{ component: ComponentHandle; check: number }>;
+  loadCached(
+    engine: EngineHandle,
+    path: string,
+    key: Uint8Array,
+    hash: string,
+    mac: Uint8Array,
+    maxBytes: number,
+    settleMs: number,
+  ): Promise<{ component: ComponentHandle; check: number }>;
   /** The compile-cache MAC (32 bytes) of a serialized component, as `loadCached` checks it. */
   cwasmMac(engine: EngineHandle, key: Uint8Array, hash: string, payload: Uint8Array): Uint8Array;
   serialize(component: ComponentHandle): Uint8Array;

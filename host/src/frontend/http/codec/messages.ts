@@ -43,5 +43,4 @@ export type ToCodecWorker = (DecodeJob | EncodeJob | LoadJob) & { seq: number };
 
 /** worker → host */
 export type FromCodecWorker =
-  | { seq: number; ok: DecodedInferRequest | EncodedResponse | LoadRequestParts }
-  | { seq: number; error: { code: ErrorCode; message: string } };
+  { seq: number; ok: DecodedInferRequest | EncodedResponse | LoadRequestParts } | { seq: number; error: { code: ErrorCode; message: string } };

@@ -21,7 +21,16 @@ import { TRUSTED_CLIENT_ADDRESS } from '../client-address.js';
 import { ConnectionBudget } from '../connection-budget.js';
 import { ManualSignal } from '../../cancellation.js';
 import type { HttpAnswer } from '../routing.js';
-import { type FromThread, type FrontendThreadData, type RingRequest, type ToThread, answerBytes, readRequest, writeAnswerMessage, writeFallback } from './messages.js';
+import {
+  type FromThread,
+  type FrontendThreadData,
+  type RingRequest,
+  type ToThread,
+  answerBytes,
+  readRequest,
+  writeAnswerMessage,
+  writeFallback,
+} from './messages.js';
 import { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER } from './proxy.js';
 import { MAX_HTTP_THREADS } from './limits.js';
 import { RingReader, RingWriter, closeRing, ringMemory } from './ring.js';
@@ -117,20 +126,24 @@ export class FrontendThreads {
    * @throws Error when a thread cannot start or listen (everything started is stopped again)
    */
   static async start(opts: FrontendThreadsOptions): Promise<FrontendThreads> {
-    if (!Number.isInteger(opts.count) || opts.count < 1 || opts.count > MAX_HTTP_THREADS) throw new RangeError(`front-end threads: count must be 1..${MAX_HTTP_THREADS}`);
+    if (!Number.isInteger(opts.count) || opts.count < 1 || opts.count > MAX_HTTP_THREADS)
+      throw new RangeError(`front-end threads: count must be 1..${MAX_HTTP_THREADS}`);
     const dir = mkdtempSync(join(tmpdir(), 'warden-http-'));
     chmodSync(dir, 0o700);
     const socketPath = join(dir, 'main.sock');
     const s = opts.server;
-    const internal = createServer({ headersTimeout: s.headersTimeout, requestTimeout: s.requestTimeout, connectionsCheckingInterval: s.connectionsCheckingInterval }, (req, res) => {
-      // Trusted here only: this socket is reachable by this process's threads alone (0700 directory).
-      const a = req.headers[CLIENT_ADDRESS_HEADER];
-      delete req.headers[CLIENT_ADDRESS_HEADER];
-      (req as unknown as Record<symbol, unknown>)[TRUSTED_CLIENT_ADDRESS] = typeof a === 'string' ? a : undefined;
-      pool.proxied++;
-      keepInternalConnection(res);
-      opts.listener(req, res);
-    });
+    const internal = createServer(
+      { headersTimeout: s.headersTimeout, requestTimeout: s.requestTimeout, connectionsCheckingInterval: s.connectionsCheckingInterval },
+      (req, res) => {
+        // Trusted here only: this socket is reachable by this process's threads alone (0700 directory).
+        const a = req.headers[CLIENT_ADDRESS_HEADER];
+        delete req.headers[CLIENT_ADDRESS_HEADER];
+        (req as unknown as Record<symbol, unknown>)[TRUSTED_CLIENT_ADDRESS] = typeof a === 'string' ? a : undefined;
+        pool.proxied++;
+        keepInternalConnection(res);
+        opts.listener(req, res);
+      },
+    );
     internal.keepAliveTimeout = s.keepAliveTimeout;
     const pool = new FrontendThreads(opts, internal, dir, socketPath);
     try {

@@ -12,7 +12,17 @@ import { Pool } from 'undici';
 export const CLIENT_ADDRESS_HEADER = 'x-warden-client-address';
 
 /** Request headers not forwarded: hop-by-hop (RFC 9110, section 7.6.1), `expect` (this thread answered it) and a client's own address claim. */
-const DROP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect', CLIENT_ADDRESS_HEADER]);
+const DROP_REQUEST = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+  CLIENT_ADDRESS_HEADER,
+]);
 /**
  * The internal listener renames a `connection: close` the main thread's app answers with to
  * this (pool.ts): the internal connection then stays open while the rest of the request body

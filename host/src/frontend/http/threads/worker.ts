@@ -57,7 +57,14 @@ function serve(req: IncomingMessage, res: ServerResponse): void {
     nextId = (nextId + 1) >>> 0;
     const id = nextId;
     const h = req.headers;
-    const meta = { id, model: route.model, version: route.version, headerLength: ihcl, authorization: h.authorization, clientAddress: req.socket.remoteAddress ?? '' };
+    const meta = {
+      id,
+      model: route.model,
+      version: route.version,
+      headerLength: ihcl,
+      authorization: h.authorization,
+      clientAddress: req.socket.remoteAddress ?? '',
+    };
     const n = requestBytes(meta, body!.length);
     if (n === undefined || !toMain.write(n, (b) => writeRequest(b, meta, body!))) return proxy.forward(req, res, body);
     pending.set(id, { req, res, body: body! });
@@ -67,7 +74,14 @@ function serve(req: IncomingMessage, res: ServerResponse): void {
   });
 }
 
-const server = createServer({ headersTimeout: data.server.headersTimeout, requestTimeout: data.server.requestTimeout, connectionsCheckingInterval: data.server.connectionsCheckingInterval }, serve);
+const server = createServer(
+  {
+    headersTimeout: data.server.headersTimeout,
+    requestTimeout: data.server.requestTimeout,
+    connectionsCheckingInterval: data.server.connectionsCheckingInterval,
+  },
+  serve,
+);
 server.keepAliveTimeout = data.server.keepAliveTimeout;
 server.maxConnections = data.server.maxConnections;
 new ConnectionBudget(data.connections, data.server.maxConnections).attach(server, ConnectionBudget.threadSlot(data.index));
@@ -83,7 +97,11 @@ void fromMain.start(
 
 port.on('message', (m: ToThread) => {
   if (m.t === 'answer') {
-    deliver(m.id, { status: m.status, headers: m.headers, body: typeof m.body === 'string' ? m.body : Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength) });
+    deliver(m.id, {
+      status: m.status,
+      headers: m.headers,
+      body: typeof m.body === 'string' ? m.body : Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength),
+    });
   } else if (m.t === 'fallback') {
     deliver(m.id, undefined);
   } else if (m.t === 'drain') {

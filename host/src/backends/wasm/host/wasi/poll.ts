@@ -53,7 +53,10 @@ export function poll(list: Pollable[]): Uint32Array {
   for (;;) {
     const ready = list.flatMap((p, i) => (p.ready() ? [i] : []));
     if (ready.length > 0) return new Uint32Array(ready);
-    const soonest = list.reduce<bigint | undefined>((m, p) => (p.deadlineNs !== undefined && (m === undefined || p.deadlineNs < m) ? p.deadlineNs : m), undefined);
+    const soonest = list.reduce<bigint | undefined>(
+      (m, p) => (p.deadlineNs !== undefined && (m === undefined || p.deadlineNs < m) ? p.deadlineNs : m),
+      undefined,
+    );
     if (soonest === undefined) return new Uint32Array([0]);
     blockFor(soonest - process.hrtime.bigint());
   }
