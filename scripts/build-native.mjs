@@ -5,7 +5,7 @@
 //   native/build/Release/warden_native.node     the Node addon (RPATH $ORIGIN -> libtritonserver.so)
 //   build/backends/<name>/libtriton_<name>.so   sample backends, where --backend-directory finds them
 //   native/build/test-backends/<name>/...       failure-test backends (test/fixtures/native)
-//   native/build/warden_native_driver           standalone driver (the ASan run, test/native/asan.test.ts,
+//   native/build/warden_native_driver           standalone driver (the ASan run, test/backends/native/asan.test.ts,
 //                                               builds its own with -DWARDEN_ASAN=ON)
 //   native/rust/target/release/libwarden_native_rs.a   the Rust engines, linked into the addon: the
 //                                               Cargo workspace native/rust (crates ffi, wasmtime-engine,

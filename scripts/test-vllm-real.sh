@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the vLLM bridge against real vLLM (test/python/vllm-real.test.ts) on a host where vLLM can be
+# Runs the vLLM bridge against real vLLM (test/backends/python/vllm-real.test.ts) on a host where vLLM can be
 # installed (a CUDA GPU). Usage: scripts/test-vllm-real.sh [python-with-vllm]
 #   - with an argument: that interpreter (it must import vllm and numpy);
 #   - without: creates .venv-vllm with `pip install vllm numpy` (needs network and a GPU build).
@@ -13,4 +13,4 @@ if [ -z "$py" ]; then
   py=.venv-vllm/bin/python
 fi
 "$py" -c 'import vllm, numpy; print("vllm", vllm.__version__)'
-WARDEN_PYTHON="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")" npx vitest run test/python/vllm-real.test.ts
+WARDEN_PYTHON="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")" npx vitest run test/backends/python/vllm-real.test.ts

@@ -3,7 +3,7 @@
 // ownership rule the host promises (spec §6.6–§6.8): exactly one FINAL response and exactly one
 // release per request, outputs equal to what the backend computed, clean errors for broken
 // backends. Built with -DWARDEN_ASAN=ON it is the AddressSanitizer/LeakSanitizer run CI does on
-// every test run (test/native/asan.test.ts).
+// every test run (test/backends/native/asan.test.ts).
 //
 // usage: warden_native_driver <backend_dir> <test_backend_dir> [identity_requests=10000]
 #include <atomic>

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResponseCache } from '../../host/src/cache/response-cache.js';
 import { parseCli } from '../../host/src/cli-options.js';
 import type { InferenceRequest } from '../../host/src/contract/types.js';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
+import { startTestServer } from '../helpers/servers.js';
 import { request } from '../helpers/backend-request.js';
 import { getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { opsConfig, OpsResolver } from '../ensemble/ops-backend.js';
@@ -181,12 +182,10 @@ describe('over HTTP', () => {
       'input_map { key: "IN" value: "X" }',
       'output_map { key: "OUT" value: "Y" }',
     );
-    server = await startServer({
-      modelRepositories: [repo.path],
-      httpPort: 0,
+    server = await startTestServer(repo, {
+      modelControlMode: 'none',
       metricsPort: 0,
       responseCacheBytes: 1 << 20,
-      logLevel: 'silent',
       backendResolvers: [new OpsResolver()],
     });
   });

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'vitest';
 import { hashToken } from '../../host/src/tenancy/token.js';
-import { ensureBuilt } from '../wasm/helpers.js';
+import { ensureBuilt } from '../backends/wasm/helpers.js';
 import { expectAllPassed, runScript, useCompatServer } from './harness.js';
 import { PROJECT_ROOT } from './venv.js';
 

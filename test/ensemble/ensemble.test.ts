@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inferAndCollect } from '../../host/src/dataplane/inference.js';
 import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
 import { SINGLE_USER, type Tensor } from '../../host/src/contract/types.js';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
+import { startTestServer } from '../helpers/servers.js';
 import { getJson, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { ensembleConfig, opsConfig, opsSeen, OpsResolver } from './ops-backend.js';
 
@@ -172,14 +173,9 @@ beforeAll(async () => {
       ],
     ),
   );
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
+  server = await startTestServer(repo, {
     // Only the ensembles: their composing models are loaded with them (Triton's explicit mode).
     loadModels: ['chain', 'diamond', 'outer', 'stream', 'stream_free', 'stream_limited', 'broken', 'cancellable', 'stats_chain'],
-    httpPort: 0,
-    metricsPort: -1,
-    logLevel: 'silent',
     backendResolvers: [new OpsResolver()],
   });
 });

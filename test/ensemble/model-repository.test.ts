@@ -4,7 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
+import { startTestServer } from '../helpers/servers.js';
 import { getJson, PROJECT_ROOT, postJson } from '../helpers/repo.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,15 +15,7 @@ let uploads: string;
 
 beforeAll(async () => {
   uploads = mkdtempSync(join(tmpdir(), 'warden-ens-uploads-'));
-  server = await startServer({
-    modelRepositories: [join(PROJECT_ROOT, 'model_repository')],
-    modelControlMode: 'explicit',
-    loadModels: ['add_sub_ensemble'],
-    httpPort: 0,
-    metricsPort: -1,
-    logLevel: 'silent',
-    uploadDirectory: uploads,
-  });
+  server = await startTestServer(join(PROJECT_ROOT, 'model_repository'), { loadModels: ['add_sub_ensemble'], uploadDirectory: uploads });
 });
 afterAll(async () => {
   await server?.stop();

@@ -20,7 +20,8 @@
  * (START resets it) and record the IDs they were given (test/helpers/js-backend.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
+import { startTestServer } from '../helpers/servers.js';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { JsBackendResolver, correlationIdsSeen } from '../helpers/js-backend.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
@@ -103,12 +104,9 @@ beforeAll(async () => {
       ],
     ),
   );
-  server = await startServer({
-    modelRepositories: [repo.path],
-    httpPort: 0,
+  server = await startTestServer(repo, {
+    modelControlMode: 'none',
     grpcPort: 0,
-    metricsPort: -1,
-    logLevel: 'silent',
     backendResolvers: [new JsBackendResolver()],
   });
   client = tritonGrpcClient(server.grpcUrl!);

@@ -11,7 +11,8 @@
  *   or stripped (core `ensemble_scheduler.cc`, `EnsembleContext::ReshapeTensorDims`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
+import { startTestServer } from '../helpers/servers.js';
 import { int32s, simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { ensembleConfig, opsConfig, OpsResolver } from './ops-backend.js';
@@ -86,12 +87,9 @@ parameters { key: "op" value: { string_value: "acc" } }
   model('dyna_flat', oneStep(0, '[ 1 ]', [['INPUT', 'INPUT']], 'simple_dyna_sequence', [['OUTPUT', 'OUTPUT']]));
   // Batching, over a non-batching step.
   model('inc_batched', oneStep(8, '[ -1 ]', [['X', 'IN']], 'inc', [['Y', 'OUT']]));
-  server = await startServer({
-    modelRepositories: [repo.path],
-    httpPort: 0,
+  server = await startTestServer(repo, {
+    modelControlMode: 'none',
     grpcPort: 0,
-    metricsPort: -1,
-    logLevel: 'silent',
     backendResolvers: [new OpsResolver()],
   });
   client = tritonGrpcClient(server.grpcUrl!);

@@ -1,7 +1,7 @@
 /**
  * Raw HTTP/1.1 exchanges and the matrix of `/infer` cases the fast-path tests send to servers
- * built differently (fast path on / off: test/http/fast-path.test.ts; front-end threads on / off:
- * test/http/frontend-threads.test.ts) and compare byte for byte.
+ * built differently (fast path on / off: test/frontend/http/fast-path.test.ts; front-end threads on / off:
+ * test/frontend/http/frontend-threads.test.ts) and compare byte for byte.
  */
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
@@ -144,7 +144,7 @@ export function matrix(): Case[] {
       fast: true,
       status: [200],
     },
-    // tritonserver answers malformed JSON 500 (TritonJson's parse error; test/native/triton-differential.test.ts).
+    // tritonserver answers malformed JSON 500 (TritonJson's parse error; test/backends/native/triton-differential.test.ts).
     { name: 'bad JSON', bytes: raw('POST', '/v2/models/simple/infer', '{"inputs": [', JSON_TYPE), fast: true, status: [500] },
     { name: 'unknown model', bytes: raw('POST', '/v2/models/nope/infer', simpleJson(), JSON_TYPE), fast: true, status: [404] },
     { name: 'wrong datatype', bytes: raw('POST', '/v2/models/simple/infer', simpleJson('FP32'), JSON_TYPE), fast: true, status: [400] },

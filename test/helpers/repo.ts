@@ -88,6 +88,24 @@ export function getJson(url: string): Promise<{ status: number; json: any; text:
   return fetchJson(url);
 }
 
+/**
+ * POST `body` to `<url>/v2/models/<model>/generate_stream` (spec §3.6) and read the whole stream:
+ * the status and every server-sent `data:` event, parsed as JSON.
+ */
+export async function generateStream(url: string, model: string, body: unknown): Promise<{ status: number; events: Record<string, unknown>[] }> {
+  const res = await fetch(`${url}/v2/models/${model}/generate_stream`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  const events = text
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map((l) => JSON.parse(l.slice('data: '.length)) as Record<string, unknown>);
+  return { status: res.status, events };
+}
+
 /** The `parameters.config` of an upload of Triton's `addsub_onnx` (FP32 [16] in, FP32 [16] out, no batching). */
 export const ADDSUB_CONFIG = {
   platform: 'onnxruntime_onnx',

@@ -15,9 +15,10 @@ import { tempRepo, type TempRepo } from './repo.js';
 /** What every test server starts with: explicit model control, an ephemeral HTTP port, no metrics port, silent. */
 export const TEST_SERVER: Readonly<Partial<ServerOptions>> = Object.freeze({ modelControlMode: 'explicit', httpPort: 0, metricsPort: -1, logLevel: 'silent' });
 
-/** Warden on `repo` with {@link TEST_SERVER}'s options, `opts` over them. The caller stops it. */
-export function startTestServer(repo: TempRepo | string, opts: Partial<ServerOptions> = {}): Promise<RunningServer> {
-  return startServer({ ...TEST_SERVER, modelRepositories: [typeof repo === 'string' ? repo : repo.path], ...opts });
+/** Warden on `repo` (or several repositories, in order) with {@link TEST_SERVER}'s options, `opts` over them. The caller stops it. */
+export function startTestServer(repo: TempRepo | string | readonly (TempRepo | string)[], opts: Partial<ServerOptions> = {}): Promise<RunningServer> {
+  const repos = Array.isArray(repo) ? repo : [repo];
+  return startServer({ ...TEST_SERVER, modelRepositories: repos.map((r: TempRepo | string) => (typeof r === 'string' ? r : r.path)), ...opts });
 }
 
 /**

@@ -23,7 +23,7 @@ import { PythonBackend } from '../../host/src/backends/python/backend.js';
 import { readModelFile, readModelFileSync, relativeSegments } from '../../host/src/repository/model-files.js';
 import { addModel } from '../helpers/onnx-model.js';
 import { config as baseConfig } from '../helpers/model-version.js';
-import { ensureBuilt, loadModel, newResolver, wasmConfig } from '../wasm/helpers.js';
+import { ensureBuilt, loadModel, newResolver, wasmConfig } from '../backends/wasm/helpers.js';
 
 const SECRET = 'TOP-SECRET-OUTSIDE-0123456789';
 let root: string;

@@ -15,7 +15,7 @@ import { int32s, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../h
 import { JsBackendResolver, correlationIdsSeen } from '../helpers/js-backend.js';
 import { fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
-import { ensureBuilt } from '../wasm/helpers.js';
+import { ensureBuilt } from '../backends/wasm/helpers.js';
 
 const TOKENS = {
   a: 'tenant-a-token-0123456789abcdefghijk',

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
-import { ensureBuilt } from '../wasm/helpers.js';
+import { ensureBuilt } from '../backends/wasm/helpers.js';
 
 const TOKENS = {
   acme: 'acme-token-0123456789abcdefghijkl',

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
-import { ENGINES, ensureBuilt } from '../wasm/helpers.js';
+import { ENGINES, ensureBuilt } from '../backends/wasm/helpers.js';
 
 const TOKEN = 'acme-token-0123456789abcdefghijkl';
 const IDENTITY = () => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');

@@ -20,7 +20,7 @@ import type { RunningServer } from '../../host/src/server.js';
 import { JsBackendResolver, correlationIdsSeen } from '../helpers/js-backend.js';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
-import { ensureBuilt } from '../wasm/helpers.js';
+import { ensureBuilt } from '../backends/wasm/helpers.js';
 
 const TOKENS = {
   a: 'tenant-a-token-0123456789abcdefghijk',

@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
+import { startTestServer } from '../helpers/servers.js';
 import { runTenantsCli } from '../../host/src/tenancy/cli.js';
 import { simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { fetchJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
@@ -66,16 +67,11 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'warden-hot-reload-'));
   tenantsFile = join(dir, 'tenants.yaml');
   acme1 = await tenants('add', 'acme', '--share', 'simple');
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
+  server = await startTestServer(repo, {
     loadModels: ['simple'],
-    httpPort: 0,
     grpcPort: 0,
-    metricsPort: -1,
     tenantsFile,
     uploadDirectory: join(dir, 'uploads'),
-    logLevel: 'silent',
   });
   client = tritonGrpcClient(server.grpcUrl!);
 });

@@ -19,7 +19,7 @@ import type { RunningServer } from '../../host/src/server.js';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
-import { ensureBuilt } from '../wasm/helpers.js';
+import { ensureBuilt } from '../backends/wasm/helpers.js';
 
 const TOKENS = { acme: 'acme-matrix-token-0123456789abcdefgh', bob: 'bob-matrix-token-0123456789abcdefghi' } as const;
 type Who = keyof typeof TOKENS;

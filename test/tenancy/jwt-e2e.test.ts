@@ -15,7 +15,8 @@ import type { AddressInfo } from 'node:net';
 import { status } from '@grpc/grpc-js';
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
+import { startTestServer } from '../helpers/servers.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { simpleInfer, tritonGrpcClient, unaryCall, int32s, type TritonGrpcClient } from '../helpers/grpc.js';
 import { fetchJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
@@ -68,18 +69,14 @@ beforeAll(async () => {
       ],
     }),
   );
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
+  server = await startTestServer(repo, {
     loadModels: ['simple'],
-    httpPort: 0,
     grpcPort: 0,
     metricsPort: 0,
     allowCpuMetrics: false,
     tenantsFile: join(dir, 'tenants.json'),
     uploadDirectory: join(dir, 'uploads'),
     jwt: { jwksUrl, issuer: ISSUER, audience: AUDIENCE },
-    logLevel: 'silent',
   });
   client = tritonGrpcClient(server.grpcUrl!);
 });

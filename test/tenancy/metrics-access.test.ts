@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCli } from '../../host/src/cli-options.js';
-import { startServer, type RunningServer, type ServerOptions } from '../../host/src/server.js';
+import type { RunningServer, ServerOptions } from '../../host/src/server.js';
+import { startTestServer } from '../helpers/servers.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 
@@ -47,12 +48,10 @@ afterAll(async () => {
 });
 
 async function serve(opts: Partial<ServerOptions>): Promise<RunningServer> {
-  const s = await startServer({
-    modelRepositories: [repo.path],
-    httpPort: 0,
+  const s = await startTestServer(repo, {
+    modelControlMode: 'none',
     metricsPort: 0,
     httpAddress: '127.0.0.1',
-    logLevel: 'silent',
     allowCpuMetrics: false,
     ...opts,
   });

@@ -10,11 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../host/src/server.js';
+import type { RunningServer } from '../../host/src/server.js';
+import { startTestServer } from '../helpers/servers.js';
 import { runTenantsCli } from '../../host/src/tenancy/cli.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { until as poll } from '../helpers/wait.js';
-import { ensureBuilt } from '../wasm/helpers.js';
+import { ensureBuilt } from '../backends/wasm/helpers.js';
 
 const IDENTITY = () => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');
 const CONFIG = JSON.stringify({
@@ -52,15 +53,10 @@ async function cli(...argv: string[]): Promise<string> {
 }
 
 async function start(): Promise<RunningServer> {
-  server = await startServer({
-    modelRepositories: [repo.path],
-    modelControlMode: 'explicit',
-    httpPort: 0,
-    metricsPort: -1,
+  server = await startTestServer(repo, {
     allowClientShm: true,
     responseCacheBytes: 1 << 20,
     tenantsFile: file,
-    logLevel: 'silent',
   });
   return server;
 }

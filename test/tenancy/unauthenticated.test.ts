@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { peerAddress } from '../../host/src/frontend/grpc/auth.js';
-import { startServer } from '../../host/src/server.js';
+import { startTestServer } from '../helpers/servers.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { FailedAuthentications } from '../../host/src/tenancy/unauthenticated.js';
 import { PROJECT_ROOT } from '../helpers/repo.js';
@@ -95,14 +95,7 @@ describe('an unauthenticated HTTP flood', () => {
       JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken('acme-token-0123456789abcdefghijkl')] }] }),
     );
     const { logger, audit } = capture();
-    const s = await startServer({
-      modelRepositories: [`${PROJECT_ROOT}/model_repository`],
-      modelControlMode: 'explicit',
-      httpPort: 0,
-      metricsPort: -1,
-      tenantsFile: join(dir, 'tenants.json'),
-      logger,
-    });
+    const s = await startTestServer(`${PROJECT_ROOT}/model_repository`, { tenantsFile: join(dir, 'tenants.json'), logger });
     const port = Number(new URL(s.httpUrl).port);
     const agent = new (await import('node:http')).Agent({ keepAlive: true, maxSockets: 8 });
     const one = (auth?: string) =>

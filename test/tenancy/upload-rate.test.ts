@@ -15,7 +15,7 @@ import type { RunningServer } from '../../host/src/server.js';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
-import { ensureBuilt } from '../wasm/helpers.js';
+import { ensureBuilt } from '../backends/wasm/helpers.js';
 
 const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', grpc: 'grpc-token-0123456789abcdefghijkl', ops: 'ops-token-0123456789abcdefghijklmn' };
 type Who = keyof typeof TOKENS;

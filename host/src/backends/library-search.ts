@@ -5,7 +5,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { ModelConfig } from '../contract/model-config.js';
-import { invalidArg } from '../contract/errors.js';
+import { backendNameInvalid, runtimeInvalid } from './library-search.errors.js';
 
 /** Legacy `platform` values and the backend that serves them (Triton's platform → backend map). */
 export const PLATFORM_BACKENDS: Readonly<Record<string, string>> = {
@@ -53,10 +53,10 @@ export function findBackendLibrary(opts: {
 }): FoundLibrary | undefined {
   const { backendName, runtime } = opts;
   if (!isPlainName(backendName)) {
-    throw invalidArg(`invalid backend name '${backendName}': it must be a plain name (no path separators)`);
+    throw backendNameInvalid(backendName);
   }
   if (runtime && !isPlainName(runtime)) {
-    throw invalidArg(`invalid runtime '${runtime}' for backend '${backendName}': it must be a file name inside the backend directory`);
+    throw runtimeInvalid(runtime, backendName);
   }
   const file = runtime || libraryFileName(backendName);
   const candidates = [join(opts.versionPath, file), join(opts.modelPath, file), join(opts.backendDirectory, backendName, file)];

@@ -13,17 +13,21 @@ import { homedir, tmpdir } from 'node:os';
 import { resolve, sep } from 'node:path';
 import { AccessError, TritonError, asTritonError } from './errors.js';
 
+/** Control characters (a hostile name may put one right before a path). */
+const CONTROL = '\\u0000-\\u001f\\u007f';
+/** A control character as JSON escapes it (`\\n`, `\\u0000`): messages show hostile names so. */
+const ESCAPED_CONTROL = '\\\\(?:[bfnrtv0]|u00[0-9a-fA-F]{2})';
 /** Characters that end a bare (unquoted) path in a message. */
-const PATH_END = `\\s'"\`()\\[\\]{}<>,;:|`;
+const PATH_END = `\\s'"\`()\\[\\]{}<>,;:|${CONTROL}`;
 /** A quoted absolute path of two or more components: the whole quoted text, spaces included. */
 const QUOTED_PATH = /(['"`])\/(?!\/)[^'"`\n]*?\/[^'"`\n]*?\1/g;
 /**
  * A bare absolute path of two or more components (`/a/b...`), starting a message or after a
- * space, quote, bracket, `=`, `,`, `;`, `:` or `|`. Not matched: one-component names (POSIX
+ * space, control character (raw or JSON-escaped), quote, bracket, `=`, `,`, `;`, `:` or `|`. Not matched: one-component names (POSIX
  * shared-memory keys such as `/acme_region`), relative paths (`1/model.wasm`, `./x`,
  * `<uploads>/m`), URLs (`https://host/p`: the `//` and the host come first), MIME types.
  */
-const BARE_PATH = new RegExp(`(^|[\\s'"\`(\\[{=,;:|])\\/(?!\\/)[^/${PATH_END}]+\\/[^${PATH_END}]*`, 'g');
+const BARE_PATH = new RegExp(`(^|[\\s'"\`(\\[{=,;:|${CONTROL}]|${ESCAPED_CONTROL})\\/(?!\\/)[^/${PATH_END}]+\\/[^${PATH_END}]*`, 'g');
 
 /**
  * `text` with every absolute path replaced by `<path>`, under whatever directory it lies: the
@@ -69,19 +73,38 @@ export class PathScrubber {
    */
   scrub(message: string): string {
     let out = message;
-    for (const { prefix, label } of this.roots) {
-      if (!out.includes(prefix)) continue;
-      out = out.split(prefix + sep).join(label === '' ? '' : label + sep);
-      out = out.split(prefix).join(label === '' ? '.' : label);
-    }
+    for (const { prefix, label } of this.roots) out = relabel(out, prefix, label);
     return redactAbsolutePaths(out);
   }
 
   /** The client-facing form of any thrown value: a TritonError with the same code and a scrubbed message. */
   publicError(e: unknown): TritonError {
-    const t = asTritonError(e);
-    const message = this.scrub(t.message);
-    if (message === t.message) return t;
-    return t instanceof AccessError ? new AccessError(t.kind, message, t.retryAfterS) : new TritonError(t.code, message);
+    return withMessage(asTritonError(e), (m) => this.scrub(m));
   }
+}
+
+/** `text` with the directory `prefix` replaced by `label` (`<prefix>/x` → `<label>/x`, or `x` for label ''). */
+function relabel(text: string, prefix: string, label: string): string {
+  if (!text.includes(prefix)) return text;
+  return text
+    .split(prefix + sep)
+    .join(label === '' ? '' : label + sep)
+    .split(prefix)
+    .join(label === '' ? '.' : label);
+}
+
+/** `t` with its message rewritten by `rewrite`: the same object when nothing changed, else the same code (and access kind). */
+function withMessage(t: TritonError, rewrite: (message: string) => string): TritonError {
+  const message = rewrite(t.message);
+  if (message === t.message) return t;
+  return t instanceof AccessError ? new AccessError(t.kind, message, t.retryAfterS) : new TritonError(t.code, message);
+}
+
+/**
+ * `err` with the one directory `root.path` (as given, not resolved) named by `root.label`, and
+ * nothing else changed: an uploaded model's load error names its directory in the upload store by
+ * the model's name, as the uploader knows it. The data plane's {@link PathScrubber} still runs after.
+ */
+export function relabelledError(err: TritonError, root: PathRoot): TritonError {
+  return withMessage(err, (m) => relabel(m, root.path, root.label));
 }

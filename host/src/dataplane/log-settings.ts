@@ -4,7 +4,7 @@
  * the data plane (dataplane/server-api.ts).
  */
 import type { Logger } from 'pino';
-import { invalidArg, unsupported } from '../contract/errors.js';
+import * as err from './settings.errors.js';
 
 export interface LogSettings {
   log_file: string;
@@ -35,29 +35,29 @@ export class LogSettingsStore {
 
   /** Apply a POST body; `null` values leave a setting unchanged. @throws TritonError on bad values */
   update(body: unknown): LogSettings {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidArg('logging settings must be a JSON object');
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw err.logSettingsNotObject();
     const next = { ...this.s };
     for (const [k, v] of Object.entries(body)) {
       if (v === null) continue;
       switch (k) {
         case 'log_file':
-          throw unsupported('log file location can not be updated through network protocol');
+          throw err.logFileNotUpdatable();
         case 'log_info':
         case 'log_warning':
         case 'log_error':
-          if (typeof v !== 'boolean') throw invalidArg(`'${k}' must be a boolean`);
+          if (typeof v !== 'boolean') throw err.logSettingNotBoolean(k);
           next[k] = v;
           break;
         case 'log_verbose_level':
-          if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw invalidArg(`'log_verbose_level' must be a non-negative integer`);
+          if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw err.logVerboseLevelInvalid();
           next.log_verbose_level = v;
           break;
         case 'log_format':
-          if (v !== 'default' && v !== 'ISO8601') throw invalidArg(`invalid log format '${String(v)}', expected 'default' or 'ISO8601'`);
+          if (v !== 'default' && v !== 'ISO8601') throw err.logFormatInvalid(v);
           next.log_format = v;
           break;
         default:
-          throw invalidArg(`Logging parameter '${k}' is not a valid logging setting`);
+          throw err.logSettingUnknown(k);
       }
     }
     this.s = next;

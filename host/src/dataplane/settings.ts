@@ -2,7 +2,7 @@
  * The server's settings on the data plane: the trace extension (spec §3.5) and the logging
  * extension (spec §3.4), both the operator's (a tenant gets 403).
  */
-import { TritonError, forbidden, invalidArg } from '../contract/errors.js';
+import * as err from './settings.errors.js';
 import type { Principal } from '../contract/types.js';
 import type { ModelRepositoryManager } from '../lifecycle/repository-manager.js';
 import type { TraceManager, TraceSettingsJson } from '../trace/trace-manager.js';
@@ -34,8 +34,8 @@ export class ServerSettings {
 
   private traceOf(principal: Principal, model: string | undefined): TraceManager {
     adminOnly(principal, 'trace settings');
-    if (!this.trace) throw new TritonError('UNAVAILABLE', 'the server does not support tracing');
-    if (model !== undefined && !this.isKnownReady(principal, model)) throw invalidArg(`Request for unknown model : ${model}`);
+    if (!this.trace) throw err.tracingUnsupported();
+    if (model !== undefined && !this.isKnownReady(principal, model)) throw err.traceModelUnknown(model);
     return this.trace;
   }
 
@@ -72,5 +72,5 @@ export class ServerSettings {
 
 /** @throws AccessError `forbidden` unless `principal` is an admin */
 function adminOnly(principal: Principal, what: string): void {
-  if (principal.role !== 'admin') throw forbidden(`${what} are available to administrators only`);
+  if (principal.role !== 'admin') throw err.settingsAdminOnly(what);
 }

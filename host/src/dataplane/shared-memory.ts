@@ -26,7 +26,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { TritonError, forbidden, internal, invalidArg, notFound } from '../contract/errors.js';
+import * as msg from './shared-memory.errors.js';
 import type { Principal } from '../contract/types.js';
 
 /** `GET /v2/systemsharedmemory/status` entry (spec §3.3); gRPC `SystemSharedMemoryStatusResponse.RegionStatus`. */
@@ -53,9 +53,7 @@ export interface SystemSharedMemoryOptions {
 }
 
 /** The UNSUPPORTED answer while client shared memory is off (Triton's default). */
-export function clientShmDisabled(): TritonError {
-  return new TritonError('UNSUPPORTED', "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
-}
+export const clientShmDisabled = msg.clientShmDisabled;
 
 /** Where a client placed one tensor: region name, offset in the region and size, bytes. */
 export interface ShmTarget {
@@ -113,9 +111,9 @@ export function shmKeyFile(key: string): string {
   const name = key.startsWith('/') ? key.slice(1) : key;
   // eslint-disable-next-line no-control-regex
   if (name === '' || name === '.' || name === '..' || name.includes('/') || /[\u0000-\u001f\u007f]/.test(name) || Buffer.byteLength(name) > MAX_NAME_BYTES) {
-    throw invalidArg(`invalid shared memory key '${JSON.stringify(key).slice(1, -1)}': expected a POSIX shared memory name ('/name', no other '/')`);
+    throw msg.shmKeyNotPosixName(JSON.stringify(key).slice(1, -1));
   }
-  if (name.startsWith(RESERVED_SHM_PREFIX)) throw invalidArg(`shared memory key '${key}' is reserved for the server's own use ('/${RESERVED_SHM_PREFIX}...')`);
+  if (name.startsWith(RESERVED_SHM_PREFIX)) throw msg.shmKeyReservedByServer(key, RESERVED_SHM_PREFIX);
   return name;
 }
 
@@ -126,9 +124,7 @@ export function shmKeyFile(key: string): string {
  */
 function registerKeyFile(region: string, key: string): string {
   if (key.replace(/^\/+/, '').startsWith(TRITON_RESERVED_SHM_PREFIX)) {
-    throw invalidArg(
-      `cannot register shared memory region '${region}' with key '${key}' as the key contains the reserved prefix '${TRITON_RESERVED_SHM_PREFIX}'`,
-    );
+    throw msg.shmKeyReservedByTriton(region, key, TRITON_RESERVED_SHM_PREFIX);
   }
   return shmKeyFile(key);
 }
@@ -136,7 +132,7 @@ function registerKeyFile(region: string, key: string): string {
 /** An offset / size from a request: a non-negative safe integer. @throws TritonError INVALID_ARG */
 function count(v: unknown, what: string): number {
   const n = typeof v === 'bigint' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw invalidArg(`'${what}' must be a non-negative integer`);
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw msg.shmCountInvalid(what);
   return n;
 }
 
@@ -173,36 +169,36 @@ export class SystemSharedMemory {
    */
   register(principal: Principal, name: string, key: string, offset: unknown, byteSize: unknown): void {
     this.check();
-    if (name === '') throw invalidArg("'region name' is necessary to register system shared memory region");
+    if (name === '') throw msg.shmRegionNameMissing('system');
     const file = registerKeyFile(name, key);
     const off = count(offset, 'offset');
     const size = count(byteSize, 'byte_size');
     if (this.regions.has(this.id(principal, name))) {
-      throw new TritonError('ALREADY_EXISTS', `shared memory region '${name}' already in manager`);
+      throw msg.shmRegionExists(name);
     }
     const prefix = tenantShmPrefix(principal.namespace);
     if (this.opts.multiTenant && principal.role === 'tenant' && !file.startsWith(prefix)) {
-      throw forbidden(`tenant '${principal.namespace}' may register only shared memory keys starting with '/${prefix}'`);
+      throw msg.shmKeyOutsideTenant(principal.namespace, prefix);
     }
     let mine = 0;
     for (const r of this.regions.values()) {
       if (r.namespace === principal.namespace) mine++;
-      else if (shmKeyFile(r.key) === file) throw invalidArg(`shared memory key '${key}' is registered by another client`);
+      else if (shmKeyFile(r.key) === file) throw msg.shmKeyTaken(key);
     }
-    if (mine >= this.maxPerNamespace) throw forbidden(`at most ${this.maxPerNamespace} shared memory regions may be registered at once`);
+    if (mine >= this.maxPerNamespace) throw msg.shmRegionCap(this.maxPerNamespace);
     let fd: number;
     try {
       fd = openSync(join(this.root, file), constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') throw internal(`Unable to open shared memory region: '${key}'`);
-      throw invalidArg(`Unable to open shared memory region: '${key}' (${code === 'ELOOP' ? 'a symbolic link' : (code ?? 'error')})`);
+      if (code === 'ENOENT') throw msg.shmOpenMissing(key);
+      throw msg.shmOpenRefused(key, code === 'ELOOP' ? 'a symbolic link' : (code ?? 'error'));
     }
     try {
       const st = fstatSync(fd);
-      if (!st.isFile()) throw invalidArg(`Unable to open shared memory region: '${key}' (not a shared memory object)`);
+      if (!st.isFile()) throw msg.shmOpenRefused(key, 'not a shared memory object');
       if (off + size > st.size) {
-        throw invalidArg(`failed to register shared memory region '${name}': offset ${off} + byte_size ${size} exceeds the ${st.size} bytes of '${key}'`);
+        throw msg.shmRegionPastObject(name, off, size, st.size, key);
       }
     } catch (e) {
       closeSync(fd);
@@ -249,9 +245,9 @@ export class SystemSharedMemory {
   cudaStatus(principal: Principal, name: string): [] {
     if (name === '') return [];
     if (this.regions.has(this.id(principal, name))) {
-      throw notFound(`The region named '${name}' is registered as system shared memory, not CUDA shared memory`);
+      throw msg.shmRegionIsSystem(name);
     }
-    throw notFound(`Unable to find cuda shared memory region: '${name}'`);
+    throw msg.shmRegionNotFound(name, 'cuda');
   }
 
   /**
@@ -260,15 +256,15 @@ export class SystemSharedMemory {
    */
   status(principal: Principal, name: string): SystemShmRegionStatus[] {
     const out = [...this.regions.values()].filter((r) => r.namespace === principal.namespace && (name === '' || r.name === name));
-    if (name !== '' && out.length === 0) throw notFound(`Unable to find system shared memory region: '${name}'`);
+    if (name !== '' && out.length === 0) throw msg.shmRegionNotFound(name, 'system');
     return out.map(({ name: n, key, offset, byte_size }) => ({ name: n, key, offset, byte_size })).sort((a, b) => (a.name < b.name ? -1 : 1));
   }
 
   private region(principal: Principal, name: string, offset: number, size: number): Region {
     this.check();
     const r = this.regions.get(this.id(principal, name));
-    if (!r) throw notFound(`Unable to find shared memory region: '${name}'`);
-    if (offset + size > r.byte_size) throw invalidArg(`Invalid offset + byte size for shared memory region: '${name}'`);
+    if (!r) throw msg.shmRegionNotFound(name, '');
+    if (offset + size > r.byte_size) throw msg.shmRangeInvalid(name);
     return r;
   }
 
@@ -278,13 +274,12 @@ export class SystemSharedMemory {
    */
   read(principal: Principal, name: string, offset: number, size: number): Uint8Array {
     const r = this.region(principal, name, offset, size);
-    if (size > this.opts.maxReadBytes)
-      throw invalidArg(`input of ${size} bytes from shared memory region '${name}' exceeds the ${this.opts.maxReadBytes}-byte request limit`);
+    if (size > this.opts.maxReadBytes) throw msg.shmReadTooLarge(name, size, this.opts.maxReadBytes);
     const out = Buffer.allocUnsafe(size);
     let done = 0;
     while (done < size) {
       const n = readSync(r.fd, out, done, size - done, r.offset + offset + done);
-      if (n === 0) throw invalidArg(`shared memory region '${name}' is shorter than registered`);
+      if (n === 0) throw msg.shmRegionTruncated(name);
       done += n;
     }
     return out;
@@ -296,9 +291,7 @@ export class SystemSharedMemory {
    */
   write(principal: Principal, name: string, offset: number, byteSize: number, data: Uint8Array, output: string): void {
     if (data.length > byteSize) {
-      throw invalidArg(
-        `shared memory size specified with the request for output '${output}' (${byteSize} bytes) should be at least ${data.length} bytes to hold the results`,
-      );
+      throw msg.shmOutputTooSmall(output, byteSize, data.length);
     }
     const r = this.region(principal, name, offset, byteSize);
     let done = 0;

@@ -12,7 +12,7 @@
  * Past a cap the step is not sent and the ensemble request fails with 403 (PERMISSION_DENIED over
  * gRPC) naming the cap; the steps already in flight finish first.
  */
-import { forbidden } from '../contract/errors.js';
+import * as err from './ensemble.errors.js';
 import type { EnsembleRequestBudget } from '../contract/types.js';
 import type { TenantQuotas } from '../tenancy/types.js';
 
@@ -60,9 +60,7 @@ export class EnsembleBudget implements EnsembleRequestBudget {
   afford(cost: { readonly inferences: number; readonly depth: number }): void {
     this.enter(cost.depth);
     if (cost.inferences > this.limits.maxInferences) {
-      throw forbidden(
-        `${this.who}: at least ${cost.inferences} composing inferences per request, over the cap of ${this.limits.maxInferences} (max_ensemble_inferences)`,
-      );
+      throw err.planOverInferenceCap(this.who, cost.inferences, this.limits.maxInferences);
     }
   }
 
@@ -72,7 +70,7 @@ export class EnsembleBudget implements EnsembleRequestBudget {
    */
   enter(depth: number): void {
     if (depth > this.limits.maxDepth) {
-      throw forbidden(`${this.who}: ensembles nested ${depth} deep, over the cap of ${this.limits.maxDepth} (max_ensemble_depth)`);
+      throw err.nestedTooDeep(this.who, depth, this.limits.maxDepth);
     }
   }
 
@@ -82,10 +80,10 @@ export class EnsembleBudget implements EnsembleRequestBudget {
    */
   take(): void {
     if (this.sent >= this.limits.maxInferences) {
-      throw forbidden(`${this.who}: more than ${this.limits.maxInferences} composing inferences for one request (max_ensemble_inferences)`);
+      throw err.requestOverInferenceCap(this.who, this.limits.maxInferences);
     }
     if (this.inflight >= this.limits.maxFanout) {
-      throw forbidden(`${this.who}: more than ${this.limits.maxFanout} composing inferences in flight for one request (max_ensemble_fanout)`);
+      throw err.requestOverFanout(this.who, this.limits.maxFanout);
     }
     this.sent++;
     this.inflight++;

@@ -5,7 +5,8 @@
  * `EnsembleScheduler`) runs the steps through the data plane with the owner's principal.
  */
 import type { ModelConfig } from '../contract/model-config.js';
-import { TritonError, invalidArg } from '../contract/errors.js';
+import { TritonError } from '../contract/errors.js';
+import * as err from './ensemble.errors.js';
 import { modelNameProblem } from '../contract/names.js';
 import { ownerPrincipal } from '../contract/load-context.js';
 import type { InferenceServerHandle, ModelKey } from '../contract/types.js';
@@ -31,9 +32,9 @@ export function resolveComposing(key: ModelKey, config: ModelConfig, server: Inf
   const out: ComposingModel[] = [];
   for (const step of config.ensemble_scheduling!.step) {
     const problem = modelNameProblem(step.model_name);
-    if (problem !== undefined) throw invalidArg(`in ensemble ${config.name}, invalid model name '${step.model_name}' in a step: ${problem}`);
+    if (problem !== undefined) throw err.stepModelNameInvalid(config.name, step.model_name, problem);
     try {
-      if (!server.inferenceTarget) throw new TritonError('UNAVAILABLE', 'no server');
+      if (!server.inferenceTarget) throw err.noServer();
       const t = server.inferenceTarget(principal, step.model_name, step.model_version);
       out.push({ config: t.config, decoupled: t.decoupled, ensemble: t.ensemble });
     } catch (e) {
@@ -41,7 +42,7 @@ export function resolveComposing(key: ModelKey, config: ModelConfig, server: Inf
       if (!missing.includes(step.model_name)) missing.push(step.model_name);
     }
   }
-  if (missing.length > 0) throw invalidArg(`ensemble ${config.name} contains models that are not available or ambiguous: ${missing.join(', ')}`);
+  if (missing.length > 0) throw err.stepsUnavailable(config.name, missing);
   return out;
 }
 
@@ -61,7 +62,7 @@ export function compileEnsemble(key: ModelKey, loaded: ModelConfig, server: Infe
   // Triton validates the ensemble's config again once it is marked decoupled (core Model::Init,
   // model_config_utils.cc), so a decoupled step in a cached ensemble fails the load.
   if (plan.decoupled && loaded.response_cache?.enable) {
-    throw invalidArg(`Response Cache does not currently support model ${key.name} with 'decoupled' transaction policy. Please disable the response cache.`);
+    throw err.cacheDecoupled(key.name);
   }
   const config: ModelConfig = { ...loaded, model_transaction_policy: { ...loaded.model_transaction_policy, decoupled: plan.decoupled } };
   return { config, plan };

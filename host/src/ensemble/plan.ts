@@ -8,7 +8,7 @@
  * in config/validate.ts; these are the ones that need the composing models' configs.
  */
 import type { ConfigDataType, ModelConfig, ModelEnsembleStep } from '../contract/model-config.js';
-import { invalidArg } from '../contract/errors.js';
+import * as err from './ensemble.errors.js';
 
 /** What the plan needs of a composing model (the version a step names, as loaded). */
 export interface ComposingModel {
@@ -102,17 +102,14 @@ const node = (model: string, batching: boolean, type: ConfigDataType, dims: numb
   next: [],
 });
 
-const dimsText = (d: number[]): string => `[${d.join(',')}]`;
 const sameDims = (a: number[], b: number[]): boolean => a.length === b.length && a.every((x, i) => x === -1 || b[i] === -1 || x === b[i]);
 
 function checkConsistent(lhs: TensorNode, rhs: TensorNode, prefix: string): void {
   if (lhs.type !== rhs.type) {
-    throw invalidArg(`${prefix}inconsistent data type: ${lhs.type} is inferred from model ${lhs.model} while ${rhs.type} is inferred from model ${rhs.model}`);
+    throw err.tensorTypeInconsistent(prefix, lhs.type, lhs.model, rhs.type, rhs.model);
   }
   if (!sameDims(lhs.dims, rhs.dims) && !sameDims(lhs.fullDims, rhs.fullDims)) {
-    throw invalidArg(
-      `${prefix}inconsistent shape: ${dimsText(lhs.fullDims)} is inferred from model ${lhs.model} while ${dimsText(rhs.fullDims)} is inferred from model ${rhs.model}`,
-    );
+    throw err.tensorShapeInconsistent(prefix, lhs.fullDims, lhs.model, rhs.fullDims, rhs.model);
   }
 }
 
@@ -123,14 +120,14 @@ function mapStep(ensemble: string, step: ModelEnsembleStep, model: ComposingMode
   const inputNames = new Set(c.input.map((i) => i.name));
   for (const [modelInput, tensor] of Object.entries(step.input_map)) {
     if (!inputNames.has(modelInput)) {
-      throw invalidArg(`in ensemble ${ensemble}, ensemble tensor ${tensor} is mapping to non-existing input ${modelInput} in model ${step.model_name}`);
+      throw err.mapToMissingInput(ensemble, tensor, modelInput, step.model_name);
     }
   }
   for (const input of c.input) {
     const tensor = step.input_map[input.name];
     if (tensor === undefined) {
       if (input.optional) continue;
-      throw invalidArg(`in ensemble ${ensemble}, input ${input.name} in model ${c.name} is not mapped to any ensemble tensors`);
+      throw err.inputNotMapped(ensemble, input.name, c.name);
     }
     const mine = node(step.model_name, batching, input.data_type, input.dims);
     const known = tensors.get(tensor);
@@ -140,7 +137,7 @@ function mapStep(ensemble: string, step: ModelEnsembleStep, model: ComposingMode
   const outputNames = new Set(c.output.map((o) => o.name));
   for (const [modelOutput, tensor] of Object.entries(step.output_map)) {
     if (!outputNames.has(modelOutput)) {
-      throw invalidArg(`in ensemble ${ensemble}, ensemble tensor ${tensor} is mapped from non-existing output ${modelOutput} in model ${step.model_name}`);
+      throw err.mapFromMissingOutput(ensemble, tensor, modelOutput, step.model_name);
     }
   }
   const sibling = { label: 0, visited: false };
@@ -191,9 +188,7 @@ export function compileEnsemblePlan(config: ModelConfig, composing: readonly Com
     const model = composing[i]!;
     const mbs = model.config.max_batch_size;
     if (mbs !== 0 && mbs < config.max_batch_size) {
-      throw invalidArg(
-        `ensemble ${name} allows maximum batch size ${config.max_batch_size}, but it contains model ${step.model_name} which only allows maximum batch size to be ${mbs}`,
-      );
+      throw err.stepBatchTooSmall(name, config.max_batch_size, step.model_name, mbs);
     }
     mapStep(name, step, model, tensors);
   });
@@ -213,7 +208,7 @@ export function compileEnsemblePlan(config: ModelConfig, composing: readonly Com
       if (next.visited || !next.prev.every((p) => p.visited)) continue;
       const prevLabel = next.prev[0]!.label;
       if (next.prev.some((p) => p.label !== prevLabel)) {
-        throw invalidArg(`in ensemble ${name}, step of model '${next.model}' receives inputs originated from different decoupled models`);
+        throw err.mixedDecoupledInputs(name, next.model);
       }
       if (next.sibling) {
         if (next.sibling.visited) next.label = next.sibling.label;

@@ -26,6 +26,7 @@
  * responses are held as frames until the step downstream takes them).
  */
 import { AccessError, TritonError, asTritonError, cancelled } from '../contract/errors.js';
+import { outputsNotProduced } from './ensemble.errors.js';
 import type {
   EnsembleRequestBudget,
   InferenceRequest,
@@ -363,7 +364,7 @@ export class EnsembleRun {
       this.sender.send(this.single, true);
     } else {
       const missing = this.wanted.filter((o) => !this.single?.outputs.some((t) => t.name === o));
-      this.error = new TritonError('INTERNAL', `ensemble '${this.opts.name}' did not produce output(s) ${missing.map((m) => `'${m}'`).join(', ')}`);
+      this.error = outputsNotProduced(this.opts.name, missing);
       this.sender.sendError(this.error, true);
     }
     this.opts.onFinished(this.error === undefined, this.times);

@@ -18,7 +18,7 @@
  * sequence batcher keys it by (caller, ID) and a tenant's ID reaches an operator model's backend
  * under an ID of its own (scheduler/sequence-ids.ts), as a client's ID does.
  */
-import { invalidArg } from '../contract/errors.js';
+import { sequenceFlagParamType, sequenceIdParamType } from './ensemble.errors.js';
 import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type InferenceRequest, type ParameterValue } from '../contract/types.js';
 
 /** A sequence correlation id as requests carry it (`InferenceRequest.correlationId`). */
@@ -65,10 +65,10 @@ export function responseSequenceOverride(parameters: Readonly<Record<string, Par
       if (typeof v === 'string') correlationId = v;
       // An INT is read as Triton reads it, its 64 bits as unsigned (-1 is 2^64 − 1).
       else if (isIntParameter(v)) correlationId = uint64Id(BigInt.asUintN(64, BigInt(v)));
-      else throw invalidArg("expected parameter 'sequence_id' to be TRITONSERVER_PARAMETER_INT or TRITONSERVER_PARAMETER_STRING");
+      else throw sequenceIdParamType();
       override = true;
     } else if (key === 'sequence_start' || key === 'sequence_end') {
-      if (typeof v !== 'boolean') throw invalidArg(`expect parameter '${key}' to be TRITONSERVER_PARAMETER_BOOL`);
+      if (typeof v !== 'boolean') throw sequenceFlagParamType(key);
       if (v) flags |= key === 'sequence_start' ? REQUEST_FLAG_SEQUENCE_START : REQUEST_FLAG_SEQUENCE_END;
       override = true;
     }

@@ -9,7 +9,8 @@
  * uses. The store itself (`repository/upload-store.ts`) keeps the commit protocol.
  */
 import type { Logger } from 'pino';
-import { TritonError, asTritonError, unavailable } from '../contract/errors.js';
+import { asTritonError, unavailable } from '../contract/errors.js';
+import { relabelledError } from '../contract/public-errors.js';
 import type { ModelKey, ModelOrigin } from '../contract/types.js';
 import { UploadStore, type StoredGeneration } from '../repository/upload-store.js';
 import type { KnownTenants, LoadOptions, LocatedModel, ModelFiles, ModelSource } from './model-source.js';
@@ -183,17 +184,8 @@ export class UploadSource implements ModelSource {
         await store.discard(g.staged).catch((d: unknown) => log.error({ err: d }, 'failed to remove a failed upload'));
       },
       release: drop,
-      publicError: (e) => withoutPath(e, g.modelPath, g.key.name),
+      // the model directory (somewhere in the upload store) is named by the model's name, as the uploader knows it
+      publicError: (e) => relabelledError(e, { path: g.modelPath, label: g.key.name }),
     };
   }
-}
-
-/**
- * An upload's load error without host paths: the model directory (somewhere in the upload store)
- * is named by the model's name, as the uploader knows it.
- */
-function withoutPath(err: TritonError, modelPath: string, name: string): TritonError {
-  if (!err.message.includes(modelPath)) return err;
-  const message = err.message.split(`${modelPath}/`).join(`${name}/`).split(modelPath).join(name);
-  return new TritonError(err.code, message);
 }

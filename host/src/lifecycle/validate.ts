@@ -9,21 +9,9 @@
 import type { ModelConfig } from '../contract/model-config.js';
 import { countBytesElements } from '../tensor/bytes.js';
 import { type DataType, dataTypeByteSize, elementCount } from '../contract/datatypes.js';
-import { internal, invalidArg } from '../contract/errors.js';
 import { tensorDataType } from '../contract/datatypes.js';
 import { type InferenceRequest, type InferenceRequestInit, type InferenceResponse, type Tensor } from '../contract/types.js';
-
-const shapeText = (s: readonly number[]): string => `[${s.join(',')}]`;
-
-/**
- * The prefix Triton's core puts on its request validation errors (`InferenceRequest::LogRequest`
- * in core `infer_request.h`): `[request id: <id>] `, `<id_unknown>` for a request without an id.
- */
-const logRequest = (init: InferenceRequestInit): string => `[request id: ${init.id || '<id_unknown>'}] `;
-
-/** Triton's note after a shape error, only for a model with a non-zero max_batch_size (core `infer_request.cc`). */
-const IMPLICIT_BATCH_NOTE =
-  'NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. See the model configuration docs for more info on max_batch_size.';
+import * as err from './validate.errors.js';
 
 function matchesDims(shape: readonly number[], dims: readonly number[]): boolean {
   if (shape.length !== dims.length) return false;
@@ -90,13 +78,14 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
   const allOutputs: readonly string[] = config.output.map((o) => o.name);
 
   const missingInputs = (init: InferenceRequestInit, seen: Uint8Array): never => {
-    // Triton's text (core infer_request.cc ValidateRequestInputs): names quoted and joined by ','
-    // with no space; "between R and N" when some inputs are optional.
-    const list = (names: readonly string[]) => `[${names.map((n) => `'${n}'`).join(',')}]`;
     const missing = config.input.filter((i, k) => !i.optional && !seen[k]).map((i) => i.name);
-    const expected = inputCount === requiredCount ? `expected ${inputCount} inputs` : `expected number of inputs between ${requiredCount} and ${inputCount}`;
-    throw invalidArg(
-      `${logRequest(init)}${expected} but got ${init.inputs.length} inputs for model '${m}'. Got input(s) ${list(init.inputs.map((i) => i.name))}, but missing required input(s) ${list(missing)}. Please provide all required input(s).`,
+    throw err.inputsMissing(
+      init.id,
+      m,
+      requiredCount,
+      inputCount,
+      init.inputs.map((i) => i.name),
+      missing,
     );
   };
 
@@ -108,49 +97,43 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
       const inputs: Tensor[] = [];
       for (const t of init.inputs) {
         const rule = rules.get(t.name);
-        if (!rule) throw invalidArg(`unexpected inference input '${t.name}' for model '${m}'`);
-        if (seen[rule.index]) throw invalidArg(`${logRequest(init)}input '${t.name}' already exists in request`);
+        if (!rule) throw err.inputUnexpected(m, t.name);
+        if (seen[rule.index]) throw err.inputRepeated(init.id, t.name);
         seen[rule.index] = 1;
         if (!rule.optional) requiredSeen++;
         if (t.datatype !== rule.datatype) {
-          throw invalidArg(`${logRequest(init)}inference input '${t.name}' data-type is '${t.datatype}', but model '${m}' expects '${rule.datatype}'`);
+          throw err.inputDatatypeMismatch(init.id, t.name, t.datatype, m, rule.datatype);
         }
         let dimsShape = t.shape;
         if (mbs > 0) {
           if (t.shape.length === 0) {
-            throw invalidArg(`${logRequest(init)}input '${t.name}' has no shape but model requires batch dimension for '${m}'`);
+            throw err.inputNoBatchDim(init.id, t.name, m);
           }
           const b = t.shape[0]!;
           if (batch === -1) batch = b;
           else if (b !== batch) {
-            throw invalidArg(`${logRequest(init)}input '${t.name}' batch size does not match other inputs for '${m}'`);
+            throw err.inputBatchMismatch(init.id, t.name, m);
           }
           dimsShape = t.shape.slice(1);
         }
         if (!matchesDims(dimsShape, rule.dims)) {
           const expected = mbs > 0 ? [-1, ...rule.dims] : rule.dims;
-          throw invalidArg(
-            `${logRequest(init)}unexpected shape for input '${t.name}' for model '${m}'. Expected ${shapeText(expected)}, got ${shapeText(t.shape)}. ${mbs > 0 ? IMPLICIT_BATCH_NOTE : ''}`,
-          );
+          throw err.inputShapeMismatch(init.id, t.name, m, expected, t.shape, mbs > 0);
         }
         const bad = checkTensorBytes(t);
         if (bad) {
-          throw invalidArg(
-            t.datatype === 'BYTES'
-              ? `input '${t.name}' for model '${m}': ${bad}`
-              : `${logRequest(init)}input byte size mismatch for input '${t.name}' for model '${m}'. ${bad}`,
-          );
+          throw t.datatype === 'BYTES' ? err.inputBytesInvalid(t.name, m, bad) : err.inputByteSizeMismatch(init.id, t.name, m, bad);
         }
         const shape = rule.reshape ? (mbs > 0 ? [t.shape[0]!, ...rule.reshape] : [...rule.reshape]) : t.shape;
         inputs.push(shape === t.shape ? t : { ...t, shape });
       }
       if (requiredSeen < requiredCount) missingInputs(init, seen);
       if (mbs > 0) {
-        if (batch > mbs) throw invalidArg(`${logRequest(init)}inference request batch-size must be <= ${mbs} for '${m}'`);
-        if (batch < 1 && init.inputs.length > 0) throw invalidArg(`inference request batch-size must be >= 1 for '${m}'`);
+        if (batch > mbs) throw err.batchTooLarge(init.id, m, mbs);
+        if (batch < 1 && init.inputs.length > 0) throw err.batchTooSmall(m);
       }
       for (const o of init.requestedOutputs) {
-        if (!outputNames.has(o)) throw invalidArg(`unexpected inference output '${o}' for model '${m}'`);
+        if (!outputNames.has(o)) throw err.outputUnexpected(m, o);
       }
       return {
         id: init.id,
@@ -213,17 +196,17 @@ export function compileResponseValidator(config: ModelConfig): ResponseValidator
       const outputs: Tensor[] = [];
       for (const t of response.outputs) {
         const rule = rules.get(t.name);
-        if (!rule) throw internal(`backend produced unexpected output '${t.name}' for model '${m}'`);
+        if (!rule) throw err.backendOutputUnexpected(m, t.name);
         const body = batched ? t.shape.slice(1) : t.shape;
         if ((batched && t.shape[0] !== request.batchSize) || !matchesDims(body, rule.declared)) {
           const exp = batched ? [request.batchSize, ...rule.declared] : rule.declared;
-          throw internal(`backend produced output '${t.name}' of shape ${shapeText(t.shape)} for model '${m}', expected ${shapeText(exp)}`);
+          throw err.backendOutputShape(m, t.name, t.shape, exp);
         }
         if (t.shape.some((d) => !Number.isSafeInteger(d) || d < 0)) {
-          throw internal(`backend produced output '${t.name}' with invalid shape ${shapeText(t.shape)}`);
+          throw err.backendOutputInvalidShape(t.name, t.shape);
         }
         const bad = checkTensorBytes(t);
-        if (bad) throw internal(`backend produced output '${t.name}' whose data does not match its shape: ${bad}`);
+        if (bad) throw err.backendOutputBytes(t.name, bad);
         if (!request.requestedOutputs.includes(t.name)) continue;
         const shape = rule.restore ? (batched ? [t.shape[0]!, ...rule.restore] : [...rule.restore]) : t.shape;
         outputs.push(shape === t.shape ? t : { ...t, shape });

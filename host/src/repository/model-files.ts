@@ -27,7 +27,8 @@
 import { constants, fstatSync, openSync, closeSync, readSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import { open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { TritonError, invalidArg } from '../contract/errors.js';
+import { TritonError } from '../contract/errors.js';
+import * as err from './model-files.errors.js';
 
 /** `O_PATH` (Linux, asm-generic value: x86-64, arm64, riscv64, arm). Not in `fs.constants`. */
 const O_PATH = 0o10000000;
@@ -84,16 +85,16 @@ function shown(name: string): string {
  *   (an absolute name is not echoed)
  */
 export function relativeSegments(name: string, field: string): string[] {
-  if (typeof name !== 'string' || name === '') throw invalidArg(`${field} is empty: it must name a file inside the model directory`);
+  if (typeof name !== 'string' || name === '') throw err.fileNameEmpty(field);
   if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) {
-    throw invalidArg(`${field} is an absolute path: it must be a path relative to the model directory`);
+    throw err.fileNameAbsolute(field);
   }
-  if (name.length > MAX_NAME_LENGTH) throw invalidArg(`${field} is longer than ${MAX_NAME_LENGTH} characters`);
+  if (name.length > MAX_NAME_LENGTH) throw err.fileNameTooLong(field, MAX_NAME_LENGTH);
   // eslint-disable-next-line no-control-regex
-  if (/[\\\x00-\x1f\x7f]/.test(name)) throw invalidArg(`${field} ${shown(name)} may not contain backslashes or control characters`);
+  if (/[\\\x00-\x1f\x7f]/.test(name)) throw err.fileNameBadCharacters(field, shown(name));
   const segs = name.split('/');
   if (segs.some((s) => s === '..' || s === '.' || s === '')) {
-    throw invalidArg(`${field} ${shown(name)} must be a path inside the model directory (no '..', '.' or empty segments)`);
+    throw err.fileNameEscapes(field, shown(name));
   }
   return segs;
 }
@@ -166,7 +167,7 @@ async function openPathBeneath(root: string, spec: ModelFileSpec): Promise<FileH
 }
 
 function checkPlatform(spec: ModelFileSpec): void {
-  if (process.platform !== 'linux') throw invalidArg(`${spec.field} ${shown(spec.name)}: config-named files can be opened only on Linux`);
+  if (process.platform !== 'linux') throw err.fileNeedsLinux(spec.field, shown(spec.name));
 }
 
 /**
@@ -182,9 +183,7 @@ export async function openModelFile(spec: ModelFileSpec): Promise<OpenedModelFil
   try {
     root = await realpath(spec.modelDir);
   } catch (e) {
-    throw invalidArg(
-      `${spec.field} ${shown(spec.name)}: the model directory cannot be read${(e as { code?: string }).code ? ` (${(e as { code?: string }).code})` : ''}`,
-    );
+    throw err.modelDirUnreadable(spec.field, shown(spec.name), (e as { code?: string }).code);
   }
   const pathHandle = await openPathBeneath(root, spec);
   let handle: FileHandle | undefined;
@@ -293,7 +292,7 @@ export function readModelFileSync(spec: ModelFileSpec, root?: string): Buffer {
     try {
       root = realpathSync(spec.modelDir);
     } catch {
-      throw invalidArg(`${spec.field} ${shown(spec.name)}: the model directory cannot be read`);
+      throw err.modelDirUnreadable(spec.field, shown(spec.name));
     }
   }
   let target: string;
@@ -352,6 +351,6 @@ export function byteCapParameter(
   const v = parameters[key]?.string_value;
   if (v === undefined || v === '') return dflt;
   const n = /^[0-9]{1,16}$/.test(v) ? Number(v) : NaN;
-  if (!Number.isSafeInteger(n) || n < 1 || n > ceiling) throw invalidArg(`parameter '${key}' must be a byte count in [1, ${ceiling}], got ${shown(v)}`);
+  if (!Number.isSafeInteger(n) || n < 1 || n > ceiling) throw err.byteCapInvalid(key, ceiling, shown(v));
   return n;
 }

@@ -3,7 +3,7 @@
  * form an override model directory, written by the upload store (repository/upload-store.ts) under
  * a directory Warden owns.
  */
-import { invalidArg } from '../contract/errors.js';
+import * as err from './upload-store.errors.js';
 import { checkRelativePath } from './upload-store.js';
 
 /**
@@ -14,7 +14,7 @@ export function parseConfigOverride(model: string, config: string): unknown {
   try {
     return JSON.parse(config);
   } catch (e) {
-    throw invalidArg(`failed to load '${model}': invalid 'config' parameter, not JSON: ${(e as Error).message}`);
+    throw err.configOverrideNotJson(model, (e as Error).message);
   }
 }
 
@@ -30,11 +30,11 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
  * @throws TritonError INVALID_ARG for a bad path or non-base64 content.
  */
 export function decodeFileOverride(key: string, value: unknown): [string, Uint8Array] {
-  if (typeof value !== 'string') throw invalidArg(`parameter '${key}' must be a base64 string`);
+  if (typeof value !== 'string') throw err.overrideNotString(key);
   const rel = fileOverridePath(key);
   const compact = value.replace(/\s+/g, '');
   if (!BASE64.test(compact) || compact.length % 4 === 1) {
-    throw invalidArg(`file override '${rel}' is not valid base64`);
+    throw err.overrideNotBase64(rel);
   }
   return [rel, new Uint8Array(Buffer.from(compact, 'base64'))];
 }

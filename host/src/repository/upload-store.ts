@@ -38,7 +38,8 @@
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, readdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
-import { TritonError, internal, invalidArg, unavailable } from '../contract/errors.js';
+import { TritonError } from '../contract/errors.js';
+import * as err from './upload-store.errors.js';
 import type { ModelKey } from '../contract/types.js';
 import type { FileOverrides } from './overrides.js';
 import { TENANT_ID_RE } from '../contract/names.js';
@@ -113,7 +114,7 @@ export type PruneMode = 'tenant' | 'operator';
  */
 export function checkPlainName(name: string, what: string): void {
   if (typeof name !== 'string' || name === '' || name === '.' || name === '..' || FORBIDDEN_CHARS.test(name) || Buffer.byteLength(name, 'utf8') > 255) {
-    throw invalidArg(`invalid ${what} ${quote(name)}: must be a plain file name (no '/', '\\', control characters, '.' or '..', at most 255 bytes)`);
+    throw err.notPlainName(what, quote(name));
   }
 }
 
@@ -124,14 +125,14 @@ export function checkPlainName(name: string, what: string): void {
  */
 export function checkRelativePath(rel: string): string[] {
   if (typeof rel !== 'string' || rel === '' || Buffer.byteLength(rel, 'utf8') > MAX_RELATIVE_PATH_BYTES) {
-    throw invalidArg(`invalid file override path ${quote(rel)}: must be a relative path of at most ${MAX_RELATIVE_PATH_BYTES} bytes`);
+    throw err.overridePathTooLong(quote(rel), MAX_RELATIVE_PATH_BYTES);
   }
   const parts = rel.split('/');
   for (const p of parts) {
     try {
       checkPlainName(p, 'path component');
     } catch {
-      throw invalidArg(`invalid file override path ${quote(rel)}: must be relative to the model directory, made of plain file names`);
+      throw err.overridePathNotRelative(quote(rel));
     }
   }
   return parts;
@@ -140,7 +141,7 @@ export function checkRelativePath(rel: string): string[] {
 /** The directory name of a namespace: `.operator` for `''`, else the (validated) tenant id. */
 export function namespaceDir(namespace: string): string {
   if (namespace === '') return OPERATOR_DIR;
-  if (typeof namespace !== 'string' || !TENANT_ID_RE.test(namespace)) throw invalidArg(`invalid namespace ${quote(namespace)}`);
+  if (typeof namespace !== 'string' || !TENANT_ID_RE.test(namespace)) throw err.namespaceInvalid(quote(namespace));
   return namespace;
 }
 
@@ -233,7 +234,7 @@ export class UploadStore {
       let total = configOverride === undefined ? 0 : Buffer.byteLength(JSON.stringify(configOverride) ?? '', 'utf8');
       for (const [, data] of entries) total += data.byteLength;
       if (total > opts.maxUploadBytes) {
-        throw invalidArg(`failed to load '${key.name}': upload of ${total} bytes exceeds the limit of ${opts.maxUploadBytes} bytes`);
+        throw err.uploadTooLarge(key.name, total, opts.maxUploadBytes);
       }
     }
     const generation = await this.nextGeneration(key, nsDir);
@@ -320,11 +321,11 @@ export class UploadStore {
       pointer = await this.readPointer(nsDir, key.name);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
-      throw internal(`stored model '${key.name}' is damaged: ${describe(e)}`);
+      throw err.storedModelDamaged(key.name, describe(e));
     }
     const modelPath = this.path(nsDir, key.name, `g${pointer.generation}`);
     const st = await lstat(modelPath).catch(() => undefined);
-    if (!st?.isDirectory()) throw internal(`stored model '${key.name}' is damaged: generation ${pointer.generation} is missing`);
+    if (!st?.isDirectory()) throw err.storedModelDamaged(key.name, `generation ${pointer.generation} is missing`);
     return { key: { namespace: key.namespace, name: key.name }, generation: pointer.generation, modelPath, configOverride: pointer.config ?? undefined };
   }
 
@@ -413,7 +414,7 @@ export class UploadStore {
    * @throws TritonError INVALID_ARG for a namespace that is not a tenant id, INTERNAL on I/O failure
    */
   async quarantine(tenant: string): Promise<string | undefined> {
-    if (tenant === '') throw invalidArg('the operator namespace is not a tenant');
+    if (tenant === '') throw err.operatorNotTenant();
     const nsDir = namespaceDir(tenant);
     const st = await lstat(this.path(nsDir)).catch(() => undefined);
     if (!st?.isDirectory()) return undefined;
@@ -463,7 +464,7 @@ export class UploadStore {
       if (e.isDirectory() && isPlainName(e.name) && (await readdir(this.path(nsDir, e.name))).length > 0) holdsModels = true;
     }
     if (recorded !== null || holdsModels) {
-      throw unavailable(`failed to load '${model}': the uploads of an earlier tenant of this id are being moved aside; retry shortly`);
+      throw err.tenantUploadsMoving(model);
     }
     if (uid === undefined) return;
     const tmp = this.path(nsDir, `${OWNER}.tmp-${randomBytes(8).toString('hex')}`);
@@ -555,7 +556,7 @@ export class UploadStore {
 
   /** A path under the root from plain names (each checked); throws if it would leave the root. */
   private path(...rel: string[]): string {
-    for (const r of rel) if (!isPlainName(r)) throw internal('upload store: refusing a path that is not a plain name');
+    for (const r of rel) if (!isPlainName(r)) throw err.storePathNotPlain();
     return this.inside(join(this.root, ...rel));
   }
 
@@ -563,7 +564,7 @@ export class UploadStore {
   private inside(p: string): string {
     const r = resolve(p);
     if (r !== this.root && !r.startsWith(this.root.endsWith(sep) ? this.root : this.root + sep)) {
-      throw internal('upload store: refusing a path outside the store');
+      throw err.storePathOutside();
     }
     return r;
   }
@@ -582,7 +583,7 @@ function checkFiles(files: FileOverrides): [string, Uint8Array][] {
     for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
   }
   for (const [rel] of entries) {
-    if (dirs.has(rel)) throw invalidArg(`invalid file override path ${quote(rel)}: it is both a file and a directory`);
+    if (dirs.has(rel)) throw err.overridePathFileAndDir(quote(rel));
   }
   return entries;
 }
@@ -622,8 +623,8 @@ async function fsyncDir(p: string): Promise<void> {
 function storeError(e: unknown, model: string, what: string): TritonError {
   if (e instanceof TritonError) return e;
   const code = (e as NodeJS.ErrnoException)?.code;
-  if (code === 'ENOSPC' || code === 'EDQUOT') return unavailable(`failed to ${what} model '${model}': no space left for uploads`);
-  return internal(`failed to ${what} model '${model}': ${describe(e)}`);
+  if (code === 'ENOSPC' || code === 'EDQUOT') return err.storeFull(what, model);
+  return err.storeFailed(what, model, describe(e));
 }
 
 /** An error's description without paths: the errno code, or the message of a non-I/O error. */

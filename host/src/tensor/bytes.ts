@@ -2,7 +2,7 @@
  * BYTES tensor element codec (spec §1.10): each element is a 4-byte little-endian uint32 length
  * followed by that many raw bytes, concatenated with no alignment.
  */
-import { invalidArg } from '../contract/errors.js';
+import { bytesElementPastEnd, bytesLengthIncomplete } from './tensor.errors.js';
 
 const utf8 = new TextEncoder();
 
@@ -62,11 +62,11 @@ export function decodeBytesElements(buf: Uint8Array, what = 'tensor'): Uint8Arra
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   let off = 0;
   while (off < buf.length) {
-    if (off + 4 > buf.length) throw invalidArg(`incomplete BYTES element length in ${what}`);
+    if (off + 4 > buf.length) throw bytesLengthIncomplete(what);
     const len = view.getUint32(off, true);
     off += 4;
     if (off + len > buf.length) {
-      throw invalidArg(`BYTES element of ${len} bytes runs past the end of ${what}`);
+      throw bytesElementPastEnd(what, len);
     }
     out.push(buf.subarray(off, off + len));
     off += len;
@@ -83,9 +83,9 @@ export function countBytesElements(buf: Uint8Array, what = 'tensor'): number {
   let off = 0;
   let n = 0;
   while (off < buf.length) {
-    if (off + 4 > buf.length) throw invalidArg(`incomplete BYTES element length in ${what}`);
+    if (off + 4 > buf.length) throw bytesLengthIncomplete(what);
     off += 4 + view.getUint32(off, true);
-    if (off > buf.length) throw invalidArg(`BYTES element runs past the end of ${what}`);
+    if (off > buf.length) throw bytesElementPastEnd(what);
     n++;
   }
   return n;

@@ -5,7 +5,7 @@
  * count is checked); integers are narrowed with C-cast semantics (wrap, no range check); BOOL must
  * be JSON true/false; FP16/BF16 cannot be sent as JSON; BYTES elements are JSON strings.
  */
-import { TritonError, internal, invalidArg } from '../contract/errors.js';
+import * as err from './tensor.errors.js';
 import { type DataType, dataTypeByteSize } from '../contract/datatypes.js';
 import { decodeBytesElements, encodeBytesElements } from './bytes.js';
 import { bf16ToNumber, halfToNumber } from './half.js';
@@ -45,7 +45,7 @@ const INT_KIND: Partial<Record<DataType, 'signed' | 'unsigned'>> = {
  */
 export function jsonToTensorData(data: unknown, datatype: DataType, expectedElements: number, inputName: string): Uint8Array {
   if (datatype === 'FP16' || datatype === 'BF16') {
-    throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${inputName}`);
+    throw err.jsonHalfUnsupported(datatype, inputName);
   }
   // A flat array (what most clients send) is read as it is; nested data is flattened into a copy.
   let flat: unknown[];
@@ -53,11 +53,11 @@ export function jsonToTensorData(data: unknown, datatype: DataType, expectedElem
   else flatten(data, (flat = []));
   if (flat.length !== expectedElements) {
     // Triton's text (server http_server.cc), which names neither the input nor the counts.
-    throw internal("Unable to parse 'data': Shape does not match true shape of 'data' field");
+    throw err.jsonDataShapeMismatch();
   }
   if (datatype === 'BYTES') {
     for (const e of flat) {
-      if (typeof e !== 'string') throw internal(`Unable to parse 'data': attempt to access JSON non-string as string`);
+      if (typeof e !== 'string') throw err.jsonDataElementType('string', 'string');
     }
     return encodeBytesElements(flat as string[]);
   }
@@ -67,7 +67,7 @@ export function jsonToTensorData(data: unknown, datatype: DataType, expectedElem
   if (datatype === 'BOOL') {
     for (let i = 0; i < flat.length; i++) {
       const e = flat[i];
-      if (typeof e !== 'boolean') throw internal(`Unable to parse 'data': attempt to access JSON non-boolean as boolean`);
+      if (typeof e !== 'boolean') throw err.jsonDataElementType('boolean', 'boolean');
       out[i] = e ? 1 : 0;
     }
     return out;
@@ -81,7 +81,7 @@ export function jsonToTensorData(data: unknown, datatype: DataType, expectedElem
       // types take its low bits (C cast); floating-point types round it.
       if (kind) {
         const fits = kind === 'signed' ? e >= -(1n << 63n) && e < 1n << 63n : e >= 0n && e < 1n << 64n;
-        if (!fits) throw internal(`Unable to parse 'data': attempt to access JSON non-${kind}-integer as ${kind}-integer`);
+        if (!fits) throw err.jsonDataElementType(`${kind}-integer`, `${kind}-integer`);
         const off = i * size;
         if (datatype === 'INT64') view.setBigInt64(off, e, true);
         else if (datatype === 'UINT64') view.setBigUint64(off, BigInt.asUintN(64, e), true);
@@ -92,11 +92,11 @@ export function jsonToTensorData(data: unknown, datatype: DataType, expectedElem
       }
     }
     if (typeof e !== 'number') {
-      throw internal(`Unable to parse 'data': attempt to access JSON non-number as ${kind ? `${kind} integer` : 'double'}`);
+      throw err.jsonDataElementType('number', kind ? `${kind} integer` : 'double');
     }
     if (kind) {
       if (!Number.isInteger(e) || (kind === 'unsigned' && e < 0)) {
-        throw internal(`Unable to parse 'data': attempt to access JSON non-${kind}-integer as ${kind}-integer`);
+        throw err.jsonDataElementType(`${kind}-integer`, `${kind}-integer`);
       }
     }
     const off = i * size;
@@ -132,7 +132,7 @@ export function jsonToTensorData(data: unknown, datatype: DataType, expectedElem
         view.setFloat64(off, e, true);
         break;
       default:
-        throw new TritonError('INTERNAL', `unhandled datatype ${datatype}`);
+        throw err.jsonDatatypeUnhandled(datatype);
     }
   }
   return out;
@@ -226,7 +226,7 @@ export function tensorDataToJsonElements(data: Uint8Array, datatype: DataType, n
   const numberText = nonFinite === 'null' ? (v: number) => (Number.isFinite(v) ? String(v) : 'null') : tokenNumberText;
   const size = dataTypeByteSize(datatype);
   if (data.length % size !== 0) {
-    throw invalidArg(`output byte size ${data.length} is not a multiple of the ${datatype} element size ${size}`);
+    throw err.outputBytesNotElements(data.length, datatype, size);
   }
   const n = data.length / size;
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);

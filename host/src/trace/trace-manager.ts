@@ -15,7 +15,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { invalidArg, unsupported } from '../contract/errors.js';
+import * as err from './trace-settings.errors.js';
 import type { Context } from '@opentelemetry/api';
 import type { TraceContextCarrier } from '../contract/types.js';
 import { clientContext } from './context.js';
@@ -118,11 +118,11 @@ const I32_MAX = 2147483647;
 
 /** Parse a decimal setting string as std::stoi does for Triton's messages (whole string digits). */
 function parseIntSetting(key: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== 'string') throw invalidArg(`Unable to parse '${key}', got: ${JSON.stringify(value)}`);
-  if (!/^\s*[-+]?\d+/.test(value)) throw invalidArg(`Unable to parse '${key}', got: ${value}`);
+  if (typeof value !== 'string') throw err.settingNotString(key, value);
+  if (!/^\s*[-+]?\d+/.test(value)) throw err.settingNotInteger(key, value);
   const n = parseInt(value, 10);
-  if (key === 'trace_count' && n < min && n >= -I32_MAX - 1) throw invalidArg(`Unable to parse 'trace_count'. Expecting value >= ${min}, got:${value}`);
-  if (n < min || n > max) throw invalidArg(`Unable to parse '${key}', value is out of range [ ${min}, ${max} ], got: ${value}`);
+  if (key === 'trace_count' && n < min && n >= -I32_MAX - 1) throw err.traceCountTooSmall(min, value);
+  if (n < min || n > max) throw err.settingOutOfRange(key, min, max, value);
   return n;
 }
 
@@ -185,9 +185,9 @@ export class TraceManager {
    * @throws TritonError UNSUPPORTED for trace_file, INVALID_ARG for bad values
    */
   update(body: unknown, model?: string): TraceSettingsJson {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidArg('trace settings must be a JSON object');
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw err.traceSettingsNotObject();
     const b = body as Record<string, unknown>;
-    if ('trace_file' in b) throw unsupported('trace file location can not be updated through network protocol');
+    if ('trace_file' in b) throw err.traceFileNotUpdatable();
     const next: Setting = model === undefined ? { ...this.global } : { ...(this.models.get(model) ?? {}) };
     const clear = (k: keyof Setting) => {
       if (model === undefined) (next as Record<keyof Setting, unknown>)[k] = k === 'level' ? [...this.startup.level] : this.startup[k];
@@ -197,12 +197,12 @@ export class TraceManager {
       const v = b.trace_level;
       if (v === null) clear('level');
       else {
-        if (!Array.isArray(v)) throw invalidArg(`attempt to access JSON non-array as array`);
+        if (!Array.isArray(v)) throw err.traceJsonType('array');
         let level: TraceLevel[] | undefined;
         for (const x of v) {
-          if (typeof x !== 'string') throw invalidArg(`attempt to access JSON non-string as string`);
+          if (typeof x !== 'string') throw err.traceJsonType('string');
           if (x === 'OFF') {
-            if (v.length !== 1) throw invalidArg(`Expect only one trace level 'OFF' is specified`);
+            if (v.length !== 1) throw err.traceLevelOffNotAlone();
             level = [];
           } else if (x === 'TIMESTAMPS' || x === 'TENSORS') {
             level = [...new Set([...(level ?? []), x as TraceLevel])];

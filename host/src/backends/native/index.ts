@@ -5,7 +5,8 @@
  */
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
-import { invalidArg } from '../../contract/errors.js';
+import { libraryNotFound } from '../library-search.errors.js';
+import { uploadedNotServed } from './native.errors.js';
 import type { Backend, BackendResolveRequest, BackendResolver } from '../../contract/types.js';
 import { nativeAddon } from '../../platform/addon.js';
 import { NativeBackend } from './backend.js';
@@ -64,7 +65,7 @@ export class NativeBackendResolver implements BackendResolver {
     // Native code never comes from an upload, whatever admission let through (defence in depth):
     // the library search order would otherwise find a library inside the uploaded folder.
     if (origin.kind === 'upload') {
-      throw invalidArg(`model '${config.name}' was uploaded: native backend '${name}' cannot serve uploaded models`);
+      throw uploadedNotServed(config.name, name);
     }
     const found = findBackendLibrary({
       backendName: name,
@@ -75,9 +76,7 @@ export class NativeBackendResolver implements BackendResolver {
     });
     if (!found) {
       const file = config.runtime || libraryFileName(name);
-      throw invalidArg(
-        `unable to find backend library '${file}' for backend '${name}' of model '${config.name}'; searched the model's version directory (${config.name}/${basename(versionPath)}), the model directory (${config.name}) and the backend directory (--backend-directory/${name})`,
-      );
+      throw libraryNotFound(file, name, config.name, basename(versionPath));
     }
     const key = `${name}\0${found.libraryPath}`;
     let backend = this.backends.get(key);

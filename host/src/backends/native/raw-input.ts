@@ -9,7 +9,7 @@
  *  - a BYTES input must have dims [1]: the data becomes one element, its 4-byte length prepended.
  */
 import type { ModelConfig } from '../../contract/model-config.js';
-import { invalidArg } from '../../contract/errors.js';
+import * as err from './native.errors.js';
 import type { Tensor } from '../../contract/types.js';
 import { dataTypeByteSize, fromConfigDataType } from '../../contract/datatypes.js';
 
@@ -26,21 +26,19 @@ export interface BridgeInput extends Tensor {
 export function resolveRawInputs(inputs: readonly BridgeInput[], config: ModelConfig): Tensor[] {
   if (!inputs.some((t) => t.raw)) return inputs as Tensor[];
   if (inputs.length !== 1 || config.input.length !== 1) {
-    throw invalidArg(
-      `Raw request must only have 1 input (found ${inputs.length}) to be deduced but got ${config.input.length} inputs in '${config.name}' model configuration`,
-    );
+    throw err.rawInputCount(inputs.length, config.input.length, config.name);
   }
   const raw = inputs[0]!;
   const spec = config.input[0]!;
   const datatype = fromConfigDataType(spec.data_type);
-  if (!datatype) throw invalidArg(`raw input '${raw.name}': model '${config.name}' input '${spec.name}' has datatype ${spec.data_type}`);
+  if (!datatype) throw err.rawInputDatatype(raw.name, config.name, spec.name, String(spec.data_type));
   const shape: number[] = config.max_batch_size !== 0 ? [1] : [];
   let dynamicAxis = -1;
   let fixed = 1;
   for (const d of spec.dims) {
     if (d === -1) {
       if (dynamicAxis !== -1) {
-        throw invalidArg(`The shape of the raw input '${spec.name}' can not be deduced because there are more than one variable-sized dimension`);
+        throw err.rawShapeAmbiguous(spec.name);
       }
       dynamicAxis = shape.length;
     } else {
@@ -49,7 +47,7 @@ export function resolveRawInputs(inputs: readonly BridgeInput[], config: ModelCo
     shape.push(d);
   }
   if (datatype === 'BYTES') {
-    if (dynamicAxis !== -1 || fixed !== 1) throw invalidArg(`For BYTE datatype raw input '${spec.name}', the model must have input shape [1]`);
+    if (dynamicAxis !== -1 || fixed !== 1) throw err.rawBytesShape(spec.name);
     const data = new Uint8Array(4 + raw.data.length);
     new DataView(data.buffer).setUint32(0, raw.data.length, true);
     data.set(raw.data, 4);

@@ -9,7 +9,8 @@
  */
 import type { Logger } from 'pino';
 import { modelConfigToJson } from '../../config/json.js';
-import { ERROR_CODES, TritonError, unavailable } from '../../contract/errors.js';
+import { ERROR_CODES, TritonError } from '../../contract/errors.js';
+import * as errors from './native.errors.js';
 import { ownerPrincipal } from '../../contract/load-context.js';
 import type {
   InferenceRequestInit,
@@ -132,31 +133,31 @@ export class ServerCalls implements ServerCallHandler {
         // Triton: an unknown model is simply not ready
         return server.isModelReady(principal, q.model, q.version).then(String, () => 'false');
       case Kind.ModelMetadata:
-        if (!server.modelMetadata) throw unavailable('model metadata is not available in this server');
+        if (!server.modelMetadata) throw errors.metadataUnavailable();
         return JSON.stringify(server.modelMetadata(principal, q.model, q.version));
       case Kind.ModelConfig:
-        if (!server.modelConfig) throw unavailable('model configuration is not available in this server');
+        if (!server.modelConfig) throw errors.configUnavailable();
         return modelConfigToJson(server.modelConfig(principal, q.model, q.version));
       case Kind.ModelTransaction:
         // TRITONSERVER_ServerModelTransactionProperties: Triton's txn flags of the model.
-        if (!server.modelConfig) throw unavailable('model configuration is not available in this server');
+        if (!server.modelConfig) throw errors.configUnavailable();
         return server.modelConfig(principal, q.model, q.version).model_transaction_policy?.decoupled ? 'decoupled' : 'one_to_one';
       case Kind.LoadModel:
         return this.load(q).catch((e) => Promise.reject(addonError(e)));
       case Kind.UnloadModel:
       case Kind.UnloadModelAndDependents:
-        if (!server.unloadModel) throw unavailable('model control is not available in this server');
+        if (!server.unloadModel) throw errors.modelControlUnavailable();
         return server
           .unloadModel(principal, q.model, { unloadDependents: kind === Kind.UnloadModelAndDependents })
           .then(() => undefined)
           .catch((e) => Promise.reject(addonError(e)));
       default:
-        throw new TritonError('UNSUPPORTED', `unknown in-process call ${kind}`);
+        throw errors.unknownCall(kind);
     }
   }
 
   private async load(q: QueryPayload): Promise<undefined> {
-    if (!this.owner.server.loadModel) throw unavailable('model control is not available in this server');
+    if (!this.owner.server.loadModel) throw errors.modelControlUnavailable();
     let configOverride: unknown;
     const files = new Map<string, Uint8Array>();
     if (q.params !== undefined) {
@@ -178,7 +179,7 @@ export class ServerCalls implements ServerCallHandler {
     for (let i = 0; i + 1 < p.params.length; i += 2) params[String(p.params[i])] = p.params[i + 1]!;
     let inputs: Tensor[] = p.inputs as BridgeInput[];
     if (p.inputs.some((t) => t.raw)) {
-      if (!server.modelConfig) throw unavailable('raw inputs need the target model configuration, not available in this server');
+      if (!server.modelConfig) throw errors.rawInputsNeedConfig();
       inputs = resolveRawInputs(p.inputs as BridgeInput[], server.modelConfig(principal, p.model, p.version));
     }
     const init: InferenceRequestInit = {
@@ -275,7 +276,7 @@ export class NativeServerBridge {
     }
     try {
       const owner = this.owners.get(ownerId);
-      if (!owner) throw unavailable('in-process call from a model that is no longer loaded');
+      if (!owner) throw errors.callerUnloaded();
       return owner.handle(kind, payload);
     } catch (e) {
       throw addonError(e);

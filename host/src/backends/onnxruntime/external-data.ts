@@ -12,7 +12,7 @@
  * {@link MAX_DEPTH} is refused.
  */
 import protobuf from 'protobufjs';
-import { invalidArg } from '../../contract/errors.js';
+import * as errors from './onnxruntime.errors.js';
 
 const { Reader } = protobuf;
 
@@ -44,7 +44,7 @@ function fields(r: protobuf.Reader, end: number, each: (field: number, wire: num
 
 /** Runs `walk` over the length-delimited submessage at the reader. */
 function sub(r: protobuf.Reader, depth: number, out: ExternalDataRef[], walk: Walker): void {
-  if (depth > MAX_DEPTH) throw invalidArg(`the ONNX model nests graphs or attributes deeper than ${MAX_DEPTH} levels`);
+  if (depth > MAX_DEPTH) throw errors.modelTooDeep(MAX_DEPTH);
   const len = r.uint32();
   const end = r.pos + len;
   if (end > r.len) throw new Error('truncated message');
@@ -79,7 +79,7 @@ const tensor: Walker = (r, end, _depth, out) => {
   // they name a location; check both.
   const location = entries.find(([k]) => k === 'location')?.[1];
   if (external || location !== undefined) {
-    if (out.length >= MAX_EXTERNAL_ENTRIES) throw invalidArg(`the ONNX model names more than ${MAX_EXTERNAL_ENTRIES} external-data entries`);
+    if (out.length >= MAX_EXTERNAL_ENTRIES) throw errors.tooManyExternalEntries(MAX_EXTERNAL_ENTRIES);
     out.push({ tensor: name, location: location ?? '' });
   }
 };
@@ -154,7 +154,7 @@ export function externalDataRefs(bytes: Uint8Array): ExternalDataRef[] {
     model(r, bytes.length, 0, out);
   } catch (e) {
     if (e instanceof Error && e.name === 'TritonError') throw e;
-    throw invalidArg(`the ONNX model cannot be parsed: ${e instanceof Error ? e.message.slice(0, 200) : 'malformed protobuf'}`);
+    throw errors.modelUnparsable(e instanceof Error ? e.message : 'malformed protobuf');
   }
   return out;
 }

@@ -16,7 +16,7 @@
 import { dirname, relative, sep } from 'node:path';
 import type { InferenceSession } from 'onnxruntime-node';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../contract/model-config.js';
-import { invalidArg, unavailable } from '../../contract/errors.js';
+import * as errors from './onnxruntime.errors.js';
 import type {
   Backend,
   BackendModel,
@@ -88,7 +88,7 @@ export async function resolveOnnxModelFile(ctx: ModelLoadContext): Promise<strin
     refs = externalDataRefs(bytes);
   } catch (e) {
     // The model-relative name, as the repository shows it (never the host path).
-    throw invalidArg(`model '${ctx.name}': ${ctx.name}/${ctx.version}/${name}: ${(e as Error).message}`);
+    throw errors.modelFileRefused(ctx.name, ctx.version, name, (e as Error).message);
   }
   for (const ref of refs) {
     await checkedModelFilePath({
@@ -105,7 +105,7 @@ export async function resolveOnnxModelFile(ctx: ModelLoadContext): Promise<strin
 function intParam(config: ModelConfig, key: string, dflt: number): number {
   const v = config.parameters[key]?.string_value;
   const n = v === undefined ? dflt : Number(v);
-  if (!Number.isInteger(n) || n < 0) throw invalidArg(`parameter '${key}' must be a non-negative integer, got '${v}'`);
+  if (!Number.isInteger(n) || n < 0) throw errors.parameterNotCount(key, v);
   return n;
 }
 
@@ -117,9 +117,9 @@ function autoComplete(config: ModelConfig, session: SessionMetadata): ModelConfi
   if (config.input.length > 0 && config.output.length > 0) return undefined;
   const meta = (list: readonly InferenceSession.ValueMetadata[]) =>
     list.map((m) => {
-      if (!m.isTensor) throw invalidArg(`unable to auto-complete config: '${m.name}' is not a tensor`);
+      if (!m.isTensor) throw errors.autoCompleteNotTensor(m.name);
       const dt = dataTypeFromOrt(m.type);
-      if (!dt) throw invalidArg(`unable to auto-complete config: '${m.name}' has unsupported type ${m.type}`);
+      if (!dt) throw errors.autoCompleteType(m.name, String(m.type));
       return { name: m.name, dt, dims: m.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : -1)) };
     });
   const ins = meta(session.inputMetadata);
@@ -258,7 +258,7 @@ export class OnnxInstance implements BackendModelInstance {
     try {
       return await this.sup.attempt();
     } catch (e) {
-      throw unavailable(`onnxruntime instance of model '${this.config.name}' is unavailable: ${(e as Error).message}`);
+      throw errors.instanceUnavailable(this.config.name, (e as Error).message);
     }
   }
 
@@ -285,7 +285,7 @@ export class OnnxInstance implements BackendModelInstance {
    *   worker can be started.
    */
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings> {
-    if (this.finalized) throw unavailable(`onnxruntime instance of model '${this.config.name}' is finalized`);
+    if (this.finalized) throw errors.instanceFinalized(this.config.name);
     const batched = this.config.max_batch_size > 0 && requests.length > 1;
     const single = requests.length === 1 ? requests[0]! : undefined;
     const inputs: { t: Tensor; owned: boolean }[] = [];
@@ -301,7 +301,7 @@ export class OnnxInstance implements BackendModelInstance {
       }
       const parts = requests.map((r) => findTensor(r.inputs, name)).filter((t) => t !== undefined);
       if (parts.length === 0) continue; // optional input not given
-      if (parts.length !== requests.length) throw invalidArg(`optional input '${name}' must be given by every request of a batch`);
+      if (parts.length !== requests.length) throw errors.optionalInputPartial(name);
       const t = batched ? concatBatch(parts) : parts[0]!;
       inputs.push({ t: { ...t, name }, owned: batched && parts.length > 1 });
       inputBytes += t.data.byteLength;
@@ -309,7 +309,7 @@ export class OnnxInstance implements BackendModelInstance {
     const wanted = single && !hasDuplicates(single.requestedOutputs) ? single.requestedOutputs : [...new Set(requests.flatMap((r) => r.requestedOutputs))];
     const outputs = wanted.map((name) => {
       const datatype = this.outputTypes.get(name);
-      if (!datatype) throw invalidArg(`unexpected inference output '${name}' for model '${this.config.name}'`);
+      if (!datatype) throw errors.outputUndeclared(name, this.config.name);
       return { name, datatype };
     });
     const session = this.placement.inline(inputBytes) ? this.inline() : undefined;
@@ -421,7 +421,7 @@ class OnnxRuntimeBackend implements Backend {
     const file = await resolveOnnxModelFile(ctx);
     const inlineEngine = ctx.config.parameters['inline_engine']?.string_value ?? 'warden';
     if (inlineEngine !== 'warden' && inlineEngine !== 'onnxruntime-node') {
-      throw invalidArg(`parameter 'inline_engine' must be 'warden' or 'onnxruntime-node', got '${inlineEngine}'`);
+      throw errors.inlineEngineInvalid(String(inlineEngine));
     }
     const init: SessionWorkerInit = {
       file,
@@ -483,12 +483,12 @@ function engineCanPass(config: ModelConfig): boolean {
 function checkAgainstGraph(config: ModelConfig, session: SessionMetadata): void {
   for (const i of config.input) {
     if (!session.inputNames.includes(i.name)) {
-      throw invalidArg(`unexpected inference input '${i.name}', allowed inputs are: ${session.inputNames.join(', ')}`);
+      throw errors.sessionInputUnknown(i.name, session.inputNames);
     }
   }
   for (const o of config.output) {
     if (!session.outputNames.includes(o.name)) {
-      throw invalidArg(`unexpected inference output '${o.name}', allowed outputs are: ${session.outputNames.join(', ')}`);
+      throw errors.sessionOutputUnknown(o.name, session.outputNames);
     }
   }
 }

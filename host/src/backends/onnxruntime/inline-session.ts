@@ -6,7 +6,7 @@
  */
 import ort from 'onnxruntime-node';
 import type { OrtEngineBinding } from '../../platform/addon.js';
-import { internal } from '../../contract/errors.js';
+import * as errors from './onnxruntime.errors.js';
 import type { Tensor } from '../../contract/types.js';
 import type { DataType } from '../../contract/datatypes.js';
 import type { SessionWorkerInit } from './messages.js';
@@ -88,7 +88,7 @@ class NodeInlineSession implements InlineSession {
         outputs.map((o) => o.name),
       );
     } catch (e) {
-      throw internal(`onnxruntime execute failure: ${(e as Error).message}`);
+      throw errors.executeFailed((e as Error).message);
     }
     const computeEndNs = process.hrtime.bigint();
     const costUs = clock ? (clock() - cpuStartNs) / 1000 : undefined;
@@ -96,7 +96,7 @@ class NodeInlineSession implements InlineSession {
       costUs,
       outputs: outputs.map((o) => {
         const r = results[o.name];
-        if (!r) throw internal(`onnxruntime did not produce output '${o.name}'`);
+        if (!r) throw errors.outputMissing(o.name);
         return fromOrtTensor(o.name, o.datatype, r as ort.Tensor);
       }),
       computeStartNs,

@@ -12,7 +12,7 @@
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { internal, TritonError } from '../../contract/errors.js';
+import * as errors from './onnxruntime.errors.js';
 import type { Tensor } from '../../contract/types.js';
 import type { DataType } from '../../contract/datatypes.js';
 import { fromAddonError, nativeAddon, type OrtEngineBinding } from '../../platform/addon.js';
@@ -127,8 +127,8 @@ export class NativeSession {
       const t = inputs[i]!;
       const index = this.inputIndex.get(t.name);
       const type = ONNX_TYPE[t.datatype];
-      if (index === undefined) throw internal(`onnxruntime: the model has no input '${t.name}'`);
-      if (type === undefined) throw internal(`onnxruntime: datatype ${t.datatype} is not passed by the in-process engine`);
+      if (index === undefined) throw errors.engineTensorUnknown('input', t.name);
+      if (type === undefined) throw errors.engineDatatype(t.datatype);
       spec[at++] = index;
       spec[at++] = type;
       spec[at++] = t.shape.length;
@@ -137,7 +137,7 @@ export class NativeSession {
     }
     for (let k = 0; k < nOut; k++) {
       const index = this.outputIndex.get(outputs[k]!.name);
-      if (index === undefined) throw internal(`onnxruntime: the model has no output '${outputs[k]!.name}'`);
+      if (index === undefined) throw errors.engineTensorUnknown('output', outputs[k]!.name);
       spec[at++] = index;
     }
     let bytes: Uint8Array[];
@@ -146,7 +146,7 @@ export class NativeSession {
     } catch (e) {
       // the engine's code: INTERNAL for ONNX Runtime's own failures
       const err = fromAddonError(e);
-      throw new TritonError(err.code, `onnxruntime execute failure: ${err.message}`);
+      throw errors.executeFailed(err.message, err.code);
     }
     const row = rowOf(this.binding.maxRank);
     const result: Tensor[] = new Array(nOut);
@@ -154,7 +154,7 @@ export class NativeSession {
       const o = outputs[k]!;
       const base = k * row;
       if (this.shapes[base] !== ONNX_TYPE[o.datatype]) {
-        throw internal(`onnxruntime output '${o.name}' has ONNX element type ${this.shapes[base]}, not the ${o.datatype} of the model configuration`);
+        throw errors.outputTypeMismatch(o.name, this.shapes[base]!, o.datatype);
       }
       const rank = this.shapes[base + 1]!;
       const shape: number[] = new Array(rank);

@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import { modelConfigToJson } from '../../config/index.js';
 import type { ModelConfig } from '../../contract/model-config.js';
-import { invalidArg } from '../../contract/errors.js';
+import * as errors from './python.errors.js';
 import { checkedModelFilePath, ModelFileError } from '../../repository/model-files.js';
 import type { Backend, BackendModel, BackendModelInstance, InstanceSpec, ModelLoadContext } from '../../contract/types.js';
 import { ownerPrincipal } from '../../contract/load-context.js';
@@ -39,7 +39,7 @@ const KIND = { KIND_CPU: 'CPU', KIND_GPU: 'GPU', KIND_MODEL: 'MODEL' } as const;
 
 function plainFileName(name: string, what: string): string {
   if (!name || name !== basename(name) || name === '.' || name === '..' || name.includes('\0')) {
-    throw invalidArg(name.startsWith('/') ? `invalid ${what}: an absolute path; it must be a file name` : `invalid ${what} '${name}': it must be a file name`);
+    throw errors.fileNameInvalid(what, name);
   }
   return name;
 }
@@ -48,7 +48,7 @@ function uintParam(config: ModelConfig, key: string, dflt: number): number {
   const v = config.parameters[key]?.string_value;
   if (v === undefined) return dflt;
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw invalidArg(`parameter '${key}' of model '${config.name}' must be a non-negative integer, got '${v}'`);
+  if (!Number.isSafeInteger(n) || n < 0) throw errors.parameterNotCount(key, config.name, v);
   return n;
 }
 
@@ -66,13 +66,12 @@ export class PythonBackend implements Backend {
    */
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
     if (ctx.origin.kind === 'upload') {
-      throw invalidArg(`model '${ctx.name}' was uploaded: Python models run only from the operator's repositories`);
+      throw errors.uploadedModel(ctx.name);
     }
     let modelFile: string;
     if (this.opts.artifactsDir) {
       modelFile = join(this.opts.artifactsDir, 'model.py');
-      if (!existsSync(modelFile))
-        throw invalidArg(`unable to find 'model.py' for Python model '${ctx.name}' (looked in the backend directory of '${this.opts.name}')`);
+      if (!existsSync(modelFile)) throw errors.backendModelMissing(ctx.name, this.opts.name);
     } else {
       // The model's own file, through the rule for config-named files (repository/model-files.ts).
       const name = plainFileName(ctx.config.default_model_filename || 'model.py', 'default_model_filename');
@@ -87,8 +86,7 @@ export class PythonBackend implements Backend {
           })
         ).realPath;
       } catch (e) {
-        if (e instanceof ModelFileError && e.reason === 'outside')
-          throw invalidArg(`unable to find '${name}' for Python model '${ctx.name}' (looked in ${ctx.name}/${ctx.version})`);
+        if (e instanceof ModelFileError && e.reason === 'outside') throw errors.modelFileMissing(name, ctx.name, ctx.version);
         throw e;
       }
     }

@@ -7,7 +7,8 @@
  * reach the model as `TritonError`s on the response.
  */
 import type { Logger } from 'pino';
-import { asTritonError, invalidArg, unavailable, type TritonError } from '../../contract/errors.js';
+import { asTritonError, type TritonError } from '../../contract/errors.js';
+import * as errors from './python.errors.js';
 import { fileOverridePath, parseConfigOverride } from '../../repository/overrides.js';
 import type { InferenceServerHandle, ParameterValue, Principal, ResponseSender } from '../../contract/types.js';
 import type { Region } from './shm.js';
@@ -82,7 +83,7 @@ export class BlsBridge {
     try {
       const target = this.server.inferenceTarget?.(this.principal, String(msg.model ?? ''), Number.isSafeInteger(msg.version) ? Number(msg.version) : -1);
       if (target?.decoupled && msg.decoupled !== true) {
-        throw invalidArg(`model '${String(msg.model)}' is decoupled: use exec(decoupled=True) or async_exec(decoupled=True)`);
+        throw errors.blsDecoupled(String(msg.model));
       }
       this.server.infer(
         this.principal,
@@ -138,24 +139,21 @@ export class BlsBridge {
       if (msg.op === 'is_model_ready') {
         work = this.isModelReady(model, Number.isSafeInteger(msg.version) ? Number(msg.version) : -1);
       } else if (msg.op === 'unload_model') {
-        if (!this.server.unloadModel) throw unavailable('model control is not available in this server');
+        if (!this.server.unloadModel) throw errors.modelControlUnavailable();
         work = this.server.unloadModel(this.principal, model, { unloadDependents: msg.unload_dependents === true });
       } else {
-        if (!this.server.loadModel) throw unavailable('model control is not available in this server');
+        if (!this.server.loadModel) throw errors.modelControlUnavailable();
         const wire = Array.isArray(msg.files) ? (msg.files as unknown[]) : [];
         // Bounded before anything is read: a buggy stub could name one large region many times.
-        if (wire.length > MAX_LOAD_FILES) throw invalidArg(`failed to load '${model}': more than ${MAX_LOAD_FILES} file overrides`);
+        if (wire.length > MAX_LOAD_FILES) throw errors.loadTooManyFiles(model, MAX_LOAD_FILES);
         const total = wire.reduce<number>((n, f) => n + (Array.isArray(f) && Number.isSafeInteger(f[2]) ? Number(f[2]) : 0), 0);
-        if (total > stub.arenas.limitBytes) throw invalidArg(`failed to load '${model}': file overrides of ${total} bytes exceed ${stub.arenas.limitBytes}`);
+        if (total > stub.arenas.limitBytes) throw errors.loadFilesTooLarge(model, total, stub.arenas.limitBytes);
         const files = new Map<string, Uint8Array>();
         for (const f of wire) {
-          if (!Array.isArray(f) || f.length !== 3) throw invalidArg(`failed to load '${model}': malformed file override from the Python stub`);
+          if (!Array.isArray(f) || f.length !== 3) throw errors.loadFileMalformed(model);
           const [key, offset, size] = f as [unknown, number, number];
           regions.push({ offset, size });
-          if (typeof key !== 'string' || !key.startsWith('file:'))
-            throw invalidArg(
-              `failed to load '${model}': unrecognized load parameter '${String(key).slice(0, 256)}' (file overrides are named 'file:<version>/<path>')`,
-            );
+          if (typeof key !== 'string' || !key.startsWith('file:')) throw errors.loadParameterUnknown(model, String(key));
           files.set(fileOverridePath(key), stub.arenas.read({ offset, size }));
         }
         const config = typeof msg.config === 'string' && msg.config !== '' ? parseConfigOverride(model, msg.config) : undefined;

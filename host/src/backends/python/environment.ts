@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { ModelConfig } from '../../contract/model-config.js';
-import { invalidArg } from '../../contract/errors.js';
+import * as errors from './python.errors.js';
 import { PYTHON_DIR } from './stub.js';
 
 /** numpy pinned for the default environment (the same pin as the compatibility suite's venv). */
@@ -43,7 +43,7 @@ export function pythonFor(config: ModelConfig, modelPath: string, cacheDir: stri
   if (!isAbsolute(p)) p = resolve(modelPath, p);
   let dir = p;
   if (/\.(tar\.gz|tgz)$/.test(p)) {
-    if (!existsSync(p)) throw invalidArg(`EXECUTION_ENV_PATH of model '${config.name}': the archive does not exist`);
+    if (!existsSync(p)) throw errors.envArchiveMissing(config.name);
     const digest = createHash('sha256').update(readFileSync(p)).digest('hex').slice(0, 32);
     dir = join(cacheDir, 'python-envs', digest);
     if (!existsSync(join(dir, 'bin', 'python'))) {
@@ -54,7 +54,7 @@ export function pythonFor(config: ModelConfig, modelPath: string, cacheDir: stri
       const r = spawnSync('tar', ['-xzf', p, '-C', tmp], { stdio: 'pipe' });
       if (r.status !== 0) {
         rmSync(tmp, { recursive: true, force: true });
-        throw invalidArg(`EXECUTION_ENV_PATH of model '${config.name}': failed to unpack the archive: ${String(r.stderr).trim().slice(0, 500)}`);
+        throw errors.envArchiveUnpack(config.name, String(r.stderr));
       }
       rmSync(dir, { recursive: true, force: true });
       renameSync(tmp, dir);
@@ -66,5 +66,5 @@ export function pythonFor(config: ModelConfig, modelPath: string, cacheDir: stri
   } catch {
     /* below */
   }
-  throw invalidArg(`EXECUTION_ENV_PATH of model '${config.name}' names no Python environment (no bin/python inside)`);
+  throw errors.envNoPython(config.name);
 }

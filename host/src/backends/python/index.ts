@@ -9,7 +9,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { invalidArg } from '../../contract/errors.js';
+import { uploadedNotServed } from './python.errors.js';
 import type { Backend, BackendResolveRequest, BackendResolver } from '../../contract/types.js';
 import { backendNameOf, findBackendLibrary } from '../library-search.js';
 import { PythonBackend } from './backend.js';
@@ -82,9 +82,7 @@ export class PythonBackendResolver implements BackendResolver {
       if (!artifactsDir) return undefined;
     }
     if (origin.kind === 'upload') {
-      throw invalidArg(
-        `model '${config.name}' was uploaded: Python backend '${name}' cannot serve uploaded models (Python models are installed by the operator)`,
-      );
+      throw uploadedNotServed(config.name, name);
     }
     const key = artifactsDir ?? 'python';
     let b = this.backends.get(key);

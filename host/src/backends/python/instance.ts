@@ -24,7 +24,8 @@
  * still reach `execute` while `is_ready()` says False.
  */
 import type { Logger } from 'pino';
-import { internal, invalidArg, TritonError, unavailable } from '../../contract/errors.js';
+import { internal, invalidArg, unavailable } from '../../contract/errors.js';
+import * as errors from './python.errors.js';
 import type { BackendModelInstance, ExecuteTimings, InferenceRequest, ResponseSender } from '../../contract/types.js';
 import { Supervisor } from '../supervisor.js';
 import type { BlsBridge } from './bls.js';
@@ -206,10 +207,10 @@ export class PythonInstance implements BackendModelInstance {
     if (stub?.alive) return stub;
     if (this.sup.state === 'restarting') {
       return this.sup.whenUp().catch(() => {
-        throw unavailable('instance is being unloaded');
+        throw errors.instanceUnloading();
       });
     }
-    throw unavailable(`Python model '${this.opts.modelName}' instance '${this.opts.instanceName}' has no running process`);
+    throw errors.instanceNoProcess(this.opts.modelName, this.opts.instanceName);
   }
 
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings> {
@@ -239,7 +240,7 @@ export class PythonInstance implements BackendModelInstance {
       for (const w of wire) w.msg.inputs = writeTensors(stub.arenas, requests[w.i]!.inputs, regions);
     } catch (e) {
       for (const r of regions) stub.arenas.release(r);
-      throw internal(`failed to pass inputs to the Python model: ${(e as Error).message}`);
+      throw errors.inputsNotPassed((e as Error).message);
     }
     for (const w of wire) this.inflight.set(w.rid, { request: requests[w.i]!, sender: senders[w.i]!, eid, cancelSent: false });
     this.startPolling();
@@ -434,7 +435,7 @@ export class PythonInstance implements BackendModelInstance {
       };
       stub.send({ op: 'finalize' });
     });
-    for (const e of this.inflight.values()) e.sender.sendError(new TritonError('UNAVAILABLE', 'model was unloaded'), true);
+    for (const e of this.inflight.values()) e.sender.sendError(errors.modelUnloaded(), true);
     this.inflight.clear();
   }
 }

@@ -13,6 +13,7 @@ import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { internal } from '../../contract/errors.js';
+import * as errors from './python.errors.js';
 import { encodeFrame, FrameDecoder } from './ipc.js';
 import { ArenaPair } from './shm.js';
 
@@ -126,7 +127,7 @@ export class StubProcess {
    *   last stderr lines, or the timeout
    */
   static async start(opts: StubStartOptions): Promise<{ stub: StubProcess; answer: Record<string, unknown> }> {
-    if (!existsSync(STUB_FILE)) throw internal(`the Python backend stub is missing (${STUB_FILE})`);
+    if (!existsSync(STUB_FILE)) throw errors.stubMissing(STUB_FILE);
     const arenas = new ArenaPair(opts.label, opts.arenaLimitBytes);
     let child: ChildProcess;
     try {
@@ -141,7 +142,7 @@ export class StubProcess {
       });
     } catch (e) {
       arenas.close();
-      throw internal(`failed to start the Python interpreter '${opts.python}': ${(e as Error).message}`);
+      throw errors.interpreterStart(opts.python, (e as Error).message);
     }
     const stub = new StubProcess(child, arenas);
     const stderrTail: string[] = [];

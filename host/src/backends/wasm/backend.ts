@@ -8,7 +8,7 @@
  */
 import type { BigIntStats } from 'node:fs';
 import type { Logger } from 'pino';
-import { internal, invalidArg, notFound, unavailable } from '../../contract/errors.js';
+import * as err from './sandbox.errors.js';
 import type { Backend, BackendModel, InstanceSpec, ModelLoadContext } from '../../contract/types.js';
 import type { ModelConfig } from '../../contract/model-config.js';
 import { fromConfigDataType } from '../../contract/datatypes.js';
@@ -31,7 +31,7 @@ const MAX_COMPONENT_BYTES = 512n * 1024n * 1024n;
 function outputSpecs(config: ModelConfig): OutputSpec[] {
   return config.output.map((o) => {
     const datatype = fromConfigDataType(o.data_type);
-    if (!datatype) throw invalidArg(`model '${config.name}': output '${o.name}' has unsupported data_type ${o.data_type}`);
+    if (!datatype) throw err.outputDatatypeUnsupported(config.name, o.name, String(o.data_type));
     return { name: o.name, datatype, dims: o.reshape ? o.reshape.shape : o.dims };
   });
 }
@@ -53,11 +53,11 @@ async function statComponent(ctx: ModelLoadContext, file: string): Promise<{ pat
     if (!(e instanceof ModelFileError)) return e;
     switch (e.reason) {
       case 'outside':
-        return notFound(`unable to find '${rel}' for model '${ctx.name}' version ${ctx.version} (backend wasm expects a component at <version>/${file})`);
+        return err.componentMissing(ctx.name, ctx.version, rel, file);
       case 'not-regular':
-        return notFound(`model '${ctx.name}' version ${ctx.version}: ${file} is not a file`);
+        return err.componentNotFile(ctx.name, ctx.version, file);
       case 'too-large':
-        return invalidArg(`model '${ctx.name}': ${file} is ${e.size ?? 'more than'} bytes, more than ${MAX_COMPONENT_BYTES}`);
+        return err.componentTooLarge(ctx.name, file, e.size, MAX_COMPONENT_BYTES);
       default:
         return e;
     }
@@ -78,8 +78,7 @@ async function statComponent(ctx: ModelLoadContext, file: string): Promise<{ pat
     try {
       return await readModelFile(spec);
     } catch (e) {
-      if (e instanceof ModelFileError && e.reason === 'too-large')
-        throw invalidArg(`model '${ctx.name}': ${file} grew past ${MAX_COMPONENT_BYTES} bytes while it was being loaded`);
+      if (e instanceof ModelFileError && e.reason === 'too-large') throw err.componentGrew(ctx.name, file, MAX_COMPONENT_BYTES);
       throw refused(e);
     }
   };
@@ -130,10 +129,7 @@ export class WasmModel implements BackendModel {
     const reservation = this.memoryBudget.tryReserve(need);
     if (!reservation) {
       const full = this.memoryBudget.blocker(need)!;
-      throw unavailable(
-        `model '${this.ctx.name}' instance ${spec.name} needs ${need} bytes of sandbox memory (${this.memoryDescription()}), ` +
-          `but ${full.name} has only ${full.freeBytes} of ${full.limitBytes} bytes free`,
-      );
+      throw err.instanceMemoryFull(this.ctx.name, spec.name, need, this.memoryDescription(), full.name, full.freeBytes, full.limitBytes);
     }
     let inst: SandboxedInstance;
     try {
@@ -217,7 +213,7 @@ export class WasmBackend implements Backend {
     if (name === undefined || name === this.engine.name) return this.engine;
     let e = this.others.get(name);
     if (!e) {
-      if (!this.otherEngine) throw invalidArg(`model '${config.name}': this server runs sandboxed models on engine ${this.engine.name} only`);
+      if (!this.otherEngine) throw err.engineNotServed(config.name, this.engine.name);
       e = this.otherEngine(name);
       this.others.set(name, e);
     }
@@ -228,8 +224,7 @@ export class WasmBackend implements Backend {
   private budgetOf(ctx: ModelLoadContext): MemoryBudget {
     const chosen = this.budgetFor?.({ key: ctx.key, origin: ctx.origin, config: ctx.config });
     if (!chosen) return this.memoryBudget;
-    if (!chosen.within(this.memoryBudget))
-      throw internal(`model '${ctx.name}': its memory budget '${chosen.name}' is not inside the server's sandbox memory budget`);
+    if (!chosen.within(this.memoryBudget)) throw err.budgetOutside(ctx.name, chosen.name);
     return chosen;
   }
 
@@ -248,8 +243,7 @@ export class WasmBackend implements Backend {
     const config = ctx.config;
     const limits = modelLimits(config, this.caps);
     const file = config.default_model_filename || DEFAULT_COMPONENT_FILE;
-    if (file.includes('/') || file.includes('\\') || file === '..')
-      throw invalidArg(`model '${ctx.name}': default_model_filename ${file.startsWith('/') ? 'is an absolute path; it' : `'${file}'`} must be a file name`);
+    if (file.includes('/') || file.includes('\\') || file === '..') throw err.componentFileName(ctx.name, file);
     const { path, st, read } = await statComponent(ctx, file);
     const what = `model '${ctx.name}' version ${ctx.version}: ${file}`;
     const source = await componentSource(path, st, what, read, this.digests);
@@ -276,10 +270,14 @@ export class WasmBackend implements Backend {
     const tooSmall = budget.tooSmallFor(minInstances * model.instanceMemoryBytes);
     if (tooSmall) {
       engine.release(compiled);
-      throw invalidArg(
-        `model '${ctx.name}' needs ${minInstances * model.instanceMemoryBytes} bytes of sandbox memory ` +
-          `(${minInstances} ${minInstances === 1 ? 'instance' : 'instances'} × ${model.memoryDescription()}), more than ${tooSmall.name} allows: ${tooSmall.limitBytes} bytes; ` +
-          `lower instance_group count or ${PARAM_MEMORY}`,
+      throw err.modelMemoryTooLarge(
+        ctx.name,
+        minInstances * model.instanceMemoryBytes,
+        minInstances,
+        model.memoryDescription(),
+        tooSmall.name,
+        tooSmall.limitBytes,
+        PARAM_MEMORY,
       );
     }
     const finalize = model.finalize.bind(model);

@@ -15,7 +15,7 @@
  * `[static]error.constructor`, which JavaScript would resolve to the `Function` constructor) must
  * never reach it.
  */
-import { invalidArg, TritonError } from '../../contract/errors.js';
+import * as err from './sandbox.errors.js';
 import { binaryKind, Reader, sections, WasmFormatError } from './binary.js';
 
 /** Version of the backend API this host implements. */
@@ -469,7 +469,7 @@ export function checkComponent(bytes: Uint8Array, what = 'model.wasm'): Componen
   try {
     surface = componentSurface(bytes);
   } catch (e) {
-    if (e instanceof WasmFormatError) throw invalidArg(`${what}: ${e.message}`);
+    if (e instanceof WasmFormatError) throw err.componentMalformed(what, e.message);
     throw e;
   }
   return checkSurface(surface, what);
@@ -483,11 +483,11 @@ export function checkComponent(bytes: Uint8Array, what = 'model.wasm'): Componen
 export function checkSurface(surface: ComponentSurface, what = 'model.wasm'): ComponentSurface {
   for (const item of surface.imports) {
     const refusal = importRefusal(item, what);
-    if (refusal !== undefined) throw new TritonError('INVALID_ARG', refusal);
+    if (refusal !== undefined) throw err.componentRefused(refusal);
   }
   const backend = surface.exports.filter((e) => e.name === BACKEND_EXPORT && e.kind === 'instance');
-  if (backend.length !== 1) throw invalidArg(`${what} does not export '${BACKEND_EXPORT}' (the backend interface of the sandboxed-backend world)`);
+  if (backend.length !== 1) throw err.componentNoBackend(what, BACKEND_EXPORT);
   const extra = surface.exports.find((e) => e.name !== BACKEND_EXPORT);
-  if (extra) throw invalidArg(`${what} exports '${extra.name}'; a sandboxed backend exports only '${BACKEND_EXPORT}'`);
+  if (extra) throw err.componentExtraExport(what, extra.name, BACKEND_EXPORT);
   return surface;
 }

@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { invalidArg, unavailable } from '../../contract/errors.js';
+import * as err from './sandbox.errors.js';
 import { definedMemories, WasmFormatError } from './binary.js';
 import { checkComponent, checkSurface, type ComponentItem, type ComponentSurface } from './component-check.js';
 import { stamps, type ComponentDigests } from './digests.js';
@@ -128,7 +128,7 @@ export async function componentSource(
       const b = await read();
       const now = await stat(path, { bigint: true }).catch(() => undefined);
       const unchanged = now !== undefined && stamps(now) === stamps(st) && BigInt(b.length) === st.size;
-      if (!unchanged && sha256(b) !== hash) throw unavailable(`${what} changed while it was being loaded; load the model again`);
+      if (!unchanged && sha256(b) !== hash) throw err.componentChanged(what);
       return b;
     };
     return { hash, surface, memories: facts.memories, bytes: () => (bytes ??= readChecked()), from: 'memo' };
@@ -139,7 +139,7 @@ export async function componentSource(
   try {
     memories = definedMemories(bytes);
   } catch (e) {
-    if (e instanceof WasmFormatError) throw invalidArg(`${what}: ${e.message}`);
+    if (e instanceof WasmFormatError) throw err.componentMalformed(what, e.message);
     throw e;
   }
   const hash = digests ? await digests.sha256(path, st, bytes, factsLine({ surface, memories })) : sha256(bytes);

@@ -6,7 +6,7 @@
  * ({@link PARAM_ENGINE}); the server's default is `--wasm-engine`.
  */
 import type { Logger } from 'pino';
-import { invalidArg } from '../../contract/errors.js';
+import { engineUnknown } from './sandbox.errors.js';
 import type { ModelConfig } from '../../contract/model-config.js';
 import type { SandboxEngine } from './engine.js';
 import { V8Engine } from './v8/engine.js';
@@ -75,7 +75,7 @@ export function engineOfConfig(config: ModelConfig): EngineName | undefined {
   if (p === undefined) return undefined;
   const name = p.string_value.trim();
   if (!Object.prototype.hasOwnProperty.call(FACTORIES, name)) {
-    throw invalidArg(`model '${config.name}': parameter ${PARAM_ENGINE} must be one of ${ENGINE_NAMES.join(', ')}, got '${name.slice(0, 64)}'`);
+    throw engineUnknown(config.name, PARAM_ENGINE, ENGINE_NAMES, name);
   }
   return name as EngineName;
 }

@@ -3,7 +3,7 @@
  * limits read from config `parameters` (documented in wit/README.md), clamped by the caps.
  * This file is the single source of the default caps ({@link DEFAULT_WASM_LIMITS}).
  */
-import { invalidArg } from '../../contract/errors.js';
+import { memoryParamTooSmall } from './sandbox.errors.js';
 import type { ModelConfig } from '../../contract/model-config.js';
 import { positiveIntParam } from '../../config/parameters.js';
 import { WASM_PAGE_BYTES } from './binary.js';
@@ -100,7 +100,7 @@ export interface ModelLimits {
  */
 export function modelLimits(config: ModelConfig, caps: WasmLimits): ModelLimits {
   const mem = Math.min(positiveIntParam(config, PARAM_MEMORY) ?? caps.maxMemoryBytes, caps.maxMemoryBytes);
-  if (mem < MIN_MEMORY_BYTES) throw invalidArg(`model '${config.name}': ${PARAM_MEMORY} must be at least ${MIN_MEMORY_BYTES} bytes`);
+  if (mem < MIN_MEMORY_BYTES) throw memoryParamTooSmall(config.name, PARAM_MEMORY, MIN_MEMORY_BYTES);
   return {
     memoryBytes: Math.floor(mem / WASM_PAGE_BYTES) * WASM_PAGE_BYTES,
     executeMs: Math.min(positiveIntParam(config, PARAM_TIMEOUT) ?? caps.maxExecuteMs, caps.maxExecuteMs),

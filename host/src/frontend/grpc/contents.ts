@@ -5,7 +5,7 @@
  * `uint64_contents` (UINT64), `fp32_contents`, `fp64_contents`, `bytes_contents` (BYTES). FP16 and
  * BF16 have no list: they must come as raw bytes.
  */
-import { invalidArg } from '../../contract/errors.js';
+import { contentsCountMismatch, contentsNoList, contentsOtherLists } from '../infer-request.errors.js';
 import { encodeBytesElements } from '../../tensor/bytes.js';
 import { dataTypeByteSize, type DataType } from '../../contract/datatypes.js';
 import type { InferTensorContents } from './proto.js';
@@ -41,11 +41,11 @@ export function contentsCount(c: InferTensorContents | undefined): number {
  */
 export function contentsToTensorData(c: InferTensorContents, datatype: DataType, elements: number, name: string): Uint8Array {
   const field = LIST[datatype];
-  if (field === undefined) throw invalidArg(`${datatype} input '${name}' must be sent in raw_input_contents: InferTensorContents has no ${datatype} list`);
+  if (field === undefined) throw contentsNoList(datatype, name);
   const values = c[field] as unknown[];
-  if (values.length !== contentsCount(c)) throw invalidArg(`input '${name}' of datatype ${datatype} must carry its elements in '${field}' only`);
+  if (values.length !== contentsCount(c)) throw contentsOtherLists(name, datatype, String(field));
   if (values.length !== elements) {
-    throw invalidArg(`unexpected number of elements in '${field}' for input '${name}': the shape has ${elements}, got ${values.length}`);
+    throw contentsCountMismatch(String(field), name, elements, values.length);
   }
   if (datatype === 'BYTES') return encodeBytesElements(values as Buffer[]);
   const size = dataTypeByteSize(datatype);

@@ -5,7 +5,7 @@
  * a client shared-memory region; outputs always leave as `raw_output_contents`, in the order of
  * `outputs` (an output written to shared memory has an empty entry there, keeping indexes aligned).
  */
-import { invalidArg } from '../../contract/errors.js';
+import * as err from '../infer-request.errors.js';
 import type { ShmAccess, ShmTarget } from '../../dataplane/shared-memory.js';
 import { applyRequestParameter, emptyRequestInit } from '../../dataplane/request-parameters.js';
 import type { InferenceRequestInit, InferenceResponse, ParameterValue } from '../../contract/types.js';
@@ -26,8 +26,7 @@ export interface DecodedGrpcRequest {
  */
 export function parseModelVersion(v: string | undefined): number {
   if (v === undefined || v === '') return -1;
-  if (!/^[0-9]{1,15}$/.test(v))
-    throw invalidArg(`failed to get model version from specified version string '${v}' (details: version must be a non-negative integer)`);
+  if (!/^[0-9]{1,15}$/.test(v)) throw err.versionInvalid(v);
   return Number(v);
 }
 
@@ -52,7 +51,7 @@ export function parameterValue(p: InferParameter, key: string): ParameterValue {
       return int64(raw) ?? BigInt(raw);
     }
     default:
-      throw invalidArg(`parameter '${key}' has no value`);
+      throw err.parameterNoValue(key);
   }
 }
 
@@ -68,15 +67,15 @@ export function toInferParameter(v: ParameterValue): InferParameter {
 function shmParameters(params: Record<string, InferParameter>, what: string): ShmTarget | undefined {
   const region = params.shared_memory_region;
   if (region === undefined) return undefined;
-  if (region.parameter_choice !== 'string_param') throw invalidArg(`'shared_memory_region' of ${what} must be a string`);
+  if (region.parameter_choice !== 'string_param') throw err.shmRegionNotString(what);
   const size = params.shared_memory_byte_size;
-  if (size === undefined) throw invalidArg(`'shared_memory_byte_size' must be set for ${what} in shared memory`);
+  if (size === undefined) throw err.shmByteSizeMissing(what);
   const byteSize = size.parameter_choice === 'int64_param' || size.parameter_choice === 'uint64_param' ? int64(size[size.parameter_choice]) : undefined;
   const off = params.shared_memory_offset;
   const offset =
     off === undefined ? 0 : off.parameter_choice === 'int64_param' || off.parameter_choice === 'uint64_param' ? int64(off[off.parameter_choice]) : undefined;
-  if (byteSize === undefined || byteSize < 0) throw invalidArg(`'shared_memory_byte_size' of ${what} must be a non-negative integer`);
-  if (offset === undefined || offset < 0) throw invalidArg(`'shared_memory_offset' of ${what} must be a non-negative integer`);
+  if (byteSize === undefined || byteSize < 0) throw err.shmParamNotCount('shared_memory_byte_size', what);
+  if (offset === undefined || offset < 0) throw err.shmParamNotCount('shared_memory_offset', what);
   return { region: region.string_param ?? '', offset, byteSize };
 }
 
@@ -102,31 +101,31 @@ export function decodeModelInferRequest(
   let rawIndex = 0;
   req.inputs.forEach((t) => {
     const name = t.name ?? '';
-    if (!isDataType(t.datatype)) throw invalidArg(`invalid datatype for input ${name}`);
+    if (!isDataType(t.datatype)) throw err.inputDatatypeInvalid(name);
     const datatype = t.datatype;
     const shape = t.shape.map((d) => {
       const n = int64(d);
-      if (n === undefined || n < 0) throw invalidArg(`Unable to parse 'shape' for input '${name}': dims must be non-negative integers`);
+      if (n === undefined || n < 0) throw err.shapeDimNegative(name);
       return n;
     });
     const n = elementCount(shape);
     if (!Number.isSafeInteger(n) || (datatype !== 'BYTES' && !Number.isSafeInteger(n * dataTypeByteSize(datatype)))) {
-      throw invalidArg(`the shape [${shape.join(',')}] of input '${name}' is too large: its element count or byte size overflows`);
+      throw err.shapeOverflow(shape, name);
     }
     const region = shmParameters(t.parameters, `input '${name}'`);
     const typed = contentsCount(t.contents) > 0;
-    if (region !== undefined && typed) throw invalidArg(`input '${name}' sets both contents and shared_memory_region for model '${model}'`);
+    if (region !== undefined && typed) throw err.inputContentsAndShm(name, model);
     let data: Uint8Array;
     if (region !== undefined) {
       if (!shm) throw shmDisabled();
       data = shm.read(region);
     } else if (typed) {
-      if (raw.length > 0) throw invalidArg(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model}'`);
+      if (raw.length > 0) throw err.inputContentsAndRaw(name, model);
       data = contentsToTensorData(t.contents as InferTensorContents, datatype, n, name);
     } else if (rawIndex < raw.length) {
       data = raw[rawIndex++]!;
     } else {
-      throw invalidArg(`unable to find data for input tensor '${name}' for model '${model}' in request.`);
+      throw err.inputDataMissing(name, model);
     }
     init.inputs.push({ name, datatype, shape, data });
   });
@@ -134,7 +133,7 @@ export function decodeModelInferRequest(
   const requested = new Set<string>();
   for (const o of req.outputs) {
     const name = o.name ?? '';
-    if (requested.has(name)) throw invalidArg(`output '${name}' already exists in request`);
+    if (requested.has(name)) throw err.outputRepeated(name);
     requested.add(name);
     init.requestedOutputs.push(name);
     const target = shmParameters(o.parameters, `output '${name}'`);
@@ -146,7 +145,7 @@ export function decodeModelInferRequest(
     const k = o.parameters.classification;
     if (k !== undefined) {
       const count = k.parameter_choice === 'int64_param' || k.parameter_choice === 'uint64_param' ? int64(k[k.parameter_choice]) : undefined;
-      if (count === undefined || count < 0) throw invalidArg(`'classification' of output '${name}' must be an unsigned integer`);
+      if (count === undefined || count < 0) throw err.classificationNotCount(name);
       ((init.classification ??= new Map()) as Map<string, number>).set(name, count);
     }
   }
@@ -198,7 +197,7 @@ export function encodeModelInferResponse(
 export function stripReserved(req: ModelInferRequest): ModelInferRequest & { emptyFinal?: boolean } {
   const p = req.parameters.triton_enable_empty_final_response;
   if (p === undefined) return req;
-  if (p.parameter_choice !== 'bool_param') throw invalidArg(`invalid value type for 'triton_enable_empty_final_response' parameter, expected bool_param.`);
+  if (p.parameter_choice !== 'bool_param') throw err.emptyFinalResponseNotBool();
   const parameters = { ...req.parameters };
   delete parameters.triton_enable_empty_final_response;
   return { ...req, parameters, emptyFinal: p.bool_param === true };

@@ -1,8 +1,7 @@
 /** The system shared memory RPCs and the shared-memory side of ModelInfer, over dataplane/shared-memory.ts. */
 import type { SystemSharedMemory } from '../../dataplane/shared-memory.js';
-import { clientShmDisabled } from '../../dataplane/shared-memory.js';
+import { clientShmDisabled, cudaShmUnsupported } from '../../dataplane/shared-memory.errors.js';
 import type { InferenceResponse, Principal } from '../../contract/types.js';
-import { invalidArg } from '../../contract/errors.js';
 import type { ShmAccess, ShmTarget } from '../../dataplane/shared-memory.js';
 
 export class ClientShm {
@@ -33,7 +32,7 @@ export class ClientShm {
    * @throws TritonError INVALID_ARG always
    */
   cudaRegister(name: string): never {
-    throw invalidArg(`failed to register CUDA shared memory region: '${name}', GPUs not supported`);
+    throw cudaShmUnsupported(name);
   }
 
   /**

@@ -5,7 +5,7 @@
  * and Reply objects, hook runners, onSend, the response's finish listeners) costs a `simple`
  * request more CPU than the inference; the fast path skips it and calls the same functions the
  * Fastify route calls, in the same order, so status, headers and body are the same
- * (test/http/fast-path.test.ts sends a matrix through both and compares):
+ * (test/frontend/http/fast-path.test.ts sends a matrix through both and compares):
  *   admission (../admission.ts: identify, then count against the one request rate) → readBody →
  *   inferAnswer (inferUnary: the target, decodeInferRequest / codec worker, renderInferResponse) →
  *   errorAnswer (publicError, the 429 tarpit) → `vary` and `content-length` as the onSend hook sets them.

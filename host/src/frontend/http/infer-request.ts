@@ -3,7 +3,8 @@
  * (spec §1.8, §1.11, §1.12), the binary tensor data extension (spec §2) and raw-binary requests.
  */
 import type { ModelConfig } from '../../contract/model-config.js';
-import { internal, invalidArg, jsonAccessError } from '../../contract/errors.js';
+import { jsonAccessError } from '../../contract/errors.js';
+import * as err from '../infer-request.errors.js';
 import { applyRequestParameter, emptyRequestInit } from '../../dataplane/request-parameters.js';
 import type { InferenceRequestInit, Tensor } from '../../contract/types.js';
 import type { ShmAccess, ShmTarget } from '../../dataplane/shared-memory.js';
@@ -29,13 +30,13 @@ export interface OutputFormats {
  */
 function shmTarget(p: Record<string, unknown>, what: string): ShmTarget {
   const region = p.shared_memory_region;
-  if (typeof region !== 'string') throw invalidArg(`'shared_memory_region' of ${what} must be a string`);
+  if (typeof region !== 'string') throw err.shmRegionNotString(what);
   const num = (v: unknown, key: string): number => {
     const n = typeof v === 'bigint' ? Number(v) : v;
-    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw invalidArg(`'${key}' of ${what} must be a non-negative integer`);
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw err.shmParamNotCount(key, what);
     return n;
   };
-  if (p.shared_memory_byte_size === undefined) throw invalidArg(`'shared_memory_byte_size' must be set for ${what} in shared memory`);
+  if (p.shared_memory_byte_size === undefined) throw err.shmByteSizeMissing(what);
   return {
     region,
     byteSize: num(p.shared_memory_byte_size, 'shared_memory_byte_size'),
@@ -56,7 +57,7 @@ export interface DecodedInferRequest {
  */
 function decodeParameters(params: unknown, init: InferenceRequestInit, formats: OutputFormats): void {
   if (params === undefined) return;
-  if (!isJsonObject(params)) throw internal(`failed to get request params.: attempt to get members for non-object`);
+  if (!isJsonObject(params)) throw err.requestParamsNotObject();
   for (const [key, value] of Object.entries(params)) {
     if (key === 'binary_data_output') {
       if (typeof value !== 'boolean') throw jsonAccessError('binary_data_output', 'boolean');
@@ -68,9 +69,7 @@ function decodeParameters(params: unknown, init: InferenceRequestInit, formats: 
 }
 
 /** A shape whose element count or byte size does not fit in 64 bits (Triton's int64 arithmetic). */
-function shapeOverflow(shape: readonly unknown[], name: string) {
-  return invalidArg(`the shape [${shape.map(String).join(',')}] of input '${name}' is too large: its element count or byte size overflows`);
-}
+const shapeOverflow = err.shapeOverflow;
 
 const UINT64_MAX = (1n << 64n) - 1n;
 
@@ -98,10 +97,7 @@ function decodeShape(shape: unknown, name: string): number[] {
  */
 function validateInputContentType(data: boolean, binary: boolean, shm: boolean): void {
   if (Number(data) + Number(binary) + Number(shm) === 1) return;
-  let err = "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But";
-  if (!data && !binary && !shm) err += ' no field is set';
-  else err += ` set${data ? " 'data'" : ''}${binary ? " 'binary_data_size'" : ''}${shm ? " 'shared_memory_region'" : ''}`;
-  throw invalidArg(err);
+  throw err.inputContentTypeInvalid(data, binary, shm);
 }
 
 /** A member of `parameters` that is an object; Triton looks nothing up in a non-object (Find is false). */
@@ -131,10 +127,10 @@ export function decodeInferRequest(
   const jsonLen = headerLength ?? body.length;
   if (jsonLen === 0) return decodeRawBinary(body, init, formats, modelName, config);
   if (jsonLen < 0 || jsonLen > body.length) {
-    throw invalidArg(`unexpected size for request JSON, expecting ${jsonLen - body.length} more bytes`);
+    throw err.requestJsonShort(jsonLen - body.length);
   }
   const doc = parseRequestJson(body.subarray(0, jsonLen));
-  if (!isJsonObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the inference request must be a JSON object');
+  if (!isJsonObject(doc)) throw err.requestNotObject();
   if (doc.id !== undefined) {
     if (typeof doc.id !== 'string') throw jsonAccessError('id', 'string');
     init.id = doc.id;
@@ -157,7 +153,7 @@ export function decodeInferRequest(
     if (datatype === undefined) throw jsonAccessError('datatype', 'missing');
     if (typeof datatype !== 'string') throw jsonAccessError('datatype', 'string');
     const shape = decodeShape(raw.shape, name);
-    if (!isDataType(datatype)) throw invalidArg(`invalid datatype for input ${name}`);
+    if (!isDataType(datatype)) throw err.inputDatatypeInvalid(name);
     const n = elementCount(shape);
     if (!Number.isSafeInteger(n) || (isDataType(datatype) && datatype !== 'BYTES' && !Number.isSafeInteger(n * dataTypeByteSize(datatype))))
       throw shapeOverflow(shape, name);
@@ -167,13 +163,13 @@ export function decodeInferRequest(
       data = shm.read(shmTarget(params!, `input '${name}'`));
     } else if (binSize !== undefined) {
       if (typeof binSize === 'bigint' && binSize > 0n && binSize <= UINT64_MAX) {
-        throw invalidArg(`unexpected size for input '${name}', expecting ${binSize} additional bytes for model '${modelName}'`);
+        throw err.inputBinaryShort(name, binSize, modelName);
       }
       if (typeof binSize !== 'number' || !Number.isSafeInteger(binSize) || binSize < 0) {
         throw jsonAccessError('binary_data_size', 'unsigned-integer');
       }
       if (offset + binSize > body.length) {
-        throw invalidArg(`unexpected size for input '${name}', expecting ${binSize} additional bytes for model '${modelName}'`);
+        throw err.inputBinaryShort(name, binSize, modelName);
       }
       data = body.subarray(offset, offset + binSize);
       offset += binSize;
@@ -182,14 +178,14 @@ export function decodeInferRequest(
     }
     init.inputs.push({ name, datatype, shape, data });
   }
-  if (offset !== body.length) throw invalidArg(`unexpected additional input data for model '${modelName}'`);
+  if (offset !== body.length) throw err.inputDataExtra(modelName);
   if (doc.outputs !== undefined) {
     if (!Array.isArray(doc.outputs)) throw jsonAccessError('outputs', 'array');
     const requested = new Set<string>();
     for (const raw of doc.outputs) {
       if (!isJsonObject(raw) || raw.name === undefined) throw jsonAccessError('name', 'missing');
       if (typeof raw.name !== 'string') throw jsonAccessError('name', 'string');
-      if (requested.has(raw.name)) throw invalidArg(`output '${raw.name}' already exists in request`);
+      if (requested.has(raw.name)) throw err.outputRepeated(raw.name);
       requested.add(raw.name);
       const p = objectOrUndefined(raw.parameters);
       if (p?.shared_memory_region !== undefined) {
@@ -222,7 +218,7 @@ export function decodeInferRequest(
 function decodeRawBinary(body: Buffer, init: InferenceRequestInit, formats: OutputFormats, modelName: string, config: ModelConfig): DecodedInferRequest {
   formats.defaultBinary = true;
   if (config.input.length !== 1) {
-    throw invalidArg(`Raw request must only have 1 input (found 1) to be deduced but got ${config.input.length} inputs in '${modelName}' model configuration`);
+    throw err.rawInputCount(config.input.length, modelName);
   }
   const ci = config.input[0]!;
   const datatype = tensorDataType(ci);
@@ -230,18 +226,18 @@ function decodeRawBinary(body: Buffer, init: InferenceRequestInit, formats: Outp
   let dims: number[];
   if (datatype === 'BYTES') {
     if (ci.dims.length !== 1 || ci.dims[0] !== 1) {
-      throw invalidArg(`For BYTE datatype raw input '${ci.name}', the model must have input shape [1]`);
+      throw err.rawBytesShape(ci.name);
     }
     dims = [1];
   } else {
     const size = dataTypeByteSize(datatype);
     const variable = ci.dims.filter((d) => d === -1).length;
     if (variable > 1) {
-      throw invalidArg(`The shape of the raw input '${ci.name}' can not be deduced because there are more than one variable-sized dimension`);
+      throw err.rawShapeAmbiguous(ci.name);
     }
     const fixed = ci.dims.reduce((n, d) => (d === -1 ? n : n * d), 1) * size;
     if (fixed === 0 || body.length % fixed !== 0 || (variable === 0 && body.length !== fixed)) {
-      throw invalidArg(`The shape of the raw input '${ci.name}' can not be deduced: ${body.length} bytes do not fit dims ${JSON.stringify(ci.dims)}`);
+      throw err.rawShapeMismatch(ci.name, body.length, ci.dims);
     }
     dims = ci.dims.map((d) => (d === -1 ? body.length / fixed : d));
   }

@@ -63,6 +63,9 @@ export class NativeListener {
   close(): Promise<void> {
     this.closing ??= new Promise<void>((resolve) => {
       this.handle.close();
+      // A connection that has not sent a byte holds no request: close it now rather than let it
+      // hold the shutdown until the exit timeout (node:http counts it neither idle nor expired).
+      for (const socket of this.open) if (socket.bytesRead === 0) socket.destroy();
       if (this.open.size === 0) resolve();
       else this.drained = resolve;
     });

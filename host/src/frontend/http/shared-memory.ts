@@ -5,8 +5,13 @@
  * GPUs: status lists nothing, unregister succeeds, register is INVALID_ARG.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { invalidArg } from '../../contract/errors.js';
-import { clientShmDisabled } from '../../dataplane/shared-memory.js';
+import {
+  clientShmDisabled,
+  cudaShmUnsupported,
+  shmRegionNameMissing,
+  shmRegisterBodyNotObject,
+  shmRegisterKeyNotString,
+} from '../../dataplane/shared-memory.errors.js';
 import { isJsonObject, optionalJson } from './body.js';
 import type { FrontendContext } from './context.js';
 import { route } from './routing.js';
@@ -20,8 +25,8 @@ export function installSharedMemoryRoutes(app: FastifyInstance, ctx: FrontendCon
   route(app, '/v2/systemsharedmemory/region/:region/register', {
     POST: (q, r) => {
       const body = optionalJson(q, ctx.maxInputSize);
-      if (!isJsonObject(body)) throw invalidArg('register request must be a JSON object with key, offset and byte_size');
-      if (typeof body.key !== 'string') throw invalidArg("Unable to parse 'key': attempt to access JSON non-string as string");
+      if (!isJsonObject(body)) throw shmRegisterBodyNotObject();
+      if (typeof body.key !== 'string') throw shmRegisterKeyNotString();
       shm.register(ctx.principalOf(q), region(q), body.key, body.offset ?? 0, body.byte_size);
       return r.code(200).send();
     },
@@ -38,8 +43,8 @@ export function installSharedMemoryRoutes(app: FastifyInstance, ctx: FrontendCon
   const cudaRegister = (q: FastifyRequest) => {
     if (!shm.enabled) throw clientShmDisabled();
     const name = region(q);
-    if (name === '') throw invalidArg("'region name' is necessary to register cuda shared memory region");
-    throw invalidArg(`failed to register CUDA shared memory region: '${name}', GPUs not supported`);
+    if (name === '') throw shmRegionNameMissing('cuda');
+    throw cudaShmUnsupported(name);
   };
   const cudaUnregister = (_q: FastifyRequest, r: FastifyReply) => {
     if (!shm.enabled) throw clientShmDisabled();

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { TritonError } from '../../../contract/errors.js';
+import * as errors from '../native.errors.js';
 import { NO_SERVER } from '../../../contract/load-context.js';
 import type { BackendModel } from '../../../contract/types.js';
 import { NativeBackend } from '../backend.js';
@@ -115,7 +116,7 @@ async function handle(m: ToChild): Promise<unknown> {
     }
     case 'load': {
       const { backend: b, model: s } = m.spec;
-      if (!rings) throw new TritonError('INTERNAL', 'no rings to serve');
+      if (!rings) throw errors.noRings();
       backend = new NativeBackend(b.name, b.libraryPath, b.artifactsDir, b.configJson, logger, {
         executeTimeoutMs: 0,
         inBackendHostProcess: true,
@@ -140,9 +141,9 @@ async function handle(m: ToChild): Promise<unknown> {
       return loaded;
     }
     case 'instance': {
-      if (!model || !server) throw new TritonError('UNAVAILABLE', 'model not loaded');
+      if (!model || !server) throw errors.hostModelNotLoaded();
       const inst = await model.createInstance(m.spec);
-      if (!(inst instanceof NativeModelInstance)) throw new TritonError('INTERNAL', 'not a native instance');
+      if (!(inst instanceof NativeModelInstance)) throw errors.notNativeInstance();
       instances.set(m.id, inst);
       server.addInstance(m.id, inst.addonHandle);
       return undefined;

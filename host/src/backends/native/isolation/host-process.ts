@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { TritonError, type ErrorCode } from '../../../contract/errors.js';
+import * as errors from '../native.errors.js';
 import { nativeAddon } from '../../../platform/addon.js';
 import type { FromChild, ToChild, ToChildServer } from './protocol.js';
 
@@ -85,7 +86,7 @@ export class BackendHostProcess {
     this.exit = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {
         this.exited = { code, signal };
-        const err = new TritonError('INTERNAL', `backend host process ${describeExit(this.exited)}`);
+        const err = errors.hostExited(describeExit(this.exited));
         for (const c of this.calls.values()) c.reject(err);
         this.calls.clear();
         resolve(this.exited);
@@ -105,12 +106,12 @@ export class BackendHostProcess {
 
   /** Send a call; resolves with the child's reply value. @throws TritonError from the child, or INTERNAL if it died */
   call<T = unknown>(m: Call): Promise<T> {
-    if (this.exited) return Promise.reject(new TritonError('INTERNAL', `backend host process ${describeExit(this.exited)}`));
+    if (this.exited) return Promise.reject(errors.hostExited(describeExit(this.exited)));
     const rid = this.nextRid++;
     return new Promise<T>((resolve, reject) => {
       this.calls.set(rid, { resolve: resolve as (v: unknown) => void, reject });
       this.child.send({ ...m, rid } as ToChild, (e) => {
-        if (e && this.calls.delete(rid)) reject(new TritonError('INTERNAL', `backend host process unreachable: ${e.message}`));
+        if (e && this.calls.delete(rid)) reject(errors.hostUnreachable(e.message));
       });
     });
   }

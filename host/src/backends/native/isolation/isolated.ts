@@ -13,7 +13,8 @@
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../../../contract/model-config.js';
 import { positiveIntParam } from '../../../config/parameters.js';
-import { TritonError, internal, invalidArg, unavailable } from '../../../contract/errors.js';
+import { TritonError } from '../../../contract/errors.js';
+import * as errors from '../native.errors.js';
 import type {
   BackendModel,
   BackendModelInstance,
@@ -70,7 +71,7 @@ const RINGS_TIMEOUT_MS = 60_000;
 export function isolationOf(config: ModelConfig, backendSetting: string | undefined): 'process' | 'none' {
   const v = config.parameters?.[PARAM_ISOLATION]?.string_value ?? backendSetting ?? 'none';
   if (v !== 'process' && v !== 'none') {
-    throw invalidArg(`model '${config.name}': ${PARAM_ISOLATION} must be 'process' or 'none', got '${v}'`);
+    throw errors.isolationInvalid(config.name, PARAM_ISOLATION, String(v));
   }
   return v;
 }
@@ -81,7 +82,7 @@ export function isolationOf(config: ModelConfig, backendSetting: string | undefi
  */
 export function shmBytesOf(config: ModelConfig): number {
   const n = positiveIntParam(config, PARAM_SHM_BYTES) ?? DEFAULT_SHM_BYTES;
-  if (n > 1024 * 1024 * 1024) throw invalidArg(`model '${config.name}': parameter ${PARAM_SHM_BYTES} must be at most 1 GiB, got ${n}`);
+  if (n > 1024 * 1024 * 1024) throw errors.ringBytesTooLarge(config.name, PARAM_SHM_BYTES, n);
   return n;
 }
 
@@ -160,7 +161,7 @@ export class IsolatedNativeModel implements BackendModel {
         return this.proc;
       },
       stop: (proc) => void proc.kill(),
-      failInFlight: (_proc, reason) => this.failInFlight(internal(`${reason} while the request was in flight`)),
+      failInFlight: (_proc, reason) => this.failInFlight(errors.failedInFlight(reason)),
       describe: (reason) => `${reason}; restarting`,
       onRestarted: () => this.logger.info({ restarts: this.sup.restarts }, 'backend host process restarted: model ready again'),
       onRestartFailed: (e) => this.logger.error({ err: e }, 'backend host process restart failed; retrying'),
@@ -236,12 +237,12 @@ export class IsolatedNativeModel implements BackendModel {
     this.starting = proc;
     try {
       const { toChild, fromChild } = await this.handOverRings(proc);
-      if (this.closing) throw unavailable(`model '${this.spec.model.name}' was unloaded while its backend host process started`);
+      if (this.closing) throw errors.unloadedWhileStarting(this.spec.model.name);
       const spec: LoadSpec = regions ? { ...this.spec, backend: { ...this.spec.backend, configJson: regions.configJson } } : this.spec;
       const loaded = await proc.call<Loaded>({ t: 'load', spec });
       proc.setReaderTid(loaded.readerTid);
       for (const i of this.instances) await proc.call({ t: 'instance', id: i.id, spec: i.spec });
-      if (this.closing) throw unavailable(`model '${this.spec.model.name}' was unloaded while its backend host process started`);
+      if (this.closing) throw errors.unloadedWhileStarting(this.spec.model.name);
       this.logger.info({ pid: proc.pid }, 'backend host process ready');
       // Only a process that came up serves, and only its death triggers a restart (a start that
       // fails is retried by its caller).
@@ -276,7 +277,7 @@ export class IsolatedNativeModel implements BackendModel {
         timedOut = true;
         void proc.kill();
       });
-      if (timedOut) throw internal(`the backend host process of model '${this.spec.model.name}' did not map its rings within ${RINGS_TIMEOUT_MS} ms`);
+      if (timedOut) throw errors.ringsTimeout(this.spec.model.name, RINGS_TIMEOUT_MS);
       return { toChild: new RingWriter(out.buffer), fromChild: new RingReader(back.buffer) };
     } finally {
       // Mapped by both sides now (the process removed them already), or never will be.
@@ -306,7 +307,7 @@ export class IsolatedNativeModel implements BackendModel {
         proc.notify({ t: 'serverResult', cid: m.cid, error: { tritonCode: e.tritonCode, message: e.message } });
       }
     };
-    if (!calls) return answer(undefined, unavailable('in-process inference is not available to this model'));
+    if (!calls) return answer(undefined, errors.bridgeInferUnavailable());
     if (m.kind === 1) return calls.cancel((m.payload as { token: number }).token);
     try {
       const r = calls.handle(m.kind, m.payload);
@@ -448,7 +449,7 @@ export class IsolatedNativeModel implements BackendModel {
    */
   async execute(instance: IsolatedInstance, requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
     const down = this.sup.reason;
-    if (down !== undefined || !this.toChild) throw unavailable(down ?? `model '${this.spec.model.name}' is restarting`);
+    if (down !== undefined || !this.toChild) throw errors.hostUnavailable(this.spec.model.name, down);
     const proc = this.proc;
     const batch: RingRequest[] = new Array(requests.length);
     for (let i = 0; i < requests.length; i++) {
@@ -472,12 +473,10 @@ export class IsolatedNativeModel implements BackendModel {
     try {
       bytes = executeRecordBytes(batch);
     } catch (e) {
-      throw invalidArg(`model '${this.spec.model.name}': ${(e as Error).message}`);
+      throw errors.batchRefused(this.spec.model.name, (e as Error).message);
     }
     if (bytes + 8 > this.toChild.cap) {
-      throw invalidArg(
-        `model '${this.spec.model.name}': a batch of ${bytes} bytes does not fit the backend host process's ring of ${this.toChild.cap} bytes (raise ${PARAM_SHM_BYTES})`,
-      );
+      throw errors.batchOverRing(this.spec.model.name, bytes, this.toChild.cap, PARAM_SHM_BYTES);
     }
     const job = this.nextJob;
     this.nextJob = this.nextJob >= 0xfffffffe ? 1 : this.nextJob + 1;
@@ -511,7 +510,7 @@ export class IsolatedNativeModel implements BackendModel {
           const reason = `TRITONBACKEND_ModelInstanceExecute of instance '${instance.spec.name}' did not return within ${this.executeTimeoutMs} ms (warden.execute_timeout_ms); its backend host process was killed and is restarted`;
           this.logger.error({ pid: proc.pid }, reason);
           this.sup.unhealthy(reason); // not ready from now on, until the restarted process is
-          const err = unavailable(reason);
+          const err = errors.hostFailed(reason);
           this.jobs.delete(job);
           for (const b of batch) {
             const s = this.pending.get(b.token);

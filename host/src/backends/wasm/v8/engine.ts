@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { internal, invalidArg } from '../../../contract/errors.js';
+import * as err from '../sandbox.errors.js';
 import type { InstanceSpec } from '../../../contract/types.js';
 import { WASM_PAGE_BYTES } from '../binary.js';
 import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, SandboxEngine } from '../engine.js';
@@ -73,7 +73,7 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
         try {
           modules[name] = await WebAssembly.compile(capped.bytes as Uint8Array<ArrayBuffer>);
         } catch (e) {
-          throw invalidArg(`${what}: core module ${name} does not compile: ${(e as Error).message}`);
+          throw err.coreModuleCompile(what, name, (e as Error).message);
         }
       }
       // one instance of each core module (what jco's glue does); the worker refuses more
@@ -96,7 +96,7 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
    *   by another engine
    */
   async instantiate(compiled: V8Compiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance> {
-    if (compiled.engine !== V8_ENGINE) throw internal(`engine ${V8_ENGINE} cannot run a component compiled by engine ${compiled.engine}`);
+    if (compiled.engine !== V8_ENGINE) throw err.engineMismatch(V8_ENGINE, compiled.engine);
     const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules, memoryCounts: compiled.memoryCounts, maxMemories: compiled.memories };
     return SandboxInstance.start({ init, spec, logger, executeMs, workers: this.workers });
   }

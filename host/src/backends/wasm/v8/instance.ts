@@ -9,7 +9,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { TritonError, unavailable } from '../../../contract/errors.js';
+import { TritonError } from '../../../contract/errors.js';
+import * as err from '../sandbox.errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
 import { Supervisor } from '../../supervisor.js';
@@ -136,9 +137,9 @@ export class SandboxInstance implements SandboxedInstance {
     worker.once('exit', () => workers.live--);
     const started = new Promise<Worker>((resolve, reject) => {
       const limitMs = this.p.executeMs + BOOT_ALLOWANCE_MS;
-      const timer = setTimeout(() => fail(unavailable(`sandbox of model '${this.p.init.model.name}' did not start within ${limitMs} ms`)), limitMs);
-      const onError = (e: Error) => fail(new TritonError('INTERNAL', `sandbox of model '${this.p.init.model.name}' failed during start-up: ${e.message}`));
-      const onExit = (code: number) => fail(new TritonError('INTERNAL', `sandbox of model '${this.p.init.model.name}' exited during start-up (code ${code})`));
+      const timer = setTimeout(() => fail(err.startTimeout(this.p.init.model.name, limitMs)), limitMs);
+      const onError = (e: Error) => fail(err.startupError(this.p.init.model.name, e.message));
+      const onExit = (code: number) => fail(err.startupExit(this.p.init.model.name, code));
       const detach = () => {
         clearTimeout(timer);
         worker.removeAllListeners('message');
@@ -163,7 +164,7 @@ export class SandboxInstance implements SandboxedInstance {
         } else if (m.t === 'create-error') {
           fail(tritonError(m.error));
         } else if (m.t === 'trap') {
-          fail(new TritonError('INTERNAL', `sandboxed backend of model '${this.p.init.model.name}' trapped during start-up: ${m.message}`));
+          fail(err.trappedAtStart(this.p.init.model.name, m.message));
         } else if (m.t === 'log') {
           this.guestLog(m);
         }
@@ -208,11 +209,7 @@ export class SandboxInstance implements SandboxedInstance {
         this.onDone(m);
         return;
       case 'trap':
-        this.kill(
-          worker,
-          'trap',
-          new TritonError('INTERNAL', `sandboxed backend of model '${this.p.init.model.name}' trapped: ${m.message}; the instance was restarted`),
-        );
+        this.kill(worker, 'trap', err.trapped(this.p.init.model.name, m.message));
         return;
       default:
         return;
@@ -255,7 +252,7 @@ export class SandboxInstance implements SandboxedInstance {
   /** The worker died without being asked to (JS heap OOM, crash): replaced after the supervisor's back-off. */
   private onWorkerGone(worker: Worker, why: string): void {
     if (worker !== this.worker) return;
-    this.kill(worker, 'gone', new TritonError('INTERNAL', `sandbox of model '${this.p.init.model.name}' failed (${why}); the instance was restarted`));
+    this.kill(worker, 'gone', err.sandboxFailed(this.p.init.model.name, why));
   }
 
   /**
@@ -294,7 +291,7 @@ export class SandboxInstance implements SandboxedInstance {
    * @throws TritonError UNAVAILABLE if the sandbox is down and its replacement failed to start.
    */
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
-    const finalized = () => unavailable(`instance ${this.p.spec.name} of model '${this.p.init.model.name}' is finalized`);
+    const finalized = () => err.instanceFinalized(this.p.init.model.name, this.p.spec.name);
     if (this.finalized) throw finalized();
     let worker = this.worker;
     if (!worker) {
@@ -303,7 +300,7 @@ export class SandboxInstance implements SandboxedInstance {
         worker = await this.sup.attempt();
       } catch (e) {
         if (this.finalized) throw finalized();
-        throw unavailable(`sandboxed backend of model '${this.p.init.model.name}' is unavailable: ${(e as Error).message}`);
+        throw err.sandboxUnavailable(this.p.init.model.name, (e as Error).message);
       }
       if (this.finalized) throw finalized();
     }
@@ -328,13 +325,7 @@ export class SandboxInstance implements SandboxedInstance {
         resolve,
         timer: setTimeout(() => {
           if (this.pending === p) {
-            this.kill(
-              worker,
-              'deadline',
-              unavailable(
-                `sandboxed backend of model '${this.p.init.model.name}' exceeded its execute deadline of ${this.p.executeMs} ms; the instance was restarted`,
-              ),
-            );
+            this.kill(worker, 'deadline', err.deadlineExceeded(this.p.init.model.name, this.p.executeMs));
           }
         }, this.p.executeMs),
       };

@@ -6,7 +6,7 @@
  * The rewrite is plain binary editing, but only the V8 engine needs it (wasmtime bounds memory
  * with StoreLimits at run time), so it lives with that engine.
  */
-import { TritonError } from '../../../contract/errors.js';
+import * as err from '../sandbox.errors.js';
 import { binaryKind, encodeUleb, Reader, sections, WASM_PAGE_BYTES, WasmFormatError } from '../binary.js';
 
 /** Result of {@link capMemories}. */
@@ -28,12 +28,12 @@ export interface CappedModule {
  *   UNSUPPORTED for memory64 or shared memories, INVALID_ARG for a malformed module.
  */
 export function capMemories(bytes: Uint8Array, maxPages: number, what: string): CappedModule {
-  if (binaryKind(bytes) !== 'module') throw new TritonError('INVALID_ARG', `${what} is not a core WebAssembly module`);
+  if (binaryKind(bytes) !== 'module') throw err.notCoreModule(what);
   let secs;
   try {
     secs = sections(bytes);
   } catch (e) {
-    throw new TritonError('INVALID_ARG', `${what}: ${(e as Error).message}`);
+    throw err.componentMalformed(what, (e as Error).message);
   }
   const mem = secs.find((s) => s.id === 5);
   if (!mem) return { bytes, initialBytes: [] };
@@ -46,18 +46,15 @@ export function capMemories(bytes: Uint8Array, maxPages: number, what: string): 
     out.push(...encodeUleb(count));
     for (let i = 0; i < count; i++) {
       const flags = r.byte();
-      if (flags & 0x04) throw new TritonError('UNSUPPORTED', `${what}: memory64 memories are not supported in the sandbox`);
-      if (flags & 0x02) throw new TritonError('UNSUPPORTED', `${what}: shared memories are not supported in the sandbox`);
+      if (flags & 0x04) throw err.memoryFeatureUnsupported(what, 'memory64 memories');
+      if (flags & 0x02) throw err.memoryFeatureUnsupported(what, 'shared memories');
       if (flags & ~0x0b) throw new WasmFormatError(`unknown memory flags 0x${flags.toString(16)}`);
       const min = r.uleb();
       const max = flags & 0x01 ? r.uleb() : undefined;
       // custom page sizes (flag 0x08) carry a log2 page size; only the default 64 KiB is accepted
-      if (flags & 0x08) throw new TritonError('UNSUPPORTED', `${what}: custom page sizes are not supported in the sandbox`);
+      if (flags & 0x08) throw err.memoryFeatureUnsupported(what, 'custom page sizes');
       if (min > maxPages) {
-        throw new TritonError(
-          'INVALID_ARG',
-          `${what} needs ${min * WASM_PAGE_BYTES} bytes of linear memory at start, more than the model's memory limit of ${maxPages * WASM_PAGE_BYTES} bytes (parameter memory_limit_bytes)`,
-        );
+        throw err.memoryAtStartTooLarge(what, min * WASM_PAGE_BYTES, maxPages * WASM_PAGE_BYTES);
       }
       initialBytes.push(min * WASM_PAGE_BYTES);
       const newMax = max === undefined ? maxPages : Math.min(max, maxPages);
@@ -65,7 +62,7 @@ export function capMemories(bytes: Uint8Array, maxPages: number, what: string): 
     }
     if (!r.done) throw new WasmFormatError('trailing bytes in the memory section');
   } catch (e) {
-    if (e instanceof WasmFormatError) throw new TritonError('INVALID_ARG', `${what}: ${e.message}`);
+    if (e instanceof WasmFormatError) throw err.componentMalformed(what, e.message);
     throw e;
   }
 

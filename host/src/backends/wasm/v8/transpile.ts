@@ -20,7 +20,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { internal, invalidArg } from '../../../contract/errors.js';
+import * as err from '../sandbox.errors.js';
 
 /** What the cache holds for one component. */
 export interface TranspiledComponent {
@@ -206,7 +206,7 @@ export class TranspileCache {
    *   uses something jco does not support), INTERNAL if the cache cannot be written.
    */
   async acquire(component: Uint8Array, what: string, hash: string): Promise<TranspiledComponent> {
-    if (!ENTRY_NAME.test(hash)) throw internal(`${what}: bad component hash`);
+    if (!ENTRY_NAME.test(hash)) throw err.transpileBroken(what, 'bad component hash');
     // marked in use before anything is awaited: never evicted between being written and used
     this.inUse.set(hash, (this.inUse.get(hash) ?? 0) + 1);
     try {
@@ -329,14 +329,14 @@ export class TranspileCache {
         outDir: '',
       }));
     } catch (e) {
-      throw invalidArg(`${what}: jco cannot transpile this component: ${(e as Error).message ?? e}`);
+      throw err.transpileFailed(what, `${(e as Error).message ?? e}`);
     }
     const glue = files['component.js'];
-    if (!glue) throw internal(`${what}: jco produced no component.js`);
+    if (!glue) throw err.transpileBroken(what, 'jco produced no component.js');
     // With async instantiation every import comes through the `imports` argument; glue that
     // imports modules by itself would reach outside the sandbox's import object.
     if (/^\s*import\s[^(]/m.test(new TextDecoder().decode(glue))) {
-      throw internal(`${what}: transpiled glue contains static imports; refusing to run it`);
+      throw err.transpileBroken(what, 'transpiled glue contains static imports; refusing to run it');
     }
     const coreModules = Object.keys(files)
       .filter((f) => f.endsWith('.wasm'))
@@ -346,7 +346,7 @@ export class TranspileCache {
     try {
       await mkdir(tmp, { recursive: true });
       for (const [name, bytes] of Object.entries(files)) {
-        if (name.includes('/') || name.includes('\\') || name.startsWith('.')) throw internal(`${what}: unexpected transpiled file name '${name}'`);
+        if (name.includes('/') || name.includes('\\') || name.startsWith('.')) throw err.transpileBroken(what, `unexpected transpiled file name '${name}'`);
         await writeFile(join(tmp, name), bytes);
       }
       await writeFile(join(tmp, 'package.json'), '{"type":"module"}\n');
@@ -368,7 +368,7 @@ export class TranspileCache {
       const code = (e as { code?: string }).code;
       if (!code) throw e;
       this.logger?.error({ err: e, cacheDir: this.dir }, 'cannot write the transpile cache');
-      throw internal(`${what}: cannot write the transpile cache (${code})`);
+      throw err.transpileBroken(what, `cannot write the transpile cache (${code})`);
     }
     return { hash, dir, gluePath: join(dir, 'component.js'), coreModules };
   }

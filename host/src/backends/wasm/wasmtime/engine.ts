@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { internal, TritonError } from '../../../contract/errors.js';
+import * as errors from '../sandbox.errors.js';
 import { fromAddonError } from '../../../platform/addon.js';
 import type { InstanceSpec } from '../../../contract/types.js';
 import type { EngineOptions } from '../engines.js';
@@ -112,7 +112,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
   }
 
   private engine(): EngineHandle {
-    if (!this.shared) throw internal('the wasmtime engine was disposed');
+    if (!this.shared) throw errors.engineDisposed();
     return this.shared.handle;
   }
 
@@ -148,7 +148,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
     } catch (e) {
       // the engine's code: INVALID_ARG for a component wasmtime refuses
       const err = fromAddonError(e);
-      throw new TritonError(err.code, `${what}: wasmtime cannot compile the component: ${err.message}`);
+      throw errors.wasmtimeCompile(what, err.code, err.message);
     }
     const payload = this.native.serialize(component);
     await this.cache.write(hash, payload, this.native.cwasmMac(this.engine(), this.cache.key, hash, payload));
@@ -203,7 +203,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
    *   by another engine
    */
   async instantiate(compiled: WasmtimeCompiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance> {
-    if (compiled.engine !== WASMTIME_ENGINE) throw internal(`engine ${WASMTIME_ENGINE} cannot run a component compiled by engine ${compiled.engine}`);
+    if (compiled.engine !== WASMTIME_ENGINE) throw errors.engineMismatch(WASMTIME_ENGINE, compiled.engine);
     return WasmtimeInstance.start({
       port: this,
       component: compiled.component,
@@ -220,7 +220,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
 
   spawn(inst: WasmtimeInstance, paramsJson: string): { handle: InstanceHandle; id: number } {
     const shared = this.shared;
-    if (!shared) throw internal('the wasmtime engine was disposed');
+    if (!shared) throw errors.engineDisposed();
     const id = nextThread++;
     shared.threads.set(id, inst);
     this.threads.add(id);

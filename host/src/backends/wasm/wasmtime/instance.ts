@@ -18,7 +18,8 @@
  * execute (a cold start: a pooled instantiation plus the guest's `create`s).
  */
 import type { Logger } from 'pino';
-import { TritonError, unavailable } from '../../../contract/errors.js';
+import { TritonError } from '../../../contract/errors.js';
+import * as errors from '../sandbox.errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
 import { fromWitError } from '../convert.js';
 import type { HostConfig, SandboxedInstance, SandboxStats } from '../engine.js';
@@ -201,7 +202,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     } catch (e) {
       this.starting = undefined;
       this.port.hold(false);
-      return Promise.reject(new TritonError('INTERNAL', `sandbox of model '${this.modelName}' could not start: ${(e as Error).message}`));
+      return Promise.reject(errors.startFailed(this.modelName, (e as Error).message));
     }
     this.ready = started;
     return started;
@@ -344,7 +345,7 @@ export class WasmtimeInstance implements SandboxedInstance {
 
   private onTrap(m: J): void {
     if (m.during === 'create' && this.starting) {
-      this.startFailed(new TritonError('INTERNAL', `sandboxed backend of model '${this.modelName}' trapped during start-up: ${String(m.message)}`));
+      this.startFailed(errors.trappedAtStart(this.modelName, String(m.message)));
       return;
     }
     this.killedAt = performance.now();
@@ -352,11 +353,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     const deadline = m.reason === 'deadline';
     if (deadline) this.stats.deadlineKills++;
     else this.stats.traps++;
-    const error = deadline
-      ? unavailable(
-          `sandboxed backend of model '${this.modelName}' exceeded its execute deadline of ${this.config.limits.executeMs} ms; the instance was restarted`,
-        )
-      : new TritonError('INTERNAL', `sandboxed backend of model '${this.modelName}' trapped: ${String(m.message)}; the instance was restarted`);
+    const error = deadline ? errors.deadlineExceeded(this.modelName, this.config.limits.executeMs) : errors.trapped(this.modelName, String(m.message));
     this.log.warn({ reason: deadline ? 'deadline' : 'trap' }, error.message);
     // replaced at once: the thread respawns the sandbox; a request sent meanwhile waits behind it there
     if (this.sup.state === 'up') this.sup.replace(this.generation, error);
@@ -365,7 +362,7 @@ export class WasmtimeInstance implements SandboxedInstance {
 
   /** The thread could not respawn the sandbox (or start it again after an idle release): a fresh thread follows. */
   private onRespawnFailed(message: string): void {
-    const error = new TritonError('UNAVAILABLE', `sandboxed backend of model '${this.modelName}' is unavailable: ${message}`);
+    const error = errors.sandboxUnavailable(this.modelName, message);
     if (!this.finalized) this.log.error({ err: message }, 'sandbox could not be restarted');
     this.freshThread = true;
     if (this.sup.state === 'up') this.sup.died(this.generation, error);
@@ -395,7 +392,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     try {
       m = decodeResults(buffers[buffers.length - 1] ?? new Uint8Array(0), buffers);
     } catch (e) {
-      this.failPending(new TritonError('INTERNAL', `sandbox of model '${this.modelName}' returned a malformed result: ${(e as Error).message}`));
+      this.failPending(errors.resultMalformed(this.modelName, (e as Error).message));
       return;
     }
     this.pending = undefined;
@@ -447,9 +444,9 @@ export class WasmtimeInstance implements SandboxedInstance {
    * @throws TritonError UNAVAILABLE if the instance is finalized, or its sandbox cannot start
    */
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
-    if (this.finalized) throw unavailable(`instance ${this.spec.name} of model '${this.modelName}' is finalized`);
+    if (this.finalized) throw errors.instanceFinalized(this.modelName, this.spec.name);
     clearTimeout(this.idleTimer);
-    const finalized = () => unavailable(`instance ${this.spec.name} of model '${this.modelName}' is finalized`);
+    const finalized = () => errors.instanceFinalized(this.modelName, this.spec.name);
     if (this.ready) await this.ready.catch(() => {});
     if (this.sup.state === 'restarting') {
       // a fresh sandbox thread after a failed respawn: wait for it (a failed one answers at once)
@@ -457,7 +454,7 @@ export class WasmtimeInstance implements SandboxedInstance {
         await this.sup.attempt();
       } catch (e) {
         if (this.finalized) throw finalized();
-        throw unavailable(`sandboxed backend of model '${this.modelName}' is unavailable: ${(e as Error).message}`);
+        throw errors.sandboxUnavailable(this.modelName, (e as Error).message);
       }
     }
     if (this.finalized) throw finalized();
@@ -467,7 +464,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       try {
         await this.boot();
       } catch (e) {
-        const error = unavailable(`sandboxed backend of model '${this.modelName}' is unavailable: ${(e as Error).message}`);
+        const error = errors.sandboxUnavailable(this.modelName, (e as Error).message);
         if (this.sup.state === 'up') this.sup.died(this.generation, error);
         throw error;
       }
@@ -488,7 +485,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       held.push(buffers);
       if (!this.port.execute(handle, descriptor, buffers)) {
         held.pop();
-        this.failPending(unavailable(`sandbox of model '${this.modelName}' is gone`));
+        this.failPending(errors.sandboxGone(this.modelName));
       }
     });
   }
@@ -498,9 +495,9 @@ export class WasmtimeInstance implements SandboxedInstance {
     this.finalized = true;
     this.sup.close();
     clearTimeout(this.idleTimer);
-    if (this.starting) this.starting.reject(unavailable(`instance ${this.spec.name} of model '${this.modelName}' was finalized during start-up`));
+    if (this.starting) this.starting.reject(errors.finalizedDuringStart(this.modelName, this.spec.name));
     this.starting = undefined;
-    this.failPending(unavailable(`instance ${this.spec.name} of model '${this.modelName}' was finalized`));
+    this.failPending(errors.finalizedInFlight(this.modelName, this.spec.name));
     if (!this.handle) return;
     this.exitWaitFor = this.threadId;
     const gone = new Promise<void>((r) => (this.exited = r));

@@ -1,0 +1,265 @@
+/**
+ * The budget of sandbox linear memory (host/src/backends/wasm/memory-budget.ts): nested budgets
+ * (a tenant's inside the server's), each instance reserving its model's memory limit × the
+ * component's memories at start and releasing it at finalize; a model whose instances could
+ * never fit fails to load, an instance that does not fit now fails to start, a component cannot
+ * make more memories than it reserved for; and over HTTP, a load that does not fit fails cleanly
+ * while the other models keep serving, and the budget is free again after unloading.
+ */
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TritonError } from '../../../host/src/contract/errors.js';
+import { MemoryBudget, SERVER_BUDGET_NAME, WasmBackendResolver, type WasmModel } from '../../../host/src/backends/wasm/index.js';
+import * as h from './helpers.js';
+
+const MiB = 1024 * 1024;
+const BUILD = join(h.FIXTURES, 'build');
+
+describe('MemoryBudget', () => {
+  it('reserves in the budget and every budget above it, all or nothing; release is idempotent', () => {
+    const server = new MemoryBudget('server', 100);
+    const a = server.child('tenant a', 60);
+    const b = server.child('tenant b', 60);
+    const r1 = a.tryReserve(50)!;
+    expect([a.usedBytes, server.usedBytes, b.usedBytes]).toEqual([50, 50, 0]);
+    expect(a.tryReserve(20)).toBeUndefined(); // the tenant's quota
+    expect(a.blocker(20)).toBe(a);
+    const r2 = b.tryReserve(40)!;
+    expect(b.tryReserve(15)).toBeUndefined(); // the server's budget: 90 + 15 > 100, though b has 20 left
+    expect(b.blocker(15)).toBe(server);
+    expect([a.usedBytes, b.usedBytes, server.usedBytes]).toEqual([50, 40, 90]);
+    r1.release();
+    r1.release();
+    expect([a.usedBytes, server.usedBytes]).toEqual([0, 40]);
+    expect(b.tryReserve(15)).toBeDefined();
+    r2.release();
+    expect(server.tooSmallFor(101)).toBe(server);
+    expect(a.tooSmallFor(61)).toBe(a);
+    expect(a.tooSmallFor(60)).toBeUndefined();
+    expect(a.within(server) && !server.within(a) && !a.within(b)).toBe(true);
+    expect(server.tryReserve(0)).toBeDefined();
+    expect(() => server.tryReserve(-1)).toThrow(RangeError);
+    expect(() => new MemoryBudget('x', -5)).toThrow(RangeError);
+  });
+});
+
+describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) => {
+  let work: string;
+  const resolvers: WasmBackendResolver[] = [];
+  beforeAll(async () => {
+    await h.ensureBuilt();
+    work = mkdtempSync(join(tmpdir(), 'warden-budget-'));
+  });
+  afterAll(async () => {
+    for (const r of resolvers) await r.finalizeAll();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  const io = { inputs: [['INPUT0', 'FP32', [-1]]] as h.IO[], outputs: [['OUTPUT0', 'FP32', [-1]]] as h.IO[] };
+  function resolver(totalBytes: number, memoryBudgetFor?: ConstructorParameters<typeof WasmBackendResolver>[0]['memoryBudgetFor']) {
+    const r = new WasmBackendResolver({
+      cacheDir: join(work, 'cache'),
+      limits: { maxMemoryBytes: 16 * MiB, maxExecuteMs: 5000, maxLogBytes: 4096, maxTotalMemoryBytes: totalBytes },
+      logger: h.silentLogger,
+      engine,
+      memoryBudgetFor,
+    });
+    resolvers.push(r);
+    return r;
+  }
+  async function load(r: WasmBackendResolver, name: string, instances = 1, fixture = 'identity', namespace = ''): Promise<WasmModel> {
+    const dir = join(work, name);
+    mkdirSync(join(dir, '1'), { recursive: true });
+    copyFileSync(join(BUILD, `${fixture}.wasm`), join(dir, '1', 'model.wasm'));
+    const cfg = h.wasmConfig(name, io.inputs, io.outputs);
+    cfg.instance_group[0]!.count = instances;
+    const { backendResolveRequest, modelLoadContext } = await import('../../../host/src/contract/load-context.js');
+    const request = backendResolveRequest(cfg, dir, 1);
+    const req = namespace ? { ...request, key: { ...request.key, namespace } } : request;
+    const backend = await r.resolve(req);
+    return (await backend!.loadModel(modelLoadContext(req, 1, { logger: h.silentLogger }))) as WasmModel;
+  }
+  const rejection = (p: Promise<unknown>) =>
+    p.then(
+      () => {
+        throw new Error('expected a rejection');
+      },
+      (e: unknown) => e as TritonError,
+    );
+
+  it('each instance reserves memory limit × memories at start and releases it at finalize', async () => {
+    const r = resolver(64 * MiB);
+    const m = await load(r, 'reserve');
+    expect(m.instanceMemoryBytes).toBe(16 * MiB); // the C identity component defines one memory
+    const a = await m.createInstance(h.instanceSpec('reserve', 0));
+    const b = await m.createInstance(h.instanceSpec('reserve', 1));
+    expect(r.memoryBudget.usedBytes).toBe(32 * MiB);
+    await a.finalize();
+    expect(r.memoryBudget.usedBytes).toBe(16 * MiB);
+    await m.finalize();
+    expect(r.memoryBudget.usedBytes).toBe(0);
+    await b.finalize(); // again: nothing released twice
+    expect(r.memoryBudget.usedBytes).toBe(0);
+  });
+
+  it('an instance that does not fit fails to start with UNAVAILABLE naming the budget and the flag; the others keep running', async () => {
+    const r = resolver(40 * MiB);
+    const m = await load(r, 'fits', 2);
+    const i0 = await m.createInstance(h.instanceSpec('fits', 0));
+    const i1 = await m.createInstance(h.instanceSpec('fits', 1));
+    const other = await load(r, 'no_room', 1);
+    const e = await rejection(other.createInstance(h.instanceSpec('no_room', 0)));
+    expect(e).toBeInstanceOf(TritonError);
+    expect(e.code).toBe('UNAVAILABLE');
+    expect(e.message).toBe(
+      `model 'no_room' instance no_room_0 needs ${16 * MiB} bytes of sandbox memory (1 linear memory × ${16 * MiB} bytes (memory_limit_bytes)), ` +
+        `but ${SERVER_BUDGET_NAME} has only ${8 * MiB} of ${40 * MiB} bytes free`,
+    );
+    expect(e.message).toContain('--wasm-max-total-memory-bytes');
+    expect(r.memoryBudget.usedBytes).toBe(32 * MiB);
+    expect(other.engine.liveSandboxes()).toBe(2); // no sandbox was started for it
+    const rec = await h.infer(i0, h.request('fits', [h.tensor('INPUT0', 'FP32', [2], Float32Array.of(3, 4))], ['OUTPUT0']));
+    expect(Array.from(h.f32(rec.responses[0]!.outputs[0]!))).toEqual([3, 4]);
+    await other.finalize();
+    // unloading frees the budget: now it fits
+    await m.finalize();
+    expect(r.memoryBudget.usedBytes).toBe(0);
+    const again = await load(r, 'no_room', 1);
+    await again.createInstance(h.instanceSpec('no_room', 0));
+    expect(r.memoryBudget.usedBytes).toBe(16 * MiB);
+    await again.finalize();
+    void i1;
+  });
+
+  it('a model whose instances could never fit fails to load with INVALID_ARG, starting nothing', async () => {
+    const r = resolver(40 * MiB);
+    const e = await rejection(load(r, 'too_many', 3));
+    expect(e.code).toBe('INVALID_ARG');
+    expect(e.message).toBe(
+      `model 'too_many' needs ${48 * MiB} bytes of sandbox memory (3 instances × 1 linear memory × ${16 * MiB} bytes (memory_limit_bytes)), ` +
+        `more than ${SERVER_BUDGET_NAME} allows: ${40 * MiB} bytes; lower instance_group count or memory_limit_bytes`,
+    );
+    expect(r.memoryBudget.usedBytes).toBe(0);
+  });
+
+  it("a tenant's budget (memoryBudgetFor) bounds its models inside the server's budget", async () => {
+    let tenant: MemoryBudget | undefined;
+    const r = resolver(100 * MiB, ({ key }) =>
+      key.namespace === 'acme' ? (tenant ??= r.memoryBudget.child("tenant 'acme''s sandbox memory quota", 20 * MiB)) : undefined,
+    );
+    const mine = await load(r, 'acme_m', 1, 'identity', 'acme');
+    await mine.createInstance(h.instanceSpec('acme_m', 0));
+    const e = await rejection(mine.createInstance(h.instanceSpec('acme_m', 1)));
+    expect(e.code).toBe('UNAVAILABLE');
+    expect(e.message).toMatch(/but tenant 'acme''s sandbox memory quota has only 4194304 of 20971520 bytes free$/);
+    // another namespace uses the server's budget, unaffected by acme's quota
+    const theirs = await load(r, 'other_m', 2);
+    await theirs.createInstance(h.instanceSpec('other_m', 0));
+    await theirs.createInstance(h.instanceSpec('other_m', 1));
+    expect([tenant!.usedBytes, r.memoryBudget.usedBytes]).toEqual([16 * MiB, 48 * MiB]);
+    const tooBig = await rejection(load(r, 'acme_big', 2, 'identity', 'acme'));
+    expect(tooBig.message).toMatch(/more than tenant 'acme''s sandbox memory quota allows: 20971520 bytes/);
+    await mine.finalize();
+    await theirs.finalize();
+    expect([tenant!.usedBytes, r.memoryBudget.usedBytes]).toEqual([0, 0]);
+    // a budget from outside the server's is a wiring error
+    const stray = new MemoryBudget('stray', 1 << 30);
+    const r2 = resolver(100 * MiB, () => stray);
+    expect((await rejection(load(r2, 'stray_m'))).code).toBe('INTERNAL');
+  });
+
+  it('a component that instantiates a memory-defining core module twice is refused at start-up', async () => {
+    const r = resolver(64 * MiB);
+    if (engine === 'wasmtime') {
+      // the fixture exports no backend resources: wasmtime's linker refuses it at load already
+      // (its store would also refuse a second memory: StoreLimits.memories = the memories counted)
+      const e = await rejection(load(r, 'twice', 1, 'instantiate_twice'));
+      expect(e.code).toBe('INVALID_ARG');
+      expect(e.message).toMatch(/does not have export `\[static\]model\.create`/);
+      expect(r.memoryBudget.usedBytes).toBe(0);
+      return;
+    }
+    const m = await load(r, 'twice', 1, 'instantiate_twice');
+    expect(m.instanceMemoryBytes).toBe(16 * MiB);
+    const e = await rejection(m.createInstance(h.instanceSpec('twice', 0)));
+    expect(e.code).toBe('INTERNAL');
+    expect(e.message).toMatch(/creates more than the 1 linear memories its core modules define/);
+    expect(r.memoryBudget.usedBytes).toBe(0);
+    await m.finalize();
+  });
+});
+
+describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
+  type Running = { httpUrl: string; stop(): Promise<void> };
+  let server: Running;
+  let repo: string;
+  let resolver: WasmBackendResolver;
+
+  beforeAll(async () => {
+    await h.ensureBuilt();
+    repo = mkdtempSync(join(tmpdir(), 'warden-budget-http-'));
+    const identity = readFileSync(join(BUILD, 'identity.wasm'));
+    const config = (name: string, count: number) =>
+      `name: "${name}"\nbackend: "wasm"\ninput [{ name: "INPUT0" data_type: TYPE_FP32 dims: [-1] }]\noutput [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [-1] }]\n` +
+      `instance_group [{ kind: KIND_CPU count: ${count} }]\nparameters { key: "memory_limit_bytes" value: { string_value: "${16 * MiB}" } }\n`;
+    for (const [name, count] of [
+      ['small', 2],
+      ['big', 2],
+    ] as const) {
+      mkdirSync(join(repo, name, '1'), { recursive: true });
+      writeFileSync(join(repo, name, '1', 'model.wasm'), identity);
+      writeFileSync(join(repo, name, 'config.pbtxt'), config(name, count));
+    }
+    resolver = new WasmBackendResolver({
+      cacheDir: mkdtempSync(join(tmpdir(), 'warden-budget-http-cache-')),
+      limits: { maxMemoryBytes: 64 * MiB, maxExecuteMs: 5000, maxLogBytes: 4096, maxTotalMemoryBytes: 48 * MiB },
+      logger: h.silentLogger,
+      engine,
+    });
+    const { startServer } = (await import('../../../host/src/server.js')) as unknown as { startServer(o: Record<string, unknown>): Promise<Running> };
+    server = await startServer({
+      modelRepositories: [repo],
+      httpPort: 0,
+      metricsPort: 0,
+      modelControlMode: 'explicit',
+      logLevel: 'silent',
+      backendResolvers: [resolver],
+    });
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(repo, { recursive: true, force: true });
+  });
+
+  const post = (path: string, body: unknown = {}) =>
+    fetch(server.httpUrl + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const infer = async (model: string) => {
+    const r = await post(`/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', shape: [2], datatype: 'FP32', data: [1, 2] }] });
+    return { status: r.status, body: (await r.json()) as { outputs?: { data: number[] }[]; error?: string } };
+  };
+
+  it('a load that does not fit fails cleanly, the loaded model keeps serving, and unloading frees the budget', async () => {
+    expect((await post('/v2/repository/models/small/load')).status).toBe(200);
+    expect(resolver.memoryBudget.usedBytes).toBe(32 * MiB);
+    const failed = await post('/v2/repository/models/big/load');
+    expect(failed.status).toBeGreaterThanOrEqual(400);
+    const err = ((await failed.json()) as { error: string }).error;
+    expect(err).toMatch(/sandbox memory budget/);
+    expect(err).toContain('--wasm-max-total-memory-bytes');
+    // the one instance of 'big' that did start was finalized with the failed load: its memory is back
+    expect(resolver.memoryBudget.usedBytes).toBe(32 * MiB);
+    expect((await fetch(`${server.httpUrl}/v2/models/big/ready`)).status).not.toBe(200);
+    const ok = await infer('small');
+    expect(ok.status).toBe(200);
+    expect(ok.body.outputs![0]!.data).toEqual([1, 2]);
+    expect((await post('/v2/repository/models/small/unload')).status).toBe(200);
+    for (let i = 0; i < 100 && resolver.memoryBudget.usedBytes > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    expect(resolver.memoryBudget.usedBytes).toBe(0);
+    expect((await post('/v2/repository/models/big/load')).status).toBe(200);
+    expect(resolver.memoryBudget.usedBytes).toBe(32 * MiB);
+    expect((await infer('big')).body.outputs![0]!.data).toEqual([1, 2]);
+  });
+});
