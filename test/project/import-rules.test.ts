@@ -43,6 +43,7 @@ const ALLOWED: Record<string, readonly string[]> = {
 const EXCEPTIONS: readonly { from: string; to: string; why: string }[] = [
   { from: 'tenancy', to: 'backends/wasm/limits.ts', why: "a tenant's sandbox limits are written into its wasm model configs" },
   { from: 'frontend/http', to: 'repository/overrides.ts', why: "the load API's file overrides are parsed where they arrive" },
+  { from: 'frontend/http', to: 'platform/addon.ts', why: "the public port's accept thread (native-accept.ts) is the addon's Acceptor" },
   { from: 'frontend/grpc', to: 'repository/overrides.ts', why: "the load API's file overrides are parsed where they arrive" },
 ];
 

@@ -266,8 +266,6 @@ export interface OrtEngineBinding {
 export interface NativeAcceptorHandle {
   /** Gives back connection `id`'s admission when its socket has closed (once; unknown ids ignored). */
   release(id: number): void;
-  /** Connections admitted and not released; connections closed at accept since the start. */
-  stats(): { open: number; refused: number };
   /** Stops accepting and closes the listening socket (idempotent); admitted sockets stay open. */
   close(): void;
 }

@@ -18,7 +18,6 @@
 //     maxPerAddress  connections one address may hold (0 = no per-address cap)
 //     onConnections  (batch: number[]) => void on the JS thread; batch = [fd, id, fd, id, ...]
 //   release(id)      gives back the admission of connection `id` (once; unknown ids are ignored)
-//   stats()          { open, refused }: admitted and not released; closed at accept since start
 //   close()          stops accepting, closes the listening socket and every admitted descriptor not
 //                    yet handed to JS; idempotent
 #include <errno.h>
@@ -113,11 +112,6 @@ class AcceptorCore {
     admitted_.erase(it);
   }
 
-  std::pair<int64_t, int64_t> Stats() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return {int64_t(admitted_.size()), refused_};
-  }
-
   /** Stops the thread and closes what JS never took (JS thread; idempotent). */
   void Stop() {
     if (stopped_) return;
@@ -174,16 +168,9 @@ class AcceptorCore {
 
   bool Admit(int fd, const PeerKey& key) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (int64_t(admitted_.size()) >= max_open_) {
-      refused_++;
-      return false;
-    }
-    int64_t& held = per_address_[key];
-    if (max_per_address_ > 0 && held >= max_per_address_) {
-      if (held == 0) per_address_.erase(key);
-      refused_++;
-      return false;
-    }
+    if (int64_t(admitted_.size()) >= max_open_) return false;
+    int64_t& held = per_address_[key];  // ≥ 1 once created: a refusal below never leaves a 0 entry
+    if (max_per_address_ > 0 && held >= max_per_address_) return false;
     held++;
     uint64_t id = next_id_++;
     admitted_.emplace(id, key);
@@ -203,16 +190,13 @@ class AcceptorCore {
   std::unordered_map<uint64_t, PeerKey> admitted_;
   std::vector<std::pair<int, uint64_t>> pending_;
   uint64_t next_id_ = 1;
-  int64_t refused_ = 0;
 };
 
 Napi::FunctionReference Acceptor::constructor;
 
 Napi::Function Acceptor::Init(Napi::Env env) {
-  Napi::Function f =
-      DefineClass(env, "Acceptor",
-                  {InstanceMethod("release", &Acceptor::Release), InstanceMethod("stats", &Acceptor::Stats),
-                   InstanceMethod("close", &Acceptor::Close)});
+  Napi::Function f = DefineClass(
+      env, "Acceptor", {InstanceMethod("release", &Acceptor::Release), InstanceMethod("close", &Acceptor::Close)});
   constructor = Napi::Persistent(f);
   constructor.SuppressDestruct();
   return f;
@@ -271,15 +255,6 @@ Napi::Value Acceptor::Release(const Napi::CallbackInfo& info) {
   if (info.Length() >= 1 && info[0].IsNumber() && core_)
     core_->Release(uint64_t(info[0].As<Napi::Number>().DoubleValue()));
   return info.Env().Undefined();
-}
-
-Napi::Value Acceptor::Stats(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Object o = Napi::Object::New(env);
-  auto [open, refused] = core_ ? core_->Stats() : std::pair<int64_t, int64_t>{0, 0};
-  o.Set("open", Napi::Number::New(env, double(open)));
-  o.Set("refused", Napi::Number::New(env, double(refused)));
-  return o;
 }
 
 Napi::Value Acceptor::Close(const Napi::CallbackInfo& info) {

@@ -220,7 +220,6 @@ class Acceptor : public Napi::ObjectWrap<Acceptor> {
 
  private:
   Napi::Value Release(const Napi::CallbackInfo& info);
-  Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Close(const Napi::CallbackInfo& info);
   void Shutdown();
   std::unique_ptr<AcceptorCore> core_;

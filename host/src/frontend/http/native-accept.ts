@@ -14,19 +14,10 @@
  */
 import { Socket } from 'node:net';
 import type { Server } from 'node:http';
-
-/** The addon's acceptor handle (structural: the frontend does not import the native backend). */
-export interface AcceptorHandle {
-  release(id: number): void;
-  stats(): { open: number; refused: number };
-  close(): void;
-}
-
-/** The addon's `Acceptor` constructor. */
-export type AcceptorConstructor = new (fd: number, maxOpen: number, maxPerAddress: number, onConnections: (batch: number[]) => void) => AcceptorHandle;
+import type { NativeAcceptorHandle, NativeAddon } from '../../platform/addon.js';
 
 export class NativeListener {
-  private readonly handle: AcceptorHandle;
+  private readonly handle: NativeAcceptorHandle;
   private readonly open = new Set<Socket>();
   private drained: (() => void) | undefined;
   private closing: Promise<void> | undefined;
@@ -39,7 +30,7 @@ export class NativeListener {
    */
   constructor(
     private readonly server: Server,
-    Acceptor: AcceptorConstructor,
+    Acceptor: NativeAddon['Acceptor'],
     fd: number,
     maxOpen: number,
     maxPerAddress: number,
@@ -49,11 +40,6 @@ export class NativeListener {
     // node:http starts tracking connections (the headers / request timeouts, idle-connection
     // closing) on `listening`; nothing else listens for it on a server that is never listen()ed.
     server.emit('listening');
-  }
-
-  /** Connections admitted and still open; connections refused at accept since the start. */
-  stats(): { open: number; refused: number } {
-    return this.handle.stats();
   }
 
   /**
