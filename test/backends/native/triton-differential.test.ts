@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../../helpers/grpc.js';
 import { freePort } from '../../helpers/repo.js';
 import { BACKEND_DIR, MODEL_REPOSITORY, PROJECT_ROOT, requireNativeBuild } from './helpers.js';
-import { ensureTritonWheel, WHEEL_TRITONSERVER_LIB, type TritonWheel } from './triton-wheel.js';
+import { ensureTritonWheel, stopTritonServer, WHEEL_TRITONSERVER_LIB, type TritonWheel } from './triton-wheel.js';
 
 const PY_MODELS = join(import.meta.dirname, 'triton-python-models');
 const NATIVE_BACKENDS = ['warden_identity', 'warden_add_sub', 'warden_repeat', 'warden_accumulate'];
@@ -135,14 +135,6 @@ async function launch(name: string, cmd: string, args: string[], env: NodeJS.Pro
     throw e;
   }
   return s;
-}
-
-async function stop(s: Served | undefined): Promise<void> {
-  if (!s || s.proc.exitCode !== null) return;
-  const exited = new Promise((r) => s.proc.once('exit', r));
-  s.proc.kill('SIGTERM');
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
-  if (s.proc.exitCode === null) s.proc.kill('SIGKILL');
 }
 
 interface Answer {
@@ -286,7 +278,7 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
   }, 15 * 60_000);
 
   afterAll(async () => {
-    await Promise.all([stop(warden), stop(triton)]);
+    await Promise.all([stopTritonServer(warden), stopTritonServer(triton)]);
     if (work) rmSync(work, { recursive: true, force: true });
     // A server that aborted leaves its Python backend's shared-memory regions behind.
     for (const f of existsSync('/dev/shm') ? readdirSync('/dev/shm') : []) {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../../host/src/server.js';
 import { postJson, tempRepo, type TempRepo, generateStream } from '../../helpers/repo.js';
 import { requireNativeBuild, startNativeServer } from './helpers.js';
-import { ensureTritonWheel, startTritonServer, type TritonProcess, type TritonWheel } from './triton-wheel.js';
+import { ensureTritonWheel, startTritonServer, stopTritonServer, type TritonProcess, type TritonWheel } from './triton-wheel.js';
 
 const MODELS = ['iterative_sequence', 'request_rescheduling_addsub'];
 
@@ -102,12 +102,7 @@ describe("iterative sequences: Triton's real Python backend in Warden's native h
 
   afterAll(async () => {
     await warden?.stop();
-    if (triton && triton.proc.exitCode === null) {
-      const exited = new Promise((r) => triton!.proc.once('exit', r));
-      triton.proc.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
-      if (triton.proc.exitCode === null) triton.proc.kill('SIGKILL');
-    }
+    await stopTritonServer(triton);
     repo?.cleanup();
   }, 60_000);
 

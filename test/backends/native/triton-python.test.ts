@@ -23,7 +23,15 @@ import { NativeBackend } from '../../../host/src/backends/native/index.js';
 import { PythonBackend, PythonBackendResolver } from '../../../host/src/backends/python/index.js';
 import { backendResolveRequest } from '../../../host/src/contract/load-context.js';
 import { LIBTRITONSERVER, MODEL_REPOSITORY, PROJECT_ROOT, pbtxtConfig, requireNativeBuild, resolver, silent, startNativeServer } from './helpers.js';
-import { ensureTritonWheel, startTritonServer, waitTritonReady, WHEEL_TRITONSERVER_LIB, type TritonProcess, type TritonWheel } from './triton-wheel.js';
+import {
+  ensureTritonWheel,
+  startTritonServer,
+  stopTritonServer,
+  waitTritonReady,
+  WHEEL_TRITONSERVER_LIB,
+  type TritonProcess,
+  type TritonWheel,
+} from './triton-wheel.js';
 
 const MODELS = join(import.meta.dirname, 'triton-python-models');
 /** Compared with the real tritonserver (it has no ONNX backend for tp_bls's target). */
@@ -120,12 +128,7 @@ describe("Triton's real Python backend through Warden's native host", () => {
 
   afterAll(async () => {
     await warden?.stop();
-    if (triton && triton.proc.exitCode === null) {
-      const exited = new Promise((r) => triton!.proc.once('exit', r));
-      triton.proc.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
-      if (triton.proc.exitCode === null) triton.proc.kill('SIGKILL');
-    }
+    await stopTritonServer(triton);
     repo?.cleanup();
   }, 60_000);
 

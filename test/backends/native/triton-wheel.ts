@@ -64,6 +64,15 @@ export interface TritonProcess {
   log: string[];
 }
 
+/** Stops a server process this module started: SIGTERM, then SIGKILL after 20 s (never leaves one behind). */
+export async function stopTritonServer(s: { proc: ChildProcess } | undefined): Promise<void> {
+  if (!s || s.proc.exitCode !== null) return;
+  const exited = new Promise((r) => s.proc.once('exit', r));
+  s.proc.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
+  if (s.proc.exitCode === null) s.proc.kill('SIGKILL');
+}
+
 /** Wait until `url`'s `/v2/health/ready` answers 200; throws if `proc` exits or `ms` pass first. */
 export async function waitTritonReady(url: string, proc: ChildProcess, log: string[], ms: number): Promise<void> {
   const deadline = Date.now() + ms;
