@@ -423,12 +423,21 @@ export class ModelVersion {
     for (const p of r.batch) {
       const queue = r.execStartNs - p.queueStartNs;
       // A request answered before execute returned (a native backend's final response reaches
-      // the JS thread first) ends its compute_output at its answer: its request times then fit
-      // inside its success duration, as in Triton, where a request ends at its release.
+      // the JS thread first) ends its compute at its answer — input, infer and output all cut
+      // there, since a backend may report its compute end after it sent the response: its
+      // request times then fit inside its success duration, as in Triton, where a request ends
+      // at its release.
       const answered = p.sender instanceof TrackedSender ? p.sender.finishedNs : undefined;
-      const out = answered !== undefined && answered < execEnd ? clampNs(answered, computeEnd, execEnd) - computeEnd : output;
-      this.stats.recordRequestTimes(queue, input, infer, out);
-      p.request.onTimes?.(queue, input, infer, out);
+      if (answered === undefined || answered >= execEnd) {
+        this.stats.recordRequestTimes(queue, input, infer, output);
+        p.request.onTimes?.(queue, input, infer, output);
+        continue;
+      }
+      const end = clampNs(answered, r.execStartNs, execEnd);
+      const start = clampNs(computeStart, r.execStartNs, end);
+      const stop = clampNs(computeEnd, start, end);
+      this.stats.recordRequestTimes(queue, start - r.execStartNs, stop - start, end - stop);
+      p.request.onTimes?.(queue, start - r.execStartNs, stop - start, end - stop);
     }
     if (this.tracer?.active) {
       for (const p of r.batch) {
