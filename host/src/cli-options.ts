@@ -12,10 +12,19 @@ import { DEFAULT_SERVER_CAPS } from './lifecycle/admission.js';
 import { DEFAULT_HTTP_LIMITS } from './frontend/http/limits.js';
 import { parseRestrictedFeatures } from './frontend/restricted.js';
 import { DEFAULT_MAX_INPUT_SIZE, DEFAULT_MAX_UPLOAD_BYTES, type ServerOptions } from './server.js';
+import { DEFAULT_REPOSITORY_CACHE_BYTES } from './repository/open-repositories.js';
+import { readFileSync } from 'node:fs';
+import { parseRedisCacheConfig } from './cache/redis-config.js';
+import { TritonError } from './contract/errors.js';
 
 export const USAGE = `Usage: warden --model-repository=<path> [options]
 
-  --model-repository=<path>       model repository (repeatable); alias --model-store
+  --model-repository=<path>       model repository (repeatable); alias --model-store. A local path, or
+                                  s3://[http://|https://][host:port/]bucket/path (credentials and region from
+                                  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_DEFAULT_REGION
+                                  or the AWS_PROFILE of the shared config files, as Triton reads them)
+  --repository-cache-directory=<path> where models of s3:// repositories are copied (default .cache/repository)
+  --repository-cache-bytes=<n>    bytes of all those copies together (default ${DEFAULT_REPOSITORY_CACHE_BYTES})
   --http-port=<port>              HTTP port (default 8000)
   --http-address=<addr>           HTTP bind address (default 0.0.0.0)
   --metrics-port=<port>           Prometheus metrics port (default 8002)
@@ -75,6 +84,11 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --http-main-listener=<bool>     with --http-threads: the main thread accepts HTTP connections too
                                   (default true); false leaves the port to the threads
   --upload-directory=<path>       where uploads are stored (default <first repository>/.warden-uploads)
+  --upload-store=s3://...         tenants' uploads kept in this object store, shared by every replica
+                                  (the upload directory is then each replica's working copy)
+  --upload-store-poll-secs=<n>    how often a replica follows the shared upload store (default 5)
+  --wasm-cache-key-file=<path>    the fleet's wasmtime compile-cache key (32 bytes, or 64 hex digits; e.g. a
+                                  Secret): with --upload-store, replicas share compiled components
   --tenants=<path>                tenants file (YAML / JSON): multi-tenant mode, bearer tokens required
   --jwt-jwks-file=<path>          also accept JWTs signed by these keys (multi-tenant mode)
   --jwt-jwks-url=<url>            ... or by the keys at this JWKS URL
@@ -116,6 +130,9 @@ tritonserver flags Warden honours as Triton does:
                                   the same for gRPC, metadata triton-grpc-protocol-<key>: <value>; others get UNAVAILABLE
   --cache-config=local,size=<n>   response cache of n bytes (models opt in: response_cache { enable: true })
   --response-cache-byte-size=<n>  deprecated form of the same
+  --cache-config=redis,<key>=<v>  response cache in Redis, shared by replicas (repeatable; keys: host, port (both
+                                  required), user, password, db, connect_timeout, socket_timeout (ms, default 100),
+                                  pool_size, wait_timeout; TLS: cert, key, cacert, cacert_dir, sni)
   --allow-grpc=<bool>             serve gRPC (inference.GRPCInferenceService; default true)
   --grpc-port=<port>              gRPC port (default 8001)
   --grpc-address=<addr>           gRPC bind address (default: --http-address)
@@ -154,6 +171,23 @@ function httpThreads(v: string | undefined): number {
   if (n > MAX_HTTP_THREADS || (v !== undefined && !/^[0-9]+$/.test(v)))
     throw new UsageError(`--http-threads expects 0 (HTTP on the main thread only) to ${MAX_HTTP_THREADS}, got '${v}'`);
   return n;
+}
+
+/**
+ * `--wasm-cache-key-file`: 32 bytes, or 64 hex digits (a trailing newline allowed).
+ * @throws UsageError when the file cannot be read or holds anything else
+ */
+function readCacheKey(path: string): Buffer {
+  let raw: Buffer;
+  try {
+    raw = readFileSync(path);
+  } catch (e) {
+    throw new UsageError(`--wasm-cache-key-file: cannot read the file (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  if (raw.length === 32) return raw;
+  const text = raw.toString('latin1').trim();
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
+  throw new UsageError('--wasm-cache-key-file: expected 32 bytes or 64 hex digits');
 }
 
 function int(name: string, v: string | undefined, dflt: number, min = 0): number {
@@ -362,14 +396,15 @@ function grpcOptions(str1: (k: string) => string | undefined): Pick<ServerOption
 }
 
 /**
- * `--cache-config local,size=N` (repeatable, `<cache>,<key>=<value>`) and the deprecated
- * `--response-cache-byte-size=N`: the local response cache's size in bytes. Refused as tritonserver
- * refuses them (server `command_line_parser.cc`, core `server.cc`): both flags together, and
- * settings for more than one cache. Only the `local` cache is built: any other (`redis`) is a
- * start-up error, never a silently missing cache.
- * @throws UsageError for a malformed setting or size, or a refused combination (Triton's text)
+ * `--cache-config local,size=N` / `--cache-config redis,<key>=<value>` (repeatable) and the deprecated
+ * `--response-cache-byte-size=N`: the local response cache's size in bytes, or the Redis cache's
+ * settings (cache/redis-config.ts). Refused as tritonserver refuses them (server
+ * `command_line_parser.cc`, core `server.cc`): both flags together, and settings for more than one
+ * cache. Any other cache is a start-up error, never a silently missing cache.
+ * @throws UsageError for a malformed setting or size, a refused combination or a Redis cache
+ *   without host or port (Triton's texts)
  */
-function cacheOptions(v: Record<string, unknown>, ignored: string[]): number | undefined {
+function cacheOptions(v: Record<string, unknown>, ignored: string[]): Pick<ServerOptions, 'responseCacheBytes' | 'redisCache'> {
   let size: number | undefined;
   const legacy = v['response-cache-byte-size'] as string | undefined;
   const configs = (v['cache-config'] as string[] | undefined) ?? [];
@@ -385,14 +420,23 @@ function cacheOptions(v: Record<string, unknown>, ignored: string[]): number | u
   if (new Set(parsed.map((p) => p.cache)).size > 1) {
     throw new UsageError('found multiple cache configurations, but only a single cache is currently supported');
   }
+  if (parsed[0]?.cache === 'redis') {
+    const settings = new Map(parsed.map((p) => [p.key, p.value]));
+    try {
+      return { redisCache: parseRedisCacheConfig(settings, (key) => ignored.push(`--cache-config=redis,${key}=${settings.get(key)}`)) };
+    } catch (e) {
+      if (e instanceof TritonError) throw new UsageError(e.message);
+      throw e;
+    }
+  }
   for (const p of parsed) {
     if (p.cache !== 'local') {
-      throw new UsageError(`--cache-config=${p.text}: the ${p.cache} cache is not available in Warden (only the local cache is built)`);
+      throw new UsageError(`--cache-config=${p.text}: the ${p.cache} cache is not available in Warden (only the local and redis caches are built)`);
     }
     if (p.key === 'size') size = int('cache-config', p.value, 0, 0);
     else ignored.push(`--cache-config=${p.text}`);
   }
-  return size;
+  return { responseCacheBytes: size };
 }
 
 /** Parse argv (without node and script). @throws UsageError */
@@ -453,6 +497,11 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
         'http-main-listener': str,
         tenants: str,
         'upload-directory': str,
+        'repository-cache-directory': str,
+        'upload-store': str,
+        'upload-store-poll-secs': str,
+        'wasm-cache-key-file': str,
+        'repository-cache-bytes': str,
         'jwt-jwks-file': str,
         'jwt-jwks-url': str,
         'jwt-issuer': str,
@@ -552,7 +601,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
     httpFastPath,
     httpThreads: httpThreads(str1('http-threads')),
     httpMainListener: bool('http-main-listener', str1('http-main-listener'), true),
-    responseCacheBytes: cacheOptions(v, ignoredFlags),
+    ...cacheOptions(v, ignoredFlags),
     serverId: str1('id'),
     allowHttp: bool('allow-http', str1('allow-http'), true),
     httpThreadCount: int('http-thread-count', str1('http-thread-count'), 8, 1),
@@ -574,6 +623,11 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
     modelRepositories: repos,
     tenantsFile: v.tenants,
     uploadDirectory: v['upload-directory'],
+    repositoryCacheDirectory: v['repository-cache-directory'],
+    uploadStore: v['upload-store'],
+    uploadStorePollSecs: int('upload-store-poll-secs', v['upload-store-poll-secs'], 5, 1),
+    wasmCacheKey: v['wasm-cache-key-file'] === undefined ? undefined : readCacheKey(v['wasm-cache-key-file']),
+    repositoryCacheBytes: int('repository-cache-bytes', v['repository-cache-bytes'], DEFAULT_REPOSITORY_CACHE_BYTES, 1),
     jwt,
     httpPort: int('http-port', v['http-port'], 8000),
     httpAddress: v['http-address'],

@@ -31,6 +31,9 @@ import type { GrpcFrontend, GrpcKeepalive } from './frontend/grpc/server.js';
 import type { RestrictedFeatures } from './frontend/restricted.js';
 import { SystemSharedMemory } from './dataplane/shared-memory.js';
 import { ResponseCache } from './cache/response-cache.js';
+import type { ResponseCacheStore } from './cache/response-cache-store.js';
+import { RedisResponseCache } from './cache/redis-cache.js';
+import type { RedisCacheConfig } from './cache/redis-config.js';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './frontend/http/limits.js';
 import { DEFAULT_ENSEMBLE_LIMITS, type EnsembleLimits } from './ensemble/budget.js';
 import { TenantExecutionArbiter } from './scheduler/tenant-arbiter.js';
@@ -38,6 +41,10 @@ import { ServerMetrics } from './metrics/prometheus.js';
 import { buildMetricsApp, type MetricsAccess } from './metrics/server.js';
 
 import { PROJECT_ROOT, WARDEN_VERSION } from './project.js';
+import { DEFAULT_REPOSITORY_CACHE_BYTES, openRepositories } from './repository/open-repositories.js';
+import { isObjectStoreUrl } from './repository/object-store/s3-location.js';
+import { openSharedUploads } from './repository/open-repositories.js';
+import type { SharedUploads } from './repository/object-store/shared-uploads.js';
 
 export { PROJECT_ROOT };
 
@@ -50,7 +57,24 @@ export const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
 export const DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024;
 
 export interface ServerOptions {
+  /** Local directories and object-store locations (`s3://...`), in order (spec §5.1). */
   modelRepositories: string[];
+  /** Where models of object-store repositories are copied (default `<project>/.cache/repository`). */
+  repositoryCacheDirectory?: string;
+  /** Bytes of all copies together (default {@link DEFAULT_REPOSITORY_CACHE_BYTES}). */
+  repositoryCacheBytes?: number;
+  /**
+   * `--upload-store=s3://...`: tenants' uploads kept in an object store that every replica shares
+   * (repository/object-store/shared-uploads.ts); the local upload directory is their working copy.
+   */
+  uploadStore?: string;
+  /** `--upload-store-poll-secs`: how often a replica follows the shared store (default 5). */
+  uploadStorePollSecs?: number;
+  /**
+   * `--wasm-cache-key-file`: the fleet's key of the wasmtime compile cache's MACs (32 bytes); with
+   * {@link uploadStore}, compiled components are shared by every replica through the store.
+   */
+  wasmCacheKey?: Buffer;
   /** 0 = ephemeral port. Default 8000. */
   httpPort?: number;
   httpAddress?: string;
@@ -191,6 +215,11 @@ export interface ServerOptions {
   grpcRestrictedProtocols?: RestrictedFeatures;
   /** `--cache-config local,size=N`: the response cache's size in bytes (absent = no cache). */
   responseCacheBytes?: number;
+  /**
+   * `--cache-config redis,...`: the response cache in Redis, shared by every replica (cache/redis-cache.ts);
+   * instead of the local one. Start-up fails when Redis cannot be reached.
+   */
+  redisCache?: RedisCacheConfig;
 }
 
 export interface RunningServer {
@@ -250,7 +279,13 @@ async function listenNatively(
   }
 }
 
-async function createResolvers(opts: ServerOptions, logger: Logger, metrics: ServerMetrics, tenants: TenantRegistry | undefined): Promise<BackendResolver[]> {
+async function createResolvers(
+  opts: ServerOptions,
+  logger: Logger,
+  metrics: ServerMetrics,
+  tenants: TenantRegistry | undefined,
+  sharedUploads: SharedUploads | undefined,
+): Promise<BackendResolver[]> {
   const resolvers: BackendResolver[] = [...(opts.backendResolvers ?? [])];
   const autoCompleteConfig = opts.autoCompleteConfig ?? true;
   if (opts.wakeAffinity !== undefined) {
@@ -272,6 +307,10 @@ async function createResolvers(opts: ServerOptions, logger: Logger, metrics: Ser
       cacheLimits: opts.wasmCacheLimits,
       engine: opts.wasmEngine,
       idleMs: opts.wasmIdleMs,
+      // The fleet's compile cache: its key from --wasm-cache-key-file, its shared tier in the upload store's bucket.
+      sharedCompileCache: opts.wasmCacheKey
+        ? { key: opts.wasmCacheKey, remote: sharedUploads?.compileCache(logger.child({ component: 'compile-cache' })) }
+        : undefined,
       memoryBudgetFor: tenants
         ? ({ key }) => {
             const t = key.namespace === '' ? undefined : tenants.get(key.namespace);
@@ -344,15 +383,35 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       })
     : serverAdmission;
   const exitTimeoutMs = (opts.exitTimeoutSecs ?? 30) * 1000;
+  // Uploads default to the first repository on local disk (an object store has no such directory).
+  const localRepositories = opts.modelRepositories.filter((r) => !isObjectStoreUrl(r));
+  const sharedUploads = opts.uploadStore !== undefined ? await openSharedUploads(opts.uploadStore, process.env) : undefined;
   const uploadDirectory =
-    opts.uploadDirectory ?? (opts.modelRepositories[0] !== undefined ? join(opts.modelRepositories[0], DEFAULT_UPLOAD_DIRECTORY) : undefined);
+    opts.uploadDirectory ??
+    (localRepositories[0] !== undefined
+      ? join(localRepositories[0], DEFAULT_UPLOAD_DIRECTORY)
+      : sharedUploads
+        ? join(PROJECT_ROOT, '.cache', 'uploads')
+        : undefined);
+  const repositoryCacheDirectory = opts.repositoryCacheDirectory ?? join(PROJECT_ROOT, '.cache', 'repository');
+  const repositories = await openRepositories(
+    opts.modelRepositories,
+    { directory: repositoryCacheDirectory, maxBytes: opts.repositoryCacheBytes ?? DEFAULT_REPOSITORY_CACHE_BYTES },
+    logger.child({ component: 'repository' }),
+  );
   const trace = new TraceManager(opts.trace ?? {}, logger.child({ component: 'trace' }));
   // Each tenant caches within its own share (its `max_cache_bytes` quota, read live so a reload
   // applies); a tenant no longer in the file caches nothing (DESIGN "Multi-tenancy").
-  const responseCache =
-    opts.responseCacheBytes !== undefined && opts.responseCacheBytes > 0
-      ? new ResponseCache(opts.responseCacheBytes, tenants ? { shareOf: (t) => tenants.get(t)?.quotas.max_cache_bytes ?? 0 } : {})
-      : undefined;
+  const shareOf = tenants ? (t: string) => tenants.get(t)?.quotas.max_cache_bytes ?? 0 : undefined;
+  const redisCache = opts.redisCache
+    ? await RedisResponseCache.connect(opts.redisCache, {
+        shareOf,
+        logger: logger.child({ component: 'response-cache' }),
+        onError: (operation) => metrics.recordResponseCacheError(operation),
+      })
+    : undefined;
+  const responseCache: ResponseCacheStore | undefined =
+    redisCache ?? (opts.responseCacheBytes !== undefined && opts.responseCacheBytes > 0 ? new ResponseCache(opts.responseCacheBytes, { shareOf }) : undefined);
   manager = new ModelRepositoryManager({
     loadThreadCount: opts.modelLoadThreadCount,
     drainTimeoutMs: exitTimeoutMs,
@@ -369,12 +428,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
               .map((t) => [t.id, t.uid]),
           )
       : undefined,
-    repositories: opts.modelRepositories,
+    repositories,
     controlMode: opts.modelControlMode ?? 'none',
-    resolvers: await createResolvers(opts, logger, metrics, tenants),
+    resolvers: await createResolvers(opts, logger, metrics, tenants, sharedUploads),
     autoCompleteConfig: opts.autoCompleteConfig ?? true,
     configName: opts.modelConfigName,
     uploadDirectory,
+    sharedUploads,
+    maxUploadBytes: opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES,
     logger,
     metrics,
     admission,
@@ -400,7 +461,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     clientShm: opts.allowClientShm === true,
     trace,
     scrubber: new PathScrubber([
-      ...opts.modelRepositories.map((path) => ({ path, label: '' })),
+      ...localRepositories.map((path) => ({ path, label: '' })),
+      { path: repositoryCacheDirectory, label: '<repository-cache>' },
       ...(uploadDirectory !== undefined ? [{ path: uploadDirectory, label: '<uploads>' }] : []),
       { path: cacheDirOf(opts), label: '<cache>' },
       { path: backendDirectoryOf(opts), label: '<backend-directory>' },
@@ -456,6 +518,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     throw new Error(`failed to load ${failures.map((f) => `'${f.name}'`).join(', ')}: ${failures[0]!.error.message}`);
   }
   if ((opts.modelControlMode ?? 'none') === 'poll') manager.startPolling(opts.repositoryPollSecs ?? 15);
+  manager.startUploadSync(opts.uploadStorePollSecs ?? 5);
 
   const host = opts.httpAddress ?? '0.0.0.0';
   const allowHttp = opts.allowHttp ?? true;
@@ -603,6 +666,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         }
         stopCpuMetrics?.();
         shm.close();
+        await redisCache?.close();
         await metricsApp?.close();
         tenants?.close();
         await new Promise((r) => setImmediate(r)); // traces completing now reach the manager first

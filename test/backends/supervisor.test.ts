@@ -38,6 +38,13 @@ async function upFirst(h: ReturnType<typeof harness>): Promise<Child> {
   return first;
 }
 
+/** {@link upFirst}, then one death ('crash', the first in a row: restarted at once) and the successor up. */
+async function upAfterOneCrash(h: ReturnType<typeof harness>): Promise<Child> {
+  h.sup.died(await upFirst(h), 'crash');
+  h.starts[1]!.resolve();
+  return h.sup.whenUp();
+}
+
 /** Let promise reactions run (fake timers do not drive them). */
 const flush = () => vi.advanceTimersByTimeAsync(0);
 
@@ -134,10 +141,7 @@ describe('Supervisor', () => {
 
   it('a death before any failed start is waited out: attempt() resolves with the successor after the delay', async () => {
     const h = harness();
-    let child = await upFirst(h);
-    h.sup.died(child, 'crash');
-    h.starts[1]!.resolve();
-    child = await h.sup.whenUp();
+    const child = await upAfterOneCrash(h);
     h.sup.died(child, 'crash again'); // the second in a row: 100 ms
     const attempt = h.sup.attempt();
     expect(h.sup.failing).toBe(false);
@@ -207,10 +211,7 @@ describe('Supervisor', () => {
 
   it('close cancels a pending restart and refuses waiters; a later death still fails its requests', async () => {
     const h = harness();
-    let child = await upFirst(h);
-    h.sup.died(child, 'crash');
-    h.starts[1]!.resolve();
-    child = await h.sup.whenUp();
+    const child = await upAfterOneCrash(h);
     h.sup.died(child, 'crash again'); // waits 100 ms
     const up = h.sup.whenUp();
     h.sup.close();

@@ -2,7 +2,6 @@
  * tritonserver's whole command line (spec §5.8): flags Warden honours, and flags for features it
  * lacks accepted with one warning, so an existing launch script (KServe ModelMesh's) starts Warden.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,25 +9,13 @@ import { describe, expect, it } from 'vitest';
 import { IGNORED_TRITON_FLAGS, parseCli, UsageError } from '../../host/src/cli-options.js';
 import { startTestServer } from '../helpers/servers.js';
 import { grpcServerOptions } from '../../host/src/frontend/grpc/server.js';
-import { freePort, getJson, PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
-
-const MODELMESH = [
-  '--model-control-mode=explicit',
-  '--strict-model-config=false',
-  '--strict-readiness=false',
-  '--allow-http=true',
-  '--allow-sagemaker=false',
-  '--grpc-keepalive-time=60000',
-  '--grpc-keepalive-timeout=10000',
-  '--grpc-keepalive-permit-without-calls=True',
-  '--grpc-http2-max-pings-without-data=0',
-  '--grpc-http2-min-recv-ping-interval-without-data=10000',
-  '--grpc-http2-max-ping-strikes=0',
-];
+import { freePort, getJson, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
+import { MODELMESH_FLAGS, spawnCli } from '../helpers/cli.js';
+import { sleep } from '../helpers/wait.js';
 
 describe('parsing', () => {
   it("accepts ModelMesh's launch line exactly: gRPC on 8001 with its keepalive flags honoured, nothing ignored", () => {
-    const o = parseCli(['--model-repository=/m', ...MODELMESH]);
+    const o = parseCli(['--model-repository=/m', ...MODELMESH_FLAGS]);
     expect(o).toMatchObject({ modelControlMode: 'explicit', strictReadiness: false, autoCompleteConfig: true, allowHttp: true, grpcPort: 8001 });
     expect(o.grpcKeepalive).toEqual({
       timeMs: 60000,
@@ -164,7 +151,7 @@ describe('honoured flags in a running server', () => {
       });
       try {
         expect((await getJson(`${s.httpUrl}/v2`)).json.name).toBe('inference-a');
-        await new Promise((r) => setTimeout(r, 120));
+        await sleep(120);
         const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
         const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
         expect(value('nv_cpu_utilization')).toBeGreaterThanOrEqual(0);
@@ -205,7 +192,7 @@ describe('honoured flags in a running server', () => {
           name: 'slowload',
           async loadModel() {
             most = Math.max(most, ++loading);
-            await new Promise((r) => setTimeout(r, 30));
+            await sleep(30);
             loading--;
             return { createInstance: async () => ({ execute: async () => undefined, finalize: async () => undefined }), finalize: async () => undefined };
           },
@@ -215,11 +202,10 @@ describe('honoured flags in a running server', () => {
       finalizeAll: async () => undefined,
     };
     for (let i = 0; i < 6; i++) {
-      repo.write(
-        `m${i}/config.pbtxt`,
+      repo.addModel(
+        `m${i}`,
         'backend: "slowload"\nmax_batch_size: 0\ninput [ { name: "I" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "O" data_type: TYPE_INT32 dims: [ 1 ] } ]\n',
       );
-      repo.write(`m${i}/1/.keep`, '');
     }
     try {
       const s = await startTestServer(repo, {
@@ -242,78 +228,56 @@ describe('process', () => {
     const logFile = join(dir, 'sub', 'warden.log');
     const port = await freePort();
     const grpcPort = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        join(PROJECT_ROOT, 'host/src/cli.ts'),
-        `--model-repository=${repo.path}`,
-        `--http-port=${port}`,
-        `--grpc-port=${grpcPort}`,
-        '--allow-metrics=false',
-        '--load-model=simple',
-        '--pinned-memory-pool-byte-size=0',
-        ...MODELMESH,
-      ],
-      { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const cli = spawnCli([
+      `--model-repository=${repo.path}`,
+      `--http-port=${port}`,
+      `--grpc-port=${grpcPort}`,
+      '--allow-metrics=false',
+      '--load-model=simple',
+      '--pinned-memory-pool-byte-size=0',
+      ...MODELMESH_FLAGS,
+    ]);
     try {
-      for (let i = 0; i < 300 && !out.includes('Warden started'); i++) await new Promise((r) => setTimeout(r, 100));
-      expect(out).toContain('Warden started');
+      await cli.started();
+      expect(cli.output).toContain('Warden started');
       const base = `http://127.0.0.1:${port}`;
       const r = await postJson(`${base}/v2/models/simple/infer`, simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)));
       expect(r.status).toBe(200);
-      const warnings = out.split('\n').filter((l) => l.includes('ignoring tritonserver flags'));
+      const warnings = cli.output.split('\n').filter((l) => l.includes('ignoring tritonserver flags'));
       expect(warnings).toHaveLength(1);
       const w = JSON.parse(warnings[0]!);
       expect(w.level).toBe(40);
       expect(w.flags).toEqual(['--pinned-memory-pool-byte-size']);
-      expect(out).toContain(`"grpc":"127.0.0.1:${grpcPort}"`);
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
+      expect(cli.output).toContain(`"grpc":"127.0.0.1:${grpcPort}"`);
+      cli.child.kill('SIGTERM');
+      expect((await cli.exited).code).toBe(0);
     } finally {
-      child.kill('SIGKILL');
+      cli.child.kill('SIGKILL');
     }
     // --log-file: the log goes to the file (directories created), ISO timestamps with --log-format
     const port2 = await freePort();
-    const child2 = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        join(PROJECT_ROOT, 'host/src/cli.ts'),
-        `--model-repository=${repo.path}`,
-        `--http-port=${port2}`,
-        '--allow-metrics=false',
-        '--allow-grpc=false',
-        `--log-file=${logFile}`,
-        '--log-format=ISO8601',
-        '--exit-timeout-secs=5',
-      ],
-      { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out2 = '';
-    child2.stdout.on('data', (d) => (out2 += d));
-    const exited2 = new Promise<number | null>((r) => child2.on('exit', (code) => r(code)));
+    const cli2 = spawnCli([
+      `--model-repository=${repo.path}`,
+      `--http-port=${port2}`,
+      '--allow-metrics=false',
+      '--allow-grpc=false',
+      `--log-file=${logFile}`,
+      '--log-format=ISO8601',
+      '--exit-timeout-secs=5',
+    ]);
     try {
-      for (let i = 0; i < 300 && !(existsSync(logFile) && readFileSync(logFile, 'utf8').includes('Warden started')); i++)
-        await new Promise((r) => setTimeout(r, 100));
+      await cli2.started(() => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''));
       const started = readFileSync(logFile, 'utf8')
         .split('\n')
         .find((l) => l.includes('Warden started'))!;
       expect(JSON.parse(started).time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
-      expect(out2).not.toContain('Warden started');
+      expect(cli2.stdout).not.toContain('Warden started');
       expect((await getJson(`http://127.0.0.1:${port2}/v2/logging`)).json.log_file).toBe(logFile);
-      child2.kill('SIGTERM');
-      expect(await exited2).toBe(0);
+      cli2.child.kill('SIGTERM');
+      expect((await cli2.exited).code).toBe(0);
       expect(readFileSync(logFile, 'utf8')).toContain('Warden stopped');
     } finally {
-      child2.kill('SIGKILL');
+      cli2.child.kill('SIGKILL');
       repo.cleanup();
       rmSync(dir, { recursive: true, force: true });
     }

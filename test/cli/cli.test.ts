@@ -2,13 +2,14 @@
  * The `warden` command line: tritonserver's flags, bad flags, and graceful shutdown on SIGTERM
  * (in-flight requests finish, then the process exits 0).
  */
-import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCli, UsageError } from '../../host/src/cli-options.js';
 import { freePort, PROJECT_ROOT, tempRepo } from '../helpers/repo.js';
+import { spawnCli } from '../helpers/cli.js';
+import { until } from '../helpers/wait.js';
 
 describe('flags', () => {
   it('parses tritonserver flags', () => {
@@ -73,39 +74,28 @@ describe('process', () => {
     'serves, then stops gracefully on %s with requests in flight',
     async (signal) => {
       const repo = tempRepo([]);
-      repo.write(
-        'slow/config.pbtxt',
+      repo.addModel(
+        'slow',
         readFileSync(join(PROJECT_ROOT, 'model_repository/identity_native/config.pbtxt'), 'utf8')
           .replace('name: "identity_native"', 'name: "slow"')
           .replace('count: 1', 'count: 4')
           .replace('string_value: "0"', 'string_value: "1500"'),
       );
-      repo.write('slow/1/.keep', '');
       const port = await freePort();
       const exitTimeoutSecs = 20;
-      const child = spawn(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          join(PROJECT_ROOT, 'host/src/cli.ts'),
-          `--model-repository=${repo.path}`,
-          `--backend-directory=${join(PROJECT_ROOT, 'build/backends')}`,
-          `--http-port=${port}`,
-          '--allow-metrics=false',
-          '--allow-grpc=false',
-          `--exit-timeout-secs=${exitTimeoutSecs}`,
-        ],
-        { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      let out = '';
-      child.stdout.on('data', (d) => (out += d));
-      child.stderr.on('data', (d) => (out += d));
-      const exited = new Promise<{ code: number | null; at: number }>((r) => child.on('exit', (code) => r({ code, at: Date.now() })));
+      const cli = spawnCli([
+        `--model-repository=${repo.path}`,
+        `--backend-directory=${join(PROJECT_ROOT, 'build/backends')}`,
+        `--http-port=${port}`,
+        '--allow-metrics=false',
+        '--allow-grpc=false',
+        `--exit-timeout-secs=${exitTimeoutSecs}`,
+      ]);
+      const { child, exited } = cli;
       try {
         const base = `http://127.0.0.1:${port}`;
-        for (let i = 0; i < 300 && !out.includes('Warden started'); i++) await new Promise((r) => setTimeout(r, 100));
-        expect(out).toContain('Warden started');
+        await cli.started();
+        expect(cli.output).toContain('Warden started');
         const data = [
           [1, 2],
           [3, 4],
@@ -130,8 +120,8 @@ describe('process', () => {
         const signalledAt = Date.now();
         child.kill(signal);
         // The listener closes at the signal: a new connection is refused while the 4 still run.
-        for (let i = 0; i < 100 && !out.includes('shutting down gracefully'); i++) await new Promise((r) => setTimeout(r, 20));
-        expect(out).toContain('shutting down gracefully');
+        await until(() => cli.output.includes('shutting down gracefully'), { within: 2000, what: 'the graceful shutdown line' });
+        expect(cli.output).toContain('shutting down gracefully');
         const refused = await new Promise<string>((resolve) => {
           const sock = connect(port, '127.0.0.1');
           sock.once('connect', () => {
@@ -148,7 +138,7 @@ describe('process', () => {
         const { code, at } = await exited;
         expect(code).toBe(0);
         expect(at - signalledAt).toBeLessThan(exitTimeoutSecs * 1000); // generous: the drain takes ~1.5 s
-        expect(out).toContain('Warden stopped');
+        expect(cli.output).toContain('Warden stopped');
       } finally {
         child.kill('SIGKILL');
         repo.cleanup();
@@ -158,21 +148,15 @@ describe('process', () => {
   );
 
   it('exits 1 with the usage on bad flags', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), '--bogus'], { cwd: PROJECT_ROOT });
-    let err = '';
-    child.stderr.on('data', (d) => (err += d));
-    const code = await new Promise((r) => child.on('exit', r));
-    expect(code).toBe(1);
-    expect(err).toMatch(/Usage: warden/);
+    const cli = spawnCli(['--bogus']);
+    expect((await cli.exited).code).toBe(1);
+    expect(cli.stderr).toMatch(/Usage: warden/);
   });
 
   it("--version prints Warden's own version and the Triton protocol it serves", async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'host/src/cli.ts'), '--version'], { cwd: PROJECT_ROOT });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    const code = await new Promise((r) => child.on('exit', r));
-    expect(code).toBe(0);
+    const cli = spawnCli(['--version']);
+    expect((await cli.exited).code).toBe(0);
     const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string };
-    expect(out).toBe(`warden ${pkg.version} (Triton protocol 2.73.0)\n`);
+    expect(cli.stdout).toBe(`warden ${pkg.version} (Triton protocol 2.73.0)\n`);
   });
 });

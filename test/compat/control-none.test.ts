@@ -5,10 +5,8 @@
  * following the index, load / unload refused (503).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { EXAMPLES, tempRepo } from '../helpers/repo.js';
-import { expectAllPassed, runScript, useCompatServer, type ScriptResult } from './harness.js';
+import { addBadSequence, tempRepo } from '../helpers/repo.js';
+import { useCompatServer, type ScriptResult } from './harness.js';
 
 const READY = ['simple', 'simple_string', 'simple_int8', 'addsub_onnx'];
 /** Triton's sequence examples, served READY from model_repository/ (`sequence.test.ts` infers on them). */
@@ -20,40 +18,40 @@ const SEQUENCE_EXAMPLES = ['simple_sequence', 'simple_dyna_sequence'];
  */
 const UNAVAILABLE = ['bad_sequence'];
 const badRepo = tempRepo();
-badRepo.addExample('simple_sequence', 'bad_sequence');
-badRepo.write(
-  'bad_sequence/config.pbtxt',
-  readFileSync(join(EXAMPLES, 'simple_sequence/config.pbtxt'), 'utf8')
-    .replace('name: "simple_sequence"', 'name: "bad_sequence"')
-    .replace('int32_false_true: [ 0, 1 ]', 'int32_false_true: [ 0, 1, 2 ]'),
-);
+addBadSequence(badRepo);
 afterAll(() => badRepo.cleanup());
 
 describe('tritonclient.http against Warden (mode none, default repository)', () => {
   const c = useCompatServer({ modelControlMode: 'none', extraRepositories: [badRepo.path] });
 
   it('liveness, metadata / config / readiness of the example models', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'health_metadata.py', ['--url', c.url, '--models', READY.join(','), '--unavailable', UNAVAILABLE.join(',')]);
-    expectAllPassed(run, [
-      'is_server_live',
-      ...READY.flatMap((m) => [`${m}: model metadata`, `${m}: model config`, `${m}: model ready`]),
-      ...UNAVAILABLE.map((m) => `${m}: not ready`),
-    ]);
+    await c.expectScript(
+      ctx,
+      'health_metadata.py',
+      ['--models', READY.join(','), '--unavailable', UNAVAILABLE.join(',')],
+      [
+        'is_server_live',
+        ...READY.flatMap((m) => [`${m}: model metadata`, `${m}: model config`, `${m}: model ready`]),
+        ...UNAVAILABLE.map((m) => `${m}: not ready`),
+      ],
+    );
   });
 
   let noneResult: ScriptResult | undefined;
 
   it('index states, strict readiness, inference, unavailable models refused, load / unload refused', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'control_none.py', ['--url', c.url, '--models', READY.join(','), '--unavailable', UNAVAILABLE.join(',')]);
-    const r = expectAllPassed(run, [
-      'index: READY and UNAVAILABLE models',
-      'strict readiness follows the index',
-      'example models infer exactly',
-      'unavailable models refuse inference',
-      'load / unload refused',
-    ]);
+    const r = await c.expectScript(
+      ctx,
+      'control_none.py',
+      ['--models', READY.join(','), '--unavailable', UNAVAILABLE.join(',')],
+      [
+        'index: READY and UNAVAILABLE models',
+        'strict readiness follows the index',
+        'example models infer exactly',
+        'unavailable models refuse inference',
+        'load / unload refused',
+      ],
+    );
     noneResult = r;
     const index = r.observed['index'] as { name: string; state?: string; reason?: string }[];
     for (const m of READY) expect(index.find((x) => x.name === m)).toEqual({ name: m, version: '1', state: 'READY' });

@@ -4,22 +4,25 @@
  * config, inference (binary / JSON, output subset) and statistics per composing model.
  */
 import { describe, expect, it } from 'vitest';
-import { expectAllPassed, runScript, useCompatServer } from './harness.js';
+import { useCompatServer } from './harness.js';
 
 describe('tritonclient.http on an ensemble', () => {
   const c = useCompatServer({ modelControlMode: 'explicit', loadModels: [] });
 
   it('add_sub_ensemble: load, metadata, infer, statistics', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'ensemble.py', ['--url', c.url]);
-    const r = expectAllPassed(run, [
-      'load loads the composing models',
-      'metadata and config',
-      'infer, binary tensors',
-      'infer, JSON tensors',
-      'infer, output subset [OUTPUT1]',
-      'statistics per composing model',
-    ]);
+    const r = await c.expectScript(
+      ctx,
+      'ensemble.py',
+      [],
+      [
+        'load loads the composing models',
+        'metadata and config',
+        'infer, binary tensors',
+        'infer, JSON tensors',
+        'infer, output subset [OUTPUT1]',
+        'statistics per composing model',
+      ],
+    );
     expect(r.observed['metadata']).toMatchObject({ name: 'add_sub_ensemble', platform: 'ensemble' });
     expect(r.observed['statistics']).toEqual({ add_sub_ensemble: 3, add_sub_wasm: 3, addsub_onnx: 3 });
   });

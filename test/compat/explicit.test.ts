@@ -5,7 +5,8 @@
  * exact statistics. Real sockets, NVIDIA's own client, exact numbers.
  */
 import { describe, expect, it } from 'vitest';
-import { expectAllPassed, runScript, useCompatServer } from './harness.js';
+import { useCompatServer } from './harness.js';
+import { SIMPLE_METADATA } from '../helpers/repo.js';
 
 const EXAMPLES = ['simple', 'simple_string', 'simple_int8', 'addsub_onnx'] as const;
 const BATCHING = ['simple', 'simple_string', 'simple_int8'] as const;
@@ -39,40 +40,22 @@ describe('tritonclient.http against Warden (explicit mode, example models loaded
   const c = useCompatServer({ modelControlMode: 'explicit', loadModels: [...EXAMPLES] });
 
   it('health, server metadata, model metadata / config / ready', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'health_metadata.py', [
-      '--url',
-      c.url,
-      '--models',
-      EXAMPLES.join(','),
-      '--expect-ready',
-      'true',
-      '--unavailable',
-      'simple_sequence,simple_dyna_sequence,no_such_model',
-    ]);
-    const r = expectAllPassed(run, [
-      'is_server_live',
-      'is_server_ready is True',
-      'server metadata',
-      ...EXAMPLES.flatMap((m) => [`${m}: model metadata`, `${m}: model config`, `${m}: model ready`]),
-      'simple_sequence: not ready',
-      'simple_dyna_sequence: not ready',
-      'no_such_model: not ready',
-    ]);
+    const r = await c.expectScript(
+      ctx,
+      'health_metadata.py',
+      ['--models', EXAMPLES.join(','), '--expect-ready', 'true', '--unavailable', 'simple_sequence,simple_dyna_sequence,no_such_model'],
+      [
+        'is_server_live',
+        'is_server_ready is True',
+        'server metadata',
+        ...EXAMPLES.flatMap((m) => [`${m}: model metadata`, `${m}: model config`, `${m}: model ready`]),
+        'simple_sequence: not ready',
+        'simple_dyna_sequence: not ready',
+        'no_such_model: not ready',
+      ],
+    );
     // The vitest side checks the raw answers too.
-    expect(r.observed['metadata:simple']).toEqual({
-      name: 'simple',
-      versions: ['1'],
-      platform: 'onnxruntime_onnx',
-      inputs: [
-        { name: 'INPUT0', datatype: 'INT32', shape: [-1, 16] },
-        { name: 'INPUT1', datatype: 'INT32', shape: [-1, 16] },
-      ],
-      outputs: [
-        { name: 'OUTPUT0', datatype: 'INT32', shape: [-1, 16] },
-        { name: 'OUTPUT1', datatype: 'INT32', shape: [-1, 16] },
-      ],
-    });
+    expect(r.observed['metadata:simple']).toEqual(SIMPLE_METADATA);
     expect(r.observed['metadata:addsub_onnx']).toMatchObject({
       inputs: [
         { name: 'INPUT0', datatype: 'FP32', shape: [16] },
@@ -99,38 +82,42 @@ describe('tritonclient.http against Warden (explicit mode, example models loaded
   });
 
   it('inference on every example model: JSON / binary, batch 1 / 8 / 9, subsets, async', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'infer_models.py', ['--url', c.url, '--models', EXAMPLES.join(',')]);
-    const r = expectAllPassed(run, inferCases());
+    const r = await c.expectScript(ctx, 'infer_models.py', ['--models', EXAMPLES.join(',')], inferCases());
     expect(r.cases.length).toBe(inferCases().length);
   });
 
   it('error cases: unknown model / version, wrong datatype / shape, missing input, unknown output', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'errors.py', ['--url', c.url]);
-    expectAllPassed(run, [
-      'unknown model: infer',
-      'unknown model: metadata / ready',
-      'unknown version: infer',
-      'wrong datatype',
-      'wrong shape',
-      'missing input',
-      'unknown requested output',
-      'server unchanged after errors',
-    ]);
+    await c.expectScript(
+      ctx,
+      'errors.py',
+      [],
+      [
+        'unknown model: infer',
+        'unknown model: metadata / ready',
+        'unknown version: infer',
+        'wrong datatype',
+        'wrong shape',
+        'missing input',
+        'unknown requested output',
+        'server unchanged after errors',
+      ],
+    );
   });
 
   it('statistics: exact inference / execution counts after N requests', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'statistics.py', ['--url', c.url]);
-    const r = expectAllPassed(run, [
-      'simple reloaded: statistics start at zero',
-      '6 requests (batch 1,8,1,4,8,1) + 1 rejected, exact results',
-      'inference / execution counts exact',
-      'batch_stats per batch size',
-      'all-model and per-version statistics',
-      'statistics of an unknown model',
-    ]);
+    const r = await c.expectScript(
+      ctx,
+      'statistics.py',
+      [],
+      [
+        'simple reloaded: statistics start at zero',
+        '6 requests (batch 1,8,1,4,8,1) + 1 rejected, exact results',
+        'inference / execution counts exact',
+        'batch_stats per batch size',
+        'all-model and per-version statistics',
+        'statistics of an unknown model',
+      ],
+    );
     const st = r.observed['stats_after_requests'] as {
       inference_count: number;
       execution_count: number;

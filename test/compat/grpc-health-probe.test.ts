@@ -50,8 +50,7 @@ describe('grpc-health-probe against Warden', () => {
   it('NOT_SERVING (exit 4) when a model failed to load under strict readiness', async (ctx) => {
     if (probe.skip) return ctx.skip(probe.skip);
     const bad = tempRepo(['simple']);
-    bad.write('broken/config.pbtxt', 'name: "broken"\nbackend: "onnxruntime"\nmax_batch_size: 0\n');
-    bad.write('broken/1/.keep', '');
+    bad.addModel('broken', 'name: "broken"\nbackend: "onnxruntime"\nmax_batch_size: 0\n');
     const s = await startServer({ modelRepositories: [bad.path], exitOnError: false, httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent' });
     try {
       const r = await healthProbe(probe.path!, s.grpcUrl!);

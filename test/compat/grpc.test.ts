@@ -13,6 +13,7 @@ import { startServer, type RunningServer } from '../../host/src/server.js';
 import { expectAllPassed, hostPort, MODEL_REPOSITORY, runScript, useCompatServer } from './harness.js';
 import { ensureCompatVenv, PROJECT_ROOT } from './venv.js';
 import { tempRepo } from '../helpers/repo.js';
+import { MODELMESH_FLAGS } from '../helpers/cli.js';
 
 describe('tritonclient.grpc against Warden (explicit mode)', () => {
   const c = useCompatServer({ modelControlMode: 'explicit', loadModels: ['simple', 'simple_string', 'repeat_wasm'], grpc: true });
@@ -31,26 +32,29 @@ describe('tritonclient.grpc against Warden (explicit mode)', () => {
   });
 
   it('every RPC: health, metadata, config, infer, errors, statistics, repository, logging, trace, streaming', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'grpc_client.py', ['--url', c.url, '--grpc-url', c.grpcUrl, '--repo', MODEL_REPOSITORY]);
-    const r = expectAllPassed(run, [
-      'health',
-      'server metadata',
-      'model metadata',
-      'model config as protobuf ModelConfig',
-      'infer simple (raw contents, id echoed)',
-      'infer batch 8, requested output subset',
-      'infer simple_string (BYTES)',
-      'async_infer x8',
-      "errors with Triton's gRPC status codes",
-      'statistics',
-      'repository index / load / unload / config and file overrides',
-      'log settings',
-      'trace settings',
-      'stream: decoupled model with triton_final_response',
-      'stream: ordinary model and errors',
-      'CUDA shared memory UNSUPPORTED, system shared memory off',
-    ]);
+    const r = await c.expectScript(
+      ctx,
+      'grpc_client.py',
+      ['--grpc-url', c.grpcUrl, '--repo', MODEL_REPOSITORY],
+      [
+        'health',
+        'server metadata',
+        'model metadata',
+        'model config as protobuf ModelConfig',
+        'infer simple (raw contents, id echoed)',
+        'infer batch 8, requested output subset',
+        'infer simple_string (BYTES)',
+        'async_infer x8',
+        "errors with Triton's gRPC status codes",
+        'statistics',
+        'repository index / load / unload / config and file overrides',
+        'log settings',
+        'trace settings',
+        'stream: decoupled model with triton_final_response',
+        'stream: ordinary model and errors',
+        'CUDA shared memory UNSUPPORTED, system shared memory off',
+      ],
+    );
     // The same data plane as HTTP: the gRPC ModelMetadata equals HTTP's (shapes as int64 strings).
     const http = await (await fetch(`http://${c.url}/v2/models/simple`)).json();
     expect(r.observed['model_metadata:simple']).toEqual({
@@ -80,36 +84,17 @@ describe("system shared memory through tritonclient's utilities (--allow-client-
   });
 
   it('cache hits are visible in the statistics tritonclient.grpc reads', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'cache.py', ['--url', c.url, '--grpc-url', c.grpcUrl, '--models', 'simple_cached']);
-    expectAllPassed(run, ['cache hits visible in statistics']);
+    await c.expectScript(ctx, 'cache.py', ['--grpc-url', c.grpcUrl, '--models', 'simple_cached'], ['cache hits visible in statistics']);
   });
 
   it('register, status, inputs and outputs in regions (with offsets), errors, unregister — HTTP and gRPC', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'shm.py', ['--url', c.url, '--grpc-url', c.grpcUrl]);
-    const r = expectAllPassed(run, ['system shared memory over HTTP', 'system shared memory over gRPC']);
+    const r = await c.expectScript(ctx, 'shm.py', ['--grpc-url', c.grpcUrl], ['system shared memory over HTTP', 'system shared memory over gRPC']);
     expect((r.observed['status:http'] as { name: string; offset: number; byte_size: number }[]).map((x) => [x.name, x.offset, x.byte_size])).toEqual([
       ['input_data', 0, 128],
       ['output_data', 8, 128],
     ]);
   });
 });
-
-/** ModelMesh's tritonserver launch line (KServe modelmesh-serving, ServingRuntime triton-2.x). */
-const MODELMESH_LINE = [
-  '--model-control-mode=explicit',
-  '--strict-model-config=false',
-  '--strict-readiness=false',
-  '--allow-http=true',
-  '--allow-sagemaker=false',
-  '--grpc-keepalive-time=60000',
-  '--grpc-keepalive-timeout=10000',
-  '--grpc-keepalive-permit-without-calls=True',
-  '--grpc-http2-max-pings-without-data=0',
-  '--grpc-http2-min-recv-ping-interval-without-data=10000',
-  '--grpc-http2-max-ping-strikes=0',
-];
 
 describe("KServe ModelMesh's Triton adapter sequence over gRPC", () => {
   let server: RunningServer | undefined;
@@ -123,7 +108,7 @@ describe("KServe ModelMesh's Triton adapter sequence over gRPC", () => {
     }
     python = venv.python;
     // The launch line as ModelMesh gives it; only the ports are made ephemeral for the test.
-    const opts = parseCli([`--model-store=${MODEL_REPOSITORY}`, ...MODELMESH_LINE, '--http-port=0', '--grpc-port=0', '--metrics-port=0']);
+    const opts = parseCli([`--model-store=${MODEL_REPOSITORY}`, ...MODELMESH_FLAGS, '--http-port=0', '--grpc-port=0', '--metrics-port=0']);
     expect(opts.notes.ignoredFlags).toEqual([]);
     server = await startServer({ ...opts, logLevel: 'silent', uploadDirectory: undefined });
   });

@@ -111,7 +111,18 @@ export interface CompatContext {
   /** `host:port` of the gRPC endpoint (with `grpc: true`). */
   grpcUrl: string;
   /** Skips the calling test (with the reason) when PyPI was unreachable for the venv. */
-  skipIfNoClient(ctx: { skip: (note?: string) => never }): void;
+  skipIfNoClient(ctx: TestSkip): void;
+  /**
+   * One compat script against this server: skips the calling test as {@link skipIfNoClient},
+   * runs `script` with `--url <host:port>` then `args`, and asserts as {@link expectAllPassed}.
+   * @returns the script's result (cases and observed values) for further assertions.
+   */
+  expectScript(ctx: TestSkip, script: string, args: readonly string[], expectedCases: readonly string[]): Promise<ScriptResult>;
+}
+
+/** The part of vitest's test context a compat test hands over: its `skip`. */
+export interface TestSkip {
+  skip: (note?: string) => never;
 }
 
 /**
@@ -128,6 +139,10 @@ export function useCompatServer(opts: CompatServerOptions): CompatContext {
     grpcUrl: '',
     skipIfNoClient(ctx) {
       if (skipReason !== undefined) ctx.skip(`tritonclient unavailable: ${skipReason}`);
+    },
+    async expectScript(ctx, script, args, expectedCases) {
+      c.skipIfNoClient(ctx);
+      return expectAllPassed(await runScript(c.python, script, ['--url', c.url, ...args]), expectedCases);
     },
   };
   beforeAll(async () => {

@@ -7,27 +7,30 @@
  * `http_server.cc` does.
  */
 import { describe, expect, it } from 'vitest';
-import { expectAllPassed, runScript, useCompatServer } from './harness.js';
+import { useCompatServer } from './harness.js';
 
 describe('tritonclient.http.aio against Warden (explicit mode)', () => {
   const c = useCompatServer({ modelControlMode: 'explicit', loadModels: ['simple'] });
 
   it('health, metadata, config, infer, statistics, repository index, load / unload, errors', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'http_aio.py', ['--url', c.url]);
-    const r = expectAllPassed(run, [
-      'health',
-      'server metadata, model metadata and config',
-      'infer, JSON outputs',
-      'infer, binary outputs',
-      'infer, gzip request and response',
-      'infer, deflate request and response',
-      'statistics',
-      'repository index',
-      'load and unload',
-      'errors: status and text',
-      'shared memory status calls',
-    ]);
+    const r = await c.expectScript(
+      ctx,
+      'http_aio.py',
+      [],
+      [
+        'health',
+        'server metadata, model metadata and config',
+        'infer, JSON outputs',
+        'infer, binary outputs',
+        'infer, gzip request and response',
+        'infer, deflate request and response',
+        'statistics',
+        'repository index',
+        'load and unload',
+        'errors: status and text',
+        'shared memory status calls',
+      ],
+    );
     // The raw answers the client parsed: the same as a plain fetch reads them.
     const metadata = await (await fetch(`http://${c.url}/v2/models/simple`)).json();
     expect(r.observed['model_metadata']).toEqual(metadata);

@@ -6,7 +6,7 @@
  * is a superset of both protocol readings).
  */
 import { describe, it } from 'vitest';
-import { expectAllPassed, runScript, useCompatServer } from './harness.js';
+import { useCompatServer } from './harness.js';
 
 const MODELS = ['simple', 'simple_string'] as const;
 
@@ -14,14 +14,17 @@ describe('kserve.InferenceRESTClient against Warden (explicit mode, example mode
   const c = useCompatServer({ modelControlMode: 'explicit', loadModels: [...MODELS] });
 
   it('health live / ready, model ready, infer JSON and binary, error text', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'kserve_client.py', ['--url', c.url, '--models', MODELS.join(',')]);
-    expectAllPassed(run, [
-      'kserve: server live and ready',
-      ...MODELS.map((m) => `kserve: ${m} model ready`),
-      'kserve: unknown model not ready',
-      ...MODELS.flatMap((m) => [`kserve: ${m} infer JSON`, `kserve: ${m} infer binary`]),
-      'kserve: unknown model error text',
-    ]);
+    await c.expectScript(
+      ctx,
+      'kserve_client.py',
+      ['--models', MODELS.join(',')],
+      [
+        'kserve: server live and ready',
+        ...MODELS.map((m) => `kserve: ${m} model ready`),
+        'kserve: unknown model not ready',
+        ...MODELS.flatMap((m) => [`kserve: ${m} infer JSON`, `kserve: ${m} infer binary`]),
+        'kserve: unknown model error text',
+      ],
+    );
   });
 });

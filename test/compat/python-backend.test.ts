@@ -5,23 +5,26 @@
  * unload.
  */
 import { describe, expect, it } from 'vitest';
-import { expectAllPassed, runScript, useCompatServer } from './harness.js';
+import { useCompatServer } from './harness.js';
 
 describe('tritonclient.http on Python models', () => {
   const c = useCompatServer({ modelControlMode: 'explicit', loadModels: [] });
 
   it('add_sub_python, bls_python, repeat_python', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'python_backend.py', ['--url', c.url]);
-    const r = expectAllPassed(run, [
-      'load the Python samples',
-      'add_sub_python, binary tensors',
-      'add_sub_python, JSON tensors',
-      'bls_python calls simple',
-      'decoupled repeat_python refused on infer',
-      'statistics',
-      'unload',
-    ]);
+    const r = await c.expectScript(
+      ctx,
+      'python_backend.py',
+      [],
+      [
+        'load the Python samples',
+        'add_sub_python, binary tensors',
+        'add_sub_python, JSON tensors',
+        'bls_python calls simple',
+        'decoupled repeat_python refused on infer',
+        'statistics',
+        'unload',
+      ],
+    );
     expect(r.observed['statistics']).toMatchObject({ add_sub_python: 2, bls_python: 1 });
   });
 });

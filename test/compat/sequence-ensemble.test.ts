@@ -7,12 +7,12 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempRepo } from '../helpers/repo.js';
-import { expectAllPassed, runScript, useCompatServer } from './harness.js';
+import { useCompatServer } from './harness.js';
 
 describe('a sequence model inside an ensemble, through tritonclient', () => {
   const repo = tempRepo();
-  repo.write(
-    'sequence_ensemble/config.pbtxt',
+  repo.addModel(
+    'sequence_ensemble',
     `name: "sequence_ensemble"
 platform: "ensemble"
 max_batch_size: 0
@@ -26,14 +26,16 @@ ensemble_scheduling { step [ {
 } ] }
 `,
   );
-  repo.write('sequence_ensemble/1/.keep', '');
   afterAll(() => repo.cleanup());
   const c = useCompatServer({ modelControlMode: 'explicit', loadModels: ['sequence_ensemble'], extraRepositories: [repo.path], grpc: true });
 
   it('interleaved sequences over HTTP and gRPC keep their state and reach the CORRID control', async (ctx) => {
-    c.skipIfNoClient(ctx);
-    const run = await runScript(c.python, 'sequence_ensemble.py', ['--url', c.url, '--grpc-url', c.grpcUrl, '--models', 'sequence_ensemble']);
-    const r = expectAllPassed(run, ['http: two interleaved sequences through the ensemble', 'grpc: two interleaved sequences through the ensemble']);
+    const r = await c.expectScript(
+      ctx,
+      'sequence_ensemble.py',
+      ['--grpc-url', c.grpcUrl, '--models', 'sequence_ensemble'],
+      ['http: two interleaved sequences through the ensemble', 'grpc: two interleaved sequences through the ensemble'],
+    );
     expect(r.observed['http']).toEqual([
       [1, 11, 7, 5, 3, 2, 0, 1 + 1000],
       [101, -11, -7, -5, -3, -2, 0, -1 + 1001],

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, it } from 'vitest';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
-import { expectAllPassed, runScript, useCompatServer } from './harness.js';
+import { useCompatServer } from './harness.js';
 import { PROJECT_ROOT } from './venv.js';
 
 const TOKEN_A = 'compat-tenant-a-token-0123456789abcdef';
@@ -30,15 +30,19 @@ describe('tritonclient.http in multi-tenant mode', () => {
     c.skipIfNoClient(ctx);
     await ensureBuilt();
     const wasm = join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm');
-    const run = await runScript(c.python, 'tenancy.py', ['--url', c.url, '--token-a', TOKEN_A, '--token-b', TOKEN_B, '--wasm', wasm]);
-    expectAllPassed(run, [
-      'no token: 401, health open',
-      'tenant A uploads with load_model(config, files)',
-      'tenant A infers',
-      "tenant B cannot see A's model",
-      'tenant B uploads its own m',
-      "tenant A unloads its m; B's stays",
-    ]);
+    await c.expectScript(
+      ctx,
+      'tenancy.py',
+      ['--token-a', TOKEN_A, '--token-b', TOKEN_B, '--wasm', wasm],
+      [
+        'no token: 401, health open',
+        'tenant A uploads with load_model(config, files)',
+        'tenant A infers',
+        "tenant B cannot see A's model",
+        'tenant B uploads its own m',
+        "tenant A unloads its m; B's stays",
+      ],
+    );
   });
 });
 
@@ -49,24 +53,17 @@ describe('tritonclient.grpc in multi-tenant mode', () => {
     c.skipIfNoClient(ctx);
     await ensureBuilt();
     const wasm = join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm');
-    const run = await runScript(c.python, 'tenancy_grpc.py', [
-      '--url',
-      c.url,
-      '--grpc-url',
-      c.grpcUrl,
-      '--token-a',
-      TOKEN_A,
-      '--token-b',
-      TOKEN_B,
-      '--wasm',
-      wasm,
-    ]);
-    expectAllPassed(run, [
-      'no token: UNAUTHENTICATED, health open',
-      'an upper-case Authorization key is refused by grpcio itself',
-      "tenant A uploads and infers with headers={'authorization': ...}",
-      "tenant B cannot see A's model",
-      'a stream carries the token from start_stream(headers=...)',
-    ]);
+    await c.expectScript(
+      ctx,
+      'tenancy_grpc.py',
+      ['--grpc-url', c.grpcUrl, '--token-a', TOKEN_A, '--token-b', TOKEN_B, '--wasm', wasm],
+      [
+        'no token: UNAUTHENTICATED, health open',
+        'an upper-case Authorization key is refused by grpcio itself',
+        "tenant A uploads and infers with headers={'authorization': ...}",
+        "tenant B cannot see A's model",
+        'a stream carries the token from start_stream(headers=...)',
+      ],
+    );
   });
 });

@@ -25,6 +25,7 @@ export const TRITONCLIENT_VERSION = '2.73.0';
 /** numpy: the Python backend's pin (its default environment is this same .venv). */
 export { NUMPY_VERSION } from '../../host/src/backends/python/environment.js';
 import { NUMPY_VERSION } from '../../host/src/backends/python/environment.js';
+import { sleep } from '../helpers/wait.js';
 /** KServe's Python SDK (PyPI `kserve`): its `InferenceRESTClient` speaks the Open Inference Protocol. */
 export const KSERVE_VERSION = '0.21.0';
 
@@ -120,7 +121,7 @@ export async function withLock<T>(venvDir: string, fn: () => Promise<T>): Promis
       );
       if (age > 10 * 60_000) await rm(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`timed out waiting for the venv lock ${lock}`, { cause: e });
-      await new Promise((r) => setTimeout(r, 250));
+      await sleep(250);
     }
   }
   try {

@@ -18,37 +18,16 @@ const bytesOf = (strings: string[]) => strings;
 beforeAll(async () => {
   repo = tempRepo([]);
   // echo backend: OUTPUT0 = INPUT0
-  repo.write(
-    'labelled/config.pbtxt',
-    `
+  const echo = (maxBatch: number, datatype: string, dims: number, outputExtra = '') => `
 backend: "jstest"
-max_batch_size: 8
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 4 ] label_filename: "labels.txt" } ]
-`,
-  );
+max_batch_size: ${maxBatch}
+input [ { name: "INPUT0" data_type: ${datatype} dims: [ ${dims} ] } ]
+output [ { name: "OUTPUT0" data_type: ${datatype} dims: [ ${dims} ]${outputExtra} } ]
+`;
+  repo.addModel('labelled', echo(8, 'TYPE_INT32', 4, ' label_filename: "labels.txt"'));
   repo.write('labelled/labels.txt', 'cat\ndog\nbird\nfish\n');
-  repo.write('labelled/1/.keep', '');
-  repo.write(
-    'flat/config.pbtxt',
-    `
-backend: "jstest"
-max_batch_size: 0
-input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 5 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 5 ] } ]
-`,
-  );
-  repo.write('flat/1/.keep', '');
-  repo.write(
-    'flags/config.pbtxt',
-    `
-backend: "jstest"
-max_batch_size: 0
-input [ { name: "INPUT0" data_type: TYPE_BOOL dims: [ 2 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_BOOL dims: [ 2 ] } ]
-`,
-  );
-  repo.write('flags/1/.keep', '');
+  repo.addModel('flat', echo(0, 'TYPE_FP32', 5));
+  repo.addModel('flags', echo(0, 'TYPE_BOOL', 2));
   server = await startTestServer(repo, { modelControlMode: 'none', backendResolvers: [new JsBackendResolver()] });
   url = server.httpUrl;
 });

@@ -27,6 +27,7 @@ import { PROJECT_ROOT, postJson, tempRepo, type TempRepo } from '../helpers/repo
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { TritonError } from '../../host/src/contract/errors.js';
 import { inferUnary } from '../../host/src/dataplane/inference.js';
+import { sleep } from '../helpers/wait.js';
 
 /** What the test backend saw: load contexts, executed request ids, output releases. */
 const seen = { loads: [] as { name: string; namespace: string; origin: ModelOrigin }[], executed: [] as string[], outputReleases: 0 };
@@ -53,7 +54,7 @@ class DataPlaneBackend implements Backend {
         return {
           async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
             for (const r of requests) seen.executed.push(r.id);
-            if (delay) await new Promise((res) => setTimeout(res, delay));
+            if (delay) await sleep(delay);
             for (const [i, r] of requests.entries()) {
               const s = senders[i]!;
               const input = r.inputs[0]!;
@@ -120,8 +121,7 @@ const resolver = new DataPlaneResolver();
 beforeAll(async () => {
   repo = tempRepo();
   const model = (name: string, params?: Record<string, string>) => {
-    repo.write(`${name}/config.pbtxt`, config(params));
-    repo.write(`${name}/1/.keep`, '');
+    repo.addModel(name, config(params));
   };
   model('echo');
   model('owned', { owned: 'true' });

@@ -13,6 +13,7 @@ import { startTestServer } from '../helpers/servers.js';
 import { int32s, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { echoConfig, executed, JsBackendResolver } from '../helpers/js-backend.js';
 import { tempRepo, type TempRepo } from '../helpers/repo.js';
+import { until } from '../helpers/wait.js';
 
 const KEY = `/warden_test_grpc_held_${process.pid}`;
 const i32 = (v: number[]) => Buffer.from(Int32Array.from(v).buffer);
@@ -25,8 +26,7 @@ describe('shared memory over gRPC', () => {
   let offClient: TritonGrpcClient;
   beforeAll(async () => {
     repo = tempRepo();
-    repo.write('slow/config.pbtxt', echoConfig('parameters { key: "delay_ms" value: { string_value: "600" } }'));
-    repo.write('slow/1/.keep', '');
+    repo.addModel('slow', echoConfig('parameters { key: "delay_ms" value: { string_value: "600" } }'));
     writeFileSync(`/dev/shm${KEY}`, Buffer.concat([i32([1, 2, 3, 4]), Buffer.alloc(16)]));
     const common = { modelControlMode: 'none' as const, grpcPort: 0, backendResolvers: [new JsBackendResolver()] };
     server = await startTestServer(repo, { ...common, allowClientShm: true });
@@ -84,7 +84,7 @@ describe('shared memory over gRPC', () => {
       inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 4], parameters: shm('in') }],
       outputs: [{ name: 'OUTPUT0', parameters: shm('out') }],
     });
-    while (!executed.slice(before).some((e) => e.model === 'slow')) await new Promise((r) => setTimeout(r, 10));
+    await until(() => executed.slice(before).some((e) => e.model === 'slow'), { every: 10 });
     expect((await unaryCall(client, 'SystemSharedMemoryUnregister', {})).err).toBeUndefined();
     const listed = async () => Object.keys((await unaryCall(client, 'SystemSharedMemoryStatus', {})).res.regions).sort();
     expect(await listed()).toEqual(['in', 'out']);

@@ -10,6 +10,7 @@ import type { RunningServer } from '../../host/src/server.js';
 import { startTestServer } from '../helpers/servers.js';
 import { getJson, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { echoConfig, executed, JsBackendResolver } from '../helpers/js-backend.js';
+import { until } from '../helpers/wait.js';
 
 const IN = `/dev/shm/warden_test_in_${process.pid}`;
 const OUT = `/dev/shm/warden_test_out_${process.pid}`;
@@ -175,8 +176,7 @@ describe('system shared memory held by an inference (HTTP)', () => {
   const KEY = `/warden_test_held_${process.pid}`;
   beforeAll(async () => {
     repo = tempRepo();
-    repo.write('slow/config.pbtxt', echoConfig('parameters { key: "delay_ms" value: { string_value: "600" } }'));
-    repo.write('slow/1/.keep', '');
+    repo.addModel('slow', echoConfig('parameters { key: "delay_ms" value: { string_value: "600" } }'));
     writeFileSync(`/dev/shm${KEY}`, Buffer.concat([i32([1, 2, 3, 4]), Buffer.alloc(16)]));
     server = await startTestServer(repo, {
       modelControlMode: 'none',
@@ -202,7 +202,7 @@ describe('system shared memory held by an inference (HTTP)', () => {
       inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 4], parameters: shm('in') }],
       outputs: [{ name: 'OUTPUT0', parameters: shm('out') }],
     });
-    while (!executed.slice(before).some((e) => e.model === 'slow')) await new Promise((r) => setTimeout(r, 10));
+    await until(() => executed.slice(before).some((e) => e.model === 'slow'), { every: 10 });
     expect((await postJson(url('/v2/systemsharedmemory/unregister'), {})).status).toBe(200);
     expect(await names()).toEqual(['in', 'out']);
     // still registered: the name cannot be taken again meanwhile

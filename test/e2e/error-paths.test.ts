@@ -10,19 +10,11 @@ import { status, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { internal } from '../../host/src/contract/errors.js';
 import { redactAbsolutePaths, PathScrubber } from '../../host/src/contract/public-errors.js';
-import type {
-  Backend,
-  BackendModel,
-  BackendResolveRequest,
-  BackendResolver,
-  InferenceRequest,
-  ModelLoadContext,
-  ResponseSender,
-} from '../../host/src/contract/types.js';
 import type { RunningServer } from '../../host/src/server.js';
 import { startTestServer } from '../helpers/servers.js';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { executeBackend, resolverOf } from '../helpers/js-backend.js';
 
 /** Paths outside the model repositories, upload store, caches, temp dir, home and installation. */
 const SECRET_FILE = '/srv/warden-secret/weights/model.bin';
@@ -30,32 +22,19 @@ const SECRET_DIR = '/opt/operator-keys/';
 const LEAKS = [SECRET_FILE, '/srv/warden-secret', '/etc/shadow', '/opt/operator-keys', 'warden-secret/weights', 'operator-keys'];
 
 /** `backend: "leaky"`: load fails when parameter `fail_load` is set; every execute fails; both errors name host files. */
-class LeakyBackend implements Backend {
-  readonly name = 'leaky';
-  async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
-    if (ctx.config.parameters.fail_load)
-      throw new Error(`ENOENT: no such file or directory, open '${SECRET_FILE}' (also tried /etc/shadow and "${SECRET_DIR}k 1")`);
-    return {
-      async createInstance() {
-        return {
-          async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
-            for (const s of senders.slice(0, requests.length)) s.sendError(internal(`failed to read ${SECRET_FILE}: permission denied; see /etc/shadow`), true);
-          },
-          async finalize() {},
-        };
+const leaky = () =>
+  resolverOf(
+    executeBackend(
+      'leaky',
+      async (requests, senders) => {
+        for (const s of senders.slice(0, requests.length)) s.sendError(internal(`failed to read ${SECRET_FILE}: permission denied; see /etc/shadow`), true);
       },
-      async finalize() {},
-    };
-  }
-  async finalize() {}
-}
-class LeakyResolver implements BackendResolver {
-  private readonly backend = new LeakyBackend();
-  async resolve({ config }: BackendResolveRequest) {
-    return config.backend === 'leaky' ? this.backend : undefined;
-  }
-  async finalizeAll() {}
-}
+      (ctx) => {
+        if (ctx.config.parameters.fail_load)
+          throw new Error(`ENOENT: no such file or directory, open '${SECRET_FILE}' (also tried /etc/shadow and "${SECRET_DIR}k 1")`);
+      },
+    ),
+  );
 
 const config = (name: string, extra = '') => `
 name: "${name}"
@@ -108,14 +87,12 @@ describe.each([
   let client: TritonGrpcClient;
   beforeAll(async () => {
     repo = tempRepo();
-    repo.write('leaky/config.pbtxt', config('leaky'));
-    repo.write('leaky/1/.keep', '');
-    repo.write('broken/config.pbtxt', config('broken', 'parameters { key: "fail_load" value: { string_value: "yes" } }'));
-    repo.write('broken/1/.keep', '');
+    repo.addModel('leaky', config('leaky'));
+    repo.addModel('broken', config('broken', 'parameters { key: "fail_load" value: { string_value: "yes" } }'));
     server = await startTestServer(repo, {
       loadModels: ['leaky'],
       grpcPort: 0,
-      backendResolvers: [new LeakyResolver()],
+      backendResolvers: [leaky()],
       ...httpOpts,
     });
     client = tritonGrpcClient(server.grpcUrl!);

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
-import { tempRepo, type TempRepo } from '../helpers/repo.js';
+import { fetchAs, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { opsConfig, OpsResolver } from './ops-backend.js';
 
@@ -25,8 +25,7 @@ let server: RunningServer;
 
 beforeAll(async () => {
   repo = tempRepo();
-  repo.write('inc/config.pbtxt', `name: "inc"\n${opsConfig('inc')}`);
-  repo.write('inc/1/.keep', '');
+  repo.addModel('inc', `name: "inc"\n${opsConfig('inc')}`);
   const entry = (id: Who, quotas: object) => ({ id, token: TOKENS[id], shared_models: ['inc'], quotas });
   const tenants = [
     entry('fan', { max_ensemble_inferences: 8 }),
@@ -42,15 +41,7 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-async function call(who: Who, path: string, body: unknown) {
-  const res = await fetch(`${server.httpUrl}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : undefined };
-}
+const call = (who: Who, path: string, body: unknown) => fetchAs(TOKENS[who], 'POST', `${server.httpUrl}${path}`, body);
 
 /** An ensemble whose `n` steps all read X and each write its own output: n inferences per request. */
 function fanOut(n: number, model = 'inc'): string {

@@ -10,16 +10,19 @@ import { inferAndCollect } from '../../host/src/dataplane/inference.js';
 import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
 import { SINGLE_USER, type Tensor } from '../../host/src/contract/types.js';
 import type { RunningServer } from '../../host/src/server.js';
+import { ManualClock } from '../helpers/clock.js';
 import { startTestServer } from '../helpers/servers.js';
 import { getJson, postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { ensembleConfig, opsConfig, opsSeen, OpsResolver } from './ops-backend.js';
+import { until } from '../helpers/wait.js';
+import { ensembleConfig, opsConfig, OpsResolver, opsSeen, pipeConfig } from './ops-backend.js';
 
 let repo: TempRepo;
 let server: RunningServer;
+/** The time of the ops models' `delay_ms`: a slow step holds its instance until the test moves it. */
+const opsClock = new ManualClock();
 
 const model = (name: string, config: string) => {
-  repo.write(`${name}/config.pbtxt`, `name: "${name}"\n${config}`);
-  repo.write(`${name}/1/.keep`, '');
+  repo.addModel(name, `name: "${name}"\n${config}`);
 };
 
 const intsTensor = (name: string, values: number[]): Tensor => ({
@@ -47,17 +50,7 @@ beforeAll(async () => {
   model('stats_double', opsConfig('double'));
   model('fp32_inc', opsConfig('inc', { datatype: 'TYPE_FP32' }));
   // X -> inc -> T -> double -> Y
-  model(
-    'chain',
-    ensembleConfig(
-      ['X'],
-      ['Y'],
-      [
-        { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
-        { model: 'double', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
-      ],
-    ),
-  );
+  model('chain', pipeConfig('inc', 'double'));
   // X -> slow_inc -> T1, X -> slow_double -> T2, add(T1, T2) -> Y
   model(
     'diamond',
@@ -83,81 +76,19 @@ beforeAll(async () => {
       ],
     ),
   );
-  // X -> split (decoupled) -> P -> inc -> Y: one response per element
-  model(
-    'stream',
-    ensembleConfig(
-      ['X'],
-      ['Y'],
-      [
-        { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
-        { model: 'inc', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
-      ],
-    ),
-  );
+  // X -> split (decoupled) -> T -> inc -> Y: one response per element
+  model('stream', pipeConfig('split', 'inc'));
   // The same stream through a slow step (2 instances), with and without max_inflight_requests.
   model('slow_inc_free', opsConfig('inc', { delayMs: 60 }));
   model('slow_inc_limited', opsConfig('inc', { delayMs: 60 }));
-  model(
-    'stream_free',
-    ensembleConfig(
-      ['X'],
-      ['Y'],
-      [
-        { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
-        { model: 'slow_inc_free', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
-      ],
-    ),
-  );
-  model(
-    'stream_limited',
-    ensembleConfig(
-      ['X'],
-      ['Y'],
-      [
-        { model: 'split', inputs: { IN: 'X' }, outputs: { OUT: 'P' } },
-        { model: 'slow_inc_limited', inputs: { IN: 'P' }, outputs: { OUT: 'Y' } },
-      ],
-      'TYPE_INT32',
-      1,
-    ),
-  );
-  model(
-    'broken',
-    ensembleConfig(
-      ['X'],
-      ['Y'],
-      [
-        { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
-        { model: 'fail', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
-      ],
-    ),
-  );
+  model('stream_free', pipeConfig('split', 'slow_inc_free'));
+  model('stream_limited', pipeConfig('split', 'slow_inc_limited', 1));
+  model('broken', pipeConfig('inc', 'fail'));
   model('cancellable', ensembleConfig(['X'], ['Y'], [{ model: 'very_slow', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }]));
-  model(
-    'stats_chain',
-    ensembleConfig(
-      ['X'],
-      ['Y'],
-      [
-        { model: 'stats_inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
-        { model: 'stats_double', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
-      ],
-    ),
-  );
+  model('stats_chain', pipeConfig('stats_inc', 'stats_double'));
   // Invalid ones (loaded by the tests).
   model('missing_step', ensembleConfig(['X'], ['Y'], [{ model: 'no_such_model', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }]));
-  model(
-    'bad_type',
-    ensembleConfig(
-      ['X'],
-      ['Y'],
-      [
-        { model: 'inc', inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
-        { model: 'fp32_inc', inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
-      ],
-    ),
-  );
+  model('bad_type', pipeConfig('inc', 'fp32_inc'));
   model('bad_input', ensembleConfig(['X'], ['Y'], [{ model: 'inc', inputs: { NOPE: 'X' }, outputs: { OUT: 'Y' } }]));
   model('cycle_a', ensembleConfig(['X'], ['Y'], [{ model: 'cycle_b', inputs: { X: 'X' }, outputs: { Y: 'Y' } }]));
   model('cycle_b', ensembleConfig(['X'], ['Y'], [{ model: 'cycle_a', inputs: { X: 'X' }, outputs: { Y: 'Y' } }]));
@@ -176,7 +107,7 @@ beforeAll(async () => {
   server = await startTestServer(repo, {
     // Only the ensembles: their composing models are loaded with them (Triton's explicit mode).
     loadModels: ['chain', 'diamond', 'outer', 'stream', 'stream_free', 'stream_limited', 'broken', 'cancellable', 'stats_chain'],
-    backendResolvers: [new OpsResolver()],
+    backendResolvers: [new OpsResolver(opsClock)],
   });
 });
 afterAll(async () => {
@@ -200,7 +131,12 @@ describe('execution', () => {
 
   it('a diamond: the two independent steps run concurrently, then the join', async () => {
     opsSeen.runs.length = 0;
-    const r = await infer('diamond', [1, 2]);
+    const pending = infer('diamond', [1, 2]);
+    // Both branches hold an instance at the same time; the join waits for them.
+    await until(() => opsClock.pending === 2, { what: 'both branches executing' });
+    expect(opsSeen.runs).toEqual([]);
+    opsClock.advance(250);
+    const r = await pending;
     expect(r.status).toBe(200);
     expect(r.json.outputs[0].data).toEqual([1 + 1 + 2, 2 + 1 + 4]);
     const a = opsSeen.runs.find((x) => x.model === 'slow_inc')!;
@@ -242,7 +178,14 @@ describe('execution', () => {
     ] as const) {
       opsSeen.runs.length = 0;
       const init = { ...emptyRequestInit(name, -1), inputs: [intsTensor('X', [1, 2, 3, 4])] };
-      const { responses } = await inferAndCollect(server.api, SINGLE_USER, name, -1, init);
+      let done = false;
+      const collected = inferAndCollect(server.api, SINGLE_USER, name, -1, init).finally(() => (done = true));
+      // Each round: the slow step's requests in flight at once (2 instances; 1 with the limit) finish together.
+      for (let round = 0; !done; round++) {
+        await until(() => done || opsClock.pending === (wantOverlap ? 2 : 1), { what: `${name}: round ${round} of the slow step` });
+        opsClock.advance(60);
+      }
+      const { responses } = await collected;
       expect(
         responses.map((r) => ints(r.outputs[0])),
         name,
@@ -267,7 +210,11 @@ describe('execution', () => {
     const ac = new AbortController();
     const init = { ...emptyRequestInit('cancellable', -1), inputs: [intsTensor('X', [1])] };
     const p = inferAndCollect(server.api, SINGLE_USER, 'cancellable', -1, init, ac.signal);
-    setTimeout(() => ac.abort(), 100);
+    await until(() => opsSeen.held.size === 1, { what: 'very_slow executing' });
+    const [step] = opsSeen.held;
+    ac.abort();
+    await until(() => step!.cancelled, { what: 'the cancellation reaching the step' });
+    opsClock.advance(600);
     await expect(p).rejects.toMatchObject({ code: 'CANCELLED' });
     expect(opsSeen.runs.find((x) => x.model === 'very_slow')?.cancelled).toBe(true);
   });
@@ -295,35 +242,24 @@ describe('execution', () => {
 describe('validation at load (Triton wording)', () => {
   const load = (name: string) => postJson(`${server.httpUrl}/v2/repository/models/${name}/load`, {});
 
-  it('a step naming a model that does not exist', async () => {
-    const r = await load('missing_step');
-    expect(r.status).toBe(400);
-    expect(r.json.error).toContain('ensemble missing_step contains models that are not available or ambiguous: no_such_model');
-  });
-
-  it('inconsistent data types between steps', async () => {
-    const r = await load('bad_type');
-    expect(r.status).toBe(400);
-    expect(r.json.error).toContain(
+  it.each([
+    ['a step naming a model that does not exist', 'missing_step', 'ensemble missing_step contains models that are not available or ambiguous: no_such_model'],
+    [
+      'inconsistent data types between steps',
+      'bad_type',
       'in ensemble bad_type, ensemble tensor T: inconsistent data type: TYPE_INT32 is inferred from model inc while TYPE_FP32 is inferred from model fp32_inc',
-    );
-  });
-
-  it('a map to an input the model does not have', async () => {
-    const r = await load('bad_input');
+    ],
+    ['a map to an input the model does not have', 'bad_input', 'in ensemble bad_input, ensemble tensor X is mapping to non-existing input NOPE in model inc'],
+    ['ensembles that depend on each other fail instead of hanging', 'cycle_a', /circular dependency between ensembles/],
+    [
+      'a step mixing a decoupled model’s responses with other tensors',
+      'mixed_decoupled',
+      "in ensemble mixed_decoupled, step of model 'add' receives inputs originated from different decoupled models",
+    ],
+  ] as const)('%s', async (_, name, error) => {
+    const r = await load(name);
     expect(r.status).toBe(400);
-    expect(r.json.error).toContain('in ensemble bad_input, ensemble tensor X is mapping to non-existing input NOPE in model inc');
-  });
-
-  it('ensembles that depend on each other fail instead of hanging', async () => {
-    const r = await load('cycle_a');
-    expect(r.status).toBe(400);
-    expect(r.json.error).toMatch(/circular dependency between ensembles/);
-  });
-
-  it('a step mixing a decoupled model’s responses with other tensors', async () => {
-    const r = await load('mixed_decoupled');
-    expect(r.status).toBe(400);
-    expect(r.json.error).toContain("in ensemble mixed_decoupled, step of model 'add' receives inputs originated from different decoupled models");
+    // a string: the error contains it
+    expect(r.json.error).toMatch(error);
   });
 });

@@ -4,8 +4,10 @@
  * "step failed on purpose"), `split` (decoupled: one response OUT = [x] per element of IN);
  * `acc` (a sequence model: OUT = the running sum of IN over the requests of the correlation ID
  * it is given, as an operator backend may keep state, restarted by the START control input, in
- * IN's shape); `delay_ms` holds the instance. Records
- * each execution's interval and whether the request was cancelled by the end of the delay.
+ * IN's shape); `delay_ms` holds the instance for that long on the resolver's clock (a test passes a
+ * ManualClock and moves time by hand). Records each execution's interval (ms on that clock) and
+ * whether the request was cancelled by the end of the delay; the requests held in a delay are in
+ * `opsSeen.held` meanwhile.
  */
 import { TritonError } from '../../host/src/contract/errors.js';
 import type {
@@ -18,8 +20,13 @@ import type {
   ResponseSender,
   Tensor,
 } from '../../host/src/contract/types.js';
+import { SYSTEM_CLOCK, type Clock } from '../../host/src/scheduler/clock.js';
 
-export const opsSeen = { runs: [] as { model: string; start: number; end: number; cancelled: boolean }[] };
+export const opsSeen = {
+  runs: [] as { model: string; start: number; end: number; cancelled: boolean }[],
+  /** The requests of the executions now in their `delay_ms`. */
+  held: new Set<InferenceRequest>(),
+};
 
 /** A copy of the tensor's values (`new Uint8Array(data)` copies exactly; a Buffer's `slice` would be a view of its pool). */
 const ints = (t: Tensor): Int32Array => new Int32Array(new Uint8Array(t.data).buffer);
@@ -32,20 +39,27 @@ const tensor = (name: string, values: ArrayLike<number>): Tensor => ({
 
 class OpsBackend implements Backend {
   readonly name = 'ops';
+  constructor(private readonly clock: Clock) {}
   async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
     const p = (k: string) => ctx.config.parameters[k]?.string_value;
     const op = p('op') ?? 'inc';
     const delay = Number(p('delay_ms') ?? '0');
     /** `acc`: running sums per (tenant, correlation ID). */
     const sums = new Map<string, Int32Array>();
+    const clock = this.clock;
+    const ms = () => Number(clock.now()) / 1e6;
     return {
       async createInstance() {
         return {
           async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
-            const start = performance.now();
-            if (delay) await new Promise((res) => setTimeout(res, delay));
+            const start = ms();
+            if (delay) {
+              for (const r of requests) opsSeen.held.add(r);
+              await new Promise<void>((res) => clock.schedule(res, delay));
+              for (const r of requests) opsSeen.held.delete(r);
+            }
             for (const [i, r] of requests.entries()) {
-              opsSeen.runs.push({ model: ctx.name, start, end: performance.now(), cancelled: r.cancelled });
+              opsSeen.runs.push({ model: ctx.name, start, end: ms(), cancelled: r.cancelled });
               const s = senders[i]!;
               const input = (n: string) => ints(r.inputs.find((t) => t.name === n)!);
               if (r.cancelled) {
@@ -94,7 +108,11 @@ class OpsBackend implements Backend {
 }
 
 export class OpsResolver implements BackendResolver {
-  private readonly backend = new OpsBackend();
+  private readonly backend: OpsBackend;
+  /** @param clock what `delay_ms` and the recorded intervals are timed on. */
+  constructor(clock: Clock = SYSTEM_CLOCK) {
+    this.backend = new OpsBackend(clock);
+  }
   async resolve({ config }: BackendResolveRequest) {
     return config.backend === 'ops' ? this.backend : undefined;
   }
@@ -144,4 +162,13 @@ input [ ${io(inputs)} ]
 output [ ${io(outputs)} ]
 ensemble_scheduling { step [ ${steps.map(step).join(', ')} ]${maxInflightRequests === undefined ? '' : ` max_inflight_requests: ${maxInflightRequests}`} }
 `;
+}
+
+/** An ensemble X -> `first` -> T -> `second` -> Y of two `ops` models (IN -> OUT), INT32 [-1]. */
+export function pipeConfig(first: string, second: string, maxInflightRequests?: number): string {
+  const steps = [
+    { model: first, inputs: { IN: 'X' }, outputs: { OUT: 'T' } },
+    { model: second, inputs: { IN: 'T' }, outputs: { OUT: 'Y' } },
+  ];
+  return ensembleConfig(['X'], ['Y'], steps, 'TYPE_INT32', maxInflightRequests);
 }

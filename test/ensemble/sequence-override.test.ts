@@ -32,8 +32,7 @@ let server: RunningServer;
 let client: TritonGrpcClient;
 
 const model = (name: string, config: string) => {
-  repo.write(`${name}/config.pbtxt`, `name: "${name}"\n${config}`);
-  repo.write(`${name}/1/.keep`, '');
+  repo.addModel(name, `name: "${name}"\n${config}`);
 };
 
 const jsModel = (mode: string, inputs = ['INPUT0']) => `

@@ -22,8 +22,7 @@ let server: RunningServer;
 let client: TritonGrpcClient;
 
 const model = (name: string, config: string) => {
-  repo.write(`${name}/config.pbtxt`, `name: "${name}"\n${config}`);
-  repo.write(`${name}/1/.keep`, '');
+  repo.addModel(name, `name: "${name}"\n${config}`);
 };
 
 /** An ensemble of one step over INT32 tensors with the given dims and max_batch_size. */

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
-import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
 import { opsConfig, OpsResolver } from './ops-backend.js';
@@ -29,16 +29,14 @@ beforeAll(async () => {
     ['inc', 'inc'],
     ['double', 'double'],
   ]) {
-    repo.write(`${name}/config.pbtxt`, `name: "${name}"\n${opsConfig(op!)}`);
-    repo.write(`${name}/1/.keep`, '');
+    repo.addModel(name, `name: "${name}"\n${opsConfig(op!)}`);
   }
   // A sequence model (ops `acc`: a running sum per correlation ID, restarted by START), shared with
   // both tenants; two slots (two instances), so both tenants' sequences hold one at once.
-  repo.write(
-    'acc/config.pbtxt',
+  repo.addModel(
+    'acc',
     `name: "acc"\nbackend: "ops"\nmax_batch_size: 0\nsequence_batching { max_sequence_idle_microseconds: 60000000 direct { } control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ] }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ -1 ] } ]\ninstance_group [ { kind: KIND_CPU, count: 2 } ]\nparameters { key: "op" value: { string_value: "acc" } }\n`,
   );
-  repo.write('acc/1/.keep', '');
   const tenants = [
     // max_inflight 2: the ensemble request and its one step each count (steps are charged to the caller).
     { id: 'acme', token: TOKENS.acme, shared_models: ['inc', 'acc'], quotas: { max_inflight: 2 } },
@@ -51,15 +49,7 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-async function call(who: keyof typeof TOKENS, path: string, body: unknown) {
-  const res = await fetch(`${server.httpUrl}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : undefined };
-}
+const call = (who: keyof typeof TOKENS, path: string, body: unknown) => fetchAs(TOKENS[who], 'POST', `${server.httpUrl}${path}`, body);
 
 const identity = JSON.stringify({
   backend: 'wasm',

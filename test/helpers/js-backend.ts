@@ -22,12 +22,14 @@ import { REQUEST_FLAG_SEQUENCE_START } from '../../host/src/contract/types.js';
 import type {
   Backend,
   BackendModel,
+  BackendModelInstance,
   BackendResolveRequest,
   BackendResolver,
   InferenceRequest,
   ModelLoadContext,
   ResponseSender,
 } from '../../host/src/contract/types.js';
+import { sleep } from './wait.js';
 
 export const executed: { model: string; batchSizes: number[] }[] = [];
 
@@ -78,7 +80,7 @@ class JsBackend implements Backend {
           async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
             executed.push({ model: ctx.name, batchSizes: requests.map((r) => r.batchSize) });
             const wait = delayFromInput ? int32s(requests[0]!.inputs[0]!.data)[0]! : delay;
-            if (wait) await new Promise((r) => setTimeout(r, wait));
+            if (wait) await sleep(wait);
             requests.forEach((r, i) => {
               const s = senders[i]!;
               if (mode === 'repeat') {
@@ -149,6 +151,32 @@ export class JsBackendResolver implements BackendResolver {
     return config.backend === 'jstest' ? this.backend : undefined;
   }
   async finalizeAll() {}
+}
+
+/** Resolves `backend: "<backend.name>"` to `backend` and any other model to none (the next resolver's). */
+export function resolverOf(backend: Backend): BackendResolver {
+  return {
+    resolve: async ({ config }) => (config.backend === backend.name ? backend : undefined),
+    finalizeAll: async () => undefined,
+  };
+}
+
+/**
+ * A backend `name` for a test that needs one behaviour: every instance of its models runs
+ * `execute`; `load`, when given, runs first at each model load (what it throws fails the load).
+ */
+export function executeBackend(name: string, execute: BackendModelInstance['execute'], load?: (ctx: ModelLoadContext) => void): Backend {
+  return {
+    name,
+    async loadModel(ctx: ModelLoadContext): Promise<BackendModel> {
+      load?.(ctx);
+      return {
+        createInstance: async () => ({ execute, finalize: async () => undefined }),
+        finalize: async () => undefined,
+      };
+    },
+    finalize: async () => undefined,
+  };
 }
 
 export const REPEAT_CONFIG = `

@@ -15,6 +15,8 @@ export interface TempRepo {
   addExample(model: string, as?: string): string;
   /** Write a file relative to the repository. */
   write(rel: string, content: string | Uint8Array): void;
+  /** Write a model: `<name>/config.pbtxt` holding `config`, and version 1 as an empty folder (its `.keep` file). */
+  addModel(name: string, config: string): void;
   remove(rel: string): void;
   cleanup(): void;
 }
@@ -33,6 +35,10 @@ export function tempRepo(examples: string[] = []): TempRepo {
       mkdirSync(join(p, '..'), { recursive: true });
       writeFileSync(p, content);
     },
+    addModel(name, config) {
+      repo.write(`${name}/config.pbtxt`, config);
+      repo.write(`${name}/1/.keep`, '');
+    },
     remove(rel) {
       rmSync(join(path, rel), { recursive: true, force: true });
     },
@@ -42,6 +48,35 @@ export function tempRepo(examples: string[] = []): TempRepo {
   };
   for (const m of examples) repo.addExample(m);
   return repo;
+}
+
+/** The model metadata (spec §3.3) of Triton's example `simple` as served from its repository. */
+export const SIMPLE_METADATA = Object.freeze({
+  name: 'simple',
+  versions: ['1'],
+  platform: 'onnxruntime_onnx',
+  inputs: [
+    { name: 'INPUT0', datatype: 'INT32', shape: [-1, 16] },
+    { name: 'INPUT1', datatype: 'INT32', shape: [-1, 16] },
+  ],
+  outputs: [
+    { name: 'OUTPUT0', datatype: 'INT32', shape: [-1, 16] },
+    { name: 'OUTPUT1', datatype: 'INT32', shape: [-1, 16] },
+  ],
+});
+
+/**
+ * Add `bad_sequence` to `repo`: Triton's `simple_sequence` whose START control lists three
+ * `int32_false_true` values instead of two, a config that fails validation (the model is UNAVAILABLE).
+ */
+export function addBadSequence(repo: TempRepo): void {
+  repo.addExample('simple_sequence', 'bad_sequence');
+  repo.write(
+    'bad_sequence/config.pbtxt',
+    readFileSync(join(EXAMPLES, 'simple_sequence/config.pbtxt'), 'utf8')
+      .replace('name: "simple_sequence"', 'name: "bad_sequence"')
+      .replace('int32_false_true: [ 0, 1 ]', 'int32_false_true: [ 0, 1, 2 ]'),
+  );
 }
 
 /** JSON body for `simple`-style models: INPUT0, INPUT1 of `rows` x 16. */
@@ -89,6 +124,23 @@ export function getJson(url: string): Promise<{ status: number; json: any; text:
 }
 
 /**
+ * `method` `url` as the holder of `token` (a bearer token; undefined: no authorization header),
+ * `body` as JSON (a string is sent as it is): as {@link fetchJson}.
+ */
+export function fetchAs(
+  token: string | undefined,
+  method: 'GET' | 'POST',
+  url: string,
+  body?: unknown,
+): Promise<{ status: number; json: any; text: string; headers: Headers }> {
+  return fetchJson(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+/**
  * POST `body` to `<url>/v2/models/<model>/generate_stream` (spec §3.6) and read the whole stream:
  * the status and every server-sent `data:` event, parsed as JSON.
  */
@@ -98,27 +150,32 @@ export async function generateStream(url: string, model: string, body: unknown):
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-  const text = await res.text();
-  const events = text
+  return { status: res.status, events: sseEvents(await res.text()) };
+}
+
+/** Every `data:` event of a server-sent event stream's text (spec §3.6), parsed as JSON. */
+export function sseEvents(text: string): Record<string, unknown>[] {
+  return text
     .split('\n')
     .filter((l) => l.startsWith('data: '))
     .map((l) => JSON.parse(l.slice('data: '.length)) as Record<string, unknown>);
-  return { status: res.status, events };
 }
 
+/** The inputs and outputs of Triton's add_sub models in a JSON config: INPUT0, INPUT1 in, OUTPUT0, OUTPUT1 out, FP32 [`dims`]. */
+export const addSubIo = (dims: number) =>
+  ({
+    input: [
+      { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [dims] },
+      { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [dims] },
+    ],
+    output: [
+      { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [dims] },
+      { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [dims] },
+    ],
+  }) as const;
+
 /** The `parameters.config` of an upload of Triton's `addsub_onnx` (FP32 [16] in, FP32 [16] out, no batching). */
-export const ADDSUB_CONFIG = {
-  platform: 'onnxruntime_onnx',
-  max_batch_size: 0,
-  input: [
-    { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [16] },
-    { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [16] },
-  ],
-  output: [
-    { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [16] },
-    { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [16] },
-  ],
-} as const;
+export const ADDSUB_CONFIG = { platform: 'onnxruntime_onnx', max_batch_size: 0, ...addSubIo(16) } as const;
 
 /** `addsub_onnx`'s model.onnx, base64 (what a load API upload carries). */
 export const addsubModelBase64 = (): string => readFileSync(join(EXAMPLES, 'addsub_onnx/1/model.onnx')).toString('base64');

@@ -2,35 +2,26 @@
  * Bounded drain (`--exit-timeout-secs`): a backend that never answers does not wedge unload or
  * shutdown; stuck requests get an error. The CLI exits on SIGTERM even when stdout is a closed pipe.
  */
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver } from '../../host/src/contract/types.js';
+import type { BackendResolver } from '../../host/src/contract/types.js';
 import { startTestServer } from '../helpers/servers.js';
-import { freePort, PROJECT_ROOT, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
+import { freePort, postJson, simpleRequest, tempRepo } from '../helpers/repo.js';
+import { spawnCli } from '../helpers/cli.js';
 import { sleep, until } from '../helpers/wait.js';
+import { executeBackend, resolverOf } from '../helpers/js-backend.js';
 
 /** `backend: "blackhole"`: execute never resolves and never answers. */
-class BlackHoleResolver implements BackendResolver {
-  executing = 0;
-  private readonly backend: Backend = {
-    name: 'blackhole',
-    loadModel: async (): Promise<BackendModel> => ({
-      createInstance: async () => ({
-        execute: () => {
-          this.executing++;
-          return new Promise(() => undefined);
-        },
-        finalize: async () => undefined,
+function blackHole(): BackendResolver & { executing: number } {
+  const counts = { executing: 0 };
+  return Object.assign(
+    counts,
+    resolverOf(
+      executeBackend('blackhole', () => {
+        counts.executing++;
+        return new Promise(() => undefined);
       }),
-      finalize: async () => undefined,
-    }),
-    finalize: async () => undefined,
-  };
-  async resolve({ config }: BackendResolveRequest) {
-    return config.backend === 'blackhole' ? this.backend : undefined;
-  }
-  async finalizeAll() {}
+    ),
+  );
 }
 
 const CONFIG = `
@@ -44,9 +35,8 @@ const body = { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [
 describe('bounded drain', () => {
   it('shutdown fails requests stuck in a backend after --exit-timeout-secs and completes', async () => {
     const repo = tempRepo([]);
-    repo.write('stuck/config.pbtxt', CONFIG);
-    repo.write('stuck/1/.keep', '');
-    const resolver = new BlackHoleResolver();
+    repo.addModel('stuck', CONFIG);
+    const resolver = blackHole();
     const server = await startTestServer(repo, {
       modelControlMode: 'none',
       backendResolvers: [resolver],
@@ -71,9 +61,8 @@ describe('bounded drain', () => {
 
   it('an unload of a model with a stuck request finishes after the bound; the request gets an error', async () => {
     const repo = tempRepo([]);
-    repo.write('stuck/config.pbtxt', CONFIG);
-    repo.write('stuck/1/.keep', '');
-    const resolver = new BlackHoleResolver();
+    repo.addModel('stuck', CONFIG);
+    const resolver = blackHole();
     const server = await startTestServer(repo, {
       loadModels: ['stuck'],
       backendResolvers: [resolver],
@@ -87,11 +76,11 @@ describe('bounded drain', () => {
       expect(r.status).toBe(503);
       expect(r.json.error).toMatch(/exit timeout/);
       // The version finished unloading (no longer UNLOADING).
-      for (let i = 0; i < 100; i++) {
-        const idx = await postJson(`${server.httpUrl}/v2/repository/index`, {});
-        if (idx.json.every((e: any) => e.state !== 'UNLOADING')) break;
-        await sleep(50);
-      }
+      await until(async () => (await postJson(`${server.httpUrl}/v2/repository/index`, {})).json.every((e: any) => e.state !== 'UNLOADING'), {
+        within: 5000,
+        every: 50,
+        what: 'the unload finished',
+      });
       const idx = await postJson(`${server.httpUrl}/v2/repository/index`, {});
       expect(idx.json.find((e: any) => e.name === 'stuck').state).toBe('UNAVAILABLE');
     } finally {
@@ -105,43 +94,25 @@ describe('process', () => {
   it('exits 0 on SIGTERM when stdout is a closed pipe (EPIPE while logging)', async () => {
     const repo = tempRepo(['simple']);
     const port = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        join(PROJECT_ROOT, 'host/src/cli.ts'),
-        `--model-repository=${repo.path}`,
-        `--http-port=${port}`,
-        '--allow-metrics=false',
-        '--allow-grpc=false',
-        '--log-verbose=1',
-      ],
-      {
-        cwd: PROJECT_ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let err = '';
-    child.stderr.on('data', (d) => (err += d));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const cli = spawnCli([`--model-repository=${repo.path}`, `--http-port=${port}`, '--allow-metrics=false', '--allow-grpc=false', '--log-verbose=1']);
+    const { child } = cli;
     try {
       const base = `http://127.0.0.1:${port}`;
-      for (let i = 0; i < 300; i++) {
-        const ok = await fetch(`${base}/v2/health/ready`).then(
-          (r) => r.status === 200,
-          () => false,
-        );
-        if (ok) break;
-        await sleep(100);
-      }
+      await until(
+        () =>
+          fetch(`${base}/v2/health/ready`).then(
+            (r) => r.status === 200,
+            () => false,
+          ),
+        { within: 30_000, every: 100, what: 'ready' },
+      );
       // Close the read end of the child's stdout: its next log lines hit EPIPE.
       child.stdout.destroy();
       const req = JSON.stringify(simpleRequest('INT32', Array(16).fill(1), Array(16).fill(2)));
       for (let i = 0; i < 5; i++) expect((await fetch(`${base}/v2/models/simple/infer`, { method: 'POST', body: req })).status).toBe(200);
       child.kill('SIGTERM');
-      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('hung'), 15_000))]);
-      expect(code, err).toBe(0);
+      const code = await Promise.race([cli.exited.then((e) => e.code), sleep(15_000).then(() => 'hung')]);
+      expect(code, cli.stderr).toBe(0);
     } finally {
       child.kill('SIGKILL');
       repo.cleanup();

@@ -15,31 +15,19 @@ function ensembleRepo() {
   const repo = repository([]);
   repo.addExample('simple', 'z_simple');
   repo.write('z_simple/config.pbtxt', repoConfig('z_simple'));
-  const io = (step: string) => `
-name: "${step}"
+  /** Ensemble `name` (IN0, IN1 -> SUM) of one step on `step` with its inputs `in0`, `in1` and output `out`. */
+  const ensemble = (name: string, step: string, [in0, in1, out]: [string, string, string]) => `
+name: "${name}"
 platform: "ensemble"
 max_batch_size: 8
 input [ { name: "IN0" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "IN1" data_type: TYPE_INT32 dims: [ 16 ] } ]
 output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 16 ] } ]
+ensemble_scheduling { step [ { model_name: "${step}" model_version: -1
+  input_map { key: "${in0}" value: "IN0" } input_map { key: "${in1}" value: "IN1" }
+  output_map { key: "${out}" value: "SUM" } } ] }
 `;
-  repo.write(
-    'a_ens/config.pbtxt',
-    `${io('a_ens')}
-ensemble_scheduling { step [ { model_name: "z_simple" model_version: -1
-  input_map { key: "INPUT0" value: "IN0" } input_map { key: "INPUT1" value: "IN1" }
-  output_map { key: "OUTPUT0" value: "SUM" } } ] }
-`,
-  );
-  repo.write('a_ens/1/.keep', '');
-  repo.write(
-    'b_ens/config.pbtxt',
-    `${io('b_ens')}
-ensemble_scheduling { step [ { model_name: "a_ens" model_version: -1
-  input_map { key: "IN0" value: "IN0" } input_map { key: "IN1" value: "IN1" }
-  output_map { key: "SUM" value: "SUM" } } ] }
-`,
-  );
-  repo.write('b_ens/1/.keep', '');
+  repo.addModel('a_ens', ensemble('a_ens', 'z_simple', ['INPUT0', 'INPUT1', 'OUTPUT0']));
+  repo.addModel('b_ens', ensemble('b_ens', 'a_ens', ['IN0', 'IN1', 'SUM']));
   return repo;
 }
 

@@ -9,7 +9,18 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningServer, ServerOptions } from '../../host/src/server.js';
 import { startTestServer } from '../helpers/servers.js';
-import { ADDSUB_CONFIG, addsubModelBase64, EXAMPLES, getJson, postJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
+import {
+  addBadSequence,
+  ADDSUB_CONFIG,
+  addsubModelBase64,
+  EXAMPLES,
+  getJson,
+  postJson,
+  SIMPLE_METADATA,
+  simpleRequest,
+  tempRepo,
+  type TempRepo,
+} from '../helpers/repo.js';
 import { sleep, until } from '../helpers/wait.js';
 
 const range = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
@@ -50,19 +61,7 @@ describe('health and metadata', () => {
     expect(meta.extensions).toContain('binary_tensor_data');
     expect(meta.extensions).toContain('model_repository');
     const m = await getJson(`${s.httpUrl}/v2/models/simple`);
-    expect(m.json).toEqual({
-      name: 'simple',
-      versions: ['1'],
-      platform: 'onnxruntime_onnx',
-      inputs: [
-        { name: 'INPUT0', datatype: 'INT32', shape: [-1, 16] },
-        { name: 'INPUT1', datatype: 'INT32', shape: [-1, 16] },
-      ],
-      outputs: [
-        { name: 'OUTPUT0', datatype: 'INT32', shape: [-1, 16] },
-        { name: 'OUTPUT1', datatype: 'INT32', shape: [-1, 16] },
-      ],
-    });
+    expect(m.json).toEqual(SIMPLE_METADATA);
     const nb = await getJson(`${s.httpUrl}/v2/models/addsub_onnx/versions/1`);
     expect(nb.json.inputs[0].shape).toEqual([16]);
     const cfg = await getJson(`${s.httpUrl}/v2/models/simple/config`);
@@ -93,13 +92,7 @@ describe('bad model directories: UNAVAILABLE with a reason, the rest serving', (
       readFileSync(join(EXAMPLES, 'simple/config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "unknown_field"\nmax_batch_sizes: 3'),
     );
     repo.write('no_version/config.pbtxt', 'platform: "onnxruntime_onnx"\nmax_batch_size: 0\n');
-    repo.addExample('simple_sequence', 'bad_sequence');
-    repo.write(
-      'bad_sequence/config.pbtxt',
-      readFileSync(join(EXAMPLES, 'simple_sequence/config.pbtxt'), 'utf8')
-        .replace('name: "simple_sequence"', 'name: "bad_sequence"')
-        .replace('int32_false_true: [ 0, 1 ]', 'int32_false_true: [ 0, 1, 2 ]'),
-    );
+    addBadSequence(repo);
     const s = await serve(repo);
     const index = (await postJson(`${s.httpUrl}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string; version?: string }[];
     const by = Object.fromEntries(index.map((e) => [e.name, e]));

@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { uploadFiles, variantOf } from './fixtures/models.js';
+import { sleep } from '../helpers/wait.js';
 
 const FIXTURE = join(PROJECT_ROOT, 'test/repository/fixtures/upload-server.ts');
 const STEP_DELAY_MS = 3;
@@ -160,7 +161,7 @@ describe('kill -9 during uploads', () => {
         killedAt.push(`${step!.step as string}${step!.file ? ` ${step!.file as string}` : ''}`);
       } else {
         const delay = Math.floor(rng() * uploadMs * 1.2);
-        await new Promise((r) => setTimeout(r, delay));
+        await sleep(delay);
         await w.kill();
         killedAt.push(`${delay} ms`);
       }

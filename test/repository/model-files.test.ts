@@ -237,6 +237,24 @@ describe('syntax (before any filesystem call)', () => {
   });
 });
 
+describe('the byte cap', () => {
+  // Over 1 MiB, so the read takes more than one chunk.
+  const cap = (1 << 20) + 3;
+  it('a file of exactly the cap is read whole; one byte more is refused (async and sync)', async () => {
+    const dir = modelDir();
+    const bytes = Buffer.alloc(cap + 1, 7);
+    bytes[cap - 1] = 9;
+    writeFileSync(join(dir, 'at'), bytes.subarray(0, cap));
+    writeFileSync(join(dir, 'over'), bytes);
+    const at = { modelDir: dir, name: 'at', field: 'f', maxBytes: cap };
+    expect((await readModelFile(at)).equals(bytes.subarray(0, cap))).toBe(true);
+    expect(readModelFileSync(at).equals(bytes.subarray(0, cap))).toBe(true);
+    const over = { ...at, name: 'over' };
+    expect(await refused(readModelFile(over))).toMatch(new RegExp(`^f 'over' is larger than ${cap} bytes`));
+    expect(() => readModelFileSync(over)).toThrow(new RegExp(`^f 'over' is larger than ${cap} bytes`));
+  });
+});
+
 describe('a symbolic link swapped in during the open', () => {
   it('never returns a byte from outside (file and folder flips, async and sync reads)', async () => {
     const dir = modelDir();

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { perTestServers } from '../helpers/servers.js';
 import { ADDSUB_CONFIG, addsubModelBase64, parseJsonOrUndefined, postJson, type TempRepo } from '../helpers/repo.js';
+import { sleep, until } from '../helpers/wait.js';
 
 const { repository, serve, defer } = perTestServers();
 
@@ -64,10 +65,10 @@ describe('uploads over HTTP', () => {
     expect(index.map((e) => e.name)).toEqual(['simple', 'up']);
     // A reload with new files replaces the generation; the old one goes once retired.
     expect((await postJson(`${s.httpUrl}/v2/repository/models/up/load`, upload({ 'file:labels.txt': 'YQ==' }))).status).toBe(200);
-    for (let i = 0; i < 100 && readdirSync(join(warden(repo), '.operator/up')).join() !== 'g2'; i++) await new Promise((r) => setTimeout(r, 20));
+    await until(() => readdirSync(join(warden(repo), '.operator/up')).join() === 'g2', { within: 2000, what: 'the old generation retired' });
     expect(readdirSync(join(warden(repo), '.operator/up'))).toEqual(['g2']);
     expect((await postJson(`${s.httpUrl}/v2/repository/models/up/unload`, {})).status).toBe(200);
-    for (let i = 0; i < 100 && existsSync(join(warden(repo), '.operator/up')); i++) await new Promise((r) => setTimeout(r, 20));
+    await until(() => !existsSync(join(warden(repo), '.operator/up')), { within: 2000, what: 'the store emptied' });
     expect(existsSync(join(warden(repo), '.operator/up'))).toBe(false);
     // Uploaded again, then the server stops: a new server does not serve it.
     expect((await postJson(`${s.httpUrl}/v2/repository/models/up/load`, upload())).status).toBe(200);
@@ -141,7 +142,7 @@ describe('uploads over HTTP', () => {
     expect((await postJson(`${s.httpUrl}/v2/repository/models/up/load`, upload())).status).toBe(200);
     await s.stop();
     s = await serve(repo, { modelControlMode: 'poll', repositoryPollSecs: 1 });
-    await new Promise((r) => setTimeout(r, 1200));
+    await sleep(1200);
     const index = (await postJson(`${s.httpUrl}/v2/repository/index`, {})).json as { name: string }[];
     expect(index.map((e) => e.name)).toEqual(['simple']);
     expect((await fetch(`${s.httpUrl}/v2/health/ready`)).status).toBe(200);

@@ -11,6 +11,7 @@ import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, Resp
 import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/contract/types.js';
 import { ManualClock } from '../helpers/clock.js';
 import { config, modelVersion, tick } from '../helpers/model-version.js';
+import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
 
 const int32 = (name: string, v: number, shape = [1]): Tensor => ({ name, datatype: 'INT32', shape, data: new Uint8Array(Int32Array.of(v).buffer) });
 const valueOf = (t: Tensor): number => new DataView(t.data.buffer, t.data.byteOffset, t.data.byteLength).getInt32(0, true);
@@ -87,20 +88,7 @@ sequence_batching {
 }
 
 function req(id: string, v: number, extra: Partial<InferenceRequestInit> = {}): InferenceRequestInit {
-  return {
-    id,
-    model: 'model',
-    version: 1,
-    inputs: [int32('INPUT0', v)],
-    requestedOutputs: [],
-    parameters: {},
-    correlationId: 0,
-    flags: 0,
-    priority: 0,
-    timeoutUs: 0,
-    tenant: '',
-    ...extra,
-  };
+  return { ...emptyRequestInit('model', 1), id, inputs: [int32('INPUT0', v)], ...extra };
 }
 
 /** Every response of one request, until its final one. */

@@ -12,6 +12,7 @@ import type { BackendModelInstance, InferenceRequest, InferenceRequestInit, Resp
 import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START } from '../../host/src/contract/types.js';
 import { TenantSequenceIds } from '../../host/src/scheduler/sequence-ids.js';
 import { collector, config, modelVersion, type Outcome } from '../helpers/model-version.js';
+import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
 
 const int32 = (name: string, v: number): Tensor => ({ name, datatype: 'INT32', shape: [1, 1], data: new Uint8Array(Int32Array.of(v).buffer) });
 
@@ -48,19 +49,7 @@ sequence_batching {
 `);
 
 function req(tenant: string, corr: number | bigint | string, flags = 0): InferenceRequestInit {
-  return {
-    id: '',
-    model: 'model',
-    version: 1,
-    inputs: [int32('INPUT0', 1)],
-    requestedOutputs: [],
-    parameters: {},
-    correlationId: corr,
-    flags,
-    priority: 0,
-    timeoutUs: 0,
-    tenant,
-  };
+  return { ...emptyRequestInit('model', 1), inputs: [int32('INPUT0', 1)], correlationId: corr, flags, tenant };
 }
 
 function submit(mv: ReturnType<typeof modelVersion>['mv'], init: InferenceRequestInit): Promise<Outcome> {

@@ -15,6 +15,7 @@ import { createScheduler } from '../../host/src/scheduler/index.js';
 import { readConfigFiles } from '../../host/src/lifecycle/config-files.js';
 import { ManualClock } from '../helpers/clock.js';
 import { collector, config, modelVersion, tick, type Outcome } from '../helpers/model-version.js';
+import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
 
 /** A tensor's elements as numbers / bigints / booleans by datatype. */
 function values(t: Tensor): (number | bigint | boolean)[] {
@@ -130,20 +131,7 @@ const STATE = 'state [ { input_name: "STATE_IN" output_name: "STATE_OUT" data_ty
 
 /** A request of value `v` for sequence `id` with `flags`. */
 function req(id: string, corr: number | bigint | string, v: number, flags = 0, extra: Partial<InferenceRequestInit> = {}): InferenceRequestInit {
-  return {
-    id,
-    model: 'model',
-    version: 1,
-    inputs: [int32('INPUT0', v)],
-    requestedOutputs: [],
-    parameters: {},
-    correlationId: corr,
-    flags,
-    priority: 0,
-    timeoutUs: 0,
-    tenant: '',
-    ...extra,
-  };
+  return { ...emptyRequestInit('model', 1), id, inputs: [int32('INPUT0', v)], correlationId: corr, flags, ...extra };
 }
 
 /** Submit and collect the outcome. */

@@ -11,11 +11,12 @@
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
-import { int32s, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
+import { tritonGrpcClient, type TritonGrpcClient } from '../helpers/grpc.js';
 import { JsBackendResolver, correlationIdsSeen } from '../helpers/js-backend.js';
-import { fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
+import { sequenceStep, type SequenceStep, type SequenceStepArgs } from '../helpers/sequence-step.js';
 
 const TOKENS = {
   a: 'tenant-a-token-0123456789abcdefghijk',
@@ -60,8 +61,7 @@ beforeAll(async () => {
   await ensureBuilt();
   repo = tempRepo([]);
   for (const [name, m] of Object.entries(MODELS)) {
-    repo.write(`${name}/config.pbtxt`, corridConfig(name, m.keyBy, m.corrid));
-    repo.write(`${name}/1/.keep`, '');
+    repo.addModel(name, corridConfig(name, m.keyBy, m.corrid));
   }
   const shared = Object.keys(MODELS);
   const tenants = [
@@ -78,49 +78,9 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-/** One sequence step over `proto`: the backend's running sum, or the error text with its HTTP status / gRPC code. */
-type Step = { value: number } | { error: string; code: number | string };
-async function step(
-  proto: 'http' | 'grpc',
-  who: Who,
-  model: string,
-  id: number | bigint | string,
-  value: number,
-  flags: { start?: boolean; end?: boolean } = {},
-): Promise<Step> {
-  if (proto === 'http') {
-    // A bigint id is written as a bare JSON integer (exact beyond 2^53).
-    const body = JSON.stringify({
-      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1], data: [value] }],
-      parameters: { sequence_id: typeof id === 'bigint' ? '@@ID@@' : id, sequence_start: flags.start === true, sequence_end: flags.end === true },
-    }).replace('"@@ID@@"', String(id));
-    const r = await fetchJson(`${server.httpUrl}/v2/models/${model}/infer`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
-      body,
-    });
-    if (r.status !== 200) return { error: r.json?.error ?? r.text, code: r.status };
-    return { value: r.json.outputs.find((o: any) => o.name === 'OUTPUT0').data[0] };
-  }
-  const r = await unaryCall(
-    client,
-    'ModelInfer',
-    {
-      model_name: model,
-      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1] }],
-      raw_input_contents: [Buffer.from(Int32Array.of(value).buffer)],
-      parameters: {
-        sequence_id: typeof id === 'string' ? { string_param: id } : typeof id === 'bigint' ? { uint64_param: id.toString() } : { int64_param: id },
-        sequence_start: { bool_param: flags.start === true },
-        sequence_end: { bool_param: flags.end === true },
-      },
-    },
-    TOKENS[who],
-  );
-  if (r.err) return { error: r.err.details, code: r.err.code };
-  const i = (r.res.outputs as { name: string }[]).findIndex((o) => o.name === 'OUTPUT0');
-  return { value: int32s(r.res.raw_output_contents[i])[0]! };
-}
+/** One sequence step over `proto` as `who`: the running sum, or the error text (with the HTTP status / gRPC code). */
+const step = (proto: 'http' | 'grpc', who: Who, ...args: SequenceStepArgs): Promise<SequenceStep> =>
+  sequenceStep({ httpUrl: server.httpUrl, client }, proto, TOKENS[who], ...args);
 
 /** The ids the backend of `model` was given for `tenant`'s requests since `from` (index into correlationIdsSeen), in the backend's key form. */
 function seen(model: string, tenant: string, from: number, keyBy: 'request' | 'control'): string[] {

@@ -14,7 +14,7 @@ import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
-import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
 
@@ -52,13 +52,7 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-function call(who: Who, method: 'GET' | 'POST', path: string, body?: unknown) {
-  return fetchJson(`${url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
-}
+const call = (who: Who, method: 'GET' | 'POST', path: string, body?: unknown) => fetchAs(TOKENS[who], method, `${url}${path}`, body);
 /** The identity model's config with `extra` merged in, as JSON text (`raw` numbers are spliced in verbatim). */
 const configText = (extra: Record<string, unknown>): string =>
   JSON.stringify({

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
 import { JsBackendResolver, correlationIdsSeen } from '../helpers/js-backend.js';
-import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
 
@@ -86,8 +86,7 @@ beforeAll(async () => {
     ['sum', ''],
     ['sum32', 'TYPE_UINT32'],
   ]) {
-    repo.write(`${name}/config.pbtxt`, SUM(name!, corrid));
-    repo.write(`${name}/1/.keep`, '');
+    repo.addModel(name, SUM(name!, corrid));
   }
   const tenants = [
     { id: 'a', token: TOKENS.a, shared_models: ['sum', 'sum32'] },
@@ -110,15 +109,7 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-async function post(who: Who, path: string, body: string): Promise<{ status: number; text: string; json: any }> {
-  const res = await fetch(`${server.httpUrl}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
-    body,
-  });
-  const text = await res.text();
-  return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
-}
+const post = (who: Who, path: string, body: string) => fetchAs(TOKENS[who], 'POST', `${server.httpUrl}${path}`, body);
 
 /** `{...}` as JSON, with a bigint written as a bare integer. */
 const json = (v: unknown) => JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? `@@${x}@@` : x)).replace(/"@@(-?\d+)@@"/g, '$1');

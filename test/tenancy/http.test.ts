@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
-import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { sleep } from '../helpers/wait.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
@@ -56,11 +56,8 @@ afterAll(async () => {
 });
 
 type Who = keyof typeof TOKENS | 'nobody';
-async function call(who: Who, method: 'GET' | 'POST', path: string, body?: unknown) {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (who !== 'nobody') headers.authorization = `Bearer ${TOKENS[who]}`;
-  return fetchJson(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-}
+const call = (who: Who, method: 'GET' | 'POST', path: string, body?: unknown) =>
+  fetchAs(who === 'nobody' ? undefined : TOKENS[who], method, `${url}${path}`, body);
 
 const identityConfig = (extra: Record<string, unknown> = {}) =>
   JSON.stringify({

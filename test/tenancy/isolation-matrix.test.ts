@@ -17,7 +17,7 @@ import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
-import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
 
@@ -42,13 +42,7 @@ const config = (mean: number) =>
     parameters: { mean: { string_value: `${mean},${mean},${mean}` }, std: { string_value: '1,1,1' } },
   });
 
-async function http(who: Who, method: 'GET' | 'POST', path: string, body?: unknown) {
-  return fetchJson(`${server.httpUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${TOKENS[who]}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
-}
+const http = (who: Who, method: 'GET' | 'POST', path: string, body?: unknown) => fetchAs(TOKENS[who], method, `${server.httpUrl}${path}`, body);
 
 const grpc = (who: Who, method: string, request: unknown) => unaryCall(client, method, request, TOKENS[who]);
 

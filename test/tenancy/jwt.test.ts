@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JwtVerifier, looksLikeJwt } from '../../host/src/tenancy/jwt.js';
 import { TenantRegistry } from '../../host/src/tenancy/registry.js';
 import { generateToken, hashToken } from '../../host/src/tenancy/token.js';
+import { until } from '../helpers/wait.js';
 
 /** The public half of an extractable private key, as a JWK-exportable key. */
 async function exportable(priv: CryptoKey): Promise<CryptoKey> {
@@ -130,11 +131,7 @@ describe('JWT authentication', () => {
       const rotated = await sign({ tenant: 'acme' }, { key: otherKey });
       expect((await r2.authenticate(`Bearer ${rotated}`)).ok).toBe(false);
       writeFileSync(file, JSON.stringify({ keys: [{ ...(await exportJWK(otherPublic)), kid: 'k1' }] }));
-      const end = Date.now() + 5000;
-      while (!(await r2.authenticate(`Bearer ${rotated}`)).ok) {
-        if (Date.now() > end) throw new Error('rotated key not picked up');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await until(async () => (await r2.authenticate(`Bearer ${rotated}`)).ok, { within: 5000, what: 'the rotated key picked up' });
       expect((await r2.authenticate(`Bearer ${await sign({ tenant: 'acme' })}`)).ok).toBe(false);
     } finally {
       r2.close();

@@ -6,14 +6,13 @@
  * `--metrics-tenant-labels=true`. `--metrics-auth=false` opens the port (an operator who keeps it
  * off the network, e.g. `--metrics-address 127.0.0.1`). Single-user mode is Triton's: open.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCli } from '../../host/src/cli-options.js';
 import type { RunningServer, ServerOptions } from '../../host/src/server.js';
-import { startTestServer } from '../helpers/servers.js';
-import { hashToken } from '../../host/src/tenancy/token.js';
+import { startTestServer, writeTenantsFile } from '../helpers/servers.js';
 import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 
 const TOKENS = { acme: 'acme-metrics-token-0123456789abcdefgh', ops: 'ops-metrics-token-0123456789abcdefghi' };
@@ -31,15 +30,10 @@ const servers: RunningServer[] = [];
 beforeAll(() => {
   repo = tempRepo(['simple']);
   dir = mkdtempSync(join(tmpdir(), 'warden-metrics-access-'));
-  writeFileSync(
-    join(dir, 'tenants.json'),
-    JSON.stringify({
-      tenants: [
-        { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['simple'] },
-        { id: 'ops', role: 'admin', tokens: [hashToken(TOKENS.ops)] },
-      ],
-    }),
-  );
+  writeTenantsFile(join(dir, 'tenants.json'), [
+    { id: 'acme', token: TOKENS.acme, shared_models: ['simple'] },
+    { id: 'ops', role: 'admin', token: TOKENS.ops },
+  ]);
 });
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.stop()));

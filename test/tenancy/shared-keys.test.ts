@@ -14,11 +14,12 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
-import { int32s, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
+import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { JsBackendResolver, echoConfig } from '../helpers/js-backend.js';
-import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { startTenantServer, type TenantServer } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
+import { sequenceStep, type SequenceStep, type SequenceStepArgs } from '../helpers/sequence-step.js';
 
 const TOKENS = {
   a: 'tenant-a-token-0123456789abcdefghijk',
@@ -56,12 +57,9 @@ const shmFiles: string[] = [];
 beforeAll(async () => {
   await ensureBuilt();
   repo = tempRepo([]);
-  repo.write('seq_direct/config.pbtxt', seqConfig('seq_direct', 'direct { }'));
-  repo.write('seq_direct/1/.keep', '');
-  repo.write('seq_oldest/config.pbtxt', seqConfig('seq_oldest', 'oldest { max_candidate_sequences: 4 }'));
-  repo.write('seq_oldest/1/.keep', '');
-  repo.write('m/config.pbtxt', `name: "m"\n${echoConfig()}`);
-  repo.write('m/1/.keep', '');
+  repo.addModel('seq_direct', seqConfig('seq_direct', 'direct { }'));
+  repo.addModel('seq_oldest', seqConfig('seq_oldest', 'oldest { max_candidate_sequences: 4 }'));
+  repo.addModel('m', `name: "m"\n${echoConfig()}`);
   const shared = ['seq_direct', 'seq_oldest', 'm'];
   const tenants = [
     { id: 'a', token: TOKENS.a, shared_models: shared },
@@ -85,51 +83,11 @@ afterAll(async () => {
   for (const f of shmFiles) rmSync(f, { force: true });
 });
 
-function call(who: Who, method: 'GET' | 'POST', path: string, body?: unknown) {
-  return fetchJson(`${url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[who]}` },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
+const call = (who: Who, method: 'GET' | 'POST', path: string, body?: unknown) => fetchAs(TOKENS[who], method, `${url}${path}`, body);
 
-/** One sequence step over `proto`: the running sum, or the error text (with the HTTP status / gRPC code). */
-type Step = { value: number } | { error: string; code: number | string };
-async function step(
-  proto: 'http' | 'grpc',
-  who: Who,
-  model: string,
-  id: number | string,
-  value: number,
-  flags: { start?: boolean; end?: boolean } = {},
-): Promise<Step> {
-  if (proto === 'http') {
-    const r = await call(who, 'POST', `/v2/models/${model}/infer`, {
-      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1], data: [value] }],
-      parameters: { sequence_id: id, sequence_start: flags.start === true, sequence_end: flags.end === true },
-    });
-    if (r.status !== 200) return { error: r.json?.error ?? r.text, code: r.status };
-    return { value: r.json.outputs.find((o: any) => o.name === 'OUTPUT0').data[0] };
-  }
-  const r = await unaryCall(
-    client,
-    'ModelInfer',
-    {
-      model_name: model,
-      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1] }],
-      raw_input_contents: [Buffer.from(Int32Array.of(value).buffer)],
-      parameters: {
-        sequence_id: typeof id === 'string' ? { string_param: id } : { int64_param: id },
-        sequence_start: { bool_param: flags.start === true },
-        sequence_end: { bool_param: flags.end === true },
-      },
-    },
-    TOKENS[who],
-  );
-  if (r.err) return { error: r.err.details, code: r.err.code };
-  const i = (r.res.outputs as { name: string }[]).findIndex((o) => o.name === 'OUTPUT0');
-  return { value: int32s(r.res.raw_output_contents[i])[0]! };
-}
+/** One sequence step over `proto` as `who`: the running sum, or the error text (with the HTTP status / gRPC code). */
+const step = (proto: 'http' | 'grpc', who: Who, ...args: SequenceStepArgs): Promise<SequenceStep> =>
+  sequenceStep({ httpUrl: server.httpUrl, client }, proto, TOKENS[who], ...args);
 
 describe('sequence correlation ids are scoped by tenant', () => {
   const cases: ['http' | 'grpc', string, number | string][] = [];

@@ -14,6 +14,7 @@ import { perTestServers } from '../helpers/servers.js';
 import { parseCli } from '../../host/src/cli-options.js';
 import { otlpUrl } from '../../host/src/trace/opentelemetry.js';
 import { simpleInfer as grpcSimpleInfer, tritonGrpcClient, unaryCall } from '../helpers/grpc.js';
+import { sleep, until } from '../helpers/wait.js';
 
 const grpcSimple = () => grpcSimpleInfer(Array(16).fill(1), Array(16).fill(2));
 
@@ -140,7 +141,7 @@ describe('trace output', () => {
     const s = await serve(repository(), { loadModels: ['simple'], trace: { file, level: ['TIMESTAMPS'], rate: 1, count: 3, logFrequency: 2 } });
     for (let i = 0; i < 5; i++) expect((await infer(s.httpUrl)).status).toBe(200);
     // Written as the second trace completes (a turn of the event loop after its response).
-    for (let i = 0; i < 100 && !existsSync(`${file}.0`); i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => existsSync(`${file}.0`), { within: 1000, every: 10, what: 'trace_file.0' });
     expect(JSON.parse(readFileSync(`${file}.0`, 'utf8'))).toHaveLength(4);
     expect((await getJson(`${s.httpUrl}/v2/trace/setting`)).json.trace_count).toBe('0');
     await s.stop();
@@ -279,7 +280,7 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
       trace: { mode: 'opentelemetry', level: ['TIMESTAMPS'], rate: 1, opentelemetry: { url: 'http://127.0.0.1:9/v1/traces', bspScheduleDelayMs: 10 } },
     });
     for (let i = 0; i < 3; i++) expect((await infer(s.httpUrl)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 100)); // an export attempt fails in the background
+    await sleep(100); // an export attempt fails in the background
     expect((await infer(s.httpUrl)).status).toBe(200);
     const t0 = Date.now();
     await s.stop();

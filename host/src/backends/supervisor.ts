@@ -172,6 +172,18 @@ export class Supervisor<C, R = string> {
   }
 
   /**
+   * The owner replaced the serving child `old` itself, on purpose and not after a fault (an idle
+   * child released, a fresh one started on demand): `next` serves from now on; nothing fails and
+   * the back-off count is left as it is.
+   * @returns false (and nothing changes) when `old` is not the serving child
+   */
+  swap(old: C, next: C): boolean {
+    if (this.st !== 'up' || this.current !== old) return false;
+    this.current = next;
+    return true;
+  }
+
+  /**
    * The serving child, else the child of the restart attempt under way or due (waited for); while
    * the back-off after a failed attempt runs, that attempt's error at once (a caller fails fast
    * rather than wait out the delay).

@@ -19,6 +19,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { InferenceRequest, InferenceResponse, Tensor } from '../contract/types.js';
+import type { ResponseCacheStore } from './response-cache-store.js';
 
 /** Per-entry overhead counted against the size besides tensor bytes (names, shapes, the key). */
 const ENTRY_OVERHEAD_BYTES = 256;
@@ -44,7 +45,9 @@ interface Partition {
   readonly maxBytes: number;
 }
 
-export class ResponseCache {
+export class ResponseCache implements ResponseCacheStore {
+  /** In this process only: keys may name the loaded version object. */
+  readonly shared = false;
   private readonly partitions = new Map<string, Partition>();
 
   /**

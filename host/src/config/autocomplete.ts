@@ -13,10 +13,10 @@
  */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { invalidArg } from '../contract/errors.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import { modelConfigFromJson } from './json.js';
 import { normalizeModelConfig } from './normalize.js';
+import * as configErrors from './config.errors.js';
 
 /** Filenames / names Triton's auto-complete knows (core src/constants.h). */
 export const KNOWN = {
@@ -44,6 +44,25 @@ export const KNOWN = {
   wasmFile: 'model.wasm',
   wasmBackend: 'wasm',
 } as const;
+
+/**
+ * A backend Triton's auto-complete knows by its model file (and platform, where it has one).
+ * `fileOnly`: a directory of the file's name in the version directory does not count.
+ */
+interface FileBackend {
+  readonly backend: string;
+  readonly file: string;
+  readonly platform?: string;
+  readonly fileOnly?: boolean;
+}
+
+const TRT: FileBackend = { backend: KNOWN.trtBackend, platform: KNOWN.trtPlatform, file: KNOWN.trtFile, fileOnly: true };
+/** model.onnx may be a file or a directory holding a large model. */
+const ONNX: FileBackend = { backend: KNOWN.onnxBackend, platform: KNOWN.onnxPlatform, file: KNOWN.onnxFile };
+const OPENVINO: FileBackend = { backend: KNOWN.openvinoBackend, file: KNOWN.openvinoFile };
+const PYTHON: FileBackend = { backend: KNOWN.pythonBackend, file: KNOWN.pythonFile };
+/** A WebAssembly component (Warden's; Triton has no such backend and would fail on it). */
+const WASM: FileBackend = { backend: KNOWN.wasmBackend, file: KNOWN.wasmFile, fileOnly: true };
 
 async function isDirectory(p: string): Promise<boolean> {
   return (await stat(p).catch(() => undefined))?.isDirectory() ?? false;
@@ -94,39 +113,21 @@ export async function autoCompleteFromRepository(
     return c;
   }
 
-  // TensorRT
-  if (backend() === '') {
-    if (platform() === KNOWN.trtPlatform || filename() === KNOWN.trtFile) c.backend = KNOWN.trtBackend;
-    else if (platform() === '' && filename() === '' && hasVersion && has(KNOWN.trtFile) && !(await isDir(KNOWN.trtFile))) {
-      c.backend = KNOWN.trtBackend;
+  // The backend a config names, or its platform or model file names, or (when it names none of
+  // them) whose model file the first version directory holds: its platform and file filled in.
+  const byFile = async (b: FileBackend): Promise<boolean> => {
+    if (backend() === '') {
+      if ((b.platform !== undefined && platform() === b.platform) || filename() === b.file) c.backend = b.backend;
+      else if (platform() === '' && filename() === '' && hasVersion && has(b.file) && !(b.fileOnly && (await isDir(b.file)))) c.backend = b.backend;
     }
-  }
-  if (backend() === KNOWN.trtBackend) {
-    if (platform() === '') c.platform = KNOWN.trtPlatform;
-    if (filename() === '') c.default_model_filename = KNOWN.trtFile;
-    return c;
-  }
+    if (backend() !== b.backend) return false;
+    if (b.platform !== undefined && platform() === '') c.platform = b.platform;
+    if (filename() === '') c.default_model_filename = b.file;
+    return true;
+  };
 
-  // ONNX Runtime (model.onnx may be a file or a directory holding a large model)
-  if (backend() === '') {
-    if (platform() === KNOWN.onnxPlatform || filename() === KNOWN.onnxFile) c.backend = KNOWN.onnxBackend;
-    else if (platform() === '' && filename() === '' && hasVersion && has(KNOWN.onnxFile)) c.backend = KNOWN.onnxBackend;
-  }
-  if (backend() === KNOWN.onnxBackend) {
-    if (platform() === '') c.platform = KNOWN.onnxPlatform;
-    if (filename() === '') c.default_model_filename = KNOWN.onnxFile;
-    return c;
-  }
-
-  // OpenVINO
-  if (backend() === '') {
-    if (filename() === KNOWN.openvinoFile) c.backend = KNOWN.openvinoBackend;
-    else if (platform() === '' && filename() === '' && hasVersion && has(KNOWN.openvinoFile)) c.backend = KNOWN.openvinoBackend;
-  }
-  if (backend() === KNOWN.openvinoBackend) {
-    if (filename() === '') c.default_model_filename = KNOWN.openvinoFile;
-    return c;
-  }
+  // TensorRT, ONNX Runtime, OpenVINO
+  for (const b of [TRT, ONNX, OPENVINO]) if (await byFile(b)) return c;
 
   // PyTorch (LibTorch and AOTInductor share the `pytorch` backend)
   if (backend() === '') {
@@ -156,35 +157,14 @@ export async function autoCompleteFromRepository(
     return c;
   }
 
-  // Python
-  if (backend() === '') {
-    if (filename() === KNOWN.pythonFile) c.backend = KNOWN.pythonBackend;
-    else if (platform() === '' && filename() === '' && hasVersion && has(KNOWN.pythonFile)) c.backend = KNOWN.pythonBackend;
-  }
-  if (backend() === KNOWN.pythonBackend) {
-    if (filename() === '') c.default_model_filename = KNOWN.pythonFile;
-    return c;
-  }
-
-  // WebAssembly component (Warden; Triton has no such backend and would fail below).
-  if (backend() === '') {
-    if (filename() === KNOWN.wasmFile) c.backend = KNOWN.wasmBackend;
-    else if (platform() === '' && filename() === '' && hasVersion && has(KNOWN.wasmFile) && !(await isDir(KNOWN.wasmFile))) {
-      c.backend = KNOWN.wasmBackend;
-    }
-  }
-  if (backend() === KNOWN.wasmBackend) {
-    if (filename() === '') c.default_model_filename = KNOWN.wasmFile;
-    return c;
-  }
+  // Python, WebAssembly component
+  for (const b of [PYTHON, WASM]) if (await byFile(b)) return c;
 
   // Custom backend named by the model name: `model.<backend_name>`.
   if (backend() === '' && platform() === '' && filename() === '') {
     const dot = modelName.indexOf('.');
     if (dot < 0) {
-      throw invalidArg(
-        `Invalid model name: Could not determine backend for model '${modelName}' with no backend in model configuration. Expected model name of the form 'model.<backend_name>'.`,
-      );
+      throw configErrors.backendUndetermined(modelName);
     }
     const b = modelName.slice(dot + 1);
     c.backend = b;
@@ -204,7 +184,7 @@ export function mergeAutoCompletedConfig(base: ModelConfig, backendName: string,
   try {
     fromBackend = modelConfigFromJson(setJson);
   } catch (e) {
-    throw invalidArg(`backend '${backendName}' set an invalid configuration for model '${base.name}': ${(e as Error).message}`);
+    throw configErrors.backendConfigInvalid(backendName, base.name, (e as Error).message);
   }
   const merged: Partial<ModelConfig> = { ...base };
   if (fromBackend.input !== undefined) merged.input = fromBackend.input;

@@ -5,10 +5,10 @@
  * oneof members only when set. Also a structural check: unknown keys, wrong value types and two
  * members of one oneof throw INVALID_ARG with the field path.
  */
-import { invalidArg } from '../contract/errors.js';
 import type { FieldDesc, MessageDesc, ValueType } from './schema.js';
 import { oneofSiblings, setMapEntry } from './schema.js';
 import { checkScalarValue, describe, scalarDefault } from './scalars.js';
+import * as errors from './config.errors.js';
 
 type Obj = Record<string, unknown>;
 
@@ -19,20 +19,18 @@ function isPlainObject(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function fail(path: string, message: string): never {
-  throw invalidArg(`invalid model configuration: ${message}${path ? ` (at ${path})` : ''}`);
-}
+/** Where the structural check is: the field `path` ('' for the whole). */
+const at = (path: string): errors.ConfigAt => ({ in: 'check', path });
 
 function value(t: ValueType, v: unknown, f: FieldDesc, path: string, mode: DefaultsMode): unknown {
   if (t.kind === 'message') return withDefaults(v, t.messageType, path, mode);
   if (t.kind === 'enum') {
     if (typeof v !== 'string' || !t.enumType.values.some(([n]) => n === v)) {
-      fail(path, `invalid ${t.enumType.name} value ${describe(v)}`);
+      throw errors.enumValueInvalid(at(path), t.enumType.name, describe(v));
     }
     return v;
   }
-  const err = checkScalarValue(t.kind, v);
-  if (err) fail(path, err);
+  checkScalarValue(t.kind, v, at(path));
   if (mode === 'json') {
     const n = v as number;
     if ((t.kind === 'float' || t.kind === 'double') && !Number.isFinite(n)) {
@@ -49,10 +47,10 @@ function value(t: ValueType, v: unknown, f: FieldDesc, path: string, mode: Defau
  * @throws TritonError INVALID_ARG on unknown fields, wrongly typed values or a oneof set twice.
  */
 export function withDefaults(obj: unknown, desc: MessageDesc, path = '', mode: DefaultsMode = 'config'): Obj {
-  if (!isPlainObject(obj)) fail(path, `expected an object for ${desc.name}, got ${describe(obj)}`);
+  if (!isPlainObject(obj)) throw errors.unexpectedValue(at(path), `an object for ${desc.name}`, describe(obj));
   for (const k of Object.keys(obj)) {
     const f = desc.byName.get(k);
-    if (!f || f.name !== k) fail(path, `unknown field '${k}' in ${desc.name}`);
+    if (!f || f.name !== k) throw errors.fieldUnknown(at(path), k, desc.name);
   }
   const out: Obj = {};
   for (const f of desc.fields) {
@@ -63,11 +61,11 @@ export function withDefaults(obj: unknown, desc: MessageDesc, path = '', mode: D
         out[f.name] = {};
         continue;
       }
-      if (!isPlainObject(v)) fail(fpath, `expected an object (map), got ${describe(v)}`);
+      if (!isPlainObject(v)) throw errors.unexpectedValue(at(fpath), 'an object (map)', describe(v));
       const m: Obj = {};
       for (const [k, x] of Object.entries(v)) {
         if (f.mapKey === 'uint64' && (!/^(0|[1-9][0-9]*)$/.test(k) || !Number.isSafeInteger(Number(k)))) {
-          fail(fpath, `map key must be an unsigned integer, got ${JSON.stringify(k)}`);
+          throw errors.mapKeyNotUnsigned(at(fpath), k);
         }
         setMapEntry(m, k, value(f.type, x, f, `${fpath}[${JSON.stringify(k)}]`, mode));
       }
@@ -77,11 +75,11 @@ export function withDefaults(obj: unknown, desc: MessageDesc, path = '', mode: D
         out[f.name] = [];
         continue;
       }
-      if (!Array.isArray(v)) fail(fpath, `expected an array, got ${describe(v)}`);
+      if (!Array.isArray(v)) throw errors.unexpectedValue(at(fpath), 'an array', describe(v));
       out[f.name] = v.map((x, i) => value(f.type, x, f, `${fpath}[${i}]`, mode));
     } else if (v !== undefined) {
       const other = oneofSiblings(desc, f).find((s) => obj[s.name] !== undefined);
-      if (other) fail(fpath, `'${f.name}' and '${other.name}' are both set but belong to oneof '${f.oneof}' of ${desc.name}`);
+      if (other) throw errors.oneofConflict(at(fpath), f.name, other.name, f.oneof!, desc.name);
       out[f.name] = value(f.type, v, f, fpath, mode);
     } else if (f.type.kind !== 'message' && f.oneof === undefined) {
       const d = f.type.kind === 'enum' ? f.type.enumType.values[0]![0] : scalarDefault(f.type.kind);

@@ -9,18 +9,17 @@
  *   `ModelConfigToJson` prints it: snake_case, all primitive fields, enums as names, 64-bit fields
  *   as JSON numbers except those Triton leaves as strings.
  */
-import { invalidArg } from '../contract/errors.js';
 import { isAllDefault, withDefaults } from './defaults.js';
 import type { FieldDesc, MessageDesc, ScalarKind, ValueType } from './schema.js';
 import { ModelConfigDesc, oneofSiblings, setMapEntry } from './schema.js';
 import { checkInteger, describe, enumNames, isIntKind, resolveEnum } from './scalars.js';
 import type { ModelConfig } from '../contract/model-config.js';
+import * as errors from './config.errors.js';
 
 type Obj = Record<string, unknown>;
 
-function fail(path: string, message: string): never {
-  throw invalidArg(path ? `${message} (at ${path})` : message);
-}
+/** Where the JSON reader is: the field `path` ('' for the whole). */
+const at = (path: string): errors.ConfigAt => ({ in: 'json', path });
 
 function isPlainObject(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -28,28 +27,25 @@ function isPlainObject(v: unknown): v is Obj {
 
 function scalarFromJson(kind: ScalarKind, v: unknown, path: string): unknown {
   if (kind === 'string') {
-    if (typeof v !== 'string') fail(path, `expected a string, got ${describe(v)}`);
+    if (typeof v !== 'string') throw errors.unexpectedValue(at(path), 'a string', describe(v));
     return v;
   }
   if (kind === 'bool') {
-    if (typeof v !== 'boolean') fail(path, `expected true or false, got ${describe(v)}`);
+    if (typeof v !== 'boolean') throw errors.unexpectedValue(at(path), 'true or false', describe(v));
     return v;
   }
   if (isIntKind(kind)) {
     let big: bigint;
     if (typeof v === 'number') {
-      if (!Number.isInteger(v)) fail(path, `expected an integer for ${kind}, got ${v}`);
-      if (!Number.isSafeInteger(v)) {
-        fail(path, `integer ${v} exceeds 2^53-1 in magnitude and cannot be represented exactly; values this large are not supported`);
-      }
+      if (!Number.isInteger(v)) throw errors.unexpectedValue(at(path), `an integer for ${kind}`, String(v));
+      if (!Number.isSafeInteger(v)) throw errors.integerInexact(at(path), v, kind, 'json');
       big = BigInt(v);
     } else if (typeof v === 'string' && /^-?(0|[1-9][0-9]*)$/.test(v)) {
       big = BigInt(v);
     } else {
-      return fail(path, `expected an integer for ${kind} (number or decimal string), got ${describe(v)}`);
+      throw errors.unexpectedValue(at(path), `an integer for ${kind} (number or decimal string)`, describe(v));
     }
-    const r = checkInteger(kind, big);
-    if (typeof r !== 'number') fail(path, r.error);
+    const r = checkInteger(kind, big, at(path));
     return r === 0 ? 0 : r;
   }
   // float / double
@@ -60,52 +56,50 @@ function scalarFromJson(kind: ScalarKind, v: unknown, path: string): unknown {
     if (v === '-Infinity') return -Infinity;
     if (/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(v)) return Number(v);
   }
-  return fail(path, `expected a number for ${kind}, got ${describe(v)}`);
+  throw errors.unexpectedValue(at(path), `a number for ${kind}`, describe(v));
 }
 
 function valueFromJson(t: ValueType, v: unknown, path: string): unknown {
-  if (v === null) fail(path, 'null is not allowed here');
+  if (v === null) throw errors.nullNotAllowed(at(path));
   if (t.kind === 'message') return messageFromJson(v, t.messageType, path);
   if (t.kind === 'enum') {
     const name = typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v)) ? resolveEnum(t.enumType, v, true) : undefined;
-    if (name === undefined) fail(path, `invalid value ${describe(v)} for enum ${t.enumType.name}; expected one of ${enumNames(t.enumType)}`);
+    if (name === undefined) throw errors.enumValueInvalid(at(path), t.enumType.name, describe(v), enumNames(t.enumType));
     return name;
   }
   return scalarFromJson(t.kind, v, path);
 }
 
 function messageFromJson(json: unknown, desc: MessageDesc, path: string): Obj {
-  if (!isPlainObject(json)) fail(path, `expected a JSON object for ${desc.name}, got ${describe(json)}`);
+  if (!isPlainObject(json)) throw errors.unexpectedValue(at(path), `a JSON object for ${desc.name}`, describe(json));
   const out: Obj = {};
   const setBy = new Map<FieldDesc, string>();
   for (const [key, v] of Object.entries(json)) {
     const f = desc.byName.get(key);
-    if (!f) fail(path, `unknown field '${key}' in ${desc.name}`);
+    if (!f) throw errors.fieldUnknown(at(path), key, desc.name);
     const fpath = path ? `${path}.${f.name}` : f.name;
     const prev = setBy.get(f);
-    if (prev !== undefined) fail(fpath, `field '${f.name}' is given twice (as '${prev}' and '${key}')`);
+    if (prev !== undefined) throw errors.fieldGivenTwice(at(fpath), f.name, prev, key);
     setBy.set(f, key);
     if (v === null) continue; // protobuf JSON: null means "not set"
     if (!f.repeated) {
       const other = oneofSiblings(desc, f).find((s) => out[s.name] !== undefined);
-      if (other) fail(fpath, `'${f.name}' cannot be set together with '${other.name}': both belong to oneof '${f.oneof}' of ${desc.name}`);
+      if (other) throw errors.oneofConflict(at(fpath), f.name, other.name, f.oneof!, desc.name);
     }
     if (f.mapKey !== undefined) {
-      if (!isPlainObject(v)) fail(fpath, `expected a JSON object (map), got ${describe(v)}`);
+      if (!isPlainObject(v)) throw errors.unexpectedValue(at(fpath), 'a JSON object (map)', describe(v));
       const m: Obj = {};
       for (const [k, x] of Object.entries(v)) {
         let key = k;
         if (f.mapKey === 'uint64') {
-          if (!/^(0|[1-9][0-9]*)$/.test(k)) fail(fpath, `map key must be an unsigned integer, got ${JSON.stringify(k)}`);
-          const r = checkInteger('uint64', BigInt(k));
-          if (typeof r !== 'number') fail(fpath, r.error);
-          key = String(r);
+          if (!/^(0|[1-9][0-9]*)$/.test(k)) throw errors.mapKeyNotUnsigned(at(fpath), k);
+          key = String(checkInteger('uint64', BigInt(k), at(fpath)));
         }
         setMapEntry(m, key, valueFromJson(f.type, x, `${fpath}[${JSON.stringify(k)}]`));
       }
       out[f.name] = m;
     } else if (f.repeated) {
-      if (!Array.isArray(v)) fail(fpath, `expected a JSON array, got ${describe(v)}`);
+      if (!Array.isArray(v)) throw errors.unexpectedValue(at(fpath), 'a JSON array', describe(v));
       out[f.name] = v.map((x, i) => valueFromJson(f.type, x, `${fpath}[${i}]`));
     } else {
       out[f.name] = valueFromJson(f.type, v, fpath);
@@ -127,7 +121,7 @@ export function modelConfigFromJson(json: unknown): Partial<ModelConfig> {
     try {
       value = JSON.parse(json);
     } catch (e) {
-      throw invalidArg(`malformed JSON model configuration: ${(e as Error).message}`);
+      throw errors.configJsonMalformed((e as Error).message);
     }
   }
   return messageFromJson(value, ModelConfigDesc, '') as Partial<ModelConfig>;

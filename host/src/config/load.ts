@@ -7,7 +7,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { internal, invalidArg, TritonError } from '../contract/errors.js';
+import { TritonError } from '../contract/errors.js';
 import { autoCompleteFromRepository } from './autocomplete.js';
 import { modelConfigFromJson } from './json.js';
 import { normalizeModelConfig } from './normalize.js';
@@ -15,6 +15,7 @@ import { parsePbtxt } from './pbtxt/parse.js';
 import { ModelConfigDesc } from './schema.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import { validateModelConfig } from './validate.js';
+import * as configErrors from './config.errors.js';
 
 /** Options of {@link loadModelConfig}. */
 export interface LoadModelConfigOptions {
@@ -43,7 +44,7 @@ async function exists(p: string): Promise<boolean> {
 export async function modelConfigPath(modelPath: string, configName?: string): Promise<{ path: string; relative: string }> {
   if (configName !== undefined && configName !== '') {
     if (/[/\\]/.test(configName) || configName === '.' || configName === '..') {
-      throw invalidArg(`invalid model config name '${configName}'`);
+      throw configErrors.configNameInvalid(configName);
     }
     const relative = join('configs', `${configName}.pbtxt`);
     const path = join(modelPath, relative);
@@ -65,7 +66,7 @@ export async function loadModelConfig(modelPath: string, opts: LoadModelConfigOp
     try {
       raw = modelConfigFromJson(opts.overrideJson);
     } catch (e) {
-      throw invalidArg(`Invalid config override: ${e instanceof Error ? e.message : String(e)}`);
+      throw configErrors.overrideInvalid(e instanceof Error ? e.message : String(e));
     }
   } else {
     const { path, relative } = await modelConfigPath(modelPath, opts.configName);
@@ -77,9 +78,9 @@ export async function loadModelConfig(modelPath: string, opts: LoadModelConfigOp
       // Triton (qa/L0_model_config special_cases/noautofill_noconfig): a missing config is an
       // error only when auto-complete is disabled.
       if (err.code === 'ENOENT') {
-        if (!opts.autoComplete) throw invalidArg('model configuration is not provided');
+        if (!opts.autoComplete) throw configErrors.configNotProvided();
       } else {
-        throw internal(`failed to open text file for read ${path}: ${err.message}`);
+        throw configErrors.configUnreadable(path, err.message);
       }
     }
     if (bytes === undefined) {
@@ -89,7 +90,7 @@ export async function loadModelConfig(modelPath: string, opts: LoadModelConfigOp
       try {
         text = utf8.decode(bytes);
       } catch {
-        throw invalidArg(`${opts.modelName}/${relative}: file is not valid UTF-8`);
+        throw configErrors.configNotUtf8(`${opts.modelName}/${relative}`);
       }
       raw = parsePbtxt(text, ModelConfigDesc, `${opts.modelName}/${relative}`) as Partial<ModelConfig>;
     }
@@ -101,6 +102,6 @@ export async function loadModelConfig(modelPath: string, opts: LoadModelConfigOp
     return config;
   } catch (e) {
     if (e instanceof TritonError) throw e;
-    throw internal(`failed to load configuration of model '${opts.modelName}': ${e instanceof Error ? e.message : String(e)}`);
+    throw configErrors.configLoadFailed(opts.modelName, e instanceof Error ? e.message : String(e));
   }
 }

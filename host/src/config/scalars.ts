@@ -1,10 +1,11 @@
 /**
  * Scalar value rules shared by the pbtxt parser/printer and the JSON reader (spec §5.2, §1.7):
  * integer ranges per protobuf type, the 2^53 limit of Warden's number representation, enum
- * name/number resolution. Functions return an error text (no position) or the checked value;
- * callers add `file:line:col` / field paths.
+ * name/number resolution. The checks throw the catalogue's errors (config.errors.ts) framed by the
+ * caller's {@link ConfigAt}: `file:line:col` or the reader, and the field path.
  */
 import type { EnumDesc, ScalarKind } from './schema.js';
+import { type ConfigAt, integerInexact, integerOutOfRange, unexpectedValue } from './config.errors.js';
 
 type IntKind = 'int32' | 'uint32' | 'int64' | 'uint64';
 
@@ -24,16 +25,13 @@ export function isIntKind(k: ScalarKind): k is IntKind {
 /**
  * Check an exact integer against the protobuf range of `kind` and Warden's exact-number limit
  * (|v| <= 2^53-1 for 64-bit kinds).
- * @returns the value as a JS number, or an error text.
+ * @returns the value as a JS number.
+ * @throws TritonError INVALID_ARG framed by `at` when out of range or beyond the limit.
  */
-export function checkInteger(kind: IntKind, v: bigint): number | { error: string } {
+export function checkInteger(kind: IntKind, v: bigint, at: ConfigAt): number {
   const [lo, hi] = INT_LIMITS[kind];
-  if (v < lo || v > hi) return { error: `value ${v} is out of range for ${kind}` };
-  if (v > SAFE || v < -SAFE) {
-    return {
-      error: `value ${v} exceeds 2^53-1 in magnitude; Warden keeps ${kind} config values as exact JSON numbers and cannot represent it`,
-    };
-  }
+  if (v < lo || v > hi) throw integerOutOfRange(at, v, kind);
+  if (v > SAFE || v < -SAFE) throw integerInexact(at, v, kind, 'config');
   return Number(v);
 }
 
@@ -45,14 +43,14 @@ export function parseIntLiteral(text: string): bigint | undefined {
   return undefined;
 }
 
-/** Check a JS number destined for an integer field (JSON input, printer input). */
-export function checkIntegerNumber(kind: IntKind, v: number): number | { error: string } {
-  if (!Number.isInteger(v)) return { error: `expected an integer for ${kind}, got ${v}` };
-  if (!Number.isSafeInteger(v)) {
-    return { error: `value ${v} exceeds 2^53-1 in magnitude and cannot be represented exactly` };
-  }
-  const r = checkInteger(kind, BigInt(v));
-  return typeof r === 'number' ? (r === 0 ? 0 : r) : r;
+/**
+ * Check a JS number destined for an integer field (JSON input, printer input).
+ * @throws TritonError INVALID_ARG framed by `at` when not an integer, inexact or out of range.
+ */
+function checkIntegerNumber(kind: IntKind, v: number, at: ConfigAt): void {
+  if (!Number.isInteger(v)) throw unexpectedValue(at, `an integer for ${kind}`, String(v));
+  if (!Number.isSafeInteger(v)) throw integerInexact(at, v, kind, 'number');
+  checkInteger(kind, BigInt(v), at);
 }
 
 /** Enum value by name (exact, or case-insensitive as Triton's JSON parser) or by number. */
@@ -76,25 +74,26 @@ export function scalarDefault(kind: ScalarKind): string | boolean | number {
   return 0;
 }
 
+const SCALAR_TYPES: Record<'string' | 'bool' | 'float' | 'double', { readonly js: string; readonly name: string }> = {
+  string: { js: 'string', name: 'a string' },
+  bool: { js: 'boolean', name: 'a boolean' },
+  float: { js: 'number', name: 'a number' },
+  double: { js: 'number', name: 'a number' },
+};
+
 /**
  * Check that a JS value has the shape Warden's in-memory config uses for `kind`
  * (string / boolean / exact integer in range / number).
+ * @throws TritonError INVALID_ARG framed by `at` when it has not.
  */
-export function checkScalarValue(kind: ScalarKind, v: unknown): string | undefined {
-  switch (kind) {
-    case 'string':
-      return typeof v === 'string' ? undefined : `expected a string, got ${describe(v)}`;
-    case 'bool':
-      return typeof v === 'boolean' ? undefined : `expected a boolean, got ${describe(v)}`;
-    case 'float':
-    case 'double':
-      return typeof v === 'number' ? undefined : `expected a number, got ${describe(v)}`;
-    default: {
-      if (typeof v !== 'number') return `expected an integer, got ${describe(v)}`;
-      const r = checkIntegerNumber(kind, v);
-      return typeof r === 'number' ? undefined : r.error;
-    }
+export function checkScalarValue(kind: ScalarKind, v: unknown, at: ConfigAt): void {
+  if (isIntKind(kind)) {
+    if (typeof v !== 'number') throw unexpectedValue(at, 'an integer', describe(v));
+    checkIntegerNumber(kind, v, at);
+    return;
   }
+  const t = SCALAR_TYPES[kind];
+  if (typeof v !== t.js) throw unexpectedValue(at, t.name, describe(v));
 }
 
 /** Short description of a JS value for error messages. */

@@ -5,8 +5,10 @@
  * ValidateEnsembleSchedulingConfig, ValidateModelMetrics) with Triton's error wording. Every error
  * is a TritonError INVALID_ARG. Warden additionally rejects duplicate input / output names.
  */
-import { invalidArg } from '../contract/errors.js';
+import type { TritonError } from '../contract/errors.js';
 import type { ConfigDataType, ModelConfig, ModelInput, ModelOutput, ModelSequenceBatching, ModelSequenceControl } from '../contract/model-config.js';
+import { instanceKindAuto } from './config.errors.js';
+import * as errors from './validate.errors.js';
 
 /** Options of {@link validateModelConfig}. */
 export interface ValidateOptions {
@@ -58,10 +60,6 @@ function platformBackendType(platform: string): BackendType {
   }
 }
 
-function fail(msg: string): never {
-  throw invalidArg(msg);
-}
-
 /** Triton `GetElementCount`: product of `dims`, -1 if any is variable, 0 for an empty shape. */
 function elementCount(dims: readonly number[]): number {
   if (dims.length === 0) return 0;
@@ -73,28 +71,23 @@ function elementCount(dims: readonly number[]): number {
   return n;
 }
 
-/** Triton `ValidateIOShape`; `prefix` is "model input " / "model output ". */
-function validateIOShape(io: ModelInput | ModelOutput, maxBatchSize: number, prefix: string): string | undefined {
-  if (!io.name) return `${prefix}must specify 'name'`;
-  const p = `${prefix}'${io.name}' `;
-  if (io.data_type === 'TYPE_INVALID') return `${p}must specify 'data_type'`;
-  if (io.dims.length === 0) return `${p}must specify 'dims'`;
-  if (io.reshape && io.reshape.shape.length === 0 && maxBatchSize === 0) {
-    return `${p}cannot have empty reshape for non-batching model as scalar tensors are not supported`;
-  }
+/** Triton `ValidateIOShape` of input or output `io` of model `model`. */
+function validateIOShape(io: ModelInput | ModelOutput, kind: 'input' | 'output', maxBatchSize: number, model: string): TritonError | undefined {
+  if (!io.name) return errors.ioFieldMissing(kind, io.name, 'name', model);
+  if (io.data_type === 'TYPE_INVALID') return errors.ioFieldMissing(kind, io.name, 'data_type', model);
+  if (io.dims.length === 0) return errors.ioFieldMissing(kind, io.name, 'dims', model);
+  if (io.reshape && io.reshape.shape.length === 0 && maxBatchSize === 0) return errors.ioReshapeScalar(kind, io.name, model);
   for (const d of io.dims) {
-    if (d < 1 && d !== WILDCARD_DIM) return `${p}dimension must be integer >= 1, or ${WILDCARD_DIM} to indicate a variable-size dimension`;
+    if (d < 1 && d !== WILDCARD_DIM) return errors.ioDimInvalid(kind, io.name, false, model);
   }
   if (io.reshape) {
     for (const d of io.reshape.shape) {
-      if (d < 1 && d !== WILDCARD_DIM) {
-        return `${p}reshape dimensions must be integer >= 1, or ${WILDCARD_DIM} to indicate a variable-size dimension`;
-      }
+      if (d < 1 && d !== WILDCARD_DIM) return errors.ioDimInvalid(kind, io.name, true, model);
     }
     const dimsSize = elementCount(io.dims);
     const reshapeSize = elementCount(io.reshape.shape);
     // An empty reshape (scalar) expects dims with element count 1.
-    if (dimsSize !== reshapeSize && (reshapeSize !== 0 || dimsSize !== 1)) return `${p}has different size for dims and reshape`;
+    if (dimsSize !== reshapeSize && (reshapeSize !== 0 || dimsSize !== 1)) return errors.ioReshapeMismatch(kind, io.name, 'size', model);
     if (dimsSize === -1) {
       const chunks = (dims: readonly number[]) => {
         const out: number[] = [];
@@ -111,60 +104,61 @@ function validateIOShape(io: ModelInput | ModelOutput, maxBatchSize: number, pre
       };
       const a = chunks(io.dims);
       const b = chunks(io.reshape.shape);
-      if (a.length !== b.length) return `${p}has different number of variable-size dimensions for dims and reshape`;
-      if (a.some((x, i) => x !== b[i])) return `${p}has different size for dims and reshape`;
+      if (a.length !== b.length) return errors.ioReshapeMismatch(kind, io.name, 'variable-size dimensions', model);
+      if (a.some((x, i) => x !== b[i])) return errors.ioReshapeMismatch(kind, io.name, 'size', model);
     }
   }
   return undefined;
 }
 
-function validateNonLinearFormatIO(io: ModelInput | ModelOutput, platform: string, isInput: boolean): string | undefined {
+function validateNonLinearFormatIO(io: ModelInput | ModelOutput, platform: string, kind: 'input' | 'output', model: string): TritonError | undefined {
   if (!io.is_non_linear_format_io) return undefined;
-  if (platform !== TENSORRT_PLAN) return 'Non-linear IO format is only supported for the TensorRT platform';
-  if (io.dims.length !== 3) return `Non-linear IO format ${isInput ? 'input' : 'output'} requires 3 dims`;
+  if (platform !== TENSORRT_PLAN) return errors.ioTensorRtOnly('non-linear', model);
+  if (io.dims.length !== 3) return errors.ioNeeds3Dims(kind === 'input' ? 'non-linear input' : 'non-linear output', model);
   return undefined;
 }
 
 /** Triton `ValidateModelIOConfig` (inputs, outputs, batch inputs/outputs), plus duplicate names. */
 function validateIO(c: ModelConfig): void {
-  const suffix = ` for ${c.name}`;
-  const check = (e: string | undefined) => e !== undefined && fail(e + suffix);
-  for (const io of c.input) {
-    check(validateIOShape(io, c.max_batch_size, 'model input '));
-    if ((io.format === 'FORMAT_NHWC' || io.format === 'FORMAT_NCHW') && io.dims.length !== 3) {
-      check('model input NHWC/NCHW require 3 dims');
+  const model = c.name;
+  const check = (e: TritonError | undefined): void => {
+    if (e !== undefined) throw e;
+  };
+  for (const [kind, list] of [
+    ['input', c.input],
+    ['output', c.output],
+  ] as const) {
+    for (const io of list) {
+      check(validateIOShape(io, kind, c.max_batch_size, model));
+      const format = 'format' in io ? io.format : undefined;
+      if ((format === 'FORMAT_NHWC' || format === 'FORMAT_NCHW') && io.dims.length !== 3) throw errors.ioNeeds3Dims('NHWC/NCHW', model);
+      if (c.platform !== TENSORRT_PLAN && io.is_shape_tensor) throw errors.ioTensorRtOnly('shape tensors', model);
+      check(validateNonLinearFormatIO(io, c.platform, kind, model));
     }
-    if (c.platform !== TENSORRT_PLAN && io.is_shape_tensor) check('shape tensors are only supported for TensorRT platform');
-    check(validateNonLinearFormatIO(io, c.platform, true));
   }
-  for (const io of c.output) {
-    check(validateIOShape(io, c.max_batch_size, 'model output '));
-    if (c.platform !== TENSORRT_PLAN && io.is_shape_tensor) check('shape tensors are only supported for TensorRT platform');
-    check(validateNonLinearFormatIO(io, c.platform, false));
-  }
-  const inputs = new Set<string>();
-  for (const io of c.input) {
-    if (inputs.has(io.name)) fail(`model input '${io.name}' is specified more than once for ${c.name}`);
-    inputs.add(io.name);
-  }
-  const outputs = new Set<string>();
-  for (const io of c.output) {
-    if (outputs.has(io.name)) fail(`model output '${io.name}' is specified more than once for ${c.name}`);
-    outputs.add(io.name);
-  }
+  const names = (kind: 'input' | 'output', list: readonly (ModelInput | ModelOutput)[]): Set<string> => {
+    const seen = new Set<string>();
+    for (const io of list) {
+      if (seen.has(io.name)) throw errors.ioRepeated(kind, io.name, model);
+      seen.add(io.name);
+    }
+    return seen;
+  };
+  const inputs = names('input', c.input);
+  const outputs = names('output', c.output);
   // Triton ValidateBatchIO
   for (const b of c.batch_input) {
-    if (b.source_input.length !== 1) check(`batch input kind '${b.kind}' expects 1 source input, got ${b.source_input.length}`);
-    if (b.data_type !== 'TYPE_INT32' && b.data_type !== 'TYPE_FP32') check('batch input data type must be TYPE_INT32 or TYPE_FP32');
-    for (const s of b.source_input) if (!inputs.has(s)) check(`unknown source input name '${s}'`);
+    if (b.source_input.length !== 1) throw errors.batchIoSourceCount('input', b.kind, b.source_input.length, model);
+    if (b.data_type !== 'TYPE_INT32' && b.data_type !== 'TYPE_FP32') throw errors.batchInputDataType(model);
+    for (const s of b.source_input) if (!inputs.has(s)) throw errors.batchIoNameUnknown('source input', s, model);
   }
   for (const b of c.batch_output) {
-    if (b.source_input.length !== 1) check(`batch output kind '${b.kind}' expects 1 source input, got ${b.source_input.length}`);
-    for (const s of b.source_input) if (!inputs.has(s)) check(`unknown source input name '${s}'`);
+    if (b.source_input.length !== 1) throw errors.batchIoSourceCount('output', b.kind, b.source_input.length, model);
+    for (const s of b.source_input) if (!inputs.has(s)) throw errors.batchIoNameUnknown('source input', s, model);
     const targets = new Set<string>();
     for (const t of b.target_name) {
-      if (!outputs.has(t)) check(`unknown target output name '${t}'`);
-      if (targets.has(t)) check(`target output name '${t}' can only be specified once`);
+      if (!outputs.has(t)) throw errors.batchIoNameUnknown('target output', t, model);
+      if (targets.has(t)) throw errors.batchOutputTargetRepeated(t, model);
       targets.add(t);
     }
   }
@@ -185,31 +179,25 @@ function sequenceControl(
   const seenTensors = new Set<string>();
   let found: { tensor: string; dataType: ConfigDataType } | undefined;
   for (const ci of batcher.control_input) {
-    if (!ci.name) fail(`sequence batching control tensor must have a name for ${model}`);
-    if (seenTensors.has(ci.name)) fail(`sequence batching control tensor '${ci.name}' is specified for multiple control kinds for ${model}`);
+    if (!ci.name) throw errors.controlTensorInvalid(model);
+    if (seenTensors.has(ci.name)) throw errors.controlTensorInvalid(model, ci.name);
     seenTensors.add(ci.name);
     for (const ctl of ci.control) {
       if (ctl.kind !== kind) continue;
-      if (found) fail(`sequence batching specifies multiple ${kind} tensors for ${model}`);
+      if (found) throw errors.controlKindRepeated(kind, model);
       const ni = ctl.int32_false_true.length;
       const nf = ctl.fp32_false_true.length;
       const nb = ctl.bool_false_true.length;
       if (typed) {
-        if (ni > 0 || nf > 0 || nb > 0) {
-          fail(`sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${model}`);
-        }
+        if (ni > 0 || nf > 0 || nb > 0) throw errors.controlValuesInvalid('unexpected', kind, model);
         found = { tensor: ci.name, dataType: ctl.data_type };
         continue;
       }
-      if (ni === 0 && nf === 0 && nb === 0) {
-        fail(`sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${model}`);
-      }
-      if ((ni && nf) || (ni && nb) || (nf && nb)) {
-        fail(`sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and 'bool_false_true' for ${kind} for ${model}`);
-      }
-      if (ni && ni !== 2) fail(`sequence batching control 'int32_false_true' must have exactly 2 entries for ${kind} for ${model}`);
-      if (nf && nf !== 2) fail(`sequence batching control 'fp32_false_true' must have exactly 2 entries for ${kind} for ${model}`);
-      if (nb && nb !== 2) fail(`sequence batching control 'bool_false_true' must have exactly 2 entries for ${kind} for ${model}`);
+      if (ni === 0 && nf === 0 && nb === 0) throw errors.controlValuesInvalid('missing', kind, model);
+      if ((ni && nf) || (ni && nb) || (nf && nb)) throw errors.controlValuesInvalid('several', kind, model);
+      if (ni && ni !== 2) throw errors.controlValuesInvalid('int32_false_true', kind, model);
+      if (nf && nf !== 2) throw errors.controlValuesInvalid('fp32_false_true', kind, model);
+      if (nb && nb !== 2) throw errors.controlValuesInvalid('bool_false_true', kind, model);
       found = { tensor: ci.name, dataType: ni ? 'TYPE_INT32' : nf ? 'TYPE_FP32' : 'TYPE_BOOL' };
     }
   }
@@ -219,12 +207,12 @@ function sequenceControl(
 /** Triton `ValidateEnsembleSchedulingConfig`: step fields and the tensor data-flow graph. */
 function validateEnsemble(c: ModelConfig): void {
   const name = c.name;
-  if (c.platform !== ENSEMBLE) fail(`ensemble scheduling cannot be set for model '${name}' whose platform is not ${ENSEMBLE}`);
-  if (c.instance_group.length !== 0) fail(`instance group should not be specified for ensemble '${name}'`);
-  if (c.optimization !== undefined) fail(`optimization should not be specified for ensemble '${name}'`);
-  if (c.model_warmup.length !== 0) fail(`model_warmup can not be specified for ensemble '${name}'`);
+  if (c.platform !== ENSEMBLE) throw errors.ensembleSchedulingMismatch(name, true);
+  if (c.instance_group.length !== 0) throw errors.ensembleFieldSet('instance group', name);
+  if (c.optimization !== undefined) throw errors.ensembleFieldSet('optimization', name);
+  if (c.model_warmup.length !== 0) throw errors.ensembleFieldSet('model_warmup', name);
   const steps = c.ensemble_scheduling!.step;
-  if (steps.length === 0) fail(`must specify 'step' for ensemble '${name}'`);
+  if (steps.length === 0) throw errors.ensembleFieldMissing('step', name);
 
   interface Node {
     name: string;
@@ -243,14 +231,14 @@ function validateEnsemble(c: ModelConfig): void {
     return t;
   };
   steps.forEach((step, idx) => {
-    if (!step.model_name) fail(`must specify 'model_name' in step ${idx} of ensemble '${name}'`);
-    if (Object.keys(step.input_map).length === 0) fail(`must specify 'input_map' in step ${idx} of ensemble '${name}'`);
-    if (Object.keys(step.output_map).length === 0) fail(`must specify 'output_map' in step ${idx} of ensemble '${name}'`);
+    if (!step.model_name) throw errors.ensembleFieldMissing('model_name', name, idx);
+    if (Object.keys(step.input_map).length === 0) throw errors.ensembleFieldMissing('input_map', name, idx);
+    if (Object.keys(step.output_map).length === 0) throw errors.ensembleFieldMissing('output_map', name, idx);
     const produced: Node[] = [];
     for (const t of Object.values(step.output_map)) {
       const existing = tensors.get(t);
       if (existing) {
-        if (existing.isOutput) fail(`ensemble tensor '${t}' can appear in an output map only once for ensemble '${name}' step ${idx}`);
+        if (existing.isOutput) throw errors.ensembleTensorWrittenTwice(t, name, idx);
         existing.isOutput = true;
       }
       produced.push(node(t, true));
@@ -266,7 +254,7 @@ function validateEnsemble(c: ModelConfig): void {
   const queue: Node[] = [];
   for (const input of c.input) {
     const t = tensors.get(input.name);
-    if (!t) fail(`ensemble input '${input.name}' for ensemble ${name}' is not used`);
+    if (!t) throw errors.ensembleIoUnused('input', input.name, name);
     t.ready = true;
     queue.push(t);
   }
@@ -281,9 +269,8 @@ function validateEnsemble(c: ModelConfig): void {
   const outputs = new Set<string>();
   for (const output of c.output) {
     const t = tensors.get(output.name);
-    if (!t) fail(`ensemble output '${output.name}' for ensemble ${name}' is not used`);
+    if (!t) throw errors.ensembleIoUnused('output', output.name, name);
     if (!t.ready) {
-      let msg = `output '${output.name}' for ensemble '${name}' is not written`;
       let last = t;
       const seen = new Set<string>();
       let prev: Node[] | undefined = t.prev;
@@ -299,53 +286,38 @@ function validateEnsemble(c: ModelConfig): void {
           }
         }
       }
-      if (last.name !== t.name) msg += `: at least one of its depending tensors, '${last.name}', is not connected`;
-      fail(msg);
+      throw errors.ensembleOutputNotWritten(output.name, name, last.name !== t.name ? last.name : undefined);
     }
     outputs.add(output.name);
   }
   for (const [tname, t] of tensors) {
     if (outputs.has(tname)) continue;
-    if (!t.ready || t.next.length === 0) fail(`ensemble tensor '${tname}' is unused in ensemble '${name}'`);
+    if (!t.ready || t.next.length === 0) throw errors.ensembleTensorUnused(tname, name);
   }
 }
 
 /** Triton `ValidateInstanceGroup`. */
 function validateInstanceGroups(c: ModelConfig, gpuCount: number): void {
   if (c.ensemble_scheduling) return;
-  if (c.instance_group.length === 0) fail(`must specify one or more 'instance group's for ${c.name}`);
+  const model = c.name;
+  if (c.instance_group.length === 0) throw errors.instanceGroupsMissing(model);
   const supported = Array.from({ length: Math.max(0, gpuCount) }, (_, i) => i);
   for (const g of c.instance_group) {
-    const where = `instance group ${g.name} of model ${c.name}`;
-    if (g.kind === 'KIND_MODEL') {
-      if (g.gpus.length > 0) fail(`${where} has kind KIND_MODEL but specifies one or more GPUs`);
+    if (g.kind === 'KIND_MODEL' || g.kind === 'KIND_CPU') {
+      if (g.gpus.length > 0) throw errors.instanceGpusInvalid(g.name, model, g.kind, 'some');
     } else if (g.kind === 'KIND_GPU') {
-      if (g.gpus.length === 0) {
-        fail(supported.length === 0 ? `${where} has kind KIND_GPU but no GPUs are available` : `${where} has kind KIND_GPU but specifies no GPUs`);
-      }
+      if (g.gpus.length === 0) throw errors.instanceGpusInvalid(g.name, model, g.kind, supported.length === 0 ? 'unavailable' : 'none');
       for (const id of g.gpus) {
-        if (!supported.includes(id)) {
-          fail(
-            `${where} specifies invalid or unsupported gpu id ${id}. GPUs with at least the minimum required CUDA compute compatibility of 6.000000 are: ${supported.join(', ')}`,
-          );
-        }
+        if (!supported.includes(id)) throw errors.instanceGpuUnsupported(g.name, model, id, supported);
       }
-    } else if (g.kind === 'KIND_CPU') {
-      if (g.gpus.length > 0) fail(`${where} has kind KIND_CPU but specifies one or more GPUs`);
     } else {
-      throw invalidArg(`${where} has unexpected kind KIND_AUTO`);
+      throw instanceKindAuto(`instance group ${g.name} of model ${model}`);
     }
-    if (c.platform !== TENSORRT_PLAN && g.profile.length > 0) {
-      fail(`${where} and platform ${c.platform} specifies profile field which is only supported for TensorRT models`);
-    }
+    if (c.platform !== TENSORRT_PLAN && g.profile.length > 0) throw errors.instanceProfileInvalid(g.name, model, c.platform, 'platform');
     for (const p of g.profile) {
-      if (p === '') fail('profile name must not be empty');
-      if (!/^\s*[-+]?\d/.test(p)) fail(`unable to parse '${p}': stoi`);
-      if (parseInt(p, 10) < 0) {
-        fail(
-          `${where} and platform ${c.platform} specifies invalid profile ${p}. The field should contain the string representation of a non-negative integer.`,
-        );
-      }
+      if (p === '') throw errors.instanceProfileInvalid(g.name, model, c.platform, 'empty');
+      if (!/^\s*[-+]?\d/.test(p)) throw errors.instanceProfileInvalid(g.name, model, c.platform, 'unparsable', p);
+      if (parseInt(p, 10) < 0) throw errors.instanceProfileInvalid(g.name, model, c.platform, 'negative', p);
     }
   }
 }
@@ -357,85 +329,72 @@ function validateInstanceGroups(c: ModelConfig, gpuCount: number): void {
 export function validateModelConfig(config: ModelConfig, opts: ValidateOptions = {}): void {
   const c = config;
   const name = c.name;
-  if (!name) fail("model configuration must specify 'name'");
+  if (!name) throw errors.fieldMissing('model configuration', 'name');
   if (!c.backend) {
-    if (c.platform !== ENSEMBLE) fail(`unexpected platform type '${c.platform}' for ${name}`);
+    if (c.platform !== ENSEMBLE) throw errors.platformUnexpected(c.platform, name);
   } else if (c.platform === ENSEMBLE) {
-    fail(`Ensemble model '${name}' must have platform type '${c.platform}' and empty backend type`);
+    throw errors.ensembleHasBackend(name, c.platform);
   }
   const bt = backendType(c.backend);
-  if (bt !== 'unknown' && bt !== platformBackendType(c.platform)) {
-    fail(`unexpected 'platform' and 'backend' pair, got:${c.platform}, ${c.backend}`);
-  }
-  if (c.max_batch_size < 0) fail(`'max_batch_size' must be non-negative value for ${name}`);
-  if (!c.version_policy) fail(`must specify 'version policy' for ${name}`);
+  if (bt !== 'unknown' && bt !== platformBackendType(c.platform)) throw errors.platformBackendMismatch(c.platform, c.backend);
+  if (c.max_batch_size < 0) throw errors.maxBatchSizeNegative(name);
+  if (!c.version_policy) throw errors.versionPolicyMissing(name);
 
   const db = c.dynamic_batching;
   if (db) {
     for (const size of db.preferred_batch_size) {
-      if (size <= 0) fail(`dynamic batching preferred size must be positive for ${name}`);
-      if (size > c.max_batch_size) fail(`dynamic batching preferred size must be <= max batch size for ${name}`);
+      if (size <= 0) throw errors.preferredBatchSizeInvalid('dynamic', false, name);
+      if (size > c.max_batch_size) throw errors.preferredBatchSizeInvalid('dynamic', true, name);
     }
     const levels = db.priority_levels;
     if (levels !== 0) {
-      if (db.default_priority_level === 0 || db.default_priority_level > levels) {
-        fail(`default priority level must be in range [1, ${levels}] for ${name}`);
-      }
+      if (db.default_priority_level === 0 || db.default_priority_level > levels) throw errors.priorityLevelOutOfRange('default', levels, name);
       for (const key of Object.keys(db.priority_queue_policy)) {
         const level = Number(key);
-        if (level === 0 || level > levels) fail(`priority queue policy must have priority level in range [1, ${levels}] for ${name}`);
+        if (level === 0 || level > levels) throw errors.priorityLevelOutOfRange('queue policy', levels, name);
       }
     }
     if (db.preserve_ordering) {
-      if (levels > 1) fail(`Only one priority level is allowed when 'preserve_ordering' is true for ${name}`);
+      if (levels > 1) throw errors.preserveOrderingConflict(name, 'priority levels');
       const policies = [db.default_queue_policy, ...Object.values(db.priority_queue_policy)];
       for (const p of policies) {
-        if (p && p.default_timeout_microseconds !== 0 && p.timeout_action === 'DELAY') {
-          fail(`Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true for ${name}`);
-        }
+        if (p && p.default_timeout_microseconds !== 0 && p.timeout_action === 'DELAY') throw errors.preserveOrderingConflict(name, 'DELAY');
       }
     }
   }
 
   const sb = c.sequence_batching;
   if (sb) {
-    if (c.response_cache?.enable) {
-      fail(`Response Cache does not currently support model ${name} with sequence batching scheduler. Please disable the response cache.`);
-    }
+    if (c.response_cache?.enable) throw errors.responseCacheUnsupported(name, 'sequence batching');
     sequenceControl(sb, name, 'CONTROL_SEQUENCE_START', false);
     sequenceControl(sb, name, 'CONTROL_SEQUENCE_END', false);
     sequenceControl(sb, name, 'CONTROL_SEQUENCE_READY', false);
     const corrid = sequenceControl(sb, name, 'CONTROL_SEQUENCE_CORRID', true);
-    if (corrid && !['TYPE_UINT64', 'TYPE_INT64', 'TYPE_UINT32', 'TYPE_INT32', 'TYPE_STRING'].includes(corrid.dataType)) {
-      fail(
-        `unexpected data type for control CONTROL_SEQUENCE_CORRID for ${name}. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING`,
-      );
-    }
+    if (corrid && !['TYPE_UINT64', 'TYPE_INT64', 'TYPE_UINT32', 'TYPE_INT32', 'TYPE_STRING'].includes(corrid.dataType))
+      throw errors.corridDataTypeInvalid(name);
     if (sb.oldest) {
       for (const size of sb.oldest.preferred_batch_size) {
-        if (size <= 0) fail(`sequence batching preferred batch size must be positive for ${name}`);
-        if (size > c.max_batch_size) fail(`sequence batching preferred batch size must be <= max batch size for ${name}`);
+        if (size <= 0) throw errors.preferredBatchSizeInvalid('sequence', false, name);
+        if (size > c.max_batch_size) throw errors.preferredBatchSizeInvalid('sequence', true, name);
       }
     }
     if (sb.direct) {
       const u = sb.direct.minimum_slot_utilization;
-      if (!(u >= 0 && u <= 1)) fail(`sequence batching minimum slot utilization must be in range (0.0, 1.0] for ${name}`);
+      if (!(u >= 0 && u <= 1)) throw errors.slotUtilizationOutOfRange(name);
     }
   }
 
   if (c.ensemble_scheduling) validateEnsemble(c);
-  else if (c.platform === ENSEMBLE) fail(`ensemble scheduling must be set for ensemble ${name} whose platform is ${ENSEMBLE}`);
+  else if (c.platform === ENSEMBLE) throw errors.ensembleSchedulingMismatch(name, false);
 
-  if (c.model_transaction_policy?.decoupled && c.response_cache?.enable) {
-    fail(`Response Cache does not currently support model ${name} with 'decoupled' transaction policy. Please disable the response cache.`);
-  }
+  if (c.model_transaction_policy?.decoupled && c.response_cache?.enable) throw errors.responseCacheUnsupported(name, 'decoupled');
 
   if (c.model_metrics) {
     for (const mc of c.model_metrics.metric_control) {
-      if (!mc.metric_identifier) fail("metric control must specify 'metric_identifier'");
-      if (!mc.metric_identifier.family) fail("metric identifier must specify non-empty 'family'");
-      if (!mc.histogram_options) fail("metric control must specify 'histogram_options'");
-      if (mc.histogram_options.buckets.length === 0) fail("histogram options must specify non-empty 'buckets'");
+      if (!mc.metric_identifier) throw errors.fieldMissing('metric control', 'metric_identifier');
+      if (!mc.metric_identifier.family) throw errors.fieldMissing('metric identifier', 'family', undefined, true);
+      if (!mc.histogram_options) throw errors.fieldMissing('metric control', 'histogram_options');
+      if (mc.histogram_options.buckets.length === 0) throw errors.fieldMissing('histogram options', 'buckets', undefined, true);
     }
   }
 
@@ -443,6 +402,6 @@ export function validateModelConfig(config: ModelConfig, opts: ValidateOptions =
   validateIO(c);
 
   if (opts.directoryName !== undefined && name !== opts.directoryName) {
-    fail(`unexpected directory name '${opts.directoryName}' for model '${name}', directory name must equal model name`);
+    throw errors.directoryNameMismatch(opts.directoryName, name);
   }
 }

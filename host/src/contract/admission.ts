@@ -28,7 +28,9 @@ export interface ModelAdmission {
    * Checks that need no files, run before an upload is written (quotas are refused before
    * anything touches disk); {@link admit} still checks the normalised config afterwards.
    * @param configOverride the load API's `parameters.config` JSON, as sent
+   * @param storedModels with uploads shared by several replicas: the namespace's other models in
+   *   the shared store (the model count is then checked against the fleet, not this replica)
    * @throws TritonError naming the rule the upload breaks
    */
-  precheckUpload?(key: ModelKey, configOverride: unknown): void;
+  precheckUpload?(key: ModelKey, configOverride: unknown, storedModels?: number): void;
 }

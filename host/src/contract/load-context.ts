@@ -6,8 +6,8 @@
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ModelConfig } from './model-config.js';
-import { unavailable } from './errors.js';
 import type { BackendResolveRequest, InferenceServerHandle, ModelKey, ModelLoadContext, ModelOrigin, Principal } from './types.js';
+import { inferenceUnavailable } from './load-context.errors.js';
 
 /**
  * The principal a model's in-process calls run with (an ensemble's steps, a native backend's
@@ -21,7 +21,7 @@ export const ownerPrincipal = (key: ModelKey): Principal =>
 /** In-process inference where no server is attached (a backend loaded on its own). */
 export const NO_SERVER: InferenceServerHandle = Object.freeze({
   infer(): never {
-    throw unavailable('in-process inference is not available in this server');
+    throw inferenceUnavailable();
   },
   isModelReady: async () => false,
 });

@@ -15,6 +15,8 @@ import { TritonError, invalidArg } from '../contract/errors.js';
 import { tensorDataType } from '../contract/datatypes.js';
 import type { InferenceResponse, ResponseSender, Tensor } from '../contract/types.js';
 import { encodeBytesElements } from '../tensor/bytes.js';
+import { elementReader, type ElementReader } from '../tensor/elements.js';
+import * as dataplaneErrors from './inference.errors.js';
 
 /** Triton's cap on the elements classified in one output. */
 const MAX_ELEMENTS = 1_000_000;
@@ -31,33 +33,11 @@ function cFloat(v: number): string {
   return neg ? `-${text}` : text;
 }
 
-type Reader = (dv: DataView, i: number) => number | bigint;
-
-function readerOf(datatype: DataType): Reader {
-  switch (datatype) {
-    case 'UINT8':
-      return (d, i) => d.getUint8(i);
-    case 'INT8':
-      return (d, i) => d.getInt8(i);
-    case 'UINT16':
-      return (d, i) => d.getUint16(i * 2, true);
-    case 'INT16':
-      return (d, i) => d.getInt16(i * 2, true);
-    case 'UINT32':
-      return (d, i) => d.getUint32(i * 4, true);
-    case 'INT32':
-      return (d, i) => d.getInt32(i * 4, true);
-    case 'UINT64':
-      return (d, i) => d.getBigUint64(i * 8, true);
-    case 'INT64':
-      return (d, i) => d.getBigInt64(i * 8, true);
-    case 'FP32':
-      return (d, i) => d.getFloat32(i * 4, true);
-    case 'FP64':
-      return (d, i) => d.getFloat64(i * 8, true);
-    default:
-      throw invalidArg(`class result not available for output due to unsupported type '${datatype}'`);
-  }
+/** The reader of a classifiable datatype's elements. @throws TritonError INVALID_ARG for BOOL, FP16, BF16, BYTES */
+function readerOf(datatype: DataType): ElementReader {
+  const reader = UNSUPPORTED.has(datatype) ? undefined : elementReader(datatype);
+  if (!reader) throw dataplaneErrors.classificationType(datatype);
+  return reader;
 }
 
 function bytesTensor(name: string, shape: number[], strings: string[]): Tensor {
@@ -73,7 +53,7 @@ export function classifyTensor(t: Tensor, k: number, labels: readonly string[] |
   const read = readerOf(t.datatype);
   const size = dataTypeByteSize(t.datatype);
   const total = t.data.length / size;
-  if (total > MAX_ELEMENTS) throw invalidArg(`output '${t.name}' has ${total} elements, more than classification supports (${MAX_ELEMENTS})`);
+  if (total > MAX_ELEMENTS) throw dataplaneErrors.classificationTooLarge(t.name, total, MAX_ELEMENTS);
   const batch = batched && t.shape.length > 0 ? t.shape[0]! : 1;
   const per = batch === 0 ? 0 : total / batch;
   const dv = new DataView(t.data.buffer, t.data.byteOffset, t.data.byteLength);
@@ -82,7 +62,7 @@ export function classifyTensor(t: Tensor, k: number, labels: readonly string[] |
   const strings: string[] = [];
   for (let b = 0; b < batch; b++) {
     const idx = Array.from({ length: per }, (_, i) => i);
-    const vals = idx.map((i) => read(dv, b * per + i));
+    const vals = idx.map((i) => read(dv, (b * per + i) * size));
     idx.sort((x, y) => {
       const a = vals[x]!;
       const c = vals[y]!;
@@ -109,7 +89,7 @@ export function checkClassification(config: ModelConfig, classification: Readonl
     const o = config.output.find((x) => x.name === name);
     if (!o) continue; // the request validator reports unknown outputs
     const dt = tensorDataType(o);
-    if (UNSUPPORTED.has(dt)) throw invalidArg(`class result not available for output '${name}' due to unsupported type '${dt}'`);
+    if (UNSUPPORTED.has(dt)) throw dataplaneErrors.classificationOutputType(name, dt);
   }
 }
 

@@ -5,7 +5,7 @@
  * response (release of the tenant's slot and of input memory the host does not own); and the
  * unary call of every frontend (inferUnary: exactly one response, its tensors released on every path).
  */
-import { TritonError, cancelled, exhausted, internal } from '../contract/errors.js';
+import { TritonError, cancelled } from '../contract/errors.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import type {
   CancellationSignal,
@@ -23,6 +23,7 @@ import { TenantRequestRate } from '../tenancy/request-rate.js';
 import type { TenantConfig } from '../tenancy/types.js';
 import { ClassificationSender, checkClassification } from './classification.js';
 import type { ModelNames } from './model-names.js';
+import { inflightQuota, responseCountNotOne } from './inference.errors.js';
 
 /** Facts about the version that would serve a request, for decoding it (config, decoupled). */
 export interface InferenceTarget {
@@ -175,7 +176,7 @@ export class Inference {
   private takeInflight(tenant: TenantConfig): () => void {
     const n = this.inflight.get(tenant.id) ?? 0;
     if (n >= tenant.quotas.max_inflight) {
-      throw exhausted(`tenant '${tenant.id}' has ${n} inference requests in flight, its quota (max_inflight)`, 1);
+      throw inflightQuota(tenant.id, n);
     }
     this.inflight.set(tenant.id, n + 1);
     return () => {
@@ -247,6 +248,11 @@ export function inferAndCollect(
 /** What {@link inferUnary} needs of the server: the serving version's facts, and `infer`. */
 export type UnaryServer = Omit<InferenceServerHandle, 'inferenceTarget'> & {
   inferenceTarget(principal: Principal, name: string, version: number): InferenceTarget;
+  /**
+   * Load a model this replica does not serve but the shared upload store holds (ServerApi's);
+   * true when it was loaded now. Absent = never.
+   */
+  loadOnDemand?(principal: Principal, name: string): Promise<boolean>;
 };
 
 /**
@@ -269,13 +275,8 @@ export interface UnaryCall<R extends { init: InferenceRequestInit }, T> {
    * @param version the version that served
    */
   answer(response: InferenceResponse, version: number, request: R): T | Promise<T>;
-  /** The error for a count of responses other than one (default: {@link unaryCountError}). */
+  /** The error for a count of responses other than one (default: {@link responseCountNotOne}). */
   countError?: (count: number) => TritonError;
-}
-
-/** The error of a unary call answered by `count` responses instead of one (Triton's core wording). */
-export function unaryCountError(count: number): TritonError {
-  return internal(`expected a single response, got ${count}`);
 }
 
 /**
@@ -298,14 +299,21 @@ export async function inferUnary<R extends { init: InferenceRequestInit }, T>(
   call: UnaryCall<R, T>,
   signal?: CancellationSignal,
 ): Promise<T> {
-  const target = server.inferenceTarget(principal, name, version);
+  let target: InferenceTarget;
+  try {
+    target = server.inferenceTarget(principal, name, version);
+  } catch (e) {
+    // A tenant model stored by another replica is loaded here first (DESIGN "Multi-tenancy").
+    if (!(e instanceof TritonError && e.code === 'NOT_FOUND' && (await server.loadOnDemand?.(principal, name)))) throw e;
+    target = server.inferenceTarget(principal, name, version);
+  }
   if (target.decoupled && call.decoupled) throw call.decoupled();
   const built = call.request(target);
   const request = built instanceof Promise ? await built : built;
   const { version: served, responses } = await inferAndCollect(server, principal, name, target.version, request.init, signal);
   if (responses.length !== 1) {
     for (const r of responses) releaseTensors(r.outputs);
-    throw (call.countError ?? unaryCountError)(responses.length);
+    throw (call.countError ?? responseCountNotOne)(responses.length);
   }
   const response = responses[0]!;
   try {

@@ -4,12 +4,12 @@
  * with it; another tenant's model is indistinguishable from an unknown one), and a principal's
  * tenants-file entry.
  */
-import { invalidArg } from '../contract/errors.js';
 import { TENANT_ID_PATTERN, modelNameProblem } from '../contract/names.js';
 import type { ModelKey, Principal } from '../contract/types.js';
 import type { ModelVersion } from '../lifecycle/model-version.js';
 import type { ModelRepositoryManager } from '../lifecycle/repository-manager.js';
 import type { TenantConfig } from '../tenancy/types.js';
+import { modelNameInvalid } from './inference.errors.js';
 
 /** The tenants as the data plane reads them (the registry of host/src/tenancy, reloaded live). */
 export interface TenantDirectory {
@@ -69,7 +69,7 @@ export class ModelNames {
   controlKeyOf(principal: Principal, name: string): ModelKey {
     const key = principal.role === 'admin' ? this.adminKeyOf(principal, name) : { namespace: principal.namespace, name };
     const problem = modelNameProblem(key.name);
-    if (problem !== undefined) throw invalidArg(`invalid model name ${quoteName(name)}: ${problem}`);
+    if (problem !== undefined) throw modelNameInvalid(quoteName(name), problem);
     return key;
   }
 

@@ -5,13 +5,13 @@
  */
 import { webcrypto } from 'node:crypto';
 import type { Logger } from 'pino';
-import { forbidden } from '../contract/errors.js';
 import type { PathScrubber } from '../contract/public-errors.js';
 import type { ModelKey, Principal } from '../contract/types.js';
 import type { IndexEntry, LoadOptions, ModelRepositoryManager } from '../lifecycle/repository-manager.js';
 import { auditEvent } from '../tenancy/audit.js';
 import { TenantUploadRate } from '../tenancy/request-rate.js';
 import type { ModelNames } from './model-names.js';
+import { uploadQuota } from './inference.errors.js';
 
 export class RepositoryControl {
   /** Each tenant's load-request bytes per minute, charged by the frontends as requests arrive. */
@@ -64,7 +64,7 @@ export class RepositoryControl {
       if (tenant) {
         const bytes = files.reduce((n, f) => n + f.bytes, 0);
         if (bytes > tenant.quotas.max_upload_bytes) {
-          throw forbidden(`upload of ${bytes} bytes exceeds tenant '${tenant.id}''s quota of ${tenant.quotas.max_upload_bytes} bytes (max_upload_bytes)`);
+          throw uploadQuota(tenant.id, bytes, tenant.quotas.max_upload_bytes);
         }
       }
       await this.manager.load(key, this.maxUploadBytes === undefined ? options : { ...options, maxUploadBytes: this.maxUploadBytes });

@@ -3,8 +3,9 @@
  * fields (`sequence_id`, `sequence_start`, `sequence_end`, `priority`, `timeout`) and the rule for
  * every other key. Every frontend (HTTP, gRPC) decodes parameters through here, once.
  */
-import { invalidArg, jsonAccessError } from '../contract/errors.js';
+import { jsonAccessError } from '../contract/errors.js';
 import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type InferenceRequestInit, type ParameterValue } from '../contract/types.js';
+import { parameterReserved, parameterType } from './inference.errors.js';
 
 const INT64_MIN = -(1n << 63n);
 const INT64_MAX = (1n << 63n) - 1n;
@@ -18,11 +19,11 @@ const UINT64_MAX = (1n << 64n) - 1n;
  * @throws TritonError INVALID_ARG with Triton's wording
  */
 export function requestParameter(key: string, value: unknown): ParameterValue {
-  if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`);
+  if (key.startsWith('triton_')) throw parameterReserved();
   if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
   if (typeof value === 'bigint') return value >= INT64_MIN && value <= INT64_MAX ? value : Number(value);
   // Triton's text (it also accepts doubles; the message was not updated when they were added).
-  throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
+  throw parameterType(key);
 }
 
 /** A JSON unsigned 64-bit integer (rapidjson `IsUint64`): a non-negative safe integer or a bigint ≤ 2^64−1. */

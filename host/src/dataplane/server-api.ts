@@ -9,7 +9,7 @@
  * (principal, model name) pair into a model key, so tenant scoping cannot be forgotten at a call
  * site. Frontends map TritonError codes to their transport (HTTP status, gRPC code) themselves.
  */
-import { TritonError, invalidArg } from '../contract/errors.js';
+import { TritonError } from '../contract/errors.js';
 import { tensorDataType } from '../contract/datatypes.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import type { PathScrubber } from '../contract/public-errors.js';
@@ -35,6 +35,7 @@ import { ModelNames, type TenantDirectory } from './model-names.js';
 import { RepositoryControl } from './repository.js';
 import { ServerSettings } from './settings.js';
 import type { Logger } from 'pino';
+import { modelNotAvailable } from './inference.errors.js';
 
 /** tritonserver's default `--id`: the `name` of server metadata (spec §1.4), which tools check. */
 export const DEFAULT_SERVER_ID = 'triton';
@@ -231,7 +232,7 @@ export class ServerApi implements InferenceServerHandle {
       const key = this.names.keyOf(principal, name);
       const visible = principal.role === 'admin' || key.namespace === principal.namespace;
       entries = visible ? this.manager.serving({ key }).filter((e) => version < 0 || e.version.version === version) : [];
-      if (entries.length === 0) throw invalidArg(`requested model '${name}' is not available`);
+      if (entries.length === 0) throw modelNotAvailable(name);
     }
     // Multi-tenant mode: each entry says whose model it is (two tenants may both have `m`).
     const tenantField = this.names.multiTenant;
@@ -246,6 +247,21 @@ export class ServerApi implements InferenceServerHandle {
   }
 
   // ---- inference (inference.ts) ----
+
+  /**
+   * Load `name` for `principal` when it is a tenant model of the shared upload store that this
+   * replica does not serve (the first request for it here). Operator models never load this way.
+   * @returns true when it was loaded now
+   * @throws TritonError the load's failure, public form
+   */
+  async loadOnDemand(principal: Principal, name: string): Promise<boolean> {
+    if (principal.namespace === '' || principal.within) return false;
+    try {
+      return await this.manager.loadOnDemand({ namespace: principal.namespace, name });
+    } catch (e) {
+      throw this.publicError(e);
+    }
+  }
 
   /** See {@link Inference.inferenceTarget}. @throws TritonError NOT_FOUND / UNAVAILABLE */
   inferenceTarget(principal: Principal, name: string, version: number): InferenceTarget {

@@ -102,3 +102,8 @@ export function requestOverInferenceCap(who: string, max: number): TritonError {
 export function requestOverFanout(who: string, max: number): TritonError {
   return forbidden(`${who}: more than ${max} composing inferences in flight for one request (max_ensemble_fanout)`);
 }
+
+/** A step's error as the ensemble reports it: the same code, the message prefixed (Triton's text, `EnsembleContext::FinishEnsemble`). */
+export function stepFailed(ensemble: string, error: TritonError): TritonError {
+  return new TritonError(error.code, `in ensemble '${ensemble}', ${error.message}`);
+}

@@ -26,7 +26,7 @@
  * responses are held as frames until the step downstream takes them).
  */
 import { AccessError, TritonError, asTritonError, cancelled } from '../contract/errors.js';
-import { outputsNotProduced } from './ensemble.errors.js';
+import { outputsNotProduced, stepFailed } from './ensemble.errors.js';
 import type {
   EnsembleRequestBudget,
   InferenceRequest,
@@ -295,28 +295,25 @@ export class EnsembleRun {
     };
     this.pending++;
     let done = false;
+    // The step's final response (or error) ends it: its budget slot and its place are given back.
+    const ended = (final: boolean) => {
+      if (!final) return;
+      done = true;
+      this.budget?.done();
+      this.released(step);
+      this.pending--;
+      this.settle();
+    };
     const sender: ResponseSender = {
       send: (response, final) => {
         if (done) return;
         take(response);
-        if (final) {
-          done = true;
-          this.budget?.done();
-          this.released(step);
-          this.pending--;
-          this.settle();
-        }
+        ended(final);
       },
       sendError: (e, final) => {
         if (done) return;
         this.fail(this.stepError(e));
-        if (final) {
-          done = true;
-          this.budget?.done();
-          this.released(step);
-          this.pending--;
-          this.settle();
-        }
+        ended(final);
       },
     };
     try {
@@ -347,7 +344,7 @@ export class EnsembleRun {
    */
   private stepError(e: TritonError): TritonError {
     if (e instanceof AccessError || e.code === 'CANCELLED') return e;
-    return new TritonError(e.code, `in ensemble '${this.opts.name}', ${e.message}`);
+    return stepFailed(this.opts.name, e);
   }
 
   /** Once no step is in flight: send the final response (or the first error) and clean up. */

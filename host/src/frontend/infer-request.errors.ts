@@ -4,7 +4,7 @@
  * per message. Triton's wording where Triton has the message (server `src/http_server.cc`
  * HTTPAPIServer::InferRequestClass / ParseJsonTritonIO / ValidateInputContentType, `src/grpc/infer_handler.cc`
  * InferGRPCToInput / SetInferenceRequestMetadata), Warden's otherwise. Every text is INVALID_ARG
- * unless noted.
+ * unless noted. The raw-input texts native backends share are in contract/raw-input.errors.ts.
  */
 import { type TritonError, internal, invalidArg } from '../contract/errors.js';
 
@@ -69,21 +69,6 @@ export function inputDataExtra(model: string): TritonError {
 /** An output requested twice (Triton's text). */
 export function outputRepeated(output: string): TritonError {
   return invalidArg(`output '${output}' already exists in request`);
-}
-
-/** A raw binary request to a model of other than one input (Triton's text, `http_server.cc`). */
-export function rawInputCount(inputs: number, model: string): TritonError {
-  return invalidArg(`Raw request must only have 1 input (found 1) to be deduced but got ${inputs} inputs in '${model}' model configuration`);
-}
-
-/** A raw binary request to a BYTES input not of dims [1] (Triton's text). */
-export function rawBytesShape(input: string): TritonError {
-  return invalidArg(`For BYTE datatype raw input '${input}', the model must have input shape [1]`);
-}
-
-/** A raw binary request to an input of several variable dims (Triton's text). */
-export function rawShapeAmbiguous(input: string): TritonError {
-  return invalidArg(`The shape of the raw input '${input}' can not be deduced because there are more than one variable-sized dimension`);
 }
 
 /** A raw binary request whose body does not fill the input's dims, bytes (Triton's text, Warden's detail). */

@@ -13,9 +13,9 @@
  *   repositories).
  */
 import type { ModelConfig } from '../contract/model-config.js';
-import { invalidArg } from '../contract/errors.js';
 import type { ModelKey, ModelOrigin } from '../contract/types.js';
 import { instanceCount, type ModelAdmission } from '../contract/admission.js';
+import * as lifecycleErrors from './lifecycle.errors.js';
 
 /**
  * Server-wide caps every model is held to, operator models included (CLI flags; see
@@ -79,7 +79,7 @@ function stateBytes(dataType: string, dims: readonly number[]): number {
 export function checkServerCaps(model: string, config: ModelConfig, caps: ServerCaps): void {
   const c = { ...DEFAULT_SERVER_CAPS, ...caps };
   const over = (what: string, n: number, cap: number, flag: string): void => {
-    if (n > cap) throw invalidArg(`model '${model}': ${what} ${n} exceeds this server's bound ${cap} (--${flag})`);
+    if (n > cap) throw lifecycleErrors.overServerBound(model, what, n, cap, flag);
   };
   const db = config.dynamic_batching;
   if (db) {
@@ -127,9 +127,7 @@ export class ServerAdmission implements ModelAdmission {
   admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig, _versions = 1): ModelConfig {
     const n = instanceCount(config);
     if (n > this.caps.maxInstancesPerModel) {
-      throw invalidArg(
-        `model '${key.name}' asks for ${n} instances, more than this server allows per model (${this.caps.maxInstancesPerModel}; --max-instances-per-model)`,
-      );
+      throw lifecycleErrors.instancesOverServerCap(key.name, n, this.caps.maxInstancesPerModel);
     }
     checkServerCaps(key.name, config, this.caps);
     if (origin.kind !== 'upload') return config;
@@ -140,12 +138,10 @@ export class ServerAdmission implements ModelAdmission {
     const what = config.backend ? `backend '${config.backend}'` : config.platform ? `platform '${config.platform}'` : 'no backend';
     if (!kind || !this.uploadBackends(origin).has(kind)) {
       const allowed = [...this.uploadBackends(origin)].join(', ') || 'none';
-      throw invalidArg(
-        `model '${key.name}' names ${what}, which cannot be loaded from uploaded files (allowed: ${allowed}); native and Python backends are installed by the operator on the server's disk`,
-      );
+      throw lifecycleErrors.uploadBackendRefused(key.name, what, allowed);
     }
     if (config.runtime) {
-      throw invalidArg(`model '${key.name}' sets runtime '${config.runtime}', which uploaded models may not set`);
+      throw lifecycleErrors.uploadRuntimeRefused(key.name, config.runtime);
     }
     return config;
   }

@@ -14,7 +14,7 @@
  */
 import type { ModelConfig } from '../contract/model-config.js';
 import { byteCapParameter, DEFAULT_INITIAL_STATE_MAX_BYTES, DEFAULT_LABEL_FILE_MAX_BYTES, readModelFile } from '../repository/model-files.js';
-import { invalidArg } from '../contract/errors.js';
+import { configFilesNoDirectory } from './lifecycle.errors.js';
 
 export { DEFAULT_INITIAL_STATE_MAX_BYTES, DEFAULT_LABEL_FILE_MAX_BYTES };
 
@@ -58,7 +58,7 @@ export async function readConfigFiles(config: ModelConfig, modelDir: string | un
     ...new Set((config.sequence_batching?.state ?? []).flatMap((s) => s.initial_state.map((i) => i.data_file ?? '').filter((f) => f !== ''))),
   ];
   if (labelOutputs.length === 0 && stateFiles.length === 0) return NO_CONFIG_FILES;
-  if (modelDir === undefined) throw invalidArg(`model '${config.name}' names files (label_filename, initial_state data_file) but has no model directory`);
+  if (modelDir === undefined) throw configFilesNoDirectory(config.name);
   const labelCap = byteCapParameter(config.parameters, PARAM_LABEL_FILE_MAX_BYTES, DEFAULT_LABEL_FILE_MAX_BYTES, MAX_LABEL_FILE_BYTES);
   const stateCap = byteCapParameter(config.parameters, PARAM_INITIAL_STATE_MAX_BYTES, DEFAULT_INITIAL_STATE_MAX_BYTES, MAX_INITIAL_STATE_BYTES);
   const labels = new Map<string, string[]>();

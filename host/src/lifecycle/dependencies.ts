@@ -10,11 +10,12 @@
  * ensemble loads are tracked so that a cycle fails ("circular dependency between ensembles")
  * instead of hanging.
  */
-import { TritonError, invalidArg } from '../contract/errors.js';
+import { TritonError } from '../contract/errors.js';
 import { modelNameProblem } from '../contract/names.js';
 import type { ModelKey } from '../contract/types.js';
 import { composingNames, isEnsemble } from '../ensemble/load.js';
 import { isServing, modelKeyId, servingVersions, type ModelEntry } from './model-state.js';
+import { ensembleCycle } from './lifecycle.errors.js';
 
 /** What the dependency tracking reads and drives (the repository manager over its lifecycle and sources). */
 export interface DependencyHost {
@@ -82,7 +83,7 @@ export class ModelDependencies {
         for (const key of candidates) {
           const id = modelKeyId(key);
           if (id === me || this.waitsFor(id, me)) {
-            throw invalidArg(`circular dependency between ensembles: ${name} -> ... -> ${ensemble.name} -> ${name}`);
+            throw ensembleCycle(name, ensemble.name);
           }
           let entry = this.host.entry(key);
           const waits = this.waits.get(me) ?? new Set<string>();

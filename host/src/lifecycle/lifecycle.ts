@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import { instanceCount } from '../contract/admission.js';
 import type { ModelConfig } from '../contract/model-config.js';
-import { TritonError, asTritonError, internal, invalidArg, notFound, unavailable } from '../contract/errors.js';
+import { TritonError, asTritonError } from '../contract/errors.js';
 import type { ModelKey } from '../contract/types.js';
 import type { LoadOptions, LocatedModel, ModelFiles, ModelSource } from './model-source.js';
 import {
@@ -34,6 +34,7 @@ import {
 } from './model-state.js';
 import type { ModelVersion } from './model-version.js';
 import type { VersionBuilder } from './version-builder.js';
+import * as lifecycleErrors from './lifecycle.errors.js';
 
 /** What the unload API may carry. */
 export interface UnloadOptions {
@@ -83,7 +84,7 @@ export class ModelLifecycle {
    *   that reason unless older versions serve
    */
   load(key: ModelKey, options: LoadOptions = {}): Promise<void> {
-    if (this.stopped) return Promise.reject(unavailable('server is shutting down'));
+    if (this.stopped) return Promise.reject(lifecycleErrors.shuttingDown());
     return this.serialise(key, async (entry) => {
       try {
         return await this.loadInTurn(entry, options);
@@ -152,17 +153,17 @@ export class ModelLifecycle {
   getVersion(key: ModelKey, version: number): ModelVersion {
     const name = key.name;
     const entry = this.entries.get(modelKeyId(key));
-    if (!entry || entry.slots.size === 0) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (!entry || entry.slots.size === 0) throw lifecycleErrors.modelNotFound(name);
     if (version < 0) {
       let best: ModelVersion | undefined;
       for (const s of entry.slots.values()) if (s.version && (!best || s.version.version > best.version)) best = s.version;
-      if (!best) throw notFound(`Request for unknown model: '${name}' has no available versions`);
+      if (!best) throw lifecycleErrors.noAvailableVersion(name);
       return best;
     }
     const slot = entry.slots.get(version);
     if (slot?.version) return slot.version;
-    if (slot) throw unavailable(`Request for unknown model: '${name}' version ${version} is not at ready state`);
-    throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
+    if (slot) throw lifecycleErrors.versionNotReady(name, version);
+    throw lifecycleErrors.versionNotFound(name, version);
   }
 
   /**
@@ -244,18 +245,12 @@ export class ModelLifecycle {
       return e;
     };
     if (options.files && options.files.size > 0 && options.configOverride === undefined) {
-      throw refuse(
-        invalidArg(`failed to load '${name}', failed to poll from model repository: model configuration must be provided when file overrides are given`),
-      );
+      throw refuse(lifecycleErrors.overridesNeedConfig(name));
     }
     const located = await this.locate(key, options);
     // The log line is Triton's (core model_repository_manager.cc Poll); so is the answer, an
     // INTERNAL error (LoadUnloadModel, when the poll found nothing).
-    if (!located)
-      throw refuse(
-        internal(`failed to load '${name}', failed to poll from model repository`),
-        `failed to poll model '${name}': model not found in any model repository.`,
-      );
+    if (!located) throw refuse(lifecycleErrors.pollFailed(name), `failed to poll model '${name}': model not found in any model repository.`);
     entry.attemptOrigin = located.origin;
     let files: ModelFiles | undefined;
     let loaded: Map<number, ModelVersion>;

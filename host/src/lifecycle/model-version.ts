@@ -5,7 +5,9 @@
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../contract/model-config.js';
 import type { ModelStatistics } from '../metrics/stats.js';
+import { randomUUID } from 'node:crypto';
 import { ResponseCache } from '../cache/response-cache.js';
+import type { ResponseCacheStore } from '../cache/response-cache-store.js';
 import type { RequestTrace, TraceManager } from '../trace/trace-manager.js';
 import {
   SYSTEM_CLOCK,
@@ -18,7 +20,7 @@ import {
   type SchedulerHooks,
   type TenantFairness,
 } from '../scheduler/index.js';
-import { TritonError, asTritonError, unavailable } from '../contract/errors.js';
+import { TritonError, asTritonError } from '../contract/errors.js';
 import { NO_CONFIG_FILES, type ConfigFiles } from './config-files.js';
 import type {
   BackendModel,
@@ -32,9 +34,12 @@ import type {
 } from '../contract/types.js';
 import type { EnsemblePlan } from '../ensemble/plan.js';
 import { compileRequestValidator, compileResponseValidator, type RequestValidator, type ResponseValidator } from './validate.js';
+import * as lifecycleErrors from './lifecycle.errors.js';
 
-/** Model version objects created so far (each one's response-cache scope). */
+/** Model version objects created so far (each one's response-cache scope, with {@link PROCESS_SCOPE}). */
 let loadedVersions = 0;
+/** This process's part of per-version scopes: unique across replicas sharing a Redis cache. */
+const PROCESS_SCOPE = randomUUID();
 
 /** Per-request bookkeeping between enqueue and the final response. */
 class TrackedSender implements ResponseSender {
@@ -122,11 +127,18 @@ export interface ModelVersionOptions {
    */
   ensemble?: { plan: EnsemblePlan; server: InferenceServerHandle; principal: Principal };
   /**
-   * The server's response cache (`--cache-config local,size=N`); used only when the config says
-   * `response_cache { enable: true }`. An ensemble caches its top-level response (Triton's
-   * `EnsembleScheduler` looks the ensemble request up and inserts its final response).
+   * The server's response cache (`--cache-config local,size=N` or `redis,...`); used only when the
+   * config says `response_cache { enable: true }`. An ensemble caches its top-level response
+   * (Triton's `EnsembleScheduler` looks the ensemble request up and inserts its final response).
    */
-  responseCache?: ResponseCache;
+  responseCache?: ResponseCacheStore;
+  /**
+   * The cache keys' scope when the cache is shared ({@link ResponseCacheStore.shared}): the same
+   * on every replica serving the same files and config, another after a reload with changed ones
+   * (`version-builder.ts#sharedCacheScope`). Undefined, or a cache in this process only: the
+   * version object's own scope (a reload never sees the old entries; not shared across replicas).
+   */
+  cacheScope?: string;
   /**
    * An operator model in multi-tenant mode: a sequence model's backend sees tenants' sequences
    * under correlation ids of their own (`scheduler/sequence-ids.ts`, DESIGN "Multi-tenancy").
@@ -146,7 +158,7 @@ export interface ModelVersionOptions {
 class CacheFill implements ResponseSender {
   constructor(
     private readonly downstream: ResponseSender,
-    private readonly cache: ResponseCache,
+    private readonly cache: ResponseCacheStore,
     private readonly tenant: string,
     private readonly key: string,
     private readonly lookupNs: bigint,
@@ -181,9 +193,9 @@ export class ModelVersion {
   private accepting = true;
   private readonly tracer: TraceManager | undefined;
   /** The response cache, when this version's config enables it and the server has one. */
-  private readonly cache: ResponseCache | undefined;
-  /** This loaded version's own part of cache keys (a reload never sees the old entries). */
-  private readonly cacheScope = String(++loadedVersions);
+  private readonly cache: ResponseCacheStore | undefined;
+  /** This version's part of cache keys ({@link ModelVersionOptions.cacheScope}). */
+  private readonly cacheScope: string;
   private readonly drainTimeoutMs: number | undefined;
   /** Unanswered requests, kept only when retire has a drain bound (to fail them past it). */
   readonly live: Set<TrackedSender> | undefined;
@@ -223,6 +235,7 @@ export class ModelVersion {
     this.files = options.files ?? NO_CONFIG_FILES;
     this.ensembleCost = options.ensemble?.plan.cost;
     this.cache = config.response_cache?.enable ? options.responseCache : undefined;
+    this.cacheScope = this.cache?.shared && options.cacheScope !== undefined ? options.cacheScope : `${PROCESS_SCOPE}.${++loadedVersions}`;
     this.requestValidator = compileRequestValidator(config, version);
     this.responseValidator = compileResponseValidator(config);
     const hooks: SchedulerHooks = { onExecuted: (r) => this.recordExecution(r) };
@@ -297,14 +310,21 @@ export class ModelVersion {
    * Validate and queue a request; responses go to `sender`. If the request's `cancelled` flag is
    * set before it is dispatched, it is not executed: its final response is the error CANCELLED
    * "Request was cancelled" (a failure with reason CANCELED in the statistics).
+   *
+   * With a response cache: a hit is answered without queueing. A cache in this process (local) is
+   * looked up synchronously, so every refusal below is thrown. A shared cache (Redis) is looked up
+   * after `submit` returns: validation still throws, but a refusal of the queue after a miss (the
+   * version unloading meanwhile, a full queue, the tenant's queue quota) reaches `sender` as its
+   * final error instead, like any later error. The request counts as in flight during the lookup
+   * ({@link retire} waits for it).
    * @throws TritonError INVALID_ARG for a request that does not match the config, UNAVAILABLE if
    *   the version is being unloaded, the queue is full or the request's tenant is at its queue
-   *   quota. Nothing is queued when it throws.
+   *   quota (with a shared cache, the first only). Nothing is queued when it throws.
    */
   submit(init: InferenceRequestInit, sender: ResponseSender): InferenceRequest {
-    if (!this.accepting) throw unavailable(`Request for unknown model: '${this.name}' version ${this.version} is not at ready state`);
+    if (!this.accepting) throw lifecycleErrors.versionNotReady(this.name, this.version);
     const unhealthy = this.unavailableReason();
-    if (unhealthy !== undefined) throw unavailable(`model '${this.name}' version ${this.version} is unavailable: ${unhealthy}`);
+    if (unhealthy !== undefined) throw lifecycleErrors.versionUnhealthy(this.name, this.version, unhealthy);
     let request: InferenceRequest;
     try {
       request = this.requestValidator.validate(init);
@@ -317,6 +337,10 @@ export class ModelVersion {
     if (this.cache) {
       const key = ResponseCache.key(request, this.cacheScope);
       const hit = this.cache.get(request.tenant, key);
+      if (hit instanceof Promise) {
+        this.enqueueAfterLookup(request, key, hit, sender, start);
+        return request;
+      }
       const lookupNs = clock.now() - start;
       if (hit) {
         this.stats.recordCacheHit(clock.now() - start, lookupNs);
@@ -325,6 +349,53 @@ export class ModelVersion {
       }
       sender = new CacheFill(sender, this.cache, request.tenant, key, lookupNs, this.stats, clock);
     }
+    this.enqueue(request, sender, start);
+    return request;
+  }
+
+  /**
+   * A shared cache's lookup settled: a hit answers, a miss is queued (a refusal goes to `sender`).
+   * In flight meanwhile, so a retiring version waits for it.
+   */
+  private enqueueAfterLookup(
+    request: InferenceRequest,
+    key: string,
+    lookup: Promise<InferenceResponse | undefined>,
+    sender: ResponseSender,
+    start: bigint,
+  ): void {
+    const cache = this.cache!;
+    const clock = this.clock;
+    this.inflight++;
+    void lookup
+      .then((hit) => {
+        const lookupNs = clock.now() - start;
+        try {
+          if (hit) {
+            this.stats.recordCacheHit(clock.now() - start, lookupNs);
+            sender.send(hit, true);
+          } else if (!this.accepting) {
+            sender.sendError(lifecycleErrors.versionNotReady(this.name, this.version), true);
+          } else {
+            try {
+              this.enqueue(request, new CacheFill(sender, cache, request.tenant, key, lookupNs, this.stats, clock), start);
+            } catch (e) {
+              sender.sendError(asTritonError(e), true);
+            }
+          }
+        } finally {
+          this.requestFinished();
+        }
+      })
+      .catch((e: unknown) => this.logger.error({ err: e }, 'response after a cache lookup failed'));
+  }
+
+  /**
+   * Queue a validated request (its cache lookup, if any, missed).
+   * @throws TritonError UNAVAILABLE from the scheduler (nothing is queued then)
+   */
+  private enqueue(request: InferenceRequest, sender: ResponseSender, start: bigint): void {
+    const clock = this.clock;
     const tracked = new TrackedSender(this, request, sender, start);
     if (this.tracer?.active) {
       const t = (tracked.trace = this.tracer.sample(this.name, this.version, request.id, request.traceContext));
@@ -343,7 +414,6 @@ export class ModelVersion {
       this.stats.recordFailure(0n, 'REJECTED');
       throw e;
     }
-    return request;
   }
 
   /** Called by TrackedSender once a request's final response went out. */
@@ -387,7 +457,7 @@ export class ModelVersion {
    * never answers) gets UNAVAILABLE as its final response; later responses are ignored.
    */
   private abandonInflight(): void {
-    const err = unavailable(`model '${this.name}' version ${this.version} is unloading: the request did not finish within the exit timeout`);
+    const err = lifecycleErrors.unloadTimedOut(this.name, this.version);
     this.scheduler.rejectPending(err);
     const stuck = [...(this.live ?? [])];
     if (stuck.length > 0) this.logger.warn({ requests: stuck.length }, 'requests still in flight after the exit timeout: failing them');
@@ -400,7 +470,7 @@ export class ModelVersion {
    */
   async finalize(deadlineMs?: number): Promise<void> {
     this.accepting = false;
-    this.scheduler.rejectPending(unavailable(`model '${this.name}' version ${this.version} is unloading`));
+    this.scheduler.rejectPending(lifecycleErrors.versionUnloading(this.name, this.version));
     for (const i of this.instances) {
       await i.finalize(deadlineMs).catch((e) => this.logger.error({ err: e }, 'instance finalize failed'));
     }

@@ -11,9 +11,9 @@
  * - `dependencies.ts`: ensembles after their steps, dependents, start-up and poll ordering.
  */
 import type { Logger } from 'pino';
-import type { ResponseCache } from '../cache/response-cache.js';
+import type { ResponseCacheStore } from '../cache/response-cache-store.js';
 import type { ModelAdmission } from '../contract/admission.js';
-import { TritonError, asTritonError, unavailable } from '../contract/errors.js';
+import { TritonError, asTritonError } from '../contract/errors.js';
 import { NO_SERVER } from '../contract/load-context.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import type { BackendResolver, InferenceServerHandle, ModelKey } from '../contract/types.js';
@@ -25,11 +25,19 @@ import { ServerAdmission } from './admission.js';
 import { ModelDependencies, operatorKey } from './dependencies.js';
 import { ModelLifecycle, type UnloadOptions } from './lifecycle.js';
 import type { CatalogEntry, LoadOptions, ModelSource } from './model-source.js';
-import type { ModelState } from './model-state.js';
+import { modelKeyId, type ModelState } from './model-state.js';
+
+/** How long a model the shared upload store does not hold is not asked for again, ms. */
+const ABSENT_MS = 2_000;
+/** Most remembered misses (a flood of unknown names clears them rather than growing). */
+const MAX_ABSENT = 10_000;
 import type { ModelVersion } from './model-version.js';
 import { RepositorySource } from './repository-source.js';
+import type { SharedUploads } from '../repository/object-store/shared-uploads.js';
+import type { ModelRepository } from '../repository/model-repository.js';
 import { UploadSource } from './upload-source.js';
 import { VersionBuilder } from './version-builder.js';
+import { explicitOnly } from './lifecycle.errors.js';
 
 export type { LoadOptions } from './model-source.js';
 export type { UnloadOptions } from './lifecycle.js';
@@ -48,7 +56,8 @@ export interface IndexEntry {
 }
 
 export interface RepositoryManagerOptions {
-  repositories: string[];
+  /** The operator's repositories, local or remote, in `--model-repository` order. */
+  repositories: readonly ModelRepository[];
   controlMode: ModelControlMode;
   resolvers: BackendResolver[];
   autoCompleteConfig: boolean;
@@ -67,14 +76,21 @@ export interface RepositoryManagerOptions {
    * are durable there, the operator namespace's are removed at unload and at start.
    */
   uploadDirectory?: string;
+  /**
+   * `--upload-store=s3://...`: tenants' uploads shared by every replica (the local upload store
+   * becomes their working copy). Undefined = local only.
+   */
+  sharedUploads?: SharedUploads;
+  /** `--max-upload-bytes`: the largest stored model fetched from {@link sharedUploads}. */
+  maxUploadBytes?: number;
   /** `--model-load-thread-count`: models loaded at once by startup (default 4, as Triton). */
   loadThreadCount?: number;
   /** `--exit-timeout-secs` in ms: bound on a retiring version's drain (default: none). */
   drainTimeoutMs?: number;
   /** Request tracing (spec §3.5). */
   tracer?: TraceManager;
-  /** The response cache (`--cache-config local,size=N`) models with `response_cache { enable: true }` use. */
-  responseCache?: ResponseCache;
+  /** The response cache (`--cache-config local,...` or `redis,...`) models with `response_cache { enable: true }` use. */
+  responseCache?: ResponseCacheStore;
   /**
    * Multi-tenant mode: the tenants of the tenants file now, id → creation identity (`uid`,
    * undefined for an entry without one); see {@link ModelRepositoryManager.reconcileTenants}.
@@ -90,6 +106,11 @@ export class ModelRepositoryManager {
   /** Asked in order for a load's files; those with a catalog make the index, start-up and poll. */
   private readonly sources: readonly ModelSource[];
   private pollTimer: NodeJS.Timeout | undefined;
+  private syncTimer: NodeJS.Timeout | undefined;
+  /** Loads on demand in progress, by key id (concurrent requests for one model share one load). */
+  private readonly onDemand = new Map<string, Promise<boolean>>();
+  /** Key ids the shared store did not hold, until when (ms): a miss is not asked again at once. */
+  private readonly absent = new Map<string, number>();
   private server: InferenceServerHandle = NO_SERVER;
   /** The tenants (id → uid) as last reconciled ({@link reconcileTenants}). */
   private knownTenants = new Map<string, string | undefined>();
@@ -102,8 +123,10 @@ export class ModelRepositoryManager {
     this.uploads = new UploadSource({
       root: opts.uploadDirectory,
       logger: opts.logger,
-      precheck: (key, configOverride) => admission.precheckUpload?.(key, configOverride),
+      precheck: (key, configOverride, storedModels) => admission.precheckUpload?.(key, configOverride, storedModels),
       tenants: opts.tenants,
+      shared: opts.sharedUploads,
+      maxUploadBytes: opts.maxUploadBytes,
     });
     this.sources = [this.uploads, new RepositorySource(opts.repositories, opts.logger)];
     this.dependencies = new ModelDependencies({
@@ -193,6 +216,72 @@ export class ModelRepositoryManager {
       if (!this.lifecycle.closed) this.pollTimer = setTimeout(tick, seconds * 1000);
     };
     this.pollTimer = setTimeout(tick, seconds * 1000);
+  }
+
+  /**
+   * Follow the shared upload store every `seconds` (`--upload-store-poll-secs`): see {@link syncUploads}.
+   * The bound on a change reaching this replica is `seconds` plus the model's load time.
+   */
+  startUploadSync(seconds: number): void {
+    if (!this.opts.sharedUploads) return;
+    const tick = async (): Promise<void> => {
+      try {
+        await this.syncUploads();
+      } catch (e) {
+        this.opts.logger.error({ reason: asTritonError(e).message }, 'shared upload store sync failed');
+      }
+      if (!this.lifecycle.closed) this.syncTimer = setTimeout(tick, seconds * 1000);
+    };
+    this.syncTimer = setTimeout(tick, seconds * 1000);
+  }
+
+  /**
+   * Bring the tenant models loaded here in line with the shared upload store: a model deleted
+   * there (by any replica) is unloaded and its local copy removed; a model uploaded again is
+   * reloaded (a failed reload keeps the old versions serving). Models not loaded here are left to
+   * load on demand ({@link loadOnDemand}).
+   * @throws TritonError when the store cannot be listed (nothing changes then)
+   */
+  async syncUploads(): Promise<void> {
+    const loaded: { key: ModelKey; stamp: string }[] = [];
+    for (const entry of this.lifecycle.models()) {
+      const stamp = entry.files?.source === this.uploads ? entry.files.stamp : undefined;
+      if (entry.key.namespace !== '' && stamp !== undefined) loaded.push({ key: entry.key, stamp });
+    }
+    const { gone, changed } = await this.uploads.sync(loaded);
+    await Promise.all([
+      ...gone.map((key) => this.unload(key, true, { deleteFiles: true })),
+      ...changed.map((key) => this.load(key, {}, true).catch(() => undefined)),
+    ]);
+  }
+
+  /**
+   * Load a tenant model that the shared upload store holds and this replica has not loaded (the
+   * first request for it on this replica). Concurrent callers share one load; a model the store
+   * does not hold is not asked for again within {@link ABSENT_MS}.
+   * @returns true when the model was loaded here now
+   * @throws TritonError the load's failure (as a load request would get it)
+   */
+  loadOnDemand(key: ModelKey): Promise<boolean> {
+    if (!this.opts.sharedUploads || key.namespace === '') return Promise.resolve(false);
+    const entry = this.lifecycle.entry(key);
+    if (entry && entry.slots.size > 0) return Promise.resolve(false);
+    const id = modelKeyId(key);
+    if ((this.absent.get(id) ?? 0) > Date.now()) return Promise.resolve(false);
+    let pending = this.onDemand.get(id);
+    if (!pending) {
+      pending = (async () => {
+        if (!(await this.uploads.holds(key))) {
+          if (this.absent.size > MAX_ABSENT) this.absent.clear();
+          this.absent.set(id, Date.now() + ABSENT_MS);
+          return false;
+        }
+        await this.lifecycle.load(key, {});
+        return true;
+      })().finally(() => this.onDemand.delete(id));
+      this.onDemand.set(id, pending);
+    }
+    return pending;
   }
 
   /**
@@ -372,6 +461,7 @@ export class ModelRepositoryManager {
   /** Unload everything and finalize backends (graceful shutdown): in-flight requests finish first. */
   async shutdown(drainTimeoutMs?: number): Promise<void> {
     clearTimeout(this.pollTimer);
+    clearTimeout(this.syncTimer);
     await this.lifecycle.shutdown(drainTimeoutMs);
     for (const r of this.opts.resolvers) {
       await r.finalizeAll().catch((e) => this.opts.logger.error({ err: e }, 'backend finalize failed'));
@@ -393,9 +483,4 @@ export class ModelRepositoryManager {
     for (const source of this.sources) if (await source.holds(key)) return true;
     return false;
   }
-}
-
-/** The load / unload API outside explicit mode (Triton's wording). */
-function explicitOnly(): TritonError {
-  return unavailable('explicit model load / unload is not allowed if polling is enabled');
 }

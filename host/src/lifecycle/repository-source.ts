@@ -1,21 +1,29 @@
 /**
- * The operator's model repositories on local disk as a {@link ModelSource} (spec §5.1): the
- * operator namespace's models, one directory each, a name unique across repositories. Read only:
- * nothing is committed, released or cleaned up. Poll mode compares a fingerprint of each model's
- * files (`repository/scan.ts#fingerprintModel`).
+ * The operator's model repositories as a {@link ModelSource} (spec §5.1): the operator namespace's
+ * models, one directory each, a name unique across repositories. Each repository is local or in
+ * an object store (repository/model-repository.ts); this source never learns which. Read only:
+ * nothing is committed or cleaned up; a remote repository's local copy is released when the
+ * versions built from it retire. Poll mode compares each model's stamp.
  */
 import type { Logger } from 'pino';
-import { invalidArg } from '../contract/errors.js';
+import { relabelledError } from '../contract/public-errors.js';
 import type { ModelKey } from '../contract/types.js';
-import { fingerprintModel, scanRepositories } from '../repository/scan.js';
+import type { ModelRepository } from '../repository/model-repository.js';
 import type { CatalogEntry, LoadOptions, LocatedModel, ModelFiles, ModelSource } from './model-source.js';
+import { modelNotUnique } from './lifecycle.errors.js';
 
 /** Triton's index reason for a name found in more than one repository. */
 const DUPLICATE = 'model appears in two or more repositories';
 
+/** Where one model lives: its repository, and whether another repository has the name too. */
+interface Found {
+  readonly repository: ModelRepository;
+  readonly duplicated: boolean;
+}
+
 export class RepositorySource implements ModelSource {
   constructor(
-    private readonly repositories: readonly string[],
+    private readonly repositories: readonly ModelRepository[],
     private readonly logger: Logger,
   ) {}
 
@@ -26,45 +34,69 @@ export class RepositorySource implements ModelSource {
   async catalog(namespace: string): Promise<ReadonlyMap<string, CatalogEntry>> {
     const out = new Map<string, CatalogEntry>();
     if (namespace !== '') return out;
-    for (const [name, loc] of await scanRepositories(this.repositories)) {
-      out.set(name, { problem: loc.duplicates.length > 0 ? DUPLICATE : undefined, stamp: () => fingerprintModel(loc.modelPath) });
+    for (const [name, found] of await this.scan()) {
+      out.set(name, { problem: found.duplicated ? DUPLICATE : undefined, stamp: () => found.repository.stamp(name) });
     }
     return out;
   }
 
   /**
-   * An operator model found on disk (loads with files are the upload store's).
+   * An operator model found in a repository (loads with files are the upload store's).
    * @throws TritonError INVALID_ARG "failed to load '<m>', model appears in two or more
    *   repositories" (logged as Triton's Poll logs it); Error if a repository cannot be read
    */
   async locate(key: ModelKey, request: LoadOptions): Promise<LocatedModel | undefined> {
     if (key.namespace !== '' || (request.files && request.files.size > 0)) return undefined;
-    const loc = (await scanRepositories(this.repositories)).get(key.name);
-    if (!loc) return undefined;
-    if (loc.duplicates.length > 0) {
-      const e = invalidArg(`failed to load '${key.name}', ${DUPLICATE}`);
+    const found = (await this.scan()).get(key.name);
+    if (!found) return undefined;
+    if (found.duplicated) {
+      const e = modelNotUnique(key.name, DUPLICATE);
       this.logger.child({ model: key.name }).error({ reason: e.message }, `failed to poll model '${key.name}': not unique across all model repositories`);
       throw e;
     }
-    const origin = { kind: 'repository', repository: loc.repositoryPath } as const;
     return {
-      origin,
-      open: async (): Promise<ModelFiles> => ({
-        source: this,
-        origin,
-        modelPath: loc.modelPath,
-        configOverride: request.configOverride,
-        stamp: await fingerprintModel(loc.modelPath),
-        commit: async () => undefined,
-        abandon: async () => undefined,
-        release: () => false,
-        publicError: (e) => e,
-      }),
+      // Refined to the local directory once opened (a remote repository's copy).
+      origin: { kind: 'repository', repository: found.repository.location },
+      open: async (): Promise<ModelFiles> => {
+        const opened = await found.repository.open(key.name);
+        let released = false;
+        return {
+          source: this,
+          origin: { kind: 'repository', repository: opened.repositoryPath },
+          modelPath: opened.modelPath,
+          configOverride: request.configOverride,
+          stamp: opened.stamp,
+          commit: async () => undefined,
+          abandon: async () => {
+            if (!released) opened.release();
+            released = true;
+          },
+          release: () => {
+            if (!released) opened.release();
+            released = true;
+            return false;
+          },
+          // A fetched copy's directory reads as the repository's: paths become model-relative.
+          publicError: (e) => relabelledError(e, { path: opened.repositoryPath, label: '' }),
+        };
+      },
     };
   }
 
-  /** An operator model on disk. @throws Error if a repository cannot be read */
+  /** An operator model in a repository. @throws Error if a repository cannot be read */
   async holds(key: ModelKey): Promise<boolean> {
-    return key.namespace === '' && (await scanRepositories(this.repositories)).has(key.name);
+    return key.namespace === '' && (await this.scan()).has(key.name);
+  }
+
+  /** Every model name of every repository, with the repository that holds it first. */
+  private async scan(): Promise<Map<string, Found>> {
+    const found = new Map<string, Found>();
+    for (const repository of this.repositories) {
+      for (const name of await repository.models()) {
+        const prev = found.get(name);
+        found.set(name, prev ? { repository: prev.repository, duplicated: true } : { repository, duplicated: false });
+      }
+    }
+    return found;
   }
 }

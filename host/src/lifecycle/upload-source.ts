@@ -9,21 +9,34 @@
  * uses. The store itself (`repository/upload-store.ts`) keeps the commit protocol.
  */
 import type { Logger } from 'pino';
-import { asTritonError, unavailable } from '../contract/errors.js';
+import { asTritonError } from '../contract/errors.js';
 import { relabelledError } from '../contract/public-errors.js';
 import type { ModelKey, ModelOrigin } from '../contract/types.js';
 import { UploadStore, type StoredGeneration } from '../repository/upload-store.js';
-import type { KnownTenants, LoadOptions, LocatedModel, ModelFiles, ModelSource } from './model-source.js';
+import type { Pointer, SharedUploads, StoredPointer } from '../repository/object-store/shared-uploads.js';
+import type { FileOverrides } from '../repository/overrides.js';
+import type { CatalogEntry, KnownTenants, LoadOptions, LocatedModel, ModelFiles, ModelSource } from './model-source.js';
 import { modelKeyId } from './model-state.js';
+import { uploadsRefused } from './lifecycle.errors.js';
 
 export interface UploadSourceOptions {
   /** The store's root (`--upload-directory`); undefined = uploads refused. */
   root: string | undefined;
   logger: Logger;
-  /** Checks an upload's config before anything is written (`ModelAdmission.precheckUpload`). */
-  precheck?: (key: ModelKey, configOverride: unknown) => void;
+  /**
+   * Checks an upload's config before anything is written (`ModelAdmission.precheckUpload`);
+   * `storedModels`: the namespace's other models in the shared store, when there is one.
+   */
+  precheck?: (key: ModelKey, configOverride: unknown, storedModels?: number) => void;
   /** Multi-tenant mode: the tenants file now (id → uid); a new tenant directory records its owner. */
   tenants?: () => KnownTenants;
+  /**
+   * Tenants' uploads shared by every replica (`--upload-store=s3://...`): the truth for tenant
+   * models, the local store their working copy. Undefined = the local store alone.
+   */
+  shared?: SharedUploads;
+  /** Largest stored model fetched from {@link shared} (`--max-upload-bytes`). */
+  maxUploadBytes?: number;
 }
 
 /** How a load uses a stored generation. */
@@ -37,6 +50,20 @@ interface Generation {
   publish: boolean;
   /** Staged by this load: removed if the load fails. */
   staged?: StoredGeneration;
+  /** A tenant model of the shared store: what to publish there on commit, and its stamp. */
+  shared?: SharedPlan;
+}
+
+/** How a load of a tenant model uses the shared upload store. */
+interface SharedPlan {
+  /** The files to store on commit (an upload), or undefined to keep the stored ones. */
+  files?: FileOverrides;
+  /** The stored pointer's files (a load without files that changes only the config). */
+  stored?: Pointer['files'];
+  /** Write a new pointer on commit. */
+  push: boolean;
+  /** The stored pointer's stamp; set by commit when it writes one. */
+  stamp: string | undefined;
 }
 
 export class UploadSource implements ModelSource {
@@ -45,6 +72,8 @@ export class UploadSource implements ModelSource {
   private disabled = 'no upload directory is configured';
   /** Per model (key id): generation → the loads' file sets holding it (serving or draining). */
   private readonly users = new Map<string, Map<number, number>>();
+  /** Tenant models (key id) whose committed local generation is the shared store's pointer of this stamp. */
+  private readonly inSync = new Map<string, { generation: number; stamp: string }>();
 
   constructor(private readonly opts: UploadSourceOptions) {
     if (opts.root !== undefined) {
@@ -77,7 +106,9 @@ export class UploadSource implements ModelSource {
       }
       const report = await store.recover();
       if (report.removed.length > 0) this.opts.logger.info({ removed: report.removed }, 'upload store: removed leftovers of an earlier run');
-      return report.models;
+      // With a shared store, tenant models load when first asked for, on whichever replica (the
+      // local copies may be stale): nothing is restored here.
+      return this.opts.shared ? [] : report.models;
     } catch (e) {
       this.storeRef = undefined;
       this.disabled = `the upload directory is not usable (${(e as NodeJS.ErrnoException).code ?? 'error'})`;
@@ -96,17 +127,24 @@ export class UploadSource implements ModelSource {
   async locate(key: ModelKey, request: LoadOptions): Promise<LocatedModel | undefined> {
     const origin: ModelOrigin = { kind: 'upload', tenant: key.namespace };
     if (request.files && request.files.size > 0) {
-      if (!this.storeRef) throw unavailable(`failed to load '${key.name}': uploads are refused: ${this.disabled}`);
+      if (!this.storeRef) throw uploadsRefused(key.name, this.disabled);
       const store = this.storeRef;
-      this.opts.precheck?.(key, request.configOverride);
+      // With a shared store, the model count is the fleet's: the tenant's other stored models.
+      const storedModels =
+        this.opts.shared && key.namespace !== ''
+          ? [...(await this.opts.shared.stamps(key.namespace)).keys()].filter((id) => id !== `${key.namespace}/${key.name}`).length
+          : undefined;
+      this.opts.precheck?.(key, request.configOverride, storedModels);
       const owner = this.opts.tenants && key.namespace !== '' ? { uid: this.opts.tenants().get(key.namespace) } : undefined;
       const staged = await store.stage(key, request.files, request.configOverride, { maxUploadBytes: request.maxUploadBytes, owner });
       // The operator namespace's uploads are ephemeral: nothing to commit.
       const g: Generation = { ...staged, configOverride: request.configOverride, publish: key.namespace !== '', staged };
+      if (this.opts.shared && key.namespace !== '') g.shared = { files: request.files, push: true, stamp: undefined };
       return { origin, open: async () => this.use(store, g, origin) };
     }
     const store = this.storeRef;
     if (key.namespace === '' || !store) return undefined;
+    if (this.opts.shared) return this.locateShared(this.opts.shared, store, key, request, origin);
     try {
       const stored = await store.current(key);
       if (!stored) return undefined;
@@ -122,6 +160,8 @@ export class UploadSource implements ModelSource {
   /** A tenant's committed upload (a damaged one does not count). */
   async holds(key: ModelKey): Promise<boolean> {
     if (key.namespace === '') return false;
+    // A pointer that cannot be read counts as held: the load then fails with the reason.
+    if (this.opts.shared) return (await this.sharedPointer(this.opts.shared, key).catch(() => true)) !== undefined;
     return (await this.storeRef?.current(key).catch(() => undefined)) !== undefined;
   }
 
@@ -133,7 +173,11 @@ export class UploadSource implements ModelSource {
     const store = this.storeRef;
     if (!store) return;
     try {
-      if (forget && key.namespace !== '') await store.forget(key);
+      if (forget && key.namespace !== '') {
+        await this.opts.shared?.remove(key);
+        this.inSync.delete(modelKeyId(key));
+        await store.forget(key);
+      }
       await store.prune(key, new Set(this.users.get(modelKeyId(key))?.keys() ?? []), key.namespace === '' ? 'operator' : 'tenant');
     } catch (e) {
       this.opts.logger.error({ model: key.name, namespace: key.namespace, reason: asTritonError(e).message }, 'failed to remove uploaded files');
@@ -146,6 +190,82 @@ export class UploadSource implements ModelSource {
 
   async removeTenant(tenant: string): Promise<string | undefined> {
     return this.storeRef?.quarantine(tenant);
+  }
+
+  /**
+   * A tenant's stored models in the shared store (the repository index lists them on every
+   * replica, loaded here or not). Without a shared store: none listed (the index shows loaded ones).
+   * @throws TritonError when the shared store cannot be listed
+   */
+  async catalog(namespace: string): Promise<ReadonlyMap<string, CatalogEntry>> {
+    const out = new Map<string, CatalogEntry>();
+    if (!this.opts.shared || namespace === '') return out;
+    for (const [id, stamp] of await this.opts.shared.stamps(namespace)) out.set(id.slice(namespace.length + 1), { stamp: async () => stamp });
+    return out;
+  }
+
+  /**
+   * What changed in the shared store for the tenant models loaded here (`loaded`: key and the
+   * stamp their files were loaded with): models whose pointer is gone (deleted on another replica,
+   * or of an earlier creation of the tenant) and models whose pointer changed (re-uploaded).
+   * @throws TritonError when the shared store cannot be listed (nothing is decided then)
+   */
+  async sync(loaded: readonly { key: ModelKey; stamp: string }[]): Promise<{ gone: ModelKey[]; changed: ModelKey[] }> {
+    const shared = this.opts.shared;
+    if (!shared || loaded.length === 0) return { gone: [], changed: [] };
+    const stamps = await shared.stamps();
+    const gone: ModelKey[] = [];
+    const changed: ModelKey[] = [];
+    for (const { key, stamp } of loaded) {
+      const now = stamps.get(`${key.namespace}/${key.name}`);
+      if (now === undefined) gone.push(key);
+      else if (now !== stamp) changed.push(key);
+    }
+    return { gone, changed };
+  }
+
+  /** The stored pointer of a tenant model, when it belongs to the tenant's current creation. */
+  private async sharedPointer(shared: SharedUploads, key: ModelKey): Promise<StoredPointer | undefined> {
+    const stored = await shared.get(key);
+    if (!stored) return undefined;
+    // A pointer left by an earlier tenant of the same id is never served (DESIGN "Multi-tenancy").
+    const uid = this.opts.tenants?.().get(key.namespace);
+    return stored.pointer.owner === (uid ?? null) ? stored : undefined;
+  }
+
+  /**
+   * A tenant's load without files when uploads are shared: the stored pointer decides; the local
+   * copy serves when it is that pointer's, else the files are fetched into a new local generation.
+   */
+  private async locateShared(
+    shared: SharedUploads,
+    store: UploadStore,
+    key: ModelKey,
+    request: LoadOptions,
+    origin: ModelOrigin,
+  ): Promise<LocatedModel | undefined> {
+    let stored: StoredPointer | undefined;
+    try {
+      stored = await this.sharedPointer(shared, key);
+    } catch (e) {
+      const err = asTritonError(e);
+      return { origin, open: () => Promise.reject(err) };
+    }
+    if (!stored) return undefined;
+    const { pointer, stamp } = stored;
+    const configOverride = request.configOverride ?? (pointer.config === null ? undefined : pointer.config);
+    const push = JSON.stringify(configOverride ?? null) !== JSON.stringify(pointer.config);
+    const plan: SharedPlan = { stored: pointer.files, push, stamp };
+    const synced = this.inSync.get(modelKeyId(key));
+    const open = async (): Promise<ModelFiles> => {
+      const local = synced?.stamp === stamp ? await store.current(key).catch(() => undefined) : undefined;
+      if (local && local.generation === synced?.generation) return this.use(store, { ...local, configOverride, publish: push, shared: plan }, origin);
+      const files = await shared.files(key, pointer, this.opts.maxUploadBytes ?? Number.MAX_SAFE_INTEGER);
+      const owner = this.opts.tenants ? { uid: this.opts.tenants().get(key.namespace) } : undefined;
+      const staged = await store.stage(key, files, configOverride, { owner });
+      return this.use(store, { ...staged, configOverride, publish: true, staged, shared: plan }, origin);
+    };
+    return { origin, open };
   }
 
   /** The files of generation `g`, held until released (or abandoned). */
@@ -172,10 +292,22 @@ export class UploadSource implements ModelSource {
       origin,
       modelPath: g.modelPath,
       configOverride: g.configOverride,
-      stamp: undefined,
-      // Durable from here: a restart serves this generation with this config.
+      // A shared tenant model is followed by its pointer's stamp (UploadSource.sync); others by none.
+      get stamp() {
+        return g.shared?.stamp;
+      },
+      // Durable from here: a restart serves this generation with this config. With a shared store,
+      // the pointer there first (every replica then serves it), the local copy after.
       commit: async () => {
+        const shared = this.opts.shared;
+        if (shared && g.shared?.push) {
+          const owner = this.opts.tenants?.().get(g.key.namespace);
+          g.shared.stamp = g.shared.files
+            ? await shared.publish(g.key, g.shared.files, g.configOverride, owner)
+            : await shared.publishPointer(g.key, g.shared.stored ?? {}, g.configOverride, owner);
+        }
         if (g.publish) await store.publish(g.key, g.generation, g.configOverride);
+        if (g.shared?.stamp !== undefined) this.inSync.set(id, { generation: g.generation, stamp: g.shared.stamp });
       },
       abandon: async () => {
         drop();

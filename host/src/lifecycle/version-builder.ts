@@ -9,10 +9,10 @@
  * All or nothing: a failure finalizes what was built and is thrown. The builder keeps no state of
  * its own; the lifecycle records what it reports ({@link BuildProgress}).
  */
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { loadModelConfig, normalizeModelConfig, validateModelConfig } from '../config/index.js';
 import type { ModelAdmission } from '../contract/admission.js';
-import { invalidArg } from '../contract/errors.js';
 import { backendResolveRequest, modelLoadContext, ownerPrincipal } from '../contract/load-context.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import type {
@@ -24,7 +24,7 @@ import type {
   InstanceSpec,
   ModelKey,
 } from '../contract/types.js';
-import type { ResponseCache } from '../cache/response-cache.js';
+import type { ResponseCacheStore } from '../cache/response-cache-store.js';
 import { compileEnsemble, composingNames, isEnsemble } from '../ensemble/load.js';
 import type { ServerMetrics } from '../metrics/prometheus.js';
 import { ModelStatistics } from '../metrics/stats.js';
@@ -34,6 +34,7 @@ import type { TraceManager } from '../trace/trace-manager.js';
 import { readConfigFiles, type ConfigFiles } from './config-files.js';
 import type { ModelFiles } from './model-source.js';
 import { ModelVersion } from './model-version.js';
+import * as lifecycleErrors from './lifecycle.errors.js';
 
 export interface VersionBuilderOptions {
   resolvers: readonly BackendResolver[];
@@ -45,7 +46,7 @@ export interface VersionBuilderOptions {
   arbiter?: ExecutionArbiter;
   fairness?: TenantFairness;
   tracer?: TraceManager;
-  responseCache?: ResponseCache;
+  responseCache?: ResponseCacheStore;
   /** `--exit-timeout-secs` in ms: bound on a retiring version's drain. */
   drainTimeoutMs?: number;
   /** Multi-tenant mode: an operator model's sequences reach its backend under per-tenant ids. */
@@ -89,7 +90,7 @@ export class VersionBuilder {
     });
     const selected = selectVersions(loaded.version_policy, versions);
     const config = this.opts.admission.admit(key, origin, loaded, selected.length);
-    if (selected.length === 0) throw invalidArg(`failed to load '${name}', no version is available`);
+    if (selected.length === 0) throw lifecycleErrors.noVersionAvailable(name);
     // Held against the namespace's quotas from now until the load ends (concurrent loads of other
     // models in the namespace see it).
     progress.admitted(config, selected.length);
@@ -100,7 +101,7 @@ export class VersionBuilder {
     progress.loading(selected);
     try {
       for (const version of selected) {
-        built.set(version, await this.buildVersion(backend, request, version, log));
+        built.set(version, await this.buildVersion(backend, request, version, log, files.stamp));
       }
     } catch (e) {
       await Promise.all([...built.values()].map((m) => m.finalize()));
@@ -144,7 +145,8 @@ export class VersionBuilder {
     return built;
   }
 
-  private async buildVersion(backend: Backend, request: BackendResolveRequest, version: number, log: Logger): Promise<ModelVersion> {
+  /** @param stamp the files' stamp ({@link ModelFiles.stamp}): the shared response cache's scope with the final config */
+  private async buildVersion(backend: Backend, request: BackendResolveRequest, version: number, log: Logger, stamp: string | undefined): Promise<ModelVersion> {
     const { config, key } = request;
     const { name } = key;
     const t0 = process.hrtime.bigint();
@@ -160,7 +162,7 @@ export class VersionBuilder {
         finalConfig = normalizeModelConfig(backendModel.config, { modelName: name, gpuCount: 0 });
         validateModelConfig(finalConfig);
         // The model was resolved to a backend: the backend cannot make it an ensemble.
-        if (isEnsemble(finalConfig)) throw invalidArg(`model '${name}': the configuration its backend completed is an ensemble's, which has no backend`);
+        if (isEnsemble(finalConfig)) throw lifecycleErrors.backendMadeEnsemble(name);
         finalConfig = this.opts.admission.admit(key, request.origin, finalConfig, 1);
       }
       // Label files and initial states, through the confinement rule (DESIGN "Multi-tenancy").
@@ -187,6 +189,7 @@ export class VersionBuilder {
         fairness: this.opts.fairness,
         tracer: this.opts.tracer,
         responseCache: this.opts.responseCache,
+        cacheScope: stamp === undefined ? undefined : sharedCacheScope(stamp, finalConfig),
         drainTimeoutMs: this.opts.drainTimeoutMs,
         modelPath: request.modelPath,
         files,
@@ -208,15 +211,30 @@ export class VersionBuilder {
       if (b) return b;
     }
     const { config } = request;
-    throw invalidArg(`unable to find backend library for backend '${config.backend || config.platform}'`);
+    throw lifecycleErrors.backendNotFound(config.backend || config.platform);
   }
+}
+
+/**
+ * The response cache keys' scope for a cache shared by replicas (Redis): a hash of the model's
+ * files stamp (names, sizes, modification times of every file: `repository/scan.ts#fingerprintModel`,
+ * or an object store's listing) and the normalised config the version serves. Replicas that serve
+ * the same files and config share entries; a reload with changed files or config gets a new scope.
+ *
+ * Where the files have no stamp (uploads) and for ensembles (whose answers also depend on their
+ * steps' files), the version keeps a scope of its own in this process instead
+ * (`ModelVersionOptions.cacheScope` undefined): correct, but not shared across replicas.
+ */
+export function sharedCacheScope(stamp: string, config: ModelConfig): string {
+  const json = JSON.stringify(config, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  return createHash('sha256').update(stamp).update('\u0000').update(json).digest('hex');
 }
 
 /** Instance placements from the normalised instance groups (spec §5.5); CPU / MODEL only here. */
 export function instanceSpecs(config: ModelConfig): InstanceSpec[] {
   const specs: InstanceSpec[] = [];
   for (const g of config.instance_group) {
-    if (g.kind === 'KIND_GPU') throw invalidArg(`instance group ${g.name} of model ${config.name} has kind KIND_GPU but no GPUs are available`);
+    if (g.kind === 'KIND_GPU') throw lifecycleErrors.gpuUnavailable(g.name, config.name);
     const kind = g.kind === 'KIND_MODEL' ? 'KIND_MODEL' : 'KIND_CPU';
     for (let k = 0; k < g.count; k++) {
       specs.push({

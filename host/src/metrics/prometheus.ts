@@ -213,6 +213,22 @@ export class ServerMetrics {
     };
   }
 
+  private responseCacheErrors: Counter | undefined;
+
+  /**
+   * A shared response cache (Redis) command failed (`operation`: lookup, insert, drop): counted in
+   * `warden_response_cache_errors_total`, created on the first failure. The request saw a miss.
+   */
+  recordResponseCacheError(operation: string): void {
+    this.responseCacheErrors ??= new Counter({
+      name: 'warden_response_cache_errors_total',
+      help: 'Failed response cache (Redis) commands; each failed lookup was answered as a miss, each failed insertion dropped',
+      labelNames: ['operation'],
+      registers: [this.registry],
+    });
+    this.responseCacheErrors.inc({ operation });
+  }
+
   /** Record how long a model version took to load. */
   setLoadDuration(model: string, version: number, seconds: number, tenant = ''): void {
     this.loadDuration.set(this.labels(model, String(version), tenant), seconds);

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { ERROR_CODES, TritonError } from '../contract/errors.js';
 import { PROJECT_ROOT } from '../project.js';
 import type { DataType } from '../contract/datatypes.js';
+import { addonNotBuilt } from './platform.errors.js';
 
 /** A tensor as the addon reads (requests) and produces (responses): see core `Tensor`. */
 export interface AddonTensor {
@@ -308,7 +309,7 @@ export function nativeAddon(): NativeAddon {
   if (cached) return cached;
   const path = addonPath();
   if (!existsSync(path)) {
-    throw new TritonError('UNAVAILABLE', `Warden's native backend host is not built (${path} is missing); run 'node scripts/build-native.mjs'`);
+    throw addonNotBuilt(path);
   }
   const require = createRequire(import.meta.url);
   cached = require(path) as NativeAddon;

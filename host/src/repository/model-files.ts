@@ -171,21 +171,32 @@ function checkPlatform(spec: ModelFileSpec): void {
 }
 
 /**
- * Opens a config-named file for reading beneath its model directory (the module's rule).
- * The caller closes `handle`.
- * @throws TritonError INVALID_ARG naming `spec.field` and `spec.name`: a refused name, a file
- *   that does not exist or leads outside, a non-regular file, one over `spec.maxBytes`
+ * The rule's first steps, giving an `O_PATH` handle the caller closes: Linux, a name
+ * {@link relativeSegments} accepts, the model directory's real path, the entry resolved beneath it.
+ * @param dirError the error for a model directory whose real path cannot be had
+ * @throws TritonError INVALID_ARG as {@link openModelFile} for a refused name, a missing entry or
+ *   one that leads outside; `dirError`'s
  */
-export async function openModelFile(spec: ModelFileSpec): Promise<OpenedModelFile> {
+async function pathBeneathModelDir(spec: ModelFileSpec, dirError: (e: unknown) => TritonError): Promise<{ root: string; pathHandle: FileHandle }> {
   checkPlatform(spec);
   relativeSegments(spec.name, spec.field);
   let root: string;
   try {
     root = await realpath(spec.modelDir);
   } catch (e) {
-    throw err.modelDirUnreadable(spec.field, shown(spec.name), (e as { code?: string }).code);
+    throw dirError(e);
   }
-  const pathHandle = await openPathBeneath(root, spec);
+  return { root, pathHandle: await openPathBeneath(root, spec) };
+}
+
+/**
+ * Opens a config-named file for reading beneath its model directory (the module's rule).
+ * The caller closes `handle`.
+ * @throws TritonError INVALID_ARG naming `spec.field` and `spec.name`: a refused name, a file
+ *   that does not exist or leads outside, a non-regular file, one over `spec.maxBytes`
+ */
+export async function openModelFile(spec: ModelFileSpec): Promise<OpenedModelFile> {
+  const { root, pathHandle } = await pathBeneathModelDir(spec, (e) => err.modelDirUnreadable(spec.field, shown(spec.name), (e as { code?: string }).code));
   let handle: FileHandle | undefined;
   try {
     const st = await pathHandle.stat();
@@ -205,6 +216,39 @@ export async function openModelFile(spec: ModelFileSpec): Promise<OpenedModelFil
 }
 
 /**
+ * The chunks of one read of a whole file, in order from offset 0, that stops one byte past
+ * `spec.maxBytes` (so a file that grew past the cap is seen, and no more is read).
+ */
+class CappedRead {
+  private readonly chunks: Buffer[] = [];
+  /** Bytes read so far: the file position of the next read. */
+  total = 0;
+  constructor(private readonly spec: ModelFileSpec) {}
+
+  /** A buffer for the next read: at most {@link CHUNK} bytes, and no more than the cap leaves plus one. */
+  buffer(): Buffer {
+    return Buffer.allocUnsafe(Math.min(CHUNK, this.spec.maxBytes + 1 - this.total));
+  }
+
+  /**
+   * Records `n` bytes read into `buf`; false when `n` is 0 (the end of the file).
+   * @throws TritonError INVALID_ARG (too large) once more than `spec.maxBytes` were read
+   */
+  took(buf: Buffer, n: number): boolean {
+    if (n === 0) return false;
+    this.total += n;
+    if (this.total > this.spec.maxBytes) throw tooLarge(this.spec, this.total);
+    this.chunks.push(n === buf.length ? buf : buf.subarray(0, n));
+    return true;
+  }
+
+  /** The file's bytes. */
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks, this.total);
+  }
+}
+
+/**
  * Reads a config-named file whole, through {@link openModelFile}, off the event loop; at most
  * `spec.maxBytes` bytes are ever read (a file that grows past the cap while read is refused).
  * @throws TritonError INVALID_ARG as {@link openModelFile}, or for a read failure
@@ -220,18 +264,12 @@ export async function readModelFile(spec: ModelFileSpec): Promise<Buffer> {
  */
 export async function readOpenedModelFile(f: OpenedModelFile, spec: ModelFileSpec): Promise<Buffer> {
   try {
-    const chunks: Buffer[] = [];
-    let total = 0;
+    const read = new CappedRead(spec);
     for (;;) {
-      const want = Math.min(CHUNK, spec.maxBytes + 1 - total);
-      const buf = Buffer.allocUnsafe(want);
-      const { bytesRead } = await f.handle.read(buf, 0, want, total);
-      if (bytesRead === 0) break;
-      total += bytesRead;
-      if (total > spec.maxBytes) throw tooLarge(spec, total);
-      chunks.push(bytesRead === want ? buf : buf.subarray(0, bytesRead));
+      const buf = read.buffer();
+      const { bytesRead } = await f.handle.read(buf, 0, buf.length, read.total);
+      if (!read.took(buf, bytesRead)) return read.bytes();
     }
-    return Buffer.concat(chunks, total);
   } catch (e) {
     throw e instanceof TritonError ? e : unreadable(spec, e);
   } finally {
@@ -258,15 +296,7 @@ export async function checkedModelFilePath(spec: ModelFileSpec): Promise<{ realP
  *   one that leads outside
  */
 export async function isModelDirectory(spec: ModelFileSpec): Promise<boolean> {
-  checkPlatform(spec);
-  relativeSegments(spec.name, spec.field);
-  let root: string;
-  try {
-    root = await realpath(spec.modelDir);
-  } catch {
-    throw notInside(spec);
-  }
-  const h = await openPathBeneath(root, spec);
+  const { root, pathHandle: h } = await pathBeneathModelDir(spec, () => notInside(spec));
   try {
     const st = await h.stat();
     const fdPath = await readlink(`/proc/self/fd/${h.fd}`);
@@ -317,18 +347,11 @@ export function readModelFileSync(spec: ModelFileSpec, root?: string): Buffer {
     const st2 = fstatSync(fd);
     if (st2.ino !== st.ino || st2.dev !== st.dev || !st2.isFile()) throw notInside(spec);
     if (st2.size > spec.maxBytes) throw tooLarge(spec, st2.size);
-    const chunks: Buffer[] = [];
-    let total = 0;
+    const read = new CappedRead(spec);
     for (;;) {
-      const want = Math.min(CHUNK, spec.maxBytes + 1 - total);
-      const buf = Buffer.allocUnsafe(want);
-      const n = readSync(fd, buf, 0, want, total);
-      if (n === 0) break;
-      total += n;
-      if (total > spec.maxBytes) throw tooLarge(spec, total);
-      chunks.push(n === want ? buf : buf.subarray(0, n));
+      const buf = read.buffer();
+      if (!read.took(buf, readSync(fd, buf, 0, buf.length, read.total))) return read.bytes();
     }
-    return Buffer.concat(chunks, total);
   } catch (e) {
     throw e instanceof TritonError ? e : unreadable(spec, e);
   } finally {

@@ -7,40 +7,6 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelVersionPolicy } from '../contract/model-config.js';
 
-/** Where one model lives. `duplicateOf` is set when the name occurs in more than one repository. */
-export interface ModelLocation {
-  name: string;
-  repositoryPath: string;
-  modelPath: string;
-  /** Other repositories holding a model of the same name (Triton reports these UNAVAILABLE). */
-  duplicates: string[];
-}
-
-/**
- * List the models of every repository. Names must be unique across repositories; a duplicated
- * name is returned once with `duplicates` filled in.
- * @throws Error if a repository path cannot be read (the CLI reports it at start-up).
- */
-export async function scanRepositories(repositories: readonly string[]): Promise<Map<string, ModelLocation>> {
-  const found = new Map<string, ModelLocation>();
-  for (const repo of repositories) {
-    const entries = await readdir(repo, { withFileTypes: true });
-    for (const e of entries) {
-      if (e.name.startsWith('.')) continue;
-      let isDir = e.isDirectory();
-      if (e.isSymbolicLink()) isDir = (await stat(join(repo, e.name)).catch(() => undefined))?.isDirectory() ?? false;
-      if (!isDir) continue;
-      const prev = found.get(e.name);
-      if (prev) {
-        prev.duplicates.push(repo);
-        continue;
-      }
-      found.set(e.name, { name: e.name, repositoryPath: repo, modelPath: join(repo, e.name), duplicates: [] });
-    }
-  }
-  return found;
-}
-
 const VERSION_DIR = /^[1-9][0-9]*$/;
 
 /** Version numbers present in a model directory, ascending. Non-numeric names and "0…" are ignored. */

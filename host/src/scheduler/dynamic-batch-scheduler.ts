@@ -7,7 +7,7 @@
  * dropped when they would be dispatched, so neither reaches a backend.
  */
 import type { ModelConfig } from '../contract/model-config.js';
-import { TritonError, cancelled, unavailable } from '../contract/errors.js';
+import { TritonError, cancelled } from '../contract/errors.js';
 import type { InferenceRequest, ResponseSender } from '../contract/types.js';
 import { ArbiterGate, type ExecutionArbiter, type ExecutionGrant } from './arbiter.js';
 import { executeBatch } from './execute.js';
@@ -16,6 +16,7 @@ import { SYSTEM_CLOCK, type Clock, type ClockTimer } from './clock.js';
 import type { InstanceLease, InstancePool } from './instance-pool.js';
 import { PendingQueue, type PendingRequest } from './queue.js';
 import type { ModelScheduler, SchedulerHooks, TenantFairness } from './types.js';
+import { queueTimeout } from './scheduler.errors.js';
 
 /** Dispatches one model version's requests: one per execution, or batched with `dynamic_batching`. */
 export class DynamicBatchScheduler implements ModelScheduler {
@@ -110,7 +111,7 @@ export class DynamicBatchScheduler implements ModelScheduler {
   private dispatch(force: boolean): void {
     while (this.queue.size > 0) {
       const t = this.clock.now();
-      for (const p of this.queue.takeExpired(t)) p.sender.sendError(unavailable('Request timeout expired'), true);
+      for (const p of this.queue.takeExpired(t)) p.sender.sendError(queueTimeout(), true);
       const count = this.policy.plan(this.queue, t, force, this.cancelled, this.gate.tenants);
       if (this.cancelled.length > 0) this.dropCancelled();
       if (count === 0) {

@@ -14,6 +14,7 @@ import { DynamicBatchScheduler } from './dynamic-batch-scheduler.js';
 import { IdleInstancePool, type InstancePool } from './instance-pool.js';
 import { SequenceBatchScheduler } from './sequence-batch-scheduler.js';
 import type { ModelScheduler, SchedulerHooks, TenantFairness } from './types.js';
+import { initialStateFileUnread } from './scheduler.errors.js';
 
 export type { ExecutionArbiter, ExecutionClaim, ExecutionGrant } from './arbiter.js';
 export { PASS_THROUGH_ARBITER } from './arbiter.js';
@@ -95,7 +96,7 @@ const sequenceBatch: SchedulerFactory = (p) =>
 /** The bytes of `data_file`, read at load. */
 function initialState(states: ReadonlyMap<string, Uint8Array>, file: string): Uint8Array {
   const bytes = states.get(file);
-  if (!bytes) throw new TritonError('INVALID_ARG', `initial state data_file '${file}' was not read with the model`);
+  if (!bytes) throw initialStateFileUnread(file);
   return bytes;
 }
 

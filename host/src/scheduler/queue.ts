@@ -24,9 +24,9 @@
  * charges its tenant.
  */
 import type { ModelDynamicBatching, ModelQueuePolicy } from '../contract/model-config.js';
-import { unavailable } from '../contract/errors.js';
 import type { InferenceRequest, ResponseSender } from '../contract/types.js';
 import type { TenantFairness } from './types.js';
+import * as schedulerErrors from './scheduler.errors.js';
 
 /**
  * One request waiting for an instance. Times are monotonic ns on the scheduler's `Clock`
@@ -270,7 +270,7 @@ export class PendingQueue {
     const level = this.levelAt(levelIdx);
     const policy = level.policy;
     if (policy.max_queue_size > 0 && level.size >= policy.max_queue_size) {
-      throw unavailable('Exceeds maximum queue size');
+      throw schedulerErrors.queueFull();
     }
     let timeoutUs = policy.default_timeout_microseconds;
     const asked = p.request.timeoutUs;
@@ -454,7 +454,7 @@ export class PendingQueue {
   private checkQuota(tenant: string): void {
     const cap = typeof this.maxQueued === 'function' ? this.maxQueued(tenant) : this.maxQueued!;
     if (cap > 0 && this.pendingOf(tenant) >= cap) {
-      throw unavailable(`tenant '${tenant}' exceeds its queue quota of ${cap} requests for model '${this.model}'`);
+      throw schedulerErrors.tenantQueueQuota(tenant, cap, this.model);
     }
   }
 

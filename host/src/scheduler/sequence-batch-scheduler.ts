@@ -37,7 +37,7 @@
  * their own id.
  */
 import type { ModelConfig } from '../contract/model-config.js';
-import { TritonError, asTritonError, cancelled, invalidArg } from '../contract/errors.js';
+import { TritonError, asTritonError, cancelled } from '../contract/errors.js';
 import {
   REQUEST_FLAG_SEQUENCE_END,
   REQUEST_FLAG_SEQUENCE_START,
@@ -54,6 +54,7 @@ import type { PendingRequest } from './queue.js';
 import { SequenceControls } from './sequence-controls.js';
 import { TenantSequenceIds, type CorrelationId } from './sequence-ids.js';
 import type { ModelScheduler, SchedulerHooks } from './types.js';
+import * as schedulerErrors from './scheduler.errors.js';
 
 /** The responses of filler requests go nowhere. */
 const DROP: ResponseSender = Object.freeze({ send(): void {}, sendError(): void {} });
@@ -218,7 +219,7 @@ export class SequenceBatchScheduler implements ModelScheduler {
   enqueue(request: InferenceRequest, sender: ResponseSender): void {
     const m = this.model;
     if (request.batchSize > 1) {
-      throw invalidArg(`inference request to model '${m}' must specify batch-size 1 due to requirements of sequence batcher`);
+      throw schedulerErrors.sequenceBatchSize(m);
     }
     // The requester's tenant scopes the id: another tenant's live sequence of the same id is, to
     // this request, a sequence that does not exist (same error text).
@@ -234,14 +235,14 @@ export class SequenceBatchScheduler implements ModelScheduler {
         request.flags |= REQUEST_FLAG_SEQUENCE_START;
         key = iterativeKeyOf(request.tenant, n);
       } else {
-        throw invalidArg(`inference request to model '${m}' must specify a non-zero or non-empty correlation ID`);
+        throw schedulerErrors.sequenceIdMissing(m);
       }
     }
     const id = request.correlationId;
     const start = (request.flags & REQUEST_FLAG_SEQUENCE_START) !== 0;
     let seq = this.sequences.get(key);
     if (!start && !seq) {
-      throw invalidArg(`inference request for sequence ${String(id)} to model '${m}' must specify the START flag on the first request of the sequence`);
+      throw schedulerErrors.sequenceNotStarted(String(id), m);
     }
     const t = this.clock.now();
     if (!seq) {

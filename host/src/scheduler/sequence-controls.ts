@@ -7,9 +7,9 @@
  * {@link sequenceInputNames} / {@link stateOutputTypes} to know about them.
  */
 import type { ConfigDataType, ModelConfig, ModelSequenceControl } from '../contract/model-config.js';
-import { invalidArg } from '../contract/errors.js';
 import { REQUEST_FLAG_SEQUENCE_END, REQUEST_FLAG_SEQUENCE_START, type Tensor } from '../contract/types.js';
 import { type DataType, dataTypeByteSize, elementCount, fromConfigDataType } from '../contract/datatypes.js';
+import * as schedulerErrors from './scheduler.errors.js';
 
 /** A boolean control (START / END / READY): its tensor name, datatype and the false/true bytes. */
 interface BoolControl {
@@ -99,13 +99,11 @@ export class SequenceControls {
       const shape = init.dims.map((d) => (d === -1 ? 1 : d));
       let initial: Uint8Array;
       if (init.data_file) {
-        if (!readFile) throw invalidArg(`initial state '${init.name}' of model '${config.name}': data_file is not supported here`);
+        if (!readFile) throw schedulerErrors.initialStateFileUnsupported(init.name, config.name);
         initial = readFile(init.data_file);
         const expected = datatype === 'BYTES' ? undefined : dataTypeByteSize(datatype) * elementCount(shape);
         if (expected !== undefined && initial.length !== expected) {
-          throw invalidArg(
-            `initial state '${init.name}' of model '${config.name}': data_file '${init.data_file}' has ${initial.length} bytes, expected ${expected}`,
-          );
+          throw schedulerErrors.initialStateFileSize(init.name, config.name, init.data_file, initial.length, expected);
         }
       } else {
         initial = zeros(datatype, shape);
@@ -135,9 +133,7 @@ export class SequenceControls {
     let v: bigint;
     if (typeof id === 'string') {
       if (!/^\d{1,20}$/.test(id) || BigInt(id) > 0xffff_ffff_ffff_ffffn) {
-        throw invalidArg(
-          `sequence ID '${id}' for model '${model}' must be an unsigned integer: the model's ${'CONTROL_SEQUENCE_CORRID'} input '${c.name}' is ${c.configType}`,
-        );
+        throw schedulerErrors.sequenceIdNotInteger(id, model, c.name, c.configType);
       }
       v = BigInt(id);
     } else {

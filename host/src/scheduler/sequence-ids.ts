@@ -18,7 +18,7 @@
  * starting with `@`) is refused, so no operator sequence can meet a tenant's in the backend.
  */
 import type { DataType } from '../contract/datatypes.js';
-import { invalidArg } from '../contract/errors.js';
+import { sequenceIdReserved } from './scheduler.errors.js';
 
 /** A correlation id as requests carry it (0 / '' = none). */
 export type CorrelationId = number | bigint | string;
@@ -71,9 +71,7 @@ export class TenantSequenceIds {
     if (v !== undefined ? v % this.span < this.base : !(id as string).startsWith('@')) return;
     const shown = typeof id === 'string' ? `'${id}'` : String(id);
     const range = this.span === 1n << 32n ? '2^31 to 2^32-1 (modulo 2^32, the width of its CORRID control)' : '2^63 to 2^64-1';
-    throw invalidArg(
-      `sequence ID ${shown} for model '${this.model}' is reserved: in multi-tenant mode, tenants' sequences reach an operator model's backend under ids from ${range} and strings starting with '@', which the operator's ids must avoid`,
-    );
+    throw sequenceIdReserved(shown, this.model, range);
   }
 
   /**

@@ -13,10 +13,10 @@ import { modelConfigFromJson } from '../config/json.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import { DEFAULT_WASM_LIMITS, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT, type WasmLimits } from '../backends/wasm/limits.js';
 import { instanceCount, type ModelAdmission } from '../contract/admission.js';
-import { forbidden } from '../contract/errors.js';
 import type { ModelKey, ModelOrigin } from '../contract/types.js';
 import { checkTenantModelConfig } from './config-allowlist.js';
 import type { TenantConfig } from './types.js';
+import * as tenancyErrors from './tenancy.errors.js';
 
 /** What a tenant's other models already hold (the model being loaded excluded). */
 export interface TenantUsage {
@@ -51,12 +51,14 @@ export class TenantAdmission implements ModelAdmission {
    * @throws TritonError from the server's rules; AccessError `forbidden` naming the quota a tenant's model exceeds
    */
   /** Model count and the instance counts the raw config asks for (each group at least 1), before any file is written. */
-  precheckUpload(key: ModelKey, configOverride: unknown): void {
+  precheckUpload(key: ModelKey, configOverride: unknown, storedModels?: number): void {
     if (key.namespace === '') return;
     const tenant = this.opts.tenants.get(key.namespace);
-    if (!tenant) throw forbidden(`tenant '${key.namespace}' is not configured`);
+    if (!tenant) throw tenancyErrors.tenantUnknown(key.namespace);
     const q = tenant.quotas;
-    const used = this.opts.usage(key.namespace, key.name);
+    const here = this.opts.usage(key.namespace, key.name);
+    // `max_models` holds across replicas when uploads are shared: the stored models count too.
+    const used = { ...here, models: Math.max(here.models, storedModels ?? 0) };
     // The allowlist with the tenant's config bounds, on the override as sent (unset fields are
     // skipped; one that does not parse is reported by the load itself).
     if (configOverride !== undefined) {
@@ -69,7 +71,7 @@ export class TenantAdmission implements ModelAdmission {
       if (raw) checkTenantModelConfig(key.name, raw, tenant.config_bounds);
     }
     if (used.models + 1 > q.max_models) {
-      throw forbidden(`model '${key.name}' would bring tenant '${tenant.id}' to ${used.models + 1} models, over its quota of ${q.max_models} (max_models)`);
+      throw tenancyErrors.overQuota(key.name, tenant.id, used.models + 1, 'models', q.max_models, 'max_models');
     }
     const groups = (configOverride as { instance_group?: unknown } | null)?.instance_group;
     if (!Array.isArray(groups)) return;
@@ -78,29 +80,24 @@ export class TenantAdmission implements ModelAdmission {
       return sum + (Number.isFinite(c) && c > 1 ? c : 1);
     }, 0);
     if (n > q.max_instances_per_model) {
-      throw forbidden(
-        `model '${key.name}' would bring tenant '${tenant.id}' to ${n} instances of one model, over its quota of ${q.max_instances_per_model} (max_instances_per_model)`,
-      );
+      throw tenancyErrors.overQuota(key.name, tenant.id, n, 'instances of one model', q.max_instances_per_model, 'max_instances_per_model');
     }
     if (used.instances + n > q.max_instances_total) {
-      throw forbidden(
-        `model '${key.name}' would bring tenant '${tenant.id}' to ${used.instances + n} instances, over its quota of ${q.max_instances_total} (max_instances_total)`,
-      );
+      throw tenancyErrors.overQuota(key.name, tenant.id, used.instances + n, 'instances', q.max_instances_total, 'max_instances_total');
     }
   }
 
   admit(key: ModelKey, origin: ModelOrigin, config: ModelConfig, versions = 1): ModelConfig {
     if (key.namespace === '') return this.opts.server.admit(key, origin, config, versions);
     const tenant = this.opts.tenants.get(key.namespace);
-    if (!tenant) throw forbidden(`tenant '${key.namespace}' is not configured`);
+    if (!tenant) throw tenancyErrors.tenantUnknown(key.namespace);
     // Every field against the allowlist and this tenant's bounds first (INVALID_ARG), then the
     // server's caps and upload rules, then the quotas (403).
     checkTenantModelConfig(key.name, config, tenant.config_bounds);
     const admitted = this.opts.server.admit(key, origin, config, versions);
     const q = tenant.quotas;
     const used = this.opts.usage(key.namespace, key.name);
-    const over = (what: string, asked: number, limit: number, quota: string) =>
-      forbidden(`model '${key.name}' would bring tenant '${tenant.id}' to ${asked} ${what}, over its quota of ${limit} (${quota})`);
+    const over = (what: string, asked: number, limit: number, quota: string) => tenancyErrors.overQuota(key.name, tenant.id, asked, what, limit, quota);
     if (used.models + 1 > q.max_models) throw over('models', used.models + 1, q.max_models, 'max_models');
     const perVersion = instanceCount(admitted);
     if (perVersion > q.max_instances_per_model) throw over('instances of one model', perVersion, q.max_instances_per_model, 'max_instances_per_model');
@@ -114,8 +111,7 @@ export class TenantAdmission implements ModelAdmission {
       maxExecuteMs: Math.min(server.maxExecuteMs, q.max_execute_ms),
       maxLogBytes: Math.min(server.maxLogBytes, q.max_log_bytes),
     };
-    if (caps.maxMemoryBytes < 65536 || caps.maxLogBytes < 1)
-      throw forbidden(`tenant '${tenant.id}' may not run sandboxed models (memory or log quota below the minimum)`);
+    if (caps.maxMemoryBytes < 65536 || caps.maxLogBytes < 1) throw tenancyErrors.sandboxQuotaTooSmall(tenant.id);
     const limits = modelLimits(admitted, caps);
     const memory = used.memoryBytes + n * limits.memoryBytes;
     if (memory > q.max_memory_total_bytes) throw over('bytes of sandbox memory', memory, q.max_memory_total_bytes, 'max_memory_total_bytes');

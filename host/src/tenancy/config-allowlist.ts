@@ -20,8 +20,8 @@
  */
 import type { ModelConfig } from '../contract/model-config.js';
 import { ModelConfigDesc, type FieldDesc, type MessageDesc } from '../config/schema.js';
-import { invalidArg } from '../contract/errors.js';
 import type { TenantConfigBounds, TenantQuotas } from './types.js';
+import * as errors from './tenancy.errors.js';
 
 /** An upper bound: a tenant's config bound by name, or a fixed number (with what it stands for). */
 export type Bound = keyof TenantConfigBounds | { readonly fixed: number; readonly why: string };
@@ -236,18 +236,14 @@ class Checker {
     private readonly bounds: Readonly<TenantConfigBounds>,
   ) {}
 
-  private fail(msg: string): never {
-    throw invalidArg(`model '${this.model}': ${msg}`);
-  }
-
   private limit(b: Bound): { value: number; source: string } {
     return typeof b === 'string' ? { value: this.bounds[b], source: `config bound ${b}` } : { value: b.fixed, source: b.why };
   }
 
-  private over(what: string, b: Bound): never {
+  /** `path` over bound `b`: `amount` its value, or a phrase ("has 3 entries"). */
+  private over(path: string, amount: number | string, b: Bound): never {
     const { value, source } = this.limit(b);
-    const whose = typeof b === 'string' ? "this tenant's bound" : 'the bound';
-    return this.fail(`${what} exceeds ${whose} ${value} (${source})`);
+    throw errors.configOverBound(this.model, path, amount, value, source, typeof b === 'string');
   }
 
   message(desc: MessageDesc, obj: Record<string, unknown>, rulePath: string, path: string): void {
@@ -258,16 +254,16 @@ class Checker {
       const p = path ? `${path}.${f.name}` : f.name;
       const rule = CONFIG_RULES[rp];
       if (rule === undefined || rule.refuse !== undefined) {
-        if (!isDefault(f, v)) this.fail(`${p} may not be set in a tenant's model config (${rule?.refuse ?? 'not on the allowlist'})`);
+        if (!isDefault(f, v)) throw errors.configFieldRefused(this.model, p, rule?.refuse ?? 'not on the allowlist');
         continue;
       }
       if (rule.quota !== undefined) continue;
       if (f.mapKey !== undefined) {
         const entries = Object.entries(v as Record<string, unknown>);
-        if (rule.count !== undefined && entries.length > this.limit(rule.count).value) this.over(`${p} has ${entries.length} entries, which`, rule.count);
+        if (rule.count !== undefined && entries.length > this.limit(rule.count).value) this.over(p, `has ${entries.length} entries`, rule.count);
         for (const [k, val] of entries) {
           const kb = utf8Bytes(k);
-          if (kb > this.bounds.max_name_bytes) this.over(`${p} has a key of ${kb} bytes, which`, 'max_name_bytes');
+          if (kb > this.bounds.max_name_bytes) this.over(p, `has a key of ${kb} bytes`, 'max_name_bytes');
           this.value(f, rule, val, rp, keyPath(p, k));
         }
       } else if (f.repeated) {
@@ -276,7 +272,7 @@ class Checker {
           this.dims(list, p);
           continue;
         }
-        if (rule.count !== undefined && list.length > this.limit(rule.count).value) this.over(`${p} has ${list.length} entries, which`, rule.count);
+        if (rule.count !== undefined && list.length > this.limit(rule.count).value) this.over(p, `has ${list.length} entries`, rule.count);
         list.forEach((e, i) => this.value(f, rule, e, rp, `${p}[${i}]`));
       } else {
         this.value(f, rule, v, rp, p);
@@ -295,38 +291,38 @@ class Checker {
       case 'string': {
         const b = rule.bytes ?? 'max_string_bytes';
         const n = utf8Bytes(String(v));
-        if (n > this.limit(b).value) this.over(`${p} has ${n} bytes, which`, b);
+        if (n > this.limit(b).value) this.over(p, `has ${n} bytes`, b);
         return;
       }
       default: {
         const n = Number(v);
         const min = rule.min ?? 0;
-        if (!Number.isFinite(n)) this.fail(`${p} is not a finite number`);
-        if (n < min) this.fail(`${p} ${n} is below the minimum ${min}`);
-        if (rule.max === undefined) this.fail(`${p} has no bound (not on the allowlist)`);
-        if (n > this.limit(rule.max).value) this.over(`${p} ${n}`, rule.max);
+        if (!Number.isFinite(n)) throw errors.configNumberUnbounded(this.model, p, false);
+        if (n < min) throw errors.configBelowMinimum(this.model, p, n, min);
+        if (rule.max === undefined) throw errors.configNumberUnbounded(this.model, p, true);
+        if (n > this.limit(rule.max).value) this.over(p, n, rule.max);
       }
     }
   }
 
   /** Rank, each dim in [-1, max_tensor_elements], and the product of the fixed dims. */
   private dims(dims: readonly unknown[], p: string): void {
-    if (dims.length > this.bounds.max_dims) this.over(`${p} has ${dims.length} dims, which`, 'max_dims');
+    if (dims.length > this.bounds.max_dims) this.over(p, `has ${dims.length} dims`, 'max_dims');
     let product = 1;
     dims.forEach((d, i) => {
       const n = Number(d);
-      if (!Number.isInteger(n) || n < -1) this.fail(`${p}[${i}] ${String(d)} is below the minimum -1`);
-      if (n > this.bounds.max_tensor_elements) this.over(`${p}[${i}] ${n}`, 'max_tensor_elements');
+      if (!Number.isInteger(n) || n < -1) throw errors.configBelowMinimum(this.model, `${p}[${i}]`, String(d), -1);
+      if (n > this.bounds.max_tensor_elements) this.over(`${p}[${i}]`, n, 'max_tensor_elements');
       if (n > 0) product *= n;
     });
-    if (product > this.bounds.max_tensor_elements) this.over(`${p} has ${product} elements, which`, 'max_tensor_elements');
+    if (product > this.bounds.max_tensor_elements) this.over(p, `has ${product} elements`, 'max_tensor_elements');
   }
 
   /** Across fields: the warmup runs the config asks for. */
   warmup(config: Partial<ModelConfig>): void {
     let runs = 0;
     for (const w of config.model_warmup ?? []) runs += Math.max(1, Number(w.count) || 0);
-    if (runs > this.bounds.max_warmup_runs) this.over(`model_warmup asks for ${runs} runs, which`, 'max_warmup_runs');
+    if (runs > this.bounds.max_warmup_runs) this.over('model_warmup', `asks for ${runs} runs`, 'max_warmup_runs');
   }
 }
 

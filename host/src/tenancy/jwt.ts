@@ -157,29 +157,22 @@ function localKeySet(text: string, path: string): JWTVerifyGetKey {
   return createLocalJWKSet(jwks as JSONWebKeySet);
 }
 
-/** Maps jose's error codes to fixed phrases (jose messages are safe too, but a fixed set is easier to audit). */
+/** jose's error codes and the fixed phrase each maps to (jose messages are safe too, but a fixed set is easier to audit). */
+const JOSE_FAILURES = new Map<string, string>([
+  ['ERR_JWT_EXPIRED', 'jwt expired'],
+  ['ERR_JWS_SIGNATURE_VERIFICATION_FAILED', 'jwt signature invalid'],
+  ['ERR_JWKS_NO_MATCHING_KEY', 'jwt signed by no single key of the key set'],
+  ['ERR_JWKS_MULTIPLE_MATCHING_KEYS', 'jwt signed by no single key of the key set'],
+  ['ERR_JOSE_ALG_NOT_ALLOWED', 'jwt algorithm not allowed'],
+  ['ERR_JOSE_NOT_SUPPORTED', 'jwt algorithm not allowed'],
+  ['ERR_JWKS_TIMEOUT', 'jwks unavailable'],
+  ['ERR_JWKS_INVALID', 'jwks unavailable'],
+]);
+
+/** Maps a jose error to a fixed phrase ({@link JOSE_FAILURES}); a malformed token is `malformed`, anything else `unknown`. */
 function failure(err: unknown): JwtResult {
   const e = err as { code?: string; claim?: string };
-  switch (e.code) {
-    case 'ERR_JWT_EXPIRED':
-      return { ok: false, reason: 'unknown', detail: 'jwt expired' };
-    case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
-      return { ok: false, reason: 'unknown', detail: `jwt claim '${String(e.claim).slice(0, 32)}' check failed` };
-    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
-      return { ok: false, reason: 'unknown', detail: 'jwt signature invalid' };
-    case 'ERR_JWKS_NO_MATCHING_KEY':
-    case 'ERR_JWKS_MULTIPLE_MATCHING_KEYS':
-      return { ok: false, reason: 'unknown', detail: 'jwt signed by no single key of the key set' };
-    case 'ERR_JOSE_ALG_NOT_ALLOWED':
-    case 'ERR_JOSE_NOT_SUPPORTED':
-      return { ok: false, reason: 'unknown', detail: 'jwt algorithm not allowed' };
-    case 'ERR_JWS_INVALID':
-    case 'ERR_JWT_INVALID':
-      return { ok: false, reason: 'malformed', detail: 'not a valid jwt' };
-    case 'ERR_JWKS_TIMEOUT':
-    case 'ERR_JWKS_INVALID':
-      return { ok: false, reason: 'unknown', detail: 'jwks unavailable' };
-    default:
-      return { ok: false, reason: 'unknown', detail: 'jwt rejected' };
-  }
+  if (e.code === 'ERR_JWS_INVALID' || e.code === 'ERR_JWT_INVALID') return { ok: false, reason: 'malformed', detail: 'not a valid jwt' };
+  if (e.code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') return { ok: false, reason: 'unknown', detail: `jwt claim '${String(e.claim).slice(0, 32)}' check failed` };
+  return { ok: false, reason: 'unknown', detail: JOSE_FAILURES.get(e.code ?? '') ?? 'jwt rejected' };
 }

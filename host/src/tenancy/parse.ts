@@ -147,33 +147,41 @@ function validateEntry(raw: unknown, index: number, fail: (msg: string) => never
 }
 
 function validateQuotas(raw: unknown, where: string, fail: (msg: string) => never): TenantQuotas {
-  const q: TenantQuotas = { ...DEFAULT_TENANT_QUOTAS };
-  if (raw === undefined) return q;
-  if (!isPlainObject(raw)) fail(`${where}: quotas: expected a mapping, got ${typeName(raw)}`);
-  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-    if (!(QUOTA_KEYS as readonly string[]).includes(k)) {
-      fail(`${where}: quotas: unknown key ${quoteKey(k)} (known: ${QUOTA_KEYS.join(', ')})`);
-    }
-    const key = k as keyof TenantQuotas;
-    const problem = quotaValueProblem(key, v);
-    if (problem) fail(`${where}: quotas.${key}: ${problem}, got ${describe(v)}`);
-    q[key] = v as number;
-  }
-  return q;
+  return validateNumbers(raw, 'quotas', QUOTA_KEYS, DEFAULT_TENANT_QUOTAS, quotaValueProblem, where, fail);
 }
 
 function validateConfigBounds(raw: unknown, where: string, fail: (msg: string) => never): TenantConfigBounds {
-  const b: TenantConfigBounds = { ...DEFAULT_CONFIG_BOUNDS };
-  if (raw === undefined) return b;
-  if (!isPlainObject(raw)) fail(`${where}: config_bounds: expected a mapping, got ${typeName(raw)}`);
+  const problem = (_key: string, v: unknown) => (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 ? 'expected an integer >= 0' : undefined);
+  return validateNumbers(raw, 'config_bounds', CONFIG_BOUND_KEYS, DEFAULT_CONFIG_BOUNDS, problem, where, fail);
+}
+
+/**
+ * A tenant's mapping of numeric settings named `field` (`quotas`, `config_bounds`): `defaults`,
+ * with each key given in `raw` set to its value. Calls `fail` (which throws) for a `raw` that is
+ * not a mapping, a key not in `keys`, or a value `problem` names a problem with.
+ */
+function validateNumbers<T extends { [K in keyof T]: number }>(
+  raw: unknown,
+  field: string,
+  keys: readonly (keyof T & string)[],
+  defaults: T,
+  problem: (key: keyof T & string, value: unknown) => string | undefined,
+  where: string,
+  fail: (msg: string) => never,
+): T {
+  const out: T = { ...defaults };
+  if (raw === undefined) return out;
+  if (!isPlainObject(raw)) fail(`${where}: ${field}: expected a mapping, got ${typeName(raw)}`);
   for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-    if (!(CONFIG_BOUND_KEYS as readonly string[]).includes(k)) {
-      fail(`${where}: config_bounds: unknown key ${quoteKey(k)} (known: ${CONFIG_BOUND_KEYS.join(', ')})`);
+    if (!(keys as readonly string[]).includes(k)) {
+      fail(`${where}: ${field}: unknown key ${quoteKey(k)} (known: ${keys.join(', ')})`);
     }
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) fail(`${where}: config_bounds.${k}: expected an integer >= 0, got ${describe(v)}`);
-    b[k as keyof TenantConfigBounds] = v as number;
+    const key = k as keyof T & string;
+    const why = problem(key, v);
+    if (why) fail(`${where}: ${field}.${key}: ${why}, got ${describe(v)}`);
+    out[key] = v as T[keyof T & string];
   }
-  return b;
+  return out;
 }
 
 /**

@@ -5,8 +5,8 @@
  * administrators are not limited. Quotas are read per request, so a tenants-file reload applies
  * at once.
  */
-import { exhausted, forbidden } from '../contract/errors.js';
 import type { TenantConfig } from './types.js';
+import * as tenancyErrors from './tenancy.errors.js';
 
 /**
  * How long an over-quota answer (429 / RESOURCE_EXHAUSTED: rate or in-flight quota) is held
@@ -56,12 +56,12 @@ export class TenantRequestRate {
     const q = tenant.quotas;
     const max = Math.max(1, Math.floor(q.burst));
     if (count > max) {
-      throw forbidden(`a request costing ${count} inferences is more than tenant '${tenant.id}' may send at once (burst ${q.burst})`);
+      throw tenancyErrors.requestOverBurst(tenant.id, count, q.burst);
     }
     const windowMs = q.requests_per_second > 0 ? Math.ceil((1000 * q.burst) / q.requests_per_second) : 1000;
     const retryS = this.windows.take(tenant.id, windowMs, max, count);
     if (retryS !== undefined) {
-      throw exhausted(`tenant '${tenant.id}' exceeded its request rate (requests_per_second ${q.requests_per_second}, burst ${q.burst})`, retryS);
+      throw tenancyErrors.requestRateExceeded(tenant.id, q.requests_per_second, q.burst, retryS);
     }
   }
 }
@@ -87,11 +87,11 @@ export class TenantUploadRate {
     if (tenant.role === 'admin' || !(bytes > 0)) return;
     const max = tenant.quotas.upload_bytes_per_minute;
     if (bytes > max) {
-      throw forbidden(`a load request of ${bytes} bytes is more than tenant '${tenant.id}' may upload per minute (upload_bytes_per_minute ${max})`);
+      throw tenancyErrors.uploadOverRate(tenant.id, bytes, max);
     }
     const retryS = this.windows.take(tenant.id, 60_000, max, bytes);
     if (retryS !== undefined) {
-      throw exhausted(`tenant '${tenant.id}' exceeded its upload rate (upload_bytes_per_minute ${max})`, retryS);
+      throw tenancyErrors.uploadRateExceeded(tenant.id, max, retryS);
     }
   }
 }

@@ -8,7 +8,7 @@
 import * as err from './tensor.errors.js';
 import { type DataType, dataTypeByteSize } from '../contract/datatypes.js';
 import { decodeBytesElements, encodeBytesElements } from './bytes.js';
-import { bf16ToNumber, halfToNumber } from './half.js';
+import { elementReader, elementWriter } from './elements.js';
 
 function flatten(data: unknown, out: unknown[]): void {
   if (Array.isArray(data)) {
@@ -73,6 +73,7 @@ export function jsonToTensorData(data: unknown, datatype: DataType, expectedElem
     return out;
   }
   const kind = INT_KIND[datatype];
+  const write = elementWriter(datatype);
   for (let i = 0; i < flat.length; i++) {
     let e = flat[i];
     if (typeof e === 'bigint') {
@@ -99,44 +100,14 @@ export function jsonToTensorData(data: unknown, datatype: DataType, expectedElem
         throw err.jsonDataElementType(`${kind}-integer`, `${kind}-integer`);
       }
     }
-    const off = i * size;
-    switch (datatype) {
-      case 'INT8':
-        view.setInt8(off, e);
-        break;
-      case 'UINT8':
-        view.setUint8(off, e);
-        break;
-      case 'INT16':
-        view.setInt16(off, e, true);
-        break;
-      case 'UINT16':
-        view.setUint16(off, e, true);
-        break;
-      case 'INT32':
-        view.setInt32(off, e, true);
-        break;
-      case 'UINT32':
-        view.setUint32(off, e, true);
-        break;
-      case 'INT64':
-        view.setBigInt64(off, BigInt(e), true);
-        break;
-      case 'UINT64':
-        view.setBigUint64(off, BigInt(e), true);
-        break;
-      case 'FP32':
-        view.setFloat32(off, e, true);
-        break;
-      case 'FP64':
-        view.setFloat64(off, e, true);
-        break;
-      default:
-        throw err.jsonDatatypeUnhandled(datatype);
-    }
+    if (!write) throw err.jsonDatatypeUnhandled(datatype);
+    write(view, i * size, e);
   }
   return out;
 }
+
+/** The datatypes whose elements print as JSON numbers that may be non-finite. */
+const FLOAT_TYPES: ReadonlySet<DataType> = new Set(['FP16', 'BF16', 'FP32', 'FP64']);
 
 function tokenNumberText(v: number): string {
   // JSON has no NaN/Infinity; Triton (rapidjson) writes them as tokens clients' parsers accept.
@@ -230,51 +201,11 @@ export function tensorDataToJsonElements(data: Uint8Array, datatype: DataType, n
   }
   const n = data.length / size;
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const read = elementReader(datatype)!;
+  const text: (v: number | bigint) => string =
+    datatype === 'BOOL' ? (v) => (v ? 'true' : 'false') : FLOAT_TYPES.has(datatype) ? (v) => numberText(v as number) : String;
   const parts = new Array<string>(n);
-  for (let i = 0; i < n; i++) {
-    const off = i * size;
-    switch (datatype) {
-      case 'BOOL':
-        parts[i] = data[off] ? 'true' : 'false';
-        break;
-      case 'INT8':
-        parts[i] = String(view.getInt8(off));
-        break;
-      case 'UINT8':
-        parts[i] = String(data[off]);
-        break;
-      case 'INT16':
-        parts[i] = String(view.getInt16(off, true));
-        break;
-      case 'UINT16':
-        parts[i] = String(view.getUint16(off, true));
-        break;
-      case 'INT32':
-        parts[i] = String(view.getInt32(off, true));
-        break;
-      case 'UINT32':
-        parts[i] = String(view.getUint32(off, true));
-        break;
-      case 'INT64':
-        parts[i] = view.getBigInt64(off, true).toString();
-        break;
-      case 'UINT64':
-        parts[i] = view.getBigUint64(off, true).toString();
-        break;
-      case 'FP16':
-        parts[i] = numberText(halfToNumber(view.getUint16(off, true)));
-        break;
-      case 'BF16':
-        parts[i] = numberText(bf16ToNumber(view.getUint16(off, true)));
-        break;
-      case 'FP32':
-        parts[i] = numberText(view.getFloat32(off, true));
-        break;
-      case 'FP64':
-        parts[i] = numberText(view.getFloat64(off, true));
-        break;
-    }
-  }
+  for (let i = 0; i < n; i++) parts[i] = text(read(view, i * size));
   return parts;
 }
 

@@ -1,21 +1,19 @@
 // Native Triton backends through Warden's libtritonserver.so, at the Backend contract level (no
 // HTTP): the three sample backends (identity, add_sub, decoupled repeat), batching, statistics,
 // auto-complete, logging, and load / unload / reload (spec §6).
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nativeAddon } from '../../../host/src/platform/addon.js';
 import { modelConfigToJson } from '../../../host/src/config/index.js';
 import type { DataType } from '../../../host/src/contract/datatypes.js';
 import { toConfigDataType } from '../../../host/src/contract/datatypes.js';
 import {
-  MODEL_REPOSITORY,
   TEST_BACKEND_DIR,
   asF32,
   captureNativeLog,
   f32,
   loadNative,
+  loadRepoModel,
   pbtxtConfig,
-  repoConfig,
   request,
   requireNativeBuild,
   resolver,
@@ -23,6 +21,20 @@ import {
   tensor,
   threadsNamed,
 } from './helpers.js';
+
+/**
+ * The config of a one-tensor model `name` of `backend`: INPUT0 in, OUTPUT0 out, both `type`
+ * (default FP32) with dims [ -1 ]; max_batch_size `maxBatch` (default 0), then `extra` (config text).
+ */
+function oneTensorConfig(name: string, backend: string, { type = 'FP32', maxBatch = 0, extra = '' } = {}) {
+  return pbtxtConfig(
+    name,
+    `backend: "${backend}" max_batch_size: ${maxBatch}
+    input { name: "INPUT0" data_type: TYPE_${type} dims: [ -1 ] }
+    output { name: "OUTPUT0" data_type: TYPE_${type} dims: [ -1 ] }
+    ${extra}`,
+  );
+}
 
 const logLines: { level: number; msg: string; file?: string }[] = [];
 
@@ -38,10 +50,8 @@ describe('identity_native (sample backend warden_identity)', () => {
 
   it('loads, infers, unloads and reloads; reports API 1.19 and sees its backend config and instance', async () => {
     expect(nativeAddon().apiVersion()).toEqual({ backend: '1.19', server: '1.34' });
-    const modelPath = join(MODEL_REPOSITORY, 'identity_native');
-    const config = await repoConfig(modelPath, 'identity_native');
     for (let round = 0; round < 2; round++) {
-      const m = await loadNative(r, config, modelPath);
+      const m = await loadRepoModel(r, 'identity_native');
       expect(m.instances).toHaveLength(1);
       const input = f32(1.5, -2, 3.25, 1e30);
       const { collected, error } = await run(m.instances[0]!, [request('identity_native', [tensor('INPUT0', 'FP32', [4], input)], ['OUTPUT0'])]);
@@ -100,13 +110,7 @@ describe('identity_native (sample backend warden_identity)', () => {
   });
 
   it('executes a batch of requests in one call and reports batch statistics', async () => {
-    const config = pbtxtConfig(
-      'identity_batch',
-      `backend: "warden_identity" max_batch_size: 8
-      input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-      output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-      dynamic_batching { }`,
-    );
+    const config = oneTensorConfig('identity_batch', 'warden_identity', { type: 'INT32', maxBatch: 8, extra: 'dynamic_batching { }' });
     const m = await loadNative(r, config, '/nonexistent/identity_batch');
     const reqs = [1, 3, 2].map((rows, k) =>
       request('identity_batch', [tensor('INPUT0', 'INT32', [rows, 2], new Int32Array(rows * 2).fill(k + 1))], ['OUTPUT0'], { batchSize: rows, id: `r${k}` }),
@@ -128,14 +132,9 @@ describe('identity_native (sample backend warden_identity)', () => {
   });
 
   it('runs execute on a native thread: a slow backend does not block the event loop', async () => {
-    const config = pbtxtConfig(
-      'identity_slow',
-      `backend: "warden_identity" max_batch_size: 0
-      input { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
-      output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
-      instance_group { kind: KIND_CPU count: 2 }
-      parameters { key: "execute_delay_ms" value: { string_value: "200" } }`,
-    );
+    const config = oneTensorConfig('identity_slow', 'warden_identity', {
+      extra: 'instance_group { kind: KIND_CPU count: 2 } parameters { key: "execute_delay_ms" value: { string_value: "200" } }',
+    });
     const m = await loadNative(r, config, '/nonexistent/identity_slow');
     expect(m.instances).toHaveLength(2);
     expect(threadsNamed('w:identity_slow')).toBe(2); // BLOCKING policy: one native thread per instance
@@ -154,13 +153,9 @@ describe('identity_native (sample backend warden_identity)', () => {
   });
 
   it('rejects an execute_delay_ms that is not an integer at load time', async () => {
-    const config = pbtxtConfig(
-      'identity_bad_param',
-      `backend: "warden_identity" max_batch_size: 0
-      input { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
-      output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
-      parameters { key: "execute_delay_ms" value: { string_value: "soon" } }`,
-    );
+    const config = oneTensorConfig('identity_bad_param', 'warden_identity', {
+      extra: 'parameters { key: "execute_delay_ms" value: { string_value: "soon" } }',
+    });
     await expect(loadNative(r, config, '/nonexistent/identity_bad_param')).rejects.toMatchObject({
       code: 'INVALID_ARG',
       message: expect.stringContaining("'execute_delay_ms' must be a non-negative integer"),
@@ -171,13 +166,7 @@ describe('identity_native (sample backend warden_identity)', () => {
 describe('lifecycle order', () => {
   it("calls Initialize, ModelInitialize, ModelInstanceInitialize ... ModelInstanceFinalize, ModelFinalize, Finalize in Triton's order", async () => {
     const r = resolver({ backendConfig: { '': { 'global-setting': 'g' }, warden_identity: { 'my-setting': 'x' }, other: { ignored: 'y' } } });
-    const config = pbtxtConfig(
-      'identity_order',
-      `backend: "warden_identity" max_batch_size: 0
-      input { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
-      output { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }
-      instance_group { name: "g" kind: KIND_MODEL count: 2 }`,
-    );
+    const config = oneTensorConfig('identity_order', 'warden_identity', { extra: 'instance_group { name: "g" kind: KIND_MODEL count: 2 }' });
     const m = await loadNative(r, config, '/nonexistent/identity_order');
     expect(m.model.parallelInstanceLoading).toBe(true); // TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading
     await m.unload();
@@ -209,8 +198,7 @@ describe('add_sub_native (sample backend warden_add_sub)', () => {
   afterAll(() => r.finalizeAll());
 
   it('computes sum and difference, honours requested outputs, and answers bad shapes with INVALID_ARG', async () => {
-    const modelPath = join(MODEL_REPOSITORY, 'add_sub_native');
-    const m = await loadNative(r, await repoConfig(modelPath, 'add_sub_native'), modelPath);
+    const m = await loadRepoModel(r, 'add_sub_native');
     const a = f32(1, 2, 3, 4.5);
     const b = f32(10, 20, 30, 0.25);
     const { collected } = await run(m.instances[0]!, [
@@ -240,8 +228,7 @@ describe('repeat_native (decoupled sample backend warden_repeat)', () => {
   afterAll(() => r.finalizeAll());
 
   it('streams one response per element as it is sent, after execute returned, then a flags-only final', async () => {
-    const modelPath = join(MODEL_REPOSITORY, 'repeat_native');
-    const m = await loadNative(r, await repoConfig(modelPath, 'repeat_native'), modelPath);
+    const m = await loadRepoModel(r, 'repeat_native');
     const values = [7, -3, 42];
     const c = (
       await Promise.all([
@@ -337,13 +324,7 @@ describe('backend-side auto-complete (TRITONBACKEND_ModelSetConfig)', () => {
   });
 
   it('DEVICE_BLOCKING: instances on one device share one native thread, executions serialise and still all complete', async () => {
-    const config = pbtxtConfig(
-      'shared_thread',
-      `backend: "warden_test_autocomplete" max_batch_size: 0
-      input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-      output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-      instance_group { kind: KIND_CPU count: 3 }`,
-    );
+    const config = oneTensorConfig('shared_thread', 'warden_test_autocomplete', { type: 'INT32', extra: 'instance_group { kind: KIND_CPU count: 3 }' });
     const m = await loadNative(r, config, '/nonexistent/shared_thread');
     expect(m.instances).toHaveLength(3);
     const results = await Promise.all(

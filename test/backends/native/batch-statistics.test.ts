@@ -12,20 +12,13 @@
 // test/compat/python/statistics.py.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
-import { copyRepoModel, requireNativeBuild, startNativeServer } from './helpers.js';
-
-let repo: TempRepo;
-let server: RunningServer;
-let url: string;
+import { describe, expect, it } from 'vitest';
+import { postJson } from '../../helpers/repo.js';
+import { copyRepoModel, nativeServerPerFile } from './helpers.js';
 
 const ISOLATED = 'parameters { key: "warden.isolation" value { string_value: "process" } }';
 
-beforeAll(async () => {
-  requireNativeBuild();
-  repo = tempRepo();
+const native = nativeServerPerFile((repo) => {
   copyRepoModel(repo, 'repeat_native');
   copyRepoModel(repo, 'identity_native');
   // The same decoupled backend in a backend-host process.
@@ -47,13 +40,6 @@ beforeAll(async () => {
     );
   addSub('add_sub_batched');
   repo.write('add_sub_batched/1/.keep', '');
-  server = await startNativeServer(repo.path);
-  url = server.httpUrl;
-}, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-  repo?.cleanup();
 });
 
 interface Entry {
@@ -63,7 +49,7 @@ interface Entry {
   inference_stats: { success: { count: number } };
   batch_stats: { batch_size: number; compute_infer: { count: number } }[];
 }
-const stats = async (model: string): Promise<Entry> => (await (await fetch(`${url}/v2/models/${model}/stats`)).json()).model_stats[0];
+const stats = async (model: string): Promise<Entry> => (await (await fetch(`${native.url}/v2/models/${model}/stats`)).json()).model_stats[0];
 const view = (e: Entry) => ({
   inferences: e.inference_count,
   successes: e.inference_stats.success.count,
@@ -73,7 +59,10 @@ const view = (e: Entry) => ({
 });
 
 async function stream(model: string): Promise<void> {
-  const res = await fetch(`${url}/v2/models/${model}/generate_stream`, { method: 'POST', body: JSON.stringify({ IN: [7, 8], DELAY: [0, 0], WAIT: [0] }) });
+  const res = await fetch(`${native.url}/v2/models/${model}/generate_stream`, {
+    method: 'POST',
+    body: JSON.stringify({ IN: [7, 8], DELAY: [0, 0], WAIT: [0] }),
+  });
   const text = await res.text();
   expect(res.status, text).toBe(200);
   expect(text.match(/^data: /gm)).toHaveLength(2);
@@ -86,7 +75,10 @@ describe('native backends: batch statistics only where the backend reports them'
       // two executions ended (and would have been counted).
       for (let i = 0; i < 3; i++) await stream(model);
       // A request the backend fails (its own check) moves last_inference no more than a success.
-      const bad = await fetch(`${url}/v2/models/${model}/generate_stream`, { method: 'POST', body: JSON.stringify({ IN: [7, 8], DELAY: [0], WAIT: [0] }) });
+      const bad = await fetch(`${native.url}/v2/models/${model}/generate_stream`, {
+        method: 'POST',
+        body: JSON.stringify({ IN: [7, 8], DELAY: [0], WAIT: [0] }),
+      });
       expect(await bad.text()).toContain('repeat: DELAY must have as many elements as IN');
       await expect.poll(async () => (await stats(model)).inference_stats.success.count).toBe(3);
       expect(view(await stats(model))).toEqual({ inferences: 3, successes: 3, executions: 0, batches: [], lastInferenceZero: true });
@@ -95,7 +87,9 @@ describe('native backends: batch statistics only where the backend reports them'
 
   it('identity_native: a reported batch is one execution of the batch size reported', async () => {
     for (let i = 0; i < 2; i++) {
-      const r = await postJson(`${url}/v2/models/identity_native/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [3], data: [1, 2, 3] }] });
+      const r = await postJson(`${native.url}/v2/models/identity_native/infer`, {
+        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [3], data: [1, 2, 3] }],
+      });
       expect(r.status, r.text).toBe(200);
     }
     await expect.poll(async () => (await stats('identity_native')).execution_count).toBe(2);
@@ -104,7 +98,7 @@ describe('native backends: batch statistics only where the backend reports them'
 
   it("add_sub_batched: the batch size is the backend's (its request count), not the scheduler's batch elements", async () => {
     const body = { inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'FP32', shape: [2, 2], data: [1, 2, 3, 4] })) };
-    const r = await postJson(`${url}/v2/models/add_sub_batched/infer`, body);
+    const r = await postJson(`${native.url}/v2/models/add_sub_batched/infer`, body);
     expect(r.status, r.text).toBe(200);
     expect(r.json.outputs[0].data).toEqual([2, 4, 6, 8]);
     await expect.poll(async () => (await stats('add_sub_batched')).execution_count).toBe(1);

@@ -6,75 +6,64 @@
 // through the repository API — all routed into Warden's data plane with the model's principal.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
+import { describe, expect, it } from 'vitest';
 import { nativeAddon } from '../../../host/src/platform/addon.js';
-import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
-import { copyRepoModel, requireNativeBuild, startNativeServer } from './helpers.js';
-
-let repo: TempRepo;
-let server: RunningServer;
-let url: string;
+import { postJson } from '../../helpers/repo.js';
+import { copyRepoModel, nativeServerPerFile } from './helpers.js';
 
 const io = (dir: 'input' | 'output', name: string, type: string, dims: string) => `${dir} { name: "${name}" data_type: ${type} dims: ${dims} }`;
 
 function bls(name: string, target: string, tensors: string[], extra = ''): void {
-  repo.write(
+  native.repo.write(
     `${name}/config.pbtxt`,
     `backend: "warden_bls"\nmax_batch_size: 0\n${tensors.join('\n')}\nparameters { key: "target_model" value { string_value: "${target}" } }\n${extra}`,
   );
-  mkdirSync(join(repo.path, name, '1'), { recursive: true });
+  mkdirSync(join(native.repo.path, name, '1'), { recursive: true });
 }
 
-beforeAll(async () => {
-  requireNativeBuild();
-  repo = tempRepo(['addsub_onnx']);
-  for (const m of ['identity_wasm', 'identity_native', 'repeat_native']) copyRepoModel(repo, m);
-  repo.write(
-    'identity_slow/config.pbtxt',
-    `backend: "warden_identity"\nmax_batch_size: 0\n${io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]')}\n${io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')}\ninstance_group { kind: KIND_CPU count: 1 }\nparameters { key: "execute_delay_ms" value { string_value: "1000" } }`,
-  );
-  mkdirSync(join(repo.path, 'identity_slow', '1'), { recursive: true });
-  const idIo = [io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]'), io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')];
-  // Looser dims than the target's [16]: the target's own validation answers a bad shape.
-  bls('bls_onnx', 'addsub_onnx', [
-    io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]'),
-    io('input', 'INPUT1', 'TYPE_FP32', '[ -1 ]'),
-    io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]'),
-    io('output', 'OUTPUT1', 'TYPE_FP32', '[ -1 ]'),
-  ]);
-  bls('bls_wasm', 'identity_wasm', idIo);
-  bls('bls_native', 'identity_native', idIo);
-  // The BLS backend in a backend-host process: its in-process calls come back to this server.
-  bls('bls_isolated', 'identity_native', idIo, 'parameters { key: "warden.isolation" value { string_value: "process" } }');
-  bls('bls_slow', 'identity_slow', idIo, 'instance_group { kind: KIND_CPU count: 2 }');
-  bls('bls_missing', 'no_such_model', idIo);
-  bls('bls_evil', '../../../etc', idIo);
-  bls('bls_repeat', 'repeat_native', [
-    io('input', 'IN', 'TYPE_INT32', '[ -1 ]'),
-    io('input', 'DELAY', 'TYPE_UINT32', '[ -1 ]'),
-    io('input', 'WAIT', 'TYPE_UINT32', '[ 1 ]'),
-    io('output', 'OUT', 'TYPE_INT32', '[ -1 ]'),
-    io('output', 'IDX', 'TYPE_UINT32', '[ -1 ]'),
-  ]);
-  // An ensemble over the BLS target (a dependent: ServerUnloadModelAndDependents unloads it too).
-  repo.write(
-    'ens_identity/config.pbtxt',
-    `platform: "ensemble"\nmax_batch_size: 0\n${io('input', 'IN', 'TYPE_FP32', '[ -1 ]')}\n${io('output', 'OUT', 'TYPE_FP32', '[ -1 ]')}\n` +
-      'ensemble_scheduling { step { model_name: "identity_native" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } }',
-  );
-  mkdirSync(join(repo.path, 'ens_identity', '1'), { recursive: true });
-  server = await startNativeServer(repo.path);
-  url = server.httpUrl;
-}, 120_000);
-
-afterAll(async () => {
-  await server?.stop();
-  repo?.cleanup();
-});
+const native = nativeServerPerFile(
+  (repo) => {
+    for (const m of ['identity_wasm', 'identity_native', 'repeat_native']) copyRepoModel(repo, m);
+    repo.write(
+      'identity_slow/config.pbtxt',
+      `backend: "warden_identity"\nmax_batch_size: 0\n${io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]')}\n${io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')}\ninstance_group { kind: KIND_CPU count: 1 }\nparameters { key: "execute_delay_ms" value { string_value: "1000" } }`,
+    );
+    mkdirSync(join(repo.path, 'identity_slow', '1'), { recursive: true });
+    const idIo = [io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]'), io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')];
+    // Looser dims than the target's [16]: the target's own validation answers a bad shape.
+    bls('bls_onnx', 'addsub_onnx', [
+      io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]'),
+      io('input', 'INPUT1', 'TYPE_FP32', '[ -1 ]'),
+      io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]'),
+      io('output', 'OUTPUT1', 'TYPE_FP32', '[ -1 ]'),
+    ]);
+    bls('bls_wasm', 'identity_wasm', idIo);
+    bls('bls_native', 'identity_native', idIo);
+    // The BLS backend in a backend-host process: its in-process calls come back to this server.
+    bls('bls_isolated', 'identity_native', idIo, 'parameters { key: "warden.isolation" value { string_value: "process" } }');
+    bls('bls_slow', 'identity_slow', idIo, 'instance_group { kind: KIND_CPU count: 2 }');
+    bls('bls_missing', 'no_such_model', idIo);
+    bls('bls_evil', '../../../etc', idIo);
+    bls('bls_repeat', 'repeat_native', [
+      io('input', 'IN', 'TYPE_INT32', '[ -1 ]'),
+      io('input', 'DELAY', 'TYPE_UINT32', '[ -1 ]'),
+      io('input', 'WAIT', 'TYPE_UINT32', '[ 1 ]'),
+      io('output', 'OUT', 'TYPE_INT32', '[ -1 ]'),
+      io('output', 'IDX', 'TYPE_UINT32', '[ -1 ]'),
+    ]);
+    // An ensemble over the BLS target (a dependent: ServerUnloadModelAndDependents unloads it too).
+    repo.write(
+      'ens_identity/config.pbtxt',
+      `platform: "ensemble"\nmax_batch_size: 0\n${io('input', 'IN', 'TYPE_FP32', '[ -1 ]')}\n${io('output', 'OUT', 'TYPE_FP32', '[ -1 ]')}\n` +
+        'ensemble_scheduling { step { model_name: "identity_native" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } }',
+    );
+    mkdirSync(join(repo.path, 'ens_identity', '1'), { recursive: true });
+  },
+  { examples: ['addsub_onnx'], timeoutMs: 120_000 },
+);
 
 const f32 = (name: string, data: number[]) => ({ name, datatype: 'FP32', shape: [data.length], data });
-const infer = (model: string, body: unknown) => postJson(`${url}/v2/models/${model}/infer`, body);
+const infer = (model: string, body: unknown) => postJson(`${native.url}/v2/models/${model}/infer`, body);
 const byName = (outputs: { name: string; data: number[] }[]) => Object.fromEntries(outputs.map((o) => [o.name, o.data]));
 
 describe('BLS: a native backend calls other models through TRITONSERVER_ServerInferAsync', () => {
@@ -126,7 +115,7 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
   it('TRITONSERVER_InferenceRequestCancel: a queued in-process request is dropped with CANCELLED, the other completes', async () => {
     const slow = infer('bls_slow', { inputs: [f32('INPUT0', [1])] });
     // The first occupies identity_slow's only instance (1 s); the second's in-process request queues.
-    const pending = async () => (await (await fetch(`${url}/v2/models/identity_slow/stats`)).json()).model_stats[0].pending_count;
+    const pending = async () => (await (await fetch(`${native.url}/v2/models/identity_slow/stats`)).json()).model_stats[0].pending_count;
     await expect.poll(pending, { interval: 10 }).toBe(1);
     const cancelled = await infer('bls_slow', { inputs: [f32('INPUT0', [2])], parameters: { cancel_after_ms: 50 } });
     expect(cancelled.json.error).toMatch(/cancel/i);
@@ -158,7 +147,8 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
   });
 
   it('unloads and loads its target (ServerUnloadModel, ServerLoadModel, ServerLoadModelWithParameters)', async () => {
-    const stateOf = async (name: string) => (await postJson(`${url}/v2/repository/index`, {})).json.find((m: { name: string }) => m.name === name)?.state;
+    const stateOf = async (name: string) =>
+      (await postJson(`${native.url}/v2/repository/index`, {})).json.find((m: { name: string }) => m.name === name)?.state;
     expect(await stateOf('ens_identity')).toBe('READY');
     const gone = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload' } });
     expect(gone.status).toBe(503);
@@ -178,7 +168,7 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     });
     const reloaded = await infer('bls_native', { inputs: [f32('INPUT0', [5])], parameters: { control: `load_config:${config}` } });
     expect(reloaded.status, reloaded.text).toBe(200);
-    const cfg = await (await fetch(`${url}/v2/models/identity_native/config`)).json();
+    const cfg = await (await fetch(`${native.url}/v2/models/identity_native/config`)).json();
     expect(cfg.parameters.execute_delay_ms.string_value).toBe('1');
     const dep = await infer('bls_native', { inputs: [f32('INPUT0', [1])], parameters: { control: 'unload_dependents' } });
     expect(dep.status).toBe(503);

@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:f
 import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
+import { afterAll, beforeAll } from 'vitest';
 import { loadModelConfig, parseModelConfigPbtxt, normalizeModelConfig } from '../../../host/src/config/index.js';
 import type { ModelConfig } from '../../../host/src/contract/model-config.js';
 import { backendResolveRequest, modelLoadContext } from '../../../host/src/contract/load-context.js';
@@ -21,7 +22,7 @@ import { NativeBackendResolver, installNativeLogger } from '../../../host/src/ba
 import { nativeAddon } from '../../../host/src/platform/addon.js';
 import type { RunningServer, ServerOptions } from '../../../host/src/server.js';
 import { startTestServer } from '../../helpers/servers.js';
-import { PROJECT_ROOT, type TempRepo } from '../../helpers/repo.js';
+import { PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
 
 export { request, tensor } from '../../helpers/backend-request.js';
 export { PROJECT_ROOT };
@@ -50,6 +51,52 @@ export function startNativeServer(repoPath: string, extra: Partial<ServerOptions
     ...extra,
     logLevel: 'silent',
   });
+}
+
+/** A file's native server: its repository, the running server and its HTTP URL (set in `beforeAll`). */
+export interface NativeFileServer {
+  readonly repo: TempRepo;
+  readonly server: RunningServer;
+  readonly url: string;
+}
+
+/**
+ * One native server for the whole file: `beforeAll` checks the native build, makes a temporary
+ * repository (holding `examples`), lets `fill` write models into it and starts
+ * {@link startNativeServer} with `server` options; `afterAll` stops it and removes the repository.
+ * @param timeoutMs the `beforeAll` hook's limit (ms).
+ */
+export function nativeServerPerFile(
+  fill: (repo: TempRepo) => void,
+  { examples = [], server: serverOpts = {}, timeoutMs = 60_000 }: { examples?: string[]; server?: Partial<ServerOptions>; timeoutMs?: number } = {},
+): NativeFileServer {
+  let repo: TempRepo | undefined;
+  let server: RunningServer | undefined;
+  const set = <T>(v: T | undefined, what: string): T => {
+    if (v === undefined) throw new Error(`the file's native server has no ${what} yet (beforeAll has not run)`);
+    return v;
+  };
+  beforeAll(async () => {
+    requireNativeBuild();
+    repo = tempRepo(examples);
+    fill(repo);
+    server = await startNativeServer(repo.path, serverOpts);
+  }, timeoutMs);
+  afterAll(async () => {
+    await server?.stop();
+    repo?.cleanup();
+  });
+  return {
+    get repo() {
+      return set(repo, 'repository');
+    },
+    get server() {
+      return set(server, 'server');
+    },
+    get url() {
+      return set(server, 'server').httpUrl;
+    },
+  };
 }
 
 /** Copy a model from model_repository into `repo`, with an empty version directory. */
@@ -94,6 +141,12 @@ export function resolver(
 /** The normalised config of a model directory (as the repository manager would load it). */
 export function repoConfig(modelPath: string, name: string): Promise<ModelConfig> {
   return loadModelConfig(modelPath, { modelName: name, autoComplete: true, versions: [1] });
+}
+
+/** Load `model_repository/<name>` (its config read and auto-completed) with `r`. */
+export async function loadRepoModel(r: NativeBackendResolver, name: string): Promise<Loaded> {
+  const modelPath = join(MODEL_REPOSITORY, name);
+  return loadNative(r, await repoConfig(modelPath, name), modelPath);
 }
 
 /** A normalised config from pbtxt text. */

@@ -6,30 +6,20 @@
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
-import { faultsModel, requireNativeBuild, startNativeServer } from './helpers.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { postJson } from '../../helpers/repo.js';
+import { faultsModel, nativeServerPerFile } from './helpers.js';
 
-let repo: TempRepo;
-let server: RunningServer;
-let url: string;
 let scratch: string;
 
-beforeAll(async () => {
-  requireNativeBuild();
-  repo = tempRepo();
+const native = nativeServerPerFile((repo) => {
   scratch = mkdtempSync(join(tmpdir(), 'warden-stdio-'));
   faultsModel(repo, 'not_ready', { mode: 'not_ready' }, 2);
   faultsModel(repo, 'ready_echo', { mode: 'echo' });
   faultsModel(repo, 'forks', { mode: 'fork_stdio', fork_out: join(scratch, 'fds') });
-  server = await startNativeServer(repo.path);
-  url = server.httpUrl;
-}, 60_000);
+});
 
-afterAll(async () => {
-  await server?.stop();
-  repo?.cleanup();
+afterAll(() => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -38,7 +28,7 @@ const body = (v: number[]) => ({ inputs: [{ name: 'INPUT0', datatype: 'INT32', s
 /** An inference that must be answered: a request left waiting fails the test instead of hanging it. */
 async function infer(model: string, v: number[]): Promise<{ status: number; json: any }> {
   return Promise.race([
-    postJson(`${url}/v2/models/${model}/infer`, body(v)),
+    postJson(`${native.url}/v2/models/${model}/infer`, body(v)),
     new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`request to '${model}' was never answered`)), 10_000).unref()),
   ]);
 }
@@ -55,9 +45,9 @@ describe('TRITONBACKEND_ModelInstanceReady answers readiness checks only', () =>
   });
 
   it("the readiness endpoint and the repository index report the backend's reason", async () => {
-    expect((await fetch(`${url}/v2/models/not_ready/ready`)).status).not.toBe(200);
-    expect((await fetch(`${url}/v2/models/ready_echo/ready`)).status).toBe(200);
-    const idx = (await postJson(`${url}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string }[];
+    expect((await fetch(`${native.url}/v2/models/not_ready/ready`)).status).not.toBe(200);
+    expect((await fetch(`${native.url}/v2/models/ready_echo/ready`)).status).toBe(200);
+    const idx = (await postJson(`${native.url}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string }[];
     const entry = idx.find((m) => m.name === 'not_ready');
     expect(entry?.reason ?? '').toMatch(/cpp_faults: not ready on purpose/);
   });
@@ -66,7 +56,7 @@ describe('TRITONBACKEND_ModelInstanceReady answers readiness checks only', () =>
 describe('standard streams of processes a backend starts', () => {
   it("a child forked and exec'd by a backend (as Triton's python backend starts its stub) has fds 0, 1 and 2", async () => {
     // Node opens 0-2 close-on-exec; the backend does not reset them (libtriton_python.so does not).
-    expect((await fetch(`${url}/v2/models/forks/ready`)).status).toBe(200);
+    expect((await fetch(`${native.url}/v2/models/forks/ready`)).status).toBe(200);
     expect(readFileSync(join(scratch, 'fds'), 'utf8').trim()).toBe('012');
   });
 });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../../host/src/server.js';
 import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { childProcesses } from '../../helpers/processes.js';
 import { TEST_BACKEND_DIR, faultsModel, requireNativeBuild, startNativeServer } from './helpers.js';
 
 let repo: TempRepo;
@@ -21,22 +22,7 @@ let gate: string;
 const ringNames = () => readdirSync('/dev/shm').filter((n) => n.startsWith(`warden-${process.pid}-`));
 
 /** Live backend-host processes started by this process. */
-function hostProcesses(): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const state = stat.slice(stat.lastIndexOf(')') + 2)[0];
-      if (ppid !== process.pid || state === 'Z') continue;
-      if (/isolation\/child\.(ts|js)/.test(readFileSync(`/proc/${d}/cmdline`, 'utf8'))) out.push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
+const hostProcesses = () => childProcesses(/isolation\/child\.(ts|js)/);
 
 /** The ring regions a process has mapped, `{ path, deleted }` (the kernel marks unlinked files " (deleted)"). */
 function mappedRings(pid: number): { path: string; deleted: boolean }[] {

@@ -3,35 +3,24 @@
 // fails only its in-flight requests (the error names the signal), the process restarts and the model
 // is READY again, while the server and every other model go on; a stuck Execute past
 // warden.execute_timeout_ms kills and restarts the process.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
-import { copyRepoModel, faultsModel, requireNativeBuild, startNativeServer } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { postJson } from '../../helpers/repo.js';
+import { copyRepoModel, faultsModel, nativeServerPerFile } from './helpers.js';
 
-let repo: TempRepo;
-let server: RunningServer;
-let url: string;
-
-beforeAll(async () => {
-  requireNativeBuild();
-  repo = tempRepo();
-  faultsModel(repo, 'isolated', { 'warden.isolation': 'process', hang_ms: '10000', 'warden.execute_timeout_ms': '1500' }, 2);
-  faultsModel(repo, 'bad_isolation', { 'warden.isolation': 'container' });
-  copyRepoModel(repo, 'identity_native');
-  server = await startNativeServer(repo.path, { exitTimeoutSecs: 2 });
-  url = server.httpUrl;
-}, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-  repo?.cleanup();
-});
+const native = nativeServerPerFile(
+  (repo) => {
+    faultsModel(repo, 'isolated', { 'warden.isolation': 'process', hang_ms: '10000', 'warden.execute_timeout_ms': '1500' }, 2);
+    faultsModel(repo, 'bad_isolation', { 'warden.isolation': 'container' });
+    copyRepoModel(repo, 'identity_native');
+  },
+  { server: { exitTimeoutSecs: 2 } },
+);
 
 const infer = (model: string, v: number[]) =>
-  postJson(`${url}/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [v.length], data: v }] });
-const ready = async (model: string) => (await fetch(`${url}/v2/models/${model}/ready`)).status === 200;
+  postJson(`${native.url}/v2/models/${model}/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [v.length], data: v }] });
+const ready = async (model: string) => (await fetch(`${native.url}/v2/models/${model}/ready`)).status === 200;
 async function state(model: string): Promise<{ state?: string; reason?: string }> {
-  const idx = (await postJson(`${url}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string }[];
+  const idx = (await postJson(`${native.url}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string }[];
   return idx.find((m) => m.name === model) ?? {};
 }
 
@@ -57,8 +46,8 @@ describe('warden.isolation=process', () => {
       const r = await infer('isolated', [value]);
       expect(r.status).toBe(500);
       expect(r.json.error).toMatch(new RegExp(`backend host process of model 'isolated' \\(pid \\d+\\) was killed by signal ${signal}`));
-      expect((await fetch(`${url}/v2/health/live`)).status).toBe(200);
-      const other = await postJson(`${url}/v2/models/identity_native/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [5] }] });
+      expect((await fetch(`${native.url}/v2/health/live`)).status).toBe(200);
+      const other = await postJson(`${native.url}/v2/models/identity_native/infer`, { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [5] }] });
       expect(other.status).toBe(200);
       await expect.poll(() => ready('isolated'), { timeout: 10_000, interval: 50 }).toBe(true);
       const again = await infer('isolated', [4]);
@@ -87,9 +76,9 @@ describe('warden.isolation=process', () => {
   });
 
   it('unloads (the process ends) and loads again', async () => {
-    expect((await postJson(`${url}/v2/repository/models/isolated/unload`, {})).status).toBe(200);
+    expect((await postJson(`${native.url}/v2/repository/models/isolated/unload`, {})).status).toBe(200);
     await expect.poll(async () => (await state('isolated')).state).toBe('UNAVAILABLE');
-    expect((await postJson(`${url}/v2/repository/models/isolated/load`, {})).status).toBe(200);
+    expect((await postJson(`${native.url}/v2/repository/models/isolated/load`, {})).status).toBe(200);
     expect((await infer('isolated', [8])).json.outputs[0].data).toEqual([8]);
   });
 });

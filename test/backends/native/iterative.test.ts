@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../../host/src/server.js';
-import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { generateStream as streamGenerate, postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { TEST_BACKEND_DIR, requireNativeBuild, startNativeServer } from './helpers.js';
 
 let repo: TempRepo;
@@ -52,20 +52,8 @@ afterAll(async () => {
   repo?.cleanup();
 });
 
-/** `/generate_stream`: the status and every `data:` event, parsed. */
-async function generateStream(model: string, body: unknown): Promise<{ status: number; events: Record<string, unknown>[] }> {
-  const res = await fetch(`${server.httpUrl}/v2/models/${model}/generate_stream`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  const events = text
-    .split('\n')
-    .filter((l) => l.startsWith('data: '))
-    .map((l) => JSON.parse(l.slice('data: '.length)) as Record<string, unknown>);
-  return { status: res.status, events };
-}
+/** `/generate_stream` of `model` on this file's server. */
+const generateStream = (model: string, body: unknown) => streamGenerate(server.httpUrl, model, body);
 
 describe('iterative_sequence on a native backend (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)', () => {
   it('a request without sequence id streams one response per run: OUTPUT 2, 1, 0 (test_generate_stream)', async () => {

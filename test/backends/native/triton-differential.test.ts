@@ -23,7 +23,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../../helpers/grpc.js';
 import { freePort } from '../../helpers/repo.js';
 import { BACKEND_DIR, MODEL_REPOSITORY, PROJECT_ROOT, requireNativeBuild } from './helpers.js';
-import { ensureTritonWheel, stopTritonServer, WHEEL_TRITONSERVER_LIB, type TritonWheel } from './triton-wheel.js';
+import { ensureTritonWheel, stopTritonServer, waitTritonReady, WHEEL_TRITONSERVER_LIB, type TritonWheel } from './triton-wheel.js';
+import { sleep, until } from '../../helpers/wait.js';
 
 const PY_MODELS = join(import.meta.dirname, 'triton-python-models');
 const NATIVE_BACKENDS = ['warden_identity', 'warden_add_sub', 'warden_repeat', 'warden_accumulate'];
@@ -93,21 +94,7 @@ function backendLayout(root: string, pythonFrom: string, libsFrom: string): stri
   return backends;
 }
 
-async function waitReady(s: Served, name: string, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (s.proc.exitCode !== null) throw new Error(`${name} exited (${s.proc.exitCode}):\n${s.log.join('').slice(-4000)}`);
-    if (
-      await fetch(`${s.url}/v2/health/ready`).then(
-        (r) => r.status === 200,
-        () => false,
-      )
-    )
-      return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`${name} not ready after ${ms} ms:\n${s.log.join('').slice(-4000)}`);
-}
+const waitReady = (s: Served, name: string, ms: number): Promise<void> => waitTritonReady(s.url, s.proc, s.log, ms, name);
 
 /** Distinct free ports, taken one after another (the two servers start side by side). */
 const taken = new Set<number>();
@@ -155,7 +142,7 @@ async function call(base: string, method: string, path: string, body?: unknown, 
 async function both(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<[Answer, Answer]> {
   const one = (s: Served, name: string) =>
     call(s.url, method, path, body, headers).catch(async (e: unknown) => {
-      await new Promise((r) => setTimeout(r, 500)); // let an exit be seen
+      await sleep(500); // let an exit be seen
       throw new Error(
         `${name} dropped ${method} ${path} (${String(e)}; exit ${s.proc.exitCode ?? 'none'} ${s.proc.signalCode ?? ''}):\n${s.log.join('').slice(-3000)}`,
       );
@@ -650,13 +637,13 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
     skipUnlessWheel(ctx);
     // Unload is asynchronous in both: wait until the index no longer shows tp_target UNLOADING.
     const index = async (base: string) => {
-      for (let i = 0; i < 100; i++) {
-        const r = await call(base, 'POST', '/v2/repository/index', {});
-        const target = (JSON.parse(r.text) as { name: string; state?: string }[]).find((e) => e.name === 'tp_target');
-        if (target?.state !== 'UNLOADING') return r;
-        await new Promise((res) => setTimeout(res, 100));
-      }
-      throw new Error(`${base}: tp_target still UNLOADING`);
+      let r: Answer | undefined;
+      const settled = async () => {
+        r = await call(base, 'POST', '/v2/repository/index', {});
+        return (JSON.parse(r.text) as { name: string; state?: string }[]).find((e) => e.name === 'tp_target')?.state !== 'UNLOADING';
+      };
+      await until(settled, { within: 10_000, every: 100, what: `${base}: tp_target out of UNLOADING` });
+      return r!;
     };
     const steps: [string, string][] = [
       ['ready', 'tp_target'],

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../../host/src/server.js';
 import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { childProcesses } from '../../helpers/processes.js';
 import { requireNativeBuild, startNativeServer } from './helpers.js';
 import { ensureTritonWheel, type TritonWheel } from './triton-wheel.js';
 
@@ -29,37 +30,10 @@ function skipUnlessWheel(ctx: { skip: (note?: string) => void }): void {
 }
 
 /** Live backend-host processes started by this process. */
-function hostProcesses(): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(ppid) !== process.pid || state === 'Z') continue;
-      if (/isolation\/child\.(ts|js)/.test(readFileSync(`/proc/${d}/cmdline`, 'utf8'))) out.push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
+const hostProcesses = () => childProcesses(/isolation\/child\.(ts|js)/);
 
 /** The live children of `pid` (the Python backend's stubs of a backend-host process). */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(ppid) === pid && state !== 'Z') out.push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
+const childrenOf = (pid: number) => childProcesses(undefined, pid);
 
 /** The Python backend's regions a process has mapped (names in /dev/shm). */
 function pythonRegions(pid: number): string[] {

@@ -9,41 +9,16 @@
  *
  * Skips (with the reason) when PyPI is unreachable or the machine cannot run the wheel.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { postJson, tempRepo, type TempRepo, generateStream } from '../../helpers/repo.js';
-import { requireNativeBuild, startNativeServer } from './helpers.js';
-import { ensureTritonWheel, startTritonServer, stopTritonServer, type TritonProcess, type TritonWheel } from './triton-wheel.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { postJson, generateStream } from '../../helpers/repo.js';
+import { wheelServers } from './triton-wheel.js';
 
 const MODELS = ['iterative_sequence', 'request_rescheduling_addsub'];
 
 /** server/qa/python_models/iterative_sequence/model.py (its checks of the config left out). */
-const ITERATIVE_SEQUENCE = `import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def initialize(self, args):
-        self.remaining_response = 0
-        self.reset_flag = True
-
-    def execute(self, requests):
-        for request in requests:
-            in_input = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
-            if self.reset_flag:
-                self.remaining_response = in_input[0]
-                self.reset_flag = False
-            response_sender = request.get_response_sender()
-            self.remaining_response -= 1
-            out_output = pb_utils.Tensor("OUT", np.array([self.remaining_response], np.int32))
-            response = pb_utils.InferenceResponse(output_tensors=[out_output])
-            if self.remaining_response <= 0:
-                response_sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-            else:
-                request.set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
-                response_sender.send(response)
-        return None
-`;
+const ITERATIVE_SEQUENCE = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'python', 'iterative_sequence', 'model.py'), 'utf8');
 
 /** server/qa/python_models/request_rescheduling_addsub/model.py. */
 const RESCHEDULING_ADDSUB = `import triton_python_backend_utils as pb_utils
@@ -70,46 +45,28 @@ class TritonPythonModel:
         return responses
 `;
 
-let wheel: TritonWheel = { ok: false, reason: 'not prepared' };
-let repo: TempRepo;
-let warden: RunningServer | undefined;
-let triton: TritonProcess | undefined;
-
 describe("iterative sequences: Triton's real Python backend in Warden's native host vs the real tritonserver", () => {
-  beforeAll(async () => {
-    requireNativeBuild();
-    wheel = await ensureTritonWheel();
-    if (!wheel.ok) return;
-    repo = tempRepo();
-    repo.write(
-      'iterative_sequence/config.pbtxt',
-      `name: "iterative_sequence"\nbackend: "python"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: True }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\nsequence_batching { iterative_sequence : true }\ninstance_group [{ kind: KIND_CPU }]\n`,
-    );
-    repo.write('iterative_sequence/1/model.py', ITERATIVE_SEQUENCE);
-    repo.write(
-      'request_rescheduling_addsub/config.pbtxt',
-      `name: "request_rescheduling_addsub"\nbackend: "python"\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]\nsequence_batching { iterative_sequence : true }\ninstance_group [{ kind: KIND_CPU }]\n`,
-    );
-    repo.write('request_rescheduling_addsub/1/model.py', RESCHEDULING_ADDSUB);
-    warden = await startNativeServer(repo.path, {
-      backendDirectory: wheel.wardenBackends,
-      loadModels: MODELS,
-      metricsPort: -1,
-      backendConfig: { python: { 'shm-region-prefix-name': `warden_tpyit_${process.pid}_` } },
-    });
-    triton = await startTritonServer(wheel, repo.path, MODELS, `triton_tpyit_${process.pid}_`);
-  }, 15 * 60_000);
-
-  afterAll(async () => {
-    await warden?.stop();
-    await stopTritonServer(triton);
-    repo?.cleanup();
-  }, 60_000);
+  const tp = wheelServers(
+    'tpyit',
+    (repo) => {
+      repo.write(
+        'iterative_sequence/config.pbtxt',
+        `name: "iterative_sequence"\nbackend: "python"\nmax_batch_size: 0\nmodel_transaction_policy { decoupled: True }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\nsequence_batching { iterative_sequence : true }\ninstance_group [{ kind: KIND_CPU }]\n`,
+      );
+      repo.write('iterative_sequence/1/model.py', ITERATIVE_SEQUENCE);
+      repo.write(
+        'request_rescheduling_addsub/config.pbtxt',
+        `name: "request_rescheduling_addsub"\nbackend: "python"\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] } ]\nsequence_batching { iterative_sequence : true }\ninstance_group [{ kind: KIND_CPU }]\n`,
+      );
+      repo.write('request_rescheduling_addsub/1/model.py', RESCHEDULING_ADDSUB);
+    },
+    { warden: { loadModels: MODELS, metricsPort: -1 }, tritonModels: MODELS },
+  );
 
   it('iterative_sequence: {"IN": 3} streams OUT 2, 1, 0 from both servers', async (ctx) => {
-    if (!wheel.ok) return ctx.skip(`Triton's Python backend wheel unavailable: ${wheel.reason}`);
-    const w = await generateStream(warden!.httpUrl, 'iterative_sequence', { IN: 3 });
-    const t = await generateStream(triton!.url, 'iterative_sequence', { IN: 3 });
+    if (!tp.wheel.ok) return ctx.skip(`Triton's Python backend wheel unavailable: ${tp.wheel.reason}`);
+    const w = await generateStream(tp.warden!.httpUrl, 'iterative_sequence', { IN: 3 });
+    const t = await generateStream(tp.triton!.url, 'iterative_sequence', { IN: 3 });
     expect(t.status).toBe(200);
     expect(w.status).toBe(200);
     expect(w.events).toEqual([2, 1, 0].map((v) => ({ model_name: 'iterative_sequence', model_version: '1', OUT: v })));
@@ -117,7 +74,7 @@ describe("iterative sequences: Triton's real Python backend in Warden's native h
   });
 
   it('request_rescheduling_addsub: the rescheduled first request is answered by its second run on both servers', async (ctx) => {
-    if (!wheel.ok) return ctx.skip(`Triton's Python backend wheel unavailable: ${wheel.reason}`);
+    if (!tp.wheel.ok) return ctx.skip(`Triton's Python backend wheel unavailable: ${tp.wheel.reason}`);
     const a = Array.from({ length: 16 }, (_, i) => i - 4);
     const b = Array.from({ length: 16 }, (_, i) => 3 * i);
     const body = {
@@ -126,8 +83,8 @@ describe("iterative sequences: Triton's real Python backend in Warden's native h
         { name: 'INPUT1', datatype: 'FP32', shape: [16], data: b },
       ],
     };
-    const w = await postJson(`${warden!.httpUrl}/v2/models/request_rescheduling_addsub/infer`, body);
-    const t = await postJson(`${triton!.url}/v2/models/request_rescheduling_addsub/infer`, body);
+    const w = await postJson(`${tp.warden!.httpUrl}/v2/models/request_rescheduling_addsub/infer`, body);
+    const t = await postJson(`${tp.triton!.url}/v2/models/request_rescheduling_addsub/infer`, body);
     expect(t.status, t.text).toBe(200);
     expect(w.status, w.text).toBe(200);
     const byName = (o: { name: string }[]) => [...o].sort((x, y) => x.name.localeCompare(y.name));

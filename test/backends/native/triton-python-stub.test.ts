@@ -12,15 +12,9 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
-import { requireNativeBuild, startNativeServer } from './helpers.js';
-import { ensureTritonWheel, type TritonWheel } from './triton-wheel.js';
-
-let wheel: TritonWheel;
-let repo: TempRepo | undefined;
-let server: RunningServer | undefined;
+import { describe, expect, it } from 'vitest';
+import { postJson } from '../../helpers/repo.js';
+import { wheelServers } from './triton-wheel.js';
 
 const MODEL_PY = `
 import os
@@ -48,49 +42,39 @@ class TritonPythonModel:
         return responses
 `;
 
-beforeAll(async () => {
-  requireNativeBuild();
-  wheel = await ensureTritonWheel();
-  if (!wheel.ok) return;
-  repo = tempRepo();
-  repo.write(
-    'tp_stdio/config.pbtxt',
-    'backend: "python"\nmax_batch_size: 0\ninput { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] }\noutput { name: "OUTPUT0" data_type: TYPE_STRING dims: [ 1 ] }\ninstance_group { kind: KIND_CPU count: 1 }\n',
-  );
-  mkdirSync(join(repo.path, 'tp_stdio', '1'), { recursive: true });
-  writeFileSync(join(repo.path, 'tp_stdio', '1', 'model.py'), MODEL_PY);
-  server = await startNativeServer(repo.path, {
-    backendDirectory: wheel.wardenBackends,
-    loadModels: ['tp_stdio'],
-    backendConfig: { python: { 'shm-region-prefix-name': `warden_tpstub_${process.pid}_` } },
-  });
-}, 15 * 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-  repo?.cleanup();
-}, 60_000);
+const tp = wheelServers(
+  'tpstub',
+  (repo) => {
+    repo.write(
+      'tp_stdio/config.pbtxt',
+      'backend: "python"\nmax_batch_size: 0\ninput { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] }\noutput { name: "OUTPUT0" data_type: TYPE_STRING dims: [ 1 ] }\ninstance_group { kind: KIND_CPU count: 1 }\n',
+    );
+    mkdirSync(join(repo.path, 'tp_stdio', '1'), { recursive: true });
+    writeFileSync(join(repo.path, 'tp_stdio', '1', 'model.py'), MODEL_PY);
+  },
+  { warden: { loadModels: ['tp_stdio'] } },
+);
 
 const body = (v: number) => ({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [v] }] });
 
 /** An inference that must be answered: one left waiting fails the test instead of hanging it. */
 function infer(v: number): Promise<{ status: number; json: any; text: string }> {
   return Promise.race([
-    postJson(`${server!.httpUrl}/v2/models/tp_stdio/infer`, body(v)),
+    postJson(`${tp.warden!.httpUrl}/v2/models/tp_stdio/infer`, body(v)),
     new Promise<never>((_, reject) => setTimeout(() => reject(new Error('request was never answered')), 60_000).unref()),
   ]);
 }
 
 describe("Triton's python backend stub in Warden's native host", () => {
   it('the stub has stdin, stdout and stderr (print() and sys.stderr work in initialize)', async (ctx) => {
-    if (!wheel.ok) return ctx.skip(`Triton's Python backend wheel unavailable: ${wheel.reason}`);
+    if (!tp.wheel.ok) return ctx.skip(`Triton's Python backend wheel unavailable: ${tp.wheel.reason}`);
     const r = await infer(1);
     expect(r.status, r.text).toBe(200);
     expect(r.json.outputs[0].data).toEqual(['111']);
   }, 120_000);
 
   it("after the stub is killed every later request is answered with the backend's error, none waits", async (ctx) => {
-    if (!wheel.ok) return ctx.skip(`Triton's Python backend wheel unavailable: ${wheel.reason}`);
+    if (!tp.wheel.ok) return ctx.skip(`Triton's Python backend wheel unavailable: ${tp.wheel.reason}`);
     const crash = await infer(-9);
     expect(crash.status).not.toBe(200);
     // As under tritonserver: the requests reach the backend's Execute, which answers each with its

@@ -16,35 +16,17 @@ import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { freePort, getJson, postJson, tempRepo, type TempRepo, generateStream } from '../../helpers/repo.js';
+import { describe, expect, it } from 'vitest';
+import { freePort, getJson, postJson, generateStream } from '../../helpers/repo.js';
 import { NativeBackend } from '../../../host/src/backends/native/index.js';
 import { PythonBackend, PythonBackendResolver } from '../../../host/src/backends/python/index.js';
 import { backendResolveRequest } from '../../../host/src/contract/load-context.js';
-import { LIBTRITONSERVER, MODEL_REPOSITORY, PROJECT_ROOT, pbtxtConfig, requireNativeBuild, resolver, silent, startNativeServer } from './helpers.js';
-import {
-  ensureTritonWheel,
-  startTritonServer,
-  stopTritonServer,
-  waitTritonReady,
-  WHEEL_TRITONSERVER_LIB,
-  type TritonProcess,
-  type TritonWheel,
-} from './triton-wheel.js';
+import { LIBTRITONSERVER, MODEL_REPOSITORY, PROJECT_ROOT, pbtxtConfig, resolver, silent } from './helpers.js';
+import { waitTritonReady, WHEEL_TRITONSERVER_LIB, wheelServers } from './triton-wheel.js';
 
 const MODELS = join(import.meta.dirname, 'triton-python-models');
 /** Compared with the real tritonserver (it has no ONNX backend for tp_bls's target). */
 const SHARED_MODELS = ['tp_add_sub', 'tp_repeat'];
-
-let wheel: TritonWheel = { ok: false, reason: 'not prepared' };
-let repo: TempRepo;
-let warden: RunningServer | undefined;
-let triton: TritonProcess | undefined;
-
-function skipUnlessWheel(ctx: { skip: (note?: string) => void }): void {
-  if (!wheel.ok) ctx.skip(`Triton's Python backend wheel unavailable: ${wheel.reason}`);
-}
 
 const addSubBody = {
   inputs: [
@@ -108,47 +90,38 @@ describe('backend: "python" — Triton\'s libtriton_python.so or Warden\'s Pytho
 });
 
 describe("Triton's real Python backend through Warden's native host", () => {
-  beforeAll(async () => {
-    requireNativeBuild();
-    wheel = await ensureTritonWheel();
-    if (!wheel.ok) return;
-    repo = tempRepo();
-    for (const m of readdirSync(MODELS)) cpSync(join(MODELS, m), join(repo.path, m), { recursive: true });
-    // tp_control's load/unload target: another add_sub, not loaded at start.
-    cpSync(join(MODELS, 'tp_add_sub'), join(repo.path, 'tp_target'), { recursive: true });
-    cpSync(join(MODEL_REPOSITORY, 'simple'), join(repo.path, 'simple'), { recursive: true });
-    warden = await startNativeServer(repo.path, {
-      backendDirectory: wheel.wardenBackends,
-      loadModels: ['simple', 'tp_add_sub', 'tp_repeat', 'tp_bls', 'tp_control'],
-      // Triton's python backend names its /dev/shm regions with this prefix; one per server here.
-      backendConfig: { python: { 'shm-region-prefix-name': `warden_tpy_${process.pid}_` } },
-    });
-    triton = await startTritonServer(wheel, repo.path, SHARED_MODELS, `triton_tpy_${process.pid}_`);
-  }, 15 * 60_000);
-
-  afterAll(async () => {
-    await warden?.stop();
-    await stopTritonServer(triton);
-    repo?.cleanup();
-  }, 60_000);
+  // Triton's python backend names its /dev/shm regions with a prefix: one per server here.
+  const tp = wheelServers(
+    'tpy',
+    (repo) => {
+      for (const m of readdirSync(MODELS)) cpSync(join(MODELS, m), join(repo.path, m), { recursive: true });
+      // tp_control's load/unload target: another add_sub, not loaded at start.
+      cpSync(join(MODELS, 'tp_add_sub'), join(repo.path, 'tp_target'), { recursive: true });
+      cpSync(join(MODEL_REPOSITORY, 'simple'), join(repo.path, 'simple'), { recursive: true });
+    },
+    { warden: { loadModels: ['simple', 'tp_add_sub', 'tp_repeat', 'tp_bls', 'tp_control'] }, tritonModels: SHARED_MODELS },
+  );
+  const skipUnlessWheel = (ctx: { skip: (note?: string) => void }) => {
+    if (!tp.wheel.ok) ctx.skip(`Triton's Python backend wheel unavailable: ${tp.wheel.reason}`);
+  };
 
   it("selects Triton's libtriton_python.so (not Warden's Python backend) and binds it to Warden's libtritonserver", async (ctx) => {
     skipUnlessWheel(ctx);
-    if (!wheel.ok) return;
+    if (!tp.wheel.ok) return;
     // Loaded into this process (Warden's native host), from the Warden backend directory (the
     // kernel names mapped files by their resolved path).
     const maps = readFileSync('/proc/self/maps', 'utf8');
-    expect(maps).toContain(realpathSync(join(wheel.wardenBackends, 'python', 'libtriton_python.so')));
+    expect(maps).toContain(realpathSync(join(tp.wheel.wardenBackends, 'python', 'libtriton_python.so')));
     // Triton's own core library is never mapped: the auditwheel name resolved to Warden's file.
     expect(maps).not.toContain(WHEEL_TRITONSERVER_LIB);
     expect(maps).toContain(realpathSync(LIBTRITONSERVER));
-    const ready = await getJson(`${warden!.httpUrl}/v2/models/tp_add_sub/ready`);
+    const ready = await getJson(`${tp.warden!.httpUrl}/v2/models/tp_add_sub/ready`);
     expect(ready.status).toBe(200);
   });
 
   it('LD_DEBUG=bindings: every TRITONSERVER_*/TRITONBACKEND_* import of libtriton_python.so binds to Warden', async (ctx) => {
     skipUnlessWheel(ctx);
-    if (!wheel.ok) return;
+    if (!tp.wheel.ok) return;
     // A separate Warden process (the loader's debug output is per process) serving tp_add_sub.
     const out = mkdtempSync(join(tmpdir(), 'warden-lddebug-'));
     const port = await freePort();
@@ -158,8 +131,8 @@ describe("Triton's real Python backend through Warden's native host", () => {
         '--import',
         'tsx',
         join(PROJECT_ROOT, 'host/src/cli.ts'),
-        `--model-repository=${repo.path}`,
-        `--backend-directory=${wheel.wardenBackends}`,
+        `--model-repository=${tp.repo!.path}`,
+        `--backend-directory=${tp.wheel.wardenBackends}`,
         '--model-control-mode=explicit',
         '--load-model=tp_add_sub',
         `--http-port=${port}`,
@@ -192,8 +165,8 @@ describe("Triton's real Python backend through Warden's native host", () => {
 
   it('add_sub (FP32 [4]): the same answer as the real tritonserver', async (ctx) => {
     skipUnlessWheel(ctx);
-    const w = await postJson(`${warden!.httpUrl}/v2/models/tp_add_sub/infer`, addSubBody);
-    const t = await postJson(`${triton!.url}/v2/models/tp_add_sub/infer`, addSubBody);
+    const w = await postJson(`${tp.warden!.httpUrl}/v2/models/tp_add_sub/infer`, addSubBody);
+    const t = await postJson(`${tp.triton!.url}/v2/models/tp_add_sub/infer`, addSubBody);
     expect(w.status, w.text).toBe(200);
     expect(t.status, t.text).toBe(200);
     expect(w.json.outputs).toEqual([
@@ -211,8 +184,8 @@ describe("Triton's real Python backend through Warden's native host", () => {
   it('add_sub: a wrong shape is refused by both with 400', async (ctx) => {
     skipUnlessWheel(ctx);
     const bad = { inputs: [addSubBody.inputs[0], { ...addSubBody.inputs[1], shape: [2], data: [1, 2] }] };
-    const w = await postJson(`${warden!.httpUrl}/v2/models/tp_add_sub/infer`, bad);
-    const t = await postJson(`${triton!.url}/v2/models/tp_add_sub/infer`, bad);
+    const w = await postJson(`${tp.warden!.httpUrl}/v2/models/tp_add_sub/infer`, bad);
+    const t = await postJson(`${tp.triton!.url}/v2/models/tp_add_sub/infer`, bad);
     expect(w.status).toBe(400);
     expect(t.status).toBe(400);
   });
@@ -220,8 +193,8 @@ describe("Triton's real Python backend through Warden's native host", () => {
   it('decoupled repeat: the same stream of responses as the real tritonserver', async (ctx) => {
     skipUnlessWheel(ctx);
     const body = { IN: [5, -6, 7, 0] };
-    const w = await generateStream(warden!.httpUrl, 'tp_repeat', body);
-    const t = await generateStream(triton!.url, 'tp_repeat', body);
+    const w = await generateStream(tp.warden!.httpUrl, 'tp_repeat', body);
+    const t = await generateStream(tp.triton!.url, 'tp_repeat', body);
     expect(w.status).toBe(200);
     expect(t.status).toBe(200);
     expect(w.events).toEqual([5, -6, 7, 0].map((v, i) => ({ model_name: 'tp_repeat', model_version: '1', OUT: v, IDX: i })));
@@ -232,7 +205,7 @@ describe("Triton's real Python backend through Warden's native host", () => {
     skipUnlessWheel(ctx);
     const a = Array.from({ length: 16 }, (_, i) => i * 3 - 7);
     const b = Array.from({ length: 16 }, (_, i) => 100 - i);
-    const r = await postJson(`${warden!.httpUrl}/v2/models/tp_bls/infer`, {
+    const r = await postJson(`${tp.warden!.httpUrl}/v2/models/tp_bls/infer`, {
       inputs: [
         { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: a },
         { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: b },
@@ -244,7 +217,7 @@ describe("Triton's real Python backend through Warden's native host", () => {
       { name: 'OUTPUT1', datatype: 'INT32', shape: [1, 16], data: a.map((x, i) => x - b[i]!) },
     ]);
     // simple's statistics count the in-process requests.
-    const stats = await getJson(`${warden!.httpUrl}/v2/models/simple/stats`);
+    const stats = await getJson(`${tp.warden!.httpUrl}/v2/models/simple/stats`);
     expect(stats.json.model_stats[0].inference_count).toBeGreaterThanOrEqual(1);
   });
 
@@ -258,20 +231,20 @@ describe("Triton's real Python backend through Warden's native host", () => {
   it.skipIf(process.env.WARDEN_TRITON_PY_CONTROL !== '1')('pb_utils.is_model_ready / load_model / unload_model under explicit model control', async (ctx) => {
     skipUnlessWheel(ctx);
     const ready = async (op: string) => {
-      const r = await postJson(`${warden!.httpUrl}/v2/models/tp_control/infer`, control(op, 'tp_target'));
+      const r = await postJson(`${tp.warden!.httpUrl}/v2/models/tp_control/infer`, control(op, 'tp_target'));
       expect(r.status, r.text).toBe(200);
       return r.json.outputs[0].data[0] as boolean;
     };
     expect(await ready('ready')).toBe(false);
     expect(await ready('load')).toBe(true);
-    expect((await getJson(`${warden!.httpUrl}/v2/models/tp_target/ready`)).status).toBe(200);
+    expect((await getJson(`${tp.warden!.httpUrl}/v2/models/tp_target/ready`)).status).toBe(200);
     // The model a Python model loaded serves (Triton's python backend again).
-    const inf = await postJson(`${warden!.httpUrl}/v2/models/tp_target/infer`, addSubBody);
+    const inf = await postJson(`${tp.warden!.httpUrl}/v2/models/tp_target/infer`, addSubBody);
     expect(inf.json.outputs[0].data).toEqual([1.5, 3, 7, 0]);
     expect(await ready('unload')).toBe(false);
-    expect((await getJson(`${warden!.httpUrl}/v2/models/tp_target/ready`)).status).not.toBe(200);
+    expect((await getJson(`${tp.warden!.httpUrl}/v2/models/tp_target/ready`)).status).not.toBe(200);
     // A model that does not exist: load_model raises, the request gets the error.
-    const missing = await postJson(`${warden!.httpUrl}/v2/models/tp_control/infer`, control('load', 'no_such_model'));
+    const missing = await postJson(`${tp.warden!.httpUrl}/v2/models/tp_control/infer`, control('load', 'no_such_model'));
     expect(missing.status).toBeGreaterThanOrEqual(400);
     expect(missing.text).toMatch(/no_such_model/);
   });

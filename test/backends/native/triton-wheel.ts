@@ -26,8 +26,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, copyFileSync, chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureCompatVenv, exec, indexReachable, withLock, PROJECT_ROOT } from '../../compat/venv.js';
-import { freePort } from '../../helpers/repo.js';
-import { LIBTRITONSERVER } from './helpers.js';
+import { afterAll, beforeAll } from 'vitest';
+import type { RunningServer, ServerOptions } from '../../../host/src/server.js';
+import { freePort, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { sleep, until } from '../../helpers/wait.js';
+import { LIBTRITONSERVER, requireNativeBuild, startNativeServer } from './helpers.js';
 
 export const PYTRITON_VERSION = '0.7.0';
 const WHEEL = `nvidia_pytriton-${PYTRITON_VERSION}-py3-none-manylinux_2_35_x86_64.whl`;
@@ -69,23 +72,28 @@ export async function stopTritonServer(s: { proc: ChildProcess } | undefined): P
   if (!s || s.proc.exitCode !== null) return;
   const exited = new Promise((r) => s.proc.once('exit', r));
   s.proc.kill('SIGTERM');
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
+  await Promise.race([exited, sleep(20_000)]);
   if (s.proc.exitCode === null) s.proc.kill('SIGKILL');
 }
 
-/** Wait until `url`'s `/v2/health/ready` answers 200; throws if `proc` exits or `ms` pass first. */
-export async function waitTritonReady(url: string, proc: ChildProcess, log: string[], ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`tritonserver exited (${proc.exitCode}):\n${log.join('')}`);
-    const ok = await fetch(`${url}/v2/health/ready`).then(
+/**
+ * Wait until `url`'s `/v2/health/ready` answers 200, polling every 250 ms; throws (naming the
+ * server `name`, with the tail of its `log`) if `proc` exits or `ms` pass first.
+ */
+export async function waitTritonReady(url: string, proc: ChildProcess, log: string[], ms: number, name = 'tritonserver'): Promise<void> {
+  const ready = async () => {
+    if (proc.exitCode !== null) throw new Error(`${name} exited (${proc.exitCode}):\n${log.join('').slice(-4000)}`);
+    return fetch(`${url}/v2/health/ready`).then(
       (r) => r.status === 200,
       () => false,
     );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 250));
+  };
+  try {
+    await until(ready, { within: ms, every: 250, what: `${name} ready` });
+  } catch (e) {
+    if (proc.exitCode !== null) throw e;
+    throw new Error(`${name} not ready after ${ms} ms:\n${log.join('').slice(-4000)}`, { cause: e });
   }
-  throw new Error(`tritonserver not ready after ${ms} ms:\n${log.join('').slice(-4000)}`);
 }
 
 /**
@@ -125,6 +133,58 @@ export async function startTritonServer(
     throw e;
   }
   return { proc, url, log };
+}
+
+/** The servers of {@link wheelServers}: undefined until started (and for good when the wheel is unavailable). */
+export interface WheelServers {
+  /** The wheel, or why it is unavailable (`not prepared` before `beforeAll`). */
+  readonly wheel: TritonWheel;
+  readonly repo: TempRepo | undefined;
+  /** Warden's native host with Triton's Python backend from the wheel. */
+  readonly warden: RunningServer | undefined;
+  /** The wheel's tritonserver on the same repository (only with `tritonModels`). */
+  readonly triton: TritonProcess | undefined;
+}
+
+/**
+ * Servers of Triton's Python backend for the enclosing file or describe block. `beforeAll` (15 min:
+ * the first run downloads the wheel) checks the native build and prepares the wheel; when it is
+ * available, makes a temporary repository, lets `fill` write models into it and starts Warden's
+ * native host on it with the wheel's backends (`warden` options over them) and, with
+ * `tritonModels`, the wheel's tritonserver with those models loaded. Each names its Python
+ * backend's /dev/shm regions `<warden|triton>_<tag>_<pid>_…`. `afterAll` stops both and
+ * removes the repository.
+ */
+export function wheelServers(
+  tag: string,
+  fill: (repo: TempRepo) => void,
+  { warden: wardenOpts = {}, tritonModels }: { warden?: Partial<ServerOptions>; tritonModels?: readonly string[] } = {},
+): WheelServers {
+  const servers: { -readonly [K in keyof WheelServers]: WheelServers[K] } = {
+    wheel: { ok: false, reason: 'not prepared' },
+    repo: undefined,
+    warden: undefined,
+    triton: undefined,
+  };
+  beforeAll(async () => {
+    requireNativeBuild();
+    const wheel = (servers.wheel = await ensureTritonWheel());
+    if (!wheel.ok) return;
+    const repo = (servers.repo = tempRepo());
+    fill(repo);
+    servers.warden = await startNativeServer(repo.path, {
+      backendDirectory: wheel.wardenBackends,
+      backendConfig: { python: { 'shm-region-prefix-name': `warden_${tag}_${process.pid}_` } },
+      ...wardenOpts,
+    });
+    if (tritonModels) servers.triton = await startTritonServer(wheel, repo.path, tritonModels, `triton_${tag}_${process.pid}_`);
+  }, 15 * 60_000);
+  afterAll(async () => {
+    await servers.warden?.stop();
+    await stopTritonServer(servers.triton);
+    servers.repo?.cleanup();
+  }, 60_000);
+  return servers;
 }
 
 /** Why this machine cannot run the wheel's binaries, or undefined if it can. */

@@ -2,38 +2,27 @@
 // requests (Triton's model lifecycle bounds an unload by the exit timeout as a whole): the
 // requests get UNAVAILABLE when the drain bound passes, and the instance is finalized then,
 // without a second, fixed wait for the releases that never come.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
-import { faultsModel, requireNativeBuild, startNativeServer } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { postJson } from '../../helpers/repo.js';
+import { faultsModel, nativeServerPerFile } from './helpers.js';
 
-let repo: TempRepo;
-let server: RunningServer;
-let url: string;
-
-beforeAll(async () => {
-  requireNativeBuild();
-  repo = tempRepo();
-  faultsModel(repo, 'holds', { mode: 'hold' });
-  server = await startNativeServer(repo.path, { exitTimeoutSecs: 2 });
-  url = server.httpUrl;
-}, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-  repo?.cleanup();
-});
+const native = nativeServerPerFile(
+  (repo) => {
+    faultsModel(repo, 'holds', { mode: 'hold' });
+  },
+  { server: { exitTimeoutSecs: 2 } },
+);
 
 async function state(model: string): Promise<string | undefined> {
-  const idx = (await postJson(`${url}/v2/repository/index`, {})).json as { name: string; state?: string }[];
+  const idx = (await postJson(`${native.url}/v2/repository/index`, {})).json as { name: string; state?: string }[];
   return idx.find((m) => m.name === model)?.state;
 }
 
 describe('unload of a model whose backend keeps its requests', () => {
   it('ends within the exit timeout (2 s here, not 2 s plus a fixed 30 s), the held request gets UNAVAILABLE', async () => {
-    const pending = postJson(`${url}/v2/models/holds/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [5] }] });
-    await expect.poll(async () => (await (await fetch(`${url}/v2/models/holds/stats`)).json()).model_stats[0].pending_count).toBe(1);
-    expect((await postJson(`${url}/v2/repository/models/holds/unload`, {})).status).toBe(200);
+    const pending = postJson(`${native.url}/v2/models/holds/infer`, { inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1], data: [5] }] });
+    await expect.poll(async () => (await (await fetch(`${native.url}/v2/models/holds/stats`)).json()).model_stats[0].pending_count).toBe(1);
+    expect((await postJson(`${native.url}/v2/repository/models/holds/unload`, {})).status).toBe(200);
     expect(await state('holds')).toBe('UNLOADING');
     const r = await pending;
     expect(r.status).toBe(503);

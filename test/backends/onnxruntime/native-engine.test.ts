@@ -22,6 +22,7 @@ import type { TritonError } from '../../../host/src/contract/errors.js';
 import type { InstanceSpec, ModelLoadContext, Tensor } from '../../../host/src/contract/types.js';
 import { request, tensor } from '../../helpers/backend-request.js';
 import { collector, config } from '../../helpers/model-version.js';
+import { sleep } from '../../helpers/wait.js';
 
 const SIMPLE = join(__dirname, '..', '..', '..', 'model_repository', 'simple', '1', 'model.onnx');
 const SIMPLE_STRING_DIR = join(__dirname, '..', '..', '..', 'model_repository', 'simple_string');
@@ -126,7 +127,7 @@ describe('in-process ONNX Runtime engine', () => {
     }
     kept.length = 0; // the last outputs too: their finalizers may run now
     gc();
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     gc();
   });
 
@@ -249,7 +250,7 @@ describe("the onnxruntime backend's inline engine", () => {
       const { sender, done } = collector();
       await inst.execute([req()], [sender]);
       outcome = await done;
-      await new Promise((r) => setTimeout(r, 2)); // the inline session opens in the background
+      await sleep(2); // the inline session opens in the background
     }
     expect(inst.runs.inline, JSON.stringify(inst.runs)).toBeGreaterThanOrEqual(2);
     return outcome!;

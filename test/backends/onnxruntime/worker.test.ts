@@ -20,6 +20,7 @@ import { config, collector } from '../../helpers/model-version.js';
 import { matmulChainConfig, matmulChainModel } from '../../../bench/onnx-model.js';
 import { perTestServers } from '../../helpers/servers.js';
 import { postJson, tempRepo } from '../../helpers/repo.js';
+import { sleep } from '../../helpers/wait.js';
 
 const STEPS = 8;
 /** N for a run of roughly 100-400 ms on this machine's cores (8 MatMuls of N×N FP32). */
@@ -152,7 +153,7 @@ describe('onnxruntime session workers', () => {
       for (let i = 0; i < 30 && inst.runs.inline < 3; i++) {
         const { outcome } = await run(inst, 4);
         expectIdentity(outcome.response!.outputs[0]!.data, 4);
-        await new Promise((r) => setTimeout(r, 2)); // the inline session opens in the background
+        await sleep(2); // the inline session opens in the background
       }
       expect(inst.runs.inline, JSON.stringify(inst.runs)).toBeGreaterThanOrEqual(3);
       const onWorker = inst.runs.worker;
@@ -188,7 +189,7 @@ describe('onnxruntime session workers', () => {
           step = 0;
           for (let i = 0; i < 30 && inst.runs.inline < 2; i++) {
             await run(inst, 4);
-            await new Promise((r) => setTimeout(r, 2)); // the inline session opens in the background
+            await sleep(2); // the inline session opens in the background
           }
           expect(inst.runs.inline, JSON.stringify(inst.runs)).toBeGreaterThanOrEqual(2);
           step = 10e9; // every read of the clock: +10 s of CPU, so an inline run timed on it is very slow
@@ -312,7 +313,7 @@ describe('onnxruntime through the server', () => {
     try {
       const server = await serve(repo, { loadModels: ['mm'] });
       const inFlight = inferAndCollect(server.api, SINGLE_USER, 'mm', -1, mmInit('during-unload', SLOW_N));
-      await new Promise((r) => setTimeout(r, 10));
+      await sleep(10);
       const unload = await postJson(`${server.httpUrl}/v2/repository/models/mm/unload`, {});
       expect(unload.status, unload.text).toBe(200);
       const r = await inFlight;

@@ -8,13 +8,11 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
+import { describe, expect, it } from 'vitest';
+import { until } from '../../helpers/wait.js';
 import { postJson, PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { MAX_MESSAGE_BYTES } from '../../../host/src/backends/python/ipc.js';
-import { f32, i32, infer, pythonEnvironment, pythonModel, tensor } from './helpers.js';
+import { f32, i32, infer, pythonEnvironment, pythonModel, tensor, pythonServer } from './helpers.js';
 
 const skip = await pythonEnvironment();
 if (skip) console.warn(`Python backend tests skipped: ${skip}`);
@@ -192,28 +190,10 @@ class TritonPythonModel:
 }
 
 describe.skipIf(skip !== undefined)('Python backend', () => {
-  let repo: TempRepo;
-  let s: RunningServer;
-  /** Warden's log lines (JSON). */
-  const log: string[] = [];
-  beforeAll(async () => {
-    repo = buildRepo();
-    const logger = pino({ level: 'debug' }, { write: (line: string) => void log.push(line) });
-    s = await startTestServer(repo, {
-      loadModels: ['*'],
-      metricsPort: 0,
-      logger,
-      exitOnError: true,
-      cacheDir: join(repo.path, '.cache'),
-    });
-  });
-  afterAll(async () => {
-    await s?.stop();
-    repo?.cleanup();
-  });
+  const py = pythonServer(buildRepo, { logLevel: 'debug', metricsPort: 0 });
 
   it('add_sub_python over HTTP: Triton add/sub semantics, FP32 [4]', async () => {
-    const r = await postJson(`${s.httpUrl}/v2/models/add_sub_python/infer`, {
+    const r = await postJson(`${py.s.httpUrl}/v2/models/add_sub_python/infer`, {
       inputs: [
         { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
         { name: 'INPUT1', datatype: 'FP32', shape: [4], data: [0.5, 1, 1.5, 2] },
@@ -227,7 +207,7 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
   });
 
   it("initialize gets Triton's args (strings); requests carry id, correlation id, parameters as JSON, requested outputs", async () => {
-    const r = await postJson(`${s.httpUrl}/v2/models/args_py/infer`, {
+    const r = await postJson(`${py.s.httpUrl}/v2/models/args_py/infer`, {
       id: 'req-7',
       parameters: { sequence_id: 0, temperature: 0.5, tag: 'x' },
       inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [1] }],
@@ -240,13 +220,13 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
       model_version: '1',
       model_instance_kind: 'CPU',
       model_instance_device_id: '0',
-      model_repository: join(repo.path, 'args_py'),
+      model_repository: join(py.repo.path, 'args_py'),
     });
     expect(info.args.model_instance_name).toMatch(/^args_py_0_[01]$/);
     expect(JSON.parse(info.args.model_config)).toMatchObject({ name: 'args_py', backend: 'python' });
     expect(info).toMatchObject({ id: 'req-7', correlation_id: 0, flags: 0, requested: ['INFO'] });
     expect(JSON.parse(info.parameters)).toEqual({ temperature: 0.5, tag: 'x' });
-    expect(info.model_dir).toBe(join(repo.path, 'args_py'));
+    expect(info.model_dir).toBe(join(py.repo.path, 'args_py'));
   });
 
   it('a correlation id above 2^53 reaches the model as an int (exact), a string id as a str', async () => {
@@ -255,7 +235,7 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
       ['"order-7"', 'str', 'order-7'],
     ]) {
       const body = `{"parameters":{"sequence_id":${raw}},"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1]}]}`;
-      const r = await fetch(`${s.httpUrl}/v2/models/args_py/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const r = await fetch(`${py.s.httpUrl}/v2/models/args_py/infer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       const json = (await r.json()) as { outputs: { data: string[] }[] };
       expect(r.status).toBe(200);
       expect(JSON.parse(json.outputs[0]!.data[0]!)).toMatchObject({ correlation_id_type: type, correlation_id_text: text });
@@ -300,7 +280,7 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
         }
       }
     });
-    const { responses } = await infer(s, 'types_py', inputs);
+    const { responses } = await infer(py.s, 'types_py', inputs);
     expect(responses).toHaveLength(1);
     for (const inp of inputs) {
       const out = responses[0]!.outputs.find((o) => o.name === `OUT_${inp.name.slice(3)}`);
@@ -312,7 +292,7 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
   });
 
   it('the dynamic batcher hands execute several requests; each gets its own rows back', async () => {
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => infer(s, 'batch_py', [tensor('IN', 'INT32', [1, 1], new Int32Array([i]))])));
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => infer(py.s, 'batch_py', [tensor('IN', 'INT32', [1, 1], new Int32Array([i]))])));
     results.forEach((r, i) => expect(i32(r.responses[0]!.outputs.find((o) => o.name === 'OUT'))).toEqual([i * 10]));
     const sizes = results.map((r) => i32(r.responses[0]!.outputs.find((o) => o.name === 'N'))[0]!);
     expect(Math.max(...sizes)).toBeGreaterThan(1);
@@ -324,7 +304,7 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
     const data = new Float32Array(n);
     for (let i = 0; i < n; i += 4099) data[i] = i * 0.5;
     data[n - 1] = -42.25;
-    const { responses } = await infer(s, 'big_py', [tensor('IN', 'FP32', [n], data)]);
+    const { responses } = await infer(py.s, 'big_py', [tensor('IN', 'FP32', [n], data)]);
     const out = responses[0]!.outputs[0]!;
     expect(out.shape).toEqual([n]);
     expect(out.data.byteLength).toBe(n * 4);
@@ -332,16 +312,16 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
   });
 
   it("execute raising: the request gets the model's error, the process is not restarted", async () => {
-    const ok = await infer(s, 'faulty_py', [tensor('IN', 'INT32', [1], new Int32Array([5]))]);
+    const ok = await infer(py.s, 'faulty_py', [tensor('IN', 'INT32', [1], new Int32Array([5]))]);
     const pid = i32(ok.responses[0]!.outputs.find((o) => o.name === 'PID'))[0];
-    const r = await postJson(`${s.httpUrl}/v2/models/faulty_py/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [-1] }] });
+    const r = await postJson(`${py.s.httpUrl}/v2/models/faulty_py/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [-1] }] });
     expect(r.status).toBe(500);
     expect(r.json.error).toContain('ValueError: bad value -1');
     // An error response (TritonError with its code) maps to that code's status.
-    const nf = await postJson(`${s.httpUrl}/v2/models/faulty_py/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [-5] }] });
+    const nf = await postJson(`${py.s.httpUrl}/v2/models/faulty_py/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [-5] }] });
     expect(nf.status).toBe(404);
     expect(nf.json.error).toBe('not found here');
-    const again = await infer(s, 'faulty_py', [tensor('IN', 'INT32', [1], new Int32Array([6]))]);
+    const again = await infer(py.s, 'faulty_py', [tensor('IN', 'INT32', [1], new Int32Array([6]))]);
     expect(i32(again.responses[0]!.outputs.find((o) => o.name === 'PID'))[0]).toBe(pid);
   });
 
@@ -351,12 +331,12 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
     ['a hang past execute_timeout_ms', -4, /did not return within its deadline/],
   ] as const) {
     it(`${what}: the in-flight request gets an error, the log says why, another model keeps serving, the process restarts`, async () => {
-      const before = await infer(s, 'faulty_py', [tensor('IN', 'INT32', [1], new Int32Array([1]))]);
+      const before = await infer(py.s, 'faulty_py', [tensor('IN', 'INT32', [1], new Int32Array([1]))]);
       const pid = i32(before.responses[0]!.outputs.find((o) => o.name === 'PID'))[0];
-      const bad = postJson(`${s.httpUrl}/v2/models/faulty_py/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [value] }] });
+      const bad = postJson(`${py.s.httpUrl}/v2/models/faulty_py/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [value] }] });
       // meanwhile another Python model serves
       for (let i = 0; i < 5; i++) {
-        const r = await infer(s, 'add_sub_python', [
+        const r = await infer(py.s, 'add_sub_python', [
           tensor('INPUT0', 'FP32', [4], new Float32Array([i, 0, 0, 0])),
           tensor('INPUT1', 'FP32', [4], new Float32Array([1, 1, 1, 1])),
         ]);
@@ -366,112 +346,109 @@ describe.skipIf(skip !== undefined)('Python backend', () => {
       expect(r.status).toBe(503);
       expect(r.json.error).toMatch(reason);
       expect(r.json.error).toContain("Python model 'faulty_py'");
-      expect(log.some((l) => l.includes('"model":"faulty_py"') && reason.test(l) && l.includes('restarting it'))).toBe(true);
+      expect(py.log.some((l) => l.includes('"model":"faulty_py"') && reason.test(l) && l.includes('restarting it'))).toBe(true);
       // the instance comes back with a new process
-      let after;
-      for (let i = 0; i < 100 && !after; i++) {
-        after = await infer(s, 'faulty_py', [tensor('IN', 'INT32', [1], new Int32Array([2]))]).catch(() => undefined);
-        if (!after) await new Promise((res) => setTimeout(res, 100));
-      }
+      let after: Awaited<ReturnType<typeof infer>> | undefined;
+      const answered = async () =>
+        (after = await infer(py.s, 'faulty_py', [tensor('IN', 'INT32', [1], new Int32Array([2]))]).catch(() => undefined)) !== undefined;
+      await until(answered, { within: 10_000, every: 100, what: 'faulty_py answering again' });
       expect(after).toBeDefined();
       expect(i32(after!.responses[0]!.outputs.find((o) => o.name === 'PID'))[0]).not.toBe(pid);
-      expect((await fetch(`${s.httpUrl}/v2/health/ready`)).status).toBe(200);
+      expect((await fetch(`${py.s.httpUrl}/v2/health/ready`)).status).toBe(200);
     }, 30_000);
   }
 
   it('auto_complete_config runs at load and fills I/O, max_batch_size and the dynamic batcher', async () => {
-    const cfg = await (await fetch(`${s.httpUrl}/v2/models/autocomplete_py/config`)).json();
+    const cfg = await (await fetch(`${py.s.httpUrl}/v2/models/autocomplete_py/config`)).json();
     expect(cfg).toMatchObject({
       max_batch_size: 4,
       input: [{ name: 'X', data_type: 'TYPE_FP32', dims: [2] }],
       output: [{ name: 'Y', data_type: 'TYPE_FP32', dims: [2] }],
     });
     expect(cfg.dynamic_batching).toBeDefined();
-    const r = await infer(s, 'autocomplete_py', [tensor('X', 'FP32', [1, 2], new Float32Array([1, 2]))]);
+    const r = await infer(py.s, 'autocomplete_py', [tensor('X', 'FP32', [1, 2], new Float32Array([1, 2]))]);
     expect(f32(r.responses[0]!.outputs[0])).toEqual([2, 4]);
   });
 
   it("Logger goes into Warden's log; MetricFamily / Metric appear on /metrics", async () => {
-    for (const v of [0.5, 5, 50]) await infer(s, 'metrics_py', [tensor('IN', 'FP32', [1], new Float32Array([v]))]);
-    const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
+    for (const v of [0.5, 5, 50]) await infer(py.s, 'metrics_py', [tensor('IN', 'FP32', [1], new Float32Array([v]))]);
+    const text = await (await fetch(`${py.s.metricsUrl}/metrics`)).text();
     expect(text).toContain('# TYPE py_requests_total counter');
     expect(text).toContain('py_requests_total{model="metrics_py"} 3');
     expect(text).toContain('py_value_bucket{le="1"} 1');
     expect(text).toContain('py_value_bucket{le="10"} 2');
     expect(text).toContain('py_value_count 3');
-    expect(log.filter((l) => l.includes('"model":"metrics_py"') && l.includes('metrics_py saw a request')).length).toBe(3);
+    expect(py.log.filter((l) => l.includes('"model":"metrics_py"') && l.includes('metrics_py saw a request')).length).toBe(3);
   });
 
   it('EXECUTION_ENV_PATH selects the interpreter of the environment it names', async () => {
-    const r = await infer(s, 'env_py', [tensor('IN', 'INT32', [1], new Int32Array([1]))]);
+    const r = await infer(py.s, 'env_py', [tensor('IN', 'INT32', [1], new Int32Array([1]))]);
     const exe = Buffer.from(r.responses[0]!.outputs[0]!.data).subarray(4).toString();
-    expect(exe).toBe(join(repo.path, 'env_py', 'env', 'bin', 'python'));
+    expect(exe).toBe(join(py.repo.path, 'env_py', 'env', 'bin', 'python'));
   });
 
   it('EXECUTION_ENV_PATH may name a packed environment (.tar.gz), unpacked once', async () => {
-    const envDir = join(repo.path, 'packed_src');
+    const envDir = join(py.repo.path, 'packed_src');
     mkdirSync(join(envDir, 'bin'), { recursive: true });
     writeFileSync(join(envDir, 'bin', 'python'), `#!/bin/sh\nexec ${join(PROJECT_ROOT, '.venv', 'bin', 'python')} "$@"\n`, { mode: 0o755 });
     pythonModel(
-      repo,
+      py.repo,
       'packed_py',
       `max_batch_size: 0\nparameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
       'import numpy as np\nimport triton_python_backend_utils as pb_utils\nclass TritonPythonModel:\n    def execute(self, requests):\n        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUT", r.inputs()[0].as_numpy() + 1)]) for r in requests]\n',
     );
-    execFileSync('tar', ['-czf', join(repo.path, 'packed_py', 'env.tar.gz'), '-C', envDir, 'bin']);
-    const r = await postJson(`${s.httpUrl}/v2/repository/models/packed_py/load`, {});
+    execFileSync('tar', ['-czf', join(py.repo.path, 'packed_py', 'env.tar.gz'), '-C', envDir, 'bin']);
+    const r = await postJson(`${py.s.httpUrl}/v2/repository/models/packed_py/load`, {});
     expect(r.status, r.text).toBe(200);
-    const out = await infer(s, 'packed_py', [tensor('IN', 'INT32', [1], new Int32Array([41]))]);
+    const out = await infer(py.s, 'packed_py', [tensor('IN', 'INT32', [1], new Int32Array([41]))]);
     expect(i32(out.responses[0]!.outputs[0])).toEqual([42]);
   });
 
-  it('a model whose EXECUTION_ENV_PATH holds no environment, or whose model.py fails to import, fails to load with the reason; the server keeps serving', async () => {
-    pythonModel(
-      repo,
-      'noenv_py',
-      `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/missing" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
-      'x = 1\n',
-    );
-    let r = await postJson(`${s.httpUrl}/v2/repository/models/noenv_py/load`, {});
-    expect(r.status).toBe(400);
-    expect(r.json.error).toContain('names no Python environment');
-    expect(r.json.error).not.toContain(repo.path);
-    pythonModel(
-      repo,
-      'broken_py',
-      `input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
-      'import no_such_module_xyz\n',
-    );
-    r = await postJson(`${s.httpUrl}/v2/repository/models/broken_py/load`, {});
-    expect(r.status).toBe(500);
-    expect(r.json.error).toContain("No module named 'no_such_module_xyz'");
-    pythonModel(
-      repo,
-      'noclass_py',
-      `input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
-      'class Other: pass\n',
-    );
-    r = await postJson(`${s.httpUrl}/v2/repository/models/noclass_py/load`, {});
-    expect(r.json.error).toContain('defines no class TritonPythonModel');
-    pythonModel(
-      repo,
-      'escape_py',
-      `default_model_filename: "../../escape.py"\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
-      'x = 1\n',
-    );
-    r = await postJson(`${s.httpUrl}/v2/repository/models/escape_py/load`, {});
-    expect(r.status).toBe(400);
-    expect(r.json.error).toContain("invalid default_model_filename '../../escape.py'");
-    pythonModel(
-      repo,
-      'badtimeout_py',
-      `parameters { key: "execute_timeout_ms" value { string_value: "-5" } }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
-      'class TritonPythonModel:\n    pass\n',
-    );
-    r = await postJson(`${s.httpUrl}/v2/repository/models/badtimeout_py/load`, {});
-    expect(r.status).toBe(400);
-    expect(r.json.error).toContain("parameter 'execute_timeout_ms'");
-    const ok = await infer(s, 'big_py', [tensor('IN', 'FP32', [2], new Float32Array([1, 2]))]);
+  // A model whose EXECUTION_ENV_PATH holds no environment, whose model.py fails to import or
+  // defines no model, or whose config is invalid: `status` (when given) and `reason` of its load.
+  it.each([
+    {
+      model: 'noenv_py',
+      config: 'parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/missing" } }\n',
+      modelPy: 'x = 1\n',
+      status: 400,
+      reason: 'names no Python environment',
+      hidesRepository: true,
+    },
+    { model: 'broken_py', config: '', modelPy: 'import no_such_module_xyz\n', status: 500, reason: "No module named 'no_such_module_xyz'" },
+    { model: 'noclass_py', config: '', modelPy: 'class Other: pass\n', reason: 'defines no class TritonPythonModel' },
+    {
+      model: 'escape_py',
+      config: 'default_model_filename: "../../escape.py"\n',
+      modelPy: 'x = 1\n',
+      status: 400,
+      reason: "invalid default_model_filename '../../escape.py'",
+    },
+    {
+      model: 'badtimeout_py',
+      config: 'parameters { key: "execute_timeout_ms" value { string_value: "-5" } }\n',
+      modelPy: 'class TritonPythonModel:\n    pass\n',
+      status: 400,
+      reason: "parameter 'execute_timeout_ms'",
+    },
+  ] as { model: string; config: string; modelPy: string; status?: number; reason: string; hidesRepository?: boolean }[])(
+    '$model fails to load with the reason',
+    async ({ model, config, modelPy, status, reason, hidesRepository }) => {
+      pythonModel(
+        py.repo,
+        model,
+        `${config}input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+        modelPy,
+      );
+      const r = await postJson(`${py.s.httpUrl}/v2/repository/models/${model}/load`, {});
+      if (status !== undefined) expect(r.status).toBe(status);
+      expect(r.json.error).toContain(reason);
+      if (hidesRepository) expect(r.json.error).not.toContain(py.repo.path);
+    },
+  );
+
+  it('the server keeps serving after models that fail to load', async () => {
+    const ok = await infer(py.s, 'big_py', [tensor('IN', 'FP32', [2], new Float32Array([1, 2]))]);
     expect(f32(ok.responses[0]!.outputs[0])).toEqual([1, 2]);
   });
 });

@@ -6,30 +6,21 @@
  * bls_python sample over HTTP.
  */
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
-import { PROJECT_ROOT, postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
-import { f32, i32, infer, pythonEnvironment, pythonModel, tensor } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { PROJECT_ROOT, postJson, tempRepo, sseEvents } from '../../helpers/repo.js';
+import { f32, i32, infer, pythonEnvironment, pythonModel, tensor, pythonServer } from './helpers.js';
 
 const skip = await pythonEnvironment();
 
-const sse = (text: string) =>
-  text
-    .split('\n\n')
-    .filter((c) => c.startsWith('data: '))
-    .map((c) => JSON.parse(c.slice(6)));
-
 describe.skipIf(skip !== undefined)('BLS from Python models', () => {
-  let repo: TempRepo;
-  let s: RunningServer;
-  beforeAll(async () => {
-    repo = tempRepo([]);
-    pythonModel(
-      repo,
-      'bls_generic_py',
-      `max_batch_size: 0\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]\n`,
-      `import json
+  const py = pythonServer(
+    () => {
+      const repo = tempRepo([]);
+      pythonModel(
+        repo,
+        'bls_generic_py',
+        `max_batch_size: 0\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }, { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] } ]\n`,
+        `import json
 import numpy as np
 import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
@@ -53,12 +44,12 @@ class TritonPythonModel:
                 pb_utils.Tensor("OUTPUT1", pb_utils.get_output_tensor_by_name(res, "OUTPUT1").as_numpy())]))
         return out
 `,
-    );
-    pythonModel(
-      repo,
-      'bls_stream_py',
-      `max_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "IDX" data_type: TYPE_UINT32 dims: [ 1 ] } ]\n`,
-      `import json
+      );
+      pythonModel(
+        repo,
+        'bls_stream_py',
+        `max_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "IDX" data_type: TYPE_UINT32 dims: [ 1 ] } ]\n`,
+        `import json
 import numpy as np
 import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
@@ -83,8 +74,11 @@ class TritonPythonModel:
                 sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None
 `,
-    );
-    s = await startTestServer([join(PROJECT_ROOT, 'model_repository'), repo], {
+      );
+      return repo;
+    },
+    {
+      before: [join(PROJECT_ROOT, 'model_repository')],
       loadModels: [
         'simple',
         'add_sub_wasm',
@@ -96,19 +90,14 @@ class TritonPythonModel:
         'bls_generic_py',
         'bls_stream_py',
       ],
-      exitOnError: true,
-    });
-  });
-  afterAll(async () => {
-    await s?.stop();
-    repo?.cleanup();
-  });
+    },
+  );
 
   const ints = (f: (i: number) => number) => Array.from({ length: 16 }, (_, i) => f(i));
 
   for (const mode of ['sync', 'async', 'decoupled']) {
     it(`bls_python calls simple (ONNX) with ${mode === 'sync' ? 'exec()' : mode === 'async' ? 'async_exec()' : 'exec(decoupled=True)'}`, async () => {
-      const r = await postJson(`${s.httpUrl}/v2/models/bls_python/infer`, {
+      const r = await postJson(`${py.s.httpUrl}/v2/models/bls_python/infer`, {
         parameters: { bls_mode: mode },
         inputs: [
           { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: ints((i) => i) },
@@ -125,7 +114,7 @@ class TritonPythonModel:
     for (const mode of ['sync', 'async']) {
       it(`exec / async_exec reach ${target} (${mode})`, async () => {
         const r = await infer(
-          s,
+          py.s,
           'bls_generic_py',
           [tensor('INPUT0', 'FP32', [4], new Float32Array([1, 2, 3, 4])), tensor('INPUT1', 'FP32', [4], new Float32Array([4, 3, 2, 1]))],
           {
@@ -139,7 +128,7 @@ class TritonPythonModel:
   }
 
   it('errors of the call come back as TritonErrors with their codes (unknown model: NOT_FOUND; bad input: INVALID_ARG)', async () => {
-    let r = await postJson(`${s.httpUrl}/v2/models/bls_generic_py/infer`, {
+    let r = await postJson(`${py.s.httpUrl}/v2/models/bls_generic_py/infer`, {
       parameters: { target: 'no_such_model' },
       inputs: [
         { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
@@ -149,7 +138,7 @@ class TritonPythonModel:
     expect(r.status).toBe(404);
     expect(r.json.error).toMatch(/no_such_model.*\|2$/);
     // simple wants INT32 [16]: FP32 [4] is refused by its validator
-    r = await postJson(`${s.httpUrl}/v2/models/bls_generic_py/infer`, {
+    r = await postJson(`${py.s.httpUrl}/v2/models/bls_generic_py/infer`, {
       parameters: { target: 'simple', mode: 'async' },
       inputs: [
         { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
@@ -159,7 +148,7 @@ class TritonPythonModel:
     expect(r.status).toBe(400);
     expect(r.json.error).toMatch(/\|3$/);
     // a decoupled target through exec() without decoupled=True
-    r = await postJson(`${s.httpUrl}/v2/models/bls_generic_py/infer`, {
+    r = await postJson(`${py.s.httpUrl}/v2/models/bls_generic_py/infer`, {
       parameters: { target: 'repeat_python' },
       inputs: [
         { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
@@ -176,19 +165,19 @@ class TritonPythonModel:
     ['repeat_native', 'sync'],
   ]) {
     it(`exec(decoupled=True) streams ${target}'s responses (${mode}), forwarded over /generate_stream`, async () => {
-      const res = await fetch(`${s.httpUrl}/v2/models/bls_stream_py/generate_stream`, {
+      const res = await fetch(`${py.s.httpUrl}/v2/models/bls_stream_py/generate_stream`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ IN: [3, 1, 4, 1, 5], parameters: { target, mode } }),
       });
       expect(res.status).toBe(200);
-      const events = sse(await res.text());
+      const events = sseEvents(await res.text());
       expect(events.map((e) => [e.OUT, e.IDX])).toEqual([300, 100, 400, 100, 500].map((v, i) => [v, i]));
     });
   }
 
   it('pb_utils.is_model_ready asks Warden', async () => {
-    const r = await infer(s, 'bls_generic_py', [tensor('INPUT0', 'FP32', [4], new Float32Array(4)), tensor('INPUT1', 'FP32', [4], new Float32Array(4))], {
+    const r = await infer(py.s, 'bls_generic_py', [tensor('INPUT0', 'FP32', [4], new Float32Array(4)), tensor('INPUT1', 'FP32', [4], new Float32Array(4))], {
       parameters: { mode: 'ready' },
     });
     expect(f32(r.responses[0]!.outputs[0])).toEqual([1, 0, 1, 0]);
@@ -198,7 +187,7 @@ class TritonPythonModel:
     const all = await Promise.all(
       Array.from({ length: 40 }, (_, k) =>
         infer(
-          s,
+          py.s,
           'bls_generic_py',
           [tensor('INPUT0', 'FP32', [4], new Float32Array([k, 0, 0, 0])), tensor('INPUT1', 'FP32', [4], new Float32Array([1, 1, 1, 1]))],
           {
@@ -208,7 +197,7 @@ class TritonPythonModel:
       ),
     );
     all.forEach((r, k) => expect(f32(r.responses[0]!.outputs[0])[0]).toBe(k + 1));
-    const i = await infer(s, 'bls_python', [
+    const i = await infer(py.s, 'bls_python', [
       tensor('INPUT0', 'INT32', [1, 16], new Int32Array(16).fill(2)),
       tensor('INPUT1', 'INT32', [1, 16], new Int32Array(16).fill(1)),
     ]);

@@ -3,35 +3,25 @@
  * response sender stream over `/generate_stream` and `/generate`; a cancelled request is seen by
  * the model (`is_cancelled()`); a model unloaded while streaming finishes its stream first.
  */
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { sleep, until } from '../../helpers/wait.js';
 import { SINGLE_USER, type InferenceResponse } from '../../../host/src/contract/types.js';
 import type { TritonError } from '../../../host/src/contract/errors.js';
-import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
-import { PROJECT_ROOT, postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { PROJECT_ROOT, postJson, tempRepo, sseEvents } from '../../helpers/repo.js';
 import { join } from 'node:path';
-import { pythonEnvironment, pythonModel, tensor } from './helpers.js';
+import { pythonEnvironment, pythonModel, tensor, pythonServer } from './helpers.js';
 
 const skip = await pythonEnvironment();
 
-const sse = (text: string) =>
-  text
-    .split('\n\n')
-    .filter((c) => c.startsWith('data: '))
-    .map((c) => JSON.parse(c.slice(6)));
-
 describe.skipIf(skip !== undefined)('decoupled Python models', () => {
-  let repo: TempRepo;
-  let s: RunningServer;
-  const log: string[] = [];
-  beforeAll(async () => {
-    repo = tempRepo([]);
-    pythonModel(
-      repo,
-      'watch_cancel_py',
-      `max_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
-      `import threading, time
+  const py = pythonServer(
+    () => {
+      const repo = tempRepo([]);
+      pythonModel(
+        repo,
+        'watch_cancel_py',
+        `max_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+        `import threading, time
 import numpy as np
 import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
@@ -49,12 +39,12 @@ class TritonPythonModel:
             time.sleep(0.02)
         sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
 `,
-    );
-    pythonModel(
-      repo,
-      'raise_decoupled_py',
-      `max_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
-      `import numpy as np
+      );
+      pythonModel(
+        repo,
+        'raise_decoupled_py',
+        `max_batch_size: 0\nmodel_transaction_policy { decoupled: true }\ninput [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n`,
+        `import numpy as np
 import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
     def execute(self, requests):
@@ -69,36 +59,32 @@ class TritonPythonModel:
             s.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return [] if v == 3 else None
 `,
-    );
-    const logger = pino({ level: 'info' }, { write: (l: string) => void log.push(l) });
-    s = await startTestServer([join(PROJECT_ROOT, 'model_repository'), repo], {
+      );
+      return repo;
+    },
+    {
+      before: [join(PROJECT_ROOT, 'model_repository')],
       loadModels: ['repeat_python', 'watch_cancel_py', 'raise_decoupled_py'],
-      logger,
-      exitOnError: true,
-    });
-  });
-  afterAll(async () => {
-    await s?.stop();
-    repo?.cleanup();
-  });
+    },
+  );
 
   it('repeat_python streams one response per element of IN over /generate_stream, then ends', async () => {
-    const res = await fetch(`${s.httpUrl}/v2/models/repeat_python/generate_stream`, {
+    const res = await fetch(`${py.s.httpUrl}/v2/models/repeat_python/generate_stream`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ IN: [7, 8, 9, 10], DELAY: [5, 5, 5, 5], WAIT: 1 }),
     });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
-    const events = sse(await res.text());
+    const events = sseEvents(await res.text());
     expect(events).toEqual([7, 8, 9, 10].map((v, i) => ({ model_name: 'repeat_python', model_version: '1', OUT: v, IDX: i })));
   });
 
   it('/infer on the decoupled model is refused as Triton does; /generate with one element answers once', async () => {
-    const r = await postJson(`${s.httpUrl}/v2/models/repeat_python/generate`, { IN: [5], DELAY: [0], WAIT: 0 });
+    const r = await postJson(`${py.s.httpUrl}/v2/models/repeat_python/generate`, { IN: [5], DELAY: [0], WAIT: 0 });
     expect(r.status, r.text).toBe(200);
     expect(r.json).toEqual({ model_name: 'repeat_python', model_version: '1', OUT: 5, IDX: 0 });
-    const inf = await postJson(`${s.httpUrl}/v2/models/repeat_python/infer`, {
+    const inf = await postJson(`${py.s.httpUrl}/v2/models/repeat_python/infer`, {
       inputs: [
         { name: 'IN', datatype: 'INT32', shape: [1], data: [1] },
         { name: 'DELAY', datatype: 'UINT32', shape: [1], data: [0] },
@@ -112,7 +98,7 @@ class TritonPythonModel:
     const abort = new AbortController();
     const got: InferenceResponse[] = [];
     const done = new Promise<TritonError | undefined>((resolve) => {
-      s.api.infer(
+      py.s.api.infer(
         SINGLE_USER,
         'watch_cancel_py',
         -1,
@@ -142,15 +128,15 @@ class TritonPythonModel:
     });
     const err = await done;
     expect(err?.code).toBe('CANCELLED');
-    for (let i = 0; i < 50 && !log.some((l) => l.includes('watch_cancel_py: cancelled after')); i++) await new Promise((r) => setTimeout(r, 20));
-    const line = log.find((l) => l.includes('watch_cancel_py: cancelled after'));
+    await until(() => py.log.some((l) => l.includes('watch_cancel_py: cancelled after')), { within: 1000, every: 20 });
+    const line = py.log.find((l) => l.includes('watch_cancel_py: cancelled after'));
     expect(line).toBeDefined();
     expect(Number(/cancelled after (\d+)/.exec(line!)![1])).toBeLessThan(20);
   });
 
   it('a decoupled execute that raises: an error before any response, or after one (the stream carries it); returning a value is an error', async () => {
     const go = async (v: number) => {
-      const res = await fetch(`${s.httpUrl}/v2/models/raise_decoupled_py/generate_stream`, {
+      const res = await fetch(`${py.s.httpUrl}/v2/models/raise_decoupled_py/generate_stream`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ IN: v }),
@@ -162,29 +148,29 @@ class TritonPythonModel:
     expect(r.text).toContain('RuntimeError: decoupled execute failed');
     r = await go(2);
     expect(r.status).toBe(200);
-    expect(sse(r.text)).toEqual([{ model_name: 'raise_decoupled_py', model_version: '1', OUT: 2 }, { error: 'RuntimeError: failed after one response' }]);
+    expect(sseEvents(r.text)).toEqual([{ model_name: 'raise_decoupled_py', model_version: '1', OUT: 2 }, { error: 'RuntimeError: failed after one response' }]);
     r = await go(3);
-    expect(sse(r.text)[0]).toMatchObject({ OUT: 3 });
+    expect(sseEvents(r.text)[0]).toMatchObject({ OUT: 3 });
     r = await go(1);
-    expect(sse(r.text)).toEqual([{ model_name: 'raise_decoupled_py', model_version: '1', OUT: 1 }]);
+    expect(sseEvents(r.text)).toEqual([{ model_name: 'raise_decoupled_py', model_version: '1', OUT: 1 }]);
   });
 
   it('unloading while a stream is in flight: the stream completes, then the model unloads; the server keeps serving', async () => {
-    const stream = fetch(`${s.httpUrl}/v2/models/repeat_python/generate_stream`, {
+    const stream = fetch(`${py.s.httpUrl}/v2/models/repeat_python/generate_stream`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ IN: [1, 2, 3, 4, 5], DELAY: [100, 100, 100, 100, 100], WAIT: 0 }),
-    }).then(async (r) => ({ status: r.status, events: sse(await r.text()) }));
-    await new Promise((r) => setTimeout(r, 150));
-    const unload = await postJson(`${s.httpUrl}/v2/repository/models/repeat_python/unload`, {});
+    }).then(async (r) => ({ status: r.status, events: sseEvents(await r.text()) }));
+    await sleep(150);
+    const unload = await postJson(`${py.s.httpUrl}/v2/repository/models/repeat_python/unload`, {});
     expect(unload.status).toBe(200);
     const { status, events } = await stream;
     expect(status).toBe(200);
     expect(events.map((e) => e.OUT)).toEqual([1, 2, 3, 4, 5]);
-    for (let i = 0; i < 100 && (await fetch(`${s.httpUrl}/v2/models/repeat_python/ready`)).status === 200; i++) await new Promise((r) => setTimeout(r, 50));
-    expect((await fetch(`${s.httpUrl}/v2/models/repeat_python/ready`)).status).not.toBe(200);
-    expect((await fetch(`${s.httpUrl}/v2/models/watch_cancel_py/ready`)).status).toBe(200);
-    const reload = await postJson(`${s.httpUrl}/v2/repository/models/repeat_python/load`, {});
+    await until(async () => (await fetch(`${py.s.httpUrl}/v2/models/repeat_python/ready`)).status !== 200, { within: 5_000, every: 50 });
+    expect((await fetch(`${py.s.httpUrl}/v2/models/repeat_python/ready`)).status).not.toBe(200);
+    expect((await fetch(`${py.s.httpUrl}/v2/models/watch_cancel_py/ready`)).status).toBe(200);
+    const reload = await postJson(`${py.s.httpUrl}/v2/repository/models/repeat_python/load`, {});
     expect(reload.status).toBe(200);
   });
 });

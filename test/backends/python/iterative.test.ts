@@ -8,6 +8,8 @@
  * plus a model keyed by correlation id serving concurrent requests, and a model without
  * `iterative_sequence` that reschedules (Triton core's INVALID_ARG).
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../../host/src/server.js';
 import { startTestServer } from '../../helpers/servers.js';
@@ -30,44 +32,7 @@ instance_group [ { kind: KIND_CPU } ]
 `;
 
 /** server/qa/python_models/iterative_sequence/model.py (its checks of the config left out). */
-const ITERATIVE_SEQUENCE = `import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def initialize(self, args):
-        self.remaining_response = 0
-        self.reset_flag = True
-
-    def execute(self, requests):
-        for request in requests:
-            in_input = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
-
-            if self.reset_flag:
-                self.remaining_response = in_input[0]
-                self.reset_flag = False
-
-            response_sender = request.get_response_sender()
-
-            self.remaining_response -= 1
-
-            out_output = pb_utils.Tensor(
-                "OUT", np.array([self.remaining_response], np.int32)
-            )
-            response = pb_utils.InferenceResponse(output_tensors=[out_output])
-
-            if self.remaining_response <= 0:
-                response_sender.send(
-                    response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
-                )
-            else:
-                request.set_release_flags(
-                    pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
-                )
-                response_sender.send(response)
-
-        return None
-`;
+const ITERATIVE_SEQUENCE = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'python', 'iterative_sequence', 'model.py'), 'utf8');
 
 /** The same, with what is left kept per correlation id (concurrent requests). */
 const BY_ID = `import numpy as np

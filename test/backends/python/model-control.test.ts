@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/wait.js';
 import type { RunningServer } from '../../../host/src/server.js';
 import { startTestServer } from '../../helpers/servers.js';
 import { ADDSUB_CONFIG, EXAMPLES, postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
@@ -229,13 +230,12 @@ describe.skipIf(skip !== undefined)('pb_utils model control', () => {
     expect(r.status, r.text).toBe(200);
     expect(r.json.outputs[0].data).toEqual([6]);
     expect(Date.now() - t0).toBeLessThan(10_000);
-    let gone = false;
-    for (let i = 0; i < 100 && !gone; i++) {
+    const gone = async () => {
       const idx = (await postJson(`${s.httpUrl}/v2/repository/index`, {})).json as { name: string; state?: string }[];
-      gone = idx.find((e) => e.name === 'self_unload_py')?.state === 'UNAVAILABLE';
-      if (!gone) await new Promise((res) => setTimeout(res, 100));
-    }
-    expect(gone).toBe(true);
+      return idx.find((e) => e.name === 'self_unload_py')?.state === 'UNAVAILABLE';
+    };
+    await until(gone, { within: 10_000, every: 100, what: 'self_unload_py UNAVAILABLE' });
+    expect(await gone()).toBe(true);
     expect(await ready(s, 'self_unload_py')).toBe(false);
     expect(await ready(s, 'controller_py')).toBe(true);
   }, 30_000);

@@ -6,17 +6,15 @@
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defaultPython } from '../../../host/src/backends/python/index.js';
 import { encodeFrame, FrameDecoder, MAX_MESSAGE_BYTES } from '../../../host/src/backends/python/ipc.js';
 import { RegionAllocator, removeStaleArenas } from '../../../host/src/backends/python/shm.js';
 import { existsSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { PYTHON_DIR } from '../../../host/src/backends/python/stub.js';
-import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
-import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
-import { pythonEnvironment, pythonModel } from './helpers.js';
+import { postJson, tempRepo } from '../../helpers/repo.js';
+import { pythonEnvironment, pythonModel, pythonServer } from './helpers.js';
 
 const skip = await pythonEnvironment();
 
@@ -87,10 +85,8 @@ describe.skipIf(skip !== undefined)('triton_python_backend_utils', () => {
 });
 
 describe.skipIf(skip !== undefined)('a buggy stub', () => {
-  let repo: TempRepo;
-  let s: RunningServer;
-  beforeAll(async () => {
-    repo = tempRepo([]);
+  const py = pythonServer(() => {
+    const repo = tempRepo([]);
     pythonModel(
       repo,
       'buggy_py',
@@ -119,16 +115,9 @@ class TritonPythonModel:
         return [None] if v == 5 else None
 `,
     );
-    s = await startTestServer(repo, {
-      loadModels: ['*'],
-      exitOnError: true,
-    });
+    return repo;
   });
-  afterAll(async () => {
-    await s?.stop();
-    repo?.cleanup();
-  });
-  const call = (v: number) => postJson(`${s.httpUrl}/v2/models/buggy_py/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [v] }] });
+  const call = (v: number) => postJson(`${py.s.httpUrl}/v2/models/buggy_py/infer`, { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [v] }] });
 
   it('malformed responses, an oversized frame, unknown request ids, wrong return values: errors for its requests, nothing else', async () => {
     let r = await call(1);
@@ -152,6 +141,6 @@ class TritonPythonModel:
     r = await call(6);
     expect(r.status).toBe(500);
     expect(r.json.error).toContain('execute must return a list of pb_utils.InferenceResponse, got NoneType');
-    expect((await fetch(`${s.httpUrl}/v2/health/ready`)).status).toBe(200);
+    expect((await fetch(`${py.s.httpUrl}/v2/health/ready`)).status).toBe(200);
   }, 30_000);
 });

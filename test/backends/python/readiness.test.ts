@@ -10,14 +10,12 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
 import { VENV_PYTHON } from '../../compat/venv.js';
 import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { sleep } from '../../helpers/wait.js';
-import { f32, infer, pythonEnvironment, pythonModel, tensor } from './helpers.js';
+import { f32, infer, pythonEnvironment, pythonModel, tensor, pythonServer } from './helpers.js';
 
 const skip = await pythonEnvironment();
 if (skip) console.warn(`Python readiness tests skipped: ${skip}`);
@@ -128,96 +126,79 @@ const calls = (repo: TempRepo, model: string) =>
     : 0;
 
 describe.skipIf(skip !== undefined)('Python is_ready', () => {
-  let repo: TempRepo;
-  let s: RunningServer;
-  const log: string[] = [];
-  beforeAll(async () => {
-    repo = buildRepo();
-    const logger = pino({ level: 'info' }, { write: (line: string) => void log.push(line) });
-    s = await startTestServer(repo, {
-      loadModels: ['*'],
-      grpcPort: 0,
-      logger,
-      exitOnError: true,
-      cacheDir: join(repo.path, '.cache'),
-    });
-  });
-  afterAll(async () => {
-    await s?.stop();
-    repo?.cleanup();
-  });
+  const py = pythonServer(buildRepo, { grpcPort: 0 });
 
   it('the answer flips /ready and /versions/1/ready; inference is still served while not ready (as Triton)', async () => {
-    const flag = join(repo.path, 'flip_py', 'ready');
+    const flag = join(py.repo.path, 'flip_py', 'ready');
     rmSync(flag, { force: true });
-    expect(await readyStatus(s, 'flip_py')).toBe(400);
-    expect(await readyStatus(s, 'flip_py/versions/1')).toBe(400);
-    const r = await infer(s, 'flip_py', [tensor('X', 'FP32', [2], new Float32Array([1, 2]))]);
+    expect(await readyStatus(py.s, 'flip_py')).toBe(400);
+    expect(await readyStatus(py.s, 'flip_py/versions/1')).toBe(400);
+    const r = await infer(py.s, 'flip_py', [tensor('X', 'FP32', [2], new Float32Array([1, 2]))]);
     expect(f32(r.responses[0]?.outputs[0])).toEqual([2, 3]);
     writeFileSync(flag, '');
-    expect(await readyStatus(s, 'flip_py')).toBe(200);
-    expect(await readyStatus(s, 'flip_py/versions/1')).toBe(200);
+    expect(await readyStatus(py.s, 'flip_py')).toBe(200);
+    expect(await readyStatus(py.s, 'flip_py/versions/1')).toBe(200);
     rmSync(flag);
-    expect(await readyStatus(s, 'flip_py')).toBe(400);
+    expect(await readyStatus(py.s, 'flip_py')).toBe(400);
   });
 
   it('async def is_ready is awaited', async () => {
-    const flag = join(repo.path, 'async_py', 'ready');
+    const flag = join(py.repo.path, 'async_py', 'ready');
     rmSync(flag, { force: true });
-    expect(await readyStatus(s, 'async_py')).toBe(400);
+    expect(await readyStatus(py.s, 'async_py')).toBe(400);
     writeFileSync(flag, '');
-    expect(await readyStatus(s, 'async_py')).toBe(200);
+    expect(await readyStatus(py.s, 'async_py')).toBe(200);
   });
 
   it('raising or answering a non-bool means not ready, and the log says why', async () => {
-    expect(await readyStatus(s, 'raises_py')).toBe(400);
-    expect(await readyStatus(s, 'nonbool_py')).toBe(400);
-    expect(log.some((l) => l.includes('is_ready() failed') && l.includes('feature store unreachable'))).toBe(true);
-    expect(log.some((l) => l.includes('is_ready() must return a bool, got str'))).toBe(true);
+    expect(await readyStatus(py.s, 'raises_py')).toBe(400);
+    expect(await readyStatus(py.s, 'nonbool_py')).toBe(400);
+    expect(py.log.some((l) => l.includes('is_ready() failed') && l.includes('feature store unreachable'))).toBe(true);
+    expect(py.log.some((l) => l.includes('is_ready() must return a bool, got str'))).toBe(true);
     // A model without is_ready is ready while its process runs.
-    expect(await readyStatus(s, 'plain_py')).toBe(200);
+    expect(await readyStatus(py.s, 'plain_py')).toBe(200);
   });
 
   it('a hanging is_ready is bounded by is_ready_timeout_ms; probes meanwhile wait for the same call', async () => {
     const t0 = Date.now();
-    const answers = await Promise.all([readyStatus(s, 'hangs_py'), readyStatus(s, 'hangs_py'), readyStatus(s, 'hangs_py')]);
+    const answers = await Promise.all([readyStatus(py.s, 'hangs_py'), readyStatus(py.s, 'hangs_py'), readyStatus(py.s, 'hangs_py')]);
     expect(answers).toEqual([400, 400, 400]);
     expect(Date.now() - t0).toBeLessThan(3000);
-    expect(await readyStatus(s, 'hangs_py')).toBe(400);
+    expect(await readyStatus(py.s, 'hangs_py')).toBe(400);
     await sleep(100);
-    expect(calls(repo, 'hangs_py')).toBe(1); // one call in the stub, still running
-    expect(log.some((l) => l.includes('is_ready() did not answer within 300 ms'))).toBe(true);
+    expect(calls(py.repo, 'hangs_py')).toBe(1); // one call in the stub, still running
+    expect(py.log.some((l) => l.includes('is_ready() did not answer within 300 ms'))).toBe(true);
     // The model still serves (readiness runs on its own thread in the stub).
-    const r = await infer(s, 'hangs_py', [tensor('X', 'FP32', [2], new Float32Array([5, 6]))]);
+    const r = await infer(py.s, 'hangs_py', [tensor('X', 'FP32', [2], new Float32Array([5, 6]))]);
     expect(f32(r.responses[0]?.outputs[0])).toEqual([6, 7]);
   });
 
   it('a flood of probes reaches is_ready once (shared call, cached answer)', async () => {
-    const answers = await Promise.all(Array.from({ length: 40 }, () => readyStatus(s, 'counted_py')));
+    const answers = await Promise.all(Array.from({ length: 40 }, () => readyStatus(py.s, 'counted_py')));
     expect(answers.every((a) => a === 200)).toBe(true);
-    expect(await readyStatus(s, 'counted_py')).toBe(200);
-    expect(calls(repo, 'counted_py')).toBe(1);
+    expect(await readyStatus(py.s, 'counted_py')).toBe(200);
+    expect(calls(py.repo, 'counted_py')).toBe(1);
   });
 
   it('every instance is asked; one instance not ready makes the model not ready', async () => {
-    expect(await readyStatus(s, 'two_py')).toBe(400);
-    expect(calls(repo, 'two_py')).toBeGreaterThanOrEqual(2);
+    expect(await readyStatus(py.s, 'two_py')).toBe(400);
+    expect(calls(py.repo, 'two_py')).toBeGreaterThanOrEqual(2);
   });
 
   it('the repository index shows a not-ready model UNAVAILABLE with the reason', async () => {
-    rmSync(join(repo.path, 'flip_py', 'ready'), { force: true });
-    const idx = (await postJson(`${s.httpUrl}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string }[];
+    rmSync(join(py.repo.path, 'flip_py', 'ready'), { force: true });
+    const idx = (await postJson(`${py.s.httpUrl}/v2/repository/index`, {})).json as { name: string; state?: string; reason?: string }[];
     const e = (n: string) => idx.find((x) => x.name === n);
     expect(e('flip_py')).toMatchObject({ state: 'UNAVAILABLE', reason: 'is_ready() returned False' });
     expect(e('raises_py')?.reason).toContain('feature store unreachable');
     expect(e('plain_py')).toMatchObject({ state: 'READY' });
-    const readyOnly = (await postJson(`${s.httpUrl}/v2/repository/index`, { ready: true })).json as { name: string }[];
+    const readyOnly = (await postJson(`${py.s.httpUrl}/v2/repository/index`, { ready: true })).json as { name: string }[];
     expect(readyOnly.map((x) => x.name)).not.toContain('flip_py');
     expect(readyOnly.map((x) => x.name)).toContain('plain_py');
   });
 
   it('tritonclient (HTTP and gRPC) sees the flip', async () => {
-    const flag = join(repo.path, 'flip_py', 'ready');
+    const flag = join(py.repo.path, 'flip_py', 'ready');
     const script = `
 import sys, os
 import tritonclient.http as h, tritonclient.grpc as g
@@ -232,18 +213,18 @@ for present in (False, True, False):
     out.append([hc.is_model_ready("flip_py"), gc.is_model_ready("flip_py"), gc.is_model_ready("flip_py", "1")])
 print(out)
 `;
-    const { stdout } = await promisify(execFile)(VENV_PYTHON, ['-c', script, s.httpUrl.replace('http://', ''), s.grpcUrl!, flag]);
+    const { stdout } = await promisify(execFile)(VENV_PYTHON, ['-c', script, py.s.httpUrl.replace('http://', ''), py.s.grpcUrl!, flag]);
     expect(stdout.trim()).toBe('[[False, False, False], [True, True, True], [False, False, False]]');
   });
 
   it('a crashed instance is not ready until its process is back', async () => {
-    expect(await readyStatus(s, 'crashy_py')).toBe(200);
-    const bad = await postJson(`${s.httpUrl}/v2/models/crashy_py/infer`, { inputs: [{ name: 'X', datatype: 'FP32', shape: [2], data: [-1, 0] }] });
+    expect(await readyStatus(py.s, 'crashy_py')).toBe(200);
+    const bad = await postJson(`${py.s.httpUrl}/v2/models/crashy_py/infer`, { inputs: [{ name: 'X', datatype: 'FP32', shape: [2], data: [-1, 0] }] });
     expect(bad.status).toBe(503);
-    expect(await readyStatus(s, 'crashy_py')).toBe(400);
+    expect(await readyStatus(py.s, 'crashy_py')).toBe(400);
     let back = false;
     for (let i = 0; i < 100 && !back; i++) {
-      back = (await readyStatus(s, 'crashy_py')) === 200;
+      back = (await readyStatus(py.s, 'crashy_py')) === 200;
       if (!back) await sleep(100);
     }
     expect(back).toBe(true);

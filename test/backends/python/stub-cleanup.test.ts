@@ -2,7 +2,7 @@
 // `warden-py-<pid>-<label>-<random>-in|out`, created by this server) are removed whenever a start
 // fails — the interpreter cannot be executed, the stub exits before it is ready, it does not answer
 // in time — and when a running stub dies (the server removes what it created, and only that). Only this process's files with the test's own label are looked at.
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +13,7 @@ import { StubProcess } from '../../../host/src/backends/python/stub.js';
 import type { RunningServer } from '../../../host/src/server.js';
 import { startTestServer } from '../../helpers/servers.js';
 import { tempRepo } from '../../helpers/repo.js';
+import { childProcesses } from '../../helpers/processes.js';
 import { f32, infer, pythonEnvironment, pythonModel, tensor } from './helpers.js';
 
 const logger = pino({ level: 'silent' });
@@ -61,20 +62,7 @@ describe("a Python stub's arena files after a failed start", () => {
 });
 
 /** Live stub processes started by this process. */
-function stubs(): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(ppid) === process.pid && state !== 'Z' && readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('warden_python_stub.py')) out.push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
+const stubs = () => childProcesses('warden_python_stub.py');
 
 describe("a running Python stub's arena files after it dies", () => {
   it('kill -9 of the stub: its arenas are removed, the restarted stub has a new pair, the model serves again', async (ctx) => {

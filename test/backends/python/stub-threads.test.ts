@@ -5,16 +5,13 @@
  * in its read), `is_cancelled()` polled by a long `execute`, and the watchdog for an `execute` that
  * reads nothing (readiness checks keep being answered).
  */
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
+import { describe, expect, it } from 'vitest';
+import { sleep } from '../../helpers/wait.js';
 import { inferAndCollect } from '../../../host/src/dataplane/inference.js';
 import { emptyRequestInit } from '../../../host/src/dataplane/request-parameters.js';
 import { SINGLE_USER } from '../../../host/src/contract/types.js';
 import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
-import { i32, pythonEnvironment, pythonModel, tensor } from './helpers.js';
+import { i32, pythonEnvironment, pythonModel, tensor, pythonServer } from './helpers.js';
 
 const skip = await pythonEnvironment();
 if (skip) console.warn(`Python stub thread tests skipped: ${skip}`);
@@ -84,25 +81,11 @@ class TritonPythonModel:
 const x16 = (k: number) => new Int32Array(Array.from({ length: 16 }, (_, i) => i + k));
 
 describe.skipIf(skip !== undefined)('Python stub reading discipline', () => {
-  let repo: TempRepo;
-  let s: RunningServer;
-  beforeAll(async () => {
-    repo = buildRepo();
-    s = await startTestServer(repo, {
-      loadModels: ['*'],
-      logger: pino({ level: 'silent' }),
-      exitOnError: true,
-      cacheDir: join(repo.path, '.cache'),
-    });
-  });
-  afterAll(async () => {
-    await s?.stop();
-    repo?.cleanup();
-  });
+  const py = pythonServer(buildRepo, { logLevel: 'silent' });
 
   it('BLS calls from background threads get their answers while the main thread reads (several at once)', async () => {
     const run = (k: number) =>
-      inferAndCollect(s.api, SINGLE_USER, 'bg_bls_py', -1, { ...emptyRequestInit('bg_bls_py', -1), inputs: [tensor('X', 'INT32', [16], x16(k))] });
+      inferAndCollect(py.s.api, SINGLE_USER, 'bg_bls_py', -1, { ...emptyRequestInit('bg_bls_py', -1), inputs: [tensor('X', 'INT32', [16], x16(k))] });
     const rs = await Promise.all([1, 2, 3, 4].map(run));
     rs.forEach((r, j) => expect(i32(r.responses[0]!.outputs[0])).toEqual([...x16(j + 1)].map((v) => 2 * v)));
   });
@@ -110,14 +93,14 @@ describe.skipIf(skip !== undefined)('Python stub reading discipline', () => {
   it('a long execute polling is_cancelled() sees its cancellation', async () => {
     const abort = new AbortController();
     const first = inferAndCollect(
-      s.api,
+      py.s.api,
       SINGLE_USER,
       'poll_cancel_py',
       -1,
       { ...emptyRequestInit('poll_cancel_py', -1), inputs: [tensor('X', 'INT32', [16], x16(0))] },
       abort.signal,
     ).catch((e: Error) => e);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     const t0 = Date.now();
     abort.abort();
     await first; // answered once that execute returned (it would run 20 s without seeing the cancellation)
@@ -125,10 +108,10 @@ describe.skipIf(skip !== undefined)('Python stub reading discipline', () => {
   }, 30_000);
 
   it('readiness checks are answered while execute runs without reading (watchdog)', async () => {
-    const busy = postJson(`${s.httpUrl}/v2/models/busy_py/infer`, { inputs: [{ name: 'X', datatype: 'INT32', shape: [16], data: [...x16(0)] }] });
-    await new Promise((r) => setTimeout(r, 300));
+    const busy = postJson(`${py.s.httpUrl}/v2/models/busy_py/infer`, { inputs: [{ name: 'X', datatype: 'INT32', shape: [16], data: [...x16(0)] }] });
+    await sleep(300);
     const t0 = Date.now();
-    const status = (await fetch(`${s.httpUrl}/v2/models/busy_py/ready`)).status;
+    const status = (await fetch(`${py.s.httpUrl}/v2/models/busy_py/ready`)).status;
     const took = Date.now() - t0;
     expect(status).toBe(200);
     expect(took).toBeLessThan(1_500); // the execute still has ~2.7 s to go

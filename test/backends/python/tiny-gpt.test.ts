@@ -8,37 +8,33 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defaultPython } from '../../../host/src/backends/python/index.js';
-import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
-import { PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { pythonServer } from './helpers.js';
+import { PROJECT_ROOT, tempRepo } from '../../helpers/repo.js';
 
 const probe = spawnSync(defaultPython(), ['-c', 'import torch, transformers, numpy; print(torch.cuda.is_available())'], { encoding: 'utf8' });
 const ok = probe.status === 0;
 if (!ok) console.warn(`tiny_gpt test skipped: the Python backend's interpreter (${defaultPython()}) cannot import torch + transformers + numpy`);
 
 describe.skipIf(!ok)(`tiny_gpt (torch, cuda=${probe.stdout?.trim()})`, () => {
-  let repo: TempRepo;
-  let s: RunningServer;
-  beforeAll(async () => {
-    repo = tempRepo([]);
-    cpSync(join(PROJECT_ROOT, 'test', 'fixtures', 'python', 'tiny_gpt'), join(repo.path, 'tiny_gpt'), { recursive: true });
-    s = await startTestServer(repo, {
-      loadModels: ['*'],
+  const py = pythonServer(
+    () => {
+      const repo = tempRepo([]);
+      cpSync(join(PROJECT_ROOT, 'test', 'fixtures', 'python', 'tiny_gpt'), join(repo.path, 'tiny_gpt'), { recursive: true });
+      return repo;
+    },
+    {
+      timeoutMs: 300_000,
+      captureLog: false,
       logLevel: 'warn',
-      exitOnError: true,
       exitTimeoutSecs: 5,
-    });
-  }, 300_000);
-  afterAll(async () => {
-    await s?.stop();
-    repo?.cleanup();
-  });
+    },
+  );
 
   it('streams one token per response and is deterministic (greedy, seeded)', async () => {
     const run = async () => {
-      const res = await fetch(`${s.httpUrl}/v2/models/tiny_gpt/generate_stream`, {
+      const res = await fetch(`${py.s.httpUrl}/v2/models/tiny_gpt/generate_stream`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ text_input: 'Hello', parameters: { max_tokens: 12 } }),

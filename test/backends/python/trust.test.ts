@@ -14,9 +14,10 @@ import { PythonBackend, PythonBackendResolver, PythonMetrics } from '../../../ho
 import { backendResolveRequest } from '../../../host/src/contract/load-context.js';
 import type { RunningServer } from '../../../host/src/server.js';
 import { startTestServer } from '../../helpers/servers.js';
-import { PROJECT_ROOT, postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { PROJECT_ROOT, addSubIo, postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { cpSync } from 'node:fs';
 import { f32, infer, pythonEnvironment, tensor } from './helpers.js';
+import { sleep } from '../../helpers/wait.js';
 
 const skip = await pythonEnvironment();
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -81,22 +82,12 @@ class TritonPythonModel:
     // overriding the operator's own Python model with uploaded files: refused, the original keeps serving
     const r = await postJson(`${s.httpUrl}/v2/repository/models/add_sub_python/load`, {
       parameters: {
-        config: JSON.stringify({
-          backend: 'python',
-          input: [
-            { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [4] },
-            { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [4] },
-          ],
-          output: [
-            { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [4] },
-            { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [4] },
-          ],
-        }),
+        config: JSON.stringify({ backend: 'python', ...addSubIo(4) }),
         'file:1/model.py': b64(evil),
       },
     });
     expect(r.status).toBe(400);
-    await new Promise((res) => setTimeout(res, 300));
+    await sleep(300);
     expect(existsSync(marker)).toBe(false);
     const ok = await infer(s, 'add_sub_python', [
       tensor('INPUT0', 'FP32', [4], new Float32Array([1, 1, 1, 1])),

@@ -6,11 +6,10 @@
  * registries here do not serve).
  */
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defaultPython } from '../../../host/src/backends/python/index.js';
-import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
-import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { pythonServer } from './helpers.js';
+import { postJson, tempRepo } from '../../helpers/repo.js';
 
 const python = defaultPython();
 const probe = spawnSync(python, ['-c', 'import vllm; print(vllm.__version__)'], { encoding: 'utf8' });
@@ -18,29 +17,26 @@ const hasVllm = probe.status === 0;
 if (!hasVllm) console.warn(`real-vLLM test skipped: 'import vllm' fails with ${python} (install vLLM on a GPU host and run scripts/test-vllm-real.sh)`);
 
 describe.skipIf(!hasVllm)(`vLLM bridge on vLLM ${probe.stdout?.trim()}`, () => {
-  let repo: TempRepo;
-  let s: RunningServer;
-  beforeAll(async () => {
-    repo = tempRepo([]);
-    repo.write('vllm_model/config.pbtxt', 'backend: "vllm"\ninstance_group [ { count: 1, kind: KIND_MODEL } ]\n');
-    repo.write(
-      'vllm_model/1/model.json',
-      JSON.stringify({ model: process.env.WARDEN_VLLM_MODEL ?? 'facebook/opt-125m', gpu_memory_utilization: 0.3, enforce_eager: true }),
-    );
-    s = await startTestServer(repo, {
-      loadModels: ['*'],
+  const py = pythonServer(
+    () => {
+      const repo = tempRepo([]);
+      repo.write('vllm_model/config.pbtxt', 'backend: "vllm"\ninstance_group [ { count: 1, kind: KIND_MODEL } ]\n');
+      repo.write(
+        'vllm_model/1/model.json',
+        JSON.stringify({ model: process.env.WARDEN_VLLM_MODEL ?? 'facebook/opt-125m', gpu_memory_utilization: 0.3, enforce_eager: true }),
+      );
+      return repo;
+    },
+    {
+      timeoutMs: 600_000,
+      captureLog: false,
       logLevel: 'warn',
-      exitOnError: true,
       exitTimeoutSecs: 5,
-    });
-  }, 600_000);
-  afterAll(async () => {
-    await s?.stop();
-    repo?.cleanup();
-  });
+    },
+  );
 
   it('/generate answers with the prompt and a completion', async () => {
-    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, {
+    const r = await postJson(`${py.s.httpUrl}/v2/models/vllm_model/generate`, {
       text_input: 'What is Triton Inference Server?',
       parameters: { stream: false, temperature: 0, max_tokens: 16 },
     });
@@ -50,7 +46,7 @@ describe.skipIf(!hasVllm)(`vLLM bridge on vLLM ${probe.stdout?.trim()}`, () => {
   }, 120_000);
 
   it('/generate_stream streams deltas', async () => {
-    const res = await fetch(`${s.httpUrl}/v2/models/vllm_model/generate_stream`, {
+    const res = await fetch(`${py.s.httpUrl}/v2/models/vllm_model/generate_stream`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ text_input: 'The capital of France is', parameters: { stream: true, temperature: 0, max_tokens: 16 } }),

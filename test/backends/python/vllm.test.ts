@@ -7,19 +7,12 @@
  * the `sampling_parameters` input, exclude_input_in_output, the optional outputs, cancellation,
  * engine errors — is exercised for real. The real-vLLM test is test/backends/python/vllm-real.test.ts.
  */
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
-import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
-import { pythonEnvironment } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { until } from '../../helpers/wait.js';
+import { postJson, tempRepo, sseEvents } from '../../helpers/repo.js';
+import { pythonEnvironment, pythonServer } from './helpers.js';
 
 const skip = await pythonEnvironment();
-const sse = (text: string) =>
-  text
-    .split('\n\n')
-    .filter((c) => c.startsWith('data: '))
-    .map((c) => JSON.parse(c.slice(6)));
 
 /** A tiny "LLM": word i of choice c is VOCAB[(hash(prompt) + i * (c + 1) + seed) % len]; 1 input token per prompt word. */
 const TINY_ENGINE = `import asyncio, zlib
@@ -78,36 +71,28 @@ function crc32(b: Buffer): number {
 }
 
 describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine boundary)', () => {
-  let repo: TempRepo;
-  let s: RunningServer;
-  const log: string[] = [];
-  beforeAll(async () => {
-    repo = tempRepo([]);
-    for (const [name, delay] of [
-      ['vllm_model', 0],
-      ['vllm_slow', 50],
-    ] as const) {
-      repo.write(`${name}/config.pbtxt`, `backend: "vllm"\ninstance_group [ { count: 1, kind: KIND_MODEL } ]\n`);
-      repo.write(`${name}/1/model.json`, JSON.stringify({ model: 'tiny', engine_factory: 'tiny_engine:create', delay_ms: delay }));
-      repo.write(`${name}/1/tiny_engine.py`, TINY_ENGINE);
-    }
-    const logger = pino({ level: 'info' }, { write: (l: string) => void log.push(l) });
-    s = await startTestServer(repo, {
-      loadModels: ['*'],
-      logger,
-      exitOnError: true,
+  const py = pythonServer(
+    () => {
+      const repo = tempRepo([]);
+      for (const [name, delay] of [
+        ['vllm_model', 0],
+        ['vllm_slow', 50],
+      ] as const) {
+        repo.write(`${name}/config.pbtxt`, `backend: "vllm"\ninstance_group [ { count: 1, kind: KIND_MODEL } ]\n`);
+        repo.write(`${name}/1/model.json`, JSON.stringify({ model: 'tiny', engine_factory: 'tiny_engine:create', delay_ms: delay }));
+        repo.write(`${name}/1/tiny_engine.py`, TINY_ENGINE);
+      }
+      return repo;
+    },
+    {
       // A client abort mid-SSE leaves its connection counted as in flight until the exit timeout (HTTP
       // frontend, also with repeat_native): keep teardown short.
       exitTimeoutSecs: 2,
-    });
-  });
-  afterAll(async () => {
-    await s?.stop();
-    repo?.cleanup();
-  });
+    },
+  );
 
   it('auto-complete gives Triton vLLM backend I/O, decoupled, max_batch_size 0', async () => {
-    const cfg = await (await fetch(`${s.httpUrl}/v2/models/vllm_model/config`)).json();
+    const cfg = await (await fetch(`${py.s.httpUrl}/v2/models/vllm_model/config`)).json();
     expect(cfg.backend).toBe('vllm');
     expect(cfg.max_batch_size).toBe(0);
     expect(cfg.model_transaction_policy).toEqual({ decoupled: true });
@@ -134,30 +119,30 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
   });
 
   it('/generate: prompt + completion, sampling parameters from the request parameters', async () => {
-    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, {
+    const r = await postJson(`${py.s.httpUrl}/v2/models/vllm_model/generate`, {
       text_input: 'What is Triton?',
       parameters: { stream: false, temperature: 0, max_tokens: 5 },
     });
     expect(r.status, r.text).toBe(200);
     expect(r.json).toEqual({ model_name: 'vllm_model', model_version: '1', text_output: 'What is Triton?' + expected('What is Triton?', 5) });
-    const seeded = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'hi', parameters: { max_tokens: 3, seed: 2 } });
+    const seeded = await postJson(`${py.s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'hi', parameters: { max_tokens: 3, seed: 2 } });
     expect(seeded.json.text_output).toBe('hi' + expected('hi', 3, 2));
   });
 
   it('/generate_stream with stream: deltas that add up to the completion, prompt excluded', async () => {
-    const res = await fetch(`${s.httpUrl}/v2/models/vllm_model/generate_stream`, {
+    const res = await fetch(`${py.s.httpUrl}/v2/models/vllm_model/generate_stream`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ text_input: 'Tell me', parameters: { stream: true, max_tokens: 6 } }),
     });
     expect(res.status).toBe(200);
-    const events = sse(await res.text());
+    const events = sseEvents(await res.text());
     expect(events).toHaveLength(6);
     expect(events.map((e) => e.text_output).join('')).toBe(expected('Tell me', 6));
   });
 
   it('sampling_parameters input (JSON string) wins over request parameters; exclude_input_in_output; stream with exclude false is refused', async () => {
-    let r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, {
+    let r = await postJson(`${py.s.httpUrl}/v2/models/vllm_model/generate`, {
       text_input: 'abc',
       sampling_parameters: JSON.stringify({ max_tokens: '2' }),
       exclude_input_in_output: true,
@@ -165,13 +150,13 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
     });
     expect(r.status, r.text).toBe(200);
     expect(r.json.text_output).toBe(expected('abc', 2));
-    r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'abc', stream: true, exclude_input_in_output: false });
+    r = await postJson(`${py.s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'abc', stream: true, exclude_input_in_output: false });
     expect(r.status).toBe(400);
     expect(r.json.error).toContain('Streaming with `exclude_input_in_output=False` is not allowed.');
   });
 
   it('the optional outputs: finish_reason, cumulative_logprob, logprobs, num_input_tokens, num_output_tokens; n choices', async () => {
-    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, {
+    const r = await postJson(`${py.s.httpUrl}/v2/models/vllm_model/generate`, {
       text_input: 'one two three',
       return_finish_reason: true,
       return_cumulative_logprob: true,
@@ -193,7 +178,7 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
 
   it('a stop word ends generation with finish_reason stop', async () => {
     const words = expected('stop me', 8).trim().split(' ');
-    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, {
+    const r = await postJson(`${py.s.httpUrl}/v2/models/vllm_model/generate`, {
       text_input: 'stop me',
       exclude_input_in_output: true,
       return_finish_reason: true,
@@ -204,16 +189,16 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
   });
 
   it('engine errors come back as the request error (text_output "N/A" + error, final)', async () => {
-    const r = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'boom', parameters: { max_tokens: 2 } });
+    const r = await postJson(`${py.s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'boom', parameters: { max_tokens: 2 } });
     expect(r.status).toBe(500);
     expect(r.json.error).toContain('Error generating stream: tiny engine exploded');
-    const ok = await postJson(`${s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'fine', parameters: { max_tokens: 1 } });
+    const ok = await postJson(`${py.s.httpUrl}/v2/models/vllm_model/generate`, { text_input: 'fine', parameters: { max_tokens: 1 } });
     expect(ok.status).toBe(200);
   });
 
   it('a client that goes away mid-stream cancels the request: the engine request is aborted', async () => {
     const abort = new AbortController();
-    const res = await fetch(`${s.httpUrl}/v2/models/vllm_slow/generate_stream`, {
+    const res = await fetch(`${py.s.httpUrl}/v2/models/vllm_slow/generate_stream`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ text_input: 'long', parameters: { stream: true, max_tokens: 200 } }),
@@ -222,7 +207,7 @@ describe.skipIf(skip !== undefined)('vLLM bridge (tiny engine behind the engine 
     const reader = res.body!.getReader();
     await reader.read();
     abort.abort();
-    for (let i = 0; i < 100 && !log.some((l) => l.includes('tiny engine aborted')); i++) await new Promise((r) => setTimeout(r, 30));
-    expect(log.some((l) => l.includes('"model":"vllm_slow"') && l.includes('tiny engine aborted'))).toBe(true);
+    await until(() => py.log.some((l) => l.includes('tiny engine aborted')), { within: 3_000, every: 30 });
+    expect(py.log.some((l) => l.includes('"model":"vllm_slow"') && l.includes('tiny engine aborted'))).toBe(true);
   });
 });

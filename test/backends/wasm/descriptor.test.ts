@@ -5,37 +5,26 @@
  * metadata back), and malformed descriptors reaching the native side are refused with a message —
  * no crash, no allocation sized by the descriptor, and the instance keeps serving.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SandboxedInstance } from '../../../host/src/backends/wasm/engine.js';
 import { decodeResults, DescriptorWriter, encodeRequests } from '../../../host/src/backends/wasm/wasmtime/descriptor.js';
 import type { InstancePort, WasmtimeInstance } from '../../../host/src/backends/wasm/wasmtime/instance.js';
 import { MSG, type InstanceHandle } from '../../../host/src/backends/wasm/wasmtime/native.js';
-import type { EngineName, WasmBackendResolver } from '../../../host/src/backends/wasm/index.js';
+import type { EngineName } from '../../../host/src/backends/wasm/index.js';
 import * as h from './helpers.js';
+import { until } from '../../helpers/wait.js';
 
 const io = { inputs: [['INPUT0', 'FP32', [-1]]] as h.IO[], outputs: [['OUTPUT0', 'FP32', [-1]]] as h.IO[] };
-let work: string;
-const resolvers: WasmBackendResolver[] = [];
-
-beforeAll(async () => {
-  await h.ensureBuilt();
-  work = mkdtempSync(join(tmpdir(), 'warden-descriptor-'));
-});
-
-afterAll(async () => {
-  await Promise.all(resolvers.map((r) => r.finalizeAll()));
-  rmSync(work, { recursive: true, force: true });
-});
+const ws = h.wasmWorkspace('warden-descriptor-');
 
 async function echoInstance(engine: EngineName, name: string): Promise<SandboxedInstance> {
-  const dir = join(work, name);
+  const dir = join(ws.dir, name);
   mkdirSync(join(dir, '1'), { recursive: true });
   copyFileSync(join(h.FIXTURES, 'build', 'echo_meta.wasm'), join(dir, '1', 'model.wasm'));
   const r = h.newResolver(engine);
-  resolvers.push(r);
+  ws.keep(r);
   const m = await h.loadModel(r, h.wasmConfig(name, io.inputs, io.outputs), dir);
   return m.createInstance(h.instanceSpec(name));
 }
@@ -142,7 +131,7 @@ describe('wasmtime: malformed descriptors are refused by the native side', () =>
         ),
         what,
       ).toBe(true);
-      for (let k = 0; k < 200 && traps.length === before; k++) await new Promise((r) => setTimeout(r, 5));
+      await until(() => traps.length !== before, { within: 1000, every: 5 });
       expect(traps[before], what).toMatch(/^host sent a malformed request: /);
     }
     expect(traps.join('\n')).toMatch(/count 4294967295 exceeds its size/);

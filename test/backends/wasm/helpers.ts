@@ -2,10 +2,12 @@
  * Test helpers for the sandboxed backend: the engines to run the sandbox suites on, normalised
  * configs, requests, recording senders, loading a component through WasmBackendResolver.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { afterAll, beforeAll } from 'vitest';
+import type { RunningServer, ServerOptions } from '../../../host/src/server.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../../host/src/contract/model-config.js';
 import { backendResolveRequest, modelLoadContext } from '../../../host/src/contract/load-context.js';
 import type { TritonError } from '../../../host/src/contract/errors.js';
@@ -168,4 +170,77 @@ export async function infer(inst: SandboxedInstance, req: InferenceRequest): Pro
   await inst.execute([req], [sender]);
   await rec.done;
   return rec;
+}
+
+/** A scratch folder and the resolvers a file (or describe block) loads models with. */
+export interface WasmWorkspace {
+  /** The folder (set in `beforeAll`). */
+  readonly dir: string;
+  /** Finalize `r` in `afterAll`; returns it. */
+  keep<R extends { finalizeAll(): Promise<void> }>(r: R): R;
+}
+
+/**
+ * {@link WasmWorkspace} of the enclosing file or describe block: `beforeAll` builds the fixtures
+ * ({@link ensureBuilt}) and makes a temporary folder named `<prefix>…`; `afterAll` finalizes every
+ * resolver kept, one after another, then removes the folder.
+ */
+export function wasmWorkspace(prefix: string): WasmWorkspace {
+  let dir: string | undefined;
+  const kept: { finalizeAll(): Promise<void> }[] = [];
+  beforeAll(async () => {
+    await ensureBuilt();
+    dir = mkdtempSync(join(tmpdir(), prefix));
+  });
+  afterAll(async () => {
+    for (const r of kept) await r.finalizeAll();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    get dir() {
+      if (dir === undefined) throw new Error('the workspace is made in beforeAll');
+      return dir;
+    },
+    keep(r) {
+      kept.push(r);
+      return r;
+    },
+  };
+}
+
+/** The server of {@link wasmServer} (set in `beforeAll`). */
+export interface WasmServer {
+  readonly httpUrl: string;
+}
+
+/**
+ * Warden over HTTP for the enclosing describe block: `beforeAll` builds the fixtures, makes a
+ * temporary repository (`<prefix>…`) and a server cache folder, lets `fill` write models into
+ * the repository and return the server's options (a sandbox engine's resolver in
+ * `backendResolvers`, the model control mode …), and starts the server with the test defaults and
+ * a metrics port; `afterAll` stops it and removes both folders. The server module is imported
+ * only then, so that files without a server do not load it.
+ */
+export function wasmServer(prefix: string, fill: (repo: string) => Partial<ServerOptions>): WasmServer {
+  let server: RunningServer | undefined;
+  const dirs: string[] = [];
+  beforeAll(async () => {
+    await ensureBuilt();
+    const repo = mkdtempSync(join(tmpdir(), prefix));
+    const cacheDir = mkdtempSync(join(tmpdir(), `${prefix}cache-`));
+    dirs.push(repo, cacheDir);
+    const opts = fill(repo);
+    const { startTestServer } = await import('../../helpers/servers.js');
+    server = await startTestServer(repo, { metricsPort: 0, cacheDir, ...opts });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+  return {
+    get httpUrl() {
+      if (!server) throw new Error('the server starts in beforeAll');
+      return server.httpUrl;
+    },
+  };
 }

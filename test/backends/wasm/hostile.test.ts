@@ -16,6 +16,7 @@ import type { WasmModel } from '../../../host/src/backends/wasm/backend.js';
 import type { SandboxedInstance } from '../../../host/src/backends/wasm/engine.js';
 import type { WasmBackendResolver } from '../../../host/src/backends/wasm/index.js';
 import * as h from './helpers.js';
+import { sleep, until } from '../../helpers/wait.js';
 
 const BUILD = join(h.FIXTURES, 'build');
 const MiB = 1024 * 1024;
@@ -37,6 +38,15 @@ const logger = pino(
  * message budget inside the 16 KiB byte budget, while an 8 KiB byte budget (16 lines) runs out first.
  */
 const LOG_MESSAGES = 24;
+
+/** The `files` fixture's answer (model `model`, on `inst`) for PATH `path`: CONTENT's bytes, its length prefix cut; no error. */
+async function askFiles(inst: Parameters<typeof h.infer>[0], model: string, path: string): Promise<Buffer> {
+  const b = Buffer.from(path);
+  const data = Buffer.concat([Buffer.from(Uint32Array.of(b.length).buffer), b]);
+  const rec = await h.infer(inst, h.request(model, [h.tensor('PATH', 'BYTES', [1], data)], ['CONTENT']));
+  expect(rec.errors).toEqual([]);
+  return Buffer.from(rec.responses[0]!.outputs[0]!.data.subarray(4));
+}
 
 describe.each(h.ENGINES)('%s engine', (engine) => {
   let resolver: WasmBackendResolver;
@@ -62,7 +72,7 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
           prober.bad.push(`probe ${i}: ${(e as Error).message}`);
         }
         i++;
-        await new Promise((r) => setTimeout(r, 2));
+        await sleep(2);
       }
     })();
   }
@@ -263,13 +273,7 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       const files = { inputs: [['PATH', 'BYTES', [1]]] as h.IO[], outputs: [['CONTENT', 'BYTES', [1]]] as h.IO[] };
       const m = await loadFixture('files', {}, undefined, files);
       const inst = await instanceOf(m, 'files');
-      const readBytes = async (path: string) => {
-        const b = Buffer.from(path);
-        const data = Buffer.concat([Buffer.from(Uint32Array.of(b.length).buffer), b]);
-        const rec = await h.infer(inst, h.request('files', [h.tensor('PATH', 'BYTES', [1], data)], ['CONTENT']));
-        expect(rec.errors).toEqual([]);
-        return Buffer.from(rec.responses[0]!.outputs[0]!.data.subarray(4));
-      };
+      const readBytes = (path: string) => askFiles(inst, 'files', path);
       const read = async (path: string) => (await readBytes(path)).toString();
       const { symlinkSync, writeFileSync } = await import('node:fs');
       writeFileSync(join(work, 'files', '1', 'labels.txt'), 'cat\ndog\n');
@@ -286,13 +290,7 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
       const filesIO = { inputs: [['PATH', 'BYTES', [1]]] as h.IO[], outputs: [['CONTENT', 'BYTES', [1]]] as h.IO[] };
       const m = await loadFixture('files', {}, undefined, filesIO, 'files_paths');
       const inst = await instanceOf(m, 'files_paths');
-      const read = async (path: string) => {
-        const b = Buffer.from(path);
-        const data = Buffer.concat([Buffer.from(Uint32Array.of(b.length).buffer), b]);
-        const rec = await h.infer(inst, h.request('files_paths', [h.tensor('PATH', 'BYTES', [1], data)], ['CONTENT']));
-        expect(rec.errors).toEqual([]);
-        return Buffer.from(rec.responses[0]!.outputs[0]!.data.subarray(4)).toString();
-      };
+      const read = async (path: string) => (await askFiles(inst, 'files_paths', path)).toString();
       const { renameSync, writeFileSync } = await import('node:fs');
       const version = join(work, 'files_paths', '1');
       mkdirSync(join(version, 'sub'));
@@ -403,16 +401,16 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
 
     it('the well-behaved model answered correctly throughout, and memory and workers are back near baseline', async () => {
       // let the prober run a little past the last hostile case, then stop it (one execute at a time)
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       prober.running = false;
       await prober.done;
       expect(prober.bad).toEqual([]);
       expect(prober.ok).toBeGreaterThan(50);
       await Promise.all(models.map((m) => m.finalize()));
       // terminated workers release their memory asynchronously
-      for (let i = 0; i < 50 && good.engine.liveSandboxes() > baselineWorkers; i++) await new Promise((r) => setTimeout(r, 50));
+      await until(() => good.engine.liveSandboxes() <= baselineWorkers, { within: 2_500, every: 50 });
       expect(good.engine.liveSandboxes()).toBe(baselineWorkers);
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
       const rss = process.memoryUsage().rss;
       logger.info({ baselineRss, rss }, 'host RSS before / after the hostile cases');
       process.stdout.write(`[hostile] RSS baseline ${(baselineRss / MiB).toFixed(0)} MiB, after ${(rss / MiB).toFixed(0)} MiB; probes ok ${prober.ok}\n`);

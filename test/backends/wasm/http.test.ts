@@ -5,40 +5,15 @@
  * sandbox engine (the engine's resolver is handed to the server as an extra backend resolver,
  * which comes before the built-in one).
  */
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, ENGINES, newResolver, REPO } from './helpers.js';
-
-type Running = { httpUrl: string; stop(): Promise<void> };
+import { describe, expect, it } from 'vitest';
+import { ENGINES, newResolver, REPO, wasmServer } from './helpers.js';
 
 describe.each(ENGINES)('%s engine', (engine) => {
-  let server: Running;
-  let repo: string;
-  let cache: string;
-
-  beforeAll(async () => {
-    await ensureBuilt();
-    repo = mkdtempSync(join(tmpdir(), 'warden-wasm-http-repo-'));
-    cache = mkdtempSync(join(tmpdir(), 'warden-wasm-http-cache-'));
+  const server = wasmServer('warden-wasm-http-repo-', (repo) => {
     for (const m of ['identity_wasm', 'add_sub_wasm', 'repeat_wasm', 'preprocess_wasm']) cpSync(join(REPO, m), join(repo, m), { recursive: true });
-    const { startServer } = (await import('../../../host/src/server.js')) as unknown as { startServer(o: Record<string, unknown>): Promise<Running> };
-    server = await startServer({
-      modelRepositories: [repo],
-      httpPort: 0,
-      metricsPort: 0,
-      modelControlMode: 'none',
-      logLevel: 'silent',
-      cacheDir: cache,
-      backendResolvers: [newResolver(engine)],
-    });
-  });
-
-  afterAll(async () => {
-    await server?.stop();
-    rmSync(repo, { recursive: true, force: true });
-    rmSync(cache, { recursive: true, force: true });
+    return { modelControlMode: 'none', backendResolvers: [newResolver(engine)] };
   });
 
   const post = (path: string, body: unknown) =>

@@ -6,13 +6,14 @@
  * make more memories than it reserved for; and over HTTP, a load that does not fit fails cleanly
  * while the other models keep serving, and the budget is free again after unloading.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TritonError } from '../../../host/src/contract/errors.js';
 import { MemoryBudget, SERVER_BUDGET_NAME, WasmBackendResolver, type WasmModel } from '../../../host/src/backends/wasm/index.js';
 import * as h from './helpers.js';
+import { until } from '../../helpers/wait.js';
 
 const MiB = 1024 * 1024;
 const BUILD = join(h.FIXTURES, 'build');
@@ -46,31 +47,22 @@ describe('MemoryBudget', () => {
 });
 
 describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) => {
-  let work: string;
-  const resolvers: WasmBackendResolver[] = [];
-  beforeAll(async () => {
-    await h.ensureBuilt();
-    work = mkdtempSync(join(tmpdir(), 'warden-budget-'));
-  });
-  afterAll(async () => {
-    for (const r of resolvers) await r.finalizeAll();
-    rmSync(work, { recursive: true, force: true });
-  });
+  const ws = h.wasmWorkspace('warden-budget-');
 
   const io = { inputs: [['INPUT0', 'FP32', [-1]]] as h.IO[], outputs: [['OUTPUT0', 'FP32', [-1]]] as h.IO[] };
   function resolver(totalBytes: number, memoryBudgetFor?: ConstructorParameters<typeof WasmBackendResolver>[0]['memoryBudgetFor']) {
     const r = new WasmBackendResolver({
-      cacheDir: join(work, 'cache'),
+      cacheDir: join(ws.dir, 'cache'),
       limits: { maxMemoryBytes: 16 * MiB, maxExecuteMs: 5000, maxLogBytes: 4096, maxTotalMemoryBytes: totalBytes },
       logger: h.silentLogger,
       engine,
       memoryBudgetFor,
     });
-    resolvers.push(r);
+    ws.keep(r);
     return r;
   }
   async function load(r: WasmBackendResolver, name: string, instances = 1, fixture = 'identity', namespace = ''): Promise<WasmModel> {
-    const dir = join(work, name);
+    const dir = join(ws.dir, name);
     mkdirSync(join(dir, '1'), { recursive: true });
     copyFileSync(join(BUILD, `${fixture}.wasm`), join(dir, '1', 'model.wasm'));
     const cfg = h.wasmConfig(name, io.inputs, io.outputs);
@@ -192,14 +184,8 @@ describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) 
 });
 
 describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
-  type Running = { httpUrl: string; stop(): Promise<void> };
-  let server: Running;
-  let repo: string;
   let resolver: WasmBackendResolver;
-
-  beforeAll(async () => {
-    await h.ensureBuilt();
-    repo = mkdtempSync(join(tmpdir(), 'warden-budget-http-'));
+  const server = h.wasmServer('warden-budget-http-', (repo) => {
     const identity = readFileSync(join(BUILD, 'identity.wasm'));
     const config = (name: string, count: number) =>
       `name: "${name}"\nbackend: "wasm"\ninput [{ name: "INPUT0" data_type: TYPE_FP32 dims: [-1] }]\noutput [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [-1] }]\n` +
@@ -218,20 +204,7 @@ describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
       logger: h.silentLogger,
       engine,
     });
-    const { startServer } = (await import('../../../host/src/server.js')) as unknown as { startServer(o: Record<string, unknown>): Promise<Running> };
-    server = await startServer({
-      modelRepositories: [repo],
-      httpPort: 0,
-      metricsPort: 0,
-      modelControlMode: 'explicit',
-      logLevel: 'silent',
-      backendResolvers: [resolver],
-    });
-  });
-
-  afterAll(async () => {
-    await server?.stop();
-    rmSync(repo, { recursive: true, force: true });
+    return { modelControlMode: 'explicit', backendResolvers: [resolver] };
   });
 
   const post = (path: string, body: unknown = {}) =>
@@ -256,7 +229,7 @@ describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
     expect(ok.status).toBe(200);
     expect(ok.body.outputs![0]!.data).toEqual([1, 2]);
     expect((await post('/v2/repository/models/small/unload')).status).toBe(200);
-    for (let i = 0; i < 100 && resolver.memoryBudget.usedBytes > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    await until(() => resolver.memoryBudget.usedBytes === 0, { within: 2_000, every: 20 });
     expect(resolver.memoryBudget.usedBytes).toBe(0);
     expect((await post('/v2/repository/models/big/load')).status).toBe(200);
     expect(resolver.memoryBudget.usedBytes).toBe(32 * MiB);

@@ -11,6 +11,22 @@ import type { SandboxedInstance } from '../../../host/src/backends/wasm/engine.j
 import type { WasmBackendResolver } from '../../../host/src/backends/wasm/index.js';
 import * as h from './helpers.js';
 
+/** model_repository/repeat_wasm's config (decoupled: IN, DELAY, WAIT in; OUT, IDX out) under the name `name`. */
+const repeatConfig = (name: string) =>
+  h.wasmConfig(
+    name,
+    [
+      ['IN', 'INT32', [-1]],
+      ['DELAY', 'UINT32', [-1]],
+      ['WAIT', 'UINT32', [1]],
+    ],
+    [
+      ['OUT', 'INT32', [1]],
+      ['IDX', 'UINT32', [1]],
+    ],
+    { model_transaction_policy: { decoupled: true } },
+  );
+
 describe.each(h.ENGINES)('%s engine', (engine) => {
   let resolver: WasmBackendResolver;
 
@@ -168,19 +184,7 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
   });
 
   describe('repeat_wasm (decoupled)', () => {
-    const config = h.wasmConfig(
-      'repeat_wasm',
-      [
-        ['IN', 'INT32', [-1]],
-        ['DELAY', 'UINT32', [-1]],
-        ['WAIT', 'UINT32', [1]],
-      ],
-      [
-        ['OUT', 'INT32', [1]],
-        ['IDX', 'UINT32', [1]],
-      ],
-      { model_transaction_policy: { decoupled: true } },
-    );
+    const config = repeatConfig('repeat_wasm');
     const req = (values: number[], delays: number[], wait: number) =>
       h.request(
         'repeat_wasm',
@@ -361,19 +365,7 @@ describe.each(h.ENGINES)('%s engine', (engine) => {
 
   describe('instance groups', () => {
     it('instances run in parallel: two decoupled executes overlap', async () => {
-      const cfg = h.wasmConfig(
-        'repeat_par',
-        [
-          ['IN', 'INT32', [-1]],
-          ['DELAY', 'UINT32', [-1]],
-          ['WAIT', 'UINT32', [1]],
-        ],
-        [
-          ['OUT', 'INT32', [1]],
-          ['IDX', 'UINT32', [1]],
-        ],
-        { model_transaction_policy: { decoupled: true } },
-      );
+      const cfg = repeatConfig('repeat_par');
       const m = await h.loadModel(resolver, cfg, join(h.REPO, 'repeat_wasm'));
       const [a, b] = await Promise.all([m.createInstance(h.instanceSpec('repeat_par', 0)), m.createInstance(h.instanceSpec('repeat_par', 1))]);
       // Two responses 300 ms apart each: run one after the other, b's first response would come

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CACHE_LIMITS, TranspileCache } from '../../../host/src/backends/wasm/v8/transpile.js';
 import { V8Engine } from '../../../host/src/backends/wasm/v8/engine.js';
 import * as h from './helpers.js';
+import { sleep } from '../../helpers/wait.js';
 
 await h.ensureBuilt();
 const jco = await import('@bytecodealliance/jco');
@@ -63,17 +64,17 @@ describe('transpile cache bounds', () => {
       return t;
     };
     await use(comps[0]!);
-    await new Promise((r) => setTimeout(r, 5));
+    await sleep(5);
     await use(comps[1]!);
-    await new Promise((r) => setTimeout(r, 5));
+    await sleep(5);
     await use(comps[2]!);
-    await new Promise((r) => setTimeout(r, 5));
+    await sleep(5);
     const again = await use(comps[0]!); // a cache hit: a is now the most recent
     expect(existsSync(again.gluePath)).toBe(true);
-    await new Promise((r) => setTimeout(r, 5));
+    await sleep(5);
     await use(comps[3]!); // evicts b, the least recently used
     expect(entriesIn(dir).sort()).toEqual([comps[0]!, comps[2]!, comps[3]!].map(sha).sort());
-    await new Promise((r) => setTimeout(r, 5));
+    await sleep(5);
     await use(comps[4]!); // evicts c
     expect(entriesIn(dir).sort()).toEqual([comps[0]!, comps[3]!, comps[4]!].map(sha).sort());
     expect(cache.stats()).toMatchObject({ entries: 3, inUse: 0 });
@@ -115,7 +116,7 @@ describe('transpile cache bounds', () => {
       await cache.acquire(c, t, sha(c));
       cache.release(sha(c));
       await cache.idle();
-      await new Promise((r) => setTimeout(r, 5));
+      await sleep(5);
     }
     expect(entriesIn(dir)).toHaveLength(2);
     expect(cache.stats().bytes).toBeLessThanOrEqual(entryBytes * 2.5);

@@ -4,40 +4,19 @@
  * error after), nothing hangs, the engine's sandboxes are all gone after the unload, and the
  * model loads and serves again.
  */
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { WasmBackendResolver } from '../../../host/src/backends/wasm/index.js';
-import { ensureBuilt, ENGINES, newResolver, REPO } from './helpers.js';
-
-type Running = { httpUrl: string; stop(): Promise<void> };
+import { ENGINES, newResolver, REPO, wasmServer } from './helpers.js';
+import { until } from '../../helpers/wait.js';
 
 describe.each(ENGINES)('%s engine: unload under load', (engine) => {
-  let server: Running;
-  let repo: string;
   let resolver: WasmBackendResolver;
-
-  beforeAll(async () => {
-    await ensureBuilt();
-    repo = mkdtempSync(join(tmpdir(), 'warden-wasm-unload-'));
+  const server = wasmServer('warden-wasm-unload-', (repo) => {
     cpSync(join(REPO, 'identity_wasm'), join(repo, 'identity_wasm'), { recursive: true });
-    const { startServer } = (await import('../../../host/src/server.js')) as unknown as { startServer(o: Record<string, unknown>): Promise<Running> };
     resolver = newResolver(engine);
-    server = await startServer({
-      modelRepositories: [repo],
-      httpPort: 0,
-      metricsPort: 0,
-      modelControlMode: 'explicit',
-      loadModels: ['identity_wasm'],
-      logLevel: 'silent',
-      backendResolvers: [resolver],
-    });
-  });
-
-  afterAll(async () => {
-    await server?.stop();
-    rmSync(repo, { recursive: true, force: true });
+    return { modelControlMode: 'explicit', loadModels: ['identity_wasm'], backendResolvers: [resolver] };
   });
 
   const post = (path: string, body?: unknown) =>
@@ -67,14 +46,14 @@ describe.each(ENGINES)('%s engine: unload under load', (engine) => {
     const clients = Array.from({ length: 8 }, client);
     try {
       // under load: wait for the clients to be served (at least 20 answers)
-      for (let i = 0; i < 500 && statuses.filter((s) => s === 200).length < 20; i++) await new Promise((r) => setTimeout(r, 20));
+      await until(() => statuses.filter((s) => s === 200).length >= 20, { within: 10_000, every: 20 });
       expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(20);
       const unload = await post('/v2/repository/models/identity_wasm/unload');
       expect(unload.status).toBe(200);
       unloaded = true;
       // The requests in flight at the unload drain (answered 200, however slowly: sandboxes run at
       // background priority); the ones sent afterwards are refused.
-      for (let i = 0; i < 500 && afterUnload.length < 16; i++) await new Promise((r) => setTimeout(r, 20));
+      await until(() => afterUnload.length >= 16, { within: 10_000, every: 20 });
     } finally {
       stop = true;
       await Promise.all(clients);
@@ -85,7 +64,7 @@ describe.each(ENGINES)('%s engine: unload under load', (engine) => {
     expect(afterUnload.every((s) => s === 400 || s === 404 || s === 503)).toBe(true);
     expect(statuses.every((s) => s !== 500)).toBe(true);
     const engineOf = resolver.getBackend().engine;
-    for (let i = 0; i < 100 && engineOf.liveSandboxes() > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await until(() => engineOf.liveSandboxes() === 0, { within: 2_000, every: 20 });
     expect(engineOf.liveSandboxes()).toBe(0);
     expect(resolver.memoryBudget.usedBytes).toBe(0);
     expect((await post('/v2/repository/models/identity_wasm/load')).status).toBe(200);

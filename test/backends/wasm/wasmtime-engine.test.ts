@@ -22,10 +22,9 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { WasmModel } from '../../../host/src/backends/wasm/backend.js';
 import { WasmBackendResolver } from '../../../host/src/backends/wasm/index.js';
 import { addonPath } from '../../../host/src/platform/addon.js';
@@ -33,24 +32,14 @@ import { definedMemories } from '../../../host/src/backends/wasm/binary.js';
 import { componentSurface } from '../../../host/src/backends/wasm/component-check.js';
 import { WasmtimeEngine as WasmtimeEngineClass, type WasmtimeCompiled, type WasmtimeEngine } from '../../../host/src/backends/wasm/wasmtime/engine.js';
 import type { WasmtimeInstance } from '../../../host/src/backends/wasm/wasmtime/instance.js';
+import type { RemoteCompileCache } from '../../../host/src/backends/wasm/wasmtime/remote-cache.js';
 import { sleep, until } from '../../helpers/wait.js';
 import * as h from './helpers.js';
 
 const BUILD = join(h.FIXTURES, 'build');
 const io = { inputs: [['INPUT0', 'FP32', [-1]]] as h.IO[], outputs: [['OUTPUT0', 'FP32', [-1]]] as h.IO[] };
 
-let work: string;
-const resolvers: WasmBackendResolver[] = [];
-
-beforeAll(async () => {
-  await h.ensureBuilt();
-  work = mkdtempSync(join(tmpdir(), 'warden-wasmtime-'));
-});
-
-afterAll(async () => {
-  await Promise.all(resolvers.map((r) => r.finalizeAll()));
-  rmSync(work, { recursive: true, force: true });
-});
+const ws = h.wasmWorkspace('warden-wasmtime-');
 
 function resolver(
   cacheDir: string,
@@ -66,13 +55,13 @@ function resolver(
     wasmtimePool: opts.fuel ? { fuel: true } : undefined,
     cacheSettleMs: opts.settleMs,
   });
-  resolvers.push(r);
+  ws.keep(r);
   return r;
 }
 
 /** Puts fixture `fixture` at <work>/<model>/1/model.wasm and loads it. */
 async function load(r: WasmBackendResolver, model: string, fixture = 'identity', params: Record<string, string> = {}): Promise<WasmModel> {
-  const dir = join(work, model);
+  const dir = join(ws.dir, model);
   mkdirSync(join(dir, '1'), { recursive: true });
   copyFileSync(join(BUILD, `${fixture}.wasm`), join(dir, '1', 'model.wasm'));
   return h.loadModel(r, h.wasmConfig(model, io.inputs, io.outputs, { params }), dir);
@@ -89,17 +78,18 @@ async function identityWorks(m: WasmModel): Promise<void> {
   await inst.finalize();
 }
 
-describe('wasmtime compile cache (.cwasm)', () => {
-  const entryOf = (cache: string) => {
-    const dir = join(cache, 'wasmtime');
-    return join(
-      dir,
-      readdirSync(dir).find((f) => f.endsWith('.cwasm'))!,
-    );
-  };
+/** The one compiled entry (`.cwasm`) in compile cache `cache`. */
+function entryOf(cache: string): string {
+  const dir = join(cache, 'wasmtime');
+  return join(
+    dir,
+    readdirSync(dir).find((f) => f.endsWith('.cwasm'))!,
+  );
+}
 
+describe('wasmtime compile cache (.cwasm)', () => {
   it('compiles once, then loads from the cache in a new engine; the entry is the raw artifact, named by its keyed MAC, beside a 0600 key', async () => {
-    const cache = mkdtempSync(join(work, 'cache-'));
+    const cache = mkdtempSync(join(ws.dir, 'cache-'));
     const m1 = await load(resolver(cache), 'c1');
     expect(sourceOf(m1)).toBe('compiled');
     const files = readdirSync(join(cache, 'wasmtime')).filter((f) => f.endsWith('.cwasm'));
@@ -153,7 +143,7 @@ describe('wasmtime compile cache (.cwasm)', () => {
     ],
     ['an entry written under another cache key', (f: string) => writeFileSync(join(f, '..', '.key'), randomBytes(32), { mode: 0o600 })],
   ])('refuses %s: deletes it, compiles again, and serves correctly', async (_what, tamper) => {
-    const cache = mkdtempSync(join(work, 'cache-'));
+    const cache = mkdtempSync(join(ws.dir, 'cache-'));
     await load(resolver(cache), 't1');
     tamper(entryOf(cache));
     const m = await load(resolver(cache), 't2');
@@ -164,7 +154,7 @@ describe('wasmtime compile cache (.cwasm)', () => {
   });
 
   it('a cache hit never asks for the component bytes; a miss asks once (the first load of a cached component maps only the .cwasm)', async () => {
-    const cache = mkdtempSync(join(work, 'cache-'));
+    const cache = mkdtempSync(join(ws.dir, 'cache-'));
     const bytes = readFileSync(join(BUILD, 'identity.wasm'));
     const input = (reads: { n: number }) => ({
       bytes: async () => {
@@ -193,7 +183,7 @@ describe('wasmtime compile cache (.cwasm)', () => {
   });
 
   it("an entry renamed to another component's hash is refused (the MAC binds the component hash)", async () => {
-    const cache = mkdtempSync(join(work, 'cache-'));
+    const cache = mkdtempSync(join(ws.dir, 'cache-'));
     const a = await load(resolver(cache), 'ra', 'identity');
     const b = await load(resolver(cache), 'rb', 'trap_execute');
     const dir = join(cache, 'wasmtime');
@@ -207,7 +197,7 @@ describe('wasmtime compile cache (.cwasm)', () => {
   });
 
   it('a key file readable by others is replaced, and entries made under the old key are compiled again', async () => {
-    const cache = mkdtempSync(join(work, 'cache-'));
+    const cache = mkdtempSync(join(ws.dir, 'cache-'));
     await load(resolver(cache), 'k1');
     const key = join(cache, 'wasmtime', '.key');
     const old = readFileSync(key);
@@ -219,7 +209,7 @@ describe('wasmtime compile cache (.cwasm)', () => {
   });
 
   it('a precompiled .cwasm uploaded as model.wasm is refused before wasmtime sees it (uploads never become native code)', async () => {
-    const cache = mkdtempSync(join(work, 'cache-'));
+    const cache = mkdtempSync(join(ws.dir, 'cache-'));
     await load(resolver(cache), 'u1');
     const cwasm = readFileSync(entryOf(cache)); // exactly what wasmtime's deserialize would take
     expect(cwasm.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
@@ -228,14 +218,14 @@ describe('wasmtime compile cache (.cwasm)', () => {
       ['u_elf', cwasm],
       ['u_header', withHeader],
     ] as const) {
-      mkdirSync(join(work, name, '1'), { recursive: true });
-      writeFileSync(join(work, name, '1', 'model.wasm'), bytes);
-      await expect(h.loadModel(resolver(cache), h.wasmConfig(name, io.inputs, io.outputs), join(work, name))).rejects.toMatchObject({ code: 'INVALID_ARG' });
+      mkdirSync(join(ws.dir, name, '1'), { recursive: true });
+      writeFileSync(join(ws.dir, name, '1', 'model.wasm'), bytes);
+      await expect(h.loadModel(resolver(cache), h.wasmConfig(name, io.inputs, io.outputs), join(ws.dir, name))).rejects.toMatchObject({ code: 'INVALID_ARG' });
     }
   });
 
   it('entries of the previous format (header + payload) are never loaded, count against the bounds and are evicted first', async () => {
-    const cache = mkdtempSync(join(work, 'cache-'));
+    const cache = mkdtempSync(join(ws.dir, 'cache-'));
     mkdirSync(join(cache, 'wasmtime'));
     const legacy = join(cache, 'wasmtime', `${'ab'.repeat(32)}-${'cd'.repeat(8)}.cwasm`);
     writeFileSync(legacy, 'WARDEN-CWASM/1 old header\npayload');
@@ -247,7 +237,7 @@ describe('wasmtime compile cache (.cwasm)', () => {
   });
 
   it('is bounded: past maxEntries the least recently used entry no loaded model uses goes', async () => {
-    const cache = mkdtempSync(join(work, 'cache-'));
+    const cache = mkdtempSync(join(ws.dir, 'cache-'));
     const r = resolver(cache, { maxEntries: 2 });
     const a = await load(r, 'ba', 'identity');
     const b = await load(r, 'bb', 'trap_execute');
@@ -267,25 +257,18 @@ describe('wasmtime compile cache (.cwasm)', () => {
 });
 
 describe('wasmtime compile cache: verified stamps (a first load trusts an unchanged, fully checked entry instead of hashing it)', () => {
-  const entryOf = (cache: string) => {
-    const dir = join(cache, 'wasmtime');
-    return join(
-      dir,
-      readdirSync(dir).find((f) => f.endsWith('.cwasm'))!,
-    );
-  };
   const stampOf = (cache: string) => entryOf(cache).replace(/\.cwasm$/, '.verified');
   const countsOf = (m: WasmModel) => (m as unknown as { engine: WasmtimeEngine }).engine.cache.counts;
   // settle 0: a just-written entry is stamped at once (the default waits until its last change is 2 s old)
   const quick = (cache: string) => resolver(cache, { settleMs: 0 });
   // past a ctime tick (coarse clock), so that a change after stamping shows in ctime
-  const tick = () => new Promise((r) => setTimeout(r, 30));
+  const tick = () => sleep(30);
   // a whole second, now: a mtime a test can put back exactly (and recent: not refreshed on use)
   const NOW_S = Math.floor(Date.now() / 1000);
 
   /** A cache whose entry was compiled, then loaded once (checked in full, so stamped). */
   async function stamped(): Promise<string> {
-    const cache = mkdtempSync(join(work, 'cache-'));
+    const cache = mkdtempSync(join(ws.dir, 'cache-'));
     await load(quick(cache), 's0');
     utimesSync(entryOf(cache), NOW_S, NOW_S);
     await tick();
@@ -311,7 +294,7 @@ describe('wasmtime compile cache: verified stamps (a first load trusts an unchan
   });
 
   it('an entry whose last change is younger than the settle time is checked in full and not stamped', async () => {
-    const cache = mkdtempSync(join(work, 'cache-'));
+    const cache = mkdtempSync(join(ws.dir, 'cache-'));
     await load(resolver(cache), 'n0');
     const m = await load(resolver(cache), 'n1'); // default settle: 2 s
     expect(countsOf(m)).toEqual({ mac: 1, stamp: 0 });
@@ -407,7 +390,7 @@ describe('wasmtime compile cache: verified stamps (a first load trusts an unchan
   });
 
   it('cacheSettleMs must be a non-negative integer', () => {
-    for (const bad of [-1, 1.5, Number.NaN]) expect(() => resolver(work, { settleMs: bad })).toThrow(RangeError);
+    for (const bad of [-1, 1.5, Number.NaN]) expect(() => resolver(ws.dir, { settleMs: bad })).toThrow(RangeError);
   });
 
   it('a stamp whose entry is gone is removed; an entry used within the hour keeps its mtime (and stamp), an older one is refreshed', async () => {
@@ -426,9 +409,68 @@ describe('wasmtime compile cache: verified stamps (a first load trusts an unchan
   });
 });
 
+describe("wasmtime compile cache: the fleet's shared tier (remote-cache.ts)", () => {
+  const bytes = readFileSync(join(BUILD, 'identity.wasm'));
+  const input = (reads: { n: number }) => ({
+    bytes: async () => {
+      reads.n++;
+      return bytes;
+    },
+    hash: createHash('sha256').update(bytes).digest('hex'),
+    surface: componentSurface(bytes),
+    memories: definedMemories(bytes),
+    limits: { memoryBytes: 16 * 1024 * 1024, executeMs: 1000, logBytes: 4096, logMessages: 16 },
+    what: 'identity',
+  });
+  /** A shared tier in memory: entry name → bytes. */
+  const memoryTier = (entries = new Map<string, Uint8Array>()): RemoteCompileCache & { entries: Map<string, Uint8Array> } => ({
+    entries,
+    fetch: async (prefix, maxBytes) => {
+      const name = [...entries.keys()].find((n) => n.startsWith(prefix));
+      return name && entries.get(name)!.length <= maxBytes ? { name, bytes: entries.get(name)! } : undefined;
+    },
+    store: async (e) => void entries.set(e.name, e.bytes),
+  });
+  const compileWith = async (cacheKey: Buffer, remoteCache: RemoteCompileCache, reads: { n: number }) => {
+    const engine = new WasmtimeEngineClass({ cacheDir: mkdtempSync(join(ws.dir, 'fleet-')), logger: h.silentLogger, cacheKey, remoteCache });
+    const c = await engine.compile(input(reads));
+    engine.release(c);
+    await engine.dispose();
+    return c.source;
+  };
+
+  it('what one replica compiled, another with the same key loads without reading the component; one with another key compiles', async () => {
+    const key = randomBytes(32);
+    const tier = memoryTier();
+    const first = { n: 0 };
+    expect(await compileWith(key, tier, first)).toBe('compiled');
+    await until(() => tier.entries.size === 1, { what: 'entry stored in the shared tier' });
+    expect([...tier.entries.keys()][0]).toMatch(/^[0-9a-f]{64}-[0-9a-f]{16}-[0-9a-f]{64}\.cwasm$/);
+    const second = { n: 0 };
+    expect(await compileWith(key, tier, second)).toBe('shared-cache');
+    expect(second.n).toBe(0);
+    // Without the fleet's key the entry fails its MAC: compiled locally, never loaded.
+    const stranger = { n: 0 };
+    expect(await compileWith(randomBytes(32), tier, stranger)).toBe('compiled');
+    expect(stranger.n).toBe(1);
+  });
+
+  it("a tampered shared entry (one bit) is refused and compiled again, even under the fleet's key", async () => {
+    const key = randomBytes(32);
+    const tier = memoryTier();
+    await compileWith(key, tier, { n: 0 });
+    await until(() => tier.entries.size === 1, { what: 'entry stored' });
+    const [name, good] = [...tier.entries][0]!;
+    const bad = Uint8Array.from(good);
+    bad[bad.length >> 1] ^= 1;
+    tier.entries.set(name, bad);
+    expect(await compileWith(key, tier, { n: 0 })).toBe('compiled');
+  });
+});
+
 describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
   it('models with the same component share its compiled code', async () => {
-    const r = resolver(mkdtempSync(join(work, 'cache-')));
+    const r = resolver(mkdtempSync(join(ws.dir, 'cache-')));
     const m1 = await load(r, 's1');
     const m2 = await load(r, 's2');
     expect(sourceOf(m1)).toBe('compiled');
@@ -438,14 +480,14 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
   });
 
   it('an idle instance releases its sandbox (no thread) and starts a new one on the next request', async () => {
-    const r = resolver(mkdtempSync(join(work, 'cache-')));
+    const r = resolver(mkdtempSync(join(ws.dir, 'cache-')));
     const m = await load(r, 'idle', 'identity', { idle_timeout_ms: '50' });
     const engine = m.engine as WasmtimeEngine;
     const inst = (await m.createInstance(h.instanceSpec('idle'))) as WasmtimeInstance;
     const req = () => h.request('idle', [h.tensor('INPUT0', 'FP32', [1], Float32Array.of(7))], ['OUTPUT0']);
     expect((await h.infer(inst, req())).errors).toEqual([]);
     expect(engine.liveSandboxes()).toBe(1);
-    for (let i = 0; i < 100 && engine.liveSandboxes() > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    await until(() => engine.liveSandboxes() === 0, { within: 2_000, every: 20 });
     expect(inst.live).toBe(false);
     expect(engine.liveSandboxes()).toBe(0);
     expect(inst.idle.releases).toBe(1);
@@ -465,7 +507,7 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
         .filter((tid) => readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'warden-wasmtime') // 'warden-wasmtime-epoch', cut to 15 bytes by the kernel
         .map((tid) => `/proc/self/task/${tid}/status`);
     const switches = () => tickers().reduce((sum, f) => sum + Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(f, 'utf8'))?.[1] ?? 0), 0);
-    const r = resolver(mkdtempSync(join(work, 'cache-')));
+    const r = resolver(mkdtempSync(join(ws.dir, 'cache-')));
     const m = await load(r, 'ticker');
     const inst = (await m.createInstance(h.instanceSpec('ticker'))) as WasmtimeInstance;
     const req = () => h.request('ticker', [h.tensor('INPUT0', 'FP32', [1], Float32Array.of(3))], ['OUTPUT0']);
@@ -511,7 +553,7 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
   });
 
   it('fuel metering reports a deterministic figure per execute that grows with the work', async () => {
-    const r = resolver(mkdtempSync(join(work, 'cache-')), { fuel: true });
+    const r = resolver(mkdtempSync(join(ws.dir, 'cache-')), { fuel: true });
     const m = await load(r, 'fuel');
     const inst = await m.createInstance(h.instanceSpec('fuel'));
     const fuelOf = async (n: number) => {
@@ -524,14 +566,14 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
     expect(await fuelOf(16)).toBe(small);
     expect(await fuelOf(65536)).toBeGreaterThan(small);
     // without fuel metering there is no figure
-    const plain = await load(resolver(mkdtempSync(join(work, 'cache-'))), 'nofuel');
+    const plain = await load(resolver(mkdtempSync(join(ws.dir, 'cache-'))), 'nofuel');
     const pi = await plain.createInstance(h.instanceSpec('nofuel'));
     await h.infer(pi, h.request('nofuel', [h.tensor('INPUT0', 'FP32', [1], Float32Array.of(1))], ['OUTPUT0']));
     expect(pi.stats.lastFuel).toBeUndefined();
   });
 
   it('idle_timeout_ms must be a non-negative integer', async () => {
-    const r = resolver(mkdtempSync(join(work, 'cache-')));
+    const r = resolver(mkdtempSync(join(ws.dir, 'cache-')));
     await expect(load(r, 'idle_bad', 'identity', { idle_timeout_ms: '-5' })).rejects.toMatchObject({
       code: 'INVALID_ARG',
       message: expect.stringMatching(/idle_timeout_ms/),
@@ -539,7 +581,7 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
   });
 
   it('parameters { key: "engine" } picks the engine per model; an unknown engine is refused', async () => {
-    const r = resolver(mkdtempSync(join(work, 'cache-')), { engine: 'v8' });
+    const r = resolver(mkdtempSync(join(ws.dir, 'cache-')), { engine: 'v8' });
     const onV8 = await load(r, 'e_default');
     const onWasmtime = await load(r, 'e_wasmtime', 'identity', { engine: 'wasmtime' });
     expect(onV8.engine.name).toBe('v8');

@@ -17,6 +17,7 @@ A = np.arange(16, dtype=np.int32).reshape(1, 16)
 B = np.full((1, 16), 9, dtype=np.int32)
 
 
+@run.case("cache hits visible in statistics")
 def hits():
     for _ in range(3):
         i0 = grpcclient.InferInput("INPUT0", [1, 16], "INT32")
@@ -35,6 +36,5 @@ def hits():
     expect_eq(int(s["execution_count"]), 1, "execution_count excludes hits")
 
 
-run.case("cache hits visible in statistics", hits)
 g.close()
 run.finish()

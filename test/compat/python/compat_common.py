@@ -14,6 +14,7 @@ and exits 0 when every case passed, 1 otherwise. `observed` carries raw server a
 import argparse
 import json
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -82,6 +83,28 @@ def bytes_of(arr):
     return np.array(flat, dtype=np.object_).reshape(arr.shape)
 
 
+def tenant_args(p):
+    """The arguments of the multi-tenant scripts: two tenants' tokens and the identity component they upload."""
+    p.add_argument("--token-a", required=True)
+    p.add_argument("--token-b", required=True)
+    p.add_argument("--wasm", required=True, help="path of an identity component (FP32 [-1] -> FP32 [-1])")
+
+
+def identity_upload(wasm_path):
+    """The config (JSON text) and component bytes of a tenant's identity model, for `load_model(config=, files=)`."""
+    with open(wasm_path, "rb") as f:
+        wasm = f.read()
+    config = json.dumps(
+        {
+            "backend": "wasm",
+            "max_batch_size": 0,
+            "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
+            "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
+        }
+    )
+    return config, wasm
+
+
 class Run:
     """Collects case results and observed server answers for one script run."""
 
@@ -98,8 +121,19 @@ class Run:
         self.observed = {}
         self.client = httpclient.InferenceServerClient(url=self.args.url, concurrency=8)
 
-    def case(self, name, fn):
-        """Run one named case; record ok or the failure detail. Never raises."""
+    def case(self, name, fn=None):
+        """Run one named case; record ok or the failure detail. Never raises.
+
+        Without `fn`, a decorator: `@run.case("name")` over a function runs it as that case where
+        it is defined (so cases run in the order the script defines them).
+        """
+        if fn is None:
+
+            def run_now(f):
+                self.case(name, f)
+                return f
+
+            return run_now
         try:
             fn()
             self.cases.append({"name": name, "ok": True, "detail": ""})
@@ -122,6 +156,15 @@ class Run:
                     "detail": f"{type(e).__name__}: {e} | " + " / ".join(tb),
                 }
             )
+
+    def wait_ready(self, model, want, seconds=20):
+        """Poll `is_model_ready(model)` until it is `want`; raises AssertionError after `seconds`."""
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if self.client.is_model_ready(model) == want:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"is_model_ready({model!r}) did not become {want} within {seconds}s")
 
     def observe(self, key, value):
         self.observed[key] = value

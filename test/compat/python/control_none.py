@@ -25,6 +25,7 @@ unavailable = [m for m in run.args.unavailable.split(",") if m]
 REFUSED = "explicit model load / unload is not allowed if polling is enabled"
 
 
+@run.case("index: READY and UNAVAILABLE models")
 def index():
     idx = client.get_model_repository_index()
     run.observe("index", idx)
@@ -39,22 +40,19 @@ def index():
         expect_true(isinstance(e.get("reason"), str) and e["reason"], f"{m} has no reason: {e!r}")
 
 
+@run.case("strict readiness follows the index")
 def strict_readiness():
     idx = client.get_model_repository_index()
     all_ready = all(e.get("state") == "READY" for e in idx)
     expect_eq(client.is_server_ready(), all_ready, f"is_server_ready() with index states {[(e.get('name'), e.get('state')) for e in idx]}")
 
 
+@run.case("example models infer exactly")
 def infer_each():
     for m in models:
         batch = 3 if ex.MAX_BATCH[m] > 0 else None
         inputs, expected = ex.make(m, batch, 11)
-        tensors = []
-        for n in ("INPUT0", "INPUT1"):
-            t = httpclient.InferInput(n, list(inputs[n].shape), ex.ALL[m])
-            t.set_data_from_numpy(inputs[n])
-            tensors.append(t)
-        result = client.infer(m, tensors)
+        result = client.infer(m, ex.input_tensors(httpclient, m, inputs))
         for n in ("OUTPUT0", "OUTPUT1"):
             got = result.as_numpy(n)
             if ex.ALL[m] == "BYTES":
@@ -62,6 +60,7 @@ def infer_each():
             expect_array(got, expected[n], f"{m} {n}")
 
 
+@run.case("unavailable models refuse inference")
 def unavailable_refuse():
     for m in unavailable:
         expect_eq(client.is_model_ready(m), False, f"is_model_ready({m!r})")
@@ -75,15 +74,11 @@ def unavailable_refuse():
         )
 
 
+@run.case("load / unload refused")
 def load_unload_refused():
     expect_server_error(lambda: client.load_model("simple"), "503", message=REFUSED, what="load in mode none")
     expect_server_error(lambda: client.unload_model("simple"), "503", message=REFUSED, what="unload in mode none")
     expect_eq(client.is_model_ready("simple"), True, "simple still ready after the refused unload")
 
 
-run.case("index: READY and UNAVAILABLE models", index)
-run.case("strict readiness follows the index", strict_readiness)
-run.case("example models infer exactly", infer_each)
-run.case("unavailable models refuse inference", unavailable_refuse)
-run.case("load / unload refused", load_unload_refused)
 run.finish()

@@ -25,6 +25,7 @@ def int_inputs(shape, dtype=np.int32, datatype="INT32", names=("INPUT0", "INPUT1
     return out
 
 
+@run.case("unknown model: infer")
 def unknown_model_infer():
     expect_server_error(
         lambda: client.infer("no_such_model", int_inputs((1, 16))),
@@ -34,6 +35,7 @@ def unknown_model_infer():
     )
 
 
+@run.case("unknown model: metadata / ready")
 def unknown_model_metadata():
     expect_server_error(
         lambda: client.get_model_metadata("no_such_model"),
@@ -44,6 +46,7 @@ def unknown_model_metadata():
     expect_eq(client.is_model_ready("no_such_model"), False, "is_model_ready('no_such_model')")
 
 
+@run.case("unknown version: infer")
 def unknown_version():
     expect_server_error(
         lambda: client.infer("simple", int_inputs((1, 16)), model_version="7"),
@@ -53,6 +56,7 @@ def unknown_version():
     )
 
 
+@run.case("wrong datatype")
 def wrong_datatype():
     expect_server_error(
         lambda: client.infer("simple", int_inputs((1, 16), np.float32, "FP32")),
@@ -62,6 +66,7 @@ def wrong_datatype():
     )
 
 
+@run.case("wrong shape")
 def wrong_shape():
     expect_server_error(
         lambda: client.infer("simple", int_inputs((1, 8))),
@@ -71,6 +76,7 @@ def wrong_shape():
     )
 
 
+@run.case("missing input")
 def missing_input():
     expect_server_error(
         lambda: client.infer("simple", int_inputs((1, 16), names=("INPUT0",))),
@@ -80,6 +86,7 @@ def missing_input():
     )
 
 
+@run.case("unknown requested output")
 def unknown_output():
     inputs = int_inputs((1, 16))
     outputs = [httpclient.InferRequestedOutput("OUTPUT9")]
@@ -91,25 +98,13 @@ def unknown_output():
     )
 
 
+@run.case("server unchanged after errors")
 def still_serving():
     expect_eq(client.is_model_ready("simple"), True, "simple ready after the bad requests")
     inputs, expected = ex.make("simple", 2, 9)
-    tensors = []
-    for n in ("INPUT0", "INPUT1"):
-        t = httpclient.InferInput(n, [2, 16], "INT32")
-        t.set_data_from_numpy(inputs[n])
-        tensors.append(t)
-    result = client.infer("simple", tensors)
+    result = client.infer("simple", ex.input_tensors(httpclient, "simple", inputs))
     for n in ("OUTPUT0", "OUTPUT1"):
         expect_array(result.as_numpy(n), expected[n], f"simple {n} after the bad requests")
 
 
-run.case("unknown model: infer", unknown_model_infer)
-run.case("unknown model: metadata / ready", unknown_model_metadata)
-run.case("unknown version: infer", unknown_version)
-run.case("wrong datatype", wrong_datatype)
-run.case("wrong shape", wrong_shape)
-run.case("missing input", missing_input)
-run.case("unknown requested output", unknown_output)
-run.case("server unchanged after errors", still_serving)
 run.finish()

@@ -22,6 +22,20 @@ ALL = {**BATCHING, **NON_BATCHING}
 MAX_BATCH = {"simple": 8, "simple_string": 8, "simple_int8": 8, "addsub_onnx": 0}
 
 
+def input_tensors(lib, model, inputs, binary=None):
+    """INPUT0 and INPUT1 of `inputs` (from `make`) as `lib.InferInput`s of example `model`, where `lib`
+    is tritonclient.http or tritonclient.http.aio; `binary` sets `binary_data` (None: the client's default)."""
+    tensors = []
+    for name in ("INPUT0", "INPUT1"):
+        t = lib.InferInput(name, list(inputs[name].shape), ALL[model])
+        if binary is None:
+            t.set_data_from_numpy(inputs[name])
+        else:
+            t.set_data_from_numpy(inputs[name], binary_data=binary)
+        tensors.append(t)
+    return tensors
+
+
 def _int_pair(n, seed):
     base = np.arange(n, dtype=np.int64)
     in0 = (base * 7919 + seed * 131) % 200001 - 100000

@@ -30,14 +30,7 @@ models = [m for m in run.args.models.split(",") if m] or list(ex.ALL)
 
 
 def build_inputs(model, inputs, binary):
-    datatype = ex.ALL[model]
-    out = []
-    for name in ("INPUT0", "INPUT1"):
-        arr = inputs[name]
-        t = httpclient.InferInput(name, list(arr.shape), datatype)
-        t.set_data_from_numpy(arr, binary_data=binary)
-        out.append(t)
-    return out
+    return ex.input_tensors(httpclient, model, inputs, binary)
 
 
 def check_outputs(model, result, expected, names, binary_by_name):
@@ -182,12 +175,7 @@ def aio_case(model, batch):
                 expect_eq(await c.is_server_live(), True, "aio is_server_live")
                 expect_eq(await c.is_model_ready(model), True, "aio is_model_ready")
                 inputs, expected = ex.make(model, batch, 40)
-                tensors = []
-                for n in ("INPUT0", "INPUT1"):
-                    t = aioclient.InferInput(n, list(inputs[n].shape), ex.ALL[model])
-                    t.set_data_from_numpy(inputs[n])
-                    tensors.append(t)
-                result = await c.infer(model, tensors)
+                result = await c.infer(model, ex.input_tensors(aioclient, model, inputs))
                 check_outputs(model, result, expected, ["OUTPUT0", "OUTPUT1"], {"OUTPUT0": True, "OUTPUT1": True})
 
         asyncio.run(go())

@@ -10,7 +10,6 @@ a file override without config (rejected, nothing changes), and unload semantics
 
 import json
 import os
-import time
 
 import numpy as np
 import tritonclient.http as httpclient
@@ -62,24 +61,10 @@ def entry(idx, model):
     return found[0]
 
 
-def wait_ready(model, want, seconds=20):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if client.is_model_ready(model) == want:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"is_model_ready({model!r}) did not become {want} within {seconds}s")
-
-
 def infer_exact(served_as, model_kind, batch, seed=0):
     """Infer on `served_as` with inputs of example `model_kind`; outputs must be exact."""
     inputs, expected = ex.make(model_kind, batch, seed)
-    tensors = []
-    for n in ("INPUT0", "INPUT1"):
-        t = httpclient.InferInput(n, list(inputs[n].shape), ex.ALL[model_kind])
-        t.set_data_from_numpy(inputs[n])
-        tensors.append(t)
-    result = client.infer(served_as, tensors)
+    result = client.infer(served_as, ex.input_tensors(httpclient, model_kind, inputs))
     for n in ("OUTPUT0", "OUTPUT1"):
         expect_array(result.as_numpy(n), expected[n], f"{served_as} {n}")
 
@@ -93,6 +78,7 @@ def int32_request(model, batch):
     return lambda: client.infer(model, tensors)
 
 
+@run.case("index before any load")
 def index_before_load():
     """Every model directory of the repository is listed, by name only (never loaded)."""
     idx = index_entries()
@@ -107,6 +93,7 @@ def index_before_load():
         expect_eq(entry(idx, m), {"name": m}, f"index entry of never-loaded {m}")
 
 
+@run.case("load simple")
 def load_simple():
     expect_eq(client.is_model_ready("simple"), False, "simple ready before load")
     client.load_model("simple")
@@ -117,6 +104,7 @@ def load_simple():
     infer_exact("simple", "simple", 8)
 
 
+@run.case("load with config override (max_batch_size 4)")
 def config_override():
     client.load_model("simple", config=config_json("simple", "TYPE_INT32", 4))
     expect_eq(client.is_model_ready("simple"), True, "simple ready after override load")
@@ -131,6 +119,7 @@ def config_override():
     )
 
 
+@run.case("load without override reverts to config.pbtxt")
 def reload_from_repository():
     client.load_model("simple")
     cfg = client.get_model_config("simple")
@@ -138,6 +127,7 @@ def reload_from_repository():
     infer_exact("simple", "simple", 8)
 
 
+@run.case("file override without config is rejected, model unchanged")
 def files_without_config():
     e = expect_server_error(
         lambda: client.load_model("simple", files={"file:1/model.onnx": read_model("simple_int8")}),
@@ -150,6 +140,7 @@ def files_without_config():
     infer_exact("simple", "simple", 2)
 
 
+@run.case("file override replaces simple with the INT8 model, then reverts")
 def file_override_replaces():
     client.load_model(
         "simple",
@@ -169,6 +160,7 @@ def file_override_replaces():
     infer_exact("simple", "simple", 3)
 
 
+@run.case("file override creates a new model simple_uploaded")
 def file_override_new_model():
     client.load_model(
         "simple_uploaded",
@@ -180,12 +172,13 @@ def file_override_new_model():
     md = client.get_model_metadata("simple_uploaded")
     expect_eq(md.get("name"), "simple_uploaded", "metadata name")
     client.unload_model("simple_uploaded")
-    wait_ready("simple_uploaded", False)
+    run.wait_ready("simple_uploaded", False)
 
 
+@run.case("unload simple")
 def unload_simple():
     client.unload_model("simple")
-    wait_ready("simple", False)
+    run.wait_ready("simple", False)
     idx = index_entries()
     run.observe("index_after_unload", idx)
     expect_eq(
@@ -201,11 +194,13 @@ def unload_simple():
     )
 
 
+@run.case("unload of a never-loaded model succeeds")
 def unload_never_loaded():
     client.unload_model("simple_int8")
     expect_eq(client.is_model_ready("simple_int8"), False, "simple_int8 ready")
 
 
+@run.case("load of a model missing from the repository fails")
 def load_missing():
     e = expect_server_error(
         lambda: client.load_model("no_such_model"),
@@ -216,6 +211,7 @@ def load_missing():
     run.observe("load_missing_message", e.message())
 
 
+@run.case("load the four example models")
 def load_all_examples():
     for m in ("simple", "simple_string", "simple_int8", "addsub_onnx"):
         client.load_model(m)
@@ -227,15 +223,4 @@ def load_all_examples():
     infer_exact("addsub_onnx", "addsub_onnx", None)
 
 
-run.case("index before any load", index_before_load)
-run.case("load simple", load_simple)
-run.case("load with config override (max_batch_size 4)", config_override)
-run.case("load without override reverts to config.pbtxt", reload_from_repository)
-run.case("file override without config is rejected, model unchanged", files_without_config)
-run.case("file override replaces simple with the INT8 model, then reverts", file_override_replaces)
-run.case("file override creates a new model simple_uploaded", file_override_new_model)
-run.case("unload simple", unload_simple)
-run.case("unload of a never-loaded model succeeds", unload_never_loaded)
-run.case("load of a model missing from the repository fails", load_missing)
-run.case("load the four example models", load_all_examples)
 run.finish()

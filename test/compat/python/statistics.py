@@ -23,21 +23,7 @@ BATCHES = [1, 8, 1, 4, 8, 1]
 
 def inputs_for(batch, seed, binary):
     inputs, expected = ex.make("simple", batch, seed)
-    tensors = []
-    for n in ("INPUT0", "INPUT1"):
-        t = httpclient.InferInput(n, [batch, 16], "INT32")
-        t.set_data_from_numpy(inputs[n], binary_data=binary)
-        tensors.append(t)
-    return tensors, expected
-
-
-def wait_ready(model, want, seconds=20):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if client.is_model_ready(model) == want:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"is_model_ready({model!r}) did not become {want} within {seconds}s")
+    return ex.input_tensors(httpclient, "simple", inputs, binary), expected
 
 
 def stats_of(model, version=""):
@@ -50,11 +36,12 @@ def stats_of(model, version=""):
 state = {}
 
 
+@run.case("simple reloaded: statistics start at zero")
 def fresh_load():
     client.unload_model("simple")
-    wait_ready("simple", False)
+    run.wait_ready("simple", False)
     client.load_model("simple")
-    wait_ready("simple", True)
+    run.wait_ready("simple", True)
     st = stats_of("simple")
     run.observe("stats_after_load", st)
     expect_eq(st.get("version"), "1", "version")
@@ -64,6 +51,7 @@ def fresh_load():
     expect_eq(st["inference_stats"]["success"]["count"], 0, "success.count after load")
 
 
+@run.case("6 requests (batch 1,8,1,4,8,1) + 1 rejected, exact results")
 def run_requests():
     state["t0"] = int(time.time() * 1000)
     for i, batch in enumerate(BATCHES):
@@ -76,6 +64,7 @@ def run_requests():
     state["t1"] = int(time.time() * 1000)
 
 
+@run.case("inference / execution counts exact")
 def counts():
     st = stats_of("simple")
     run.observe("stats_after_requests", st)
@@ -98,6 +87,7 @@ def counts():
     )
 
 
+@run.case("batch_stats per batch size")
 def batch_stats():
     st = stats_of("simple")
     by_size = {b["batch_size"]: b["compute_infer"]["count"] for b in st.get("batch_stats", [])}
@@ -107,6 +97,7 @@ def batch_stats():
     expect_eq(by_size, want, "batch_stats compute_infer counts by batch_size")
 
 
+@run.case("all-model and per-version statistics")
 def all_models_and_version():
     everything = client.get_inference_statistics()
     names = [e.get("name") for e in everything.get("model_stats", [])]
@@ -115,6 +106,7 @@ def all_models_and_version():
     expect_eq(st.get("inference_count"), sum(BATCHES), "inference_count via /versions/1/stats")
 
 
+@run.case("statistics of an unknown model")
 def unknown_model():
     expect_server_error(
         lambda: client.get_inference_statistics("no_such_model"),
@@ -124,10 +116,4 @@ def unknown_model():
     )
 
 
-run.case("simple reloaded: statistics start at zero", fresh_load)
-run.case("6 requests (batch 1,8,1,4,8,1) + 1 rejected, exact results", run_requests)
-run.case("inference / execution counts exact", counts)
-run.case("batch_stats per batch size", batch_stats)
-run.case("all-model and per-version statistics", all_models_and_version)
-run.case("statistics of an unknown model", unknown_model)
 run.finish()

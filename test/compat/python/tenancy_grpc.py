@@ -9,7 +9,6 @@ and infers; tenant B cannot see A's model (NOT_FOUND, the text of a model that d
 no token is UNAUTHENTICATED; a stream carries the token in `start_stream(headers=...)`.
 """
 
-import json
 import queue
 from functools import partial
 
@@ -17,30 +16,19 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from compat_common import Mismatch, Run, expect_array, expect_eq, expect_true
+from compat_common import Mismatch, Run, expect_array, expect_eq, expect_true, identity_upload, tenant_args
 
 
 def add_args(p):
     p.add_argument("--grpc-url", required=True)
-    p.add_argument("--token-a", required=True)
-    p.add_argument("--token-b", required=True)
-    p.add_argument("--wasm", required=True, help="path of an identity component (FP32 [-1] -> FP32 [-1])")
+    tenant_args(p)
 
 
 run = Run("tenancy_grpc.py", __doc__, add_args)
 g = grpcclient.InferenceServerClient(url=run.args.grpc_url)
 A = {"authorization": f"Bearer {run.args.token_a}"}
 B = {"authorization": f"Bearer {run.args.token_b}"}
-with open(run.args.wasm, "rb") as f:
-    WASM = f.read()
-CONFIG = json.dumps(
-    {
-        "backend": "wasm",
-        "max_batch_size": 0,
-        "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
-        "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [-1]}],
-    }
-)
+CONFIG, WASM = identity_upload(run.args.wasm)
 
 
 def inputs(values):
@@ -59,17 +47,20 @@ def expect_grpc_error(fn, status, what):
     raise Mismatch(f"{what}: expected {status}, got success")
 
 
+@run.case("no token: UNAUTHENTICATED, health open")
 def no_token():
     expect_true(g.is_server_live(), "health needs no token")
     expect_grpc_error(lambda: g.get_model_metadata("m"), "StatusCode.UNAUTHENTICATED", "metadata without a token")
 
 
+@run.case("an upper-case Authorization key is refused by grpcio itself")
 def upper_case_key_refused_by_grpcio():
     # Documented (docs/tenancy.md "Over gRPC"): grpcio validates metadata keys before sending.
     e = expect_grpc_error(lambda: g.is_model_ready("m", headers={"Authorization": A["authorization"]}), "StatusCode.INTERNAL", "Authorization key")
     expect_true("Invalid metadata" in (e.message() or ""), f"grpcio's own refusal, got {e.message()!r}")
 
 
+@run.case("tenant A uploads and infers with headers={'authorization': ...}")
 def a_uploads_and_infers():
     g.load_model("m", headers=A, config=CONFIG, files={"file:1/model.wasm": WASM})
     expect_true(g.is_model_ready("m", headers=A), "A's m ready")
@@ -77,6 +68,7 @@ def a_uploads_and_infers():
     expect_array(out, np.array([1.5, -2.0], dtype=np.float32), "A's m output")
 
 
+@run.case("tenant B cannot see A's model")
 def b_cannot_see():
     absent = expect_grpc_error(lambda: g.get_model_metadata("absent", headers=B), "StatusCode.NOT_FOUND", "absent model")
     theirs = expect_grpc_error(lambda: g.get_model_metadata("m", headers=B), "StatusCode.NOT_FOUND", "A's model seen by B")
@@ -84,6 +76,7 @@ def b_cannot_see():
     expect_eq(g.is_model_ready("m", headers=B), False, "A's m is not ready for B")
 
 
+@run.case("a stream carries the token from start_stream(headers=...)")
 def stream_with_token():
     got = queue.Queue()
     g.start_stream(callback=partial(lambda q, result, error: q.put((result, error)), got), headers=A)
@@ -94,11 +87,6 @@ def stream_with_token():
     expect_array(result.as_numpy("OUTPUT0"), np.array([7.0], dtype=np.float32), "stream output")
 
 
-run.case("no token: UNAUTHENTICATED, health open", no_token)
-run.case("an upper-case Authorization key is refused by grpcio itself", upper_case_key_refused_by_grpcio)
-run.case("tenant A uploads and infers with headers={'authorization': ...}", a_uploads_and_infers)
-run.case("tenant B cannot see A's model", b_cannot_see)
-run.case("a stream carries the token from start_stream(headers=...)", stream_with_token)
 try:
     g.close()
 except Exception:

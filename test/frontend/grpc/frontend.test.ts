@@ -6,16 +6,15 @@
  * imports the model manager.
  */
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
-import { hashToken } from '../../../host/src/tenancy/token.js';
+import { startTenantServer, startTestServer, type TenantServer } from '../../helpers/servers.js';
 import { int32s, simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../../helpers/grpc.js';
 import { PROJECT_ROOT, postJson, simpleRequest, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { executed, JsBackendResolver, REPEAT_CONFIG } from '../../helpers/js-backend.js';
+import { sleep, until } from '../../helpers/wait.js';
 
 const A = Array.from({ length: 16 }, (_, i) => i);
 const B = Array(16).fill(2);
@@ -249,7 +248,7 @@ describe('single-user gRPC frontend', () => {
     stream.on('data', (m) => got.push(m));
     for (let i = 0; i < 20; i++) stream.write(simpleInfer(A, B, { id: `c${i}` }));
     stream.cancel();
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     const ok = await unaryCall(client, 'ModelInfer', simpleInfer(A, B));
     expect(int32s(ok.res.raw_output_contents[0])).toEqual(A.map((x, i) => x + B[i]));
   });
@@ -257,11 +256,10 @@ describe('single-user gRPC frontend', () => {
 
 /** A `jstest` echo model `name` (INT32 [1] in and out) with `count` instances and one parameter. */
 function writeJsModel(repo: TempRepo, name: string, count: number, param: string, value: string): void {
-  repo.write(
-    `${name}/config.pbtxt`,
+  repo.addModel(
+    name,
     `name: "${name}"\nbackend: "jstest"\nmax_batch_size: 0\ninput [{ name: "INPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\noutput [{ name: "OUTPUT0", data_type: TYPE_INT32, dims: [ 1 ] }]\ninstance_group [{ kind: KIND_CPU, count: ${count} }]\nparameters { key: "${param}" value: { string_value: "${value}" } }\n`,
   );
-  repo.write(`${name}/1/.keep`, '');
 }
 
 /** A server on `repo` with the in-process `jstest` backend, and a gRPC client to it. */
@@ -288,7 +286,7 @@ describe('cancellation', () => {
       });
       const before = executed.filter((e) => e.model === 'slow').length;
       const first = unaryCall(client, 'ModelInfer', one('first'));
-      await new Promise((r) => setTimeout(r, 50));
+      await until(() => executed.filter((e) => e.model === 'slow').length > before, { what: 'the first request executing' });
       const md = new Metadata();
       const late = await new Promise<ServiceError | null>((resolve) =>
         (client as unknown as Record<string, (...args: unknown[]) => void>).ModelInfer(
@@ -300,7 +298,7 @@ describe('cancellation', () => {
       );
       expect(late?.code).toBe(status.DEADLINE_EXCEEDED);
       expect((await first).res.id).toBe('first');
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
       expect(executed.filter((e) => e.model === 'slow').length - before).toBe(1);
       const stats = await unaryCall(client, 'ModelStatistics', { name: 'slow' });
       expect(stats.res.model_stats[0].inference_stats.fail.count).toBe('1');
@@ -316,8 +314,7 @@ describe('stream response order', () => {
   it("a non-decoupled model's answers come in request order though instances finish out of order; a decoupled model's as produced", async () => {
     const repo = tempRepo();
     writeJsModel(repo, 'sleepy', 3, 'delay_from_input', 'true');
-    repo.write('repeat/config.pbtxt', `name: "repeat"\n${REPEAT_CONFIG}`);
-    repo.write('repeat/1/.keep', '');
+    repo.addModel('repeat', `name: "repeat"\n${REPEAT_CONFIG}`);
     const { server, client } = await startJsServer(repo);
     try {
       const stream = (client as unknown as { ModelStreamInfer(): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer();
@@ -393,38 +390,31 @@ describe('multi-tenant gRPC frontend', () => {
     ops: 'ops-token-0123456789abcdefghijklmn',
   };
   let repo: TempRepo;
-  let dir: string;
+  let tenants: TenantServer | undefined;
   let server: RunningServer;
   let client: TritonGrpcClient;
   beforeAll(async () => {
     repo = tempRepo(['simple']);
-    dir = mkdtempSync(join(tmpdir(), 'warden-grpc-tenants-'));
-    writeFileSync(
-      join(dir, 'tenants.json'),
-      JSON.stringify({
-        tenants: [
-          { id: 'acme', role: 'tenant', tokens: [hashToken(TOKENS.acme)], shared_models: ['simple'] },
-          { id: 'bob', role: 'tenant', tokens: [hashToken(TOKENS.bob)] },
-          { id: 'flood', role: 'tenant', tokens: [hashToken(TOKENS.flood)], shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
-          { id: 'streamer', role: 'tenant', tokens: [hashToken(TOKENS.streamer)], shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
-          // a window of burst / requests_per_second = 4 s: the test's four requests fall in one
-          { id: 'mixed', role: 'tenant', tokens: [hashToken(TOKENS.mixed)], shared_models: ['simple'], quotas: { requests_per_second: 0.5, burst: 2 } },
-          { id: 'ops', role: 'admin', tokens: [hashToken(TOKENS.ops)] },
-        ],
-      }),
+    tenants = await startTenantServer(
+      repo,
+      [
+        { id: 'acme', token: TOKENS.acme, shared_models: ['simple'] },
+        { id: 'bob', token: TOKENS.bob },
+        { id: 'flood', token: TOKENS.flood, shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
+        { id: 'streamer', token: TOKENS.streamer, shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
+        // a window of burst / requests_per_second = 4 s: the test's four requests fall in one
+        { id: 'mixed', token: TOKENS.mixed, shared_models: ['simple'], quotas: { requests_per_second: 0.5, burst: 2 } },
+        { id: 'ops', role: 'admin', token: TOKENS.ops },
+      ],
+      { loadModels: ['*'], grpcPort: 0 },
     );
-    server = await startTestServer(repo, {
-      loadModels: ['*'],
-      grpcPort: 0,
-      tenantsFile: join(dir, 'tenants.json'),
-    });
+    server = tenants.server;
     client = tritonGrpcClient(server.grpcUrl!);
   });
   afterAll(async () => {
     client?.close();
-    await server?.stop();
+    await tenants?.stop();
     repo?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('no or a wrong token is UNAUTHENTICATED; health needs none', async () => {

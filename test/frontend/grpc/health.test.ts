@@ -45,8 +45,7 @@ describe('grpc.health.v1.Health on a ready server', () => {
 describe('grpc.health.v1.Health when the server is not ready, and while it drains', () => {
   it('NOT_SERVING when a model failed to load (strict readiness), as /v2/health/ready says 400', async () => {
     const repo = tempRepo(['simple']);
-    repo.write('broken/config.pbtxt', 'name: "broken"\nbackend: "onnxruntime"\nmax_batch_size: 0\n');
-    repo.write('broken/1/.keep', '');
+    repo.addModel('broken', 'name: "broken"\nbackend: "onnxruntime"\nmax_batch_size: 0\n');
     const server = await startTestServer(repo, { modelControlMode: 'none', exitOnError: false, grpcPort: 0 });
     try {
       expect((await getJson(`${server.httpUrl}/v2/health/ready`)).status).toBe(400);

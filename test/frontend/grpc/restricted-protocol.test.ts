@@ -9,16 +9,16 @@
  * health; in single-user mode and on top of tenant tokens.
  */
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCli, UsageError } from '../../../host/src/cli-options.js';
 import { startServer, type RunningServer } from '../../../host/src/server.js';
-import { hashToken } from '../../../host/src/tenancy/token.js';
 import { int32s, simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../../helpers/grpc.js';
 import { tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { healthCheck } from '../../helpers/grpc-health.js';
+import { writeTenantsFile } from '../../helpers/servers.js';
 
 const A = Array.from({ length: 16 }, (_, i) => i);
 const B = Array(16).fill(2);
@@ -64,101 +64,87 @@ describe('--grpc-restricted-protocol: parsing', () => {
   });
 });
 
-describe('--grpc-restricted-protocol: a client without the metadata (single-user)', () => {
-  let repo: TempRepo;
-  let server: RunningServer;
-  let client: TritonGrpcClient;
+/**
+ * For the enclosing describe: Warden on a temporary repository holding `simple`, started from the
+ * command line `--model-control-mode=explicit --load-model=* <flags(dir)>` (ephemeral ports,
+ * silent), where `dir` is a temporary folder for the files the flags name; and a gRPC client of it.
+ */
+function useFlagsServer(flags: (dir: string) => string[]): { server: RunningServer; client: TritonGrpcClient } {
+  const s = {} as { server: RunningServer; client: TritonGrpcClient };
+  let repo: TempRepo | undefined;
+  let dir: string | undefined;
   beforeAll(async () => {
     repo = tempRepo(['simple']);
-    const cli = parseCli([
-      `--model-repository=${repo.path}`,
-      '--model-control-mode=explicit',
-      '--load-model=*',
-      '--grpc-restricted-protocol=inference,health:infer-key=abc',
-      '--grpc-restricted-protocol=model-repository:admin-key=s3cret',
-    ]);
-    server = await startServer({ ...cli, httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent' });
-    client = tritonGrpcClient(server.grpcUrl!);
+    dir = mkdtempSync(join(tmpdir(), 'warden-grpc-restricted-'));
+    const cli = parseCli([`--model-repository=${repo.path}`, '--model-control-mode=explicit', '--load-model=*', ...flags(dir)]);
+    s.server = await startServer({ ...cli, httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent' });
+    s.client = tritonGrpcClient(s.server.grpcUrl!);
   });
   afterAll(async () => {
-    client?.close();
-    await server?.stop();
+    s.client?.close();
+    await s.server?.stop();
     repo?.cleanup();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
+  return s;
+}
+
+describe('--grpc-restricted-protocol: a client without the metadata (single-user)', () => {
+  const srv = useFlagsServer(() => [
+    '--grpc-restricted-protocol=inference,health:infer-key=abc',
+    '--grpc-restricted-protocol=model-repository:admin-key=s3cret',
+  ]);
 
   it("cannot unload a model: UNAVAILABLE with Triton's text, and the model stays ready", async () => {
     for (const md of [{}, { 'triton-grpc-protocol-admin-key': 'wrong' }, { 'admin-key': 's3cret' }, KEY] as Record<string, string>[]) {
-      const r = await unaryCall(client, 'RepositoryModelUnload', { model_name: 'simple' }, undefined, md);
+      const r = await unaryCall(srv.client, 'RepositoryModelUnload', { model_name: 'simple' }, undefined, md);
       expect([r.err?.code, r.err?.details], JSON.stringify(md)).toEqual([status.UNAVAILABLE, ADMIN]);
     }
-    expect((await unaryCall(client, 'RepositoryIndex', {})).err?.code).toBe(status.UNAVAILABLE);
-    expect((await unaryCall(client, 'RepositoryModelLoad', { model_name: 'simple' })).err?.details).toBe(ADMIN);
-    expect((await unaryCall(client, 'ModelReady', { name: 'simple' }, undefined, KEY)).res.ready).toBe(true);
+    expect((await unaryCall(srv.client, 'RepositoryIndex', {})).err?.code).toBe(status.UNAVAILABLE);
+    expect((await unaryCall(srv.client, 'RepositoryModelLoad', { model_name: 'simple' })).err?.details).toBe(ADMIN);
+    expect((await unaryCall(srv.client, 'ModelReady', { name: 'simple' }, undefined, KEY)).res.ready).toBe(true);
   });
 
   it('cannot run a model, unary or streaming, nor read health (Check of grpc.health.v1 included)', async () => {
-    const r = await unaryCall(client, 'ModelInfer', simpleInfer(A, B));
+    const r = await unaryCall(srv.client, 'ModelInfer', simpleInfer(A, B));
     expect([r.err?.code, r.err?.details]).toEqual([status.UNAVAILABLE, INFER]);
-    const s = await stream(client, {}, [simpleInfer(A, B, { id: 's1' })]);
+    const s = await stream(srv.client, {}, [simpleInfer(A, B, { id: 's1' })]);
     expect(s.got).toEqual([]);
     expect([s.err?.code, s.err?.details]).toEqual([status.UNAVAILABLE, INFER]);
-    for (const rpc of ['ServerLive', 'ServerReady', 'ModelReady']) expect((await unaryCall(client, rpc, { name: 'simple' })).err?.details, rpc).toBe(INFER);
-    const h = await healthCheck(server.grpcUrl!, '');
+    for (const rpc of ['ServerLive', 'ServerReady', 'ModelReady']) expect((await unaryCall(srv.client, rpc, { name: 'simple' })).err?.details, rpc).toBe(INFER);
+    const h = await healthCheck(srv.server.grpcUrl!, '');
     expect([h.err?.code, h.err?.details]).toEqual([status.UNAVAILABLE, INFER]);
   });
 
   it('with the metadata the same calls are served; unrestricted groups need none', async () => {
-    const r = await unaryCall(client, 'ModelInfer', simpleInfer(A, B), undefined, KEY);
+    const r = await unaryCall(srv.client, 'ModelInfer', simpleInfer(A, B), undefined, KEY);
     expect(int32s(r.res.raw_output_contents[0])).toEqual(A.map((x, i) => x + B[i]));
-    const s = await stream(client, KEY, [simpleInfer(A, B, { id: 's1' })]);
+    const s = await stream(srv.client, KEY, [simpleInfer(A, B, { id: 's1' })]);
     expect([s.err, s.got.map((m) => m.infer_response?.id)]).toEqual([undefined, ['s1']]);
-    expect((await unaryCall(client, 'ServerLive', {}, undefined, KEY)).res.live).toBe(true);
-    expect((await healthCheck(server.grpcUrl!, '', KEY)).res?.status).toBe('SERVING');
-    expect((await unaryCall(client, 'ServerMetadata', {})).err).toBeUndefined();
-    expect((await unaryCall(client, 'ModelConfig', { name: 'simple' })).err).toBeUndefined();
-    expect((await unaryCall(client, 'RepositoryIndex', {}, undefined, { 'triton-grpc-protocol-admin-key': 's3cret' })).err).toBeUndefined();
+    expect((await unaryCall(srv.client, 'ServerLive', {}, undefined, KEY)).res.live).toBe(true);
+    expect((await healthCheck(srv.server.grpcUrl!, '', KEY)).res?.status).toBe('SERVING');
+    expect((await unaryCall(srv.client, 'ServerMetadata', {})).err).toBeUndefined();
+    expect((await unaryCall(srv.client, 'ModelConfig', { name: 'simple' })).err).toBeUndefined();
+    expect((await unaryCall(srv.client, 'RepositoryIndex', {}, undefined, { 'triton-grpc-protocol-admin-key': 's3cret' })).err).toBeUndefined();
   });
 });
 
 describe('--grpc-restricted-protocol on top of tenant tokens', () => {
   const TOKEN = 'acme-token-0123456789abcdefghijklmn';
-  let repo: TempRepo;
-  let dir: string;
-  let server: RunningServer;
-  let client: TritonGrpcClient;
-  beforeAll(async () => {
-    repo = tempRepo(['simple']);
-    dir = mkdtempSync(join(tmpdir(), 'warden-grpc-restricted-'));
-    writeFileSync(
-      join(dir, 'tenants.json'),
-      JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'] }] }),
-    );
-    const cli = parseCli([
-      `--model-repository=${repo.path}`,
-      '--model-control-mode=explicit',
-      '--load-model=*',
-      '--grpc-restricted-protocol=inference:infer-key=abc',
-      `--tenants=${join(dir, 'tenants.json')}`,
-    ]);
-    server = await startServer({ ...cli, httpPort: 0, metricsPort: -1, grpcPort: 0, logLevel: 'silent' });
-    client = tritonGrpcClient(server.grpcUrl!);
-  });
-  afterAll(async () => {
-    client?.close();
-    await server?.stop();
-    repo?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
+  const srv = useFlagsServer((dir) => {
+    writeTenantsFile(join(dir, 'tenants.json'), [{ id: 'acme', token: TOKEN, shared_models: ['simple'] }]);
+    return ['--grpc-restricted-protocol=inference:infer-key=abc', `--tenants=${join(dir, 'tenants.json')}`];
   });
 
   it('a token without the metadata is refused; the metadata without a token is UNAUTHENTICATED; both together infer', async () => {
-    const noKey = await unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKEN);
+    const noKey = await unaryCall(srv.client, 'ModelInfer', simpleInfer(A, B), TOKEN);
     expect([noKey.err?.code, noKey.err?.details]).toEqual([status.UNAVAILABLE, INFER]);
-    const s = await stream(client, { authorization: `Bearer ${TOKEN}` }, [simpleInfer(A, B)]);
+    const s = await stream(srv.client, { authorization: `Bearer ${TOKEN}` }, [simpleInfer(A, B)]);
     expect(s.err?.code).toBe(status.UNAVAILABLE);
-    expect((await unaryCall(client, 'ModelInfer', simpleInfer(A, B), undefined, KEY)).err?.code).toBe(status.UNAUTHENTICATED);
-    expect((await stream(client, KEY, [simpleInfer(A, B)])).err?.code).toBe(status.UNAUTHENTICATED);
-    expect((await unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKEN, KEY)).err).toBeUndefined();
-    const both = await stream(client, { ...KEY, authorization: `Bearer ${TOKEN}` }, [simpleInfer(A, B, { id: 'ok' })]);
+    expect((await unaryCall(srv.client, 'ModelInfer', simpleInfer(A, B), undefined, KEY)).err?.code).toBe(status.UNAUTHENTICATED);
+    expect((await stream(srv.client, KEY, [simpleInfer(A, B)])).err?.code).toBe(status.UNAUTHENTICATED);
+    expect((await unaryCall(srv.client, 'ModelInfer', simpleInfer(A, B), TOKEN, KEY)).err).toBeUndefined();
+    const both = await stream(srv.client, { ...KEY, authorization: `Bearer ${TOKEN}` }, [simpleInfer(A, B, { id: 'ok' })]);
     expect([both.err, both.got.map((m) => m.infer_response?.id)]).toEqual([undefined, ['ok']]);
   });
 });

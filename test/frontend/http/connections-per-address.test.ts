@@ -12,6 +12,7 @@ import { ConnectionBudget, addressKey } from '../../../host/src/frontend/http/co
 import type { RunningServer } from '../../../host/src/server.js';
 import { startTestServer } from '../../helpers/servers.js';
 import { PROJECT_ROOT } from '../../helpers/repo.js';
+import { sleep } from '../../helpers/wait.js';
 
 const running: RunningServer[] = [];
 const sockets: Socket[] = [];
@@ -66,7 +67,7 @@ describe('connections capped per client address', () => {
         // A refused connection is reset at accept: its connect may already fail.
         const c = await connectFrom(port, '127.0.0.1').catch(() => undefined);
         if (c) held.push(c);
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
       }
       const closed = await Promise.all(held.map((c) => closedWithin(c, 1000)));
       expect(closed.filter((x) => !x)).toHaveLength(3); // exactly the cap stays open
@@ -75,7 +76,7 @@ describe('connections capped per client address', () => {
       // the held ones are served too, and closing them makes room for the first address again
       const kept = held.filter((_, i) => !closed[i]);
       for (const t of await Promise.all(kept.map(live))) expect(t).toMatch(/^HTTP\/1.1 200/);
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       expect(await live(await connectFrom(port, '127.0.0.1'))).toMatch(/^HTTP\/1.1 200/);
     });
   }

@@ -9,37 +9,20 @@
  * front-end thread, and never a crash or a 5xx.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ResponseSender } from '../../../host/src/contract/types.js';
 import type { RunningServer } from '../../../host/src/server.js';
 import { startTestServer } from '../../helpers/servers.js';
 import { fetchJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { executeBackend, resolverOf } from '../../helpers/js-backend.js';
 
 /** `backend: "echo_first"`: OUTPUT0 = INPUT0 (counts executions). */
 let executions = 0;
-class EchoResolver implements BackendResolver {
-  private readonly backend: Backend = {
-    name: 'echo_first',
-    async loadModel(): Promise<BackendModel> {
-      return {
-        async createInstance() {
-          return {
-            async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
-              executions += requests.length;
-              requests.forEach((r, i) => senders[i]!.send({ outputs: [{ ...r.inputs[0]!, name: 'OUTPUT0' }] }, true));
-            },
-            async finalize() {},
-          };
-        },
-        async finalize() {},
-      };
-    },
-    async finalize() {},
-  };
-  async resolve({ config }: BackendResolveRequest) {
-    return config.backend === 'echo_first' ? this.backend : undefined;
-  }
-  async finalizeAll() {}
-}
+const echoFirst = () =>
+  resolverOf(
+    executeBackend('echo_first', async (requests, senders) => {
+      executions += requests.length;
+      requests.forEach((r, i) => senders[i]!.send({ outputs: [{ ...r.inputs[0]!, name: 'OUTPUT0' }] }, true));
+    }),
+  );
 
 const config = (inputs: string, dims: string) => `
 backend: "echo_first"
@@ -66,7 +49,7 @@ describe.each([
     for (const m of ['variable', 'fixed', 'two_inputs']) repo.write(`${m}/1/.keep`, '');
     server = await startTestServer(repo, {
       modelControlMode: 'none',
-      backendResolvers: [new EchoResolver()],
+      backendResolvers: [echoFirst()],
       ...httpOpts,
     });
   });

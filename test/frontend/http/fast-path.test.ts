@@ -28,6 +28,7 @@ import {
   tenancyAnswers,
   useMatrixRepository,
 } from '../../helpers/http-matrix.js';
+import { sleep, until } from '../../helpers/wait.js';
 
 const repoPath = useMatrixRepository();
 
@@ -102,7 +103,7 @@ describe('the /infer fast path answers as Fastify does', () => {
         const sock = connect(portOf(s), '127.0.0.1', () => sock.write(partial, () => setTimeout(() => (sock.destroy(), resolve()), 50)));
         sock.on('error', () => undefined);
       });
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       const [r] = await exchange(portOf(s), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE));
       expect(r!.head).toMatch(/^HTTP\/1.1 200/);
       expect(await countOf(s)).toBe(before + 1);
@@ -115,7 +116,7 @@ describe('the /infer fast path answers as Fastify does', () => {
     for (const s of [on, off]) {
       const before = runs();
       const first = exchange(portOf(s), raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE));
-      await new Promise((r) => setTimeout(r, 100)); // the first holds the only instance for 600 ms
+      await until(() => runs() > before, { what: 'the first holding the only instance (600 ms)' });
       await new Promise<void>((resolve) => {
         const sock = connect(portOf(s), '127.0.0.1', () =>
           sock.write(raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE), () => setTimeout(() => (sock.destroy(), resolve()), 100)),
@@ -124,7 +125,7 @@ describe('the /infer fast path answers as Fastify does', () => {
       });
       const [r] = await first;
       expect(r!.head).toMatch(/^HTTP\/1.1 200/);
-      await new Promise((r) => setTimeout(r, 800)); // long enough for a second run, had it not been cancelled
+      await sleep(800); // long enough for a second run, had it not been cancelled
       expect(runs() - before).toBe(1);
       const [again] = await exchange(portOf(s), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE));
       expect(again!.head).toMatch(/^HTTP\/1.1 200/);
@@ -142,11 +143,11 @@ describe('the /infer fast path answers as Fastify does', () => {
           [
             // In flight (600 ms in its backend) while the server begins to close: the connection is not idle.
             raw('POST', '/v2/models/slow/infer', '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}', JSON_TYPE),
-            () => new Promise((r) => setTimeout(r, 200)),
+            () => sleep(200),
             async () => {
               claimedAfterClose = -fastPathCounters.claimed;
               stopped = s.stop();
-              await new Promise((r) => setTimeout(r, 50));
+              await sleep(50);
             },
             raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE),
           ],

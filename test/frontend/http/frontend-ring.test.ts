@@ -15,6 +15,7 @@ import {
   writeRequest,
 } from '../../../host/src/frontend/http/threads/messages.js';
 import { RING_SLOTS, RingReader, RingWriter, SLOT_PAYLOAD, closeRing, ringMemory } from '../../../host/src/frontend/http/threads/ring.js';
+import { sleep } from '../../helpers/wait.js';
 
 describe('ring', () => {
   it('delivers messages in order, including ones written while the reader sleeps', async () => {
@@ -29,9 +30,9 @@ describe('ring', () => {
       },
     );
     for (let i = 0; i < 5; i++) expect(w.write(3, (b) => b.write(`m${i}`.padEnd(3, '.')))).toBe(true);
-    await new Promise((res) => setTimeout(res, 20));
+    await sleep(20);
     for (let i = 5; i < 8; i++) expect(w.write(3, (b) => b.write(`m${i}`.padEnd(3, '.')))).toBe(true);
-    await new Promise((res) => setTimeout(res, 20));
+    await sleep(20);
     expect(got).toEqual(['m0.', 'm1.', 'm2.', 'm3.', 'm4.', 'm5.', 'm6.', 'm7.']);
     r.close();
     await done;

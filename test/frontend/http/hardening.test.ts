@@ -234,15 +234,12 @@ describe('slow and greedy clients', () => {
 describe('errors never show absolute host paths', () => {
   it('load failures, index reasons and inference errors name models and files relative to the model', async () => {
     const { s, repo } = await serve({}, ['simple', 'addsub_onnx']);
-    repo.write('broken_syntax/config.pbtxt', 'platform: "onnxruntime_onnx" max_batch_size: [\n');
-    repo.write('broken_syntax/1/.keep', '');
-    repo.write('no_library/config.pbtxt', 'backend: "warden_not_installed"\n');
-    repo.write('no_library/1/.keep', '');
-    repo.write(
-      'no_file/config.pbtxt',
+    repo.addModel('broken_syntax', 'platform: "onnxruntime_onnx" max_batch_size: [\n');
+    repo.addModel('no_library', 'backend: "warden_not_installed"\n');
+    repo.addModel(
+      'no_file',
       readFileSync(join(repo.path, 'addsub_onnx', 'config.pbtxt'), 'utf8').replace('addsub_onnx', 'no_file') + '\ndefault_model_filename: "absent.onnx"\n',
     );
-    repo.write('no_file/1/.keep', '');
     const texts: string[] = [];
     for (const m of ['broken_syntax', 'no_library', 'no_file']) {
       const r = await postJson(`${s.httpUrl}/v2/repository/models/${m}/load`, {});

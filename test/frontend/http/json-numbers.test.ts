@@ -7,35 +7,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRequestJson } from '../../../host/src/frontend/http/json-text.js';
-import type { Backend, BackendModel, BackendResolveRequest, BackendResolver, InferenceRequest, ResponseSender } from '../../../host/src/contract/types.js';
 import type { RunningServer } from '../../../host/src/server.js';
 import { startTestServer } from '../../helpers/servers.js';
 import { fetchJson, postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { executeBackend, resolverOf } from '../../helpers/js-backend.js';
 
 /** `backend: "echo32"`: OUTPUT0 = INPUT0. */
-class EchoResolver implements BackendResolver {
-  private readonly backend: Backend = {
-    name: 'echo32',
-    async loadModel(): Promise<BackendModel> {
-      return {
-        async createInstance() {
-          return {
-            async execute(requests: InferenceRequest[], senders: ResponseSender[]) {
-              requests.forEach((r, i) => senders[i]!.send({ outputs: [{ ...r.inputs[0]!, name: 'OUTPUT0' }] }, true));
-            },
-            async finalize() {},
-          };
-        },
-        async finalize() {},
-      };
-    },
-    async finalize() {},
-  };
-  async resolve({ config }: BackendResolveRequest) {
-    return config.backend === 'echo32' ? this.backend : undefined;
-  }
-  async finalizeAll() {}
-}
+const echo32 = () =>
+  resolverOf(
+    executeBackend('echo32', async (requests, senders) => {
+      requests.forEach((r, i) => senders[i]!.send({ outputs: [{ ...r.inputs[0]!, name: 'OUTPUT0' }] }, true));
+    }),
+  );
 
 const CONFIG = (dt: string) => `
 backend: "echo32"
@@ -74,13 +57,11 @@ describe.each([
   let server: RunningServer;
   beforeAll(async () => {
     repo = tempRepo();
-    repo.write('echo_fp32/config.pbtxt', CONFIG('TYPE_FP32'));
-    repo.write('echo_fp32/1/.keep', '');
-    repo.write('echo_fp64/config.pbtxt', CONFIG('TYPE_FP64'));
-    repo.write('echo_fp64/1/.keep', '');
+    repo.addModel('echo_fp32', CONFIG('TYPE_FP32'));
+    repo.addModel('echo_fp64', CONFIG('TYPE_FP64'));
     server = await startTestServer(repo, {
       modelControlMode: 'none',
-      backendResolvers: [new EchoResolver()],
+      backendResolvers: [echo32()],
       httpFastPath: fastPath,
     });
   });

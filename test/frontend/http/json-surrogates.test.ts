@@ -29,8 +29,7 @@ const servers: Record<string, RunningServer> = {};
 
 beforeAll(async () => {
   repo = tempRepo([]);
-  repo.write('bytes_echo/config.pbtxt', BYTES_ECHO);
-  repo.write('bytes_echo/1/.keep', '');
+  repo.addModel('bytes_echo', BYTES_ECHO);
   const base = { modelControlMode: 'none' as const, backendResolvers: [new JsBackendResolver()] };
   [servers.single, servers.threads] = await Promise.all([
     startTestServer(repo, base),

@@ -8,6 +8,7 @@ import type { RunningServer } from '../../../host/src/server.js';
 import { startTestServer } from '../../helpers/servers.js';
 import { JsBackendResolver, REPEAT_CONFIG, echoConfig, executed } from '../../helpers/js-backend.js';
 import { postJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { sleep } from '../../helpers/wait.js';
 
 let repo: TempRepo;
 let server: RunningServer;
@@ -16,8 +17,7 @@ let url: string;
 beforeAll(async () => {
   repo = tempRepo(['simple']);
   const model = (name: string, config: string) => {
-    repo.write(`${name}/config.pbtxt`, config);
-    repo.write(`${name}/1/.keep`, '');
+    repo.addModel(name, config);
   };
   model('repeat', REPEAT_CONFIG);
   model('echo', echoConfig());
@@ -121,7 +121,7 @@ describe('scheduling', () => {
 
   it('a request whose timeout expires in the queue is rejected', async () => {
     const first = postJson(`${url}/v2/models/timeouts/infer`, echoBody(1));
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     const late = await postJson(`${url}/v2/models/timeouts/infer`, { ...echoBody(2), parameters: { timeout: 1000 } });
     const next = await postJson(`${url}/v2/models/timeouts/infer`, echoBody(3));
     expect((await first).status).toBe(200);

@@ -15,6 +15,7 @@ import {
   type AddonEvent,
   type AddonExecStats,
   type AddonRequest,
+  type BackendRequestFields,
   type InstanceHandle,
   type ModelHandle,
 } from '../../platform/addon.js';
@@ -49,8 +50,8 @@ function flattenParameters(params: Record<string, ParameterValue>): ParameterVal
   return flat;
 }
 
-/** `reschedulable`: the request's sender offers `reschedule` (an iterative sequence's request). */
-function toAddonRequest(token: number, r: InferenceRequest, reschedulable: boolean): AddonRequest {
+/** The fields of `r` a backend reads through TRITONBACKEND_Request*, under `token` (in process and across the isolation ring). */
+export function backendRequestFields(token: number, r: InferenceRequest): BackendRequestFields {
   return {
     token,
     id: r.id,
@@ -59,6 +60,13 @@ function toAddonRequest(token: number, r: InferenceRequest, reschedulable: boole
     timeoutUs: r.timeoutUs,
     priority: r.priority,
     cancelled: r.cancelled,
+  };
+}
+
+/** `reschedulable`: the request's sender offers `reschedule` (an iterative sequence's request). */
+function toAddonRequest(token: number, r: InferenceRequest, reschedulable: boolean): AddonRequest {
+  return {
+    ...backendRequestFields(token, r),
     inputs: r.inputs,
     outputs: r.requestedOutputs,
     params: flattenParameters(r.parameters),

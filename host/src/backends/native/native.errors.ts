@@ -1,8 +1,8 @@
 /**
  * The error catalogue of native (Triton backend API) backends: serving native libraries, their
  * in-process calls into the server (BLS, model control), raw inputs, and the isolated backend host
- * process, one function per message. Warden's text except where noted (the raw-input texts are
- * Triton's, server `src/http_server.cc`, as the HTTP frontend's in frontend/infer-request.errors.ts).
+ * process, one function per message. Warden's text; the raw-input texts Triton has are shared with
+ * the HTTP frontend in contract/raw-input.errors.ts.
  */
 import { TritonError, internal, invalidArg, unavailable } from '../../contract/errors.js';
 
@@ -11,24 +11,9 @@ export function uploadedNotServed(model: string, backend: string): TritonError {
   return invalidArg(`model '${model}' was uploaded: native backend '${backend}' cannot serve uploaded models`);
 }
 
-/** INVALID_ARG: a raw request to a model of other than one input (Triton's text, with the count found). */
-export function rawInputCount(found: number, inputs: number, model: string): TritonError {
-  return invalidArg(`Raw request must only have 1 input (found ${found}) to be deduced but got ${inputs} inputs in '${model}' model configuration`);
-}
-
 /** INVALID_ARG: a raw input whose model input has a datatype raw bytes cannot carry. */
 export function rawInputDatatype(raw: string, model: string, input: string, dataType: string): TritonError {
   return invalidArg(`raw input '${raw}': model '${model}' input '${input}' has datatype ${dataType}`);
-}
-
-/** INVALID_ARG: a raw input of several variable dims (Triton's text). */
-export function rawShapeAmbiguous(input: string): TritonError {
-  return invalidArg(`The shape of the raw input '${input}' can not be deduced because there are more than one variable-sized dimension`);
-}
-
-/** INVALID_ARG: a raw BYTES input whose dims are not [1] (Triton's text). */
-export function rawBytesShape(input: string): TritonError {
-  return invalidArg(`For BYTE datatype raw input '${input}', the model must have input shape [1]`);
 }
 
 /** UNAVAILABLE: an in-process call for model metadata in a server without it. */

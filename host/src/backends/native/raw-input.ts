@@ -12,6 +12,7 @@ import type { ModelConfig } from '../../contract/model-config.js';
 import * as err from './native.errors.js';
 import type { Tensor } from '../../contract/types.js';
 import { dataTypeByteSize, fromConfigDataType } from '../../contract/datatypes.js';
+import * as rawInput from '../../contract/raw-input.errors.js';
 
 /** A request input as the addon hands it over: `raw` when added with AddRawInput. */
 export interface BridgeInput extends Tensor {
@@ -26,7 +27,7 @@ export interface BridgeInput extends Tensor {
 export function resolveRawInputs(inputs: readonly BridgeInput[], config: ModelConfig): Tensor[] {
   if (!inputs.some((t) => t.raw)) return inputs as Tensor[];
   if (inputs.length !== 1 || config.input.length !== 1) {
-    throw err.rawInputCount(inputs.length, config.input.length, config.name);
+    throw rawInput.rawInputCount(inputs.length, config.input.length, config.name);
   }
   const raw = inputs[0]!;
   const spec = config.input[0]!;
@@ -38,7 +39,7 @@ export function resolveRawInputs(inputs: readonly BridgeInput[], config: ModelCo
   for (const d of spec.dims) {
     if (d === -1) {
       if (dynamicAxis !== -1) {
-        throw err.rawShapeAmbiguous(spec.name);
+        throw rawInput.rawShapeAmbiguous(spec.name);
       }
       dynamicAxis = shape.length;
     } else {
@@ -47,7 +48,7 @@ export function resolveRawInputs(inputs: readonly BridgeInput[], config: ModelCo
     shape.push(d);
   }
   if (datatype === 'BYTES') {
-    if (dynamicAxis !== -1 || fixed !== 1) throw err.rawBytesShape(spec.name);
+    if (dynamicAxis !== -1 || fixed !== 1) throw rawInput.rawBytesShape(spec.name);
     const data = new Uint8Array(4 + raw.data.length);
     new DataView(data.buffer).setUint32(0, raw.data.length, true);
     data.set(raw.data, 4);

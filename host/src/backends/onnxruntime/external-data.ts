@@ -84,63 +84,38 @@ const tensor: Walker = (r, end, _depth, out) => {
   }
 };
 
-const sparseTensor: Walker = (r, end, depth, out) =>
-  fields(r, end, (f, w) => {
-    if (w !== LEN || (f !== 1 && f !== 2)) return false;
-    sub(r, depth, out, tensor);
-    return true;
-  });
+/**
+ * The walker of a message whose walked fields are all submessages: `children` gives each field
+ * number's submessage walker (called on first use, so that walkers may name each other).
+ */
+function submessages(children: () => Readonly<Record<number, Walker>>): Walker {
+  let table: ReadonlyMap<number, Walker> | undefined;
+  return (r, end, depth, out) => {
+    const walkers = (table ??= new Map(Object.entries(children()).map(([f, walk]) => [Number(f), walk])));
+    fields(r, end, (f, w) => {
+      const walk = w === LEN ? walkers.get(f) : undefined;
+      if (!walk) return false;
+      sub(r, depth, out, walk);
+      return true;
+    });
+  };
+}
 
-const attribute: Walker = (r, end, depth, out) =>
-  fields(r, end, (f, w) => {
-    if (w !== LEN) return false;
-    if (f === 5 || f === 10) sub(r, depth, out, tensor);
-    else if (f === 6 || f === 11) sub(r, depth, out, graph);
-    else if (f === 22 || f === 23) sub(r, depth, out, sparseTensor);
-    else return false;
-    return true;
-  });
-
-const node: Walker = (r, end, depth, out) =>
-  fields(r, end, (f, w) => {
-    if (w !== LEN || f !== 5) return false;
-    sub(r, depth, out, attribute);
-    return true;
-  });
-
-const graph: Walker = (r, end, depth, out) =>
-  fields(r, end, (f, w) => {
-    if (w !== LEN) return false;
-    if (f === 1) sub(r, depth, out, node);
-    else if (f === 5) sub(r, depth, out, tensor);
-    else if (f === 15) sub(r, depth, out, sparseTensor);
-    else return false;
-    return true;
-  });
-
-const fn: Walker = (r, end, depth, out) =>
-  fields(r, end, (f, w) => {
-    if (w !== LEN || f !== 7) return false;
-    sub(r, depth, out, node);
-    return true;
-  });
-
-const trainingInfo: Walker = (r, end, depth, out) =>
-  fields(r, end, (f, w) => {
-    if (w !== LEN || (f !== 1 && f !== 2)) return false;
-    sub(r, depth, out, graph);
-    return true;
-  });
-
-const model: Walker = (r, end, depth, out) =>
-  fields(r, end, (f, w) => {
-    if (w !== LEN) return false;
-    if (f === 7) sub(r, depth, out, graph);
-    else if (f === 25) sub(r, depth, out, fn);
-    else if (f === 20) sub(r, depth, out, trainingInfo);
-    else return false;
-    return true;
-  });
+// The fields walked, by their numbers in onnx.proto.
+/** SparseTensorProto: values, indices. */
+const sparseTensor: Walker = submessages(() => ({ 1: tensor, 2: tensor }));
+/** AttributeProto: t, g, tensors, graphs, sparse_tensor, sparse_tensors. */
+const attribute: Walker = submessages(() => ({ 5: tensor, 6: graph, 10: tensor, 11: graph, 22: sparseTensor, 23: sparseTensor }));
+/** NodeProto: attribute. */
+const node: Walker = submessages(() => ({ 5: attribute }));
+/** GraphProto: node, initializer, sparse_initializer. */
+const graph: Walker = submessages(() => ({ 1: node, 5: tensor, 15: sparseTensor }));
+/** FunctionProto: node. */
+const fn: Walker = submessages(() => ({ 7: node }));
+/** TrainingInfoProto: initialization, algorithm. */
+const trainingInfo: Walker = submessages(() => ({ 1: graph, 2: graph }));
+/** ModelProto: graph, training_info, functions. */
+const model: Walker = submessages(() => ({ 7: graph, 20: trainingInfo, 25: fn }));
 
 /**
  * Every external-data reference of a serialized ModelProto.

@@ -102,3 +102,33 @@ export function tooManyExternalEntries(max: number): TritonError {
 export function modelUnparsable(detail: string): TritonError {
   return invalidArg(`the ONNX model cannot be parsed: ${detail.slice(0, 200)}`);
 }
+
+/** INVALID_ARG: ONNX Runtime refused the model file; `file` as the server read it, `detail` its reason. */
+export function sessionLoadFailed(model: string, file: string, detail: string): TritonError {
+  return invalidArg(`failed to load ONNX model '${model}' from ${file}: ${detail}`);
+}
+
+/** INTERNAL: the session worker thread threw while it started. */
+export function workerStartFailed(model: string, detail: string): TritonError {
+  return internal(`onnxruntime worker of model '${model}' failed during start-up: ${detail}`);
+}
+
+/** INTERNAL: the session worker thread exited while it started. */
+export function workerExitedAtStart(model: string, code: number): TritonError {
+  return internal(`onnxruntime worker of model '${model}' exited during start-up (code ${code})`);
+}
+
+/** INTERNAL: a run on a session already running one. */
+export function sessionBusy(): TritonError {
+  return internal('onnxruntime session is already running');
+}
+
+/** INTERNAL: a run on a session its model released. */
+export function sessionReleased(model: string): TritonError {
+  return internal(`onnxruntime session of model '${model}' was released`);
+}
+
+/** UNSUPPORTED: a datatype onnxruntime-node has no tensor type for. */
+export function datatypeUnsupported(datatype: string): TritonError {
+  return new TritonError('UNSUPPORTED', `datatype ${datatype} is not supported by the onnxruntime backend`);
+}

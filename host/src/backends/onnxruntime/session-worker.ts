@@ -4,10 +4,11 @@
  * instance (index.ts) decides when to start a replacement.
  */
 import { Worker } from 'node:worker_threads';
-import { TritonError, internal, invalidArg } from '../../contract/errors.js';
+import { TritonError, internal } from '../../contract/errors.js';
 import type { DataType } from '../../contract/datatypes.js';
 import { workerEntry } from '../../threads/worker-entry.js';
 import type { FromSessionWorker, SessionMetadata, SessionWorkerInit, ToSessionWorker, WireTensor } from './messages.js';
+import * as ortErrors from './onnxruntime.errors.js';
 
 /** What one run returns: output tensors (buffers now owned by this thread) and compute times (ns). */
 export interface RunResult {
@@ -66,16 +67,16 @@ export class SessionWorker {
         } else if (m.t === 'load-error') {
           detach();
           void worker.terminate();
-          reject(invalidArg(`failed to load ONNX model '${model}' from ${init.file}: ${m.message}`));
+          reject(ortErrors.sessionLoadFailed(model, init.file, m.message));
         }
       };
       const onError = (e: Error) => {
         detach(); // an uncaught error ends the thread
-        reject(internal(`onnxruntime worker of model '${model}' failed during start-up: ${e.message}`));
+        reject(ortErrors.workerStartFailed(model, e.message));
       };
       const onExit = (code: number) => {
         detach();
-        reject(internal(`onnxruntime worker of model '${model}' exited during start-up (code ${code})`));
+        reject(ortErrors.workerExitedAtStart(model, code));
       };
       const detach = () => {
         worker.off('message', onMessage);
@@ -115,7 +116,7 @@ export class SessionWorker {
    */
   run(feeds: WireTensor[], outputs: { name: string; datatype: DataType }[]): Promise<RunResult> {
     if (this.gone) return Promise.reject(this.gone);
-    if (this.pending) return Promise.reject(internal('onnxruntime session is already running'));
+    if (this.pending) return Promise.reject(ortErrors.sessionBusy());
     const seq = ++this.seq;
     const transfer: ArrayBuffer[] = [];
     for (const f of feeds) {
@@ -135,7 +136,7 @@ export class SessionWorker {
       p.resolve({ outputs: m.outputs, computeStartNs: m.computeStartNs, computeEndNs: m.computeEndNs });
     } else if (m.t === 'run-error' && p?.seq === m.seq) {
       this.pending = undefined;
-      p.reject(internal(`onnxruntime execute failure: ${m.message}`));
+      p.reject(ortErrors.executeFailed(m.message));
     }
   }
 
@@ -155,7 +156,7 @@ export class SessionWorker {
    */
   async release(): Promise<void> {
     if (this.exited) return;
-    if (!this.gone) this.gone = internal(`onnxruntime session of model '${this.model}' was released`);
+    if (!this.gone) this.gone = ortErrors.sessionReleased(this.model);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => done(), RELEASE_WAIT_MS);
       const done = () => {

@@ -3,10 +3,10 @@
  * and onnxruntime-node tensors (zero-copy where alignment allows).
  */
 import ort from 'onnxruntime-node';
-import { unsupported } from '../../contract/errors.js';
 import type { Tensor } from '../../contract/types.js';
 import { decodeBytesElements, encodeBytesElements } from '../../tensor/bytes.js';
 import { type DataType, dataTypeByteSize } from '../../contract/datatypes.js';
+import { datatypeUnsupported } from './onnxruntime.errors.js';
 
 type OrtType = ort.Tensor.Type;
 
@@ -55,7 +55,7 @@ const ARRAY_OF: Partial<Record<OrtType, ArrayCtor>> = {
  */
 export function toOrtTensor(datatype: DataType, shape: readonly number[], data: Uint8Array): ort.Tensor {
   const type = TO_ORT[datatype];
-  if (!type) throw unsupported(`datatype ${datatype} is not supported by the onnxruntime backend`);
+  if (!type) throw datatypeUnsupported(datatype);
   if (type === 'string') {
     const dec = new TextDecoder();
     return new ort.Tensor(

@@ -24,7 +24,7 @@
  * still reach `execute` while `is_ready()` says False.
  */
 import type { Logger } from 'pino';
-import { internal, invalidArg, unavailable } from '../../contract/errors.js';
+import { internal } from '../../contract/errors.js';
 import * as errors from './python.errors.js';
 import type { BackendModelInstance, ExecuteTimings, InferenceRequest, ResponseSender } from '../../contract/types.js';
 import { Supervisor } from '../supervisor.js';
@@ -42,8 +42,6 @@ export const FINALIZE_TIMEOUT_MS = 10_000;
 export const IS_READY_TIMEOUT_MS = 5_000;
 /** Default time one `is_ready()` answer is reused for later probes (ms). */
 export const IS_READY_CACHE_MS = 250;
-/** Triton core's answer to a RESCHEDULE release the model's scheduler cannot take (infer_request.cc). */
-export const RESCHEDULE_REFUSED = 'Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag.';
 
 interface InFlight {
   request: InferenceRequest;
@@ -311,7 +309,7 @@ export class PythonInstance implements BackendModelInstance {
       try {
         outputs = readTensors(stub.arenas, m.outputs, regions);
       } catch (e) {
-        entry.sender.sendError(internal(`Python model '${this.opts.modelName}' sent a malformed response: ${(e as Error).message}`), final);
+        entry.sender.sendError(errors.responseMalformed(this.opts.modelName, (e as Error).message), final);
         return;
       }
       const parameters = m.parameters as Record<string, string | number | boolean> | undefined;
@@ -352,7 +350,7 @@ export class PythonInstance implements BackendModelInstance {
       if (!e || e.eid !== eid) continue;
       this.inflight.delete(rid);
       if (e.sender.reschedule) e.sender.reschedule();
-      else e.sender.sendError(invalidArg(RESCHEDULE_REFUSED), true);
+      else e.sender.sendError(errors.rescheduleRefused(), true);
     }
   }
 
@@ -370,7 +368,7 @@ export class PythonInstance implements BackendModelInstance {
     }
     const why = this.killReason ?? `its process ${reason}`;
     this.killReason = undefined;
-    const err = unavailable(`Python model '${this.opts.modelName}' instance '${this.opts.instanceName}' failed: ${why}`);
+    const err = errors.instanceFailed(this.opts.modelName, this.opts.instanceName, why);
     if (!this.finalizing) this.opts.logger.error({ instance: this.opts.instanceName, pid: stub.pid }, `${err.message}; restarting it`);
     for (const e of this.inflight.values()) e.sender.sendError(err, true);
     this.inflight.clear();

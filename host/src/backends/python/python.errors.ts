@@ -111,3 +111,18 @@ export function loadFileMalformed(model: string): TritonError {
 export function loadParameterUnknown(model: string, key: string): TritonError {
   return invalidArg(`failed to load '${model}': unrecognized load parameter '${key.slice(0, 256)}' (file overrides are named 'file:<version>/<path>')`);
 }
+
+/** INTERNAL: a stub's response message that does not decode; `detail` why. */
+export function responseMalformed(model: string, detail: string): TritonError {
+  return internal(`Python model '${model}' sent a malformed response: ${detail}`);
+}
+
+/** UNAVAILABLE: an instance's stub failed; `why` how (exited, stopped answering). */
+export function instanceFailed(model: string, instance: string, why: string): TritonError {
+  return unavailable(`Python model '${model}' instance '${instance}' failed: ${why}`);
+}
+
+/** INVALID_ARG: a RESCHEDULE release the model's scheduler cannot take (Triton core's text, `infer_request.cc`). */
+export function rescheduleRefused(): TritonError {
+  return invalidArg('Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag.');
+}

@@ -18,7 +18,7 @@ import type { ComponentDigests } from './digests.js';
 import type { CompiledComponent, HostConfig, SandboxedInstance, SandboxEngine } from './engine.js';
 import { engineOfConfig, type EngineName } from './engines.js';
 import { DEFAULT_WASM_LIMITS, modelLimits, PARAM_MEMORY, type ModelLimits, type WasmLimits } from './limits.js';
-import { MemoryBudget, SERVER_BUDGET_NAME, type MemoryBudgetFor } from './memory-budget.js';
+import { MemoryBudget, SERVER_BUDGET_NAME, type MemoryBudgetFor, type SandboxMemory } from './memory-budget.js';
 import type { OutputSpec } from './wire.js';
 
 /** Default component file name in a version directory. */
@@ -117,39 +117,35 @@ export class WasmModel implements BackendModel {
   }
 
   /**
-   * Reserves the instance's linear memory from the memory budget, then starts the instance in a
-   * fresh sandbox: `model.create`, then `instance.create`. The reservation is released when the
-   * instance is finalized, or at once if it does not start.
+   * Starts the instance in a fresh sandbox: `model.create`, then `instance.create`. Each of its
+   * sandboxes (this one, and each cold start after an idle release) reserves
+   * {@link instanceMemoryBytes} from the memory budget before it starts, releasing idle sandboxes
+   * in the way first, and gives it back when the sandbox is gone (./memory-budget.ts).
    * @throws TritonError UNAVAILABLE if the memory budget (or one above it) has not enough room
-   *   now; the backend's own error from `create`, INTERNAL on a trap, UNAVAILABLE on a start-up
-   *   timeout.
+   *   even after releasing idle sandboxes; the backend's own error from `create`, INTERNAL on a
+   *   trap, UNAVAILABLE on a start-up timeout.
    */
   async createInstance(spec: InstanceSpec): Promise<SandboxedInstance> {
-    const need = this.instanceMemoryBytes;
-    const reservation = this.memoryBudget.tryReserve(need);
-    if (!reservation) {
-      const full = this.memoryBudget.blocker(need)!;
-      throw err.instanceMemoryFull(this.ctx.name, spec.name, need, this.memoryDescription(), full.name, full.freeBytes, full.limitBytes);
-    }
-    let inst: SandboxedInstance;
-    try {
-      inst = await this.engine.instantiate(this.compiled, spec, this.host, this.host.limits.executeMs, this.ctx.logger);
-    } catch (e) {
-      reservation.release();
-      throw e;
-    }
+    const inst = await this.engine.instantiate(this.compiled, spec, this.host, this.host.limits.executeMs, this.ctx.logger, this.sandboxMemory);
     this.instances.add(inst);
     const finalize = inst.finalize.bind(inst);
     inst.finalize = async () => {
       this.instances.delete(inst);
-      try {
-        await finalize();
-      } finally {
-        reservation.release();
-      }
+      await finalize();
     };
     return inst;
   }
+
+  /** What each sandbox of this model reserves, and from which budget. */
+  private readonly sandboxMemory: SandboxMemory = {
+    reserve: async (instance) => {
+      const need = this.instanceMemoryBytes;
+      const r = await this.memoryBudget.reserve(need);
+      if (r) return r;
+      const full = this.memoryBudget.blocker(need) ?? this.memoryBudget;
+      throw err.instanceMemoryFull(this.ctx.name, instance, need, this.memoryDescription(), full.name, full.freeBytes, full.limitBytes);
+    },
+  };
 
   /** `<n> linear memories × <limit> bytes (memory_limit_bytes)`, for budget errors. */
   memoryDescription(): string {
@@ -265,20 +261,11 @@ export class WasmBackend implements Backend {
       limits,
     };
     const model = new WasmModel(ctx, engine, compiled, host, budget);
-    // instances the config asks for at least (a group of `count` gives `count` or more)
-    const minInstances = config.instance_group.reduce((n, g) => n + Math.max(1, g.count), 0);
-    const tooSmall = budget.tooSmallFor(minInstances * model.instanceMemoryBytes);
+    // one sandbox must fit (sandboxes, not loads, hold memory: an idle one is released for another)
+    const tooSmall = budget.tooSmallFor(model.instanceMemoryBytes);
     if (tooSmall) {
       engine.release(compiled);
-      throw err.modelMemoryTooLarge(
-        ctx.name,
-        minInstances * model.instanceMemoryBytes,
-        minInstances,
-        model.memoryDescription(),
-        tooSmall.name,
-        tooSmall.limitBytes,
-        PARAM_MEMORY,
-      );
+      throw err.modelMemoryTooLarge(ctx.name, model.instanceMemoryBytes, model.memoryDescription(), tooSmall.name, tooSmall.limitBytes, PARAM_MEMORY);
     }
     const finalize = model.finalize.bind(model);
     model.finalize = async () => {

@@ -465,14 +465,21 @@ function importRefusal(item: ComponentItem, what: string): string | undefined {
  *   or extra export, or saying why the binary is not a component.
  */
 export function checkComponent(bytes: Uint8Array, what = 'model.wasm'): ComponentSurface {
-  let surface: ComponentSurface;
+  const surface = refusingMalformed(what, () => componentSurface(bytes));
+  return checkSurface(surface, what);
+}
+
+/**
+ * What `parse` returns; a binary it finds malformed is refused naming `what`.
+ * @throws TritonError INVALID_ARG (componentMalformed) for a WasmFormatError; anything else `parse` throws
+ */
+export function refusingMalformed<T>(what: string, parse: () => T): T {
   try {
-    surface = componentSurface(bytes);
+    return parse();
   } catch (e) {
     if (e instanceof WasmFormatError) throw err.componentMalformed(what, e.message);
     throw e;
   }
-  return checkSurface(surface, what);
 }
 
 /**

@@ -17,8 +17,8 @@ import { createHash } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import * as err from './sandbox.errors.js';
-import { definedMemories, WasmFormatError } from './binary.js';
-import { checkComponent, checkSurface, type ComponentItem, type ComponentSurface } from './component-check.js';
+import { definedMemories } from './binary.js';
+import { checkComponent, checkSurface, refusingMalformed, type ComponentItem, type ComponentSurface } from './component-check.js';
 import { stamps, type ComponentDigests } from './digests.js';
 
 /** What an engine is given about a component besides the limits (see `CompileInput`). */
@@ -135,13 +135,7 @@ export async function componentSource(
   }
   const bytes = await read();
   const surface = checkComponent(bytes, what);
-  let memories: number;
-  try {
-    memories = definedMemories(bytes);
-  } catch (e) {
-    if (e instanceof WasmFormatError) throw err.componentMalformed(what, e.message);
-    throw e;
-  }
+  const memories = refusingMalformed(what, () => definedMemories(bytes));
   const hash = digests ? await digests.sha256(path, st, bytes, factsLine({ surface, memories })) : sha256(bytes);
   return { hash, surface, memories, bytes: () => Promise.resolve(bytes), from: 'file' };
 }

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { BackendModelInstance, InstanceSpec } from '../../contract/types.js';
 import type { ComponentSurface } from './component-check.js';
 import type { ModelLimits } from './limits.js';
+import type { SandboxMemory } from './memory-budget.js';
 import type { OutputSpec } from './wire.js';
 
 /** What {@link SandboxEngine.compile} is given: one model version's checked component. */
@@ -125,10 +126,14 @@ export interface SandboxEngine<C extends CompiledComponent = CompiledComponent> 
    * running the guest's `model.create` and `instance.create`.
    * @param executeMs deadline of each execute, and of start-up on top of a boot allowance (ms)
    * @param logger the model's logger; guest log lines go to a child tagged with the instance
+   * @param memory each sandbox of the instance reserves its memory here before it starts (the
+   *   first, and each cold start after an idle release) and releases it once the sandbox is gone;
+   *   while it runs nothing it is marked idle, so that the budget may release it for another
+   *   (./memory-budget.ts). Absent: no budget.
    * @throws TritonError the guest's own error from a `create`, INTERNAL if it trapped during
-   *   start-up, UNAVAILABLE if start-up exceeded its deadline
+   *   start-up, UNAVAILABLE if start-up exceeded its deadline or its memory does not fit
    */
-  instantiate(compiled: C, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance>;
+  instantiate(compiled: C, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger, memory?: SandboxMemory): Promise<SandboxedInstance>;
   /** Sandboxes (V8: worker threads) alive now, terminating ones included; for tests and metrics. */
   liveSandboxes(): number;
   /** Releases engine-wide resources; called after every model of the backend was finalized. */

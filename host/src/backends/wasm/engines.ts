@@ -5,6 +5,7 @@
  * {@link ENGINE_NAMES}. A model picks its engine with `parameters { key: "engine" }`
  * ({@link PARAM_ENGINE}); the server's default is `--wasm-engine`.
  */
+import type { RemoteCompileCache } from './wasmtime/remote-cache.js';
 import type { Logger } from 'pino';
 import { engineUnknown } from './sandbox.errors.js';
 import type { ModelConfig } from '../../contract/model-config.js';
@@ -36,8 +37,12 @@ export interface EngineOptions {
   maxMemoryBytes?: number;
   /** wasmtime: pooling allocator and epoch settings. */
   pool?: WasmtimePoolOptions;
-  /** wasmtime: default idle policy (ms; 0 = never release an idle instance's sandbox). */
+  /** Default idle policy (ms; 0 = never release an idle instance's sandbox; default `DEFAULT_IDLE_MS`). */
   idleMs?: number;
+  /** wasmtime: the fleet's compile-cache key (`--wasm-cache-key-file`); default the cache folder's own. */
+  cacheKey?: Buffer;
+  /** wasmtime: the fleet's shared tier of the compile cache (./wasmtime/remote-cache.ts; needs {@link cacheKey}). */
+  remoteCache?: RemoteCompileCache;
 }
 
 const FACTORIES = {

@@ -3,6 +3,7 @@
  * of {@link BackendResolver}s. See wit/README.md for the backend API, the sandbox rules and the
  * model parameters (`memory_limit_bytes`, `execute_timeout_ms`, `log_limit_bytes`).
  */
+import type { RemoteCompileCache } from './wasmtime/remote-cache.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -42,7 +43,7 @@ export interface WasmBackendOptions {
   engine?: EngineName;
   /** wasmtime: pooling allocator and epoch settings. */
   wasmtimePool?: WasmtimePoolOptions;
-  /** wasmtime: default idle policy (ms; 0 = never release an idle instance's sandbox). */
+  /** Both engines: default idle policy (ms; 0 = never release an idle instance's sandbox; default `DEFAULT_IDLE_MS`, 30 s). */
   idleMs?: number;
   /**
    * Bounds of the compile cache: `maxEntries` (default 256) and `maxBytes` (default 2 GiB); past
@@ -51,6 +52,8 @@ export interface WasmBackendOptions {
   cacheLimits?: Partial<CacheLimits>;
   /** wasmtime: age (ms) a compile-cache entry's last change must have before its verified stamp is recorded (default 2000; tests lower it). */
   cacheSettleMs?: number;
+  /** wasmtime: the fleet's compile-cache key and shared tier (engines.ts `EngineOptions`). */
+  sharedCompileCache?: { key: Buffer; remote?: RemoteCompileCache };
   /**
    * Picks the memory budget a model's instances reserve from — e.g. its tenant's quota, made with
    * `resolver.memoryBudget.child(name, bytes)` — from the model's key (namespace), origin and
@@ -75,6 +78,7 @@ export class WasmBackendResolver implements BackendResolver {
   private readonly wasmtimePool?: WasmtimePoolOptions;
   private readonly idleMs?: number;
   private readonly cacheSettleMs?: number;
+  private readonly sharedCompileCache?: { key: Buffer; remote?: RemoteCompileCache };
   /**
    * The budget of all sandboxed instances' linear memory (`limits.maxTotalMemoryBytes`); make
    * tenant budgets inside it with `child()` and hand them out through `memoryBudgetFor`.
@@ -96,6 +100,7 @@ export class WasmBackendResolver implements BackendResolver {
     if (opts.cacheSettleMs !== undefined && (!Number.isSafeInteger(opts.cacheSettleMs) || opts.cacheSettleMs < 0))
       throw new RangeError(`cacheSettleMs must be a non-negative integer, got ${opts.cacheSettleMs}`);
     this.cacheSettleMs = opts.cacheSettleMs;
+    this.sharedCompileCache = opts.sharedCompileCache;
   }
 
   /** The wasm backend for `backend: "wasm"` configs; undefined for any other model. */
@@ -120,6 +125,8 @@ export class WasmBackendResolver implements BackendResolver {
           pool: this.wasmtimePool,
           idleMs: this.idleMs,
           cacheSettleMs: this.cacheSettleMs,
+          cacheKey: this.sharedCompileCache?.key,
+          remoteCache: this.sharedCompileCache?.remote,
         });
       this.backend = new WasmBackend(
         make(this.engine),

@@ -73,6 +73,13 @@ export const PARAM_LOG = 'log_limit_bytes';
 /** Idle policy (ms): release an idle instance's sandbox after this long; `0` = never. */
 export const PARAM_IDLE = 'idle_timeout_ms';
 
+/**
+ * The idle policy of a server that sets none (`--wasm-idle-timeout-ms`), both engines: a sandbox
+ * that ran nothing for 30 s is released (its thread or worker and its memory reservation) and
+ * started again on the next request (a cold start).
+ */
+export const DEFAULT_IDLE_MS = 30_000;
+
 /** Limits in force for one model. */
 export interface ModelLimits {
   /** Per linear memory, bytes, a multiple of 64 KiB. */
@@ -84,9 +91,9 @@ export interface ModelLimits {
   /** Log budget per call, messages (the server cap; there is no per-model parameter). */
   logMessages: number;
   /**
-   * Idle policy from `idle_timeout_ms` (ms; 0 = never release): an engine that supports it
-   * (wasmtime) releases an instance's sandbox after this long without an execute and starts a new
-   * one on the next. Absent = the engine's default.
+   * Idle policy from `idle_timeout_ms` (ms; 0 = never release): the engine releases an
+   * instance's sandbox after this long without an execute and starts a new one on the next.
+   * Absent = the engine's default ({@link DEFAULT_IDLE_MS} unless the server sets another).
    */
   idleMs?: number;
 }

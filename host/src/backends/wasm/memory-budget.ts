@@ -1,9 +1,13 @@
 /**
  * Budgets of sandbox linear memory (DESIGN "Multi-tenancy": resource exhaustion by one tenant must
- * not reduce another's service beyond its share). Each sandboxed instance reserves, when it
- * starts, the most linear memory it can ever have — its model's memory limit times the number of
- * linear memories the component defines — and releases it when it is finalized; an instance that
- * does not fit does not start.
+ * not reduce another's service beyond its share). Each sandbox reserves, when it starts (an
+ * instance's start, and each cold start after an idle release), the most linear memory it can
+ * ever have — its model's memory limit times the number of linear memories the component defines
+ * — and releases it when the sandbox is gone (its thread or worker exited: idle release, instance
+ * finalized). Guarantee: the linear memory of the sandboxes alive never exceeds any budget's
+ * limit. A sandbox that does not fit first has idle sandboxes released, least recently used
+ * first, among those that hold memory in the budget that blocks ({@link MemoryBudget.reserve});
+ * if there is still no room, it does not start.
  *
  * Budgets nest: the server's budget (`WasmLimits.maxTotalMemoryBytes`) is the root; a server may
  * give each tenant a child budget (its quota) through the resolver's `memoryBudgetFor`. A
@@ -31,17 +35,53 @@ export interface BudgetedModel {
  */
 export type MemoryBudgetFor = (model: BudgetedModel) => MemoryBudget | undefined;
 
-/** Memory held by one instance; {@link release} gives it back (idempotent). */
+/**
+ * Memory held by one sandbox; {@link release} gives it back (idempotent). While marked
+ * {@link idle}, the budget may ask its owner to release the sandbox to make room for another.
+ */
 export interface Reservation {
   readonly bytes: number;
   /** The budget it was taken from (and from every budget above it). */
   readonly budget: MemoryBudget;
   release(): void;
+  /**
+   * The sandbox runs nothing and may be released to make room: `reclaim` asks its owner to
+   * release it, and returns true once the release is under way ({@link release} follows when
+   * the sandbox is gone), false if the sandbox is busy again. Marking again moves it to the
+   * most recently used end.
+   */
+  idle(reclaim: () => boolean): void;
+  /** The sandbox is in use: no longer a candidate for {@link MemoryBudget.reserve}'s releases. */
+  busy(): void;
+  /** True once released. */
+  readonly released: boolean;
+}
+
+interface Held extends Reservation {
+  reclaim?: () => boolean;
+  /** Resolves when released. */
+  readonly gone: Promise<void>;
+}
+
+/**
+ * How one model's sandboxes take their memory (the `wasm` backend makes one per model version and
+ * hands it to the engine's `instantiate`): each sandbox start reserves, each sandbox gone releases.
+ */
+export interface SandboxMemory {
+  /**
+   * Reserves one sandbox's linear memory ({@link MemoryBudget.reserve}: idle sandboxes in the way
+   * are released first).
+   * @param instance the instance's name, for the error
+   * @throws TritonError UNAVAILABLE naming the budget that has no room
+   */
+  reserve(instance: string): Promise<Reservation>;
 }
 
 /** A bounded amount of sandbox memory, possibly inside a larger budget. */
 export class MemoryBudget {
   private used = 0;
+  /** Root budget only: idle reservations of the whole tree, least recently used first. */
+  private readonly idleHeld = new Set<Held>();
 
   /**
    * @param name says what the budget is in error messages, e.g. `the server's sandbox memory
@@ -95,6 +135,18 @@ export class MemoryBudget {
     return this.chain().find((b) => bytes > b.limitBytes);
   }
 
+  /** The outermost budget (the server's). */
+  private get root(): MemoryBudget {
+    let b: MemoryBudget = this;
+    while (b.parent) b = b.parent;
+    return b;
+  }
+
+  /** Reservations marked idle that hold memory in this budget, least recently used first. */
+  idleReservations(): Reservation[] {
+    return [...this.root.idleHeld].filter((r) => r.budget.within(this));
+  }
+
   /**
    * Reserves `bytes` in this budget and every budget above it, or nothing.
    * @returns the reservation, or undefined if some budget of the chain is too full
@@ -104,16 +156,56 @@ export class MemoryBudget {
     if (!Number.isSafeInteger(bytes) || bytes < 0) throw new RangeError(`cannot reserve ${bytes} bytes`);
     if (this.blocker(bytes)) return undefined;
     const chain = this.chain();
+    const idleHeld = this.root.idleHeld;
     for (const b of chain) b.used += bytes;
     let released = false;
-    return {
+    let done!: () => void;
+    const gone = new Promise<void>((r) => (done = r));
+    const held: Held = {
       bytes,
       budget: this,
+      gone,
+      get released() {
+        return released;
+      },
       release: () => {
         if (released) return;
         released = true;
+        idleHeld.delete(held);
         for (const b of chain) b.used -= bytes;
+        done();
+      },
+      idle: (reclaim) => {
+        if (released) return;
+        held.reclaim = reclaim;
+        idleHeld.delete(held);
+        idleHeld.add(held);
+      },
+      busy: () => {
+        idleHeld.delete(held);
       },
     };
+    return held;
+  }
+
+  /**
+   * Reserves `bytes` as {@link tryReserve}; when some budget of the chain is too full, first has
+   * idle sandboxes that hold memory in that budget released, least recently used first, waiting
+   * for each to be gone, until the reservation fits or no idle sandbox is left there.
+   * @returns the reservation, or undefined if it does not fit even so ({@link blocker} says where)
+   * @throws RangeError for a negative or non-integer amount
+   */
+  async reserve(bytes: number): Promise<Reservation | undefined> {
+    const tried = new Set<Held>();
+    for (;;) {
+      const r = this.tryReserve(bytes);
+      if (r) return r;
+      const blocker = this.blocker(bytes)!;
+      const victim = [...this.root.idleHeld].find((h) => !tried.has(h) && h.budget.within(blocker));
+      if (!victim) return undefined;
+      tried.add(victim);
+      this.root.idleHeld.delete(victim);
+      if (victim.reclaim?.()) await victim.gone;
+    }
   }
 }

@@ -124,20 +124,10 @@ export function instanceMemoryFull(
   );
 }
 
-/** INVALID_ARG: the model's minimum instances cannot fit a memory budget at all, bytes. */
-export function modelMemoryTooLarge(
-  model: string,
-  needBytes: number,
-  instances: number,
-  memory: string,
-  budget: string,
-  limitBytes: number,
-  param: string,
-): TritonError {
+/** INVALID_ARG: one sandbox of the model could never fit in its memory budget (its limit is smaller). */
+export function modelMemoryTooLarge(model: string, needBytes: number, memory: string, budget: string, limitBytes: number, param: string): TritonError {
   return invalidArg(
-    `model '${model}' needs ${needBytes} bytes of sandbox memory ` +
-      `(${instances} ${instances === 1 ? 'instance' : 'instances'} × ${memory}), more than ${budget} allows: ${limitBytes} bytes; ` +
-      `lower instance_group count or ${param}`,
+    `model '${model}' needs ${needBytes} bytes of sandbox memory for one instance (${memory}), more than ${budget} allows: ${limitBytes} bytes; lower ${param}`,
   );
 }
 

@@ -5,8 +5,8 @@
  * Tensors have the same shape as core `Tensor`s; byte buffers move without copies where the
  * sender owns them.
  */
-import type { ErrorCode } from '../../contract/errors.js';
-import type { InferenceRequest, ParameterValue, Tensor } from '../../contract/types.js';
+import { TritonError, type ErrorCode } from '../../contract/errors.js';
+import type { InferenceRequest, InferenceResponse, ParameterValue, ResponseSender, Tensor } from '../../contract/types.js';
 import type { DataType } from '../../contract/datatypes.js';
 
 /** A tensor on the wire (same shape as core `Tensor`). */
@@ -89,3 +89,43 @@ export interface OutputSpec {
 
 /** Outcome of one request as returned by `execute` (null: it already had its final response). */
 export type WireResult = { ok: WireResponse } | { err: WireError } | null;
+
+/** A wire response as the host's response (no copy: the buffers were transferred or came from native). */
+export function fromWireResponse(r: WireResponse): InferenceResponse {
+  return r.parameters ? { outputs: r.outputs, parameters: r.parameters } : { outputs: r.outputs };
+}
+
+/** The requests of one execute in flight in a sandbox, as either engine tracks them. */
+export interface WireExecute {
+  /** The requests' wire handles, in request order. */
+  handles: number[];
+  senders: ResponseSender[];
+  /** Whether each request has had its final response (later ones are dropped). */
+  finals: boolean[];
+}
+
+/**
+ * A response (or error) the sandbox sent for `handle` during an execute (`host.send-response`
+ * / `send-final`), delivered to that request's sender.
+ * @returns the request's index, or -1 when the handle is not one of the execute's or its request had its final response
+ */
+export function deliverSend(p: WireExecute, s: { handle: number; final: boolean; response?: WireResponse; error?: WireError }): number {
+  const i = p.handles.indexOf(s.handle);
+  if (i < 0 || p.finals[i]) return -1;
+  if (s.final) p.finals[i] = true;
+  const sender = p.senders[i]!;
+  if (s.error) sender.sendError(new TritonError(s.error.code, s.error.message), s.final);
+  else sender.send(s.response ? fromWireResponse(s.response) : null, s.final);
+  return i;
+}
+
+/** What `execute` returned: the final response of each request that has not had one yet. */
+export function deliverResults(p: WireExecute, results: readonly WireResult[]): void {
+  results.forEach((r, i) => {
+    if (p.finals[i]) return;
+    p.finals[i] = true;
+    if (r === null) p.senders[i]!.send(null, true);
+    else if ('ok' in r) p.senders[i]!.send(fromWireResponse(r.ok), true);
+    else p.senders[i]!.sendError(new TritonError(r.err.code, r.err.message), true);
+  });
+}

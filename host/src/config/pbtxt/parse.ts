@@ -15,6 +15,7 @@ import type { EnumDesc, FieldDesc, MessageDesc, ScalarKind, ValueType } from '..
 import { oneofSiblings, setMapEntry, typeName } from '../schema.js';
 import { checkInteger, enumNames, isIntKind, parseIntLiteral, resolveEnum } from '../scalars.js';
 import { Tokenizer, showToken, type Token } from './tokenizer.js';
+import * as errors from '../config.errors.js';
 
 type Obj = Record<string, unknown>;
 
@@ -50,8 +51,9 @@ function join(path: string, name: string): string {
 class Parser {
   constructor(private readonly tok: Tokenizer) {}
 
-  private fail(t: Token, message: string, path?: string): never {
-    throw this.tok.error(t.line, t.col, path ? `${message} (at ${path})` : message);
+  /** Where token `t` is, in the field `path` if known. */
+  private at(t: Token, path?: string): errors.ConfigAt {
+    return this.tok.at(t.line, t.col, path);
   }
 
   /** Parse fields until `close` (a symbol) or end of input when `close` is undefined. */
@@ -65,7 +67,7 @@ class Parser {
           return obj;
         }
         if (t.kind === 'eof') {
-          this.fail(t, `unexpected end of input: expected '${close.symbol}' to close ${close.what} opened at ${close.open.line}:${close.open.col}`);
+          throw errors.pbtxtUnclosed(this.at(t), close.symbol, close.what, close.open);
         }
       } else if (t.kind === 'eof') {
         return obj;
@@ -80,33 +82,33 @@ class Parser {
     const nameTok = this.tok.next();
     if (nameTok.kind !== 'ident') {
       if (nameTok.kind === 'symbol' && nameTok.text === '[') {
-        this.fail(nameTok, `extension and Any syntax ('[...]') is not supported in ${desc.name}`, path || undefined);
+        throw errors.pbtxtExtensionSyntax(this.at(nameTok, path), desc.name);
       }
-      this.fail(nameTok, `expected a field name in ${desc.name}, got ${showToken(nameTok)}`, path || undefined);
+      throw errors.unexpectedValue(this.at(nameTok, path), `a field name in ${desc.name}`, showToken(nameTok));
     }
     const f = desc.byName.get(nameTok.text);
     if (!f || (f.name !== nameTok.text && !f.aliases?.includes(nameTok.text))) {
-      this.fail(nameTok, `unknown field '${nameTok.text}' in ${desc.name}`, path || undefined);
+      throw errors.fieldUnknown(this.at(nameTok, path), nameTok.text, desc.name);
     }
     const fpath = join(path, f.name);
     if (!f.repeated) {
       if (Object.prototype.hasOwnProperty.call(obj, f.name)) {
-        this.fail(nameTok, `non-repeated field '${f.name}' is specified more than once in ${desc.name}`, fpath);
+        throw errors.fieldRepeated(this.at(nameTok, fpath), f.name, desc.name);
       }
       const other = oneofSiblings(desc, f).find((s) => Object.prototype.hasOwnProperty.call(obj, s.name));
       if (other) {
-        this.fail(nameTok, `field '${f.name}' cannot be set together with '${other.name}': both belong to oneof '${f.oneof}' of ${desc.name}`, fpath);
+        throw errors.oneofConflict(this.at(nameTok, fpath), f.name, other.name, f.oneof!, desc.name);
       }
     }
 
     const isMessageLike = f.type.kind === 'message' || f.mapKey !== undefined;
     const colon = this.tok.trySymbol(':');
     if (!isMessageLike && !colon) {
-      this.fail(this.tok.peek(), `expected ':' after field name '${f.name}', got ${showToken(this.tok.peek())}`, fpath);
+      throw errors.unexpectedValue(this.at(this.tok.peek(), fpath), `':' after field name '${f.name}'`, showToken(this.tok.peek()));
     }
     const listOpen = this.tok.peek();
     if (listOpen.kind === 'symbol' && listOpen.text === '[') {
-      if (!f.repeated) this.fail(listOpen, `field '${f.name}' is not repeated; a list '[...]' is not allowed`, fpath);
+      if (!f.repeated) throw errors.pbtxtListNotRepeated(this.at(listOpen, fpath), f.name);
       this.tok.next();
       if (this.tok.trySymbol(']')) {
         this.ensureCollection(obj, f);
@@ -117,7 +119,7 @@ class Parser {
         if (this.tok.trySymbol(']')) return;
         const sep = this.tok.next();
         if (!(sep.kind === 'symbol' && sep.text === ',')) {
-          this.fail(sep, `expected ',' or ']' in the list of '${f.name}', got ${showToken(sep)}`, fpath);
+          throw errors.unexpectedValue(this.at(sep, fpath), `',' or ']' in the list of '${f.name}'`, showToken(sep));
         }
       }
     }
@@ -144,18 +146,18 @@ class Parser {
           this.tok.next();
           break;
         }
-        if (t.kind === 'eof') this.fail(t, `unexpected end of input: expected '${close}' to close the entry of '${f.name}' opened at ${open.line}:${open.col}`);
+        if (t.kind === 'eof') throw errors.pbtxtUnclosed(this.at(t), close, `the entry of '${f.name}'`, open);
         const n = this.tok.next();
         if (n.kind !== 'ident' || (n.text !== 'key' && n.text !== 'value')) {
-          this.fail(n, `unknown field ${showToken(n)} in map entry of '${f.name}' (expected 'key' or 'value')`, epath);
+          throw errors.pbtxtMapEntryField(this.at(n, epath), showToken(n), f.name);
         }
         const which = n.text === 'key' ? entry.key : entry.value;
         if ((which === entry.key ? key : value) !== undefined) {
-          this.fail(n, `'${n.text}' is specified more than once in a map entry`, epath);
+          throw errors.fieldRepeated(this.at(n, epath), n.text);
         }
         const msgValue = which.type.kind === 'message';
         if (!this.tok.trySymbol(':') && !msgValue) {
-          this.fail(this.tok.peek(), `expected ':' after '${n.text}', got ${showToken(this.tok.peek())}`, epath);
+          throw errors.unexpectedValue(this.at(this.tok.peek(), epath), `':' after '${n.text}'`, showToken(this.tok.peek()));
         }
         if (which === entry.key) {
           key = this.parseSingle(which.type, `${epath}.key`);
@@ -183,11 +185,8 @@ class Parser {
     if (open.kind === 'symbol' && (open.text === '{' || open.text === '<')) {
       return { open, close: open.text === '{' ? '}' : '>' };
     }
-    return this.fail(
-      open,
-      `expected '{' to start a ${f.mapKey !== undefined ? 'map entry' : typeName(f.type)} value for '${f.name}', got ${showToken(open)}`,
-      path,
-    );
+    const what = f.mapKey !== undefined ? 'map entry' : typeName(f.type);
+    throw errors.unexpectedValue(this.at(open, path), `'{' to start a ${what} value for '${f.name}'`, showToken(open));
   }
 
   /** Parse a single (non-list) value of type `t`. */
@@ -195,7 +194,7 @@ class Parser {
     if (t.kind === 'message') {
       const open = this.tok.next();
       if (!(open.kind === 'symbol' && (open.text === '{' || open.text === '<'))) {
-        this.fail(open, `expected '{' to start a ${t.messageType.name} value, got ${showToken(open)}`, path);
+        throw errors.unexpectedValue(this.at(open, path), `'{' to start a ${t.messageType.name} value`, showToken(open));
       }
       const close = open.text === '{' ? '}' : '>';
       return this.parseMessage(t.messageType, path, { symbol: close, open, what: `'${nameTok?.text ?? path}'` });
@@ -210,24 +209,24 @@ class Parser {
     const t = this.tok.next();
     if (t.kind === 'ident' && !neg) {
       const name = resolveEnum(e, t.text);
-      if (name === undefined) this.fail(t, `unknown enum value '${t.text}' for ${e.name}; expected one of ${enumNames(e)}`, path);
+      if (name === undefined) throw errors.enumValueInvalid(this.at(t, path), e.name, t.text, enumNames(e));
       return name;
     }
     if (t.kind === 'int') {
       const v = parseIntLiteral(t.text)!;
       const num = Number(neg ? -v : v);
       const name = resolveEnum(e, num);
-      if (name === undefined) this.fail(start, `unknown enum number ${num} for ${e.name}; expected one of ${enumNames(e)}`, path);
+      if (name === undefined) throw errors.enumValueInvalid(this.at(start, path), e.name, num, enumNames(e));
       return name;
     }
-    return this.fail(t, `expected an enum value of ${e.name}, got ${showToken(t)}`, path);
+    throw errors.unexpectedValue(this.at(t, path), `an enum value of ${e.name}`, showToken(t));
   }
 
   private parseScalar(kind: ScalarKind, path: string): unknown {
     const start = this.tok.peek();
     if (kind === 'string') {
       const t = this.tok.next();
-      if (t.kind !== 'string') this.fail(t, `expected a string, got ${showToken(t)}`, path);
+      if (t.kind !== 'string') throw errors.unexpectedValue(this.at(t, path), 'a string', showToken(t));
       let s = t.value!;
       while (this.tok.peek().kind === 'string') s += this.tok.next().value!;
       return s;
@@ -237,16 +236,15 @@ class Parser {
       if (t.kind === 'ident' && BOOL_TRUE.has(t.text)) return true;
       if (t.kind === 'ident' && BOOL_FALSE.has(t.text)) return false;
       if (t.kind === 'int' && (t.text === '1' || t.text === '0')) return t.text === '1';
-      return this.fail(t, `expected a boolean (true/false), got ${showToken(t)}`, path);
+      throw errors.unexpectedValue(this.at(t, path), 'a boolean (true/false)', showToken(t));
     }
     const neg = this.tok.trySymbol('-');
     const t = this.tok.next();
     if (isIntKind(kind)) {
-      if (t.kind === 'float') this.fail(t, `expected an integer for ${kind}, got '${neg ? '-' : ''}${t.text}'`, path);
-      if (t.kind !== 'int') this.fail(t, `expected an integer for ${kind}, got ${showToken(t)}`, path);
+      if (t.kind === 'float') throw errors.unexpectedValue(this.at(t, path), `an integer for ${kind}`, `'${neg ? '-' : ''}${t.text}'`);
+      if (t.kind !== 'int') throw errors.unexpectedValue(this.at(t, path), `an integer for ${kind}`, showToken(t));
       const v = parseIntLiteral(t.text)!;
-      const r = checkInteger(kind, neg ? -v : v);
-      if (typeof r !== 'number') this.fail(start, r.error, path);
+      const r = checkInteger(kind, neg ? -v : v, this.at(start, path));
       return r === 0 ? 0 : r;
     }
     // float / double
@@ -255,8 +253,8 @@ class Parser {
     else if (t.kind === 'int') v = Number(parseIntLiteral(t.text)!);
     else if (t.kind === 'ident' && /^(inf|infinity)$/i.test(t.text)) v = Infinity;
     else if (t.kind === 'ident' && /^nan$/i.test(t.text)) v = NaN;
-    else return this.fail(t, `expected a number for ${kind}, got ${showToken(t)}`, path);
-    if (Number.isNaN(v) && t.kind === 'float') this.fail(t, `malformed number '${t.text}'`, path);
+    else throw errors.unexpectedValue(this.at(t, path), `a number for ${kind}`, showToken(t));
+    if (Number.isNaN(v) && t.kind === 'float') throw errors.pbtxtNumberInvalid(this.at(t, path), 'malformed', t.text);
     return neg ? -v : v;
   }
 }

@@ -5,9 +5,9 @@
  * scalars print as `dims: [ 16 ]`, repeated messages as `input [ {..}, {..} ]`, maps as one
  * `key`/`value` block per entry; empty collections print as `[]` so they survive a round trip.
  */
-import { invalidArg } from '../../contract/errors.js';
 import type { FieldDesc, MessageDesc, ValueType } from '../schema.js';
 import { checkScalarValue, describe, resolveEnum } from '../scalars.js';
+import * as errors from '../config.errors.js';
 
 type Obj = Record<string, unknown>;
 
@@ -38,19 +38,17 @@ function formatFloat(v: number): string {
   return String(v);
 }
 
-function fail(path: string, message: string): never {
-  throw invalidArg(`cannot print config: ${message} (at ${path})`);
-}
+/** Where the printer is: the field `path`. */
+const at = (path: string): errors.ConfigAt => ({ in: 'print', path });
 
 function formatScalar(t: ValueType, v: unknown, path: string): string {
-  if (t.kind === 'message') return fail(path, 'internal: message where scalar expected');
+  if (t.kind === 'message') throw errors.printMessageAsScalar(at(path));
   if (t.kind === 'enum') {
     const name = typeof v === 'string' || typeof v === 'number' ? resolveEnum(t.enumType, v) : undefined;
-    if (name === undefined) fail(path, `invalid ${t.enumType.name} value ${describe(v)}`);
+    if (name === undefined) throw errors.enumValueInvalid(at(path), t.enumType.name, describe(v));
     return name;
   }
-  const err = checkScalarValue(t.kind, v);
-  if (err) fail(path, err);
+  checkScalarValue(t.kind, v, at(path));
   if (t.kind === 'string') return quoteString(v as string);
   if (t.kind === 'bool') return v ? 'true' : 'false';
   if (t.kind === 'float' || t.kind === 'double') return formatFloat(v as number);
@@ -65,10 +63,10 @@ class Printer {
   readonly lines: string[] = [];
 
   message(obj: unknown, desc: MessageDesc, indent: string, path: string): void {
-    if (!isPlainObject(obj)) fail(path || desc.name, `expected an object for ${desc.name}, got ${describe(obj)}`);
+    if (!isPlainObject(obj)) throw errors.unexpectedValue(at(path || desc.name), `an object for ${desc.name}`, describe(obj));
     for (const k of Object.keys(obj)) {
       const f = desc.byName.get(k);
-      if (!f || f.name !== k) fail(path || desc.name, `unknown field '${k}' in ${desc.name}`);
+      if (!f || f.name !== k) throw errors.fieldUnknown(at(path || desc.name), k, desc.name);
     }
     for (const f of desc.fields) {
       const v = obj[f.name];
@@ -80,7 +78,7 @@ class Printer {
   private field(f: FieldDesc, v: unknown, ind: string, path: string): void {
     if (f.mapKey !== undefined) return this.map(f, v, ind, path);
     if (f.repeated) {
-      if (!Array.isArray(v)) fail(path, `expected an array, got ${describe(v)}`);
+      if (!Array.isArray(v)) throw errors.unexpectedValue(at(path), 'an array', describe(v));
       if (f.type.kind !== 'message') {
         const items = v.map((x, i) => formatScalar(f.type, x, `${path}[${i}]`));
         this.lines.push(items.length ? `${ind}${f.name}: [ ${items.join(', ')} ]` : `${ind}${f.name}: []`);
@@ -115,7 +113,7 @@ class Printer {
   }
 
   private map(f: FieldDesc, v: unknown, ind: string, path: string): void {
-    if (!isPlainObject(v)) fail(path, `expected an object (map), got ${describe(v)}`);
+    if (!isPlainObject(v)) throw errors.unexpectedValue(at(path), 'an object (map)', describe(v));
     const entries = Object.entries(v);
     if (entries.length === 0) {
       this.lines.push(`${ind}${f.name} []`);
@@ -125,7 +123,7 @@ class Printer {
       const epath = `${path}[${JSON.stringify(k)}]`;
       let key: string;
       if (f.mapKey === 'uint64') {
-        if (!/^(0|[1-9][0-9]*)$/.test(k) || !Number.isSafeInteger(Number(k))) fail(epath, `map key must be an unsigned integer, got ${JSON.stringify(k)}`);
+        if (!/^(0|[1-9][0-9]*)$/.test(k) || !Number.isSafeInteger(Number(k))) throw errors.mapKeyNotUnsigned(at(epath), k);
         key = k;
       } else {
         key = quoteString(k);

@@ -4,7 +4,7 @@
  * single- or double-quoted strings with C escapes, and one-character symbols.
  * Positions are 1-based line and column (one column per UTF-16 unit).
  */
-import { invalidArg, type TritonError } from '../../contract/errors.js';
+import { type ConfigAt, pbtxtNumberInvalid, pbtxtStringInvalid } from '../config.errors.js';
 
 export type TokenKind = 'ident' | 'int' | 'float' | 'string' | 'symbol' | 'eof';
 
@@ -41,7 +41,7 @@ const SIMPLE_ESCAPES: Record<string, number> = {
   '"': 34,
 };
 
-/** Splits pbtxt text into tokens on demand. Errors are INVALID_ARG `source:line:col: message`. */
+/** Splits pbtxt text into tokens on demand. Errors are INVALID_ARG `source:line:col: message` (config.errors.ts). */
 export class Tokenizer {
   private pos = 0;
   private line = 1;
@@ -53,9 +53,9 @@ export class Tokenizer {
     readonly source: string,
   ) {}
 
-  /** A positioned INVALID_ARG error. */
-  error(line: number, col: number, message: string): TritonError {
-    return invalidArg(`${this.source}:${line}:${col}: ${message}`);
+  /** Where an error at `line`:`col` (1-based) of this text is, with the field `path` if known. */
+  at(line: number, col: number, path?: string): ConfigAt {
+    return { in: { source: this.source, line, col }, path };
   }
 
   peek(): Token {
@@ -128,7 +128,7 @@ export class Tokenizer {
     let isFloat = false;
     if (t[this.pos] === '0' && (t[this.pos + 1] === 'x' || t[this.pos + 1] === 'X')) {
       this.advance(2);
-      if (!isHex(t[this.pos] ?? '')) throw this.error(line, col, '"0x" must be followed by hex digits');
+      if (!isHex(t[this.pos] ?? '')) throw pbtxtNumberInvalid(this.at(line, col), 'hex');
       while (isHex(t[this.pos] ?? '')) this.advance();
     } else {
       while (isDigit(t[this.pos] ?? '')) this.advance();
@@ -141,7 +141,7 @@ export class Tokenizer {
         isFloat = true;
         this.advance();
         if (t[this.pos] === '+' || t[this.pos] === '-') this.advance();
-        if (!isDigit(t[this.pos] ?? '')) throw this.error(this.line, this.col, '"e" must be followed by exponent digits');
+        if (!isDigit(t[this.pos] ?? '')) throw pbtxtNumberInvalid(this.at(this.line, this.col), 'exponent');
         while (isDigit(t[this.pos] ?? '')) this.advance();
       }
       if (t[this.pos] === 'f' || t[this.pos] === 'F') {
@@ -151,11 +151,11 @@ export class Tokenizer {
     }
     const next = t[this.pos] ?? '';
     if (isIdentChar(next) || next === '.') {
-      throw this.error(this.line, this.col, `need space between number and identifier ('${t.slice(start, this.pos + 1)}')`);
+      throw pbtxtNumberInvalid(this.at(this.line, this.col), 'identifier', t.slice(start, this.pos + 1));
     }
     const text = t.slice(start, this.pos);
     if (!isFloat && /^0[0-9]+$/.test(text) && /[89]/.test(text)) {
-      throw this.error(line, col, `numbers starting with leading zero must be in octal ('${text}')`);
+      throw pbtxtNumberInvalid(this.at(line, col), 'octal', text);
     }
     return { kind: isFloat ? 'float' : 'int', text, line, col };
   }
@@ -183,7 +183,7 @@ export class Tokenizer {
     for (;;) {
       const c = this.text[this.pos];
       if (c === undefined || c === '\n') {
-        throw this.error(line, col, 'unterminated string (string literals cannot cross line boundaries)');
+        throw pbtxtStringInvalid(this.at(line, col), 'unterminated');
       }
       if (c === quote) {
         this.advance();
@@ -208,7 +208,7 @@ export class Tokenizer {
           v = v * 8 + Number(this.text[this.pos]);
           this.advance();
         }
-        if (v > 255) throw this.error(escLine, escCol, 'octal escape out of range');
+        if (v > 255) throw pbtxtStringInvalid(this.at(escLine, escCol), 'octalRange');
         bytes.push(v);
       } else if (e === 'x' || e === 'X') {
         this.advance();
@@ -217,14 +217,14 @@ export class Tokenizer {
           hex += this.text[this.pos];
           this.advance();
         }
-        if (hex === '') throw this.error(escLine, escCol, 'expected hex digits for escape sequence');
+        if (hex === '') throw pbtxtStringInvalid(this.at(escLine, escCol), 'hexDigits');
         bytes.push(parseInt(hex, 16));
       } else if (e === 'u' || e === 'U') {
         const n = e === 'u' ? 4 : 8;
         this.advance();
         const hex = this.text.slice(this.pos, this.pos + n);
         if (hex.length !== n || !/^[0-9a-fA-F]+$/.test(hex)) {
-          throw this.error(escLine, escCol, `expected ${n} hex digits after '\\${e}'`);
+          throw pbtxtStringInvalid(this.at(escLine, escCol), 'unicodeDigits', e);
         }
         this.advance(n);
         let cp = parseInt(hex, 16);
@@ -236,18 +236,18 @@ export class Tokenizer {
           }
         }
         if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-          throw this.error(escLine, escCol, `invalid unicode code point in escape '\\${e}${hex}'`);
+          throw pbtxtStringInvalid(this.at(escLine, escCol), 'codePoint', `${e}${hex}`);
         }
         pushCodePoint(cp);
       } else {
-        throw this.error(escLine, escCol, `invalid escape sequence '\\${e}' in string literal`);
+        throw pbtxtStringInvalid(this.at(escLine, escCol), 'escape', e);
       }
     }
     let value: string;
     try {
       value = strictUtf8.decode(new Uint8Array(bytes));
     } catch {
-      throw this.error(line, col, 'string contains invalid UTF-8 (from escape sequences)');
+      throw pbtxtStringInvalid(this.at(line, col), 'utf8');
     }
     return { kind: 'string', text: this.text.slice(start, this.pos), value, line, col };
   }

@@ -7,6 +7,7 @@
  */
 import { contentsCountMismatch, contentsNoList, contentsOtherLists } from '../infer-request.errors.js';
 import { encodeBytesElements } from '../../tensor/bytes.js';
+import { elementWriter } from '../../tensor/elements.js';
 import { dataTypeByteSize, type DataType } from '../../contract/datatypes.js';
 import type { InferTensorContents } from './proto.js';
 
@@ -51,44 +52,8 @@ export function contentsToTensorData(c: InferTensorContents, datatype: DataType,
   const size = dataTypeByteSize(datatype);
   const out = new Uint8Array(elements * size);
   const view = new DataView(out.buffer);
-  for (let i = 0; i < elements; i++) {
-    const v = values[i];
-    const o = i * size;
-    switch (datatype) {
-      case 'BOOL':
-        view.setUint8(o, v ? 1 : 0);
-        break;
-      case 'INT8':
-        view.setInt8(o, Number(v));
-        break;
-      case 'INT16':
-        view.setInt16(o, Number(v), true);
-        break;
-      case 'INT32':
-        view.setInt32(o, Number(v), true);
-        break;
-      case 'UINT8':
-        view.setUint8(o, Number(v));
-        break;
-      case 'UINT16':
-        view.setUint16(o, Number(v), true);
-        break;
-      case 'UINT32':
-        view.setUint32(o, Number(v), true);
-        break;
-      case 'INT64':
-        view.setBigInt64(o, BigInt(v as string | number), true);
-        break;
-      case 'UINT64':
-        view.setBigUint64(o, BigInt(v as string | number), true);
-        break;
-      case 'FP32':
-        view.setFloat32(o, Number(v), true);
-        break;
-      case 'FP64':
-        view.setFloat64(o, Number(v), true);
-        break;
-    }
-  }
+  // LIST names a list only for the datatypes elementWriter writes (and BYTES, encoded above).
+  const write = elementWriter(datatype)!;
+  for (let i = 0; i < elements; i++) write(view, i * size, values[i] as number | string | boolean);
   return out;
 }

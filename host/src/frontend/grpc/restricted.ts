@@ -7,8 +7,9 @@
  * nothing runs. Checked after authentication (multi-tenant mode), so both must pass.
  */
 import type { Metadata } from '@grpc/grpc-js';
-import { type TritonError, unavailable } from '../../contract/errors.js';
+import { type TritonError } from '../../contract/errors.js';
 import { type RestrictedCategory, type RestrictedFeatures, type Restriction, restrictionSatisfied } from '../restricted.js';
+import { protocolRestricted } from './grpc.errors.js';
 
 /** The group of every RPC Warden serves (grpc_server.cc: the group each Register* function passes). */
 const RPC_CATEGORIES: Readonly<Record<string, RestrictedCategory>> = {
@@ -63,6 +64,6 @@ export class GrpcRestrictions {
   refusal(rpc: string, metadata: Metadata): TritonError | undefined {
     const r = this.of(rpc);
     if (!r || restrictionSatisfied(r, metadata.get(r.header)[0])) return undefined;
-    return unavailable(`This protocol is restricted, expecting header '${r.header}'`);
+    return protocolRestricted(r.header);
   }
 }

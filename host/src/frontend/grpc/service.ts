@@ -7,11 +7,11 @@
 import type { Metadata, sendUnaryData, ServerUnaryCall, UntypedHandleCall } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { modelConfigToJson } from '../../config/index.js';
-import { TritonError, internal, invalidArg, unsupported } from '../../contract/errors.js';
+import { TritonError } from '../../contract/errors.js';
 import { type ServerApi } from '../../dataplane/server-api.js';
 import { inferUnary } from '../../dataplane/inference.js';
 import { SINGLE_USER, type CancellationSignal, type Principal } from '../../contract/types.js';
-import { fileOverridePath, type FileOverrides } from '../../repository/overrides.js';
+import { fileOverridePath, parseConfigOverride, type FileOverrides } from '../../repository/overrides.js';
 import { overQuotaDelay, type Admission } from '../admission.js';
 import { callPrincipal } from './auth.js';
 import { grpcCategoryOf, type GrpcRestrictions } from './restricted.js';
@@ -22,6 +22,8 @@ import { toServiceError } from './status.js';
 import { handleStreamInfer } from './stream.js';
 import type { ClientShm } from './shm.js';
 import { traceContextFrom } from '../../trace/context.js';
+import * as grpcErrors from './grpc.errors.js';
+import { loadParameterUnknown, repositoryNameUnsupported } from '../repository-request.errors.js';
 
 /** What the handlers need. */
 export interface GrpcServiceContext {
@@ -76,7 +78,7 @@ function unary(ctx: GrpcServiceContext, fn: Unary, open = false) {
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 function namedRepository(req: Req): void {
-  if (str(req.repository_name) !== '') throw unsupported("'repository_name' specification is not supported");
+  if (str(req.repository_name) !== '') throw repositoryNameUnsupported();
 }
 
 type RepoParam = { parameter_choice?: string; bool_param?: boolean; int64_param?: string; string_param?: string; bytes_param?: Buffer };
@@ -87,17 +89,13 @@ function loadOptions(model: string, params: Record<string, RepoParam>): { config
   const files: FileOverrides = new Map();
   for (const [key, p] of Object.entries(params)) {
     if (key === 'config') {
-      if (p.parameter_choice !== 'string_param') throw invalidArg("the 'config' parameter must be a string_param");
-      try {
-        configOverride = JSON.parse(p.string_param ?? '');
-      } catch (e) {
-        throw invalidArg(`failed to load '${model}': invalid 'config' parameter, not JSON: ${(e as Error).message}`);
-      }
+      if (p.parameter_choice !== 'string_param') throw grpcErrors.parameterKind("the 'config' parameter", 'string_param');
+      configOverride = parseConfigOverride(model, p.string_param ?? '');
     } else if (key.startsWith('file:')) {
-      if (p.parameter_choice !== 'bytes_param') throw invalidArg(`file override '${key}' must be a bytes_param`);
+      if (p.parameter_choice !== 'bytes_param') throw grpcErrors.parameterKind(`file override '${key}'`, 'bytes_param');
       files.set(fileOverridePath(key), new Uint8Array(p.bytes_param ?? Buffer.alloc(0)));
     } else {
-      throw internal(`unexpected error on creating Triton parameter: unrecognized load parameter '${key}'`);
+      throw loadParameterUnknown(key);
     }
   }
   return { configOverride, files };
@@ -174,9 +172,9 @@ export function grpcHandlers(ctx: GrpcServiceContext): Record<string, UntypedHan
       namedRepository(r);
       const params = (r.parameters ?? {}) as Record<string, RepoParam>;
       const del = params.delete_files;
-      if (del !== undefined && del.parameter_choice !== 'bool_param') throw invalidArg("'delete_files' must be a bool_param");
+      if (del !== undefined && del.parameter_choice !== 'bool_param') throw grpcErrors.parameterKind("'delete_files'", 'bool_param');
       const deps = params.unload_dependents;
-      if (deps !== undefined && deps.parameter_choice !== 'bool_param') throw invalidArg("'unload_dependents' must be a bool_param");
+      if (deps !== undefined && deps.parameter_choice !== 'bool_param') throw grpcErrors.parameterKind("'unload_dependents'", 'bool_param');
       await api.unloadModel(p, str(r.model_name), { deleteFiles: del?.bool_param === true, unloadDependents: deps?.bool_param === true });
       return {};
     }),
@@ -236,7 +234,7 @@ async function modelInfer(
       model,
       parseModelVersion(req.model_version),
       {
-        decoupled: () => unsupported(`ModelInfer RPC doesn't support models with decoupled transaction policy`),
+        decoupled: grpcErrors.inferDecoupled,
         request: (target) => {
           const decoded = decodeModelInferRequest(stripReserved(req), model, target.version, access, () => ctx.shm.disabledError());
           decoded.init.traceContext = traceContextFrom((name) => metadata.get(name)[0]);

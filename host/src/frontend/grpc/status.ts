@@ -10,38 +10,31 @@ import { status, type ServiceError } from '@grpc/grpc-js';
 import { AccessError, type AccessKind, type ErrorCode, type TritonError } from '../../contract/errors.js';
 import { redactAbsolutePaths } from '../../contract/public-errors.js';
 
+/** Triton's `ToGrpcStatus` table (a Map: a code from a backend is not trusted to be a key); a code not in it is UNKNOWN. */
+const GRPC_STATUS = new Map<ErrorCode, status>([
+  ['INTERNAL', status.INTERNAL],
+  ['NOT_FOUND', status.NOT_FOUND],
+  ['INVALID_ARG', status.INVALID_ARGUMENT],
+  ['UNAVAILABLE', status.UNAVAILABLE],
+  ['UNSUPPORTED', status.UNIMPLEMENTED],
+  ['ALREADY_EXISTS', status.ALREADY_EXISTS],
+  ['CANCELLED', status.CANCELLED],
+]);
+
 /** The gRPC status code of a Triton error code. */
 export function grpcStatusOf(code: ErrorCode): status {
-  switch (code) {
-    case 'INTERNAL':
-      return status.INTERNAL;
-    case 'NOT_FOUND':
-      return status.NOT_FOUND;
-    case 'INVALID_ARG':
-      return status.INVALID_ARGUMENT;
-    case 'UNAVAILABLE':
-      return status.UNAVAILABLE;
-    case 'UNSUPPORTED':
-      return status.UNIMPLEMENTED;
-    case 'ALREADY_EXISTS':
-      return status.ALREADY_EXISTS;
-    case 'CANCELLED':
-      return status.CANCELLED;
-    default:
-      return status.UNKNOWN;
-  }
+  return GRPC_STATUS.get(code) ?? status.UNKNOWN;
 }
+
+const ACCESS_STATUS: Record<AccessKind, status> = {
+  unauthenticated: status.UNAUTHENTICATED,
+  forbidden: status.PERMISSION_DENIED,
+  exhausted: status.RESOURCE_EXHAUSTED,
+};
 
 /** The gRPC status code of an access refusal. */
 export function grpcAccessStatusOf(kind: AccessKind): status {
-  switch (kind) {
-    case 'unauthenticated':
-      return status.UNAUTHENTICATED;
-    case 'forbidden':
-      return status.PERMISSION_DENIED;
-    case 'exhausted':
-      return status.RESOURCE_EXHAUSTED;
-  }
+  return ACCESS_STATUS[kind];
 }
 
 /**

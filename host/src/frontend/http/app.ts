@@ -5,7 +5,6 @@
 import { type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type Server, type ServerOptions, createServer } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
-import { unsupported } from '../../contract/errors.js';
 import { optionalJson, readBody } from './body.js';
 import { installSharedMemoryRoutes } from './shared-memory.js';
 import { compressReply } from './compression.js';
@@ -27,6 +26,7 @@ import { answerClientError } from './claim.js';
 import { installTraceRoutes } from './trace.js';
 import { restrictRoutes } from './restricted.js';
 import type { Restriction } from '../restricted.js';
+import { repositoryNameUnsupported } from '../repository-request.errors.js';
 
 /** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms (shared with gRPC). */
 export { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
@@ -219,7 +219,7 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   route(app, '/v2/repository/models/:model/load', { POST: (q, r) => handleLoad(ctx, q, r, (q.params as ModelParams).model) });
   route(app, '/v2/repository/models/:model/unload', { POST: (q, r) => handleUnload(ctx, q, r, (q.params as ModelParams).model) });
   const namedRepo = () => {
-    throw unsupported("'repository_name' specification is not supported");
+    throw repositoryNameUnsupported();
   };
   route(app, '/v2/repository/:repo/index', { POST: namedRepo });
   route(app, '/v2/repository/:repo/models/:model/load', { POST: namedRepo });

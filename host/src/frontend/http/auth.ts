@@ -11,7 +11,6 @@
 import { clientAddressOf } from './client-address.js';
 import { closeIfBodyPending } from './routing.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AccessError } from '../../contract/errors.js';
 import type { Principal } from '../../contract/types.js';
 import { authFailure } from '../../tenancy/http-auth.js';
 import type { TenantUploadRate } from '../../tenancy/request-rate.js';
@@ -20,6 +19,7 @@ import { AuthenticationError, type Admission } from '../admission.js';
 /** The load route (spec §3.1), as requests spell it. */
 const LOAD_PATH = /^\/v2\/repository\/models\/[^/]+\/load$/;
 import type { TenantConfig } from '../../tenancy/types.js';
+import { authenticationRequired } from './http.errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,7 +35,7 @@ const UNAUTHENTICATED = new Set(['/v2/health/live', '/v2/health/ready']);
 
 /** The principal of an authenticated request. @throws AccessError `unauthenticated` if the hook did not run (a bug) */
 export function requestPrincipal(req: FastifyRequest): Principal {
-  if (!req.principal) throw new AccessError('unauthenticated', 'authentication required');
+  if (!req.principal) throw authenticationRequired();
   return req.principal;
 }
 

@@ -5,8 +5,9 @@
 import type { IncomingMessage } from 'node:http';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
-import { TritonError, invalidArg } from '../../contract/errors.js';
+import { TritonError } from '../../contract/errors.js';
 import { parseRequestJson } from './json-text.js';
+import * as httpErrors from './http.errors.js';
 
 /** True for a JSON object (not null, not an array). */
 export const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -25,14 +26,7 @@ export const MAX_BODY_CHUNKS = 1 << 16;
 
 /** Triton's text for a chunked body over {@link MAX_BODY_CHUNKS} (INVALID_ARG, 400; the connection is closed). */
 export function chunkLimitError(): TritonError {
-  return invalidArg(`Chunked request body exceeds maximum of ${MAX_BODY_CHUNKS} non-empty chunks. Send fewer or larger HTTP chunks.`);
-}
-
-/** Triton's text for a request over `--http-max-input-size` (INVALID_ARG, 400). */
-export function sizeLimitError(size: number | string, maxInputSize: number): TritonError {
-  return invalidArg(
-    `Request JSON size of ${size} bytes exceeds the maximum allowed value of ${maxInputSize} bytes. Use --http-max-input-size to increase the limit.`,
-  );
+  return httpErrors.bodyTooManyChunks(MAX_BODY_CHUNKS);
 }
 
 /**
@@ -51,7 +45,7 @@ export function readBody(payload: IncomingMessage, maxInputSize: number, done: (
   const chunked = te !== undefined && /chunked/i.test(String(te));
   if (!chunked && Number.isFinite(declared) && declared > maxInputSize) {
     payload.resume();
-    done(sizeLimitError(declared, maxInputSize));
+    done(httpErrors.requestTooLarge(declared, maxInputSize));
     return;
   }
   let buf = Buffer.allocUnsafe(!chunked && Number.isFinite(declared) && declared >= 0 ? declared : Math.min(maxInputSize, 64 * 1024));
@@ -70,7 +64,7 @@ export function readBody(payload: IncomingMessage, maxInputSize: number, done: (
   const onData = (chunk: Buffer) => {
     if (chunked && chunk.length > 0 && ++chunks > MAX_BODY_CHUNKS) return fail(chunkLimitError());
     const need = length + chunk.length;
-    if (need > maxInputSize) return fail(sizeLimitError(need, maxInputSize));
+    if (need > maxInputSize) return fail(httpErrors.requestTooLarge(need, maxInputSize));
     if (need > buf.length) {
       const grown = Buffer.allocUnsafe(Math.min(maxInputSize, Math.max(need, buf.length * 2)));
       buf.copy(grown, 0, 0, length);
@@ -104,10 +98,10 @@ export function requestBody(req: FastifyRequest, maxInputSize: number): Buffer {
     if (enc === 'gzip') return gunzipSync(raw, { maxOutputLength: maxInputSize });
     if (enc === 'deflate') return inflateSync(raw, { maxOutputLength: maxInputSize });
   } catch (e) {
-    if ((e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw sizeLimitError(`more than ${maxInputSize}`, maxInputSize);
-    throw invalidArg(`failed to decompress the request body (${enc}): ${(e as Error).message}`);
+    if ((e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw httpErrors.requestTooLarge(`more than ${maxInputSize}`, maxInputSize);
+    throw httpErrors.bodyDecompressFailed(enc, (e as Error).message);
   }
-  if (enc !== 'identity' && enc !== '') throw invalidArg(`unsupported Content-Encoding '${enc}', only 'gzip' and 'deflate' are supported`);
+  if (enc !== 'identity' && enc !== '') throw httpErrors.bodyEncodingUnsupported(enc);
   return raw;
 }
 

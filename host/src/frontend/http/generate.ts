@@ -5,7 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ModelConfig } from '../../contract/model-config.js';
-import { TritonError, asTritonError, invalidArg } from '../../contract/errors.js';
+import { TritonError, asTritonError } from '../../contract/errors.js';
 import { emptyRequestInit, requestParameter } from '../../dataplane/request-parameters.js';
 import { type InferenceTarget, inferUnary, releaseTensors } from '../../dataplane/inference.js';
 import type { InferenceRequestInit, InferenceResponse, ResponseSender, Tensor } from '../../contract/types.js';
@@ -17,6 +17,7 @@ import { parseRequestJson } from './json-text.js';
 import { connectionSignal } from './infer.js';
 import { traceContextFrom } from '../../trace/context.js';
 import { tritonErrorAnswer } from './routing.js';
+import * as httpErrors from './http.errors.js';
 
 /**
  * Shape for `n` elements from config dims (spec §3.6): fixed dims must divide `n`, the innermost
@@ -26,7 +27,7 @@ export function generateShape(config: ModelConfig, dims: readonly number[], n: n
   const fixed = dims.reduce((p, d) => (d === -1 ? p : p * d), 1);
   const innermost = dims.lastIndexOf(-1);
   if (innermost < 0 ? fixed !== n : fixed === 0 ? n !== 0 : n % fixed !== 0) {
-    throw invalidArg(`unable to fit ${n} element(s) of '${name}' into its dims ${JSON.stringify(dims)}`);
+    throw httpErrors.generateShapeMismatch(n, name, dims);
   }
   const shape = dims.map((d, i) => (d !== -1 ? d : i === innermost ? (fixed === 0 ? 0 : n / fixed) : 1));
   return config.max_batch_size > 0 ? [1, ...shape] : shape;
@@ -45,12 +46,12 @@ export function decodeGenerateRequest(
   config: ModelConfig,
   duplicates: ReadonlySet<string> = new Set(),
 ): InferenceRequestInit {
-  if (!isJsonObject(doc)) throw invalidArg('failed to parse the request JSON buffer: the generate request must be a JSON object');
+  if (!isJsonObject(doc)) throw httpErrors.generateNotObject();
   const init = emptyRequestInit(model, version);
   const inputs = new Map(config.input.map((i) => [i.name, i]));
   if (doc.parameters !== undefined) {
-    if (inputs.has('parameters')) throw invalidArg("Keyword 'parameters' for nested schema also given as input tensor name");
-    if (!isJsonObject(doc.parameters)) throw invalidArg("Expected JSON object for keyword 'parameters'");
+    if (inputs.has('parameters')) throw httpErrors.generateParametersIsInput();
+    if (!isJsonObject(doc.parameters)) throw httpErrors.generateParametersNotObject();
   }
   if (typeof doc.id === 'string') init.id = doc.id;
   const topLevel = Object.entries(doc).filter(([k]) => k !== 'parameters');
@@ -63,14 +64,11 @@ export function decodeGenerateRequest(
       continue;
     }
     if (added.has(key) || duplicates.has(key)) {
-      // Triton's texts: the core's (with LogRequest()'s prefix), after the keyword being
-      // converted for a key inside `parameters` (server http_server.cc ConvertGenerateRequest).
-      const where = n >= topLevel.length ? "Converting keyword: 'parameters': " : '';
-      throw invalidArg(`${where}[request id: ${init.id || '<id_unknown>'}] input '${key}' already exists in request`);
+      throw httpErrors.generateInputRepeated(n >= topLevel.length, init.id, key);
     }
     added.add(key);
     const values = Array.isArray(value) ? value : [value];
-    if (values.some((v) => Array.isArray(v))) throw invalidArg(`input '${key}' must be a scalar or a 1-D array`);
+    if (values.some((v) => Array.isArray(v))) throw httpErrors.generateInputNotFlat(key);
     const datatype = tensorDataType(ci);
     const shape = generateShape(config, ci.dims, values.length, key);
     const tensor: Tensor = { name: key, datatype, shape, data: jsonToTensorData(values, datatype, values.length, key) };
@@ -107,7 +105,7 @@ export function encodeGenerateResponse(model: string, version: number, id: strin
 /** A generate request's inputs and parameters for the version that serves. @throws TritonError INVALID_ARG */
 function decodeFor(ctx: FrontendContext, req: FastifyRequest, model: string, target: InferenceTarget): InferenceRequestInit {
   if (req.headers['content-encoding'] && req.headers['content-encoding'] !== 'identity') {
-    throw invalidArg("Unsupported HTTP header Content-Encoding: only 'identity' is supported for generate");
+    throw httpErrors.generateEncodingUnsupported();
   }
   const body = requestBody(req, ctx.maxInputSize);
   const duplicates = new Set<string>();
@@ -122,8 +120,7 @@ function decodeFor(ctx: FrontendContext, req: FastifyRequest, model: string, tar
 }
 
 /** `generate` of a model that answers other than once (Triton's http_server.cc text). */
-const notOneResponse = () =>
-  invalidArg('generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses');
+const notOneResponse = httpErrors.generateNotOneResponse;
 
 /** `POST .../generate`: the data plane's unary call (inferUnary; decoupled models too, if they answer once). */
 export async function handleGenerate(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string, version: number): Promise<FastifyReply> {

@@ -14,6 +14,7 @@ import { isDataType, dataTypeByteSize, elementCount } from '../../contract/datat
 import { jsonToTensorData } from '../../tensor/json.js';
 import { encodeBytesElements } from '../../tensor/bytes.js';
 import { parseRequestJson } from './json-text.js';
+import * as rawInput from '../../contract/raw-input.errors.js';
 
 /** How each output is to be returned: `binary` = binary tensor data extension. */
 export interface OutputFormats {
@@ -218,7 +219,7 @@ export function decodeInferRequest(
 function decodeRawBinary(body: Buffer, init: InferenceRequestInit, formats: OutputFormats, modelName: string, config: ModelConfig): DecodedInferRequest {
   formats.defaultBinary = true;
   if (config.input.length !== 1) {
-    throw err.rawInputCount(config.input.length, modelName);
+    throw rawInput.rawInputCount(1, config.input.length, modelName);
   }
   const ci = config.input[0]!;
   const datatype = tensorDataType(ci);
@@ -226,14 +227,14 @@ function decodeRawBinary(body: Buffer, init: InferenceRequestInit, formats: Outp
   let dims: number[];
   if (datatype === 'BYTES') {
     if (ci.dims.length !== 1 || ci.dims[0] !== 1) {
-      throw err.rawBytesShape(ci.name);
+      throw rawInput.rawBytesShape(ci.name);
     }
     dims = [1];
   } else {
     const size = dataTypeByteSize(datatype);
     const variable = ci.dims.filter((d) => d === -1).length;
     if (variable > 1) {
-      throw err.rawShapeAmbiguous(ci.name);
+      throw rawInput.rawShapeAmbiguous(ci.name);
     }
     const fixed = ci.dims.reduce((n, d) => (d === -1 ? n : n * d), 1) * size;
     if (fixed === 0 || body.length % fixed !== 0 || (variable === 0 && body.length !== fixed)) {

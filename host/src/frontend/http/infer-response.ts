@@ -4,10 +4,10 @@
  * follow the JSON, in the order of the response's `outputs` array.
  */
 import type { InferenceResponse, ParameterValue } from '../../contract/types.js';
-import { invalidArg } from '../../contract/errors.js';
 import { jsonTextMaxBytes, tensorDataToJsonText } from '../../tensor/json.js';
 import type { OutputFormats } from './infer-request.js';
 import { DEFAULT_HTTP_LIMITS } from './limits.js';
+import { jsonResponseTooLarge } from './http.errors.js';
 
 export interface EncodedResponse {
   /** JSON text, or JSON header + binary tensors. */
@@ -46,11 +46,7 @@ export function checkJsonOutputSize(modelName: string, response: InferenceRespon
     if (!largest || bytes > largest.bytes) largest = { name: t.name, bytes };
   }
   if (total > maxJsonBytes) {
-    throw invalidArg(
-      `JSON response of model '${modelName}' could be up to ${total} bytes, more than the server's limit of ${maxJsonBytes} bytes ` +
-        `(--http-max-json-output-bytes; largest output '${largest!.name}'). Request the outputs in binary: ` +
-        `"parameters": {"binary_data": true} on each output, or "binary_data_output": true on the request (binary tensor data extension).`,
-    );
+    throw jsonResponseTooLarge(modelName, total, maxJsonBytes, largest!.name);
   }
   return tensorBytes;
 }

@@ -1,7 +1,6 @@
 /** `POST /v2/models/{m}[/versions/{v}]/infer` (spec §1.8–§1.13, §2). */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { TritonError, unsupported } from '../../contract/errors.js';
 import { inferUnary } from '../../dataplane/inference.js';
 import type { CancellationSignal, Principal } from '../../contract/types.js';
 import { ManualSignal } from '../cancellation.js';
@@ -13,7 +12,7 @@ import { checkJsonOutputSize, renderInferResponse } from './infer-response.js';
 import { DEFAULT_HTTP_LIMITS } from './limits.js';
 import { type HttpAnswer, sendAnswer } from './routing.js';
 import { traceContextFrom } from '../../trace/context.js';
-import type { ShmAccess } from '../../dataplane/shared-memory.js';
+import * as httpErrors from './http.errors.js';
 
 /**
  * Fires when the client goes away before the response was written: the response's 'close' without
@@ -40,7 +39,7 @@ export function headerLength(headers: IncomingHttpHeaders): number | undefined {
   if (h === undefined) return undefined;
   const n = Number(Array.isArray(h) ? h[0] : h);
   if (!Number.isInteger(n) || n < 0 || n > 0x7fffffff) {
-    throw new TritonError('INVALID_ARG', `invalid Inference-Header-Content-Length '${String(h)}'`);
+    throw httpErrors.headerLengthInvalid(String(h));
   }
   return n;
 }
@@ -58,7 +57,7 @@ function okAnswer(enc: { body: string | Buffer; headerLength?: number }): HttpAn
 }
 
 /** `/infer` answers a decoupled model with this (Triton's HTTP frontend: exactly one response). */
-const decoupledRefused = () => unsupported("HTTP end point doesn't support models with decoupled transaction policy");
+const decoupledRefused = httpErrors.inferDecoupled;
 
 /**
  * One `/infer` request after routing (spec §1.8–§1.13, §2): the data plane's unary call
@@ -85,62 +84,48 @@ export async function inferAnswer(
   signal: CancellationSignal,
 ): Promise<HttpAnswer> {
   const shm = ctx.shm.access(principal);
-  if (!shm) return inferWith(ctx, principal, model, version, body, headers, signal, undefined);
   try {
-    return await inferWith(ctx, principal, model, version, body, headers, signal, shm);
+    return await inferUnary<DecodedInferRequest, HttpAnswer>(
+      ctx.api,
+      principal,
+      model,
+      version,
+      {
+        decoupled: decoupledRefused,
+        request: (target) => {
+          const bytes = body();
+          const hl = headerLength(headers);
+          // A large JSON part is parsed on a codec worker (codec/pool.ts), not on the event loop. Not when
+          // client shared memory is on for this caller: inputs read from regions need the server's access.
+          const decoded =
+            !shm && (hl ?? bytes.length) >= OFFLOAD_BYTES
+              ? ctx.codec.decode(bytes, hl, model, target.version, target.config)
+              : decodeInferRequest(bytes, hl, model, target.version, target.config, shm);
+          const withTrace = (d: Awaited<typeof decoded>) => {
+            d.init.traceContext = traceContextFrom((name) => headers[name]);
+            return d;
+          };
+          return decoded instanceof Promise ? decoded.then(withTrace) : withTrace(decoded);
+        },
+        answer: (response, served, { init, formats }) => {
+          const maxJson = ctx.limits.maxJsonOutputBytes ?? DEFAULT_HTTP_LIMITS.maxJsonOutputBytes;
+          // Outputs the client placed in shared memory are written there (spec §3.3).
+          for (const t of response.outputs) {
+            const region = formats.shm?.get(t.name);
+            if (region && shm) shm.write(region, t.data, t.name);
+          }
+          // Checked once here; the codec worker's encodeInferResponse checks again (it is its own entry point).
+          if (checkJsonOutputSize(model, response, formats, maxJson) >= OFFLOAD_BYTES)
+            return ctx.codec.encode(model, served, init.id, response, formats, maxJson).then(okAnswer);
+          return okAnswer(renderInferResponse(model, served, init.id, response, formats));
+        },
+      },
+      signal,
+    );
   } finally {
     // The regions this request used stay registered until here (dataplane/shared-memory.ts).
-    shm.release();
+    shm?.release();
   }
-}
-
-function inferWith(
-  ctx: FrontendContext,
-  principal: Principal,
-  model: string,
-  version: number,
-  body: () => Buffer,
-  headers: IncomingHttpHeaders,
-  signal: CancellationSignal,
-  shm: ShmAccess | undefined,
-): Promise<HttpAnswer> {
-  return inferUnary<DecodedInferRequest, HttpAnswer>(
-    ctx.api,
-    principal,
-    model,
-    version,
-    {
-      decoupled: decoupledRefused,
-      request: (target) => {
-        const bytes = body();
-        const hl = headerLength(headers);
-        // A large JSON part is parsed on a codec worker (codec/pool.ts), not on the event loop. Not when
-        // client shared memory is on for this caller: inputs read from regions need the server's access.
-        const decoded =
-          !shm && (hl ?? bytes.length) >= OFFLOAD_BYTES
-            ? ctx.codec.decode(bytes, hl, model, target.version, target.config)
-            : decodeInferRequest(bytes, hl, model, target.version, target.config, shm);
-        const withTrace = (d: Awaited<typeof decoded>) => {
-          d.init.traceContext = traceContextFrom((name) => headers[name]);
-          return d;
-        };
-        return decoded instanceof Promise ? decoded.then(withTrace) : withTrace(decoded);
-      },
-      answer: (response, served, { init, formats }) => {
-        const maxJson = ctx.limits.maxJsonOutputBytes ?? DEFAULT_HTTP_LIMITS.maxJsonOutputBytes;
-        // Outputs the client placed in shared memory are written there (spec §3.3).
-        for (const t of response.outputs) {
-          const region = formats.shm?.get(t.name);
-          if (region && shm) shm.write(region, t.data, t.name);
-        }
-        // Checked once here; the codec worker's encodeInferResponse checks again (it is its own entry point).
-        if (checkJsonOutputSize(model, response, formats, maxJson) >= OFFLOAD_BYTES)
-          return ctx.codec.encode(model, served, init.id, response, formats, maxJson).then(okAnswer);
-        return okAnswer(renderInferResponse(model, served, init.id, response, formats));
-      },
-    },
-    signal,
-  );
 }
 
 /** Fastify's `POST /v2/models/{m}[/versions/{v}]/infer` route: {@link inferAnswer} on the parsed body. */

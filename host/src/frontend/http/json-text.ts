@@ -20,7 +20,7 @@
  * Only when an integer is long, an exponent could overflow, a surrogate escape is unpaired or a
  * key was met twice (fewer keys than members) does the (slower) exact parser run.
  */
-import { internal, invalidArg } from '../../contract/errors.js';
+import * as httpErrors from './http.errors.js';
 
 /** Triton's maximum JSON nesting depth. */
 export const MAX_JSON_DEPTH = 100;
@@ -33,9 +33,9 @@ export interface JsonParseOptions {
   onDuplicateKey?: (key: string, path: readonly string[]) => void;
 }
 
-const depthError = () => invalidArg(`JSON nesting depth exceeds maximum allowed limit (${MAX_JSON_DEPTH})`);
+const depthError = () => httpErrors.jsonTooDeep(MAX_JSON_DEPTH);
 /** Malformed JSON: Triton's TritonJson parse error, INTERNAL (500) as tritonserver answers it. */
-const parseError = (msg: string) => internal(`failed to parse the request JSON buffer: ${msg}`);
+const parseError = (msg: string) => httpErrors.jsonMalformed(msg);
 
 /**
  * One pass over the bytes: nesting depth (outside strings), the number of object members (one
@@ -289,35 +289,40 @@ class ExactParser {
     }
   }
 
-  private array(depth: number): JsonValue[] {
+  /** Past an array's or object's opening bracket: true (and past `close`) when it is empty. */
+  private emptyAfterOpen(close: ']' | '}'): boolean {
     this.i++;
-    const out: JsonValue[] = [];
     this.ws();
-    if (this.s[this.i] === ']') {
-      this.i++;
-      return out;
+    if (this.s[this.i] !== close) return false;
+    this.i++;
+    return true;
+  }
+
+  /** After an element or member: true past a comma, false past `close`; fails with `missing` at anything else. */
+  private moreBefore(close: ']' | '}', missing: string): boolean {
+    this.ws();
+    const c = this.s[this.i++];
+    if (c === close) return false;
+    if (c !== ',') {
+      this.i--;
+      this.fail(missing);
     }
-    for (;;) {
+    return true;
+  }
+
+  private array(depth: number): JsonValue[] {
+    const out: JsonValue[] = [];
+    if (this.emptyAfterOpen(']')) return out;
+    do {
       out.push(this.value(depth + 1));
-      this.ws();
-      const c = this.s[this.i++];
-      if (c === ']') return out;
-      if (c !== ',') {
-        this.i--;
-        this.fail("Missing a comma or ']' after an array element.");
-      }
-    }
+    } while (this.moreBefore(']', "Missing a comma or ']' after an array element."));
+    return out;
   }
 
   private object(depth: number): { [k: string]: JsonValue } {
-    this.i++;
     const out: { [k: string]: JsonValue } = {};
-    this.ws();
-    if (this.s[this.i] === '}') {
-      this.i++;
-      return out;
-    }
-    for (;;) {
+    if (this.emptyAfterOpen('}')) return out;
+    do {
       this.ws();
       if (this.s[this.i] !== '"') this.fail('Missing a name for object member.');
       const key = this.string();
@@ -336,13 +341,7 @@ class ExactParser {
         // defineProperty: `__proto__` is a plain key, as with JSON.parse.
         Object.defineProperty(out, key, { value: v, writable: true, enumerable: true, configurable: true });
       }
-      this.ws();
-      const c = this.s[this.i++];
-      if (c === '}') return out;
-      if (c !== ',') {
-        this.i--;
-        this.fail("Missing a comma or '}' after an object member.");
-      }
-    }
+    } while (this.moreBefore('}', "Missing a comma or '}' after an object member."));
+    return out;
   }
 }

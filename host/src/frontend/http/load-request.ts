@@ -6,10 +6,11 @@
  * tenant's 15 MB upload costs other requests a buffer transfer, not a parse and a base64 decode
  * (DESIGN "Multi-tenancy": uploads are parsed off the event loop).
  */
-import { internal, invalidArg } from '../../contract/errors.js';
 import { decodeFileOverride, parseConfigOverride } from '../../repository/overrides.js';
 import { isJsonObject } from './body.js';
 import { parseRequestJson } from './json-text.js';
+import * as httpErrors from './http.errors.js';
+import { loadParameterUnknown } from '../repository-request.errors.js';
 
 /** A load request's overrides: the config JSON as parsed, and each file's relative path and bytes. */
 export interface LoadRequestParts {
@@ -27,18 +28,18 @@ export function parseLoadRequest(model: string, body: Uint8Array): LoadRequestPa
   const parts: LoadRequestParts = { configOverride: undefined, files: [] };
   if (body.length === 0) return parts;
   const json = parseRequestJson(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
-  if (!isJsonObject(json)) throw invalidArg('load request must be a JSON object');
+  if (!isJsonObject(json)) throw httpErrors.loadNotObject();
   const params = json.parameters;
   if (params === undefined) return parts;
-  if (!isJsonObject(params)) throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
+  if (!isJsonObject(params)) throw httpErrors.memberType('parameters', 'object');
   for (const [key, value] of Object.entries(params)) {
     if (key === 'config') {
-      if (typeof value !== 'string') throw invalidArg("Unable to parse 'config': attempt to access JSON non-string as string");
+      if (typeof value !== 'string') throw httpErrors.memberType('config', 'string');
       parts.configOverride = parseConfigOverride(model, value);
     } else if (key.startsWith('file:')) {
       parts.files.push(decodeFileOverride(key, value));
     } else {
-      throw internal(`unexpected error on creating Triton parameter: unrecognized load parameter '${key}'`);
+      throw loadParameterUnknown(key);
     }
   }
   return parts;

@@ -1,19 +1,19 @@
 /** The model repository extension (spec §3.1): index, load (with config / file overrides), unload. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { invalidArg } from '../../contract/errors.js';
 import type { FileOverrides } from '../../repository/overrides.js';
 import { isJsonObject, optionalJson, requestBody } from './body.js';
 import { OFFLOAD_BYTES } from './codec/pool.js';
 import { parseLoadRequest } from './load-request.js';
 import type { FrontendContext } from './context.js';
+import * as httpErrors from './http.errors.js';
 
 export async function handleIndex(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const body = optionalJson(req, ctx.maxInputSize);
   let ready = false;
   if (body !== undefined) {
-    if (!isJsonObject(body)) throw invalidArg('index request must be a JSON object');
+    if (!isJsonObject(body)) throw httpErrors.indexNotObject();
     if (body.ready !== undefined) {
-      if (typeof body.ready !== 'boolean') throw invalidArg("Unable to parse 'ready': attempt to access JSON non-boolean as boolean");
+      if (typeof body.ready !== 'boolean') throw httpErrors.memberType('ready', 'boolean');
       ready = body.ready;
     }
   }
@@ -36,15 +36,15 @@ export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, repl
 
 export async function handleUnload(ctx: FrontendContext, req: FastifyRequest, reply: FastifyReply, model: string): Promise<FastifyReply> {
   const body = optionalJson(req, ctx.maxInputSize);
-  if (body !== undefined && !isJsonObject(body)) throw invalidArg('unload request must be a JSON object');
+  if (body !== undefined && !isJsonObject(body)) throw httpErrors.unloadNotObject();
   const params = isJsonObject(body) ? body.parameters : undefined;
   if (params !== undefined) {
-    if (!isJsonObject(params)) throw invalidArg("Unable to parse 'parameters': attempt to access JSON non-object as object");
+    if (!isJsonObject(params)) throw httpErrors.memberType('parameters', 'object');
     if (params.unload_dependents !== undefined && typeof params.unload_dependents !== 'boolean') {
-      throw invalidArg("Unable to parse 'unload_dependents': attempt to access JSON non-boolean as boolean");
+      throw httpErrors.memberType('unload_dependents', 'boolean');
     }
     if (params.delete_files !== undefined && typeof params.delete_files !== 'boolean') {
-      throw invalidArg("Unable to parse 'delete_files': attempt to access JSON non-boolean as boolean");
+      throw httpErrors.memberType('delete_files', 'boolean');
     }
   }
   // Warden's extension: `delete_files: true` also deletes a tenant's stored upload.

@@ -12,6 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { AccessError } from '../../contract/errors.js';
 import { type RestrictedCategory, type RestrictedFeatures, type Restriction, restrictionSatisfied } from '../restricted.js';
+import { apiRestricted } from './http.errors.js';
 
 /**
  * The API group of a route, by its Fastify URL pattern (Triton's Handle* functions: health and
@@ -74,5 +75,5 @@ export function requestSatisfies(req: IncomingMessage, r: Restriction): boolean 
 
 /** Triton's answer to a request without the header: 403 `This API is restricted, expecting header '<key>'`. */
 export function restrictedError(r: Restriction): AccessError {
-  return new AccessError('forbidden', `This API is restricted, expecting header '${r.header}'`);
+  return apiRestricted(r.header);
 }

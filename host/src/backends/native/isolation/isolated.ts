@@ -27,7 +27,7 @@ import type {
 import { BackendHostProcess, describeExit, type ProcessExit } from './host-process.js';
 import { nativeAddon, tritonErrorOf } from '../../../platform/addon.js';
 import type { NativeLeaks } from '../model.js';
-import { READY_CHECK_TIMEOUT_MS } from '../instance.js';
+import { READY_CHECK_TIMEOUT_MS, backendRequestFields } from '../instance.js';
 import { ServerCalls, addonError } from '../server-bridge.js';
 import { ownerPrincipal } from '../../../contract/load-context.js';
 import { Supervisor } from '../../supervisor.js';
@@ -457,13 +457,7 @@ export class IsolatedNativeModel implements BackendModel {
       const token = this.nextToken;
       this.nextToken = this.nextToken >= 0xfffffffe ? 1 : this.nextToken + 1;
       batch[i] = {
-        token,
-        id: r.id,
-        correlationId: r.correlationId,
-        flags: r.flags,
-        timeoutUs: r.timeoutUs,
-        priority: r.priority,
-        cancelled: r.cancelled,
+        ...backendRequestFields(token, r),
         inputs: r.inputs,
         requestedOutputs: r.requestedOutputs,
         parameters: r.parameters,

@@ -16,6 +16,7 @@
 import type { ParameterValue, Tensor } from '../../../contract/types.js';
 import type { BackendRequestFields } from '../../../platform/addon.js';
 import { isDataType } from '../../../contract/datatypes.js';
+import { LittleEndianReader } from '../../le-reader.js';
 
 export const RING_HEADER_BYTES = 128;
 const HEAD = 0;
@@ -160,14 +161,17 @@ export class RingWriter extends RingBase {
 }
 
 /** Bounds-checked sequential reads of one record's payload. */
-export class RecordReader {
+export class RecordReader extends LittleEndianReader {
   constructor(
-    private readonly view: DataView,
+    view: DataView,
     private readonly bytes: Uint8Array,
     private pos: number,
     private readonly end: number,
-  ) {}
-  private need(n: number): number {
+  ) {
+    super(view);
+  }
+  /** @throws RingError for a field past the end of the record */
+  protected take(n: number): number {
     const at = this.pos;
     if (n > this.end - at) throw new RingError('record field past the end of its record');
     this.pos += n;
@@ -177,21 +181,6 @@ export class RecordReader {
   get left(): number {
     return this.end - this.pos;
   }
-  u8(): number {
-    return this.view.getUint8(this.need(1));
-  }
-  u32(): number {
-    return this.view.getUint32(this.need(4), true);
-  }
-  u64(): bigint {
-    return this.view.getBigUint64(this.need(8), true);
-  }
-  i64(): bigint {
-    return this.view.getBigInt64(this.need(8), true);
-  }
-  f64(): number {
-    return this.view.getFloat64(this.need(8), true);
-  }
   /** A count of items of at least `minBytes` each. */
   count(minBytes: number): number {
     const n = this.u32();
@@ -200,12 +189,12 @@ export class RecordReader {
   }
   str(): string {
     const n = this.u32();
-    const at = this.need(n);
+    const at = this.take(n);
     return fromUtf8.decode(this.bytes.subarray(at, at + n));
   }
   /** A copy of `n` bytes (the ring slot is reused once consumed). */
   copy(n: number): Uint8Array {
-    const at = this.need(n);
+    const at = this.take(n);
     return this.bytes.slice(at, at + n);
   }
   align(): void {

@@ -11,6 +11,8 @@ import type { Logger } from 'pino';
 import * as err from '../sandbox.errors.js';
 import type { InstanceSpec } from '../../../contract/types.js';
 import { WASM_PAGE_BYTES } from '../binary.js';
+import { DEFAULT_IDLE_MS } from '../limits.js';
+import type { SandboxMemory } from '../memory-budget.js';
 import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, SandboxEngine } from '../engine.js';
 import { SandboxInstance, type WorkerCounter } from './instance.js';
 import { capMemories } from './memory-cap.js';
@@ -38,6 +40,8 @@ export interface V8EngineOptions {
   cacheLimits?: Partial<CacheLimits>;
   /** Logs cache clean-ups and evictions. */
   logger?: Logger;
+  /** Default idle policy (ms; 0 = never release an idle worker; default `DEFAULT_IDLE_MS`). */
+  idleMs?: number;
 }
 
 /** The V8 engine: jco + worker threads. */
@@ -46,9 +50,12 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
   private readonly workers: WorkerCounter = { live: 0 };
   /** The transpile cache (bounded, cleaned at start). */
   readonly cache: TranspileCache;
+  /** Default idle release (ms; 0 = never). */
+  readonly idleMs: number;
 
   /** @throws RangeError for cache bounds that are not positive integers */
   constructor(opts: V8EngineOptions) {
+    this.idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
     this.cache = new TranspileCache(opts.cacheDir, opts.cacheLimits, opts.logger);
     // clean what a crashed process left as soon as the engine exists; compile waits for it
     this.cache.prepare().catch((e: unknown) => opts.logger?.error({ err: e, cacheDir: opts.cacheDir }, 'transpile cache could not be scanned'));
@@ -95,10 +102,18 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
    * @throws TritonError as {@link SandboxEngine.instantiate}; INTERNAL for a component compiled
    *   by another engine
    */
-  async instantiate(compiled: V8Compiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance> {
+  async instantiate(
+    compiled: V8Compiled,
+    spec: InstanceSpec,
+    host: HostConfig,
+    executeMs: number,
+    logger: Logger,
+    memory?: SandboxMemory,
+  ): Promise<SandboxedInstance> {
     if (compiled.engine !== V8_ENGINE) throw err.engineMismatch(V8_ENGINE, compiled.engine);
     const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules, memoryCounts: compiled.memoryCounts, maxMemories: compiled.memories };
-    return SandboxInstance.start({ init, spec, logger, executeMs, workers: this.workers });
+    const idleMs = host.limits.idleMs ?? this.idleMs;
+    return SandboxInstance.start({ init, spec, logger, executeMs, workers: this.workers, idleMs, memory });
   }
 
   liveSandboxes(): number {

@@ -6,6 +6,12 @@
  * trap or a deadline is replaced at once; one that died on its own (JS heap, crash) after its
  * back-off, as a replacement that fails to start. Other instances and models are untouched by
  * anything that happens here.
+ *
+ * Idle policy: with `idleMs` > 0 a worker that ran nothing for that long is terminated, and the
+ * next execute starts a fresh one (a cold start: worker boot, instantiation of the compiled core
+ * modules, the guest's `create`s). Memory (../memory-budget.ts): each worker reserves the model's
+ * sandbox memory before it is created and releases it at its exit; while it runs nothing (and the
+ * idle policy is on) the reservation is marked idle, so that the budget may release it early.
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
@@ -15,7 +21,8 @@ import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } f
 import { workerEntry } from '../../../threads/worker-entry.js';
 import { Supervisor } from '../../supervisor.js';
 import type { SandboxedInstance, SandboxStats } from '../engine.js';
-import { WireHandles, toWireRequests, type WireError, type WireResponse } from '../wire.js';
+import type { Reservation, SandboxMemory } from '../memory-budget.js';
+import { WireHandles, deliverResults, deliverSend, toWireRequests, type WireError } from '../wire.js';
 import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 
 /** Time allowed for a worker to boot and instantiate, on top of the execute deadline (ms). */
@@ -35,6 +42,10 @@ export interface SandboxParams {
   executeMs: number;
   /** The engine's live-worker count, kept up to date by the instance. */
   workers: WorkerCounter;
+  /** Idle policy (ms; 0 = never release an idle worker). */
+  idleMs: number;
+  /** Where each worker reserves its memory (none: no budget). */
+  memory?: SandboxMemory;
 }
 
 interface Pending {
@@ -50,11 +61,6 @@ interface Pending {
 
 function tritonError(e: WireError): TritonError {
   return new TritonError(e.code, e.message);
-}
-
-/** A wire response → core response (no copy; the worker transferred the buffers). */
-function toResponse(r: WireResponse) {
-  return r.parameters ? { outputs: r.outputs, parameters: r.parameters } : { outputs: r.outputs };
 }
 
 /** One V8-sandboxed instance. Create with {@link SandboxInstance.start}. */
@@ -73,6 +79,15 @@ export class SandboxInstance implements SandboxedInstance {
   private readonly handles = new WireHandles();
   private finalized = false;
   private readonly log: Logger;
+  /** Releases by the idle policy, cold starts after one, and the last one's time (ms). */
+  readonly idle = { releases: 0, coldStarts: 0, lastColdStartMs: 0 };
+  /** The serving worker when the idle policy has terminated it (the next execute starts another). */
+  private released?: Worker;
+  private idleTimer?: NodeJS.Timeout;
+  /** The cold start under way. */
+  private cold?: Promise<Worker>;
+  /** Each worker's memory reservation (released at its exit). */
+  private readonly leases = new WeakMap<Worker, Reservation>();
 
   private constructor(private readonly p: SandboxParams) {
     this.log = p.logger.child({ instance: p.spec.name });
@@ -96,6 +111,7 @@ export class SandboxInstance implements SandboxedInstance {
   static async start(p: SandboxParams): Promise<SandboxInstance> {
     const inst = new SandboxInstance(p);
     await inst.sup.start();
+    inst.armIdle();
     return inst;
   }
 
@@ -109,8 +125,22 @@ export class SandboxInstance implements SandboxedInstance {
     return this.finalized ? undefined : this.sup.child;
   }
 
-  /** Boot one sandbox worker; resolves with it once it is ready. */
-  private spawn(): Promise<Worker> {
+  /**
+   * Reserves a worker's memory, then boots it; resolves with it once it is ready.
+   * @throws TritonError UNAVAILABLE when the memory budget has no room (after releasing idle
+   *   sandboxes); as {@link boot}
+   */
+  private async spawn(): Promise<Worker> {
+    const lease = this.p.memory ? await this.p.memory.reserve(this.p.spec.name) : undefined;
+    if (this.finalized) {
+      lease?.release();
+      throw err.instanceFinalized(this.p.init.model.name, this.p.spec.name);
+    }
+    return this.boot(lease);
+  }
+
+  /** Boots one sandbox worker holding `lease` (released at its exit); resolves with it once it is ready. */
+  private boot(lease: Reservation | undefined): Promise<Worker> {
     const entry = workerEntry(import.meta.url, 'worker');
     const init: WorkerInit = {
       ...this.p.init,
@@ -134,7 +164,11 @@ export class SandboxInstance implements SandboxedInstance {
     this.booting = worker;
     const workers = this.p.workers;
     workers.live++;
-    worker.once('exit', () => workers.live--);
+    if (lease) this.leases.set(worker, lease);
+    worker.once('exit', () => {
+      workers.live--;
+      lease?.release();
+    });
     const started = new Promise<Worker>((resolve, reject) => {
       const limitMs = this.p.executeMs + BOOT_ALLOWANCE_MS;
       const timer = setTimeout(() => fail(err.startTimeout(this.p.init.model.name, limitMs)), limitMs);
@@ -219,12 +253,8 @@ export class SandboxInstance implements SandboxedInstance {
   private onSend(m: Extract<FromWorker, { t: 'send' }>): void {
     const p = this.pending;
     if (!p) return;
-    const i = p.handles.indexOf(m.handle);
-    if (i < 0 || p.finals[i]) return;
-    if (m.final) p.finals[i] = true;
-    const sender = p.senders[i]!;
-    if (m.error) sender.sendError(tritonError(m.error), m.final);
-    else sender.send(m.response ? toResponse(m.response) : null, m.final);
+    const i = deliverSend(p, m);
+    if (i < 0) return;
     if (p.requests[i]!.cancelled && i < CANCEL_SLOTS) Atomics.store(this.cancelView, i, 1);
   }
 
@@ -232,14 +262,61 @@ export class SandboxInstance implements SandboxedInstance {
     const p = this.pending;
     if (!p || p.seq !== m.seq) return;
     this.settle(p);
-    m.results.forEach((r, i) => {
-      if (p.finals[i]) return;
-      p.finals[i] = true;
-      if (r === null) p.senders[i]!.send(null, true);
-      else if ('ok' in r) p.senders[i]!.send(toResponse(r.ok), true);
-      else p.senders[i]!.sendError(tritonError(r.err), true);
-    });
+    deliverResults(p, m.results);
     p.resolve({ computeStartNs: m.computeStartNs, computeEndNs: m.computeEndNs });
+    this.armIdle();
+  }
+
+  /** After an execute (or the start): the idle timer, and the reservation marked idle. */
+  private armIdle(): void {
+    const w = this.worker;
+    if (this.p.idleMs <= 0 || !w || w === this.released || this.pending) return;
+    clearTimeout(this.idleTimer);
+    this.leases.get(w)?.idle(() => this.releaseIdle());
+    // setTimeout takes at most 2^31 - 1 ms (longer fires at once): longer = never in practice
+    if (this.p.idleMs > 2 ** 31 - 1) return;
+    this.idleTimer = setTimeout(() => this.releaseIdle(), this.p.idleMs);
+    this.idleTimer.unref();
+  }
+
+  /**
+   * The idle policy: terminates the serving worker (its reservation is released at its exit)
+   * until the next execute.
+   * @returns false when it is busy (or already released) and stays
+   */
+  private releaseIdle(): boolean {
+    const w = this.worker;
+    if (!w || w === this.released || this.pending || this.cold) return false;
+    clearTimeout(this.idleTimer);
+    this.released = w;
+    this.idle.releases++;
+    w.removeAllListeners('message');
+    void w.terminate();
+    this.log.debug('idle sandbox released');
+    return true;
+  }
+
+  /** A fresh worker for the one the idle policy released; the budget's error if its memory does not fit. */
+  private async coldStart(old: Worker): Promise<Worker> {
+    const t0 = performance.now();
+    let fresh: Worker;
+    try {
+      fresh = await (this.cold ??= this.spawn().finally(() => (this.cold = undefined)));
+    } catch (e) {
+      if (this.finalized) throw err.instanceFinalized(this.p.init.model.name, this.p.spec.name);
+      if (e instanceof TritonError && e.code === 'UNAVAILABLE') throw e;
+      throw err.sandboxUnavailable(this.p.init.model.name, (e as Error).message);
+    }
+    if (this.released === old && this.sup.swap(old, fresh)) {
+      this.released = undefined;
+      this.idle.coldStarts++;
+      this.idle.lastColdStartMs = performance.now() - t0;
+    }
+    if (this.finalized) {
+      void fresh.terminate();
+      throw err.instanceFinalized(this.p.init.model.name, this.p.spec.name);
+    }
+    return this.worker ?? fresh;
   }
 
   private settle(p: Pending): void {
@@ -251,7 +328,7 @@ export class SandboxInstance implements SandboxedInstance {
 
   /** The worker died without being asked to (JS heap OOM, crash): replaced after the supervisor's back-off. */
   private onWorkerGone(worker: Worker, why: string): void {
-    if (worker !== this.worker) return;
+    if (worker !== this.worker || worker === this.released) return;
     this.kill(worker, 'gone', err.sandboxFailed(this.p.init.model.name, why));
   }
 
@@ -283,6 +360,7 @@ export class SandboxInstance implements SandboxedInstance {
       }
     });
     p.resolve();
+    this.armIdle();
   }
 
   /**
@@ -293,7 +371,10 @@ export class SandboxInstance implements SandboxedInstance {
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
     const finalized = () => err.instanceFinalized(this.p.init.model.name, this.p.spec.name);
     if (this.finalized) throw finalized();
+    clearTimeout(this.idleTimer);
     let worker = this.worker;
+    if (worker && worker === this.released) worker = await this.coldStart(worker);
+    if (worker) this.leases.get(worker)?.busy();
     if (!worker) {
       // replaced after a kill: wait for the replacement (a failed one answers at once)
       try {
@@ -343,6 +424,7 @@ export class SandboxInstance implements SandboxedInstance {
 
   async finalize(): Promise<void> {
     this.finalized = true;
+    clearTimeout(this.idleTimer);
     const w = this.sup.child;
     this.sup.close();
     // a replacement still booting is stopped too: no worker outlives the instance

@@ -79,6 +79,8 @@ export class CwasmCache {
    * @param configKey the engine's configuration key (hex, ≥ 16 characters)
    * @param settleMs how long ago (ms) an entry must have last changed before its verified stamp
    *   is recorded (default {@link SETTLE_MS}: timestamps are coarse)
+   * @param sharedKey the fleet's key (`--wasm-cache-key-file`): entries other replicas wrote under
+   *   it load here; default the folder's own `.key`
    * @throws Error if the key file cannot be read or created
    */
   constructor(
@@ -87,12 +89,13 @@ export class CwasmCache {
     readonly limits: Readonly<CacheLimits>,
     private readonly logger?: Logger,
     readonly settleMs = SETTLE_MS,
+    sharedKey?: Buffer,
   ) {
-    this.key = cacheKey(dir);
+    this.key = sharedKey ?? cacheKey(dir);
   }
 
   /** `<hash>-<config key 16>-` (every entry of `hash` under this configuration starts so). */
-  private prefixOf(hash: string): string {
+  prefixOf(hash: string): string {
     return `${hash}-${this.configKey.slice(0, 16)}-`;
   }
 
@@ -167,10 +170,27 @@ export class CwasmCache {
     await this.drop(hash);
   }
 
+  /** The file name of `hash`'s entry under `mac`. */
+  entryName(hash: string, mac: Uint8Array): string {
+    return `${this.prefixOf(hash)}${Buffer.from(mac).toString('hex')}.cwasm`;
+  }
+
+  /**
+   * Takes an entry another replica stored (./remote-cache.ts) as `hash`'s: written like one of
+   * this cache's own; its MAC is checked when it is loaded, like any entry's.
+   * @returns false (nothing written) when `name` is not an entry name of `hash` under this configuration
+   */
+  async adopt(hash: string, name: string, payload: Uint8Array): Promise<boolean> {
+    const m = ENTRY_NAME.exec(name);
+    if (!m || !name.startsWith(this.prefixOf(hash))) return false;
+    await this.write(hash, payload, Buffer.from(m[3]!, 'hex'));
+    return true;
+  }
+
   /** Writes `payload` for `hash` under its `mac` (atomically, mode 0600), then evicts past the bounds. Failures are logged only. */
   async write(hash: string, payload: Uint8Array, mac: Uint8Array): Promise<void> {
     await this.prepare();
-    const name = `${this.prefixOf(hash)}${Buffer.from(mac).toString('hex')}.cwasm`;
+    const name = this.entryName(hash, mac);
     const tmp = join(this.dir, `.tmp-${process.pid}-${randomBytes(8).toString('hex')}.cwasm`);
     try {
       await writeFile(tmp, payload, { mode: 0o600, flag: 'wx' });

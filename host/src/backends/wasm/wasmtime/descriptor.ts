@@ -9,6 +9,7 @@
 import type * as Wit from '../wit-types/interfaces/warden-backend-types.js';
 import { toWitDataType, witCorrelationId, witParameters } from '../convert.js';
 import type { WireRequest } from '../wire.js';
+import { LittleEndianReader } from '../../le-reader.js';
 
 /** WIT `data-type` cases in declaration order: a datatype's code is its index. */
 const DATATYPES: readonly Wit.DataType[] = [
@@ -153,43 +154,24 @@ export interface DecodedResults {
 export type DecodedResult = DecodedResults['results'][number];
 
 /** Sequential little-endian reads of a descriptor native wrote. */
-class DescriptorReader {
-  private readonly dv: DataView;
+class DescriptorReader extends LittleEndianReader {
   private readonly b: Buffer;
   private pos = 0;
   constructor(private readonly desc: Uint8Array) {
-    this.dv = new DataView(desc.buffer, desc.byteOffset, desc.byteLength);
+    super(new DataView(desc.buffer, desc.byteOffset, desc.byteLength));
     this.b = Buffer.from(desc.buffer, desc.byteOffset, desc.byteLength);
   }
-  u8(): number {
-    return this.dv.getUint8(this.pos++);
-  }
-  u32(): number {
-    const v = this.dv.getUint32(this.pos, true);
-    this.pos += 4;
-    return v;
-  }
-  u64(): bigint {
-    const v = this.dv.getBigUint64(this.pos, true);
-    this.pos += 8;
-    return v;
-  }
-  i64(): bigint {
-    const v = this.dv.getBigInt64(this.pos, true);
-    this.pos += 8;
-    return v;
-  }
-  f64(): number {
-    const v = this.dv.getFloat64(this.pos, true);
-    this.pos += 8;
-    return v;
+  /** Unchecked: a read past the end throws the DataView's RangeError. */
+  protected take(n: number): number {
+    const at = this.pos;
+    this.pos += n;
+    return at;
   }
   str(): string {
     const n = this.u32();
     if (this.pos + n > this.desc.length) throw new RangeError('results descriptor truncated');
-    const s = this.b.toString('utf8', this.pos, this.pos + n);
-    this.pos += n;
-    return s;
+    const at = this.take(n);
+    return this.b.toString('utf8', at, at + n);
   }
 
   /** One result as descriptor.rs `write_result` lays it out. */

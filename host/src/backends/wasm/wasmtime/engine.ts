@@ -6,6 +6,7 @@
  * allocator (./instance.ts). Host capabilities are the TypeScript modules of ../host/, shared with
  * the V8 engine.
  */
+import type { RemoteCompileCache } from './remote-cache.js';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
@@ -15,6 +16,8 @@ import type { InstanceSpec } from '../../../contract/types.js';
 import type { EngineOptions } from '../engines.js';
 import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, SandboxEngine } from '../engine.js';
 import { DEFAULT_CACHE_LIMITS } from '../v8/transpile.js';
+import { DEFAULT_IDLE_MS } from '../limits.js';
+import type { SandboxMemory } from '../memory-budget.js';
 import { CwasmCache } from './cache.js';
 import { WasmtimeInstance, type InstancePort } from './instance.js';
 import { CACHED_CHECK, CACHED_MISS, MSG, wasmtimeNative, type ComponentHandle, type EngineHandle, type InstanceHandle, type WasmtimeNative } from './native.js';
@@ -26,8 +29,8 @@ export const WASMTIME_ENGINE = 'wasmtime';
 export interface WasmtimeCompiled extends CompiledComponent {
   readonly engine: typeof WASMTIME_ENGINE;
   readonly component: ComponentHandle;
-  /** How the component was obtained: compiled now, from the disk cache, or shared in memory. */
-  readonly source: 'compiled' | 'cache' | 'shared';
+  /** How the component was obtained: compiled now, from the disk cache, from the fleet's shared cache tier, or shared in memory. */
+  readonly source: 'compiled' | 'cache' | 'shared-cache' | 'shared';
 }
 
 /** Options of the wasmtime engine: the options every engine is created with ({@link EngineOptions}). */
@@ -87,8 +90,10 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
   /** This engine's sandbox threads (ids on the shared native engine). */
   private readonly threads = new Set<number>();
   private readonly logger?: Logger;
-  /** Default idle release (ms; 0 = never). */
+  /** Default idle release (ms; 0 = never; default `DEFAULT_IDLE_MS`). */
   readonly idleMs: number;
+  /** The fleet's shared tier of the compile cache, if any. */
+  private readonly remote?: RemoteCompileCache;
 
   /**
    * @throws TritonError UNAVAILABLE if the native addon was not built; Error if wasmtime refuses
@@ -97,7 +102,8 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
   constructor(opts: WasmtimeEngineOptions) {
     this.native = wasmtimeNative();
     this.logger = opts.logger;
-    this.idleMs = opts.idleMs ?? 0;
+    this.idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
+    this.remote = opts.remoteCache;
     this.shared = acquireNative(this.native, JSON.stringify({ maxMemoryBytes: opts.maxMemoryBytes, ...opts.pool }));
     const dir = join(opts.cacheDir, 'wasmtime');
     mkdirSync(dir, { recursive: true });
@@ -107,6 +113,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
       { ...DEFAULT_CACHE_LIMITS, ...opts.cacheLimits },
       opts.logger,
       opts.cacheSettleMs,
+      opts.cacheKey,
     );
     this.cache.prepare().catch((e: unknown) => opts.logger?.error({ err: e }, 'wasmtime compile cache could not be scanned'));
   }
@@ -116,28 +123,18 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
     return this.shared.handle;
   }
 
-  /** Compiles (or takes from the disk cache) once per hash, concurrent loads included. */
+  /**
+   * Compiles once per hash, concurrent loads included — or takes the component from the disk
+   * cache, or from the fleet's shared tier ({@link RemoteCompileCache}) into the disk cache.
+   */
   private async obtain({ bytes: read, hash, what, memories }: CompileInput): Promise<{ shared: Shared; source: WasmtimeCompiled['source'] }> {
-    const entry = await this.cache.lookup(hash);
-    if (entry) {
-      try {
-        // touched first: a touch moves ctime and so voids a verified stamp recorded by this load
-        await this.cache.touch(entry);
-        const { component, check } = await this.native.loadCached(
-          this.engine(),
-          entry.file,
-          this.cache.key,
-          hash,
-          entry.mac,
-          this.cache.limits.maxBytes,
-          this.cache.settleMs,
-        );
-        this.cache.counts[CACHED_CHECK[check as keyof typeof CACHED_CHECK] ?? 'mac']++;
-        return { shared: { component, memories, refs: 0 }, source: 'cache' };
-      } catch (e) {
-        const code = (e as { miss?: number }).miss;
-        const miss = CACHED_MISS[code as keyof typeof CACHED_MISS] ?? 'unreadable';
-        if (miss !== 'absent') await this.cache.reject(hash, miss);
+    const cached = await this.loadFromCache(hash);
+    if (cached) return { shared: { component: cached, memories, refs: 0 }, source: 'cache' };
+    if (this.remote) {
+      const entry = await this.remote.fetch(this.cache.prefixOf(hash), this.cache.limits.maxBytes);
+      if (entry && (await this.cache.adopt(hash, entry.name, entry.bytes))) {
+        const adopted = await this.loadFromCache(hash);
+        if (adopted) return { shared: { component: adopted, memories, refs: 0 }, source: 'shared-cache' };
       }
     }
     // a cache miss: only now is the component file read (a hit never reads it)
@@ -151,8 +148,36 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
       throw errors.wasmtimeCompile(what, err.code, err.message);
     }
     const payload = this.native.serialize(component);
-    await this.cache.write(hash, payload, this.native.cwasmMac(this.engine(), this.cache.key, hash, payload));
+    const mac = this.native.cwasmMac(this.engine(), this.cache.key, hash, payload);
+    await this.cache.write(hash, payload, mac);
+    if (this.remote) void this.remote.store({ name: this.cache.entryName(hash, mac), bytes: payload });
     return { shared: { component, memories, refs: 0 }, source: 'compiled' };
+  }
+
+  /** `hash`'s component from the disk cache, its MAC checked; undefined on a miss (a failed check deletes the entry). */
+  private async loadFromCache(hash: string): Promise<ComponentHandle | undefined> {
+    const entry = await this.cache.lookup(hash);
+    if (!entry) return undefined;
+    try {
+      // touched first: a touch moves ctime and so voids a verified stamp recorded by this load
+      await this.cache.touch(entry);
+      const { component, check } = await this.native.loadCached(
+        this.engine(),
+        entry.file,
+        this.cache.key,
+        hash,
+        entry.mac,
+        this.cache.limits.maxBytes,
+        this.cache.settleMs,
+      );
+      this.cache.counts[CACHED_CHECK[check as keyof typeof CACHED_CHECK] ?? 'mac']++;
+      return component;
+    } catch (e) {
+      const code = (e as { miss?: number }).miss;
+      const miss = CACHED_MISS[code as keyof typeof CACHED_MISS] ?? 'unreadable';
+      if (miss !== 'absent') await this.cache.reject(hash, miss);
+      return undefined;
+    }
   }
 
   /**
@@ -202,7 +227,14 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
    * @throws TritonError as {@link SandboxEngine.instantiate}; INTERNAL for a component compiled
    *   by another engine
    */
-  async instantiate(compiled: WasmtimeCompiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger): Promise<SandboxedInstance> {
+  async instantiate(
+    compiled: WasmtimeCompiled,
+    spec: InstanceSpec,
+    host: HostConfig,
+    executeMs: number,
+    logger: Logger,
+    memory?: SandboxMemory,
+  ): Promise<SandboxedInstance> {
     if (compiled.engine !== WASMTIME_ENGINE) throw errors.engineMismatch(WASMTIME_ENGINE, compiled.engine);
     return WasmtimeInstance.start({
       port: this,
@@ -213,6 +245,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
       executeMs,
       logger,
       idleMs: host.limits.idleMs ?? this.idleMs,
+      memory,
     });
   }
 

@@ -14,8 +14,13 @@
  * back-off (requests meanwhile get the failure's UNAVAILABLE at once).
  *
  * Idle policy: with `idleMs` > 0 an instance whose sandbox ran nothing for that long releases it
- * (thread and store gone, the model's memory reservation kept) and starts a new one on the next
- * execute (a cold start: a pooled instantiation plus the guest's `create`s).
+ * (thread and store gone, and with them its memory reservation) and starts a new one on the next
+ * execute (a cold start: a reservation, a pooled instantiation plus the guest's `create`s).
+ *
+ * Memory (../memory-budget.ts): each sandbox thread reserves the model's sandbox memory before it
+ * is spawned and releases it at its `EXITED`; a trap's respawn on the same thread keeps it. While
+ * the sandbox runs nothing (and the idle policy is on) the reservation is marked idle, so that
+ * the budget may release this sandbox early to start another.
  */
 import type { Logger } from 'pino';
 import { TritonError } from '../../../contract/errors.js';
@@ -23,13 +28,14 @@ import * as errors from '../sandbox.errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
 import { fromWitError } from '../convert.js';
 import type { HostConfig, SandboxedInstance, SandboxStats } from '../engine.js';
+import type { Reservation, SandboxMemory } from '../memory-budget.js';
 import { createHostState, endCall, type HostState } from '../host/index.js';
 import type { HostCallError } from '../host/errors.js';
 import { listFiles, readFile } from '../host/files.js';
 import { chargeLog, log, type LogLevel } from '../host/log.js';
 import { beginExecute, finishExecute, isCancelled, sendFinal, sendResponse, type ResponseSend } from '../host/responses.js';
 import { writeOutput } from '../host/wasi/stdio.js';
-import { WireHandles, toWireRequests, type WireRequest, type WireResponse } from '../wire.js';
+import { WireHandles, deliverResults, deliverSend, toWireRequests, type WireRequest } from '../wire.js';
 import { decodeResults, decodeSentResult, DescriptorWriter, encodeRequests, type DecodedResults } from './descriptor.js';
 import { MSG, type ComponentHandle, type InstanceHandle } from './native.js';
 import { Supervisor } from '../../supervisor.js';
@@ -107,6 +113,10 @@ export class WasmtimeInstance implements SandboxedInstance {
    * until the execute's terminal message, or the thread's exit.
    */
   private readonly inputsHeld = new Map<number, Uint8Array[][]>();
+  /** The memory reservation of the current (or next) sandbox thread. */
+  private lease?: Reservation;
+  /** Reservations of threads asked to end, released at their `EXITED`. */
+  private readonly exiting = new Map<number, Reservation>();
 
   private constructor(
     private readonly port: InstancePort,
@@ -116,6 +126,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     private readonly paramsJson: string,
     logger: Logger,
     private readonly idleMs: number,
+    private readonly memory?: SandboxMemory,
   ) {
     this.log = logger.child({ instance: spec.name });
     this.sup = new Supervisor<number, TritonError>({
@@ -148,6 +159,8 @@ export class WasmtimeInstance implements SandboxedInstance {
     executeMs: number;
     logger: Logger;
     idleMs: number;
+    /** Where each sandbox thread reserves its memory (none: no budget). */
+    memory?: SandboxMemory;
   }): Promise<WasmtimeInstance> {
     const { host, spec } = p;
     const params = JSON.stringify({
@@ -164,8 +177,9 @@ export class WasmtimeInstance implements SandboxedInstance {
       logBytes: host.limits.logBytes,
       logMessages: host.limits.logMessages,
     });
-    const inst = new WasmtimeInstance(p.port, p.component, spec, host, params, p.logger, p.idleMs);
+    const inst = new WasmtimeInstance(p.port, p.component, spec, host, params, p.logger, p.idleMs, p.memory);
     await inst.sup.start();
+    inst.armIdle();
     return inst;
   }
 
@@ -188,8 +202,25 @@ export class WasmtimeInstance implements SandboxedInstance {
     return this.config.model.name;
   }
 
-  /** Starts a sandbox thread and waits for its READY. */
-  private boot(): Promise<void> {
+  /**
+   * Reserves the next sandbox's memory, unless held already.
+   * @throws TritonError UNAVAILABLE when the budget has no room (after releasing idle sandboxes),
+   *   or when the instance was finalized meanwhile
+   */
+  private async takeLease(): Promise<void> {
+    if (this.lease || !this.memory) return;
+    const lease = await this.memory.reserve(this.spec.name);
+    if (this.finalized || this.lease) {
+      lease.release();
+      if (this.finalized) throw errors.finalizedDuringStart(this.modelName, this.spec.name);
+      return;
+    }
+    this.lease = lease;
+  }
+
+  /** Reserves its memory, then starts a sandbox thread and waits for its READY. */
+  private async boot(): Promise<void> {
+    await this.takeLease();
     this.stats.starts++;
     this.port.hold(true);
     const started = new Promise<void>((resolve, reject) => {
@@ -202,7 +233,9 @@ export class WasmtimeInstance implements SandboxedInstance {
     } catch (e) {
       this.starting = undefined;
       this.port.hold(false);
-      return Promise.reject(errors.startFailed(this.modelName, (e as Error).message));
+      this.lease?.release();
+      this.lease = undefined;
+      throw errors.startFailed(this.modelName, (e as Error).message);
     }
     this.ready = started;
     return started;
@@ -228,19 +261,15 @@ export class WasmtimeInstance implements SandboxedInstance {
 
   private onSend(s: ResponseSend): void {
     const p = this.pending;
-    if (!p) return;
-    const i = p.handles.indexOf(s.handle);
-    if (i < 0 || p.finals[i]) return;
-    if (s.final) p.finals[i] = true;
-    const sender = p.senders[i]!;
-    if (s.error) sender.sendError(new TritonError(s.error.code, s.error.message), s.final);
-    else sender.send(s.response ? toResponse(s.response) : null, s.final);
+    if (p) deliverSend(p, s);
   }
 
   /** A message of one of this instance's sandbox threads (the engine routes them by thread id). */
   onMessage(tid: number, kind: number, json: string, buffers: Uint8Array[]): void {
     if (kind === MSG.EXITED) {
       this.inputsHeld.delete(tid);
+      this.exiting.get(tid)?.release();
+      this.exiting.delete(tid);
       if (tid === this.exitWaitFor) this.exited?.();
       return;
     }
@@ -399,13 +428,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     const returned = m.results;
     const results = finishExecute(this.host.responses, p.wire, returned);
     endCall(this.host);
-    results.forEach((r, i) => {
-      if (p.finals[i]) return;
-      p.finals[i] = true;
-      if (r === null) p.senders[i]!.send(null, true);
-      else if ('ok' in r) p.senders[i]!.send(toResponse(r.ok), true);
-      else p.senders[i]!.sendError(new TritonError(r.err.code, r.err.message), true);
-    });
+    deliverResults(p, results);
     if (m.fuel !== undefined) {
       this.stats.lastFuel = Number(m.fuel);
       this.log.debug({ fuel: this.stats.lastFuel }, 'execute fuel');
@@ -418,24 +441,38 @@ export class WasmtimeInstance implements SandboxedInstance {
   private armIdle(): void {
     if (this.idleMs <= 0 || this.finalized) return;
     clearTimeout(this.idleTimer);
+    // the budget may release it before the timer does, for another sandbox
+    this.lease?.idle(() => this.releaseIdle());
     // setTimeout takes at most 2^31 - 1 ms (longer fires at once): longer = never in practice
     if (this.idleMs > MAX_TIMER_MS) return;
     this.idleTimer = setTimeout(() => this.releaseIdle(), this.idleMs);
     this.idleTimer.unref();
   }
 
-  /** The idle policy: releases the sandbox (thread, store) until the next execute. */
-  private releaseIdle(): void {
-    if (this.pending || this.starting || !this.handle || this.finalized) return;
+  /**
+   * The idle policy: releases the sandbox (thread, store; its reservation at its `EXITED`) until
+   * the next execute.
+   * @returns false when it is busy (or already released) and stays
+   */
+  private releaseIdle(): boolean {
+    if (this.pending || this.starting || !this.handle || this.finalized) return false;
+    clearTimeout(this.idleTimer);
     this.idle.releases++;
     this.dropHandle();
     this.log.debug('idle sandbox released');
+    return true;
   }
 
+  /** Ends the current sandbox thread; its reservation is released at its `EXITED` (at once if no thread was spawned). */
   private dropHandle(): void {
     const h = this.handle;
     this.handle = undefined;
-    if (h) this.port.free(h);
+    const lease = this.lease;
+    this.lease = undefined;
+    if (h) {
+      if (lease) this.exiting.set(this.threadId, lease);
+      this.port.free(h);
+    } else lease?.release();
   }
 
   /**
@@ -446,6 +483,7 @@ export class WasmtimeInstance implements SandboxedInstance {
   async execute(requests: InferenceRequest[], senders: ResponseSender[]): Promise<ExecuteTimings | void> {
     if (this.finalized) throw errors.instanceFinalized(this.modelName, this.spec.name);
     clearTimeout(this.idleTimer);
+    this.lease?.busy();
     const finalized = () => errors.instanceFinalized(this.modelName, this.spec.name);
     if (this.ready) await this.ready.catch(() => {});
     if (this.sup.state === 'restarting') {
@@ -459,8 +497,10 @@ export class WasmtimeInstance implements SandboxedInstance {
     }
     if (this.finalized) throw finalized();
     if (!this.handle) {
-      // released while idle: a cold start (one that fails is the supervisor's to retry)
+      // released while idle: a cold start (one that fails is the supervisor's to retry; one
+      // whose memory does not fit fails this request with the budget's UNAVAILABLE, nothing else)
       const t0 = performance.now();
+      await this.takeLease();
       try {
         await this.boot();
       } catch (e) {
@@ -498,7 +538,11 @@ export class WasmtimeInstance implements SandboxedInstance {
     if (this.starting) this.starting.reject(errors.finalizedDuringStart(this.modelName, this.spec.name));
     this.starting = undefined;
     this.failPending(errors.finalizedInFlight(this.modelName, this.spec.name));
-    if (!this.handle) return;
+    if (!this.handle) {
+      this.lease?.release();
+      this.lease = undefined;
+      return;
+    }
     this.exitWaitFor = this.threadId;
     const gone = new Promise<void>((r) => (this.exited = r));
     this.port.hold(true);
@@ -506,9 +550,4 @@ export class WasmtimeInstance implements SandboxedInstance {
     await gone;
     this.port.hold(false);
   }
-}
-
-/** A wire response → core response (the buffers came from native, no copy). */
-function toResponse(r: WireResponse) {
-  return r.parameters ? { outputs: r.outputs, parameters: r.parameters } : { outputs: r.outputs };
 }

@@ -6,7 +6,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { TritonError, internal } from '../../../contract/errors.js';
+import { TritonError } from '../../../contract/errors.js';
 import type { InferenceResponse } from '../../../contract/types.js';
 import type { ModelConfig } from '../../../contract/model-config.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
@@ -14,6 +14,7 @@ import type { DecodedInferRequest, OutputFormats } from '../infer-request.js';
 import type { EncodedResponse } from '../infer-response.js';
 import type { LoadRequestParts } from '../load-request.js';
 import type { DecodeJob, EncodeJob, FromCodecWorker, LoadJob, ToCodecWorker } from './messages.js';
+import { codecPoolClosed, codecWorkerFailed } from '../http.errors.js';
 
 type Result = DecodedInferRequest | EncodedResponse | LoadRequestParts;
 
@@ -87,7 +88,7 @@ export class CodecPool {
   }
 
   private run(job: DecodeJob | EncodeJob | LoadJob, transfer: ArrayBuffer[]): Promise<Result> {
-    if (this.closed) return Promise.reject(internal('the HTTP codec pool is closed'));
+    if (this.closed) return Promise.reject(codecPoolClosed());
     const slot = this.pick();
     const seq = ++this.seq;
     return new Promise((resolve, reject) => {
@@ -122,7 +123,7 @@ export class CodecPool {
     const gone = (why: string) => {
       const i = this.slots.indexOf(slot);
       if (i >= 0) this.slots.splice(i, 1);
-      for (const job of slot.jobs.values()) job.reject(internal(`HTTP codec worker ${why}`));
+      for (const job of slot.jobs.values()) job.reject(codecWorkerFailed(why));
       slot.jobs.clear();
     };
     worker.on('error', (e) => gone(`failed: ${e.message}`));

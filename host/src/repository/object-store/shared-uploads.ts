@@ -1,0 +1,240 @@
+/**
+ * Tenants' uploads kept in an object store, so that every replica serves them
+ * (`--upload-store=s3://...`; DESIGN "Multi-tenancy": tenant state lives in stores a fleet already
+ * runs). Each replica keeps its local upload store (repository/upload-store.ts) as a working copy;
+ * this store is the truth that every replica reads.
+ *
+ * Layout below the location's prefix:
+ *   blobs/sha256/<64 hex>       one file's bytes, named by their SHA-256: the same bytes are stored
+ *                               once, whichever tenant, model or replica uploads them
+ *   models/<tenant>/<model>     the model's pointer (JSON, {@link Pointer}): its files (path → digest,
+ *                               size), its config override and the tenant's creation identity
+ *
+ * Publish protocol: every blob first (skipped when already stored), then the pointer in one PUT.
+ * A PUT is atomic in S3, so a reader sees the old pointer or the new one, and a replica killed at
+ * any point leaves at most unreferenced blobs, never a partial model. A delete removes the pointer
+ * (blobs stay: another model may share them). The pointer's ETag is the model's stamp: replicas
+ * compare it with the one they loaded to notice a change or a delete.
+ *
+ * Everything read back is hostile: a pointer is parsed with bounds (file count, path rules, sizes
+ * within the upload limit), and every blob is checked against its digest and size before use.
+ */
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
+import { TritonError } from '../../contract/errors.js';
+import { TENANT_ID_RE, modelNameProblem } from '../../contract/names.js';
+import type { ModelKey } from '../../contract/types.js';
+import type { FileOverrides } from '../overrides.js';
+import type { Logger } from 'pino';
+import { S3CompileCache } from './compiled-cache.js';
+import * as err from './object-store.errors.js';
+import { isMissing, sdkErrorName } from './s3-client.js';
+import type { S3Location } from './s3-location.js';
+
+const POINTER_FORMAT = 'warden-shared-upload/1';
+/** Most files one stored model may have. */
+const MAX_FILES = 10_000;
+/** Largest pointer read back, bytes. */
+const MAX_POINTER_BYTES = 4 * 1024 * 1024;
+const DIGEST = /^[0-9a-f]{64}$/;
+
+/** A stored model's pointer. */
+export interface Pointer {
+  readonly format: typeof POINTER_FORMAT;
+  /** Relative path (`1/model.wasm`) → the file's SHA-256 (hex) and size in bytes. */
+  readonly files: Readonly<Record<string, { readonly sha256: string; readonly size: number }>>;
+  /** The config override the model loads with (`parameters.config` of its upload). */
+  readonly config: unknown;
+  /** The uploading tenant's creation identity (null for an entry without `uid`). */
+  readonly owner: string | null;
+}
+
+/** A pointer as read, with its stamp (the object's ETag). */
+export interface StoredPointer {
+  readonly pointer: Pointer;
+  readonly stamp: string;
+}
+
+/** `models/<tenant>/<model>`, or undefined when the key is not a tenant model. */
+function pointerKey(root: string, key: ModelKey): string | undefined {
+  if (!TENANT_ID_RE.test(key.namespace) || modelNameProblem(key.name) !== undefined) return undefined;
+  return `${root}models/${key.namespace}/${key.name}`;
+}
+
+export class SharedUploads {
+  private readonly root: string;
+
+  constructor(
+    private readonly where: S3Location,
+    private readonly client: S3Client,
+  ) {
+    this.root = where.prefix === '' ? '' : `${where.prefix}/`;
+  }
+
+  /** The store's location (for logs). */
+  get location(): string {
+    return this.where.url;
+  }
+
+  /** The fleet's shared tier of the wasmtime compile cache, in this store's bucket (./compiled-cache.ts). */
+  compileCache(logger: Logger): S3CompileCache {
+    return new S3CompileCache(this.where, this.client, logger);
+  }
+
+  /**
+   * Store a model: its files (the blobs not already stored), then its pointer.
+   * @returns the pointer's stamp
+   * @throws TritonError INTERNAL when the store refuses a write (nothing becomes visible then)
+   */
+  async publish(key: ModelKey, files: FileOverrides, config: unknown, owner: string | undefined): Promise<string> {
+    if (!pointerKey(this.root, key)) throw err.sharedKeyInvalid(key.name);
+    const entries: Record<string, { sha256: string; size: number }> = {};
+    for (const [path, data] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const sha256 = createHash('sha256').update(data).digest('hex');
+      entries[path] = { sha256, size: data.byteLength };
+      const blob = `${this.root}blobs/sha256/${sha256}`;
+      if (await this.exists(blob)) continue;
+      await this.send(key.name, () => this.client.send(new PutObjectCommand({ Bucket: this.where.bucket, Key: blob, Body: data })));
+    }
+    return this.publishPointer(key, entries, config, owner);
+  }
+
+  /**
+   * Write the model's pointer over files already stored (a new config for the same files).
+   * @returns the pointer's stamp
+   * @throws TritonError INTERNAL when the store refuses the write
+   */
+  async publishPointer(key: ModelKey, files: Pointer['files'], config: unknown, owner: string | undefined): Promise<string> {
+    const target = pointerKey(this.root, key);
+    if (!target) throw err.sharedKeyInvalid(key.name);
+    const pointer: Pointer = { format: POINTER_FORMAT, files, config: config ?? null, owner: owner ?? null };
+    const out = await this.send(key.name, () =>
+      this.client.send(new PutObjectCommand({ Bucket: this.where.bucket, Key: target, Body: JSON.stringify(pointer), ContentType: 'application/json' })),
+    );
+    return etag(out.ETag);
+  }
+
+  /**
+   * The model's pointer, or undefined when none is stored.
+   * @throws TritonError INTERNAL when the store cannot be read or the pointer is malformed
+   */
+  async get(key: ModelKey): Promise<StoredPointer | undefined> {
+    const target = pointerKey(this.root, key);
+    if (!target) return undefined;
+    let body: Uint8Array;
+    let stamp: string;
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.where.bucket, Key: target }));
+      if ((out.ContentLength ?? 0) > MAX_POINTER_BYTES) throw err.sharedPointerInvalid(key.name, 'too large');
+      body = await out.Body!.transformToByteArray();
+      stamp = etag(out.ETag);
+    } catch (e) {
+      if (isMissing(e)) return undefined;
+      if (e instanceof TritonError) throw e;
+      throw err.sharedStoreFailed(key.name, sdkErrorName(e));
+    }
+    return { pointer: parsePointer(key.name, body), stamp };
+  }
+
+  /**
+   * The files of a pointer, each checked against its digest and size.
+   * @throws TritonError INVALID_ARG when they exceed `maxBytes`; INTERNAL when a blob is missing or differs
+   */
+  async files(key: ModelKey, pointer: Pointer, maxBytes: number): Promise<FileOverrides> {
+    const total = Object.values(pointer.files).reduce((n, f) => n + f.size, 0);
+    if (total > maxBytes) throw err.sharedModelTooLarge(key.name, total, maxBytes);
+    const out: FileOverrides = new Map();
+    for (const [path, f] of Object.entries(pointer.files)) {
+      const data = await this.send(key.name, async () => {
+        const got = await this.client.send(new GetObjectCommand({ Bucket: this.where.bucket, Key: `${this.root}blobs/sha256/${f.sha256}` }));
+        if ((got.ContentLength ?? 0) !== f.size) throw err.sharedBlobDiffers(key.name, path);
+        return got.Body!.transformToByteArray();
+      });
+      if (data.byteLength !== f.size || createHash('sha256').update(data).digest('hex') !== f.sha256) throw err.sharedBlobDiffers(key.name, path);
+      out.set(path, data);
+    }
+    return out;
+  }
+
+  /** Remove the model's pointer (its blobs stay). @throws TritonError INTERNAL when the store refuses */
+  async remove(key: ModelKey): Promise<void> {
+    const target = pointerKey(this.root, key);
+    if (!target) return;
+    await this.send(key.name, () => this.client.send(new DeleteObjectCommand({ Bucket: this.where.bucket, Key: target })));
+  }
+
+  /**
+   * Every stored model's stamp, by `<tenant>/<model>` (one listing: a request per 1,000 models).
+   * @throws TritonError INTERNAL when the store cannot be listed
+   */
+  async stamps(namespace?: string): Promise<Map<string, string>> {
+    const prefix = `${this.root}models/${namespace === undefined ? '' : `${namespace}/`}`;
+    const out = new Map<string, string>();
+    let token: string | undefined;
+    do {
+      const page = await this.send('', () =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.where.bucket, Prefix: prefix, ContinuationToken: token })),
+      );
+      for (const o of page.Contents ?? []) {
+        const rel = (o.Key ?? '').slice(`${this.root}models/`.length);
+        const [tenant, name, extra] = rel.split('/');
+        if (extra !== undefined || !tenant || !name || !TENANT_ID_RE.test(tenant) || modelNameProblem(name) !== undefined) continue;
+        out.set(`${tenant}/${name}`, etag(o.ETag));
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return out;
+  }
+
+  private async exists(key: string): Promise<boolean> {
+    try {
+      await this.client.send(new HeadObjectCommand({ Bucket: this.where.bucket, Key: key }));
+      return true;
+    } catch (e) {
+      if (isMissing(e)) return false;
+      throw err.sharedStoreFailed('', sdkErrorName(e));
+    }
+  }
+
+  /** Run one store call; an SDK failure becomes INTERNAL naming the model and the error's name. */
+  private async send<T>(model: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (e) {
+      if (e instanceof TritonError) throw e;
+      throw err.sharedStoreFailed(model, sdkErrorName(e));
+    }
+  }
+}
+
+/** An ETag as a stamp: stores differ in whether they quote it. */
+function etag(tag: string | undefined): string {
+  return (tag ?? '').replace(/^"|"$/g, '');
+}
+
+/**
+ * A pointer read back: format, file count, plain relative paths, digests, sizes.
+ * @throws TritonError INTERNAL naming what is wrong
+ */
+function parsePointer(model: string, body: Uint8Array): Pointer {
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(body).toString('utf8'));
+  } catch {
+    throw err.sharedPointerInvalid(model, 'not JSON');
+  }
+  const p = v as Partial<Pointer> | null;
+  if (!p || typeof p !== 'object' || p.format !== POINTER_FORMAT) throw err.sharedPointerInvalid(model, 'unknown format');
+  if (!p.files || typeof p.files !== 'object' || Array.isArray(p.files)) throw err.sharedPointerInvalid(model, 'no files');
+  const files = Object.entries(p.files);
+  if (files.length === 0 || files.length > MAX_FILES) throw err.sharedPointerInvalid(model, 'file count');
+  for (const [path, f] of files) {
+    const parts = path.split('/');
+    if (parts.length > 32 || Buffer.byteLength(path) > 1024 || parts.some((c) => modelNameProblem(c) !== undefined))
+      throw err.sharedPointerInvalid(model, 'a file path');
+    if (!f || typeof f.sha256 !== 'string' || !DIGEST.test(f.sha256) || !Number.isSafeInteger(f.size) || f.size < 0)
+      throw err.sharedPointerInvalid(model, 'a file entry');
+  }
+  if (p.owner !== null && typeof p.owner !== 'string') throw err.sharedPointerInvalid(model, 'owner');
+  return { format: POINTER_FORMAT, files: p.files, config: p.config ?? null, owner: p.owner ?? null };
+}
