@@ -8,9 +8,10 @@
  *   bench/grpc.ts   exporting `benchGrpc(ctx: BenchContext): Promise<unknown>`
  *   bench/python.ts exporting `benchPython(ctx: BenchContext): Promise<unknown>`
  *   bench/python-gpu.ts exporting `benchPythonGpu(ctx: BenchContext): Promise<unknown>` (skips without torch)
+ *   bench/fleet.ts  exporting `benchFleet(ctx: BenchContext): Promise<unknown>` (object store, shared uploads, replicas; skips without moto)
  * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
  * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
- * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, flood, alloc, hop, owner, mlserver, wasm, native, tenancy, json, grpc, python, python-gpu).
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, flood, alloc, hop, owner, mlserver, wasm, native, tenancy, json, grpc, python, python-gpu, fleet, density).
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
  */
@@ -73,6 +74,8 @@ async function main(): Promise<number> {
     ['grpc', () => optionalSuite('./grpc.js', 'benchGrpc')],
     ['python', () => optionalSuite('./python.js', 'benchPython')],
     ['python-gpu', () => optionalSuite('./python-gpu.js', 'benchPythonGpu')],
+    ['fleet', () => optionalSuite('./fleet.js', 'benchFleet')],
+    ['density', () => optionalSuite('./upload-density.js', 'benchDensity')],
   ];
   try {
     for (const [name, get] of suites) {
