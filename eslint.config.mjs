@@ -1,4 +1,4 @@
-// ESLint for host/, test/ and bench/ (`npm run lint`, part of `npm test`): the recommended rules
+// ESLint for host/, test/, bench/ and tools/ (`npm run lint`, part of `npm test`): the recommended rules
 // of ESLint and typescript-eslint, syntax only (no type information, so a run takes seconds).
 // Formatting is Prettier's (.prettierrc.json), checked by `npm run lint` as well.
 import js from '@eslint/js';
@@ -9,7 +9,7 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    files: ['host/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    files: ['host/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'tools/**/*.ts'],
     languageOptions: { ecmaVersion: 2023, sourceType: 'module' },
     rules: {
       // `_name` marks a parameter or binding kept for its position or shape.

@@ -35,6 +35,8 @@ export interface ChildServer {
   cpuMicros(): number | undefined;
   /** SIGTERM, then SIGKILL after 5 s; resolves when the process exited. */
   stop(): Promise<void>;
+  /** The child's process id (undefined if it could not be spawned). */
+  pid?: number;
 }
 
 /** One HTTP request autocannon repeats. */
@@ -292,6 +294,7 @@ export function createContext(): BenchContext & { cleanup(): Promise<void> } {
         port,
         output: () => out,
         cpuMicros: () => (exited ? undefined : procCpuMicros(child.pid)),
+        pid: child.pid,
         async stop() {
           if (exited) return;
           child.kill('SIGTERM');

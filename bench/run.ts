@@ -9,9 +9,11 @@
  *   bench/python.ts exporting `benchPython(ctx: BenchContext): Promise<unknown>`
  *   bench/python-gpu.ts exporting `benchPythonGpu(ctx: BenchContext): Promise<unknown>` (skips without torch)
  *   bench/fleet.ts  exporting `benchFleet(ctx: BenchContext): Promise<unknown>` (object store, shared uploads, replicas; skips without moto)
+ *   bench/vs-triton.ts exporting `benchVsTriton(ctx: BenchContext): Promise<unknown>` (the real tritonserver of the pinned wheel; skips where it cannot run)
  * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
  * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
- * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, flood, alloc, hop, owner, mlserver, wasm, native, tenancy, json, grpc, python, python-gpu, fleet, density).
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, flood, alloc, hop, owner, mlserver, wasm, native, tenancy, json, grpc, python, python-gpu, fleet, density, vs-triton;
+ * names given as arguments, `npm run bench -- vs-triton`, count the same).
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
  */
@@ -48,7 +50,8 @@ async function optionalSuite(file: string, exportName: string): Promise<Suite | 
 
 async function main(): Promise<number> {
   const ctx = createContext();
-  const only = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
+  // `npm run bench -- vs-triton grpc`: suite names as arguments, like BENCH_ONLY.
+  const only = [...(process.env.BENCH_ONLY ?? '').split(','), ...process.argv.slice(2)].filter(Boolean);
   const wanted = (name: string) => only.length === 0 || only.includes(name);
   const started = Date.now();
   ctx.log(`Warden benchmarks — ${ctx.machine()}`);
@@ -76,6 +79,7 @@ async function main(): Promise<number> {
     ['python-gpu', () => optionalSuite('./python-gpu.js', 'benchPythonGpu')],
     ['fleet', () => optionalSuite('./fleet.js', 'benchFleet')],
     ['density', () => optionalSuite('./upload-density.js', 'benchDensity')],
+    ['vs-triton', () => optionalSuite('./vs-triton.js', 'benchVsTriton')],
   ];
   try {
     for (const [name, get] of suites) {

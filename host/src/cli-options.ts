@@ -6,7 +6,7 @@ import { DEFAULT_ENSEMBLE_LIMITS } from './ensemble/budget.js';
 import { MAX_HTTP_THREADS } from './frontend/http/threads/limits.js';
 import { parseArgs } from 'node:util';
 import { checkEngineName, DEFAULT_ENGINE, ENGINE_NAMES } from './backends/wasm/engines.js';
-import { DEFAULT_WASM_LIMITS } from './backends/wasm/limits.js';
+import { DEFAULT_IDLE_MS, DEFAULT_WASM_LIMITS } from './backends/wasm/limits.js';
 import { DEFAULT_CACHE_LIMITS } from './backends/wasm/v8/transpile.js';
 import { DEFAULT_SERVER_CAPS } from './lifecycle/admission.js';
 import { DEFAULT_HTTP_LIMITS } from './frontend/http/limits.js';
@@ -22,8 +22,11 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --model-repository=<path>       model repository (repeatable); alias --model-store. A local path, or
                                   s3://[http://|https://][host:port/]bucket/path (credentials and region from
                                   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_DEFAULT_REGION
-                                  or the AWS_PROFILE of the shared config files, as Triton reads them)
-  --repository-cache-directory=<path> where models of s3:// repositories are copied (default .cache/repository)
+                                  or the AWS_PROFILE of the shared config files, as Triton reads them);
+                                  gs://bucket/path (GOOGLE_APPLICATION_CREDENTIALS; STORAGE_EMULATOR_HOST for an
+                                  emulator); as://account/container/path (AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_KEY;
+                                  AZURE_STORAGE_CONNECTION_STRING for another endpoint such as Azurite)
+  --repository-cache-directory=<path> where models of object-store repositories are copied (default .cache/repository)
   --repository-cache-bytes=<n>    bytes of all those copies together (default ${DEFAULT_REPOSITORY_CACHE_BYTES})
   --http-port=<port>              HTTP port (default 8000)
   --http-address=<addr>           HTTP bind address (default 0.0.0.0)
@@ -52,8 +55,9 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --wasm-max-total-memory-bytes=<n> cap on all sandboxes' memory together (default ${DEFAULT_WASM_LIMITS.maxTotalMemoryBytes})
   --wasm-engine=<name>            sandbox engine of wasm models: ${ENGINE_NAMES.join(' | ')} (default ${DEFAULT_ENGINE});
                                   a model may pick its own with parameters { key: "engine" }
-  --wasm-idle-timeout-ms=<n>      wasmtime: release an idle instance's sandbox after n ms, 0 = never (default 0);
+  --wasm-idle-timeout-ms=<n>      release an idle instance's sandbox (and its memory) after n ms, 0 = never (default ${DEFAULT_IDLE_MS});
                                   a model may set its own with parameters { key: "idle_timeout_ms" }
+  --wasm-cache-directory=<path>   the sandbox engines' compile caches (default .cache/wasm; writable)
   --wasm-cache-max-entries=<n>    transpiled-component cache entries (default ${DEFAULT_CACHE_LIMITS.maxEntries})
   --wasm-cache-max-bytes=<n>      transpiled-component cache size (default ${DEFAULT_CACHE_LIMITS.maxBytes})
   --max-upload-bytes=<n>          decoded files of one load request (default ${DEFAULT_MAX_UPLOAD_BYTES})
@@ -501,6 +505,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
         'upload-store': str,
         'upload-store-poll-secs': str,
         'wasm-cache-key-file': str,
+        'wasm-cache-directory': str,
         'repository-cache-bytes': str,
         'jwt-jwks-file': str,
         'jwt-jwks-url': str,
@@ -626,6 +631,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
     repositoryCacheDirectory: v['repository-cache-directory'],
     uploadStore: v['upload-store'],
     uploadStorePollSecs: int('upload-store-poll-secs', v['upload-store-poll-secs'], 5, 1),
+    cacheDir: v['wasm-cache-directory'],
     wasmCacheKey: v['wasm-cache-key-file'] === undefined ? undefined : readCacheKey(v['wasm-cache-key-file']),
     repositoryCacheBytes: int('repository-cache-bytes', v['repository-cache-bytes'], DEFAULT_REPOSITORY_CACHE_BYTES, 1),
     jwt,
@@ -653,7 +659,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
       maxTotalMemoryBytes: int('wasm-max-total-memory-bytes', v['wasm-max-total-memory-bytes'], DEFAULT_WASM_LIMITS.maxTotalMemoryBytes, 65536),
     },
     wasmEngine: engineOption(v['wasm-engine']),
-    wasmIdleMs: int('wasm-idle-timeout-ms', v['wasm-idle-timeout-ms'], 0, 0),
+    wasmIdleMs: int('wasm-idle-timeout-ms', v['wasm-idle-timeout-ms'], DEFAULT_IDLE_MS, 0),
     wasmCacheLimits: {
       maxEntries: int('wasm-cache-max-entries', v['wasm-cache-max-entries'], DEFAULT_CACHE_LIMITS.maxEntries, 1),
       maxBytes: int('wasm-cache-max-bytes', v['wasm-cache-max-bytes'], DEFAULT_CACHE_LIMITS.maxBytes, 1),

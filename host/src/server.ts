@@ -145,7 +145,7 @@ export interface ServerOptions {
   wasmCacheLimits?: Partial<CacheLimits>;
   /** `--wasm-engine`: the sandbox engine of `backend: "wasm"` models (default `DEFAULT_ENGINE`); a model's `engine` parameter overrides it. */
   wasmEngine?: EngineName;
-  /** `--wasm-idle-timeout-ms`: wasmtime's default idle policy (ms; 0 = never release). */
+  /** `--wasm-idle-timeout-ms`: both engines' default idle policy (ms; 0 = never release; default `DEFAULT_IDLE_MS`). */
   wasmIdleMs?: number;
   /** Directory for caches (transpiled components). */
   cacheDir?: string;

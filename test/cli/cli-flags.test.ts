@@ -131,10 +131,10 @@ describe('parsing', () => {
   });
 
   it('--wasm-engine picks the sandbox engine; --wasm-idle-timeout-ms the idle policy', () => {
-    expect(parseCli(['--model-repository=/m'])).toMatchObject({ wasmEngine: 'v8', wasmIdleMs: 0 });
-    expect(parseCli(['--model-repository=/m', '--wasm-engine=wasmtime', '--wasm-idle-timeout-ms=30000'])).toMatchObject({
+    expect(parseCli(['--model-repository=/m'])).toMatchObject({ wasmEngine: 'v8', wasmIdleMs: 30000 });
+    expect(parseCli(['--model-repository=/m', '--wasm-engine=wasmtime', '--wasm-idle-timeout-ms=0'])).toMatchObject({
       wasmEngine: 'wasmtime',
-      wasmIdleMs: 30000,
+      wasmIdleMs: 0,
     });
   });
 });

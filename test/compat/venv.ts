@@ -12,20 +12,15 @@
  * The suite may skip ONLY when PyPI cannot be reached: a failed install is followed by a probe
  * of the package index; if the index answers, the failure is real and is thrown.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createHash } from 'node:crypto';
 
 /** Pinned versions (looked up with `pip index versions`; newest at the time of writing). */
 export const TRITONCLIENT_VERSION = '2.73.0';
 /** numpy: the Python backend's pin (its default environment is this same .venv). */
 export { NUMPY_VERSION } from '../../host/src/backends/python/environment.js';
 import { NUMPY_VERSION } from '../../host/src/backends/python/environment.js';
-import { sleep } from '../helpers/wait.js';
 /** KServe's Python SDK (PyPI `kserve`): its `InferenceRESTClient` speaks the Open Inference Protocol. */
 export const KSERVE_VERSION = '0.21.0';
 
@@ -36,33 +31,8 @@ export const VENV_PYTHON = join(VENV_DIR, 'bin', 'python');
 
 export type VenvStatus = { ok: true; python: string; tritonclient: string; numpy: string; kserve: string } | { ok: false; reason: string };
 
-interface Exec {
-  code: number | null;
-  out: string;
-}
-
-/** Run `cmd args` in the project root with pip's quiet settings; never rejects. */
-export function exec(cmd: string, args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<Exec> {
-  return new Promise((resolvePromise) => {
-    const child = spawn(cmd, args, {
-      cwd: PROJECT_ROOT,
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PIP_DISABLE_PIP_VERSION_CHECK: '1', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      resolvePromise({ code: -1, out: out + String(e) });
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolvePromise({ code, out });
-    });
-  });
-}
+export { exec, indexReachable, withLock } from '../../tools/pip.js';
+import { exec, indexReachable, withLock } from '../../tools/pip.js';
 
 interface Versions {
   tritonclient: string;
@@ -88,47 +58,6 @@ async function installedVersions(python: string): Promise<Versions | undefined> 
   if (r.code !== 0) return undefined;
   const [tritonclient, numpy, kserve] = r.out.trim().split(/\s+/).slice(-3);
   return tritonclient && numpy && kserve ? { tritonclient, numpy, kserve } : undefined;
-}
-
-/** True if the package index pip uses answers at all (any HTTP status counts as reachable). */
-export async function indexReachable(env: NodeJS.ProcessEnv, project = 'tritonclient'): Promise<{ reachable: boolean; url: string; error?: string }> {
-  const base = (env.PIP_INDEX_URL ?? process.env.PIP_INDEX_URL ?? 'https://pypi.org/simple').replace(/\/+$/, '');
-  const url = `${base}/${project}/`;
-  try {
-    const res = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(15_000) });
-    await res.arrayBuffer().catch(() => undefined);
-    return { reachable: true, url };
-  } catch (e) {
-    const cause = (e as { cause?: unknown }).cause;
-    return { reachable: false, url, error: String(cause ?? e) };
-  }
-}
-
-/** Run `fn` holding a cross-process lock keyed by `venvDir` (any path: one lock per path). */
-export async function withLock<T>(venvDir: string, fn: () => Promise<T>): Promise<T> {
-  const key = createHash('sha256').update(venvDir).digest('hex').slice(0, 12);
-  const lock = join(tmpdir(), `warden-compat-venv-${key}.lock`);
-  const deadline = Date.now() + 10 * 60_000;
-  for (;;) {
-    try {
-      await mkdir(lock);
-      break;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      const age = await stat(lock).then(
-        (s) => Date.now() - s.mtimeMs,
-        () => 0,
-      );
-      if (age > 10 * 60_000) await rm(lock, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error(`timed out waiting for the venv lock ${lock}`, { cause: e });
-      await sleep(250);
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    await rm(lock, { recursive: true, force: true });
-  }
 }
 
 /** Overrides, for testing the install / skip decision on a scratch venv. */

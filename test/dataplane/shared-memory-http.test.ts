@@ -76,27 +76,22 @@ describe('system shared memory over HTTP', () => {
     expect(out.subarray(72, 136).equals(i32(A.map((x, k) => x - B[k])))).toBe(true);
 
     // Triton's errors
-    const unknown = await postJson(url('/v2/models/simple/infer'), {
-      inputs: [
-        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: shm('nope', 0) },
-        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 64) },
-      ],
-    });
+    /** `simple` with INPUT0 read from `input0` (INPUT1 from `in` at 64), and `extra` in the request. */
+    const inferShm = (input0: ReturnType<typeof shm>, extra: object = {}) =>
+      postJson(url('/v2/models/simple/infer'), {
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: input0 },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 64) },
+        ],
+        ...extra,
+      });
+    const unknown = await inferShm(shm('nope', 0));
     expect(unknown.status).toBe(404);
     expect(unknown.json.error).toBe("Unable to find shared memory region: 'nope'");
-    const oob = await postJson(url('/v2/models/simple/infer'), {
-      inputs: [
-        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 100) },
-        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 64) },
-      ],
-    });
+    const oob = await inferShm(shm('in', 100));
     expect(oob.status).toBe(400);
     expect(oob.json.error).toBe("Invalid offset + byte size for shared memory region: 'in'");
-    const small = await postJson(url('/v2/models/simple/infer'), {
-      inputs: [
-        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 0) },
-        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('in', 64) },
-      ],
+    const small = await inferShm(shm('in', 0), {
       outputs: [{ name: 'OUTPUT0', parameters: { shared_memory_region: 'out', shared_memory_byte_size: 8 } }],
     });
     expect(small.status).toBe(400);

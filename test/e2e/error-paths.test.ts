@@ -7,13 +7,12 @@
  * ModelInfer, ModelStreamInfer and RepositoryModelLoad — and no answer may carry the path.
  */
 import { status, Metadata, type ServiceError } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { internal } from '../../host/src/contract/errors.js';
 import { redactAbsolutePaths, PathScrubber } from '../../host/src/contract/public-errors.js';
-import type { RunningServer } from '../../host/src/server.js';
-import { startTestServer } from '../helpers/servers.js';
-import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
-import { postJson, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { HTTP_FRONT_ENDS, serverPerSuite } from '../helpers/servers.js';
+import { unaryCall } from '../helpers/grpc.js';
+import { postJson, tempRepo } from '../helpers/repo.js';
 import { executeBackend, resolverOf } from '../helpers/js-backend.js';
 
 /** Paths outside the model repositories, upload store, caches, temp dir, home and installation. */
@@ -57,6 +56,7 @@ describe('redactAbsolutePaths', () => {
     expect(redactAbsolutePaths('"/home/x/my models/m.onnx" missing')).toBe('"<path>" missing');
     expect(redactAbsolutePaths('at (/usr/lib/node/x.js:12:5)')).toBe('at (<path>:12:5)');
     expect(redactAbsolutePaths('path=/var/run/x,next')).toBe('path=<path>,next');
+    expect(redactAbsolutePaths('bad escape \\/srv/secret/x in string')).toBe('bad escape \\<path> in string');
     // not paths: relative files, labels, URLs, MIME types, shm keys (one component), ratios
     for (const keep of [
       "model 'm' file 1/model.wasm",
@@ -77,34 +77,16 @@ describe('redactAbsolutePaths', () => {
   });
 });
 
-describe.each([
-  ['Fastify', { httpFastPath: false }],
-  ['fast path', { httpFastPath: true }],
-  ['a front-end thread', { httpThreads: 1, httpMainListener: false }],
-] as const)('errors leave without host paths (%s)', (_label, httpOpts) => {
-  let repo: TempRepo;
-  let server: RunningServer;
-  let client: TritonGrpcClient;
-  beforeAll(async () => {
-    repo = tempRepo();
+describe.each(HTTP_FRONT_ENDS)('errors leave without host paths (%s)', (_label, httpOpts) => {
+  const suite = serverPerSuite(async () => {
+    const repo = tempRepo();
     repo.addModel('leaky', config('leaky'));
     repo.addModel('broken', config('broken', 'parameters { key: "fail_load" value: { string_value: "yes" } }'));
-    server = await startTestServer(repo, {
-      loadModels: ['leaky'],
-      grpcPort: 0,
-      backendResolvers: [leaky()],
-      ...httpOpts,
-    });
-    client = tritonGrpcClient(server.grpcUrl!);
-  });
-  afterAll(async () => {
-    client?.close();
-    await server?.stop();
-    repo?.cleanup();
+    return { repo, opts: { loadModels: ['leaky'], grpcPort: 0, backendResolvers: [leaky()], ...httpOpts } };
   });
 
   it('HTTP: load answer, index reason, /infer, /generate, /generate_stream', async () => {
-    const url = server.httpUrl;
+    const url = suite.server.httpUrl;
     const load = await postJson(`${url}/v2/repository/models/broken/load`, {});
     expect(load.status).toBeGreaterThanOrEqual(400);
     expect(load.json.error).toMatch(/ENOENT: no such file or directory/);
@@ -135,16 +117,18 @@ describe.each([
       inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }],
       raw_input_contents: [Buffer.from(Float32Array.of(1).buffer)],
     };
-    const infer = await unaryCall(client, 'ModelInfer', req);
+    const infer = await unaryCall(suite.client, 'ModelInfer', req);
     expect(infer.err?.code).toBe(status.INTERNAL);
     expectNoPath(infer.err!.details, 'ModelInfer');
-    const load = await unaryCall(client, 'RepositoryModelLoad', { model_name: 'broken' });
+    const load = await unaryCall(suite.client, 'RepositoryModelLoad', { model_name: 'broken' });
     expect(load.err?.details).toMatch(/ENOENT/);
     expectNoPath(load.err!.details, 'RepositoryModelLoad');
     for (const grpcErrors of [false, true]) {
       const md = new Metadata();
       if (grpcErrors) md.set('triton_grpc_error', 'true');
-      const s = (client as unknown as { ModelStreamInfer(md: Metadata): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer(md);
+      const s = (
+        suite.client as unknown as { ModelStreamInfer(md: Metadata): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }
+      ).ModelStreamInfer(md);
       const got: { error_message?: string }[] = [];
       s.on('data', (m) => got.push(m));
       const err = await new Promise<ServiceError | undefined>((resolve) => {

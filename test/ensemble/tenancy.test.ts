@@ -8,23 +8,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../host/src/server.js';
-import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { startTenantServer, type TenantServer } from '../helpers/servers.js';
+import { describe, expect, it } from 'vitest';
+import { fetchAs, PROJECT_ROOT, tempRepo } from '../helpers/repo.js';
+import { tenantServerPerSuite, testTokens } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
 import { opsConfig, OpsResolver } from './ops-backend.js';
 
-const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123456789abcdefghijklmn' };
+const TOKENS = testTokens('acme', 'bob');
 const FIXTURE = (name: string) => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', `${name}.wasm`)).toString('base64');
 
-let repo: TempRepo;
-let tenancy: TenantServer;
-let server: RunningServer;
-
-beforeAll(async () => {
+const suite = tenantServerPerSuite(async () => {
   await ensureBuilt();
-  repo = tempRepo();
+  const repo = tempRepo();
   for (const [name, op] of [
     ['inc', 'inc'],
     ['double', 'double'],
@@ -42,14 +37,10 @@ beforeAll(async () => {
     { id: 'acme', token: TOKENS.acme, shared_models: ['inc', 'acc'], quotas: { max_inflight: 2 } },
     { id: 'bob', token: TOKENS.bob, shared_models: ['acc'] },
   ];
-  ({ server } = tenancy = await startTenantServer(repo, tenants, { loadModels: ['*'], separateUploads: true, backendResolvers: [new OpsResolver()] }));
-});
-afterAll(async () => {
-  await tenancy?.stop();
-  repo?.cleanup();
+  return { repo, tenants, opts: { loadModels: ['*'], separateUploads: true, backendResolvers: [new OpsResolver()] } };
 });
 
-const call = (who: keyof typeof TOKENS, path: string, body: unknown) => fetchAs(TOKENS[who], 'POST', `${server.httpUrl}${path}`, body);
+const call = (who: keyof typeof TOKENS, path: string, body: unknown) => fetchAs(TOKENS[who], 'POST', `${suite.server.httpUrl}${path}`, body);
 
 const identity = JSON.stringify({
   backend: 'wasm',

@@ -4,11 +4,13 @@
  * test/frontend/http/frontend-threads.test.ts) and compare byte for byte.
  */
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { echoConfig, JsBackendResolver, REPEAT_CONFIG } from './js-backend.js';
 import { tempRepo, type TempRepo } from './repo.js';
+import { writeTenantsFile } from './servers.js';
 
 export interface RawResponse {
   /** Status line and headers, `Date` removed. */
@@ -264,6 +266,21 @@ export function tenancyRequests(token: string): Buffer[] {
     raw('POST', '/v2/models/simple/infer', simpleJson(), { ...JSON_TYPE, Authorization: 'Bearer not-a-token-0123456789abcdefghij' }),
     raw('GET', '/v2/models/simple', '', { Authorization: `Bearer ${token}` }),
   ];
+}
+
+/** The token of tenant `limited` in {@link writeLimitedTenants}' file. */
+export const LIMITED_TOKEN = 'limited-token-0123456789abcdefghij';
+
+/**
+ * The tenants file {@link tenancyAnswers} expects, written to `dir/tenants.json`: tenant `limited`
+ * ({@link LIMITED_TOKEN}) with `simple` shared and a burst of 2 per 200 s, so the third request
+ * within the window is over the rate.
+ * @returns the file's path
+ */
+export function writeLimitedTenants(dir: string): string {
+  const file = join(dir, 'tenants.json');
+  writeTenantsFile(file, [{ id: 'limited', token: LIMITED_TOKEN, shared_models: ['simple'], quotas: { requests_per_second: 0.01, burst: 2 } }]);
+  return file;
 }
 
 /**

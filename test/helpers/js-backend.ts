@@ -188,6 +188,26 @@ output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "IDX" data_t
 parameters { key: "mode" value: { string_value: "repeat" } }
 `;
 
+/**
+ * A sequence model `name` of `backend` (the `jstest` backend by default): INT32 INPUT0 and OUTPUT0
+ * of dims [ 1 ], max_batch_size 4, `sequenceBatching` the body of its `sequence_batching`
+ * (strategy, controls, state), and one string parameter per entry of `parameters` (the backend's
+ * `mode`, …).
+ */
+export const sequenceConfig = (name: string, sequenceBatching: string, parameters: Record<string, string>, backend = 'jstest') => `
+name: "${name}"
+backend: "${backend}"
+max_batch_size: 4
+input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+${sequenceBatching}
+}
+${Object.entries(parameters)
+  .map(([key, value]) => `parameters { key: "${key}" value: { string_value: "${value}" } }`)
+  .join('\n')}
+`;
+
 export const echoConfig = (extra = '', maxBatch = 8) => `
 backend: "jstest"
 max_batch_size: ${maxBatch}

@@ -43,12 +43,12 @@ describe('tenant uploads survive a restart', () => {
     // The tenant's model is not in the operator's namespace, nor the reverse.
     expect(await inferVariant(s.api, OPERATOR, 'm')).toBe(null);
     expect(await inferVariant(s.api, TENANT, 'op')).toBe(null);
-    expect(readdirSync(uploads(repo)).sort()).toEqual(['.operator', '.staging', 'acme']);
+    expect(readdirSync(uploads(repo)).sort()).toEqual(['.blobs', '.operator', '.staging', 'acme']);
     // The store is invisible to the repository index.
     expect((await s.api.repositoryIndex(OPERATOR, false)).map((e) => e.name)).toEqual(['op', 'simple']);
     await s.stop();
     // Graceful stop: the operator's upload was removed with its unload; the tenant's is kept.
-    expect(readdirSync(uploads(repo)).sort()).toEqual(['.operator', '.staging', 'acme']);
+    expect(readdirSync(uploads(repo)).sort()).toEqual(['.blobs', '.operator', '.staging', 'acme']);
     expect(readdirSync(join(uploads(repo), '.operator'))).toEqual([]);
 
     s = await serve(repo);
@@ -74,7 +74,7 @@ describe('tenant uploads survive a restart', () => {
     writeFileSync(join(uploads(repo), 'README'), 'operator notes');
     s = await serve(repo);
     expect(await inferVariant(s.api, TENANT, 'm')).toBe('A');
-    expect(readdirSync(uploads(repo)).sort()).toEqual(['.staging', 'README', 'acme']);
+    expect(readdirSync(uploads(repo)).sort()).toEqual(['.blobs', '.staging', 'README', 'acme']);
     expect(readdirSync(join(uploads(repo), '.staging'))).toEqual([]);
     expect(readdirSync(join(uploads(repo), 'acme/m')).sort()).toEqual(['CURRENT', 'g1']);
   });

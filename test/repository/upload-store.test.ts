@@ -5,7 +5,8 @@
  * checked before anything is written, start-up clean-up removes only the store's own leftovers, and
  * error messages carry no host paths.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -39,6 +40,9 @@ function tree(dir: string): string[] {
   if (existsSync(dir)) walk(dir);
   return out.sort();
 }
+
+/** The blob path of a content: `.blobs/sha256/<hex>`. */
+const blob = (content: string): string => `.blobs/sha256/${createHash('sha256').update(content).digest('hex')}`;
 
 const files = (entries: Record<string, string>): FileOverrides => new Map(Object.entries(entries).map(([k, v]) => [k, new Uint8Array(Buffer.from(v))]));
 const ACME: ModelKey = { namespace: 'acme', name: 'm' };
@@ -74,6 +78,9 @@ describe('commit and read back', () => {
     // Only the store root appeared in the parent; no staging leftovers.
     expect(readdirSync(p)).toEqual(['store']);
     expect(tree(join(p, 'store'))).toEqual([
+      '.blobs/',
+      '.blobs/sha256/',
+      ...[blob('AAA'), blob('a\nb\n'), blob('x')].sort(),
       '.staging/',
       'acme/',
       'acme/m/',
@@ -138,7 +145,8 @@ describe('commit and read back', () => {
     await store.forget(ACME);
     expect(await store.current(ACME)).toBeUndefined();
     await store.prune(ACME, new Set(), 'tenant');
-    expect(tree(join(p, 'store'))).toEqual(['.staging/', 'acme/']);
+    // the blobs went with the last generations that linked them
+    expect(tree(join(p, 'store'))).toEqual(['.blobs/', '.blobs/sha256/', '.staging/', 'acme/']);
   });
 
   it('operator prune drops everything unused, CURRENT included', async () => {
@@ -150,7 +158,38 @@ describe('commit and read back', () => {
     await store.prune(key, new Set([g.generation]), 'operator');
     expect(existsSync(g.modelPath)).toBe(true);
     await store.prune(key, new Set(), 'operator');
-    expect(tree(join(p, 'store'))).toEqual(['.operator/', '.staging/']);
+    expect(tree(join(p, 'store'))).toEqual(['.blobs/', '.blobs/sha256/', '.operator/', '.staging/']);
+  });
+
+  it('the same content is stored once: generations link one blob; a blob changed in place is not linked again', async () => {
+    const p = parent();
+    const root = join(p, 'store');
+    const store = new UploadStore({ root });
+    const component = 'the same component bytes';
+    const keys = ['m1', 'm2', 'm3'].map((name) => ({ namespace: name === 'm3' ? 'bob' : 'acme', name }));
+    const gens = [];
+    for (const k of keys) {
+      const g = await store.stage(k, files({ '1/model.wasm': component, 'labels.txt': k.name }), {});
+      await store.publish(k, g.generation, {});
+      gens.push(g);
+    }
+    const st = gens.map((g) => statSync(join(g.modelPath, '1/model.wasm')));
+    expect(new Set(st.map((s) => s.ino)).size).toBe(1); // one file on disk
+    expect(statSync(join(root, blob(component))).nlink).toBe(4); // the blob and three generations
+    expect(statSync(join(gens[0]!.modelPath, 'labels.txt')).ino).not.toBe(st[0]!.ino);
+    // someone changes a generation's file in place: every link sees it, so the next upload of the
+    // same bytes gets a fresh, intact copy instead of the changed one
+    writeFileSync(join(gens[0]!.modelPath, '1/model.wasm'), 'changed in place!!!!!!!!');
+    const next = await store.stage({ namespace: 'acme', name: 'm4' }, files({ '1/model.wasm': component }), {});
+    expect(readFileSync(join(next.modelPath, '1/model.wasm'), 'utf8')).toBe(component);
+    expect(statSync(join(next.modelPath, '1/model.wasm')).ino).not.toBe(st[0]!.ino);
+    // removing every model removes the blobs
+    await store.discard(next);
+    for (const k of keys) {
+      await store.forget(k);
+      await store.prune(k, new Set(), 'tenant');
+    }
+    expect(readdirSync(join(root, '.blobs/sha256'))).toEqual([]);
   });
 
   it('generation numbers are never reused, even when stages run concurrently', async () => {
@@ -276,11 +315,17 @@ describe('start-up clean-up', () => {
     writeFileSync(join(p, 'outside/1/a'), 'outside');
     symlinkSync(join(p, 'outside'), join(root, 'acme/m/g9'));
     symlinkSync(join(p, 'outside'), join(root, '.staging/s-aaaaaaaaaaaaaaaa'));
+    // in the blob folder: a temp file a crash left (removed), foreign names (kept)
+    writeFileSync(join(root, '.blobs/sha256/.tmp-0123456789abcdef'), 'partial');
+    writeFileSync(join(root, '.blobs/sha256/notes.txt'), 'f');
+    mkdirSync(join(root, `${blob('dir')}`));
 
     const fresh = new UploadStore({ root });
     const report = await fresh.recover();
     expect(report.models).toEqual([ACME, { namespace: 'other', name: 'n' }]);
     expect(report.removed.sort()).toEqual([
+      '.blobs/sha256/.tmp-0123456789abcdef',
+      ...[blob('A'), blob('C')].sort(),
       '.operator/m/CURRENT',
       '.operator/m/g1',
       '.staging/s-00112233445566ff',
@@ -298,6 +343,10 @@ describe('start-up clean-up', () => {
         'outside/1/',
         'outside/1/a',
         'store/',
+        'store/.blobs/',
+        'store/.blobs/sha256/',
+        ...[`store/${blob('B')}`, `store/${blob('x')}`, `store/${blob('dir')}/`].sort(),
+        'store/.blobs/sha256/notes.txt',
         'store/.hidden/',
         'store/.hidden/g1/',
         'store/.operator/',
@@ -382,46 +431,20 @@ describe('tenant identity (creation uid) and removal', () => {
   it('a tenant directory records its owner; strangers are unlisted ids, other uids and unreadable records', async () => {
     const root = join(parent(), 'store');
     const store = new UploadStore({ root });
-    expect(await store.strangers(new Map())).toEqual([]); // no root yet
+    /** The strangers under `root` when the tenants file lists `tenants` (id → uid). */
+    const strangers = (tenants: Record<string, string | undefined>) => store.strangers(new Map(Object.entries(tenants)));
+    expect(await strangers({})).toEqual([]); // no root yet
     await store.publish(ACME, (await store.stage(ACME, files({ '1/a': 'x' }), {}, { owner: { uid: U1 } })).generation, {});
     const BOB: ModelKey = { namespace: 'bob', name: 'b' };
     await store.publish(BOB, (await store.stage(BOB, files({ '1/a': 'x' }), {}, { owner: { uid: undefined } })).generation, {});
     expect(JSON.parse(readFileSync(join(root, 'acme', '.tenant'), 'utf8'))).toEqual({ format: 'warden-tenant/1', uid: U1 });
     expect(existsSync(join(root, 'bob', '.tenant'))).toBe(false); // an entry without uid records none
-    expect(
-      await store.strangers(
-        new Map([
-          ['acme', U1],
-          ['bob', undefined],
-        ]),
-      ),
-    ).toEqual([]);
-    expect(
-      await store.strangers(
-        new Map([
-          ['acme', U2],
-          ['bob', undefined],
-        ]),
-      ),
-    ).toEqual(['acme']);
-    expect(
-      await store.strangers(
-        new Map([
-          ['acme', undefined],
-          ['bob', U1],
-        ]),
-      ),
-    ).toEqual(['acme', 'bob']);
-    expect(await store.strangers(new Map([['bob', undefined]]))).toEqual(['acme']);
+    expect(await strangers({ acme: U1, bob: undefined })).toEqual([]);
+    expect(await strangers({ acme: U2, bob: undefined })).toEqual(['acme']);
+    expect(await strangers({ acme: undefined, bob: U1 })).toEqual(['acme', 'bob']);
+    expect(await strangers({ bob: undefined })).toEqual(['acme']);
     writeFileSync(join(root, 'acme', '.tenant'), 'garbage');
-    expect(
-      await store.strangers(
-        new Map([
-          ['acme', U1],
-          ['bob', undefined],
-        ]),
-      ),
-    ).toEqual(['acme']);
+    expect(await strangers({ acme: U1, bob: undefined })).toEqual(['acme']);
   });
 
   it("an upload into an earlier tenant's directory is refused (UNAVAILABLE) and writes nothing there", async () => {

@@ -13,6 +13,7 @@ import { REQUEST_FLAG_SEQUENCE_END as END, REQUEST_FLAG_SEQUENCE_START as START 
 import { TenantSequenceIds } from '../../host/src/scheduler/sequence-ids.js';
 import { collector, config, modelVersion, type Outcome } from '../helpers/model-version.js';
 import { emptyRequestInit } from '../../host/src/dataplane/request-parameters.js';
+import { sequenceConfig } from '../helpers/js-backend.js';
 
 const int32 = (name: string, v: number): Tensor => ({ name, datatype: 'INT32', shape: [1, 1], data: new Uint8Array(Int32Array.of(v).buffer) });
 
@@ -37,16 +38,14 @@ class IdInstance implements BackendModelInstance {
 }
 
 const seqModel = (corrid?: string, extra = '') =>
-  config(`
-backend: "fake"
-max_batch_size: 4
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-sequence_batching {
-  ${extra}
-  ${corrid ? `control_input [ { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: ${corrid} } ] } ]` : ''}
-}
-`);
+  config(
+    sequenceConfig(
+      'model',
+      `${extra}\n${corrid ? `control_input [ { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: ${corrid} } ] } ]` : ''}`,
+      {},
+      'fake',
+    ),
+  );
 
 function req(tenant: string, corr: number | bigint | string, flags = 0): InferenceRequestInit {
   return { ...emptyRequestInit('model', 1), inputs: [int32('INPUT0', 1)], correlationId: corr, flags, tenant };

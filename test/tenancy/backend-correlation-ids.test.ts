@@ -9,40 +9,29 @@
  * operator id of the reserved forms is refused.
  */
 import { status } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../host/src/server.js';
-import { tritonGrpcClient, type TritonGrpcClient } from '../helpers/grpc.js';
-import { JsBackendResolver, correlationIdsSeen } from '../helpers/js-backend.js';
-import { tempRepo, type TempRepo } from '../helpers/repo.js';
-import { startTenantServer, type TenantServer } from '../helpers/servers.js';
+import { describe, expect, it } from 'vitest';
+import { JsBackendResolver, correlationIdsSeen, sequenceConfig } from '../helpers/js-backend.js';
+import { tempRepo } from '../helpers/repo.js';
+import { tenantServerPerSuite, testTokens } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
 import { sequenceStep, type SequenceStep, type SequenceStepArgs } from '../helpers/sequence-step.js';
 
-const TOKENS = {
-  a: 'tenant-a-token-0123456789abcdefghijk',
-  b: 'tenant-b-token-0123456789abcdefghijk',
-  ops: 'operator-admin-token-0123456789abcdef',
-};
+const TOKENS = testTokens('a', 'b', 'ops');
 type Who = keyof typeof TOKENS;
 
 /** An operator sequence model whose backend sums INPUT0 per correlation id (`key_by`: request | control). */
-const corridConfig = (name: string, keyBy: 'request' | 'control', corridType?: string) => `
-name: "${name}"
-backend: "jstest"
-max_batch_size: 4
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-sequence_batching {
+const corridConfig = (name: string, keyBy: 'request' | 'control', corridType?: string) =>
+  sequenceConfig(
+    name,
+    `
   direct { }
   max_sequence_idle_microseconds: 60000000
   control_input [
     { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] }
     ${corridType ? `, { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: ${corridType} } ] }` : ''}
-  ]
-}
-parameters { key: "mode" value: { string_value: "corrid_sum" } }
-parameters { key: "key_by" value: { string_value: "${keyBy}" } }
-`;
+  ]`,
+    { mode: 'corrid_sum', key_by: keyBy },
+  );
 
 /** model → [how its backend keys state, the client ids it takes]. */
 const MODELS: Record<string, { keyBy: 'request' | 'control'; corrid?: string; ids: (number | string)[] }> = {
@@ -52,14 +41,9 @@ const MODELS: Record<string, { keyBy: 'request' | 'control'; corrid?: string; id
   by_corrid_i32: { keyBy: 'control', corrid: 'TYPE_INT32', ids: [4242] },
 };
 
-let repo: TempRepo;
-let tenancy: TenantServer;
-let server: RunningServer;
-let client: TritonGrpcClient;
-
-beforeAll(async () => {
+const suite = tenantServerPerSuite(async () => {
   await ensureBuilt();
-  repo = tempRepo([]);
+  const repo = tempRepo([]);
   for (const [name, m] of Object.entries(MODELS)) {
     repo.addModel(name, corridConfig(name, m.keyBy, m.corrid));
   }
@@ -69,18 +53,12 @@ beforeAll(async () => {
     { id: 'b', token: TOKENS.b, shared_models: shared },
     { id: 'ops', role: 'admin' as const, token: TOKENS.ops },
   ];
-  ({ server } = tenancy = await startTenantServer(repo, tenants, { loadModels: ['*'], grpcPort: 0, backendResolvers: [new JsBackendResolver()] }));
-  client = tritonGrpcClient(server.grpcUrl!);
-});
-afterAll(async () => {
-  client?.close();
-  await tenancy?.stop();
-  repo?.cleanup();
+  return { repo, tenants, opts: { loadModels: ['*'], grpcPort: 0, backendResolvers: [new JsBackendResolver()] } };
 });
 
 /** One sequence step over `proto` as `who`: the running sum, or the error text (with the HTTP status / gRPC code). */
 const step = (proto: 'http' | 'grpc', who: Who, ...args: SequenceStepArgs): Promise<SequenceStep> =>
-  sequenceStep({ httpUrl: server.httpUrl, client }, proto, TOKENS[who], ...args);
+  sequenceStep({ httpUrl: suite.server.httpUrl, client: suite.client }, proto, TOKENS[who], ...args);
 
 /** The ids the backend of `model` was given for `tenant`'s requests since `from` (index into correlationIdsSeen), in the backend's key form. */
 function seen(model: string, tenant: string, from: number, keyBy: 'request' | 'control'): string[] {

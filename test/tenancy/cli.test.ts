@@ -7,28 +7,15 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runTenantsCli } from '../../host/src/tenancy/cli.js';
 import { formatOfPath } from '../../host/src/tenancy/format.js';
 import { parseTenantsText } from '../../host/src/tenancy/parse.js';
 import { TenantRegistry } from '../../host/src/tenancy/registry.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
+import { runTenants, type TenantsCliRun } from '../helpers/tenants-cli.js';
 import { DEFAULT_TENANT_QUOTAS } from '../../host/src/tenancy/types.js';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(...argv: string[]): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runTenantsCli(argv, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } });
-  return { code, stdout, stderr };
-}
-
 /** The token `add` / `rotate` printed: stdout is exactly one line, the token. */
-function tokenOf(r: Run): string {
+function tokenOf(r: TenantsCliRun): string {
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout).toMatch(/^[A-Za-z0-9_-]{43}\n$/);
   const token = r.stdout.trim();
@@ -59,7 +46,7 @@ describe.each(['yaml', 'json'] as const)('warden tenants on a %s file', (format)
   const file = () => join(dir, `tenants.${format}`);
 
   it('add creates the file, prints the token once and stores only its hash', async () => {
-    const token = tokenOf(await cli('add', 'acme', '--tenants', file()));
+    const token = tokenOf(await runTenants('add', 'acme', '--tenants', file()));
     const text = readFileSync(file(), 'utf8');
     expect(text).not.toContain(token);
     expect(text).toContain(hashToken(token));
@@ -71,16 +58,16 @@ describe.each(['yaml', 'json'] as const)('warden tenants on a %s file', (format)
     // A fresh creation identity per add: the same id added again is another tenant.
     const uid = tenantsIn(file())[0]!.uid;
     expect(uid).toMatch(/^[0-9a-f]{32}$/);
-    expect((await cli('remove', 'acme', '--tenants', file())).code).toBe(0);
-    tokenOf(await cli('add', 'acme', '--tenants', file()));
+    expect((await runTenants('remove', 'acme', '--tenants', file())).code).toBe(0);
+    tokenOf(await runTenants('add', 'acme', '--tenants', file()));
     expect(tenantsIn(file())[0]!.uid).toMatch(/^[0-9a-f]{32}$/);
     expect(tenantsIn(file())[0]!.uid).not.toBe(uid);
   });
 
   it('add takes role, weight, shared models, allow-onnx and quotas', async () => {
-    tokenOf(await cli('add', 'ops', '--tenants', file(), '--role', 'admin'));
+    tokenOf(await runTenants('add', 'ops', '--tenants', file(), '--role', 'admin'));
     tokenOf(
-      await cli(
+      await runTenants(
         'add',
         'acme',
         `--tenants=${file()}`,
@@ -107,18 +94,18 @@ describe.each(['yaml', 'json'] as const)('warden tenants on a %s file', (format)
   });
 
   it('add refuses an existing id (any case) and leaves the file alone', async () => {
-    tokenOf(await cli('add', 'acme', '--tenants', file()));
+    tokenOf(await runTenants('add', 'acme', '--tenants', file()));
     const before = readFileSync(file(), 'utf8');
-    const r = await cli('add', 'ACME', '--tenants', file());
+    const r = await runTenants('add', 'ACME', '--tenants', file());
     expect(r).toMatchObject({ code: 1, stdout: '' });
     expect(r.stderr).toBe(`warden tenants add: tenant 'acme' already exists in ${file()}\n`);
     expect(readFileSync(file(), 'utf8')).toBe(before);
   });
 
   it('rotate replaces the tokens: the old one stops working, the new one works', async () => {
-    const old = tokenOf(await cli('add', 'acme', '--tenants', file()));
-    const other = tokenOf(await cli('add', 'beta', '--tenants', file()));
-    const fresh = tokenOf(await cli('rotate', 'acme', '--tenants', file()));
+    const old = tokenOf(await runTenants('add', 'acme', '--tenants', file()));
+    const other = tokenOf(await runTenants('add', 'beta', '--tenants', file()));
+    const fresh = tokenOf(await runTenants('rotate', 'acme', '--tenants', file()));
     expect(fresh).not.toBe(old);
     expect(await authAs(file(), old)).toBeUndefined();
     expect(await authAs(file(), fresh)).toBe('acme');
@@ -128,22 +115,22 @@ describe.each(['yaml', 'json'] as const)('warden tenants on a %s file', (format)
   });
 
   it('remove deletes the tenant; unknown ids are errors', async () => {
-    const a = tokenOf(await cli('add', 'acme', '--tenants', file()));
-    tokenOf(await cli('add', 'beta', '--tenants', file()));
-    expect(await cli('remove', 'acme', '--tenants', file())).toMatchObject({ code: 0, stdout: '' });
+    const a = tokenOf(await runTenants('add', 'acme', '--tenants', file()));
+    tokenOf(await runTenants('add', 'beta', '--tenants', file()));
+    expect(await runTenants('remove', 'acme', '--tenants', file())).toMatchObject({ code: 0, stdout: '' });
     expect(tenantsIn(file()).map((t) => t.id)).toEqual(['beta']);
     expect(await authAs(file(), a)).toBeUndefined();
     for (const cmd of ['remove', 'rotate']) {
-      const r = await cli(cmd, 'acme', '--tenants', file());
+      const r = await runTenants(cmd, 'acme', '--tenants', file());
       expect(r).toMatchObject({ code: 1, stdout: '' });
       expect(r.stderr).toBe(`warden tenants ${cmd}: no tenant 'acme' in ${file()}\n`);
     }
   });
 
   it('list prints tenants and never a token or hash', async () => {
-    const token = tokenOf(await cli('add', 'acme', '--tenants', file(), '--share', 'm1', '--quota', 'max_models=2'));
-    tokenOf(await cli('add', 'ops', '--tenants', file(), '--role', 'admin'));
-    const r = await cli('list', '--tenants', file());
+    const token = tokenOf(await runTenants('add', 'acme', '--tenants', file(), '--share', 'm1', '--quota', 'max_models=2'));
+    tokenOf(await runTenants('add', 'ops', '--tenants', file(), '--role', 'admin'));
+    const r = await runTenants('list', '--tenants', file());
     expect(r.code).toBe(0);
     expect(r.stdout.split('\n')).toEqual([
       'ID    ROLE    WEIGHT  TOKENS  ONNX  SHARED_MODELS  QUOTAS',
@@ -151,7 +138,7 @@ describe.each(['yaml', 'json'] as const)('warden tenants on a %s file', (format)
       'ops   admin   1       1       no    -              defaults',
       '',
     ]);
-    const j = await cli('list', '--json', '--tenants', file());
+    const j = await runTenants('list', '--json', '--tenants', file());
     expect(JSON.parse(j.stdout)).toEqual([
       { id: 'acme', role: 'tenant', weight: 1, tokens: 1, shared_models: ['m1'], allow_onnx: false, quotas: { ...DEFAULT_TENANT_QUOTAS, max_models: 2 } },
       { id: 'ops', role: 'admin', weight: 1, tokens: 1, shared_models: [], allow_onnx: false, quotas: DEFAULT_TENANT_QUOTAS },
@@ -164,7 +151,7 @@ describe.each(['yaml', 'json'] as const)('warden tenants on a %s file', (format)
 
   it('concurrent adds all survive (the lock serialises read-modify-write)', async () => {
     const ids = ['t0', 't1', 't2', 't3', 't4', 't5'];
-    const runs = await Promise.all(ids.map((id) => cli('add', id, '--tenants', file())));
+    const runs = await Promise.all(ids.map((id) => runTenants('add', id, '--tenants', file())));
     const tokens = runs.map(tokenOf);
     expect(
       tenantsIn(file())
@@ -176,13 +163,13 @@ describe.each(['yaml', 'json'] as const)('warden tenants on a %s file', (format)
   });
 
   it('keeps the file mode, and refuses to edit an invalid file', async () => {
-    tokenOf(await cli('add', 'acme', '--tenants', file()));
+    tokenOf(await runTenants('add', 'acme', '--tenants', file()));
     chmodSync(file(), 0o640);
-    tokenOf(await cli('rotate', 'acme', '--tenants', file()));
+    tokenOf(await runTenants('rotate', 'acme', '--tenants', file()));
     expect(statSync(file()).mode & 0o777).toBe(0o640);
     const bad = format === 'json' ? '{"tenants": [{"id": "x"}]}' : 'tenants:\n  - id: x\n';
     writeFileSync(file(), bad);
-    const r = await cli('add', 'beta', '--tenants', file());
+    const r = await runTenants('add', 'beta', '--tenants', file());
     expect(r).toMatchObject({ code: 1, stdout: '' });
     expect(r.stderr).toContain(`tenant 'x': role: must be 'admin' or 'tenant' (missing)`);
     expect(readFileSync(file(), 'utf8')).toBe(bad);
@@ -193,17 +180,17 @@ describe('warden tenants: YAML specifics and usage', () => {
   it('keeps comments and layout of an existing YAML file', async () => {
     const path = join(dir, 't.yml');
     writeFileSync(path, '# Operator notes: do not remove ops.\ntenants:\n  # the on-call admin\n  - id: ops\n    role: admin\n');
-    tokenOf(await cli('add', 'acme', '--tenants', path));
+    tokenOf(await runTenants('add', 'acme', '--tenants', path));
     const text = readFileSync(path, 'utf8');
     expect(text.startsWith('# Operator notes: do not remove ops.\ntenants:\n  # the on-call admin\n  - id: ops\n    role: admin\n  - id: acme\n')).toBe(true);
-    expect(await cli('remove', 'acme', '--tenants', path)).toMatchObject({ code: 0 });
+    expect(await runTenants('remove', 'acme', '--tenants', path)).toMatchObject({ code: 0 });
     expect(readFileSync(path, 'utf8')).toBe('# Operator notes: do not remove ops.\ntenants:\n  # the on-call admin\n  - id: ops\n    role: admin\n');
   });
 
   it('adds to an empty flow list in block style', async () => {
     const path = join(dir, 't.yaml');
     writeFileSync(path, 'tenants: []\n');
-    tokenOf(await cli('add', 'acme', '--tenants', path));
+    tokenOf(await runTenants('add', 'acme', '--tenants', path));
     expect(readFileSync(path, 'utf8')).toMatch(/^tenants:\n {2}- id: acme\n {4}role: tenant\n {4}tokens:\n {6}- sha256:[0-9a-f]{64}\n {4}uid: [0-9a-f]{32}\n$/);
   });
 
@@ -228,17 +215,20 @@ describe('warden tenants: YAML specifics and usage', () => {
       [['list', '--tenants', f, '--verbose'], 'unknown option --verbose'],
     ];
     for (const [argv, msg] of cases) {
-      const r = await cli(...argv);
+      const r = await runTenants(...argv);
       expect(r.code, argv.join(' ')).toBe(2);
       expect(r.stderr).toContain(`warden tenants: ${msg}`);
       expect(r.stderr).toContain('usage: warden tenants');
     }
     expect(readdirSync(dir)).toEqual([]);
-    expect(await cli('--help')).toMatchObject({ code: 0, stdout: expect.stringContaining('usage: warden tenants') });
+    expect(await runTenants('--help')).toMatchObject({ code: 0, stdout: expect.stringContaining('usage: warden tenants') });
   });
 
   it('reports a missing file for list, and an unknown extension', async () => {
-    expect(await cli('list', '--tenants', join(dir, 'none.yaml'))).toMatchObject({ code: 1, stderr: expect.stringContaining('cannot read (ENOENT)') });
-    expect(await cli('add', 'a', '--tenants', join(dir, 't.toml'))).toMatchObject({ code: 1, stderr: expect.stringContaining("unknown extension '.toml'") });
+    expect(await runTenants('list', '--tenants', join(dir, 'none.yaml'))).toMatchObject({ code: 1, stderr: expect.stringContaining('cannot read (ENOENT)') });
+    expect(await runTenants('add', 'a', '--tenants', join(dir, 't.toml'))).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("unknown extension '.toml'"),
+    });
   });
 });

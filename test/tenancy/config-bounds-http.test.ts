@@ -12,47 +12,34 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../host/src/server.js';
-import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { startTenantServer, type TenantServer } from '../helpers/servers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { fetchAs, PROJECT_ROOT, tempRepo } from '../helpers/repo.js';
+import { tenantServerPerSuite, testTokens } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
 
-const TOKENS = {
-  acme: 'acme-token-0123456789abcdefghijkl',
-  bob: 'bob-token-0123456789abcdefghijklmn',
-  big: 'big-token-0123456789abcdefghijklmn',
-  ops: 'ops-token-0123456789abcdefghijklmn',
-};
+const TOKENS = testTokens('acme', 'bob', 'big', 'ops');
 type Who = keyof typeof TOKENS;
 const IDENTITY = () => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');
 
-let repo: TempRepo;
-let tenancy: TenantServer;
-let server: RunningServer;
-let url: string;
 let wasm: string;
 
-beforeAll(async () => {
+const suite = tenantServerPerSuite(async () => {
   await ensureBuilt();
   wasm = IDENTITY();
-  repo = tempRepo([]);
+  const repo = tempRepo([]);
   const tenants = [
     { id: 'acme', token: TOKENS.acme, quotas: { requests_per_second: 10_000, burst: 10_000 } },
     { id: 'bob', token: TOKENS.bob, quotas: { requests_per_second: 10_000, burst: 10_000 } },
     { id: 'big', token: TOKENS.big, config_bounds: { max_priority_levels: 64 } },
     { id: 'ops', role: 'admin' as const, token: TOKENS.ops },
   ];
-  ({ server } = tenancy = await startTenantServer(repo, tenants, { logger: pino({ level: 'silent' }) }));
-  url = server.httpUrl;
-  expect((await upload('bob', 'm', {})).status).toBe(200);
+  return { repo, tenants, opts: { logger: pino({ level: 'silent' }) } };
 }, 120_000);
-afterAll(async () => {
-  await tenancy?.stop();
-  repo?.cleanup();
+beforeAll(async () => {
+  expect((await upload('bob', 'm', {})).status).toBe(200);
 });
 
-const call = (who: Who, method: 'GET' | 'POST', path: string, body?: unknown) => fetchAs(TOKENS[who], method, `${url}${path}`, body);
+const call = (who: Who, method: 'GET' | 'POST', path: string, body?: unknown) => fetchAs(TOKENS[who], method, `${suite.server.httpUrl}${path}`, body);
 /** The identity model's config with `extra` merged in, as JSON text (`raw` numbers are spliced in verbatim). */
 const configText = (extra: Record<string, unknown>): string =>
   JSON.stringify({

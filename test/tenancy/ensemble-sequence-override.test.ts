@@ -15,18 +15,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../host/src/server.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { JsBackendResolver, correlationIdsSeen } from '../helpers/js-backend.js';
-import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { startTenantServer, type TenantServer } from '../helpers/servers.js';
+import { fetchAs, PROJECT_ROOT, tempRepo } from '../helpers/repo.js';
+import { tenantServerPerSuite, testTokens } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
 
-const TOKENS = {
-  a: 'tenant-a-token-0123456789abcdefghijk',
-  b: 'tenant-b-token-0123456789abcdefghijk',
-  ops: 'operator-admin-token-0123456789abcdef',
-};
+const TOKENS = testTokens('a', 'b', 'ops');
 type Who = keyof typeof TOKENS;
 
 /**
@@ -75,13 +70,9 @@ const PIPE = (sum: string) =>
     },
   });
 
-let repo: TempRepo;
-let tenancy: TenantServer;
-let server: RunningServer;
-
-beforeAll(async () => {
+const suite = tenantServerPerSuite(async () => {
   await ensureBuilt();
-  repo = tempRepo([]);
+  const repo = tempRepo([]);
   for (const [name, corrid] of [
     ['sum', ''],
     ['sum32', 'TYPE_UINT32'],
@@ -93,7 +84,10 @@ beforeAll(async () => {
     { id: 'b', token: TOKENS.b, shared_models: ['sum', 'sum32'] },
     { id: 'ops', role: 'admin' as const, token: TOKENS.ops },
   ];
-  ({ server } = tenancy = await startTenantServer(repo, tenants, { loadModels: ['*'], separateUploads: true, backendResolvers: [new JsBackendResolver()] }));
+  return { repo, tenants, opts: { loadModels: ['*'], separateUploads: true, backendResolvers: [new JsBackendResolver()] } };
+}, 120_000);
+// A's models: the emitter and the two ensembles over the shared sums.
+beforeAll(async () => {
   const wasm = readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'sequence_params.wasm')).toString('base64');
   for (const [name, body] of [
     ['emit', { parameters: { config: EMIT, 'file:1/model.wasm': wasm } }],
@@ -103,13 +97,9 @@ beforeAll(async () => {
     const r = await post('a', `/v2/repository/models/${name}/load`, JSON.stringify(body));
     expect(r.status, r.text).toBe(200);
   }
-}, 120_000);
-afterAll(async () => {
-  await tenancy?.stop();
-  repo?.cleanup();
 });
 
-const post = (who: Who, path: string, body: string) => fetchAs(TOKENS[who], 'POST', `${server.httpUrl}${path}`, body);
+const post = (who: Who, path: string, body: string) => fetchAs(TOKENS[who], 'POST', `${suite.server.httpUrl}${path}`, body);
 
 /** `{...}` as JSON, with a bigint written as a bare integer. */
 const json = (v: unknown) => JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? `@@${x}@@` : x)).replace(/"@@(-?\d+)@@"/g, '$1');

@@ -13,10 +13,10 @@ import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
 import { startTestServer } from '../helpers/servers.js';
-import { runTenantsCli } from '../../host/src/tenancy/cli.js';
 import { simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
 import { fetchJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { sleep, until } from '../helpers/wait.js';
+import { tenantsCommand } from '../helpers/tenants-cli.js';
 
 let repo: TempRepo;
 let dir: string;
@@ -24,17 +24,8 @@ let tenantsFile: string;
 let server: RunningServer;
 let client: TritonGrpcClient;
 
-/** Runs `warden tenants <argv> --tenants <file>`; returns the token it printed (add / rotate). */
-async function tenants(...argv: string[]): Promise<string> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runTenantsCli([...argv, '--tenants', tenantsFile], {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-  });
-  expect(code, stderr).toBe(0);
-  return stdout.trim();
-}
+/** `warden tenants <argv>` on this test's tenants file: the token it printed (add / rotate). */
+const tenants = (...argv: string[]): Promise<string> => tenantsCommand(tenantsFile, ...argv);
 
 const A = Array(16).fill(1);
 const B = Array(16).fill(2);

@@ -13,13 +13,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { status } from '@grpc/grpc-js';
-import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey } from 'jose';
+import { generateKeyPair, UnsecuredJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
 import { startTestServer } from '../helpers/servers.js';
 import { hashToken } from '../../host/src/tenancy/token.js';
 import { simpleInfer, tritonGrpcClient, unaryCall, int32s, type TritonGrpcClient } from '../helpers/grpc.js';
 import { fetchJson, simpleRequest, tempRepo, type TempRepo } from '../helpers/repo.js';
+import { jwtSigner, signingKey, type JwtOverrides } from '../helpers/jwt.js';
 
 const ISSUER = 'https://idp.test.example';
 const AUDIENCE = 'warden-e2e';
@@ -33,21 +34,14 @@ let dir: string;
 let server: RunningServer;
 let client: TritonGrpcClient;
 
-const sign = (sub: string, opts: { key?: CryptoKey; iss?: string; aud?: string; exp?: string | number } = {}) =>
-  new SignJWT({})
-    .setProtectedHeader({ alg: 'ES256', kid: 'e2e-1' })
-    .setSubject(sub)
-    .setIssuer(opts.iss ?? ISSUER)
-    .setAudience(opts.aud ?? AUDIENCE)
-    .setIssuedAt()
-    .setExpirationTime(opts.exp ?? '5m')
-    .sign(opts.key ?? privateKey);
+const signer = jwtSigner({ kid: 'e2e-1', issuer: ISSUER, audience: AUDIENCE, key: () => privateKey });
+/** A JWT whose `sub` is `sub`. */
+const sign = (sub: string, overrides?: JwtOverrides) => signer({ sub }, overrides);
 
 beforeAll(async () => {
-  const pair = await generateKeyPair('ES256', { extractable: true });
-  privateKey = pair.privateKey;
+  const { privateKey: key, jwk: publicJwk } = await signingKey('e2e-1');
+  privateKey = key;
   strangerKey = (await generateKeyPair('ES256')).privateKey;
-  const publicJwk = { ...(await exportJWK(pair.publicKey)), kid: 'e2e-1', alg: 'ES256', use: 'sig' };
   jwks = createServer((req, res) => {
     if (req.url !== '/.well-known/jwks.json') return void res.writeHead(404).end();
     jwksFetches++;

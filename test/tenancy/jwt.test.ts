@@ -12,6 +12,7 @@ import { JwtVerifier, looksLikeJwt } from '../../host/src/tenancy/jwt.js';
 import { TenantRegistry } from '../../host/src/tenancy/registry.js';
 import { generateToken, hashToken } from '../../host/src/tenancy/token.js';
 import { until } from '../helpers/wait.js';
+import { jwtSigner, signingKey } from '../helpers/jwt.js';
 
 /** The public half of an extractable private key, as a JWK-exportable key. */
 async function exportable(priv: CryptoKey): Promise<CryptoKey> {
@@ -31,21 +32,13 @@ describe('JWT authentication', () => {
   let registry: TenantRegistry;
   const opaque = generateToken();
 
-  const sign = (claims: Record<string, unknown>, opts: { key?: CryptoKey; iss?: string; aud?: string; exp?: string | number } = {}) =>
-    new SignJWT(claims)
-      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
-      .setIssuer(opts.iss ?? ISSUER)
-      .setAudience(opts.aud ?? AUDIENCE)
-      .setIssuedAt()
-      .setExpirationTime(opts.exp ?? '5m')
-      .sign(opts.key ?? privateKey);
+  const sign = jwtSigner({ kid: 'k1', issuer: ISSUER, audience: AUDIENCE, key: () => privateKey });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warden-jwt-'));
-    const pair = await generateKeyPair('ES256', { extractable: true });
-    privateKey = pair.privateKey;
+    const { privateKey: key, jwk } = await signingKey('k1');
+    privateKey = key;
     ({ privateKey: otherKey, publicKey: otherPublic } = await generateKeyPair('ES256'));
-    const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
     jwksFile = join(dir, 'jwks.json');
     writeFileSync(jwksFile, JSON.stringify({ keys: [jwk] }));
     const tenantsFile = join(dir, 'tenants.yaml');

@@ -12,10 +12,10 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
 import { startTestServer } from '../helpers/servers.js';
-import { runTenantsCli } from '../../host/src/tenancy/cli.js';
 import { PROJECT_ROOT, fetchJson, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { until as poll } from '../helpers/wait.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
+import { tenantsCommand } from '../helpers/tenants-cli.js';
 
 const IDENTITY = () => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');
 const CONFIG = JSON.stringify({
@@ -41,16 +41,8 @@ afterEach(async () => {
   for (const f of shmFiles.splice(0)) rmSync(f, { force: true });
 });
 
-async function cli(...argv: string[]): Promise<string> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runTenantsCli([...argv, '--tenants', file], {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-  });
-  expect(code, stderr).toBe(0);
-  return stdout.trim();
-}
+/** `warden tenants <argv>` on this test's tenants file: the token it printed (add). */
+const cli = (...argv: string[]): Promise<string> => tenantsCommand(file, ...argv);
 
 async function start(): Promise<RunningServer> {
   server = await startTestServer(repo, {
@@ -78,21 +70,25 @@ const quarantined = () => (existsSync(join(uploads(), '.removed')) ? readdirSync
 /** Wait until `check` holds (the file watcher's debounce or poll), at most 15 s. */
 const until = (check: () => boolean | Promise<boolean>): Promise<void> => poll(check, { within: 15_000, every: 50, what: 'the tenants file applied' });
 
-function setup(): void {
+/**
+ * A fresh repository and tenants file, `warden tenants add` for each tenant of `models` (in order),
+ * a server on them, then each tenant's models uploaded (the identity component): the tokens by id.
+ */
+async function serveTenants<T extends string>(models: Record<T, string[]>): Promise<Record<T, string>> {
   repo = tempRepo([]);
   dir = mkdtempSync(join(tmpdir(), 'warden-removal-'));
   file = join(dir, 'tenants.yaml');
+  const ids = Object.keys(models) as T[];
+  const tokens = {} as Record<T, string>;
+  for (const id of ids) tokens[id] = await cli('add', id);
+  await start();
+  for (const id of ids) for (const m of models[id]) expect((await upload(tokens[id], m)).status).toBe(200);
+  return tokens;
 }
 
 describe('removing a tenant under a running server', () => {
   it('unloads its models, moves its uploads aside, drops its shm regions; a new tenant of the same id starts empty; others keep theirs', async () => {
-    setup();
-    const acme = await cli('add', 'acme');
-    const bob = await cli('add', 'bob');
-    await start();
-    expect((await upload(acme, 'm')).status).toBe(200);
-    expect((await upload(acme, 'only_acme')).status).toBe(200);
-    expect((await upload(bob, 'b')).status).toBe(200);
+    const { acme, bob } = await serveTenants({ acme: ['m', 'only_acme'], bob: ['b'] });
     expect((await infer(acme, 'm')).json.outputs[0].data).toEqual([1, 2]);
     const shmName = `acme.r-${randomBytes(6).toString('hex')}`;
     writeFileSync(join('/dev/shm', shmName), Buffer.alloc(16));
@@ -128,10 +124,7 @@ describe('removing a tenant under a running server', () => {
   });
 
   it('a tenant removed and added again within one reload (a new uid) still starts empty', async () => {
-    setup();
-    const acme = await cli('add', 'acme');
-    await start();
-    expect((await upload(acme, 'm')).status).toBe(200);
+    await serveTenants({ acme: ['m'] });
     // Both edits land before the server reads the file again.
     const text = readFileSync(file, 'utf8');
     await cli('remove', 'acme');
@@ -146,12 +139,7 @@ describe('removing a tenant under a running server', () => {
 
 describe('removing a tenant while the server is down', () => {
   it('the next start serves none of its uploads, also when a tenant of the same id was added meanwhile', async () => {
-    setup();
-    const acme = await cli('add', 'acme');
-    const bob = await cli('add', 'bob');
-    await start();
-    expect((await upload(acme, 'm')).status).toBe(200);
-    expect((await upload(bob, 'b')).status).toBe(200);
+    const { bob } = await serveTenants({ acme: ['m'], bob: ['b'] });
     await server!.stop();
     server = undefined;
     await cli('remove', 'acme');

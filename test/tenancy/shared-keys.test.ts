@@ -12,51 +12,37 @@ import { status } from '@grpc/grpc-js';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../host/src/server.js';
-import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
-import { JsBackendResolver, echoConfig } from '../helpers/js-backend.js';
-import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { startTenantServer, type TenantServer } from '../helpers/servers.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { unaryCall } from '../helpers/grpc.js';
+import { JsBackendResolver, echoConfig, sequenceConfig } from '../helpers/js-backend.js';
+import { fetchAs, PROJECT_ROOT, tempRepo } from '../helpers/repo.js';
+import { tenantServerPerSuite, testTokens } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
 import { sequenceStep, type SequenceStep, type SequenceStepArgs } from '../helpers/sequence-step.js';
 
-const TOKENS = {
-  a: 'tenant-a-token-0123456789abcdefghijk',
-  b: 'tenant-b-token-0123456789abcdefghijk',
-  acme: 'acme-token-0123456789abcdefghijklmno',
-  acme_corp: 'acme-corp-token-0123456789abcdefghij',
-};
+const TOKENS = testTokens('a', 'b', 'acme', 'acme_corp');
 type Who = keyof typeof TOKENS;
 
-const seqConfig = (name: string, strategy: string) => `
-name: "${name}"
-backend: "jstest"
-max_batch_size: 4
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-sequence_batching {
+/** An accumulator (implicit state ACC_IN / ACC_OUT, START and READY controls) with the sequence `strategy`. */
+const seqConfig = (name: string, strategy: string) =>
+  sequenceConfig(
+    name,
+    `
   ${strategy}
   max_sequence_idle_microseconds: 60000000
   control_input [
     { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },
     { name: "READY" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] }
   ]
-  state [ { input_name: "ACC_IN" output_name: "ACC_OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
-}
-parameters { key: "mode" value: { string_value: "accumulate" } }
-`;
+  state [ { input_name: "ACC_IN" output_name: "ACC_OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]`,
+    { mode: 'accumulate' },
+  );
 
-let repo: TempRepo;
-let tenancy: TenantServer;
-let server: RunningServer;
-let url: string;
-let client: TritonGrpcClient;
 const shmFiles: string[] = [];
 
-beforeAll(async () => {
+const suite = tenantServerPerSuite(async () => {
   await ensureBuilt();
-  repo = tempRepo([]);
+  const repo = tempRepo([]);
   repo.addModel('seq_direct', seqConfig('seq_direct', 'direct { }'));
   repo.addModel('seq_oldest', seqConfig('seq_oldest', 'oldest { max_candidate_sequences: 4 }'));
   repo.addModel('m', `name: "m"\n${echoConfig()}`);
@@ -67,27 +53,17 @@ beforeAll(async () => {
     { id: 'acme', token: TOKENS.acme },
     { id: 'acme_corp', token: TOKENS.acme_corp },
   ];
-  ({ server } = tenancy = await startTenantServer(repo, tenants, {
-    loadModels: ['*'],
-    grpcPort: 0,
-    allowClientShm: true,
-    backendResolvers: [new JsBackendResolver()],
-  }));
-  url = server.httpUrl;
-  client = tritonGrpcClient(server.grpcUrl!);
+  return { repo, tenants, opts: { loadModels: ['*'], grpcPort: 0, allowClientShm: true, backendResolvers: [new JsBackendResolver()] } };
 });
-afterAll(async () => {
-  client?.close();
-  await tenancy?.stop();
-  repo?.cleanup();
+afterAll(() => {
   for (const f of shmFiles) rmSync(f, { force: true });
 });
 
-const call = (who: Who, method: 'GET' | 'POST', path: string, body?: unknown) => fetchAs(TOKENS[who], method, `${url}${path}`, body);
+const call = (who: Who, method: 'GET' | 'POST', path: string, body?: unknown) => fetchAs(TOKENS[who], method, `${suite.server.httpUrl}${path}`, body);
 
 /** One sequence step over `proto` as `who`: the running sum, or the error text (with the HTTP status / gRPC code). */
 const step = (proto: 'http' | 'grpc', who: Who, ...args: SequenceStepArgs): Promise<SequenceStep> =>
-  sequenceStep({ httpUrl: server.httpUrl, client }, proto, TOKENS[who], ...args);
+  sequenceStep({ httpUrl: suite.server.httpUrl, client: suite.client }, proto, TOKENS[who], ...args);
 
 describe('sequence correlation ids are scoped by tenant', () => {
   const cases: ['http' | 'grpc', string, number | string][] = [];
@@ -132,7 +108,7 @@ describe('client shared-memory keys: /<tenant>.<rest>, no tenant id a prefix of 
   const registerHttp = (who: Who, name: string, key: string) =>
     call(who, 'POST', `/v2/systemsharedmemory/region/${name}/register`, { key, offset: 0, byte_size: 64 });
   const registerGrpc = (who: Who, name: string, key: string) =>
-    unaryCall(client, 'SystemSharedMemoryRegister', { name, key, offset: 0, byte_size: 64 }, TOKENS[who]);
+    unaryCall(suite.client, 'SystemSharedMemoryRegister', { name, key, offset: 0, byte_size: 64 }, TOKENS[who]);
 
   it("acme cannot register acme_corp's keys, old-style or new (HTTP and gRPC)", async () => {
     const corpOld = shmObject(`acme_corp_secret-${tag}`, 7);
@@ -190,7 +166,7 @@ describe("a tenant's unloaded model no longer hides the shared model of the same
     const inf = await call('a', 'POST', '/v2/models/m/infer', echo);
     expect(inf.status, inf.text).toBe(200);
     expect(inf.json.outputs[0].data).toEqual([1, 2, 3, 4]);
-    const g = await unaryCall(client, 'ModelConfig', { name: 'm' }, TOKENS.a);
+    const g = await unaryCall(suite.client, 'ModelConfig', { name: 'm' }, TOKENS.a);
     expect(g.err).toBeUndefined();
     expect(g.res.config.backend).toBe('jstest');
     // Loading it again (from the tenant's stored upload) makes it the tenant's m again.

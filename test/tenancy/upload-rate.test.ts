@@ -10,37 +10,26 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../host/src/server.js';
-import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../helpers/grpc.js';
-import { PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
-import { startTenantServer, type TenantServer } from '../helpers/servers.js';
+import { describe, expect, it } from 'vitest';
+import { unaryCall } from '../helpers/grpc.js';
+import { PROJECT_ROOT, tempRepo } from '../helpers/repo.js';
+import { tenantServerPerSuite, testTokens } from '../helpers/servers.js';
 import { ensureBuilt } from '../backends/wasm/helpers.js';
 
-const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', grpc: 'grpc-token-0123456789abcdefghijkl', ops: 'ops-token-0123456789abcdefghijklmn' };
+const TOKENS = testTokens('acme', 'grpc', 'ops');
 type Who = keyof typeof TOKENS;
 const QUOTA = 250_000;
 
-let repo: TempRepo;
-let tenancy: TenantServer;
-let server: RunningServer;
-let client: TritonGrpcClient;
 let wasm: Buffer;
 
-beforeAll(async () => {
+const suite = tenantServerPerSuite(async () => {
   await ensureBuilt();
   wasm = readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm'));
-  repo = tempRepo([]);
+  const repo = tempRepo([]);
   const entry = (id: Who, role: 'tenant' | 'admin' = 'tenant') => ({ id, role, token: TOKENS[id], quotas: { upload_bytes_per_minute: QUOTA } });
   const tenants = [entry('acme'), entry('grpc'), entry('ops', 'admin')];
-  ({ server } = tenancy = await startTenantServer(repo, tenants, { grpcPort: 0, separateUploads: true, logger: pino({ level: 'silent' }) }));
-  client = tritonGrpcClient(server.grpcUrl!);
+  return { repo, tenants, opts: { grpcPort: 0, separateUploads: true, logger: pino({ level: 'silent' }) } };
 }, 120_000);
-afterAll(async () => {
-  client?.close();
-  await tenancy?.stop();
-  repo?.cleanup();
-});
 
 const CONFIG = JSON.stringify({
   backend: 'wasm',
@@ -56,7 +45,7 @@ function loadBody(padding: number): string {
   });
 }
 async function load(who: Who, name: string, body: string) {
-  const res = await fetch(`${server.httpUrl}/v2/repository/models/${name}/load`, {
+  const res = await fetch(`${suite.server.httpUrl}/v2/repository/models/${name}/load`, {
     method: 'POST',
     headers: { authorization: `Bearer ${TOKENS[who]}`, 'content-type': 'application/json' },
     body,
@@ -83,9 +72,9 @@ describe('upload_bytes_per_minute', () => {
 
   it('gRPC: charged by its file overrides, sharing the count with HTTP (RESOURCE_EXHAUSTED past it)', async () => {
     const params = { config: { string_param: CONFIG }, 'file:1/model.wasm': { bytes_param: wasm }, 'file:1/pad.bin': { bytes_param: Buffer.alloc(70_000) } };
-    expect((await unaryCall(client, 'RepositoryModelLoad', { model_name: 'g1', parameters: params }, TOKENS.grpc)).err).toBeUndefined();
+    expect((await unaryCall(suite.client, 'RepositoryModelLoad', { model_name: 'g1', parameters: params }, TOKENS.grpc)).err).toBeUndefined();
     expect((await load('grpc', 'g2', loadBody(60_000))).status).toBe(200);
-    const r = await unaryCall(client, 'RepositoryModelLoad', { model_name: 'g3', parameters: params }, TOKENS.grpc);
+    const r = await unaryCall(suite.client, 'RepositoryModelLoad', { model_name: 'g3', parameters: params }, TOKENS.grpc);
     expect(r.err?.code).toBe(8); // RESOURCE_EXHAUSTED
     expect(r.err?.details).toMatch(/exceeded its upload rate/);
   });
@@ -93,7 +82,7 @@ describe('upload_bytes_per_minute', () => {
   it('a refused load request closes its connection instead of reading the rest of its body', async () => {
     // acme is over its quota now: a 20 MB body is refused from its headers
     const res = await new Promise<{ status: number; connection: string | undefined; closed: boolean }>((resolve, reject) => {
-      const req = httpRequest(`${server.httpUrl}/v2/repository/models/big/load`, {
+      const req = httpRequest(`${suite.server.httpUrl}/v2/repository/models/big/load`, {
         method: 'POST',
         headers: { authorization: `Bearer ${TOKENS.acme}`, 'content-type': 'application/json', 'content-length': String(20 * 1024 * 1024) },
       });

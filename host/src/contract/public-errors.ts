@@ -23,11 +23,11 @@ const PATH_END = `\\s'"\`()\\[\\]{}<>,;:|${CONTROL}`;
 const QUOTED_PATH = /(['"`])\/(?!\/)[^'"`\n]*?\/[^'"`\n]*?\1/g;
 /**
  * A bare absolute path of two or more components (`/a/b...`), starting a message or after a
- * space, control character (raw or JSON-escaped), quote, bracket, `=`, `,`, `;`, `:` or `|`. Not matched: one-component names (POSIX
+ * space, control character (raw or JSON-escaped), quote, bracket, `=`, `,`, `;`, `:`, `|` or `\`. Not matched: one-component names (POSIX
  * shared-memory keys such as `/acme_region`), relative paths (`1/model.wasm`, `./x`,
  * `<uploads>/m`), URLs (`https://host/p`: the `//` and the host come first), MIME types.
  */
-const BARE_PATH = new RegExp(`(^|[\\s'"\`(\\[{=,;:|${CONTROL}]|${ESCAPED_CONTROL})\\/(?!\\/)[^/${PATH_END}]+\\/[^${PATH_END}]*`, 'g');
+const BARE_PATH = new RegExp(`(^|[\\s'"\`(\\[{=,;:|\\\\${CONTROL}]|${ESCAPED_CONTROL})\\/(?!\\/)[^/${PATH_END}]+\\/[^${PATH_END}]*`, 'g');
 
 /**
  * `text` with every absolute path replaced by `<path>`, under whatever directory it lies: the

@@ -1,14 +1,19 @@
 /**
  * The operator's `--model-repository` values as {@link ModelRepository} objects: a local
- * directory, or an object-store location (Triton's syntax, `s3://...`; see
- * object-store/s3-location.ts). Remote repositories share one bounded local cache.
+ * directory, or an object-store location in Triton's syntax (`s3://...`, `gs://...`, `as://...`;
+ * see object-store/{s3,gs,as}-location.ts). Remote repositories share one bounded local cache.
  */
 import type { Logger } from 'pino';
 import { LocalRepository, type ModelRepository } from './model-repository.js';
 import { ModelCache } from './object-store/model-cache.js';
 import * as err from './object-store/object-store.errors.js';
+import { parseAsLocation } from './object-store/as-location.js';
+import { openAsRepository } from './object-store/as-repository.js';
+import { parseGsLocation } from './object-store/gs-location.js';
+import { openGsRepository } from './object-store/gs-repository.js';
+import type { ObjectStoreRepositoryOptions } from './object-store/object-store-repository.js';
 import { isObjectStoreUrl, parseS3Location } from './object-store/s3-location.js';
-import { S3Repository } from './object-store/s3-repository.js';
+import { openS3Repository } from './object-store/s3-repository.js';
 import { openS3Client } from './object-store/s3-client.js';
 import { SharedUploads } from './object-store/shared-uploads.js';
 
@@ -39,12 +44,17 @@ export async function openRepositories(
       out.push(new LocalRepository(spec));
       continue;
     }
-    const scheme = spec.slice(0, 2);
-    if (scheme !== 's3') throw err.schemeUnsupported(spec, scheme);
     shared ??= new ModelCache({ directory: cache.directory, maxBytes: cache.maxBytes, logger: logger.child({ component: 'repository-cache' }) });
-    out.push(await S3Repository.open(parseS3Location(spec), { cache: shared, logger, env }));
+    out.push(await openObjectStore(spec, { cache: shared, logger, env }));
   }
   return out;
+}
+
+/** The object-store repository at `spec`, by its scheme. */
+function openObjectStore(spec: string, opts: ObjectStoreRepositoryOptions & { env: NodeJS.ProcessEnv }): Promise<ModelRepository> {
+  if (spec.startsWith('gs://')) return openGsRepository(parseGsLocation(spec), opts);
+  if (spec.startsWith('as://')) return openAsRepository(parseAsLocation(spec, opts.env), opts);
+  return openS3Repository(parseS3Location(spec), opts);
 }
 
 /**

@@ -8,7 +8,9 @@
  *
  * ```
  * <root>/.staging/s-<16 hex>/            an upload being written (removed at start if left over)
- * <root>/<namespace dir>/<model>/g<N>/   generation N: the model directory (version folders, files)
+ * <root>/.blobs/sha256/<hex>             each distinct file content once (./upload-blobs.ts)
+ * <root>/<namespace dir>/<model>/g<N>/   generation N: the model directory (version folders; each
+ *                                          file a hard link to its blob)
  * <root>/<namespace dir>/<model>/CURRENT the committed generation and its config override (JSON)
  * <root>/<namespace dir>/<model>/CURRENT.tmp-<16 hex>   a pointer being written
  * <root>/<tenant>/.tenant                  the creation identity (uid) of the tenant owning the dir
@@ -24,11 +26,13 @@
  * longer listed) is never served: the server moves it to `.removed/` ({@link UploadStore.strangers}).
  * The server never reads nor deletes what is there; the operator does.
  *
- * Commit protocol: stage every file under `.staging/` (each file fsynced, then every directory),
+ * Commit protocol: stage every file under `.staging/` (each file a hard link to its blob, written
+ * and fsynced first when its content is new, then every directory fsynced),
  * rename the staged directory to `g<N>` and fsync the model directory; the generation is live only
  * once `CURRENT` names it, written to a temp file, fsynced, renamed over `CURRENT`, then the model
  * directory fsynced. A crash at any point leaves either the old `CURRENT` (and an orphan staging
  * directory or generation, removed at the next start) or the new one, never a partial model.
+ * Blobs no generation links any more go with the generations (prune, discard, start-up clean-up).
  *
  * Every path is built from validated plain names (no '/', '\\', NUL, control characters, '.' or
  * '..', at most 255 bytes) and checked to resolve inside the root before anything is written or
@@ -42,6 +46,7 @@ import { TritonError } from '../contract/errors.js';
 import * as err from './upload-store.errors.js';
 import type { ModelKey } from '../contract/types.js';
 import type { FileOverrides } from './overrides.js';
+import { BLOB_ALGORITHM_DIR, BLOBS_DIR, UploadBlobs } from './upload-blobs.js';
 import { TENANT_ID_RE } from '../contract/names.js';
 
 /** Directory of the operator's namespace `''` (single-user mode); its uploads are ephemeral. */
@@ -162,10 +167,13 @@ export class UploadStore {
   /** Highest generation number handed out, per model: never reused within a process. */
   private readonly lastGeneration = new Map<string, number>();
   private rootReady: Promise<void> | undefined;
+  /** The file contents, once each. */
+  readonly blobs: UploadBlobs;
 
   constructor(opts: UploadStoreOptions) {
     this.root = resolve(opts.root);
     this.onCommitStep = opts.onCommitStep;
+    this.blobs = new UploadBlobs(this.path(BLOBS_DIR, BLOB_ALGORITHM_DIR), fsyncDir);
   }
 
   /**
@@ -217,6 +225,7 @@ export class UploadStore {
     for (const d of new Set(report.removed.map((r) => r.split('/').slice(0, -1).join('/')))) {
       await fsyncDir(this.path(...(d === '' ? [] : d.split('/')))).catch(() => undefined);
     }
+    for (const b of await this.blobs.sweep()) report.removed.push(`${BLOBS_DIR}/${BLOB_ALGORITHM_DIR}/${b}`);
     return report;
   }
 
@@ -259,7 +268,7 @@ export class UploadStore {
             dirs.push(dir);
           }
         }
-        await writeDurably(this.inside(join(staged, rel)), data);
+        await this.blobs.place(this.inside(join(staged, rel)), data);
         await this.step('file', { ...info, file: rel });
       }
       for (const d of dirs.reverse()) await fsyncDir(d);
@@ -276,6 +285,7 @@ export class UploadStore {
       return { key, generation, modelPath: final };
     } catch (e) {
       await rm(renamed ? final : staged, { recursive: true, force: true }).catch(() => undefined);
+      await this.blobs.sweep().catch(() => undefined);
       throw storeError(e, key.name, 'store the files of');
     }
   }
@@ -365,13 +375,16 @@ export class UploadStore {
       if (mode === 'operator' && hasPointer && (current === undefined || !inUse.has(current))) {
         await rm(this.path(nsDir, key.name, CURRENT), { force: true });
       }
+      let removed = 0;
       for (const e of entries) {
         const g = GENERATION.test(e.name) && e.isDirectory() ? generationOf(e.name) : undefined;
         if (g === undefined || inUse.has(g) || (mode === 'tenant' && g === current)) continue;
         await rm(this.path(nsDir, key.name, e.name), { recursive: true, force: true });
+        removed++;
       }
       await fsyncDir(this.path(nsDir, key.name)).catch(() => undefined);
       await this.removeIfEmpty(nsDir, key.name);
+      if (removed > 0) await this.blobs.sweep();
     } catch (e) {
       throw storeError(e, key.name, 'clean up');
     }
@@ -478,6 +491,7 @@ export class UploadStore {
     checkPlainName(key.name, 'model name');
     await rm(this.path(nsDir, key.name, `g${generation}`), { recursive: true, force: true });
     await this.removeIfEmpty(nsDir, key.name);
+    await this.blobs.sweep();
   }
 
   private async readPointer(nsDir: string, name: string): Promise<{ generation: number; config: unknown }> {

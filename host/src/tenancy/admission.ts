@@ -1,8 +1,10 @@
 /**
  * Tenant quotas at load (DESIGN "Multi-tenancy"): before any file of a tenant's model is handed
  * to a backend or any instance exists, its config is held to the tenant's quotas — models,
- * instances per model and in total, memory per instance and in total, execute deadline and log
- * budget. Sandboxed (wasm) models get the tenant's limits written into their config parameters
+ * instances per model and in total, memory per instance, execute deadline and log budget. The
+ * total memory quota (`max_memory_total_bytes`) bounds what the tenant's live sandboxes hold, at
+ * every sandbox start (the tenant's budget in the wasm backend); here a model's one instance
+ * must fit in it. Sandboxed (wasm) models get the tenant's limits written into their config parameters
  * (`memory_limit_bytes`, `execute_timeout_ms`, `log_limit_bytes`, each the smaller of what the
  * model asks and what the tenant may have), so the backend enforces them and `/config` shows them.
  * Operator models (namespace '') pass through to the server's own rules. Before the quotas, every
@@ -24,7 +26,7 @@ export interface TenantUsage {
   models: number;
   /** Their instances. */
   instances: number;
-  /** Their sandbox memory (instances × per-instance limit), bytes. */
+  /** Their configured sandbox memory (instances × per-instance limit), bytes; not a quota (live sandboxes are budgeted). */
   memoryBytes: number;
 }
 
@@ -113,8 +115,10 @@ export class TenantAdmission implements ModelAdmission {
     };
     if (caps.maxMemoryBytes < 65536 || caps.maxLogBytes < 1) throw tenancyErrors.sandboxQuotaTooSmall(tenant.id);
     const limits = modelLimits(admitted, caps);
-    const memory = used.memoryBytes + n * limits.memoryBytes;
-    if (memory > q.max_memory_total_bytes) throw over('bytes of sandbox memory', memory, q.max_memory_total_bytes, 'max_memory_total_bytes');
+    // max_memory_total_bytes bounds the memory of the tenant's live sandboxes (its budget in the
+    // wasm backend, ../backends/wasm/memory-budget.ts): a load only needs one sandbox to fit.
+    if (limits.memoryBytes > q.max_memory_total_bytes)
+      throw over('bytes of sandbox memory', limits.memoryBytes, q.max_memory_total_bytes, 'max_memory_total_bytes');
     return {
       ...admitted,
       parameters: {

@@ -3,7 +3,6 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:f
 import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { afterAll, beforeAll } from 'vitest';
 import { loadModelConfig, parseModelConfigPbtxt, normalizeModelConfig } from '../../../host/src/config/index.js';
 import type { ModelConfig } from '../../../host/src/contract/model-config.js';
 import { backendResolveRequest, modelLoadContext } from '../../../host/src/contract/load-context.js';
@@ -21,7 +20,7 @@ import type {
 import { NativeBackendResolver, installNativeLogger } from '../../../host/src/backends/native/index.js';
 import { nativeAddon } from '../../../host/src/platform/addon.js';
 import type { RunningServer, ServerOptions } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
+import { serverPerSuite, startTestServer } from '../../helpers/servers.js';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
 
 export { request, tensor } from '../../helpers/backend-request.js';
@@ -43,14 +42,12 @@ export const silent: Logger = pino({ level: 'silent' });
 
 /** Start a server over one repository with every model loaded (explicit mode, ephemeral ports, BACKEND_DIR). */
 export function startNativeServer(repoPath: string, extra: Partial<ServerOptions> = {}): Promise<RunningServer> {
-  return startTestServer(repoPath, {
-    metricsPort: 0,
-    loadModels: ['*'],
-    backendDirectory: BACKEND_DIR,
-    strictReadiness: false,
-    ...extra,
-    logLevel: 'silent',
-  });
+  return startTestServer(repoPath, nativeServerOptions(extra));
+}
+
+/** {@link startNativeServer}'s options: `extra` over every model loaded, the metrics port, BACKEND_DIR, readiness not strict; always silent. */
+function nativeServerOptions(extra: Partial<ServerOptions>): Partial<ServerOptions> {
+  return { metricsPort: 0, loadModels: ['*'], backendDirectory: BACKEND_DIR, strictReadiness: false, ...extra, logLevel: 'silent' };
 }
 
 /** A file's native server: its repository, the running server and its HTTP URL (set in `beforeAll`). */
@@ -63,38 +60,29 @@ export interface NativeFileServer {
 /**
  * One native server for the whole file: `beforeAll` checks the native build, makes a temporary
  * repository (holding `examples`), lets `fill` write models into it and starts
- * {@link startNativeServer} with `server` options; `afterAll` stops it and removes the repository.
+ * {@link startNativeServer} with `server` options; `afterAll` stops it and removes the repository
+ * ({@link serverPerSuite}).
  * @param timeoutMs the `beforeAll` hook's limit (ms).
  */
 export function nativeServerPerFile(
   fill: (repo: TempRepo) => void,
   { examples = [], server: serverOpts = {}, timeoutMs = 60_000 }: { examples?: string[]; server?: Partial<ServerOptions>; timeoutMs?: number } = {},
 ): NativeFileServer {
-  let repo: TempRepo | undefined;
-  let server: RunningServer | undefined;
-  const set = <T>(v: T | undefined, what: string): T => {
-    if (v === undefined) throw new Error(`the file's native server has no ${what} yet (beforeAll has not run)`);
-    return v;
-  };
-  beforeAll(async () => {
+  const suite = serverPerSuite(async () => {
     requireNativeBuild();
-    repo = tempRepo(examples);
+    const repo = tempRepo(examples);
     fill(repo);
-    server = await startNativeServer(repo.path, serverOpts);
+    return { repo, opts: nativeServerOptions(serverOpts) };
   }, timeoutMs);
-  afterAll(async () => {
-    await server?.stop();
-    repo?.cleanup();
-  });
   return {
     get repo() {
-      return set(repo, 'repository');
+      return suite.repo;
     },
     get server() {
-      return set(server, 'server');
+      return suite.server;
     },
     get url() {
-      return set(server, 'server').httpUrl;
+      return suite.server.httpUrl;
     },
   };
 }

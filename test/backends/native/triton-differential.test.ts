@@ -16,14 +16,14 @@
  * libpython3.11, PyPI reachable once).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../../helpers/grpc.js';
 import { freePort } from '../../helpers/repo.js';
 import { BACKEND_DIR, MODEL_REPOSITORY, PROJECT_ROOT, requireNativeBuild } from './helpers.js';
-import { ensureTritonWheel, stopTritonServer, waitTritonReady, WHEEL_TRITONSERVER_LIB, type TritonWheel } from './triton-wheel.js';
+import { ensureTritonWheel, libsOf, sharedBackendLayout, stopTritonServer, waitTritonReady, WHEEL_TRITONSERVER_LIB, type TritonWheel } from './triton-wheel.js';
 import { sleep, until } from '../../helpers/wait.js';
 
 const PY_MODELS = join(import.meta.dirname, 'triton-python-models');
@@ -77,22 +77,6 @@ let wheel: TritonWheel = { ok: false, reason: 'not prepared' };
 let work: string | undefined;
 let warden: Served | undefined;
 let triton: Served | undefined;
-
-/**
- * A backend directory in the wheel's layout (`<dir>/pytriton/tritonserver/backends`, with
- * `nvidia_pytriton.libs` four levels above `python/`, libtriton_python.so's RPATH): the Python
- * backend's files linked from `pythonFrom` and the native test backends from build/backends.
- * `libsFrom` is the wheel's bundled library directory for that server (Warden's maps Triton's
- * core name to Warden's libtritonserver.so, test/backends/native/triton-wheel.ts).
- */
-function backendLayout(root: string, pythonFrom: string, libsFrom: string): string {
-  const backends = join(root, 'pytriton', 'tritonserver', 'backends');
-  mkdirSync(join(backends, 'python'), { recursive: true });
-  for (const f of readdirSync(pythonFrom)) if (f !== '__pycache__') symlinkSync(join(pythonFrom, f), join(backends, 'python', f));
-  for (const b of NATIVE_BACKENDS) symlinkSync(join(BACKEND_DIR, b), join(backends, b));
-  symlinkSync(libsFrom, join(root, 'nvidia_pytriton.libs'));
-  return backends;
-}
 
 const waitReady = (s: Served, name: string, ms: number): Promise<void> => waitTritonReady(s.url, s.proc, s.log, ms, name);
 
@@ -217,17 +201,10 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
       mkdirSync(join(repo, m, '1'), { recursive: true });
       writeFileSync(join(repo, m, 'config.pbtxt'), config);
     }
-    // The two layouts differ only in the library Triton's core name resolves to.
-    const wardenLibs = join(dirname(dirname(dirname(wheel.wardenBackends))), 'nvidia_pytriton.libs');
-    const tritonLibs = join(dirname(dirname(dirname(wheel.tritonBackends))), 'nvidia_pytriton.libs');
-    const wardenBackends = backendLayout(join(work, 'w'), join(wheel.wardenBackends, 'python'), wardenLibs);
-    const tritonBackends = backendLayout(join(work, 't'), join(wheel.tritonBackends, 'python'), tritonLibs);
-    // Warden's native backends name `libtritonserver.so` (no RPATH): under tritonserver that name
-    // must reach the core library the binary already loaded (the loader then reuses it).
-    const tritonLib = join(work, 'lib');
-    mkdirSync(tritonLib);
-    symlinkSync(join(tritonLibs, WHEEL_TRITONSERVER_LIB), join(tritonLib, 'libtritonserver.so'));
-    expect(readlinkSync(join(wardenLibs, WHEEL_TRITONSERVER_LIB))).not.toBe(join(tritonLibs, WHEEL_TRITONSERVER_LIB));
+    // The two layouts differ only in the library Triton's core name resolves to; under tritonserver,
+    // `libtritonserver.so` (what Warden's native backends name, no RPATH) is the core it loaded.
+    const { wardenBackends, tritonBackends, tritonLibraryPath } = sharedBackendLayout(wheel, work, BACKEND_DIR, NATIVE_BACKENDS);
+    expect(readlinkSync(join(libsOf(wheel.wardenBackends), WHEEL_TRITONSERVER_LIB))).not.toBe(join(libsOf(wheel.tritonBackends), WHEEL_TRITONSERVER_LIB));
     const common = [
       `--model-repository=${repo}`,
       '--model-control-mode=explicit',
@@ -257,7 +234,7 @@ describe('Warden and the real tritonserver 2.51, same models, same backends', ()
         [...common, `--backend-directory=${tritonBackends}`, `--backend-config=python,shm-region-prefix-name=triton_diff_${process.pid}_`],
         {
           ...process.env,
-          LD_LIBRARY_PATH: tritonLib,
+          LD_LIBRARY_PATH: tritonLibraryPath,
         },
         ports.slice(2),
       ),

@@ -1,10 +1,13 @@
 /**
  * The budget of sandbox linear memory (host/src/backends/wasm/memory-budget.ts): nested budgets
- * (a tenant's inside the server's), each instance reserving its model's memory limit × the
- * component's memories at start and releasing it at finalize; a model whose instances could
- * never fit fails to load, an instance that does not fit now fails to start, a component cannot
- * make more memories than it reserved for; and over HTTP, a load that does not fit fails cleanly
- * while the other models keep serving, and the budget is free again after unloading.
+ * (a tenant's inside the server's), each sandbox reserving its model's memory limit × the
+ * component's memories when it starts and releasing it when it is gone (finalized, or released
+ * by the idle policy); a sandbox that does not fit first has idle sandboxes released, least
+ * recently used first, and fails to start when none is left; a model one of whose sandboxes
+ * could never fit fails to load; a component cannot make more memories than it reserved for;
+ * the budget never holds more than its limit; and over HTTP, a load that does not fit fails
+ * cleanly while the other models keep serving, or, with the idle policy, takes the room of idle
+ * sandboxes.
  */
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +15,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TritonError } from '../../../host/src/contract/errors.js';
 import { MemoryBudget, SERVER_BUDGET_NAME, WasmBackendResolver, type WasmModel } from '../../../host/src/backends/wasm/index.js';
+import type { SandboxedInstance } from '../../../host/src/backends/wasm/engine.js';
 import * as h from './helpers.js';
 import { until } from '../../helpers/wait.js';
 
@@ -44,19 +48,76 @@ describe('MemoryBudget', () => {
     expect(() => server.tryReserve(-1)).toThrow(RangeError);
     expect(() => new MemoryBudget('x', -5)).toThrow(RangeError);
   });
+
+  it('reserve() releases idle reservations in the blocking budget, least recently used first, and fails when none is left', async () => {
+    const server = new MemoryBudget('server', 100);
+    const a = server.child('tenant a', 50);
+    const b = server.child('tenant b', 100);
+    const asked: string[] = [];
+    // an owner that releases its sandbox when asked (the sandbox is gone a tick later)
+    const hold = (budget: MemoryBudget, bytes: number, name: string) => {
+      const r = budget.tryReserve(bytes)!;
+      return Object.assign(r, {
+        idleNow: () =>
+          r.idle(() => {
+            asked.push(name);
+            setImmediate(() => r.release());
+            return true;
+          }),
+      });
+    };
+    const a1 = hold(a, 25, 'a1');
+    const b1 = hold(b, 25, 'b1');
+    const a2 = hold(a, 25, 'a2');
+    const b2 = hold(b, 25, 'b2');
+    b1.idleNow();
+    a1.idleNow();
+    a2.idleNow();
+    a1.idleNow(); // used again: now the most recently used
+    // tenant a is full: only a's idle sandboxes are candidates, the least recently used first
+    const a3 = await a.reserve(25);
+    expect(a3).toBeDefined();
+    expect(asked).toEqual(['a2']);
+    expect([a.usedBytes, server.usedBytes]).toEqual([50, 100]);
+    // the server is full: any idle sandbox, least recently used first (b1), busy ones never
+    b2.idleNow();
+    b2.busy();
+    const b3 = await b.reserve(25);
+    expect(b3).toBeDefined();
+    expect(asked).toEqual(['a2', 'b1']);
+    // nothing idle is in the way in tenant b (a1 holds memory in tenant a): refused, nothing released
+    expect(server.idleReservations().map((r) => r.bytes)).toEqual([25]);
+    expect(await b.reserve(60)).toBeUndefined();
+    expect(asked).toEqual(['a2', 'b1']);
+    // the server's budget blocks: a1 is released, and still there is no room
+    expect(await server.reserve(60)).toBeUndefined();
+    expect(asked).toEqual(['a2', 'b1', 'a1']);
+    expect(server.usedBytes).toBeLessThanOrEqual(server.limitBytes);
+    // an owner that is busy again declines: the next candidate is asked
+    const c = new MemoryBudget('c', 20);
+    const busyOne = c.tryReserve(10)!;
+    busyOne.idle(() => false);
+    const other = c.tryReserve(10)!;
+    other.idle(() => (setImmediate(() => other.release()), true));
+    expect(await c.reserve(10)).toBeDefined();
+    expect([busyOne.released, other.released]).toEqual([false, true]);
+    for (const r of [a3!, b2, b3!, busyOne]) r.release();
+  });
 });
 
 describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) => {
   const ws = h.wasmWorkspace('warden-budget-');
 
   const io = { inputs: [['INPUT0', 'FP32', [-1]]] as h.IO[], outputs: [['OUTPUT0', 'FP32', [-1]]] as h.IO[] };
-  function resolver(totalBytes: number, memoryBudgetFor?: ConstructorParameters<typeof WasmBackendResolver>[0]['memoryBudgetFor']) {
+  /** `idleMs` 0 (the default here): no sandbox is ever idle, so nothing is released to make room. */
+  function resolver(totalBytes: number, memoryBudgetFor?: ConstructorParameters<typeof WasmBackendResolver>[0]['memoryBudgetFor'], idleMs = 0) {
     const r = new WasmBackendResolver({
       cacheDir: join(ws.dir, 'cache'),
       limits: { maxMemoryBytes: 16 * MiB, maxExecuteMs: 5000, maxLogBytes: 4096, maxTotalMemoryBytes: totalBytes },
       logger: h.silentLogger,
       engine,
       memoryBudgetFor,
+      idleMs,
     });
     ws.keep(r);
     return r;
@@ -125,14 +186,68 @@ describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) 
     void i1;
   });
 
-  it('a model whose instances could never fit fails to load with INVALID_ARG, starting nothing', async () => {
-    const r = resolver(40 * MiB);
-    const e = await rejection(load(r, 'too_many', 3));
+  it('a model one of whose sandboxes could never fit fails to load with INVALID_ARG, starting nothing; more instances than fit at once load', async () => {
+    const r = resolver(8 * MiB);
+    const e = await rejection(load(r, 'too_big', 1));
     expect(e.code).toBe('INVALID_ARG');
     expect(e.message).toBe(
-      `model 'too_many' needs ${48 * MiB} bytes of sandbox memory (3 instances × 1 linear memory × ${16 * MiB} bytes (memory_limit_bytes)), ` +
-        `more than ${SERVER_BUDGET_NAME} allows: ${40 * MiB} bytes; lower instance_group count or memory_limit_bytes`,
+      `model 'too_big' needs ${16 * MiB} bytes of sandbox memory for one instance (1 linear memory × ${16 * MiB} bytes (memory_limit_bytes)), ` +
+        `more than ${SERVER_BUDGET_NAME} allows: ${8 * MiB} bytes; lower memory_limit_bytes`,
     );
+    expect(r.memoryBudget.usedBytes).toBe(0);
+    // the load checks one sandbox: three instances of 16 MiB load under 40 MiB (their sandboxes take turns)
+    const many = await load(resolver(40 * MiB), 'many', 3);
+    expect(many.instanceMemoryBytes).toBe(16 * MiB);
+    await many.finalize();
+  });
+
+  it('a sandbox that does not fit releases the least recently used idle sandbox first; the budget never holds more than its limit', async () => {
+    const r = resolver(32 * MiB, undefined, 600_000); // idle policy on (its timer never fires here)
+    const limit = r.memoryBudget.limitBytes;
+    let peak = 0;
+    const tryReserve = r.memoryBudget.tryReserve.bind(r.memoryBudget);
+    r.memoryBudget.tryReserve = (bytes) => {
+      const got = tryReserve(bytes);
+      peak = Math.max(peak, r.memoryBudget.usedBytes); // after every reservation, granted or not
+      return got;
+    };
+    const names = ['lru_a', 'lru_b', 'lru_c'];
+    const ms = await Promise.all(names.map((n) => load(r, n)));
+    const insts: SandboxedInstance[] = [];
+    for (const [i, m] of ms.entries()) insts.push(await m.createInstance(h.instanceSpec(names[i]!, 0)));
+    const engine = ms[0]!.engine;
+    const idle = (i: number) => (insts[i] as unknown as { idle: { releases: number; coldStarts: number } }).idle;
+    // 3 sandboxes of 16 MiB under 32 MiB: the third start released the least recently used idle one (a's)
+    expect(r.memoryBudget.usedBytes).toBe(32 * MiB);
+    expect([0, 1, 2].map((i) => idle(i).releases)).toEqual([1, 0, 0]);
+    await until(() => engine.liveSandboxes() === 2, { within: 5_000, every: 10 });
+    for (const k of [0, 1, 2, 0, 2, 1, 1, 0, 2]) {
+      const rec = await h.infer(insts[k]!, h.request(names[k]!, [h.tensor('INPUT0', 'FP32', [1], Float32Array.of(k))], ['OUTPUT0']));
+      expect(rec.errors).toEqual([]);
+      expect(h.f32(rec.responses[0]!.outputs[0]!)[0]).toBe(k);
+      expect(engine.liveSandboxes()).toBeLessThanOrEqual(2); // sandboxes alive never exceed what the budget holds
+    }
+    expect(peak).toBe(limit);
+    // each cold start released the least recently used of the two live sandboxes
+    expect([0, 1, 2].map((i) => idle(i).coldStarts)).toEqual([3, 2, 2]);
+    expect([0, 1, 2].map((i) => idle(i).releases)).toEqual([3, 3, 2]);
+    await Promise.all(ms.map((m) => m.finalize()));
+    expect(r.memoryBudget.usedBytes).toBe(0);
+  });
+
+  it('the idle policy releases a sandbox and its memory; the next request starts it again', async () => {
+    const r = resolver(64 * MiB, undefined, 30);
+    const m = await load(r, 'idle_rel');
+    const inst = await m.createInstance(h.instanceSpec('idle_rel', 0));
+    await until(() => r.memoryBudget.usedBytes === 0 && m.engine.liveSandboxes() === 0, { within: 5_000, every: 10 });
+    const rec = await h.infer(inst, h.request('idle_rel', [h.tensor('INPUT0', 'FP32', [1], Float32Array.of(5))], ['OUTPUT0']));
+    expect(rec.errors).toEqual([]);
+    expect(h.f32(rec.responses[0]!.outputs[0]!)[0]).toBe(5);
+    const idle = (inst as unknown as { idle: { releases: number; coldStarts: number } }).idle;
+    expect(idle.releases).toBeGreaterThanOrEqual(1);
+    expect(idle.coldStarts).toBe(1);
+    expect(inst.isReady()).toBe(true);
+    await m.finalize();
     expect(r.memoryBudget.usedBytes).toBe(0);
   });
 
@@ -151,8 +266,10 @@ describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) 
     await theirs.createInstance(h.instanceSpec('other_m', 0));
     await theirs.createInstance(h.instanceSpec('other_m', 1));
     expect([tenant!.usedBytes, r.memoryBudget.usedBytes]).toEqual([16 * MiB, 48 * MiB]);
-    const tooBig = await rejection(load(r, 'acme_big', 2, 'identity', 'acme'));
-    expect(tooBig.message).toMatch(/more than tenant 'acme''s sandbox memory quota allows: 20971520 bytes/);
+    let tiny: MemoryBudget | undefined;
+    const r3 = resolver(100 * MiB, () => (tiny ??= r3.memoryBudget.child("tenant 'tiny''s sandbox memory quota", 8 * MiB)));
+    const tooBig = await rejection(load(r3, 'tiny_big', 1, 'identity', 'tiny'));
+    expect(tooBig.message).toMatch(/more than tenant 'tiny''s sandbox memory quota allows: 8388608 bytes/);
     await mine.finalize();
     await theirs.finalize();
     expect([tenant!.usedBytes, r.memoryBudget.usedBytes]).toEqual([0, 0]);
@@ -183,7 +300,7 @@ describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) 
   });
 });
 
-describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
+describe.each(h.ENGINES.flatMap((e) => [[e, false] as const, [e, true] as const]))('%s engine: over HTTP, idle policy %s', (engine, idle) => {
   let resolver: WasmBackendResolver;
   const server = h.wasmServer('warden-budget-http-', (repo) => {
     const identity = readFileSync(join(BUILD, 'identity.wasm'));
@@ -203,6 +320,7 @@ describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
       limits: { maxMemoryBytes: 64 * MiB, maxExecuteMs: 5000, maxLogBytes: 4096, maxTotalMemoryBytes: 48 * MiB },
       logger: h.silentLogger,
       engine,
+      idleMs: idle ? undefined : 0, // undefined: the default idle policy
     });
     return { modelControlMode: 'explicit', backendResolvers: [resolver] };
   });
@@ -214,7 +332,7 @@ describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
     return { status: r.status, body: (await r.json()) as { outputs?: { data: number[] }[]; error?: string } };
   };
 
-  it('a load that does not fit fails cleanly, the loaded model keeps serving, and unloading frees the budget', async () => {
+  it.runIf(!idle)('a load that does not fit fails cleanly, the loaded model keeps serving, and unloading frees the budget', async () => {
     expect((await post('/v2/repository/models/small/load')).status).toBe(200);
     expect(resolver.memoryBudget.usedBytes).toBe(32 * MiB);
     const failed = await post('/v2/repository/models/big/load');
@@ -234,5 +352,20 @@ describe.each(h.ENGINES)('%s engine: over HTTP', (engine) => {
     expect((await post('/v2/repository/models/big/load')).status).toBe(200);
     expect(resolver.memoryBudget.usedBytes).toBe(32 * MiB);
     expect((await infer('big')).body.outputs![0]!.data).toEqual([1, 2]);
+  });
+
+  it.runIf(idle)('with the default idle policy, a load takes the room of idle sandboxes, and theirs is taken back on their next request', async () => {
+    expect((await post('/v2/repository/models/small/load')).status).toBe(200);
+    expect((await post('/v2/repository/models/big/load')).status).toBe(200);
+    expect(resolver.memoryBudget.usedBytes).toBe(48 * MiB); // 3 of the 4 sandboxes: one of small's was released
+    for (const model of ['small', 'big', 'small', 'small', 'big']) {
+      const ok = await infer(model);
+      expect(ok.status).toBe(200);
+      expect(ok.body.outputs![0]!.data).toEqual([1, 2]);
+      expect(resolver.memoryBudget.usedBytes).toBeLessThanOrEqual(48 * MiB);
+    }
+    expect((await post('/v2/repository/models/small/unload')).status).toBe(200);
+    expect((await post('/v2/repository/models/big/unload')).status).toBe(200);
+    await until(() => resolver.memoryBudget.usedBytes === 0, { within: 5_000, every: 20 });
   });
 });

@@ -170,6 +170,37 @@ describe('transpile cache start-up clean-up', () => {
 });
 
 describe.each(h.ENGINES.filter((e) => e === 'v8'))('%s engine: cache and loaded models', (engine) => {
+  it('models of the same bytes and memory cap share one compiled component; its cache entry is in use until the last goes', async () => {
+    const engine = new V8Engine({ cacheDir: freshDir('shared-compile'), logger: h.silentLogger });
+    const bytes = readFileSync(join(h.FIXTURES, 'build', 'identity.wasm'));
+    let reads = 0;
+    const input = (memoryBytes: number, what: string) => ({
+      bytes: async () => (reads++, bytes),
+      hash: sha(bytes),
+      surface: { imports: [], exports: [] },
+      memories: 1,
+      limits: { memoryBytes, executeMs: 1000, logBytes: 1024, logMessages: 16 },
+      what,
+    });
+    const [a, b] = await Promise.all([engine.compile(input(16 << 20, 'a')), engine.compile(input(16 << 20, 'b'))]);
+    expect(b).toBe(a); // one compile, one read
+    expect(reads).toBe(1);
+    const c = await engine.compile(input(32 << 20, 'c')); // another cap: its own modules
+    expect(c).not.toBe(a);
+    expect(c.modules).not.toBe(a.modules);
+    expect(engine.cache.stats().inUse).toBe(1);
+    engine.release(a);
+    engine.release(c);
+    expect(engine.cache.stats().inUse).toBe(1); // b still uses it
+    engine.release(b);
+    expect(engine.cache.stats().inUse).toBe(0);
+    // released by all: the next compile of the same input compiles (and reads) again
+    const d = await engine.compile(input(16 << 20, 'd'));
+    expect(d).not.toBe(a);
+    expect(reads).toBe(3);
+    engine.release(d);
+  });
+
   it('a loaded model keeps its cache entry while other uploads churn through a one-entry cache; new sandboxes still start', async () => {
     const work = mkdtempSync(join(tmpdir(), 'warden-cache-models-'));
     const resolver = new (await import('../../../host/src/backends/wasm/index.js')).WasmBackendResolver({

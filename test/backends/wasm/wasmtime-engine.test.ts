@@ -491,9 +491,10 @@ describe('wasmtime engine: sharing, idle policy, engine parameter', () => {
     expect(inst.live).toBe(false);
     expect(engine.liveSandboxes()).toBe(0);
     expect(inst.idle.releases).toBe(1);
-    expect(m.memoryBudget.usedBytes).toBe(m.instanceMemoryBytes); // the reservation is kept
+    expect(m.memoryBudget.usedBytes).toBe(0); // the reservation went with the sandbox
     const rec = await h.infer(inst, req());
     expect(rec.errors).toEqual([]);
+    expect(m.memoryBudget.usedBytes).toBe(m.instanceMemoryBytes); // the cold start reserved it again
     expect(h.f32(rec.responses[0]!.outputs[0]!)[0]).toBe(7);
     expect(inst.idle.coldStarts).toBe(1);
     expect(inst.idle.lastColdStartMs).toBeGreaterThan(0);

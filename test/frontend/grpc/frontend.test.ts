@@ -8,9 +8,8 @@
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { startTenantServer, startTestServer, type TenantServer } from '../../helpers/servers.js';
+import { describe, expect, it } from 'vitest';
+import { perTestServers, serverPerSuite, startTestServer, tenantServerPerSuite, testTokens } from '../../helpers/servers.js';
 import { int32s, simpleInfer, tritonGrpcClient, unaryCall, type TritonGrpcClient } from '../../helpers/grpc.js';
 import { PROJECT_ROOT, postJson, simpleRequest, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { executed, JsBackendResolver, REPEAT_CONFIG } from '../../helpers/js-backend.js';
@@ -20,11 +19,8 @@ const A = Array.from({ length: 16 }, (_, i) => i);
 const B = Array(16).fill(2);
 
 describe('single-user gRPC frontend', () => {
-  let repo: TempRepo;
-  let server: RunningServer;
-  let client: TritonGrpcClient;
-  beforeAll(async () => {
-    repo = tempRepo(['simple']);
+  const suite = serverPerSuite(async () => {
+    const repo = tempRepo(['simple']);
     repo.write('broken/config.pbtxt', 'name: "broken"\nbackend: "onnxruntime"\nmax_batch_size: 0\n');
     repo.write(
       'ens_simple/config.pbtxt',
@@ -33,21 +29,11 @@ describe('single-user gRPC frontend', () => {
         'ensemble_scheduling { step { model_name: "simple" model_version: -1 input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" } output_map { key: "OUTPUT0" value: "SUM" } } }\n',
     );
     mkdirSync(join(repo.path, 'ens_simple', '1'), { recursive: true });
-    server = await startTestServer(repo, {
-      loadModels: ['simple'],
-      grpcPort: 0,
-      maxInputSize: 1 << 20,
-    });
-    client = tritonGrpcClient(server.grpcUrl!);
-  });
-  afterAll(async () => {
-    client?.close();
-    await server?.stop();
-    repo?.cleanup();
+    return { repo, opts: { loadModels: ['simple'], grpcPort: 0, maxInputSize: 1 << 20 } };
   });
 
   it('infers through raw contents and typed contents alike', async () => {
-    const raw = await unaryCall(client, 'ModelInfer', simpleInfer(A, B, { id: 'x1' }));
+    const raw = await unaryCall(suite.client, 'ModelInfer', simpleInfer(A, B, { id: 'x1' }));
     expect(raw.err).toBeUndefined();
     expect(raw.res.id).toBe('x1');
     expect(raw.res.outputs.map((o: { name: string; shape: string[] }) => [o.name, o.shape])).toEqual([
@@ -55,7 +41,7 @@ describe('single-user gRPC frontend', () => {
       ['OUTPUT1', ['1', '16']],
     ]);
     expect(int32s(raw.res.raw_output_contents[0])).toEqual(A.map((x, i) => x + B[i]));
-    const typed = await unaryCall(client, 'ModelInfer', {
+    const typed = await unaryCall(suite.client, 'ModelInfer', {
       model_name: 'simple',
       inputs: [
         { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], contents: { int_contents: A } },
@@ -164,43 +150,45 @@ describe('single-user gRPC frontend', () => {
       ['unknown model', simpleInfer(A, B, { model_name: '../../etc/passwd' }), status.NOT_FOUND, /unknown model/],
     ];
     for (const [what, req, code, msg] of cases) {
-      const r = await unaryCall(client, 'ModelInfer', req);
+      const r = await unaryCall(suite.client, 'ModelInfer', req);
       expect(r.err?.code, what).toBe(code);
       expect(r.err?.details, what).toMatch(msg);
     }
     // Over the input limit (1 MiB here): refused by grpc-js before the message is buffered.
-    const big = await unaryCall(client, 'ModelInfer', { ...simpleInfer(A, B), raw_input_contents: [Buffer.alloc(2 << 20), Buffer.alloc(64)] });
+    const big = await unaryCall(suite.client, 'ModelInfer', { ...simpleInfer(A, B), raw_input_contents: [Buffer.alloc(2 << 20), Buffer.alloc(64)] });
     expect(big.err?.code).toBe(status.RESOURCE_EXHAUSTED);
     // Repository: path escapes in file overrides, named repositories, hostile names.
-    const esc = await unaryCall(client, 'RepositoryModelLoad', {
+    const esc = await unaryCall(suite.client, 'RepositoryModelLoad', {
       model_name: 'x',
       parameters: { 'file:../../evil': { bytes_param: Buffer.from('x') }, config: { string_param: '{}' } },
     });
     expect(esc.err?.code).toBe(status.INVALID_ARGUMENT);
-    const b64 = await unaryCall(client, 'RepositoryModelLoad', { model_name: 'x', parameters: { 'file:1/model.onnx': { string_param: 'AAAA' } } });
+    const b64 = await unaryCall(suite.client, 'RepositoryModelLoad', { model_name: 'x', parameters: { 'file:1/model.onnx': { string_param: 'AAAA' } } });
     expect(b64.err?.details).toMatch(/bytes_param/);
-    const named = await unaryCall(client, 'RepositoryIndex', { repository_name: 'other' });
+    const named = await unaryCall(suite.client, 'RepositoryIndex', { repository_name: 'other' });
     expect(named.err?.code).toBe(status.UNIMPLEMENTED);
-    const name = await unaryCall(client, 'RepositoryModelLoad', { model_name: '../simple' });
+    const name = await unaryCall(suite.client, 'RepositoryModelLoad', { model_name: '../simple' });
     expect(name.err?.code).toBe(status.INVALID_ARGUMENT);
-    expect(readdirSync(join(repo.path, '..')).some((f) => f === 'evil')).toBe(false);
+    expect(readdirSync(join(suite.repo.path, '..')).some((f) => f === 'evil')).toBe(false);
     // Still serving.
-    const ok = await unaryCall(client, 'ModelInfer', simpleInfer(A, B));
+    const ok = await unaryCall(suite.client, 'ModelInfer', simpleInfer(A, B));
     expect(int32s(ok.res.raw_output_contents[0])).toEqual(A.map((x, i) => x + B[i]));
   });
 
   it('a failed load names no host path', async () => {
-    const r = await unaryCall(client, 'RepositoryModelLoad', { model_name: 'broken' });
+    const r = await unaryCall(suite.client, 'RepositoryModelLoad', { model_name: 'broken' });
     expect(r.err?.code).toBeDefined();
-    expect(r.err?.details).not.toContain(repo.path);
+    expect(r.err?.details).not.toContain(suite.repo.path);
     expect(r.err?.details).not.toContain(PROJECT_ROOT);
-    const idx = await unaryCall(client, 'RepositoryIndex', {});
-    expect(JSON.stringify(idx.res)).not.toContain(repo.path);
+    const idx = await unaryCall(suite.client, 'RepositoryIndex', {});
+    expect(JSON.stringify(idx.res)).not.toContain(suite.repo.path);
   });
 
   it("stream errors are error_message responses, or the stream's status with triton_grpc_error: true", async () => {
     const open = (md: Metadata) => {
-      const s = (client as unknown as { ModelStreamInfer(md: Metadata): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer(md);
+      const s = (
+        suite.client as unknown as { ModelStreamInfer(md: Metadata): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }
+      ).ModelStreamInfer(md);
       const got: { error_message?: string; infer_response?: { id: string } }[] = [];
       s.on('data', (m) => got.push(m));
       const done = new Promise<ServiceError | undefined>((resolve) => {
@@ -228,28 +216,28 @@ describe('single-user gRPC frontend', () => {
   });
 
   it('RepositoryModelUnload with unload_dependents also unloads the ensembles using the model', async () => {
-    const ready = async (m: string) => (await unaryCall(client, 'ModelReady', { name: m })).res?.ready === true;
-    expect((await unaryCall(client, 'RepositoryModelLoad', { model_name: 'ens_simple' })).err).toBeUndefined();
+    const ready = async (m: string) => (await unaryCall(suite.client, 'ModelReady', { name: m })).res?.ready === true;
+    expect((await unaryCall(suite.client, 'RepositoryModelLoad', { model_name: 'ens_simple' })).err).toBeUndefined();
     expect(await ready('ens_simple')).toBe(true);
-    const bad = await unaryCall(client, 'RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { string_param: 'yes' } } });
+    const bad = await unaryCall(suite.client, 'RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { string_param: 'yes' } } });
     expect(bad.err?.details).toBe("'unload_dependents' must be a bool_param");
     expect(await ready('simple')).toBe(true); // refused: nothing unloaded
-    const r = await unaryCall(client, 'RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { bool_param: true } } });
+    const r = await unaryCall(suite.client, 'RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { bool_param: true } } });
     expect(r.err).toBeUndefined();
     expect(await ready('simple')).toBe(false);
     expect(await ready('ens_simple')).toBe(false);
-    expect((await unaryCall(client, 'RepositoryModelLoad', { model_name: 'simple' })).err).toBeUndefined();
+    expect((await unaryCall(suite.client, 'RepositoryModelLoad', { model_name: 'simple' })).err).toBeUndefined();
   });
 
   it('a cancelled stream cancels its requests and the server stays up', async () => {
-    const stream = (client as unknown as { ModelStreamInfer(): NodeJS.EventEmitter & { write(m: unknown): void; cancel(): void } }).ModelStreamInfer();
+    const stream = (suite.client as unknown as { ModelStreamInfer(): NodeJS.EventEmitter & { write(m: unknown): void; cancel(): void } }).ModelStreamInfer();
     stream.on('error', () => undefined);
     const got: unknown[] = [];
     stream.on('data', (m) => got.push(m));
     for (let i = 0; i < 20; i++) stream.write(simpleInfer(A, B, { id: `c${i}` }));
     stream.cancel();
     await sleep(200);
-    const ok = await unaryCall(client, 'ModelInfer', simpleInfer(A, B));
+    const ok = await unaryCall(suite.client, 'ModelInfer', simpleInfer(A, B));
     expect(int32s(ok.res.raw_output_contents[0])).toEqual(A.map((x, i) => x + B[i]));
   });
 });
@@ -262,95 +250,83 @@ function writeJsModel(repo: TempRepo, name: string, count: number, param: string
   );
 }
 
-/** A server on `repo` with the in-process `jstest` backend, and a gRPC client to it. */
-async function startJsServer(repo: TempRepo): Promise<{ server: RunningServer; client: TritonGrpcClient }> {
-  const server = await startTestServer(repo, {
-    modelControlMode: 'none',
-    grpcPort: 0,
-    backendResolvers: [new JsBackendResolver()],
-  });
-  return { server, client: tritonGrpcClient(server.grpcUrl!) };
+const perTest = perTestServers();
+
+/** A gRPC client of a server on `repo` with the in-process `jstest` backend (client and server closed after the test). */
+async function jsClient(repo: TempRepo): Promise<TritonGrpcClient> {
+  const server = await perTest.serve(repo, { modelControlMode: 'none', grpcPort: 0, backendResolvers: [new JsBackendResolver()] });
+  const client = tritonGrpcClient(server.grpcUrl!);
+  perTest.defer(() => client.close());
+  return client;
 }
 
 describe('cancellation', () => {
   it('a unary call whose deadline passes while queued is dropped, never executed (CANCELED in the statistics)', async () => {
-    const repo = tempRepo();
+    const repo = perTest.repository([]);
     writeJsModel(repo, 'slow', 1, 'delay_ms', '400');
-    const { server, client } = await startJsServer(repo);
-    try {
-      const one = (id: string) => ({
-        model_name: 'slow',
-        id,
-        inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }],
-        raw_input_contents: [Buffer.from(Int32Array.of(5).buffer)],
-      });
-      const before = executed.filter((e) => e.model === 'slow').length;
-      const first = unaryCall(client, 'ModelInfer', one('first'));
-      await until(() => executed.filter((e) => e.model === 'slow').length > before, { what: 'the first request executing' });
-      const md = new Metadata();
-      const late = await new Promise<ServiceError | null>((resolve) =>
-        (client as unknown as Record<string, (...args: unknown[]) => void>).ModelInfer(
-          one('late'),
-          md,
-          { deadline: Date.now() + 100 },
-          (e: ServiceError | null) => resolve(e),
-        ),
-      );
-      expect(late?.code).toBe(status.DEADLINE_EXCEEDED);
-      expect((await first).res.id).toBe('first');
-      await sleep(500);
-      expect(executed.filter((e) => e.model === 'slow').length - before).toBe(1);
-      const stats = await unaryCall(client, 'ModelStatistics', { name: 'slow' });
-      expect(stats.res.model_stats[0].inference_stats.fail.count).toBe('1');
-    } finally {
-      client.close();
-      await server.stop();
-      repo.cleanup();
-    }
+    const client = await jsClient(repo);
+    const one = (id: string) => ({
+      model_name: 'slow',
+      id,
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }],
+      raw_input_contents: [Buffer.from(Int32Array.of(5).buffer)],
+    });
+    const before = executed.filter((e) => e.model === 'slow').length;
+    const first = unaryCall(client, 'ModelInfer', one('first'));
+    await until(() => executed.filter((e) => e.model === 'slow').length > before, { what: 'the first request executing' });
+    const md = new Metadata();
+    const late = await new Promise<ServiceError | null>((resolve) =>
+      (client as unknown as Record<string, (...args: unknown[]) => void>).ModelInfer(
+        one('late'),
+        md,
+        { deadline: Date.now() + 100 },
+        (e: ServiceError | null) => resolve(e),
+      ),
+    );
+    expect(late?.code).toBe(status.DEADLINE_EXCEEDED);
+    expect((await first).res.id).toBe('first');
+    await sleep(500);
+    expect(executed.filter((e) => e.model === 'slow').length - before).toBe(1);
+    const stats = await unaryCall(client, 'ModelStatistics', { name: 'slow' });
+    expect(stats.res.model_stats[0].inference_stats.fail.count).toBe('1');
   });
 });
 
 describe('stream response order', () => {
   it("a non-decoupled model's answers come in request order though instances finish out of order; a decoupled model's as produced", async () => {
-    const repo = tempRepo();
+    const repo = perTest.repository([]);
     writeJsModel(repo, 'sleepy', 3, 'delay_from_input', 'true');
     repo.addModel('repeat', `name: "repeat"\n${REPEAT_CONFIG}`);
-    const { server, client } = await startJsServer(repo);
-    try {
-      const stream = (client as unknown as { ModelStreamInfer(): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer();
-      const got: string[] = [];
-      stream.on('data', (m: { error_message?: string; infer_response?: { id: string } }) =>
-        got.push(`${m.infer_response?.id}${m.error_message ? ' error' : ''}`),
-      );
-      const ended = new Promise<void>((resolve, reject) => {
-        stream.on('end', resolve);
-        stream.on('error', reject);
-      });
-      const sleepy = (id: string, ms: number) => ({
-        model_name: 'sleepy',
-        id,
-        inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }],
-        raw_input_contents: [Buffer.from(Int32Array.of(ms).buffer)],
-      });
-      stream.write(sleepy('slow', 300));
-      stream.write(sleepy('fast', 1));
-      stream.write({ ...sleepy('missing', 1), model_name: 'nope' });
-      stream.write({
-        model_name: 'repeat',
-        id: 'rep',
-        inputs: [{ name: 'IN', datatype: 'INT32', shape: [2] }],
-        raw_input_contents: [Buffer.from(Int32Array.of(7, 8).buffer)],
-      });
-      stream.write(sleepy('last', 1));
-      stream.end();
-      await ended;
-      // The decoupled model's two responses do not wait for 'slow'; every other answer does.
-      expect(got).toEqual(['rep', 'rep', 'slow', 'fast', 'missing error', 'last']);
-    } finally {
-      client.close();
-      await server.stop();
-      repo.cleanup();
-    }
+    const client = await jsClient(repo);
+    const stream = (client as unknown as { ModelStreamInfer(): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer();
+    const got: string[] = [];
+    stream.on('data', (m: { error_message?: string; infer_response?: { id: string } }) =>
+      got.push(`${m.infer_response?.id}${m.error_message ? ' error' : ''}`),
+    );
+    const ended = new Promise<void>((resolve, reject) => {
+      stream.on('end', resolve);
+      stream.on('error', reject);
+    });
+    const sleepy = (id: string, ms: number) => ({
+      model_name: 'sleepy',
+      id,
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }],
+      raw_input_contents: [Buffer.from(Int32Array.of(ms).buffer)],
+    });
+    stream.write(sleepy('slow', 300));
+    stream.write(sleepy('fast', 1));
+    stream.write({ ...sleepy('missing', 1), model_name: 'nope' });
+    stream.write({
+      model_name: 'repeat',
+      id: 'rep',
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [2] }],
+      raw_input_contents: [Buffer.from(Int32Array.of(7, 8).buffer)],
+    });
+    stream.write(sleepy('last', 1));
+    stream.end();
+    await ended;
+    // The decoupled model's two responses do not wait for 'slow'; every other answer does.
+    expect(got).toEqual(['rep', 'rep', 'slow', 'fast', 'missing error', 'last']);
   });
 });
 
@@ -381,63 +357,42 @@ describe('shutdown', () => {
 });
 
 describe('multi-tenant gRPC frontend', () => {
-  const TOKENS = {
-    acme: 'acme-token-0123456789abcdefghijkl',
-    bob: 'bob-token-0123456789abcdefghijklmn',
-    flood: 'flood-token-0123456789abcdefghijkl',
-    streamer: 'streamer-token-0123456789abcdefghi',
-    mixed: 'mixed-token-0123456789abcdefghijkl',
-    ops: 'ops-token-0123456789abcdefghijklmn',
-  };
-  let repo: TempRepo;
-  let tenants: TenantServer | undefined;
-  let server: RunningServer;
-  let client: TritonGrpcClient;
-  beforeAll(async () => {
-    repo = tempRepo(['simple']);
-    tenants = await startTenantServer(
-      repo,
-      [
-        { id: 'acme', token: TOKENS.acme, shared_models: ['simple'] },
-        { id: 'bob', token: TOKENS.bob },
-        { id: 'flood', token: TOKENS.flood, shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
-        { id: 'streamer', token: TOKENS.streamer, shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
-        // a window of burst / requests_per_second = 4 s: the test's four requests fall in one
-        { id: 'mixed', token: TOKENS.mixed, shared_models: ['simple'], quotas: { requests_per_second: 0.5, burst: 2 } },
-        { id: 'ops', role: 'admin', token: TOKENS.ops },
-      ],
-      { loadModels: ['*'], grpcPort: 0 },
-    );
-    server = tenants.server;
-    client = tritonGrpcClient(server.grpcUrl!);
-  });
-  afterAll(async () => {
-    client?.close();
-    await tenants?.stop();
-    repo?.cleanup();
-  });
+  const TOKENS = testTokens('acme', 'bob', 'flood', 'streamer', 'mixed', 'ops');
+  const suite = tenantServerPerSuite(async () => ({
+    repo: tempRepo(['simple']),
+    tenants: [
+      { id: 'acme', token: TOKENS.acme, shared_models: ['simple'] },
+      { id: 'bob', token: TOKENS.bob },
+      { id: 'flood', token: TOKENS.flood, shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
+      { id: 'streamer', token: TOKENS.streamer, shared_models: ['simple'], quotas: { requests_per_second: 2, burst: 2 } },
+      // a window of burst / requests_per_second = 4 s: the test's four requests fall in one
+      { id: 'mixed', token: TOKENS.mixed, shared_models: ['simple'], quotas: { requests_per_second: 0.5, burst: 2 } },
+      { id: 'ops', role: 'admin', token: TOKENS.ops },
+    ],
+    opts: { loadModels: ['*'], grpcPort: 0 },
+  }));
 
   it('no or a wrong token is UNAUTHENTICATED; health needs none', async () => {
-    expect((await unaryCall(client, 'ServerLive', {})).res.live).toBe(true);
-    expect((await unaryCall(client, 'ServerReady', {})).res.ready).toBe(true);
-    const none = await unaryCall(client, 'ModelMetadata', { name: 'simple' });
+    expect((await unaryCall(suite.client, 'ServerLive', {})).res.live).toBe(true);
+    expect((await unaryCall(suite.client, 'ServerReady', {})).res.ready).toBe(true);
+    const none = await unaryCall(suite.client, 'ModelMetadata', { name: 'simple' });
     expect(none.err?.code).toBe(status.UNAUTHENTICATED);
-    const wrong = await unaryCall(client, 'ModelInfer', simpleInfer(A, B), 'not-a-token-at-all-xxxxxxxxxxxxxx');
+    const wrong = await unaryCall(suite.client, 'ModelInfer', simpleInfer(A, B), 'not-a-token-at-all-xxxxxxxxxxxxxx');
     expect(wrong.err?.code).toBe(status.UNAUTHENTICATED);
     expect(wrong.err?.details).toBe('invalid or expired token');
   });
 
   it('namespaces: a shared model for acme, unknown for bob; operator settings are admin-only', async () => {
-    const acme = await unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKENS.acme);
+    const acme = await unaryCall(suite.client, 'ModelInfer', simpleInfer(A, B), TOKENS.acme);
     expect(int32s(acme.res.raw_output_contents[0])).toEqual(A.map((x, i) => x + B[i]));
-    const bob = await unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKENS.bob);
+    const bob = await unaryCall(suite.client, 'ModelInfer', simpleInfer(A, B), TOKENS.bob);
     expect(bob.err?.code).toBe(status.NOT_FOUND);
-    expect((await unaryCall(client, 'ModelReady', { name: 'simple' }, TOKENS.bob)).res.ready).toBe(false);
-    const log = await unaryCall(client, 'LogSettings', { settings: { log_info: { bool_param: false } } }, TOKENS.acme);
+    expect((await unaryCall(suite.client, 'ModelReady', { name: 'simple' }, TOKENS.bob)).res.ready).toBe(false);
+    const log = await unaryCall(suite.client, 'LogSettings', { settings: { log_info: { bool_param: false } } }, TOKENS.acme);
     expect(log.err?.code).toBe(status.PERMISSION_DENIED);
-    expect((await unaryCall(client, 'LogSettings', {}, TOKENS.ops)).res.settings.log_info).toMatchObject({ bool_param: true });
+    expect((await unaryCall(suite.client, 'LogSettings', {}, TOKENS.ops)).res.settings.log_info).toMatchObject({ bool_param: true });
     const load = await unaryCall(
-      client,
+      suite.client,
       'RepositoryModelLoad',
       { model_name: 'native', parameters: { config: { string_param: '{"backend":"identity"}' } } },
       TOKENS.bob,
@@ -448,16 +403,16 @@ describe('multi-tenant gRPC frontend', () => {
 
   it("a tenant's request rate is limited over gRPC as over HTTP (RESOURCE_EXHAUSTED)", async () => {
     const codes: (number | undefined)[] = [];
-    for (let i = 0; i < 4; i++) codes.push((await unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKENS.flood)).err?.code);
+    for (let i = 0; i < 4; i++) codes.push((await unaryCall(suite.client, 'ModelInfer', simpleInfer(A, B), TOKENS.flood)).err?.code);
     expect(codes.slice(0, 2)).toEqual([undefined, undefined]);
     expect(codes.slice(2)).toEqual([status.RESOURCE_EXHAUSTED, status.RESOURCE_EXHAUSTED]);
     // the admin is not limited, and others are unaffected
-    expect((await unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKENS.acme)).err).toBeUndefined();
+    expect((await unaryCall(suite.client, 'ModelInfer', simpleInfer(A, B), TOKENS.acme)).err).toBeUndefined();
   });
 
   it('a tenant using HTTP and gRPC together gets its request rate once, not once per protocol', async () => {
-    const http = () => postJson(`${server.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', A, B), { authorization: `Bearer ${TOKENS.mixed}` });
-    const grpc = () => unaryCall(client, 'ModelInfer', simpleInfer(A, B), TOKENS.mixed);
+    const http = () => postJson(`${suite.server.httpUrl}/v2/models/simple/infer`, simpleRequest('INT32', A, B), { authorization: `Bearer ${TOKENS.mixed}` });
+    const grpc = () => unaryCall(suite.client, 'ModelInfer', simpleInfer(A, B), TOKENS.mixed);
     expect((await http()).status).toBe(200);
     expect((await grpc()).err).toBeUndefined();
     // the burst of 2 is spent, one request on each protocol
@@ -474,7 +429,9 @@ describe('multi-tenant gRPC frontend', () => {
     const open = (token: string) => {
       const md = new Metadata();
       md.set('authorization', `Bearer ${token}`);
-      const s = (client as unknown as { ModelStreamInfer(md: Metadata): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }).ModelStreamInfer(md);
+      const s = (
+        suite.client as unknown as { ModelStreamInfer(md: Metadata): NodeJS.EventEmitter & { write(m: unknown): void; end(): void } }
+      ).ModelStreamInfer(md);
       const got: { infer_response?: { id: string }; error_message?: string }[] = [];
       s.on('data', (m) => got.push(m));
       const done = new Promise<ServiceError | undefined>((resolve) => {

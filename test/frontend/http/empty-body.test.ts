@@ -8,10 +8,9 @@
  * one input, fixed dims that need bytes). The same on Fastify's route, the fast path and a
  * front-end thread, and never a crash or a 5xx.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningServer } from '../../../host/src/server.js';
-import { startTestServer } from '../../helpers/servers.js';
-import { fetchJson, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { describe, expect, it } from 'vitest';
+import { HTTP_FRONT_ENDS, serverPerSuite } from '../../helpers/servers.js';
+import { fetchJson, tempRepo } from '../../helpers/repo.js';
 import { executeBackend, resolverOf } from '../../helpers/js-backend.js';
 
 /** `backend: "echo_first"`: OUTPUT0 = INPUT0 (counts executions). */
@@ -31,15 +30,9 @@ input [ ${inputs} ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: ${dims} } ]
 `;
 
-describe.each([
-  ['Fastify', { httpFastPath: false }],
-  ['fast path', { httpFastPath: true }],
-  ['a front-end thread', { httpThreads: 1, httpMainListener: false }],
-] as const)('an empty /infer body (%s)', (_label, httpOpts) => {
-  let repo: TempRepo;
-  let server: RunningServer;
-  beforeAll(async () => {
-    repo = tempRepo();
+describe.each(HTTP_FRONT_ENDS)('an empty /infer body (%s)', (_label, httpOpts) => {
+  const suite = serverPerSuite(async () => {
+    const repo = tempRepo();
     repo.write('variable/config.pbtxt', config('{ name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }', '[ -1 ]'));
     repo.write('fixed/config.pbtxt', config('{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }', '[ 4 ]'));
     repo.write(
@@ -47,19 +40,11 @@ describe.each([
       config('{ name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ -1 ] }', '[ -1 ]'),
     );
     for (const m of ['variable', 'fixed', 'two_inputs']) repo.write(`${m}/1/.keep`, '');
-    server = await startTestServer(repo, {
-      modelControlMode: 'none',
-      backendResolvers: [echoFirst()],
-      ...httpOpts,
-    });
-  });
-  afterAll(async () => {
-    await server?.stop();
-    repo?.cleanup();
+    return { repo, opts: { modelControlMode: 'none', backendResolvers: [echoFirst()], ...httpOpts } };
   });
 
   const post = (model: string, headers: Record<string, string> = {}) =>
-    fetchJson(`${server.httpUrl}/v2/models/${model}/infer`, { method: 'POST', body: '', headers });
+    fetchJson(`${suite.server.httpUrl}/v2/models/${model}/infer`, { method: 'POST', body: '', headers });
 
   it('one input of a variable dim: a zero-element tensor, answered 200 with a binary zero-element output', async () => {
     const before = executions;

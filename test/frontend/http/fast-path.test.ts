@@ -5,7 +5,7 @@
  * line: status line, header names / case / order, body. `fastPathCounters` proves which cases the
  * fast path served itself (the comparison would be empty otherwise) and which it left to Fastify.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,12 +13,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError, parseCli } from '../../../host/src/cli-options.js';
 import { fastPathCounters, matchInferUrl } from '../../../host/src/frontend/http/fast-path.js';
 import type { RunningServer } from '../../../host/src/server.js';
-import { hashToken } from '../../../host/src/tenancy/token.js';
 import { executed } from '../../helpers/js-backend.js';
 import {
   exchange,
   INPUT0,
   JSON_TYPE,
+  LIMITED_TOKEN,
   matrix,
   portOf,
   raw,
@@ -27,6 +27,7 @@ import {
   startMatrixServer,
   tenancyAnswers,
   useMatrixRepository,
+  writeLimitedTenants,
 } from '../../helpers/http-matrix.js';
 import { sleep, until } from '../../helpers/wait.js';
 
@@ -167,18 +168,12 @@ describe('the /infer fast path answers as Fastify does', () => {
 });
 
 describe('multi-tenant: authentication and the request rate are the ones Fastify applies', () => {
-  const TOKEN = 'limited-token-0123456789abcdefghij';
   let dir: string;
   let on: RunningServer;
   let off: RunningServer;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warden-fastpath-tenants-'));
-    // burst 2 per 200 s: the third request within the window is over the rate.
-    const tenants = {
-      tenants: [{ id: 'limited', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'], quotas: { requests_per_second: 0.01, burst: 2 } }],
-    };
-    writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
-    const extra = { tenantsFile: join(dir, 'tenants.json'), modelControlMode: 'explicit', loadModels: ['simple'] };
+    const extra = { tenantsFile: writeLimitedTenants(dir), modelControlMode: 'explicit', loadModels: ['simple'] };
     [on, off] = await Promise.all([start(true, extra), start(false, extra)]);
   });
   afterAll(async () => {
@@ -189,7 +184,7 @@ describe('multi-tenant: authentication and the request rate are the ones Fastify
   it('200, 200, then 429 with Retry-After after the tarpit; 401 without or with a wrong token', async () => {
     // The fast path claims the three authorised infers; the rest go to Fastify. The rate counts every
     // request once, whichever path served it: Fastify's route (the metadata GET) is over it too.
-    const { statuses, probed } = await tenancyAnswers(TOKEN, portOf(on), portOf(off), () => fastPathCounters.claimed);
+    const { statuses, probed } = await tenancyAnswers(LIMITED_TOKEN, portOf(on), portOf(off), () => fastPathCounters.claimed);
     expect(probed).toEqual([1, 1, 1, 0, 0, 0]);
     expect(statuses).toEqual(['200', '200', '429', '401', '401', '429']);
   });

@@ -7,7 +7,7 @@
  * bad `--http-threads` values are refused; a thread that dies is started again; stop() leaves no
  * thread, listener or socket directory behind.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { type Socket, createServer as createNetServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,8 +17,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError, parseCli } from '../../../host/src/cli-options.js';
 import { fastPathCounters } from '../../../host/src/frontend/http/fast-path.js';
 import { type RunningServer } from '../../../host/src/server.js';
-import { hashToken } from '../../../host/src/tenancy/token.js';
-import { exchange, JSON_TYPE, matrix, portOf, raw, simpleJson, startMatrixServer, tenancyAnswers, useMatrixRepository } from '../../helpers/http-matrix.js';
+import {
+  exchange,
+  JSON_TYPE,
+  LIMITED_TOKEN,
+  matrix,
+  portOf,
+  raw,
+  simpleJson,
+  startMatrixServer,
+  tenancyAnswers,
+  useMatrixRepository,
+  writeLimitedTenants,
+} from '../../helpers/http-matrix.js';
 import { executed } from '../../helpers/js-backend.js';
 import { sleep, until } from '../../helpers/wait.js';
 
@@ -318,18 +329,13 @@ describe('--http-main-listener=false: only the threads accept', () => {
 });
 
 describe('multi-tenant with front-end threads', () => {
-  const TOKEN = 'limited-token-0123456789abcdefghij';
   let dir: string;
   let threaded: RunningServer;
   let single: RunningServer;
   const logLines: Record<string, unknown>[] = [];
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warden-threads-tenants-'));
-    const tenants = {
-      tenants: [{ id: 'limited', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'], quotas: { requests_per_second: 0.01, burst: 2 } }],
-    };
-    writeFileSync(join(dir, 'tenants.json'), JSON.stringify(tenants));
-    const extra = { tenantsFile: join(dir, 'tenants.json'), modelControlMode: 'explicit', loadModels: ['simple'] };
+    const extra = { tenantsFile: writeLimitedTenants(dir), modelControlMode: 'explicit', loadModels: ['simple'] };
     const sink = new Writable({
       write(chunk, _enc, cb) {
         for (const line of String(chunk).split('\n')) if (line) logLines.push(JSON.parse(line));
@@ -344,7 +350,7 @@ describe('multi-tenant with front-end threads', () => {
   });
 
   it('200, 200, then 429 with Retry-After after the tarpit; 401 without or with a wrong token', async () => {
-    const { statuses } = await tenancyAnswers(TOKEN, portOf(threaded), portOf(single));
+    const { statuses } = await tenancyAnswers(LIMITED_TOKEN, portOf(threaded), portOf(single));
     expect(statuses).toEqual(['200', '200', '429', '401', '401', '429']);
   });
 

@@ -187,23 +187,25 @@ describe('slow and greedy clients', () => {
       });
     });
 
-  it('headers that never finish: the connection is closed after the header timeout', async () => {
-    const { s } = await serve({ httpLimits: { headerTimeoutMs: 300, requestTimeoutMs: 10_000, maxConnections: 100 } });
+  // [title, the limits, the request's start, what trickles after it every 50 ms, never finishing it]
+  it.each([
+    [
+      'headers that never finish: the connection is closed after the header timeout',
+      { headerTimeoutMs: 300, requestTimeoutMs: 10_000 },
+      'POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nX-Slow: ',
+      'a',
+    ],
+    [
+      'a body that never finishes: the connection is closed after the request timeout',
+      { headerTimeoutMs: 5_000, requestTimeoutMs: 500 },
+      'POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"inputs":',
+      ' ',
+    ],
+  ])('%s', async (_title, limits, start, trickle) => {
+    const { s } = await serve({ httpLimits: { ...limits, maxConnections: 100 } });
     const sock = await open(s.httpUrl);
-    sock.write('POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nX-Slow: ');
-    const tick = setInterval(() => sock.writable && sock.write('a'), 50); // trickle, never finish
-    try {
-      expect(await closedWithin(sock, 3000)).toBeLessThan(3000);
-    } finally {
-      clearInterval(tick);
-    }
-  });
-
-  it('a body that never finishes: the connection is closed after the request timeout', async () => {
-    const { s } = await serve({ httpLimits: { headerTimeoutMs: 5_000, requestTimeoutMs: 500, maxConnections: 100 } });
-    const sock = await open(s.httpUrl);
-    sock.write('POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"inputs":');
-    const tick = setInterval(() => sock.writable && sock.write(' '), 50);
+    sock.write(start);
+    const tick = setInterval(() => sock.writable && sock.write(trickle), 50);
     try {
       expect(await closedWithin(sock, 3000)).toBeLessThan(3000);
     } finally {

@@ -8,14 +8,14 @@
  * Fastify's routes, the `/infer` fast path, front-end threads and on top of multi-tenant tokens.
  * Invalid configurations are refused at start with tritonserver's texts.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCli, UsageError } from '../../../host/src/cli-options.js';
 import { fastPathCounters } from '../../../host/src/frontend/http/fast-path.js';
 import type { RunningServer } from '../../../host/src/server.js';
-import { hashToken } from '../../../host/src/tenancy/token.js';
+import { writeTenantsFile } from '../../helpers/servers.js';
 import { exchange, JSON_TYPE, portOf, raw, simpleJson, startMatrixServer, useMatrixRepository } from '../../helpers/http-matrix.js';
 
 const repoPath = useMatrixRepository();
@@ -139,10 +139,7 @@ describe('--http-restricted-api with front-end threads and tenants', () => {
   let port: number;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'warden-restricted-'));
-    writeFileSync(
-      join(dir, 'tenants.json'),
-      JSON.stringify({ tenants: [{ id: 'acme', role: 'tenant', tokens: [hashToken(TOKEN)], shared_models: ['simple'] }] }),
-    );
+    writeTenantsFile(join(dir, 'tenants.json'), [{ id: 'acme', token: TOKEN, shared_models: ['simple'] }]);
     server = await startFromCli([
       '--http-restricted-api=inference,health:infer-key=abc',
       '--http-threads=1',

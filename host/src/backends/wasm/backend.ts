@@ -278,6 +278,8 @@ export class WasmBackend implements Backend {
         engine: engine.name,
         component: hash.slice(0, 16),
         componentFrom: source.from,
+        // wasmtime: compiled now, or from the disk cache, the fleet's shared tier, or memory
+        compiledFrom: 'source' in compiled ? compiled.source : undefined,
         memoryLimitBytes: limits.memoryBytes,
         executeTimeoutMs: limits.executeMs,
         loadMs: Math.round(performance.now() - t0),

@@ -22,9 +22,10 @@ export interface WasmLimits {
    */
   maxLogMessages?: number;
   /**
-   * Budget of all sandboxed instances' linear memory together, in bytes: each instance reserves
-   * its model's memory limit times the number of linear memories its component defines when it
-   * starts, and releases it when finalized; an instance that does not fit does not start.
+   * Budget of the live sandboxes' linear memory together, in bytes: each sandbox reserves its
+   * model's memory limit times the number of linear memories its component defines when it
+   * starts, and releases it when it is gone (./memory-budget.ts); one that does not fit, even
+   * after idle sandboxes were released for it, does not start.
    * Absent = {@link DEFAULT_WASM_LIMITS}`.maxTotalMemoryBytes`.
    */
   maxTotalMemoryBytes?: number;

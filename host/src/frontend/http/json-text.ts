@@ -57,9 +57,21 @@ function scan(b: Uint8Array): { longIntegers: boolean; longExponents: boolean; u
   let longExponents = false;
   let unpairedSurrogate = false;
   let members = 0;
+  // the next '"' and '\\' at or after the scan point (-1: none left), searched natively: a long
+  // string (a base64 file of an upload) costs two searches, not a loop over its bytes
+  let nextQuote = -2;
+  let nextEscape = -2;
   for (let i = 0; i < b.length; i++) {
     const c = b[i]!;
     if (inString) {
+      if (c !== 0x5c && c !== 0x22) {
+        if (nextQuote !== -1 && nextQuote < i) nextQuote = b.indexOf(0x22, i);
+        if (nextEscape !== -1 && nextEscape < i) nextEscape = b.indexOf(0x5c, i);
+        const stop = nextEscape !== -1 && (nextQuote === -1 || nextEscape < nextQuote) ? nextEscape : nextQuote;
+        if (stop === -1) break; // an unterminated string: JSON.parse reports it
+        i = stop - 1; // the loop's i++ lands on it
+        continue;
+      }
       if (c === 0x5c) {
         // `\u` + [dD][89abAB]..: a high surrogate; its low half must follow as `\u` + [dD][c-fC-F]..
         // (bytes past the end read as undefined, which matches nothing). Hex digits themselves are

@@ -36,7 +36,7 @@ export function isObjectStoreUrl(spec: string): boolean {
  * @throws TritonError INVALID_ARG naming what is wrong (no bucket, a bad bucket name, a bad port, a bad path component)
  */
 export function parseS3Location(url: string): S3Location {
-  if (!url.startsWith(SCHEME)) throw err.notS3Url(url);
+  if (!url.startsWith(SCHEME)) throw err.wrongScheme(url, 's3');
   let rest = url.slice(SCHEME.length);
   const scheme = ['https://', 'http://'].find((s) => rest.startsWith(s));
   if (scheme !== undefined) rest = rest.slice(scheme.length);
@@ -55,6 +55,15 @@ export function parseS3Location(url: string): S3Location {
   }
   const bucket = parts.shift()!;
   if (!BUCKET.test(bucket) || bucket.includes('..')) throw err.badBucket(url, bucket);
+  return { url, endpoint, bucket, prefix: repositoryPrefix(url, parts) };
+}
+
+/**
+ * The key prefix of a repository location's path components (empty ones already dropped), for
+ * every scheme: joined by `/`.
+ * @throws TritonError INVALID_ARG when a component is `.` or `..` or holds a control character
+ */
+export function repositoryPrefix(url: string, parts: readonly string[]): string {
   for (const p of parts) if (p === '.' || p === '..' || CONTROL.test(p)) throw err.badPathComponent(url);
-  return { url, endpoint, bucket, prefix: parts.join('/') };
+  return parts.join('/');
 }

@@ -61,13 +61,43 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
     this.cache.prepare().catch((e: unknown) => opts.logger?.error({ err: e, cacheDir: opts.cacheDir }, 'transpile cache could not be scanned'));
   }
 
+  /** Compiled components by `<hash>:<memory cap>`, shared by every model of the same bytes and cap, with their users. */
+  private readonly compiled = new Map<string, { promise: Promise<V8Compiled>; refs: number }>();
+  private readonly keys = new WeakMap<V8Compiled, string>();
+
   /**
    * Transpiles (cached), caps every defined linear memory at `limits.memoryBytes` and compiles
-   * the core modules.
+   * the core modules — once per component and cap while a model uses them: another model of the
+   * same bytes and cap shares them (and reads nothing).
    * @throws TritonError INVALID_ARG if jco cannot transpile the component, a memory starts
    *   above the cap, or a core module does not compile; INTERNAL for cache failures
    */
-  async compile({ bytes, hash, limits, what }: CompileInput): Promise<V8Compiled> {
+  async compile(input: CompileInput): Promise<V8Compiled> {
+    const key = `${input.hash}:${input.limits.memoryBytes}`;
+    let entry = this.compiled.get(key);
+    const mine = !entry;
+    if (!entry) {
+      const made = { promise: this.compileNew(input), refs: 0 };
+      this.compiled.set(key, (entry = made));
+      made.promise.catch(() => {
+        if (this.compiled.get(key) === made) this.compiled.delete(key);
+      });
+    }
+    entry.refs++;
+    try {
+      const c = await entry.promise;
+      this.keys.set(c, key);
+      return c;
+    } catch (e) {
+      entry.refs--;
+      // another model's compile failed: this one's own, so that its error names this model
+      if (!mine) return this.compile(input);
+      throw e;
+    }
+  }
+
+  /** {@link compile} of a component and cap no loaded model shares. */
+  private async compileNew({ bytes, hash, limits, what }: CompileInput): Promise<V8Compiled> {
     const transpiled = await this.cache.acquire(await bytes(), what, hash);
     try {
       const maxPages = limits.memoryBytes / WASM_PAGE_BYTES;
@@ -92,8 +122,12 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
     }
   }
 
-  /** The model of `compiled` was unloaded: its cache entry may be evicted once no model uses it. */
+  /** The model of `compiled` was unloaded: once no model uses it, its cache entry may be evicted. */
   release(compiled: V8Compiled): void {
+    const key = this.keys.get(compiled);
+    const entry = key === undefined ? undefined : this.compiled.get(key);
+    if (!entry || --entry.refs > 0) return;
+    this.compiled.delete(key!);
     this.cache.release(compiled.hash);
   }
 

@@ -183,9 +183,9 @@ export class SandboxInstance implements SandboxedInstance {
       const fail = (e: TritonError) => {
         detach();
         worker.on('error', () => {}); // a late error of a discarded worker is not news
-        void worker.terminate();
         if (this.booting === worker) this.booting = undefined;
-        reject(e);
+        // rejected once the worker is gone: its memory reservation is back by then
+        void worker.terminate().finally(() => reject(e));
       };
       worker.on('message', (m: FromWorker) => {
         if (m.t === 'ready') {

@@ -1,0 +1,198 @@
+/**
+ * Density through the load API (`BENCH_ONLY=density`; DESIGN "Multi-tenancy": many tenants'
+ * models per host): one Warden with its DEFAULT settings (multi-tenant, the default tenant quotas,
+ * the default sandbox memory budget and idle policy; only `--model-control-mode=explicit`, which
+ * the load API needs, and a private upload directory) takes BENCH_DENSITY_UPLOADS (default 1000)
+ * uploads of `identity_wasm` (Triton's load API: config + base64 `file:1/model.wasm`, the same
+ * component bytes every time, a new model name each) from BENCH_DENSITY_TENANTS tenants (default:
+ * as many as the default `max_models` needs), one after another, on each engine of
+ * BENCH_DENSITY_ENGINES (default `v8,wasmtime`; `--wasm-engine`). Reported per engine: uploads
+ * accepted, upload latency (the first upload, of a component the server has not seen, and p50 /
+ * p90 of the others), the server's RSS and threads before, after the uploads, and after the idle
+ * policy released the sandboxes (BENCH_DENSITY_IDLE_WAIT_S, default 35 s after the last upload),
+ * RSS per model, bytes on disk of the upload directory (each inode once), and the first-request
+ * latency of a released model (p50 / p90 over 20 models).
+ */
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hashToken } from '../host/src/tenancy/token.js';
+import { DEFAULT_TENANT_QUOTAS } from '../host/src/tenancy/types.js';
+import type { BenchContext } from './ctx.js';
+import { IDENTITY_INPUT, identityRequest } from './requests.js';
+
+const MiB = 1024 * 1024;
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? NaN;
+const token = (t: number) => `bench-density-tenant-${t}-0123456789abcdefghijklmnop`;
+
+/** VmRSS (bytes) and threads of a process, from /proc. */
+function procStatus(pid: number): { rss: number; threads: number } {
+  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(s)?.[1] ?? NaN);
+  return { rss: kb * 1024, threads: Number(/Threads:\s+(\d+)/.exec(s)?.[1] ?? NaN) };
+}
+
+/** Bytes of the regular files under `dir`, each inode once (hard links share theirs). */
+function diskBytes(dir: string): number {
+  const seen = new Set<number>();
+  let total = 0;
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      const st = lstatSync(p);
+      if (st.isDirectory()) walk(p);
+      else if (st.isFile() && !seen.has(st.ino)) {
+        seen.add(st.ino);
+        total += st.size;
+      }
+    }
+  };
+  walk(dir);
+  return total;
+}
+
+interface EngineRow {
+  engine: string;
+  accepted: number;
+  refused: string[];
+  firstUploadMs: number;
+  uploadP50Ms: number;
+  uploadP90Ms: number;
+  rssBeforeMiB: number;
+  rssAfterUploadsMiB: number;
+  rssReleasedMiB: number;
+  rssPerModelMiB: number;
+  threadsBefore: number;
+  threadsAfterUploads: number;
+  threadsReleased: number;
+  diskMiB: number;
+  firstRequestP50Ms: number;
+  firstRequestP90Ms: number;
+}
+
+async function runEngine(ctx: BenchContext, engine: string, n: number, tenants: number, idleWaitS: number): Promise<EngineRow> {
+  const repo = await ctx.makeRepository([]);
+  const dir = mkdtempSync(join(tmpdir(), 'warden-bench-density-'));
+  const uploads = join(dir, 'uploads');
+  const tenantsFile = join(dir, 'tenants.json');
+  writeFileSync(
+    tenantsFile,
+    JSON.stringify({ tenants: Array.from({ length: tenants }, (_, t) => ({ id: `t${t}`, role: 'tenant', tokens: [hashToken(token(t))] })) }),
+  );
+  const server = await ctx.startWarden(repo, [
+    `--tenants=${tenantsFile}`,
+    '--model-control-mode=explicit',
+    `--upload-directory=${uploads}`,
+    `--wasm-engine=${engine}`,
+  ]);
+  try {
+    const pid = server.pid!;
+    const wasm = readFileSync(join(ctx.root, 'model_repository', 'identity_wasm', '1', 'model.wasm'));
+    const b64 = wasm.toString('base64');
+    const config = (name: string) => ({
+      name,
+      backend: 'wasm',
+      max_batch_size: 0,
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+      instance_group: [{ kind: 'KIND_CPU', count: 1 }],
+    });
+    const headers = (t: number) => ({ 'content-type': 'application/json', authorization: `Bearer ${token(t)}` });
+    const before = procStatus(pid);
+    const times: number[] = [];
+    const refused: string[] = [];
+    const names: [number, string][] = [];
+    for (let i = 0; i < n; i++) {
+      const t = i % tenants;
+      const name = `m${i}`;
+      const body = JSON.stringify({ parameters: { config: JSON.stringify(config(name)), 'file:1/model.wasm': b64 } });
+      const t0 = performance.now();
+      const res = await fetch(`${server.url}/v2/repository/models/${name}/load`, { method: 'POST', headers: headers(t), body });
+      const text = await res.text();
+      times.push(performance.now() - t0);
+      if (res.status === 200) names.push([t, name]);
+      else if (refused.length < 5) refused.push(`#${i}: ${res.status} ${text.slice(0, 200)}`);
+      else refused.push('');
+    }
+    const afterUploads = procStatus(pid);
+    const disk = diskBytes(uploads);
+    // the idle policy releases every sandbox (default 30 s after its last use)
+    await new Promise((r) => setTimeout(r, idleWaitS * 1000));
+    const released = procStatus(pid);
+    const req = identityRequest('x');
+    const first: number[] = [];
+    for (const [t, name] of names.filter((_, k) => k % Math.max(1, Math.floor(names.length / 20)) === 0).slice(0, 20)) {
+      const t0 = performance.now();
+      const res = await fetch(`${server.url}/v2/models/${name}/infer`, { method: 'POST', headers: headers(t), body: req.body as string });
+      const out = (await res.json()) as { outputs?: { data: number[] }[] };
+      first.push(performance.now() - t0);
+      if (res.status !== 200 || JSON.stringify(out.outputs?.[0]?.data) !== JSON.stringify(IDENTITY_INPUT))
+        throw new Error(`${name} answered ${res.status}: ${JSON.stringify(out).slice(0, 300)}`);
+    }
+    const known = times.slice(1);
+    return {
+      engine,
+      accepted: names.length,
+      refused: refused.filter(Boolean),
+      firstUploadMs: times[0] ?? NaN,
+      uploadP50Ms: pct(known, 50),
+      uploadP90Ms: pct(known, 90),
+      rssBeforeMiB: before.rss / MiB,
+      rssAfterUploadsMiB: afterUploads.rss / MiB,
+      rssReleasedMiB: released.rss / MiB,
+      rssPerModelMiB: (released.rss - before.rss) / MiB / Math.max(1, names.length),
+      threadsBefore: before.threads,
+      threadsAfterUploads: afterUploads.threads,
+      threadsReleased: released.threads,
+      diskMiB: disk / MiB,
+      firstRequestP50Ms: pct(first, 50),
+      firstRequestP90Ms: pct(first, 90),
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+/** The density suite (see the module comment). */
+export async function benchDensity(ctx: BenchContext): Promise<EngineRow[]> {
+  const n = Number(process.env.BENCH_DENSITY_UPLOADS ?? 1000);
+  const tenants = Number(process.env.BENCH_DENSITY_TENANTS ?? Math.ceil(n / DEFAULT_TENANT_QUOTAS.max_models));
+  const idleWaitS = Number(process.env.BENCH_DENSITY_IDLE_WAIT_S ?? 35);
+  const engines = (process.env.BENCH_DENSITY_ENGINES ?? 'v8,wasmtime').split(',').filter(Boolean);
+  ctx.log(`\n== Density through the load API: ${n} uploads of identity_wasm from ${tenants} tenants, default settings ==`);
+  const rows: EngineRow[] = [];
+  for (const engine of engines) {
+    const row = await runEngine(ctx, engine, n, tenants, idleWaitS);
+    ctx.log(JSON.stringify(row));
+    rows.push(row);
+  }
+  const f = (x: number, d = 1) => x.toFixed(d);
+  ctx.section(
+    `Density through the load API (${n} uploads of identity_wasm, ${tenants} tenants, default settings)`,
+    ctx.table(
+      [
+        'engine',
+        'accepted',
+        'first upload ms',
+        'upload p50 / p90 ms',
+        'RSS before / after uploads / released MiB',
+        'RSS per model MiB',
+        'threads before / after / released',
+        'disk MiB',
+        'first request of a released model p50 / p90 ms',
+      ],
+      rows.map((r) => [
+        r.engine,
+        `${r.accepted}/${n}`,
+        f(r.firstUploadMs),
+        `${f(r.uploadP50Ms)} / ${f(r.uploadP90Ms)}`,
+        `${f(r.rssBeforeMiB, 0)} / ${f(r.rssAfterUploadsMiB, 0)} / ${f(r.rssReleasedMiB, 0)}`,
+        f(r.rssPerModelMiB, 2),
+        `${r.threadsBefore} / ${r.threadsAfterUploads} / ${r.threadsReleased}`,
+        f(r.diskMiB),
+        `${f(r.firstRequestP50Ms)} / ${f(r.firstRequestP90Ms)}`,
+      ]),
+    ) + (rows.some((r) => r.refused.length) ? `\n\nrefused: ${rows.flatMap((r) => r.refused.map((x) => `${r.engine} ${x}`)).join('; ')}` : ''),
+  );
+  return rows;
+}
