@@ -7,8 +7,10 @@
  * again (no request fails but those in flight on it); afterwards every replica serves the model; a
  * delete reaches every replica; another tenant never sees the model through any of them.
  */
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -190,6 +192,43 @@ describe.skipIf(skip)('three replicas behind HAProxy, one S3 store, one Redis', 
   it('another tenant never reaches the model, through any replica: it looks exactly like a missing one', async () => {
     for (const r of replicas) await phase(r.http, 'isolated');
     await phase(balancer, 'isolated');
+  });
+
+  it('a replica killed with SIGKILL in the middle of an upload leaves no model for any replica, itself restarted included', async () => {
+    const blobs = async () =>
+      new Set(((await s3.client.send(new ListObjectsV2Command({ Bucket: 'fleet', Prefix: 'uploads/blobs/' }))).Contents ?? []).map((o) => o.Key!));
+    const before = await blobs();
+    const big = () => randomBytes(12 * 1024 * 1024).toString('base64');
+    const config = JSON.stringify({
+      backend: 'wasm',
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    });
+    // Three files: the blobs go first (in path order), the pointer last; the kill lands after the first new blob.
+    const upload = fetch(`http://${replicas[2]!.http}/v2/repository/models/partial/load`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.acme}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        parameters: { config, 'file:1/a.bin': big(), 'file:1/b.bin': big(), 'file:1/model.wasm': readFileSync(WASM).toString('base64') },
+      }),
+    }).catch((e: unknown) => e);
+    await until(async () => [...(await blobs())].some((k) => !before.has(k)), { within: 30_000, every: 5, what: 'the first blob of the upload stored' });
+    replicas[2]!.cli.child.kill('SIGKILL');
+    await replicas[2]!.cli.exited;
+    expect(await upload).toBeInstanceOf(Error); // the connection died with the replica
+    const pointers = ((await s3.client.send(new ListObjectsV2Command({ Bucket: 'fleet', Prefix: 'uploads/models/acme/' }))).Contents ?? []).map((o) => o.Key);
+    expect(pointers).not.toContain('uploads/models/acme/partial');
+    await startReplica(2);
+    for (const r of replicas) {
+      const res = await fetch(`http://${r.http}/v2/models/partial/ready`, { headers: { authorization: `Bearer ${TOKENS.acme}` } });
+      expect(res.status, r.http).not.toBe(200);
+      const inf = await fetch(`http://${r.http}/v2/models/partial/infer`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKENS.acme}` },
+        body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1], data: [1] }] }),
+      });
+      expect(inf.status, r.http).toBe(404);
+    }
   });
 
   it('a delete through the balancer reaches every replica within the sync interval', async () => {

@@ -19,18 +19,25 @@ import { ensureBuilt } from '../backends/wasm/helpers.js';
 import { until } from '../helpers/wait.js';
 
 const BUCKET = 'uploads';
-const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123456789abcdefghijklmn', carol: 'carol-token-0123456789abcdefghijk' };
+const TOKENS = {
+  acme: 'acme-token-0123456789abcdefghijkl',
+  bob: 'bob-token-0123456789abcdefghijklmn',
+  carol: 'carol-token-0123456789abcdefghijk',
+  dave: 'dave-token-0123456789abcdefghijklm',
+};
 const TENANTS: TestTenant[] = [
   { id: 'acme', token: TOKENS.acme, uid: 'acme-first' },
   { id: 'bob', token: TOKENS.bob, uid: 'bob-first' },
   { id: 'carol', token: TOKENS.carol, uid: 'carol-first', quotas: { max_models: 1 } },
+  { id: 'dave', token: TOKENS.dave, uid: 'dave-first', quotas: { max_instances_total: 3 } },
 ];
 const IDENTITY = () => readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm')).toString('base64');
-const config = (dims = [-1]) =>
+const config = (dims = [-1], instances?: number) =>
   JSON.stringify({
     backend: 'wasm',
     input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims }],
     output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims }],
+    ...(instances === undefined ? {} : { instance_group: [{ kind: 'KIND_CPU', count: instances }] }),
   });
 
 const moto = await ensureMoto();
@@ -129,6 +136,14 @@ describe.skipIf(skip)('--upload-store=s3://: uploads shared by every replica', (
     expect(second.json.error).toContain('max_models');
     // Re-uploading the stored model itself is not a new model.
     expect((await upload(b, 'carol', 'first')).status).toBe(200);
+  });
+
+  it("max_instances_total holds across replicas: the instances of the tenant's models stored through another replica count", async () => {
+    expect((await upload(a, 'dave', 'two', config([-1], 2))).status).toBe(200);
+    const over = await upload(b, 'dave', 'two-more', config([-1], 2));
+    expect(over.status).toBe(403);
+    expect(over.json.error).toContain('max_instances_total');
+    expect((await upload(b, 'dave', 'one-more', config([-1], 1))).status).toBe(200);
   });
 
   it('a pointer of an earlier tenant of the same id (another uid) is never served', async () => {

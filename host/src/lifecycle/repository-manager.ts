@@ -123,7 +123,7 @@ export class ModelRepositoryManager {
     this.uploads = new UploadSource({
       root: opts.uploadDirectory,
       logger: opts.logger,
-      precheck: (key, configOverride, storedModels) => admission.precheckUpload?.(key, configOverride, storedModels),
+      precheck: (key, configOverride, stored) => admission.precheckUpload?.(key, configOverride, stored),
       tenants: opts.tenants,
       shared: opts.sharedUploads,
       maxUploadBytes: opts.maxUploadBytes,

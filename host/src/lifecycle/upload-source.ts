@@ -13,6 +13,7 @@ import { asTritonError } from '../contract/errors.js';
 import { relabelledError } from '../contract/public-errors.js';
 import type { ModelKey, ModelOrigin } from '../contract/types.js';
 import { UploadStore, type StoredGeneration } from '../repository/upload-store.js';
+import type { StoredUsage } from '../contract/admission.js';
 import type { Pointer, SharedUploads, StoredPointer } from '../repository/object-store/shared-uploads.js';
 import type { FileOverrides } from '../repository/overrides.js';
 import type { CatalogEntry, KnownTenants, LoadOptions, LocatedModel, ModelFiles, ModelSource } from './model-source.js';
@@ -25,9 +26,9 @@ export interface UploadSourceOptions {
   logger: Logger;
   /**
    * Checks an upload's config before anything is written (`ModelAdmission.precheckUpload`);
-   * `storedModels`: the namespace's other models in the shared store, when there is one.
+   * `stored`: what the namespace's other models in the shared store hold, when there is one.
    */
-  precheck?: (key: ModelKey, configOverride: unknown, storedModels?: number) => void;
+  precheck?: (key: ModelKey, configOverride: unknown, stored?: StoredUsage) => void;
   /** Multi-tenant mode: the tenants file now (id → uid); a new tenant directory records its owner. */
   tenants?: () => KnownTenants;
   /**
@@ -129,12 +130,9 @@ export class UploadSource implements ModelSource {
     if (request.files && request.files.size > 0) {
       if (!this.storeRef) throw uploadsRefused(key.name, this.disabled);
       const store = this.storeRef;
-      // With a shared store, the model count is the fleet's: the tenant's other stored models.
-      const storedModels =
-        this.opts.shared && key.namespace !== ''
-          ? [...(await this.opts.shared.stamps(key.namespace)).keys()].filter((id) => id !== `${key.namespace}/${key.name}`).length
-          : undefined;
-      this.opts.precheck?.(key, request.configOverride, storedModels);
+      // With a shared store, model and instance counts are the fleet's: the tenant's other stored models.
+      const stored = this.opts.shared && key.namespace !== '' ? await this.opts.shared.usage(key.namespace, key.name) : undefined;
+      this.opts.precheck?.(key, request.configOverride, stored);
       const owner = this.opts.tenants && key.namespace !== '' ? { uid: this.opts.tenants().get(key.namespace) } : undefined;
       const staged = await store.stage(key, request.files, request.configOverride, { maxUploadBytes: request.maxUploadBytes, owner });
       // The operator namespace's uploads are ephemeral: nothing to commit.

@@ -14,7 +14,7 @@
 import { modelConfigFromJson } from '../config/json.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import { DEFAULT_WASM_LIMITS, modelLimits, PARAM_LOG, PARAM_MEMORY, PARAM_TIMEOUT, type WasmLimits } from '../backends/wasm/limits.js';
-import { instanceCount, type ModelAdmission } from '../contract/admission.js';
+import { instanceCount, requestedInstances, type ModelAdmission, type StoredUsage } from '../contract/admission.js';
 import type { ModelKey, ModelOrigin } from '../contract/types.js';
 import { checkTenantModelConfig } from './config-allowlist.js';
 import type { TenantConfig } from './types.js';
@@ -53,14 +53,14 @@ export class TenantAdmission implements ModelAdmission {
    * @throws TritonError from the server's rules; AccessError `forbidden` naming the quota a tenant's model exceeds
    */
   /** Model count and the instance counts the raw config asks for (each group at least 1), before any file is written. */
-  precheckUpload(key: ModelKey, configOverride: unknown, storedModels?: number): void {
+  precheckUpload(key: ModelKey, configOverride: unknown, stored?: StoredUsage): void {
     if (key.namespace === '') return;
     const tenant = this.opts.tenants.get(key.namespace);
     if (!tenant) throw tenancyErrors.tenantUnknown(key.namespace);
     const q = tenant.quotas;
     const here = this.opts.usage(key.namespace, key.name);
-    // `max_models` holds across replicas when uploads are shared: the stored models count too.
-    const used = { ...here, models: Math.max(here.models, storedModels ?? 0) };
+    // With shared uploads, model and instance counts hold across replicas: the stored models count.
+    const used = { ...here, models: Math.max(here.models, stored?.models ?? 0), instances: Math.max(here.instances, stored?.instances ?? 0) };
     // The allowlist with the tenant's config bounds, on the override as sent (unset fields are
     // skipped; one that does not parse is reported by the load itself).
     if (configOverride !== undefined) {
@@ -76,11 +76,8 @@ export class TenantAdmission implements ModelAdmission {
       throw tenancyErrors.overQuota(key.name, tenant.id, used.models + 1, 'models', q.max_models, 'max_models');
     }
     const groups = (configOverride as { instance_group?: unknown } | null)?.instance_group;
-    if (!Array.isArray(groups)) return;
-    const n = groups.reduce<number>((sum, g) => {
-      const c = Number((g as { count?: unknown } | null)?.count ?? 1);
-      return sum + (Number.isFinite(c) && c > 1 ? c : 1);
-    }, 0);
+    if (!Array.isArray(groups) && stored === undefined) return;
+    const n = requestedInstances(configOverride);
     if (n > q.max_instances_per_model) {
       throw tenancyErrors.overQuota(key.name, tenant.id, n, 'instances of one model', q.max_instances_per_model, 'max_instances_per_model');
     }

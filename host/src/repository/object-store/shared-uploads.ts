@@ -21,6 +21,7 @@
  */
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
+import { requestedInstances, type StoredUsage } from '../../contract/admission.js';
 import { TritonError } from '../../contract/errors.js';
 import { TENANT_ID_RE, modelNameProblem } from '../../contract/names.js';
 import type { ModelKey } from '../../contract/types.js';
@@ -37,6 +38,8 @@ const MAX_FILES = 10_000;
 /** Largest pointer read back, bytes. */
 const MAX_POINTER_BYTES = 4 * 1024 * 1024;
 const DIGEST = /^[0-9a-f]{64}$/;
+/** Most pointer stamps whose instance count is remembered. */
+const MAX_MEMO = 100_000;
 
 /** A stored model's pointer. */
 export interface Pointer {
@@ -69,6 +72,34 @@ export class SharedUploads {
     private readonly client: S3Client,
   ) {
     this.root = where.prefix === '' ? '' : `${where.prefix}/`;
+  }
+
+  /** Instances each stored pointer's config asks for, by the pointer's stamp (pointers do not change under a stamp). */
+  private readonly instancesByStamp = new Map<string, number>();
+
+  /**
+   * What `namespace`'s stored models other than `exclude` hold: their count, and the instances
+   * their configs ask for (each pointer read once per stamp).
+   * @throws TritonError INTERNAL when the store cannot be read
+   */
+  async usage(namespace: string, exclude: string): Promise<StoredUsage> {
+    let models = 0;
+    let instances = 0;
+    for (const [id, stamp] of await this.stamps(namespace)) {
+      const name = id.slice(namespace.length + 1);
+      if (name === exclude) continue;
+      models++;
+      let n = this.instancesByStamp.get(stamp);
+      if (n === undefined) {
+        const stored = await this.get({ namespace, name }).catch(() => undefined);
+        // A pointer that cannot be read counts as one instance (it cannot be loaded as stored).
+        n = stored ? requestedInstances(stored.pointer.config) : 1;
+        if (this.instancesByStamp.size >= MAX_MEMO) this.instancesByStamp.clear();
+        this.instancesByStamp.set(stored?.stamp ?? stamp, n);
+      }
+      instances += n;
+    }
+    return { models, instances };
   }
 
   /** The store's location (for logs). */
