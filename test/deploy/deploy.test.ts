@@ -11,7 +11,7 @@
  *   watcher.go) replayed against a real Warden on the agent's model folder.
  * A tool whose Go module cannot be downloaded skips its tests, saying so; any other build failure fails.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -34,14 +34,23 @@ const KUBERNETES_VERSION = '1.27.0';
 
 type ToolResult = { path: string; version: string; built: boolean; seconds: number } | { error: string; download: boolean };
 
-/** Builds (or finds) the pinned tools; the build is skipped when the pinned version is there. */
-function deployTools(): Record<'helm' | 'kubeconform', ToolResult> {
-  const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'scripts', 'deploy-tools.mjs')], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
-  if (r.status !== 0) throw new Error(`scripts/deploy-tools.mjs exited ${r.status}: ${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<'helm' | 'kubeconform', ToolResult>;
+/**
+ * Builds (or finds) the pinned tools; the build is skipped when the pinned version is there. The
+ * first build on a machine takes minutes (helm from source): it runs in a child process while this
+ * worker's event loop stays free (a synchronous wait that long would stall vitest's worker RPC).
+ */
+async function deployTools(): Promise<Record<'helm' | 'kubeconform', ToolResult>> {
+  const child = spawn(process.execPath, [join(PROJECT_ROOT, 'scripts', 'deploy-tools.mjs')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d));
+  child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d).slice(-8192)));
+  const status = await new Promise<number | null>((r) => child.on('close', r));
+  if (status !== 0) throw new Error(`scripts/deploy-tools.mjs exited ${status}: ${stderr}`);
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<'helm' | 'kubeconform', ToolResult>;
 }
 
-const tools = deployTools();
+const tools = await deployTools();
 /** The tool's path; undefined (its tests skipped) only when its Go module could not be downloaded. */
 function toolPath(name: 'helm' | 'kubeconform'): string | undefined {
   const t = tools[name];
