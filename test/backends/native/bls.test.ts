@@ -8,17 +8,17 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nativeAddon } from '../../../host/src/platform/addon.js';
-import { postJson } from '../../helpers/repo.js';
+import { postJson, type TempRepo } from '../../helpers/repo.js';
 import { copyRepoModel, nativeServerPerFile } from './helpers.js';
 
 const io = (dir: 'input' | 'output', name: string, type: string, dims: string) => `${dir} { name: "${name}" data_type: ${type} dims: ${dims} }`;
 
-function bls(name: string, target: string, tensors: string[], extra = ''): void {
-  native.repo.write(
+function bls(repo: TempRepo, name: string, target: string, tensors: string[], extra = ''): void {
+  repo.write(
     `${name}/config.pbtxt`,
     `backend: "warden_bls"\nmax_batch_size: 0\n${tensors.join('\n')}\nparameters { key: "target_model" value { string_value: "${target}" } }\n${extra}`,
   );
-  mkdirSync(join(native.repo.path, name, '1'), { recursive: true });
+  mkdirSync(join(repo.path, name, '1'), { recursive: true });
 }
 
 const native = nativeServerPerFile(
@@ -31,20 +31,20 @@ const native = nativeServerPerFile(
     mkdirSync(join(repo.path, 'identity_slow', '1'), { recursive: true });
     const idIo = [io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]'), io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]')];
     // Looser dims than the target's [16]: the target's own validation answers a bad shape.
-    bls('bls_onnx', 'addsub_onnx', [
+    bls(repo, 'bls_onnx', 'addsub_onnx', [
       io('input', 'INPUT0', 'TYPE_FP32', '[ -1 ]'),
       io('input', 'INPUT1', 'TYPE_FP32', '[ -1 ]'),
       io('output', 'OUTPUT0', 'TYPE_FP32', '[ -1 ]'),
       io('output', 'OUTPUT1', 'TYPE_FP32', '[ -1 ]'),
     ]);
-    bls('bls_wasm', 'identity_wasm', idIo);
-    bls('bls_native', 'identity_native', idIo);
+    bls(repo, 'bls_wasm', 'identity_wasm', idIo);
+    bls(repo, 'bls_native', 'identity_native', idIo);
     // The BLS backend in a backend-host process: its in-process calls come back to this server.
-    bls('bls_isolated', 'identity_native', idIo, 'parameters { key: "warden.isolation" value { string_value: "process" } }');
-    bls('bls_slow', 'identity_slow', idIo, 'instance_group { kind: KIND_CPU count: 2 }');
-    bls('bls_missing', 'no_such_model', idIo);
-    bls('bls_evil', '../../../etc', idIo);
-    bls('bls_repeat', 'repeat_native', [
+    bls(repo, 'bls_isolated', 'identity_native', idIo, 'parameters { key: "warden.isolation" value { string_value: "process" } }');
+    bls(repo, 'bls_slow', 'identity_slow', idIo, 'instance_group { kind: KIND_CPU count: 2 }');
+    bls(repo, 'bls_missing', 'no_such_model', idIo);
+    bls(repo, 'bls_evil', '../../../etc', idIo);
+    bls(repo, 'bls_repeat', 'repeat_native', [
       io('input', 'IN', 'TYPE_INT32', '[ -1 ]'),
       io('input', 'DELAY', 'TYPE_UINT32', '[ -1 ]'),
       io('input', 'WAIT', 'TYPE_UINT32', '[ 1 ]'),

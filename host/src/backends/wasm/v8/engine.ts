@@ -13,7 +13,7 @@ import type { InstanceSpec } from '../../../contract/types.js';
 import { WASM_PAGE_BYTES } from '../binary.js';
 import { DEFAULT_IDLE_MS } from '../limits.js';
 import type { SandboxMemory } from '../memory-budget.js';
-import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, SandboxEngine } from '../engine.js';
+import type { CompiledComponent, CompileInput, HostConfig, SandboxEngine } from '../engine.js';
 import { SandboxInstance, type WorkerCounter } from './instance.js';
 import { capMemories } from './memory-cap.js';
 import { TranspileCache, type CacheLimits } from './transpile.js';
@@ -136,14 +136,7 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
    * @throws TritonError as {@link SandboxEngine.instantiate}; INTERNAL for a component compiled
    *   by another engine
    */
-  async instantiate(
-    compiled: V8Compiled,
-    spec: InstanceSpec,
-    host: HostConfig,
-    executeMs: number,
-    logger: Logger,
-    memory?: SandboxMemory,
-  ): Promise<SandboxedInstance> {
+  async instantiate(compiled: V8Compiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger, memory?: SandboxMemory) {
     if (compiled.engine !== V8_ENGINE) throw err.engineMismatch(V8_ENGINE, compiled.engine);
     const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules, memoryCounts: compiled.memoryCounts, maxMemories: compiled.memories };
     const idleMs = host.limits.idleMs ?? this.idleMs;

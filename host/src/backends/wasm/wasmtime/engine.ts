@@ -14,7 +14,7 @@ import * as errors from '../sandbox.errors.js';
 import { fromAddonError } from '../../../platform/addon.js';
 import type { InstanceSpec } from '../../../contract/types.js';
 import type { EngineOptions } from '../engines.js';
-import type { CompiledComponent, CompileInput, HostConfig, SandboxedInstance, SandboxEngine } from '../engine.js';
+import type { CompiledComponent, CompileInput, HostConfig, SandboxEngine } from '../engine.js';
 import { DEFAULT_CACHE_LIMITS } from '../v8/transpile.js';
 import { DEFAULT_IDLE_MS } from '../limits.js';
 import type { SandboxMemory } from '../memory-budget.js';
@@ -227,14 +227,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
    * @throws TritonError as {@link SandboxEngine.instantiate}; INTERNAL for a component compiled
    *   by another engine
    */
-  async instantiate(
-    compiled: WasmtimeCompiled,
-    spec: InstanceSpec,
-    host: HostConfig,
-    executeMs: number,
-    logger: Logger,
-    memory?: SandboxMemory,
-  ): Promise<SandboxedInstance> {
+  async instantiate(compiled: WasmtimeCompiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger, memory?: SandboxMemory) {
     if (compiled.engine !== WASMTIME_ENGINE) throw errors.engineMismatch(WASMTIME_ENGINE, compiled.engine);
     return WasmtimeInstance.start({
       port: this,
