@@ -13,7 +13,7 @@
  * RSS per model, bytes on disk of the upload directory (each inode once), and the first-request
  * latency of a released model (p50 / p90 over 20 models).
  */
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashToken } from '../host/src/tenancy/token.js';
@@ -150,6 +150,7 @@ async function runEngine(ctx: BenchContext, engine: string, n: number, tenants: 
     };
   } finally {
     await server.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -3,7 +3,7 @@
  * tenant's upload quota and the server's upload cap) and unload, each audited
  * (DESIGN "Multi-tenancy": loads, unloads and deletes leave an audit line).
  */
-import { webcrypto } from 'node:crypto';
+import { sha256Of } from '../contract/content-digest.js';
 import type { Logger } from 'pino';
 import type { PathScrubber } from '../contract/public-errors.js';
 import type { ModelKey, Principal } from '../contract/types.js';
@@ -49,13 +49,9 @@ export class RepositoryControl {
    */
   async loadModel(principal: Principal, name: string, options: LoadOptions): Promise<void> {
     const key = this.names.controlKeyOf(principal, name);
-    // Hashed on the thread pool (WebCrypto), not the event loop: an upload may be megabytes.
+    // Hashed on the thread pool, once: the upload store names its blobs by the same digests.
     const files = await Promise.all(
-      [...(options.files ?? new Map<string, Uint8Array>())].map(async ([path, data]) => ({
-        path,
-        sha256: Buffer.from(await webcrypto.subtle.digest('SHA-256', data)).toString('hex'),
-        bytes: data.length,
-      })),
+      [...(options.files ?? new Map<string, Uint8Array>())].map(async ([path, data]) => ({ path, sha256: await sha256Of(data), bytes: data.length })),
     );
     const audit = (outcome: 'ok' | 'error', reason?: string) =>
       this.logger && auditEvent(this.logger, { event: 'load', tenant: auditTenant(principal, key), model: key.name, files, outcome, reason });

@@ -12,7 +12,8 @@
  * discard and start-up clean-up), as are temp files a crash left. Only names of this scheme are
  * ever removed.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256Of } from '../contract/content-digest.js';
 import { link, lstat, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -36,11 +37,6 @@ export class UploadBlobs {
     private readonly fsyncDir: (p: string) => Promise<void>,
   ) {}
 
-  /** SHA-256 of `data`, hex. */
-  static hash(data: Uint8Array): string {
-    return createHash('sha256').update(data).digest('hex');
-  }
-
   /**
    * Makes `dest` (a path that must not exist) a hard link to the blob of `data`, writing and
    * fsyncing the blob first when it is new. The caller fsyncs `dest`'s folder.
@@ -49,7 +45,7 @@ export class UploadBlobs {
    */
   async place(dest: string, data: Uint8Array): Promise<{ hash: string; written: boolean }> {
     await this.ensure();
-    const hash = UploadBlobs.hash(data);
+    const hash = await sha256Of(data);
     const blob = join(this.dir, hash);
     // a blob swept away between the check and the link is written again
     for (let attempt = 0; ; attempt++) {

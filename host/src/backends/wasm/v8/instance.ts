@@ -152,15 +152,21 @@ export class SandboxInstance implements SandboxedInstance {
       cancelFlags: this.cancelFlags,
     };
     this.stats.starts++;
-    const worker = new Worker(entry.script, {
-      eval: entry.eval,
-      workerData: init,
-      env: {},
-      stdout: true,
-      stderr: true,
-      // JS heap of the glue (lifted values); wasm memory is bounded by the rewritten maximum
-      resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
-    });
+    let worker: Worker;
+    try {
+      worker = new Worker(entry.script, {
+        eval: entry.eval,
+        workerData: init,
+        env: {},
+        stdout: true,
+        stderr: true,
+        // JS heap of the glue (lifted values); wasm memory is bounded by the rewritten maximum
+        resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
+      });
+    } catch (e) {
+      lease?.release();
+      throw e;
+    }
     this.booting = worker;
     const workers = this.p.workers;
     workers.live++;
