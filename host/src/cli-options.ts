@@ -55,7 +55,8 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --wasm-max-total-memory-bytes=<n> cap on all sandboxes' memory together (default ${DEFAULT_WASM_LIMITS.maxTotalMemoryBytes})
   --wasm-engine=<name>            sandbox engine of wasm models: ${ENGINE_NAMES.join(' | ')} (default ${DEFAULT_ENGINE});
                                   a model may pick its own with parameters { key: "engine" }
-  --wasm-idle-timeout-ms=<n>      release an idle instance's sandbox (and its memory) after n ms, 0 = never (default ${DEFAULT_IDLE_MS});
+  --wasm-idle-timeout-ms=<n>      release an idle instance's sandbox (and its memory) after n ms, 0 = never (default:
+                                  ${DEFAULT_IDLE_MS} for uploaded models, never for the repositories' models);
                                   a model may set its own with parameters { key: "idle_timeout_ms" }
   --wasm-cache-directory=<path>   the sandbox engines' compile caches (default .cache/wasm; writable)
   --wasm-cache-max-entries=<n>    transpiled-component cache entries (default ${DEFAULT_CACHE_LIMITS.maxEntries})
@@ -659,7 +660,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
       maxTotalMemoryBytes: int('wasm-max-total-memory-bytes', v['wasm-max-total-memory-bytes'], DEFAULT_WASM_LIMITS.maxTotalMemoryBytes, 65536),
     },
     wasmEngine: engineOption(v['wasm-engine']),
-    wasmIdleMs: int('wasm-idle-timeout-ms', v['wasm-idle-timeout-ms'], DEFAULT_IDLE_MS, 0),
+    wasmIdleMs: v['wasm-idle-timeout-ms'] === undefined ? undefined : int('wasm-idle-timeout-ms', v['wasm-idle-timeout-ms'], DEFAULT_IDLE_MS, 0),
     wasmCacheLimits: {
       maxEntries: int('wasm-cache-max-entries', v['wasm-cache-max-entries'], DEFAULT_CACHE_LIMITS.maxEntries, 1),
       maxBytes: int('wasm-cache-max-bytes', v['wasm-cache-max-bytes'], DEFAULT_CACHE_LIMITS.maxBytes, 1),

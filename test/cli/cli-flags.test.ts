@@ -131,7 +131,9 @@ describe('parsing', () => {
   });
 
   it('--wasm-engine picks the sandbox engine; --wasm-idle-timeout-ms the idle policy', () => {
-    expect(parseCli(['--model-repository=/m'])).toMatchObject({ wasmEngine: 'v8', wasmIdleMs: 30000 });
+    // No flag: the resolver's default (uploads released after DEFAULT_IDLE_MS, the repositories' models never).
+    expect(parseCli(['--model-repository=/m'])).toMatchObject({ wasmEngine: 'v8', wasmIdleMs: undefined });
+    expect(parseCli(['--model-repository=/m', '--wasm-idle-timeout-ms=30000'])).toMatchObject({ wasmIdleMs: 30000 });
     expect(parseCli(['--model-repository=/m', '--wasm-engine=wasmtime', '--wasm-idle-timeout-ms=0'])).toMatchObject({
       wasmEngine: 'wasmtime',
       wasmIdleMs: 0,

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TritonError } from '../../../host/src/contract/errors.js';
 import { MemoryBudget, SERVER_BUDGET_NAME, WasmBackendResolver, type WasmModel } from '../../../host/src/backends/wasm/index.js';
+import { DEFAULT_IDLE_MS } from '../../../host/src/backends/wasm/limits.js';
 import type { SandboxedInstance } from '../../../host/src/backends/wasm/engine.js';
 import * as h from './helpers.js';
 import { until } from '../../helpers/wait.js';
@@ -122,14 +123,14 @@ describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) 
     ws.keep(r);
     return r;
   }
-  async function load(r: WasmBackendResolver, name: string, instances = 1, fixture = 'identity', namespace = ''): Promise<WasmModel> {
+  async function load(r: WasmBackendResolver, name: string, instances = 1, fixture = 'identity', namespace = '', uploaded = false): Promise<WasmModel> {
     const dir = join(ws.dir, name);
     mkdirSync(join(dir, '1'), { recursive: true });
     copyFileSync(join(BUILD, `${fixture}.wasm`), join(dir, '1', 'model.wasm'));
     const cfg = h.wasmConfig(name, io.inputs, io.outputs);
     cfg.instance_group[0]!.count = instances;
     const { backendResolveRequest, modelLoadContext } = await import('../../../host/src/contract/load-context.js');
-    const request = backendResolveRequest(cfg, dir, 1);
+    const request = backendResolveRequest(cfg, dir, 1, uploaded ? { kind: 'upload', tenant: namespace } : undefined);
     const req = namespace ? { ...request, key: { ...request.key, namespace } } : request;
     const backend = await r.resolve(req);
     return (await backend!.loadModel(modelLoadContext(req, 1, { logger: h.silentLogger }))) as WasmModel;
@@ -235,6 +236,20 @@ describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) 
     expect(r.memoryBudget.usedBytes).toBe(0);
   });
 
+  it("without a server idle policy, uploads are released after DEFAULT_IDLE_MS and the repositories' models stay warm", async () => {
+    const r = new WasmBackendResolver({
+      cacheDir: join(ws.dir, 'cache'),
+      limits: { maxMemoryBytes: 16 * MiB, maxExecuteMs: 5000, maxLogBytes: 4096, maxTotalMemoryBytes: 64 * MiB },
+      logger: h.silentLogger,
+      engine,
+    });
+    ws.keep(r);
+    const idleOf = (m: WasmModel) => (m as unknown as { host: { limits: { idleMs?: number } } }).host.limits.idleMs;
+    expect(idleOf(await load(r, 'warm_op'))).toBe(0);
+    expect(idleOf(await load(r, 'up_acme', 1, 'identity', 'acme', true))).toBeUndefined(); // the engine's default
+    expect((r.getBackend().engine as unknown as { idleMs: number }).idleMs).toBe(DEFAULT_IDLE_MS);
+  });
+
   it('the idle policy releases a sandbox and its memory; the next request starts it again', async () => {
     const r = resolver(64 * MiB, undefined, 30);
     const m = await load(r, 'idle_rel');
@@ -320,7 +335,7 @@ describe.each(h.ENGINES.flatMap((e) => [[e, false] as const, [e, true] as const]
       limits: { maxMemoryBytes: 64 * MiB, maxExecuteMs: 5000, maxLogBytes: 4096, maxTotalMemoryBytes: 48 * MiB },
       logger: h.silentLogger,
       engine,
-      idleMs: idle ? undefined : 0, // undefined: the default idle policy
+      idleMs: idle ? 30_000 : 0, // a server idle policy applies to the repository's models too
     });
     return { modelControlMode: 'explicit', backendResolvers: [resolver] };
   });
@@ -354,7 +369,7 @@ describe.each(h.ENGINES.flatMap((e) => [[e, false] as const, [e, true] as const]
     expect((await infer('big')).body.outputs![0]!.data).toEqual([1, 2]);
   });
 
-  it.runIf(idle)('with the default idle policy, a load takes the room of idle sandboxes, and theirs is taken back on their next request', async () => {
+  it.runIf(idle)('with an idle policy, a load takes the room of idle sandboxes, and theirs is taken back on their next request', async () => {
     expect((await post('/v2/repository/models/small/load')).status).toBe(200);
     expect((await post('/v2/repository/models/big/load')).status).toBe(200);
     expect(resolver.memoryBudget.usedBytes).toBe(48 * MiB); // 3 of the 4 sandboxes: one of small's was released

@@ -189,6 +189,12 @@ export class WasmBackend implements Backend {
     private readonly otherEngine?: (name: EngineName) => SandboxEngine,
     /** Digests of unchanged component files, across restarts (none: every load hashes its component). */
     private readonly digests?: ComponentDigests,
+    /**
+     * The idle policy of the operator's models (origin repository) that set none: undefined = the
+     * engine's default, as for uploads. A server without `--wasm-idle-timeout-ms` keeps its own
+     * models' sandboxes warm (0) while tenants' uploads are released after `DEFAULT_IDLE_MS`.
+     */
+    private readonly operatorIdleMs?: number,
   ) {
     this.memoryBudget = budgets.server ?? new MemoryBudget(SERVER_BUDGET_NAME, caps.maxTotalMemoryBytes ?? DEFAULT_WASM_LIMITS.maxTotalMemoryBytes);
     this.budgetFor = budgets.budgetFor;
@@ -237,7 +243,9 @@ export class WasmBackend implements Backend {
   async loadModel(ctx: ModelLoadContext): Promise<WasmModel> {
     const t0 = performance.now();
     const config = ctx.config;
-    const limits = modelLimits(config, this.caps);
+    const own = modelLimits(config, this.caps);
+    const limits =
+      own.idleMs === undefined && ctx.origin.kind === 'repository' && this.operatorIdleMs !== undefined ? { ...own, idleMs: this.operatorIdleMs } : own;
     const file = config.default_model_filename || DEFAULT_COMPONENT_FILE;
     if (file.includes('/') || file.includes('\\') || file === '..') throw err.componentFileName(ctx.name, file);
     const { path, st, read } = await statComponent(ctx, file);

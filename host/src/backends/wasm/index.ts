@@ -43,7 +43,10 @@ export interface WasmBackendOptions {
   engine?: EngineName;
   /** wasmtime: pooling allocator and epoch settings. */
   wasmtimePool?: WasmtimePoolOptions;
-  /** Both engines: default idle policy (ms; 0 = never release an idle instance's sandbox; default `DEFAULT_IDLE_MS`, 30 s). */
+  /**
+   * Both engines: default idle policy (ms; 0 = never release an idle instance's sandbox). Absent:
+   * uploaded models are released after `DEFAULT_IDLE_MS` (30 s), the operator's models never.
+   */
   idleMs?: number;
   /**
    * Bounds of the compile cache: `maxEntries` (default 256) and `maxBytes` (default 2 GiB); past
@@ -135,6 +138,8 @@ export class WasmBackendResolver implements BackendResolver {
         { server: this.memoryBudget, budgetFor: this.memoryBudgetFor },
         make,
         this.digests(),
+        // No idle policy given: the operator's models stay warm, uploads follow DEFAULT_IDLE_MS.
+        this.idleMs === undefined ? 0 : undefined,
       );
     }
     return this.backend;
