@@ -156,7 +156,13 @@ export async function benchFleet(ctx: BenchContext): Promise<unknown> {
         if (r.status !== 200) throw new Error(`cold infer ${name} on the other replica: ${r.status} ${await r.text()}`);
         (k === 0 ? first : later).push(t);
       }
-      coldRows.push([engine, ms(first[0]!), ms(pct(later, 50)), ms(pct(later, 90))]);
+      // Where replica B took the first model's component from (wasmtime: compiled, or the fleet's shared tier).
+      const loaded = b
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"model":"m0"') && l.includes('sandboxed model loaded'));
+      const from = /"compiledFrom":"([a-z-]+)"/.exec(loaded ?? '')?.[1] ?? '—';
+      coldRows.push([engine, ms(first[0]!), from, ms(pct(later, 50)), ms(pct(later, 90))]);
       // Propagation of a re-upload (a new config) and of a delete, seen on the other replica.
       const upd: number[] = [];
       const del: number[] = [];
@@ -179,7 +185,7 @@ export async function benchFleet(ctx: BenchContext): Promise<unknown> {
     }
     ctx.section(
       'fleet: cold load of an uploaded model on a replica that never loaded it (first request over HTTP, ms; wasmtime with the shared compile cache)',
-      ctx.table(['engine', 'first model (component new here)', 'later models p50', 'later p90'], coldRows),
+      ctx.table(['engine', 'first model (component new here)', 'its compiled component from', 'later models p50', 'later p90'], coldRows),
     );
     ctx.section(
       'fleet: propagation to the other replica (--upload-store-poll-secs=1; ms from the request on one replica to the change served by the other)',
