@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { haproxyConfig } from '../tools/haproxy.js';
 import type { BenchContext, ChildServer } from './ctx.js';
 
 const MOTO = '.venv-s3/bin/moto_server';
@@ -206,20 +207,10 @@ export async function benchFleet(ctx: BenchContext): Promise<unknown> {
     const cfg = join(dir, 'haproxy.cfg');
     writeFileSync(
       cfg,
-      [
-        'defaults',
-        '  mode http',
-        '  timeout connect 2s',
-        '  timeout client 30s',
-        '  timeout server 30s',
-        'frontend fleet',
-        `  bind 127.0.0.1:${lbPort}`,
-        '  default_backend warden',
-        'backend warden',
-        '  balance roundrobin',
-        ...three.map((s, i) => `  server r${i} 127.0.0.1:${s.port}`),
-        '',
-      ].join('\n'),
+      haproxyConfig(
+        `127.0.0.1:${lbPort}`,
+        three.map((s) => `127.0.0.1:${s.port}`),
+      ),
     );
     const lb = await ctx.startChild('haproxy', 'haproxy', ['-f', cfg, '-db'], lbPort, '/v2/health/ready');
     servers.push(lb);

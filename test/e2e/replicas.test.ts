@@ -22,6 +22,7 @@ import { redisServerMissing, startRedis, type RedisTestServer } from '../helpers
 import { freePort, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
 import { ensureMoto, S3_TEST_ENV, startS3Server, type S3TestServer } from '../helpers/s3-server.js';
 import { writeTenantsFile } from '../helpers/servers.js';
+import { haproxyConfig } from '../../tools/haproxy.js';
 import { sleep, until } from '../helpers/wait.js';
 
 const TOKENS = { acme: 'acme-token-0123456789abcdefghijkl', bob: 'bob-token-0123456789abcdefghijklmn' };
@@ -108,26 +109,11 @@ beforeAll(async () => {
   const cfg = join(dir, 'haproxy.cfg');
   writeFileSync(
     cfg,
-    [
-      'defaults',
-      '  mode http',
-      '  timeout connect 2s',
-      '  timeout client 30s',
-      '  timeout server 30s',
-      '  retries 3',
-      '  option redispatch',
-      // A request the killed replica never answered is sent to another one (inference here is idempotent).
-      '  retry-on conn-failure empty-response response-timeout',
-      'frontend fleet',
-      `  bind ${balancer}`,
-      '  default_backend warden',
-      'backend warden',
-      '  balance roundrobin',
-      '  option httpchk GET /v2/health/ready',
-      '  http-check expect status 200',
-      ...replicas.map((r, i) => `  server r${i} ${r.http} check inter 200 fall 1 rise 2`),
-      '',
-    ].join('\n'),
+    haproxyConfig(
+      balancer,
+      replicas.map((r) => r.http),
+      true,
+    ),
   );
   haproxy = spawn('haproxy', ['-f', cfg, '-db'], { stdio: 'ignore' });
   await until(

@@ -78,6 +78,22 @@ async function identityWorks(m: WasmModel): Promise<void> {
   await inst.finalize();
 }
 
+/** The identity fixture as an engine's compile input; `reads.n` counts how often its bytes were asked for. */
+function identityInput(reads: { n: number }) {
+  const bytes = readFileSync(join(BUILD, 'identity.wasm'));
+  return {
+    bytes: async () => {
+      reads.n++;
+      return bytes;
+    },
+    hash: createHash('sha256').update(bytes).digest('hex'),
+    surface: componentSurface(bytes),
+    memories: definedMemories(bytes),
+    limits: { memoryBytes: 16 * 1024 * 1024, executeMs: 1000, logBytes: 4096, logMessages: 16 },
+    what: 'identity',
+  };
+}
+
 /** The one compiled entry (`.cwasm`) in compile cache `cache`. */
 function entryOf(cache: string): string {
   const dir = join(cache, 'wasmtime');
@@ -155,21 +171,9 @@ describe('wasmtime compile cache (.cwasm)', () => {
 
   it('a cache hit never asks for the component bytes; a miss asks once (the first load of a cached component maps only the .cwasm)', async () => {
     const cache = mkdtempSync(join(ws.dir, 'cache-'));
-    const bytes = readFileSync(join(BUILD, 'identity.wasm'));
-    const input = (reads: { n: number }) => ({
-      bytes: async () => {
-        reads.n++;
-        return bytes;
-      },
-      hash: createHash('sha256').update(bytes).digest('hex'),
-      surface: componentSurface(bytes),
-      memories: definedMemories(bytes),
-      limits: { memoryBytes: 16 * 1024 * 1024, executeMs: 1000, logBytes: 4096, logMessages: 16 },
-      what: 'identity',
-    });
     const compileIn = async (reads: { n: number }) => {
       const engine = new WasmtimeEngineClass({ cacheDir: cache, logger: h.silentLogger });
-      const c = await engine.compile(input(reads));
+      const c = await engine.compile(identityInput(reads));
       engine.release(c);
       await engine.dispose();
       return c.source;
@@ -410,18 +414,6 @@ describe('wasmtime compile cache: verified stamps (a first load trusts an unchan
 });
 
 describe("wasmtime compile cache: the fleet's shared tier (remote-cache.ts)", () => {
-  const bytes = readFileSync(join(BUILD, 'identity.wasm'));
-  const input = (reads: { n: number }) => ({
-    bytes: async () => {
-      reads.n++;
-      return bytes;
-    },
-    hash: createHash('sha256').update(bytes).digest('hex'),
-    surface: componentSurface(bytes),
-    memories: definedMemories(bytes),
-    limits: { memoryBytes: 16 * 1024 * 1024, executeMs: 1000, logBytes: 4096, logMessages: 16 },
-    what: 'identity',
-  });
   /** A shared tier in memory: entry name → bytes. */
   const memoryTier = (entries = new Map<string, Uint8Array>()): RemoteCompileCache & { entries: Map<string, Uint8Array> } => ({
     entries,
@@ -433,7 +425,7 @@ describe("wasmtime compile cache: the fleet's shared tier (remote-cache.ts)", ()
   });
   const compileWith = async (cacheKey: Buffer, remoteCache: RemoteCompileCache, reads: { n: number }) => {
     const engine = new WasmtimeEngineClass({ cacheDir: mkdtempSync(join(ws.dir, 'fleet-')), logger: h.silentLogger, cacheKey, remoteCache });
-    const c = await engine.compile(input(reads));
+    const c = await engine.compile(identityInput(reads));
     engine.release(c);
     await engine.dispose();
     return c.source;
