@@ -159,7 +159,11 @@ export class UploadSource implements ModelSource {
   async holds(key: ModelKey): Promise<boolean> {
     if (key.namespace === '') return false;
     // A pointer that cannot be read counts as held: the load then fails with the reason.
-    if (this.opts.shared) return (await this.sharedPointer(this.opts.shared, key).catch(() => true)) !== undefined;
+    if (this.opts.shared)
+      return this.sharedPointer(this.opts.shared, key).then(
+        (stored) => stored !== undefined,
+        () => true,
+      );
     return (await this.storeRef?.current(key).catch(() => undefined)) !== undefined;
   }
 

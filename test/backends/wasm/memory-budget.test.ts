@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { TritonError } from '../../../host/src/contract/errors.js';
 import { MemoryBudget, SERVER_BUDGET_NAME, WasmBackendResolver, type WasmModel } from '../../../host/src/backends/wasm/index.js';
 import { DEFAULT_IDLE_MS } from '../../../host/src/backends/wasm/limits.js';
+import { idlePolicy } from '../../../host/src/backends/wasm/backend.js';
 import type { SandboxedInstance } from '../../../host/src/backends/wasm/engine.js';
 import * as h from './helpers.js';
 import { until } from '../../helpers/wait.js';
@@ -123,11 +124,19 @@ describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) 
     ws.keep(r);
     return r;
   }
-  async function load(r: WasmBackendResolver, name: string, instances = 1, fixture = 'identity', namespace = '', uploaded = false): Promise<WasmModel> {
+  async function load(
+    r: WasmBackendResolver,
+    name: string,
+    instances = 1,
+    fixture = 'identity',
+    namespace = '',
+    uploaded = false,
+    params: Record<string, string> = {},
+  ): Promise<WasmModel> {
     const dir = join(ws.dir, name);
     mkdirSync(join(dir, '1'), { recursive: true });
     copyFileSync(join(BUILD, `${fixture}.wasm`), join(dir, '1', 'model.wasm'));
-    const cfg = h.wasmConfig(name, io.inputs, io.outputs);
+    const cfg = h.wasmConfig(name, io.inputs, io.outputs, { params });
     cfg.instance_group[0]!.count = instances;
     const { backendResolveRequest, modelLoadContext } = await import('../../../host/src/contract/load-context.js');
     const request = backendResolveRequest(cfg, dir, 1, uploaded ? { kind: 'upload', tenant: namespace } : undefined);
@@ -246,8 +255,23 @@ describe.each(h.ENGINES)('%s engine: instances and the memory budget', (engine) 
     ws.keep(r);
     const idleOf = (m: WasmModel) => (m as unknown as { host: { limits: { idleMs?: number } } }).host.limits.idleMs;
     expect(idleOf(await load(r, 'warm_op'))).toBe(0);
-    expect(idleOf(await load(r, 'up_acme', 1, 'identity', 'acme', true))).toBeUndefined(); // the engine's default
+    expect(idleOf(await load(r, 'up_acme', 1, 'identity', 'acme', true))).toBe(DEFAULT_IDLE_MS);
+    // A tenant cannot pin its sandbox's memory by asking never to be released.
+    expect(idleOf(await load(r, 'up_pinned', 1, 'identity', 'acme', true, { idle_timeout_ms: '0' }))).toBe(DEFAULT_IDLE_MS);
     expect((r.getBackend().engine as unknown as { idleMs: number }).idleMs).toBe(DEFAULT_IDLE_MS);
+  });
+
+  it.each([
+    ['0 (never release)', '0', DEFAULT_IDLE_MS],
+    ['longer than the default', String(10 * DEFAULT_IDLE_MS), DEFAULT_IDLE_MS],
+    ['shorter than the default', '1000', 1000],
+  ])("an upload's idle_timeout_ms of %s: it may be released sooner, never later nor never", (_what, asked, got) => {
+    const defaults = { repository: 0, upload: DEFAULT_IDLE_MS };
+    const upload = { kind: 'upload', tenant: 'acme' } as const;
+    expect(idlePolicy(Number(asked), upload, defaults)).toBe(got);
+    // The operator's models keep what they ask for; a server that never releases uploads lets them choose.
+    expect(idlePolicy(Number(asked), { kind: 'repository', repository: '/r' }, defaults)).toBe(Number(asked));
+    expect(idlePolicy(Number(asked), upload, { repository: 0, upload: 0 })).toBe(Number(asked));
   });
 
   it('the idle policy releases a sandbox and its memory; the next request starts it again', async () => {

@@ -9,7 +9,7 @@
 import type { BigIntStats } from 'node:fs';
 import type { Logger } from 'pino';
 import * as err from './sandbox.errors.js';
-import type { Backend, BackendModel, InstanceSpec, ModelLoadContext } from '../../contract/types.js';
+import type { Backend, BackendModel, InstanceSpec, ModelLoadContext, ModelOrigin } from '../../contract/types.js';
 import type { ModelConfig } from '../../contract/model-config.js';
 import { fromConfigDataType } from '../../contract/datatypes.js';
 import { componentSource } from './component-source.js';
@@ -17,7 +17,7 @@ import { ModelFileError, openModelFile, readModelFile } from '../../repository/m
 import type { ComponentDigests } from './digests.js';
 import type { CompiledComponent, HostConfig, SandboxedInstance, SandboxEngine } from './engine.js';
 import { engineOfConfig, type EngineName } from './engines.js';
-import { DEFAULT_WASM_LIMITS, modelLimits, PARAM_MEMORY, type ModelLimits, type WasmLimits } from './limits.js';
+import { DEFAULT_IDLE_MS, DEFAULT_WASM_LIMITS, modelLimits, PARAM_MEMORY, type ModelLimits, type WasmLimits } from './limits.js';
 import { MemoryBudget, SERVER_BUDGET_NAME, type MemoryBudgetFor, type SandboxMemory } from './memory-budget.js';
 import type { OutputSpec } from './wire.js';
 
@@ -168,6 +168,24 @@ export class WasmModel implements BackendModel {
 }
 
 /** The `wasm` backend: one per resolver, shared by every sandboxed model, on one engine. */
+/** The idle policy (ms; 0 = never release) of models that set none, by origin. */
+export interface IdleDefaults {
+  readonly repository: number;
+  readonly upload: number;
+}
+
+/**
+ * The idle policy a model runs under (ms; 0 = never release). An operator's model: its own
+ * `idle_timeout_ms`, else the repository default. An upload: it may ask to be released sooner than
+ * the upload default, never later nor never (a tenant cannot keep sandbox memory pinned while it
+ * sends nothing; DESIGN "Multi-tenancy"), unless the server itself never releases uploads (0).
+ */
+export function idlePolicy(own: number | undefined, origin: ModelOrigin, defaults: IdleDefaults): number {
+  if (origin.kind === 'repository') return own ?? defaults.repository;
+  if (defaults.upload <= 0) return own ?? 0;
+  return own === undefined || own <= 0 ? defaults.upload : Math.min(own, defaults.upload);
+}
+
 export class WasmBackend implements Backend {
   readonly name = 'wasm';
   private readonly models = new Set<WasmModel>();
@@ -190,11 +208,10 @@ export class WasmBackend implements Backend {
     /** Digests of unchanged component files, across restarts (none: every load hashes its component). */
     private readonly digests?: ComponentDigests,
     /**
-     * The idle policy of the operator's models (origin repository) that set none: undefined = the
-     * engine's default, as for uploads. A server without `--wasm-idle-timeout-ms` keeps its own
-     * models' sandboxes warm (0) while tenants' uploads are released after `DEFAULT_IDLE_MS`.
+     * The idle policy (ms; 0 = never release) of models that set no `idle_timeout_ms`, by origin:
+     * the operator's repository models, and uploads ({@link idlePolicy}).
      */
-    private readonly operatorIdleMs?: number,
+    private readonly idleDefaults: IdleDefaults = { repository: 0, upload: DEFAULT_IDLE_MS },
   ) {
     this.memoryBudget = budgets.server ?? new MemoryBudget(SERVER_BUDGET_NAME, caps.maxTotalMemoryBytes ?? DEFAULT_WASM_LIMITS.maxTotalMemoryBytes);
     this.budgetFor = budgets.budgetFor;
@@ -244,8 +261,7 @@ export class WasmBackend implements Backend {
     const t0 = performance.now();
     const config = ctx.config;
     const own = modelLimits(config, this.caps);
-    const limits =
-      own.idleMs === undefined && ctx.origin.kind === 'repository' && this.operatorIdleMs !== undefined ? { ...own, idleMs: this.operatorIdleMs } : own;
+    const limits = { ...own, idleMs: idlePolicy(own.idleMs, ctx.origin, this.idleDefaults) };
     const file = config.default_model_filename || DEFAULT_COMPONENT_FILE;
     if (file.includes('/') || file.includes('\\') || file === '..') throw err.componentFileName(ctx.name, file);
     const { path, st, read } = await statComponent(ctx, file);

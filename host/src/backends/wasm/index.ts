@@ -11,7 +11,7 @@ import type { Backend, BackendResolveRequest, BackendResolver } from '../../cont
 import { WasmBackend } from './backend.js';
 import { ComponentDigests } from './digests.js';
 import { checkEngineName, createEngine, DEFAULT_CACHE_LIMITS, DEFAULT_ENGINE, type CacheLimits, type EngineName } from './engines.js';
-import { checkWasmLimits, type WasmLimits } from './limits.js';
+import { checkWasmLimits, DEFAULT_IDLE_MS, type WasmLimits } from './limits.js';
 import type { WasmtimePoolOptions } from './wasmtime/native.js';
 import { MemoryBudget, SERVER_BUDGET_NAME, type MemoryBudgetFor } from './memory-budget.js';
 
@@ -139,7 +139,7 @@ export class WasmBackendResolver implements BackendResolver {
         make,
         this.digests(),
         // No idle policy given: the operator's models stay warm, uploads follow DEFAULT_IDLE_MS.
-        this.idleMs === undefined ? 0 : undefined,
+        { repository: this.idleMs ?? 0, upload: this.idleMs ?? DEFAULT_IDLE_MS },
       );
     }
     return this.backend;
