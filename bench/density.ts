@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { WasmBackendResolver, type EngineName } from '../host/src/backends/wasm/index.js';
 import { backendResolveRequest, modelLoadContext } from '../host/src/contract/load-context.js';
+import { request, tensor } from '../tools/backend-request.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const threads = () => Number(/Threads:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN);
@@ -67,21 +68,7 @@ async function main(): Promise<void> {
   const infer = async (inst: { execute: (r: never[], s: never[]) => Promise<unknown> }) => {
     let ok = false;
     const sender = { send: () => (ok = true), sendError: () => {} };
-    const req = {
-      id: '',
-      model: 'm',
-      version: 1,
-      tenant: '',
-      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }],
-      requestedOutputs: ['OUTPUT0'],
-      parameters: {},
-      correlationId: 0,
-      flags: 0,
-      priority: 0,
-      timeoutUs: 0,
-      batchSize: 1,
-      cancelled: false,
-    };
+    const req = request('m', [tensor('INPUT0', 'FP32', [16], data)], ['OUTPUT0']);
     await inst.execute([req as never], [sender as never]);
     if (!ok) throw new Error('no response');
   };

@@ -18,6 +18,7 @@ import pino from 'pino';
 import { childPids, procCpuMicros, type BenchCase, type BenchContext, type HttpRequestSpec } from './ctx.js';
 import { CONNECTIONS, measureTargets, startCannedFloor } from './identity-floor.js';
 import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
+import { request, tensor } from '../tools/backend-request.js';
 
 /** One request to Warden; checks the answer and returns what the floor must replay. */
 async function recordIdentity(url: string, req: HttpRequestSpec): Promise<{ headers: Record<string, string>; body: Buffer }> {
@@ -84,28 +85,7 @@ export async function roundTrips(
   const once = (instance: (typeof targets)[number]['instance']) =>
     new Promise<void>((resolve, reject) => {
       const sender = { send: (_r: unknown, final: boolean) => final && resolve(), sendError: (e: Error) => reject(e) };
-      instance
-        .execute(
-          [
-            {
-              id: '',
-              model: 'identity_native',
-              version: 1,
-              tenant: '',
-              inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [16], data }],
-              requestedOutputs: ['OUTPUT0'],
-              parameters: {},
-              correlationId: 0,
-              flags: 0,
-              priority: 0,
-              timeoutUs: 0,
-              batchSize: 1,
-              cancelled: false,
-            },
-          ],
-          [sender],
-        )
-        .catch(reject);
+      instance.execute([request('identity_native', [tensor('INPUT0', 'FP32', [16], data)], ['OUTPUT0'])], [sender]).catch(reject);
     });
   try {
     for (let r = 0; r < rounds + 1; r++) {

@@ -24,6 +24,7 @@ import pino from 'pino';
 import { backendResolveRequest, modelLoadContext } from '../host/src/contract/load-context.js';
 import type { BenchCase, BenchContext, HttpRequestSpec } from './ctx.js';
 import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
+import { request, tensor } from '../tools/backend-request.js';
 
 const MiB = 1024 * 1024;
 
@@ -125,21 +126,7 @@ async function engineNumbers(ctx: BenchContext, engineName: 'v8' | 'wasmtime'): 
     let done!: () => void;
     const finished = new Promise<void>((r) => (done = r));
     const sender = { send: (_r: unknown, final: boolean) => final && done(), sendError: (_e: unknown, final: boolean) => final && done() };
-    const req = {
-      id: '',
-      model: 'm',
-      version: 1,
-      tenant: '',
-      inputs: [{ name: 'INPUT0', datatype: 'FP32' as const, shape: [16], data }],
-      requestedOutputs: ['OUTPUT0'],
-      parameters: {},
-      correlationId: 0,
-      flags: 0,
-      priority: 0,
-      timeoutUs: 0,
-      batchSize: 1,
-      cancelled: false,
-    };
+    const req = request('m', [tensor('INPUT0', 'FP32', [16], data)], ['OUTPUT0']);
     await inst.execute([req], [sender]);
     await finished;
   };
