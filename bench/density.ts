@@ -8,8 +8,7 @@
  * every instance (idle_timeout_ms = 1) and reports RSS and threads after that and the cold start of
  * a released model (p50, ms); `live` keeps every instance's sandbox instead. Run by bench/wasm.ts; figures are noise on a busy machine.
  */
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { WasmBackendResolver, type EngineName } from '../host/src/backends/wasm/index.js';
@@ -62,7 +61,10 @@ async function main(): Promise<void> {
     metric_tags: {},
     model_warmup: [],
   };
-  const work = mkdtempSync(join(tmpdir(), 'warden-density-'));
+  // Beside the component (one file system): each model's component is a hard link to it. A symbolic
+  // link would leave the model directory, which the backend's confinement refuses.
+  mkdirSync(join(ROOT, '.cache'), { recursive: true });
+  const work = mkdtempSync(join(ROOT, '.cache', 'density-'));
   const component = join(ROOT, 'model_repository', 'identity_wasm', '1', 'model.wasm');
   const data = new Uint8Array(new Float32Array(16).buffer);
   const infer = async (inst: { execute: (r: never[], s: never[]) => Promise<unknown> }) => {
@@ -81,7 +83,7 @@ async function main(): Promise<void> {
     const name = `tenant_model_${i}`;
     const dir = join(work, name);
     mkdirSync(join(dir, '1'), { recursive: true });
-    symlinkSync(component, join(dir, '1', 'model.wasm'));
+    linkSync(component, join(dir, '1', 'model.wasm'));
     const cfg = { ...config, name, parameters: idle ? { idle_timeout_ms: { string_value: '1' } } : {} };
     const t0 = performance.now();
     const c0 = process.cpuUsage();
@@ -125,6 +127,7 @@ async function main(): Promise<void> {
   }
   writeFileSync(1, `${JSON.stringify(out)}\n`);
   await resolver.finalizeAll();
+  rmSync(work, { recursive: true, force: true });
   process.exit(0);
 }
 
