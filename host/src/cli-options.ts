@@ -88,6 +88,10 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
                                   to the main thread, which keeps the models (docs/architecture.md)
   --http-main-listener=<bool>     with --http-threads: the main thread accepts HTTP connections too
                                   (default true); false leaves the port to the threads
+  --http-data-path=js|native      native: the HTTP port is served on native threads, and /infer of models
+                                  on in-process Triton C-API backends never reaches the JavaScript thread
+                                  (single-tenant mode, no --http-threads; default js; docs/architecture.md)
+  --http-data-path-threads=<n>    the native data path's threads (default: the machine's cores)
   --upload-directory=<path>       where uploads are stored (default <first repository>/.warden-uploads)
   --upload-store=s3://...         tenants' uploads kept in this object store, shared by every replica
                                   (the upload directory is then each replica's working copy)
@@ -168,6 +172,12 @@ function engineOption(v: string | undefined): ServerOptions['wasmEngine'] {
   } catch (e) {
     throw new UsageError(`--wasm-engine: ${(e as Error).message}`);
   }
+}
+
+/** `--http-data-path`: `js` (default) or `native`. @throws UsageError otherwise */
+function httpDataPath(v: string | undefined): 'js' | 'native' {
+  if (v === undefined || v === 'js' || v === 'native') return v ?? 'js';
+  throw new UsageError(`--http-data-path must be js or native, got '${v}'`);
 }
 
 /** `--http-threads`: 0..MAX_HTTP_THREADS (default 0). @throws UsageError otherwise */
@@ -498,6 +508,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
         'http-max-connections-per-address': str,
         'http-max-json-output-bytes': str,
         'http-fast-path': str,
+        'http-data-path': str,
+        'http-data-path-threads': str,
         'http-threads': str,
         'http-main-listener': str,
         tenants: str,
@@ -607,6 +619,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
     httpFastPath,
     httpThreads: httpThreads(str1('http-threads')),
     httpMainListener: bool('http-main-listener', str1('http-main-listener'), true),
+    httpDataPath: httpDataPath(str1('http-data-path')),
+    httpDataPathThreads: str1('http-data-path-threads') === undefined ? undefined : int('http-data-path-threads', str1('http-data-path-threads'), 1, 1),
     ...cacheOptions(v, ignoredFlags),
     serverId: str1('id'),
     allowHttp: bool('allow-http', str1('allow-http'), true),

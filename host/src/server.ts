@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { OnnxRuntimeResolver } from './backends/onnxruntime/index.js';
-import type { BackendResolver } from './contract/types.js';
+import type { BackendResolver, ModelKey } from './contract/types.js';
 import { ALL_UPLOAD_BACKENDS, DEFAULT_SERVER_CAPS, ServerAdmission, WASM_UPLOADS, type ServerCaps } from './lifecycle/admission.js';
 import { sandboxMemoryOf, TenantAdmission } from './tenancy/admission.js';
 import type { JwtOptions } from './tenancy/jwt.js';
@@ -20,9 +20,12 @@ import { LogSettingsStore, type LogSettings } from './dataplane/log-settings.js'
 import { TraceManager, type TraceOptions } from './trace/trace-manager.js';
 import { PathScrubber } from './contract/public-errors.js';
 import { ModelRepositoryManager, type ModelControlMode } from './lifecycle/repository-manager.js';
+import type { ModelVersion } from './lifecycle/model-version.js';
 import { ServerApi } from './dataplane/server-api.js';
 import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
-import { buildHttpFrontend } from './frontend/http/app.js';
+import { type HttpFrontend, buildHttpFrontend } from './frontend/http/app.js';
+import { NativeDataPath } from './frontend/http/data-path/native-data-path.js';
+import * as httpErrors from './frontend/http/http.errors.js';
 import { FrontendThreads, MAX_HTTP_THREADS } from './frontend/http/threads/pool.js';
 import { ConnectionBudget } from './frontend/http/connection-budget.js';
 import { NativeListener } from './frontend/http/native-accept.js';
@@ -175,6 +178,15 @@ export interface ServerOptions {
    * only the threads accept; the main thread serves their rings and proxied requests alone.
    */
   httpMainListener?: boolean;
+  /**
+   * `--http-data-path` (default `js`): `native` serves the HTTP port on native threads
+   * (frontend/http/data-path/): `/infer` requests of models whose instances are in-process Triton
+   * C-API backend instances are answered there without the JavaScript thread; everything else is
+   * forwarded to the TypeScript path. Single-tenant mode without front-end threads; needs the addon.
+   */
+  httpDataPath?: 'js' | 'native';
+  /** `--http-data-path-threads`: the native data path's threads (default: the machine's cores). */
+  httpDataPathThreads?: number;
   /** `--http-thread-count`: accepted; Node serves HTTP on one event loop, so it changes nothing. */
   httpThreadCount?: number;
   /** `--metrics-address` (default: the HTTP address). */
@@ -234,6 +246,8 @@ export interface RunningServer {
   logger: Logger;
   /** Request tracing (trace extension). */
   trace: TraceManager;
+  /** The native data path (`--http-data-path=native`), for tests and diagnostics. */
+  dataPath?: NativeDataPath;
   /** The HTTP front-end threads (`--http-threads` > 0), for tests and diagnostics. */
   httpThreads?: FrontendThreads;
   /** Graceful stop: refuse new connections, finish in-flight requests, unload models. */
@@ -277,6 +291,44 @@ async function listenNatively(
     addon.closeFd(bound.fd);
     throw e;
   }
+}
+
+/**
+ * Serves the HTTP port through the native data path (frontend/http/data-path/): a listening
+ * socket handed to the addon's threads, and the internal listener they forward to.
+ * @throws Error (UNAVAILABLE) without the addon or its data path, or when the port cannot be bound
+ */
+async function startDataPath(
+  http: FastifyInstance,
+  frontend: HttpFrontend,
+  host: string,
+  opts: ServerOptions,
+  perAddress: number,
+  maxInputSize: number,
+  logger: Logger,
+): Promise<{ dataPath: NativeDataPath; port: number }> {
+  const { nativeAddon } = await import('./platform/addon.js');
+  const addon = nativeAddon();
+  if (!addon.dataPath) throw httpErrors.dataPathUnavailable();
+  const bound = addon.reusePortListen(host, opts.httpPort ?? 8000, 511, false);
+  await http.ready();
+  const settings = frontend.serverSettings();
+  const dataPath = await NativeDataPath.start(
+    addon.dataPath,
+    bound.fd,
+    frontend.listener(),
+    settings,
+    {
+      threads: opts.httpDataPathThreads ?? availableParallelism(),
+      maxConnections: http.server.maxConnections,
+      maxConnectionsPerAddress: perAddress,
+      maxBodyBytes: maxInputSize,
+      headerTimeoutMs: settings.headersTimeout,
+      bodyTimeoutMs: settings.requestTimeout,
+    },
+    logger.child({ component: 'data-path' }),
+  );
+  return { dataPath, port: bound.port };
 }
 
 async function createResolvers(
@@ -525,6 +577,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let httpPort = -1;
   let threads: FrontendThreads | undefined;
   let nativeListener: NativeListener | undefined;
+  let dataPath: NativeDataPath | undefined;
   const perAddressConnections = (opts.httpLimits ?? DEFAULT_HTTP_LIMITS).maxConnectionsPerAddress ?? DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress;
   if (allowHttp && threadCount > 0) {
     // Every listener of the port (this thread's and each front-end thread's) is an SO_REUSEPORT
@@ -575,6 +628,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       await manager.shutdown();
       throw e;
     }
+  } else if (allowHttp && opts.httpDataPath === 'native' && !tenants) {
+    const started = await startDataPath(http, frontend, host, opts, perAddressConnections, maxInputSize, logger).catch(async (e: unknown) => {
+      await http.close().catch(() => undefined);
+      await manager.shutdown();
+      throw e;
+    });
+    dataPath = started.dataPath;
+    httpPort = started.port;
+    dataPath.attach((l) => manager.onServing(l), metrics);
+    const serving = new Map<string, { key: ModelKey; versions: ModelVersion[] }>();
+    for (const { key, version } of manager.serving()) {
+      const id = `${key.namespace}/${key.name}`;
+      const e = serving.get(id) ?? { key, versions: [] };
+      e.versions.push(version);
+      serving.set(id, e);
+    }
+    for (const { key, versions } of serving.values()) dataPath.servingChanged(key, versions);
+    dataPath.setPaused(trace.active);
+    trace.onActiveChange((on) => dataPath?.setPaused(on));
   } else if (allowHttp) {
     const listener = await listenNatively(http, host, opts.httpPort ?? 8000, perAddressConnections, logger);
     if (listener) {
@@ -628,6 +700,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   return {
     httpUrl: allowHttp ? `http://${display}:${httpPort}` : '',
     httpThreads: threads,
+    dataPath,
     grpcUrl,
     metricsUrl,
     api,
@@ -646,7 +719,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         try {
           // Front-end threads stop accepting and answer what they hold (this thread still serves
           // their rings and their proxied requests) while Fastify closes its own listener.
-          const closed = Promise.all([threads?.drain(), allowHttp ? http.close() : undefined, nativeListener?.close(), grpc?.stop(exitTimeoutMs)]);
+          const closed = Promise.all([
+            threads?.drain(),
+            allowHttp ? http.close() : undefined,
+            nativeListener?.close(),
+            dataPath?.drain(),
+            grpc?.stop(exitTimeoutMs),
+          ]);
           // At most --exit-timeout-secs for in-flight requests: then the models are unloaded with
           // what is left of it, requests still unanswered get an error, and the connections close.
           let timer: NodeJS.Timeout | undefined;
@@ -663,6 +742,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         } finally {
           clearInterval(sweeper);
           await threads?.close();
+          await dataPath?.close();
         }
         stopCpuMetrics?.();
         shm.close();

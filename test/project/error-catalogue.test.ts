@@ -344,6 +344,7 @@ const CASES: Record<string, (h: string) => unknown[]> = {
   'frontend/grpc/grpc.errors.ts#parameterKind': (h) => [h, 'string_param'],
   'frontend/grpc/grpc.errors.ts#inferDecoupled': () => [],
   'frontend/grpc/grpc.errors.ts#protocolRestricted': (h) => [h],
+  'frontend/http/http.errors.ts#dataPathUnavailable': () => [],
   'config/config.errors.ts#configNameInvalid': (h) => [h],
   'config/config.errors.ts#overrideInvalid': (h) => [h],
   'config/config.errors.ts#configNotProvided': () => [],

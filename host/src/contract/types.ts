@@ -385,6 +385,12 @@ export interface BackendModelInstance {
 /** A loaded model version inside a backend. */
 export interface BackendModel {
   /**
+  /**
+   * The addon's handle of this instance (platform/addon.ts `InstanceHandle`) when it is a Triton
+   * C-API backend instance in this process that the native data path may submit to directly
+   * (docs/design.md, "The native data path"); undefined otherwise, or once it cannot serve.
+   */
+  nativeHandle?(): object | undefined;
    * Config after backend-side auto-complete (`TRITONBACKEND_ModelSetConfig`, spec §5.7), if the
    * backend changed it; the host re-normalises and validates it before creating instances.
    */

@@ -15,7 +15,7 @@ import { instanceCount } from '../contract/admission.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import { TritonError, asTritonError } from '../contract/errors.js';
 import type { ModelKey } from '../contract/types.js';
-import type { LoadOptions, LocatedModel, ModelFiles, ModelSource } from './model-source.js';
+import { carriesFiles, type LoadOptions, type LocatedModel, type ModelFiles, type ModelSource } from './model-source.js';
 import {
   forgetStates,
   hasFailedVersion,
@@ -58,7 +58,25 @@ export class ModelLifecycle {
   /** The drain bound of the shutdown in progress (what is left of --exit-timeout-secs). */
   private shutdownDrainMs: number | undefined;
 
+  /** Told which versions of a model serve after each swap and unload ({@link onServing}). */
+  private readonly servingListeners: ((key: ModelKey, serving: readonly ModelVersion[]) => void)[] = [];
+
   constructor(private readonly opts: LifecycleOptions) {}
+
+  /**
+   * Registers `listener`, called in the model's turn each time its serving versions change: after
+   * a load swapped new versions in (with them), and as an unload starts (with none). The native
+   * data path publishes the serving version's route from here.
+   */
+  onServing(listener: (key: ModelKey, serving: readonly ModelVersion[]) => void): void {
+    this.servingListeners.push(listener);
+  }
+
+  private notifyServing(entry: ModelEntry): void {
+    if (this.servingListeners.length === 0) return;
+    const serving = servingVersions(entry);
+    for (const l of this.servingListeners) l(entry.key, serving);
+  }
 
   /** Set by {@link shutdown}: loads are refused from then on. */
   get closed(): boolean {
@@ -103,6 +121,7 @@ export class ModelLifecycle {
     return new Promise<void>((stoppedTaking, reject) => {
       this.serialise(key, async (entry) => {
         const { retiring, files } = takeForUnload(entry);
+        this.notifyServing(entry);
         stoppedTaking();
         await Promise.all(
           retiring.map(async (v) => {
@@ -244,7 +263,7 @@ export class ModelLifecycle {
       log.error({ reason: e.message }, text ?? loadFailureText(name, e.message));
       return e;
     };
-    if (options.files && options.files.size > 0 && options.configOverride === undefined) {
+    if (carriesFiles(options) && options.configOverride === undefined) {
       throw refuse(lifecycleErrors.overridesNeedConfig(name));
     }
     const located = await this.locate(key, options);
@@ -279,6 +298,7 @@ export class ModelLifecycle {
     // Swap: new versions serve from now on; old ones drain and finalize in the background, then
     // their files are released (cleaned up in this model's turn).
     const old = swapIn(entry, loaded, served);
+    this.notifyServing(entry);
     void Promise.all(old.retiring.map((v) => v.retire())).then(() => {
       const released = old.files;
       if (released?.release()) void this.serialise(key, async () => released.source.cleanUp?.(key, false));

@@ -190,6 +190,8 @@ export class ModelVersion {
   readonly responseValidator: ResponseValidator;
   private inflight = 0;
   private drainWaiters: (() => void)[] = [];
+  /** Run first when the version stops taking requests ({@link onRetire}). */
+  private readonly retireHooks: (() => Promise<void>)[] = [];
   private accepting = true;
   private readonly tracer: TraceManager | undefined;
   /** The response cache, when this version's config enables it and the server has one. */
@@ -248,6 +250,26 @@ export class ModelVersion {
       clock: this.clock,
       ensemble: options.ensemble && { ...options.ensemble, stats, logger },
     });
+  }
+
+  /** The backend's instances of this version (the native data path reads their handles). */
+  get backendInstances(): readonly BackendModelInstance[] {
+    return this.instances;
+  }
+
+  /**
+   * Registers `hook` to run, and be awaited, as the version stops taking requests (retire or
+   * finalize), before its scheduler drains: another path serving this version's instances (the
+   * native data path) stops and drains there first, so instances finalize with nothing in flight.
+   * A hook that rejects is logged; the unload goes on.
+   */
+  onRetire(hook: () => Promise<void>): void {
+    this.retireHooks.push(hook);
+  }
+
+  private async runRetireHooks(): Promise<void> {
+    const hooks = this.retireHooks.splice(0);
+    for (const h of hooks) await h().catch((e: unknown) => this.logger.error({ err: e }, 'retire hook failed'));
   }
 
   /** True for `model_transaction_policy { decoupled: true }`. */
@@ -432,6 +454,7 @@ export class ModelVersion {
    */
   async retire(drainTimeoutMs = this.drainTimeoutMs): Promise<void> {
     this.accepting = false;
+    await this.runRetireHooks();
     // The whole unload (drain, then instances waiting for their backend) ends within the bound;
     // the instances' deadline is a wall-clock time (BackendModelInstance.finalize).
     const deadline = drainTimeoutMs === undefined ? undefined : Date.now() + drainTimeoutMs;
@@ -470,6 +493,7 @@ export class ModelVersion {
    */
   async finalize(deadlineMs?: number): Promise<void> {
     this.accepting = false;
+    await this.runRetireHooks();
     this.scheduler.rejectPending(lifecycleErrors.versionUnloading(this.name, this.version));
     for (const i of this.instances) {
       await i.finalize(deadlineMs).catch((e) => this.logger.error({ err: e }, 'instance finalize failed'));

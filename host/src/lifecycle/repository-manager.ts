@@ -158,6 +158,11 @@ export class ModelRepositoryManager {
   }
 
   get controlMode(): ModelControlMode {
+  /** {@link ModelLifecycle.onServing}: told which versions of a model serve after each change. */
+  onServing(listener: (key: ModelKey, serving: readonly ModelVersion[]) => void): void {
+    this.lifecycle.onServing(listener);
+  }
+
     return this.opts.controlMode;
   }
 

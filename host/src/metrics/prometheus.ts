@@ -280,8 +280,17 @@ export class ServerMetrics {
     return () => clearInterval(timer);
   }
 
+  /** Called before each render (the native data path hands over its statistics). */
+  private readonly beforeRender: (() => void)[] = [];
+
+  /** Registers `hook` to run before each render. */
+  onRender(hook: () => void): void {
+    this.beforeRender.push(hook);
+  }
+
   /** Prometheus text exposition. */
   async render(): Promise<string> {
+    for (const h of this.beforeRender) h();
     const own = await this.registry.metrics();
     const extra = this.textSources.map((f) => f()).filter((t) => t.length > 0);
     return extra.length === 0 ? own : [own.trimEnd(), ...extra.map((t) => t.trimEnd())].join('\n') + '\n';

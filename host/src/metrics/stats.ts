@@ -28,6 +28,29 @@ export interface BatchStat {
   compute_output: DurationStat;
 }
 
+/** Counts and ns sums another path hands over ({@link ModelStatistics.absorb}). */
+export interface AbsorbedStats {
+  successCount: number;
+  successNs: number;
+  failCount: number;
+  failNs: number;
+  /** Requests with queue / compute times (the four sums below cover these). */
+  timedCount: number;
+  queueNs: number;
+  computeInputNs: number;
+  computeInferNs: number;
+  computeOutputNs: number;
+  inferenceCount: number;
+  executionCount: number;
+  /** Executions of batch size 1 with their compute sums. */
+  batch1Count: number;
+  batch1InputNs: number;
+  batch1InferNs: number;
+  batch1OutputNs: number;
+  /** Epoch ms of the latest inference. */
+  lastInferenceMs: number;
+}
+
 /** Mutable statistics of one model version; also feeds its Prometheus series when given. */
 export class ModelStatistics {
   constructor(private readonly metrics?: ModelMetricSeries) {}
@@ -127,8 +150,74 @@ export class ModelStatistics {
     add(b.compute_output, outputNs);
   }
 
+  /**
+   * Called before the figures are read: another path that served this version's requests (the
+   * native data path) adds what it counted since ({@link absorb}).
+   */
+  pull: (() => void) | undefined = undefined;
+
+  /**
+   * Adds what another path counted for this version since its last take (the native data path's
+   * route statistics, native/rust/data-path/src/stats.rs): the same fields the record* methods
+   * move, in bulk, with their Prometheus series.
+   */
+  absorb(s: AbsorbedStats): void {
+    if (s.successCount > 0) {
+      this.success.count += s.successCount;
+      this.success.ns += s.successNs;
+      this.inferenceCount += s.inferenceCount;
+    }
+    if (s.failCount > 0) {
+      this.fail.count += s.failCount;
+      this.fail.ns += s.failNs;
+    }
+    if (s.timedCount > 0) {
+      this.queue.count += s.timedCount;
+      this.queue.ns += s.queueNs;
+      this.computeInput.count += s.timedCount;
+      this.computeInput.ns += s.computeInputNs;
+      this.computeInfer.count += s.timedCount;
+      this.computeInfer.ns += s.computeInferNs;
+      this.computeOutput.count += s.timedCount;
+      this.computeOutput.ns += s.computeOutputNs;
+    }
+    if (s.executionCount > 0) {
+      this.executionCount += s.executionCount;
+      this.lastInferenceMs = Math.max(this.lastInferenceMs, s.lastInferenceMs);
+    }
+    if (s.batch1Count > 0) {
+      let b = this.batches.get(1);
+      if (!b) {
+        b = { batch_size: 1, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
+        this.batches.set(1, b);
+      }
+      b.compute_input.count += s.batch1Count;
+      b.compute_input.ns += s.batch1InputNs;
+      b.compute_infer.count += s.batch1Count;
+      b.compute_infer.ns += s.batch1InferNs;
+      b.compute_output.count += s.batch1Count;
+      b.compute_output.ns += s.batch1OutputNs;
+    }
+    const m = this.metrics;
+    if (!m) return;
+    if (s.successCount > 0) {
+      m.success.inc(s.successCount);
+      m.inferenceCount.inc(s.inferenceCount);
+    }
+    if (s.failCount > 0) m.failure('BACKEND').inc(s.failCount);
+    if (s.successCount + s.failCount > 0) m.requestDurationUs.inc((s.successNs + s.failNs) / 1000);
+    if (s.timedCount > 0) {
+      m.queueDurationUs.inc(s.queueNs / 1000);
+      m.computeInputDurationUs.inc(s.computeInputNs / 1000);
+      m.computeInferDurationUs.inc(s.computeInferNs / 1000);
+      m.computeOutputDurationUs.inc(s.computeOutputNs / 1000);
+    }
+    if (s.executionCount > 0) m.execCount.inc(s.executionCount);
+  }
+
   /** The JSON of one `model_stats` entry (spec §3.2). */
   toJson(name: string, version: number): Record<string, unknown> {
+    this.pull?.();
     return {
       name,
       version: String(version),

@@ -233,6 +233,60 @@ export interface NativeAddon {
   Acceptor: new (fd: number, maxOpen: number, maxPerAddress: number, onConnections: (batch: number[]) => void) => NativeAcceptorHandle;
   /** Warden's in-process ONNX Runtime engine (native/rust/ort-engine; host/src/backends/onnxruntime/native-engine.ts). */
   ort?: OrtEngineBinding;
+  /** The native data path (native/rust/data-path; host/src/frontend/http/data-path/). */
+  dataPath?: DataPathBinding;
+}
+
+/** A running native data path server (opaque). */
+export type DataPathServer = { readonly __dataPathServer: unique symbol };
+/** A route published on it (opaque). */
+export type DataPathRoute = { readonly __dataPathRoute: unique symbol };
+
+/** Options of {@link DataPathBinding.start} (warden/data_path.h WdServerOptions). */
+export interface DataPathOptions {
+  threads: number;
+  maxConnections: number;
+  /** 0 = no per-address cap. */
+  maxConnectionsPerAddress: number;
+  /** Bodies the data path reads itself (bytes); longer ones stream to the control plane. */
+  maxBodyBytes: number;
+  headerTimeoutMs: number;
+  bodyTimeoutMs: number;
+}
+
+/** The data path's counters (requests since start; connections now). */
+export interface DataPathCounters {
+  served: number;
+  forwarded: number;
+  replayed: number;
+  refusedConnections: number;
+  openConnections: number;
+}
+
+/** The addon's binding of the native data path (native/src/addon/data_path/binding.cc). */
+export interface DataPathBinding {
+  /**
+   * Serves the listening socket `fd` (owned from here on) on native threads; what it does not
+   * serve goes to the HTTP listener on the unix socket `socketPath`.
+   * @throws Error (INTERNAL) when the runtime cannot start
+   */
+  start(fd: number, socketPath: string, options: DataPathOptions): DataPathServer;
+  /**
+   * Publishes a route (JSON spec: name, version, max_batch_size, inputs [{name, datatype, dims}],
+   * outputs [names]) over instance handles, lent until it is unpublished and drained.
+   * @throws Error (INVALID_ARG) for a malformed spec or a finalized instance
+   */
+  publish(server: DataPathServer, spec: string, instances: object[]): DataPathRoute;
+  unpublish(server: DataPathServer, route: DataPathRoute): void;
+  /** Requests of the route submitted and not yet answered and released. */
+  inflight(route: DataPathRoute): number;
+  /** Reads and resets the route's statistics (WdRouteStats field order). */
+  takeStats(route: DataPathRoute): Float64Array;
+  counters(server: DataPathServer): DataPathCounters;
+  setPaused(server: DataPathServer, paused: boolean): void;
+  beginClose(server: DataPathServer): void;
+  /** Stops its threads and frees it. */
+  close(server: DataPathServer): void;
 }
 
 /** An input or output of an engine session: its name and ONNX element type (0: not passed by the engine). */

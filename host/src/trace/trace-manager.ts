@@ -160,8 +160,18 @@ export class TraceManager {
     return o ? { level: o.level ?? g.level, rate: o.rate ?? g.rate, count: o.count ?? g.count, logFrequency: o.logFrequency ?? g.logFrequency } : g;
   }
 
+  /** Called with {@link active} whenever a settings update may have changed it. */
+  private readonly activeListeners: ((active: boolean) => void)[] = [];
+
+  /** Registers `listener` for changes of {@link active} (the native data path serves only while no scope traces). */
+  onActiveChange(listener: (active: boolean) => void): void {
+    this.activeListeners.push(listener);
+  }
+
   private refresh(): void {
+    const was = this.active;
     this.active = this.global.level.length > 0 || [...this.models.values()].some((s) => s.level !== undefined && s.level.length > 0);
+    if (was !== this.active) for (const l of this.activeListeners) l(this.active);
   }
 
   /** The settings JSON (spec §3.5) of the server, or of `model`. */

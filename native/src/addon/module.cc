@@ -13,6 +13,9 @@ Napi::Object Init(Napi::Env env);  // native/src/addon/wasmtime/binding.cc
 namespace warden_ort {
 Napi::Object InitBinding(Napi::Env env);  // native/src/addon/ort/binding.cc
 }
+namespace warden_data_path {
+Napi::Object InitBinding(Napi::Env env);  // native/src/addon/data_path/binding.cc
+}
 
 namespace warden_addon {
 
@@ -258,6 +261,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Acceptor", Acceptor::Init(env));
   exports.Set("wasmtime", warden_wasmtime::Init(env));
   exports.Set("ort", warden_ort::InitBinding(env));
+  exports.Set("dataPath", warden_data_path::InitBinding(env));
   return exports;
 }
 

@@ -129,6 +129,11 @@ export class NativeModelInstance implements BackendModelInstance {
     return this.handle;
   }
 
+  /** {@link BackendModelInstance.nativeHandle}: the addon's instance while it can serve. */
+  nativeHandle(): object | undefined {
+    return this.stuck || this.finalizing ? undefined : this.handle;
+  }
+
   /**
    * Create the instance and run TRITONBACKEND_ModelInstanceInitialize on its thread.
    * @throws TritonError with the backend's code and message if initialization fails (the instance

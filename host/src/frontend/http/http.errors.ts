@@ -5,7 +5,7 @@
  * `src/http_server.cc`, its JSON wrapper `triton_json.h`), Warden's otherwise. INVALID_ARG unless
  * noted.
  */
-import { AccessError, type TritonError, internal, invalidArg, unsupported } from '../../contract/errors.js';
+import { AccessError, type TritonError, internal, invalidArg, unavailable, unsupported } from '../../contract/errors.js';
 
 /** A chunked body of more non-empty chunks than the bound (Warden's text). */
 export function bodyTooManyChunks(maxChunks: number): TritonError {
@@ -143,4 +143,9 @@ export function jsonResponseTooLarge(model: string, bytes: number, maxBytes: num
       `(--http-max-json-output-bytes; largest output '${largestOutput}'). Request the outputs in binary: ` +
       `"parameters": {"binary_data": true} on each output, or "binary_data_output": true on the request (binary tensor data extension).`,
   );
+}
+
+/** UNAVAILABLE: `--http-data-path=native` without the addon's data path (Warden's text). */
+export function dataPathUnavailable(): TritonError {
+  return unavailable('--http-data-path=native needs the native addon built with its data path (npm install builds it)');
 }

@@ -10,6 +10,7 @@
 //! functions) in the link.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+pub use warden_data_path;
 pub use warden_ffi;
 pub use warden_ort_engine;
 pub use warden_wasmtime_engine;

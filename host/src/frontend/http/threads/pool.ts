@@ -9,15 +9,11 @@
  * directory, where the client address header the threads add is trusted (client-address.ts).
  * A thread that dies is logged and started again; `drain` stops them all gracefully.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { type RequestListener, type Server, type ServerResponse, createServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import type { RequestListener } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { CancellationSignal } from '../../../contract/types.js';
 import { workerEntry } from '../../../threads/worker-entry.js';
-import { TRUSTED_CLIENT_ADDRESS } from '../client-address.js';
 import { ConnectionBudget } from '../connection-budget.js';
 import { ManualSignal } from '../../cancellation.js';
 import type { HttpAnswer } from '../routing.js';
@@ -31,37 +27,11 @@ import {
   writeAnswerMessage,
   writeFallback,
 } from './messages.js';
-import { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER } from './proxy.js';
+import { InternalListener } from '../internal-listener.js';
 import { MAX_HTTP_THREADS } from './limits.js';
 import { RingReader, RingWriter, closeRing, ringMemory } from './ring.js';
 
 export { MAX_HTTP_THREADS };
-
-/**
- * On the internal listener: an answer's `connection: close` (Fastify's, for a body it could not
- * read, or while closing) is renamed to {@link INTERNAL_CLOSE_HEADER}, in place, so this
- * connection keeps reading the rest of the body and the proxying thread closes its client's.
- */
-function keepInternalConnection(res: ServerResponse): void {
-  const writeHead = res.writeHead;
-  res.writeHead = function (this: ServerResponse, status: number, ...rest: unknown[]) {
-    const last = rest[rest.length - 1];
-    if (last && typeof last === 'object' && !Array.isArray(last)) {
-      const renamed: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(last)) {
-        if (k.toLowerCase() === 'connection' && String(v).toLowerCase() === 'close') renamed[INTERNAL_CLOSE_HEADER] = 'close';
-        else renamed[k] = v;
-      }
-      rest[rest.length - 1] = renamed;
-    }
-    const set = this.getHeader('connection');
-    if (typeof set === 'string' && set.toLowerCase() === 'close') {
-      this.removeHeader('connection');
-      this.setHeader(INTERNAL_CLOSE_HEADER, 'close');
-    }
-    return (writeHead as (...a: unknown[]) => ServerResponse).call(this, status, ...rest);
-  } as ServerResponse['writeHead'];
-}
 
 export interface FrontendThreadsOptions {
   /** How many threads, 1..{@link MAX_HTTP_THREADS}. */
@@ -110,16 +80,17 @@ export class FrontendThreads {
   restarts = 0;
   /** Requests each thread handed over its ring (by thread index), for tests and diagnostics. */
   readonly served: number[] = [];
-  /** Requests that reached the internal listener (proxied by a thread). */
-  proxied = 0;
   private readonly threads: (Thread | undefined)[] = [];
   private stopping = false;
   private constructor(
     private readonly opts: FrontendThreadsOptions,
-    private readonly internal: Server,
-    private readonly dir: string,
-    private readonly socketPath: string,
+    private readonly internal: InternalListener,
   ) {}
+
+  /** Requests that reached the internal listener (proxied by a thread). */
+  get proxied(): number {
+    return this.internal.requests;
+  }
 
   /**
    * Start the internal listener, then the threads; resolves once every thread listens.
@@ -128,29 +99,9 @@ export class FrontendThreads {
   static async start(opts: FrontendThreadsOptions): Promise<FrontendThreads> {
     if (!Number.isInteger(opts.count) || opts.count < 1 || opts.count > MAX_HTTP_THREADS)
       throw new RangeError(`front-end threads: count must be 1..${MAX_HTTP_THREADS}`);
-    const dir = mkdtempSync(join(tmpdir(), 'warden-http-'));
-    chmodSync(dir, 0o700);
-    const socketPath = join(dir, 'main.sock');
-    const s = opts.server;
-    const internal = createServer(
-      { headersTimeout: s.headersTimeout, requestTimeout: s.requestTimeout, connectionsCheckingInterval: s.connectionsCheckingInterval },
-      (req, res) => {
-        // Trusted here only: this socket is reachable by this process's threads alone (0700 directory).
-        const a = req.headers[CLIENT_ADDRESS_HEADER];
-        delete req.headers[CLIENT_ADDRESS_HEADER];
-        (req as unknown as Record<symbol, unknown>)[TRUSTED_CLIENT_ADDRESS] = typeof a === 'string' ? a : undefined;
-        pool.proxied++;
-        keepInternalConnection(res);
-        opts.listener(req, res);
-      },
-    );
-    internal.keepAliveTimeout = s.keepAliveTimeout;
-    const pool = new FrontendThreads(opts, internal, dir, socketPath);
+    const internal = await InternalListener.start(opts.listener, opts.server, 'main.sock');
+    const pool = new FrontendThreads(opts, internal);
     try {
-      await new Promise<void>((resolve, reject) => {
-        internal.once('error', reject);
-        internal.listen(socketPath, () => (internal.off('error', reject), resolve()));
-      });
       for (let i = 0; i < opts.count; i++) await pool.startThread(i);
     } catch (e) {
       await pool.close();
@@ -161,7 +112,7 @@ export class FrontendThreads {
 
   /** The internal listener's unix socket (its directory is removed on close). */
   get internalSocket(): string {
-    return this.socketPath;
+    return this.internal.socketPath;
   }
 
   /** The threads now running (for tests). */
@@ -185,7 +136,7 @@ export class FrontendThreads {
       fd,
       toMain,
       toThread,
-      socketPath: this.socketPath,
+      socketPath: this.internal.socketPath,
       maxInputSize: this.opts.maxInputSize,
       claim: this.opts.claim,
       claimRestriction: this.opts.claimRestriction,
@@ -292,10 +243,6 @@ export class FrontendThreads {
   async close(): Promise<void> {
     this.stopping = true;
     await Promise.all(this.threads.map((t) => t?.worker.terminate()));
-    await new Promise<void>((resolve) => {
-      this.internal.close(() => resolve());
-      this.internal.closeAllConnections();
-    });
-    rmSync(this.dir, { recursive: true, force: true });
+    await this.internal.close();
   }
 }

@@ -8,8 +8,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
 import { Pool } from 'undici';
 
-/** The header a front-end thread names the client's address in (main thread: read only on the internal socket). */
-export const CLIENT_ADDRESS_HEADER = 'x-warden-client-address';
+import { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER } from '../internal-listener.js';
+
+export { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER };
 
 /** Request headers not forwarded: hop-by-hop (RFC 9110, section 7.6.1), `expect` (this thread answered it) and a client's own address claim. */
 const DROP_REQUEST = new Set([
@@ -23,13 +24,6 @@ const DROP_REQUEST = new Set([
   'expect',
   CLIENT_ADDRESS_HEADER,
 ]);
-/**
- * The internal listener renames a `connection: close` the main thread's app answers with to
- * this (pool.ts): the internal connection then stays open while the rest of the request body
- * arrives (an early answer, e.g. a body over the input limit, would otherwise end in EPIPE
- * before undici sees it), and this thread closes the client's connection as the answer asked.
- */
-export const INTERNAL_CLOSE_HEADER = 'x-warden-connection';
 
 /** Response headers this thread's own HTTP server writes itself, as the main thread's does: `Date`, keep-alive, framing. */
 const DROP_RESPONSE = new Set(['date', 'keep-alive', 'transfer-encoding']);

@@ -1,0 +1,176 @@
+/**
+ * The native data path on the TypeScript side (docs/design.md, "The native data path";
+ * `--http-data-path=native`): the public HTTP port is served by the addon's native threads
+ * (native/rust/data-path). For each model whose serving version {@link routeOf} accepts, a route is
+ * published, and its `/infer` requests are decoded, executed on the backend's instance and answered
+ * there, never touching the JavaScript thread. Every other request (other routes, other models, a
+ * body the data path does not decode, tracing on) is forwarded to the internal listener, whose
+ * request listener is the public server's: one semantics, and every error text is the
+ * TypeScript data plane's.
+ *
+ * The control plane keeps the rest: routes follow the lifecycle (published at a swap, withdrawn
+ * before a version retires, after their in-flight requests drained), statistics are taken from
+ * the routes into each version's statistics before they are read, and tracing pauses the data path.
+ */
+import type { RequestListener } from 'node:http';
+import type { Logger } from 'pino';
+import type { ModelKey } from '../../../contract/types.js';
+import type { ModelVersion } from '../../../lifecycle/model-version.js';
+import type { ServerMetrics } from '../../../metrics/prometheus.js';
+import type { AbsorbedStats } from '../../../metrics/stats.js';
+import type { DataPathBinding, DataPathCounters, DataPathOptions, DataPathRoute, DataPathServer } from '../../../platform/addon.js';
+import { type InternalServerSettings, InternalListener } from '../internal-listener.js';
+import { routeOf } from './route-spec.js';
+
+/** How often a withdrawn route's in-flight count is read while it drains (ms). */
+const DRAIN_POLL_MS = 2;
+
+/** A published route and the version it serves. */
+interface Published {
+  route: DataPathRoute;
+  version: ModelVersion;
+  withdrawn: boolean;
+}
+
+/** WdRouteStats (warden/data_path.h) as {@link AbsorbedStats}. */
+function absorbed(f: Float64Array): AbsorbedStats {
+  return {
+    successCount: f[0]!,
+    successNs: f[1]!,
+    failCount: f[2]!,
+    failNs: f[3]!,
+    timedCount: f[4]!,
+    queueNs: f[5]!,
+    computeInputNs: f[6]!,
+    computeInferNs: f[7]!,
+    computeOutputNs: f[8]!,
+    inferenceCount: f[9]!,
+    executionCount: f[10]!,
+    batch1Count: f[11]!,
+    batch1InputNs: f[12]!,
+    batch1InferNs: f[13]!,
+    batch1OutputNs: f[14]!,
+    lastInferenceMs: f[15]!,
+  };
+}
+
+export class NativeDataPath {
+  private readonly published = new Map<string, Published>();
+  private closed = false;
+
+  private constructor(
+    private readonly binding: DataPathBinding,
+    private readonly server: DataPathServer,
+    private readonly internal: InternalListener,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Serves the listening socket `fd` (owned from here on) natively; other requests reach
+   * `listener` through a new internal listener.
+   * @throws Error when the internal listener or the native runtime cannot start (`fd` is closed)
+   */
+  static async start(
+    binding: DataPathBinding,
+    fd: number,
+    listener: RequestListener,
+    settings: InternalServerSettings,
+    options: DataPathOptions,
+    logger: Logger,
+  ): Promise<NativeDataPath> {
+    const internal = await InternalListener.start(listener, settings, 'data-path.sock');
+    let server: DataPathServer;
+    try {
+      server = binding.start(fd, internal.socketPath, options);
+    } catch (e) {
+      await internal.close();
+      throw e;
+    }
+    return new NativeDataPath(binding, server, internal, logger);
+  }
+
+  /** Requests served natively, forwarded, handed back after reading (replayed); connections. */
+  counters(): DataPathCounters {
+    return this.binding.counters(this.server);
+  }
+
+  /** Names of the models with a published route (for tests and diagnostics). */
+  get routes(): string[] {
+    return [...this.published.keys()];
+  }
+
+  /** While tracing is on, every request goes through the TypeScript path (it traces). */
+  setPaused(paused: boolean): void {
+    if (!this.closed) this.binding.setPaused(this.server, paused);
+  }
+
+  /** Hooks the data path to the lifecycle and the metrics render. */
+  attach(onServing: (l: (key: ModelKey, serving: readonly ModelVersion[]) => void) => void, metrics: ServerMetrics): void {
+    onServing((key, serving) => this.servingChanged(key, serving));
+    metrics.onRender(() => this.pullAll());
+  }
+
+  /** A model's serving versions changed: publish the highest one's route when it qualifies. */
+  servingChanged(key: ModelKey, serving: readonly ModelVersion[]): void {
+    if (this.closed || key.namespace !== '') return;
+    const top = serving.reduce<ModelVersion | undefined>((a, v) => (a === undefined || v.version > a.version ? v : a), undefined);
+    if (!top || !top.isReady()) return;
+    const r = routeOf(top);
+    if ('refusal' in r) {
+      this.logger.debug({ model: top.name, version: top.version, reason: r.refusal }, 'served by the TypeScript data path');
+      return;
+    }
+    let route: DataPathRoute;
+    try {
+      route = this.binding.publish(this.server, JSON.stringify(r.spec), r.handles);
+    } catch (e) {
+      this.logger.warn({ err: e, model: top.name }, 'native data path: route not published');
+      return;
+    }
+    const p: Published = { route, version: top, withdrawn: false };
+    this.published.set(top.name, p);
+    top.stats.pull = () => this.pull(p);
+    top.onRetire(() => this.withdraw(p));
+    this.logger.debug({ model: top.name, version: top.version }, 'served by the native data path');
+  }
+
+  private pull(p: Published): void {
+    p.version.stats.absorb(absorbed(this.binding.takeStats(p.route)));
+  }
+
+  private pullAll(): void {
+    for (const p of this.published.values()) this.pull(p);
+  }
+
+  /** Unpublishes `p` and resolves once its requests in flight are answered and released. */
+  private async withdraw(p: Published): Promise<void> {
+    if (p.withdrawn) return;
+    p.withdrawn = true;
+    if (!this.closed) this.binding.unpublish(this.server, p.route);
+    while (this.binding.inflight(p.route) > 0) await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+    this.pull(p);
+    p.version.stats.pull = undefined;
+    if (this.published.get(p.version.name) === p) this.published.delete(p.version.name);
+  }
+
+  /** Stops accepting; connections close after their request in flight. */
+  beginClose(): void {
+    if (!this.closed) this.binding.beginClose(this.server);
+  }
+
+  /** {@link beginClose}, resolving once every public connection has closed. */
+  async drain(): Promise<void> {
+    this.beginClose();
+    while (!this.closed && this.binding.counters(this.server).openConnections > 0) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  /** Stops the native threads (after the models drained) and closes the internal listener. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.beginClose();
+    this.pullAll();
+    this.closed = true;
+    this.binding.close(this.server);
+    await this.internal.close();
+  }
+}

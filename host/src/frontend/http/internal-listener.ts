@@ -1,0 +1,113 @@
+/**
+ * The internal HTTP listener: a `node:http` server on a unix socket in a private 0700 temp
+ * directory whose request listener is the public server's (fast path, then Fastify). What a
+ * front-end thread (threads/) or the native data path (data-path/) does not serve itself reaches
+ * the full app here. Only this process can reach the socket, so the client address header those
+ * forwarders add (`x-warden-client-address`) is trusted here alone (client-address.ts).
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { type RequestListener, type Server, type ServerResponse, createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TRUSTED_CLIENT_ADDRESS } from './client-address.js';
+
+/** The header a forwarder names the client's address in (trusted only on the internal socket). */
+export const CLIENT_ADDRESS_HEADER = 'x-warden-client-address';
+
+/**
+ * The internal listener renames a `connection: close` the app answers with to this: the internal
+ * connection then stays open while the rest of the request body arrives (an early answer, e.g. a
+ * body over the input limit, would otherwise end in EPIPE before the forwarder sees it), and the
+ * forwarder closes its client's connection as the answer asked.
+ */
+export const INTERNAL_CLOSE_HEADER = 'x-warden-connection';
+
+/** Timeouts of the public server, applied to the internal one too. */
+export interface InternalServerSettings {
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  connectionsCheckingInterval: number;
+}
+
+/**
+ * On the internal listener: an answer's `connection: close` (Fastify's, for a body it could not
+ * read, or while closing) is renamed to {@link INTERNAL_CLOSE_HEADER}, in place.
+ */
+function keepInternalConnection(res: ServerResponse): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, status: number, ...rest: unknown[]) {
+    const last = rest[rest.length - 1];
+    if (last && typeof last === 'object' && !Array.isArray(last)) {
+      const renamed: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(last)) {
+        if (k.toLowerCase() === 'connection' && String(v).toLowerCase() === 'close') renamed[INTERNAL_CLOSE_HEADER] = 'close';
+        else renamed[k] = v;
+      }
+      rest[rest.length - 1] = renamed;
+    }
+    const set = this.getHeader('connection');
+    if (typeof set === 'string' && set.toLowerCase() === 'close') {
+      this.removeHeader('connection');
+      this.setHeader(INTERNAL_CLOSE_HEADER, 'close');
+    }
+    return (writeHead as (...a: unknown[]) => ServerResponse).call(this, status, ...rest);
+  } as ServerResponse['writeHead'];
+}
+
+/** A running internal listener. */
+export class InternalListener {
+  /** Requests that reached it. */
+  requests = 0;
+
+  private constructor(
+    private readonly server: Server,
+    private readonly dir: string,
+    /** Its unix socket (the directory is removed on close). */
+    readonly socketPath: string,
+  ) {}
+
+  /**
+   * Listens on a new socket in a new private directory.
+   * @param name the socket's file name (`main.sock`, `data-path.sock`)
+   * @throws Error when the socket cannot be made (the directory is removed again)
+   */
+  static async start(listener: RequestListener, s: InternalServerSettings, name: string): Promise<InternalListener> {
+    const dir = mkdtempSync(join(tmpdir(), 'warden-http-'));
+    chmodSync(dir, 0o700);
+    const socketPath = join(dir, name);
+    const server = createServer(
+      { headersTimeout: s.headersTimeout, requestTimeout: s.requestTimeout, connectionsCheckingInterval: s.connectionsCheckingInterval },
+      (req, res) => {
+        // Trusted here only: this socket is reachable by this process alone (0700 directory).
+        const a = req.headers[CLIENT_ADDRESS_HEADER];
+        delete req.headers[CLIENT_ADDRESS_HEADER];
+        (req as unknown as Record<symbol, unknown>)[TRUSTED_CLIENT_ADDRESS] = typeof a === 'string' ? a : undefined;
+        self.requests++;
+        keepInternalConnection(res);
+        listener(req, res);
+      },
+    );
+    server.keepAliveTimeout = s.keepAliveTimeout;
+    const self = new InternalListener(server, dir, socketPath);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(socketPath, () => (server.off('error', reject), resolve()));
+      });
+    } catch (e) {
+      rmSync(dir, { recursive: true, force: true });
+      throw e;
+    }
+    return self;
+  }
+
+  /** Closes the listener and its connections, and removes its directory. */
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,76 @@
+/* The C ABI of Warden's native data path (native/rust/data-path, linked into the addon through the
+ * warden-native-rs staticlib; docs/design.md "The native data path"). Used only by the addon's
+ * binding (native/src/addon/data_path/). Conventions as wasmtime_engine.h (engine_error.h). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "warden/engine_error.h"
+#include "warden/host.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The functions of libtritonserver.so the data path calls (enums travel as 32-bit integers). */
+typedef struct WdHostApi {
+  TRITONSERVER_Error* (*instance_execute)(TRITONBACKEND_ModelInstance* instance, const WARDEN_RequestDesc* requests,
+                                          uint32_t count, WARDEN_ExecDoneFn done, void* userp);
+  TRITONSERVER_Error* (*response_error)(TRITONSERVER_InferenceResponse* response);
+  TRITONSERVER_Error* (*response_output_count)(TRITONSERVER_InferenceResponse* response, uint32_t* count);
+  TRITONSERVER_Error* (*response_output)(TRITONSERVER_InferenceResponse* response, uint32_t index, const char** name,
+                                         TRITONSERVER_DataType* datatype, const int64_t** shape, uint64_t* dim_count,
+                                         const void** base, size_t* byte_size, TRITONSERVER_MemoryType* memory_type,
+                                         int64_t* memory_type_id, void** userp);
+  TRITONSERVER_Error* (*response_delete)(TRITONSERVER_InferenceResponse* response);
+  TRITONSERVER_Error_Code (*error_code)(TRITONSERVER_Error* error);
+  const char* (*error_message)(TRITONSERVER_Error* error);
+  void (*error_delete)(TRITONSERVER_Error* error);
+} WdHostApi;
+
+typedef struct WdServerOptions {
+  uint32_t threads;                     /* worker threads (>= 1) */
+  uint64_t max_connections;             /* open at once, all addresses */
+  uint64_t max_connections_per_address; /* 0 = no cap */
+  uint64_t max_body_bytes;              /* bodies read here; longer ones stream to the control plane */
+  uint64_t header_timeout_ms;
+  uint64_t body_timeout_ms;
+} WdServerOptions;
+
+/* Statistics of one route since the last take (ns; see data-path/src/stats.rs). */
+typedef struct WdRouteStats {
+  uint64_t success_count, success_ns, fail_count, fail_ns;
+  uint64_t timed_count, queue_ns, compute_input_ns, compute_infer_ns, compute_output_ns;
+  uint64_t inference_count, execution_count;
+  uint64_t batch1_count, batch1_input_ns, batch1_infer_ns, batch1_output_ns;
+  uint64_t last_inference_ms;
+} WdRouteStats;
+
+typedef struct WdCounters {
+  uint64_t served, forwarded, replayed, refused_connections, open_connections;
+} WdCounters;
+
+typedef struct WdServer WdServer;
+typedef struct WdRoute WdRoute;
+
+/* Starts serving the listening socket `fd` (owned from here on); other requests go to the HTTP
+ * listener on the unix socket `socket_path`. */
+WardenError* wd_server_start(const WdHostApi* api, int fd, const char* socket_path, const WdServerOptions* options,
+                             WdServer** out);
+/* Publishes a route (JSON spec, see data-path/src/route.rs) over `count` instances lent until the
+ * route is unpublished and its in-flight count is 0. */
+WardenError* wd_server_publish(const WdServer* server, const uint8_t* spec, size_t spec_len,
+                               TRITONBACKEND_ModelInstance* const* instances, size_t count, WdRoute** out);
+void wd_server_unpublish(const WdServer* server, const WdRoute* route);
+uint64_t wd_route_inflight(const WdRoute* route);
+void wd_route_take_stats(const WdRoute* route, WdRouteStats* out);
+void wd_route_free(WdRoute* route);
+void wd_server_counters(const WdServer* server, WdCounters* out);
+void wd_server_set_paused(const WdServer* server, bool paused);
+void wd_server_begin_close(const WdServer* server);
+void wd_server_free(WdServer* server);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,169 @@
+//! The native data path (docs/design.md, "The native data path"): the public HTTP port served on
+//! native threads. For the models the TypeScript control plane publishes (native instances, plain
+//! configurations), `/infer` requests are decoded, submitted to the instance and answered here,
+//! without the JavaScript thread; every other request is forwarded to the control plane's internal
+//! listener. C ABI in native/include/warden/data_path.h, in the engines' conventions (warden-ffi).
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+pub mod decode;
+pub mod encode;
+pub mod exec;
+pub mod host;
+pub mod proxy;
+pub mod route;
+pub mod server;
+pub mod stats;
+
+use route::{Instance, Route, RouteSpec};
+use server::{Options, Server};
+use stats::StatsSnapshot;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::os::fd::FromRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use warden_ffi::{guarded, WardenError};
+
+/// `WdServerOptions` (warden/data_path.h).
+#[repr(C)]
+pub struct WdServerOptions {
+    pub threads: u32,
+    pub max_connections: u64,
+    pub max_connections_per_address: u64,
+    pub max_body_bytes: u64,
+    pub header_timeout_ms: u64,
+    pub body_timeout_ms: u64,
+}
+
+/// `WdCounters` (warden/data_path.h).
+#[repr(C)]
+#[derive(Default)]
+pub struct WdCounters {
+    pub served: u64,
+    pub forwarded: u64,
+    pub replayed: u64,
+    pub refused_connections: u64,
+    pub open_connections: u64,
+}
+
+/// A published route as the control plane holds it (statistics, drain).
+pub struct WdRoute(Arc<Route>);
+
+/// Starts the data path on the listening socket `fd` (owned from here on, also on failure).
+///
+/// # Safety
+/// `socket_path` is a NUL-terminated path of the control plane's internal listener.
+#[no_mangle]
+pub unsafe extern "C" fn wd_server_start(
+    api: &host::HostApi,
+    fd: c_int,
+    socket_path: *const c_char,
+    options: &WdServerOptions,
+    out: &mut Option<Box<Server>>,
+) -> Option<Box<WardenError>> {
+    // SAFETY: the caller hands over a listening socket it owns.
+    let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+    // SAFETY: the caller's contract.
+    let path = unsafe { CStr::from_ptr(socket_path) }.to_string_lossy().into_owned();
+    let o = Options {
+        threads: options.threads as usize,
+        max_connections: options.max_connections.max(1),
+        max_connections_per_address: options.max_connections_per_address,
+        max_body_bytes: options.max_body_bytes,
+        header_timeout: Duration::from_millis(options.header_timeout_ms.max(1)),
+        body_timeout: Duration::from_millis(options.body_timeout_ms.max(1)),
+    };
+    let api = *api;
+    guarded("the data path", || {
+        let s = Server::start(api, listener, path.into(), o)
+            .map_err(|e| WardenError::internal(format!("data path: {e}")))?;
+        *out = Some(Box::new(s));
+        Ok(())
+    })
+}
+
+/// Publishes a route: `spec` is its JSON (route.rs RouteSpec), `instances` its native instances
+/// (`TRITONBACKEND_ModelInstance*`), lent until the route is unpublished and drained. Replaces a
+/// route of the same name. Writes the route's handle to `out`.
+///
+/// # Safety
+/// `spec` points at `spec_len` bytes; `instances` at `count` instance pointers that stay valid
+/// until the route is unpublished and `wd_route_inflight` reads 0.
+#[no_mangle]
+pub unsafe extern "C" fn wd_server_publish(
+    server: &Server,
+    spec: *const u8,
+    spec_len: usize,
+    instances: *const *mut c_void,
+    count: usize,
+    out: &mut Option<Box<WdRoute>>,
+) -> Option<Box<WardenError>> {
+    // SAFETY: the caller's contract.
+    let text = unsafe { warden_ffi::utf8(spec, spec_len, "route spec") };
+    // SAFETY: the caller's contract.
+    let list = unsafe { warden_ffi::slice(instances, count) };
+    guarded("the data path", || {
+        let spec: RouteSpec =
+            serde_json::from_str(text?).map_err(|e| WardenError::invalid_arg(format!("route spec: {e}")))?;
+        let route = Route::new(spec, list.iter().map(|&p| Instance(p)).collect()).map_err(WardenError::invalid_arg)?;
+        let arc = Arc::new(route);
+        server.shared.routes.publish_arc(arc.clone());
+        *out = Some(Box::new(WdRoute(arc)));
+        Ok(())
+    })
+}
+
+/// Unpublishes the route named `name` if it is `route` (a newer publish of the name stays).
+#[no_mangle]
+pub extern "C" fn wd_server_unpublish(server: &Server, route: &WdRoute) {
+    server.shared.routes.unpublish_if(&route.0);
+}
+
+/// Requests of the route submitted and not yet answered and released.
+#[no_mangle]
+pub extern "C" fn wd_route_inflight(route: &WdRoute) -> u64 {
+    route.0.inflight.load(Ordering::Acquire)
+}
+
+/// Reads and resets the route's statistics.
+#[no_mangle]
+pub extern "C" fn wd_route_take_stats(route: &WdRoute, out: &mut StatsSnapshot) {
+    *out = route.0.stats.take();
+}
+
+/// Frees a route handle (NULL is ignored).
+#[no_mangle]
+pub extern "C" fn wd_route_free(route: Option<Box<WdRoute>>) {
+    warden_ffi::free(route);
+}
+
+/// The server's counters.
+#[no_mangle]
+pub extern "C" fn wd_server_counters(server: &Server, out: &mut WdCounters) {
+    let c = &server.shared.counters;
+    *out = WdCounters {
+        served: c.served.load(Ordering::Relaxed),
+        forwarded: c.forwarded.load(Ordering::Relaxed),
+        replayed: c.replayed.load(Ordering::Relaxed),
+        refused_connections: c.refused_connections.load(Ordering::Relaxed),
+        open_connections: server.open_connections(),
+    };
+}
+
+/// While `paused`, every request goes to the control plane.
+#[no_mangle]
+pub extern "C" fn wd_server_set_paused(server: &Server, paused: bool) {
+    server.shared.paused.store(paused, Ordering::Relaxed);
+}
+
+/// Stops accepting; open connections close after their request in flight.
+#[no_mangle]
+pub extern "C" fn wd_server_begin_close(server: &Server) {
+    server.begin_close();
+}
+
+/// Frees the server (its threads are stopped; NULL is ignored).
+#[no_mangle]
+pub extern "C" fn wd_server_free(server: Option<Box<Server>>) {
+    warden_ffi::free(server);
+}

@@ -1,0 +1,415 @@
+//! The public HTTP port when the native data path is on: a tokio runtime of `threads` workers
+//! accepts connections (applying the connection caps), speaks HTTP/1.1 with hyper, serves the
+//! inference requests of published routes on these threads (decode, submit to the native instance,
+//! encode) and forwards everything else to the control plane (proxy.rs).
+use crate::decode::decode;
+use crate::encode::{encode, OutputView};
+use crate::exec::{monotonic_ns, submit, Outcome};
+use crate::host::{HostApi, MEMORY_CPU};
+use crate::proxy::{Body, Fallback};
+use crate::route::{Route, Routes};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::ffi::{c_char, c_void, CStr};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Settings of the public port (`WdServerOptions` in warden/data_path.h).
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub threads: usize,
+    pub max_connections: u64,
+    /// 0 = no per-address cap.
+    pub max_connections_per_address: u64,
+    /// Bodies the data path reads itself (bytes); longer ones stream to the control plane.
+    pub max_body_bytes: u64,
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+}
+
+/// Counters the control plane reads (`wd_server_counters`).
+#[derive(Default)]
+pub struct Counters {
+    pub served: AtomicU64,
+    pub forwarded: AtomicU64,
+    /// Requests for a published route the data path handed to the control plane after reading them.
+    pub replayed: AtomicU64,
+    pub refused_connections: AtomicU64,
+}
+
+pub struct Shared {
+    pub api: HostApi,
+    pub routes: Routes,
+    pub fallback: Arc<Fallback>,
+    pub options: Options,
+    pub counters: Counters,
+    open: Mutex<HashMap<IpAddr, u64>>,
+    open_total: AtomicU64,
+    closing: AtomicBool,
+    /** While set, every request goes to the control plane (e.g. while a trace setting is on). */
+    pub paused: AtomicBool,
+}
+
+/// The running server.
+pub struct Server {
+    pub shared: Arc<Shared>,
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: watch::Sender<bool>,
+}
+
+fn text_response(status: StatusCode, body: &'static str) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())).map_err(|never| match never {}).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// The route a request is for, when the data path may serve it (the claim rules of the `/infer`
+/// fast paths, frontend/http/claim.ts: POST, a plain infer URL, no query, `Content-Length` within
+/// the limit, no content or transfer encoding, JSON or octet-stream, identity accept-encoding).
+fn claim(shared: &Shared, req: &Request<Incoming>) -> Option<Arc<Route>> {
+    if req.method() != Method::POST || req.uri().query().is_some() || shared.paused.load(Ordering::Relaxed) {
+        return None;
+    }
+    let rest = req.uri().path().strip_prefix("/v2/models/")?.strip_suffix("/infer")?;
+    let (name, version) = match rest.split_once("/versions/") {
+        Some((n, v)) => (n, Some(v)),
+        None => (rest, None),
+    };
+    if name.contains('/') {
+        return None;
+    }
+    let route = shared.routes.get(name)?;
+    if version.is_some_and(|v| v != route.version_text) {
+        return None;
+    }
+    let h = req.headers();
+    if h.contains_key("content-encoding") || h.contains_key("transfer-encoding") {
+        return None;
+    }
+    let len: u64 = h.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()?;
+    if len >= shared.options.max_body_bytes {
+        return None;
+    }
+    if let Some(t) = h.get(CONTENT_TYPE) {
+        if t != "application/json" && t != "application/octet-stream" {
+            return None;
+        }
+    }
+    if let Some(a) = h.get("accept-encoding") {
+        if a != "identity" {
+            return None;
+        }
+    }
+    Some(route)
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>, client: Arc<str>) -> Result<Response<Body>, Infallible> {
+    let Some(route) = claim(&shared, &req) else {
+        shared.counters.forwarded.fetch_add(1, Ordering::Relaxed);
+        let (parts, body) = req.into_parts();
+        return Ok(forward(&shared, parts, Fallback::stream(body), &client).await);
+    };
+    let start = monotonic_ns();
+    let header_len = match req.headers().get("inference-header-content-length") {
+        None => None,
+        Some(v) => {
+            v.to_str().ok().and_then(|s| s.parse::<u32>().ok()).filter(|&n| n <= i32::MAX as u32).map(|n| n as usize)
+        }
+    };
+    let bad_header = req.headers().contains_key("inference-header-content-length") && header_len.is_none();
+    let (parts, body) = req.into_parts();
+    let limit = shared.options.max_body_bytes as usize;
+    let collected = match tokio::time::timeout(shared.options.body_timeout, Limited::new(body, limit).collect()).await {
+        Ok(Ok(c)) => c.to_bytes(),
+        _ => return Ok(text_response(StatusCode::BAD_REQUEST, "{\"error\":\"failed to read the request body\"}")),
+    };
+    let decoded = if bad_header { None } else { decode(&route, &collected, header_len) };
+    let Some(decoded) = decoded else {
+        shared.counters.replayed.fetch_add(1, Ordering::Relaxed);
+        let body = Full::new(collected).map_err(|never| match never {}).boxed();
+        return Ok(forward(&shared, parts, body, &client).await);
+    };
+    let batch = decoded.batch;
+    let formats = decoded.formats.requested.clone();
+    let default_binary = decoded.formats.default_binary;
+    let id = decoded.id.clone();
+    let rx = match submit(&shared.api, &route, decoded, collected.clone()) {
+        Ok(rx) => rx,
+        Err(_) => {
+            // The instance refused the submit (finalizing): the control plane answers as it would.
+            shared.counters.replayed.fetch_add(1, Ordering::Relaxed);
+            let body = Full::new(collected).map_err(|never| match never {}).boxed();
+            return Ok(forward(&shared, parts, body, &client).await);
+        }
+    };
+    let outcome = rx.await;
+    let now_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let answer = match outcome {
+        Ok(Outcome::Response(r)) => render(&shared.api, &route, r.ptr(), &id, &formats, default_binary),
+        Ok(Outcome::Error(e)) => Err(e.message),
+        Err(_) => Err("backend dropped the request".to_string()),
+    };
+    let end = monotonic_ns();
+    match answer {
+        Ok(resp) => {
+            route.stats.success(end.saturating_sub(start), batch, now_ms);
+            shared.counters.served.fetch_add(1, Ordering::Relaxed);
+            Ok(resp)
+        }
+        Err(message) => {
+            route.stats.failure(end.saturating_sub(start));
+            shared.counters.served.fetch_add(1, Ordering::Relaxed);
+            let mut body = Vec::new();
+            body.extend_from_slice(b"{\"error\":");
+            crate::encode::json_string(&mut body, &message);
+            body.push(b'}');
+            let mut r = Response::new(Full::new(Bytes::from(body)).map_err(|never| match never {}).boxed());
+            *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            Ok(r)
+        }
+    }
+}
+
+/// The 200 answer of a response, or the error text when the response is an error or breaks the
+/// route's contract.
+fn render(
+    api: &HostApi,
+    route: &Route,
+    resp: *mut c_void,
+    id: &str,
+    requested: &[(usize, bool)],
+    default_binary: bool,
+) -> Result<Response<Body>, String> {
+    if let Some(e) = api.read_error((api.response_error)(resp)) {
+        return Err(e.message);
+    }
+    let mut count = 0u32;
+    if let Some(e) = api.take_error((api.response_output_count)(resp, &mut count)) {
+        return Err(e.message);
+    }
+    let mut views = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let mut name: *const c_char = std::ptr::null();
+        let mut datatype = 0u32;
+        let mut shape: *const i64 = std::ptr::null();
+        let mut dims = 0u64;
+        let mut base: *const c_void = std::ptr::null();
+        let mut size = 0usize;
+        let mut mem = 0u32;
+        let mut mem_id = 0i64;
+        let mut userp: *mut c_void = std::ptr::null_mut();
+        let err = (api.response_output)(
+            resp,
+            i,
+            &mut name,
+            &mut datatype,
+            &mut shape,
+            &mut dims,
+            &mut base,
+            &mut size,
+            &mut mem,
+            &mut mem_id,
+            &mut userp,
+        );
+        if let Some(e) = api.take_error(err) {
+            return Err(e.message);
+        }
+        if mem != MEMORY_CPU || name.is_null() {
+            return Err("output not in CPU memory".into());
+        }
+        // SAFETY: the response owns its outputs' names, shapes and buffers until it is deleted,
+        // which happens after this function returns (the caller holds the Response).
+        let (name, shape, data) = unsafe {
+            (
+                CStr::from_ptr(name).to_str().map_err(|_| "output name is not UTF-8".to_string())?,
+                warden_ffi::slice(shape, dims as usize),
+                warden_ffi::slice(base as *const u8, size),
+            )
+        };
+        let Some(index) = route.outputs.iter().position(|o| o == name) else {
+            return Err(format!("backend produced unexpected output '{name}' for model '{}'", route.name));
+        };
+        let wanted = requested.is_empty() || requested.iter().any(|(k, _)| *k == index);
+        if !wanted {
+            continue;
+        }
+        let binary = requested.iter().find(|(k, _)| *k == index).map(|(_, b)| *b).unwrap_or(default_binary);
+        views.push(OutputView { name, datatype, shape, data, binary });
+    }
+    let enc = encode(&route.name, &route.version_text, id, &views)
+        .ok_or_else(|| "output data does not match its datatype".to_string())?;
+    let len = enc.body.len();
+    let mut r = Response::new(Full::new(Bytes::from(enc.body)).map_err(|never| match never {}).boxed());
+    let h = r.headers_mut();
+    match enc.header_len {
+        Some(n) => {
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+            h.insert("inference-header-content-length", HeaderValue::from(n));
+        }
+        None => {
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+    }
+    h.insert("vary", HeaderValue::from_static("Accept-Encoding"));
+    h.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    Ok(r)
+}
+
+async fn forward(shared: &Arc<Shared>, parts: hyper::http::request::Parts, body: Body, client: &str) -> Response<Body> {
+    match shared.fallback.forward(parts, body, client).await {
+        Ok(r) => r,
+        Err(_) => text_response(StatusCode::SERVICE_UNAVAILABLE, "{\"error\":\"Server is not ready\"}"),
+    }
+}
+
+impl Server {
+    /// Starts serving `listener` (a listening TCP socket, owned from here on).
+    pub fn start(
+        api: HostApi,
+        listener: std::net::TcpListener,
+        fallback: std::path::PathBuf,
+        options: Options,
+    ) -> std::io::Result<Server> {
+        listener.set_nonblocking(true)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(options.threads.max(1))
+            .thread_name("warden-http")
+            .enable_all()
+            .build()?;
+        let shared = Arc::new(Shared {
+            api,
+            routes: Routes::default(),
+            fallback: Arc::new(Fallback::new(fallback)),
+            options,
+            counters: Counters::default(),
+            open: Mutex::new(HashMap::new()),
+            open_total: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
+        });
+        let (stop, stopped) = watch::channel(false);
+        let listener = {
+            let _g = runtime.enter();
+            tokio::net::TcpListener::from_std(listener)?
+        };
+        runtime.spawn(accept_loop(shared.clone(), listener, stopped));
+        Ok(Server { shared, runtime: Some(runtime), stop })
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> u64 {
+        self.shared.open_total.load(Ordering::Acquire)
+    }
+
+    /// Stops accepting and asks every connection to close after its request in flight; returns at once.
+    pub fn begin_close(&self) {
+        self.shared.closing.store(true, Ordering::Release);
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.begin_close();
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+async fn accept_loop(shared: Arc<Shared>, listener: tokio::net::TcpListener, mut stopped: watch::Receiver<bool>) {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stopped.changed() => return,
+        };
+        let Ok((stream, peer)) = accepted else {
+            // EMFILE and the like: back off a little rather than spin.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let ip = peer.ip();
+        if !admit(&shared, ip) {
+            shared.counters.refused_connections.fetch_add(1, Ordering::Relaxed);
+            reset(stream);
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        let shared2 = shared.clone();
+        let mut stop = stopped.clone();
+        tokio::spawn(async move {
+            let client: Arc<str> = Arc::from(ip.to_string());
+            let svc_shared = shared2.clone();
+            let svc = hyper::service::service_fn(move |req| handle(svc_shared.clone(), req, client.clone()));
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder.timer(TokioTimer::new()).header_read_timeout(shared2.options.header_timeout).keep_alive(true);
+            let conn = builder.serve_connection(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = stop.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.as_mut().await;
+                }
+            }
+            release(&shared2, ip);
+        });
+    }
+}
+
+/// Closes a refused connection with a reset (SO_LINGER 0), as the native acceptor does: the
+/// client learns at once, and no TIME_WAIT is left on this side.
+fn reset(stream: tokio::net::TcpStream) {
+    if let Ok(std) = stream.into_std() {
+        let l = libc::linger { l_onoff: 1, l_linger: 0 };
+        // SAFETY: setsockopt reads one `linger` from the valid local above; the descriptor is open.
+        unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&std),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                &l as *const libc::linger as *const c_void,
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+    }
+}
+
+fn admit(shared: &Shared, ip: IpAddr) -> bool {
+    let o = &shared.options;
+    let mut open = shared.open.lock().unwrap_or_else(|e| e.into_inner());
+    let total = shared.open_total.load(Ordering::Acquire);
+    if total >= o.max_connections {
+        return false;
+    }
+    let n = open.entry(ip).or_insert(0);
+    if o.max_connections_per_address > 0 && *n >= o.max_connections_per_address {
+        return false;
+    }
+    *n += 1;
+    shared.open_total.fetch_add(1, Ordering::AcqRel);
+    true
+}
+
+fn release(shared: &Shared, ip: IpAddr) {
+    let mut open = shared.open.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = open.get_mut(&ip) {
+        *n -= 1;
+        if *n == 0 {
+            open.remove(&ip);
+        }
+    }
+    shared.open_total.fetch_sub(1, Ordering::AcqRel);
+}

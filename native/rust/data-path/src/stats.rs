@@ -1,0 +1,113 @@
+//! Statistics of the requests the data path served for one route, accumulated with atomics and
+//! taken (read and reset) by the control plane, which adds them to the model version's own
+//! statistics (spec §3.2, the `statistics` extension) and Prometheus series: one set of figures
+//! whichever path served a request.
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counters since the last take. Durations in ns.
+#[derive(Default)]
+pub struct RouteStats {
+    success_count: AtomicU64,
+    success_ns: AtomicU64,
+    fail_count: AtomicU64,
+    fail_ns: AtomicU64,
+    queue_ns: AtomicU64,
+    compute_input_ns: AtomicU64,
+    compute_infer_ns: AtomicU64,
+    compute_output_ns: AtomicU64,
+    /// Requests with backend-reported timings (queue and compute sums cover these).
+    timed_count: AtomicU64,
+    inference_count: AtomicU64,
+    execution_count: AtomicU64,
+    /// Executions with batch statistics, by batch size 1 (the data path submits one request per execute).
+    batch1_count: AtomicU64,
+    batch1_input_ns: AtomicU64,
+    batch1_infer_ns: AtomicU64,
+    batch1_output_ns: AtomicU64,
+    last_inference_ms: AtomicU64,
+}
+
+/// `WdRouteStats` (warden/data_path.h): what {@link RouteStats::take} returns.
+#[repr(C)]
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    pub success_count: u64,
+    pub success_ns: u64,
+    pub fail_count: u64,
+    pub fail_ns: u64,
+    pub timed_count: u64,
+    pub queue_ns: u64,
+    pub compute_input_ns: u64,
+    pub compute_infer_ns: u64,
+    pub compute_output_ns: u64,
+    pub inference_count: u64,
+    pub execution_count: u64,
+    pub batch1_count: u64,
+    pub batch1_input_ns: u64,
+    pub batch1_infer_ns: u64,
+    pub batch1_output_ns: u64,
+    pub last_inference_ms: u64,
+}
+
+fn add(a: &AtomicU64, v: u64) {
+    a.fetch_add(v, Ordering::Relaxed);
+}
+
+impl RouteStats {
+    /// A request that succeeded after `ns` end to end, carrying `batch` batch elements.
+    pub fn success(&self, ns: u64, batch: u64, now_ms: u64) {
+        add(&self.success_count, 1);
+        add(&self.success_ns, ns);
+        add(&self.inference_count, batch);
+        self.last_inference_ms.fetch_max(now_ms, Ordering::Relaxed);
+    }
+
+    /// A request that failed after `ns`.
+    pub fn failure(&self, ns: u64) {
+        add(&self.fail_count, 1);
+        add(&self.fail_ns, ns);
+    }
+
+    /// A request's queue and compute times (the backend's TRITONBACKEND_ModelInstanceReportStatistics).
+    pub fn request_times(&self, queue: u64, input: u64, infer: u64, output: u64) {
+        add(&self.timed_count, 1);
+        add(&self.queue_ns, queue);
+        add(&self.compute_input_ns, input);
+        add(&self.compute_infer_ns, infer);
+        add(&self.compute_output_ns, output);
+    }
+
+    /// One backend execution of batch size `batch` (TRITONBACKEND_ModelInstanceReportBatchStatistics).
+    pub fn execution(&self, batch: u64, input: u64, infer: u64, output: u64) {
+        add(&self.execution_count, 1);
+        if batch == 1 {
+            add(&self.batch1_count, 1);
+            add(&self.batch1_input_ns, input);
+            add(&self.batch1_infer_ns, infer);
+            add(&self.batch1_output_ns, output);
+        }
+    }
+
+    /// Reads and resets every counter (last_inference_ms is kept: it is a time, not a sum).
+    pub fn take(&self) -> StatsSnapshot {
+        let t = |a: &AtomicU64| a.swap(0, Ordering::Relaxed);
+        StatsSnapshot {
+            success_count: t(&self.success_count),
+            success_ns: t(&self.success_ns),
+            fail_count: t(&self.fail_count),
+            fail_ns: t(&self.fail_ns),
+            timed_count: t(&self.timed_count),
+            queue_ns: t(&self.queue_ns),
+            compute_input_ns: t(&self.compute_input_ns),
+            compute_infer_ns: t(&self.compute_infer_ns),
+            compute_output_ns: t(&self.compute_output_ns),
+            inference_count: t(&self.inference_count),
+            execution_count: t(&self.execution_count),
+            batch1_count: t(&self.batch1_count),
+            batch1_input_ns: t(&self.batch1_input_ns),
+            batch1_infer_ns: t(&self.batch1_infer_ns),
+            batch1_output_ns: t(&self.batch1_output_ns),
+            last_inference_ms: self.last_inference_ms.load(Ordering::Relaxed),
+        }
+    }
+}

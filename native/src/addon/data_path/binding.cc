@@ -1,0 +1,171 @@
+// The addon's binding of the native data path (native/rust/data-path, C ABI in
+// warden/data_path.h): `dataPath.start(fd, socketPath, options)` → a server external, and
+// `publish` / `unpublish` / `inflight` / `takeStats` / `counters` / `beginClose` / `close` over it.
+// The host API table points the data path at this process's libtritonserver.so.
+#include <napi.h>
+
+#include <string>
+#include <vector>
+
+#include "../addon.h"
+#include "warden/data_path.h"
+
+namespace warden_data_path {
+namespace {
+
+using warden_addon::InstanceHandle;
+using warden_addon::TritonError;
+
+struct ServerRef {
+  WdServer* server = nullptr;
+};
+
+struct RouteRef {
+  WdRoute* route = nullptr;
+};
+
+WdServer* ServerOf(const Napi::Value& v) {
+  if (!v.IsExternal()) throw Napi::TypeError::New(v.Env(), "expected a data path server");
+  ServerRef* ref = v.As<Napi::External<ServerRef>>().Data();
+  if (ref->server == nullptr) throw Napi::Error::New(v.Env(), "the data path server is closed");
+  return ref->server;
+}
+
+WdRoute* RouteOf(const Napi::Value& v) {
+  if (!v.IsExternal()) throw Napi::TypeError::New(v.Env(), "expected a data path route");
+  return v.As<Napi::External<RouteRef>>().Data()->route;
+}
+
+const WdHostApi kHostApi = {
+    WARDEN_InstanceExecute,
+    TRITONSERVER_InferenceResponseError,
+    TRITONSERVER_InferenceResponseOutputCount,
+    TRITONSERVER_InferenceResponseOutput,
+    TRITONSERVER_InferenceResponseDelete,
+    TRITONSERVER_ErrorCode,
+    TRITONSERVER_ErrorMessage,
+    TRITONSERVER_ErrorDelete,
+};
+
+uint64_t U64(const Napi::Object& o, const char* key, uint64_t fallback) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsNumber()) return fallback;
+  double d = v.As<Napi::Number>().DoubleValue();
+  return d < 0 ? 0 : uint64_t(d);
+}
+
+// start(fd, socketPath, {threads, maxConnections, maxConnectionsPerAddress, maxBodyBytes, headerTimeoutMs,
+// bodyTimeoutMs})
+Napi::Value Start(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd = info[0].As<Napi::Number>().Int32Value();
+  std::string path = info[1].As<Napi::String>().Utf8Value();
+  Napi::Object o = info[2].As<Napi::Object>();
+  WdServerOptions opts{};
+  opts.threads = uint32_t(U64(o, "threads", 1));
+  opts.max_connections = U64(o, "maxConnections", 1024);
+  opts.max_connections_per_address = U64(o, "maxConnectionsPerAddress", 0);
+  opts.max_body_bytes = U64(o, "maxBodyBytes", 1 << 20);
+  opts.header_timeout_ms = U64(o, "headerTimeoutMs", 60000);
+  opts.body_timeout_ms = U64(o, "bodyTimeoutMs", 300000);
+  WdServer* server = nullptr;
+  if (WardenError* err = wd_server_start(&kHostApi, fd, path.c_str(), &opts, &server)) throw TritonError(env, err);
+  return Napi::External<ServerRef>::New(env, new ServerRef{server}, [](Napi::Env, ServerRef* ref) {
+    wd_server_free(ref->server);
+    delete ref;
+  });
+}
+
+// publish(server, specJson, instances: InstanceHandle[]) → route
+Napi::Value Publish(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  WdServer* server = ServerOf(info[0]);
+  std::string spec = info[1].As<Napi::String>().Utf8Value();
+  Napi::Array list = info[2].As<Napi::Array>();
+  std::vector<TRITONBACKEND_ModelInstance*> instances;
+  for (uint32_t i = 0; i < list.Length(); i++) {
+    Napi::Value v = list.Get(i);
+    if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(InstanceHandle::constructor.Value()))
+      throw Napi::TypeError::New(env, "expected instance handles");
+    InstanceHandle* h = Napi::ObjectWrap<InstanceHandle>::Unwrap(v.As<Napi::Object>());
+    if (h->instance == nullptr) throw Napi::Error::New(env, "the instance is finalized");
+    instances.push_back(h->instance);
+  }
+  WdRoute* route = nullptr;
+  if (WardenError* err = wd_server_publish(server, reinterpret_cast<const uint8_t*>(spec.data()), spec.size(),
+                                           instances.data(), instances.size(), &route))
+    throw TritonError(env, err);
+  return Napi::External<RouteRef>::New(env, new RouteRef{route}, [](Napi::Env, RouteRef* ref) {
+    wd_route_free(ref->route);
+    delete ref;
+  });
+}
+
+Napi::Value Unpublish(const Napi::CallbackInfo& info) {
+  wd_server_unpublish(ServerOf(info[0]), RouteOf(info[1]));
+  return info.Env().Undefined();
+}
+
+Napi::Value Inflight(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), double(wd_route_inflight(RouteOf(info[0]))));
+}
+
+// takeStats(route) → Float64Array in WdRouteStats order
+Napi::Value TakeStats(const Napi::CallbackInfo& info) {
+  WdRouteStats s{};
+  wd_route_take_stats(RouteOf(info[0]), &s);
+  const uint64_t* fields = reinterpret_cast<const uint64_t*>(&s);
+  constexpr size_t n = sizeof(WdRouteStats) / sizeof(uint64_t);
+  Napi::Float64Array out = Napi::Float64Array::New(info.Env(), n);
+  for (size_t i = 0; i < n; i++) out[i] = double(fields[i]);
+  return out;
+}
+
+Napi::Value Counters(const Napi::CallbackInfo& info) {
+  WdCounters c{};
+  wd_server_counters(ServerOf(info[0]), &c);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("served", double(c.served));
+  o.Set("forwarded", double(c.forwarded));
+  o.Set("replayed", double(c.replayed));
+  o.Set("refusedConnections", double(c.refused_connections));
+  o.Set("openConnections", double(c.open_connections));
+  return o;
+}
+
+Napi::Value SetPaused(const Napi::CallbackInfo& info) {
+  wd_server_set_paused(ServerOf(info[0]), info[1].ToBoolean().Value());
+  return info.Env().Undefined();
+}
+
+Napi::Value BeginClose(const Napi::CallbackInfo& info) {
+  wd_server_begin_close(ServerOf(info[0]));
+  return info.Env().Undefined();
+}
+
+// close(server): stops the threads and frees the server now (the external's finalizer then does nothing).
+Napi::Value Close(const Napi::CallbackInfo& info) {
+  if (!info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "expected a data path server");
+  ServerRef* ref = info[0].As<Napi::External<ServerRef>>().Data();
+  wd_server_free(ref->server);
+  ref->server = nullptr;
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+Napi::Object InitBinding(Napi::Env env) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("start", Napi::Function::New(env, Start, "start"));
+  o.Set("publish", Napi::Function::New(env, Publish, "publish"));
+  o.Set("unpublish", Napi::Function::New(env, Unpublish, "unpublish"));
+  o.Set("inflight", Napi::Function::New(env, Inflight, "inflight"));
+  o.Set("takeStats", Napi::Function::New(env, TakeStats, "takeStats"));
+  o.Set("counters", Napi::Function::New(env, Counters, "counters"));
+  o.Set("setPaused", Napi::Function::New(env, SetPaused, "setPaused"));
+  o.Set("beginClose", Napi::Function::New(env, BeginClose, "beginClose"));
+  o.Set("close", Napi::Function::New(env, Close, "close"));
+  return o;
+}
+
+}  // namespace warden_data_path
