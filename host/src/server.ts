@@ -326,6 +326,7 @@ async function startDataPath(
       headerTimeoutMs: settings.headersTimeout,
       bodyTimeoutMs: settings.requestTimeout,
     },
+    frontend.nativeErrorAnswer,
     logger.child({ component: 'data-path' }),
   );
   return { dataPath, port: bound.port };

@@ -2,6 +2,7 @@
  * The HTTP frontend: Triton's HTTP/REST protocol on Fastify (spec §1–§3). Routes follow Triton's
  * dispatch table (spec §1.1); every error leaves as `{"error": ...}` with Triton's status.
  */
+import { ERROR_CODES, TritonError } from '../../contract/errors.js';
 import { type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type Server, type ServerOptions, createServer } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { modelConfigToJson } from '../../config/index.js';
@@ -65,6 +66,11 @@ export interface HttpFrontend {
   listener(): RequestListener;
   /** The public server's settings, for the front-end threads' own servers. */
   serverSettings(): FrontendThreadData['server'];
+  /**
+   * The answer to an error the native data path met in a backend (`code`: TRITONSERVER_Error_Code):
+   * the same answer the TypeScript path writes for it (status, public text).
+   */
+  nativeErrorAnswer(code: number, message: string): HttpAnswer;
 }
 
 /** Build the Fastify app (not listening). */
@@ -255,5 +261,6 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
       connectionsCheckingInterval: connectionsCheckingInterval(ctx.limits),
       maxConnections: app.server.maxConnections,
     }),
+    nativeErrorAnswer: (code, message) => errorAnswer(new TritonError(ERROR_CODES[code] ?? 'UNKNOWN', message), (e) => api.publicError(e), ctx.logger),
   };
 }

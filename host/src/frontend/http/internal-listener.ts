@@ -10,6 +10,11 @@ import { type RequestListener, type Server, type ServerResponse, createServer } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TRUSTED_CLIENT_ADDRESS } from './client-address.js';
+import { writeAnswer } from './claim.js';
+import type { HttpAnswer } from './routing.js';
+
+/** The longest error message a native error request may carry (bytes). */
+const MAX_NATIVE_ERROR_BYTES = 64 * 1024;
 
 /** The header a forwarder names the client's address in (trusted only on the internal socket). */
 export const CLIENT_ADDRESS_HEADER = 'x-warden-client-address';
@@ -21,6 +26,16 @@ export const CLIENT_ADDRESS_HEADER = 'x-warden-client-address';
  * forwarder closes its client's connection as the answer asked.
  */
 export const INTERNAL_CLOSE_HEADER = 'x-warden-connection';
+
+/**
+ * The header with which the native data path asks for a backend error's answer (its Triton error
+ * code, as `TRITONSERVER_Error_Code`; the body is the message): honoured on the data path's
+ * internal listener only, and dropped from every client request by each forwarder.
+ */
+export const NATIVE_ERROR_HEADER = 'x-warden-native-error';
+
+/** Renders the answer to a backend error the native data path met (code: `TRITONSERVER_Error_Code`). */
+export type NativeErrorRenderer = (code: number, message: string) => HttpAnswer;
 
 /** Timeouts of the public server, applied to the internal one too. */
 export interface InternalServerSettings {
@@ -70,9 +85,11 @@ export class InternalListener {
   /**
    * Listens on a new socket in a new private directory.
    * @param name the socket's file name (`main.sock`, `data-path.sock`)
+   * @param nativeErrors answers the native data path's error requests ({@link NATIVE_ERROR_HEADER});
+   *   without it the header is dropped like any forwarded client's
    * @throws Error when the socket cannot be made (the directory is removed again)
    */
-  static async start(listener: RequestListener, s: InternalServerSettings, name: string): Promise<InternalListener> {
+  static async start(listener: RequestListener, s: InternalServerSettings, name: string, nativeErrors?: NativeErrorRenderer): Promise<InternalListener> {
     const dir = mkdtempSync(join(tmpdir(), 'warden-http-'));
     chmodSync(dir, 0o700);
     const socketPath = join(dir, name);
@@ -85,6 +102,18 @@ export class InternalListener {
         (req as unknown as Record<symbol, unknown>)[TRUSTED_CLIENT_ADDRESS] = typeof a === 'string' ? a : undefined;
         self.requests++;
         keepInternalConnection(res);
+        const nativeError = req.headers[NATIVE_ERROR_HEADER];
+        delete req.headers[NATIVE_ERROR_HEADER];
+        if (nativeErrors && typeof nativeError === 'string') {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          req.on('data', (c: Buffer) => {
+            size += c.length;
+            if (size <= MAX_NATIVE_ERROR_BYTES) chunks.push(c);
+          });
+          req.on('end', () => writeAnswer(res, nativeErrors(Number(nativeError), Buffer.concat(chunks).toString('utf8'))));
+          return;
+        }
         listener(req, res);
       },
     );

@@ -25,6 +25,8 @@ pub const CLIENT_ADDRESS: &str = "x-warden-client-address";
 pub const INTERNAL_CLOSE: &str = "x-warden-connection";
 
 /// Request headers not forwarded: hop-by-hop (RFC 9110 §7.6.1) and a client's own address claim.
+/// Request headers only the data path itself may send (a client's copy is dropped).
+const INTERNAL_ONLY: &str = crate::server::NATIVE_ERROR;
 const DROP_REQUEST: [&str; 8] =
     ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "expect", CLIENT_ADDRESS];
 /// Response headers the public connection writes itself.
@@ -70,16 +72,18 @@ impl Fallback {
 
     /// Forwards `req` (its body replaced by `body`) and returns the control plane's answer; its
     /// internal connection goes back to the pool once the answer's body has been read to the end.
+    /// `internal`: the request is the data path's own (its [`INTERNAL_ONLY`] header is kept).
     pub async fn forward(
         self: &Arc<Self>,
         parts: hyper::http::request::Parts,
         body: Body,
         client: &str,
+        internal: bool,
     ) -> Result<Response<Body>, ForwardError> {
         let mut b =
             Request::builder().method(parts.method).uri(parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
         for (k, v) in parts.headers.iter() {
-            if !DROP_REQUEST.contains(&k.as_str()) {
+            if !DROP_REQUEST.contains(&k.as_str()) && (internal || k.as_str() != INTERNAL_ONLY) {
                 b = b.header(k, v);
             }
         }
@@ -96,7 +100,9 @@ impl Fallback {
             h.insert(HeaderName::from_static("connection"), HeaderValue::from_static("close"));
         }
         let (parts, inner) = res.into_parts();
-        let body = PoolReturn { inner, send: Some(send), pool: self.clone() };
+        // A connection whose answer asked to close may still owe the rest of a request body the
+        // control plane did not read: it is not used again.
+        let body = PoolReturn { inner, send: (!close).then_some(send), pool: self.clone() };
         Ok(Response::from_parts(parts, body.boxed()))
     }
 

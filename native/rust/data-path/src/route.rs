@@ -41,6 +41,14 @@ pub struct InputSpec {
     pub dims: Vec<i64>,
 }
 
+/// An output as published: name and dims (-1 = any) without the batch dimension.
+#[derive(Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    pub name: String,
+    pub dims: Vec<i64>,
+}
+
 /// The JSON the control plane publishes.
 #[derive(Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
@@ -49,7 +57,7 @@ pub struct RouteSpec {
     pub version: i64,
     pub max_batch_size: i64,
     pub inputs: Vec<InputSpec>,
-    pub outputs: Vec<String>,
+    pub outputs: Vec<OutputSpec>,
 }
 
 /// A published input with its datatype resolved.
@@ -79,6 +87,8 @@ pub struct Route {
     pub max_batch_size: i64,
     pub inputs: Vec<Input>,
     pub outputs: Vec<String>,
+    /// Each output's dims (same order as `outputs`).
+    pub output_dims: Vec<Vec<i64>>,
     pub instances: Vec<Instance>,
     next: AtomicUsize,
     /// Requests submitted and not yet both answered and released.
@@ -105,7 +115,8 @@ impl Route {
             version: spec.version,
             max_batch_size: spec.max_batch_size,
             inputs,
-            outputs: spec.outputs,
+            output_dims: spec.outputs.iter().map(|o| o.dims.clone()).collect(),
+            outputs: spec.outputs.into_iter().map(|o| o.name).collect(),
             instances,
             next: AtomicUsize::new(0),
             inflight: AtomicU64::new(0),

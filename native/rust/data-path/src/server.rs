@@ -5,7 +5,7 @@
 use crate::decode::decode;
 use crate::encode::{encode, OutputView};
 use crate::exec::{monotonic_ns, submit, Outcome};
-use crate::host::{HostApi, MEMORY_CPU};
+use crate::host::{HostApi, HostError, MEMORY_CPU};
 use crate::proxy::{Body, Fallback};
 use crate::route::{Route, Routes};
 use bytes::Bytes;
@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
+
+/// The header that asks the internal listener to render a backend error (frontend/http/internal-listener.ts).
+pub const NATIVE_ERROR: &str = "x-warden-native-error";
 
 /// Settings of the public port (`WdServerOptions` in warden/data_path.h).
 #[derive(Clone, Debug)]
@@ -156,33 +159,98 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>, client: Arc<str>) -
     let now_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
     let answer = match outcome {
-        Ok(Outcome::Response(r)) => render(&shared.api, &route, r.ptr(), &id, &formats, default_binary),
-        Ok(Outcome::Error(e)) => Err(e.message),
-        Err(_) => Err("backend dropped the request".to_string()),
+        Ok(Outcome::Response(r)) => render(&shared.api, &route, r.ptr(), &id, &formats, default_binary, batch),
+        Ok(Outcome::Error(e)) => Err(e),
+        Err(_) => Err(internal("backend dropped the request".to_string())),
     };
     let end = monotonic_ns();
+    shared.counters.served.fetch_add(1, Ordering::Relaxed);
     match answer {
         Ok(resp) => {
             route.stats.success(end.saturating_sub(start), batch, now_ms);
-            shared.counters.served.fetch_add(1, Ordering::Relaxed);
             Ok(resp)
         }
-        Err(message) => {
+        Err(e) => {
             route.stats.failure(end.saturating_sub(start));
-            shared.counters.served.fetch_add(1, Ordering::Relaxed);
-            let mut body = Vec::new();
-            body.extend_from_slice(b"{\"error\":");
-            crate::encode::json_string(&mut body, &message);
-            body.push(b'}');
-            let mut r = Response::new(Full::new(Bytes::from(body)).map_err(|never| match never {}).boxed());
-            *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-            r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            Ok(r)
+            // The control plane renders every error answer (status, redaction, wording).
+            Ok(render_error(&shared, parts, e, &client).await)
         }
     }
 }
 
-/// The 200 answer of a response, or the error text when the response is an error or breaks the
+/// The answer to a request that failed in the backend, as the control plane writes it: a request
+/// to the internal listener carrying the error's code ([`NATIVE_ERROR`]) and its message as body.
+async fn render_error(
+    shared: &Arc<Shared>,
+    mut parts: hyper::http::request::Parts,
+    e: HostError,
+    client: &str,
+) -> Response<Body> {
+    let host = parts.headers.get(hyper::header::HOST).cloned();
+    parts.headers.clear();
+    parts.headers.insert(hyper::header::HOST, host.unwrap_or(HeaderValue::from_static("localhost")));
+    parts.headers.insert(NATIVE_ERROR, HeaderValue::from(e.code));
+    parts.headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    let body = Bytes::from(e.message.into_bytes());
+    parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    forward_as(shared, parts, Full::new(body).map_err(|never| match never {}).boxed(), client, true).await
+}
+
+fn internal(message: String) -> HostError {
+    HostError { code: 1, message }
+}
+
+fn shape_text(s: &[i64]) -> String {
+    let parts: Vec<String> = s.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", parts.join(","))
+}
+
+/// The checks the TypeScript data plane makes of a backend's output (lifecycle/validate.ts
+/// compileResponseValidator), with its texts: declared in the config, a shape matching
+/// `[batch] + dims`, no negative dimension, bytes matching the shape.
+/// @returns the output's index in the route
+fn check_output(
+    route: &Route,
+    name: &str,
+    shape: &[i64],
+    datatype: u32,
+    bytes: usize,
+    batch: u64,
+) -> Result<usize, HostError> {
+    let m = &route.name;
+    let Some(index) = route.outputs.iter().position(|o| o == name) else {
+        return Err(internal(format!("backend produced unexpected output '{name}' for model '{m}'")));
+    };
+    let declared = &route.output_dims[index];
+    let batched = route.max_batch_size > 0;
+    let body = if batched { shape.get(1..).unwrap_or(&[]) } else { shape };
+    let dims_ok = body.len() == declared.len() && declared.iter().zip(body).all(|(&d, &s)| d == -1 || d == s);
+    if (batched && shape.first().copied() != Some(batch as i64)) || !dims_ok {
+        let mut expected = Vec::new();
+        if batched {
+            expected.push(batch as i64);
+        }
+        expected.extend_from_slice(declared);
+        return Err(internal(format!(
+            "backend produced output '{name}' of shape {} for model '{m}', expected {}",
+            shape_text(shape),
+            shape_text(&expected)
+        )));
+    }
+    if shape.iter().any(|&d| d < 0 || d > (1i64 << 53)) {
+        return Err(internal(format!("backend produced output '{name}' with invalid shape {}", shape_text(shape))));
+    }
+    let size = crate::route::element_size(datatype) as u128;
+    if size > 0 {
+        let expected = shape.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128)) * size;
+        if expected != bytes as u128 {
+            return Err(internal(format!("backend produced output '{name}' whose data does not match its shape: Expected {expected}, got {bytes}")));
+        }
+    }
+    Ok(index)
+}
+
+/// The 200 answer of a response, or the error when the response is an error or breaks the
 /// route's contract.
 fn render(
     api: &HostApi,
@@ -191,13 +259,14 @@ fn render(
     id: &str,
     requested: &[(usize, bool)],
     default_binary: bool,
-) -> Result<Response<Body>, String> {
+    batch: u64,
+) -> Result<Response<Body>, HostError> {
     if let Some(e) = api.read_error((api.response_error)(resp)) {
-        return Err(e.message);
+        return Err(e);
     }
     let mut count = 0u32;
     if let Some(e) = api.take_error((api.response_output_count)(resp, &mut count)) {
-        return Err(e.message);
+        return Err(e);
     }
     let mut views = Vec::with_capacity(count as usize);
     for i in 0..count {
@@ -224,23 +293,23 @@ fn render(
             &mut userp,
         );
         if let Some(e) = api.take_error(err) {
-            return Err(e.message);
+            return Err(e);
         }
         if mem != MEMORY_CPU || name.is_null() {
-            return Err("output not in CPU memory".into());
+            return Err(internal("backend produced an output outside CPU memory".into()));
         }
         // SAFETY: the response owns its outputs' names, shapes and buffers until it is deleted,
         // which happens after this function returns (the caller holds the Response).
         let (name, shape, data) = unsafe {
             (
-                CStr::from_ptr(name).to_str().map_err(|_| "output name is not UTF-8".to_string())?,
+                CStr::from_ptr(name)
+                    .to_str()
+                    .map_err(|_| internal("backend produced an output whose name is not UTF-8".into()))?,
                 warden_ffi::slice(shape, dims as usize),
                 warden_ffi::slice(base as *const u8, size),
             )
         };
-        let Some(index) = route.outputs.iter().position(|o| o == name) else {
-            return Err(format!("backend produced unexpected output '{name}' for model '{}'", route.name));
-        };
+        let index = check_output(route, name, shape, datatype, data.len(), batch)?;
         let wanted = requested.is_empty() || requested.iter().any(|(k, _)| *k == index);
         if !wanted {
             continue;
@@ -249,7 +318,7 @@ fn render(
         views.push(OutputView { name, datatype, shape, data, binary });
     }
     let enc = encode(&route.name, &route.version_text, id, &views)
-        .ok_or_else(|| "output data does not match its datatype".to_string())?;
+        .ok_or_else(|| internal("backend produced an output the native data path cannot print".into()))?;
     let len = enc.body.len();
     let mut r = Response::new(Full::new(Bytes::from(enc.body)).map_err(|never| match never {}).boxed());
     let h = r.headers_mut();
@@ -268,7 +337,17 @@ fn render(
 }
 
 async fn forward(shared: &Arc<Shared>, parts: hyper::http::request::Parts, body: Body, client: &str) -> Response<Body> {
-    match shared.fallback.forward(parts, body, client).await {
+    forward_as(shared, parts, body, client, false).await
+}
+
+async fn forward_as(
+    shared: &Arc<Shared>,
+    parts: hyper::http::request::Parts,
+    body: Body,
+    client: &str,
+    internal: bool,
+) -> Response<Body> {
+    match shared.fallback.forward(parts, body, client, internal).await {
         Ok(r) => r,
         Err(_) => text_response(StatusCode::SERVICE_UNAVAILABLE, "{\"error\":\"Server is not ready\"}"),
     }

@@ -19,7 +19,7 @@ import type { ModelVersion } from '../../../lifecycle/model-version.js';
 import type { ServerMetrics } from '../../../metrics/prometheus.js';
 import type { AbsorbedStats } from '../../../metrics/stats.js';
 import type { DataPathBinding, DataPathCounters, DataPathOptions, DataPathRoute, DataPathServer } from '../../../platform/addon.js';
-import { type InternalServerSettings, InternalListener } from '../internal-listener.js';
+import { type InternalServerSettings, type NativeErrorRenderer, InternalListener } from '../internal-listener.js';
 import { routeOf } from './route-spec.js';
 
 /** How often a withdrawn route's in-flight count is read while it drains (ms). */
@@ -76,9 +76,10 @@ export class NativeDataPath {
     listener: RequestListener,
     settings: InternalServerSettings,
     options: DataPathOptions,
+    nativeErrors: NativeErrorRenderer,
     logger: Logger,
   ): Promise<NativeDataPath> {
-    const internal = await InternalListener.start(listener, settings, 'data-path.sock');
+    const internal = await InternalListener.start(listener, settings, 'data-path.sock', nativeErrors);
     let server: DataPathServer;
     try {
       server = binding.start(fd, internal.socketPath, options);

@@ -17,7 +17,7 @@ export interface RouteSpec {
   version: number;
   max_batch_size: number;
   inputs: { name: string; datatype: string; dims: number[] }[];
-  outputs: string[];
+  outputs: { name: string; dims: number[] }[];
 }
 
 /**
@@ -41,6 +41,7 @@ export function configRefusal(config: ModelConfig): string | undefined {
   }
   for (const o of config.output) {
     if (o.reshape || o.is_shape_tensor || o.label_filename) return `output '${o.name}' is reshaped, labelled or a shape tensor`;
+    if (!NATIVE_DATATYPES.has(tensorDataType(o))) return `output '${o.name}' is ${tensorDataType(o)}`;
   }
   return undefined;
 }
@@ -65,7 +66,7 @@ export function routeOf(version: ModelVersion): { spec: RouteSpec; handles: obje
       version: version.version,
       max_batch_size: c.max_batch_size,
       inputs: c.input.map((i) => ({ name: i.name, datatype: tensorDataType(i), dims: [...i.dims] })),
-      outputs: c.output.map((o) => o.name),
+      outputs: c.output.map((o) => ({ name: o.name, dims: [...o.dims] })),
     },
     handles,
   };

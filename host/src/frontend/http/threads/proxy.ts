@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
 import { Pool } from 'undici';
 
-import { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER } from '../internal-listener.js';
+import { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER, NATIVE_ERROR_HEADER } from '../internal-listener.js';
 
 export { CLIENT_ADDRESS_HEADER, INTERNAL_CLOSE_HEADER };
 
@@ -23,6 +23,7 @@ const DROP_REQUEST = new Set([
   'upgrade',
   'expect',
   CLIENT_ADDRESS_HEADER,
+  NATIVE_ERROR_HEADER,
 ]);
 
 /** Response headers this thread's own HTTP server writes itself, as the main thread's does: `Date`, keep-alive, framing. */

@@ -1,0 +1,304 @@
+/**
+ * The native data path (`--http-data-path=native`, frontend/http/data-path/ over
+ * native/rust/data-path) answers exactly as the TypeScript path: the same raw HTTP/1.1 requests go
+ * to a server with it and to one without, and the answers must match — status line, the header set
+ * (names compared case-insensitively; `Date` and the hop-by-hop headers each server writes itself
+ * left out) and the body byte for byte. The data path's counters prove which requests it served
+ * itself, which it handed back after reading them (every error text is the TypeScript path's), and
+ * which it forwarded untouched. Statistics and metrics count natively served requests as their own.
+ */
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UsageError, parseCli } from '../../../host/src/cli-options.js';
+import type { RunningServer } from '../../../host/src/server.js';
+import { JSON_TYPE, type RawResponse, exchange, matrix, portOf, raw, startMatrixServer, useMatrixRepository } from '../../helpers/http-matrix.js';
+import { BACKEND_DIR, MODEL_REPOSITORY, TEST_BACKEND_DIR, requireNativeBuild } from '../../backends/native/helpers.js';
+
+const repoPath = useMatrixRepository();
+
+const ECHO_IO = `input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
+output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }`;
+
+/** Native models beside the matrix's JS ones: two samples and two backends that fail on purpose. */
+function addNativeModels(path: string): void {
+  for (const m of ['identity_native', 'add_sub_native']) {
+    mkdirSync(join(path, m, '1'), { recursive: true });
+    copyFileSync(join(MODEL_REPOSITORY, m, 'config.pbtxt'), join(path, m, 'config.pbtxt'));
+  }
+  for (const [name, mode] of [
+    ['execute_fails', 'execute'],
+    ['error_response', 'error_response'],
+  ]) {
+    mkdirSync(join(path, name!, '1'), { recursive: true });
+    const cfg = `backend: "warden_test_errors"\nmax_batch_size: 0\n${ECHO_IO}\nparameters { key: "mode" value: { string_value: "${mode}" } }\n`;
+    copyFileSync(join(TEST_BACKEND_DIR, 'warden_test_errors', 'libtriton_warden_test_errors.so'), join(path, name!, 'libtriton_warden_test_errors.so'));
+    writeFileSync(join(path, name!, 'config.pbtxt'), cfg);
+  }
+}
+
+/** Status line and header set (lower-case names, sorted; `Date` and hop-by-hop headers left out). */
+function canon(r: RawResponse): { head: string; body: string } {
+  const [status, ...lines] = r.head.split('\r\n');
+  const headers = lines
+    .map((l) => {
+      const i = l.indexOf(':');
+      return `${l.slice(0, i).toLowerCase()}:${l.slice(i + 1).trim()}`;
+    })
+    .filter((l) => !/^(date|connection|keep-alive|transfer-encoding):/.test(l))
+    .sort();
+  return { head: [status, ...headers].join('\n'), body: r.body.toString('base64') };
+}
+
+const id = (data: number[], extra: object = {}) => JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [data.length], data }], ...extra });
+const addSub = (extra: object = {}) =>
+  JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
+      { name: 'INPUT1', datatype: 'FP32', shape: [4], data: [0.5, 0.25, -1, 8] },
+    ],
+    ...extra,
+  });
+
+function binaryIdentity(values: number[], extra: object = {}): { body: Buffer; headers: Record<string, string> } {
+  const header = Buffer.from(
+    JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [values.length], parameters: { binary_data_size: values.length * 4 } }], ...extra }),
+  );
+  return {
+    body: Buffer.concat([header, Buffer.from(new Float32Array(values).buffer)]),
+    headers: { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(header.length) },
+  };
+}
+
+/** A request to a native model and how the data path handles it. */
+interface NativeCase {
+  name: string;
+  bytes: Buffer;
+  /** served: answered natively; replayed: read, then answered by the TypeScript path; forwarded: never read. */
+  how: 'served' | 'replayed' | 'forwarded';
+  status: number;
+}
+
+function nativeMatrix(): NativeCase[] {
+  const url = '/v2/models/identity_native/infer';
+  const bin = binaryIdentity([1.5, -2, 3.25, 0]);
+  const binOut = binaryIdentity([1, 2], { parameters: { binary_data_output: true } });
+  const odd = [0.1, 1e-7, 1e21, -0, 3.4028234663852886e38, 1.17549435e-38, 123456789, -1.5e-45, 2 ** 60];
+  return [
+    { name: 'identity JSON', bytes: raw('POST', url, id([1, 2, 3]), JSON_TYPE), how: 'served', status: 200 },
+    { name: 'identity JSON, no Content-Type', bytes: raw('POST', url, id([4, 5])), how: 'served', status: 200 },
+    { name: 'identity JSON with an id', bytes: raw('POST', url, id([1], { id: 'r-"1"\u0001é' }), JSON_TYPE), how: 'served', status: 200 },
+    { name: 'numbers as ECMAScript prints them', bytes: raw('POST', url, id(odd), JSON_TYPE), how: 'served', status: 200 },
+    {
+      name: 'integer tokens beyond 2^53 and exponents',
+      bytes: raw('POST', url, '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[3],"data":[18446744073709551615,1E3,-2.5e-3]}]}', JSON_TYPE),
+      how: 'served',
+      status: 200,
+    },
+    { name: 'binary input, JSON output', bytes: raw('POST', url, bin.body, bin.headers), how: 'served', status: 200 },
+    { name: 'binary input and output', bytes: raw('POST', url, binOut.body, binOut.headers), how: 'served', status: 200 },
+    { name: 'versioned URL', bytes: raw('POST', '/v2/models/identity_native/versions/1/infer', id([7]), JSON_TYPE), how: 'served', status: 200 },
+    {
+      name: 'version that does not exist',
+      bytes: raw('POST', '/v2/models/identity_native/versions/2/infer', id([7]), JSON_TYPE),
+      how: 'forwarded',
+      status: 404,
+    },
+    { name: 'add_sub, both outputs', bytes: raw('POST', '/v2/models/add_sub_native/infer', addSub(), JSON_TYPE), how: 'served', status: 200 },
+    {
+      name: 'add_sub, OUTPUT1 only',
+      bytes: raw('POST', '/v2/models/add_sub_native/infer', addSub({ outputs: [{ name: 'OUTPUT1' }] }), JSON_TYPE),
+      how: 'served',
+      status: 200,
+    },
+    {
+      name: 'add_sub, OUTPUT0 binary, OUTPUT1 JSON, listed in reverse',
+      bytes: raw(
+        'POST',
+        '/v2/models/add_sub_native/infer',
+        addSub({
+          outputs: [
+            { name: 'OUTPUT1', parameters: { binary_data: false } },
+            { name: 'OUTPUT0', parameters: { binary_data: true } },
+          ],
+        }),
+        JSON_TYPE,
+      ),
+      how: 'served',
+      status: 200,
+    },
+    { name: 'bad JSON', bytes: raw('POST', url, '{"inputs": [', JSON_TYPE), how: 'replayed', status: 500 },
+    { name: 'wrong datatype', bytes: raw('POST', url, id([1]).replace('FP32', 'INT32'), JSON_TYPE), how: 'replayed', status: 400 },
+    {
+      name: 'data not matching the shape',
+      bytes: raw('POST', url, '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[3],"data":[1,2]}]}', JSON_TYPE),
+      how: 'replayed',
+      status: 500,
+    },
+    {
+      name: 'nested data',
+      bytes: raw('POST', url, '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[2],"data":[[1],[2]]}]}', JSON_TYPE),
+      how: 'replayed',
+      status: 200,
+    },
+    { name: 'unknown input', bytes: raw('POST', url, id([1]).replace('INPUT0', 'NOPE'), JSON_TYPE), how: 'replayed', status: 400 },
+    { name: 'unknown output', bytes: raw('POST', url, id([1], { outputs: [{ name: 'NOPE' }] }), JSON_TYPE), how: 'replayed', status: 400 },
+    { name: 'a request parameter', bytes: raw('POST', url, id([1], { parameters: { priority: 1 } }), JSON_TYPE), how: 'replayed', status: 200 },
+    { name: 'an unknown member', bytes: raw('POST', url, id([1], { extra: 1 }), JSON_TYPE), how: 'replayed', status: 200 },
+    {
+      name: 'raw binary (header length 0)',
+      bytes: raw('POST', url, Buffer.from(new Float32Array([1, 2]).buffer), { 'Inference-Header-Content-Length': '0' }),
+      how: 'replayed',
+      status: 200,
+    },
+    {
+      name: 'bad Inference-Header-Content-Length',
+      bytes: raw('POST', url, id([1]), { ...JSON_TYPE, 'Inference-Header-Content-Length': '-3' }),
+      how: 'replayed',
+      status: 400,
+    },
+    { name: 'gzip response asked', bytes: raw('POST', url, id([1]), { ...JSON_TYPE, 'Accept-Encoding': 'gzip' }), how: 'forwarded', status: 200 },
+    { name: 'query string', bytes: raw('POST', `${url}?x=1`, id([1]), JSON_TYPE), how: 'forwarded', status: 200 },
+    {
+      name: 'execute returns an error',
+      bytes: raw('POST', '/v2/models/execute_fails/infer', '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[1]}]}', JSON_TYPE),
+      how: 'served',
+      status: 503,
+    },
+    {
+      name: 'an error response',
+      bytes: raw('POST', '/v2/models/error_response/infer', '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1],"data":[1]}]}', JSON_TYPE),
+      how: 'served',
+      status: 400,
+    },
+    {
+      name: 'a client that claims to be the data path',
+      bytes: raw('POST', url, id([1]), { ...JSON_TYPE, 'X-Warden-Native-Error': '3', 'Accept-Encoding': 'gzip' }),
+      how: 'forwarded',
+      status: 200,
+    },
+    { name: 'metadata', bytes: raw('GET', '/v2/models/identity_native'), how: 'forwarded', status: 200 },
+  ];
+}
+
+describe('--http-data-path', () => {
+  it('defaults to js; native is accepted; nonsense is refused', () => {
+    expect(parseCli(['--model-repository=/m']).httpDataPath).toBe('js');
+    expect(parseCli(['--model-repository=/m', '--http-data-path=native']).httpDataPath).toBe('native');
+    expect(() => parseCli(['--model-repository=/m', '--http-data-path=rust'])).toThrow(UsageError);
+  });
+});
+
+describe('the native data path answers as the TypeScript path does', () => {
+  let native: RunningServer;
+  let js: RunningServer;
+  beforeAll(async () => {
+    requireNativeBuild();
+    addNativeModels(repoPath());
+    const opts = { backendDirectory: BACKEND_DIR, metricsPort: 0, modelControlMode: 'explicit', loadModels: ['*'] };
+    [native, js] = await Promise.all([startMatrixServer(repoPath(), { ...opts, httpDataPath: 'native' }), startMatrixServer(repoPath(), opts)]);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([native?.stop(), js?.stop()]);
+  });
+
+  it('publishes the native models it can serve, and only those', () => {
+    expect(native.dataPath!.routes.sort()).toEqual(['add_sub_native', 'error_response', 'execute_fails', 'identity_native']);
+    expect(js.dataPath).toBeUndefined();
+  });
+
+  for (const c of nativeMatrix()) {
+    it(`${c.name}: identical answer, ${c.how}`, async () => {
+      const before = native.dataPath!.counters();
+      const [a] = await exchange(portOf(native), c.bytes);
+      const after = native.dataPath!.counters();
+      const [b] = await exchange(portOf(js), c.bytes);
+      expect(a, 'an answer from the native data path').toBeDefined();
+      expect(canon(a!)).toEqual(canon(b!));
+      expect(Number(/^HTTP\/1\.1 (\d+)/.exec(a!.head)![1])).toBe(c.status);
+      expect({ served: after.served - before.served, replayed: after.replayed - before.replayed, forwarded: after.forwarded - before.forwarded }).toEqual({
+        served: c.how === 'served' ? 1 : 0,
+        replayed: c.how === 'replayed' ? 1 : 0,
+        forwarded: c.how === 'forwarded' ? 1 : 0,
+      });
+    });
+  }
+
+  it('keep-alive pipelining mixes served, replayed and forwarded requests on one connection', async () => {
+    const url = '/v2/models/identity_native/infer';
+    const bytes = Buffer.concat([
+      raw('POST', url, id([1, 2]), JSON_TYPE),
+      raw('POST', url, '{"inputs": [', JSON_TYPE),
+      raw('GET', '/v2/health/ready'),
+      raw('POST', url, id([3]), JSON_TYPE),
+    ]);
+    const a = await exchange(portOf(native), bytes, 4);
+    const b = await exchange(portOf(js), bytes, 4);
+    expect(a.map(canon)).toEqual(b.map(canon));
+    expect(a.map((r) => r.head.split(' ')[1])).toEqual(['200', '500', '200', '200']);
+  });
+
+  for (const c of matrix()) {
+    it(`a JavaScript model's answer comes through unchanged: ${c.name}`, async () => {
+      const a = await exchange(portOf(native), c.bytes, c.count ?? 1, c.heads);
+      const b = await exchange(portOf(js), c.bytes, c.count ?? 1, c.heads);
+      expect(a.map(canon)).toEqual(b.map(canon));
+    });
+  }
+
+  it('statistics and metrics count what the data path served as the TypeScript path counts it', async () => {
+    const stats = async (s: RunningServer) => {
+      const r = await fetch(`${s.httpUrl}/v2/models/identity_native/stats`);
+      const m = (
+        (await r.json()) as { model_stats: { inference_count: number; execution_count: number; inference_stats: Record<string, { count: number }> }[] }
+      ).model_stats[0]!;
+      return {
+        inferences: m.inference_count,
+        executions: m.execution_count,
+        success: m.inference_stats.success!.count,
+        fail: m.inference_stats.fail!.count,
+        queue: m.inference_stats.queue!.count,
+      };
+    };
+    const [a, b] = await Promise.all([stats(native), stats(js)]);
+    expect(a.success).toBeGreaterThan(5);
+    expect(a).toEqual(b);
+    const metric = async (s: RunningServer) => {
+      const text = await (await fetch(`${s.metricsUrl}/metrics`)).text();
+      return /nv_inference_request_success\{model="identity_native",version="1"\} (\d+)/.exec(text)?.[1];
+    };
+    expect(await metric(native)).toBe(String(a.success));
+    expect(await metric(native)).toBe(await metric(js));
+  });
+
+  it('while tracing is on, every request goes through the TypeScript path (which traces)', async () => {
+    const setting = (level: string) =>
+      fetch(`${native.httpUrl}/v2/trace/setting`, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ trace_level: [level] }) });
+    expect((await setting('TIMESTAMPS')).status).toBe(200);
+    try {
+      const before = native.dataPath!.counters();
+      const [a] = await exchange(portOf(native), raw('POST', '/v2/models/identity_native/infer', id([1]), JSON_TYPE));
+      expect(a!.head).toMatch(/^HTTP\/1\.1 200/);
+      expect(native.dataPath!.counters().served).toBe(before.served);
+    } finally {
+      expect((await setting('OFF')).status).toBe(200);
+    }
+    const before = native.dataPath!.counters();
+    await exchange(portOf(native), raw('POST', '/v2/models/identity_native/infer', id([1]), JSON_TYPE));
+    expect(native.dataPath!.counters().served).toBe(before.served + 1);
+  });
+
+  it('an unload withdraws the route; a load publishes it again', async () => {
+    const post = (path: string) => fetch(`${native.httpUrl}${path}`, { method: 'POST', headers: JSON_TYPE, body: '{}' });
+    expect((await post('/v2/repository/models/identity_native/unload')).status).toBe(200);
+    expect(native.dataPath!.routes).not.toContain('identity_native');
+    const [gone] = await exchange(portOf(native), raw('POST', '/v2/models/identity_native/infer', id([1]), JSON_TYPE));
+    expect(gone!.head).not.toMatch(/^HTTP\/1\.1 200/);
+    expect((await post('/v2/repository/models/identity_native/load')).status).toBe(200);
+    expect(native.dataPath!.routes).toContain('identity_native');
+    const before = native.dataPath!.counters();
+    const [back] = await exchange(portOf(native), raw('POST', '/v2/models/identity_native/infer', id([1]), JSON_TYPE));
+    expect(back!.head).toMatch(/^HTTP\/1\.1 200/);
+    expect(native.dataPath!.counters().served).toBe(before.served + 1);
+  });
+});
