@@ -7,7 +7,8 @@
  * one of an earlier tenant of the same id is never served; tenants stay isolated through both.
  */
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchAs, PROJECT_ROOT, tempRepo, type TempRepo } from '../helpers/repo.js';
@@ -118,6 +119,27 @@ describe.skipIf(skip)('--upload-store=s3://: uploads shared by every replica', (
     const missing = await infer(b, 'bob', 'no-such-model');
     expect([theirs.status, theirs.json.error.replace('twin', 'X')]).toEqual([missing.status, missing.json.error.replace('no-such-model', 'X')]);
     expect((await b.server.manager.index(false, 'bob')).map((e) => e.name)).toEqual([]);
+  });
+
+  it("uploads by digest: a digest of the tenant's own stored models loads on any replica; another tenant's is refused like an unknown one", async () => {
+    const digest = createHash('sha256').update(Buffer.from(IDENTITY(), 'base64')).digest('hex');
+    const byDigest = (replica: TenantServer, who: Who, model: string, hex: string) =>
+      call(replica, who, `/v2/repository/models/${model}/load`, { parameters: { config: config(), 'file_sha256:1/model.wasm': hex } });
+    for (const replica of [a, b]) {
+      const r = await byDigest(replica, 'acme', 'by-digest', digest);
+      expect(r.status, r.text).toBe(200);
+      expect((await infer(replica, 'acme', 'by-digest')).status).toBe(200);
+    }
+    expect(await keys('models/acme/')).toContain('models/acme/by-digest');
+    // a replica without a local copy of the blob takes the bucket's (checked against the digest)
+    rmSync(join(b.dir, 'uploads', '.blobs', 'sha256', digest));
+    expect((await byDigest(b, 'acme', 'by-digest-2', digest)).status).toBe(200);
+    expect(existsSync(join(b.dir, 'uploads', '.blobs', 'sha256', digest))).toBe(true);
+    const theirs = await byDigest(b, 'bob', 'stolen', digest);
+    const nobody = createHash('sha256').update('nobody').digest('hex');
+    const unknown = await byDigest(b, 'bob', 'stolen', nobody);
+    expect([theirs.status, theirs.json.error.replace(digest, 'X')]).toEqual([404, unknown.json.error.replace(nobody, 'X')]);
+    expect(await keys('models/bob/')).toEqual([]);
   });
 
   it('blobs without a pointer (a replica killed mid-upload) are never a model; a damaged pointer fails only its own load', async () => {

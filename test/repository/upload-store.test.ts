@@ -6,7 +6,7 @@
  * error messages carry no host paths.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import { TritonError } from '../../host/src/contract/errors.js';
 import type { ModelKey } from '../../host/src/contract/types.js';
 import { decodeFileOverride, type FileOverrides } from '../../host/src/repository/overrides.js';
 import { UploadStore, type CommitStep } from '../../host/src/repository/upload-store.js';
+import { UploadBlobs } from '../../host/src/repository/upload-blobs.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -478,5 +479,77 @@ describe('tenant identity (creation uid) and removal', () => {
     await store.stage(ACME, files({ '1/a': 'y' }), {}, { owner: { uid: U2 } });
     expect(JSON.parse(readFileSync(join(root, 'acme', '.tenant'), 'utf8')).uid).toBe(U2);
     await expect(store.quarantine('')).rejects.toThrow(/operator/);
+  });
+});
+
+describe('which namespace holds a blob (uploads by digest, docs/tenancy.md "Uploads by digest")', () => {
+  const sha = (content: string): string => createHash('sha256').update(content).digest('hex');
+
+  it("holdsBlob: a namespace holds what its own generations link, never another tenant's; the operator holds every blob", async () => {
+    const store = new UploadStore({ root: join(parent(), 'store') });
+    const component = 'acme component bytes';
+    const g = await store.stage(ACME, files({ '1/model.wasm': component }), {});
+    expect(g.digests).toEqual(new Map([['1/model.wasm', sha(component)]]));
+    await store.publish(ACME, g.generation, {});
+    expect(await store.holdsBlob('acme', sha(component))).toBe(true);
+    expect(await store.holdsBlob('bob', sha(component))).toBe(false);
+    expect(await store.holdsBlob('', sha(component))).toBe(true);
+    expect(await store.holdsBlob('acme', sha('never uploaded'))).toBe(false);
+    expect(await store.holdsBlob('acme', '../../etc/passwd')).toBe(false);
+    expect(await store.holdsBlob('acme', sha(component).toUpperCase())).toBe(false);
+    const held = await store.heldBlob('acme', sha(component));
+    expect(held).toEqual({ sha256: sha(component), size: component.length });
+    expect(await store.heldBlob('bob', sha(component))).toBeUndefined();
+    // a load naming it links the same blob, reading nothing
+    const m2 = { namespace: 'acme', name: 'm2' };
+    const g2 = await store.stage(m2, new Map(), {}, { blobs: new Map([['1/model.wasm', held!]]) });
+    expect(g2.digests).toEqual(new Map([['1/model.wasm', sha(component)]]));
+    expect(statSync(join(g2.modelPath, '1/model.wasm')).ino).toBe(statSync(join(g.modelPath, '1/model.wasm')).ino);
+    await store.discard(g2);
+    // deleted: the blob goes with the last generation linking it, and a load naming it is refused
+    await store.forget(ACME);
+    await store.prune(ACME, new Set(), 'tenant');
+    expect(await store.holdsBlob('acme', sha(component))).toBe(false);
+    expect(await store.heldBlob('acme', sha(component))).toBeUndefined();
+    await expect(store.stage(m2, new Map(), {}, { blobs: new Map([['1/model.wasm', held!]]) })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('heldBlob: a blob changed in place counts as gone, also after an earlier verification was remembered', async () => {
+    const store = new UploadStore({ root: join(parent(), 'store') });
+    const g = await store.stage(ACME, files({ '1/model.wasm': 'original bytes' }), {});
+    const file = join(g.modelPath, '1/model.wasm');
+    // settled: its verification is remembered (the blob is not read again while unchanged)
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(file, old, old);
+    expect(await store.heldBlob('acme', sha('original bytes'))).toBeDefined();
+    writeFileSync(file, 'changed bytes!'); // the same size; the mtime moves
+    expect(await store.holdsBlob('acme', sha('original bytes'))).toBe(true);
+    expect(await store.heldBlob('acme', sha('original bytes'))).toBeUndefined();
+  });
+
+  it("bytes only another tenant holds cost the same writes and fsyncs as new bytes, and are still stored once; a tenant's own known bytes write nothing", async () => {
+    const dir = join(parent(), 'blobs');
+    let fsyncs = 0;
+    const blobs = new UploadBlobs(dir, async () => {
+      fsyncs++;
+    });
+    const data = new Uint8Array(Buffer.from('component bytes'));
+    const place = async (name: string, own: boolean) => {
+      fsyncs = 0;
+      const r = await blobs.place(join(dir, '..', name), data, own);
+      return { ...r, fsyncs };
+    };
+    await blobs.place(join(dir, '..', 'first'), new Uint8Array(Buffer.from('other content')), false); // makes the folder
+    const fresh = await place('a', false);
+    expect(fresh.written).toBe(true);
+    const other = await place('b', false); // the blob exists (another tenant's): the same work
+    expect(other.written).toBe(false);
+    expect(other.fsyncs).toBe(fresh.fsyncs);
+    expect(other.fsyncs).toBeGreaterThan(0);
+    const own = await place('c', true); // the tenant's own blob: linked, nothing written
+    expect(own.fsyncs).toBe(0);
+    // one blob, three links besides its name; no temp file left
+    expect(readdirSync(dir).sort()).toEqual([fresh.hash, sha('other content')].sort());
+    expect(statSync(join(dir, fresh.hash)).nlink).toBe(4);
   });
 });

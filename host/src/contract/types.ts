@@ -202,9 +202,14 @@ export interface ModelKey {
  * `repository` = an operator's model repository on disk (trusted: may name native backends);
  * `upload` = the load API's file overrides (untrusted, whoever sent them: `tenant` is the
  * uploader's namespace, `''` in single-user mode). Resolvers use it to refuse native code from
- * uploads.
+ * uploads. An upload's `digests`, when set, are the SHA-256 (hex) of the files the upload store
+ * just wrote or compared, by path relative to the model directory (`1/model.wasm`): a backend
+ * may take them instead of hashing the files again (the store's directory is written by the
+ * server alone; the files are read-only).
  */
-export type ModelOrigin = { readonly kind: 'repository'; readonly repository: string } | { readonly kind: 'upload'; readonly tenant: string };
+export type ModelOrigin =
+  | { readonly kind: 'repository'; readonly repository: string }
+  | { readonly kind: 'upload'; readonly tenant: string; readonly digests?: ReadonlyMap<string, string> };
 
 /**
  * Who makes a call on the server (from the frontend's authentication). `namespace` scopes model
@@ -380,17 +385,17 @@ export interface BackendModelInstance {
    * released) waits no longer than that.
    */
   finalize(deadlineMs?: number): Promise<void>;
-}
-
-/** A loaded model version inside a backend. */
-export interface BackendModel {
-  /**
   /**
    * The addon's handle of this instance (platform/addon.ts `InstanceHandle`) when it is a Triton
    * C-API backend instance in this process that the native data path may submit to directly
    * (docs/design.md, "The native data path"); undefined otherwise, or once it cannot serve.
    */
   nativeHandle?(): object | undefined;
+}
+
+/** A loaded model version inside a backend. */
+export interface BackendModel {
+  /**
    * Config after backend-side auto-complete (`TRITONBACKEND_ModelSetConfig`, spec §5.7), if the
    * backend changed it; the host re-normalises and validates it before creating instances.
    */

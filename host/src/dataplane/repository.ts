@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { PathScrubber } from '../contract/public-errors.js';
 import type { ModelKey, Principal } from '../contract/types.js';
 import type { IndexEntry, LoadOptions, ModelRepositoryManager } from '../lifecycle/repository-manager.js';
-import { auditEvent } from '../tenancy/audit.js';
+import { auditEvent, type AuditFile } from '../tenancy/audit.js';
 import { TenantUploadRate } from '../tenancy/request-rate.js';
 import type { ModelNames } from './model-names.js';
 import { uploadQuota } from './inference.errors.js';
@@ -50,15 +50,25 @@ export class RepositoryControl {
   async loadModel(principal: Principal, name: string, options: LoadOptions): Promise<void> {
     const key = this.names.controlKeyOf(principal, name);
     // Hashed on the thread pool, once: the upload store names its blobs by the same digests.
-    const files = await Promise.all(
+    const files: AuditFile[] = await Promise.all(
       [...(options.files ?? new Map<string, Uint8Array>())].map(async ([path, data]) => ({ path, sha256: await sha256Of(data), bytes: data.length })),
     );
+    const named = [...(options.fileDigests ?? new Map<string, string>())];
+    const byDigest: AuditFile[] = named.map(([path, sha256]) => ({ path, sha256, bytes: 0, byDigest: true }));
     const audit = (outcome: 'ok' | 'error', reason?: string) =>
-      this.logger && auditEvent(this.logger, { event: 'load', tenant: auditTenant(principal, key), model: key.name, files, outcome, reason });
+      this.logger &&
+      auditEvent(this.logger, { event: 'load', tenant: auditTenant(principal, key), model: key.name, files: [...files, ...byDigest], outcome, reason });
     try {
+      if (named.length > 0) {
+        // Files named by digest become the blobs the namespace holds; from here on the load is
+        // the same as if they were sent (quotas count their size, the backend checks them).
+        const { files: fetched, blobs } = await this.manager.resolveDigests(key, new Map(named));
+        for (const f of byDigest) f.bytes = blobs.get(f.path)?.size ?? fetched.get(f.path)?.length ?? 0;
+        options = { ...options, files: new Map([...(options.files ?? []), ...fetched]), blobs, fileDigests: undefined };
+      }
       const tenant = this.names.tenantOf(principal);
       if (tenant) {
-        const bytes = files.reduce((n, f) => n + f.bytes, 0);
+        const bytes = [...files, ...byDigest].reduce((n, f) => n + f.bytes, 0);
         if (bytes > tenant.quotas.max_upload_bytes) {
           throw uploadQuota(tenant.id, bytes, tenant.quotas.max_upload_bytes);
         }

@@ -25,15 +25,31 @@
  */
 import type { TritonError } from '../contract/errors.js';
 import type { ModelKey, ModelOrigin } from '../contract/types.js';
-import type { FileOverrides } from '../repository/overrides.js';
+import type { FileDigests, FileOverrides, HeldBlob } from '../repository/overrides.js';
 
 /** What the load API may carry (spec §3.1). */
 export interface LoadOptions {
   /** Parsed JSON of `parameters.config`. */
   configOverride?: unknown;
   files?: FileOverrides;
+  /**
+   * Files named by their SHA-256 instead of sent (Warden's `file_sha256:` extension): resolved by
+   * the data plane (dataplane/repository.ts) into {@link blobs} (or, fetched from the shared upload
+   * store, {@link files}) before the load.
+   */
+  fileDigests?: FileDigests;
+  /**
+   * Files the caller's namespace already holds in the upload store, named by digest and resolved:
+   * relative path → the blob, which the store links without reading it.
+   */
+  blobs?: ReadonlyMap<string, HeldBlob>;
   /** Largest accepted upload (decoded file bytes + config JSON), checked before anything is written. */
   maxUploadBytes?: number;
+}
+
+/** Whether a load carries files (sent, or named by digest): an upload. */
+export function carriesFiles(o: LoadOptions): boolean {
+  return (o.files?.size ?? 0) > 0 || (o.blobs?.size ?? 0) > 0;
 }
 
 /** One model a source lists ({@link ModelSource.catalog}). */

@@ -19,6 +19,7 @@ import type { ModelConfig } from '../contract/model-config.js';
 import type { BackendResolver, InferenceServerHandle, ModelKey } from '../contract/types.js';
 import type { ServerMetrics } from '../metrics/prometheus.js';
 import type { UploadStore } from '../repository/upload-store.js';
+import type { FileOverrides, HeldBlob } from '../repository/overrides.js';
 import type { ExecutionArbiter, TenantFairness } from '../scheduler/index.js';
 import type { TraceManager } from '../trace/trace-manager.js';
 import { ServerAdmission } from './admission.js';
@@ -157,12 +158,12 @@ export class ModelRepositoryManager {
     );
   }
 
-  get controlMode(): ModelControlMode {
   /** {@link ModelLifecycle.onServing}: told which versions of a model serve after each change. */
   onServing(listener: (key: ModelKey, serving: readonly ModelVersion[]) => void): void {
     this.lifecycle.onServing(listener);
   }
 
+  get controlMode(): ModelControlMode {
     return this.opts.controlMode;
   }
 
@@ -320,6 +321,17 @@ export class ModelRepositoryManager {
   load(key: ModelKey, options: LoadOptions = {}, internalCall = false): Promise<void> {
     if (!internalCall && this.opts.controlMode !== 'explicit') return Promise.reject(explicitOnly());
     return this.lifecycle.load(key, options);
+  }
+
+  /**
+   * Files a load names by digest (Warden's `file_sha256:`), from what `key`'s own namespace holds
+   * ({@link UploadSource.resolveDigests}).
+   * @throws TritonError UNAVAILABLE in modes none/poll or when uploads are refused; NOT_FOUND for
+   *   a digest the namespace does not hold
+   */
+  resolveDigests(key: ModelKey, digests: ReadonlyMap<string, string>): Promise<{ files: FileOverrides; blobs: Map<string, HeldBlob> }> {
+    if (this.opts.controlMode !== 'explicit') return Promise.reject(explicitOnly());
+    return this.uploads.resolveDigests(key, digests);
   }
 
   /**

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { relabelledError } from '../contract/public-errors.js';
 import type { ModelKey } from '../contract/types.js';
 import type { ModelRepository } from '../repository/model-repository.js';
-import type { CatalogEntry, LoadOptions, LocatedModel, ModelFiles, ModelSource } from './model-source.js';
+import { carriesFiles, type CatalogEntry, type LoadOptions, type LocatedModel, type ModelFiles, type ModelSource } from './model-source.js';
 import { modelNotUnique } from './lifecycle.errors.js';
 
 /** Triton's index reason for a name found in more than one repository. */
@@ -46,7 +46,7 @@ export class RepositorySource implements ModelSource {
    *   repositories" (logged as Triton's Poll logs it); Error if a repository cannot be read
    */
   async locate(key: ModelKey, request: LoadOptions): Promise<LocatedModel | undefined> {
-    if (key.namespace !== '' || (request.files && request.files.size > 0)) return undefined;
+    if (key.namespace !== '' || carriesFiles(request)) return undefined;
     const found = (await this.scan()).get(key.name);
     if (!found) return undefined;
     if (found.duplicated) {

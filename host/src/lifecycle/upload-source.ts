@@ -15,10 +15,11 @@ import type { ModelKey, ModelOrigin } from '../contract/types.js';
 import { UploadStore, type StoredGeneration } from '../repository/upload-store.js';
 import type { StoredUsage } from '../contract/admission.js';
 import type { Pointer, SharedUploads, StoredPointer } from '../repository/object-store/shared-uploads.js';
-import type { FileOverrides } from '../repository/overrides.js';
-import type { CatalogEntry, KnownTenants, LoadOptions, LocatedModel, ModelFiles, ModelSource } from './model-source.js';
+import type { FileOverrides, HeldBlob } from '../repository/overrides.js';
+import { carriesFiles, type CatalogEntry, type KnownTenants, type LoadOptions, type LocatedModel, type ModelFiles, type ModelSource } from './model-source.js';
 import { modelKeyId } from './model-state.js';
 import { uploadsRefused } from './lifecycle.errors.js';
+import { fileDigestUnknown } from '../repository/upload-store.errors.js';
 
 export interface UploadSourceOptions {
   /** The store's root (`--upload-directory`); undefined = uploads refused. */
@@ -59,6 +60,8 @@ interface Generation {
 interface SharedPlan {
   /** The files to store on commit (an upload), or undefined to keep the stored ones. */
   files?: FileOverrides;
+  /** With {@link files}: the upload's files named by digest, which the tenant's stored models hold. */
+  blobs?: ReadonlyMap<string, HeldBlob>;
   /** The stored pointer's files (a load without files that changes only the config). */
   stored?: Pointer['files'];
   /** Write a new pointer on commit. */
@@ -127,18 +130,21 @@ export class UploadSource implements ModelSource {
    */
   async locate(key: ModelKey, request: LoadOptions): Promise<LocatedModel | undefined> {
     const origin: ModelOrigin = { kind: 'upload', tenant: key.namespace };
-    if (request.files && request.files.size > 0) {
+    if (carriesFiles(request)) {
       if (!this.storeRef) throw uploadsRefused(key.name, this.disabled);
       const store = this.storeRef;
       // With a shared store, model and instance counts are the fleet's: the tenant's other stored models.
       const stored = this.opts.shared && key.namespace !== '' ? await this.opts.shared.usage(key.namespace, key.name) : undefined;
       this.opts.precheck?.(key, request.configOverride, stored);
       const owner = this.opts.tenants && key.namespace !== '' ? { uid: this.opts.tenants().get(key.namespace) } : undefined;
-      const staged = await store.stage(key, request.files, request.configOverride, { maxUploadBytes: request.maxUploadBytes, owner });
+      const files = request.files ?? new Map<string, Uint8Array>();
+      const staged = await store.stage(key, files, request.configOverride, { maxUploadBytes: request.maxUploadBytes, owner, blobs: request.blobs });
       // The operator namespace's uploads are ephemeral: nothing to commit.
       const g: Generation = { ...staged, configOverride: request.configOverride, publish: key.namespace !== '', staged };
-      if (this.opts.shared && key.namespace !== '') g.shared = { files: request.files, push: true, stamp: undefined };
-      return { origin, open: async () => this.use(store, g, origin) };
+      if (this.opts.shared && key.namespace !== '') g.shared = { files, blobs: request.blobs, push: true, stamp: undefined };
+      // the backend takes the digests the store computed instead of hashing the files again
+      const hashed: ModelOrigin = { ...origin, digests: staged.digests };
+      return { origin: hashed, open: async () => this.use(store, g, hashed) };
     }
     const store = this.storeRef;
     if (key.namespace === '' || !store) return undefined;
@@ -153,6 +159,43 @@ export class UploadSource implements ModelSource {
       const err = asTritonError(e);
       return { origin, open: () => Promise.reject(err) };
     }
+  }
+
+  /**
+   * Files named by digest (Warden's `file_sha256:` extension of the load API), resolved from what
+   * `key`'s own namespace holds: a file of one of its stored generations (the local store), or of
+   * one of its stored models (the shared store). Another tenant's files never count: naming their
+   * digest is refused exactly like an unknown one (docs/tenancy.md "Uploads by digest"). A blob of
+   * the local store comes back as a {@link HeldBlob} (verified, linked at staging without being
+   * read); one only the bucket has, as its bytes (checked against the digest).
+   * @throws TritonError UNAVAILABLE when uploads are refused; NOT_FOUND for a digest the namespace
+   *   does not hold (or whose blob is gone or changed); INTERNAL when the shared store fails
+   */
+  async resolveDigests(key: ModelKey, digests: ReadonlyMap<string, string>): Promise<{ files: FileOverrides; blobs: Map<string, HeldBlob> }> {
+    if (!this.storeRef) throw uploadsRefused(key.name, this.disabled);
+    const store = this.storeRef;
+    const shared = key.namespace === '' ? undefined : this.opts.shared;
+    const held = shared ? await shared.heldDigests(key.namespace, this.opts.tenants?.().get(key.namespace)) : undefined;
+    const files: FileOverrides = new Map();
+    const blobs = new Map<string, HeldBlob>();
+    for (const [path, sha256] of digests) {
+      let blob: HeldBlob | undefined;
+      if (shared && held) {
+        const size = held.get(sha256);
+        if (size !== undefined) {
+          blob = await store.heldBlob(undefined, sha256);
+          if (!blob || blob.size !== size) {
+            files.set(path, await shared.blob(key.name, path, sha256, size));
+            continue;
+          }
+        }
+      } else {
+        blob = await store.heldBlob(key.namespace, sha256);
+      }
+      if (!blob) throw fileDigestUnknown(key.name, JSON.stringify(path), sha256);
+      blobs.set(path, blob);
+    }
+    return { files, blobs };
   }
 
   /** A tenant's committed upload (a damaged one does not count). */
@@ -265,7 +308,11 @@ export class UploadSource implements ModelSource {
       const files = await shared.files(key, pointer, this.opts.maxUploadBytes ?? Number.MAX_SAFE_INTEGER);
       const owner = this.opts.tenants ? { uid: this.opts.tenants().get(key.namespace) } : undefined;
       const staged = await store.stage(key, files, configOverride, { owner });
-      return this.use(store, { ...staged, configOverride, publish: true, staged, shared: plan }, origin);
+      return this.use(
+        store,
+        { ...staged, configOverride, publish: true, staged, shared: plan },
+        { kind: 'upload', tenant: key.namespace, digests: staged.digests },
+      );
     };
     return { origin, open };
   }
@@ -305,7 +352,7 @@ export class UploadSource implements ModelSource {
         if (shared && g.shared?.push) {
           const owner = this.opts.tenants?.().get(g.key.namespace);
           g.shared.stamp = g.shared.files
-            ? await shared.publish(g.key, g.shared.files, g.configOverride, owner)
+            ? await shared.publish(g.key, g.shared.files, g.configOverride, owner, g.shared.blobs)
             : await shared.publishPointer(g.key, g.shared.stored ?? {}, g.configOverride, owner);
         }
         if (g.publish) await store.publish(g.key, g.generation, g.configOverride);

@@ -1,7 +1,8 @@
 /**
  * File overrides of the load API (spec §3.1): `"file:<version>/<path>": "<base64>"` parameters
  * form an override model directory, written by the upload store (repository/upload-store.ts) under
- * a directory Warden owns.
+ * a directory Warden owns. Warden's extension `"file_sha256:<version>/<path>": "<hex>"` names a
+ * file by its SHA-256 instead of sending it (docs/tenancy.md "Uploads by digest").
  */
 import * as err from './upload-store.errors.js';
 import { checkRelativePath } from './upload-store.js';
@@ -46,6 +47,46 @@ export function decodeFileOverride(key: string, value: unknown): [string, Uint8A
     throw err.overrideNotBase64(rel);
   }
   return [rel, new Uint8Array(Buffer.from(compact, 'base64'))];
+}
+
+/** Key prefix of Warden's upload by digest: `"file_sha256:<version>/<path>": "<64 hex>"`. */
+export const FILE_DIGEST_PREFIX = 'file_sha256:';
+
+/** Files named by content (Warden's extension of spec §3.1): relative path → SHA-256, lowercase hex. */
+export type FileDigests = Map<string, string>;
+
+/** A stored blob a load links without reading it: its SHA-256 (lowercase hex) and size in bytes. */
+export interface HeldBlob {
+  readonly sha256: string;
+  readonly size: number;
+}
+
+const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
+
+/**
+ * Validate one `file_sha256:<version>/<path>` key and its value: a plain relative path (the rules
+ * of `file:`) and the file's SHA-256 as 64 hex digits (either case; returned lowercase). Whether
+ * the caller holds those bytes is decided later (lifecycle/upload-source.ts).
+ * @throws TritonError INVALID_ARG for a bad path, or a value that is not a SHA-256 digest
+ */
+export function decodeFileDigest(key: string, value: unknown): [string, string] {
+  const rel = key.slice(FILE_DIGEST_PREFIX.length);
+  checkRelativePath(rel);
+  if (typeof value !== 'string' || !SHA256_HEX.test(value)) throw err.fileDigestInvalid(JSON.stringify(rel));
+  return [rel, value.toLowerCase()];
+}
+
+/**
+ * A load's files by digest, refusing a path also sent as bytes.
+ * @throws TritonError INVALID_ARG for a path in both
+ */
+export function fileDigestsOf(entries: Iterable<[string, string]>, files: ReadonlyMap<string, unknown>): FileDigests {
+  const out: FileDigests = new Map();
+  for (const [rel, hex] of entries) {
+    if (files.has(rel)) throw err.fileDigestAndBytes(JSON.stringify(rel));
+    out.set(rel, hex);
+  }
+  return out;
 }
 
 /**

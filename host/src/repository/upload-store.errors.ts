@@ -6,7 +6,7 @@
  * escaped); I/O failures are named by their errno code, never by a path (docs/tenancy.md "What
  * leaves the server").
  */
-import { type TritonError, internal, invalidArg, unavailable } from '../contract/errors.js';
+import { type TritonError, internal, invalidArg, notFound, unavailable } from '../contract/errors.js';
 
 /** INVALID_ARG: a name that is not one plain file name; `what` says which (`model name`, `path component`). */
 export function notPlainName(what: string, shown: string): TritonError {
@@ -81,6 +81,24 @@ export function configOverrideNotJson(model: string, detail: string): TritonErro
 /** INVALID_ARG: a `file:` parameter whose value is not a string. */
 export function overrideNotString(key: string): TritonError {
   return invalidArg(`parameter '${key}' must be a base64 string`);
+}
+
+/** INVALID_ARG: a `file_sha256:` parameter whose value is not a SHA-256 digest (Warden's extension of the load API). */
+export function fileDigestInvalid(shown: string): TritonError {
+  return invalidArg(`file digest for ${shown} must be its SHA-256 as 64 hexadecimal digits`);
+}
+
+/** INVALID_ARG: one path given both as bytes (`file:`) and by digest (`file_sha256:`). */
+export function fileDigestAndBytes(shown: string): TritonError {
+  return invalidArg(`file override path ${shown} is given both as bytes ('file:') and by digest ('file_sha256:')`);
+}
+
+/**
+ * NOT_FOUND: a `file_sha256:` digest that none of the caller's own stored files has (another
+ * tenant's are never consulted: docs/tenancy.md "Uploads by digest"), or whose blob is gone.
+ */
+export function fileDigestUnknown(model: string, shown: string, sha256: string): TritonError {
+  return notFound(`failed to load '${model}': no stored file of this namespace has SHA-256 ${sha256} (${shown}); send its bytes as 'file:' instead`);
 }
 
 /** INVALID_ARG: a `file:` parameter whose value is not base64. */

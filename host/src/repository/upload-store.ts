@@ -45,8 +45,9 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { TritonError } from '../contract/errors.js';
 import * as err from './upload-store.errors.js';
 import type { ModelKey } from '../contract/types.js';
-import type { FileOverrides } from './overrides.js';
+import type { FileOverrides, HeldBlob } from './overrides.js';
 import { BLOB_ALGORITHM_DIR, BLOBS_DIR, UploadBlobs } from './upload-blobs.js';
+import { sha256Of } from '../contract/content-digest.js';
 import { TENANT_ID_RE } from '../contract/names.js';
 
 /** Directory of the operator's namespace `''` (single-user mode); its uploads are ephemeral. */
@@ -68,6 +69,8 @@ const CURRENT_TMP = /^CURRENT\.tmp-[0-9a-f]{16}$/;
 const FORBIDDEN_CHARS = /[/\\\u0000-\u001f\u007f]/;
 /** Longest relative path of one uploaded file, in bytes. */
 const MAX_RELATIVE_PATH_BYTES = 1024;
+/** Deepest folder below a generation that {@link UploadStore.holdsBlob} looks into. */
+const MAX_WALK_DEPTH = 32;
 
 /** A step of the commit protocol, reported to {@link UploadStore.onCommitStep} (tests use it). */
 export type CommitStep = 'staging' | 'file' | 'staged' | 'renamed' | 'pointer-staged' | 'switched';
@@ -78,6 +81,11 @@ export interface StoredGeneration {
   key: ModelKey;
   generation: number;
   modelPath: string;
+  /**
+   * A generation just staged: each file's SHA-256 (hex) by relative path, as the store computed
+   * it from the bytes it wrote or compared (a load need not hash the files again).
+   */
+  digests?: ReadonlyMap<string, string>;
 }
 
 /** The committed generation of a model and the config override it is loaded with. */
@@ -91,6 +99,11 @@ export interface StageOptions {
    * before anything is written (INVALID_ARG).
    */
   maxUploadBytes?: number;
+  /**
+   * Files named by digest that the namespace holds ({@link UploadStore.heldBlob}): linked to their
+   * blobs without reading them, counted in {@link maxUploadBytes} at their size.
+   */
+  blobs?: ReadonlyMap<string, HeldBlob>;
   /**
    * Multi-tenant mode: the uploading tenant's creation identity (`{ uid: undefined }` for an entry
    * without one). A new tenant directory records it; an existing one must belong to it, else the
@@ -238,10 +251,10 @@ export class UploadStore {
   async stage(key: ModelKey, files: FileOverrides, configOverride: unknown, opts: StageOptions = {}): Promise<StoredGeneration> {
     const nsDir = namespaceDir(key.namespace);
     checkPlainName(key.name, 'model name');
-    const entries = checkFiles(files);
+    const entries = checkFiles(files, opts.blobs);
     if (opts.maxUploadBytes !== undefined) {
       let total = configOverride === undefined ? 0 : Buffer.byteLength(JSON.stringify(configOverride) ?? '', 'utf8');
-      for (const [, data] of entries) total += data.byteLength;
+      for (const [, data] of entries) total += data instanceof Uint8Array ? data.byteLength : data.size;
       if (total > opts.maxUploadBytes) {
         throw err.uploadTooLarge(key.name, total, opts.maxUploadBytes);
       }
@@ -257,6 +270,7 @@ export class UploadStore {
       await this.step('staging', info);
       const dirs = [staged];
       const made = new Set<string>();
+      const digests = new Map<string, string>();
       for (const [rel, data] of entries) {
         const parts = rel.split('/');
         let dir = staged;
@@ -268,7 +282,18 @@ export class UploadStore {
             dirs.push(dir);
           }
         }
-        await this.blobs.place(this.inside(join(staged, rel)), data);
+        const dest = this.inside(join(staged, rel));
+        if (!(data instanceof Uint8Array)) {
+          // named by digest: held by the namespace when resolved; linked if still there, unchanged
+          if (!(await this.blobs.linkHeld(dest, data))) throw err.fileDigestUnknown(key.name, quote(rel), data.sha256);
+          digests.set(rel, data.sha256);
+          await this.step('file', { ...info, file: rel });
+          continue;
+        }
+        // the operator's namespace (single-user mode, or an admin) holds every blob
+        const own = key.namespace === '' || (await this.holdsBlob(key.namespace, await sha256Of(data)));
+        const { hash } = await this.blobs.place(dest, data, own);
+        digests.set(rel, hash);
         await this.step('file', { ...info, file: rel });
       }
       for (const d of dirs.reverse()) await fsyncDir(d);
@@ -282,7 +307,7 @@ export class UploadStore {
       await fsyncDir(this.path(nsDir, key.name));
       await fsyncDir(this.path(STAGING_DIR));
       await this.step('renamed', info);
-      return { key, generation, modelPath: final };
+      return { key, generation, modelPath: final, digests };
     } catch (e) {
       await rm(renamed ? final : staged, { recursive: true, force: true }).catch(() => undefined);
       await this.blobs.sweep().catch(() => undefined);
@@ -337,6 +362,51 @@ export class UploadStore {
     const st = await lstat(modelPath).catch(() => undefined);
     if (!st?.isDirectory()) throw err.storedModelDamaged(key.name, `generation ${pointer.generation} is missing`);
     return { key: { namespace: key.namespace, name: key.name }, generation: pointer.generation, modelPath, configOverride: pointer.config ?? undefined };
+  }
+
+  /**
+   * Whether `namespace`'s own stored files include the blob of `sha256`: a file of one of its
+   * models' generations (committed, serving or being staged) is a hard link to that blob. The
+   * operator's namespace `''` holds every blob. Other tenants' files are never looked at, so the
+   * answer does not depend on them (docs/tenancy.md "Uploads by digest").
+   * @throws TritonError INVALID_ARG for a namespace that is not a tenant id
+   */
+  async holdsBlob(namespace: string, sha256: string): Promise<boolean> {
+    const nsDir = namespaceDir(namespace);
+    const found = await this.blobs.find(sha256);
+    if (namespace === '') return found !== undefined;
+    // the namespace's files are walked whether the blob exists or not (the same work either way)
+    const blob = found ?? { dev: -1, ino: -1 };
+    const linksBlob = async (dir: string, depth: number): Promise<boolean> => {
+      for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        if (!isPlainName(e.name)) continue;
+        const p = join(dir, e.name);
+        if (e.isDirectory() && depth < MAX_WALK_DEPTH) {
+          if (await linksBlob(p, depth + 1)) return true;
+        } else if (e.isFile()) {
+          const st = await lstat(p).catch(() => undefined);
+          if (st?.isFile() && st.ino === blob.ino && st.dev === blob.dev) return true;
+        }
+      }
+      return false;
+    };
+    for (const m of await readdir(this.path(nsDir), { withFileTypes: true }).catch(() => [])) {
+      if (!m.isDirectory() || !isPlainName(m.name)) continue;
+      for (const g of await readdir(this.path(nsDir, m.name), { withFileTypes: true }).catch(() => [])) {
+        if (g.isDirectory() && GENERATION.test(g.name) && (await linksBlob(this.path(nsDir, m.name, g.name), 0))) return found !== undefined;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The blob of `sha256`, verified to hash to its name (./upload-blobs.ts `verify`), when
+   * `namespace` holds it ({@link holdsBlob}); `namespace` undefined: the caller decided that the
+   * caller may name it (the shared store's pointers). Undefined when it is not held, gone or changed.
+   */
+  async heldBlob(namespace: string | undefined, sha256: string): Promise<HeldBlob | undefined> {
+    if (namespace !== undefined && !(await this.holdsBlob(namespace, sha256))) return undefined;
+    return this.blobs.verify(sha256);
   }
 
   /** Tenant models with a committed generation. */
@@ -588,9 +658,14 @@ export class UploadStore {
   }
 }
 
-/** Validated, sorted upload entries; rejects a path that is both a file and a directory. */
-function checkFiles(files: FileOverrides): [string, Uint8Array][] {
-  const entries = [...files].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+/**
+ * Validated, sorted upload entries (bytes, or a blob named by digest); rejects a path that is both
+ * a file and a directory, or given twice.
+ */
+function checkFiles(files: FileOverrides, blobs: ReadonlyMap<string, HeldBlob> = new Map()): [string, Uint8Array | HeldBlob][] {
+  const all: [string, Uint8Array | HeldBlob][] = [...files, ...blobs];
+  const entries = all.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  for (let i = 1; i < entries.length; i++) if (entries[i]![0] === entries[i - 1]![0]) throw err.fileDigestAndBytes(quote(entries[i]![0]));
   const dirs = new Set<string>();
   for (const [rel] of entries) {
     const parts = checkRelativePath(rel);

@@ -12,8 +12,10 @@ export interface AuditFile {
   path: string;
   /** SHA-256 of the content, lowercase hex. */
   sha256: string;
-  /** Size, bytes. */
+  /** Size, bytes (0 for a file named by a digest that was refused). */
   bytes: number;
+  /** Named by its SHA-256 instead of sent (the load API's `file_sha256:`, docs/tenancy.md "Uploads by digest"). */
+  byDigest?: boolean;
 }
 
 export interface AuditRecord {
@@ -44,7 +46,8 @@ export function auditEvent(logger: Logger, record: AuditRecord): void {
   const line: Record<string, unknown> = { audit: true, event: record.event, tenant: record.tenant, outcome: record.outcome };
   if (record.model !== undefined) line.model = record.model;
   if (record.version !== undefined) line.version = record.version;
-  if (record.files !== undefined) line.files = record.files.map((f) => ({ path: f.path, sha256: f.sha256, bytes: f.bytes }));
+  if (record.files !== undefined)
+    line.files = record.files.map((f) => ({ path: f.path, sha256: f.sha256, bytes: f.bytes, ...(f.byDigest ? { by_digest: true } : {}) }));
   if (record.reason !== undefined) line.reason = scrub(record.reason);
   if (record.remote !== undefined) line.remote = record.remote;
   if (record.count !== undefined) line.count = record.count;

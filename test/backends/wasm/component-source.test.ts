@@ -8,7 +8,7 @@
  * the file. Also: the TypeScript memory count equals the wasmtime addon's on every fixture.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, linkSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -163,6 +163,55 @@ describe('component source', () => {
     expect(src.from).toBe('file');
     expect(reads).toBe(1);
     expect(src.hash).toBe(sha(readFileSync(file)));
+  });
+});
+
+describe('component source with a known digest (an upload: the upload store hashed the bytes it stored)', () => {
+  /** componentSource of a new hard link to `file` (its ctime moves, so the memo's stamps never match) given `known`. */
+  async function linked(file: string, digests: ComponentDigests, known: string, reader?: () => Promise<Uint8Array>) {
+    const copy = join(work, `link-${Math.random().toString(16).slice(2)}.wasm`);
+    linkSync(file, copy);
+    const reads = { n: 0 };
+    const read = async () => {
+      reads.n++;
+      return reader ? reader() : readFile(copy);
+    };
+    const src = await componentSource(copy, await stat(copy, { bigint: true }), 'model.wasm', read, digests, known);
+    return { src, reads };
+  }
+
+  it('is not hashed; once its facts are known in this process, a new link to the same bytes is not read at all', async () => {
+    const { file, memo } = await setup('k');
+    const digests = new ComponentDigests(memo, { settleMs: SETTLE });
+    const known = sha(readFileSync(file));
+    const first = await linked(file, digests, known);
+    expect(first.src.from).toBe('file');
+    expect(first.reads.n).toBe(1);
+    expect(first.src.hash).toBe(known);
+    expect(first.src.memories).toBeGreaterThan(0);
+    const second = await linked(file, digests, known);
+    expect(second.src.from).toBe('memo');
+    expect(second.reads.n).toBe(0);
+    expect(second.src.surface).toEqual(first.src.surface);
+    expect(second.src.memories).toBe(first.src.memories);
+    expect(digests.counts.hashed).toBe(0);
+    // an engine that needs the bytes gets them checked against the known digest
+    expect(sha(await second.src.bytes())).toBe(known);
+  });
+
+  it('bytes that do not hash to the known digest are refused when an engine needs them', async () => {
+    const { file, memo } = await setup('k2');
+    const digests = new ComponentDigests(memo, { settleMs: SETTLE });
+    const known = sha(readFileSync(file));
+    await linked(file, digests, known);
+    const { src } = await linked(file, digests, known, async () => Buffer.from('other bytes'));
+    await expect(src.bytes()).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/changed while it was being loaded/) });
+  });
+
+  it('a refused component is refused with a known digest too (its check runs on first sight)', async () => {
+    const { file, memo } = await setup('k3', 'import_filesystem');
+    const digests = new ComponentDigests(memo, { settleMs: SETTLE });
+    await expect(linked(file, digests, sha(readFileSync(file)))).rejects.toMatchObject({ code: 'INVALID_ARG' });
   });
 });
 

@@ -28,7 +28,12 @@ describe('load request parsing on a codec worker', () => {
     expect(off.files.map(([p]) => p)).toEqual(['1/model.wasm', '1/labels.txt']);
     expect(Buffer.from(off.files[0]![1]).equals(data)).toBe(true);
     expect(Buffer.from(off.files[1]![1]).toString()).toBe('a\nb');
-    expect(parseLoadRequest('m', Buffer.alloc(0))).toEqual({ configOverride: undefined, files: [] });
+    expect(parseLoadRequest('m', Buffer.alloc(0))).toEqual({ configOverride: undefined, files: [], digests: [] });
+    // Warden's upload by digest: the path and the digest, lowercase, on the worker as inline
+    const hex = 'AB'.repeat(32);
+    const named = body({ parameters: { 'file_sha256:1/model.wasm': hex } });
+    expect((await pool.parseLoad(Buffer.from(named), 'm')).digests).toEqual([['1/model.wasm', hex.toLowerCase()]]);
+    expect(parseLoadRequest('m', named).digests).toEqual([['1/model.wasm', hex.toLowerCase()]]);
     const bad = [
       '{',
       '[]',
@@ -38,6 +43,8 @@ describe('load request parsing on a codec worker', () => {
       { parameters: { 'file:../x': 'AAAA' } },
       { parameters: { 'file:1/m': 'abc$' } },
       { parameters: { 'file:1/m': 42 } },
+      { parameters: { 'file_sha256:1/m': 'ab' } },
+      { parameters: { 'file_sha256:../m': 'ab'.repeat(32) } },
       { parameters: { other: 'x' } },
     ];
     for (const b of bad) {

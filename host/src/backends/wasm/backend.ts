@@ -266,7 +266,9 @@ export class WasmBackend implements Backend {
     if (file.includes('/') || file.includes('\\') || file === '..') throw err.componentFileName(ctx.name, file);
     const { path, st, read } = await statComponent(ctx, file);
     const what = `model '${ctx.name}' version ${ctx.version}: ${file}`;
-    const source = await componentSource(path, st, what, read, this.digests);
+    // an upload's file: the digest the upload store computed when it stored it
+    const known = ctx.origin.kind === 'upload' ? ctx.origin.digests?.get(`${ctx.version}/${file}`) : undefined;
+    const source = await componentSource(path, st, what, read, this.digests, known);
     const { hash } = source;
     const outputs = outputSpecs(config);
     const budget = this.budgetOf(ctx);

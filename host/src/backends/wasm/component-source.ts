@@ -106,6 +106,10 @@ const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
  * @param read reads the file (bounded by the caller: `st.size` was checked), throwing the
  *   caller's error for a file that cannot be read
  * @param digests the digest memo, if any: without one the file is always read and hashed
+ * @param known the file's SHA-256 (hex) as a trusted part of the server computed it (the upload
+ *   store, for a file it has just stored: `ModelOrigin.digests`): not hashed again; with facts
+ *   recorded for that digest in this process, the file is not read unless an engine needs the
+ *   bytes, and then they must hash to it
  * @throws TritonError INVALID_ARG for a refused or malformed component (from the file or a
  *   recorded surface that the sandbox world no longer allows), `read`'s errors
  */
@@ -115,7 +119,26 @@ export async function componentSource(
   what: string,
   read: () => Promise<Uint8Array>,
   digests?: ComponentDigests,
+  known?: string,
 ): Promise<ComponentSource> {
+  if (known !== undefined) {
+    const facts = parseFacts(digests?.factsOf(known) ?? '');
+    if (facts) {
+      const surface = checkSurface(facts.surface, what);
+      let bytes: Promise<Uint8Array> | undefined;
+      const readChecked = async () => {
+        const b = await read();
+        if (sha256(b) !== known) throw err.componentChanged(what);
+        return b;
+      };
+      return { hash: known, surface, memories: facts.memories, bytes: () => (bytes ??= readChecked()), from: 'memo' };
+    }
+    const bytes = await read();
+    const surface = checkComponent(bytes, what);
+    const memories = refusingMalformed(what, () => definedMemories(bytes));
+    digests?.recordFacts(known, factsLine({ surface, memories }));
+    return { hash: known, surface, memories, bytes: () => Promise.resolve(bytes), from: 'file' };
+  }
   const memo = digests ? await digests.lookup(path, st) : undefined;
   const facts = memo ? parseFacts(memo.facts) : undefined;
   if (memo && facts) {

@@ -39,6 +39,12 @@ export class ComponentDigests {
   private entries: number;
   /** Digests served from the memo / computed, since creation (for tests and logs). */
   readonly counts = { memo: 0, hashed: 0 };
+  /**
+   * Facts by content digest, in this process: those recorded with a digest computed here or read
+   * from a MAC-checked entry. A load that knows a file's digest without the memo (an upload: the
+   * upload store hashed the bytes it stored) takes them from here ({@link factsOf}).
+   */
+  private readonly factsByHash = new Map<string, string>();
 
   /**
    * @param dir the memo's folder (created)
@@ -70,8 +76,34 @@ export class ComponentDigests {
    */
   async lookup(path: string, before: BigIntStats): Promise<{ hash: string; facts: string } | undefined> {
     const { hit } = await this.find(path, before);
-    if (hit) this.counts.memo++;
+    if (hit) {
+      this.counts.memo++;
+      this.remember(hit.hash, hit.facts);
+    }
     return hit;
+  }
+
+  /** The facts last recorded in this process with the digest `hash` (hex), if any. */
+  factsOf(hash: string): string | undefined {
+    return this.factsByHash.get(hash);
+  }
+
+  /** Keeps `facts` for `hash` in memory (at most `maxEntries` digests; past that the oldest go). */
+  private remember(hash: string, facts: string): void {
+    if (facts === '') return;
+    this.factsByHash.delete(hash);
+    this.factsByHash.set(hash, facts);
+    if (this.factsByHash.size > (this.opts.maxEntries ?? 100_000)) this.factsByHash.delete(this.factsByHash.keys().next().value!);
+  }
+
+  /**
+   * Records `facts` for content whose digest the caller computed, or was given by a part of the
+   * server that did (in memory only: there is no file stamp to key a memo entry by).
+   * @throws RangeError for `facts` with a line break
+   */
+  recordFacts(hash: string, facts: string): void {
+    if (facts.includes('\n')) throw new RangeError('digest memo facts must be one line');
+    this.remember(hash, facts);
   }
 
   /**
@@ -105,11 +137,13 @@ export class ComponentDigests {
     const { present, hit } = await this.find(path, before);
     if (hit && (hit.facts === facts || facts === '')) {
       this.counts.memo++;
+      this.remember(hit.hash, hit.facts);
       return hit.hash;
     }
     // no entry, or one without these facts: hashed, to record the facts with a digest of these bytes
     const hash = createHash('sha256').update(bytes).digest('hex');
     this.counts.hashed++;
+    this.remember(hash, facts);
     const after = await stat(path, { bigint: true }).catch(() => undefined);
     const settled = Number(before.ctimeNs / 1_000_000n) <= Date.now() - (this.opts.settleMs ?? SETTLE_MS);
     if (after && stamps(after) === line && settled && BigInt(bytes.length) === before.size) await this.record(file, `${line}\n${hash}\n${facts}`, present);

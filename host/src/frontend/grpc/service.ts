@@ -11,7 +11,15 @@ import { TritonError } from '../../contract/errors.js';
 import { type ServerApi } from '../../dataplane/server-api.js';
 import { inferUnary } from '../../dataplane/inference.js';
 import { SINGLE_USER, type CancellationSignal, type Principal } from '../../contract/types.js';
-import { fileOverridePath, parseConfigOverride, type FileOverrides } from '../../repository/overrides.js';
+import {
+  decodeFileDigest,
+  FILE_DIGEST_PREFIX,
+  fileDigestsOf,
+  fileOverridePath,
+  parseConfigOverride,
+  type FileDigests,
+  type FileOverrides,
+} from '../../repository/overrides.js';
 import { overQuotaDelay, type Admission } from '../admission.js';
 import { callPrincipal } from './auth.js';
 import { grpcCategoryOf, type GrpcRestrictions } from './restricted.js';
@@ -83,10 +91,15 @@ function namedRepository(req: Req): void {
 
 type RepoParam = { parameter_choice?: string; bool_param?: boolean; int64_param?: string; string_param?: string; bytes_param?: Buffer };
 
-/** `RepositoryModelLoad` parameters: `config` (JSON text) and `file:<version>/<path>` (raw bytes). */
-function loadOptions(model: string, params: Record<string, RepoParam>): { configOverride?: unknown; files: FileOverrides } {
+/**
+ * `RepositoryModelLoad` parameters: `config` (JSON text), `file:<version>/<path>` (raw bytes) and
+ * Warden's `file_sha256:<version>/<path>` (the file's SHA-256 as hex text, docs/tenancy.md
+ * "Uploads by digest").
+ */
+function loadOptions(model: string, params: Record<string, RepoParam>): { configOverride?: unknown; files: FileOverrides; fileDigests: FileDigests } {
   let configOverride: unknown;
   const files: FileOverrides = new Map();
+  const digests: [string, string][] = [];
   for (const [key, p] of Object.entries(params)) {
     if (key === 'config') {
       if (p.parameter_choice !== 'string_param') throw grpcErrors.parameterKind("the 'config' parameter", 'string_param');
@@ -94,11 +107,14 @@ function loadOptions(model: string, params: Record<string, RepoParam>): { config
     } else if (key.startsWith('file:')) {
       if (p.parameter_choice !== 'bytes_param') throw grpcErrors.parameterKind(`file override '${key}'`, 'bytes_param');
       files.set(fileOverridePath(key), new Uint8Array(p.bytes_param ?? Buffer.alloc(0)));
+    } else if (key.startsWith(FILE_DIGEST_PREFIX)) {
+      if (p.parameter_choice !== 'string_param') throw grpcErrors.parameterKind(`file digest '${key}'`, 'string_param');
+      digests.push(decodeFileDigest(key, p.string_param));
     } else {
       throw loadParameterUnknown(key);
     }
   }
-  return { configOverride, files };
+  return { configOverride, files, fileDigests: fileDigestsOf(digests, files) };
 }
 
 /** A log setting as `LogSettingsResponse.SettingValue`. */

@@ -1,6 +1,6 @@
 /** The model repository extension (spec §3.1): index, load (with config / file overrides), unload. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { FileOverrides } from '../../repository/overrides.js';
+import { fileDigestsOf, type FileOverrides } from '../../repository/overrides.js';
 import { isJsonObject, optionalJson, requestBody } from './body.js';
 import { OFFLOAD_BYTES } from './codec/pool.js';
 import { parseLoadRequest } from './load-request.js';
@@ -30,7 +30,8 @@ export async function handleLoad(ctx: FrontendContext, req: FastifyRequest, repl
   // A large body (an upload) is parsed and its files decoded on a codec worker, off the event loop.
   const parts = body.length >= OFFLOAD_BYTES ? await ctx.codec.parseLoad(body, model) : parseLoadRequest(model, body);
   const files: FileOverrides = new Map(parts.files);
-  await ctx.api.loadModel(ctx.principalOf(req), model, { configOverride: parts.configOverride, files });
+  const fileDigests = fileDigestsOf(parts.digests, files);
+  await ctx.api.loadModel(ctx.principalOf(req), model, { configOverride: parts.configOverride, files, fileDigests });
   return reply.code(200).send();
 }
 

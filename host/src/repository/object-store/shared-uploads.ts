@@ -6,7 +6,9 @@
  *
  * Layout below the location's prefix:
  *   blobs/sha256/<64 hex>       one file's bytes, named by their SHA-256: the same bytes are stored
- *                               once, whichever tenant, model or replica uploads them
+ *                               once, whichever tenant, model or replica uploads them (a tenant's
+ *                               upload PUTs a blob its own models do not hold, stored or not, so
+ *                               its timing does not tell whether another tenant holds the bytes)
  *   models/<tenant>/<model>     the model's pointer (JSON, {@link Pointer}): its files (path → digest,
  *                               size), its config override and the tenant's creation identity
  *
@@ -19,13 +21,14 @@
  * Everything read back is hostile: a pointer is parsed with bounds (file count, path rules, sizes
  * within the upload limit), and every blob is checked against its digest and size before use.
  */
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
+import { sha256Of } from '../../contract/content-digest.js';
 import { requestedInstances, type StoredUsage } from '../../contract/admission.js';
 import { TritonError } from '../../contract/errors.js';
 import { TENANT_ID_RE, modelNameProblem } from '../../contract/names.js';
 import type { ModelKey } from '../../contract/types.js';
-import type { FileOverrides } from '../overrides.js';
+import type { FileOverrides, HeldBlob } from '../overrides.js';
 import type { Logger } from 'pino';
 import { S3CompileCache } from './compiled-cache.js';
 import * as err from './object-store.errors.js';
@@ -112,19 +115,67 @@ export class SharedUploads {
     return new S3CompileCache(this.where, this.client, logger);
   }
 
+  /** The digests each stored pointer's files have, by the pointer's stamp (pointers do not change under a stamp). */
+  private readonly digestsByStamp = new Map<string, { owner: string | null; files: Map<string, number> }>();
+
   /**
-   * Store a model: its files (the blobs not already stored), then its pointer.
+   * The files `namespace`'s own stored models hold (pointers of its current creation, `owner`):
+   * SHA-256 → size. Other tenants' pointers are never read (docs/tenancy.md "Uploads by digest").
+   * @throws TritonError INTERNAL when the store cannot be listed
+   */
+  async heldDigests(namespace: string, owner: string | undefined): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const [id, stamp] of await this.stamps(namespace)) {
+      let held = this.digestsByStamp.get(stamp);
+      if (!held) {
+        const stored = await this.get({ namespace, name: id.slice(namespace.length + 1) }).catch(() => undefined);
+        if (!stored) continue;
+        held = { owner: stored.pointer.owner, files: new Map(Object.values(stored.pointer.files).map((f) => [f.sha256, f.size])) };
+        if (this.digestsByStamp.size >= MAX_MEMO) this.digestsByStamp.clear();
+        this.digestsByStamp.set(stored.stamp, held);
+      }
+      if (held.owner !== (owner ?? null)) continue;
+      for (const [sha256, size] of held.files) out.set(sha256, size);
+    }
+    return out;
+  }
+
+  /**
+   * The bytes of the blob of `sha256`, checked against the digest and `size`.
+   * @throws TritonError INTERNAL when it is missing or differs
+   */
+  async blob(model: string, path: string, sha256: string, size: number): Promise<Uint8Array> {
+    if (!DIGEST.test(sha256)) throw err.sharedBlobDiffers(model, path);
+    const data = await this.send(model, async () => {
+      const got = await this.client.send(new GetObjectCommand({ Bucket: this.where.bucket, Key: `${this.root}blobs/sha256/${sha256}` }));
+      if ((got.ContentLength ?? 0) !== size) throw err.sharedBlobDiffers(model, path);
+      return got.Body!.transformToByteArray();
+    });
+    if (data.byteLength !== size || createHash('sha256').update(data).digest('hex') !== sha256) throw err.sharedBlobDiffers(model, path);
+    return data;
+  }
+
+  /**
+   * Store a model: its files (each PUT unless the tenant's own stored models already hold that
+   * digest: whether another tenant stored the same bytes never changes the work), then its pointer.
+   * `blobs`: files named by digest, which the tenant's stored models must still hold (no bytes sent).
    * @returns the pointer's stamp
    * @throws TritonError INTERNAL when the store refuses a write (nothing becomes visible then)
    */
-  async publish(key: ModelKey, files: FileOverrides, config: unknown, owner: string | undefined): Promise<string> {
+  async publish(key: ModelKey, files: FileOverrides, config: unknown, owner: string | undefined, blobs?: ReadonlyMap<string, HeldBlob>): Promise<string> {
     if (!pointerKey(this.root, key)) throw err.sharedKeyInvalid(key.name);
     const entries: Record<string, { sha256: string; size: number }> = {};
+    const own = await this.heldDigests(key.namespace, owner);
+    for (const [path, b] of blobs ?? []) {
+      // named by digest: the tenant's stored models held it when the load began
+      if (own.get(b.sha256) !== b.size) throw err.sharedBlobDiffers(key.name, path);
+      entries[path] = { sha256: b.sha256, size: b.size };
+    }
     for (const [path, data] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const sha256 = createHash('sha256').update(data).digest('hex');
+      const sha256 = await sha256Of(data);
       entries[path] = { sha256, size: data.byteLength };
+      if (own.get(sha256) === data.byteLength) continue;
       const blob = `${this.root}blobs/sha256/${sha256}`;
-      if (await this.exists(blob)) continue;
       await this.send(key.name, () => this.client.send(new PutObjectCommand({ Bucket: this.where.bucket, Key: blob, Body: data })));
     }
     return this.publishPointer(key, entries, config, owner);
@@ -176,13 +227,7 @@ export class SharedUploads {
     if (total > maxBytes) throw err.sharedModelTooLarge(key.name, total, maxBytes);
     const out: FileOverrides = new Map();
     for (const [path, f] of Object.entries(pointer.files)) {
-      const data = await this.send(key.name, async () => {
-        const got = await this.client.send(new GetObjectCommand({ Bucket: this.where.bucket, Key: `${this.root}blobs/sha256/${f.sha256}` }));
-        if ((got.ContentLength ?? 0) !== f.size) throw err.sharedBlobDiffers(key.name, path);
-        return got.Body!.transformToByteArray();
-      });
-      if (data.byteLength !== f.size || createHash('sha256').update(data).digest('hex') !== f.sha256) throw err.sharedBlobDiffers(key.name, path);
-      out.set(path, data);
+      out.set(path, await this.blob(key.name, path, f.sha256, f.size));
     }
     return out;
   }
@@ -215,16 +260,6 @@ export class SharedUploads {
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return out;
-  }
-
-  private async exists(key: string): Promise<boolean> {
-    try {
-      await this.client.send(new HeadObjectCommand({ Bucket: this.where.bucket, Key: key }));
-      return true;
-    } catch (e) {
-      if (isMissing(e)) return false;
-      throw err.sharedStoreFailed('', sdkErrorName(e));
-    }
   }
 
   /** Run one store call; an SDK failure becomes INTERNAL naming the model and the error's name. */
