@@ -17,6 +17,12 @@
  * Triton's `libtriton_python.so` hosted by Warden, each against Triton's Python backend; a 16 MiB
  * FP32 identity over HTTP binary (MB/s of input tensor); ONNX `simple` (INT32 [1,16], JSON) on
  * Warden beside Triton's identity JSON figure (the wheel has no ONNX Runtime backend).
+ * `BENCH_VS_TRITON_ROWS` (comma list of {@link ROW_GROUPS}; default all) keeps some rows: only the
+ * cases they compare run, and a server with none left is not started (`python` alone runs
+ * tritonserver, Warden and Warden hosting Triton's Python backend, add_sub only).
+ * `BENCH_VS_TRITON_BASELINE=<checkout>` (its `dist/` built) adds that build's Warden to every
+ * round, after Warden, with the Python add_sub rows: a before / after of the Python backend in
+ * the same run, beside Triton.
  * Skips, with the reason, when the wheel cannot run here or a load generator is missing.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -27,12 +33,12 @@ import { join } from 'node:path';
 import { loadTritonService } from '../host/src/frontend/grpc/proto.js';
 import { exec } from '../tools/pip.js';
 import { ensureTritonWheel, sharedBackendLayout, startTritonServer, stopTritonServer, type TritonWheel } from '../tools/triton-wheel.js';
-import type { BenchContext } from './ctx.js';
+import { startNodeFlags, type BenchContext } from './ctx.js';
 import type { ToolResult } from './load-output.js';
 import { findTool, runGhz, runH2loadGrpc, runWrk, wrkScript, type WrkRequest } from './load-tools.js';
 import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
 
-type ServerKind = 'triton' | 'warden' | 'warden-threads' | 'warden-tp';
+type ServerKind = 'triton' | 'warden' | 'warden-baseline' | 'warden-threads' | 'warden-native' | 'warden-tp';
 type Tool = 'wrk' | 'ghz' | 'h2load';
 
 /** A server of one round: HTTP base URL, gRPC address (host:port, when it serves gRPC), stop. */
@@ -57,8 +63,24 @@ interface Case {
   on: ServerKind;
 }
 
+/** Row groups `BENCH_VS_TRITON_ROWS` selects from. */
+export const ROW_GROUPS = ['identity', 'python', 'big', 'onnx'] as const;
+type RowGroup = (typeof ROW_GROUPS)[number];
+
+/** The row groups `BENCH_VS_TRITON_ROWS` asks for (all when unset). @throws Error naming an unknown group. */
+function wantedRowGroups(env = process.env.BENCH_VS_TRITON_ROWS): Set<RowGroup> {
+  const names = (env ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = names.filter((n) => !(ROW_GROUPS as readonly string[]).includes(n));
+  if (unknown.length) throw new Error(`BENCH_VS_TRITON_ROWS: unknown row group(s) ${unknown.join(', ')} (known: ${ROW_GROUPS.join(', ')})`);
+  return new Set((names.length ? names : ROW_GROUPS) as RowGroup[]);
+}
+
 /** A table row: a Warden case against a Triton case. */
 interface Row {
+  group: RowGroup;
   label: string;
   warden: string;
   triton: string;
@@ -67,6 +89,17 @@ interface Row {
 }
 
 const THREADS_FLAGS = ['--http-threads=2', '--http-main-listener=false'];
+/** The native data path (frontend/http/data-path/): identity's /infer never reaches the JavaScript thread. */
+const NATIVE_FLAGS = ['--http-data-path=native'];
+/** How the summary names each server. */
+const SERVER_NAMES: Record<ServerKind, string> = {
+  triton: 'tritonserver',
+  warden: 'Warden',
+  'warden-baseline': 'the baseline build of Warden',
+  'warden-threads': `Warden ${THREADS_FLAGS.join(' ')}`,
+  'warden-native': `Warden ${NATIVE_FLAGS.join(' ')}`,
+  'warden-tp': "Warden hosting Triton's libtriton_python.so",
+};
 const BIG_ELEMENTS = 4 * 1024 * 1024; // 16 MiB of FP32
 const CONCURRENCY = [1, 16, 64];
 
@@ -138,6 +171,11 @@ const fmt = (x: number, digits = 0) => (Number.isFinite(x) ? x.toLocaleString('e
 
 export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: string }> {
   ctx.log('\n== Warden vs tritonserver (same backends, same models, native load generators) ==');
+  const wanted = wantedRowGroups();
+  const baseline = process.env.BENCH_VS_TRITON_BASELINE || undefined;
+  if (baseline && !existsSync(join(baseline, 'dist', 'host', 'src', 'cli.js'))) {
+    throw new Error(`BENCH_VS_TRITON_BASELINE: ${baseline}/dist/host/src/cli.js is missing (build that checkout first)`);
+  }
   const title = 'Warden vs tritonserver';
   const skip = (reason: string) => {
     ctx.log(`  skipped: ${reason}`);
@@ -216,19 +254,43 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
     });
     const idJsonCheck = jsonOutputCheck('OUTPUT0', IDENTITY_INPUT);
     const idBinCheck = binaryAnswerCheck(idRaw);
-    const cases: Case[] = [];
-    const rows: Row[] = [];
+    let cases: Case[] = [];
+    let rows: Row[] = [];
     for (const c of CONCURRENCY) {
       for (const on of ['triton', 'warden'] as const) cases.push(httpCase(on, 'identity JSON', c, idJson.path, json, idJson.body as string, idJsonCheck));
-      rows.push({ label: `identity, HTTP JSON, c=${c}`, triton: `triton identity JSON c=${c}`, warden: `warden identity JSON c=${c}` });
+      rows.push({ group: 'identity', label: `identity, HTTP JSON, c=${c}`, triton: `triton identity JSON c=${c}`, warden: `warden identity JSON c=${c}` });
+      cases.push(httpCase('warden-native', 'identity JSON', c, idJson.path, json, idJson.body as string, idJsonCheck));
+      rows.push({
+        group: 'identity',
+        label: `same, ${NATIVE_FLAGS.join(' ')}`,
+        triton: `triton identity JSON c=${c}`,
+        warden: `warden-native identity JSON c=${c}`,
+      });
       if (c > 1) {
         cases.push(httpCase('warden-threads', 'identity JSON', c, idJson.path, json, idJson.body as string, idJsonCheck));
-        rows.push({ label: `same, ${THREADS_FLAGS.join(' ')}`, triton: `triton identity JSON c=${c}`, warden: `warden-threads identity JSON c=${c}` });
+        rows.push({
+          group: 'identity',
+          label: `same, ${THREADS_FLAGS.join(' ')}`,
+          triton: `triton identity JSON c=${c}`,
+          warden: `warden-threads identity JSON c=${c}`,
+        });
       }
     }
     for (const c of CONCURRENCY) {
       for (const on of ['triton', 'warden'] as const) cases.push(httpCase(on, 'identity binary', c, idJson.path, idBin.headers, idBin.body, idBinCheck));
-      rows.push({ label: `identity, HTTP binary, c=${c}`, triton: `triton identity binary c=${c}`, warden: `warden identity binary c=${c}` });
+      rows.push({
+        group: 'identity',
+        label: `identity, HTTP binary, c=${c}`,
+        triton: `triton identity binary c=${c}`,
+        warden: `warden identity binary c=${c}`,
+      });
+      cases.push(httpCase('warden-native', 'identity binary', c, idJson.path, idBin.headers, idBin.body, idBinCheck));
+      rows.push({
+        group: 'identity',
+        label: `same, ${NATIVE_FLAGS.join(' ')}`,
+        triton: `triton identity binary c=${c}`,
+        warden: `warden-native identity binary c=${c}`,
+      });
     }
     for (const [tool, present] of [
       ['ghz', ghz],
@@ -237,7 +299,12 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
       if (!present) continue;
       for (const c of CONCURRENCY) {
         for (const on of ['triton', 'warden'] as const) cases.push({ key: `identity gRPC ${tool} c=${c}`, tool, connections: c, on });
-        rows.push({ label: `identity, gRPC (${tool}), c=${c}`, triton: `triton identity gRPC ${tool} c=${c}`, warden: `warden identity gRPC ${tool} c=${c}` });
+        rows.push({
+          group: 'identity',
+          label: `identity, gRPC (${tool}), c=${c}`,
+          triton: `triton identity gRPC ${tool} c=${c}`,
+          warden: `warden identity gRPC ${tool} c=${c}`,
+        });
       }
     }
     const addSubCheck = jsonOutputCheck(
@@ -246,8 +313,18 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
     );
     for (const c of [1, 16]) {
       for (const on of ['triton', 'warden', 'warden-tp'] as const) cases.push(httpCase(on, 'add_sub', c, addSub.path, json, addSub.body, addSubCheck));
-      rows.push({ label: `Python add_sub (Warden's Python backend), c=${c}`, triton: `triton add_sub c=${c}`, warden: `warden add_sub c=${c}` });
       rows.push({
+        group: 'python',
+        label: `Python add_sub (Warden's Python backend), c=${c}`,
+        triton: `triton add_sub c=${c}`,
+        warden: `warden add_sub c=${c}`,
+      });
+      if (baseline) {
+        cases.push(httpCase('warden-baseline', 'add_sub', c, addSub.path, json, addSub.body, addSubCheck));
+        rows.push({ group: 'python', label: `same, baseline build (${baseline})`, triton: `triton add_sub c=${c}`, warden: `warden-baseline add_sub c=${c}` });
+      }
+      rows.push({
+        group: 'python',
         label: `Python add_sub (Triton's libtriton_python.so in Warden), c=${c}`,
         triton: `triton add_sub c=${c}`,
         warden: `warden-tp add_sub c=${c}`,
@@ -256,9 +333,18 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
     for (const on of ['triton', 'warden'] as const)
       cases.push(httpCase(on, 'identity 16 MiB', 1, idJson.path, big.headers, big.body, binaryAnswerCheck(Buffer.from(bigValues.buffer))));
     rows.push({
+      group: 'big',
       label: 'identity 16 MiB FP32, HTTP binary, c=1 (MB/s)',
       triton: 'triton identity 16 MiB c=1',
       warden: 'warden identity 16 MiB c=1',
+      bytesPerRequest: BIG_ELEMENTS * 4,
+    });
+    cases.push(httpCase('warden-native', 'identity 16 MiB', 1, idJson.path, big.headers, big.body, binaryAnswerCheck(Buffer.from(bigValues.buffer))));
+    rows.push({
+      group: 'big',
+      label: `same, ${NATIVE_FLAGS.join(' ')}`,
+      triton: 'triton identity 16 MiB c=1',
+      warden: 'warden-native identity 16 MiB c=1',
       bytesPerRequest: BIG_ELEMENTS * 4,
     });
     for (const c of CONCURRENCY) {
@@ -277,11 +363,16 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
         ),
       );
       rows.push({
+        group: 'onnx',
         label: `ONNX simple on Warden vs Triton's identity JSON, c=${c}`,
         triton: `triton identity JSON c=${c}`,
         warden: `warden simple (ONNX) c=${c}`,
       });
     }
+
+    rows = rows.filter((row) => wanted.has(row.group));
+    const compared = new Set(rows.flatMap((row) => [row.triton, row.warden]));
+    cases = cases.filter((k) => compared.has(`${k.on} ${k.key}`));
 
     const start = async (on: ServerKind): Promise<Served> => {
       const grpcPort = await ctx.freePort();
@@ -293,6 +384,30 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
         });
         return { url: t.url, grpc: `127.0.0.1:${grpcPort}`, output: () => t.log.join('').slice(-3000), stop: () => stopTritonServer(t) };
       }
+      if (on === 'warden-baseline') {
+        const port = await ctx.freePort();
+        const cli = join(baseline!, 'dist', 'host', 'src', 'cli.js');
+        const w = await ctx.startChild(
+          'warden-baseline',
+          process.execPath,
+          [
+            ...startNodeFlags(baseline),
+            cli,
+            '--model-repository',
+            repo,
+            '--http-port',
+            String(port),
+            '--metrics-port',
+            String(await ctx.freePort()),
+            '--allow-grpc=false',
+            '--backend-directory',
+            nativeDir,
+          ],
+          port,
+          '/v2/health/ready',
+        );
+        return { url: w.url, output: () => w.output().slice(-3000), stop: () => w.stop() };
+      }
       const args =
         on === 'warden-tp'
           ? [
@@ -302,7 +417,13 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
               '--load-model=add_sub_python',
               `--backend-config=python,shm-region-prefix-name=warden_bench_${process.pid}_`,
             ]
-          : ['--backend-directory', nativeDir, `--grpc-port=${grpcPort}`, ...(on === 'warden-threads' ? THREADS_FLAGS : [])];
+          : [
+              '--backend-directory',
+              nativeDir,
+              `--grpc-port=${grpcPort}`,
+              ...(on === 'warden-threads' ? THREADS_FLAGS : []),
+              ...(on === 'warden-native' ? NATIVE_FLAGS : []),
+            ];
       const w = await ctx.startWarden(repo, args);
       return { url: w.url, grpc: `127.0.0.1:${grpcPort}`, output: () => w.output().slice(-3000), stop: () => w.stop() };
     };
@@ -330,10 +451,11 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
     };
 
     const results = new Map<string, ToolResult[]>();
-    const order: ServerKind[] = ['triton', 'warden', 'warden-threads', 'warden-tp'];
+    const order: ServerKind[] = ['triton', 'warden', 'warden-baseline', 'warden-threads', 'warden-native', 'warden-tp'];
     for (let r = 0; r < ctx.rounds; r++) {
       for (const on of order) {
         const mine = cases.filter((k) => k.on === on);
+        if (mine.length === 0) continue;
         ctx.log(`  round ${r + 1}/${ctx.rounds}: ${on} (${mine.length} cases)`);
         const s = await start(on);
         servers.push(s);
@@ -388,8 +510,11 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
       }),
     );
     const body =
-      `${table}\n\nMedians over ${ctx.rounds} alternating rounds (servers one at a time: tritonserver, Warden, Warden ${THREADS_FLAGS.join(' ')}, ` +
-      `Warden hosting Triton's libtriton_python.so) of ${ctx.durationS} s per case after a 1 s warm-up per start. HTTP: wrk -t1 (keep-alive, --latency); ` +
+      `${table}\n\nMedians over ${ctx.rounds} alternating rounds (servers one at a time: ${order
+        .filter((on) => cases.some((k) => k.on === on))
+        .map((on) => SERVER_NAMES[on])
+        .join(', ')}) ` +
+      `of ${ctx.durationS} s per case after a 1 s warm-up per start. HTTP: wrk -t1 (keep-alive, --latency); ` +
       `gRPC: ghz (one connection, c workers) and h2load (one HTTP/2 connection, c streams, one prepared framed ModelInferRequest; no percentiles). ` +
       `Same backend file (build/backends/warden_identity) for both servers; Python add_sub is the same model.py on each server's Python backend. ` +
       `MB/s counts the request's input tensor (16 MiB) per second.` +

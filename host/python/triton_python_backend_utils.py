@@ -106,9 +106,12 @@ for _k, _v in _NUMPY_OF.items():
 def numpy_to_triton_type(data_type):
     """TRITONSERVER_DataType value of a numpy dtype (object/bytes/str -> TYPE_STRING), None if unknown."""
     dt = np.dtype(data_type)
+    t = _TRITON_OF_DTYPE.get(dt)
+    if t is not None:
+        return t
     if dt == np.object_ or dt.kind in ("S", "U"):
         return TYPE_STRING
-    return _TRITON_OF_DTYPE.get(dt)
+    return None
 
 
 def triton_string_to_numpy(triton_type_string):
@@ -362,6 +365,16 @@ class InferenceRequest:
         self._rid = None  # Warden's id of a request passed to execute
         self._sender = None
         self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+
+    @classmethod
+    def _from_warden(cls, rid, model_name, requested_output_names, inputs, request_id, correlation_id, flags, timeout, parameters):
+        """A request Warden passed to ``execute`` (the stub's, per request): values already of
+        the right types, so no checks or conversions."""
+        r = cls.__new__(cls)
+        r._model_name, r._requested, r._inputs, r._id, r._correlation_id = model_name, requested_output_names, inputs, request_id, correlation_id
+        r._model_version, r._flags, r._timeout, r._preferred_memory, r._trace = -1, flags, timeout, PreferredMemory(), None
+        r._parameters, r._rid, r._sender, r._release_flags = parameters, rid, None, TRITONSERVER_REQUEST_RELEASE_ALL
+        return r
 
     def inputs(self):
         return self._inputs

@@ -3,8 +3,12 @@ supervised by host/src/backends/python. It imports the model's ``model.py``, run
 ``TritonPythonModel`` (``auto_complete_config``, ``initialize``, ``execute`` sync or async,
 ``finalize``) and talks to Warden over fd 3 (a Unix socket pair):
 
-- control messages: ``[u32 LE length][JSON]``, at most MAX_MESSAGE bytes each;
-- tensor bytes: two POSIX shared-memory files in /dev/shm, never through the socket.
+- control messages: ``[u32 LE length][JSON]``, at most MAX_MESSAGE bytes each, optionally
+  followed by ``\n`` and a binary *tail*: the bytes of small tensors of that message (a tensor
+  spec with ``"inline": true`` has its ``offset`` in the tail). Requests' inputs and responses'
+  outputs up to INLINE_MAX bytes travel so, which saves an arena allocation, free and Warden's
+  positioned read or write per tensor;
+- other tensor bytes: two POSIX shared-memory files in /dev/shm, never through the socket.
   ``in``: written by Warden (request inputs, BLS responses), mapped here read-only in spirit;
   ``out``: allocated here (responses, BLS request inputs), read by Warden, which then frees them.
 
@@ -46,6 +50,25 @@ WATCH_S = 0.01
 WATCH_PARK_S = 1.0
 ALIGN = 64
 _HEADER = struct.Struct("<I")
+# Tensors up to INLINE_MAX bytes ride in their message's tail, up to INLINE_TAIL_MAX bytes per
+# message (host/src/backends/python/wire.ts has the same bounds); tail offsets are INLINE_ALIGN-aligned.
+INLINE_MAX = 16 * 1024
+INLINE_TAIL_MAX = 1024 * 1024
+INLINE_ALIGN = 8
+# The key of a decoded message's tail (never a JSON key: those are strings).
+_TAIL = object()
+# JSON without per-call setup (json.dumps and json.loads build an encoder / match whitespace on every call).
+_DECODE = json.JSONDecoder().raw_decode
+if json.encoder.c_make_encoder is not None:
+    _C_ENCODE = json.encoder.c_make_encoder(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+
+    def _encode(msg):
+        return "".join(_C_ENCODE(msg, 0)).encode("utf-8")
+else:  # an interpreter without the _json accelerator
+    _ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+    def _encode(msg):
+        return _ENCODER.encode(msg).encode("utf-8")
 
 _ENUM_OF = pb_utils._ENUM_OF
 _NP_OF = {
@@ -53,6 +76,7 @@ _NP_OF = {
     "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
     "FP16": np.float16, "FP32": np.float32, "FP64": np.float64, "BF16": np.uint16,
 }
+_DTYPE_OF = {k: np.dtype(v) for k, v in _NP_OF.items()}
 
 
 class OutArena:
@@ -164,12 +188,15 @@ class Runtime:
         self.loop = asyncio.new_event_loop()
 
     # ---- transport ----
-    def send(self, msg):
-        body = json.dumps(msg, separators=(",", ":")).encode("utf-8")
-        if len(body) > MAX_MESSAGE:
-            raise pb_utils.TritonModelException("message to Warden too large (%d bytes)" % len(body))
+    def send(self, msg, tail=None):
+        """Send ``msg`` (JSON text never holds a raw newline) and ``tail``'s inline tensors."""
+        body = _encode(msg)
+        n = len(body) + (1 + len(tail) if tail else 0)
+        if n > MAX_MESSAGE:
+            raise pb_utils.TritonModelException("message to Warden too large (%d bytes)" % n)
+        frame = _HEADER.pack(n) + body + b"\n" + tail if tail else _HEADER.pack(n) + body
         with self.send_lock:
-            self.sock.sendall(_HEADER.pack(len(body)) + body)
+            self.sock.sendall(frame)
 
     def read_frame(self):
         """One message off the socket (the pump role's holder only); buffered, so a message usually
@@ -180,10 +207,16 @@ class Runtime:
                 (n,) = _HEADER.unpack_from(buf, 0)
                 if n > MAX_MESSAGE:
                     raise ValueError("message from Warden too large")
-                if len(buf) >= 4 + n:
-                    body = buf[4:4 + n].decode("utf-8")
-                    del buf[:4 + n]
-                    return json.loads(body)
+                end = 4 + n
+                if len(buf) >= end:
+                    nl = buf.find(b"\n", 4, end)
+                    if nl < 0:
+                        msg = _DECODE(buf[4:end].decode("utf-8"))[0]
+                    else:
+                        msg = _DECODE(buf[4:nl].decode("utf-8"))[0]
+                        msg[_TAIL] = buf[nl + 1:end]  # a copy: arrays viewing it own it
+                    del buf[:end]
+                    return msg
             k = self.sock.recv_into(self.rchunk)
             if k == 0:
                 raise EOFError()
@@ -305,25 +338,33 @@ class Runtime:
         self.executing_since = 0.0
 
     # ---- tensors ----
-    def tensors_in(self, specs, copy):
-        """pb_utils.Tensors from regions of the in-arena (views unless ``copy``)."""
+    def tensors_in(self, specs, copy, tail=None):
+        """pb_utils.Tensors from regions of the in-arena (views unless ``copy``) or, for inline
+        ones, of the message's ``tail`` (views of a buffer of their own)."""
         out = []
         for s in specs:
-            m = self.in_arena.ensure(s["arena_size"]) if "arena_size" in s else self.in_arena.map
+            inline = s.get("inline")
+            if inline:
+                m = tail
+            else:
+                m = self.in_arena.ensure(s["arena_size"]) if "arena_size" in s else self.in_arena.map
             off, size, dt = s["offset"], s["size"], s["datatype"]
+            if inline and (m is None or off < 0 or size < 0 or off + size > len(m)):
+                raise ValueError("inline tensor %r lies outside its message" % s["name"])
             if dt == "BYTES":
                 arr = pb_utils.deserialize_bytes_tensor(memoryview(m)[off:off + size]).reshape(s["shape"])
             else:
-                npdt = np.dtype(_NP_OF[dt])
+                npdt = _DTYPE_OF[dt]
                 count = size // npdt.itemsize
                 arr = np.frombuffer(m, dtype=npdt, count=count, offset=off).reshape(s["shape"])
-                if copy:
+                if copy and not inline:
                     arr = arr.copy()
             out.append(pb_utils.Tensor._wrap(s["name"], arr, _ENUM_OF[dt]))
         return out
 
-    def tensors_out(self, tensors):
-        """Copy tensors into the out-arena; returns their wire specs."""
+    def tensors_out(self, tensors, tail=None):
+        """Copy tensors into the out-arena, or small ones into ``tail`` (a bytearray) when given;
+        returns their wire specs."""
         specs = []
         for t in tensors:
             dt = pb_utils._NAME_OF[t.triton_dtype()]
@@ -337,15 +378,27 @@ class Runtime:
                 data = np.ascontiguousarray(arr)
                 if data.dtype.byteorder == ">":
                     data = data.astype(data.dtype.newbyteorder("<"))
+            size = data.nbytes
+            if tail is not None and size <= INLINE_MAX and len(tail) + size <= INLINE_TAIL_MAX:
+                pad = -len(tail) % INLINE_ALIGN
+                if pad:
+                    tail += bytes(pad)
+                off = len(tail)
+                if size:
+                    tail += memoryview(data).cast("B")
+                specs.append({"name": t.name(), "datatype": dt, "shape": [int(d) for d in arr.shape], "offset": off, "size": size, "inline": True})
+                continue
             off, size = self.out_arena.write(data)
             specs.append({"name": t.name(), "datatype": dt, "shape": [int(d) for d in arr.shape], "offset": off, "size": size})
         return specs
 
     # ---- responses ----
     def send_response(self, rid, response, final):
-        self.send(self.response_message(rid, response, final))
+        tail = bytearray()
+        self.send(self.response_message(rid, response, final, tail), tail)
 
-    def response_message(self, rid, response, final):
+    def response_message(self, rid, response, final, tail=None):
+        """The ``response`` message; small outputs go into ``tail`` when given (the frame's)."""
         msg = {"op": "response", "rid": rid, "final": bool(final)}
         if response is not None:
             if not isinstance(response, pb_utils.InferenceResponse):
@@ -353,7 +406,7 @@ class Runtime:
             if response.has_error():
                 msg["error"] = response.error()._wire()
             else:
-                msg["outputs"] = self.tensors_out(response.output_tensors())
+                msg["outputs"] = self.tensors_out(response.output_tensors(), tail)
                 if response._parameters:
                     msg["parameters"] = response._parameters
         return msg
@@ -469,16 +522,17 @@ def error_text(e):
 
 def run_execute(rt, model, msg, decoupled):
     requests = []
+    tail_in = msg.get(_TAIL)
+    model_name = msg.get("model", "")
     for r in msg["requests"]:
-        req = pb_utils.InferenceRequest(
-            model_name=msg.get("model", ""), requested_output_names=r["requested_outputs"],
-            inputs=rt.tensors_in(r["inputs"], copy=False), request_id=r["id"],
-            correlation_id=int(r["correlation_id"]) if r.get("correlation_id_int") else r["correlation_id"], flags=r["flags"], timeout=r.get("timeout", 0),
-            parameters=r.get("parameters") or {})
-        req._rid = r["rid"]
-        requests.append(req)
+        # Warden leaves out fields at their defaults (host/src/backends/python/instance.ts).
+        corr = r.get("correlation_id", 0)
+        requests.append(pb_utils.InferenceRequest._from_warden(
+            r["rid"], model_name, r["requested_outputs"], rt.tensors_in(r["inputs"], False, tail_in), r.get("id", ""),
+            int(corr) if r.get("correlation_id_int") else corr, r.get("flags", 0), r.get("timeout", 0), r.get("parameters") or {}))
     error = None
     done = {"op": "executed", "eid": msg["eid"]}
+    tail = bytearray()  # the responses' small outputs
     rescheduled = set()
     rt.begin_execute()
     try:
@@ -507,7 +561,7 @@ def run_execute(rt, model, msg, decoupled):
                     if resp is None:
                         error = "execute returned None as a response"
                         break
-                    done["responses"].append(rt.response_message(req._rid, resp, True))
+                    done["responses"].append(rt.response_message(req._rid, resp, True, tail))
     except Exception as e:  # the model's exception becomes every request's error
         error = error_text(e)
         pb_utils.Logger.log_error("execute raised: %s" % traceback.format_exc())
@@ -516,7 +570,7 @@ def run_execute(rt, model, msg, decoupled):
         done["error"] = error
     elif rescheduled:
         done["rescheduled"] = sorted(rescheduled)
-    rt.send(done)
+    rt.send(done, tail)
 
 
 def readiness_loop(rt, model):

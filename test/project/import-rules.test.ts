@@ -44,7 +44,11 @@ const EXCEPTIONS: readonly { from: string; to: string; why: string }[] = [
   { from: 'tenancy', to: 'backends/wasm/limits.ts', why: "a tenant's sandbox limits are written into its wasm model configs" },
   { from: 'frontend/http', to: 'repository/overrides.ts', why: "the load API's file overrides are parsed where they arrive" },
   { from: 'frontend/http', to: 'platform/addon.ts', why: "the public port's accept thread (native-accept.ts) is the addon's Acceptor" },
-  { from: 'frontend/http', to: 'lifecycle/model-version.ts', why: "the native data path (data-path/) submits to a version's instances and withdraws before it retires" },
+  {
+    from: 'frontend/http',
+    to: 'lifecycle/model-version.ts',
+    why: "the native data path (data-path/) submits to a version's instances and withdraws before it retires",
+  },
   { from: 'frontend/http', to: 'metrics/stats.ts', why: "the native data path hands what it served to the version's statistics" },
   { from: 'frontend/http', to: 'metrics/prometheus.ts', why: 'the native data path hands its statistics over before each metrics render' },
   { from: 'frontend/grpc', to: 'repository/overrides.ts', why: "the load API's file overrides are parsed where they arrive" },

@@ -31,6 +31,7 @@ import { Supervisor } from '../supervisor.js';
 import type { BlsBridge } from './bls.js';
 import type { PythonMetrics } from './metrics.js';
 import type { Region } from './shm.js';
+import { InlineTail, TAIL, type Message } from './ipc.js';
 import { StubProcess, type StubStartOptions } from './stub.js';
 import { errorFromWire, readTensors, writeTensors } from './wire.js';
 
@@ -215,27 +216,27 @@ export class PythonInstance implements BackendModelInstance {
     const stub = await this.current();
     const eid = this.nextEid++;
     const regions: Region[] = [];
+    // Fields at their defaults are left out (the stub assumes them): less JSON on both sides.
     const wire = requests.map((r, i) => {
       const rid = this.nextRid++;
-      return {
-        rid,
-        i,
-        msg: {
-          rid,
-          id: r.id,
-          // An id above 2^53 (a bigint) crosses JSON as its decimal digits; the stub makes it an int again.
-          correlation_id: typeof r.correlationId === 'bigint' ? r.correlationId.toString() : r.correlationId,
-          ...(typeof r.correlationId === 'bigint' ? { correlation_id_int: true } : {}),
-          flags: r.flags,
-          timeout: r.timeoutUs,
-          parameters: r.parameters,
-          requested_outputs: r.requestedOutputs,
-          inputs: [] as unknown[],
-        },
-      };
+      const msg: Record<string, unknown> = { rid, requested_outputs: r.requestedOutputs };
+      if (r.id !== '') msg.id = r.id;
+      if (typeof r.correlationId === 'bigint') {
+        // An id above 2^53 crosses JSON as its decimal digits; the stub makes it an int again.
+        msg.correlation_id = r.correlationId.toString();
+        msg.correlation_id_int = true;
+      } else if (r.correlationId !== 0) msg.correlation_id = r.correlationId;
+      if (r.flags !== 0) msg.flags = r.flags;
+      if (r.timeoutUs) msg.timeout = r.timeoutUs;
+      for (const _ in r.parameters) {
+        msg.parameters = r.parameters;
+        break;
+      }
+      return { rid, i, msg };
     });
+    const tail = new InlineTail();
     try {
-      for (const w of wire) w.msg.inputs = writeTensors(stub.arenas, requests[w.i]!.inputs, regions);
+      for (const w of wire) w.msg.inputs = writeTensors(stub.arenas, requests[w.i]!.inputs, regions, tail);
     } catch (e) {
       for (const r of regions) stub.arenas.release(r);
       throw errors.inputsNotPassed((e as Error).message);
@@ -252,14 +253,14 @@ export class PythonInstance implements BackendModelInstance {
           stub.kill();
         }, this.opts.executeTimeoutMs);
       }
-      stub.send({ op: 'execute', eid, model: this.opts.modelName, requests: wire.map((w) => w.msg) });
+      stub.send({ op: 'execute', eid, model: this.opts.modelName, requests: wire.map((w) => w.msg) }, tail);
     });
   }
 
-  private onMessage(stub: StubProcess, m: Record<string, unknown>): void {
+  private onMessage(stub: StubProcess, m: Message): void {
     switch (m.op) {
       case 'response':
-        return this.onResponse(stub, m);
+        return this.onResponse(stub, m, m[TAIL]);
       case 'executed':
         return this.onExecuted(stub, m);
       case 'log': {
@@ -286,14 +287,18 @@ export class PythonInstance implements BackendModelInstance {
     }
   }
 
-  private onResponse(stub: StubProcess, m: Record<string, unknown>): void {
+  /** One response; its inline tensors are in `tail` (the frame's: an `executed` message's for the responses it carries). */
+  private onResponse(stub: StubProcess, m: Record<string, unknown>, tail: Buffer | undefined): void {
     const rid = Number(m.rid);
     const entry = this.inflight.get(rid);
     const regions: Region[] = [];
     const final = m.final === true;
     try {
       if (!entry) {
-        if (Array.isArray(m.outputs)) for (const o of m.outputs as { offset: number; size: number }[]) regions.push({ offset: o.offset, size: o.size });
+        if (Array.isArray(m.outputs)) {
+          for (const o of m.outputs as { offset: number; size: number; inline?: boolean }[])
+            if (o?.inline !== true) regions.push({ offset: o.offset, size: o.size });
+        }
         return;
       }
       if (final) this.inflight.delete(rid);
@@ -307,7 +312,7 @@ export class PythonInstance implements BackendModelInstance {
       }
       let outputs;
       try {
-        outputs = readTensors(stub.arenas, m.outputs, regions);
+        outputs = readTensors(stub.arenas, m.outputs, regions, tail);
       } catch (e) {
         entry.sender.sendError(errors.responseMalformed(this.opts.modelName, (e as Error).message), final);
         return;
@@ -319,13 +324,13 @@ export class PythonInstance implements BackendModelInstance {
     }
   }
 
-  private onExecuted(stub: StubProcess, m: Record<string, unknown>): void {
+  private onExecuted(stub: StubProcess, m: Message): void {
     const ex = this.execution;
     if (!ex || ex.eid !== m.eid) return;
     this.execution = undefined;
     clearTimeout(ex.timer);
     for (const r of ex.regions) stub.arenas.release(r);
-    if (Array.isArray(m.responses)) for (const r of m.responses as Record<string, unknown>[]) this.onResponse(stub, r);
+    if (Array.isArray(m.responses)) for (const r of m.responses as Record<string, unknown>[]) this.onResponse(stub, r, m[TAIL]);
     const computeEndNs = process.hrtime.bigint();
     const error = m.error !== undefined ? internal(String(m.error)) : undefined;
     if (!error && Array.isArray(m.rescheduled)) this.reschedule(ex.eid, m.rescheduled);

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { internal } from '../../contract/errors.js';
 import * as errors from './python.errors.js';
-import { encodeFrame, FrameDecoder } from './ipc.js';
+import { encodeFrame, FrameDecoder, type InlineTail, type Message } from './ipc.js';
 import { ArenaPair } from './shm.js';
 
 /** `host/python/`: the stub and Warden's `triton_python_backend_utils` (from host/src or dist/host/src). */
@@ -56,12 +56,12 @@ export function exitReason(code: number | null, signal: NodeJS.Signals | null): 
 export class StubProcess {
   readonly arenas: ArenaPair;
   /** Messages after the answer to `init`. */
-  onMessage: (msg: Record<string, unknown>) => void = () => {};
+  onMessage: (msg: Message) => void = () => {};
   /** Called once when the process ends (after start succeeded). */
   onExit: (reason: string) => void = () => {};
   private exited = false;
   /** Messages the stub sent before its answer to `init` (logs, metrics from `initialize`). */
-  private early: Record<string, unknown>[] = [];
+  private early: Message[] = [];
   private readonly socket: Socket;
 
   private constructor(
@@ -85,17 +85,17 @@ export class StubProcess {
   private freeTimer?: NodeJS.Timeout;
 
   /**
-   * Send a control message (dropped once the process is gone). Regions queued with
-   * {@link freeOut} ride along in its `free` field.
+   * Send a control message (dropped once the process is gone), with `tail`'s inline tensors.
+   * Regions queued with {@link freeOut} ride along in its `free` field.
    */
-  send(msg: Record<string, unknown>): void {
+  send(msg: Record<string, unknown>, tail?: InlineTail): void {
     if (this.exited) return;
     if (this.pendingFree.length) {
       msg = { ...msg, free: this.pendingFree };
       this.pendingFree = [];
       // the flush timer stays armed (cheaper than re-arming it per response); it finds nothing to send
     }
-    this.socket.write(encodeFrame(msg));
+    this.socket.write(encodeFrame(msg, tail));
   }
 
   /** Give out-arena regions back to the stub, with the next message (saves a frame per response). */
@@ -196,7 +196,7 @@ export class StubProcess {
       });
       stub.socket.on('error', () => {});
       stub.socket.on('data', (chunk: Buffer) => {
-        let msgs: Record<string, unknown>[];
+        let msgs: Message[];
         try {
           msgs = decoder.push(chunk);
         } catch (e) {
