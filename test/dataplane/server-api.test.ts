@@ -4,6 +4,7 @@
  * see, cancellation by AbortSignal, release of tensor memory the host does not own, and the rule
  * that nothing under frontend/ reaches past the data plane (test/project/import-rules.test.ts).
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -304,7 +305,13 @@ describe('origin-aware loading', () => {
     const config = JSON.stringify({ platform: 'onnxruntime_onnx', input: [io('INPUT0'), io('INPUT1')], output: [io('OUTPUT0'), io('OUTPUT1')] });
     const r = await postJson(`${server.httpUrl}/v2/repository/models/uploaded/load`, { parameters: { config, 'file:1/model.onnx': model } });
     expect(r.status, r.text).toBe(200);
-    expect(resolver.asked.filter((a) => a.name === 'uploaded').at(-1)!.origin).toEqual({ kind: 'upload', tenant: '' });
+    const digest = createHash('sha256').update(Buffer.from(model, 'base64')).digest('hex');
+    // the upload store's digest of each file it wrote travels with the origin (the backend need not hash it again)
+    expect(resolver.asked.filter((a) => a.name === 'uploaded').at(-1)!.origin).toEqual({
+      kind: 'upload',
+      tenant: '',
+      digests: new Map([['1/model.onnx', digest]]),
+    });
     expect(resolver.asked.filter((a) => a.name === 'echo').at(-1)!.origin).toEqual({ kind: 'repository', repository: repo.path });
   });
 });
