@@ -305,6 +305,13 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
           triton: `triton identity gRPC ${tool} c=${c}`,
           warden: `warden identity gRPC ${tool} c=${c}`,
         });
+        cases.push({ key: `identity gRPC ${tool} c=${c}`, tool, connections: c, on: 'warden-native' });
+        rows.push({
+          group: 'identity',
+          label: `same, ${NATIVE_FLAGS.join(' ')}`,
+          triton: `triton identity gRPC ${tool} c=${c}`,
+          warden: `warden-native identity gRPC ${tool} c=${c}`,
+        });
       }
     }
     const addSubCheck = jsonOutputCheck(

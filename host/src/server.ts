@@ -332,6 +332,25 @@ async function startDataPath(
   return { dataPath, port: bound.port };
 }
 
+/**
+ * Hands the gRPC port to the native data path (frontend/grpc over the data path: `ModelInfer`
+ * calls of its routes served natively, the rest forwarded to `grpc`'s unix socket).
+ * @returns the bound port
+ * @throws Error (UNAVAILABLE) when the port cannot be bound (the gRPC frontend is stopped)
+ */
+async function listenGrpcNatively(dataPath: NativeDataPath, grpc: GrpcFrontend, api: ServerApi, host: string, port: number): Promise<number> {
+  const { nativeAddon } = await import('./platform/addon.js');
+  const { nativeErrorStatus } = await import('./frontend/grpc/status.js');
+  try {
+    const bound = nativeAddon().reusePortListen(host, port, 511, false);
+    dataPath.listenGrpc(bound.fd, grpc.socketPath!, (code, message) => nativeErrorStatus(code, message, (e) => api.publicError(e)));
+    return bound.port;
+  } catch (e) {
+    await grpc.stop(0);
+    throw e;
+  }
+}
+
 async function createResolvers(
   opts: ServerOptions,
   logger: Logger,
@@ -669,6 +688,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const grpcProtoset = join(PROJECT_ROOT, 'third_party', 'triton-grpc-protos', 'grpc_service.protoset');
     // Loaded only when served: grpc-js and protobufjs add to every start-up otherwise.
     const { startGrpcFrontend } = await import('./frontend/grpc/server.js');
+    // With the native data path, it serves the gRPC port too and forwards what it does not serve
+    // to grpc-js on a private unix socket; not when a --grpc-restricted-protocol applies (those
+    // checks are grpc-js's).
+    const nativeGrpc = dataPath !== undefined && Object.keys(opts.grpcRestrictedProtocols ?? {}).length === 0;
     grpc = await startGrpcFrontend(
       {
         api,
@@ -679,10 +702,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         keepalive: opts.grpcKeepalive,
         logger,
         restricted: opts.grpcRestrictedProtocols,
+        internalSocket: nativeGrpc,
       },
       opts.grpcAddress ?? host,
       opts.grpcPort,
     );
+    if (dataPath && grpc.socketPath !== undefined) {
+      grpc.port = await listenGrpcNatively(dataPath, grpc, api, opts.grpcAddress ?? host, opts.grpcPort);
+    }
   }
   let metricsUrl: string | undefined;
   let stopCpuMetrics: (() => void) | undefined;

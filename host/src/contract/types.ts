@@ -388,7 +388,7 @@ export interface BackendModelInstance {
   /**
    * The addon's handle of this instance (platform/addon.ts `InstanceHandle`) when it is a Triton
    * C-API backend instance in this process that the native data path may submit to directly
-   * (docs/design.md, "The native data path"); undefined otherwise, or once it cannot serve.
+   * (DESIGN "The native data path"); undefined otherwise, or once it cannot serve.
    */
   nativeHandle?(): object | undefined;
 }

@@ -261,6 +261,10 @@ export interface DataPathCounters {
   replayed: number;
   refusedConnections: number;
   openConnections: number;
+  /** gRPC `ModelInfer` calls served natively. */
+  grpcServed: number;
+  /** gRPC calls forwarded to the control plane's gRPC server. */
+  grpcForwarded: number;
 }
 
 /** The addon's binding of the native data path (native/src/addon/data_path/binding.cc). */
@@ -271,6 +275,13 @@ export interface DataPathBinding {
    * @throws Error (INTERNAL) when the runtime cannot start
    */
   start(fd: number, socketPath: string, options: DataPathOptions): DataPathServer;
+  /**
+   * Serves the gRPC port too: the listening socket `fd` (owned from here on); `ModelInfer` calls of
+   * published routes are served natively, every other call goes to the gRPC server listening on
+   * the unix socket `grpcSocketPath`.
+   * @throws Error (INTERNAL) when the socket cannot be served, or the gRPC port is served already
+   */
+  listenGrpc(server: DataPathServer, fd: number, grpcSocketPath: string): void;
   /**
    * Publishes a route (JSON spec: name, version, max_batch_size, inputs [{name, datatype, dims}],
    * outputs [names]) over instance handles, lent until it is unpublished and drained.

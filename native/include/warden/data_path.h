@@ -1,5 +1,5 @@
 /* The C ABI of Warden's native data path (native/rust/data-path, linked into the addon through the
- * warden-native-rs staticlib; docs/design.md "The native data path"). Used only by the addon's
+ * warden-native-rs staticlib; DESIGN "The native data path"). Used only by the addon's
  * binding (native/src/addon/data_path/). Conventions as wasmtime_engine.h (engine_error.h). */
 #pragma once
 #include <stdbool.h>
@@ -49,6 +49,7 @@ typedef struct WdRouteStats {
 
 typedef struct WdCounters {
   uint64_t served, forwarded, replayed, refused_connections, open_connections;
+  uint64_t grpc_served, grpc_forwarded; /* gRPC calls served natively / forwarded to the gRPC server */
 } WdCounters;
 
 typedef struct WdServer WdServer;
@@ -58,6 +59,10 @@ typedef struct WdRoute WdRoute;
  * listener on the unix socket `socket_path`. */
 WardenError* wd_server_start(const WdHostApi* api, int fd, const char* socket_path, const WdServerOptions* options,
                              WdServer** out);
+/* Serves the gRPC port too: the listening socket `fd` (owned from here on, also on failure); ModelInfer
+ * calls of published routes are served natively, every other call goes over HTTP/2 to the gRPC server on
+ * the unix socket `grpc_socket_path`. */
+WardenError* wd_server_listen_grpc(const WdServer* server, int fd, const char* grpc_socket_path);
 /* Publishes a route (JSON spec, see data-path/src/route.rs) over `count` instances lent until the
  * route is unpublished and its in-flight count is 0. */
 WardenError* wd_server_publish(const WdServer* server, const uint8_t* spec, size_t spec_len,

@@ -260,6 +260,11 @@ describe('the native data path answers as the TypeScript path does', () => {
         queue: m.inference_stats.queue!.count,
       };
     };
+    // (self-contained: six answered and two replayed requests on each server, beside what earlier cases sent)
+    for (const s of [native, js]) {
+      for (let i = 0; i < 6; i++) await exchange(portOf(s), raw('POST', '/v2/models/identity_native/infer', id([i]), JSON_TYPE));
+      for (let i = 0; i < 2; i++) await exchange(portOf(s), raw('POST', '/v2/models/identity_native/infer', '{"inputs": [', JSON_TYPE));
+    }
     const [a, b] = await Promise.all([stats(native), stats(js)]);
     expect(a.success).toBeGreaterThan(5);
     expect(a).toEqual(b);
@@ -269,6 +274,18 @@ describe('the native data path answers as the TypeScript path does', () => {
     };
     expect(await metric(native)).toBe(String(a.success));
     expect(await metric(native)).toBe(await metric(js));
+    // the fallbacks are counted where operators look
+    const text = await (await fetch(`${native.metricsUrl}/metrics`)).text();
+    const counted = (handled: string) => Number(new RegExp(`warden_data_path_requests_total\\{handled="${handled}"\\} (\\d+)`).exec(text)?.[1]);
+    const c = native.dataPath!.counters();
+    expect({ native: counted('native'), replayed: counted('replayed'), forwarded: counted('forwarded') }).toEqual({
+      native: c.served,
+      replayed: c.replayed,
+      forwarded: c.forwarded,
+    });
+    expect(c.replayed).toBeGreaterThan(1);
+    expect(text).not.toContain('warden_data_path_requests_total{handled="native"} 0\n');
+    expect((await (await fetch(`${js.metricsUrl}/metrics`)).text()).includes('warden_data_path_requests_total')).toBe(false);
   });
 
   it('while tracing is on, every request goes through the TypeScript path (which traces)', async () => {

@@ -15,6 +15,9 @@
  * 64 MiB; grpc-js refuses a longer one with RESOURCE_EXHAUSTED before buffering it); responses are
  * unbounded, as in Triton.
  */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Server, ServerCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { ServerApi } from '../../dataplane/server-api.js';
@@ -59,6 +62,12 @@ export interface GrpcFrontendOptions {
   logger: Logger;
   /** `--grpc-restricted-protocol` (restricted.ts); absent = every group open. */
   restricted?: RestrictedFeatures;
+  /**
+   * Listen on a unix socket in a new private (0700) directory instead of `host:port`: the native
+   * data path serves the port and forwards here what it does not serve itself (DESIGN "The native
+   * data path"). Only this process can reach the socket.
+   */
+  internalSocket?: boolean;
 }
 
 /** The grpc-js server options for the flags (exported for tests). */
@@ -73,15 +82,18 @@ export function grpcServerOptions(opts: Pick<GrpcFrontendOptions, 'maxReceiveByt
 }
 
 export interface GrpcFrontend {
-  /** Bound port. */
+  /** Bound port (0 with {@link GrpcFrontendOptions.internalSocket}). */
   port: number;
+  /** The unix socket it listens on ({@link GrpcFrontendOptions.internalSocket}); removed at stop. */
+  socketPath?: string;
   /** Stop accepting; wait for calls in flight (at most `graceMs`, then cancel them). */
   stop(graceMs: number): Promise<void>;
 }
 
 /**
- * Start the gRPC frontend on `host:port` (0 = ephemeral).
- * @throws Error when the port cannot be bound or the descriptor set cannot be loaded
+ * Start the gRPC frontend on `host:port` (0 = ephemeral), or on a private unix socket
+ * ({@link GrpcFrontendOptions.internalSocket}).
+ * @throws Error when the port or socket cannot be bound or the descriptor set cannot be loaded
  */
 export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string, port: number): Promise<GrpcFrontend> {
   const server = new Server(grpcServerOptions(opts));
@@ -95,12 +107,19 @@ export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string,
   // grpc.health.v1.Health, as Triton registers it (health.ts)
   const health = new GrpcHealth(() => opts.api.isReady(), restricted);
   server.addService(health.service, health.handlers());
+  const dir = opts.internalSocket ? mkdtempSync(join(tmpdir(), 'warden-grpc-')) : undefined;
+  const socketPath = dir !== undefined ? join(dir, 'grpc.sock') : undefined;
+  if (dir !== undefined) chmodSync(dir, 0o700);
   const bound = await new Promise<number>((resolve, reject) => {
-    const addr = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+    const addr = socketPath !== undefined ? `unix:${socketPath}` : host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
     server.bindAsync(addr, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+  }).catch((e: unknown) => {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    throw e;
   });
   return {
-    port: bound,
+    port: socketPath !== undefined ? 0 : bound,
+    socketPath,
     // New calls are refused at once; unary calls and stream requests being handled get up to
     // graceMs; then every transport is closed (grpc-js's own graceful wait would also wait for
     // open but idle streams).
@@ -112,6 +131,7 @@ export async function startGrpcFrontend(opts: GrpcFrontendOptions, host: string,
       while (calls.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       server.forceShutdown();
       admission.close();
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -7,7 +7,7 @@
  * forbidden→PERMISSION_DENIED, exhausted→RESOURCE_EXHAUSTED.
  */
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { AccessError, type AccessKind, type ErrorCode, type TritonError } from '../../contract/errors.js';
+import { AccessError, ERROR_CODES, TritonError, type AccessKind, type ErrorCode } from '../../contract/errors.js';
 import { redactAbsolutePaths } from '../../contract/public-errors.js';
 
 /** Triton's `ToGrpcStatus` table (a Map: a code from a backend is not trusted to be a key); a code not in it is UNKNOWN. */
@@ -47,4 +47,14 @@ export function toServiceError(e: TritonError): Partial<ServiceError> {
   else code = grpcStatusOf(e.code);
   const message = redactAbsolutePaths(e.message);
   return { code, details: message, message };
+}
+
+/**
+ * The status and message a client gets for a backend error the native data path met on a gRPC
+ * call (`code`: `TRITONSERVER_Error_Code`): the same as {@link toServiceError} of the error the
+ * TypeScript path would have thrown, made public by `publicError`.
+ */
+export function nativeErrorStatus(code: number, message: string, publicError: (e: unknown) => TritonError): { code: number; message: string } {
+  const e = toServiceError(publicError(new TritonError(ERROR_CODES[code] ?? 'UNKNOWN', message)));
+  return { code: e.code ?? status.UNKNOWN, message: e.details ?? '' };
 }

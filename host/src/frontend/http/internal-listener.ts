@@ -37,6 +37,16 @@ export const NATIVE_ERROR_HEADER = 'x-warden-native-error';
 /** Renders the answer to a backend error the native data path met (code: `TRITONSERVER_Error_Code`). */
 export type NativeErrorRenderer = (code: number, message: string) => HttpAnswer;
 
+/**
+ * With {@link NATIVE_ERROR_HEADER}, names the protocol of the call that failed: `grpc` asks for
+ * the gRPC frontend's status and message ({@link NativeGrpcErrorRenderer}), answered as JSON
+ * `{"code": <gRPC status>, "message": ...}` (native/rust/data-path/src/grpc.rs reads it).
+ */
+export const NATIVE_ERROR_PROTOCOL_HEADER = 'x-warden-native-error-protocol';
+
+/** Renders a backend error the native data path met on a gRPC call: the gRPC status and message a client gets. */
+export type NativeGrpcErrorRenderer = (code: number, message: string) => { code: number; message: string };
+
 /** Timeouts of the public server, applied to the internal one too. */
 export interface InternalServerSettings {
   headersTimeout: number;
@@ -74,6 +84,8 @@ function keepInternalConnection(res: ServerResponse): void {
 export class InternalListener {
   /** Requests that reached it. */
   requests = 0;
+  /** Answers the native data path's error requests for gRPC calls ({@link NATIVE_ERROR_PROTOCOL_HEADER}); unset: none are made. */
+  grpcErrors?: NativeGrpcErrorRenderer;
 
   private constructor(
     private readonly server: Server,
@@ -103,7 +115,9 @@ export class InternalListener {
         self.requests++;
         keepInternalConnection(res);
         const nativeError = req.headers[NATIVE_ERROR_HEADER];
+        const protocol = req.headers[NATIVE_ERROR_PROTOCOL_HEADER];
         delete req.headers[NATIVE_ERROR_HEADER];
+        delete req.headers[NATIVE_ERROR_PROTOCOL_HEADER];
         if (nativeErrors && typeof nativeError === 'string') {
           const chunks: Buffer[] = [];
           let size = 0;
@@ -111,7 +125,14 @@ export class InternalListener {
             size += c.length;
             if (size <= MAX_NATIVE_ERROR_BYTES) chunks.push(c);
           });
-          req.on('end', () => writeAnswer(res, nativeErrors(Number(nativeError), Buffer.concat(chunks).toString('utf8'))));
+          req.on('end', () => {
+            const message = Buffer.concat(chunks).toString('utf8');
+            const grpc = protocol === 'grpc' ? self.grpcErrors : undefined;
+            if (grpc) {
+              const body = JSON.stringify(grpc(Number(nativeError), message));
+              writeAnswer(res, { status: 200, headers: { 'content-type': 'application/json' }, body });
+            } else writeAnswer(res, nativeErrors(Number(nativeError), message));
+          });
           return;
         }
         listener(req, res);

@@ -107,7 +107,7 @@ struct OutputParams {
 }
 
 /// Largest element count the data path decodes (anything larger is the data plane's to refuse).
-const MAX_ELEMENTS: u64 = 1 << 40;
+pub const MAX_ELEMENTS: u64 = 1 << 40;
 
 /// Decodes `body` (`header_len`: the `Inference-Header-Content-Length`, None = all JSON) for `route`.
 /// @returns None when the TypeScript data plane must answer the request (see the module comment)

@@ -1,13 +1,17 @@
-//! The native data path (docs/design.md, "The native data path"): the public HTTP port served on
+//! The native data path (DESIGN "The native data path"): the public HTTP port served on
 //! native threads. For the models the TypeScript control plane publishes (native instances, plain
 //! configurations), `/infer` requests are decoded, submitted to the instance and answered here,
 //! without the JavaScript thread; every other request is forwarded to the control plane's internal
-//! listener. C ABI in native/include/warden/data_path.h, in the engines' conventions (warden-ffi).
+//! listener. The gRPC port can be served too (`wd_server_listen_grpc`): `ModelInfer` calls the same
+//! way (grpc.rs), every other call forwarded to the control plane's gRPC server (grpc_proxy.rs).
+//! C ABI in native/include/warden/data_path.h, in the engines' conventions (warden-ffi).
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub mod decode;
 pub mod encode;
 pub mod exec;
+pub mod grpc;
+pub mod grpc_proxy;
 pub mod host;
 pub mod proxy;
 pub mod route;
@@ -44,6 +48,8 @@ pub struct WdCounters {
     pub replayed: u64,
     pub refused_connections: u64,
     pub open_connections: u64,
+    pub grpc_served: u64,
+    pub grpc_forwarded: u64,
 }
 
 /// A published route as the control plane holds it (statistics, drain).
@@ -79,6 +85,27 @@ pub unsafe extern "C" fn wd_server_start(
             .map_err(|e| WardenError::internal(format!("data path: {e}")))?;
         *out = Some(Box::new(s));
         Ok(())
+    })
+}
+
+/// Serves the gRPC port too: the listening socket `fd` (owned from here on, also on failure);
+/// `ModelInfer` calls of published routes are served natively, every other call goes to the
+/// control plane's gRPC server on the unix socket `grpc_socket_path` (grpc.rs, grpc_proxy.rs).
+///
+/// # Safety
+/// `grpc_socket_path` is a NUL-terminated path.
+#[no_mangle]
+pub unsafe extern "C" fn wd_server_listen_grpc(
+    server: &Server,
+    fd: c_int,
+    grpc_socket_path: *const c_char,
+) -> Option<Box<WardenError>> {
+    // SAFETY: the caller hands over a listening socket it owns.
+    let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+    // SAFETY: the caller's contract.
+    let path = unsafe { CStr::from_ptr(grpc_socket_path) }.to_string_lossy().into_owned();
+    guarded("the data path", || {
+        server.listen_grpc(listener, path.into()).map_err(|e| WardenError::internal(format!("data path: {e}")))
     })
 }
 
@@ -147,6 +174,8 @@ pub extern "C" fn wd_server_counters(server: &Server, out: &mut WdCounters) {
         replayed: c.replayed.load(Ordering::Relaxed),
         refused_connections: c.refused_connections.load(Ordering::Relaxed),
         open_connections: server.open_connections(),
+        grpc_served: c.grpc_served.load(Ordering::Relaxed),
+        grpc_forwarded: c.grpc_forwarded.load(Ordering::Relaxed),
     };
 }
 

@@ -1,7 +1,7 @@
 //! The way to the TypeScript data plane: every request the data path does not serve goes, as it
 //! came (method, URL, headers, body streamed), to the control plane's internal HTTP listener on a
 //! unix socket, with the client's address in `x-warden-client-address` (trusted only there), and
-//! its answer comes back as the control plane wrote it (docs/architecture.md, "The native data path").
+//! its answer comes back as the control plane wrote it (DESIGN "The native data path").
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::BodyExt;

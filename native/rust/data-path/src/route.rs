@@ -1,7 +1,7 @@
 //! What the control plane publishes for one model (`wd_route_publish`): the serving version, its
 //! inputs and outputs as the normalised config declares them, and its native instances. The data
 //! path serves a request for a published model only when everything about it is within what this
-//! table describes; anything else goes to the TypeScript data plane (docs/design.md, "The native
+//! table describes; anything else goes to the TypeScript data plane (DESIGN "The native
 //! data path").
 use crate::host::Opaque;
 use crate::stats::RouteStats;

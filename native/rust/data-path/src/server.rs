@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::ffi::{c_char, c_void, CStr};
@@ -47,12 +47,18 @@ pub struct Counters {
     /// Requests for a published route the data path handed to the control plane after reading them.
     pub replayed: AtomicU64,
     pub refused_connections: AtomicU64,
+    /// gRPC `ModelInfer` calls served here (grpc.rs).
+    pub grpc_served: AtomicU64,
+    /// gRPC calls forwarded to the control plane's gRPC server (grpc_proxy.rs).
+    pub grpc_forwarded: AtomicU64,
 }
 
 pub struct Shared {
     pub api: HostApi,
     pub routes: Routes,
     pub fallback: Arc<Fallback>,
+    /// The control plane's gRPC server, once the gRPC port is served too ([`Server::listen_grpc`]).
+    pub grpc_fallback: std::sync::OnceLock<Arc<crate::grpc_proxy::GrpcFallback>>,
     pub options: Options,
     pub counters: Counters,
     open: Mutex<HashMap<IpAddr, u64>>,
@@ -196,7 +202,7 @@ async fn render_error(
     forward_as(shared, parts, Full::new(body).map_err(|never| match never {}).boxed(), client, true).await
 }
 
-fn internal(message: String) -> HostError {
+pub(crate) fn internal(message: String) -> HostError {
     HostError { code: 1, message }
 }
 
@@ -250,17 +256,18 @@ fn check_output(
     Ok(index)
 }
 
-/// The 200 answer of a response, or the error when the response is an error or breaks the
-/// route's contract.
-fn render(
+/// The outputs of a backend's response the request asked for (all when `requested` is empty), in
+/// the response's order, each checked against the route ([`check_output`]); or the error when the
+/// response is an error or breaks the route's contract. The views borrow from `resp`, which the
+/// caller keeps alive (and does not delete) while it uses them.
+pub(crate) fn output_views<'a>(
     api: &HostApi,
     route: &Route,
     resp: *mut c_void,
-    id: &str,
     requested: &[(usize, bool)],
     default_binary: bool,
     batch: u64,
-) -> Result<Response<Body>, HostError> {
+) -> Result<Vec<OutputView<'a>>, HostError> {
     if let Some(e) = api.read_error((api.response_error)(resp)) {
         return Err(e);
     }
@@ -317,6 +324,21 @@ fn render(
         let binary = requested.iter().find(|(k, _)| *k == index).map(|(_, b)| *b).unwrap_or(default_binary);
         views.push(OutputView { name, datatype, shape, data, binary });
     }
+    Ok(views)
+}
+
+/// The 200 answer of a response, or the error when the response is an error or breaks the
+/// route's contract.
+fn render(
+    api: &HostApi,
+    route: &Route,
+    resp: *mut c_void,
+    id: &str,
+    requested: &[(usize, bool)],
+    default_binary: bool,
+    batch: u64,
+) -> Result<Response<Body>, HostError> {
+    let views = output_views(api, route, resp, requested, default_binary, batch)?;
     let enc = encode(&route.name, &route.version_text, id, &views)
         .ok_or_else(|| internal("backend produced an output the native data path cannot print".into()))?;
     let len = enc.body.len();
@@ -371,6 +393,7 @@ impl Server {
             api,
             routes: Routes::default(),
             fallback: Arc::new(Fallback::new(fallback)),
+            grpc_fallback: std::sync::OnceLock::new(),
             options,
             counters: Counters::default(),
             open: Mutex::new(HashMap::new()),
@@ -383,8 +406,29 @@ impl Server {
             let _g = runtime.enter();
             tokio::net::TcpListener::from_std(listener)?
         };
-        runtime.spawn(accept_loop(shared.clone(), listener, stopped));
+        runtime.spawn(accept_loop(shared.clone(), listener, stopped, Protocol::Http1));
         Ok(Server { shared, runtime: Some(runtime), stop })
+    }
+
+    /// Serves the gRPC port too (`listener`, a listening TCP socket, owned from here on): HTTP/2
+    /// connections under the same caps, `ModelInfer` calls of published routes served here
+    /// (grpc.rs), every other call forwarded to the control plane's gRPC server on the unix
+    /// socket `grpc_socket`.
+    /// @returns Err when the socket cannot be registered, or when the gRPC port is served already
+    pub fn listen_grpc(&self, listener: std::net::TcpListener, grpc_socket: std::path::PathBuf) -> std::io::Result<()> {
+        listener.set_nonblocking(true)?;
+        let Some(runtime) = self.runtime.as_ref() else {
+            return Err(std::io::Error::other("the data path is closed"));
+        };
+        if self.shared.grpc_fallback.set(Arc::new(crate::grpc_proxy::GrpcFallback::new(grpc_socket))).is_err() {
+            return Err(std::io::Error::other("the gRPC port is served already"));
+        }
+        let listener = {
+            let _g = runtime.enter();
+            tokio::net::TcpListener::from_std(listener)?
+        };
+        runtime.spawn(accept_loop(self.shared.clone(), listener, self.stop.subscribe(), Protocol::Grpc));
+        Ok(())
     }
 
     /// Connections open now.
@@ -408,7 +452,21 @@ impl Drop for Server {
     }
 }
 
-async fn accept_loop(shared: Arc<Shared>, listener: tokio::net::TcpListener, mut stopped: watch::Receiver<bool>) {
+/// What a listening socket speaks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// The HTTP port: HTTP/1.1 ([`handle`]).
+    Http1,
+    /// The gRPC port: HTTP/2 (grpc.rs `handle`).
+    Grpc,
+}
+
+async fn accept_loop(
+    shared: Arc<Shared>,
+    listener: tokio::net::TcpListener,
+    mut stopped: watch::Receiver<bool>,
+    protocol: Protocol,
+) {
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -429,6 +487,11 @@ async fn accept_loop(shared: Arc<Shared>, listener: tokio::net::TcpListener, mut
         let shared2 = shared.clone();
         let mut stop = stopped.clone();
         tokio::spawn(async move {
+            if protocol == Protocol::Grpc {
+                serve_grpc(&shared2, stream, &mut stop).await;
+                release(&shared2, ip);
+                return;
+            }
             let client: Arc<str> = Arc::from(ip.to_string());
             let svc_shared = shared2.clone();
             let svc = hyper::service::service_fn(move |req| handle(svc_shared.clone(), req, client.clone()));
@@ -445,6 +508,24 @@ async fn accept_loop(shared: Arc<Shared>, listener: tokio::net::TcpListener, mut
             }
             release(&shared2, ip);
         });
+    }
+}
+
+/// Serves one gRPC connection (HTTP/2, its calls multiplexed) until it ends or the server closes
+/// (then: GOAWAY, and the calls in flight finish).
+async fn serve_grpc(shared: &Arc<Shared>, stream: tokio::net::TcpStream, stop: &mut watch::Receiver<bool>) {
+    let svc_shared = shared.clone();
+    let svc = hyper::service::service_fn(move |req| crate::grpc::handle(svc_shared.clone(), req));
+    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    builder.timer(TokioTimer::new());
+    let conn = builder.serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.as_mut().await;
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 // The addon's binding of the native data path (native/rust/data-path, C ABI in
 // warden/data_path.h): `dataPath.start(fd, socketPath, options)` → a server external, and
-// `publish` / `unpublish` / `inflight` / `takeStats` / `counters` / `beginClose` / `close` over it.
+// `listenGrpc` / `publish` / `unpublish` / `inflight` / `takeStats` / `counters` / `beginClose` /
+// `close` over it.
 // The host API table points the data path at this process's libtritonserver.so.
 #include <napi.h>
 
@@ -76,6 +77,16 @@ Napi::Value Start(const Napi::CallbackInfo& info) {
   });
 }
 
+// listenGrpc(server, fd, grpcSocketPath): serves the gRPC port too.
+Napi::Value ListenGrpc(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  WdServer* server = ServerOf(info[0]);
+  int fd = info[1].As<Napi::Number>().Int32Value();
+  std::string path = info[2].As<Napi::String>().Utf8Value();
+  if (WardenError* err = wd_server_listen_grpc(server, fd, path.c_str())) throw TritonError(env, err);
+  return env.Undefined();
+}
+
 // publish(server, specJson, instances: InstanceHandle[]) → route
 Napi::Value Publish(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -130,6 +141,8 @@ Napi::Value Counters(const Napi::CallbackInfo& info) {
   o.Set("replayed", double(c.replayed));
   o.Set("refusedConnections", double(c.refused_connections));
   o.Set("openConnections", double(c.open_connections));
+  o.Set("grpcServed", double(c.grpc_served));
+  o.Set("grpcForwarded", double(c.grpc_forwarded));
   return o;
 }
 
@@ -157,6 +170,7 @@ Napi::Value Close(const Napi::CallbackInfo& info) {
 Napi::Object InitBinding(Napi::Env env) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("start", Napi::Function::New(env, Start, "start"));
+  o.Set("listenGrpc", Napi::Function::New(env, ListenGrpc, "listenGrpc"));
   o.Set("publish", Napi::Function::New(env, Publish, "publish"));
   o.Set("unpublish", Napi::Function::New(env, Unpublish, "unpublish"));
   o.Set("inflight", Napi::Function::New(env, Inflight, "inflight"));

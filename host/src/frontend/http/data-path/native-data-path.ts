@@ -1,5 +1,5 @@
 /**
- * The native data path on the TypeScript side (docs/design.md, "The native data path";
+ * The native data path on the TypeScript side (DESIGN "The native data path";
  * `--http-data-path=native`): the public HTTP port is served by the addon's native threads
  * (native/rust/data-path). For each model whose serving version {@link routeOf} accepts, a route is
  * published, and its `/infer` requests are decoded, executed on the backend's instance and answered
@@ -19,7 +19,7 @@ import type { ModelVersion } from '../../../lifecycle/model-version.js';
 import type { ServerMetrics } from '../../../metrics/prometheus.js';
 import type { AbsorbedStats } from '../../../metrics/stats.js';
 import type { DataPathBinding, DataPathCounters, DataPathOptions, DataPathRoute, DataPathServer } from '../../../platform/addon.js';
-import { type InternalServerSettings, type NativeErrorRenderer, InternalListener } from '../internal-listener.js';
+import { type InternalServerSettings, type NativeErrorRenderer, type NativeGrpcErrorRenderer, InternalListener } from '../internal-listener.js';
 import { routeOf } from './route-spec.js';
 
 /** How often a withdrawn route's in-flight count is read while it drains (ms). */
@@ -90,6 +90,17 @@ export class NativeDataPath {
     return new NativeDataPath(binding, server, internal, logger);
   }
 
+  /**
+   * Serves the gRPC port too (`fd`, a listening socket, owned from here on): `ModelInfer` calls of
+   * the published routes natively, every other call forwarded to the gRPC server on the unix
+   * socket `grpcSocketPath`; `errors` renders the backend errors met on native calls.
+   * @throws Error when the socket cannot be served (`fd` is closed)
+   */
+  listenGrpc(fd: number, grpcSocketPath: string, errors: NativeGrpcErrorRenderer): void {
+    this.internal.grpcErrors = errors;
+    this.binding.listenGrpc(this.server, fd, grpcSocketPath);
+  }
+
   /** Requests served natively, forwarded, handed back after reading (replayed); connections. */
   counters(): DataPathCounters {
     return this.binding.counters(this.server);
@@ -109,6 +120,30 @@ export class NativeDataPath {
   attach(onServing: (l: (key: ModelKey, serving: readonly ModelVersion[]) => void) => void, metrics: ServerMetrics): void {
     onServing((key, serving) => this.servingChanged(key, serving));
     metrics.onRender(() => this.pullAll());
+    metrics.addTextSource(() => this.metricsText());
+  }
+
+  /**
+   * `warden_data_path_requests_total{handled=...}`: requests on the data path's port by how they
+   * were handled — `native` (answered without the JavaScript thread), `replayed` (read, then
+   * answered by the TypeScript path: a request the data path does not decode) and `forwarded`
+   * (never read: other routes, models and request kinds) — the visible count of fallbacks; and
+   * `warden_data_path_refused_connections_total`, connections closed over the caps.
+   */
+  private metricsText(): string {
+    if (this.closed) return '';
+    const c = this.counters();
+    return [
+      '# HELP warden_data_path_requests_total Requests on the native data path, by how they were handled (native, replayed, forwarded)',
+      '# TYPE warden_data_path_requests_total counter',
+      `warden_data_path_requests_total{handled="native"} ${c.served}`,
+      `warden_data_path_requests_total{handled="replayed"} ${c.replayed}`,
+      `warden_data_path_requests_total{handled="forwarded"} ${c.forwarded}`,
+      '# HELP warden_data_path_refused_connections_total Connections the native data path closed over the connection caps',
+      '# TYPE warden_data_path_refused_connections_total counter',
+      `warden_data_path_refused_connections_total ${c.refusedConnections}`,
+      '',
+    ].join('\n');
   }
 
   /** A model's serving versions changed: publish the highest one's route when it qualifies. */

@@ -1,5 +1,5 @@
 /**
- * Which model versions the native data path serves (docs/design.md, "The native data path"), and
+ * Which model versions the native data path serves (DESIGN "The native data path"), and
  * the route it is given for one: a version whose every instance is a Triton C-API backend instance
  * in this process, with a configuration whose requests the data path decodes and answers exactly
  * as the TypeScript data plane would. Everything else stays on the TypeScript path.
