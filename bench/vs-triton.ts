@@ -354,26 +354,25 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
       warden: 'warden-native identity 16 MiB c=1',
       bytesPerRequest: BIG_ELEMENTS * 4,
     });
+    const simpleCheck = jsonOutputCheck(
+      'OUTPUT0',
+      Array.from({ length: 16 }, (_, i) => i + 1),
+    );
     for (const c of CONCURRENCY) {
-      cases.push(
-        httpCase(
-          'warden',
-          'simple (ONNX)',
-          c,
-          simple.path,
-          json,
-          simple.body as string,
-          jsonOutputCheck(
-            'OUTPUT0',
-            Array.from({ length: 16 }, (_, i) => i + 1),
-          ),
-        ),
-      );
+      cases.push(httpCase('warden', 'simple (ONNX)', c, simple.path, json, simple.body as string, simpleCheck));
       rows.push({
         group: 'onnx',
         label: `ONNX simple on Warden vs Triton's identity JSON, c=${c}`,
         triton: `triton identity JSON c=${c}`,
         warden: `warden simple (ONNX) c=${c}`,
+      });
+      // the native data path runs the ONNX Runtime engine's session itself (DESIGN "The native data path")
+      cases.push(httpCase('warden-native', 'simple (ONNX)', c, simple.path, json, simple.body as string, simpleCheck));
+      rows.push({
+        group: 'onnx',
+        label: `same, ${NATIVE_FLAGS.join(' ')}`,
+        triton: `triton identity JSON c=${c}`,
+        warden: `warden-native simple (ONNX) c=${c}`,
       });
     }
 

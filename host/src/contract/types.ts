@@ -391,6 +391,13 @@ export interface BackendModelInstance {
    * (DESIGN "The native data path"); undefined otherwise, or once it cannot serve.
    */
   nativeHandle?(): object | undefined;
+  /**
+   * The session of Warden's in-process ONNX Runtime engine (platform/addon.ts `OrtEngineBinding`
+   * session external) this instance runs requests on, opened if it is not yet, for the native
+   * data path to run requests on itself, one at a time per instance (DESIGN "The native data
+   * path"); resolves undefined when the instance does not run on the engine, or once it cannot serve.
+   */
+  ortSession?(): Promise<object | undefined>;
 }
 
 /** A loaded model version inside a backend. */

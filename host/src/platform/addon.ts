@@ -288,6 +288,13 @@ export interface DataPathBinding {
    * @throws Error (INVALID_ARG) for a malformed spec or a finalized instance
    */
   publish(server: DataPathServer, spec: string, instances: object[]): DataPathRoute;
+  /**
+   * Publishes a route served by sessions of Warden's ONNX Runtime engine (the `ort` binding's
+   * session externals; every output of the spec names its `datatype`), run on the data path's own
+   * threads one at a time per session, lent until the route is unpublished and drained.
+   * @throws Error (INVALID_ARG) for a malformed spec or a tensor a session lacks; Error for a closed session
+   */
+  publishOrt(server: DataPathServer, spec: string, sessions: object[]): DataPathRoute;
   unpublish(server: DataPathServer, route: DataPathRoute): void;
   /** Requests of the route submitted and not yet answered and released. */
   inflight(route: DataPathRoute): number;

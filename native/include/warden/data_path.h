@@ -8,6 +8,7 @@
 
 #include "warden/engine_error.h"
 #include "warden/host.h"
+#include "warden/ort_engine.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,6 +68,11 @@ WardenError* wd_server_listen_grpc(const WdServer* server, int fd, const char* g
  * route is unpublished and its in-flight count is 0. */
 WardenError* wd_server_publish(const WdServer* server, const uint8_t* spec, size_t spec_len,
                                TRITONBACKEND_ModelInstance* const* instances, size_t count, WdRoute** out);
+/* Publishes a route served by sessions of Warden's ONNX Runtime engine (warden/ort_engine.h), run
+ * on the data path's own threads, one run per session at a time; every output of the spec names its
+ * datatype. The sessions are lent as the instances of wd_server_publish. */
+WardenError* wd_server_publish_ort(const WdServer* server, const uint8_t* spec, size_t spec_len,
+                                   const WoSession* const* sessions, size_t count, WdRoute** out);
 void wd_server_unpublish(const WdServer* server, const WdRoute* route);
 uint64_t wd_route_inflight(const WdRoute* route);
 void wd_route_take_stats(const WdRoute* route, WdRouteStats* out);

@@ -1,7 +1,8 @@
 /* The C ABI of Warden's in-process ONNX Runtime engine (native/rust/ort-engine, linked into the
- * addon through the warden-native-rs staticlib). Used only by the addon's binding
- * (native/src/addon/ort/). Conventions as wasmtime_engine.h (engine_error.h); ONNX Runtime's own
- * failures are INTERNAL.
+ * addon through the warden-native-rs staticlib). Used by the addon's binding
+ * (native/src/addon/ort/); the native data path runs the same sessions through the crate's Rust
+ * API (native/rust/data-path/src/ort_exec.rs, warden/data_path.h wd_server_publish_ort).
+ * Conventions as wasmtime_engine.h (engine_error.h); ONNX Runtime's own failures are INTERNAL.
  * Element types are ONNX's TensorProto.DataType codes (FLOAT 1 … BFLOAT16 16); strings are not
  * passed (the backend runs such models through onnxruntime-node). */
 #pragma once

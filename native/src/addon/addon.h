@@ -20,6 +20,7 @@
 
 #include "warden/engine_error.h"
 #include "warden/host.h"
+#include "warden/ort_engine.h"
 
 /** Whether a JS number is a whole value that converts to int64 without undefined behaviour
  *  (finite, integral, |x| < 2^63); others travel as TRITONSERVER_PARAMETER_DOUBLE. */
@@ -282,3 +283,9 @@ Napi::Value ThreadCpuNs(const Napi::CallbackInfo& info);
 std::vector<std::string> StringArray(Napi::Env env, Napi::Value v, const char* what);
 
 }  // namespace warden_addon
+
+namespace warden_ort {
+/** The engine session of an `ort.open` session external (ort/binding.cc).
+ * @throws Napi::Error when `v` is not one, or is closed */
+WoSession* SessionOf(const Napi::Value& v);
+}  // namespace warden_ort

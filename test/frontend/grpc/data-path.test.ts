@@ -6,7 +6,7 @@
  * (`grpcForwarded`): a ModelInfer call outside the native rules, every other method, streams.
  * Statistics count natively served calls as the TypeScript path counts its own.
  */
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,9 @@ import type { RunningServer } from '../../../host/src/server.js';
 import { startMatrixServer, useMatrixRepository } from '../../helpers/http-matrix.js';
 import { BACKEND_DIR, MODEL_REPOSITORY, TEST_BACKEND_DIR, requireNativeBuild } from '../../backends/native/helpers.js';
 import { type TritonGrpcClient, tritonGrpcClient, unaryCall } from '../../helpers/grpc.js';
+import { PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { startTestServer } from '../../helpers/servers.js';
+import { until } from '../../helpers/wait.js';
 
 const repoPath = useMatrixRepository();
 
@@ -254,5 +257,54 @@ describe('the native data path serves gRPC as the TypeScript path does', () => {
     const before = counters();
     expect((await unaryCall(nc, 'ModelInfer', identity([1]))).err).toBeUndefined();
     expect(counters().served).toBe(before.served + 1);
+  });
+});
+
+describe('an ONNX Runtime model on the native data path serves gRPC as the TypeScript path does', () => {
+  let repo: TempRepo;
+  let native: RunningServer;
+  let js: RunningServer;
+  let nc: TritonGrpcClient;
+  let jc: TritonGrpcClient;
+  beforeAll(async () => {
+    requireNativeBuild();
+    repo = tempRepo(['simple']);
+    cpSync(join(PROJECT_ROOT, 'model_repository', 'addsub_onnx'), join(repo.path, 'addsub_onnx'), { recursive: true });
+    const opts = { grpcPort: 0, loadModels: ['*'] };
+    [native, js] = await Promise.all([startTestServer(repo, { ...opts, httpDataPath: 'native' }), startTestServer(repo, opts)]);
+    await until(() => native.dataPath!.routes.includes('simple'), { what: 'the ONNX Runtime route' });
+    nc = tritonGrpcClient(native.grpcUrl!);
+    jc = tritonGrpcClient(js.grpcUrl!);
+  }, 60_000);
+  afterAll(async () => {
+    nc?.close();
+    jc?.close();
+    await Promise.all([native?.stop(), js?.stop()]);
+    repo?.cleanup();
+  });
+
+  it('simple, OUTPUT1 then OUTPUT0: identical outcome, served', async () => {
+    const request = {
+      model_name: 'simple',
+      id: 'g',
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+      ],
+      outputs: [{ name: 'OUTPUT1' }, { name: 'OUTPUT0' }],
+      raw_input_contents: [i32(Array.from({ length: 16 }, (_, i) => i)), i32(Array.from({ length: 16 }, () => 3))],
+    };
+    const before = native.dataPath!.counters().grpcServed;
+    const a = await unaryCall(nc, 'ModelInfer', request);
+    expect(native.dataPath!.counters().grpcServed).toBe(before + 1);
+    const b = await unaryCall(jc, 'ModelInfer', request);
+    expect(outcome(a)).toEqual(outcome(b));
+    expect(a.err).toBeUndefined();
+    const ints = (x: Buffer) => Array.from(new Int32Array(x.buffer.slice(x.byteOffset, x.byteOffset + x.byteLength)));
+    expect(a.res.outputs.map((o: { name: string; datatype: string }) => [o.name, o.datatype])).toEqual([
+      ['OUTPUT1', 'INT32'],
+      ['OUTPUT0', 'INT32'],
+    ]);
+    expect(ints(a.res.raw_output_contents[0])).toEqual(Array.from({ length: 16 }, (_, i) => i - 3));
   });
 });

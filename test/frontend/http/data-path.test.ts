@@ -6,13 +6,31 @@
  * left out) and the body byte for byte. The data path's counters prove which requests it served
  * itself, which it handed back after reading them (every error text is the TypeScript path's), and
  * which it forwarded untouched. Statistics and metrics count natively served requests as their own.
+ * Models on Triton C-API backend instances and on the in-process ONNX Runtime engine's sessions
+ * (which the data path runs itself) are both covered.
  */
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError, parseCli } from '../../../host/src/cli-options.js';
 import type { RunningServer } from '../../../host/src/server.js';
-import { JSON_TYPE, type RawResponse, exchange, matrix, portOf, raw, startMatrixServer, useMatrixRepository } from '../../helpers/http-matrix.js';
+import {
+  INPUT0,
+  INPUT1,
+  JSON_TYPE,
+  type RawResponse,
+  exchange,
+  matrix,
+  portOf,
+  raw,
+  simpleBinary,
+  simpleJson,
+  startMatrixServer,
+  useMatrixRepository,
+} from '../../helpers/http-matrix.js';
+import { PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
+import { startTestServer } from '../../helpers/servers.js';
+import { until } from '../../helpers/wait.js';
 import { BACKEND_DIR, MODEL_REPOSITORY, TEST_BACKEND_DIR, requireNativeBuild } from '../../backends/native/helpers.js';
 
 const repoPath = useMatrixRepository();
@@ -181,6 +199,31 @@ function nativeMatrix(): NativeCase[] {
   ];
 }
 
+/**
+ * One test per case: the same raw request to the server with the native data path and to the one
+ * without gives the same answer (status line, header set, body), with the status the case expects,
+ * and the data path's counters show it handled the case as `how` says.
+ */
+function compareCases(cases: () => NativeCase[], servers: () => [RunningServer, RunningServer]): void {
+  for (const c of cases()) {
+    it(`${c.name}: identical answer, ${c.how}`, async () => {
+      const [native, js] = servers();
+      const before = native.dataPath!.counters();
+      const [a] = await exchange(portOf(native), c.bytes);
+      const after = native.dataPath!.counters();
+      const [b] = await exchange(portOf(js), c.bytes);
+      expect(a, 'an answer from the native data path').toBeDefined();
+      expect(canon(a!)).toEqual(canon(b!));
+      expect(Number(/^HTTP\/1\.1 (\d+)/.exec(a!.head)![1])).toBe(c.status);
+      expect({ served: after.served - before.served, replayed: after.replayed - before.replayed, forwarded: after.forwarded - before.forwarded }).toEqual({
+        served: c.how === 'served' ? 1 : 0,
+        replayed: c.how === 'replayed' ? 1 : 0,
+        forwarded: c.how === 'forwarded' ? 1 : 0,
+      });
+    });
+  }
+}
+
 describe('--http-data-path', () => {
   it('defaults to js; native is accepted; nonsense is refused', () => {
     expect(parseCli(['--model-repository=/m']).httpDataPath).toBe('js');
@@ -197,32 +240,19 @@ describe('the native data path answers as the TypeScript path does', () => {
     addNativeModels(repoPath());
     const opts = { backendDirectory: BACKEND_DIR, metricsPort: 0, modelControlMode: 'explicit', loadModels: ['*'] };
     [native, js] = await Promise.all([startMatrixServer(repoPath(), { ...opts, httpDataPath: 'native' }), startMatrixServer(repoPath(), opts)]);
+    // the matrix's `simple` is ONNX Runtime's: published once its engine session is open
+    await until(() => native.dataPath!.routes.includes('simple'), { what: "simple's route" });
   }, 60_000);
   afterAll(async () => {
     await Promise.all([native?.stop(), js?.stop()]);
   });
 
   it('publishes the native models it can serve, and only those', () => {
-    expect(native.dataPath!.routes.sort()).toEqual(['add_sub_native', 'error_response', 'execute_fails', 'identity_native']);
+    expect(native.dataPath!.routes.sort()).toEqual(['add_sub_native', 'error_response', 'execute_fails', 'identity_native', 'simple']);
     expect(js.dataPath).toBeUndefined();
   });
 
-  for (const c of nativeMatrix()) {
-    it(`${c.name}: identical answer, ${c.how}`, async () => {
-      const before = native.dataPath!.counters();
-      const [a] = await exchange(portOf(native), c.bytes);
-      const after = native.dataPath!.counters();
-      const [b] = await exchange(portOf(js), c.bytes);
-      expect(a, 'an answer from the native data path').toBeDefined();
-      expect(canon(a!)).toEqual(canon(b!));
-      expect(Number(/^HTTP\/1\.1 (\d+)/.exec(a!.head)![1])).toBe(c.status);
-      expect({ served: after.served - before.served, replayed: after.replayed - before.replayed, forwarded: after.forwarded - before.forwarded }).toEqual({
-        served: c.how === 'served' ? 1 : 0,
-        replayed: c.how === 'replayed' ? 1 : 0,
-        forwarded: c.how === 'forwarded' ? 1 : 0,
-      });
-    });
-  }
+  compareCases(nativeMatrix, () => [native, js]);
 
   it('keep-alive pipelining mixes served, replayed and forwarded requests on one connection', async () => {
     const url = '/v2/models/identity_native/infer';
@@ -317,5 +347,162 @@ describe('the native data path answers as the TypeScript path does', () => {
     const [back] = await exchange(portOf(native), raw('POST', '/v2/models/identity_native/infer', id([1]), JSON_TYPE));
     expect(back!.head).toMatch(/^HTTP\/1\.1 200/);
     expect(native.dataPath!.counters().served).toBe(before.served + 1);
+  });
+});
+
+/**
+ * Requests to the ONNX Runtime models `simple` (INT32, batched), `addsub_onnx` (FP32, unbatched)
+ * and `addsub_misdeclared` (addsub_onnx's graph, its config declaring [8] where the graph has [16]:
+ * ONNX Runtime refuses every run).
+ */
+function onnxMatrix(): NativeCase[] {
+  const url = '/v2/models/simple/infer';
+  const bin = simpleBinary();
+  const binHeaders = { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(bin.headerLength) };
+  const outputs = (list: object[]) => JSON.stringify({ ...(JSON.parse(simpleJson()) as object), outputs: list });
+  const batch2 = JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [2, 16], data: [...INPUT0, ...INPUT1] },
+      { name: 'INPUT1', datatype: 'INT32', shape: [2, 16], data: [...INPUT1, ...INPUT0] },
+    ],
+  });
+  const fp = Array.from({ length: 16 }, (_, i) => i / 3 - 2);
+  const addsub = JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'FP32', shape: [16], data: fp },
+      { name: 'INPUT1', datatype: 'FP32', shape: [16], data: fp.map((v) => v * 1e-7 + 0.1) },
+    ],
+  });
+  return [
+    { name: 'simple JSON', bytes: raw('POST', url, simpleJson(), JSON_TYPE), how: 'served', status: 200 },
+    { name: 'simple binary input and output', bytes: raw('POST', url, bin.body, binHeaders), how: 'served', status: 200 },
+    { name: 'simple, versioned URL', bytes: raw('POST', '/v2/models/simple/versions/1/infer', simpleJson(), JSON_TYPE), how: 'served', status: 200 },
+    { name: 'simple, a batch of 2', bytes: raw('POST', url, batch2, JSON_TYPE), how: 'served', status: 200 },
+    { name: 'simple, OUTPUT1 only', bytes: raw('POST', url, outputs([{ name: 'OUTPUT1' }]), JSON_TYPE), how: 'served', status: 200 },
+    {
+      name: 'simple, OUTPUT0 binary and OUTPUT1 JSON, listed in reverse',
+      bytes: raw(
+        'POST',
+        url,
+        outputs([
+          { name: 'OUTPUT1', parameters: { binary_data: false } },
+          { name: 'OUTPUT0', parameters: { binary_data: true } },
+        ]),
+        JSON_TYPE,
+      ),
+      how: 'served',
+      status: 200,
+    },
+    { name: 'simple, wrong shape', bytes: raw('POST', url, simpleJson('INT32', [16]), JSON_TYPE), how: 'replayed', status: 400 },
+    { name: 'simple, wrong datatype', bytes: raw('POST', url, simpleJson('FP32'), JSON_TYPE), how: 'replayed', status: 400 },
+    {
+      name: 'addsub_onnx JSON (FP32 as ECMAScript prints it)',
+      bytes: raw('POST', '/v2/models/addsub_onnx/infer', addsub, JSON_TYPE),
+      how: 'served',
+      status: 200,
+    },
+    {
+      name: "ONNX Runtime's own failure",
+      bytes: raw(
+        'POST',
+        '/v2/models/addsub_misdeclared/infer',
+        JSON.stringify({
+          inputs: [
+            { name: 'INPUT0', datatype: 'FP32', shape: [8], data: fp.slice(0, 8) },
+            { name: 'INPUT1', datatype: 'FP32', shape: [8], data: fp.slice(8) },
+          ],
+        }),
+        JSON_TYPE,
+      ),
+      how: 'served',
+      status: 500,
+    },
+  ];
+}
+
+describe('ONNX Runtime models on the native data path answer as the TypeScript path does', () => {
+  let repo: TempRepo;
+  let native: RunningServer;
+  let js: RunningServer;
+  beforeAll(async () => {
+    requireNativeBuild();
+    repo = tempRepo(['simple']);
+    cpSync(join(PROJECT_ROOT, 'model_repository', 'addsub_onnx'), join(repo.path, 'addsub_onnx'), { recursive: true });
+    cpSync(join(PROJECT_ROOT, 'model_repository', 'addsub_onnx', '1'), join(repo.path, 'addsub_misdeclared', '1'), { recursive: true });
+    const config = readFileSync(join(PROJECT_ROOT, 'model_repository', 'addsub_onnx', 'config.pbtxt'), 'utf8');
+    repo.write('addsub_misdeclared/config.pbtxt', config.replace('"addsub_onnx"', '"addsub_misdeclared"').replaceAll('dims: [ 16 ]', 'dims: [ 8 ]'));
+    const opts = { loadModels: ['*'] };
+    [native, js] = await Promise.all([startTestServer(repo, { ...opts, httpDataPath: 'native' }), startTestServer(repo, opts)]);
+    // an ONNX Runtime route is published once its instances' engine sessions are open
+    await until(() => native.dataPath!.routes.length === 3, { what: 'the ONNX Runtime routes' });
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([native?.stop(), js?.stop()]);
+    repo?.cleanup();
+  });
+
+  it('publishes the ONNX Runtime models', () => {
+    expect(native.dataPath!.routes.sort()).toEqual(['addsub_misdeclared', 'addsub_onnx', 'simple']);
+  });
+
+  compareCases(onnxMatrix, () => [native, js]);
+
+  it('concurrent requests on one instance all come back right', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, () => exchange(portOf(native), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE))),
+    );
+    const [expected] = await exchange(portOf(js), raw('POST', '/v2/models/simple/infer', simpleJson(), JSON_TYPE));
+    for (const [a] of answers) expect(canon(a!)).toEqual(canon(expected!));
+  });
+
+  it('statistics count what the data path served as the TypeScript path counts it', async () => {
+    type Stats = {
+      inference_count: number;
+      execution_count: number;
+      inference_stats: Record<string, { count: number; ns: number }>;
+      batch_stats: { batch_size: number; compute_infer: { count: number } }[];
+    };
+    const stats = async (s: RunningServer, model = 'addsub_onnx') => {
+      const m = ((await (await fetch(`${s.httpUrl}/v2/models/${model}/stats`)).json()) as { model_stats: Stats[] }).model_stats[0]!;
+      const counts = Object.fromEntries(Object.entries(m.inference_stats).map(([k, v]) => [k, v.count]));
+      return {
+        inferences: m.inference_count,
+        executions: m.execution_count,
+        counts,
+        batches: m.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
+        m,
+      };
+    };
+    const body = JSON.stringify({
+      inputs: [
+        { name: 'INPUT0', datatype: 'FP32', shape: [16], data: INPUT0 },
+        { name: 'INPUT1', datatype: 'FP32', shape: [16], data: INPUT1 },
+      ],
+    });
+    const before = native.dataPath!.counters().served;
+    for (const s of [native, js]) for (let i = 0; i < 5; i++) await exchange(portOf(s), raw('POST', '/v2/models/addsub_onnx/infer', body, JSON_TYPE));
+    expect(native.dataPath!.counters().served).toBe(before + 5);
+    const [a, b] = await Promise.all([stats(native), stats(js)]);
+    expect(a.counts.success).toBeGreaterThan(4);
+    expect({ ...a, m: undefined }).toEqual({ ...b, m: undefined });
+    // the data path reports queue and compute times of its own runs
+    expect(a.m.inference_stats.compute_infer!.ns).toBeGreaterThan(0);
+    expect(a.m.inference_stats.queue!.ns).toBeGreaterThan(0);
+    // failed runs: counted as failures with their queue and compute times, and no execution
+    const failing = raw(
+      'POST',
+      '/v2/models/addsub_misdeclared/infer',
+      JSON.stringify({
+        inputs: [
+          { name: 'INPUT0', datatype: 'FP32', shape: [8], data: INPUT0.slice(0, 8) },
+          { name: 'INPUT1', datatype: 'FP32', shape: [8], data: INPUT1.slice(0, 8) },
+        ],
+      }),
+      JSON_TYPE,
+    );
+    for (const s of [native, js]) for (let i = 0; i < 3; i++) await exchange(portOf(s), failing);
+    const [fa, fb] = await Promise.all([stats(native, 'addsub_misdeclared'), stats(js, 'addsub_misdeclared')]);
+    expect(fa.counts.fail).toBeGreaterThan(2);
+    expect({ ...fa, m: undefined }).toEqual({ ...fb, m: undefined });
   });
 });

@@ -203,7 +203,8 @@ export class OnnxInstance implements BackendModelInstance {
   /** The session workers: one serves at a time; another starts when it dies. */
   private readonly sup: Supervisor<SessionWorker>;
   private inlineSession?: InlineSession;
-  private inlineOpening = false;
+  /** The inline session's open, once started (it settles with the session set, or not on failure). */
+  private inlineOpen?: Promise<void>;
   private finalized = false;
   /** Runs done inline and on the worker. */
   readonly runs: RunCounts = { inline: 0, worker: 0 };
@@ -264,16 +265,32 @@ export class OnnxInstance implements BackendModelInstance {
 
   /** The inline session, or undefined while it opens (in the background; runs use the worker meanwhile). */
   private inline(): InlineSession | undefined {
-    if (this.inlineSession || this.inlineOpening) return this.inlineSession;
-    this.inlineOpening = true;
-    openInlineSession(this.source.init, this.source.engine).then(
+    if (!this.inlineSession) void this.openInline();
+    return this.inlineSession;
+  }
+
+  /** Opens the inline session once; resolves when the open settled (a failure leaves it unset). */
+  private openInline(): Promise<void> {
+    this.inlineOpen ??= openInlineSession(this.source.init, this.source.engine).then(
       (s) => {
         if (this.finalized) releaseInBackground(this.source.releases, s.release());
         else this.inlineSession = s;
       },
       () => {}, // the worker's session opened the same file; keep using the worker
     );
-    return undefined;
+    return this.inlineOpen;
+  }
+
+  /**
+   * {@link BackendModelInstance.ortSession}: the inline session's engine session (opened now if
+   * it is not yet), where this instance runs requests on Warden's engine at all: the engine passes
+   * the model's tensor types and inline runs are allowed (`inline_run_max_us` > 0). Runs on it are
+   * one at a time, as this instance's (execute runs one batch at a time).
+   */
+  async ortSession(): Promise<object | undefined> {
+    if (this.finalized || !this.source.engine || this.source.inlineMaxUs <= 0) return undefined;
+    await this.openInline();
+    return this.finalized ? undefined : this.inlineSession?.engineSession();
   }
 
   /**

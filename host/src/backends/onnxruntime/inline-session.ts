@@ -33,6 +33,8 @@ export interface InlineSession {
   run(inputs: readonly Tensor[], outputs: readonly WantedOutput[], clock?: ThreadCpuClock): Promise<RunResult>;
   /** Releases the session. */
   release(): Promise<unknown>;
+  /** The engine's session external on the `warden` engine while open (the native data path runs it); else undefined. */
+  engineSession(): object | undefined;
 }
 
 /**
@@ -62,6 +64,10 @@ class EngineInlineSession implements InlineSession {
 
   release(): Promise<void> {
     return this.session.close();
+  }
+
+  engineSession(): object | undefined {
+    return this.session.handle;
   }
 }
 
@@ -106,5 +112,9 @@ class NodeInlineSession implements InlineSession {
 
   release(): Promise<void> {
     return this.session.release();
+  }
+
+  engineSession(): undefined {
+    return undefined;
   }
 }

@@ -164,6 +164,11 @@ export class NativeSession {
     return result;
   }
 
+  /** The addon's session external (the native data path runs it too), or undefined once closed. */
+  get handle(): object | undefined {
+    return this.closed ? undefined : this.session;
+  }
+
   /** Releases the session (off the JS thread); runs after this throw. */
   close(): Promise<void> {
     if (this.closed) return Promise.resolve();

@@ -427,20 +427,23 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respo
     let batch = decoded.batch;
     let formats = decoded.formats.requested.clone();
     let id = decoded.id.clone();
-    let Ok(rx) = submit(&shared.api, &route, decoded, message) else {
-        // The instance refused the submit (finalizing): the control plane answers as it would.
-        return forward(parts, replay(whole)).await;
+    let answer = if route.ort.is_some() {
+        let r = crate::ort_exec::run(&route, decoded, message).await;
+        r.and_then(|a| a.views(&route, &formats, false, batch).map(|v| encode_response(&route, &id, &v)))
+    } else {
+        let Ok(rx) = submit(&shared.api, &route, decoded, message) else {
+            // The instance refused the submit (finalizing): the control plane answers as it would.
+            return forward(parts, replay(whole)).await;
+        };
+        match rx.await {
+            Ok(Outcome::Response(r)) => output_views(&shared.api, &route, r.ptr(), &formats, false, batch)
+                .map(|v| encode_response(&route, &id, &v)),
+            Ok(Outcome::Error(e)) => Err(e),
+            Err(_) => Err(internal("backend dropped the request".to_string())),
+        }
     };
-    let outcome = rx.await;
     let now_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-    let answer = match outcome {
-        Ok(Outcome::Response(r)) => {
-            output_views(&shared.api, &route, r.ptr(), &formats, false, batch).map(|v| encode_response(&route, &id, &v))
-        }
-        Ok(Outcome::Error(e)) => Err(e),
-        Err(_) => Err(internal("backend dropped the request".to_string())),
-    };
     let end = monotonic_ns();
     shared.counters.grpc_served.fetch_add(1, Ordering::Relaxed);
     match answer {

@@ -1,6 +1,7 @@
 //! The native data path (DESIGN "The native data path"): the public HTTP port served on
-//! native threads. For the models the TypeScript control plane publishes (native instances, plain
-//! configurations), `/infer` requests are decoded, submitted to the instance and answered here,
+//! native threads. For the models the TypeScript control plane publishes (native instances, or
+//! sessions of the in-process ONNX Runtime engine run on the data path's own threads (ort_exec.rs);
+//! plain configurations), `/infer` requests are decoded, submitted to the instance and answered here,
 //! without the JavaScript thread; every other request is forwarded to the control plane's internal
 //! listener. The gRPC port can be served too (`wd_server_listen_grpc`): `ModelInfer` calls the same
 //! way (grpc.rs), every other call forwarded to the control plane's gRPC server (grpc_proxy.rs).
@@ -13,6 +14,7 @@ pub mod exec;
 pub mod grpc;
 pub mod grpc_proxy;
 pub mod host;
+pub mod ort_exec;
 pub mod proxy;
 pub mod route;
 pub mod server;
@@ -133,6 +135,39 @@ pub unsafe extern "C" fn wd_server_publish(
         let spec: RouteSpec =
             serde_json::from_str(text?).map_err(|e| WardenError::invalid_arg(format!("route spec: {e}")))?;
         let route = Route::new(spec, list.iter().map(|&p| Instance(p)).collect()).map_err(WardenError::invalid_arg)?;
+        let arc = Arc::new(route);
+        server.shared.routes.publish_arc(arc.clone());
+        *out = Some(Box::new(WdRoute(arc)));
+        Ok(())
+    })
+}
+
+/// Publishes a route served by ONNX Runtime sessions of Warden's in-process engine (ort_exec.rs):
+/// `spec` as for [`wd_server_publish`] (every output naming its datatype), `sessions` the sessions
+/// of the model's instances, lent until the route is unpublished and drained. Replaces a route of
+/// the same name. Writes the route's handle to `out`.
+///
+/// # Safety
+/// `spec` points at `spec_len` bytes; `sessions` at `count` session pointers that stay open until
+/// the route is unpublished and `wd_route_inflight` reads 0.
+#[no_mangle]
+pub unsafe extern "C" fn wd_server_publish_ort(
+    server: &Server,
+    spec: *const u8,
+    spec_len: usize,
+    sessions: *const *const warden_ort_engine::WoSession,
+    count: usize,
+    out: &mut Option<Box<WdRoute>>,
+) -> Option<Box<WardenError>> {
+    // SAFETY: the caller's contract.
+    let text = unsafe { warden_ffi::utf8(spec, spec_len, "route spec") };
+    // SAFETY: the caller's contract.
+    let list = unsafe { warden_ffi::slice(sessions, count) };
+    guarded("the data path", || {
+        let spec: RouteSpec =
+            serde_json::from_str(text?).map_err(|e| WardenError::invalid_arg(format!("route spec: {e}")))?;
+        let sessions = list.iter().map(|&p| ort_exec::SessionPtr(p)).collect();
+        let route = Route::new_ort(spec, sessions).map_err(WardenError::invalid_arg)?;
         let arc = Arc::new(route);
         server.shared.routes.publish_arc(arc.clone());
         *out = Some(Box::new(WdRoute(arc)));

@@ -41,12 +41,16 @@ pub struct InputSpec {
     pub dims: Vec<i64>,
 }
 
-/// An output as published: name and dims (-1 = any) without the batch dimension.
+/// An output as published: name, dims (-1 = any) without the batch dimension, and the datatype the
+/// configuration declares (a Triton C-API backend names its outputs' datatypes itself; an ONNX
+/// Runtime route's answers carry this one).
 #[derive(Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct OutputSpec {
     pub name: String,
     pub dims: Vec<i64>,
+    #[serde(default)]
+    pub datatype: Option<String>,
 }
 
 /// The JSON the control plane publishes.
@@ -90,6 +94,8 @@ pub struct Route {
     /// Each output's dims (same order as `outputs`).
     pub output_dims: Vec<Vec<i64>>,
     pub instances: Vec<Instance>,
+    /// The ONNX Runtime sessions that serve the route instead of `instances` (ort_exec.rs).
+    pub ort: Option<crate::ort_exec::OrtRoute>,
     next: AtomicUsize,
     /// Requests submitted and not yet both answered and released.
     pub inflight: AtomicU64,
@@ -103,6 +109,22 @@ impl Route {
         if instances.is_empty() {
             return Err("a route needs at least one instance".into());
         }
+        Route::build(spec, instances, None)
+    }
+
+    /// Builds a route served by ONNX Runtime sessions of Warden's in-process engine (ort_exec.rs).
+    /// @returns Err(message) as [`Route::new`], or when a session lacks a published tensor or an
+    ///   output's datatype is missing
+    pub fn new_ort(spec: RouteSpec, sessions: Vec<crate::ort_exec::SessionPtr>) -> Result<Route, String> {
+        let ort = crate::ort_exec::OrtRoute::new(&spec, sessions)?;
+        Route::build(spec, Vec::new(), Some(ort))
+    }
+
+    fn build(
+        spec: RouteSpec,
+        instances: Vec<Instance>,
+        ort: Option<crate::ort_exec::OrtRoute>,
+    ) -> Result<Route, String> {
         let mut inputs = Vec::with_capacity(spec.inputs.len());
         for i in spec.inputs {
             let datatype = datatype_of(&i.datatype)
@@ -118,6 +140,7 @@ impl Route {
             output_dims: spec.outputs.iter().map(|o| o.dims.clone()).collect(),
             outputs: spec.outputs.into_iter().map(|o| o.name).collect(),
             instances,
+            ort,
             next: AtomicUsize::new(0),
             inflight: AtomicU64::new(0),
             stats: RouteStats::default(),
@@ -126,8 +149,12 @@ impl Route {
 
     /// The instance the next request goes to (round robin; each instance's worker queues its executes).
     pub fn pick(&self) -> Instance {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        self.instances[n % self.instances.len()]
+        self.instances[self.next_index(self.instances.len())]
+    }
+
+    /// The next index of a round robin over `n` (> 0) instances.
+    pub fn next_index(&self, n: usize) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed) % n
     }
 }
 

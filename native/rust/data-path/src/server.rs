@@ -152,23 +152,30 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>, client: Arc<str>) -
     let formats = decoded.formats.requested.clone();
     let default_binary = decoded.formats.default_binary;
     let id = decoded.id.clone();
-    let rx = match submit(&shared.api, &route, decoded, collected.clone()) {
-        Ok(rx) => rx,
-        Err(_) => {
-            // The instance refused the submit (finalizing): the control plane answers as it would.
-            shared.counters.replayed.fetch_add(1, Ordering::Relaxed);
-            let body = Full::new(collected).map_err(|never| match never {}).boxed();
-            return Ok(forward(&shared, parts, body, &client).await);
+    let answer = if route.ort.is_some() {
+        let r = crate::ort_exec::run(&route, decoded, collected.clone()).await;
+        r.and_then(|a| {
+            let views = a.views(&route, &formats, default_binary, batch)?;
+            render_views(&route, &id, &views)
+        })
+    } else {
+        let rx = match submit(&shared.api, &route, decoded, collected.clone()) {
+            Ok(rx) => rx,
+            Err(_) => {
+                // The instance refused the submit (finalizing): the control plane answers as it would.
+                shared.counters.replayed.fetch_add(1, Ordering::Relaxed);
+                let body = Full::new(collected).map_err(|never| match never {}).boxed();
+                return Ok(forward(&shared, parts, body, &client).await);
+            }
+        };
+        match rx.await {
+            Ok(Outcome::Response(r)) => render(&shared.api, &route, r.ptr(), &id, &formats, default_binary, batch),
+            Ok(Outcome::Error(e)) => Err(e),
+            Err(_) => Err(internal("backend dropped the request".to_string())),
         }
     };
-    let outcome = rx.await;
     let now_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-    let answer = match outcome {
-        Ok(Outcome::Response(r)) => render(&shared.api, &route, r.ptr(), &id, &formats, default_binary, batch),
-        Ok(Outcome::Error(e)) => Err(e),
-        Err(_) => Err(internal("backend dropped the request".to_string())),
-    };
     let end = monotonic_ns();
     shared.counters.served.fetch_add(1, Ordering::Relaxed);
     match answer {
@@ -215,7 +222,7 @@ fn shape_text(s: &[i64]) -> String {
 /// compileResponseValidator), with its texts: declared in the config, a shape matching
 /// `[batch] + dims`, no negative dimension, bytes matching the shape.
 /// @returns the output's index in the route
-fn check_output(
+pub(crate) fn check_output(
     route: &Route,
     name: &str,
     shape: &[i64],
@@ -339,7 +346,12 @@ fn render(
     batch: u64,
 ) -> Result<Response<Body>, HostError> {
     let views = output_views(api, route, resp, requested, default_binary, batch)?;
-    let enc = encode(&route.name, &route.version_text, id, &views)
+    render_views(route, id, &views)
+}
+
+/// The 200 answer carrying `views`.
+fn render_views(route: &Route, id: &str, views: &[OutputView<'_>]) -> Result<Response<Body>, HostError> {
+    let enc = encode(&route.name, &route.version_text, id, views)
         .ok_or_else(|| internal("backend produced an output the native data path cannot print".into()))?;
     let len = enc.body.len();
     let mut r = Response::new(Full::new(Bytes::from(enc.body)).map_err(|never| match never {}).boxed());

@@ -2,7 +2,8 @@
 //! for the addon's binding (native/src/addon/ort/binding.cc): sessions opened from model files,
 //! and synchronous runs on raw tensor bytes on the calling thread. It exists for the ONNX Runtime
 //! backend's inline runs (host/src/backends/onnxruntime/): onnxruntime-node spends more of a small
-//! model's run in its JavaScript and N-API layers than in ONNX Runtime.
+//! model's run in its JavaScript and N-API layers than in ONNX Runtime. The native data path
+//! (warden-data-path, ort_exec.rs) runs the same sessions through [`WoSession::run`].
 //!
 //! The ABI follows warden-ffi's conventions (wasmtime's C API style): sessions cross as typed
 //! references and boxes, a failing call returns a `WardenError` with a Triton code (INTERNAL for
@@ -17,7 +18,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::ptr;
 use warden_ffi::{Code, WardenError, WithCode};
 
-pub use session::{WoSession, MAX_RANK};
+pub use session::{RunInput as EngineInput, RunOutput as EngineOutput, WoSession, MAX_RANK};
 
 const ENGINE: &str = "the ONNX Runtime engine";
 

@@ -1,6 +1,6 @@
 // The addon's binding of the native data path (native/rust/data-path, C ABI in
 // warden/data_path.h): `dataPath.start(fd, socketPath, options)` → a server external, and
-// `listenGrpc` / `publish` / `unpublish` / `inflight` / `takeStats` / `counters` / `beginClose` /
+// `listenGrpc` / `publish` / `publishOrt` / `unpublish` / `inflight` / `takeStats` / `counters` / `beginClose` /
 // `close` over it.
 // The host API table points the data path at this process's libtritonserver.so.
 #include <napi.h>
@@ -10,6 +10,7 @@
 
 #include "../addon.h"
 #include "warden/data_path.h"
+#include "warden/ort_engine.h"
 
 namespace warden_data_path {
 namespace {
@@ -112,6 +113,24 @@ Napi::Value Publish(const Napi::CallbackInfo& info) {
   });
 }
 
+// publishOrt(server, specJson, sessions: ORT session externals (the `ort` binding's)) → route
+Napi::Value PublishOrt(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  WdServer* server = ServerOf(info[0]);
+  std::string spec = info[1].As<Napi::String>().Utf8Value();
+  Napi::Array list = info[2].As<Napi::Array>();
+  std::vector<const WoSession*> sessions;
+  for (uint32_t i = 0; i < list.Length(); i++) sessions.push_back(warden_ort::SessionOf(list.Get(i)));
+  WdRoute* route = nullptr;
+  if (WardenError* err = wd_server_publish_ort(server, reinterpret_cast<const uint8_t*>(spec.data()), spec.size(),
+                                               sessions.data(), sessions.size(), &route))
+    throw TritonError(env, err);
+  return Napi::External<RouteRef>::New(env, new RouteRef{route}, [](Napi::Env, RouteRef* ref) {
+    wd_route_free(ref->route);
+    delete ref;
+  });
+}
+
 Napi::Value Unpublish(const Napi::CallbackInfo& info) {
   wd_server_unpublish(ServerOf(info[0]), RouteOf(info[1]));
   return info.Env().Undefined();
@@ -172,6 +191,7 @@ Napi::Object InitBinding(Napi::Env env) {
   o.Set("start", Napi::Function::New(env, Start, "start"));
   o.Set("listenGrpc", Napi::Function::New(env, ListenGrpc, "listenGrpc"));
   o.Set("publish", Napi::Function::New(env, Publish, "publish"));
+  o.Set("publishOrt", Napi::Function::New(env, PublishOrt, "publishOrt"));
   o.Set("unpublish", Napi::Function::New(env, Unpublish, "unpublish"));
   o.Set("inflight", Napi::Function::New(env, Inflight, "inflight"));
   o.Set("takeStats", Napi::Function::New(env, TakeStats, "takeStats"));

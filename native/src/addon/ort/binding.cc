@@ -223,6 +223,8 @@ Napi::Value Run(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+WoSession* SessionOf(const Napi::Value& v) { return RefOf(v)->session; }
+
 Napi::Object InitBinding(Napi::Env env) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("init", Napi::Function::New(env, Init, "init"));

@@ -20,7 +20,7 @@ import type { ServerMetrics } from '../../../metrics/prometheus.js';
 import type { AbsorbedStats } from '../../../metrics/stats.js';
 import type { DataPathBinding, DataPathCounters, DataPathOptions, DataPathRoute, DataPathServer } from '../../../platform/addon.js';
 import { type InternalServerSettings, type NativeErrorRenderer, type NativeGrpcErrorRenderer, InternalListener } from '../internal-listener.js';
-import { routeOf } from './route-spec.js';
+import { ortRouteOf, routeOf } from './route-spec.js';
 
 /** How often a withdrawn route's in-flight count is read while it drains (ms). */
 const DRAIN_POLL_MS = 2;
@@ -56,6 +56,8 @@ function absorbed(f: Float64Array): AbsorbedStats {
 
 export class NativeDataPath {
   private readonly published = new Map<string, Published>();
+  /** The version each model's route should serve now (an ONNX Runtime route publishes after an await). */
+  private readonly latest = new Map<string, ModelVersion>();
   private closed = false;
 
   private constructor(
@@ -150,15 +152,46 @@ export class NativeDataPath {
   servingChanged(key: ModelKey, serving: readonly ModelVersion[]): void {
     if (this.closed || key.namespace !== '') return;
     const top = serving.reduce<ModelVersion | undefined>((a, v) => (a === undefined || v.version > a.version ? v : a), undefined);
+    if (!top) this.latest.delete(key.name);
     if (!top || !top.isReady()) return;
+    this.latest.set(top.name, top);
     const r = routeOf(top);
+    if ('refusal' in r) {
+      if (top.backendInstances.some((i) => i.ortSession)) {
+        void this.publishOrt(top);
+        return;
+      }
+      this.logger.debug({ model: top.name, version: top.version, reason: r.refusal }, 'served by the TypeScript data path');
+      return;
+    }
+    this.publish(top, () => this.binding.publish(this.server, JSON.stringify(r.spec), r.handles));
+  }
+
+  /**
+   * Publishes `top`'s ONNX Runtime route once its instances' engine sessions are open, if it is
+   * still the version to serve and ready then (a retire in between stops it taking requests first).
+   */
+  private async publishOrt(top: ModelVersion): Promise<void> {
+    let r: Awaited<ReturnType<typeof ortRouteOf>>;
+    try {
+      r = await ortRouteOf(top);
+    } catch (e) {
+      this.logger.warn({ err: e, model: top.name }, 'native data path: route not published');
+      return;
+    }
+    if (this.closed || this.latest.get(top.name) !== top || !top.isReady()) return;
     if ('refusal' in r) {
       this.logger.debug({ model: top.name, version: top.version, reason: r.refusal }, 'served by the TypeScript data path');
       return;
     }
+    this.publish(top, () => this.binding.publishOrt(this.server, JSON.stringify(r.spec), r.sessions));
+  }
+
+  /** Publishes `top`'s route with `publish` and ties it to the version's statistics and retire. */
+  private publish(top: ModelVersion, publish: () => DataPathRoute): void {
     let route: DataPathRoute;
     try {
-      route = this.binding.publish(this.server, JSON.stringify(r.spec), r.handles);
+      route = publish();
     } catch (e) {
       this.logger.warn({ err: e, model: top.name }, 'native data path: route not published');
       return;

@@ -1,8 +1,9 @@
 /**
  * Which model versions the native data path serves (DESIGN "The native data path"), and
  * the route it is given for one: a version whose every instance is a Triton C-API backend instance
- * in this process, with a configuration whose requests the data path decodes and answers exactly
- * as the TypeScript data plane would. Everything else stays on the TypeScript path.
+ * in this process ({@link routeOf}), or runs on a session of Warden's in-process ONNX Runtime
+ * engine ({@link ortRouteOf}), with a configuration whose requests the data path decodes and
+ * answers exactly as the TypeScript data plane would. Everything else stays on the TypeScript path.
  */
 import type { ModelConfig } from '../../../contract/model-config.js';
 import { tensorDataType } from '../../../contract/datatypes.js';
@@ -17,7 +18,8 @@ export interface RouteSpec {
   version: number;
   max_batch_size: number;
   inputs: { name: string; datatype: string; dims: number[] }[];
-  outputs: { name: string; dims: number[] }[];
+  /** `datatype`: the configuration's (an ONNX Runtime route's answers carry it). */
+  outputs: { name: string; dims: number[]; datatype: string }[];
 }
 
 /**
@@ -59,15 +61,32 @@ export function routeOf(version: ModelVersion): { spec: RouteSpec; handles: obje
     handles.push(h);
   }
   if (handles.length === 0) return { refusal: 'no instances' };
+  return { spec: specOf(version), handles };
+}
+
+/**
+ * The route of `version` with its instances' ONNX Runtime engine sessions (opened where they are
+ * not yet), or why it is not served that way: every instance must run on Warden's in-process
+ * engine (BackendModelInstance.ortSession).
+ */
+export async function ortRouteOf(version: ModelVersion): Promise<{ spec: RouteSpec; sessions: object[] } | { refusal: string }> {
+  const refusal = configRefusal(version.config);
+  if (refusal) return { refusal };
+  const instances = version.backendInstances;
+  if (instances.length === 0) return { refusal: 'no instances' };
+  if (!instances.every((i) => i.ortSession)) return { refusal: 'instances do not run on the ONNX Runtime engine' };
+  const sessions = await Promise.all(instances.map((i) => i.ortSession!()));
+  if (sessions.some((s) => s === undefined)) return { refusal: 'instances do not run on the ONNX Runtime engine' };
+  return { spec: specOf(version), sessions: sessions as object[] };
+}
+
+function specOf(version: ModelVersion): RouteSpec {
   const c = version.config;
   return {
-    spec: {
-      name: version.name,
-      version: version.version,
-      max_batch_size: c.max_batch_size,
-      inputs: c.input.map((i) => ({ name: i.name, datatype: tensorDataType(i), dims: [...i.dims] })),
-      outputs: c.output.map((o) => ({ name: o.name, dims: [...o.dims] })),
-    },
-    handles,
+    name: version.name,
+    version: version.version,
+    max_batch_size: c.max_batch_size,
+    inputs: c.input.map((i) => ({ name: i.name, datatype: tensorDataType(i), dims: [...i.dims] })),
+    outputs: c.output.map((o) => ({ name: o.name, dims: [...o.dims], datatype: tensorDataType(o) })),
   };
 }
