@@ -289,3 +289,100 @@ impl<'de> Visitor<'de> for Element<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::{InputSpec, Instance, OutputSpec, RouteSpec};
+
+    fn route(datatype: &str, dims: Vec<i64>, max_batch_size: i64) -> Route {
+        let spec = RouteSpec {
+            name: "m".into(),
+            version: 1,
+            max_batch_size,
+            inputs: vec![InputSpec { name: "IN".into(), datatype: datatype.into(), dims: dims.clone() }],
+            outputs: vec![OutputSpec { name: "OUT".into(), dims, datatype: None }],
+        };
+        // Never executed: decoding reads only the route's table.
+        Route::new(spec, vec![Instance(std::ptr::null_mut())]).expect("route")
+    }
+
+    fn body(datatype: &str, shape: &str, data: &str) -> Vec<u8> {
+        format!(r#"{{"inputs":[{{"name":"IN","datatype":"{datatype}","shape":{shape},"data":{data}}}]}}"#).into_bytes()
+    }
+
+    fn owned(d: &Decoded) -> &[u8] {
+        match &d.inputs[0].data {
+            Data::Owned(v) => v,
+            Data::Body(_) => panic!("expected decoded data"),
+        }
+    }
+
+    #[test]
+    fn numbers_become_the_bytes_ecmascript_stores() {
+        let r = route("FP32", vec![-1], 0);
+        let d = decode(&r, &body("FP32", "[4]", "[0.1,-0,1e3,18446744073709551615]"), None).expect("served");
+        let want: Vec<u8> =
+            [0.1f32, -0.0, 1000.0, 18446744073709551615f64 as f32].iter().flat_map(|f| f.to_le_bytes()).collect();
+        assert_eq!(owned(&d), &want[..]);
+        let i = route("INT32", vec![-1], 0);
+        let d = decode(&i, &body("INT32", "[3]", "[-2147483648,2147483647,0]"), None).expect("served");
+        assert_eq!(owned(&d), &[0, 0, 0, 0x80, 0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0][..]);
+    }
+
+    #[test]
+    fn what_it_does_not_decode_goes_to_the_typescript_path() {
+        let r = route("INT32", vec![-1], 0);
+        for (shape, data) in [
+            ("[2]", "[1]"),                          // data not matching the shape
+            ("[1]", "[[1]]"),                        // nested
+            ("[1]", "[2147483648]"),                 // out of range
+            ("[1]", "[1.5]"),                        // a fraction for an integer type
+            ("[1]", "[\"1\"]"),                      // a string
+            ("[1]", "[true]"),                       // a boolean
+            ("[0]", "[]"),                           // an empty dimension
+            ("[1099511627776,1099511627776]", "[]"), // an element count past every bound
+        ] {
+            assert!(decode(&r, &body("INT32", shape, data), None).is_none(), "{shape} {data}");
+        }
+        assert!(decode(&r, &body("FP32", "[1]", "[1]"), None).is_none(), "another datatype");
+        for text in [
+            r#"{"inputs":[],"x":1}"#,
+            r#"{"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1],"name":"IN"}]}"#,
+            r#"{"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1]}],"parameters":{"priority":1}}"#,
+            r#"{"inputs":[{"name":"NO","datatype":"INT32","shape":[1],"data":[1]}]}"#,
+            r#"{"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1]}],"outputs":[{"name":"OUT"},{"name":"OUT"}]}"#,
+            "not json",
+        ] {
+            assert!(decode(&r, text.as_bytes(), None).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn hostile_nesting_and_lengths_are_refused_without_harm() {
+        let r = route("INT32", vec![-1], 0);
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(decode(&r, &body("INT32", "[1]", &deep), None).is_none());
+        let b = body("INT32", "[1]", "[1]");
+        assert!(decode(&r, &b, Some(b.len() + 1)).is_none(), "a header longer than the body");
+        assert!(decode(&r, &b, Some(0)).is_none(), "raw binary");
+        let header =
+            br#"{"inputs":[{"name":"IN","datatype":"INT32","shape":[2],"parameters":{"binary_data_size":8}}]}"#;
+        let mut bin = header.to_vec();
+        bin.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0]);
+        let d = decode(&r, &bin, Some(header.len())).expect("served");
+        assert!(matches!(d.inputs[0].data, Data::Body(ref range) if range.len() == 8));
+        bin.push(0);
+        assert!(decode(&r, &bin, Some(header.len())).is_none(), "bytes left over");
+        assert!(decode(&r, &bin[..bin.len() - 3], Some(header.len())).is_none(), "bytes missing");
+    }
+
+    #[test]
+    fn the_batch_dimension_is_checked_against_max_batch_size() {
+        let r = route("FP32", vec![2], 4);
+        assert_eq!(decode(&r, &body("FP32", "[3,2]", "[1,2,3,4,5,6]"), None).expect("served").batch, 3);
+        assert!(decode(&r, &body("FP32", "[5,2]", &format!("[{}]", ["1"; 10].join(","))), None).is_none());
+        assert!(decode(&r, &body("FP32", "[2]", "[1,2]"), None).is_none(), "no batch dimension");
+        assert!(decode(&r, &body("FP32", "[1,3]", "[1,2,3]"), None).is_none(), "a dim other than declared");
+    }
+}

@@ -147,3 +147,45 @@ pub fn encode(model: &str, version: &str, id: &str, outputs: &[OutputView]) -> O
     }
     Some(Encoded { body: json, header_len: Some(header_len) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn printed(datatype: u32, bytes: Vec<u8>) -> String {
+        let mut out = Vec::new();
+        assert!(data_text(&mut out, datatype, &bytes));
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn numbers_print_as_ecmascript_prints_them() {
+        // What `String(x)` gives in JavaScript for each double (FP32 widened first).
+        let f32s = [0.1f32, 1e21, 1e-7, -0.0, 123456789.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 3.4028235e38];
+        let bytes: Vec<u8> = f32s.iter().flat_map(|f| f.to_le_bytes()).collect();
+        assert_eq!(
+            printed(11, bytes),
+            "[0.10000000149011612,1.0000000200408773e+21,1.0000000116860974e-7,0,123456792,NaN,Infinity,-Infinity,3.4028234663852886e+38]"
+        );
+        let f64s = [5e-324f64, 1e300, 0.5, -1.25e-10];
+        assert_eq!(printed(12, f64s.iter().flat_map(|f| f.to_le_bytes()).collect()), "[5e-324,1e+300,0.5,-1.25e-10]");
+        assert_eq!(
+            printed(9, [i64::MIN, i64::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()),
+            "[-9223372036854775808,9223372036854775807]"
+        );
+        assert_eq!(printed(1, vec![0, 1, 7]), "[false,true,true]");
+    }
+
+    #[test]
+    fn a_buffer_that_is_not_whole_elements_is_refused() {
+        let mut out = Vec::new();
+        assert!(!data_text(&mut out, 8, &[1, 2, 3]));
+    }
+
+    #[test]
+    fn strings_are_escaped_as_json_stringify_escapes_them() {
+        let mut out = Vec::new();
+        json_string(&mut out, "a\"b\\c\n\u{1}é\u{2028}");
+        assert_eq!(String::from_utf8(out).expect("utf-8"), "\"a\\\"b\\\\c\\n\\u0001é\u{2028}\"");
+    }
+}
