@@ -38,6 +38,7 @@ export const HTTP_FRONT_ENDS = [
   ['Fastify', { httpFastPath: false }],
   ['fast path', { httpFastPath: true }],
   ['a front-end thread', { httpThreads: 1, httpMainListener: false }],
+  ['the native data path', { httpDataPath: 'native' }],
 ] as const satisfies readonly (readonly [string, Partial<ServerOptions>])[];
 
 /** A distinct bearer token for each of `ids` (`<id>-token-` and a fixed tail): the tokens of a test tenants file's tenants. */
