@@ -16,6 +16,7 @@ import type { SandboxMemory } from '../memory-budget.js';
 import type { CompiledComponent, CompileInput, HostConfig, SandboxEngine } from '../engine.js';
 import { SandboxInstance, type WorkerCounter } from './instance.js';
 import { capMemories } from './memory-cap.js';
+import { DEFAULT_SPARE_WORKERS, SpareWorkers } from './spares.js';
 import { TranspileCache, type CacheLimits } from './transpile.js';
 
 /** Engine name. */
@@ -42,6 +43,8 @@ export interface V8EngineOptions {
   logger?: Logger;
   /** Default idle policy (ms; 0 = never release an idle worker; default `DEFAULT_IDLE_MS`). */
   idleMs?: number;
+  /** Sandbox workers kept started ahead of need (./spares.ts; default `DEFAULT_SPARE_WORKERS`, 0 = none). */
+  spareWorkers?: number;
 }
 
 /** The V8 engine: jco + worker threads. */
@@ -52,10 +55,13 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
   readonly cache: TranspileCache;
   /** Default idle release (ms; 0 = never). */
   readonly idleMs: number;
+  /** Spare sandbox workers: started at the first compile, refilled after each instance start, terminated by {@link dispose}. */
+  readonly spares: SpareWorkers;
 
-  /** @throws RangeError for cache bounds that are not positive integers */
+  /** @throws RangeError for cache bounds that are not positive integers, or a negative or fractional `spareWorkers` */
   constructor(opts: V8EngineOptions) {
     this.idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
+    this.spares = new SpareWorkers(opts.spareWorkers ?? DEFAULT_SPARE_WORKERS);
     this.cache = new TranspileCache(opts.cacheDir, opts.cacheLimits, opts.logger);
     // clean what a crashed process left as soon as the engine exists; compile waits for it
     this.cache.prepare().catch((e: unknown) => opts.logger?.error({ err: e, cacheDir: opts.cacheDir }, 'transpile cache could not be scanned'));
@@ -73,6 +79,8 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
    *   above the cap, or a core module does not compile; INTERNAL for cache failures
    */
   async compile(input: CompileInput): Promise<V8Compiled> {
+    // a model is coming: have a spare worker booting while it compiles
+    this.spares.refill();
     const key = `${input.hash}:${input.limits.memoryBytes}`;
     let entry = this.compiled.get(key);
     const mine = !entry;
@@ -140,12 +148,16 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
     if (compiled.engine !== V8_ENGINE) throw err.engineMismatch(V8_ENGINE, compiled.engine);
     const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules, memoryCounts: compiled.memoryCounts, maxMemories: compiled.memories };
     const idleMs = host.limits.idleMs ?? this.idleMs;
-    return SandboxInstance.start({ init, spec, logger, executeMs, workers: this.workers, idleMs, memory });
+    return SandboxInstance.start({ init, spec, logger, executeMs, workers: this.workers, idleMs, memory, spares: this.spares });
   }
 
+  /** Instances' sandbox workers alive; spares (./spares.ts) are not sandboxes until an instance takes one. */
   liveSandboxes(): number {
     return this.workers.live;
   }
 
-  async dispose(): Promise<void> {}
+  /** Terminates the spare workers (the instances were finalized before). */
+  async dispose(): Promise<void> {
+    await this.spares.close();
+  }
 }

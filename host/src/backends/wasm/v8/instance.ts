@@ -13,17 +13,17 @@
  * sandbox memory before it is created and releases it at its exit; while it runs nothing (and the
  * idle policy is on) the reservation is marked idle, so that the budget may release it early.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { TritonError } from '../../../contract/errors.js';
 import * as err from '../sandbox.errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
-import { workerEntry } from '../../../threads/worker-entry.js';
 import { Supervisor } from '../../supervisor.js';
 import type { SandboxedInstance, SandboxStats } from '../engine.js';
 import type { Reservation, SandboxMemory } from '../memory-budget.js';
 import { WireHandles, deliverResults, deliverSend, toWireRequests, type WireError } from '../wire.js';
 import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
+import { startSandboxWorker, type SpareWorkers } from './spares.js';
 
 /** Time allowed for a worker to boot and instantiate, on top of the execute deadline (ms). */
 const BOOT_ALLOWANCE_MS = 10_000;
@@ -46,6 +46,8 @@ export interface SandboxParams {
   idleMs: number;
   /** Where each worker reserves its memory (none: no budget). */
   memory?: SandboxMemory;
+  /** The engine's spare workers: each worker start takes one (none: each start boots its own). */
+  spares?: SpareWorkers;
 }
 
 interface Pending {
@@ -139,9 +141,11 @@ export class SandboxInstance implements SandboxedInstance {
     return this.boot(lease);
   }
 
-  /** Boots one sandbox worker holding `lease` (released at its exit); resolves with it once it is ready. */
+  /**
+   * Boots one sandbox worker holding `lease` (released at its exit) — a spare of the engine when
+   * one waits (./spares.ts) — and gives it this instance; resolves with it once it is ready.
+   */
   private boot(lease: Reservation | undefined): Promise<Worker> {
-    const entry = workerEntry(import.meta.url, 'worker');
     const init: WorkerInit = {
       ...this.p.init,
       instance: {
@@ -152,18 +156,12 @@ export class SandboxInstance implements SandboxedInstance {
       cancelFlags: this.cancelFlags,
     };
     this.stats.starts++;
-    let worker: Worker;
+    let worker: Worker | undefined;
     try {
-      worker = new Worker(entry.script, {
-        eval: entry.eval,
-        workerData: init,
-        env: {},
-        stdout: true,
-        stderr: true,
-        // JS heap of the glue (lifted values); wasm memory is bounded by the rewritten maximum
-        resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
-      });
+      worker = this.p.spares ? this.p.spares.take() : startSandboxWorker();
+      worker.postMessage({ t: 'init', init } satisfies ToWorker);
     } catch (e) {
+      void worker?.terminate();
       lease?.release();
       throw e;
     }
@@ -216,6 +214,13 @@ export class SandboxInstance implements SandboxedInstance {
       // only jco's glue can print (wasm cannot reach the console); keep it out of the server's stdout
       stream.on('data', (chunk: Buffer) => this.log.debug({ source: 'worker-console' }, chunk.toString('utf8', 0, Math.min(chunk.length, 4096))));
     }
+    // the next spare boots once this start settled, off its path (and off its cores meanwhile)
+    const spares = this.p.spares;
+    if (spares)
+      void started.then(
+        () => spares.refill(),
+        () => spares.refill(),
+      );
     return started;
   }
 

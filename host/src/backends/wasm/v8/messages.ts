@@ -8,7 +8,7 @@ import type { LogLine } from '../host/log.js';
 import type { ResponseSend } from '../host/responses.js';
 import type { WireError, WireRequest, WireResult } from '../wire.js';
 
-/** `workerData` of a sandbox worker. */
+/** What a sandbox worker is given by its `init` message (the first and only one before `exec`s). */
 export interface WorkerInit extends HostConfig {
   /** file: URL of the jco glue module. */
   glueUrl: string;
@@ -23,8 +23,11 @@ export interface WorkerInit extends HostConfig {
   cancelFlags: SharedArrayBuffer;
 }
 
-/** host → worker */
-export type ToWorker = { t: 'exec'; seq: number; requests: WireRequest[] };
+/**
+ * host → worker: `init` once (a worker starts without its instance's data, so that it can be
+ * started ahead of need as a spare: ./spares.ts), then `exec`s.
+ */
+export type ToWorker = { t: 'init'; init: WorkerInit } | { t: 'exec'; seq: number; requests: WireRequest[] };
 
 /** worker → host */
 export type FromWorker =

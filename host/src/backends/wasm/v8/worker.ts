@@ -1,6 +1,7 @@
 /**
- * V8 sandbox worker: one per model instance. Instantiates the component from the compiled core
- * modules it was given (jco glue, async instantiation) with only the host's imports — the host
+ * V8 sandbox worker: one per model instance. It may start ahead of need, as a spare (./spares.ts)
+ * that runs nothing until the host's `init` message gives it its instance; then it instantiates
+ * the component from the compiled core modules it was given (jco glue, async instantiation) with only the host's imports — the host
  * capabilities of ../host/ bound to this instance (./imports.ts) — creates the `model` and
  * `instance` resources, then runs `execute` for each message from the host.
  *
@@ -14,7 +15,7 @@
  * EvalError instead of compiling source. The worker gets no environment (`env: {}`) and the glue
  * is an ES module (no `require`).
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { fromWitError, toWitRequest } from '../convert.js';
 import { createHostState, endCall } from '../host/index.js';
 import { beginExecute, finishExecute } from '../host/responses.js';
@@ -28,14 +29,15 @@ import { buildImports } from './imports.js';
 import { closeCodeGeneration } from './realm.js';
 import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 
-const init = workerData as WorkerInit;
 // A sandbox computes for one tenant; the event loop serves every tenant. Guest code runs at
 // background priority, so a tenant keeping its sandboxes busy yields the core to the loop
 // whenever both want it (DESIGN "Sandbox rules": one tenant's exhaustion must not reduce another's
 // service beyond its share).
 lowerThisThreadPriority();
 const port = parentPort!;
-const cancelFlags = new Int32Array(init.cancelFlags);
+/** The instance's data, from its `init` message (set once, before anything runs). */
+let init: WorkerInit;
+let cancelFlags: Int32Array;
 
 function post(msg: FromWorker, transfer: ArrayBuffer[] = []): void {
   port.postMessage(msg, transfer);
@@ -54,11 +56,21 @@ function transferListOf(resp: WireResponse | undefined): ArrayBuffer[] {
   return out;
 }
 
-const host = createHostState(init, {
-  log: (line) => post({ t: 'log', ...line }),
-  send: (s) => post({ t: 'send', ...s }, transferListOf(s.response)),
-  cancelledAt: (index) => index < CANCEL_SLOTS && Atomics.load(cancelFlags, index) !== 0,
-});
+let host: ReturnType<typeof createHostState>;
+let begun = false;
+
+/** Takes the instance's data (the worker may have waited for it as a spare), then starts the guest. */
+function begin(given: WorkerInit): void {
+  begun = true;
+  init = given;
+  cancelFlags = new Int32Array(init.cancelFlags);
+  host = createHostState(init, {
+    log: (line) => post({ t: 'log', ...line }),
+    send: (s) => post({ t: 'send', ...s }, transferListOf(s.response)),
+    cancelledAt: (index) => index < CANCEL_SLOTS && Atomics.load(cancelFlags, index) !== 0,
+  });
+  void start();
+}
 
 // ------------------------------------------------------------------------------ life cycle
 
@@ -189,6 +201,6 @@ function execute(msg: Extract<ToWorker, { t: 'exec' }>): void {
 
 port.on('message', (msg: ToWorker) => {
   if (msg.t === 'exec') execute(msg);
+  // one init, ever: a worker serves one instance (a spare has run nothing before it)
+  else if (msg.t === 'init' && !begun) begin(msg.init);
 });
-
-void start();
