@@ -21,6 +21,12 @@ function add(s: DurationStat, ns: bigint): void {
   s.ns += Number(ns);
 }
 
+/** `count` durations summing to `ns` at once (statistics another path counted). */
+function addMany(s: DurationStat, count: number, ns: number): void {
+  s.count += count;
+  s.ns += ns;
+}
+
 export interface BatchStat {
   batch_size: number;
   compute_input: DurationStat;
@@ -140,11 +146,7 @@ export class ModelStatistics {
     this.executionCount++;
     this.lastInferenceMs = Math.max(this.lastInferenceMs, Date.now());
     this.metrics?.execCount.inc();
-    let b = this.batches.get(batchSize);
-    if (!b) {
-      b = { batch_size: batchSize, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
-      this.batches.set(batchSize, b);
-    }
+    const b = this.batch(batchSize);
     add(b.compute_input, inputNs);
     add(b.compute_infer, inferNs);
     add(b.compute_output, outputNs);
@@ -163,40 +165,25 @@ export class ModelStatistics {
    */
   absorb(s: AbsorbedStats): void {
     if (s.successCount > 0) {
-      this.success.count += s.successCount;
-      this.success.ns += s.successNs;
+      addMany(this.success, s.successCount, s.successNs);
       this.inferenceCount += s.inferenceCount;
     }
-    if (s.failCount > 0) {
-      this.fail.count += s.failCount;
-      this.fail.ns += s.failNs;
-    }
+    if (s.failCount > 0) addMany(this.fail, s.failCount, s.failNs);
     if (s.timedCount > 0) {
-      this.queue.count += s.timedCount;
-      this.queue.ns += s.queueNs;
-      this.computeInput.count += s.timedCount;
-      this.computeInput.ns += s.computeInputNs;
-      this.computeInfer.count += s.timedCount;
-      this.computeInfer.ns += s.computeInferNs;
-      this.computeOutput.count += s.timedCount;
-      this.computeOutput.ns += s.computeOutputNs;
+      addMany(this.queue, s.timedCount, s.queueNs);
+      addMany(this.computeInput, s.timedCount, s.computeInputNs);
+      addMany(this.computeInfer, s.timedCount, s.computeInferNs);
+      addMany(this.computeOutput, s.timedCount, s.computeOutputNs);
     }
     if (s.executionCount > 0) {
       this.executionCount += s.executionCount;
       this.lastInferenceMs = Math.max(this.lastInferenceMs, s.lastInferenceMs);
     }
     if (s.batch1Count > 0) {
-      let b = this.batches.get(1);
-      if (!b) {
-        b = { batch_size: 1, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
-        this.batches.set(1, b);
-      }
-      b.compute_input.count += s.batch1Count;
-      b.compute_input.ns += s.batch1InputNs;
-      b.compute_infer.count += s.batch1Count;
-      b.compute_infer.ns += s.batch1InferNs;
-      b.compute_output.count += s.batch1Count;
-      b.compute_output.ns += s.batch1OutputNs;
+      const b = this.batch(1);
+      addMany(b.compute_input, s.batch1Count, s.batch1InputNs);
+      addMany(b.compute_infer, s.batch1Count, s.batch1InferNs);
+      addMany(b.compute_output, s.batch1Count, s.batch1OutputNs);
     }
     const m = this.metrics;
     if (!m) return;
@@ -213,6 +200,16 @@ export class ModelStatistics {
       m.computeOutputDurationUs.inc(s.computeOutputNs / 1000);
     }
     if (s.executionCount > 0) m.execCount.inc(s.executionCount);
+  }
+
+  /** The batch statistic of `batchSize`, made empty on first use. */
+  private batch(batchSize: number): BatchStat {
+    let b = this.batches.get(batchSize);
+    if (!b) {
+      b = { batch_size: batchSize, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
+      this.batches.set(batchSize, b);
+    }
+    return b;
   }
 
   /** The JSON of one `model_stats` entry (spec §3.2). */

@@ -1,5 +1,5 @@
 /** Shared helpers for the native backend host tests (test/native). */
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
@@ -244,4 +244,29 @@ export function threadsNamed(prefix: string): number {
     }
   }
   return n;
+}
+
+/**
+ * The native models the native data path's conformance suites serve (test/frontend/{http,grpc}/
+ * data-path.test.ts), written into the repository at `path`: the identity and add_sub samples, and
+ * two warden_test_errors models whose Execute fails (`execute_fails`) or answers an error
+ * (`error_response`).
+ */
+export function writeDataPathModels(path: string): void {
+  for (const m of ['identity_native', 'add_sub_native']) {
+    mkdirSync(join(path, m, '1'), { recursive: true });
+    copyFileSync(join(MODEL_REPOSITORY, m, 'config.pbtxt'), join(path, m, 'config.pbtxt'));
+  }
+  const io = 'input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }\noutput { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }';
+  for (const [name, mode] of [
+    ['execute_fails', 'execute'],
+    ['error_response', 'error_response'],
+  ] as const) {
+    mkdirSync(join(path, name, '1'), { recursive: true });
+    copyFileSync(join(TEST_BACKEND_DIR, 'warden_test_errors', 'libtriton_warden_test_errors.so'), join(path, name, 'libtriton_warden_test_errors.so'));
+    writeFileSync(
+      join(path, name, 'config.pbtxt'),
+      `backend: "warden_test_errors"\nmax_batch_size: 0\n${io}\nparameters { key: "mode" value: { string_value: "${mode}" } }\n`,
+    );
+  }
 }

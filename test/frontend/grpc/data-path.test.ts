@@ -6,39 +6,19 @@
  * (`grpcForwarded`): a ModelInfer call outside the native rules, every other method, streams.
  * Statistics count natively served calls as the TypeScript path counts its own.
  */
-import { copyFileSync, cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../../host/src/server.js';
 import { startMatrixServer, useMatrixRepository } from '../../helpers/http-matrix.js';
-import { BACKEND_DIR, MODEL_REPOSITORY, TEST_BACKEND_DIR, requireNativeBuild } from '../../backends/native/helpers.js';
+import { BACKEND_DIR, requireNativeBuild, writeDataPathModels } from '../../backends/native/helpers.js';
 import { type TritonGrpcClient, tritonGrpcClient, unaryCall } from '../../helpers/grpc.js';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { startTestServer } from '../../helpers/servers.js';
 import { until } from '../../helpers/wait.js';
 
 const repoPath = useMatrixRepository();
-
-const ECHO_IO = `input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }`;
-
-/** Native models beside the matrix's JS ones: two samples and two backends that fail on purpose. */
-function addNativeModels(path: string): void {
-  for (const m of ['identity_native', 'add_sub_native']) {
-    mkdirSync(join(path, m, '1'), { recursive: true });
-    copyFileSync(join(MODEL_REPOSITORY, m, 'config.pbtxt'), join(path, m, 'config.pbtxt'));
-  }
-  for (const [name, mode] of [
-    ['execute_fails', 'execute'],
-    ['error_response', 'error_response'],
-  ]) {
-    mkdirSync(join(path, name!, '1'), { recursive: true });
-    const cfg = `backend: "warden_test_errors"\nmax_batch_size: 0\n${ECHO_IO}\nparameters { key: "mode" value: { string_value: "${mode}" } }\n`;
-    copyFileSync(join(TEST_BACKEND_DIR, 'warden_test_errors', 'libtriton_warden_test_errors.so'), join(path, name!, 'libtriton_warden_test_errors.so'));
-    writeFileSync(join(path, name!, 'config.pbtxt'), cfg);
-  }
-}
 
 const f32 = (v: number[]) => Buffer.from(new Float32Array(v).buffer);
 const i32 = (v: number[]) => Buffer.from(new Int32Array(v).buffer);
@@ -141,7 +121,7 @@ describe('the native data path serves gRPC as the TypeScript path does', () => {
   let jc: TritonGrpcClient;
   beforeAll(async () => {
     requireNativeBuild();
-    addNativeModels(repoPath());
+    writeDataPathModels(repoPath());
     const opts = { backendDirectory: BACKEND_DIR, metricsPort: 0, grpcPort: 0, modelControlMode: 'explicit', loadModels: ['*'] };
     [native, js] = await Promise.all([startMatrixServer(repoPath(), { ...opts, httpDataPath: 'native' }), startMatrixServer(repoPath(), opts)]);
     nc = tritonGrpcClient(native.grpcUrl!);

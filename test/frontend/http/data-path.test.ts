@@ -9,7 +9,7 @@
  * Models on Triton C-API backend instances and on the in-process ONNX Runtime engine's sessions
  * (which the data path runs itself) are both covered.
  */
-import { copyFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError, parseCli } from '../../../host/src/cli-options.js';
@@ -31,29 +31,9 @@ import {
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { startTestServer } from '../../helpers/servers.js';
 import { until } from '../../helpers/wait.js';
-import { BACKEND_DIR, MODEL_REPOSITORY, TEST_BACKEND_DIR, requireNativeBuild } from '../../backends/native/helpers.js';
+import { BACKEND_DIR, requireNativeBuild, writeDataPathModels } from '../../backends/native/helpers.js';
 
 const repoPath = useMatrixRepository();
-
-const ECHO_IO = `input { name: "INPUT0" data_type: TYPE_INT32 dims: [ -1 ] }
-output { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ -1 ] }`;
-
-/** Native models beside the matrix's JS ones: two samples and two backends that fail on purpose. */
-function addNativeModels(path: string): void {
-  for (const m of ['identity_native', 'add_sub_native']) {
-    mkdirSync(join(path, m, '1'), { recursive: true });
-    copyFileSync(join(MODEL_REPOSITORY, m, 'config.pbtxt'), join(path, m, 'config.pbtxt'));
-  }
-  for (const [name, mode] of [
-    ['execute_fails', 'execute'],
-    ['error_response', 'error_response'],
-  ]) {
-    mkdirSync(join(path, name!, '1'), { recursive: true });
-    const cfg = `backend: "warden_test_errors"\nmax_batch_size: 0\n${ECHO_IO}\nparameters { key: "mode" value: { string_value: "${mode}" } }\n`;
-    copyFileSync(join(TEST_BACKEND_DIR, 'warden_test_errors', 'libtriton_warden_test_errors.so'), join(path, name!, 'libtriton_warden_test_errors.so'));
-    writeFileSync(join(path, name!, 'config.pbtxt'), cfg);
-  }
-}
 
 /** Status line and header set (lower-case names, sorted; `Date` and hop-by-hop headers left out). */
 function canon(r: RawResponse): { head: string; body: string } {
@@ -237,7 +217,7 @@ describe('the native data path answers as the TypeScript path does', () => {
   let js: RunningServer;
   beforeAll(async () => {
     requireNativeBuild();
-    addNativeModels(repoPath());
+    writeDataPathModels(repoPath());
     const opts = { backendDirectory: BACKEND_DIR, metricsPort: 0, modelControlMode: 'explicit', loadModels: ['*'] };
     [native, js] = await Promise.all([startMatrixServer(repoPath(), { ...opts, httpDataPath: 'native' }), startMatrixServer(repoPath(), opts)]);
     // the matrix's `simple` is ONNX Runtime's: published once its engine session is open

@@ -131,22 +131,12 @@ pub struct HostError {
 impl HostApi {
     /// Reads an owned `TRITONSERVER_Error*` and frees it; None for NULL.
     pub fn take_error(&self, e: *mut Opaque) -> Option<HostError> {
-        if e.is_null() {
-            return None;
-        }
-        let code = (self.error_code)(e);
-        let msg = (self.error_message)(e);
-        let message = if msg.is_null() {
-            String::new()
-        } else {
-            // SAFETY: the host returns a NUL-terminated message owned by `e`, alive until the delete below.
-            unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned()
-        };
+        let read = self.read_error(e)?;
         (self.error_delete)(e);
-        Some(HostError { code, message })
+        Some(read)
     }
 
-    /// Reads an error the response owns (not freed); None for NULL.
+    /// Reads an error without freeing it (one a response owns); None for NULL.
     pub fn read_error(&self, e: *mut Opaque) -> Option<HostError> {
         if e.is_null() {
             return None;
@@ -156,7 +146,8 @@ impl HostApi {
         let message = if msg.is_null() {
             String::new()
         } else {
-            // SAFETY: as in take_error; `e` belongs to a response that outlives this call.
+            // SAFETY: the host returns a NUL-terminated message owned by `e`, alive until `e` is
+            // deleted: by take_error after this copy, or by the response that owns it.
             unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned()
         };
         Some(HostError { code, message })
