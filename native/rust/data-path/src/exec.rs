@@ -168,8 +168,6 @@ pub fn submit(
         }
         shapes.push(std::mem::take(&mut t.shape));
     }
-    let names: Vec<CString> =
-        req.inputs.iter().map(|t| CString::new(route.inputs[t.index].name.as_str()).unwrap_or_default()).collect();
     let mut descs = Vec::with_capacity(req.inputs.len());
     for (k, t) in req.inputs.iter().enumerate() {
         let (ptr, len) = match &ranges[k] {
@@ -177,7 +175,7 @@ pub fn submit(
             (_, Some(r)) => (body[r.clone()].as_ptr(), r.len()),
         };
         descs.push(InputDesc {
-            name: names[k].as_ptr(),
+            name: route.inputs[t.index].c_name.as_ptr(),
             datatype: route.inputs[t.index].datatype,
             shape: shapes[k].as_ptr(),
             dims_count: shapes[k].len() as u32,
@@ -185,16 +183,11 @@ pub fn submit(
             byte_size: len as u64,
         });
     }
-    let requested: Vec<CString> = if req.formats.requested.is_empty() {
-        route.outputs.iter().map(|o| CString::new(o.as_str()).unwrap_or_default()).collect()
+    let requested_ptrs: Vec<*const std::ffi::c_char> = if req.formats.requested.is_empty() {
+        route.output_c_names.iter().map(|c| c.as_ptr()).collect()
     } else {
-        req.formats
-            .requested
-            .iter()
-            .map(|(i, _)| CString::new(route.outputs[*i].as_str()).unwrap_or_default())
-            .collect()
+        req.formats.requested.iter().map(|(i, _)| route.output_c_names[*i].as_ptr()).collect()
     };
-    let requested_ptrs: Vec<*const std::ffi::c_char> = requested.iter().map(|c| c.as_ptr()).collect();
     let id = CString::new(req.id.as_str()).unwrap_or_default();
     let pending = Arc::new(Pending {
         api: *api,

@@ -7,6 +7,7 @@ use crate::host::Opaque;
 use crate::stats::RouteStats;
 use serde::Deserialize;
 use std::collections::HashMap;
+use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -68,8 +69,15 @@ pub struct RouteSpec {
 #[derive(Debug)]
 pub struct Input {
     pub name: String,
+    /// `name` as the C string a request descriptor points at (made once, at publish).
+    pub c_name: CString,
     pub datatype: u32,
     pub dims: Vec<i64>,
+}
+
+/// A tensor name as a C string; a name holding a NUL is refused (a config cannot name one).
+fn c_string(name: &str) -> Result<CString, String> {
+    CString::new(name).map_err(|_| format!("tensor name '{}' holds a NUL", name.replace('\0', "\\0")))
 }
 
 /// A native model instance (`TRITONBACKEND_ModelInstance*`) lent by the control plane until unpublish drains.
@@ -91,6 +99,8 @@ pub struct Route {
     pub max_batch_size: i64,
     pub inputs: Vec<Input>,
     pub outputs: Vec<String>,
+    /// `outputs` as the C strings a request's requested outputs point at (made once, at publish).
+    pub output_c_names: Vec<CString>,
     /// Each output's dims (same order as `outputs`).
     pub output_dims: Vec<Vec<i64>>,
     pub instances: Vec<Instance>,
@@ -129,8 +139,10 @@ impl Route {
         for i in spec.inputs {
             let datatype = datatype_of(&i.datatype)
                 .ok_or_else(|| format!("input '{}': datatype {} is not served natively", i.name, i.datatype))?;
-            inputs.push(Input { name: i.name, datatype, dims: i.dims });
+            let c_name = c_string(&i.name)?;
+            inputs.push(Input { name: i.name, c_name, datatype, dims: i.dims });
         }
+        let output_c_names = spec.outputs.iter().map(|o| c_string(&o.name)).collect::<Result<_, _>>()?;
         Ok(Route {
             version_text: spec.version.to_string(),
             name: spec.name,
@@ -139,6 +151,7 @@ impl Route {
             inputs,
             output_dims: spec.outputs.iter().map(|o| o.dims.clone()).collect(),
             outputs: spec.outputs.into_iter().map(|o| o.name).collect(),
+            output_c_names,
             instances,
             ort,
             next: AtomicUsize::new(0),
