@@ -514,6 +514,25 @@ describe('which namespace holds a blob (uploads by digest, docs/tenancy.md "Uplo
     await expect(store.stage(m2, new Map(), {}, { blobs: new Map([['1/model.wasm', held!]]) })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
+  it("a load of many files reads the tenant's own files once, not once per file (one tenant cannot multiply the store's work by its file count)", async () => {
+    const store = new UploadStore({ root: join(parent(), 'store') });
+    const g = await store.stage(ACME, files({ '1/a': 'held a', '1/b': 'held b' }), {});
+    await store.publish(ACME, g.generation, {});
+    const walks: string[] = [];
+    const holdings = store.holdings.bind(store);
+    store.holdings = (namespace: string) => (walks.push(namespace), holdings(namespace));
+    const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`1/f${i}`, `file ${i}`]));
+    const g2 = await store.stage({ namespace: 'acme', name: 'm2' }, files({ ...many, '1/again': 'held a' }), {});
+    expect(g2.digests?.size).toBe(41);
+    expect(walks).toEqual(['acme']);
+    // one reading answers for every digest, own and not
+    const h = await holdings('acme');
+    expect(await h.holds(sha('held a'))).toBe(true);
+    expect(await h.holds(sha('file 7'))).toBe(true); // staged above, not yet published: a generation being staged counts
+    expect(await h.holds(sha('never uploaded'))).toBe(false);
+    expect(await (await holdings('bob')).holds(sha('held a'))).toBe(false);
+  });
+
   it('heldBlob: a blob changed in place counts as gone, also after an earlier verification was remembered', async () => {
     const store = new UploadStore({ root: join(parent(), 'store') });
     const g = await store.stage(ACME, files({ '1/model.wasm': 'original bytes' }), {});

@@ -176,6 +176,8 @@ export class UploadSource implements ModelSource {
     const store = this.storeRef;
     const shared = key.namespace === '' ? undefined : this.opts.shared;
     const held = shared ? await shared.heldDigests(key.namespace, this.opts.tenants?.().get(key.namespace)) : undefined;
+    // the caller's own files, read once for every digest of the load
+    const holdings = shared ? undefined : await store.holdings(key.namespace);
     const files: FileOverrides = new Map();
     const blobs = new Map<string, HeldBlob>();
     for (const [path, sha256] of digests) {
@@ -190,7 +192,7 @@ export class UploadSource implements ModelSource {
           }
         }
       } else {
-        blob = await store.heldBlob(key.namespace, sha256);
+        blob = await store.heldBlob(holdings, sha256);
       }
       if (!blob) throw fileDigestUnknown(key.name, JSON.stringify(path), sha256);
       blobs.set(path, blob);

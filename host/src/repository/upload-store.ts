@@ -46,9 +46,16 @@ import { TritonError } from '../contract/errors.js';
 import * as err from './upload-store.errors.js';
 import type { ModelKey } from '../contract/types.js';
 import type { FileOverrides, HeldBlob } from './overrides.js';
+
 import { BLOB_ALGORITHM_DIR, BLOBS_DIR, UploadBlobs } from './upload-blobs.js';
 import { sha256Of } from '../contract/content-digest.js';
 import { TENANT_ID_RE } from '../contract/names.js';
+
+/** A namespace's stored files, read once ({@link UploadStore.holdings}). */
+export interface BlobHoldings {
+  /** Whether one of those files is a hard link to the blob of `sha256` (lowercase hex). */
+  holds(sha256: string): Promise<boolean>;
+}
 
 /** Directory of the operator's namespace `''` (single-user mode); its uploads are ephemeral. */
 export const OPERATOR_DIR = '.operator';
@@ -271,6 +278,7 @@ export class UploadStore {
       const dirs = [staged];
       const made = new Set<string>();
       const digests = new Map<string, string>();
+      let holdings: BlobHoldings | undefined;
       for (const [rel, data] of entries) {
         const parts = rel.split('/');
         let dir = staged;
@@ -290,8 +298,9 @@ export class UploadStore {
           await this.step('file', { ...info, file: rel });
           continue;
         }
-        // the operator's namespace (single-user mode, or an admin) holds every blob
-        const own = key.namespace === '' || (await this.holdsBlob(key.namespace, await sha256Of(data)));
+        // the operator's namespace (single-user mode, or an admin) holds every blob; a tenant's
+        // own files are read once for the whole load
+        const own = key.namespace === '' || (await (holdings ??= await this.holdings(key.namespace)).holds(await sha256Of(data)));
         const { hash } = await this.blobs.place(dest, data, own);
         digests.set(rel, hash);
         await this.step('file', { ...info, file: rel });
@@ -365,47 +374,61 @@ export class UploadStore {
   }
 
   /**
-   * Whether `namespace`'s own stored files include the blob of `sha256`: a file of one of its
-   * models' generations (committed, serving or being staged) is a hard link to that blob. The
-   * operator's namespace `''` holds every blob. Other tenants' files are never looked at, so the
-   * answer does not depend on them (docs/tenancy.md "Uploads by digest").
+   * What `namespace`'s own stored files hold, read once: every plain file of its models'
+   * generations (committed, serving or being staged), by identity; {@link BlobHoldings.holds} then
+   * answers whether one of them is a hard link to the blob of a digest. The operator's namespace
+   * `''` holds every blob. Other tenants' files are never looked at, so no answer depends on them,
+   * and the namespace is walked whatever is asked afterwards (the same work either way;
+   * docs/tenancy.md "Uploads by digest"). One walk serves every file of a load, so a load naming
+   * many files costs one walk of the caller's own files, not one per file.
    * @throws TritonError INVALID_ARG for a namespace that is not a tenant id
    */
-  async holdsBlob(namespace: string, sha256: string): Promise<boolean> {
+  async holdings(namespace: string): Promise<BlobHoldings> {
     const nsDir = namespaceDir(namespace);
-    const found = await this.blobs.find(sha256);
-    if (namespace === '') return found !== undefined;
-    // the namespace's files are walked whether the blob exists or not (the same work either way)
-    const blob = found ?? { dev: -1, ino: -1 };
-    const linksBlob = async (dir: string, depth: number): Promise<boolean> => {
+    if (namespace === '') return { holds: async (sha256) => (await this.blobs.find(sha256)) !== undefined };
+    const files = new Set<string>();
+    const walk = async (dir: string, depth: number): Promise<void> => {
       for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
         if (!isPlainName(e.name)) continue;
         const p = join(dir, e.name);
-        if (e.isDirectory() && depth < MAX_WALK_DEPTH) {
-          if (await linksBlob(p, depth + 1)) return true;
-        } else if (e.isFile()) {
+        if (e.isDirectory() && depth < MAX_WALK_DEPTH) await walk(p, depth + 1);
+        else if (e.isFile()) {
           const st = await lstat(p).catch(() => undefined);
-          if (st?.isFile() && st.ino === blob.ino && st.dev === blob.dev) return true;
+          if (st?.isFile()) files.add(`${st.dev}:${st.ino}`);
         }
       }
-      return false;
     };
     for (const m of await readdir(this.path(nsDir), { withFileTypes: true }).catch(() => [])) {
       if (!m.isDirectory() || !isPlainName(m.name)) continue;
       for (const g of await readdir(this.path(nsDir, m.name), { withFileTypes: true }).catch(() => [])) {
-        if (g.isDirectory() && GENERATION.test(g.name) && (await linksBlob(this.path(nsDir, m.name, g.name), 0))) return found !== undefined;
+        if (g.isDirectory() && GENERATION.test(g.name)) await walk(this.path(nsDir, m.name, g.name), 0);
       }
     }
-    return false;
+    return {
+      holds: async (sha256) => {
+        const found = await this.blobs.find(sha256);
+        return found !== undefined && files.has(`${found.dev}:${found.ino}`);
+      },
+    };
+  }
+
+  /**
+   * Whether `namespace`'s own stored files include the blob of `sha256` ({@link holdings}, for one digest).
+   * @throws TritonError INVALID_ARG for a namespace that is not a tenant id
+   */
+  async holdsBlob(namespace: string, sha256: string): Promise<boolean> {
+    return (await this.holdings(namespace)).holds(sha256);
   }
 
   /**
    * The blob of `sha256`, verified to hash to its name (./upload-blobs.ts `verify`), when
-   * `namespace` holds it ({@link holdsBlob}); `namespace` undefined: the caller decided that the
-   * caller may name it (the shared store's pointers). Undefined when it is not held, gone or changed.
+   * `holder` holds it: a namespace ({@link holdsBlob}) or its {@link holdings} read once for a
+   * whole load; `holder` undefined: the caller decided that the caller may name it (the shared
+   * store's pointers). Undefined when it is not held, gone or changed.
    */
-  async heldBlob(namespace: string | undefined, sha256: string): Promise<HeldBlob | undefined> {
-    if (namespace !== undefined && !(await this.holdsBlob(namespace, sha256))) return undefined;
+  async heldBlob(holder: string | BlobHoldings | undefined, sha256: string): Promise<HeldBlob | undefined> {
+    const holdings = typeof holder === 'string' ? await this.holdings(holder) : holder;
+    if (holdings && !(await holdings.holds(sha256))) return undefined;
     return this.blobs.verify(sha256);
   }
 
