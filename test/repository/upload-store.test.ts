@@ -546,6 +546,30 @@ describe('which namespace holds a blob (uploads by digest, docs/tenancy.md "Uplo
     expect(await store.heldBlob('acme', sha('original bytes'))).toBeUndefined();
   });
 
+  it("a sweep while an upload writes its blob leaves the write's temp file alone (another model's unload may sweep at any moment)", async () => {
+    const dir = join(parent(), 'blobs-race');
+    const blobs = new UploadBlobs(dir, async () => undefined);
+    await blobs.place(join(dir, '..', 'first'), new Uint8Array(Buffer.from('makes the folder')), false);
+    // the sweep runs right after the temp file is written, before it becomes the blob
+    const internals = blobs as unknown as { writeTemp(data: Uint8Array): Promise<string> };
+    const writeTemp = internals.writeTemp.bind(blobs);
+    const swept: string[][] = [];
+    internals.writeTemp = async (data) => {
+      const tmp = await writeTemp(data);
+      swept.push(await blobs.sweep());
+      return tmp;
+    };
+    for (const own of [false, true]) {
+      const r = await blobs.place(join(dir, '..', `dest-${own}`), new Uint8Array(Buffer.from(`new bytes ${own}`)), own);
+      expect(r.written).toBe(true);
+      expect(readFileSync(join(dir, '..', `dest-${own}`), 'utf8')).toBe(`new bytes ${own}`);
+    }
+    expect(swept).toEqual([[], []]);
+    // a temp file nobody writes (a crash's leftover) is still swept
+    writeFileSync(join(dir, '.tmp-0123456789abcdef'), 'left by a crash');
+    expect(await blobs.sweep()).toEqual(['.tmp-0123456789abcdef']);
+  });
+
   it("bytes only another tenant holds cost the same writes and fsyncs as new bytes, and are still stored once; a tenant's own known bytes write nothing", async () => {
     const dir = join(parent(), 'blobs');
     let fsyncs = 0;

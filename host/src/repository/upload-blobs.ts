@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import type { HeldBlob } from './overrides.js';
 import { sha256Of } from '../contract/content-digest.js';
 import { link, lstat, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 
 /** The blobs' folder under the store root, and its algorithm subfolder. */
 export const BLOBS_DIR = '.blobs';
@@ -36,6 +36,8 @@ export class UploadBlobs {
   private ready: Promise<void> | undefined;
   /** Blobs verified by hashing, by digest: the (dev, ino, size, mtime) they had then ({@link verify}). */
   private readonly verified = new Map<string, string>();
+  /** Temp files this process is writing now: not a crash's leftovers, so {@link sweep} leaves them. */
+  private readonly writing = new Set<string>();
 
   /**
    * @param dir `<root>/.blobs/sha256`
@@ -98,6 +100,8 @@ export class UploadBlobs {
     } catch (e) {
       await unlink(tmp).catch(() => undefined);
       throw e;
+    } finally {
+      this.writing.delete(basename(tmp));
     }
   }
 
@@ -158,7 +162,9 @@ export class UploadBlobs {
   }
 
   /**
-   * Removes blobs no generation links (link count 1) and temp files left by a crash.
+   * Removes blobs no generation links (link count 1) and temp files left by a crash — not those a
+   * write in progress holds: a sweep after one model's unload may run while another model's
+   * upload writes its blobs.
    * @returns the names removed
    */
   async sweep(): Promise<string[]> {
@@ -167,6 +173,7 @@ export class UploadBlobs {
       if (!e.isFile()) continue;
       const p = join(this.dir, e.name);
       if (BLOB_TMP.test(e.name)) {
+        if (this.writing.has(e.name)) continue;
         await unlink(p).catch(() => undefined);
         removed.push(e.name);
       } else if (BLOB.test(e.name)) {
@@ -189,20 +196,31 @@ export class UploadBlobs {
     } catch (e) {
       await unlink(tmp).catch(() => undefined);
       throw e;
+    } finally {
+      this.writing.delete(basename(tmp));
     }
     await this.fsyncDir(this.dir);
   }
 
   /** Writes `data` to a new temp file of the blob folder, fsynced; @returns its path */
   private async writeTemp(data: Uint8Array): Promise<string> {
-    const tmp = join(this.dir, `.tmp-${randomBytes(8).toString('hex')}`);
-    const fh = await open(tmp, 'wx', 0o444);
+    const name = `.tmp-${randomBytes(8).toString('hex')}`;
+    const tmp = join(this.dir, name);
+    this.writing.add(name);
+    let fh;
+    try {
+      fh = await open(tmp, 'wx', 0o444);
+    } catch (e) {
+      this.writing.delete(name);
+      throw e;
+    }
     try {
       await fh.writeFile(data);
       await fh.sync();
     } catch (e) {
       await fh.close();
       await unlink(tmp).catch(() => undefined);
+      this.writing.delete(name);
       throw e;
     }
     await fh.close();
