@@ -325,6 +325,7 @@ async function startDataPath(
       maxBodyBytes: maxInputSize,
       headerTimeoutMs: settings.headersTimeout,
       bodyTimeoutMs: settings.requestTimeout,
+      maxJsonOutputBytes: (opts.httpLimits ?? DEFAULT_HTTP_LIMITS).maxJsonOutputBytes ?? DEFAULT_HTTP_LIMITS.maxJsonOutputBytes,
     },
     frontend.nativeErrorAnswer,
     logger.child({ component: 'data-path' }),

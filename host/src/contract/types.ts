@@ -398,6 +398,16 @@ export interface BackendModelInstance {
    * path"); resolves undefined when the instance does not run on the engine, or once it cannot serve.
    */
   ortSession?(): Promise<object | undefined>;
+  /**
+   * The wasmtime engine's handle of the sandbox thread serving this instance now (platform/addon.ts
+   * `WasmtimeNative` instance external) and its execute deadline (ms), for the native data path to
+   * queue requests on that thread itself (DESIGN "The native data path"); undefined when the
+   * instance is not a wasmtime sandbox, or while no thread serves it steadily: starting,
+   * restarting after a failed respawn, under the idle policy, finalized.
+   */
+  wasmtimeThread?(): { handle: object; executeMs: number } | undefined;
+  /** Calls `listener` whenever {@link wasmtimeThread}'s answer may have changed. */
+  onWasmtimeThreadChange?(listener: () => void): void;
 }
 
 /** A loaded model version inside a backend. */

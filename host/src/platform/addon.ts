@@ -252,6 +252,8 @@ export interface DataPathOptions {
   maxBodyBytes: number;
   headerTimeoutMs: number;
   bodyTimeoutMs: number;
+  /** Bound of the JSON text of a response's tensors (`--http-max-json-output-bytes`). */
+  maxJsonOutputBytes: number;
 }
 
 /** The data path's counters (requests since start; connections now). */
@@ -295,6 +297,13 @@ export interface DataPathBinding {
    * @throws Error (INVALID_ARG) for a malformed spec or a tensor a session lacks; Error for a closed session
    */
   publishOrt(server: DataPathServer, spec: string, sessions: object[]): DataPathRoute;
+  /**
+   * Publishes a route served by wasmtime sandboxes: the data path queues each request on one of
+   * `instances`' threads (the `wasmtime` binding's instance externals) itself; `executeMs` is
+   * their execute deadline (for its error text).
+   * @throws Error (INVALID_ARG) for a malformed spec
+   */
+  publishWasm(server: DataPathServer, spec: string, instances: object[], executeMs: number): DataPathRoute;
   unpublish(server: DataPathServer, route: DataPathRoute): void;
   /** Requests of the route submitted and not yet answered and released. */
   inflight(route: DataPathRoute): number;

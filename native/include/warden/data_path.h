@@ -9,6 +9,7 @@
 #include "warden/engine_error.h"
 #include "warden/host.h"
 #include "warden/ort_engine.h"
+#include "warden/wasmtime_engine.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +38,7 @@ typedef struct WdServerOptions {
   uint64_t max_body_bytes;              /* bodies read here; longer ones stream to the control plane */
   uint64_t header_timeout_ms;
   uint64_t body_timeout_ms;
+  uint64_t max_json_output_bytes; /* bound of a response's JSON tensor text (--http-max-json-output-bytes) */
 } WdServerOptions;
 
 /* Statistics of one route since the last take (ns; see data-path/src/stats.rs). */
@@ -73,6 +75,14 @@ WardenError* wd_server_publish(const WdServer* server, const uint8_t* spec, size
  * datatype. The sessions are lent as the instances of wd_server_publish. */
 WardenError* wd_server_publish_ort(const WdServer* server, const uint8_t* spec, size_t spec_len,
                                    const WoSession* const* sessions, size_t count, WdRoute** out);
+/* Publishes a route served by wasmtime sandboxes (warden/wasmtime_engine.h): the data path queues
+ * each request on one of the `count` instances' threads itself and answers it from what the guest
+ * returns or sends; `execute_ms` is the instances' execute deadline (for its error text). The
+ * instances are read during the call only: the route keeps handles on their threads that do not
+ * keep them alive (a request for a thread that ended fails as the sandbox's). */
+WardenError* wd_server_publish_wasm(const WdServer* server, const uint8_t* spec, size_t spec_len,
+                                    const WwInstance* const* instances, size_t count, uint64_t execute_ms,
+                                    WdRoute** out);
 void wd_server_unpublish(const WdServer* server, const WdRoute* route);
 uint64_t wd_route_inflight(const WdRoute* route);
 void wd_route_take_stats(const WdRoute* route, WdRouteStats* out);

@@ -2,7 +2,7 @@
  * Test helpers for the sandboxed backend: the engines to run the sandbox suites on, normalised
  * configs, requests, recording senders, loading a component through WasmBackendResolver.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -243,4 +243,35 @@ export function wasmServer(prefix: string, fill: (repo: string) => Partial<Serve
       return server.httpUrl;
     },
   };
+}
+
+/**
+ * The wasmtime models of the native data path's conformance suites (HTTP and gRPC): the
+ * hostile.c fixture each runs, its config's extra lines and max_batch_size.
+ */
+export const DATA_PATH_GUESTS: Record<string, { fixture: string; extra?: string; batch?: number }> = {
+  identity_c: { fixture: 'identity' },
+  identity_c_batched: { fixture: 'identity', batch: 8 },
+  trap_c: { fixture: 'trap_execute' },
+  loop_c: { fixture: 'loop_execute', extra: 'parameters { key: "execute_timeout_ms" value { string_value: "40" } }' },
+  wrong_dtype_c: { fixture: 'wrong_dtype' },
+  wrong_name_c: { fixture: 'wrong_name' },
+  send_after_c: { fixture: 'send_after' },
+  echo_meta_c: { fixture: 'echo_meta' },
+};
+
+/** Writes {@link DATA_PATH_GUESTS} and the add_sub_wasm sample into `repo` (FP32 [-1] in and out). */
+export function writeDataPathWasmModels(repo: string): void {
+  for (const [name, g] of Object.entries(DATA_PATH_GUESTS)) {
+    mkdirSync(join(repo, name, '1'), { recursive: true });
+    copyFileSync(join(FIXTURES, 'build', `${g.fixture}.wasm`), join(repo, name, '1', 'model.wasm'));
+    writeFileSync(
+      join(repo, name, 'config.pbtxt'),
+      `name: "${name}"\nbackend: "wasm"\nmax_batch_size: ${g.batch ?? 0}\n` +
+        'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n' +
+        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n' +
+        `instance_group [ { kind: KIND_CPU count: 1 } ]\n${g.extra ?? ''}\n`,
+    );
+  }
+  cpSync(join(REPO, 'add_sub_wasm'), join(repo, 'add_sub_wasm'), { recursive: true });
 }

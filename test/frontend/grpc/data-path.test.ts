@@ -17,6 +17,7 @@ import { type TritonGrpcClient, tritonGrpcClient, unaryCall } from '../../helper
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { startTestServer } from '../../helpers/servers.js';
 import { until } from '../../helpers/wait.js';
+import { ensureBuilt, newResolver, writeDataPathWasmModels } from '../../backends/wasm/helpers.js';
 
 const repoPath = useMatrixRepository();
 
@@ -286,5 +287,58 @@ describe('an ONNX Runtime model on the native data path serves gRPC as the TypeS
       ['OUTPUT0', 'INT32'],
     ]);
     expect(ints(a.res.raw_output_contents[0])).toEqual(Array.from({ length: 16 }, (_, i) => i - 3));
+  });
+});
+
+describe('wasmtime sandboxes on the native data path serve gRPC as the TypeScript path does', () => {
+  let repo: TempRepo;
+  let native: RunningServer;
+  let js: RunningServer;
+  let nc: TritonGrpcClient;
+  let jc: TritonGrpcClient;
+  beforeAll(async () => {
+    await ensureBuilt();
+    repo = tempRepo();
+    writeDataPathWasmModels(repo.path);
+    // each server its own engine (and sandbox memory budget)
+    const opts = () => ({ backendResolvers: [newResolver('wasmtime')], grpcPort: 0, modelControlMode: 'explicit' as const, loadModels: ['*'] });
+    [native, js] = await Promise.all([startTestServer(repo, { ...opts(), httpDataPath: 'native' }), startTestServer(repo, opts())]);
+    nc = tritonGrpcClient(native.grpcUrl!);
+    jc = tritonGrpcClient(js.grpcUrl!);
+  }, 120_000);
+  afterAll(async () => {
+    nc?.close();
+    jc?.close();
+    await Promise.all([native?.stop(), js?.stop()]);
+    repo?.cleanup();
+  });
+
+  const call = (model: string, values: number[], extra: Record<string, unknown> = {}) => identity(values, { model_name: model, ...extra });
+  const wasmCases: Case[] = [
+    { name: 'C guest identity', request: call('identity_c', [1, -2.5]), how: 'served', code: 0 },
+    { name: 'TypeScript guest add_sub, OUTPUT1 only', request: addSub({ model_name: 'add_sub_wasm', outputs: [{ name: 'OUTPUT1' }] }), how: 'served', code: 0 },
+    { name: 'a guest that traps', request: call('trap_c', [1]), how: 'served', code: 13, details: 'trapped' },
+    { name: 'a guest past its deadline', request: call('loop_c', [1]), how: 'served', code: 14, details: 'deadline' },
+    { name: 'an output the config does not name', request: call('wrong_name_c', [1]), how: 'served', code: 13, details: 'NOT_IN_CONFIG' },
+    { name: 'response parameters', request: call('echo_meta_c', [3], { id: 'meta' }), how: 'served', code: 0 },
+  ];
+  for (const c of wasmCases) {
+    it(`${c.name}: identical outcome, ${c.how}`, async () => {
+      const before = native.dataPath!.counters().grpcServed;
+      const a = outcome(await unaryCall(nc, 'ModelInfer', c.request));
+      const served = native.dataPath!.counters().grpcServed - before;
+      const b = outcome(await unaryCall(jc, 'ModelInfer', c.request));
+      expect(a).toEqual(b);
+      expect((a as { code: number }).code).toBe(c.code);
+      if (c.details !== undefined) expect((a as { details: string }).details).toContain(c.details);
+      expect(served).toBe(c.how === 'served' ? 1 : 0);
+    });
+  }
+
+  it('response parameters arrive as the TypeScript path types them', async () => {
+    const r = await unaryCall(nc, 'ModelInfer', call('echo_meta_c', [3], { id: 'meta' }));
+    expect(r.err).toBeUndefined();
+    expect(r.res.parameters.echo_id).toMatchObject({ string_param: 'meta' });
+    expect(r.res.parameters.echo_batch_size).toMatchObject({ int64_param: expect.anything() });
   });
 });

@@ -18,7 +18,6 @@ import {
   INPUT0,
   INPUT1,
   JSON_TYPE,
-  type RawResponse,
   exchange,
   matrix,
   portOf,
@@ -32,21 +31,9 @@ import { PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { startTestServer } from '../../helpers/servers.js';
 import { until } from '../../helpers/wait.js';
 import { BACKEND_DIR, requireNativeBuild, writeDataPathModels } from '../../backends/native/helpers.js';
+import { type NativeCase, canon, compareCases } from '../../helpers/data-path-compare.js';
 
 const repoPath = useMatrixRepository();
-
-/** Status line and header set (lower-case names, sorted; `Date` and hop-by-hop headers left out). */
-function canon(r: RawResponse): { head: string; body: string } {
-  const [status, ...lines] = r.head.split('\r\n');
-  const headers = lines
-    .map((l) => {
-      const i = l.indexOf(':');
-      return `${l.slice(0, i).toLowerCase()}:${l.slice(i + 1).trim()}`;
-    })
-    .filter((l) => !/^(date|connection|keep-alive|transfer-encoding):/.test(l))
-    .sort();
-  return { head: [status, ...headers].join('\n'), body: r.body.toString('base64') };
-}
 
 const id = (data: number[], extra: object = {}) => JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [data.length], data }], ...extra });
 const addSub = (extra: object = {}) =>
@@ -66,15 +53,6 @@ function binaryIdentity(values: number[], extra: object = {}): { body: Buffer; h
     body: Buffer.concat([header, Buffer.from(new Float32Array(values).buffer)]),
     headers: { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(header.length) },
   };
-}
-
-/** A request to a native model and how the data path handles it. */
-interface NativeCase {
-  name: string;
-  bytes: Buffer;
-  /** served: answered natively; replayed: read, then answered by the TypeScript path; forwarded: never read. */
-  how: 'served' | 'replayed' | 'forwarded';
-  status: number;
 }
 
 function nativeMatrix(): NativeCase[] {
@@ -177,31 +155,6 @@ function nativeMatrix(): NativeCase[] {
     },
     { name: 'metadata', bytes: raw('GET', '/v2/models/identity_native'), how: 'forwarded', status: 200 },
   ];
-}
-
-/**
- * One test per case: the same raw request to the server with the native data path and to the one
- * without gives the same answer (status line, header set, body), with the status the case expects,
- * and the data path's counters show it handled the case as `how` says.
- */
-function compareCases(cases: () => NativeCase[], servers: () => [RunningServer, RunningServer]): void {
-  for (const c of cases()) {
-    it(`${c.name}: identical answer, ${c.how}`, async () => {
-      const [native, js] = servers();
-      const before = native.dataPath!.counters();
-      const [a] = await exchange(portOf(native), c.bytes);
-      const after = native.dataPath!.counters();
-      const [b] = await exchange(portOf(js), c.bytes);
-      expect(a, 'an answer from the native data path').toBeDefined();
-      expect(canon(a!)).toEqual(canon(b!));
-      expect(Number(/^HTTP\/1\.1 (\d+)/.exec(a!.head)![1])).toBe(c.status);
-      expect({ served: after.served - before.served, replayed: after.replayed - before.replayed, forwarded: after.forwarded - before.forwarded }).toEqual({
-        served: c.how === 'served' ? 1 : 0,
-        replayed: c.how === 'replayed' ? 1 : 0,
-        forwarded: c.how === 'forwarded' ? 1 : 0,
-      });
-    });
-  }
 }
 
 describe('--http-data-path', () => {

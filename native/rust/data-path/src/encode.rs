@@ -43,7 +43,7 @@ pub fn json_string(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Appends a double as ECMAScript's Number::toString prints it (NaN and ±Infinity as those tokens).
-fn number(out: &mut Vec<u8>, buf: &mut ryu_js::Buffer, v: f64) {
+pub fn number(out: &mut Vec<u8>, buf: &mut ryu_js::Buffer, v: f64) {
     out.extend_from_slice(buf.format(v).as_bytes());
 }
 
@@ -92,9 +92,50 @@ mod itoa_buf {
     }
 }
 
-/// Encodes a response for `/infer`.
+/// Longest text one element of a fixed-size datatype prints as (host/src/tensor/json.ts
+/// MAX_ELEMENT_TEXT); 0 for the others.
+fn max_element_text(datatype: u32) -> u128 {
+    match datatype {
+        1 => 6,                  // BOOL
+        2 => 4,                  // UINT8
+        3 => 6,                  // UINT16
+        4 => 11,                 // UINT32
+        5 | 9 => 21,             // UINT64, INT64
+        6 => 5,                  // INT8
+        7 => 7,                  // INT16
+        8 => 12,                 // INT32
+        10 | 11 | 12 | 14 => 26, // FP16, FP32, FP64, BF16
+        _ => 0,
+    }
+}
+
+/// The most bytes the outputs printed as JSON may take (host/src/tensor/json.ts jsonTextMaxBytes,
+/// summed as infer-response.ts checkJsonOutputSize sums it) and the name of the largest, or None
+/// when every output is binary.
+pub fn json_text_bound<'a>(outputs: &[OutputView<'a>]) -> Option<(u128, &'a str)> {
+    let mut total = 0u128;
+    let mut largest: Option<(u128, &'a str)> = None;
+    for o in outputs.iter().filter(|o| !o.binary) {
+        let size = element_size(o.datatype).max(1);
+        let bytes = 2 + (o.data.len().div_ceil(size) as u128) * max_element_text(o.datatype);
+        total += bytes;
+        if largest.is_none_or(|(b, _)| bytes > b) {
+            largest = Some((bytes, o.name));
+        }
+    }
+    largest.map(|(_, name)| (total, name))
+}
+
+/// Encodes a response for `/infer`; `parameters`, when given, is the response's `parameters`
+/// member as JSON text (a non-empty object).
 /// @returns None when an output's bytes do not fit its datatype (not served natively)
-pub fn encode(model: &str, version: &str, id: &str, outputs: &[OutputView]) -> Option<Encoded> {
+pub fn encode(
+    model: &str,
+    version: &str,
+    id: &str,
+    parameters: Option<&[u8]>,
+    outputs: &[OutputView],
+) -> Option<Encoded> {
     let mut json: Vec<u8> = Vec::with_capacity(
         128 + outputs.iter().map(|o| if o.binary { 64 } else { 64 + o.data.len() * 6 }).sum::<usize>(),
     );
@@ -108,7 +149,12 @@ pub fn encode(model: &str, version: &str, id: &str, outputs: &[OutputView]) -> O
     json_string(&mut json, model);
     json.extend_from_slice(b",\"model_version\":\"");
     json.extend_from_slice(version.as_bytes());
-    json.extend_from_slice(b"\",\"outputs\":[");
+    json.push(b'"');
+    if let Some(p) = parameters {
+        json.extend_from_slice(b",\"parameters\":");
+        json.extend_from_slice(p);
+    }
+    json.extend_from_slice(b",\"outputs\":[");
     let mut any_binary = false;
     for (i, o) in outputs.iter().enumerate() {
         if i > 0 {

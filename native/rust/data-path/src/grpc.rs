@@ -317,11 +317,21 @@ pub fn decode_request(route: &Route, m: &ModelInferRequest, body: &Bytes) -> Opt
 /// order, as encodeModelInferResponse builds it: model name, version text, id, each output's name,
 /// datatype and shape, and its bytes as `raw_output_contents`.
 fn encode_response(route: &Route, id: &str, views: &[crate::encode::OutputView<'_>]) -> Vec<u8> {
+    encode_response_with(route, id, HashMap::new(), views)
+}
+
+/// [`encode_response`] with the response's `parameters`.
+fn encode_response_with(
+    route: &Route,
+    id: &str,
+    parameters: HashMap<String, InferParameter>,
+    views: &[crate::encode::OutputView<'_>],
+) -> Vec<u8> {
     let head = ModelInferResponse {
         model_name: route.name.clone(),
         model_version: route.version_text.clone(),
         id: id.to_string(),
-        parameters: HashMap::new(),
+        parameters,
         outputs: views
             .iter()
             .map(|v| InferOutputTensor {
@@ -430,6 +440,12 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respo
     let answer = if route.ort.is_some() {
         let r = crate::ort_exec::run(&route, decoded, message).await;
         r.and_then(|a| a.views(&route, &formats, false, batch).map(|v| encode_response(&route, &id, &v)))
+    } else if route.wasm.is_some() {
+        let r = crate::wasm_exec::run(&route, decoded, message).await;
+        r.and_then(|a| {
+            a.views(&route, &formats, false, batch)
+                .map(|v| encode_response_with(&route, &id, crate::wasm_exec::parameters_grpc(a.parameters()), &v))
+        })
     } else {
         let Ok(rx) = submit(&shared.api, &route, decoded, message) else {
             // The instance refused the submit (finalizing): the control plane answers as it would.

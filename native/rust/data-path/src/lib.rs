@@ -19,6 +19,7 @@ pub mod proxy;
 pub mod route;
 pub mod server;
 pub mod stats;
+pub mod wasm_exec;
 
 use route::{Instance, Route, RouteSpec};
 use server::{Options, Server};
@@ -39,6 +40,7 @@ pub struct WdServerOptions {
     pub max_body_bytes: u64,
     pub header_timeout_ms: u64,
     pub body_timeout_ms: u64,
+    pub max_json_output_bytes: u64,
 }
 
 /// `WdCounters` (warden/data_path.h).
@@ -80,6 +82,7 @@ pub unsafe extern "C" fn wd_server_start(
         max_body_bytes: options.max_body_bytes,
         header_timeout: Duration::from_millis(options.header_timeout_ms.max(1)),
         body_timeout: Duration::from_millis(options.body_timeout_ms.max(1)),
+        max_json_output_bytes: options.max_json_output_bytes,
     };
     let api = *api;
     guarded("the data path", || {
@@ -168,6 +171,46 @@ pub unsafe extern "C" fn wd_server_publish_ort(
             serde_json::from_str(text?).map_err(|e| WardenError::invalid_arg(format!("route spec: {e}")))?;
         let sessions = list.iter().map(|&p| ort_exec::SessionPtr(p)).collect();
         let route = Route::new_ort(spec, sessions).map_err(WardenError::invalid_arg)?;
+        let arc = Arc::new(route);
+        server.shared.routes.publish_arc(arc.clone());
+        *out = Some(Box::new(WdRoute(arc)));
+        Ok(())
+    })
+}
+
+/// Publishes a route served by wasmtime sandboxes (wasm_exec.rs): `count` instances of the
+/// wasmtime engine (warden/wasmtime_engine.h), whose threads the route keeps handles on (a thread
+/// that ends makes the route's requests fail as the sandbox's), and their execute deadline (ms).
+///
+/// # Safety
+/// `spec` points at `spec_len` bytes; `instances` at `count` live instance pointers (read during
+/// the call only).
+#[no_mangle]
+pub unsafe extern "C" fn wd_server_publish_wasm(
+    server: &Server,
+    spec: *const u8,
+    spec_len: usize,
+    instances: *const *const warden_wasmtime_engine::WwInstance,
+    count: usize,
+    execute_ms: u64,
+    out: &mut Option<Box<WdRoute>>,
+) -> Option<Box<WardenError>> {
+    // SAFETY: the caller's contract.
+    let text = unsafe { warden_ffi::utf8(spec, spec_len, "route spec") };
+    // SAFETY: the caller's contract.
+    let list = unsafe { warden_ffi::slice(instances, count) };
+    guarded("the data path", || {
+        let spec: RouteSpec =
+            serde_json::from_str(text?).map_err(|e| WardenError::invalid_arg(format!("route spec: {e}")))?;
+        let mut threads = Vec::with_capacity(list.len());
+        for &p in list {
+            if p.is_null() {
+                return Err(WardenError::invalid_arg("a wasmtime instance is null".to_string()));
+            }
+            // SAFETY: live for the call (the caller's contract); only a handle is kept.
+            threads.push(unsafe { &*p }.direct_handle());
+        }
+        let route = Route::new_wasm(spec, threads, execute_ms).map_err(WardenError::invalid_arg)?;
         let arc = Arc::new(route);
         server.shared.routes.publish_arc(arc.clone());
         *out = Some(Box::new(WdRoute(arc)));

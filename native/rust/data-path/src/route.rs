@@ -106,6 +106,8 @@ pub struct Route {
     pub instances: Vec<Instance>,
     /// The ONNX Runtime sessions that serve the route instead of `instances` (ort_exec.rs).
     pub ort: Option<crate::ort_exec::OrtRoute>,
+    /// The wasmtime sandboxes that serve the route instead of `instances` (wasm_exec.rs).
+    pub wasm: Option<crate::wasm_exec::WasmRoute>,
     next: AtomicUsize,
     /// Requests submitted and not yet both answered and released.
     pub inflight: AtomicU64,
@@ -119,7 +121,7 @@ impl Route {
         if instances.is_empty() {
             return Err("a route needs at least one instance".into());
         }
-        Route::build(spec, instances, None)
+        Route::build(spec, instances, None, None)
     }
 
     /// Builds a route served by ONNX Runtime sessions of Warden's in-process engine (ort_exec.rs).
@@ -127,13 +129,26 @@ impl Route {
     ///   output's datatype is missing
     pub fn new_ort(spec: RouteSpec, sessions: Vec<crate::ort_exec::SessionPtr>) -> Result<Route, String> {
         let ort = crate::ort_exec::OrtRoute::new(&spec, sessions)?;
-        Route::build(spec, Vec::new(), Some(ort))
+        Route::build(spec, Vec::new(), Some(ort), None)
+    }
+
+    /// Builds a route served by wasmtime sandboxes (wasm_exec.rs): their instance threads, whose
+    /// execute deadline is `execute_ms`.
+    /// @returns Err(message) as [`Route::new`], or when an output's datatype is missing
+    pub fn new_wasm(
+        spec: RouteSpec,
+        threads: Vec<warden_wasmtime_engine::direct::DirectHandle>,
+        execute_ms: u64,
+    ) -> Result<Route, String> {
+        let wasm = crate::wasm_exec::WasmRoute::new(&spec, threads, execute_ms)?;
+        Route::build(spec, Vec::new(), None, Some(wasm))
     }
 
     fn build(
         spec: RouteSpec,
         instances: Vec<Instance>,
         ort: Option<crate::ort_exec::OrtRoute>,
+        wasm: Option<crate::wasm_exec::WasmRoute>,
     ) -> Result<Route, String> {
         let mut inputs = Vec::with_capacity(spec.inputs.len());
         for i in spec.inputs {
@@ -154,6 +169,7 @@ impl Route {
             output_c_names,
             instances,
             ort,
+            wasm,
             next: AtomicUsize::new(0),
             inflight: AtomicU64::new(0),
             stats: RouteStats::default(),

@@ -37,6 +37,9 @@ pub struct Options {
     pub max_body_bytes: u64,
     pub header_timeout: Duration,
     pub body_timeout: Duration,
+    /// Bound of the JSON text of a response's tensors (bytes): an answer that could print more is
+    /// refused before any of it is printed (infer-response.ts checkJsonOutputSize).
+    pub max_json_output_bytes: u64,
 }
 
 /// Counters the control plane reads (`wd_server_counters`).
@@ -152,11 +155,22 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>, client: Arc<str>) -
     let formats = decoded.formats.requested.clone();
     let default_binary = decoded.formats.default_binary;
     let id = decoded.id.clone();
+    // An answer that cannot be printed (past the JSON bound) is still a successful inference, as
+    // the TypeScript path counts it: the model's statistics see a success, the client an error.
+    let max_json = shared.options.max_json_output_bytes;
+    let mut inferred = false;
+    let mut print = |views: &[OutputView<'_>], parameters: Option<&[u8]>| {
+        inferred = true;
+        render_views(&route, &id, parameters, views, max_json)
+    };
     let answer = if route.ort.is_some() {
         let r = crate::ort_exec::run(&route, decoded, collected.clone()).await;
+        r.and_then(|a| print(&a.views(&route, &formats, default_binary, batch)?, None))
+    } else if route.wasm.is_some() {
+        let r = crate::wasm_exec::run(&route, decoded, collected.clone()).await;
         r.and_then(|a| {
             let views = a.views(&route, &formats, default_binary, batch)?;
-            render_views(&route, &id, &views)
+            print(&views, crate::wasm_exec::parameters_json(a.parameters()).as_deref())
         })
     } else {
         let rx = match submit(&shared.api, &route, decoded, collected.clone()) {
@@ -169,7 +183,8 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>, client: Arc<str>) -
             }
         };
         match rx.await {
-            Ok(Outcome::Response(r)) => render(&shared.api, &route, r.ptr(), &id, &formats, default_binary, batch),
+            Ok(Outcome::Response(r)) => output_views(&shared.api, &route, r.ptr(), &formats, default_binary, batch)
+                .and_then(|v| print(&v, None)),
             Ok(Outcome::Error(e)) => Err(e),
             Err(_) => Err(internal("backend dropped the request".to_string())),
         }
@@ -184,7 +199,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>, client: Arc<str>) -
             Ok(resp)
         }
         Err(e) => {
-            route.stats.failure(end.saturating_sub(start));
+            if inferred {
+                route.stats.success(end.saturating_sub(start), batch, now_ms);
+            } else {
+                route.stats.failure(end.saturating_sub(start));
+            }
             // The control plane renders every error answer (status, redaction, wording).
             Ok(render_error(&shared, parts, e, &client).await)
         }
@@ -334,24 +353,29 @@ pub(crate) fn output_views<'a>(
     Ok(views)
 }
 
-/// The 200 answer of a response, or the error when the response is an error or breaks the
-/// route's contract.
-fn render(
-    api: &HostApi,
+/// The 200 answer carrying `views` (and the response's `parameters`, JSON text, when it has any),
+/// or the INVALID_ARG of infer-response.ts checkJsonOutputSize when the outputs printed as JSON could
+/// be longer than `max_json` bytes.
+fn render_views(
     route: &Route,
-    resp: *mut c_void,
     id: &str,
-    requested: &[(usize, bool)],
-    default_binary: bool,
-    batch: u64,
+    parameters: Option<&[u8]>,
+    views: &[OutputView<'_>],
+    max_json: u64,
 ) -> Result<Response<Body>, HostError> {
-    let views = output_views(api, route, resp, requested, default_binary, batch)?;
-    render_views(route, id, &views)
-}
-
-/// The 200 answer carrying `views`.
-fn render_views(route: &Route, id: &str, views: &[OutputView<'_>]) -> Result<Response<Body>, HostError> {
-    let enc = encode(&route.name, &route.version_text, id, views)
+    if let Some((bytes, largest)) = crate::encode::json_text_bound(views).filter(|(b, _)| *b > max_json as u128) {
+        return Err(HostError {
+            code: 3,
+            message: format!(
+                "JSON response of model '{}' could be up to {bytes} bytes, more than the server's limit of {max_json} bytes \
+                 (--http-max-json-output-bytes; largest output '{largest}'). Request the outputs in binary: \
+                 \"parameters\": {{\"binary_data\": true}} on each output, or \"binary_data_output\": true on the request \
+                 (binary tensor data extension).",
+                route.name
+            ),
+        });
+    }
+    let enc = encode(&route.name, &route.version_text, id, parameters, views)
         .ok_or_else(|| internal("backend produced an output the native data path cannot print".into()))?;
     let len = enc.body.len();
     let mut r = Response::new(Full::new(Bytes::from(enc.body)).map_err(|never| match never {}).boxed());

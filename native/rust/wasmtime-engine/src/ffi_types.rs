@@ -26,6 +26,9 @@ pub mod kind {
     pub const EXITED: u32 = 9;
     /// Log output dropped by the budget pre-filter during this call (`{bytes, messages}`).
     pub const LOG_DROPPED: u32 = 10;
+    /// A direct execute (direct.rs) that posted anything (logs, output, host calls) ended: the
+    /// host ends its call there as it does at `DONE` (flushes output, renews the log budget).
+    pub const END_CALL: u32 = 11;
 }
 
 /// One message for the JS thread (C: `WwMessage`).

@@ -5,6 +5,7 @@
 //! waiting for the reply, within the execute deadline, where something does.
 use crate::bindings::warden::backend::host::{Host, LogLevel};
 use crate::bindings::warden::backend::types::{Error, Response};
+use crate::direct::DirectSink;
 use crate::ffi_types::{kind, Notifier, Reply};
 use crate::{descriptor, wire};
 use serde_json::{json, Value};
@@ -107,10 +108,16 @@ pub struct Io {
     /// When the current call into the guest must end.
     pub deadline: Option<Instant>,
     pub log: LogFilter,
+    /// The sink of the direct execute in progress (direct.rs): its requests' `send-response`,
+    /// `send-final` and `is-cancelled` are answered there, not by the JS thread.
+    pub direct: Option<Box<dyn DirectSink>>,
+    /// Something was posted to the JS thread since the direct execute in progress began.
+    pub posted: bool,
 }
 
 impl Io {
-    pub fn post(&self, kind: u32, json: Value, bufs: Vec<Vec<u8>>) {
+    pub fn post(&mut self, kind: u32, json: Value, bufs: Vec<Vec<u8>>) {
+        self.posted = true;
         self.notifier.post(self.id, kind, json.to_string(), bufs);
     }
 
@@ -192,6 +199,9 @@ impl Host for Guest {
         response: Result<Response, Error>,
         final_: bool,
     ) -> wasmtime::Result<Result<(), Error>> {
+        if let Some(sink) = self.io.direct.as_mut() {
+            return Ok(sink.send_response(request, response, final_));
+        }
         // The response as a results descriptor (descriptor.rs), the last buffer, as execute results travel.
         let mut bufs = Vec::new();
         let desc = descriptor::result(response, &mut bufs);
@@ -201,11 +211,17 @@ impl Host for Guest {
     }
 
     fn send_final(&mut self, request: u32) -> wasmtime::Result<Result<(), Error>> {
+        if let Some(sink) = self.io.direct.as_mut() {
+            return Ok(sink.send_final(request));
+        }
         let r = self.io.call(json!({ "fn": "send-final", "handle": request }), vec![])?;
         Ok(reply_unit(&r))
     }
 
     fn is_cancelled(&mut self, request: u32) -> wasmtime::Result<bool> {
+        if let Some(sink) = self.io.direct.as_mut() {
+            return Ok(sink.is_cancelled(request));
+        }
         let r = self.io.call(json!({ "fn": "is-cancelled", "handle": request }), vec![])?;
         Ok(r.json.get("ok").and_then(Value::as_bool).unwrap_or(false))
     }

@@ -4,8 +4,10 @@
 //! it and instantiates again from the component's `InstancePre` (a pooled slot, so microseconds
 //! plus the guest's own start-up), reporting the new sandbox ready without any JS round trip.
 use crate::bindings::exports::warden::backend::backend::{InstanceContext, InstanceKind, ModelContext};
+use crate::bindings::warden::backend::types::{CorrelationId, Request, RequestFlags, TensorParam};
 use crate::bindings::{Sandbox, SandboxPre};
 use crate::descriptor;
+use crate::direct::{DirectExecute, DirectHandle, DirectOutcome};
 use crate::engine::Ticker;
 use crate::ffi_types::{kind, Notifier, Reply};
 use crate::host::{DeadlineExceeded, Finalized, Guest, GuestExit, Io, LogFilter};
@@ -68,9 +70,11 @@ impl InstanceParams {
 /// or the thread's `EXITED`; they are read once, when wasmtime lowers the requests into the guest.
 pub struct HostBuffers(pub Vec<(usize, usize)>);
 
-enum Cmd {
+pub(crate) enum Cmd {
     /// A requests descriptor (descriptor.rs) and the input buffers it indexes.
     Execute(Vec<u8>, HostBuffers),
+    /// An execute of the native data path (direct.rs).
+    Direct(DirectExecute),
     Stop,
 }
 
@@ -103,7 +107,7 @@ impl WwInstance {
         let handle = std::thread::Builder::new().name(format!("warden-wasm-{id}")).stack_size(8 << 20).spawn(move || {
             let notifier2 = notifier.clone();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let io = Io { id, notifier: notifier.clone(), replies: reply_rx, deadline: None, log: LogFilter::new(params.log_bytes, params.log_messages) };
+                let io = Io { id, notifier: notifier.clone(), replies: reply_rx, deadline: None, log: LogFilter::new(params.log_bytes, params.log_messages), direct: None, posted: false };
                 Worker { engine, ticker, tick_ms, fuel, pre, params, live: None, io: Some(io) }.run(cmd_rx, &thread_wake)
             }));
             if r.is_err() {
@@ -119,6 +123,11 @@ impl WwInstance {
         let sent = self.cmds.send(Cmd::Execute(descriptor, bufs)).is_ok();
         self.thread.unpark();
         sent
+    }
+
+    /// A handle for direct executes on this instance's thread (direct.rs).
+    pub fn direct_handle(&self) -> DirectHandle {
+        DirectHandle { cmds: self.cmds.clone(), wake: self.wake.clone(), thread: self.thread.clone() }
     }
 
     pub fn reply(&self, reply: Reply) -> bool {
@@ -299,6 +308,7 @@ impl Worker {
             match cmd {
                 Cmd::Stop => break,
                 Cmd::Execute(descriptor, bufs) => wake.work(|| self.execute(&descriptor, bufs)),
+                Cmd::Direct(job) => wake.work(|| self.execute_direct(job)),
             }
         }
         self.discard();
@@ -306,27 +316,133 @@ impl Worker {
 
     /// A respawn for the execute about to run: its failure is that execute's terminal message.
     fn respawn_for_execute(&mut self) -> bool {
-        self.respawn_with(true)
+        self.respawn_with(true, false).is_ok()
     }
 
     fn respawn(&mut self) -> bool {
-        self.respawn_with(false)
+        self.respawn_with(false, false).is_ok()
     }
 
-    fn respawn_with(&mut self, terminal: bool) -> bool {
+    /// Starts the sandbox again; a failure is reported as `RESPAWN_FAILED`, `terminal` when it ends
+    /// the execute about to run, `direct` when that execute is a direct one (not the host's).
+    /// @returns Err(message) when it failed
+    fn respawn_with(&mut self, terminal: bool, direct: bool) -> Result<(), String> {
         let t0 = Instant::now();
-        match self.start() {
+        let message = match self.start() {
             Ok(()) => {
                 self.post(kind::READY, json!({ "startMs": t0.elapsed().as_secs_f64() * 1e3, "respawn": true }), vec![]);
-                true
+                return Ok(());
             }
-            Err(StartError::Guest(e)) => {
-                self.post(kind::RESPAWN_FAILED, json!({ "message": e.message, "terminal": terminal }), vec![]);
-                false
+            Err(StartError::Guest(e)) => e.message,
+            Err(StartError::Trap(m)) => m,
+        };
+        self.post(kind::RESPAWN_FAILED, json!({ "message": message, "terminal": terminal, "direct": direct }), vec![]);
+        Err(message)
+    }
+
+    /// Runs a direct execute (direct.rs): the same deadline, limits, fuel and trap handling as
+    /// [`Worker::execute`]; the guest's answers go to the job's sink, and the host hears of the
+    /// execute only what it must (its logs and file calls as they happen, `END_CALL` after it if
+    /// it posted any, a trap marked `direct`).
+    fn execute_direct(&mut self, job: DirectExecute) {
+        let DirectExecute { requests, sink } = job;
+        if self.live.is_none() {
+            if let Err(m) = self.respawn_with(true, true) {
+                sink.finish(DirectOutcome::RespawnFailed(m));
+                return;
             }
-            Err(StartError::Trap(m)) => {
-                self.post(kind::RESPAWN_FAILED, json!({ "message": m, "terminal": terminal }), vec![]);
-                false
+        }
+        let tensors: Vec<Vec<TensorParam<'_>>> = requests
+            .iter()
+            .map(|r| {
+                r.inputs
+                    .iter()
+                    .map(|t| TensorParam {
+                        name: &t.name,
+                        datatype: t.datatype,
+                        shape: &t.shape,
+                        data: (*t.data).as_ref(),
+                    })
+                    .collect()
+            })
+            .collect();
+        let outputs: Vec<Vec<&str>> =
+            requests.iter().map(|r| r.requested_outputs.iter().map(|s| &**s).collect()).collect();
+        let wit: Vec<Request<'_>> = requests
+            .iter()
+            .zip(&tensors)
+            .zip(&outputs)
+            .map(|((r, inputs), requested)| Request {
+                handle: r.handle,
+                id: &r.id,
+                correlation_id: CorrelationId::None,
+                flags: RequestFlags::empty(),
+                priority: 0,
+                timeout_us: 0,
+                batch_size: r.batch_size,
+                inputs,
+                requested_outputs: requested,
+                parameters: &[],
+            })
+            .collect();
+        let ticks = self.ticks(self.params.execute_ms);
+        let live = self.live.as_mut().unwrap();
+        let io = &mut live.store.data_mut().io;
+        io.deadline = Some(Instant::now() + Duration::from_millis(self.params.execute_ms));
+        io.direct = Some(sink);
+        io.posted = false;
+        live.store.set_epoch_deadline(ticks);
+        if self.fuel {
+            let _ = live.store.set_fuel(u64::MAX);
+        }
+        let ticking = self.ticker.hold();
+        let start_ns = monotonic_ns();
+        let r = live.sandbox.warden_backend_backend().instance().call_execute(&mut live.store, live.instance, &wit);
+        let end_ns = monotonic_ns();
+        drop(ticking);
+        drop(wit);
+        drop(outputs);
+        drop(tensors);
+        let io = &mut live.store.data_mut().io;
+        let sink = io.direct.take();
+        match r {
+            Ok(results) => {
+                io.deadline = None;
+                io.end_call();
+                if io.posted {
+                    io.post(kind::END_CALL, json!({}), vec![]);
+                }
+                drop(requests);
+                if let Some(sink) = sink {
+                    sink.finish(DirectOutcome::Returned {
+                        results,
+                        compute_start_ns: start_ns,
+                        compute_end_ns: end_ns,
+                    });
+                }
+            }
+            Err(e) => {
+                let (reason, message) = classify(&e);
+                self.discard();
+                self.post(
+                    kind::TRAP,
+                    json!({ "message": message, "during": "execute", "reason": reason, "direct": true }),
+                    vec![],
+                );
+                drop(requests);
+                let finalized = e.is::<Finalized>();
+                if let Some(sink) = sink {
+                    sink.finish(if finalized {
+                        DirectOutcome::Gone
+                    } else if reason == "deadline" {
+                        DirectOutcome::Deadline
+                    } else {
+                        DirectOutcome::Trapped(message)
+                    });
+                }
+                if !finalized {
+                    self.respawn();
+                }
             }
         }
     }

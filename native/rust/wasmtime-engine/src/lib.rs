@@ -12,6 +12,7 @@
 mod bindings;
 mod cwasm;
 mod descriptor;
+pub mod direct;
 mod engine;
 mod ffi_types;
 mod host;
@@ -22,7 +23,8 @@ mod wire;
 
 use engine::{EngineOptions, WwComponent, WwEngine};
 use ffi_types::{NotifyFn, Reply, WwBuffer, WwMessage};
-use instance::{InstanceParams, WwInstance};
+use instance::InstanceParams;
+pub use instance::WwInstance;
 use std::ffi::c_void;
 use std::ptr;
 use warden_ffi::{Code, WardenError, WithCode};

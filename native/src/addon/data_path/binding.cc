@@ -1,8 +1,7 @@
 // The addon's binding of the native data path (native/rust/data-path, C ABI in
 // warden/data_path.h): `dataPath.start(fd, socketPath, options)` → a server external, and
-// `listenGrpc` / `publish` / `publishOrt` / `unpublish` / `inflight` / `takeStats` / `counters` / `beginClose` /
-// `close` over it.
-// The host API table points the data path at this process's libtritonserver.so.
+// `listenGrpc` / `publish` / `publishOrt` / `publishWasm` / `unpublish` / `inflight` / `takeStats` / `counters` /
+// `beginClose` / `close` over it. The host API table points the data path at this process's libtritonserver.so.
 #include <napi.h>
 
 #include <string>
@@ -70,6 +69,7 @@ Napi::Value Start(const Napi::CallbackInfo& info) {
   opts.max_body_bytes = U64(o, "maxBodyBytes", 1 << 20);
   opts.header_timeout_ms = U64(o, "headerTimeoutMs", 60000);
   opts.body_timeout_ms = U64(o, "bodyTimeoutMs", 300000);
+  opts.max_json_output_bytes = U64(o, "maxJsonOutputBytes", 64 << 20);
   WdServer* server = nullptr;
   if (WardenError* err = wd_server_start(&kHostApi, fd, path.c_str(), &opts, &server)) throw TritonError(env, err);
   return Napi::External<ServerRef>::New(env, new ServerRef{server}, [](Napi::Env, ServerRef* ref) {
@@ -124,6 +124,30 @@ Napi::Value PublishOrt(const Napi::CallbackInfo& info) {
   WdRoute* route = nullptr;
   if (WardenError* err = wd_server_publish_ort(server, reinterpret_cast<const uint8_t*>(spec.data()), spec.size(),
                                                sessions.data(), sessions.size(), &route))
+    throw TritonError(env, err);
+  return Napi::External<RouteRef>::New(env, new RouteRef{route}, [](Napi::Env, RouteRef* ref) {
+    wd_route_free(ref->route);
+    delete ref;
+  });
+}
+
+// publishWasm(server, specJson, instances: wasmtime instance externals (the `wasmtime` binding's),
+// executeMs) → route
+Napi::Value PublishWasm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  WdServer* server = ServerOf(info[0]);
+  std::string spec = info[1].As<Napi::String>().Utf8Value();
+  Napi::Array list = info[2].As<Napi::Array>();
+  uint64_t execute_ms = uint64_t(info[3].As<Napi::Number>().Int64Value());
+  std::vector<const WwInstance*> instances;
+  for (uint32_t i = 0; i < list.Length(); i++) {
+    Napi::Value v = list.Get(i);
+    if (!v.IsExternal()) throw Napi::TypeError::New(env, "expected wasmtime instance handles");
+    instances.push_back(v.As<Napi::External<WwInstance>>().Data());
+  }
+  WdRoute* route = nullptr;
+  if (WardenError* err = wd_server_publish_wasm(server, reinterpret_cast<const uint8_t*>(spec.data()), spec.size(),
+                                                instances.data(), instances.size(), execute_ms, &route))
     throw TritonError(env, err);
   return Napi::External<RouteRef>::New(env, new RouteRef{route}, [](Napi::Env, RouteRef* ref) {
     wd_route_free(ref->route);
@@ -192,6 +216,7 @@ Napi::Object InitBinding(Napi::Env env) {
   o.Set("listenGrpc", Napi::Function::New(env, ListenGrpc, "listenGrpc"));
   o.Set("publish", Napi::Function::New(env, Publish, "publish"));
   o.Set("publishOrt", Napi::Function::New(env, PublishOrt, "publishOrt"));
+  o.Set("publishWasm", Napi::Function::New(env, PublishWasm, "publishWasm"));
   o.Set("unpublish", Napi::Function::New(env, Unpublish, "unpublish"));
   o.Set("inflight", Napi::Function::New(env, Inflight, "inflight"));
   o.Set("takeStats", Napi::Function::New(env, TakeStats, "takeStats"));

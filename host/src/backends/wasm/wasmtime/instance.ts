@@ -117,6 +117,8 @@ export class WasmtimeInstance implements SandboxedInstance {
   private lease?: Reservation;
   /** Reservations of threads asked to end, released at their `EXITED`. */
   private readonly exiting = new Map<number, Reservation>();
+  /** Listeners of {@link wasmtimeThread}'s answer. */
+  private readonly threadListeners: (() => void)[] = [];
 
   private constructor(
     private readonly port: InstancePort,
@@ -135,6 +137,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       failInFlight: (_gen, error) => this.failPending(error),
       onRestarted: () => {
         if (this.booted) this.log.info('sandbox restarted on a fresh thread');
+        this.threadChanged();
       },
       onRestartFailed: (e) => this.log.error({ err: (e as Error).message }, 'sandbox could not be restarted'),
     });
@@ -280,7 +283,8 @@ export class WasmtimeInstance implements SandboxedInstance {
       return;
     }
     const m = JSON.parse(json) as J;
-    if ((kind === MSG.TRAP && m.during === 'execute') || (kind === MSG.RESPAWN_FAILED && m.terminal === true)) {
+    // a direct execute (the native data path's, m.direct) holds no inputs here
+    if (m.direct !== true && ((kind === MSG.TRAP && m.during === 'execute') || (kind === MSG.RESPAWN_FAILED && m.terminal === true))) {
       this.inputsHeld.get(tid)?.shift(); // that execute's inputs were read (or never will be)
     }
     if (tid !== this.threadId || !this.handle) return; // a thread released or replaced since
@@ -309,7 +313,11 @@ export class WasmtimeInstance implements SandboxedInstance {
       }
       case MSG.TRAP:
         endCall(this.host);
-        this.onTrap(m);
+        if (m.direct === true) this.countTrap(m);
+        else this.onTrap(m);
+        return;
+      case MSG.END_CALL:
+        endCall(this.host);
         return;
       case MSG.RESPAWN_FAILED:
         endCall(this.host);
@@ -365,6 +373,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     this.starting = undefined;
     if (s) {
       s.resolve();
+      this.threadChanged();
       return;
     }
     // a respawn after a trap or a deadline, done by the native thread on its own (counted in onTrap)
@@ -377,16 +386,27 @@ export class WasmtimeInstance implements SandboxedInstance {
       this.startFailed(errors.trappedAtStart(this.modelName, String(m.message)));
       return;
     }
+    const error = this.countTrap(m);
+    // replaced at once: the thread respawns the sandbox; a request sent meanwhile waits behind it there
+    if (this.sup.state === 'up') this.sup.replace(this.generation, error);
+    else this.failPending(error);
+  }
+
+  /**
+   * Counts and logs a trap or a deadline of an execute (the native thread starts the replacement
+   * right away). A direct execute's (the native data path's) ends here: its request got the same
+   * error there, and the host's own executes queued behind it run on the replacement.
+   * @returns the error of the execute that trapped
+   */
+  private countTrap(m: J): TritonError {
     this.killedAt = performance.now();
-    this.stats.starts++; // the native thread starts the replacement right away
+    this.stats.starts++;
     const deadline = m.reason === 'deadline';
     if (deadline) this.stats.deadlineKills++;
     else this.stats.traps++;
     const error = deadline ? errors.deadlineExceeded(this.modelName, this.config.limits.executeMs) : errors.trapped(this.modelName, String(m.message));
     this.log.warn({ reason: deadline ? 'deadline' : 'trap' }, error.message);
-    // replaced at once: the thread respawns the sandbox; a request sent meanwhile waits behind it there
-    if (this.sup.state === 'up') this.sup.replace(this.generation, error);
-    else this.failPending(error);
+    return error;
   }
 
   /** The thread could not respawn the sandbox (or start it again after an idle release): a fresh thread follows. */
@@ -396,6 +416,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     this.freshThread = true;
     if (this.sup.state === 'up') this.sup.died(this.generation, error);
     else this.failPending(error);
+    this.threadChanged();
   }
 
   private failPending(error: TritonError): void {
@@ -467,6 +488,7 @@ export class WasmtimeInstance implements SandboxedInstance {
   private dropHandle(): void {
     const h = this.handle;
     this.handle = undefined;
+    if (h) this.threadChanged();
     const lease = this.lease;
     this.lease = undefined;
     if (h) {
@@ -530,9 +552,28 @@ export class WasmtimeInstance implements SandboxedInstance {
     });
   }
 
+  /**
+   * BackendModelInstance.wasmtimeThread: the sandbox thread while it serves steadily — started,
+   * its supervisor up (not after a failed respawn), not finalized, and no idle policy (which
+   * releases the thread behind the data path's back).
+   */
+  wasmtimeThread(): { handle: object; executeMs: number } | undefined {
+    if (this.finalized || !this.handle || this.starting || this.freshThread || this.idleMs > 0 || this.sup.state !== 'up') return undefined;
+    return { handle: this.handle, executeMs: this.config.limits.executeMs };
+  }
+
+  onWasmtimeThreadChange(listener: () => void): void {
+    this.threadListeners.push(listener);
+  }
+
+  private threadChanged(): void {
+    for (const l of this.threadListeners) l();
+  }
+
   async finalize(): Promise<void> {
     if (this.finalized) return;
     this.finalized = true;
+    this.threadChanged();
     this.sup.close();
     clearTimeout(this.idleTimer);
     if (this.starting) this.starting.reject(errors.finalizedDuringStart(this.modelName, this.spec.name));

@@ -22,6 +22,8 @@ export const MSG = Object.freeze({
   RESPAWN_FAILED: 8,
   EXITED: 9,
   LOG_DROPPED: 10,
+  /** A direct execute of the native data path that posted logs, output or host calls ended. */
+  END_CALL: 11,
 });
 
 /** `miss` codes of a {@link WasmtimeNative.loadCached} rejection (native/rust/wasmtime-engine/src/cwasm.rs `Miss`). */

@@ -20,7 +20,7 @@ import type { ServerMetrics } from '../../../metrics/prometheus.js';
 import type { AbsorbedStats } from '../../../metrics/stats.js';
 import type { DataPathBinding, DataPathCounters, DataPathOptions, DataPathRoute, DataPathServer } from '../../../platform/addon.js';
 import { type InternalServerSettings, type NativeErrorRenderer, type NativeGrpcErrorRenderer, InternalListener } from '../internal-listener.js';
-import { ortRouteOf, routeOf } from './route-spec.js';
+import { ortRouteOf, routeOf, wasmRouteOf } from './route-spec.js';
 
 /** How often a withdrawn route's in-flight count is read while it drains (ms). */
 const DRAIN_POLL_MS = 2;
@@ -30,6 +30,10 @@ interface Published {
   route: DataPathRoute;
   version: ModelVersion;
   withdrawn: boolean;
+  /** The instance handles it was published with (a wasmtime route is published again when they change). */
+  handles?: readonly object[];
+  /** Resolves once the withdrawn route's requests drained and its statistics were taken. */
+  drained?: Promise<void>;
 }
 
 /** WdRouteStats (warden/data_path.h) as {@link AbsorbedStats}. */
@@ -58,6 +62,10 @@ export class NativeDataPath {
   private readonly published = new Map<string, Published>();
   /** The version each model's route should serve now (an ONNX Runtime route publishes after an await). */
   private readonly latest = new Map<string, ModelVersion>();
+  /** Every route published for a version and not yet drained (a wasmtime version's may be several). */
+  private readonly routesOf = new Map<ModelVersion, Set<Published>>();
+  /** The wasmtime versions whose instances' thread changes are followed. */
+  private readonly followed = new WeakSet<ModelVersion>();
   private closed = false;
 
   private constructor(
@@ -161,6 +169,10 @@ export class NativeDataPath {
         void this.publishOrt(top);
         return;
       }
+      if (top.backendInstances.some((i) => i.wasmtimeThread)) {
+        this.followWasm(top);
+        return;
+      }
       this.logger.debug({ model: top.name, version: top.version, reason: r.refusal }, 'served by the TypeScript data path');
       return;
     }
@@ -187,8 +199,37 @@ export class NativeDataPath {
     this.publish(top, () => this.binding.publishOrt(this.server, JSON.stringify(r.spec), r.sessions));
   }
 
+  /**
+   * Serves `top` on its wasmtime sandbox threads while every instance has one serving steadily, and
+   * follows them: a thread that changes (a fresh one after a failed respawn) publishes the route
+   * again over the new threads; while any instance has none (restarting), the route is withdrawn
+   * and the TypeScript path answers, with its own errors.
+   */
+  private followWasm(top: ModelVersion): void {
+    if (!this.followed.has(top)) {
+      this.followed.add(top);
+      for (const i of top.backendInstances) i.onWasmtimeThreadChange?.(() => this.refreshWasm(top));
+    }
+    this.refreshWasm(top);
+  }
+
+  private refreshWasm(top: ModelVersion): void {
+    if (this.closed || this.latest.get(top.name) !== top) return;
+    const current = this.published.get(top.name);
+    const mine = current?.version === top ? current : undefined;
+    const r = top.isReady() ? wasmRouteOf(top) : { refusal: 'not ready' };
+    if ('refusal' in r) {
+      if (mine) void this.withdraw(mine);
+      this.logger.debug({ model: top.name, version: top.version, reason: r.refusal }, 'served by the TypeScript data path');
+      return;
+    }
+    if (mine && mine.handles?.length === r.threads.length && mine.handles.every((h, k) => h === r.threads[k])) return;
+    this.publish(top, () => this.binding.publishWasm(this.server, JSON.stringify(r.spec), r.threads, r.executeMs), r.threads);
+    if (mine) void this.withdraw(mine);
+  }
+
   /** Publishes `top`'s route with `publish` and ties it to the version's statistics and retire. */
-  private publish(top: ModelVersion, publish: () => DataPathRoute): void {
+  private publish(top: ModelVersion, publish: () => DataPathRoute, handles?: readonly object[]): void {
     let route: DataPathRoute;
     try {
       route = publish();
@@ -196,10 +237,16 @@ export class NativeDataPath {
       this.logger.warn({ err: e, model: top.name }, 'native data path: route not published');
       return;
     }
-    const p: Published = { route, version: top, withdrawn: false };
+    const p: Published = { route, version: top, withdrawn: false, handles };
     this.published.set(top.name, p);
     top.stats.pull = () => this.pull(p);
-    top.onRetire(() => this.withdraw(p));
+    let all = this.routesOf.get(top);
+    if (!all) {
+      this.routesOf.set(top, (all = new Set()));
+      // before the version retires, every route it had stops and drains
+      top.onRetire(() => Promise.all([...(this.routesOf.get(top) ?? [])].map((q) => this.withdraw(q))).then(() => undefined));
+    }
+    all.add(p);
     this.logger.debug({ model: top.name, version: top.version }, 'served by the native data path');
   }
 
@@ -213,13 +260,19 @@ export class NativeDataPath {
 
   /** Unpublishes `p` and resolves once its requests in flight are answered and released. */
   private async withdraw(p: Published): Promise<void> {
-    if (p.withdrawn) return;
+    if (p.withdrawn) return p.drained;
     p.withdrawn = true;
-    if (!this.closed) this.binding.unpublish(this.server, p.route);
-    while (this.binding.inflight(p.route) > 0) await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
-    this.pull(p);
-    p.version.stats.pull = undefined;
     if (this.published.get(p.version.name) === p) this.published.delete(p.version.name);
+    if (!this.closed) this.binding.unpublish(this.server, p.route);
+    p.drained = (async () => {
+      while (this.binding.inflight(p.route) > 0) await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+      this.pull(p);
+      this.routesOf.get(p.version)?.delete(p);
+      // a route published again for the version (wasmtime) now carries its statistics
+      const next = this.published.get(p.version.name);
+      if (next?.version !== p.version) p.version.stats.pull = undefined;
+    })();
+    return p.drained;
   }
 
   /** Stops accepting; connections close after their request in flight. */

@@ -1,8 +1,8 @@
 /**
  * Which model versions the native data path serves (DESIGN "The native data path"), and
  * the route it is given for one: a version whose every instance is a Triton C-API backend instance
- * in this process ({@link routeOf}), or runs on a session of Warden's in-process ONNX Runtime
- * engine ({@link ortRouteOf}), with a configuration whose requests the data path decodes and
+ * in this process ({@link routeOf}), runs on a session of Warden's in-process ONNX Runtime
+ * engine ({@link ortRouteOf}) or in a wasmtime sandbox ({@link wasmRouteOf}), with a configuration whose requests the data path decodes and
  * answers exactly as the TypeScript data plane would. Everything else stays on the TypeScript path.
  */
 import type { ModelConfig } from '../../../contract/model-config.js';
@@ -78,6 +78,27 @@ export async function ortRouteOf(version: ModelVersion): Promise<{ spec: RouteSp
   const sessions = await Promise.all(instances.map((i) => i.ortSession!()));
   if (sessions.some((s) => s === undefined)) return { refusal: 'instances do not run on the ONNX Runtime engine' };
   return { spec: specOf(version), sessions: sessions as object[] };
+}
+
+/**
+ * The route of `version` with its instances' wasmtime sandbox threads and their execute deadline,
+ * or why it is not served that way: every instance must be a wasmtime sandbox with a thread that
+ * serves steadily now (BackendModelInstance.wasmtimeThread).
+ */
+export function wasmRouteOf(version: ModelVersion): { spec: RouteSpec; threads: object[]; executeMs: number } | { refusal: string } {
+  const refusal = configRefusal(version.config);
+  if (refusal) return { refusal };
+  const instances = version.backendInstances;
+  if (instances.length === 0) return { refusal: 'no instances' };
+  const threads: object[] = [];
+  let executeMs = 0;
+  for (const i of instances) {
+    const t = i.wasmtimeThread?.();
+    if (!t) return { refusal: 'instances are not wasmtime sandboxes serving steadily' };
+    threads.push(t.handle);
+    executeMs = t.executeMs;
+  }
+  return { spec: specOf(version), threads, executeMs };
 }
 
 function specOf(version: ModelVersion): RouteSpec {
