@@ -55,9 +55,9 @@ function filesUnder(dir) {
   return out.sort();
 }
 
-/** Hash of the WIT package (the .wit files, not deps). */
-function witHash() {
-  return hashOf(filesUnder(WIT_DIR).filter((f) => !f.includes(`${join('wit', 'deps')}`)).flatMap((f) => [relative(ROOT, f), readFileSync(f)]));
+/** Hash of a WIT package (its .wit files, not deps); default Warden's own wit/. */
+function witHash(witPath = WIT_DIR) {
+  return hashOf(filesUnder(witPath).filter((f) => !f.includes(`${join('wit', 'deps')}`)).flatMap((f) => [relative(ROOT, f), readFileSync(f)]));
 }
 
 function upToDate(out, hash) {
@@ -128,17 +128,19 @@ function compileTsGuests() {
 /**
  * Componentizes one JS module (ESM, single file or relative imports) against a world of
  * `warden:backend`. No StarlingMonkey WASI feature is enabled unless listed in `features` (only
- * hostile fixtures do that), so the component imports only what its world names.
+ * hostile fixtures do that), so the component imports only what its world names. `witPath` is
+ * the WIT package (with its deps/) to build against: Warden's wit/ by default, a tenant
+ * project's pinned copy for `warden backend build` (host/src/kit/).
  */
-export async function componentizeJs({ source, world, out, features = [] }) {
-  const hash = hashOf([witHash(), ...filesUnder(dirname(source)).filter((f) => f.endsWith('.js')).flatMap((f) => [f, readFileSync(f)]), world, ...features, 'componentize-js-0.23']);
+export async function componentizeJs({ source, world, out, features = [], witPath = WIT_DIR }) {
+  const hash = hashOf([witHash(witPath), ...filesUnder(dirname(source)).filter((f) => f.endsWith('.js')).flatMap((f) => [f, readFileSync(f)]), world, ...features, 'componentize-js-0.23']);
   if (upToDate(out, hash)) return false;
-  prepareWitDeps();
+  if (witPath === WIT_DIR) prepareWitDeps();
   await tools();
   const { componentize } = await import('@bytecodealliance/componentize-js');
   const { component } = await componentize({
     sourcePath: source,
-    witPath: WIT_DIR,
+    witPath,
     worldName: world,
     disableFeatures: ['stdio', 'random', 'clocks', 'http', 'fetch-event'].filter((f) => !features.includes(f)),
   });
@@ -172,17 +174,19 @@ export function checkCBindings() {
 /**
  * Compiles C sources (paths relative to `srcDir`, plus the generated bindings) to a core
  * module with clang (wasm32-wasip1 reactor, SIMD), then makes it a component of `world`.
- * `defines` are extra `-D` flags (used by the hostile fixtures).
+ * `defines` are extra `-D` flags (used by the hostile fixtures). `witPath`, `genDir` (the
+ * wit-bindgen bindings) and `headerDir` (the `.h` files) default to Warden's own; a tenant
+ * project built by `warden backend build` (host/src/kit/) passes its pinned copies.
  */
-export async function buildC({ srcDir, sources, world = 'sandboxed-backend', out, defines = [], extraFiles = {} }) {
+export async function buildC({ srcDir, sources, world = 'sandboxed-backend', out, defines = [], extraFiles = {}, witPath = WIT_DIR, genDir = C_GEN, headerDir = C_DIR }) {
   const tree = {};
-  const inputs = [witHash(), world, ...defines, 'clang-wasm32-O2-simd128'];
+  const inputs = [witHash(witPath), world, ...defines, 'clang-wasm32-O2-simd128'];
   const add = (name, bytes) => {
     tree[name] = bytes;
     inputs.push(name, bytes);
   };
-  for (const f of readdirSync(C_GEN)) add(f, readFileSync(join(C_GEN, f)));
-  for (const f of readdirSync(C_DIR)) if (f.endsWith('.h')) add(f, readFileSync(join(C_DIR, f)));
+  for (const f of readdirSync(genDir)) add(f, readFileSync(join(genDir, f)));
+  for (const f of readdirSync(headerDir)) if (f.endsWith('.h')) add(f, readFileSync(join(headerDir, f)));
   for (const s of sources) add(s, readFileSync(existsSync(join(srcDir, s)) ? join(srcDir, s) : join(C_DIR, s)));
   for (const [n, b] of Object.entries(extraFiles)) add(n, b);
   const hash = hashOf(inputs);
@@ -202,9 +206,9 @@ export async function buildC({ srcDir, sources, world = 'sandboxed-backend', out
   if (wasiImports.length > 0) {
     throw new Error(`${sources.join(' ')} imports ${wasiImports.map((i) => `${i.module}.${i.name}`).join(', ')}: C guests must not call WASI`);
   }
-  prepareWitDeps();
+  if (witPath === WIT_DIR) prepareWitDeps();
   const { jco } = await tools();
-  const embedded = await jco.componentEmbed({ binary: core, witPath: WIT_DIR, world });
+  const embedded = await jco.componentEmbed({ binary: core, witPath, world });
   const component = await jco.componentNew(embedded);
   writeOutput(out, component, hash);
   return true;

@@ -17,6 +17,12 @@ async function main(): Promise<void> {
     process.exitCode = await runTenantsCli(process.argv.slice(3), process);
     return;
   }
+  if (process.argv[2] === 'backend') {
+    // `warden backend new|build|test|check|upload`: the tenant backend kit (host/src/kit/cli.ts).
+    const { runBackendCli } = await import('./kit/cli.js');
+    process.exitCode = await runBackendCli(process.argv.slice(3), process);
+    return;
+  }
   let opts;
   try {
     opts = parseCli(process.argv.slice(2));

@@ -507,6 +507,7 @@ describe('responses', () => {
       'trace',
       'logging',
       'generate',
+      'sandboxed_backend(warden:backend@0.1.0)',
     ]);
   });
 });

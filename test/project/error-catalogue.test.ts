@@ -123,6 +123,7 @@ const CASES: Record<string, (h: string) => unknown[]> = {
   'backends/wasm/sandbox.errors.ts#componentMalformed': (h) => [h, h, 'INVALID_ARG'],
   'backends/wasm/sandbox.errors.ts#componentRefused': (h) => [h],
   'backends/wasm/sandbox.errors.ts#componentNoBackend': (h) => [h, h],
+  'backends/wasm/sandbox.errors.ts#componentBackendVersion': (h) => [h, h, h],
   'backends/wasm/sandbox.errors.ts#componentExtraExport': (h) => [h, h, h],
   'backends/wasm/sandbox.errors.ts#notCoreModule': (h) => [h],
   'backends/wasm/sandbox.errors.ts#memoryFeatureUnsupported': (h) => [h, h],
@@ -484,6 +485,18 @@ const CASES: Record<string, (h: string) => unknown[]> = {
   'backends/python/python.errors.ts#instanceFailed': (h) => [h, h, h],
   'backends/python/python.errors.ts#rescheduleRefused': () => [],
   'ensemble/ensemble.errors.ts#stepFailed': (h) => [h, new TritonError('INVALID_ARG', h)],
+  'kit/kit.errors.ts#projectMissing': (h) => [h],
+  'kit/kit.errors.ts#projectInvalid': (h) => [h, h],
+  'kit/kit.errors.ts#projectExists': (h) => [h],
+  'kit/kit.errors.ts#nameInvalid': (h) => [h],
+  'kit/kit.errors.ts#witVersionUnsupported': (h) => [h, [h]],
+  'kit/kit.errors.ts#toolMissing': (h) => [h, h],
+  'kit/kit.errors.ts#buildFailed': (h) => [h, h],
+  'kit/kit.errors.ts#componentNotBuilt': (h) => [h],
+  'kit/kit.errors.ts#inputInvalid': (h) => [h, h],
+  'kit/kit.errors.ts#inputUnknown': (h) => [h, h, [h]],
+  'kit/kit.errors.ts#uploadAnswerMalformed': (h) => [500, h],
+  'kit/kit.errors.ts#serverUnreachable': (h) => [h, h],
 };
 
 /** The catalogue modules: every `*.errors.ts` under host/src, relative to it. */

@@ -37,6 +37,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   frontend: ['dataplane', 'tenancy'],
   'frontend/http': ['frontend', 'dataplane', 'config', 'tensor', 'tenancy', 'trace', 'threads'],
   'frontend/grpc': ['frontend', 'dataplane', 'config', 'tensor', 'tenancy', 'trace'],
+  // the tenant backend kit (`warden backend ...`) runs the server's own checks, engines and config allowlist, no server
+  kit: ['config', 'tensor', 'tenancy', 'backends/wasm'],
 };
 
 /** Single files allowed across the table, each with the reason it is not a folder rule. */

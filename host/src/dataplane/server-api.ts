@@ -9,6 +9,7 @@
  * (principal, model name) pair into a model key, so tenant scoping cannot be forgotten at a call
  * site. Frontends map TritonError codes to their transport (HTTP status, gRPC code) themselves.
  */
+import { backendApiExtension, SUPPORTED_BACKEND_API_VERSIONS } from '../contract/backend-api.js';
 import { TritonError } from '../contract/errors.js';
 import { tensorDataType } from '../contract/datatypes.js';
 import type { ModelConfig } from '../contract/model-config.js';
@@ -45,7 +46,9 @@ export { TRITON_PROTOCOL_VERSION };
  * Protocol extensions `GET /v2` lists (spec §1.4), in Triton's order: every one that is on.
  * `system_shared_memory` only with client shared memory allowed (`--allow-client-shm`);
  * `cuda_shared_memory` never (no GPU memory path: register fails, as on a CPU-only Triton);
- * `generate` (Warden serves Triton's generate extension) last.
+ * `generate` (Warden serves Triton's generate extension); then Warden's own: one
+ * `sandboxed_backend(warden:backend@X)` per WIT version a sandboxed backend may be built against
+ * (contract/backend-api.ts; wit/README.md "Compatibility").
  */
 export function serverExtensions(opts: { clientShm: boolean }): string[] {
   return [
@@ -62,6 +65,7 @@ export function serverExtensions(opts: { clientShm: boolean }): string[] {
     'trace',
     'logging',
     'generate',
+    ...SUPPORTED_BACKEND_API_VERSIONS.map(backendApiExtension),
   ];
 }
 

@@ -20,5 +20,18 @@ export function workerEntry(base: string, name: string): WorkerEntry {
   const js = new URL(`./${name}.js`, base);
   if (existsSync(fileURLToPath(js))) return { script: js, eval: false };
   const ts = new URL(`./${name}.ts`, base).href;
-  return { script: `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(ts)}); })`, eval: true };
+  return { script: `import(${JSON.stringify(tsxApi())}).then((m) => { m.register(); return import(${JSON.stringify(ts)}); })`, eval: true };
+}
+
+/**
+ * tsx's register API as an absolute URL where this module can resolve it, so that a worker of a
+ * process started from another working directory (e.g. `warden backend test` in a tenant's
+ * project) finds it; the bare name where it cannot (the worker then resolves it from its cwd).
+ */
+function tsxApi(): string {
+  try {
+    return import.meta.resolve('tsx/esm/api');
+  } catch {
+    return 'tsx/esm/api';
+  }
 }

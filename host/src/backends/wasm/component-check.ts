@@ -18,10 +18,13 @@
 import * as err from './sandbox.errors.js';
 import { binaryKind, Reader, sections, WasmFormatError } from './binary.js';
 
-/** Version of the backend API this host implements. */
-export const BACKEND_API_VERSION = '0.1.0';
+import { BACKEND_API_VERSION, SUPPORTED_BACKEND_API_VERSIONS } from '../../contract/backend-api.js';
+
+export { BACKEND_API_VERSION, SUPPORTED_BACKEND_API_VERSIONS };
 /** The one export a sandboxed backend must have. */
 export const BACKEND_EXPORT = `warden:backend/backend@${BACKEND_API_VERSION}`;
+/** The supported versions as error texts name them, e.g. `warden:backend@0.1.0`. */
+const SUPPORTED_TEXT = SUPPORTED_BACKEND_API_VERSIONS.map((v) => `warden:backend@${v}`).join(', ');
 
 /** What a member of an imported interface is: a function, a resource type, or another type. */
 export type MemberKind = 'func' | 'resource' | 'type';
@@ -434,7 +437,7 @@ export function componentSurface(bytes: Uint8Array): ComponentSurface {
 
 const INTERFACE_NAME = /^([a-z][a-z0-9-]*:[a-z][a-z0-9-]*\/[a-z][a-z0-9-]*)(?:@(\d+)\.(\d+)\.(\d+)(?:[-+][0-9A-Za-z.+-]*)?)?$/;
 
-const ALLOWED_SUMMARY = `sandboxed backends may import only warden:backend/{types,host}@${BACKEND_API_VERSION} and the WASI clocks, random, io and cli interfaces of the sandbox world`;
+const ALLOWED_SUMMARY = `sandboxed backends may import only warden:backend/{types,host} (${SUPPORTED_TEXT}) and the WASI clocks, random, io and cli interfaces of the sandbox world`;
 
 /** Why `item` is not an allowed import (the whole error message), or undefined if it is. */
 function importRefusal(item: ComponentItem, what: string): string | undefined {
@@ -445,7 +448,7 @@ function importRefusal(item: ComponentItem, what: string): string | undefined {
   const [, iface, major, minor, patch] = m;
   if (!ALLOWED_IMPORTS.includes(iface!)) return refuse('not in the sandbox world');
   if (iface!.startsWith('warden:')) {
-    if (`${major}.${minor}.${patch}` !== BACKEND_API_VERSION) return refuse(`this host implements warden:backend@${BACKEND_API_VERSION}`);
+    if (!SUPPORTED_BACKEND_API_VERSIONS.includes(`${major}.${minor}.${patch}`)) return refuse(`this host serves ${SUPPORTED_TEXT}`);
   } else if (major !== '0' || minor !== '2') {
     return refuse('this host implements WASI 0.2.x');
   }
@@ -493,7 +496,11 @@ export function checkSurface(surface: ComponentSurface, what = 'model.wasm'): Co
     if (refusal !== undefined) throw err.componentRefused(refusal);
   }
   const backend = surface.exports.filter((e) => e.name === BACKEND_EXPORT && e.kind === 'instance');
-  if (backend.length !== 1) throw err.componentNoBackend(what, BACKEND_EXPORT);
+  if (backend.length !== 1) {
+    const other = surface.exports.find((e) => e.name.startsWith('warden:backend/backend@'));
+    if (other) throw err.componentBackendVersion(what, other.name, SUPPORTED_TEXT);
+    throw err.componentNoBackend(what, BACKEND_EXPORT);
+  }
   const extra = surface.exports.find((e) => e.name !== BACKEND_EXPORT);
   if (extra) throw err.componentExtraExport(what, extra.name, BACKEND_EXPORT);
   return surface;

@@ -67,6 +67,11 @@ export function componentNoBackend(what: string, exportName: string): TritonErro
   return invalidArg(`${what} does not export '${exportName}' (the backend interface of the sandboxed-backend world)`);
 }
 
+/** INVALID_ARG: the component exports the backend interface of a `warden:backend` version this host does not serve. */
+export function componentBackendVersion(what: string, exportName: string, supported: string): TritonError {
+  return invalidArg(`${what} exports '${exportName}', built against a warden:backend version this host does not serve (it serves ${supported})`);
+}
+
 /** INVALID_ARG: the component exports more than the backend. */
 export function componentExtraExport(what: string, extra: string, exportName: string): TritonError {
   return invalidArg(`${what} exports '${extra}'; a sandboxed backend exports only '${exportName}'`);
