@@ -25,7 +25,7 @@
  * the same run, beside Triton.
  * Skips, with the reason, when the wheel cannot run here or a load generator is missing.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect } from 'node:http2';
 import { tmpdir } from 'node:os';
@@ -64,7 +64,7 @@ interface Case {
 }
 
 /** Row groups `BENCH_VS_TRITON_ROWS` selects from. */
-export const ROW_GROUPS = ['identity', 'python', 'big', 'onnx'] as const;
+export const ROW_GROUPS = ['identity', 'python', 'big', 'onnx', 'wasm'] as const;
 type RowGroup = (typeof ROW_GROUPS)[number];
 
 /** The row groups `BENCH_VS_TRITON_ROWS` asks for (all when unset). @throws Error naming an unknown group. */
@@ -102,6 +102,20 @@ const SERVER_NAMES: Record<ServerKind, string> = {
 };
 const BIG_ELEMENTS = 4 * 1024 * 1024; // 16 MiB of FP32
 const CONCURRENCY = [1, 16, 64];
+
+/** The sandboxed C identity of the `wasm` rows (wasmtime engine). */
+const WASM_IDENTITY = 'identity_c_wasmtime';
+
+/**
+ * The sandbox's cost per request at c=1 on the native data path: the C guest on wasmtime against
+ * the native identity, both JSON, as time per request (1 / rate at one connection).
+ */
+function sandboxCost(summary: (id: string) => { rps: number }): string {
+  const wasm = summary('warden-native wasmtime C identity JSON c=1').rps;
+  const native = summary('warden-native identity JSON c=1').rps;
+  const us = 1e6 / wasm - 1e6 / native;
+  return `Sandbox cost at c=1 (wasmtime C guest − native identity, both ${NATIVE_FLAGS.join(' ')}): ${fmt(us, 1)} µs per request (target ≤ 15 µs).`;
+}
 
 /** An interpreter with pip for the wheel: the compat venv's (test/compat/venv.ts), else $WARDEN_PYTHON or python3. */
 async function pipPython(root: string): Promise<{ ok: true; python: string } | { ok: false; reason: string }> {
@@ -202,6 +216,14 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
   const servers: Served[] = [];
   try {
     const repo = await ctx.makeRepository(['identity_native', 'simple', 'add_sub_python']);
+    // identity as a sandboxed C guest on wasmtime (test/fixtures/wasm/hostile.c, mode IDENTITY)
+    mkdirSync(join(repo, WASM_IDENTITY, '1'), { recursive: true });
+    copyFileSync(join(ctx.root, 'test', 'fixtures', 'wasm', 'build', 'identity.wasm'), join(repo, WASM_IDENTITY, '1', 'model.wasm'));
+    writeFileSync(
+      join(repo, WASM_IDENTITY, 'config.pbtxt'),
+      readFileSync(join(ctx.root, 'model_repository', 'identity_wasm', 'config.pbtxt'), 'utf8').replace('name: "identity_wasm"', `name: "${WASM_IDENTITY}"`) +
+        '\nparameters { key: "engine" value: { string_value: "wasmtime" } }\n',
+    );
     const layout = sharedBackendLayout(wheel, join(work, 'layout'), nativeDir, ['warden_identity']);
     const file = (name: string, body: string | Buffer) => {
       const p = join(work, name);
@@ -326,6 +348,9 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
         triton: `triton add_sub c=${c}`,
         warden: `warden add_sub c=${c}`,
       });
+      // the data path reads the request and hands it to the TypeScript data plane in process
+      cases.push(httpCase('warden-native', 'add_sub', c, addSub.path, json, addSub.body, addSubCheck));
+      rows.push({ group: 'python', label: `same, ${NATIVE_FLAGS.join(' ')}`, triton: `triton add_sub c=${c}`, warden: `warden-native add_sub c=${c}` });
       if (baseline) {
         cases.push(httpCase('warden-baseline', 'add_sub', c, addSub.path, json, addSub.body, addSubCheck));
         rows.push({ group: 'python', label: `same, baseline build (${baseline})`, triton: `triton add_sub c=${c}`, warden: `warden-baseline add_sub c=${c}` });
@@ -375,6 +400,19 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
         warden: `warden-native simple (ONNX) c=${c}`,
       });
     }
+
+    // the sandboxed C guest on wasmtime, served by the native data path without the JavaScript thread
+    const wasmJson = identityRequest(WASM_IDENTITY);
+    for (const c of CONCURRENCY) {
+      cases.push(httpCase('warden-native', 'wasmtime C identity JSON', c, wasmJson.path, json, wasmJson.body as string, idJsonCheck));
+      rows.push({
+        group: 'wasm',
+        label: `identity as a C guest on wasmtime, HTTP JSON, ${NATIVE_FLAGS.join(' ')}, c=${c}`,
+        triton: `triton identity JSON c=${c}`,
+        warden: `warden-native wasmtime C identity JSON c=${c}`,
+      });
+    }
+    rows.push({ group: 'wasm', label: `native identity, same flags, c=1`, triton: 'triton identity JSON c=1', warden: 'warden-native identity JSON c=1' });
 
     rows = rows.filter((row) => wanted.has(row.group));
     const compared = new Set(rows.flatMap((row) => [row.triton, row.warden]));
@@ -524,6 +562,7 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
       `gRPC: ghz (one connection, c workers) and h2load (one HTTP/2 connection, c streams, one prepared framed ModelInferRequest; no percentiles). ` +
       `Same backend file (build/backends/warden_identity) for both servers; Python add_sub is the same model.py on each server's Python backend. ` +
       `MB/s counts the request's input tensor (16 MiB) per second.` +
+      (wanted.has('wasm') ? `\n${sandboxCost(summary)}` : '') +
       (toolSkips.length ? `\nSkipped: ${toolSkips.join('; ')}.` : '');
     ctx.log('\n' + body);
     ctx.section(title, body);

@@ -29,6 +29,7 @@ import * as httpErrors from './frontend/http/http.errors.js';
 import { FrontendThreads, MAX_HTTP_THREADS } from './frontend/http/threads/pool.js';
 import { ConnectionBudget } from './frontend/http/connection-budget.js';
 import { NativeListener } from './frontend/http/native-accept.js';
+import { OFFLOAD_BYTES } from './frontend/http/codec/pool.js';
 import type { NativeAddon } from './platform/addon.js';
 import type { GrpcFrontend, GrpcKeepalive } from './frontend/grpc/server.js';
 import type { RestrictedFeatures } from './frontend/restricted.js';
@@ -330,6 +331,10 @@ async function startDataPath(
     frontend.nativeErrorAnswer,
     logger.child({ component: 'data-path' }),
   );
+  // plain /infer requests of models without a route: read natively, answered in this process as
+  // the fast path answers them (not with an `inference` restriction, which the listener checks)
+  // (a body over --http-max-input-size is left to the listener, which refuses it with its own text)
+  if (frontend.claims && frontend.claimRestriction === undefined) dataPath.handOver(frontend.serveRing, Math.min(OFFLOAD_BYTES, maxInputSize + 1));
   return { dataPath, port: bound.port };
 }
 

@@ -7,6 +7,7 @@
  */
 import { expect, it } from 'vitest';
 import type { RunningServer } from '../../host/src/server.js';
+import type { DataPathCounters } from '../../host/src/platform/addon.js';
 import { type RawResponse, exchange, portOf } from './http-matrix.js';
 
 /** Status line and header set (lower-case names, sorted; `Date` and hop-by-hop headers left out). */
@@ -26,9 +27,28 @@ export function canon(r: RawResponse): { head: string; body: string } {
 export interface NativeCase {
   name: string;
   bytes: Buffer;
-  /** served: answered natively; replayed: read, then answered by the TypeScript path; forwarded: never read. */
-  how: 'served' | 'replayed' | 'forwarded';
+  /**
+   * served: answered natively; handed: read natively, answered by the TypeScript data plane in
+   * process (a model without a route); replayed: read, then answered by the TypeScript path through
+   * its listener; forwarded: never read.
+   */
+  how: 'served' | 'handed' | 'replayed' | 'forwarded';
   status: number;
+}
+
+/** How the data path handled what it counted between two readings of its counters. */
+export function handling(before: DataPathCounters, after: DataPathCounters): Record<NativeCase['how'], number> {
+  return {
+    served: after.served - before.served,
+    handed: after.handedOver - before.handedOver,
+    replayed: after.replayed - before.replayed,
+    forwarded: after.forwarded - before.forwarded,
+  };
+}
+
+/** The counts of {@link handling} for one request handled `how`. */
+export function handled(how: NativeCase['how']): Record<NativeCase['how'], number> {
+  return { served: 0, handed: 0, replayed: 0, forwarded: 0, [how]: 1 };
 }
 
 /**
@@ -47,11 +67,7 @@ export function compareCases(cases: () => NativeCase[], servers: () => [RunningS
       expect(a, 'an answer from the native data path').toBeDefined();
       expect(canon(a!)).toEqual(canon(b!));
       expect(Number(/^HTTP\/1\.1 (\d+)/.exec(a!.head)![1])).toBe(c.status);
-      expect({ served: after.served - before.served, replayed: after.replayed - before.replayed, forwarded: after.forwarded - before.forwarded }).toEqual({
-        served: c.how === 'served' ? 1 : 0,
-        replayed: c.how === 'replayed' ? 1 : 0,
-        forwarded: c.how === 'forwarded' ? 1 : 0,
-      });
+      expect(handling(before, after)).toEqual(handled(c.how));
     });
   }
 }

@@ -267,7 +267,12 @@ export interface DataPathCounters {
   grpcServed: number;
   /** gRPC calls forwarded to the control plane's gRPC server. */
   grpcForwarded: number;
+  /** `/infer` requests read natively and answered by the control plane in-process ({@link DataPathBinding.setJsInfer}). */
+  handedOver: number;
 }
+
+/** A request handed over by the data path (opaque; answer or decline it once). */
+export type DataPathRequest = { readonly __dataPathRequest: unique symbol };
 
 /** The addon's binding of the native data path (native/src/addon/data_path/binding.cc). */
 export interface DataPathBinding {
@@ -311,6 +316,31 @@ export interface DataPathBinding {
   takeStats(route: DataPathRoute): Float64Array;
   counters(server: DataPathServer): DataPathCounters;
   setPaused(server: DataPathServer, paused: boolean): void;
+  /**
+   * Hands the plain `/infer` requests of models without a route (bodies shorter than
+   * `maxBodyBytes`) to `onRequest` on the JS thread instead of forwarding them; `onCancel` hears
+   * of a request whose client went away. Each request is answered ({@link answerJs}) or declined
+   * ({@link declineJs}, then forwarded to the internal listener) once.
+   * @throws Error when set already
+   */
+  setJsInfer(
+    server: DataPathServer,
+    maxBodyBytes: number,
+    onRequest: (
+      request: DataPathRequest,
+      token: number,
+      model: string,
+      version: number,
+      body: Buffer,
+      headerLength: string | undefined,
+      authorization: string | undefined,
+    ) => void,
+    onCancel: (token: number) => void,
+  ): void;
+  /** Answers a handed-over request: status, headers as `[name, value, name, value, ...]`, body. @throws Error when answered already */
+  answerJs(request: DataPathRequest, status: number, headers: string[], body: Buffer | string): void;
+  /** Declines a handed-over request: the data path forwards it to the internal listener. @throws Error when answered already */
+  declineJs(request: DataPathRequest): void;
   beginClose(server: DataPathServer): void;
   /** Stops its threads and frees it. */
   close(server: DataPathServer): void;

@@ -53,6 +53,7 @@ typedef struct WdRouteStats {
 typedef struct WdCounters {
   uint64_t served, forwarded, replayed, refused_connections, open_connections;
   uint64_t grpc_served, grpc_forwarded; /* gRPC calls served natively / forwarded to the gRPC server */
+  uint64_t handed_over;                 /* /infer requests read here and answered by the control plane in-process */
 } WdCounters;
 
 typedef struct WdServer WdServer;
@@ -84,6 +85,36 @@ WardenError* wd_server_publish_wasm(const WdServer* server, const uint8_t* spec,
                                     const WwInstance* const* instances, size_t count, uint64_t execute_ms,
                                     WdRoute** out);
 void wd_server_unpublish(const WdServer* server, const WdRoute* route);
+
+/* The hand-over (data-path/src/js_infer.rs): plain /infer requests of models without a route are
+ * read on the data path's threads and handed to the control plane, which answers them in-process. */
+typedef struct WdJsRequest WdJsRequest;
+/* A handed-over request's parts (valid while it lives; strings not NUL-terminated; an absent
+ * header has length -1; version -1: the model's policy). */
+typedef struct WdJsRequestParts {
+  uint64_t token;
+  const uint8_t* model;
+  size_t model_len;
+  int64_t version;
+  const uint8_t* body;
+  size_t body_len;
+  const uint8_t* header_length; /* Inference-Header-Content-Length */
+  int64_t header_length_len;
+  const uint8_t* authorization;
+  int64_t authorization_len;
+} WdJsRequestParts;
+/* Any data path thread: a new request (the callee owns it until wd_js_answer / wd_js_decline), or,
+ * with `request` NULL, the client of request `cancelled` went away. */
+typedef void (*WdJsNotifyFn)(void* ctx, WdJsRequest* request, uint64_t cancelled);
+/* Starts the hand-over of requests with bodies shorter than `max_body_bytes`; INVALID_ARG when set already. */
+WardenError* wd_server_set_js_infer(const WdServer* server, WdJsNotifyFn notify, void* ctx, uint64_t max_body_bytes);
+void wd_js_request_parts(const WdJsRequest* request, WdJsRequestParts* out);
+/* Answers and frees the request: status, `n` headers, body (all copied). */
+void wd_js_answer(WdJsRequest* request, uint16_t status, const uint8_t* const* names, const size_t* name_lens,
+                  const uint8_t* const* values, const size_t* value_lens, size_t n, const uint8_t* body,
+                  size_t body_len);
+/* Declines and frees the request: the data path forwards it to the control plane's internal listener. */
+void wd_js_decline(WdJsRequest* request);
 uint64_t wd_route_inflight(const WdRoute* route);
 void wd_route_take_stats(const WdRoute* route, WdRouteStats* out);
 void wd_route_free(WdRoute* route);

@@ -10,6 +10,7 @@
  * (which the data path runs itself) are both covered.
  */
 import { cpSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError, parseCli } from '../../../host/src/cli-options.js';
@@ -29,7 +30,8 @@ import {
 } from '../../helpers/http-matrix.js';
 import { PROJECT_ROOT, tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { startTestServer } from '../../helpers/servers.js';
-import { until } from '../../helpers/wait.js';
+import { sleep, until } from '../../helpers/wait.js';
+import { executed } from '../../helpers/js-backend.js';
 import { BACKEND_DIR, requireNativeBuild, writeDataPathModels } from '../../backends/native/helpers.js';
 import { type NativeCase, canon, compareCases } from '../../helpers/data-path-compare.js';
 
@@ -77,7 +79,7 @@ function nativeMatrix(): NativeCase[] {
     {
       name: 'version that does not exist',
       bytes: raw('POST', '/v2/models/identity_native/versions/2/infer', id([7]), JSON_TYPE),
-      how: 'forwarded',
+      how: 'handed',
       status: 404,
     },
     { name: 'add_sub, both outputs', bytes: raw('POST', '/v2/models/add_sub_native/infer', addSub(), JSON_TYPE), how: 'served', status: 200 },
@@ -157,6 +159,35 @@ function nativeMatrix(): NativeCase[] {
   ];
 }
 
+/** Requests for models without a route: read natively, answered by the TypeScript data plane in process. */
+function handedMatrix(): NativeCase[] {
+  const echo = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}';
+  return [
+    { name: 'a JavaScript model', bytes: raw('POST', '/v2/models/echo/infer', echo, JSON_TYPE), how: 'handed', status: 200 },
+    { name: 'a JavaScript model, versioned', bytes: raw('POST', '/v2/models/echo/versions/1/infer', echo, JSON_TYPE), how: 'handed', status: 200 },
+    { name: 'a JavaScript model, malformed body', bytes: raw('POST', '/v2/models/echo/infer', '{"inputs": [', JSON_TYPE), how: 'handed', status: 500 },
+    { name: 'a model that does not exist', bytes: raw('POST', '/v2/models/nope/infer', echo, JSON_TYPE), how: 'handed', status: 404 },
+    {
+      name: 'a decoupled model',
+      bytes: raw('POST', '/v2/models/repeat/infer', '{"inputs":[{"name":"IN","datatype":"INT32","shape":[1],"data":[1]}]}', JSON_TYPE),
+      how: 'handed',
+      status: 501,
+    },
+    {
+      name: 'a model name the fast path does not claim',
+      bytes: raw('POST', '/v2/models/.echo/infer', echo, JSON_TYPE),
+      how: 'forwarded',
+      status: 404,
+    },
+    {
+      name: 'a compressed answer asked',
+      bytes: raw('POST', '/v2/models/echo/infer', echo, { ...JSON_TYPE, 'Accept-Encoding': 'gzip' }),
+      how: 'forwarded',
+      status: 200,
+    },
+  ];
+}
+
 describe('--http-data-path', () => {
   it('defaults to js; native is accepted; nonsense is refused', () => {
     expect(parseCli(['--model-repository=/m']).httpDataPath).toBe('js');
@@ -174,7 +205,7 @@ describe('the native data path answers as the TypeScript path does', () => {
     const opts = { backendDirectory: BACKEND_DIR, metricsPort: 0, modelControlMode: 'explicit', loadModels: ['*'] };
     [native, js] = await Promise.all([startMatrixServer(repoPath(), { ...opts, httpDataPath: 'native' }), startMatrixServer(repoPath(), opts)]);
     // the matrix's `simple` is ONNX Runtime's: published once its engine session is open
-    await until(() => native.dataPath!.routes.includes('simple'), { what: "simple's route" });
+    await until(() => native.dataPath!.routes.includes('simple'), { what: "simple's route", within: 30_000 });
   }, 60_000);
   afterAll(async () => {
     await Promise.all([native?.stop(), js?.stop()]);
@@ -199,6 +230,28 @@ describe('the native data path answers as the TypeScript path does', () => {
     const b = await exchange(portOf(js), bytes, 4);
     expect(a.map(canon)).toEqual(b.map(canon));
     expect(a.map((r) => r.head.split(' ')[1])).toEqual(['200', '500', '200', '200']);
+  });
+
+  compareCases(handedMatrix, () => [native, js]);
+
+  it('a client that goes away while its handed-over request is queued: cancelled, never executed', async () => {
+    const slowBody = '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}';
+    const runs = () => executed.filter((e) => e.model === 'slow').length;
+    const before = runs();
+    const handedBefore = native.dataPath!.counters().handedOver;
+    const first = exchange(portOf(native), raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE));
+    await until(() => runs() > before, { what: 'the first holding the only instance (600 ms)' });
+    await new Promise<void>((resolve) => {
+      const sock = connect(portOf(native), '127.0.0.1', () =>
+        sock.write(raw('POST', '/v2/models/slow/infer', slowBody, JSON_TYPE), () => setTimeout(() => (sock.destroy(), resolve()), 100)),
+      );
+      sock.on('error', () => undefined);
+    });
+    const [r] = await first;
+    expect(r!.head).toMatch(/^HTTP\/1.1 200/);
+    await sleep(800); // long enough for a second run, had it not been cancelled
+    expect(runs() - before).toBe(1);
+    expect(native.dataPath!.counters().handedOver).toBe(handedBefore + 1);
   });
 
   for (const c of matrix()) {

@@ -48,11 +48,16 @@ export function plainRequest(req: IncomingMessage, maxBodyBytes: number): boolea
  * on a successful infer answer, the only kind compressed; never on an error) and `content-length`.
  */
 export function writeAnswer(res: ServerResponse, answer: HttpAnswer): void {
+  res.writeHead(answer.status, answerHeaders(answer));
+  res.end(answer.body);
+}
+
+/** The headers {@link writeAnswer} writes for `answer` (its own, `vary`, `content-length`); `answer.headers` gains them. */
+export function answerHeaders(answer: HttpAnswer): Record<string, string> {
   const headers = answer.headers;
   if (answer.status < 400) headers.vary = 'Accept-Encoding';
   headers['content-length'] = String(Buffer.byteLength(answer.body));
-  res.writeHead(answer.status, headers);
-  res.end(answer.body);
+  return headers;
 }
 
 /** A 400 `{"error": ...}` for a request the HTTP parser refused; the connection is closed (every HTTP listener's `clientError`). */

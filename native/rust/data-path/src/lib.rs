@@ -14,6 +14,7 @@ pub mod exec;
 pub mod grpc;
 pub mod grpc_proxy;
 pub mod host;
+pub mod js_infer;
 pub mod ort_exec;
 pub mod proxy;
 pub mod route;
@@ -54,6 +55,7 @@ pub struct WdCounters {
     pub open_connections: u64,
     pub grpc_served: u64,
     pub grpc_forwarded: u64,
+    pub handed_over: u64,
 }
 
 /// A published route as the control plane holds it (statistics, drain).
@@ -254,7 +256,28 @@ pub extern "C" fn wd_server_counters(server: &Server, out: &mut WdCounters) {
         open_connections: server.open_connections(),
         grpc_served: c.grpc_served.load(Ordering::Relaxed),
         grpc_forwarded: c.grpc_forwarded.load(Ordering::Relaxed),
+        handed_over: c.handed_over.load(Ordering::Relaxed),
     };
+}
+
+/// Hands the `/infer` requests of models without a route, with bodies shorter than
+/// `max_body_bytes`, to the control plane through `notify` (js_infer.rs) instead of forwarding them.
+/// INVALID_ARG when asked twice.
+///
+/// # Safety
+/// `notify` may be called with `ctx` from any data path thread until the server is freed.
+#[no_mangle]
+pub unsafe extern "C" fn wd_server_set_js_infer(
+    server: &Server,
+    notify: js_infer::JsNotifyFn,
+    ctx: *mut std::ffi::c_void,
+    max_body_bytes: u64,
+) -> Option<Box<WardenError>> {
+    // SAFETY: the caller's contract.
+    let js = unsafe { js_infer::JsInfer::new(notify, ctx, max_body_bytes) };
+    guarded("the data path", || {
+        server.shared.js.set(js).map_err(|_| WardenError::invalid_arg("the hand-over is set already".to_string()))
+    })
 }
 
 /// While `paused`, every request goes to the control plane.

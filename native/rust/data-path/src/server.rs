@@ -54,6 +54,8 @@ pub struct Counters {
     pub grpc_served: AtomicU64,
     /// gRPC calls forwarded to the control plane's gRPC server (grpc_proxy.rs).
     pub grpc_forwarded: AtomicU64,
+    /// `/infer` requests read here and handed to the control plane in-process (js_infer.rs).
+    pub handed_over: AtomicU64,
 }
 
 pub struct Shared {
@@ -62,6 +64,9 @@ pub struct Shared {
     pub fallback: Arc<Fallback>,
     /// The control plane's gRPC server, once the gRPC port is served too ([`Server::listen_grpc`]).
     pub grpc_fallback: std::sync::OnceLock<Arc<crate::grpc_proxy::GrpcFallback>>,
+    /// Where `/infer` requests of models without a route are handed over, once the control plane
+    /// asked for them (js_infer.rs).
+    pub js: std::sync::OnceLock<crate::js_infer::JsInfer>,
     pub options: Options,
     pub counters: Counters,
     open: Mutex<HashMap<IpAddr, u64>>,
@@ -104,29 +109,48 @@ fn claim(shared: &Shared, req: &Request<Incoming>) -> Option<Arc<Route>> {
     if version.is_some_and(|v| v != route.version_text) {
         return None;
     }
-    let h = req.headers();
+    plain(req.headers(), shared.options.max_body_bytes).then_some(route)
+}
+
+/// The header rules of the fast paths' claim (frontend/http/claim.ts plainRequest): a
+/// `Content-Length` below `max_body`, no content or transfer encoding, JSON or octet-stream (or no
+/// type), identity accept-encoding.
+fn plain(h: &hyper::HeaderMap, max_body: u64) -> bool {
     if h.contains_key("content-encoding") || h.contains_key("transfer-encoding") {
+        return false;
+    }
+    let len: Option<u64> = h.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    if !len.is_some_and(|n| n < max_body) {
+        return false;
+    }
+    if h.get(CONTENT_TYPE).is_some_and(|t| t != "application/json" && t != "application/octet-stream") {
+        return false;
+    }
+    h.get("accept-encoding").is_none_or(|a| a == "identity")
+}
+
+/// The model and version of a request to hand to the control plane (js_infer.rs): a plain `/infer`
+/// request the data path has no route for, under the fast path's claim rules, once the control plane
+/// asked for them and while the data path is not paused.
+fn claim_js<'r>(shared: &Shared, js: &crate::js_infer::JsInfer, req: &'r Request<Incoming>) -> Option<(&'r str, i64)> {
+    if req.method() != Method::POST || req.uri().query().is_some() || shared.paused.load(Ordering::Relaxed) {
         return None;
     }
-    let len: u64 = h.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()?;
-    if len >= shared.options.max_body_bytes {
-        return None;
-    }
-    if let Some(t) = h.get(CONTENT_TYPE) {
-        if t != "application/json" && t != "application/octet-stream" {
-            return None;
-        }
-    }
-    if let Some(a) = h.get("accept-encoding") {
-        if a != "identity" {
-            return None;
-        }
-    }
-    Some(route)
+    let target = crate::js_infer::infer_target(req.uri().path())?;
+    let h = req.headers();
+    // header values the control plane reads must be text (it would see them otherwise)
+    let text = |k: &str| h.get(k).is_none_or(|v| v.to_str().is_ok());
+    (plain(h, js.max_body_bytes) && text("inference-header-content-length") && text("authorization")).then_some(target)
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>, client: Arc<str>) -> Result<Response<Body>, Infallible> {
     let Some(route) = claim(&shared, &req) else {
+        if let Some(js) = shared.js.get() {
+            if let Some((model, version)) = claim_js(&shared, js, &req) {
+                let model = model.to_string();
+                return Ok(hand_over(&shared, js, req, model, version, &client).await);
+            }
+        }
         shared.counters.forwarded.fetch_add(1, Ordering::Relaxed);
         let (parts, body) = req.into_parts();
         return Ok(forward(&shared, parts, Fallback::stream(body), &client).await);
@@ -206,6 +230,49 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>, client: Arc<str>) -
             }
             // The control plane renders every error answer (status, redaction, wording).
             Ok(render_error(&shared, parts, e, &client).await)
+        }
+    }
+}
+
+/// Reads a claimed request and hands it to the control plane (js_infer.rs); writes its answer, or
+/// forwards the request with the body read when it declines.
+async fn hand_over(
+    shared: &Arc<Shared>,
+    js: &crate::js_infer::JsInfer,
+    req: Request<Incoming>,
+    model: String,
+    version: i64,
+    client: &str,
+) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let limit = js.max_body_bytes as usize;
+    let collected = match tokio::time::timeout(shared.options.body_timeout, Limited::new(body, limit).collect()).await {
+        Ok(Ok(c)) => c.to_bytes(),
+        _ => return text_response(StatusCode::BAD_REQUEST, "{\"error\":\"failed to read the request body\"}"),
+    };
+    let text = |k: &str| parts.headers.get(k).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let (token, rx) =
+        js.submit(model, version, collected.clone(), text("inference-header-content-length"), text("authorization"));
+    let mut guard = crate::js_infer::CancelOnDrop { js, token, armed: true };
+    let answer = rx.await;
+    guard.armed = false;
+    match answer {
+        Ok(crate::js_infer::JsAnswer::Answer { status, headers, body }) => {
+            shared.counters.handed_over.fetch_add(1, Ordering::Relaxed);
+            let mut r = Response::new(Full::new(Bytes::from(body)).map_err(|never| match never {}).boxed());
+            *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let h = r.headers_mut();
+            for (k, v) in headers {
+                if let (Ok(k), Ok(v)) = (hyper::header::HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(&v))
+                {
+                    h.append(k, v);
+                }
+            }
+            r
+        }
+        _ => {
+            shared.counters.replayed.fetch_add(1, Ordering::Relaxed);
+            forward(shared, parts, Full::new(collected).map_err(|never| match never {}).boxed(), client).await
         }
     }
 }
@@ -430,6 +497,7 @@ impl Server {
             routes: Routes::default(),
             fallback: Arc::new(Fallback::new(fallback)),
             grpc_fallback: std::sync::OnceLock::new(),
+            js: std::sync::OnceLock::new(),
             options,
             counters: Counters::default(),
             open: Mutex::new(HashMap::new()),

@@ -1,13 +1,17 @@
 // The addon's binding of the native data path (native/rust/data-path, C ABI in
 // warden/data_path.h): `dataPath.start(fd, socketPath, options)` → a server external, and
-// `listenGrpc` / `publish` / `publishOrt` / `publishWasm` / `unpublish` / `inflight` / `takeStats` / `counters` /
-// `beginClose` / `close` over it. The host API table points the data path at this process's libtritonserver.so.
+// `listenGrpc` / `publish` / `publishOrt` / `publishWasm` / `setJsInfer` / `answerJs` / `declineJs` / `unpublish` /
+// `inflight` / `takeStats` / `counters` / `beginClose` / `close` over it. The host API table points the data path at
+// this process's libtritonserver.so.
 #include <napi.h>
 
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../addon.h"
+#include "../js_wake.h"
 #include "warden/data_path.h"
 #include "warden/ort_engine.h"
 
@@ -17,9 +21,51 @@ namespace {
 using warden_addon::InstanceHandle;
 using warden_addon::TritonError;
 
+// The hand-over's queue (wd_server_set_js_infer): requests and cancellations from the data path's
+// threads, drained on the JS thread by one wake-up per batch (js_wake.h).
+struct HandOver {
+  std::mutex mu;
+  std::vector<std::pair<WdJsRequest*, uint64_t>> queue;  // (request, 0) or (NULL, cancelled token)
+  bool scheduled = false;
+  bool closed = false;
+  std::shared_ptr<warden::JsWake> wake;
+  Napi::FunctionReference on_request;  // JS thread only
+  Napi::FunctionReference on_cancel;
+};
+
 struct ServerRef {
   WdServer* server = nullptr;
+  HandOver* hand_over = nullptr;
 };
+
+// A handed-over request as JS holds it until it answers; one JS dropped unanswered is declined.
+struct JsRequestRef {
+  WdJsRequest* request = nullptr;
+};
+
+// Stops the hand-over (JS thread, after the server's threads stopped): what is queued is declined.
+void CloseHandOver(ServerRef* ref) {
+  HandOver* h = ref->hand_over;
+  if (h == nullptr) return;
+  ref->hand_over = nullptr;
+  std::vector<std::pair<WdJsRequest*, uint64_t>> left;
+  {
+    std::lock_guard<std::mutex> lock(h->mu);
+    h->closed = true;
+    left.swap(h->queue);
+  }
+  for (auto& [r, _] : left)
+    if (r != nullptr) wd_js_decline(r);
+  h->wake->Close();
+  delete h;
+}
+
+// Frees the server: its threads stop first, then the hand-over closes.
+void FreeServer(ServerRef* ref) {
+  wd_server_free(ref->server);
+  ref->server = nullptr;
+  CloseHandOver(ref);
+}
 
 struct RouteRef {
   WdRoute* route = nullptr;
@@ -73,7 +119,7 @@ Napi::Value Start(const Napi::CallbackInfo& info) {
   WdServer* server = nullptr;
   if (WardenError* err = wd_server_start(&kHostApi, fd, path.c_str(), &opts, &server)) throw TritonError(env, err);
   return Napi::External<ServerRef>::New(env, new ServerRef{server}, [](Napi::Env, ServerRef* ref) {
-    wd_server_free(ref->server);
+    FreeServer(ref);
     delete ref;
   });
 }
@@ -155,6 +201,135 @@ Napi::Value PublishWasm(const Napi::CallbackInfo& info) {
   });
 }
 
+// Any data path thread: queues the request (or cancellation) and wakes the JS thread once per batch.
+void NotifyJs(void* p, WdJsRequest* request, uint64_t cancelled) {
+  auto* h = static_cast<HandOver*>(p);
+  {
+    std::lock_guard<std::mutex> lock(h->mu);
+    if (h->closed) {
+      if (request != nullptr) wd_js_decline(request);
+      return;
+    }
+    h->queue.emplace_back(request, cancelled);
+    if (h->scheduled) return;
+    h->scheduled = true;
+  }
+  h->wake->Send();
+}
+
+Napi::Value OptionalString(Napi::Env env, const uint8_t* p, int64_t len) {
+  if (len < 0) return env.Undefined();
+  return Napi::String::New(env, reinterpret_cast<const char*>(p), size_t(len));
+}
+
+void DrainHandOver(Napi::Env env, HandOver* h) {
+  std::vector<std::pair<WdJsRequest*, uint64_t>> batch;
+  {
+    std::lock_guard<std::mutex> lock(h->mu);
+    batch.swap(h->queue);
+    h->scheduled = false;
+  }
+  Napi::HandleScope scope(env);
+  for (auto& [r, cancelled] : batch) {
+    try {
+      if (r == nullptr) {
+        h->on_cancel.Call({Napi::Number::New(env, double(cancelled))});
+        continue;
+      }
+      WdJsRequestParts p{};
+      wd_js_request_parts(r, &p);
+      auto handle = Napi::External<JsRequestRef>::New(env, new JsRequestRef{r}, [](Napi::Env, JsRequestRef* ref) {
+        if (ref->request != nullptr) wd_js_decline(ref->request);
+        delete ref;
+      });
+      h->on_request.Call({handle, Napi::Number::New(env, double(p.token)),
+                          Napi::String::New(env, reinterpret_cast<const char*>(p.model), p.model_len),
+                          Napi::Number::New(env, double(p.version)),
+                          Napi::Buffer<uint8_t>::Copy(env, p.body, p.body_len),
+                          OptionalString(env, p.header_length, p.header_length_len),
+                          OptionalString(env, p.authorization, p.authorization_len)});
+    } catch (const Napi::Error& e) {
+      // a throwing handler is a host bug: keep delivering the rest (an unanswered request is
+      // declined when its handle is collected)
+      fprintf(stderr, "[warden data path] hand-over handler threw: %s\n", e.Message().c_str());
+    }
+  }
+}
+
+// setJsInfer(server, maxBodyBytes, onRequest(handle, token, model, version, body, headerLength?, authorization?),
+//            onCancel(token)): hands plain /infer requests of models without a route to JS.
+Napi::Value SetJsInfer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  WdServer* server = ServerOf(info[0]);
+  ServerRef* ref = info[0].As<Napi::External<ServerRef>>().Data();
+  if (ref->hand_over != nullptr) throw Napi::Error::New(env, "the hand-over is set already");
+  uint64_t max_body = uint64_t(info[1].As<Napi::Number>().Int64Value());
+  if (!info[2].IsFunction() || !info[3].IsFunction()) throw Napi::TypeError::New(env, "expected two callbacks");
+  auto* h = new HandOver;
+  h->on_request = Napi::Persistent(info[2].As<Napi::Function>());
+  h->on_cancel = Napi::Persistent(info[3].As<Napi::Function>());
+  h->wake = warden::JsWake::Create(env, "warden-data-path", [h](Napi::Env e) { DrainHandOver(e, h); });
+  if (WardenError* err = wd_server_set_js_infer(server, NotifyJs, h, max_body)) {
+    h->wake->Close();
+    delete h;
+    throw TritonError(env, err);
+  }
+  ref->hand_over = h;
+  return env.Undefined();
+}
+
+WdJsRequest* TakeRequest(const Napi::Value& v) {
+  if (!v.IsExternal()) throw Napi::TypeError::New(v.Env(), "expected a handed-over request");
+  JsRequestRef* ref = v.As<Napi::External<JsRequestRef>>().Data();
+  if (ref->request == nullptr) throw Napi::Error::New(v.Env(), "the request was answered already");
+  WdJsRequest* r = ref->request;
+  ref->request = nullptr;
+  return r;
+}
+
+// answerJs(handle, status, headers: string[] (name, value, name, value, ...), body: Buffer | string)
+Napi::Value AnswerJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[1].IsNumber() || !info[2].IsArray() || !(info[3].IsBuffer() || info[3].IsString()))
+    throw Napi::TypeError::New(env, "expected (handle, status, headers, body)");
+  Napi::Array list = info[2].As<Napi::Array>();
+  std::vector<std::string> texts;
+  for (uint32_t i = 0; i + 1 < list.Length(); i += 2) {
+    texts.push_back(list.Get(i).ToString().Utf8Value());
+    texts.push_back(list.Get(i + 1).ToString().Utf8Value());
+  }
+  std::vector<const uint8_t*> names, values;
+  std::vector<size_t> name_lens, value_lens;
+  for (size_t i = 0; i + 1 < texts.size(); i += 2) {
+    names.push_back(reinterpret_cast<const uint8_t*>(texts[i].data()));
+    name_lens.push_back(texts[i].size());
+    values.push_back(reinterpret_cast<const uint8_t*>(texts[i + 1].data()));
+    value_lens.push_back(texts[i + 1].size());
+  }
+  std::string text_body;
+  const uint8_t* body = nullptr;
+  size_t body_len = 0;
+  if (info[3].IsBuffer()) {
+    auto b = info[3].As<Napi::Buffer<uint8_t>>();
+    body = b.Data();
+    body_len = b.Length();
+  } else {
+    text_body = info[3].As<Napi::String>().Utf8Value();
+    body = reinterpret_cast<const uint8_t*>(text_body.data());
+    body_len = text_body.size();
+  }
+  uint16_t status = uint16_t(info[1].As<Napi::Number>().Uint32Value());
+  wd_js_answer(TakeRequest(info[0]), status, names.data(), name_lens.data(), values.data(), value_lens.data(),
+               names.size(), body, body_len);
+  return env.Undefined();
+}
+
+// declineJs(handle): the data path forwards the request to the internal listener.
+Napi::Value DeclineJs(const Napi::CallbackInfo& info) {
+  wd_js_decline(TakeRequest(info[0]));
+  return info.Env().Undefined();
+}
+
 Napi::Value Unpublish(const Napi::CallbackInfo& info) {
   wd_server_unpublish(ServerOf(info[0]), RouteOf(info[1]));
   return info.Env().Undefined();
@@ -186,6 +361,7 @@ Napi::Value Counters(const Napi::CallbackInfo& info) {
   o.Set("openConnections", double(c.open_connections));
   o.Set("grpcServed", double(c.grpc_served));
   o.Set("grpcForwarded", double(c.grpc_forwarded));
+  o.Set("handedOver", double(c.handed_over));
   return o;
 }
 
@@ -203,8 +379,7 @@ Napi::Value BeginClose(const Napi::CallbackInfo& info) {
 Napi::Value Close(const Napi::CallbackInfo& info) {
   if (!info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "expected a data path server");
   ServerRef* ref = info[0].As<Napi::External<ServerRef>>().Data();
-  wd_server_free(ref->server);
-  ref->server = nullptr;
+  FreeServer(ref);
   return info.Env().Undefined();
 }
 
@@ -217,6 +392,9 @@ Napi::Object InitBinding(Napi::Env env) {
   o.Set("publish", Napi::Function::New(env, Publish, "publish"));
   o.Set("publishOrt", Napi::Function::New(env, PublishOrt, "publishOrt"));
   o.Set("publishWasm", Napi::Function::New(env, PublishWasm, "publishWasm"));
+  o.Set("setJsInfer", Napi::Function::New(env, SetJsInfer, "setJsInfer"));
+  o.Set("answerJs", Napi::Function::New(env, AnswerJs, "answerJs"));
+  o.Set("declineJs", Napi::Function::New(env, DeclineJs, "declineJs"));
   o.Set("unpublish", Napi::Function::New(env, Unpublish, "unpublish"));
   o.Set("inflight", Napi::Function::New(env, Inflight, "inflight"));
   o.Set("takeStats", Napi::Function::New(env, TakeStats, "takeStats"));

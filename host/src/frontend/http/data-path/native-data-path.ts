@@ -14,12 +14,16 @@
  */
 import type { RequestListener } from 'node:http';
 import type { Logger } from 'pino';
-import type { ModelKey } from '../../../contract/types.js';
+import type { CancellationSignal, ModelKey } from '../../../contract/types.js';
 import type { ModelVersion } from '../../../lifecycle/model-version.js';
 import type { ServerMetrics } from '../../../metrics/prometheus.js';
 import type { AbsorbedStats } from '../../../metrics/stats.js';
 import type { DataPathBinding, DataPathCounters, DataPathOptions, DataPathRoute, DataPathServer } from '../../../platform/addon.js';
 import { type InternalServerSettings, type NativeErrorRenderer, type NativeGrpcErrorRenderer, InternalListener } from '../internal-listener.js';
+import { ManualSignal } from '../../cancellation.js';
+import { answerHeaders } from '../claim.js';
+import type { HttpAnswer } from '../routing.js';
+import type { RingRequest } from '../threads/messages.js';
 import { ortRouteOf, routeOf, wasmRouteOf } from './route-spec.js';
 
 /** How often a withdrawn route's in-flight count is read while it drains (ms). */
@@ -121,6 +125,44 @@ export class NativeDataPath {
     return [...this.published.keys()];
   }
 
+  /**
+   * Answers the plain `/infer` requests of models without a route in this process (DESIGN "The
+   * native data path"): the data path reads them and hands them to `serve` — the entry point of the
+   * front-end threads' claimed requests (app.ts `serveRing`: the TypeScript decode, data plane,
+   * encode and error answers) — and writes its answer; what `serve` declines (undefined) goes to
+   * the internal listener. A client that goes away cancels its request.
+   * @param maxBodyBytes only bodies shorter than this are handed over (the fast path's bound)
+   */
+  handOver(serve: (r: RingRequest, signal: CancellationSignal) => Promise<HttpAnswer | undefined>, maxBodyBytes: number): void {
+    const signals = new Map<number, ManualSignal>();
+    const binding = this.binding;
+    binding.setJsInfer(
+      this.server,
+      maxBodyBytes,
+      (request, token, model, version, body, headerLength, authorization) => {
+        const signal = new ManualSignal();
+        signals.set(token, signal);
+        const done = (a: HttpAnswer | undefined): void => {
+          signals.delete(token);
+          try {
+            if (!a) binding.declineJs(request);
+            else {
+              const headers = answerHeaders(a);
+              binding.answerJs(request, a.status, Object.entries(headers).flat(), a.body);
+            }
+          } catch (e) {
+            this.logger.error({ err: e }, 'native data path: a handed-over request could not be answered');
+          }
+        };
+        serve({ id: token, model, version, body, headerLength, authorization, clientAddress: '' }, signal).then(done, (e: unknown) => {
+          this.logger.error({ err: e }, 'native data path: a handed-over request failed');
+          done(undefined);
+        });
+      },
+      (token) => signals.get(token)?.abort(),
+    );
+  }
+
   /** While tracing is on, every request goes through the TypeScript path (it traces). */
   setPaused(paused: boolean): void {
     if (!this.closed) this.binding.setPaused(this.server, paused);
@@ -135,20 +177,22 @@ export class NativeDataPath {
 
   /**
    * `warden_data_path_requests_total{handled=...}`: requests on the data path's port by how they
-   * were handled — `native` (answered without the JavaScript thread), `replayed` (read, then
-   * answered by the TypeScript path: a request the data path does not decode) and `forwarded`
-   * (never read: other routes, models and request kinds) — the visible count of fallbacks; and
+   * were handled — `native` (answered without the JavaScript thread), `handed_over` (read here,
+   * answered by the TypeScript data plane in-process: models without a route), `replayed` (read,
+   * then answered by the TypeScript path: a request the data path does not decode) and `forwarded`
+   * (never read: other routes and request kinds) — the visible count of fallbacks; and
    * `warden_data_path_refused_connections_total`, connections closed over the caps.
    */
   private metricsText(): string {
     if (this.closed) return '';
     const c = this.counters();
     return [
-      '# HELP warden_data_path_requests_total Requests on the native data path, by how they were handled (native, replayed, forwarded)',
+      '# HELP warden_data_path_requests_total Requests on the native data path, by how they were handled (native, handed_over, replayed, forwarded)',
       '# TYPE warden_data_path_requests_total counter',
       `warden_data_path_requests_total{handled="native"} ${c.served}`,
       `warden_data_path_requests_total{handled="replayed"} ${c.replayed}`,
       `warden_data_path_requests_total{handled="forwarded"} ${c.forwarded}`,
+      `warden_data_path_requests_total{handled="handed_over"} ${c.handedOver}`,
       '# HELP warden_data_path_refused_connections_total Connections the native data path closed over the connection caps',
       '# TYPE warden_data_path_refused_connections_total counter',
       `warden_data_path_refused_connections_total ${c.refusedConnections}`,
