@@ -38,8 +38,13 @@ pub struct OutputFormats {
 impl OutputFormats {
     /// Whether output `index` of the route prints as binary.
     pub fn binary(&self, index: usize) -> bool {
-        self.requested.iter().find(|(i, _)| *i == index).map(|(_, b)| *b).unwrap_or(self.default_binary)
+        binary_of(&self.requested, self.default_binary, index)
     }
+}
+
+/// Whether output `index` prints as binary: its own flag among `requested`, else `default_binary`.
+pub fn binary_of(requested: &[(usize, bool)], default_binary: bool, index: usize) -> bool {
+    requested.iter().find(|(i, _)| *i == index).map(|(_, b)| *b).unwrap_or(default_binary)
 }
 
 /// A request the data path serves.

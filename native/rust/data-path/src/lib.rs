@@ -116,6 +116,23 @@ pub unsafe extern "C" fn wd_server_listen_grpc(
     })
 }
 
+/// Parses a route spec, builds the route with `build` and publishes it, writing its handle to `out`.
+fn publish(
+    server: &Server,
+    text: Result<&str, WardenError>,
+    out: &mut Option<Box<WdRoute>>,
+    build: impl FnOnce(RouteSpec) -> Result<Route, String>,
+) -> Option<Box<WardenError>> {
+    guarded("the data path", || {
+        let spec: RouteSpec =
+            serde_json::from_str(text?).map_err(|e| WardenError::invalid_arg(format!("route spec: {e}")))?;
+        let arc = Arc::new(build(spec).map_err(WardenError::invalid_arg)?);
+        server.shared.routes.publish_arc(arc.clone());
+        *out = Some(Box::new(WdRoute(arc)));
+        Ok(())
+    })
+}
+
 /// Publishes a route: `spec` is its JSON (route.rs RouteSpec), `instances` its native instances
 /// (`TRITONBACKEND_ModelInstance*`), lent until the route is unpublished and drained. Replaces a
 /// route of the same name. Writes the route's handle to `out`.
@@ -136,15 +153,7 @@ pub unsafe extern "C" fn wd_server_publish(
     let text = unsafe { warden_ffi::utf8(spec, spec_len, "route spec") };
     // SAFETY: the caller's contract.
     let list = unsafe { warden_ffi::slice(instances, count) };
-    guarded("the data path", || {
-        let spec: RouteSpec =
-            serde_json::from_str(text?).map_err(|e| WardenError::invalid_arg(format!("route spec: {e}")))?;
-        let route = Route::new(spec, list.iter().map(|&p| Instance(p)).collect()).map_err(WardenError::invalid_arg)?;
-        let arc = Arc::new(route);
-        server.shared.routes.publish_arc(arc.clone());
-        *out = Some(Box::new(WdRoute(arc)));
-        Ok(())
-    })
+    publish(server, text, out, |spec| Route::new(spec, list.iter().map(|&p| Instance(p)).collect()))
 }
 
 /// Publishes a route served by ONNX Runtime sessions of Warden's in-process engine (ort_exec.rs):
@@ -168,16 +177,7 @@ pub unsafe extern "C" fn wd_server_publish_ort(
     let text = unsafe { warden_ffi::utf8(spec, spec_len, "route spec") };
     // SAFETY: the caller's contract.
     let list = unsafe { warden_ffi::slice(sessions, count) };
-    guarded("the data path", || {
-        let spec: RouteSpec =
-            serde_json::from_str(text?).map_err(|e| WardenError::invalid_arg(format!("route spec: {e}")))?;
-        let sessions = list.iter().map(|&p| ort_exec::SessionPtr(p)).collect();
-        let route = Route::new_ort(spec, sessions).map_err(WardenError::invalid_arg)?;
-        let arc = Arc::new(route);
-        server.shared.routes.publish_arc(arc.clone());
-        *out = Some(Box::new(WdRoute(arc)));
-        Ok(())
-    })
+    publish(server, text, out, |spec| Route::new_ort(spec, list.iter().map(|&p| ort_exec::SessionPtr(p)).collect()))
 }
 
 /// Publishes a route served by wasmtime sandboxes (wasm_exec.rs): `count` instances of the
@@ -201,22 +201,16 @@ pub unsafe extern "C" fn wd_server_publish_wasm(
     let text = unsafe { warden_ffi::utf8(spec, spec_len, "route spec") };
     // SAFETY: the caller's contract.
     let list = unsafe { warden_ffi::slice(instances, count) };
-    guarded("the data path", || {
-        let spec: RouteSpec =
-            serde_json::from_str(text?).map_err(|e| WardenError::invalid_arg(format!("route spec: {e}")))?;
+    publish(server, text, out, |spec| {
         let mut threads = Vec::with_capacity(list.len());
         for &p in list {
             if p.is_null() {
-                return Err(WardenError::invalid_arg("a wasmtime instance is null".to_string()));
+                return Err("a wasmtime instance is null".to_string());
             }
             // SAFETY: live for the call (the caller's contract); only a handle is kept.
             threads.push(unsafe { &*p }.direct_handle());
         }
-        let route = Route::new_wasm(spec, threads, execute_ms).map_err(WardenError::invalid_arg)?;
-        let arc = Arc::new(route);
-        server.shared.routes.publish_arc(arc.clone());
-        *out = Some(Box::new(WdRoute(arc)));
-        Ok(())
+        Route::new_wasm(spec, threads, execute_ms)
     })
 }
 

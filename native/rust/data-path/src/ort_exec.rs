@@ -144,7 +144,7 @@ impl OrtAnswer {
                 unsafe { std::slice::from_raw_parts(o.data, o.bytes) }
             };
             check_output(route, name, &o.shape, datatype, data.len(), batch)?;
-            let binary = requested.iter().find(|(k, _)| *k == index).map(|(_, b)| *b).unwrap_or(default_binary);
+            let binary = crate::decode::binary_of(requested, default_binary, index);
             views.push(OutputView { name, datatype, shape: &o.shape, data, binary });
         }
         Ok(views)

@@ -414,7 +414,7 @@ pub(crate) fn output_views<'a>(
         if !wanted {
             continue;
         }
-        let binary = requested.iter().find(|(k, _)| *k == index).map(|(_, b)| *b).unwrap_or(default_binary);
+        let binary = crate::decode::binary_of(requested, default_binary, index);
         views.push(OutputView { name, datatype, shape, data, binary });
     }
     Ok(views)

@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 use warden_wasmtime_engine::direct::{
-    DataType, DirectExecute, DirectHandle, DirectOutcome, DirectRequest, DirectSink, DirectTensor, ErrorCode,
-    ParameterResult, ParameterValueResult, WitError, WitResponse,
+    wit_datatype, DataType, DirectExecute, DirectHandle, DirectOutcome, DirectRequest, DirectSink, DirectTensor,
+    ErrorCode, ParameterResult, ParameterValueResult, WitError, WitResponse,
 };
 
 /// `TRITONSERVER_Error_Code`s (host.h) of the errors made here.
@@ -70,30 +70,12 @@ pub struct WasmRoute {
     output_names: Vec<Arc<str>>,
 }
 
-/// The WIT `data-type` of a `TRITONSERVER_DataType` (the WIT cases are in its order, from BOOL).
-fn wit_type(t: u32) -> Option<DataType> {
-    const WIT: [DataType; 14] = [
-        DataType::Bool,
-        DataType::Uint8,
-        DataType::Uint16,
-        DataType::Uint32,
-        DataType::Uint64,
-        DataType::Int8,
-        DataType::Int16,
-        DataType::Int32,
-        DataType::Int64,
-        DataType::Fp16,
-        DataType::Fp32,
-        DataType::Fp64,
-        DataType::Bytes,
-        DataType::Bf16,
-    ];
-    WIT.get((t as usize).checked_sub(1)?).copied()
-}
-
 /// The protocol name of a WIT `data-type` (convert.ts fromWitDataType).
 fn protocol_name(d: DataType) -> &'static str {
-    (1..DATATYPES.len() as u32).find(|&t| wit_type(t) == Some(d)).map(|t| DATATYPES[t as usize]).unwrap_or("INVALID")
+    (1..DATATYPES.len() as u32)
+        .find(|&t| wit_datatype(t) == Some(d))
+        .map(|t| DATATYPES[t as usize])
+        .unwrap_or("INVALID")
 }
 
 impl WasmRoute {
@@ -106,7 +88,7 @@ impl WasmRoute {
         let mut input_types = Vec::with_capacity(spec.inputs.len());
         for i in &spec.inputs {
             let t = crate::route::datatype_of(&i.datatype)
-                .and_then(wit_type)
+                .and_then(wit_datatype)
                 .ok_or_else(|| format!("input '{}': datatype {} is not served natively", i.name, i.datatype))?;
             input_types.push(t);
         }
@@ -152,7 +134,7 @@ impl WasmAnswer {
         for t in &self.response.outputs {
             let datatype = crate::route::datatype_of(protocol_name(t.datatype)).unwrap_or(0);
             let index = check_output(route, &t.name, &t.shape, datatype, t.data.len(), batch)?;
-            let binary = requested.iter().find(|(k, _)| *k == index).map(|(_, b)| *b).unwrap_or(default_binary);
+            let binary = crate::decode::binary_of(requested, default_binary, index);
             views.push(OutputView { name: &t.name, datatype, shape: &t.shape, data: &t.data, binary });
         }
         Ok(views)

@@ -18,7 +18,8 @@ use crate::bindings::warden::backend::types::{
 };
 use crate::wire::{InputPart, RequestParts};
 
-const DATATYPES: [DataType; 14] = [
+/// The WIT `data-type` cases in their order (= `TRITONSERVER_DataType` − 1, BOOL first).
+pub const DATATYPES: [DataType; 14] = [
     DataType::Bool,
     DataType::Uint8,
     DataType::Uint16,

@@ -13,6 +13,11 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 pub use crate::bindings::warden::backend::types::Error as WitError;
+
+/// The WIT `data-type` of a `TRITONSERVER_DataType` (BOOL = 1 … BF16 = 14); None for the others.
+pub fn wit_datatype(t: u32) -> Option<DataType> {
+    crate::descriptor::DATATYPES.get((t as usize).checked_sub(1)?).copied()
+}
 pub use crate::bindings::warden::backend::types::{
     DataType, ErrorCode, ParameterResult, ParameterValueResult, Response as WitResponse, TensorResult,
 };
