@@ -8,11 +8,12 @@
  *   bench/grpc.ts   exporting `benchGrpc(ctx: BenchContext): Promise<unknown>`
  *   bench/python.ts exporting `benchPython(ctx: BenchContext): Promise<unknown>`
  *   bench/python-gpu.ts exporting `benchPythonGpu(ctx: BenchContext): Promise<unknown>` (skips without torch)
+ *   bench/openai.ts exporting `benchOpenai(ctx: BenchContext): Promise<unknown>` (the OpenAI API vs generate_stream, Python toy generator)
  *   bench/fleet.ts  exporting `benchFleet(ctx: BenchContext): Promise<unknown>` (object store, shared uploads, replicas; skips without moto)
  *   bench/vs-triton.ts exporting `benchVsTriton(ctx: BenchContext): Promise<unknown>` (the real tritonserver of the pinned wheel; skips where it cannot run)
  * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
  * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
- * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, flood, alloc, hop, owner, mlserver, wasm, native, tenancy, json, grpc, python, python-gpu, fleet, density, vs-triton;
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, flood, alloc, hop, owner, mlserver, wasm, native, tenancy, json, grpc, python, python-gpu, openai, fleet, density, vs-triton;
  * names given as arguments, `npm run bench -- vs-triton`, count the same).
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
@@ -77,6 +78,7 @@ async function main(): Promise<number> {
     ['grpc', () => optionalSuite('./grpc.js', 'benchGrpc')],
     ['python', () => optionalSuite('./python.js', 'benchPython')],
     ['python-gpu', () => optionalSuite('./python-gpu.js', 'benchPythonGpu')],
+    ['openai', () => optionalSuite('./openai.js', 'benchOpenai')],
     ['fleet', () => optionalSuite('./fleet.js', 'benchFleet')],
     ['density', () => optionalSuite('./upload-density.js', 'benchDensity')],
     ['vs-triton', () => optionalSuite('./vs-triton.js', 'benchVsTriton')],

@@ -572,6 +572,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     logger,
     fastPath: opts.httpFastPath,
     restricted: opts.httpRestrictedApis,
+    onTokenUsage: (principal, model, prompt, completion) => metrics.recordTokenUsage(principal.namespace, model, prompt, completion),
   });
   const http = frontend.app;
   const threadCount = opts.httpThreads ?? 0;

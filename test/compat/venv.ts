@@ -21,6 +21,9 @@ export const TRITONCLIENT_VERSION = '2.73.0';
 /** numpy: the Python backend's pin (its default environment is this same .venv). */
 export { NUMPY_VERSION } from '../../host/src/backends/python/environment.js';
 import { NUMPY_VERSION } from '../../host/src/backends/python/environment.js';
+/** componentize-py, which builds the kit's Python guests (host/src/kit/build-python.ts): {@link ensureComponentizePy}. */
+export { COMPONENTIZE_PY_VERSION } from '../../host/src/kit/tools.js';
+import { COMPONENTIZE_PY_VERSION } from '../../host/src/kit/tools.js';
 /** KServe's Python SDK (PyPI `kserve`): its `InferenceRESTClient` speaks the Open Inference Protocol. */
 export const KSERVE_VERSION = '0.21.0';
 
@@ -119,5 +122,33 @@ export async function ensureCompatVenv(opts: VenvOptions = {}): Promise<VenvStat
       throw new Error(`after pip install, ${venvDir} has ${JSON.stringify(after)}; wanted ${JSON.stringify(want)}`);
     }
     return { ok: true, python, ...after! };
+  });
+}
+
+/**
+ * Make sure `.venv/` (made by {@link ensureCompatVenv}) holds componentize-py at
+ * {@link COMPONENTIZE_PY_VERSION}, for the kit's Python template. Returns `{ok: false, reason}`
+ * only when the install failed AND the package index is unreachable; throws on any other failure.
+ */
+export async function ensureComponentizePy(): Promise<{ ok: true; command: string } | { ok: false; reason: string }> {
+  const venv = await ensureCompatVenv();
+  if (!venv.ok) return venv;
+  const command = join(VENV_DIR, 'bin', 'componentize-py');
+  const version = async () => (await exec(command, ['--version'], 60_000, {})).out.trim();
+  const want = `componentize-py ${COMPONENTIZE_PY_VERSION}`;
+  if (existsSync(command) && (await version()) === want) return { ok: true, command };
+  return withLock(VENV_DIR, async () => {
+    if (existsSync(command) && (await version()) === want) return { ok: true as const, command };
+    const requirement = `componentize-py==${COMPONENTIZE_PY_VERSION}`;
+    const pip = await exec(VENV_PYTHON, ['-m', 'pip', 'install', '--quiet', '--timeout', '30', '--retries', '2', requirement], 8 * 60_000, {});
+    if (pip.code !== 0) {
+      const probe = await indexReachable({});
+      if (!probe.reachable)
+        return { ok: false as const, reason: `PyPI is unreachable (${probe.url}: ${probe.error}); cannot install ${requirement} into ${VENV_DIR}` };
+      throw new Error(`pip install ${requirement} failed although ${probe.url} is reachable:\n${pip.out}`);
+    }
+    const got = await version();
+    if (got !== want) throw new Error(`after pip install, ${command} says '${got}'; wanted '${want}'`);
+    return { ok: true as const, command };
   });
 }

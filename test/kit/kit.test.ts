@@ -160,7 +160,7 @@ describe("the kit's failures carry the server's error texts", () => {
     const bad = await runBackend('new', '../escape', '--lang', 'c', '--dir', join(work.dir, 'x'));
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("'../escape' is not a usable model name");
-    expect((await runBackend('new', 'x', '--lang', 'rust')).code).toBe(2);
+    expect((await runBackend('new', 'x', '--lang', 'cobol')).code).toBe(2);
     expect((await runBackend('test', project('ts'))).code).toBe(2);
     const missing = await runBackend('build', work.dir);
     expect(missing.code).toBe(1);

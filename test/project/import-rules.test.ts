@@ -35,7 +35,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   dataplane: ['config', 'tensor', 'lifecycle', 'ensemble', 'tenancy', 'trace'],
   // the one admission of every frontend entry (frontend/admission.ts) is built on the tenant registry and rates
   frontend: ['dataplane', 'tenancy'],
-  'frontend/http': ['frontend', 'dataplane', 'config', 'tensor', 'tenancy', 'trace', 'threads'],
+  'frontend/http': ['frontend', 'frontend/openai', 'dataplane', 'config', 'tensor', 'tenancy', 'trace', 'threads'],
+  // the OpenAI-compatible API is routed, authenticated and answered by the HTTP frontend, on its data-plane calls
+  'frontend/openai': ['frontend', 'frontend/http', 'dataplane', 'tensor', 'trace', 'threads'],
   'frontend/grpc': ['frontend', 'dataplane', 'config', 'tensor', 'tenancy', 'trace'],
   // the tenant backend kit (`warden backend ...`) runs the server's own checks, engines and config allowlist, no server
   kit: ['config', 'tensor', 'tenancy', 'backends/wasm'],

@@ -6,6 +6,7 @@
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ModelConfig } from './model-config.js';
+import type { ModelLogWriter } from './model-log.js';
 import type { BackendResolveRequest, InferenceServerHandle, ModelKey, ModelLoadContext, ModelOrigin, Principal } from './types.js';
 import { inferenceUnavailable } from './load-context.errors.js';
 
@@ -45,7 +46,7 @@ export function backendResolveRequest(
 export function modelLoadContext(
   request: BackendResolveRequest,
   version: number,
-  opts: { logger: Logger; autoCompleteConfig?: boolean; server?: InferenceServerHandle; config?: ModelConfig },
+  opts: { logger: Logger; autoCompleteConfig?: boolean; server?: InferenceServerHandle; config?: ModelConfig; modelLog?: ModelLogWriter },
 ): ModelLoadContext {
   return {
     key: request.key,
@@ -58,5 +59,6 @@ export function modelLoadContext(
     config: opts.config ?? request.config,
     autoCompleteConfig: opts.autoCompleteConfig ?? true,
     logger: opts.logger,
+    ...(opts.modelLog ? { modelLog: opts.modelLog } : {}),
   };
 }

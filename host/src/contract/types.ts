@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { ModelConfig } from './model-config.js';
 import type { DataType } from './datatypes.js';
 import type { TritonError } from './errors.js';
+import type { ModelLogWriter } from './model-log.js';
 
 /**
  * A tensor in host (CPU) memory.
@@ -337,6 +338,11 @@ export interface ModelLoadContext {
   autoCompleteConfig: boolean;
   /** Per-model child logger. */
   logger: Logger;
+  /**
+   * The model's own log, readable by its tenant (contract/model-log.ts): where a sandboxed
+   * backend writes what its guest logs. Absent outside a server (the kit's runs).
+   */
+  modelLog?: ModelLogWriter;
 }
 
 /** Placement of one model instance (spec §5.5). */

@@ -24,7 +24,9 @@ import type {
   SubmittedRequest,
 } from '../contract/types.js';
 import type { EnsembleLimits } from '../ensemble/budget.js';
+import type { ModelLogRead } from '../contract/model-log.js';
 import type { ModelVersion } from '../lifecycle/model-version.js';
+import { type ChatTemplateSource, chatTemplateSource } from '../lifecycle/chat-template.js';
 import type { IndexEntry, LoadOptions, ModelRepositoryManager } from '../lifecycle/repository-manager.js';
 import { TRITON_PROTOCOL_VERSION } from '../project.js';
 import type { TenantRequestRate, TenantUploadRate } from '../tenancy/request-rate.js';
@@ -250,6 +252,22 @@ export class ServerApi implements InferenceServerHandle {
     };
   }
 
+  /**
+   * The model's log (metrics/model-log.ts): the lines its backend wrote (a sandboxed guest's `log`
+   * calls and stdout / stderr, and the host's notes about them), after `since` (a seq; 0 = all
+   * kept), of one version or all (`version` -1). Readable by the model's tenant and by admins,
+   * never through a shared operator model (its log would show other tenants' traffic): a tenant
+   * always means its own namespace here, so another tenant's model, like an operator's, is an
+   * unknown one (DESIGN "Multi-tenancy").
+   * @throws TritonError NOT_FOUND "Request for unknown model: '<m>' is not found" for a model
+   *   never loaded in the caller's scope
+   */
+  modelLog(principal: Principal, name: string, version = -1, since = 0): ModelLogRead & { model: string } {
+    const key = principal.role === 'admin' ? this.names.keyOf(principal, name) : { namespace: principal.namespace, name };
+    const read = this.manager.modelLog(key).read({ since, version: version < 0 ? undefined : version });
+    return { model: name, ...read };
+  }
+
   // ---- inference (inference.ts) ----
 
   /**
@@ -270,6 +288,15 @@ export class ServerApi implements InferenceServerHandle {
   /** See {@link Inference.inferenceTarget}. @throws TritonError NOT_FOUND / UNAVAILABLE */
   inferenceTarget(principal: Principal, name: string, version: number): InferenceTarget {
     return this.inference.inferenceTarget(principal, name, version);
+  }
+
+  /**
+   * The chat template source the serving version of `name` ships (lifecycle/chat-template.ts), or
+   * undefined; for the OpenAI-compatible chat endpoint.
+   * @throws TritonError NOT_FOUND / UNAVAILABLE (model), INVALID_ARG (a template file the confinement rule refuses)
+   */
+  chatTemplateSource(principal: Principal, name: string, version: number): Promise<ChatTemplateSource | undefined> {
+    return chatTemplateSource(this.names.version(principal, name, version));
   }
 
   /** See {@link Inference.infer}. @throws TritonError synchronously; nothing was queued */

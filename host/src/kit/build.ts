@@ -3,8 +3,10 @@
  * project's pinned wit/ by Warden's own build code (scripts/build-wasm.mjs): TypeScript through
  * `tsc` then componentize-js (no StarlingMonkey WASI feature enabled, so the component imports
  * only what its world names); C through clang for wasm32 (@yowasp/clang, the compiler Warden's
- * C samples use), then jco's component embedding. Intermediate files go to `build/`; a build
- * whose inputs did not change is skipped (the stamp beside `build/model.wasm`).
+ * C samples use), then jco's component embedding; Python through componentize-py
+ * (./build-python.ts); Rust through cargo for wasm32-wasip2 and the wit-bindgen crate
+ * (./build-rust.ts). Intermediate files go to `build/`; a build whose inputs did not change is
+ * skipped (the stamp beside `build/model.wasm`; cargo's own fingerprints for Rust).
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, statSync } from 'node:fs';
@@ -14,6 +16,8 @@ import * as err from './kit.errors.js';
 import { supportedWitVersions } from './versions.js';
 import { componentPath, witPackageVersion, witPath, type KitProject } from './project.js';
 import { buildWasm } from './tools.js';
+import { buildPython } from './build-python.js';
+import { buildRust } from './build-rust.js';
 
 /** What a build did. */
 export interface BuildResult {
@@ -70,6 +74,10 @@ export async function buildProject(project: KitProject): Promise<BuildResult> {
       }
       throw err.buildFailed('componentize-js', msg);
     }
+  } else if (manifest.lang === 'py') {
+    rebuilt = buildPython(project, out);
+  } else if (manifest.lang === 'rust') {
+    rebuilt = buildRust(project, out);
   } else {
     const src = join(dir, 'src');
     try {

@@ -1,5 +1,5 @@
 /**
- * `warden backend new|build|test|check|upload`: the tenant backend kit (docs/tenant-guide.md),
+ * `warden backend new|build|test|check|upload|log`: the tenant backend kit (docs/tenant-guide.md),
  * dispatched from host/src/cli.ts. Results go to stdout (`test` prints the response as KServe v2
  * JSON, alone, so it pipes into `jq`), reports and errors to stderr; the error of a failed step is
  * the server's own text where the server would fail the same way.
@@ -12,6 +12,7 @@ import { checkProject } from './check.js';
 import { readProject, LANGUAGES, type KitProject, type Language } from './project.js';
 import { runProject, type RunResult } from './run.js';
 import { newProject } from './scaffold.js';
+import { logLineText, readModelLog } from './log.js';
 import { uploadProject } from './upload.js';
 
 /** Where the CLI writes: `process.stdout` / `process.stderr`, or a capture in tests. */
@@ -23,7 +24,8 @@ export interface BackendCliIo {
 export const BACKEND_USAGE = `usage: warden backend <command> [options]
 
 commands:
-  new <name> --lang ts|c [--dir D]     make a backend project in D (default ./<name>)
+  new <name> --lang ts|c|py|rust [--dir D]
+                                       make a backend project in D (default ./<name>)
   build [dir]                          build dir's component into dir/1/model.wasm
   test [dir] --input in.json [--engine v8|wasmtime] [--runs N] [--verbose]
                                        run the component here on the server's engines (no server);
@@ -32,6 +34,8 @@ commands:
   check [dir | file.wasm]              run the server's load-time checks (same errors)
   upload [dir] --url U [--token T] [--model NAME]
                                        load the project on a server (POST /v2/repository/models/NAME/load)
+  log [dir] --url U [--token T] [--model NAME] [--since SEQ]
+                                       print the model's log on a server (what the backend logged)
 
 dir defaults to the working directory.
 `;
@@ -45,6 +49,7 @@ const FLAGS: Record<string, Record<string, boolean>> = {
   test: { '--input': true, '--engine': true, '--runs': true, '--verbose': false },
   check: {},
   upload: { '--url': true, '--token': true, '--model': true },
+  log: { '--url': true, '--token': true, '--model': true, '--since': true },
 };
 
 interface Parsed {
@@ -124,7 +129,7 @@ async function dispatch({ command, positional, flags }: Parsed, io: BackendCliIo
   switch (command) {
     case 'new': {
       if (!dir) throw new UsageError('new: the project needs a name');
-      const lang = flags['--lang'];
+      const lang = flags['--lang'] === 'python' ? 'py' : flags['--lang'];
       if (!LANGUAGES.includes(lang as Language)) throw new UsageError(`new: --lang must be one of ${LANGUAGES.join(', ')}`);
       const p = await newProject(dir, lang as Language, flags['--dir']);
       io.stdout.write(`created ${p.dir} (${lang}, warden:backend@${p.manifest.wit})\nnext: cd ${p.dir} && warden backend build\n`);
@@ -174,6 +179,17 @@ async function dispatch({ command, positional, flags }: Parsed, io: BackendCliIo
       if (!url) throw new UsageError('upload: --url is required');
       const r = await uploadProject(readProject(dir), { url, token: flags['--token'], model: flags['--model'] });
       io.stdout.write(`loaded model '${r.model}' on ${url} in ${ms(r.ms)}\n`);
+      return 0;
+    }
+    case 'log': {
+      const url = flags['--url'];
+      if (!url) throw new UsageError('log: --url is required');
+      const since = flags['--since'] === undefined ? 0 : Number(flags['--since']);
+      if (!Number.isSafeInteger(since) || since < 0) throw new UsageError('log: --since must be a non-negative integer');
+      const project = flags['--model'] !== undefined && dir === undefined ? undefined : readProject(dir);
+      const r = await readModelLog(project, { url, token: flags['--token'], model: flags['--model'], since });
+      for (const l of r.lines) io.stdout.write(`${logLineText(l)}\n`);
+      if (r.dropped_lines > 0) io.stderr.write(`${r.dropped_lines} older lines (${r.dropped_bytes} bytes) were dropped by the log's bounds\n`);
       return 0;
     }
     default:

@@ -8,7 +8,7 @@ import { type TritonError, internal, invalidArg, notFound, unavailable } from '.
 
 /** `not-found`: the folder holds no `warden-backend.json` (not a project `warden backend new` made). */
 export function projectMissing(dir: string): TritonError {
-  return notFound(`${dir} is not a backend project (no warden-backend.json; make one with 'warden backend new <name> --lang ts|c')`);
+  return notFound(`${dir} is not a backend project (no warden-backend.json; make one with 'warden backend new <name> --lang ts|c|py|rust')`);
 }
 
 /** `invalid-arg`: `warden-backend.json` is not what `warden backend new` writes. */

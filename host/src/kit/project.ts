@@ -12,7 +12,7 @@ import * as err from './kit.errors.js';
 export const MANIFEST = 'warden-backend.json';
 
 /** Guest languages the kit scaffolds and builds. */
-export const LANGUAGES = ['ts', 'c'] as const;
+export const LANGUAGES = ['ts', 'c', 'py', 'rust'] as const;
 export type Language = (typeof LANGUAGES)[number];
 
 /** What `warden-backend.json` holds. */
@@ -24,7 +24,7 @@ export interface Manifest {
   wit: string;
   /** The world of `wit/` the component targets (`sandboxed-backend` or `sandboxed-backend-with-clocks`). */
   world: string;
-  /** ts: the entry module (under `src/`); c: the C sources (under `src/`). */
+  /** ts: the entry module (under `src/`); c: the C sources; py: the entry module first, then the others; rust: the crate's sources (all under `src/`). */
   sources: string[];
 }
 

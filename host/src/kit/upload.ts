@@ -40,7 +40,7 @@ export function loadRequestBody(project: KitProject): { parameters: Record<strin
 }
 
 /** `url` as a base URL without a trailing slash. */
-function baseUrl(url: string): string {
+export function baseUrl(url: string): string {
   const withScheme = /^https?:\/\//.test(url) ? url : `http://${url}`;
   return withScheme.replace(/\/+$/, '');
 }
@@ -69,12 +69,17 @@ export async function uploadProject(project: KitProject, opts: UploadOptions): P
   }
   const text = await res.text();
   if (res.ok) return { model, ms: performance.now() - t0 };
+  throw answerError(res.status, text);
+}
+
+/** The server's error answer (`{"error": "..."}` with an HTTP status) as the TritonError a client sees. */
+export function answerError(status: number, text: string): TritonError {
   let message: unknown;
   try {
     message = (JSON.parse(text) as { error?: unknown }).error;
   } catch {
     message = undefined;
   }
-  if (typeof message !== 'string') throw err.uploadAnswerMalformed(res.status, text);
-  throw new TritonError(STATUS_CODES[res.status] ?? (res.status === 401 || res.status === 403 ? 'UNAVAILABLE' : 'INTERNAL'), message);
+  if (typeof message !== 'string') return err.uploadAnswerMalformed(status, text);
+  return new TritonError(STATUS_CODES[status] ?? (status === 401 || status === 403 ? 'UNAVAILABLE' : 'INTERNAL'), message);
 }

@@ -15,6 +15,7 @@ import { instanceCount } from '../contract/admission.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import { TritonError, asTritonError } from '../contract/errors.js';
 import type { ModelKey } from '../contract/types.js';
+import { ModelLog } from '../metrics/model-log.js';
 import { carriesFiles, type LoadOptions, type LocatedModel, type ModelFiles, type ModelSource } from './model-source.js';
 import {
   forgetStates,
@@ -222,6 +223,18 @@ export class ModelLifecycle {
     return { models, instances, memoryBytes };
   }
 
+  /**
+   * The log of model `key` (metrics/model-log.ts): what its backends wrote since its first load,
+   * kept across reloads and unloads until the record is dropped or forgotten.
+   * @throws TritonError NOT_FOUND "Request for unknown model: '<m>' is not found" (a model never
+   *   loaded, or a forgotten one: the text any unknown model gets)
+   */
+  modelLog(key: ModelKey): ModelLog {
+    const log = this.entry(key)?.log;
+    if (!log) throw lifecycleErrors.modelNotFound(key.name);
+    return log;
+  }
+
   /** Whether a model is known at all (a version serving, loading, failed or unloaded). */
   isKnown(key: ModelKey): boolean {
     const entry = this.entry(key);
@@ -279,7 +292,11 @@ export class ModelLifecycle {
       const built = await this.opts.builder.build(
         key,
         files,
-        { admitted: (config, versions) => (entry.admitted = { config, versions }), loading: (vs) => markLoading(entry, vs) },
+        {
+          admitted: (config, versions) => (entry.admitted = { config, versions }),
+          loading: (vs) => markLoading(entry, vs),
+          modelLog: (entry.log ??= new ModelLog()),
+        },
         log,
       );
       await files.commit().catch(async (e: unknown) => {

@@ -15,6 +15,7 @@
  */
 import type { ModelConfig } from '../contract/model-config.js';
 import type { ModelKey, ModelOrigin } from '../contract/types.js';
+import type { ModelLog } from '../metrics/model-log.js';
 import type { ModelFiles } from './model-source.js';
 import type { ModelVersion } from './model-version.js';
 
@@ -56,6 +57,8 @@ export interface ModelEntry {
   admitted?: { config: ModelConfig; versions: number };
   /** Tail of the model's operation chain (`lifecycle.ts` runs one operation per model at a time). */
   chain: Promise<unknown>;
+  /** The model's log (metrics/model-log.ts), from its first load until the record is dropped or forgotten. */
+  log?: ModelLog;
 }
 
 /** A record with no version and no load in progress. */
@@ -136,6 +139,7 @@ export function markRetired(e: ModelEntry, version: number): void {
 export function forgetStates(e: ModelEntry): void {
   e.slots.clear();
   e.attemptOrigin = undefined;
+  e.log = undefined;
 }
 
 /**

@@ -17,6 +17,7 @@ import { TritonError, asTritonError } from '../contract/errors.js';
 import { NO_SERVER } from '../contract/load-context.js';
 import type { ModelConfig } from '../contract/model-config.js';
 import type { BackendResolver, InferenceServerHandle, ModelKey } from '../contract/types.js';
+import type { ModelLog } from '../metrics/model-log.js';
 import type { ServerMetrics } from '../metrics/prometheus.js';
 import type { UploadStore } from '../repository/upload-store.js';
 import type { FileOverrides, HeldBlob } from '../repository/overrides.js';
@@ -428,6 +429,11 @@ export class ModelRepositoryManager {
   /** Whether a model is known at all (loaded once, or being loaded). */
   isKnown(key: ModelKey): boolean {
     return this.lifecycle.isKnown(key);
+  }
+
+  /** See {@link ModelLifecycle.modelLog}. @throws TritonError NOT_FOUND for a model never loaded */
+  modelLog(key: ModelKey): ModelLog {
+    return this.lifecycle.modelLog(key);
   }
 
   /** Whether a model holds its name for lookups (see {@link ModelLifecycle.holdsName}). */

@@ -27,6 +27,7 @@ import type {
 import type { ResponseCacheStore } from '../cache/response-cache-store.js';
 import { compileEnsemble, composingNames, isEnsemble } from '../ensemble/load.js';
 import type { ServerMetrics } from '../metrics/prometheus.js';
+import type { ModelLog } from '../metrics/model-log.js';
 import { ModelStatistics } from '../metrics/stats.js';
 import { listVersions, selectVersions } from '../repository/scan.js';
 import type { ExecutionArbiter, TenantFairness } from '../scheduler/index.js';
@@ -66,6 +67,8 @@ export interface BuildProgress {
   admitted(config: ModelConfig, versions: number): void;
   /** These versions are being built (LOADING, except those serving now). */
   loading(versions: readonly number[]): void;
+  /** The model's log, each version's backend writes to it (contract/model-log.ts). */
+  readonly modelLog?: ModelLog;
 }
 
 export class VersionBuilder {
@@ -101,7 +104,7 @@ export class VersionBuilder {
     progress.loading(selected);
     try {
       for (const version of selected) {
-        built.set(version, await this.buildVersion(backend, request, version, log, files.stamp));
+        built.set(version, await this.buildVersion(backend, request, version, log, files.stamp, progress.modelLog));
       }
     } catch (e) {
       await Promise.all([...built.values()].map((m) => m.finalize()));
@@ -146,13 +149,25 @@ export class VersionBuilder {
   }
 
   /** @param stamp the files' stamp ({@link ModelFiles.stamp}): the shared response cache's scope with the final config */
-  private async buildVersion(backend: Backend, request: BackendResolveRequest, version: number, log: Logger, stamp: string | undefined): Promise<ModelVersion> {
+  private async buildVersion(
+    backend: Backend,
+    request: BackendResolveRequest,
+    version: number,
+    log: Logger,
+    stamp: string | undefined,
+    modelLog: ModelLog | undefined,
+  ): Promise<ModelVersion> {
     const { config, key } = request;
     const { name } = key;
     const t0 = process.hrtime.bigint();
     const vlog = log.child({ version });
     const backendModel = await backend.loadModel(
-      modelLoadContext(request, version, { logger: vlog, autoCompleteConfig: this.opts.autoCompleteConfig, server: this.opts.server() }),
+      modelLoadContext(request, version, {
+        logger: vlog,
+        autoCompleteConfig: this.opts.autoCompleteConfig,
+        server: this.opts.server(),
+        modelLog: modelLog?.forVersion(version),
+      }),
     );
     const instances: BackendModelInstance[] = [];
     let finalConfig = config;

@@ -229,6 +229,25 @@ export class ServerMetrics {
     this.responseCacheErrors.inc({ operation });
   }
 
+  private tokens: Counter | undefined;
+
+  /**
+   * The tokens of one OpenAI-compatible request (frontend/openai/), as the model reported them:
+   * `warden_openai_tokens_total{model, kind="prompt"|"completion"}` (with `tenant` when per-model
+   * series carry it), created on the first request. `tenant`: the caller's namespace, '' for the operator.
+   */
+  recordTokenUsage(tenant: string, model: string, promptTokens: number, completionTokens: number): void {
+    this.tokens ??= new Counter({
+      name: 'warden_openai_tokens_total',
+      help: 'Tokens of OpenAI-compatible requests (/v1/completions, /v1/chat/completions) as the model reported them, by kind (prompt, completion)',
+      labelNames: this.tenantLabel ? ['model', 'tenant', 'kind'] : ['model', 'kind'],
+      registers: [this.registry],
+    });
+    const labels: Record<string, string> = this.tenantLabel ? { model, tenant } : { model };
+    if (promptTokens > 0) this.tokens.inc({ ...labels, kind: 'prompt' }, promptTokens);
+    if (completionTokens > 0) this.tokens.inc({ ...labels, kind: 'completion' }, completionTokens);
+  }
+
   /** Record how long a model version took to load. */
   setLoadDuration(model: string, version: number, seconds: number, tenant = ''): void {
     this.loadDuration.set(this.labels(model, String(version), tenant), seconds);

@@ -64,6 +64,11 @@ export interface TenantQuotas {
   max_ensemble_depth: number;
   /** Composing inferences of one ensemble request in flight at once (at most `--ensemble-max-fanout`). Count, at least 1. */
   max_ensemble_fanout: number;
+  /**
+   * Tokens one choice of an OpenAI-compatible request may ask for (`max_tokens` /
+   * `max_completion_tokens`, frontend/openai/); above it the request is refused with 400. Count, at least 1.
+   */
+  max_tokens_per_request: number;
 }
 
 const MiB = 1024 * 1024;
@@ -87,6 +92,7 @@ export const DEFAULT_TENANT_QUOTAS: Readonly<TenantQuotas> = Object.freeze({
   max_ensemble_inferences: 256,
   max_ensemble_depth: 8,
   max_ensemble_fanout: 64,
+  max_tokens_per_request: 4096,
 });
 
 /** Quota names, in the file's order. */
@@ -102,6 +108,7 @@ export const QUOTA_MINIMUMS: Readonly<Partial<Record<keyof TenantQuotas, number>
   max_concurrent_executions: 1,
   max_ensemble_depth: 1,
   max_ensemble_fanout: 1,
+  max_tokens_per_request: 1,
 });
 
 /**

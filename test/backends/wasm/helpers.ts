@@ -48,6 +48,8 @@ export async function ensureBuilt(): Promise<void> {
     'instantiate_twice',
     'echo_meta',
     'sequence_params',
+    'log_lines',
+    'toy_llm',
   ].map((f) => join(FIXTURES, 'build', `${f}.wasm`));
   if ([...samples, ...fixtures].every((f) => existsSync(f))) return;
   const build = await import('../../../scripts/build-wasm.mjs');

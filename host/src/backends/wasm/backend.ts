@@ -126,7 +126,15 @@ export class WasmModel implements BackendModel {
    *   trap, UNAVAILABLE on a start-up timeout.
    */
   async createInstance(spec: InstanceSpec): Promise<SandboxedInstance> {
-    const inst = await this.engine.instantiate(this.compiled, spec, this.host, this.host.limits.executeMs, this.ctx.logger, this.sandboxMemory);
+    const inst = await this.engine.instantiate(
+      this.compiled,
+      spec,
+      this.host,
+      this.host.limits.executeMs,
+      this.ctx.logger,
+      this.sandboxMemory,
+      this.ctx.modelLog,
+    );
     this.instances.add(inst);
     const finalize = inst.finalize.bind(inst);
     inst.finalize = async () => {

@@ -7,6 +7,7 @@
  * log budget, response sending, read-only model files) and the limits it is handed.
  */
 import type { Logger } from 'pino';
+import type { ModelLogWriter } from '../../contract/model-log.js';
 import type { BackendModelInstance, InstanceSpec } from '../../contract/types.js';
 import type { ComponentSurface } from './component-check.js';
 import type { ModelLimits } from './limits.js';
@@ -133,7 +134,15 @@ export interface SandboxEngine<C extends CompiledComponent = CompiledComponent> 
    * @throws TritonError the guest's own error from a `create`, INTERNAL if it trapped during
    *   start-up, UNAVAILABLE if start-up exceeded its deadline or its memory does not fit
    */
-  instantiate(compiled: C, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger, memory?: SandboxMemory): Promise<SandboxedInstance>;
+  instantiate(
+    compiled: C,
+    spec: InstanceSpec,
+    host: HostConfig,
+    executeMs: number,
+    logger: Logger,
+    memory?: SandboxMemory,
+    modelLog?: ModelLogWriter,
+  ): Promise<SandboxedInstance>;
   /** Sandboxes (V8: worker threads) alive now, terminating ones included; for tests and metrics. */
   liveSandboxes(): number;
   /** Releases engine-wide resources; called after every model of the backend was finalized. */

@@ -28,6 +28,8 @@ import { installTraceRoutes } from './trace.js';
 import { restrictRoutes } from './restricted.js';
 import type { Restriction } from '../restricted.js';
 import { repositoryNameUnsupported } from '../repository-request.errors.js';
+import { installOpenAIRoutes, isOpenAIPath, openaiErrorAnswer, openaiErrorBody } from '../openai/routes.js';
+import { logSince } from './model-log.js';
 
 /** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms (shared with gRPC). */
 export { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
@@ -167,13 +169,18 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
       if (reply.sent || reply.raw.destroyed) return reply;
     }
     closeIfBodyPending(req, reply);
+    // The OpenAI-compatible API answers every error in OpenAI's shape (frontend/openai/error-shape.ts).
+    const answer = isOpenAIPath(req.url) ? openaiErrorAnswer : errorAnswer;
     return sendAnswer(
       reply,
-      errorAnswer(err, (e) => api.publicError(e), ctx.logger),
+      answer(err, (e) => api.publicError(e), ctx.logger),
     );
   });
   if (ctx.tenants) await installTenancy(app, admission, api.uploadRate);
-  app.setNotFoundHandler((_req, reply) => reply.code(404).type('application/json').send('{"error":"Not Found"}'));
+  // An unknown `/v1/...` path (an OpenAI route Warden does not serve) answers in OpenAI's shape.
+  const notFound = (method: string, url: string) =>
+    isOpenAIPath(url) ? openaiErrorBody(`Unknown request URL: ${method} ${url.split('?', 1)[0]}.`, 404, null, 'unknown_url') : '{"error":"Not Found"}';
+  app.setNotFoundHandler((req, reply) => reply.code(404).type('application/json').send(notFound(req.method, req.url)));
 
   // Triton's status codes (spec §1.3: 200, or 400) with the Open Inference Protocol's body
   // (`{"live": bool}` / `{"ready": bool}`, which KServe's clients read; tritonclient reads the status).
@@ -216,6 +223,8 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   });
   modelRoute('/config', { GET: (q, r, m, v) => r.type('application/json').send(modelConfigToJson(api.modelConfig(who(q), m, v))), POST: undefined });
   modelRoute('/stats', { GET: (q, r, m, v) => r.send(api.modelStatistics(who(q), m, v)), POST: undefined });
+  // Warden's: the model's own log (docs/tenant-guide.md "Your model's log"); Triton has no route here.
+  modelRoute('/log', { GET: (q, r, m, v) => r.send(api.modelLog(who(q), m, v, logSince(q))), POST: undefined });
   modelRoute('/infer', { GET: undefined, POST: (q, r, m, v) => handleInfer(ctx, q, r, m, v) });
   modelRoute('/generate', { GET: undefined, POST: (q, r, m, v) => handleGenerate(ctx, q, r, m, v) });
   modelRoute('/generate_stream', { GET: undefined, POST: (q, r, m, v) => handleGenerateStream(ctx, q, r, m, v) });
@@ -232,6 +241,7 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   route(app, '/v2/repository/:repo/models/:model/unload', { POST: namedRepo });
 
   installSharedMemoryRoutes(app, ctx);
+  installOpenAIRoutes(app, ctx, ctx.onTokenUsage);
 
   const serveRing = async (r: RingRequest, signal: CancellationSignal): Promise<HttpAnswer | undefined> => {
     if (closing) return undefined;

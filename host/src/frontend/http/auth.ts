@@ -20,6 +20,7 @@ import { AuthenticationError, type Admission } from '../admission.js';
 const LOAD_PATH = /^\/v2\/repository\/models\/[^/]+\/load$/;
 import type { TenantConfig } from '../../tenancy/types.js';
 import { authenticationRequired } from './http.errors.js';
+import { isOpenAIPath, openaiErrorBody } from '../openai/error-shape.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -63,11 +64,9 @@ export async function installTenancy(app: FastifyInstance, admission: Admission,
       if (!(e instanceof AuthenticationError)) throw e;
       const f = authFailure(e.failure);
       closeIfBodyPending(req, reply);
-      return reply
-        .code(f.status)
-        .header('WWW-Authenticate', f.wwwAuthenticate)
-        .type('application/json')
-        .send(JSON.stringify({ error: f.message }));
+      // The OpenAI-compatible API's 401 is in OpenAI's error shape (frontend/openai/error-shape.ts).
+      const body = isOpenAIPath(path) ? openaiErrorBody(f.message, f.status) : JSON.stringify({ error: f.message });
+      return reply.code(f.status).header('WWW-Authenticate', f.wwwAuthenticate).type('application/json').send(body);
     }
     req.principal = caller.principal;
     req.tenant = caller.tenant ?? null;

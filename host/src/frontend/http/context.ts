@@ -32,6 +32,11 @@ export interface HttpFrontendOptions {
   fastPath?: boolean;
   /** `--http-restricted-api`: API groups answered only with their header (restricted.ts); absent = all open. */
   restricted?: RestrictedFeatures;
+  /**
+   * The token usage of each OpenAI-compatible request (frontend/openai/), counted per tenant in
+   * the metrics; absent = not counted.
+   */
+  onTokenUsage?: (principal: Principal, model: string, promptTokens: number, completionTokens: number) => void;
 }
 
 /** What every route handler gets: the options plus the principal of each request. */

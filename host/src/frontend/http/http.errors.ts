@@ -7,6 +7,11 @@
  */
 import { AccessError, type TritonError, internal, invalidArg, unavailable, unsupported } from '../../contract/errors.js';
 
+/** A model log read's `since` that is not a non-negative integer (Warden's text). */
+export function logSinceInvalid(): TritonError {
+  return invalidArg(`the query parameter 'since' of a model log read must be a non-negative integer (a line's seq)`);
+}
+
 /** A chunked body of more non-empty chunks than the bound (Warden's text). */
 export function bodyTooManyChunks(maxChunks: number): TritonError {
   return invalidArg(`Chunked request body exceeds maximum of ${maxChunks} non-empty chunks. Send fewer or larger HTTP chunks.`);

@@ -19,18 +19,22 @@ import { apiRestricted } from './http.errors.js';
  * model readiness are `health`; server and model metadata `metadata`; infer and generate
  * `inference`; both shared-memory extensions `shared-memory`; `/config` `model-config`; every
  * `/v2/repository/...` route `model-repository`; `/stats` `statistics`; trace settings `trace`;
- * `/v2/logging` `logging`).
+ * `/v2/logging` and Warden's per-model `/log` `logging`).
  * @throws Error for a route no group covers (a new route must be classified)
  */
 export function httpCategoryOf(url: string): RestrictedCategory {
   if (url === '/v2') return 'metadata';
+  // The OpenAI-compatible API (frontend/openai/), grouped as Triton's OpenAI frontend groups it
+  // (middleware/api_restriction.py): the model list `model-repository`, completions `inference`.
+  if (url === '/v1/models' || url === '/v1/models/:model') return 'model-repository';
+  if (url === '/v1/completions' || url === '/v1/chat/completions') return 'inference';
   if (url.startsWith('/v2/health/')) return 'health';
   if (url.startsWith('/v2/repository/')) return 'model-repository';
   if (url.startsWith('/v2/systemsharedmemory/') || url.startsWith('/v2/cudasharedmemory/')) return 'shared-memory';
   if (url === '/v2/logging') return 'logging';
   if (url.endsWith('/trace/setting')) return 'trace';
   if (url === '/v2/models/stats') return 'statistics';
-  const m = /^\/v2\/models\/:model(?:\/versions\/:version)?(?:\/(ready|config|stats|infer|generate|generate_stream))?$/.exec(url);
+  const m = /^\/v2\/models\/:model(?:\/versions\/:version)?(?:\/(ready|config|stats|log|infer|generate|generate_stream))?$/.exec(url);
   if (m) {
     switch (m[1]) {
       case undefined:
@@ -41,6 +45,8 @@ export function httpCategoryOf(url: string): RestrictedCategory {
         return 'model-config';
       case 'stats':
         return 'statistics';
+      case 'log':
+        return 'logging';
       default:
         return 'inference';
     }

@@ -8,6 +8,8 @@
  * every later message (empty ones included) are dropped and counted, and {@link endLogCall}
  * emits one warning saying how much was dropped, then refills the budget.
  */
+import type { Logger } from 'pino';
+import type { ModelLogWriter } from '../../../contract/model-log.js';
 
 /** `log-level` of the WIT. */
 export type LogLevel = 'info' | 'warn' | 'error' | 'verbose';
@@ -103,4 +105,18 @@ export function endLogCall(state: LogState): void {
   state.exhausted = undefined;
   state.droppedBytes = 0;
   state.droppedMessages = 0;
+}
+
+/**
+ * Delivers an admitted line where a model's guest lines go: the server's log (`logger`, at the
+ * line's level; `verbose` is pino's debug) and the model's own log (`modelLog`, readable by the
+ * model's tenant; DESIGN "Sandbox rules"), which escapes and bounds it.
+ */
+export function deliverLogLine(logger: Logger, modelLog: ModelLogWriter | undefined, line: LogLine): void {
+  const fields = { source: line.source };
+  if (line.level === 'error') logger.error(fields, line.message);
+  else if (line.level === 'warn') logger.warn(fields, line.message);
+  else if (line.level === 'verbose') logger.debug(fields, line.message);
+  else logger.info(fields, line.message);
+  modelLog?.write(line.level, line.source, line.message);
 }

@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
+import type { ModelLogWriter } from '../../../contract/model-log.js';
 import * as err from '../sandbox.errors.js';
 import type { InstanceSpec } from '../../../contract/types.js';
 import { WASM_PAGE_BYTES } from '../binary.js';
@@ -144,11 +145,19 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
    * @throws TritonError as {@link SandboxEngine.instantiate}; INTERNAL for a component compiled
    *   by another engine
    */
-  async instantiate(compiled: V8Compiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger, memory?: SandboxMemory) {
+  async instantiate(
+    compiled: V8Compiled,
+    spec: InstanceSpec,
+    host: HostConfig,
+    executeMs: number,
+    logger: Logger,
+    memory?: SandboxMemory,
+    modelLog?: ModelLogWriter,
+  ) {
     if (compiled.engine !== V8_ENGINE) throw err.engineMismatch(V8_ENGINE, compiled.engine);
     const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules, memoryCounts: compiled.memoryCounts, maxMemories: compiled.memories };
     const idleMs = host.limits.idleMs ?? this.idleMs;
-    return SandboxInstance.start({ init, spec, logger, executeMs, workers: this.workers, idleMs, memory, spares: this.spares });
+    return SandboxInstance.start({ init, spec, logger, modelLog, executeMs, workers: this.workers, idleMs, memory, spares: this.spares });
   }
 
   /** Instances' sandbox workers alive; spares (./spares.ts) are not sandboxes until an instance takes one. */

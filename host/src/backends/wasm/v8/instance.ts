@@ -15,6 +15,8 @@
  */
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import type { ModelLogWriter } from '../../../contract/model-log.js';
+import { deliverLogLine } from '../host/log.js';
 import { TritonError } from '../../../contract/errors.js';
 import * as err from '../sandbox.errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
@@ -38,6 +40,8 @@ export interface SandboxParams {
   init: Omit<WorkerInit, 'cancelFlags' | 'instance'>;
   spec: InstanceSpec;
   logger: Logger;
+  /** The model's own log, where guest lines also go (contract/model-log.ts). */
+  modelLog?: ModelLogWriter;
   /** Execute deadline, ms. */
   executeMs: number;
   /** The engine's live-worker count, kept up to date by the instance. */
@@ -225,20 +229,7 @@ export class SandboxInstance implements SandboxedInstance {
   }
 
   private guestLog(m: Extract<FromWorker, { t: 'log' }>): void {
-    const fields = { source: m.source };
-    switch (m.level) {
-      case 'error':
-        this.log.error(fields, m.message);
-        break;
-      case 'warn':
-        this.log.warn(fields, m.message);
-        break;
-      case 'verbose':
-        this.log.debug(fields, m.message);
-        break;
-      default:
-        this.log.info(fields, m.message);
-    }
+    deliverLogLine(this.log, this.p.modelLog, m);
   }
 
   private onMessage(worker: Worker, m: FromWorker): void {

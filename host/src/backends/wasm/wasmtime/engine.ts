@@ -10,6 +10,7 @@ import type { RemoteCompileCache } from './remote-cache.js';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
+import type { ModelLogWriter } from '../../../contract/model-log.js';
 import * as errors from '../sandbox.errors.js';
 import { fromAddonError } from '../../../platform/addon.js';
 import type { InstanceSpec } from '../../../contract/types.js';
@@ -227,7 +228,15 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
    * @throws TritonError as {@link SandboxEngine.instantiate}; INTERNAL for a component compiled
    *   by another engine
    */
-  async instantiate(compiled: WasmtimeCompiled, spec: InstanceSpec, host: HostConfig, executeMs: number, logger: Logger, memory?: SandboxMemory) {
+  async instantiate(
+    compiled: WasmtimeCompiled,
+    spec: InstanceSpec,
+    host: HostConfig,
+    executeMs: number,
+    logger: Logger,
+    memory?: SandboxMemory,
+    modelLog?: ModelLogWriter,
+  ) {
     if (compiled.engine !== WASMTIME_ENGINE) throw errors.engineMismatch(WASMTIME_ENGINE, compiled.engine);
     return WasmtimeInstance.start({
       port: this,
@@ -237,6 +246,7 @@ export class WasmtimeEngine implements SandboxEngine<WasmtimeCompiled>, Instance
       host,
       executeMs,
       logger,
+      modelLog,
       idleMs: host.limits.idleMs ?? this.idleMs,
       memory,
     });

@@ -32,7 +32,8 @@ import type { Reservation, SandboxMemory } from '../memory-budget.js';
 import { createHostState, endCall, type HostState } from '../host/index.js';
 import type { HostCallError } from '../host/errors.js';
 import { listFiles, readFile } from '../host/files.js';
-import { chargeLog, log, type LogLevel } from '../host/log.js';
+import { chargeLog, deliverLogLine, log, type LogLevel } from '../host/log.js';
+import type { ModelLogWriter } from '../../../contract/model-log.js';
 import { beginExecute, finishExecute, isCancelled, sendFinal, sendResponse, type ResponseSend } from '../host/responses.js';
 import { writeOutput } from '../host/wasi/stdio.js';
 import { WireHandles, deliverResults, deliverSend, toWireRequests, type WireRequest } from '../wire.js';
@@ -85,6 +86,8 @@ export class WasmtimeInstance implements SandboxedInstance {
   private threadId = 0;
   private readonly host: HostState;
   private readonly log: Logger;
+  /** The model's own log, where guest lines also go (set once, at start). */
+  private modelLog?: ModelLogWriter;
   private pending?: Pending;
   private starting?: { resolve: () => void; reject: (e: TritonError) => void };
   private ready?: Promise<void>;
@@ -142,7 +145,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       onRestartFailed: (e) => this.log.error({ err: (e as Error).message }, 'sandbox could not be restarted'),
     });
     this.host = createHostState(config, {
-      log: (line) => this.guestLog(line.level, line.source, line.message),
+      log: (line) => deliverLogLine(this.log, this.modelLog, line),
       send: (s) => this.onSend(s),
       cancelledAt: (i) => this.pending?.requests[i]?.cancelled === true,
     });
@@ -161,6 +164,8 @@ export class WasmtimeInstance implements SandboxedInstance {
     host: HostConfig;
     executeMs: number;
     logger: Logger;
+    /** The model's own log, where guest lines also go (contract/model-log.ts). */
+    modelLog?: ModelLogWriter;
     idleMs: number;
     /** Where each sandbox thread reserves its memory (none: no budget). */
     memory?: SandboxMemory;
@@ -181,6 +186,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       logMessages: host.limits.logMessages,
     });
     const inst = new WasmtimeInstance(p.port, p.component, spec, host, params, p.logger, p.idleMs, p.memory);
+    inst.modelLog = p.modelLog;
     await inst.sup.start();
     inst.armIdle();
     return inst;
@@ -252,14 +258,6 @@ export class WasmtimeInstance implements SandboxedInstance {
   /** True while a native sandbox (thread + store) exists for this instance. */
   get live(): boolean {
     return this.handle !== undefined;
-  }
-
-  private guestLog(level: LogLevel, source: string, message: string): void {
-    const fields = { source };
-    if (level === 'error') this.log.error(fields, message);
-    else if (level === 'warn') this.log.warn(fields, message);
-    else if (level === 'verbose') this.log.debug(fields, message);
-    else this.log.info(fields, message);
   }
 
   private onSend(s: ResponseSend): void {
