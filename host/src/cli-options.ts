@@ -40,6 +40,9 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --strict-model-config=<bool>    deprecated alias of --disable-auto-complete-config
   --exit-on-error=<bool>          exit if a model fails to load at start (default true)
   --log-verbose=<n>               verbose logging level (default 0)
+  --log-style=auto|pretty|json    how log lines look (Warden's; --log-format keeps Triton's timestamp meaning):
+                                  pretty = readable lines, json = one JSON object a line; auto (default) =
+                                  pretty when stdout is a terminal and there is no --log-file, else json
   --http-max-input-size=<bytes>   largest accepted request body (default ${DEFAULT_MAX_INPUT_SIZE})
   --backend-directory=<path>      where native backends live (default <warden>/build/backends)
   --backend-config=<b>,<k>=<v>    per-backend setting (repeatable)
@@ -256,6 +259,16 @@ export const IGNORED_TRITON_FLAGS: readonly string[] = [
   'enable-peer-access',
 ];
 
+/**
+ * How the CLI writes log lines (`--log-style`): `pretty` (pino-pretty's readable lines), `json`
+ * (pino's JSON lines), `auto` = pretty when stdout is a terminal and no `--log-file` is given.
+ */
+export type LogStyle = 'auto' | 'pretty' | 'json';
+
+function isLogStyle(s: string): s is LogStyle {
+  return s === 'auto' || s === 'pretty' || s === 'json';
+}
+
 /** What the CLI tells the operator once, after parsing (the caller logs it). */
 export interface CliNotes {
   /** tritonserver flags given whose feature Warden lacks (see {@link IGNORED_TRITON_FLAGS}). */
@@ -455,7 +468,7 @@ function cacheOptions(v: Record<string, unknown>, ignored: string[]): Pick<Serve
 }
 
 /** Parse argv (without node and script). @throws UsageError */
-export function parseCli(argv: string[]): ServerOptions & { help?: boolean; version?: boolean; notes: CliNotes } {
+export function parseCli(argv: string[]): ServerOptions & { help?: boolean; version?: boolean; logStyle?: LogStyle; notes: CliNotes } {
   const str = { type: 'string' } as const;
   const multi = { type: 'string', multiple: true } as const;
   let parsed;
@@ -543,6 +556,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
         'log-warning': str,
         'log-error': str,
         'log-format': str,
+        'log-style': str,
         'log-file': str,
         'allow-client-shm': str,
         'http-restricted-api': multi,
@@ -583,6 +597,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
   delete trace.ignored;
   const logFormat = (v['log-format'] as string | undefined) ?? 'default';
   if (logFormat !== 'default' && logFormat !== 'ISO8601') throw new UsageError(`invalid argument for --log-format, got: ${logFormat}`);
+  const logStyle = (v['log-style'] as string | undefined) ?? 'auto';
+  if (!isLogStyle(logStyle)) throw new UsageError(`--log-style must be auto, pretty or json, got '${logStyle}'`);
   const metricsIntervalMs = Number(v['metrics-interval-ms'] ?? 2000);
   if (!Number.isFinite(metricsIntervalMs) || metricsIntervalMs <= 0)
     throw new UsageError(`--metrics-interval-ms expects a positive number, got '${String(v['metrics-interval-ms'])}'`);
@@ -613,6 +629,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
   const str1 = (k: string) => v[k] as string | undefined;
   return {
     notes: { ignoredFlags },
+    logStyle,
     ...restrictedOptions(v),
     ...grpcOptions(str1),
     allowClientShm,

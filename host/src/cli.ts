@@ -8,6 +8,7 @@
 import { pino, type DestinationStream } from 'pino';
 import { USAGE, UsageError, parseCli } from './cli-options.js';
 import { startServer } from './server.js';
+import { effectiveLogStyle, prettyLines } from './log-output.js';
 import { TRITON_PROTOCOL_VERSION, WARDEN_NAME, WARDEN_VERSION } from './project.js';
 
 async function main(): Promise<void> {
@@ -53,7 +54,12 @@ async function main(): Promise<void> {
   };
   dest.on('error', onLogError);
   process.stdout.on('error', onLogError);
-  const stream: DestinationStream = { write: (line: string) => (broken ? undefined : dest.write(line)) };
+  // --log-style: readable lines for a person at a terminal, JSON lines otherwise (log-output.ts).
+  const pretty =
+    effectiveLogStyle(opts.logStyle, process.stdout.isTTY === true, logFile) === 'pretty'
+      ? prettyLines({ iso8601: opts.logSettings?.log_format === 'ISO8601', colour: !logFile && process.stdout.isTTY === true })
+      : undefined;
+  const stream: DestinationStream = { write: (line: string) => (broken ? undefined : dest.write(pretty ? pretty(line) : line)) };
   const logger = pino(
     {
       level: (opts.logVerbose ?? 0) > 0 ? 'debug' : 'info',

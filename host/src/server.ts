@@ -21,6 +21,7 @@ import { TraceManager, type TraceOptions } from './trace/trace-manager.js';
 import { PathScrubber } from './contract/public-errors.js';
 import { ModelRepositoryManager, type ModelControlMode } from './lifecycle/repository-manager.js';
 import type { ModelVersion } from './lifecycle/model-version.js';
+import { MODEL_TABLE_KEY, modelTable } from './lifecycle/model-table.js';
 import { ServerApi } from './dataplane/server-api.js';
 import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
 import { type HttpFrontend, buildHttpFrontend } from './frontend/http/app.js';
@@ -592,6 +593,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   const failures = await manager.startup(opts.loadModels ?? []);
   for (const f of failures) logger.error({ model: f.name, reason: f.error.message }, 'model failed to load');
+  // tritonserver's start-up table of models and states, before an exit on a failed load as there.
+  const table = modelTable(await manager.index(false));
+  logger.info({ [MODEL_TABLE_KEY]: table.rows }, `models\n${table.text}`);
   if (opts.exitOnError && failures.length > 0) {
     await manager.shutdown();
     throw new Error(`failed to load ${failures.map((f) => `'${f.name}'`).join(', ')}: ${failures[0]!.error.message}`);

@@ -41,6 +41,25 @@ describe('ServerMetrics per-model series', () => {
     expect(line(text, 'nv_inference_request_success', 'model="a",version="1",tenant="t2"')).toMatch(/ 5$/);
   });
 
+  it('instance restarts and reserved sandbox memory are read from the serving versions at each scrape', async () => {
+    const m = new ServerMetrics({ tenantLabel: true });
+    let serving = [
+      { model: 'w', version: '1', tenant: 'acme', restarts: 2, sandboxMemoryBytes: 1 << 20 },
+      { model: 'py', version: '3', tenant: '', restarts: 0, sandboxMemoryBytes: 0 },
+    ];
+    m.setInstanceSource(() => serving);
+    let text = await m.registry.metrics();
+    expect(line(text, 'warden_instance_restarts_total', 'model="w",version="1",tenant="acme"')).toMatch(/ 2$/);
+    expect(line(text, 'warden_instance_restarts_total', 'model="py",version="3",tenant=""')).toMatch(/ 0$/);
+    expect(line(text, 'warden_sandbox_memory_bytes', 'model="w",version="1",tenant="acme"')).toMatch(/ 1048576$/);
+    expect(line(text, 'warden_sandbox_memory_bytes', 'model="py",version="3",tenant=""')).toBeUndefined(); // no sandbox
+    serving = [{ model: 'w', version: '1', tenant: 'acme', restarts: 3, sandboxMemoryBytes: 0 }]; // idle-released; py unloaded
+    text = await m.registry.metrics();
+    expect(line(text, 'warden_instance_restarts_total', 'model="w",version="1",tenant="acme"')).toMatch(/ 3$/);
+    expect(line(text, 'warden_instance_restarts_total', 'model="py",version="3",tenant=""')).toBeUndefined();
+    expect(line(text, 'warden_sandbox_memory_bytes', 'model="w",version="1",tenant="acme"')).toBeUndefined();
+  });
+
   it('refuses negative, NaN and infinite increments as prom-client does', () => {
     const s = new ServerMetrics().forModel('m', 1);
     expect(() => s.success.inc(-1)).toThrow(RangeError);

@@ -360,6 +360,20 @@ export interface InstanceSpec {
  * A loaded instance. `execute` is never called concurrently on one instance; different instances
  * run in parallel.
  */
+/** {@link BackendModelInstance.usage}. */
+export interface InstanceUsage {
+  /**
+   * Times its sandbox, worker or process was replaced after it died (a trap, a deadline, a crash):
+   * its supervisor's restarts (backends/supervisor.ts), since the instance started.
+   */
+  restarts: number;
+  /**
+   * Bytes of linear memory its sandbox holds reserved now (DESIGN "Sandbox rules": the most it
+   * may grow to); 0 while the sandbox is released (idle) or for an instance without one.
+   */
+  sandboxMemoryBytes: number;
+}
+
 export interface BackendModelInstance {
   /**
    * Run one batch of requests (1 unless the scheduler batches). Resolves when the instance can
@@ -384,6 +398,11 @@ export interface BackendModelInstance {
    * UNAVAILABLE with this reason and refuses new requests.
    */
   unhealthy?(): string | undefined;
+  /**
+   * What the instance has been through and holds now, for the server's metrics
+   * (`warden_instance_restarts_total`, `warden_sandbox_memory_bytes`); absent = nothing to report.
+   */
+  usage?(): InstanceUsage;
   /**
    * Release everything the instance holds. Called once, after in-flight executions finished (or
    * the unload's exit timeout passed). `deadlineMs` (a `Date.now()` time), when given, is when the

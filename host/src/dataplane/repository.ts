@@ -19,7 +19,7 @@ export class RepositoryControl {
 
   /**
    * @param maxUploadBytes `--max-upload-bytes`: decoded size of one load request's files, any caller
-   * @param logger where audit lines go (loads, unloads, deletes)
+   * @param logger where audit lines go (loads, unloads, deletes), and loads refused here (error level)
    */
   constructor(
     private readonly manager: ModelRepositoryManager,
@@ -58,6 +58,7 @@ export class RepositoryControl {
     const audit = (outcome: 'ok' | 'error', reason?: string) =>
       this.logger &&
       auditEvent(this.logger, { event: 'load', tenant: auditTenant(principal, key), model: key.name, files: [...files, ...byDigest], outcome, reason });
+    let handedOver = false; // from then on the lifecycle logs a failure
     try {
       if (named.length > 0) {
         // Files named by digest become the blobs the namespace holds; from here on the load is
@@ -73,10 +74,18 @@ export class RepositoryControl {
           throw uploadQuota(tenant.id, bytes, tenant.quotas.max_upload_bytes);
         }
       }
+      handedOver = true;
       await this.manager.load(key, this.maxUploadBytes === undefined ? options : { ...options, maxUploadBytes: this.maxUploadBytes });
       audit('ok');
     } catch (e) {
-      audit('error', this.scrubber.publicError(e).message);
+      const reason = this.scrubber.publicError(e).message;
+      audit('error', reason);
+      // A load refused before it reaches the lifecycle (a digest the namespace does not hold, the
+      // tenant's upload quota) is a failed load too: logged at the error level with its reason.
+      if (!handedOver && this.logger) {
+        const where = key.namespace === '' ? { model: key.name } : { model: key.name, namespace: key.namespace };
+        this.logger.error({ ...where, reason }, `failed to load '${key.name}': ${reason}`);
+      }
       throw e;
     }
   }

@@ -16,7 +16,7 @@ import type { ModelConfig } from '../contract/model-config.js';
 import { TritonError, asTritonError } from '../contract/errors.js';
 import type { ModelKey } from '../contract/types.js';
 import { ModelLog } from '../metrics/model-log.js';
-import { carriesFiles, type LoadOptions, type LocatedModel, type ModelFiles, type ModelSource } from './model-source.js';
+import { carriesFiles, isLoggedBySource, type LoadOptions, type LocatedModel, type ModelFiles, type ModelSource } from './model-source.js';
 import {
   forgetStates,
   hasFailedVersion,
@@ -279,7 +279,11 @@ export class ModelLifecycle {
     if (carriesFiles(options) && options.configOverride === undefined) {
       throw refuse(lifecycleErrors.overridesNeedConfig(name));
     }
-    const located = await this.locate(key, options);
+    // A source's refusal (uploads refused, a tenant's quota or config bounds, a bad upload) is a
+    // failed load too, logged with its reason unless the source logged it.
+    const located = await this.locate(key, options).catch((e: unknown) => {
+      throw isLoggedBySource(e) ? e : refuse(asTritonError(e));
+    });
     // The log line is Triton's (core model_repository_manager.cc Poll); so is the answer, an
     // INTERNAL error (LoadUnloadModel, when the poll found nothing).
     if (!located) throw refuse(lifecycleErrors.pollFailed(name), `failed to poll model '${name}': model not found in any model repository.`);

@@ -27,6 +27,23 @@ import type { TritonError } from '../contract/errors.js';
 import type { ModelKey, ModelOrigin } from '../contract/types.js';
 import type { FileDigests, FileOverrides, HeldBlob } from '../repository/overrides.js';
 
+const loggedRefusals = new WeakSet<object>();
+
+/**
+ * Mark a refusal that its source has logged in its own words (Triton's Poll lines), so that the
+ * lifecycle, which logs every other refusal of a load with its reason, does not log it twice.
+ * @returns `e`
+ */
+export function loggedBySource<E extends object>(e: E): E {
+  loggedRefusals.add(e);
+  return e;
+}
+
+/** Whether {@link loggedBySource} marked `e`. */
+export function isLoggedBySource(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && loggedRefusals.has(e);
+}
+
 /** What the load API may carry (spec §3.1). */
 export interface LoadOptions {
   /** Parsed JSON of `parameters.config`. */

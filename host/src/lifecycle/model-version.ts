@@ -29,6 +29,7 @@ import type {
   InferenceRequestInit,
   InferenceResponse,
   InferenceServerHandle,
+  InstanceUsage,
   Principal,
   ResponseSender,
 } from '../contract/types.js';
@@ -280,6 +281,22 @@ export class ModelVersion {
   /** Queued requests (for `nv_inference_pending_request_count`). */
   get pendingCount(): number {
     return this.scheduler.pendingCount;
+  }
+
+  /**
+   * Its instances' restarts and reserved sandbox memory, summed ({@link BackendModelInstance.usage};
+   * for `warden_instance_restarts_total` and `warden_sandbox_memory_bytes`).
+   */
+  usage(): InstanceUsage {
+    let restarts = 0;
+    let sandboxMemoryBytes = 0;
+    for (const i of this.instances) {
+      const u = i.usage?.();
+      if (!u) continue;
+      restarts += u.restarts;
+      sandboxMemoryBytes += u.sandboxMemoryBytes;
+    }
+    return { restarts, sandboxMemoryBytes };
   }
 
   /** Queued requests per tenant (tenants with none left out), for the pending-count metric's `tenant` label. */

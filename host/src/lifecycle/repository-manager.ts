@@ -157,6 +157,9 @@ export class ModelRepositoryManager {
     opts.metrics.setPendingSource(() =>
       this.lifecycle.serving().map(({ key, version: v }) => ({ model: v.name, version: String(v.version), tenant: key.namespace, count: v.pendingCount })),
     );
+    opts.metrics.setInstanceSource(() =>
+      this.lifecycle.serving().map(({ key, version: v }) => ({ model: v.name, version: String(v.version), tenant: key.namespace, ...v.usage() })),
+    );
   }
 
   /** {@link ModelLifecycle.onServing}: told which versions of a model serve after each change. */

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { relabelledError } from '../contract/public-errors.js';
 import type { ModelKey } from '../contract/types.js';
 import type { ModelRepository } from '../repository/model-repository.js';
-import { carriesFiles, type CatalogEntry, type LoadOptions, type LocatedModel, type ModelFiles, type ModelSource } from './model-source.js';
+import { carriesFiles, loggedBySource, type CatalogEntry, type LoadOptions, type LocatedModel, type ModelFiles, type ModelSource } from './model-source.js';
 import { modelNotUnique } from './lifecycle.errors.js';
 
 /** Triton's index reason for a name found in more than one repository. */
@@ -52,7 +52,7 @@ export class RepositorySource implements ModelSource {
     if (found.duplicated) {
       const e = modelNotUnique(key.name, DUPLICATE);
       this.logger.child({ model: key.name }).error({ reason: e.message }, `failed to poll model '${key.name}': not unique across all model repositories`);
-      throw e;
+      throw loggedBySource(e);
     }
     return {
       // Refined to the local directory once opened (a remote repository's copy).

@@ -108,6 +108,9 @@ export interface CacheMetricSeries {
 /** One source of pending-request counts, polled at scrape time. */
 export type PendingSource = () => { model: string; version: string; tenant: string; count: number }[];
 
+/** The serving versions' instance restarts and reserved sandbox memory (summed over their instances), polled at scrape time. */
+export type InstanceSource = () => { model: string; version: string; tenant: string; restarts: number; sandboxMemoryBytes: number }[];
+
 export class ServerMetrics {
   readonly registry = new Registry();
   private readonly success;
@@ -125,6 +128,7 @@ export class ServerMetrics {
   private readonly cacheHitDuration;
   private readonly cacheMissDuration;
   private pendingSource: PendingSource = () => [];
+  private instanceSource: InstanceSource = () => [];
   private readonly textSources: (() => string)[] = [];
 
   private readonly tenantLabel: boolean;
@@ -180,6 +184,27 @@ export class ServerMetrics {
       collect() {
         this.reset();
         for (const p of self.pendingSource()) this.set(self.labels(p.model, p.version, p.tenant), p.count);
+      },
+    });
+    // Warden's own: what a version's instances went through and hold (DESIGN "Sandbox rules").
+    new Counter({
+      name: 'warden_instance_restarts_total',
+      help: "Restarts of a model version's instances after a sandbox, worker or process died (trap, deadline, crash), since the version loaded",
+      labelNames,
+      registers,
+      collect() {
+        this.reset();
+        for (const s of self.instanceSource()) this.inc(self.labels(s.model, s.version, s.tenant), s.restarts);
+      },
+    });
+    new Gauge({
+      name: 'warden_sandbox_memory_bytes',
+      help: "Linear memory reserved by a model version's sandboxes now (each the most it may grow to; idle-released sandboxes hold none)",
+      labelNames,
+      registers,
+      collect() {
+        this.reset();
+        for (const s of self.instanceSource()) if (s.sandboxMemoryBytes > 0) this.set(self.labels(s.model, s.version, s.tenant), s.sandboxMemoryBytes);
       },
     });
     this.loadDuration = new Gauge({
@@ -260,6 +285,11 @@ export class ServerMetrics {
   /** Where `nv_inference_pending_request_count` reads from. */
   setPendingSource(source: PendingSource): void {
     this.pendingSource = source;
+  }
+
+  /** Where `warden_instance_restarts_total` and `warden_sandbox_memory_bytes` read from. */
+  setInstanceSource(source: InstanceSource): void {
+    this.instanceSource = source;
   }
 
   /**

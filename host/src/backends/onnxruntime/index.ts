@@ -25,6 +25,7 @@ import type {
   BackendResolver,
   ExecuteTimings,
   InferenceRequest,
+  InstanceUsage,
   ModelLoadContext,
   ResponseSender,
   Tensor,
@@ -240,6 +241,11 @@ export class OnnxInstance implements BackendModelInstance {
   /** Ready while a worker serves or its replacement starts; not once a replacement failed to start, until one serves. */
   isReady(): boolean {
     return !this.finalized && (this.sup.state === 'up' || (this.sup.state === 'restarting' && !this.sup.failing));
+  }
+
+  /** Restarts of its session worker (no sandbox memory). */
+  usage(): InstanceUsage {
+    return { restarts: this.sup.restarts, sandboxMemoryBytes: 0 };
   }
 
   /** Report `worker`'s death to the supervisor. @returns the worker */

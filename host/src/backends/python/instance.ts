@@ -26,7 +26,7 @@
 import type { Logger } from 'pino';
 import { internal } from '../../contract/errors.js';
 import * as errors from './python.errors.js';
-import type { BackendModelInstance, ExecuteTimings, InferenceRequest, ResponseSender } from '../../contract/types.js';
+import type { BackendModelInstance, ExecuteTimings, InferenceRequest, InstanceUsage, ResponseSender } from '../../contract/types.js';
 import { Supervisor } from '../supervisor.js';
 import type { BlsBridge } from './bls.js';
 import type { PythonMetrics } from './metrics.js';
@@ -126,6 +126,11 @@ export class PythonInstance implements BackendModelInstance {
   /** The serving process's id (tests). */
   get pid(): number | undefined {
     return this.sup.child?.pid;
+  }
+
+  /** Restarts of its stub process (no sandbox memory: a stub is a process of its own). */
+  usage(): InstanceUsage {
+    return { restarts: this.sup.restarts, sandboxMemoryBytes: 0 };
   }
 
   /**

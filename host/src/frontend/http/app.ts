@@ -30,6 +30,7 @@ import type { Restriction } from '../restricted.js';
 import { repositoryNameUnsupported } from '../repository-request.errors.js';
 import { installOpenAIRoutes, isOpenAIPath, openaiErrorAnswer, openaiErrorBody } from '../openai/routes.js';
 import { logSince } from './model-log.js';
+import { OPENAPI_PATH, describeRoutes, openapiHandler } from './openapi/document.js';
 
 /** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms (shared with gRPC). */
 export { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
@@ -125,6 +126,8 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   app.server.maxConnections = ctx.limits.maxConnections;
   // Every route registered below is classified and, when its group is restricted, checked.
   restrictRoutes(app, ctx.restricted);
+  // Every route registered below carries its OpenAPI description, served at GET /v2/openapi.json.
+  describeRoutes(app);
   // Fastify sets its own closing flag (503 to new requests) just before the preClose hooks run.
   app.addHook('preClose', (done) => {
     closing = true;
@@ -242,6 +245,7 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
 
   installSharedMemoryRoutes(app, ctx);
   installOpenAIRoutes(app, ctx, ctx.onTokenUsage);
+  route(app, OPENAPI_PATH, { GET: openapiHandler(app) });
 
   const serveRing = async (r: RingRequest, signal: CancellationSignal): Promise<HttpAnswer | undefined> => {
     if (closing) return undefined;

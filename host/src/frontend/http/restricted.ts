@@ -23,7 +23,8 @@ import { apiRestricted } from './http.errors.js';
  * @throws Error for a route no group covers (a new route must be classified)
  */
 export function httpCategoryOf(url: string): RestrictedCategory {
-  if (url === '/v2') return 'metadata';
+  // Warden's description of the HTTP API (openapi/document.ts) is grouped with server metadata.
+  if (url === '/v2' || url === '/v2/openapi.json') return 'metadata';
   // The OpenAI-compatible API (frontend/openai/), grouped as Triton's OpenAI frontend groups it
   // (middleware/api_restriction.py): the model list `model-repository`, completions `inference`.
   if (url === '/v1/models' || url === '/v1/models/:model') return 'model-repository';

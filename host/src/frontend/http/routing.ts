@@ -9,6 +9,8 @@ import { AccessError, TritonError } from '../../contract/errors.js';
 import { redactAbsolutePaths } from '../../contract/public-errors.js';
 import { requestSatisfies, restrictedError, routeRestriction } from './restricted.js';
 import { accessHttpStatus, httpStatusOf } from './status.js';
+import { routeDoc } from './openapi/catalogue.js';
+import { OPENAPI_CONFIG_KEY } from './openapi/types.js';
 
 export type Handler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | unknown;
 
@@ -17,9 +19,16 @@ const ALL_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']
 /**
  * Register `url` for every method; methods without a handler answer 405. A path whose parameter
  * segment is empty (`/v2/models//infer`) is not one of Triton's paths (each of its captures is
- * `[^/]+`): 404 `{"error":"Not Found"}`, whatever the method.
+ * `[^/]+`): 404 `{"error":"Not Found"}`, whatever the method. The route carries its OpenAPI
+ * description (openapi/catalogue.ts) in its config, for openapi/document.ts only.
+ * @throws Error for a route no description covers, or whose described methods are not its handled ones
  */
 export function route(app: FastifyInstance, url: string, handlers: { GET?: Handler; POST?: Handler }): void {
+  const doc = routeDoc(url);
+  if (!doc) throw new Error(`route ${url} has no OpenAPI description (frontend/http/openapi/catalogue.ts)`);
+  for (const m of ['GET', 'POST'] as const)
+    if ((handlers[m] === undefined) !== (doc[m] === undefined))
+      throw new Error(`route ${url}: ${m} is ${handlers[m] ? 'handled but not described' : 'described but not handled'}`);
   // `--http-restricted-api` (restricted.ts): checked after authentication, before the method
   // check and before the body is read, as Triton checks it first in each handler. A path that is
   // not one of Triton's (empty segment, non-digit version) is left to the handler's 404.
@@ -27,6 +36,7 @@ export function route(app: FastifyInstance, url: string, handlers: { GET?: Handl
   app.route({
     method: [...ALL_METHODS],
     url,
+    config: { [OPENAPI_CONFIG_KEY]: doc },
     ...(restriction && {
       onRequest: (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
         if (hasEmptyParam(req.params) || parseVersion((req.params as { version?: string }).version) === undefined || requestSatisfies(req.raw, restriction))

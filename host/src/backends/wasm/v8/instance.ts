@@ -19,7 +19,7 @@ import type { ModelLogWriter } from '../../../contract/model-log.js';
 import { deliverLogLine } from '../host/log.js';
 import { TritonError } from '../../../contract/errors.js';
 import * as err from '../sandbox.errors.js';
-import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
+import type { ExecuteTimings, InferenceRequest, InstanceSpec, InstanceUsage, ResponseSender } from '../../../contract/types.js';
 import { Supervisor } from '../../supervisor.js';
 import type { SandboxedInstance, SandboxStats } from '../engine.js';
 import type { Reservation, SandboxMemory } from '../memory-budget.js';
@@ -119,6 +119,13 @@ export class SandboxInstance implements SandboxedInstance {
     await inst.sup.start();
     inst.armIdle();
     return inst;
+  }
+
+  /** Restarts of its worker, and the memory reservation of the worker that serves (none while idle-released). */
+  usage(): InstanceUsage {
+    const serving = this.worker;
+    const lease = serving ? this.leases.get(serving) : undefined;
+    return { restarts: this.sup.restarts, sandboxMemoryBytes: lease && !lease.released ? lease.bytes : 0 };
   }
 
   /** Ready while a worker serves or its replacement boots; not once a replacement failed to start, until one serves. */

@@ -25,7 +25,7 @@
 import type { Logger } from 'pino';
 import { TritonError } from '../../../contract/errors.js';
 import * as errors from '../sandbox.errors.js';
-import type { ExecuteTimings, InferenceRequest, InstanceSpec, ResponseSender } from '../../../contract/types.js';
+import type { ExecuteTimings, InferenceRequest, InstanceSpec, InstanceUsage, ResponseSender } from '../../../contract/types.js';
 import { fromWitError } from '../convert.js';
 import type { HostConfig, SandboxedInstance, SandboxStats } from '../engine.js';
 import type { Reservation, SandboxMemory } from '../memory-budget.js';
@@ -248,6 +248,13 @@ export class WasmtimeInstance implements SandboxedInstance {
     }
     this.ready = started;
     return started;
+  }
+
+  /** Restarts of its sandbox thread, and the memory reserved by its sandbox threads (the current one and any still ending). */
+  usage(): InstanceUsage {
+    let bytes = this.lease && !this.lease.released ? this.lease.bytes : 0;
+    for (const r of this.exiting.values()) if (!r.released) bytes += r.bytes;
+    return { restarts: this.sup.restarts, sandboxMemoryBytes: bytes };
   }
 
   /** Ready while a sandbox serves or is being started; not once a start failed, until one serves. */
