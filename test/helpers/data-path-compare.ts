@@ -71,3 +71,17 @@ export function compareCases(cases: () => NativeCase[], servers: () => [RunningS
     });
   }
 }
+
+/** A model's counts in `/v2/models/{model}/stats` (first version listed): inferences, executions, success, fail, queue. */
+export async function statCounts(s: RunningServer, model: string): Promise<Record<string, number>> {
+  const r = await fetch(`${s.httpUrl}/v2/models/${model}/stats`);
+  const m = ((await r.json()) as { model_stats: { inference_count: number; execution_count: number; inference_stats: Record<string, { count: number }> }[] })
+    .model_stats[0]!;
+  return {
+    inferences: m.inference_count,
+    executions: m.execution_count,
+    success: m.inference_stats.success!.count,
+    fail: m.inference_stats.fail!.count,
+    queue: m.inference_stats.queue!.count,
+  };
+}

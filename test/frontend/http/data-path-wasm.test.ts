@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../../host/src/server.js';
 import { DEFAULT_HTTP_LIMITS } from '../../../host/src/frontend/http/limits.js';
-import { type NativeCase, canon, compareCases } from '../../helpers/data-path-compare.js';
+import { type NativeCase, canon, compareCases, statCounts } from '../../helpers/data-path-compare.js';
 import { JSON_TYPE, exchange, portOf, raw } from '../../helpers/http-matrix.js';
 import { tempRepo, type TempRepo } from '../../helpers/repo.js';
 import { startTestServer } from '../../helpers/servers.js';
@@ -119,15 +119,8 @@ describe('the native data path serves wasmtime sandboxes as the TypeScript path 
   });
 
   it('statistics count what the data path served as the TypeScript path counts it', async () => {
-    const stats = async (s: RunningServer) => {
-      const r = await fetch(`${s.httpUrl}/v2/models/identity_c/stats`);
-      const m = (
-        (await r.json()) as { model_stats: { inference_count: number; execution_count: number; inference_stats: Record<string, { count: number }> }[] }
-      ).model_stats[0]!;
-      return { inferences: m.inference_count, executions: m.execution_count, success: m.inference_stats.success!.count, fail: m.inference_stats.fail!.count };
-    };
     for (const s of [native, js]) for (let i = 0; i < 5; i++) await exchange(portOf(s), infer('identity_c', body([i])));
-    const [a, b] = await Promise.all([stats(native), stats(js)]);
+    const [a, b] = await Promise.all([statCounts(native, 'identity_c'), statCounts(js, 'identity_c')]);
     expect(a.success).toBeGreaterThan(4);
     expect(a).toEqual(b);
   });

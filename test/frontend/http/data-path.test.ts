@@ -33,7 +33,7 @@ import { startTestServer } from '../../helpers/servers.js';
 import { sleep, until } from '../../helpers/wait.js';
 import { executed } from '../../helpers/js-backend.js';
 import { BACKEND_DIR, requireNativeBuild, writeDataPathModels } from '../../backends/native/helpers.js';
-import { type NativeCase, canon, compareCases } from '../../helpers/data-path-compare.js';
+import { type NativeCase, canon, compareCases, statCounts } from '../../helpers/data-path-compare.js';
 
 const repoPath = useMatrixRepository();
 
@@ -263,25 +263,12 @@ describe('the native data path answers as the TypeScript path does', () => {
   }
 
   it('statistics and metrics count what the data path served as the TypeScript path counts it', async () => {
-    const stats = async (s: RunningServer) => {
-      const r = await fetch(`${s.httpUrl}/v2/models/identity_native/stats`);
-      const m = (
-        (await r.json()) as { model_stats: { inference_count: number; execution_count: number; inference_stats: Record<string, { count: number }> }[] }
-      ).model_stats[0]!;
-      return {
-        inferences: m.inference_count,
-        executions: m.execution_count,
-        success: m.inference_stats.success!.count,
-        fail: m.inference_stats.fail!.count,
-        queue: m.inference_stats.queue!.count,
-      };
-    };
     // (self-contained: six answered and two replayed requests on each server, beside what earlier cases sent)
     for (const s of [native, js]) {
       for (let i = 0; i < 6; i++) await exchange(portOf(s), raw('POST', '/v2/models/identity_native/infer', id([i]), JSON_TYPE));
       for (let i = 0; i < 2; i++) await exchange(portOf(s), raw('POST', '/v2/models/identity_native/infer', '{"inputs": [', JSON_TYPE));
     }
-    const [a, b] = await Promise.all([stats(native), stats(js)]);
+    const [a, b] = await Promise.all([statCounts(native, 'identity_native'), statCounts(js, 'identity_native')]);
     expect(a.success).toBeGreaterThan(5);
     expect(a).toEqual(b);
     const metric = async (s: RunningServer) => {

@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 use warden_wasmtime_engine::direct::{
-    wit_datatype, DataType, DirectExecute, DirectHandle, DirectOutcome, DirectRequest, DirectSink, DirectTensor,
-    ErrorCode, ParameterResult, ParameterValueResult, WitError, WitResponse,
+    triton_error_code, wit_datatype, DataType, DirectExecute, DirectHandle, DirectOutcome, DirectRequest, DirectSink,
+    DirectTensor, ErrorCode, ParameterResult, ParameterValueResult, WitError, WitResponse,
 };
 
 /// `TRITONSERVER_Error_Code`s (host.h) of the errors made here.
@@ -148,16 +148,7 @@ impl WasmAnswer {
 
 /// A guest error as the request's error (convert.ts fromWitError): its code, its message capped.
 fn guest_error(e: &WitError) -> HostError {
-    let code = match e.code {
-        ErrorCode::Unknown => 0,
-        ErrorCode::Internal => 1,
-        ErrorCode::NotFound => 2,
-        ErrorCode::InvalidArg => 3,
-        ErrorCode::Unavailable => 4,
-        ErrorCode::Unsupported => 5,
-        ErrorCode::AlreadyExists => 6,
-        ErrorCode::Cancelled => 7,
-    };
+    let code = triton_error_code(e.code);
     let mut units = 0;
     let mut cut = None;
     for (i, c) in e.message.char_indices() {

@@ -40,7 +40,8 @@ fn datatype_code(d: DataType) -> u8 {
     DATATYPES.iter().position(|x| *x == d).unwrap_or(0) as u8
 }
 
-fn error_code(c: ErrorCode) -> u8 {
+/// The `TRITONSERVER_Error_Code` of a WIT `error-code` (the WIT cases are in its order).
+pub fn error_code(c: ErrorCode) -> u8 {
     match c {
         ErrorCode::Unknown => 0,
         ErrorCode::Internal => 1,

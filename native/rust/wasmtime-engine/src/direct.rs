@@ -14,6 +14,11 @@ use std::sync::Arc;
 
 pub use crate::bindings::warden::backend::types::Error as WitError;
 
+/// The `TRITONSERVER_Error_Code` of a WIT `error-code`.
+pub fn triton_error_code(c: ErrorCode) -> u32 {
+    u32::from(crate::descriptor::error_code(c))
+}
+
 /// The WIT `data-type` of a `TRITONSERVER_DataType` (BOOL = 1 … BF16 = 14); None for the others.
 pub fn wit_datatype(t: u32) -> Option<DataType> {
     crate::descriptor::DATATYPES.get((t as usize).checked_sub(1)?).copied()
