@@ -594,7 +594,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const failures = await manager.startup(opts.loadModels ?? []);
   for (const f of failures) logger.error({ model: f.name, reason: f.error.message }, 'model failed to load');
   // tritonserver's start-up table of models and states, before an exit on a failed load as there.
-  const table = modelTable(await manager.index(false));
+  // (the lifecycle's states, without asking instances: a start-up that waits on no model's health check)
+  const table = modelTable(await manager.index(false, '', false));
   logger.info({ [MODEL_TABLE_KEY]: table.rows }, `models\n${table.text}`);
   if (opts.exitOnError && failures.length > 0) {
     await manager.shutdown();

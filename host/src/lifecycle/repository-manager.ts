@@ -452,8 +452,11 @@ export class ModelRepositoryManager {
   /**
    * The repository index (spec §3.1) of one namespace: its models' versions and states, plus every
    * model the sources list there (the operator's repositories, for namespace `''`).
+   * @param checkInstances ask each loaded version's instances whether they serve (a native
+   *   execute that never returned, Python's is_ready()); false: the lifecycle's states only, as
+   *   tritonserver's start-up table shows them
    */
-  async index(readyOnly: boolean, namespace = ''): Promise<IndexEntry[]> {
+  async index(readyOnly: boolean, namespace = '', checkInstances = true): Promise<IndexEntry[]> {
     const listed = await this.catalog(namespace).catch(() => new Map<string, CatalogEntry>());
     const names = new Set([...listed.keys(), ...this.lifecycle.models(namespace).map((e) => e.key.name)]);
     const out: IndexEntry[] = [];
@@ -473,7 +476,7 @@ export class ModelRepositoryManager {
         // A loaded version whose instance became unhealthy (a stuck native execute), or whose
         // model says it is not ready (Python is_ready()), is UNAVAILABLE with the reason.
         const serving = s.version;
-        const unhealthy = serving ? (serving.unavailableReason() ?? (await serving.instanceCheckProblem())) : undefined;
+        const unhealthy = serving ? (serving.unavailableReason() ?? (checkInstances ? await serving.instanceCheckProblem() : undefined)) : undefined;
         if (readyOnly && unhealthy !== undefined) continue;
         const e: IndexEntry = { name, version: String(v), state: unhealthy !== undefined ? 'UNAVAILABLE' : s.state };
         if (unhealthy !== undefined) e.reason = unhealthy;
