@@ -78,7 +78,11 @@ export interface HttpAnswer {
  * on a 429, `WWW-Authenticate` on a 401. The message's absolute paths are redacted here, the last
  * step before it leaves (contract/public-errors.ts).
  */
-export function tritonErrorAnswer(e: TritonError): HttpAnswer {
+/**
+ * The HTTP status of an error and the headers that go with it (`retry-after` on a rate or quota
+ * refusal, `www-authenticate` on a 401, a JSON content type): what every error answer shares.
+ */
+export function errorStatus(e: TritonError): { status: number; headers: Record<string, string> } {
   const headers: Record<string, string> = {};
   let status: number;
   if (e instanceof AccessError) {
@@ -89,6 +93,11 @@ export function tritonErrorAnswer(e: TritonError): HttpAnswer {
     status = httpStatusOf(e.code);
   }
   headers['content-type'] = 'application/json';
+  return { status, headers };
+}
+
+export function tritonErrorAnswer(e: TritonError): HttpAnswer {
+  const { status, headers } = errorStatus(e);
   return { status, headers, body: JSON.stringify({ error: redactAbsolutePaths(e.message) }) };
 }
 

@@ -5,10 +5,9 @@
  * those the HTTP frontend's hooks raise before them (authentication, rate limits, restricted APIs).
  */
 import type { Logger } from 'pino';
-import { AccessError, TritonError } from '../../contract/errors.js';
+import { TritonError } from '../../contract/errors.js';
 import { redactAbsolutePaths } from '../../contract/public-errors.js';
-import type { HttpAnswer } from '../http/routing.js';
-import { accessHttpStatus, httpStatusOf } from '../http/status.js';
+import { errorStatus, type HttpAnswer } from '../http/routing.js';
 import { OpenAIError } from './openai-error.js';
 
 /** Whether `url` (path and query) is one of the OpenAI-compatible API's. */
@@ -48,16 +47,7 @@ export function openaiTritonErrorAnswer(
   e: TritonError,
   fields: { param: string | null; openaiCode: string | null } | undefined = e instanceof OpenAIError ? e : undefined,
 ): HttpAnswer {
-  const headers: Record<string, string> = {};
-  let status: number;
-  if (e instanceof AccessError) {
-    status = accessHttpStatus(e.kind);
-    if (e.retryAfterS !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(e.retryAfterS)));
-    if (status === 401) headers['www-authenticate'] = 'Bearer realm="warden"';
-  } else {
-    status = httpStatusOf(e.code);
-  }
-  headers['content-type'] = 'application/json';
+  const { status, headers } = errorStatus(e);
   const param = fields?.param ?? null;
   const code = fields?.openaiCode ?? defaultCode(e, status);
   return { status, headers, body: openaiErrorBody(e.message, status, param, code) };
