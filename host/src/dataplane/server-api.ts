@@ -247,7 +247,10 @@ export class ServerApi implements InferenceServerHandle {
         // Warden's addition: requests accepted and not yet answered (queued or executing), so a
         // stuck backend's requests show.
         const json = { ...v.stats.toJson(v.name, v.version), pending_count: v.inflightCount };
-        return tenantField ? { ...json, tenant: key.namespace } : json;
+        if (!tenantField) return json;
+        // The OpenAI-compatible requests' tokens by the caller's tenant (docs/openai.md).
+        const tokens = v.stats.tokenUsage();
+        return { ...json, tenant: key.namespace, ...(tokens ? { token_usage: { ...tokens.total, tenants: tokens.byTenant } } : {}) };
       }),
     };
   }
@@ -297,6 +300,20 @@ export class ServerApi implements InferenceServerHandle {
    */
   chatTemplateSource(principal: Principal, name: string, version: number): Promise<ChatTemplateSource | undefined> {
     return chatTemplateSource(this.names.version(principal, name, version));
+  }
+
+  /**
+   * Count the tokens of an OpenAI-compatible request of `principal` in the statistics of the
+   * version that served it (`token_usage`, docs/openai.md); a version no longer served is not counted.
+   */
+  recordTokenUsage(principal: Principal, name: string, version: number, promptTokens: number, completionTokens: number): void {
+    let mv: ModelVersion;
+    try {
+      mv = this.names.version(principal, name, version);
+    } catch {
+      return;
+    }
+    mv.stats.recordTokenUsage(principal.namespace, promptTokens, completionTokens);
   }
 
   /** See {@link Inference.infer}. @throws TritonError synchronously; nothing was queued */

@@ -27,6 +27,12 @@ function addMany(s: DurationStat, count: number, ns: number): void {
   s.ns += ns;
 }
 
+/** Tokens of OpenAI-compatible requests (docs/openai.md "Tenancy, limits and accounting"). */
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
 export interface BatchStat {
   batch_size: number;
   compute_input: DurationStat;
@@ -74,6 +80,32 @@ export class ModelStatistics {
   readonly cacheHit = zero();
   readonly cacheMiss = zero();
   private readonly batches = new Map<number, BatchStat>();
+  /** Token usage of the OpenAI-compatible requests this version served, by the caller's tenant ('' the operator). */
+  private readonly tokens = new Map<string, TokenUsage>();
+
+  /** An OpenAI-compatible request of `tenant` ('' the operator) used these tokens (Warden's addition). */
+  recordTokenUsage(tenant: string, promptTokens: number, completionTokens: number): void {
+    let t = this.tokens.get(tenant);
+    if (!t) {
+      t = { prompt_tokens: 0, completion_tokens: 0 };
+      this.tokens.set(tenant, t);
+    }
+    t.prompt_tokens += promptTokens;
+    t.completion_tokens += completionTokens;
+  }
+
+  /** The token usage counted so far, in all and by tenant, or undefined before the first OpenAI-compatible request. */
+  tokenUsage(): { total: TokenUsage; byTenant: Record<string, TokenUsage> } | undefined {
+    if (this.tokens.size === 0) return undefined;
+    const total = { prompt_tokens: 0, completion_tokens: 0 };
+    const byTenant: Record<string, TokenUsage> = {};
+    for (const [tenant, t] of [...this.tokens].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      total.prompt_tokens += t.prompt_tokens;
+      total.completion_tokens += t.completion_tokens;
+      byTenant[tenant] = { ...t };
+    }
+    return { total, byTenant };
+  }
 
   /** A request finished successfully after `durationNs` end to end. */
   recordSuccess(durationNs: bigint, batchSize: number): void {
@@ -212,9 +244,13 @@ export class ModelStatistics {
     return b;
   }
 
-  /** The JSON of one `model_stats` entry (spec §3.2). */
+  /**
+   * The JSON of one `model_stats` entry (spec §3.2); with Warden's `token_usage` (prompt and
+   * completion tokens of the OpenAI-compatible requests served) once there was one.
+   */
   toJson(name: string, version: number): Record<string, unknown> {
     this.pull?.();
+    const tokens = this.tokenUsage();
     return {
       name,
       version: String(version),
@@ -234,6 +270,7 @@ export class ModelStatistics {
       response_stats: {},
       batch_stats: [...this.batches.values()].sort((a, b) => a.batch_size - b.batch_size),
       memory_usage: [],
+      ...(tokens ? { token_usage: tokens.total } : {}),
     };
   }
 }

@@ -183,6 +183,10 @@ describe('the OpenAPI description against the server', () => {
         expect((await c.call(s, 'post', '/v1/completions', {}, json({ model: 'toy_llm', prompt: 'hi there', max_tokens: 3, stream }))).status).toBe(200);
         expect((await c.call(s, 'post', '/v1/chat/completions', {}, json({ model: 'toy_llm', messages, max_tokens: 3, stream }))).status).toBe(200);
       }
+      // With log probabilities (the answers' `logprobs` objects).
+      expect((await c.call(s, 'post', '/v1/completions', {}, json({ model: 'toy_llm', prompt: 'hi there', max_tokens: 3, logprobs: 2 }))).status).toBe(200);
+      const chat = { model: 'toy_llm', messages, max_tokens: 3, logprobs: true, top_logprobs: 2 };
+      expect((await c.call(s, 'post', '/v1/chat/completions', {}, json(chat))).status).toBe(200);
     }
   });
 

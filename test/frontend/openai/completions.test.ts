@@ -62,6 +62,15 @@ describe.skipIf(skip !== undefined)('OpenAI-compatible API (single-user)', () =>
     expect(body.usage).toEqual({ prompt_tokens: 1, completion_tokens: 9, total_tokens: 10 });
   });
 
+  it('counts the usage in the statistics of the version that served it (token_usage, no tenants in single-user mode)', async () => {
+    const usage = async () =>
+      (await (await fetch(url('/v2/models/toy_llm/stats'))).json()).model_stats[0].token_usage ?? { prompt_tokens: 0, completion_tokens: 0 };
+    const before = await usage();
+    expect(before).not.toHaveProperty('tenants');
+    for (const stream of [false, true]) await (await post('/v1/completions', { model: 'toy_llm', prompt: 'u v w', max_tokens: 4, n: 2, stream })).text();
+    expect(await usage()).toEqual({ prompt_tokens: before.prompt_tokens + 6, completion_tokens: before.completion_tokens + 16 });
+  });
+
   it('streams a completion as SSE chunks ending in [DONE], with a usage chunk when asked', async () => {
     const res = await post('/v1/completions', { model: 'toy_llm', prompt: 'p q', max_tokens: 4, stream: true, stream_options: { include_usage: true } });
     expect(res.status).toBe(200);

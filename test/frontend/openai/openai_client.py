@@ -42,7 +42,22 @@ out["chat_stream"] = {"deltas": deltas, "finish": finish, "usage": usage}
 cstream = client.completions.create(model="toy_llm", prompt="one two", max_tokens=3, stream=True, stop=["delta"])
 out["completion_stream"] = "".join(ch.choices[0].text for ch in cstream if ch.choices)
 
+lc = client.completions.create(model="toy_llm", prompt="one two", max_tokens=3, logprobs=2)
+lcs = client.completions.create(model="toy_llm", prompt="one two", max_tokens=3, logprobs=2, stream=True)
+streamed_tokens = [t for ch in lcs if ch.choices and ch.choices[0].logprobs for t in ch.choices[0].logprobs.tokens]
+out["completion_logprobs"] = {"whole": lc.choices[0].logprobs.model_dump(), "streamed_tokens": streamed_tokens}
+
+hello = [{"role": "user", "content": "hello"}]
+lchat = client.chat.completions.create(model="toy_llm", messages=hello, max_completion_tokens=3, logprobs=True, top_logprobs=2)
+lchats = client.chat.completions.create(model="toy_llm", messages=hello, max_completion_tokens=3, logprobs=True, top_logprobs=2, stream=True)
+streamed = [t.model_dump() for ch in lchats if ch.choices and ch.choices[0].logprobs for t in ch.choices[0].logprobs.content]
+out["chat_logprobs"] = {"whole": [t.model_dump() for t in lchat.choices[0].logprobs.content], "streamed": streamed}
+
 errors = {}
+try:
+    client.chat.completions.create(model="toy_llm", messages=hello, top_logprobs=2)
+except openai.BadRequestError as e:
+    errors["top_logprobs"] = {"status": e.status_code, "param": e.param, "message": e.body["message"]}
 try:
     client.completions.create(model="no_such_model", prompt="x")
 except openai.NotFoundError as e:

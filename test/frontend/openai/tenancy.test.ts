@@ -2,7 +2,8 @@
  * The OpenAI-compatible API in multi-tenant mode: the tenant's bearer token is the API key,
  * `/v1/models` lists only what the caller may use (its own and the operator's models shared with
  * it), a wrong key is 401 and an over-rate request 429 with `Retry-After`, both in OpenAI's error
- * shape, and the tokens of each request are counted per tenant in the metrics.
+ * shape, and the tokens of each request are counted per tenant in the metrics and in the model's
+ * statistics.
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -110,5 +111,26 @@ describe.skipIf(skip !== undefined)('OpenAI-compatible API (multi-tenant)', () =
     expect(series('completion')).toBe(8 + 7);
     // Tenant slow's two requests are its own series.
     expect(Number(/warden_openai_tokens_total\{model="toy_llm",tenant="slow",kind="completion"\} (\d+)/.exec(text)?.[1])).toBe(2);
+  });
+
+  it('counts them per tenant in the statistics of the version that served them (token_usage)', async () => {
+    const stats = async () => (await (await call(TOKENS.admin, '/v2/models/toy_llm/stats')).json()).model_stats[0];
+    // The requests above: alpha 5 prompt and 15 completion tokens, slow 2 and 2 (the metrics' figures).
+    expect((await stats()).token_usage).toEqual({
+      prompt_tokens: 7,
+      completion_tokens: 17,
+      tenants: { alpha: { prompt_tokens: 5, completion_tokens: 15 }, slow: { prompt_tokens: 2, completion_tokens: 2 } },
+    });
+    const streamed = await call(TOKENS.alpha, '/v1/chat/completions', {
+      model: 'toy_llm',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 3,
+      stream: true,
+    });
+    expect(await streamed.text()).toContain('[DONE]');
+    // The chat template renders "<|user|>x\n<|assistant|>": 2 tokens.
+    expect((await stats()).token_usage.tenants.alpha).toEqual({ prompt_tokens: 7, completion_tokens: 18 });
+    // A model no OpenAI-compatible request used has none.
+    expect((await (await call(TOKENS.admin, '/v2/models/toy_private/stats')).json()).model_stats[0]).not.toHaveProperty('token_usage');
   });
 });

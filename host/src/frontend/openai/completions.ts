@@ -3,9 +3,10 @@
  * (models.ts), its prompt (the request's, or the messages through the model's chat template:
  * chat-template.ts), one inference request per choice (io.ts, choices.ts), answered as one JSON
  * object or, with `stream: true`, as server-sent events ending in `data: [DONE]` (sse.ts). The
- * token usage is counted per tenant (`onTokenUsage`). Behaviour follows Triton's OpenAI frontend
+ * token usage is counted per tenant (`onTokenUsage`: the metrics; the version's statistics). Behaviour follows Triton's OpenAI frontend
  * (engine/triton_engine.py) where OpenAI's API leaves a choice open: the first chat chunk carries
- * the role, `finish_reason` is `length` when the model's reported count reached the bound.
+ * the role, `finish_reason` is `length` when the model's reported count reached the bound, the
+ * log probabilities a model reports are answered per choice and per chunk (logprobs.ts).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TritonError } from '../../contract/errors.js';
@@ -20,6 +21,7 @@ import { type ChatTemplatePool, chatTemplateOf } from './chat-template.js';
 import { submitChoices } from './choices.js';
 import { openaiTritonErrorAnswer } from './error-shape.js';
 import { buildInferenceRequest, echoedByModel, type ResponseText } from './io.js';
+import { ChoiceLogprobs } from './logprobs.js';
 import { generationTarget } from './models.js';
 import * as errors from './openai.errors.js';
 import { chatObject, chunkObject, completionObject, finishReason, responseHeader, UsageTally } from './responses.js';
@@ -70,6 +72,8 @@ async function prepare(deps: CompletionDeps, q: FastifyRequest, kind: 'completio
     req.sampling.max_tokens = cap;
   }
   const { target, io } = await generationTarget(ctx.api, principal, req.model);
+  // Triton's frontend refuses `logprobs` for a model that cannot report them (engine/triton_engine.py).
+  if (req.logprobs && !io.logprobs) throw errors.logprobsUnavailable(req.model);
   let prompt: string;
   if (kind === 'chat') {
     const template = chatTemplateOf(req.model, await ctx.api.chatTemplateSource(principal, req.model, target.version));
@@ -99,15 +103,19 @@ export async function handleCompletion(deps: CompletionDeps, q: FastifyRequest, 
   return p.req.stream ? stream(deps, p, reply, kind) : unary(deps, p, reply, kind);
 }
 
+/** Count the request's tokens per tenant: in the metrics (`onTokenUsage`) and in the serving version's statistics. */
 function account(deps: CompletionDeps, p: Prepared, tally: UsageTally): void {
   const u = tally.usage();
-  if (u && deps.onTokenUsage) deps.onTokenUsage(p.principal, p.model, u.prompt_tokens, u.completion_tokens);
+  if (!u) return;
+  deps.onTokenUsage?.(p.principal, p.model, u.prompt_tokens, u.completion_tokens);
+  deps.ctx.api.recordTokenUsage(p.principal, p.model, p.version, u.prompt_tokens, u.completion_tokens);
 }
 
 async function unary(deps: CompletionDeps, p: Prepared, reply: FastifyReply, kind: 'completion' | 'chat'): Promise<FastifyReply> {
   const n = p.inits.length;
   const texts = new Array<string>(n).fill(p.echo);
   const tally = new UsageTally(n);
+  const logprobs = logprobsOf(p, kind, p.echo);
   const signal = requestSignal(reply);
   await new Promise<void>((resolve, reject) => {
     let finals = 0;
@@ -116,6 +124,7 @@ async function unary(deps: CompletionDeps, p: Prepared, reply: FastifyReply, kin
       text(i, r) {
         texts[i] += r.text;
         tally.add(i, r);
+        logprobs?.[i]!.add(r.text, r.logprobs);
       },
       final() {
         if (++finals === n) resolve();
@@ -129,15 +138,22 @@ async function unary(deps: CompletionDeps, p: Prepared, reply: FastifyReply, kin
     });
   });
   account(deps, p, tally);
-  const choices = texts.map((text, i) => ({ text, finish: finishReason(tally.completionTokens(i), p.req.maxTokens) }));
+  const choices = texts.map((text, i) => ({ text, finish: finishReason(tally.completionTokens(i), p.req.maxTokens), logprobs: logprobs?.[i]!.total() }));
   const h = responseHeader(kind, p.model);
   const body = kind === 'chat' ? chatObject(h, choices, tally.usage()) : completionObject(h, choices, tally.usage());
   return reply.code(200).type('application/json').send(JSON.stringify(body));
 }
 
+/** One log-probability tally per choice when the request asked for them, else undefined. */
+function logprobsOf(p: Prepared, kind: 'completion' | 'chat', prefix: string): ChoiceLogprobs[] | undefined {
+  const asked = p.req.logprobs;
+  return asked ? p.inits.map(() => new ChoiceLogprobs(kind, asked.top, prefix)) : undefined;
+}
+
 async function stream(deps: CompletionDeps, p: Prepared, reply: FastifyReply, kind: 'completion' | 'chat'): Promise<void> {
   const n = p.inits.length;
   const tally = new UsageTally(n);
+  const logprobs = logprobsOf(p, kind, '');
   const h = responseHeader(kind, p.model);
   const events = new EventStream(reply);
   const signal = requestSignal(reply);
@@ -147,19 +163,21 @@ async function stream(deps: CompletionDeps, p: Prepared, reply: FastifyReply, ki
   await new Promise<void>((resolve, reject) => {
     let finals = 0;
     let settled = false;
-    const content = (i: number, text: string) => {
+    const content = (i: number, text: string, tokens?: ResponseText['logprobs']) => {
       // The first chunk of a chat choice carries the role (Triton's frontend sends it first).
       const first = !begun[i];
       begun[i] = true;
       if (first && kind === 'chat') events.send(chunkObject(kind, h, { index: i, role: true, text: '', finish: null }, usageField));
       const t = first ? p.echo + text : text;
-      if (t !== '' || (first && kind === 'completion')) events.send(chunkObject(kind, h, { index: i, text: t, finish: null }, usageField));
+      const lp = logprobs ? logprobs[i]!.add(t, tokens) : null;
+      if (t !== '' || lp !== null || (first && kind === 'completion'))
+        events.send(chunkObject(kind, h, { index: i, text: t, finish: null, logprobs: lp }, usageField));
     };
     const choiceEvents = {
       text(i: number, r: ResponseText) {
         if (settled) return;
         tally.add(i, r);
-        content(i, r.text);
+        content(i, r.text, r.logprobs);
       },
       final(i: number) {
         if (settled) return;

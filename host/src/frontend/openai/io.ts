@@ -4,8 +4,9 @@
  * {@link GenerationRequest} becomes an inference request, and how a response's outputs become text
  * and token counts. The convention is the vLLM backend's: `text_input` (BYTES), optional `stream`
  * (BOOL), `sampling_parameters` (BYTES, one JSON object), `exclude_input_in_output` (BOOL),
- * `return_num_input_tokens` / `return_num_output_tokens` (BOOL) → `text_output` (BYTES),
- * `num_input_tokens` / `num_output_tokens` (integers). A model without `sampling_parameters` gets
+ * `return_num_input_tokens` / `return_num_output_tokens` / `return_logprobs` (BOOL) →
+ * `text_output` (BYTES), `num_input_tokens` / `num_output_tokens` (integers), `logprobs` (BYTES,
+ * logprobs.ts). A model without `sampling_parameters` gets
  * the scalar sampling fields as inputs of the same name where it declares them (TensorRT-LLM's
  * convention: `max_tokens`, `temperature`, ...) and as request parameters otherwise.
  */
@@ -14,6 +15,7 @@ import type { InferenceRequestInit, InferenceResponse } from '../../contract/typ
 import { decodeBytesElements } from '../../tensor/bytes.js';
 import { tensorDataToJsonElements } from '../../tensor/json.js';
 import { decodeGenerateRequest } from '../http/generate.js';
+import { parseVllmLogprobs, type TokenLogprob } from './logprobs.js';
 import type { GenerationRequest } from './schema.js';
 
 /** The optional parts of the convention a model declares. */
@@ -23,6 +25,8 @@ export interface TextGenerationIO {
   excludeInput: boolean;
   countInput: boolean;
   countOutput: boolean;
+  /** A BOOL `return_logprobs` input and a BYTES `logprobs` output: the model reports log probabilities. */
+  logprobs: boolean;
   /** Names of every input (for the TensorRT-LLM style sampling inputs). */
   inputs: ReadonlySet<string>;
 }
@@ -39,6 +43,7 @@ export function textGenerationIO(config: ModelConfig): TextGenerationIO | undefi
     excludeInput: bool('exclude_input_in_output'),
     countInput: bool('return_num_input_tokens') && output.has('num_input_tokens'),
     countOutput: bool('return_num_output_tokens') && output.has('num_output_tokens'),
+    logprobs: bool('return_logprobs') && output.get('logprobs') === 'TYPE_STRING',
     inputs: new Set(input.keys()),
   };
 }
@@ -62,6 +67,8 @@ export function buildInferenceRequest(
   if (io.excludeInput) doc.exclude_input_in_output = !req.echo;
   if (io.countInput) doc.return_num_input_tokens = true;
   if (io.countOutput) doc.return_num_output_tokens = true;
+  // Sent whenever declared, as Triton's frontend sends it (false unless asked).
+  if (io.logprobs) doc.return_logprobs = req.logprobs !== undefined;
   if (io.samplingParameters) doc.sampling_parameters = JSON.stringify(req.sampling);
   else {
     for (const [k, v] of Object.entries(req.sampling)) {
@@ -78,11 +85,13 @@ export function echoedByModel(io: TextGenerationIO): boolean {
   return io.excludeInput;
 }
 
-/** What one response carries: text (possibly empty) and the token counts the model reported. */
+/** What one response carries: text (possibly empty), the token counts and the log probabilities the model reported. */
 export interface ResponseText {
   text: string;
   promptTokens?: number;
   completionTokens?: number;
+  /** The tokens this response adds, with their log probabilities (a `logprobs` output in the vLLM convention). */
+  logprobs?: TokenLogprob[];
 }
 
 /** The first element of an integer output as a number, or undefined. */
@@ -100,13 +109,22 @@ function firstInteger(r: InferenceResponse, name: string): number | undefined {
  */
 export class ChoiceDecoder {
   private readonly utf8 = new TextDecoder('utf-8', { fatal: false });
+  private readonly lpText = new TextDecoder('utf-8', { fatal: false });
 
   /** The text and counts of one response (its outputs are read, not released). */
   decode(r: InferenceResponse): ResponseText {
     const t = r.outputs.find((o) => o.name === 'text_output');
     let text = '';
     if (t && t.datatype === 'BYTES') for (const e of decodeBytesElements(t.data, 'text_output')) text += this.utf8.decode(e, { stream: true });
-    return { text, promptTokens: firstInteger(r, 'num_input_tokens'), completionTokens: firstInteger(r, 'num_output_tokens') };
+    const out: ResponseText = { text, promptTokens: firstInteger(r, 'num_input_tokens'), completionTokens: firstInteger(r, 'num_output_tokens') };
+    const lp = r.outputs.find((o) => o.name === 'logprobs');
+    if (lp && lp.datatype === 'BYTES') {
+      // One element per choice of the response; Warden's requests have one choice each.
+      const first = decodeBytesElements(lp.data, 'logprobs')[0];
+      const tokens = first === undefined ? undefined : parseVllmLogprobs(this.lpText.decode(first));
+      if (tokens) out.logprobs = tokens;
+    }
+    return out;
   }
 
   /** What is left of a split character at the end of the choice (U+FFFD), usually ''. */

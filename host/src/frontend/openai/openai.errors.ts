@@ -113,3 +113,21 @@ export function chatTemplateOverBudget(model: string, ms: number): TritonError {
 export function maxTokensOverCap(param: string, requested: number, cap: number): TritonError {
   return invalid(`Invalid value for '${param}': ${requested} is above this API key's limit of ${cap} tokens per request.`, param, 'invalid_value');
 }
+
+/** `top_logprobs` without `logprobs: true` (Triton's OpenAI frontend's text). */
+export function topLogprobsWithoutLogprobs(): TritonError {
+  return invalid('`top_logprobs` can only be used when `logprobs` is True', 'top_logprobs');
+}
+
+/**
+ * `logprobs` asked of a model that does not return them: it declares no `return_logprobs` input
+ * and `logprobs` output, the vLLM backend's (Warden's text; Triton's frontend refuses every
+ * backend but vLLM with "logprobs are currently available only for the vLLM backend").
+ */
+export function logprobsUnavailable(model: string): TritonError {
+  return invalid(
+    `logprobs are not available for the model \`${model}\`: it does not declare the return_logprobs input and logprobs output (BYTES) of the vLLM backend`,
+    'logprobs',
+    'unsupported_parameter',
+  );
+}

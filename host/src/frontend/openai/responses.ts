@@ -2,7 +2,7 @@
  * The response objects of the OpenAI-compatible API, as the `openai` package's types define them:
  * `Completion` / `CompletionChoice` (object `text_completion`, also each streamed chunk),
  * `ChatCompletion` (`chat.completion`), `ChatCompletionChunk` (`chat.completion.chunk`) and
- * `CompletionUsage`; and the usage and finish reason of a choice from the token counts the model
+ * `CompletionUsage` (a choice's `logprobs` comes shaped: logprobs.ts); and the usage and finish reason of a choice from the token counts the model
  * reports (io.ts).
  */
 import { randomUUID } from 'node:crypto';
@@ -69,47 +69,60 @@ export function finishReason(completionTokens: number | undefined, maxTokens: nu
   return completionTokens !== undefined && completionTokens >= maxTokens ? 'length' : 'stop';
 }
 
+/** One choice of a non-streamed answer: its text, finish reason and `logprobs` (null when not asked or not reported). */
+export interface FinishedChoice {
+  text: string;
+  finish: string;
+  logprobs?: unknown;
+}
+
 /** `Completion` (non-streaming). */
-export function completionObject(h: ResponseHeader, choices: { text: string; finish: string }[], usage: Usage | null): unknown {
+export function completionObject(h: ResponseHeader, choices: FinishedChoice[], usage: Usage | null): unknown {
   return {
     id: h.id,
     object: 'text_completion',
     created: h.created,
     model: h.model,
     system_fingerprint: null,
-    choices: choices.map((c, index) => ({ index, text: c.text, logprobs: null, finish_reason: c.finish })),
+    choices: choices.map((c, index) => ({ index, text: c.text, logprobs: c.logprobs ?? null, finish_reason: c.finish })),
     usage,
   };
 }
 
 /** `ChatCompletion` (non-streaming). */
-export function chatObject(h: ResponseHeader, choices: { text: string; finish: string }[], usage: Usage | null): unknown {
+export function chatObject(h: ResponseHeader, choices: FinishedChoice[], usage: Usage | null): unknown {
   return {
     id: h.id,
     object: 'chat.completion',
     created: h.created,
     model: h.model,
     system_fingerprint: null,
-    choices: choices.map((c, index) => ({ index, message: { role: 'assistant', content: c.text, refusal: null }, logprobs: null, finish_reason: c.finish })),
+    choices: choices.map((c, index) => ({
+      index,
+      message: { role: 'assistant', content: c.text, refusal: null },
+      logprobs: c.logprobs ?? null,
+      finish_reason: c.finish,
+    })),
     usage,
   };
 }
 
-/** One streamed chunk of choice `index` (`text` / `delta`), or the usage chunk (no choice, `usage` set). */
+/** One streamed chunk of choice `index` (`text` / `delta`, with its tokens' `logprobs`), or the usage chunk (no choice, `usage` set). */
 export function chunkObject(
   kind: 'completion' | 'chat',
   h: ResponseHeader,
-  choice: { index: number; text?: string; role?: boolean; finish: string | null } | undefined,
+  choice: { index: number; text?: string; role?: boolean; finish: string | null; logprobs?: unknown } | undefined,
   usage: Usage | null | undefined,
 ): unknown {
   const choices: unknown[] = [];
   if (choice) {
-    if (kind === 'completion') choices.push({ index: choice.index, text: choice.text ?? '', logprobs: null, finish_reason: choice.finish });
+    const logprobs = choice.logprobs ?? null;
+    if (kind === 'completion') choices.push({ index: choice.index, text: choice.text ?? '', logprobs, finish_reason: choice.finish });
     else {
       const delta: Record<string, string> = {};
       if (choice.role) delta.role = 'assistant';
       if (choice.text !== undefined) delta.content = choice.text;
-      choices.push({ index: choice.index, delta, logprobs: null, finish_reason: choice.finish });
+      choices.push({ index: choice.index, delta, logprobs, finish_reason: choice.finish });
     }
   }
   const chunk: Record<string, unknown> = {

@@ -3,7 +3,7 @@
  * published schema (the `openai` package's `completion_create_params` and
  * `chat/completion_create_params` types) and turned into one {@link GenerationRequest}. A field
  * set to null counts as absent, as the schema's optional fields allow. Fields OpenAI defines but
- * Warden does not serve (tools, logprobs, logit_bias, suffix, ...) are refused with 400 when set,
+ * Warden does not serve (tools, logit_bias, suffix, ...) are refused with 400 when set,
  * unknown fields are refused as OpenAI refuses them, and the sampling fields go to the model
  * as Triton's OpenAI frontend sends them to a vLLM model: one JSON object in its
  * `sampling_parameters` input (engine/utils/triton.py).
@@ -16,6 +16,9 @@ export const MAX_CHOICES = 16;
 export const DEFAULT_MAX_TOKENS = 16;
 /** At most this many stop sequences (OpenAI's bound). */
 const MAX_STOP = 4;
+/** Bounds of completions' `logprobs` and chat's `top_logprobs` (OpenAI's schema, as Triton's frontend's schemas/openai.py). */
+export const MAX_COMPLETION_LOGPROBS = 5;
+export const MAX_TOP_LOGPROBS = 20;
 
 /** One chat message as the chat template sees it. */
 export interface ChatMessage {
@@ -45,6 +48,12 @@ export interface GenerationRequest {
   maxTokensSet: boolean;
   /** The sampling fields for the model, `max_tokens` included (JSON-serialisable). */
   sampling: Record<string, unknown>;
+  /**
+   * Log probabilities asked for (completions: `logprobs` > 0; chat: `logprobs: true`), with how
+   * many alternatives per token the answer lists (`top`: completions' `logprobs`, chat's
+   * `top_logprobs`, 0 when unset); undefined when not asked.
+   */
+  logprobs?: { top: number };
 }
 
 type Doc = Record<string, unknown>;
@@ -55,11 +64,9 @@ const IGNORED = ['user', 'metadata', 'store', 'service_tier', 'prompt_cache_key'
 const VLLM_EXTRAS = ['top_k', 'min_p', 'repetition_penalty', 'min_tokens', 'ignore_eos'];
 /** Schema fields Warden refuses when set, per endpoint. */
 const UNSUPPORTED = {
-  completion: ['suffix', 'logit_bias', 'logprobs'],
+  completion: ['suffix', 'logit_bias'],
   chat: [
     'logit_bias',
-    'logprobs',
-    'top_logprobs',
     'tools',
     'tool_choice',
     'functions',
@@ -75,8 +82,19 @@ const UNSUPPORTED = {
 } as const;
 const COMMON = ['model', 'stream', 'stream_options', 'n', 'max_tokens', 'temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'seed', 'stop'];
 const KNOWN = {
-  completion: new Set([...COMMON, ...IGNORED, ...VLLM_EXTRAS, ...UNSUPPORTED.completion, 'prompt', 'echo', 'best_of']),
-  chat: new Set([...COMMON, ...IGNORED, ...VLLM_EXTRAS, ...UNSUPPORTED.chat, 'messages', 'max_completion_tokens', 'response_format', 'modalities']),
+  completion: new Set([...COMMON, ...IGNORED, ...VLLM_EXTRAS, ...UNSUPPORTED.completion, 'prompt', 'echo', 'best_of', 'logprobs']),
+  chat: new Set([
+    ...COMMON,
+    ...IGNORED,
+    ...VLLM_EXTRAS,
+    ...UNSUPPORTED.chat,
+    'messages',
+    'max_completion_tokens',
+    'response_format',
+    'modalities',
+    'logprobs',
+    'top_logprobs',
+  ]),
 };
 
 const isObject = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -157,7 +175,7 @@ function messagesField(doc: Doc): ChatMessage[] {
 function refuseUnsupported(doc: Doc, kind: 'completion' | 'chat'): void {
   for (const key of UNSUPPORTED[kind]) {
     const v = doc[key];
-    // `logprobs: false` / `0` and empty lists ask for nothing.
+    // `false` / `0` and empty lists ask for nothing.
     if (v === undefined || v === false || v === 0 || (Array.isArray(v) && v.length === 0)) continue;
     if (key === 'tool_choice' && v === 'none') continue;
     throw errors.fieldUnsupported(key);
@@ -171,6 +189,23 @@ function refuseUnsupported(doc: Doc, kind: 'completion' | 'chat'): void {
     const modalities = doc.modalities;
     if (modalities !== undefined && !(Array.isArray(modalities) && modalities.every((m) => m === 'text'))) throw errors.fieldUnsupported('modalities');
   }
+}
+
+/**
+ * The log probabilities a request asks for, as Triton's frontend reads them (engine/utils/triton.py,
+ * engine/triton_engine.py): completions' `logprobs` (0..5) asks when above 0; chat's `logprobs`
+ * (a boolean) asks when true, with `top_logprobs` (0..20) alternatives, which needs `logprobs: true`.
+ * @throws TritonError 400 for a mistyped or out-of-range value, or `top_logprobs` without `logprobs`
+ */
+function logprobsField(doc: Doc, kind: 'completion' | 'chat'): { top: number } | undefined {
+  if (kind === 'completion') {
+    const k = integerIn(doc, 'logprobs', 0, MAX_COMPLETION_LOGPROBS);
+    return k !== undefined && k > 0 ? { top: k } : undefined;
+  }
+  const wanted = booleanField(doc, 'logprobs') ?? false;
+  const top = integerIn(doc, 'top_logprobs', 0, MAX_TOP_LOGPROBS);
+  if (top !== undefined && !wanted) throw errors.topLogprobsWithoutLogprobs();
+  return wanted ? { top: top ?? 0 } : undefined;
 }
 
 /**
@@ -221,6 +256,10 @@ export function parseGenerationRequest(body: unknown, kind: 'completion' | 'chat
   set('min_tokens', integerIn(doc, 'min_tokens', 0));
   set('ignore_eos', booleanField(doc, 'ignore_eos'));
   sampling.max_tokens = maxTokens;
+  // vLLM's `logprobs` sampling field: alternatives per token (chat: `top_logprobs`, 1 when unset,
+  // as Triton's frontend sends it).
+  const logprobs = logprobsField(doc, kind);
+  if (logprobs) sampling.logprobs = kind === 'chat' && doc.top_logprobs === undefined ? 1 : logprobs.top;
 
   const request: GenerationRequest = {
     kind,
@@ -234,6 +273,7 @@ export function parseGenerationRequest(body: unknown, kind: 'completion' | 'chat
     maxTokensSet: requested !== undefined,
     sampling,
   };
+  if (logprobs) request.logprobs = logprobs;
   if (kind === 'completion') {
     const p = Array.isArray(doc.prompt) && doc.prompt.length === 1 && typeof doc.prompt[0] === 'string' ? doc.prompt[0] : doc.prompt;
     if (p === undefined || p === '') throw errors.promptEmpty();

@@ -78,6 +78,47 @@ const header = (object: string, choice: JsonSchema): JsonSchema => ({
   },
 });
 const finish: JsonSchema = { enum: ['stop', 'length'] };
+const numbers: JsonSchema = { type: 'array', items: { type: 'number' } };
+/** Completions' `logprobs` (`CompletionChoice.Logprobs`), null when not asked or not reported. */
+const completionLogprobs: JsonSchema = {
+  anyOf: [
+    {
+      type: 'object',
+      required: ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset'],
+      additionalProperties: false,
+      properties: {
+        tokens: { type: 'array', items: { type: 'string' } },
+        token_logprobs: numbers,
+        top_logprobs: { type: 'array', items: { type: 'object', additionalProperties: { type: 'number' } } },
+        text_offset: { type: 'array', items: { type: 'integer' } },
+      },
+    },
+    { type: 'null' },
+  ],
+};
+const tokenLogprob = (alternatives: boolean): JsonSchema => ({
+  type: 'object',
+  required: alternatives ? ['token', 'logprob', 'bytes', 'top_logprobs'] : ['token', 'logprob', 'bytes'],
+  additionalProperties: false,
+  properties: {
+    token: { type: 'string' },
+    logprob: { type: 'number' },
+    bytes: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 255 } },
+    ...(alternatives ? { top_logprobs: { type: 'array', items: tokenLogprob(false) } } : {}),
+  },
+});
+/** Chat's `logprobs` (`ChatCompletion.Choice.Logprobs`), null when not asked or not reported. */
+const chatLogprobs: JsonSchema = {
+  anyOf: [
+    {
+      type: 'object',
+      required: ['content'],
+      additionalProperties: false,
+      properties: { content: { type: 'array', items: tokenLogprob(true) }, refusal: { type: 'null' } },
+    },
+    { type: 'null' },
+  ],
+};
 
 /** The OpenAI-compatible group's component schemas. */
 export const OPENAI_SCHEMAS: Record<string, JsonSchema> = {
@@ -119,7 +160,7 @@ export const OPENAI_SCHEMAS: Record<string, JsonSchema> = {
     type: 'object',
     required: ['index', 'text', 'logprobs', 'finish_reason'],
     additionalProperties: false,
-    properties: { index: { type: 'integer' }, text: { type: 'string' }, logprobs: { type: 'null' }, finish_reason: finish },
+    properties: { index: { type: 'integer' }, text: { type: 'string' }, logprobs: completionLogprobs, finish_reason: finish },
   }),
   ChatCompletion: header('chat.completion', {
     type: 'object',
@@ -132,7 +173,7 @@ export const OPENAI_SCHEMAS: Record<string, JsonSchema> = {
         required: ['role', 'content'],
         properties: { role: { const: 'assistant' }, content: { type: 'string' }, refusal: { type: 'null' } },
       },
-      logprobs: { type: 'null' },
+      logprobs: chatLogprobs,
       finish_reason: finish,
     },
   }),

@@ -75,6 +75,26 @@ export const STATISTICS_SCHEMAS: Record<string, JsonSchema> = {
       },
       pending_count: { type: 'integer', minimum: 0, description: "Warden's addition: requests accepted and not yet answered." },
       tenant: { type: 'string', description: "Warden's addition, in multi-tenant mode: the model's tenant ('' for an operator model)." },
+      token_usage: {
+        type: 'object',
+        required: ['prompt_tokens', 'completion_tokens'],
+        additionalProperties: false,
+        description:
+          "Warden's addition, once the version served an OpenAI-compatible request: the prompt and completion tokens counted (docs/openai.md); in multi-tenant mode also by the caller's tenant ('' the operator).",
+        properties: {
+          prompt_tokens: { type: 'integer', minimum: 0 },
+          completion_tokens: { type: 'integer', minimum: 0 },
+          tenants: {
+            type: 'object',
+            additionalProperties: {
+              type: 'object',
+              required: ['prompt_tokens', 'completion_tokens'],
+              additionalProperties: false,
+              properties: { prompt_tokens: { type: 'integer', minimum: 0 }, completion_tokens: { type: 'integer', minimum: 0 } },
+            },
+          },
+        },
+      },
     },
   },
 };
