@@ -20,6 +20,15 @@ export default tseslint.config(
     },
   },
   {
+    // The web console's browser code (host/console-assets/, docs/console.md): ES modules run by the browser.
+    files: ['host/console-assets/**/*.js'],
+    languageOptions: {
+      ecmaVersion: 2023,
+      sourceType: 'module',
+      globals: { document: 'readonly', window: 'readonly', fetch: 'readonly', queueMicrotask: 'readonly', btoa: 'readonly', Event: 'readonly' },
+    },
+  },
+  {
     // Tests and benchmarks read untyped JSON answers.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

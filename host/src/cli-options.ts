@@ -11,6 +11,7 @@ import { DEFAULT_CACHE_LIMITS } from './backends/wasm/v8/transpile.js';
 import { DEFAULT_SERVER_CAPS } from './lifecycle/admission.js';
 import { DEFAULT_HTTP_LIMITS } from './frontend/http/limits.js';
 import { parseRestrictedFeatures } from './frontend/restricted.js';
+import { consolePathProblem, DEFAULT_CONSOLE_PATH } from './frontend/console/path.js';
 import { DEFAULT_MAX_INPUT_SIZE, DEFAULT_MAX_UPLOAD_BYTES, type ServerOptions } from './server.js';
 import { DEFAULT_REPOSITORY_CACHE_BYTES } from './repository/open-repositories.js';
 import { readFileSync } from 'node:fs';
@@ -84,6 +85,8 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
                                   before authentication; IPv6 by /64; 0 = no cap (default ${DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress})
   --http-max-json-output-bytes=<n> largest JSON inference response; bigger ones get 400 and a pointer to
                                   the binary data extension (default ${DEFAULT_HTTP_LIMITS.maxJsonOutputBytes})
+  --console=<bool>                serve the web console on the HTTP port (default false; docs/console.md)
+  --console-path=<path>           where the console is served (default ${DEFAULT_CONSOLE_PATH})
   --http-fast-path=<bool>         serve plain /infer requests ahead of Fastify's router (default true;
                                   same answers, less CPU per request)
   --http-threads=<n>              front-end threads, 0..64 (default 0: HTTP on the main thread only); each
@@ -474,7 +477,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
   let parsed;
   try {
     parsed = parseArgs({
-      args: argv,
+      // A bare `--console` (no value) means true, as README's command writes it.
+      args: argv.map((a) => (a === '--console' ? '--console=true' : a)),
       strict: true,
       allowPositionals: false,
       options: {
@@ -521,6 +525,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
         'http-max-connections-per-address': str,
         'http-max-json-output-bytes': str,
         'http-fast-path': str,
+        console: str,
+        'console-path': str,
         'http-data-path': str,
         'http-data-path-threads': str,
         'http-threads': str,
@@ -590,6 +596,9 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
   }
   const allowClientShm = bool('allow-client-shm', v['allow-client-shm'] as string | undefined, false);
   const httpFastPath = bool('http-fast-path', v['http-fast-path'] as string | undefined, true);
+  const consolePath = (v['console-path'] as string | undefined) ?? DEFAULT_CONSOLE_PATH;
+  const consoleProblem = consolePathProblem(consolePath);
+  if (consoleProblem) throw new UsageError(`--console-path ${consoleProblem}, got '${consolePath}'`);
   const allowGpuMetrics = bool('allow-gpu-metrics', v['allow-gpu-metrics'] as string | undefined, true);
   void allowGpuMetrics; // no GPU models: there are no GPU metrics to report either way
   const trace = traceOptions(v);
@@ -634,6 +643,8 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
     ...grpcOptions(str1),
     allowClientShm,
     httpFastPath,
+    console: bool('console', v.console as string | undefined, false),
+    consolePath,
     httpThreads: httpThreads(str1('http-threads')),
     httpMainListener: bool('http-main-listener', str1('http-main-listener'), true),
     httpDataPath: httpDataPath(str1('http-data-path')),

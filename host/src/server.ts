@@ -25,6 +25,7 @@ import { MODEL_TABLE_KEY, modelTable } from './lifecycle/model-table.js';
 import { ServerApi } from './dataplane/server-api.js';
 import { DEFAULT_WASM_LIMITS, type WasmLimits } from './backends/wasm/limits.js';
 import { type HttpFrontend, buildHttpFrontend } from './frontend/http/app.js';
+import { DEFAULT_CONSOLE_PATH } from './frontend/console/path.js';
 import { NativeDataPath } from './frontend/http/data-path/native-data-path.js';
 import * as httpErrors from './frontend/http/http.errors.js';
 import { FrontendThreads, MAX_HTTP_THREADS } from './frontend/http/threads/pool.js';
@@ -132,6 +133,10 @@ export interface ServerOptions {
   ensembleLimits?: Partial<EnsembleLimits>;
   /** `--http-fast-path`: plain `/infer` requests are served ahead of Fastify (frontend/http/fast-path.ts). Default true. */
   httpFastPath?: boolean;
+  /** `--console`: serve the web console on the HTTP port under `consolePath` (docs/console.md). Default off. */
+  console?: boolean;
+  /** `--console-path`: where the console is served (default `/console`; frontend/console/path.ts). */
+  consolePath?: string;
   /**
    * `--tenants`: the tenants file (YAML or JSON; host/src/tenancy). Set = multi-tenant mode: every
    * request but the health probes needs `Authorization: Bearer <token>`.
@@ -573,6 +578,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     logger,
     fastPath: opts.httpFastPath,
     restricted: opts.httpRestrictedApis,
+    console: opts.console ? { path: opts.consolePath ?? DEFAULT_CONSOLE_PATH } : undefined,
     onTokenUsage: (principal, model, prompt, completion) => metrics.recordTokenUsage(principal.namespace, model, prompt, completion),
   });
   const http = frontend.app;

@@ -35,7 +35,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   dataplane: ['config', 'tensor', 'lifecycle', 'ensemble', 'tenancy', 'trace'],
   // the one admission of every frontend entry (frontend/admission.ts) is built on the tenant registry and rates
   frontend: ['dataplane', 'tenancy'],
-  'frontend/http': ['frontend', 'frontend/openai', 'dataplane', 'config', 'tensor', 'tenancy', 'trace', 'threads'],
+  'frontend/http': ['frontend', 'frontend/openai', 'frontend/console', 'dataplane', 'config', 'tensor', 'tenancy', 'trace', 'threads'],
+  // the web console's static routes carry their OpenAPI description (frontend/http/openapi/)
+  'frontend/console': ['frontend/http'],
   // the OpenAI-compatible API is routed, authenticated and answered by the HTTP frontend, on its data-plane calls
   'frontend/openai': ['frontend', 'frontend/http', 'dataplane', 'tensor', 'trace', 'threads'],
   'frontend/grpc': ['frontend', 'dataplane', 'config', 'tensor', 'tenancy', 'trace'],

@@ -31,6 +31,8 @@ import { repositoryNameUnsupported } from '../repository-request.errors.js';
 import { installOpenAIRoutes, isOpenAIPath, openaiErrorAnswer, openaiErrorBody } from '../openai/routes.js';
 import { logSince } from './model-log.js';
 import { OPENAPI_PATH, describeRoutes, openapiHandler } from './openapi/document.js';
+import { handleTenants } from './tenants.js';
+import { installConsole, isConsolePath } from '../console/routes.js';
 
 /** How long a 429 (rate or in-flight quota exceeded) is held before it is sent, ms (shared with gRPC). */
 export { OVER_QUOTA_DELAY_MS } from '../../tenancy/request-rate.js';
@@ -179,7 +181,9 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
       answer(err, (e) => api.publicError(e), ctx.logger),
     );
   });
-  if (ctx.tenants) await installTenancy(app, admission, api.uploadRate);
+  // The web console's static files (frontend/console/) need no credentials: the page then calls the API with the user's token.
+  const consolePath = ctx.console?.path;
+  if (ctx.tenants) await installTenancy(app, admission, api.uploadRate, consolePath === undefined ? undefined : (path) => isConsolePath(consolePath, path));
   // An unknown `/v1/...` path (an OpenAI route Warden does not serve) answers in OpenAI's shape.
   const notFound = (method: string, url: string) =>
     isOpenAIPath(url) ? openaiErrorBody(`Unknown request URL: ${method} ${url.split('?', 1)[0]}.`, 404, null, 'unknown_url') : '{"error":"Not Found"}';
@@ -246,6 +250,9 @@ export async function buildHttpFrontend(opts: HttpFrontendOptions): Promise<Http
   installSharedMemoryRoutes(app, ctx);
   installOpenAIRoutes(app, ctx, ctx.onTokenUsage);
   route(app, OPENAPI_PATH, { GET: openapiHandler(app) });
+  // Warden's: tenants, quotas and usage (tenants.ts), in multi-tenant mode only.
+  if (ctx.tenants) route(app, '/v2/tenants', { GET: (q, r) => handleTenants(ctx, q, r) });
+  if (consolePath !== undefined) installConsole(app, consolePath);
 
   const serveRing = async (r: RingRequest, signal: CancellationSignal): Promise<HttpAnswer | undefined> => {
     if (closing) return undefined;

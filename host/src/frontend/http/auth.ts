@@ -49,14 +49,16 @@ export function requestPrincipal(req: FastifyRequest): Principal {
  *   the front-end threads (fast-path.ts, app.ts) so a tenant's requests are counted once whichever
  *   path serves them, and with gRPC through the data plane's one request rate
  * @param uploads the upload-rate windows (`upload_bytes_per_minute`), shared with gRPC
+ * @param open paths besides the health probes that carry no data and need no credentials (the
+ *   web console's static files, frontend/console/)
  */
-export async function installTenancy(app: FastifyInstance, admission: Admission, uploads: TenantUploadRate): Promise<void> {
+export async function installTenancy(app: FastifyInstance, admission: Admission, uploads: TenantUploadRate, open?: (path: string) => boolean): Promise<void> {
   app.decorateRequest('principal', null);
   app.decorateRequest('tenant', null);
   app.addHook('onClose', async () => admission.close());
   app.addHook('onRequest', async (req, reply) => {
     const path = req.url.split('?', 1)[0]!;
-    if (UNAUTHENTICATED.has(path)) return;
+    if (UNAUTHENTICATED.has(path) || open?.(path)) return;
     let caller;
     try {
       caller = await admission.authenticate(req.headers.authorization, clientAddressOf(req));

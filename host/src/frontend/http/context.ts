@@ -37,6 +37,8 @@ export interface HttpFrontendOptions {
    * the metrics; absent = not counted.
    */
   onTokenUsage?: (principal: Principal, model: string, promptTokens: number, completionTokens: number) => void;
+  /** `--console`: serve the web console (frontend/console/) under `path` (`--console-path`); absent = not served (404). */
+  console?: { path: string };
 }
 
 /** What every route handler gets: the options plus the principal of each request. */

@@ -35,6 +35,8 @@ export function httpCategoryOf(url: string): RestrictedCategory {
   if (url === '/v2/logging') return 'logging';
   if (url.endsWith('/trace/setting')) return 'trace';
   if (url === '/v2/models/stats') return 'statistics';
+  // Warden's tenants route (tenants.ts): quotas and usage, read as statistics are.
+  if (url === '/v2/tenants') return 'statistics';
   const m = /^\/v2\/models\/:model(?:\/versions\/:version)?(?:\/(ready|config|stats|log|infer|generate|generate_stream))?$/.exec(url);
   if (m) {
     switch (m[1]) {

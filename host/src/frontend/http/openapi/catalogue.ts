@@ -13,6 +13,7 @@ import { NAMED_REPOSITORY_ROUTES, REPOSITORY_ROUTES, REPOSITORY_SCHEMAS } from '
 import { SHARED_MEMORY_ROUTES, SHARED_MEMORY_SCHEMAS } from './shared-memory.js';
 import { ALL_STATISTICS, MODEL_STATISTICS, STATISTICS_SCHEMAS } from './statistics.js';
 import { TRACE_SCHEMAS, TRACE_SETTINGS } from './trace.js';
+import { TENANTS, TENANTS_SCHEMAS } from './tenants.js';
 import type { JsonSchema, RouteDoc } from './types.js';
 
 /** Where this description is served. */
@@ -25,6 +26,7 @@ const ROUTES: Record<string, RouteDoc> = {
   '/v2/models/stats': ALL_STATISTICS,
   '/v2/logging': LOG_SETTINGS,
   '/v2/trace/setting': TRACE_SETTINGS,
+  '/v2/tenants': TENANTS,
   ...REPOSITORY_ROUTES,
   ...NAMED_REPOSITORY_ROUTES,
   ...SHARED_MEMORY_ROUTES,
@@ -56,6 +58,7 @@ export const COMPONENT_SCHEMAS: Record<string, JsonSchema> = {
   ...REPOSITORY_SCHEMAS,
   ...SHARED_MEMORY_SCHEMAS,
   ...OPENAI_SCHEMAS,
+  ...TENANTS_SCHEMAS,
 };
 
 /** A Fastify URL pattern (`/v2/models/:model`) as an OpenAPI path (`/v2/models/{model}`). */

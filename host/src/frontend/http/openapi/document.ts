@@ -37,6 +37,7 @@ const PATH_PARAMETERS: Record<string, [JsonSchema, string]> = {
   version: [{ type: 'string', pattern: '^[0-9]+$' }, 'The model version; without it, the server picks the highest ready version.'],
   region: [{ type: 'string', minLength: 1 }, 'The shared-memory region name.'],
   repo: [{ type: 'string', minLength: 1 }, 'A repository name (not supported: 501).'],
+  file: [{ type: 'string', minLength: 1 }, 'A file of the web console (docs/console.md).'],
 };
 
 const media = (content: Record<string, JsonSchema> | undefined) =>
@@ -93,7 +94,7 @@ export function openapiDocument(app: FastifyInstance): Record<string, unknown> {
     const item: Record<string, unknown> = {};
     for (const method of ['GET', 'POST'] as const) {
       const op = doc[method];
-      if (op) item[method.toLowerCase()] = operation(path, method.toLowerCase(), doc.tag, OPEN_PATHS.has(path), op);
+      if (op) item[method.toLowerCase()] = operation(path, method.toLowerCase(), doc.tag, OPEN_PATHS.has(path) || doc.open === true, op);
     }
     tags.add(doc.tag);
     paths[path] = item;

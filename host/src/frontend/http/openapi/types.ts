@@ -36,6 +36,8 @@ export interface OperationDoc {
 export interface RouteDoc {
   /** The API group (OpenAPI tag) the route belongs to. */
   tag: string;
+  /** Served without credentials in multi-tenant mode (the health probes, the console's static files). */
+  open?: boolean;
   GET?: OperationDoc;
   POST?: OperationDoc;
 }
