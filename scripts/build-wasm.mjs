@@ -154,10 +154,18 @@ export async function componentizeJs({ source, world, out, features = [], witPat
 const C_DIR = join(ROOT, 'sample-backends', 'wasm', 'c');
 const C_GEN = join(C_DIR, 'gen');
 
+/**
+ * wit-bindgen's arguments for the committed C bindings: the widest guest world
+ * (`sandboxed-backend-with-inference`: host, clocks, random, inference) under the name
+ * `sandboxed-backend`, so that every C guest includes `sandboxed_backend.h`; a component imports
+ * only the functions its code calls, and `buildC`'s `world` says which world it is checked against.
+ */
+const C_BINDINGS_ARGS = ['c', WIT_DIR, '--world', 'sandboxed-backend-with-inference', '--rename-world', 'sandboxed-backend', '--no-object-file'];
+
 /** Regenerates the committed C bindings with wit-bindgen (0.63). */
 export function generateCBindings() {
   prepareWitDeps();
-  const r = spawnSync('wit-bindgen', ['c', WIT_DIR, '--world', 'sandboxed-backend', '--no-object-file', '--out-dir', C_GEN], { stdio: 'inherit' });
+  const r = spawnSync('wit-bindgen', [...C_BINDINGS_ARGS, '--out-dir', C_GEN], { stdio: 'inherit' });
   if (r.status !== 0) throw new Error('wit-bindgen c failed (is wit-bindgen-cli 0.63 installed? `cargo install wit-bindgen-cli --version 0.63.0`)');
 }
 
@@ -166,7 +174,7 @@ export function checkCBindings() {
   const probe = spawnSync('wit-bindgen', ['--version'], { encoding: 'utf8' });
   if (probe.status !== 0) return false;
   prepareWitDeps();
-  const r = spawnSync('wit-bindgen', ['c', WIT_DIR, '--world', 'sandboxed-backend', '--no-object-file', '--out-dir', C_GEN, '--check'], { encoding: 'utf8' });
+  const r = spawnSync('wit-bindgen', [...C_BINDINGS_ARGS, '--out-dir', C_GEN, '--check'], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`sample-backends/wasm/c/gen/ is stale for wit/: run node scripts/build-wasm.mjs --c-bindings\n${r.stderr}`);
   return true;
 }
@@ -235,6 +243,11 @@ export function sampleTargets() {
     ['add_sub_wasm', () => componentizeJs({ source: js('add_sub'), world: 'sandboxed-backend', out: join(repo, 'add_sub_wasm', '1', 'model.wasm') })],
     ['repeat_wasm', () => componentizeJs({ source: js('repeat'), world: 'sandboxed-backend-with-clocks', out: join(repo, 'repeat_wasm', '1', 'model.wasm') })],
     ['preprocess_wasm', () => buildC({ srcDir: C_DIR, sources: ['preprocess.c', 'warden_guest.c'], out: join(repo, 'preprocess_wasm', '1', 'model.wasm') })],
+    // one component, two models: calls `simple` (bls_wasm) or streams from `repeat_native` (bls_stream_wasm, decoupled)
+    ...['bls_wasm', 'bls_stream_wasm'].map((model) => [
+      model,
+      () => buildC({ srcDir: C_DIR, sources: ['bls.c', 'warden_guest.c'], world: 'sandboxed-backend-with-inference', out: join(repo, model, '1', 'model.wasm') }),
+    ]),
   ];
 }
 

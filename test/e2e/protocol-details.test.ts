@@ -508,6 +508,7 @@ describe('responses', () => {
       'logging',
       'generate',
       'sandboxed_backend(warden:backend@0.1.0)',
+      'sandboxed_backend(warden:backend@0.1.1)',
     ]);
   });
 });

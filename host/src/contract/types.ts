@@ -7,6 +7,7 @@
  * Backends never see HTTP; frontends never see backends (DESIGN "One request, end to end").
  */
 import type { Logger } from 'pino';
+import type { BlsChain } from './bls.js';
 import type { ModelConfig } from './model-config.js';
 import type { DataType } from './datatypes.js';
 import type { TritonError } from './errors.js';
@@ -130,6 +131,12 @@ export interface InferenceRequest {
    * and ensemble runs, never by a client (ensemble/budget.ts).
    */
   ensemble?: { readonly budget: EnsembleRequestBudget; readonly depth: number };
+  /**
+   * Set on a request a backend makes from its execute (BLS, contract/bls.ts) and on the steps of an
+   * ensemble such a request runs: the models (key ids) whose executes wait on it, outermost first.
+   * A backend's calls extend it; depth and recursion are checked against it. Never set by a client.
+   */
+  blsChain?: BlsChain;
 }
 
 /** One response (spec §1.13). Outputs are in the order the backend produced them. */

@@ -18,6 +18,7 @@ import type {
   SubmittedRequest,
   Tensor,
 } from '../contract/types.js';
+import { checkChain } from '../contract/bls.js';
 import { EnsembleBudget, ensembleLimitsFor, type EnsembleLimits } from '../ensemble/budget.js';
 import { TenantRequestRate } from '../tenancy/request-rate.js';
 import type { TenantConfig } from '../tenancy/types.js';
@@ -131,6 +132,8 @@ export class Inference {
   ): SubmittedRequest {
     const mv = this.names.version(principal, name, version);
     if (signal?.aborted) throw cancelled();
+    // A backend's call (BLS) or a step of an ensemble it called: no recursion, bounded depth.
+    if (init.blsChain !== undefined) checkChain(init.blsChain, this.names.keyOf(principal, name), name);
     init.tenant = principal.caller ?? principal.namespace;
     if (mv.config.platform === 'ensemble' && init.ensemble === undefined && this.ensembleLimits !== undefined) {
       // A client's ensemble request: one budget for it and every ensemble nested in it

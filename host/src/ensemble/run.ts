@@ -260,6 +260,7 @@ export class EnsembleRun {
       priority: r.priority,
       timeoutUs: r.timeoutUs,
       ensemble: this.budget ? { budget: this.budget, depth: this.depth } : undefined,
+      blsChain: this.request.blsChain,
     };
     const outputs = new Map(step.outputs);
     const take = (response: InferenceResponse | null): void => {

@@ -12,10 +12,9 @@ export function shuttingDown(): TritonError {
   return unavailable('server is shutting down');
 }
 
-/** NOT_FOUND: a model with no version known (Triton's text). */
-export function modelNotFound(model: string): TritonError {
-  return notFound(`Request for unknown model: '${model}' is not found`);
-}
+// A model or version that is not there: shared with the BLS capability, which answers an ungranted
+// callee exactly as a missing one.
+export { modelNotFound, versionNotFound } from '../contract/model-lookup.errors.js';
 
 /** NOT_FOUND: a model none of whose versions is ready, asked for its latest (Triton's text). */
 export function noAvailableVersion(model: string): TritonError {
@@ -25,11 +24,6 @@ export function noAvailableVersion(model: string): TritonError {
 /** UNAVAILABLE: a version known but not ready, or no longer accepting requests (Triton's text). */
 export function versionNotReady(model: string, version: number): TritonError {
   return unavailable(`Request for unknown model: '${model}' version ${version} is not at ready state`);
-}
-
-/** NOT_FOUND: a version the model does not have (Triton's text). */
-export function versionNotFound(model: string, version: number): TritonError {
-  return notFound(`Request for unknown model: '${model}' version ${version} is not found`);
 }
 
 /** INVALID_ARG: file overrides without a `config` override (Triton's text). */

@@ -145,6 +145,7 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
         correlationId: init.correlationId,
         tenant: init.tenant ?? '',
         ensemble: init.ensemble,
+        blsChain: init.blsChain,
         flags: init.flags,
         priority: init.priority,
         timeoutUs: init.timeoutUs,

@@ -25,6 +25,7 @@ import type {
   ModelKey,
 } from '../contract/types.js';
 import type { ResponseCacheStore } from '../cache/response-cache-store.js';
+import { blsGrants } from '../contract/bls.js';
 import { compileEnsemble, composingNames, isEnsemble } from '../ensemble/load.js';
 import type { ServerMetrics } from '../metrics/prometheus.js';
 import type { ModelLog } from '../metrics/model-log.js';
@@ -98,6 +99,9 @@ export class VersionBuilder {
     // models in the namespace see it).
     progress.admitted(config, selected.length);
     if (isEnsemble(config)) return this.buildEnsemble(key, config, selected, progress, log);
+    // A backend that calls other models (contract/bls.ts) loads after them, as an ensemble after its steps.
+    const callees = [...blsGrants(config).keys()];
+    if (callees.length > 0) await this.opts.prepareSteps(key, callees);
     const request = backendResolveRequest(config, modelPath, selected[selected.length - 1]!, origin, key);
     const backend = await this.resolveBackend(request);
     const built = new Map<number, ModelVersion>();

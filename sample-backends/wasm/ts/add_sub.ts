@@ -3,8 +3,8 @@
  * names and semantics of Triton's `simple` example model. The datatype (FP32 or INT32) comes
  * from the model config; INPUT0 and INPUT1 must have the same shape. Served as `add_sub_wasm`.
  */
-import type { InstanceContext, ModelContext } from 'warden:backend/backend@0.1.0';
-import type { Request, Response, Tensor } from 'warden:backend/types@0.1.0';
+import type { InstanceContext, ModelContext } from 'warden:backend/backend@0.1.1';
+import type { Request, Response, Tensor } from 'warden:backend/types@0.1.1';
 import { bytesOf, configDataType, input, parseConfig, perRequest, view, witError } from './guest.js';
 
 type Kind = 'fp32' | 'int32';
@@ -14,7 +14,11 @@ class Model {
 
   static create(ctx: ModelContext): Model {
     const config = parseConfig(ctx.config);
-    const names = (ts: { name: string }[]) => ts.map((t) => t.name).sort().join(',');
+    const names = (ts: { name: string }[]) =>
+      ts
+        .map((t) => t.name)
+        .sort()
+        .join(',');
     if (names(config.input) !== 'INPUT0,INPUT1' || names(config.output) !== 'OUTPUT0,OUTPUT1') {
       throw witError('invalid-arg', `add_sub model '${ctx.name}' needs inputs INPUT0, INPUT1 and outputs OUTPUT0, OUTPUT1`);
     }
@@ -66,10 +70,12 @@ class Instance {
         throw witError('invalid-arg', `INPUT0 shape [${a.shape.join(',')}] and INPUT1 shape [${b.shape.join(',')}] differ`);
       }
       const [sum, diff] = compute(kind, a, b);
-      const outputs = ([
-        { name: 'OUTPUT0', datatype: kind, shape: a.shape, data: sum },
-        { name: 'OUTPUT1', datatype: kind, shape: a.shape, data: diff },
-      ] satisfies Tensor[]).filter((t) => req.requestedOutputs.includes(t.name));
+      const outputs = (
+        [
+          { name: 'OUTPUT0', datatype: kind, shape: a.shape, data: sum },
+          { name: 'OUTPUT1', datatype: kind, shape: a.shape, data: diff },
+        ] satisfies Tensor[]
+      ).filter((t) => req.requestedOutputs.includes(t.name));
       return { outputs, parameters: [] };
     });
   }

@@ -3,7 +3,7 @@
  * `warden:backend/sandboxed-backend`): errors, model-config access, tensor views.
  * Every datatype name, error code and record shape comes from the WIT-generated declarations.
  */
-import type { DataType, Error as WitError, ErrorCode, Request, Tensor } from 'warden:backend/types@0.1.0';
+import type { DataType, Error as WitError, ErrorCode, Request, Tensor } from 'warden:backend/types@0.1.1';
 
 /** The subset of the model configuration JSON (spec §1.7) the samples read. */
 export interface ConfigTensor {
@@ -54,7 +54,10 @@ export function elementCount(shape: BigInt64Array): number {
 }
 
 /** The tensor's bytes as a typed array (copied if the bytes are not aligned for it). */
-export function view<T extends Float32Array | Int32Array | Uint32Array>(ctor: { new (b: ArrayBuffer, off: number, len: number): T; BYTES_PER_ELEMENT: number }, data: Uint8Array): T {
+export function view<T extends Float32Array | Int32Array | Uint32Array>(
+  ctor: { new (b: ArrayBuffer, off: number, len: number): T; BYTES_PER_ELEMENT: number },
+  data: Uint8Array,
+): T {
   const n = data.byteLength / ctor.BYTES_PER_ELEMENT;
   if (data.byteOffset % ctor.BYTES_PER_ELEMENT === 0) return new ctor(data.buffer as ArrayBuffer, data.byteOffset, n);
   const copy = data.slice();

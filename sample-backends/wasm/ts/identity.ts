@@ -3,9 +3,9 @@
  * as a sandboxed component). Inputs and outputs are paired by position in the model config; each
  * pair must have the same datatype. Served as model `identity_wasm`.
  */
-import { log } from 'warden:backend/host@0.1.0';
-import type { InstanceContext, ModelContext } from 'warden:backend/backend@0.1.0';
-import type { Request, Response } from 'warden:backend/types@0.1.0';
+import { log } from 'warden:backend/host@0.1.1';
+import type { InstanceContext, ModelContext } from 'warden:backend/backend@0.1.1';
+import type { Request, Response } from 'warden:backend/types@0.1.1';
 import { configDataType, parseConfig, perRequest, witError } from './guest.js';
 
 class Model {

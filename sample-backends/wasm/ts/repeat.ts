@@ -7,10 +7,10 @@
  * max(WAIT, sum of DELAY) ms. Stops early if the client cancels. Served as `repeat_wasm`
  * (`model_transaction_policy { decoupled: true }`).
  */
-import { isCancelled, log, sendFinal, sendResponse } from 'warden:backend/host@0.1.0';
+import { isCancelled, log, sendFinal, sendResponse } from 'warden:backend/host@0.1.1';
 import { now, subscribeDuration } from 'wasi:clocks/monotonic-clock@0.2.12';
-import type { InstanceContext, ModelContext } from 'warden:backend/backend@0.1.0';
-import type { Request, Tensor } from 'warden:backend/types@0.1.0';
+import type { InstanceContext, ModelContext } from 'warden:backend/backend@0.1.1';
+import type { Request, Tensor } from 'warden:backend/types@0.1.1';
 import { bytesOf, input, parseConfig, view, witError } from './guest.js';
 
 function sleepMs(ms: number): void {
@@ -53,10 +53,12 @@ class Instance {
         {
           tag: 'ok',
           val: {
-            outputs: ([
-              { name: 'OUT', datatype: 'int32', shape: BigInt64Array.of(1n), data: bytesOf(Int32Array.of(values[i]!)) },
-              { name: 'IDX', datatype: 'uint32', shape: BigInt64Array.of(1n), data: bytesOf(Uint32Array.of(i)) },
-            ] satisfies Tensor[]).filter((t) => req.requestedOutputs.includes(t.name)),
+            outputs: (
+              [
+                { name: 'OUT', datatype: 'int32', shape: BigInt64Array.of(1n), data: bytesOf(Int32Array.of(values[i]!)) },
+                { name: 'IDX', datatype: 'uint32', shape: BigInt64Array.of(1n), data: bytesOf(Uint32Array.of(i)) },
+              ] satisfies Tensor[]
+            ).filter((t) => req.requestedOutputs.includes(t.name)),
             parameters: [],
           },
         },

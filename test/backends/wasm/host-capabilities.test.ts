@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALLOWED_IMPORTS, BACKEND_API_VERSION, SANDBOX_MEMBERS } from '../../../host/src/backends/wasm/component-check.js';
+import { ALLOWED_IMPORTS, SANDBOX_MEMBERS, SUPPORTED_BACKEND_API_VERSIONS } from '../../../host/src/backends/wasm/component-check.js';
 import type { HostConfig } from '../../../host/src/backends/wasm/engine.js';
 import { createFilesState, fileError, listFiles, readFile, resolveModelFile } from '../../../host/src/backends/wasm/host/files.js';
 import { createHostState, endCall } from '../../../host/src/backends/wasm/host/index.js';
@@ -30,7 +30,7 @@ import { poll, Pollable } from '../../../host/src/backends/wasm/host/wasi/poll.j
 import { MAX_RANDOM_BYTES, randomBytes } from '../../../host/src/backends/wasm/host/wasi/random.js';
 import { createStdioState, flushOutput, stdioImports, writeOutput } from '../../../host/src/backends/wasm/host/wasi/stdio.js';
 import type { WireRequest } from '../../../host/src/backends/wasm/wire.js';
-import { buildImports } from '../../../host/src/backends/wasm/v8/imports.js';
+import { buildImports, type InferenceImports } from '../../../host/src/backends/wasm/v8/imports.js';
 
 /** Runs `fn`, expecting a host call error (`{ payload: { code, message } }`); returns the message. */
 function hostError(fn: () => unknown, code: string): string {
@@ -388,10 +388,20 @@ describe('V8 import object', () => {
     outputs: [],
     limits: { memoryBytes: 65536, executeMs: 1000, logBytes: 64, logMessages: 2 },
   };
+  /** The worker's calls to other models, none of which these tests make. */
+  const noCalls: InferenceImports = {
+    infer: () => expect.unreachable(),
+    start: () => expect.unreachable(),
+    next: () => expect.unreachable(),
+    cancel: () => expect.unreachable(),
+  };
 
   it('holds each interface of the sandbox world, unversioned and versioned, as frozen objects of functions without prototypes', () => {
-    const imports = buildImports(createHostState(config, { log: () => {}, send: () => {}, cancelledAt: () => false }));
-    const expected = ALLOWED_IMPORTS.flatMap((i) => [i, `${i}@${i.startsWith('warden:') ? BACKEND_API_VERSION : '0.2.12'}`]).sort();
+    const imports = buildImports(createHostState(config, { log: () => {}, send: () => {}, cancelledAt: () => false }), noCalls);
+    const expected = ALLOWED_IMPORTS.flatMap((i) => [
+      i,
+      ...(i.startsWith('warden:') ? SUPPORTED_BACKEND_API_VERSIONS : ['0.2.12']).map((v) => `${i}@${v}`),
+    ]).sort();
     expect(Object.keys(imports).sort()).toEqual(expected);
     expect(Object.getPrototypeOf(imports)).toBeNull();
     expect(Object.isFrozen(imports)).toBe(true);
@@ -408,7 +418,7 @@ describe('V8 import object', () => {
   const upper = (n: string) => camel(n).replace(/^[a-z]/, (c) => c.toUpperCase());
 
   it('supplies every function and resource SANDBOX_MEMBERS allows, by the name jco looks up, as own properties', () => {
-    const imports = buildImports(createHostState(config, { log: () => {}, send: () => {}, cancelledAt: () => false }));
+    const imports = buildImports(createHostState(config, { log: () => {}, send: () => {}, cancelledAt: () => false }), noCalls);
     const own = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
     for (const [iface, members] of Object.entries(SANDBOX_MEMBERS)) {
       const obj = imports[iface]!;
@@ -434,7 +444,7 @@ describe('V8 import object', () => {
   });
 
   it('resource classes inherit nothing: no Function constructor, no Object.prototype methods, still constructible', () => {
-    const imports = buildImports(createHostState(config, { log: () => {}, send: () => {}, cancelledAt: () => false }));
+    const imports = buildImports(createHostState(config, { log: () => {}, send: () => {}, cancelledAt: () => false }), noCalls);
     const IoError = imports['wasi:io/error']!.Error as unknown as (new (msg: string) => { toDebugString(): string }) & Record<string, unknown>;
     expect(IoError.constructor).toBeUndefined();
     expect(IoError.toString).toBeUndefined();
@@ -452,7 +462,7 @@ describe('V8 import object', () => {
   it('binds host.log to the instance budget from the model limits', () => {
     const lines: LogLine[] = [];
     const host = createHostState(config, { log: (l) => lines.push(l), send: () => {}, cancelledAt: () => false });
-    const hostLog = buildImports(host)['warden:backend/host']!.log as (level: string, message: string) => void;
+    const hostLog = buildImports(host, noCalls)['warden:backend/host']!.log as (level: string, message: string) => void;
     for (let i = 0; i < 5; i++) hostLog('info', '');
     endCall(host);
     expect(lines.map((l) => l.source)).toEqual(['guest', 'guest', 'host']);

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ALLOWED_IMPORTS, checkComponent, componentSurface, SANDBOX_MEMBERS } from '../../../host/src/backends/wasm/component-check.js';
+import { ALLOWED_IMPORTS, BACKEND_API_VERSION, checkComponent, componentSurface, SANDBOX_MEMBERS } from '../../../host/src/backends/wasm/component-check.js';
 import { checkWasmLimits, DEFAULT_WASM_LIMITS, modelLimits } from '../../../host/src/backends/wasm/limits.js';
 import { capMemories } from '../../../host/src/backends/wasm/v8/memory-cap.js';
 import { checkEngineName, createEngine, DEFAULT_ENGINE, ENGINE_NAMES, WasmBackendResolver } from '../../../host/src/backends/wasm/index.js';
@@ -26,8 +26,8 @@ const jco = await import('@bytecodealliance/jco');
 describe('component check', () => {
   it('reads the imports and exports of a real sample component', () => {
     const s = componentSurface(readFileSync(join(h.REPO, 'identity_wasm', '1', 'model.wasm')));
-    expect(s.exports).toEqual([{ name: 'warden:backend/backend@0.1.0', kind: 'instance' }]);
-    expect(s.imports.map((i) => i.name)).toContain('warden:backend/host@0.1.0');
+    expect(s.exports).toEqual([{ name: `warden:backend/backend@${BACKEND_API_VERSION}`, kind: 'instance' }]);
+    expect(s.imports.map((i) => i.name)).toContain(`warden:backend/host@${BACKEND_API_VERSION}`);
     const c = componentSurface(readFileSync(join(h.REPO, 'preprocess_wasm', '1', 'model.wasm')));
     expect(c.imports.every((i) => i.name.startsWith('warden:backend/'))).toBe(true);
   });
@@ -51,8 +51,12 @@ describe('component check', () => {
       expect(() => checkComponent(c), imp).toThrow(`imports '${imp}' (`);
       expect(() => checkComponent(c), imp).toThrow(why);
     }
+    // `inference` exists from 0.1.1 on: a component naming it at 0.1.0 names something that never was
+    const early = await comp(['warden:backend/inference@0.1.0']);
+    expect(() => checkComponent(early)).toThrow(/warden:backend\/inference is part of warden:backend from 0\.1\.1 on/);
+    expect(checkComponent(await comp(['warden:backend/inference@0.1.1'])).imports).toHaveLength(1);
     const noExport = await comp([], false);
-    expect(() => checkComponent(noExport)).toThrow(/does not export 'warden:backend\/backend@0.1.0'/);
+    expect(() => checkComponent(noExport)).toThrow(/does not export 'warden:backend\/backend@0.1.1'/);
   });
 
   it('the allow-list equals the imports of the sandbox world in wit/worlds.wit', async () => {
@@ -88,7 +92,7 @@ describe('imported members', () => {
   it('reads the members of real toolchain output (componentize-js, wit-bindgen C)', () => {
     for (const model of ['identity_wasm', 'repeat_wasm', 'preprocess_wasm']) {
       const s = checkComponent(readFileSync(join(h.REPO, model, '1', 'model.wasm')));
-      const host = s.imports.find((i) => i.name === 'warden:backend/host@0.1.0');
+      const host = s.imports.find((i) => i.name === `warden:backend/host@${BACKEND_API_VERSION}`);
       expect(
         host?.members?.map((m) => m.name),
         model,

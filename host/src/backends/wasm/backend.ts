@@ -15,10 +15,12 @@ import { fromConfigDataType } from '../../contract/datatypes.js';
 import { componentSource } from './component-source.js';
 import { ModelFileError, openModelFile, readModelFile } from '../../repository/model-files.js';
 import type { ComponentDigests } from './digests.js';
+import { inferenceCalls } from './grants.js';
 import type { CompiledComponent, HostConfig, SandboxedInstance, SandboxEngine } from './engine.js';
 import { engineOfConfig, type EngineName } from './engines.js';
 import { DEFAULT_IDLE_MS, DEFAULT_WASM_LIMITS, modelLimits, PARAM_MEMORY, type ModelLimits, type WasmLimits } from './limits.js';
 import { MemoryBudget, SERVER_BUDGET_NAME, type MemoryBudgetFor, type SandboxMemory } from './memory-budget.js';
+import { instanceStartKey, KnownStarts, modelStartKey } from './start-memo.js';
 import type { OutputSpec } from './wire.js';
 
 /** Default component file name in a version directory. */
@@ -85,6 +87,14 @@ async function statComponent(ctx: ModelLoadContext, file: string): Promise<{ pat
   return { path: opened.realPath, st, read };
 }
 
+/** Where an upload's instances look up and record their start inputs (./start-memo.ts). */
+export interface StartMemoUse {
+  readonly memo: KnownStarts;
+  readonly namespace: string;
+  /** {@link modelStartKey} of the version. */
+  readonly model: string;
+}
+
 /** A loaded sandboxed model version: the compiled component shared by its instances. */
 export class WasmModel implements BackendModel {
   readonly parallelInstanceLoading = true;
@@ -99,6 +109,8 @@ export class WasmModel implements BackendModel {
     private readonly host: HostConfig,
     /** The budget each instance reserves {@link instanceMemoryBytes} from. */
     readonly memoryBudget: MemoryBudget,
+    /** An upload under the idle policy: its instances whose start inputs are known come up released. */
+    private readonly starts?: StartMemoUse,
   ) {}
 
   /** Linear memory one instance reserves: the memory limit times the component's memories. */
@@ -121,11 +133,19 @@ export class WasmModel implements BackendModel {
    * sandboxes (this one, and each cold start after an idle release) reserves
    * {@link instanceMemoryBytes} from the memory budget before it starts, releasing idle sandboxes
    * in the way first, and gives it back when the sandbox is gone (./memory-budget.ts).
+   *
+   * An upload's instance whose start inputs already started in this process and namespace (the
+   * known-start memo, ./start-memo.ts) starts no sandbox (V8; wasmtime starts it anyway): it comes
+   * up released, as after an idle release, and its first execute cold-starts it. If that cold start
+   * fails, the request gets the cold start's error and the memo forgets the inputs.
    * @throws TritonError UNAVAILABLE if the memory budget (or one above it) has not enough room
    *   even after releasing idle sandboxes; the backend's own error from `create`, INTERNAL on a
    *   trap, UNAVAILABLE on a start-up timeout.
    */
   async createInstance(spec: InstanceSpec): Promise<SandboxedInstance> {
+    const starts = this.starts;
+    const key = starts ? instanceStartKey(starts.model, this.ctx.name, spec) : undefined;
+    const known = key !== undefined && starts!.memo.has(starts!.namespace, key);
     const inst = await this.engine.instantiate(
       this.compiled,
       spec,
@@ -134,7 +154,10 @@ export class WasmModel implements BackendModel {
       this.ctx.logger,
       this.sandboxMemory,
       this.ctx.modelLog,
+      { released: known },
     );
+    if (key !== undefined && !known) starts!.memo.add(starts!.namespace, key);
+    if (known) forgetIfColdStartFails(inst, () => starts!.memo.forget(starts!.namespace, key));
     this.instances.add(inst);
     const finalize = inst.finalize.bind(inst);
     inst.finalize = async () => {
@@ -175,7 +198,24 @@ export class WasmModel implements BackendModel {
   }
 }
 
-/** The `wasm` backend: one per resolver, shared by every sandboxed model, on one engine. */
+/**
+ * Until `inst`'s first execute has a sandbox: an execute that throws (its cold start failed)
+ * calls `forget` first.
+ */
+function forgetIfColdStartFails(inst: SandboxedInstance, forget: () => void): void {
+  const execute = inst.execute.bind(inst);
+  inst.execute = async (requests, senders) => {
+    try {
+      const t = await execute(requests, senders);
+      inst.execute = execute;
+      return t;
+    } catch (e) {
+      forget();
+      throw e;
+    }
+  };
+}
+
 /** The idle policy (ms; 0 = never release) of models that set none, by origin. */
 export interface IdleDefaults {
   readonly repository: number;
@@ -194,9 +234,12 @@ export function idlePolicy(own: number | undefined, origin: ModelOrigin, default
   return own === undefined || own <= 0 ? defaults.upload : Math.min(own, defaults.upload);
 }
 
+/** The `wasm` backend: one per resolver, shared by every sandboxed model, on one engine. */
 export class WasmBackend implements Backend {
   readonly name = 'wasm';
   private readonly models = new Set<WasmModel>();
+  /** Start inputs of uploads that started in this process, per namespace (./start-memo.ts). */
+  readonly knownStarts = new KnownStarts();
 
   /**
    * @param engine the engine that compiles and runs every model of this backend (the resolver
@@ -281,6 +324,7 @@ export class WasmBackend implements Backend {
     const outputs = outputSpecs(config);
     const budget = this.budgetOf(ctx);
     const engine = this.engineFor(config);
+    const calls = inferenceCalls(ctx, limits.memoryBytes);
     const compiled = await engine.compile({ bytes: source.bytes, hash, surface: source.surface, memories: source.memories, limits, what });
     const host: HostConfig = {
       model: {
@@ -293,8 +337,15 @@ export class WasmBackend implements Backend {
       },
       outputs,
       limits,
+      ...(calls ? { calls } : {}),
     };
-    const model = new WasmModel(ctx, engine, compiled, host, budget);
+    // an upload under the idle policy whose files are known by digest: its known starts come up released
+    const digests = ctx.origin.kind === 'upload' ? ctx.origin.digests : undefined;
+    const starts =
+      digests && (limits.idleMs ?? 0) > 0
+        ? { memo: this.knownStarts, namespace: ctx.key.namespace, model: modelStartKey({ engine: engine.name, digests, version: ctx.version, config, limits }) }
+        : undefined;
+    const model = new WasmModel(ctx, engine, compiled, host, budget, starts);
     // one sandbox must fit (sandboxes, not loads, hold memory: an idle one is released for another)
     const tooSmall = budget.tooSmallFor(model.instanceMemoryBytes);
     if (tooSmall) {

@@ -3,8 +3,9 @@
  * (wit/worlds.wit): the first thing done with a component, before jco or V8 see it.
  *
  * The component's top-level imports must all be in the allow-list ({@link ALLOWED_IMPORTS}:
- * `warden:backend/{types,host}@0.1.0` and the deny-by-default WASI subset, any `0.2.x`), and its
- * only export must be `warden:backend/backend@0.1.0`. Anything else — `wasi:filesystem`,
+ * `warden:backend/{types,host,inference}` at a served version — `inference` from `0.1.1` on — and
+ * the deny-by-default WASI subset, any `0.2.x`), and its only export must be
+ * `warden:backend/backend` at a served version. Anything else — `wasi:filesystem`,
  * `wasi:sockets`, `wasi:http`, bare function imports, core-module imports — is refused with an
  * INVALID_ARG error naming the import.
  *
@@ -18,11 +19,13 @@
 import * as err from './sandbox.errors.js';
 import { binaryKind, Reader, sections, WasmFormatError } from './binary.js';
 
-import { BACKEND_API_VERSION, SUPPORTED_BACKEND_API_VERSIONS } from '../../contract/backend-api.js';
+import { BACKEND_API_VERSION, BACKEND_INTERFACE_SINCE, olderVersion, SUPPORTED_BACKEND_API_VERSIONS } from '../../contract/backend-api.js';
 
 export { BACKEND_API_VERSION, SUPPORTED_BACKEND_API_VERSIONS };
-/** The one export a sandboxed backend must have. */
+/** The one export a sandboxed backend must have (as the current version names it). */
 export const BACKEND_EXPORT = `warden:backend/backend@${BACKEND_API_VERSION}`;
+/** That export as each served version names it: a component has exactly one of them. */
+export const BACKEND_EXPORTS: readonly string[] = Object.freeze(SUPPORTED_BACKEND_API_VERSIONS.map((v) => `warden:backend/backend@${v}`));
 /** The supported versions as error texts name them, e.g. `warden:backend@0.1.0`. */
 const SUPPORTED_TEXT = SUPPORTED_BACKEND_API_VERSIONS.map((v) => `warden:backend@${v}`).join(', ');
 
@@ -31,7 +34,7 @@ export type MemberKind = 'func' | 'resource' | 'type';
 
 /**
  * The members of each interface of the `sandbox` world, exactly as a component names them in its
- * import's instance type (WASI as of 0.2.12; `warden:backend` 0.1.0). A component may import any
+ * import's instance type (WASI as of 0.2.12; `warden:backend` 0.1.1). A component may import any
  * subset; anything else is refused. A test checks this table against a component generated from
  * the world in wit/worlds.wit, and that the V8 import object supplies every function and resource.
  */
@@ -60,6 +63,18 @@ export const SANDBOX_MEMBERS: Readonly<Record<string, Readonly<Record<string, Me
     'is-cancelled': 'func',
     'read-file': 'func',
     'list-files': 'func',
+  },
+  'warden:backend/inference': {
+    error: 'type',
+    tensor: 'type',
+    parameter: 'type',
+    response: 'type',
+    'call-handle': 'type',
+    'inference-request': 'type',
+    infer: 'func',
+    start: 'func',
+    next: 'func',
+    cancel: 'func',
   },
   'wasi:clocks/monotonic-clock': {
     instant: 'type',
@@ -124,7 +139,7 @@ export function sandboxMemberKind(iface: string, name: string): MemberKind | und
 
 /**
  * Interfaces the host supplies: the imports of the `sandbox` world, without versions
- * (`warden:` interfaces must be `@0.1.0`, `wasi:` interfaces any `@0.2.x`). A test checks this
+ * (`warden:` interfaces a served version, `wasi:` interfaces any `@0.2.x`). A test checks this
  * list against the world in wit/worlds.wit.
  */
 export const ALLOWED_IMPORTS: readonly string[] = Object.freeze(Object.keys(SANDBOX_MEMBERS));
@@ -437,7 +452,7 @@ export function componentSurface(bytes: Uint8Array): ComponentSurface {
 
 const INTERFACE_NAME = /^([a-z][a-z0-9-]*:[a-z][a-z0-9-]*\/[a-z][a-z0-9-]*)(?:@(\d+)\.(\d+)\.(\d+)(?:[-+][0-9A-Za-z.+-]*)?)?$/;
 
-const ALLOWED_SUMMARY = `sandboxed backends may import only warden:backend/{types,host} (${SUPPORTED_TEXT}) and the WASI clocks, random, io and cli interfaces of the sandbox world`;
+const ALLOWED_SUMMARY = `sandboxed backends may import only warden:backend/{types,host,inference} (${SUPPORTED_TEXT}) and the WASI clocks, random, io and cli interfaces of the sandbox world`;
 
 /** Why `item` is not an allowed import (the whole error message), or undefined if it is. */
 function importRefusal(item: ComponentItem, what: string): string | undefined {
@@ -448,7 +463,10 @@ function importRefusal(item: ComponentItem, what: string): string | undefined {
   const [, iface, major, minor, patch] = m;
   if (!ALLOWED_IMPORTS.includes(iface!)) return refuse('not in the sandbox world');
   if (iface!.startsWith('warden:')) {
-    if (!SUPPORTED_BACKEND_API_VERSIONS.includes(`${major}.${minor}.${patch}`)) return refuse(`this host serves ${SUPPORTED_TEXT}`);
+    const version = `${major}.${minor}.${patch}`;
+    if (!SUPPORTED_BACKEND_API_VERSIONS.includes(version)) return refuse(`this host serves ${SUPPORTED_TEXT}`);
+    const since = BACKEND_INTERFACE_SINCE[iface!];
+    if (since !== undefined && olderVersion(version, since)) return refuse(`${iface} is part of warden:backend from ${since} on`);
   } else if (major !== '0' || minor !== '2') {
     return refuse('this host implements WASI 0.2.x');
   }
@@ -495,13 +513,13 @@ export function checkSurface(surface: ComponentSurface, what = 'model.wasm'): Co
     const refusal = importRefusal(item, what);
     if (refusal !== undefined) throw err.componentRefused(refusal);
   }
-  const backend = surface.exports.filter((e) => e.name === BACKEND_EXPORT && e.kind === 'instance');
+  const backend = surface.exports.filter((e) => BACKEND_EXPORTS.includes(e.name) && e.kind === 'instance');
   if (backend.length !== 1) {
     const other = surface.exports.find((e) => e.name.startsWith('warden:backend/backend@'));
     if (other) throw err.componentBackendVersion(what, other.name, SUPPORTED_TEXT);
     throw err.componentNoBackend(what, BACKEND_EXPORT);
   }
-  const extra = surface.exports.find((e) => e.name !== BACKEND_EXPORT);
-  if (extra) throw err.componentExtraExport(what, extra.name, BACKEND_EXPORT);
+  const extra = surface.exports.find((e) => e.name !== backend[0]!.name);
+  if (extra) throw err.componentExtraExport(what, extra.name, backend[0]!.name);
   return surface;
 }

@@ -9,7 +9,9 @@ import type { ErrorCode } from '../../contract/errors.js';
 import type { ParameterValue } from '../../contract/types.js';
 import { dataTypeByteSize, isDataType, type DataType } from '../../contract/datatypes.js';
 import type { OutputSpec, WireError, WireRequest, WireResponse, WireTensor } from './wire.js';
+import type { CallRequest } from './host/inference.js';
 import type * as Wit from './wit-types/interfaces/warden-backend-types.js';
+import type * as WitInference from './wit-types/interfaces/warden-backend-inference.js';
 
 /** Protocol datatype → WIT `data-type` case. */
 export function toWitDataType(dt: DataType): Wit.DataType {
@@ -169,4 +171,55 @@ export function fromWitResponse(resp: unknown, ctx: ResponseCheckContext): WireR
     (parameters ??= {})[p.key] = v;
   }
   return parameters ? { outputs, parameters } : { outputs };
+}
+
+/** A WIT `parameter` list → host request parameters (integers beyond 2^53 stay bigints). */
+export function fromWitParameters(params: readonly Wit.Parameter[]): Record<string, ParameterValue> {
+  const out: Record<string, ParameterValue> = {};
+  for (const p of params) {
+    const v = p.value.val;
+    out[p.key] = typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+  }
+  return out;
+}
+
+/**
+ * A guest's `inference-request` (`warden:backend/inference`, jco's representation) → the host's
+ * call request. Tensor bytes are not copied.
+ * @throws ResponseCheckError for a datatype that is none of the 14, or a dimension or version
+ *   outside what the server carries (the caller turns it into an `invalid-arg` error)
+ */
+export function fromWitCallRequest(r: WitInference.InferenceRequest): CallRequest {
+  const version = r.modelVersion;
+  if (version < -1n || version > BigInt(Number.MAX_SAFE_INTEGER)) throw new ResponseCheckError(`model version ${version} is out of range`);
+  return {
+    model: r.modelName,
+    version: Number(version),
+    id: r.id,
+    inputs: r.inputs.map((t) => {
+      const datatype = fromWitDataType(t.datatype);
+      if (!datatype) throw new ResponseCheckError(`input '${t.name}' has an unknown datatype`);
+      const shape = Array.from(t.shape, (d) => {
+        if (d < 0n || d > BigInt(MAX_ELEMENTS)) throw new ResponseCheckError(`input '${t.name}' has an invalid dimension ${d}`);
+        return Number(d);
+      });
+      return { name: t.name, datatype, shape, data: t.data };
+    }),
+    requestedOutputs: r.requestedOutputs,
+    parameters: fromWitParameters(r.parameters),
+    timeoutUs: r.timeoutUs > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(r.timeoutUs),
+  };
+}
+
+/** A host response → WIT `response`, as the guest receives it from a call (tensor bytes not copied here). */
+export function toWitResponse(r: WireResponse): Wit.Response {
+  return {
+    outputs: r.outputs.map((t) => ({
+      name: t.name,
+      datatype: toWitDataType(t.datatype),
+      shape: BigInt64Array.from(t.shape, (d) => BigInt(d)),
+      data: t.data,
+    })),
+    parameters: witParameters(r.parameters ?? {}),
+  };
 }

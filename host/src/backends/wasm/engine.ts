@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { ModelLogWriter } from '../../contract/model-log.js';
 import type { BackendModelInstance, InstanceSpec } from '../../contract/types.js';
 import type { ComponentSurface } from './component-check.js';
+import type { InferenceCalls } from './host/inference.js';
 import type { ModelLimits } from './limits.js';
 import type { SandboxMemory } from './memory-budget.js';
 import type { OutputSpec } from './wire.js';
@@ -71,6 +72,11 @@ export interface HostConfig {
   outputs: OutputSpec[];
   /** Memory cap (bytes; also the largest file `read-file` returns), deadline, log budget. */
   limits: ModelLimits;
+  /**
+   * The models the instances may call (`warden:backend/inference`, ./host/inference.ts); absent:
+   * none. Lives on the JS thread: an engine does not hand it to a sandbox thread.
+   */
+  calls?: InferenceCalls;
 }
 
 /** Statistics of one sandboxed instance, for logs, tests and benchmarks. */
@@ -131,6 +137,10 @@ export interface SandboxEngine<C extends CompiledComponent = CompiledComponent> 
    *   first, and each cold start after an idle release) and releases it once the sandbox is gone;
    *   while it runs nothing it is marked idle, so that the budget may release it for another
    *   (./memory-budget.ts). Absent: no budget.
+   * @param opts `released`: the instance comes up as after an idle release (no sandbox, no
+   *   memory reserved; its first execute cold-starts it) — for an upload whose start inputs
+   *   already started in this process (./start-memo.ts). An engine without that path (wasmtime)
+   *   starts the sandbox anyway.
    * @throws TritonError the guest's own error from a `create`, INTERNAL if it trapped during
    *   start-up, UNAVAILABLE if start-up exceeded its deadline or its memory does not fit
    */
@@ -142,6 +152,7 @@ export interface SandboxEngine<C extends CompiledComponent = CompiledComponent> 
     logger: Logger,
     memory?: SandboxMemory,
     modelLog?: ModelLogWriter,
+    opts?: { released?: boolean },
   ): Promise<SandboxedInstance>;
   /** Sandboxes (V8: worker threads) alive now, terminating ones included; for tests and metrics. */
   liveSandboxes(): number;

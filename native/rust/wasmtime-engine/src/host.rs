@@ -113,6 +113,10 @@ pub struct Io {
     pub direct: Option<Box<dyn DirectSink>>,
     /// Something was posted to the JS thread since the direct execute in progress began.
     pub posted: bool,
+    /// Number of the last `CALL`: its reply carries it back (`seq`), so that a reply that comes
+    /// late — its call ended at a deadline, answered after the sandbox was replaced — is dropped
+    /// instead of answering a later call.
+    pub call_seq: u64,
 }
 
 impl Io {
@@ -136,18 +140,27 @@ impl Io {
         }
     }
 
-    /// Sends a `CALL` and waits for the JS thread's reply, at most until the deadline.
-    pub fn call(&mut self, json: Value, bufs: Vec<Vec<u8>>) -> wasmtime::Result<Reply> {
-        let left = self.remaining()?;
+    /// Sends a `CALL` (numbered: `seq`) and waits for the JS thread's reply to it, at most until
+    /// the deadline; replies to earlier calls are dropped.
+    pub fn call(&mut self, mut json: Value, bufs: Vec<Vec<u8>>) -> wasmtime::Result<Reply> {
+        self.remaining()?;
+        self.call_seq += 1;
+        let seq = self.call_seq;
+        if let Value::Object(m) = &mut json {
+            m.insert("seq".to_string(), json!(seq));
+        }
         self.post(kind::CALL, json, bufs);
-        let r = match left {
-            Some(t) => self.replies.recv_timeout(t),
-            None => self.replies.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
-        match r {
-            Ok(reply) => Ok(reply),
-            Err(RecvTimeoutError::Timeout) => Err(wasmtime::Error::new(DeadlineExceeded)),
-            Err(RecvTimeoutError::Disconnected) => Err(wasmtime::Error::new(Finalized)),
+        loop {
+            let r = match self.remaining()? {
+                Some(t) => self.replies.recv_timeout(t),
+                None => self.replies.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match r {
+                Ok(reply) if reply.json.get("seq").and_then(Value::as_u64) == Some(seq) => return Ok(reply),
+                Ok(_) => continue, // a late reply to an earlier call
+                Err(RecvTimeoutError::Timeout) => return Err(wasmtime::Error::new(DeadlineExceeded)),
+                Err(RecvTimeoutError::Disconnected) => return Err(wasmtime::Error::new(Finalized)),
+            }
         }
     }
 

@@ -107,7 +107,7 @@ impl WwInstance {
         let handle = std::thread::Builder::new().name(format!("warden-wasm-{id}")).stack_size(8 << 20).spawn(move || {
             let notifier2 = notifier.clone();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let io = Io { id, notifier: notifier.clone(), replies: reply_rx, deadline: None, log: LogFilter::new(params.log_bytes, params.log_messages), direct: None, posted: false };
+                let io = Io { id, notifier: notifier.clone(), replies: reply_rx, deadline: None, log: LogFilter::new(params.log_bytes, params.log_messages), direct: None, posted: false, call_seq: 0 };
                 Worker { engine, ticker, tick_ms, fuel, pre, params, live: None, io: Some(io) }.run(cmd_rx, &thread_wake)
             }));
             if r.is_err() {

@@ -16,6 +16,7 @@ pub mod direct;
 mod engine;
 mod ffi_types;
 mod host;
+mod inference;
 mod instance;
 mod wake;
 mod wasi;

@@ -3,8 +3,8 @@
  * with the temperature `T` from the model configuration's `temperature` parameter (default 1).
  * Computed with the maximum subtracted first, so large inputs do not overflow.
  */
-import type { InstanceContext, ModelContext } from 'warden:backend/backend@0.1.0';
-import type { Request, Response, Tensor } from 'warden:backend/types@0.1.0';
+import type { InstanceContext, ModelContext } from 'warden:backend/backend@0.1.1';
+import type { Request, Response, Tensor } from 'warden:backend/types@0.1.1';
 import { bytesOf, input, parseConfig, perRequest, view, witError } from './guest.js';
 
 class Model {

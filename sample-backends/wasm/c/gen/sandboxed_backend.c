@@ -3,29 +3,97 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Imported Functions from `warden:backend/host@0.1.0`
+// Imported Functions from `warden:backend/inference@0.1.1`
 
-__attribute__((__import_module__("warden:backend/host@0.1.0"), __import_name__("log")))
+__attribute__((__import_module__("warden:backend/inference@0.1.1"), __import_name__("infer")))
+extern void __wasm_import_warden_backend_inference_infer(uint8_t *, size_t, int64_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *, size_t, int64_t, uint8_t *);
+
+__attribute__((__import_module__("warden:backend/inference@0.1.1"), __import_name__("start")))
+extern void __wasm_import_warden_backend_inference_start(uint8_t *, size_t, int64_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *, size_t, int64_t, uint8_t *);
+
+__attribute__((__import_module__("warden:backend/inference@0.1.1"), __import_name__("next")))
+extern void __wasm_import_warden_backend_inference_next(int32_t, uint8_t *);
+
+__attribute__((__import_module__("warden:backend/inference@0.1.1"), __import_name__("cancel")))
+extern void __wasm_import_warden_backend_inference_cancel(int32_t);
+
+// Imported Functions from `wasi:io/poll@0.2.12`
+
+__attribute__((__import_module__("wasi:io/poll@0.2.12"), __import_name__("[method]pollable.ready")))
+extern int32_t __wasm_import_wasi_io_poll_method_pollable_ready(int32_t);
+
+__attribute__((__import_module__("wasi:io/poll@0.2.12"), __import_name__("[method]pollable.block")))
+extern void __wasm_import_wasi_io_poll_method_pollable_block(int32_t);
+
+__attribute__((__import_module__("wasi:io/poll@0.2.12"), __import_name__("poll")))
+extern void __wasm_import_wasi_io_poll_poll(uint8_t *, size_t, uint8_t *);
+
+// Imported Functions from `wasi:clocks/monotonic-clock@0.2.12`
+
+__attribute__((__import_module__("wasi:clocks/monotonic-clock@0.2.12"), __import_name__("now")))
+extern int64_t __wasm_import_wasi_clocks_monotonic_clock_now(void);
+
+__attribute__((__import_module__("wasi:clocks/monotonic-clock@0.2.12"), __import_name__("resolution")))
+extern int64_t __wasm_import_wasi_clocks_monotonic_clock_resolution(void);
+
+__attribute__((__import_module__("wasi:clocks/monotonic-clock@0.2.12"), __import_name__("subscribe-instant")))
+extern int32_t __wasm_import_wasi_clocks_monotonic_clock_subscribe_instant(int64_t);
+
+__attribute__((__import_module__("wasi:clocks/monotonic-clock@0.2.12"), __import_name__("subscribe-duration")))
+extern int32_t __wasm_import_wasi_clocks_monotonic_clock_subscribe_duration(int64_t);
+
+// Imported Functions from `wasi:clocks/wall-clock@0.2.12`
+
+__attribute__((__import_module__("wasi:clocks/wall-clock@0.2.12"), __import_name__("now")))
+extern void __wasm_import_wasi_clocks_wall_clock_now(uint8_t *);
+
+__attribute__((__import_module__("wasi:clocks/wall-clock@0.2.12"), __import_name__("resolution")))
+extern void __wasm_import_wasi_clocks_wall_clock_resolution(uint8_t *);
+
+// Imported Functions from `wasi:random/random@0.2.12`
+
+__attribute__((__import_module__("wasi:random/random@0.2.12"), __import_name__("get-random-bytes")))
+extern void __wasm_import_wasi_random_random_get_random_bytes(int64_t, uint8_t *);
+
+__attribute__((__import_module__("wasi:random/random@0.2.12"), __import_name__("get-random-u64")))
+extern int64_t __wasm_import_wasi_random_random_get_random_u64(void);
+
+// Imported Functions from `wasi:random/insecure@0.2.12`
+
+__attribute__((__import_module__("wasi:random/insecure@0.2.12"), __import_name__("get-insecure-random-bytes")))
+extern void __wasm_import_wasi_random_insecure_get_insecure_random_bytes(int64_t, uint8_t *);
+
+__attribute__((__import_module__("wasi:random/insecure@0.2.12"), __import_name__("get-insecure-random-u64")))
+extern int64_t __wasm_import_wasi_random_insecure_get_insecure_random_u64(void);
+
+// Imported Functions from `wasi:random/insecure-seed@0.2.12`
+
+__attribute__((__import_module__("wasi:random/insecure-seed@0.2.12"), __import_name__("insecure-seed")))
+extern void __wasm_import_wasi_random_insecure_seed_insecure_seed(uint8_t *);
+
+// Imported Functions from `warden:backend/host@0.1.1`
+
+__attribute__((__import_module__("warden:backend/host@0.1.1"), __import_name__("log")))
 extern void __wasm_import_warden_backend_host_log(int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("warden:backend/host@0.1.0"), __import_name__("send-response")))
+__attribute__((__import_module__("warden:backend/host@0.1.1"), __import_name__("send-response")))
 extern void __wasm_import_warden_backend_host_send_response(int32_t, int32_t, uint8_t *, uint8_t *, uint8_t *, size_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("warden:backend/host@0.1.0"), __import_name__("send-final")))
+__attribute__((__import_module__("warden:backend/host@0.1.1"), __import_name__("send-final")))
 extern void __wasm_import_warden_backend_host_send_final(int32_t, uint8_t *);
 
-__attribute__((__import_module__("warden:backend/host@0.1.0"), __import_name__("is-cancelled")))
+__attribute__((__import_module__("warden:backend/host@0.1.1"), __import_name__("is-cancelled")))
 extern int32_t __wasm_import_warden_backend_host_is_cancelled(int32_t);
 
-__attribute__((__import_module__("warden:backend/host@0.1.0"), __import_name__("read-file")))
+__attribute__((__import_module__("warden:backend/host@0.1.1"), __import_name__("read-file")))
 extern void __wasm_import_warden_backend_host_read_file(uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("warden:backend/host@0.1.0"), __import_name__("list-files")))
+__attribute__((__import_module__("warden:backend/host@0.1.1"), __import_name__("list-files")))
 extern void __wasm_import_warden_backend_host_list_files(uint8_t *);
 
-// Exported Functions from `warden:backend/backend@0.1.0`
+// Exported Functions from `warden:backend/backend@0.1.1`
 
-__attribute__((__weak__, __export_name__("cabi_post_warden:backend/backend@0.1.0#[static]model.create")))
+__attribute__((__weak__, __export_name__("cabi_post_warden:backend/backend@0.1.1#[static]model.create")))
 void __wasm_export_exports_warden_backend_backend_static_model_create_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -40,7 +108,7 @@ void __wasm_export_exports_warden_backend_backend_static_model_create_post_retur
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_warden:backend/backend@0.1.0#[static]instance.create")))
+__attribute__((__weak__, __export_name__("cabi_post_warden:backend/backend@0.1.1#[static]instance.create")))
 void __wasm_export_exports_warden_backend_backend_static_instance_create_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -55,7 +123,7 @@ void __wasm_export_exports_warden_backend_backend_static_instance_create_post_re
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_warden:backend/backend@0.1.0#[method]instance.execute")))
+__attribute__((__weak__, __export_name__("cabi_post_warden:backend/backend@0.1.1#[method]instance.execute")))
 void __wasm_export_exports_warden_backend_backend_method_instance_execute_post_return(uint8_t * arg0) {
   size_t len9 = *((size_t*) (arg0 + sizeof(void*)));
   if (len9 > 0) {
@@ -265,6 +333,116 @@ void warden_backend_types_response_free(warden_backend_types_response_t *ptr) {
   warden_backend_types_list_parameter_free(&ptr->parameters);
 }
 
+void warden_backend_inference_error_free(warden_backend_inference_error_t *ptr) {
+  warden_backend_types_error_free(ptr);
+}
+
+void warden_backend_inference_tensor_free(warden_backend_inference_tensor_t *ptr) {
+  warden_backend_types_tensor_free(ptr);
+}
+
+void warden_backend_inference_parameter_free(warden_backend_inference_parameter_t *ptr) {
+  warden_backend_types_parameter_free(ptr);
+}
+
+void warden_backend_inference_response_free(warden_backend_inference_response_t *ptr) {
+  warden_backend_types_response_free(ptr);
+}
+
+void warden_backend_inference_list_tensor_free(warden_backend_inference_list_tensor_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    warden_backend_inference_tensor_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      warden_backend_inference_tensor_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void warden_backend_inference_list_parameter_free(warden_backend_inference_list_parameter_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    warden_backend_inference_parameter_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      warden_backend_inference_parameter_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void warden_backend_inference_inference_request_free(warden_backend_inference_inference_request_t *ptr) {
+  sandboxed_backend_string_free(&ptr->model_name);
+  sandboxed_backend_string_free(&ptr->id);
+  warden_backend_inference_list_tensor_free(&ptr->inputs);
+  sandboxed_backend_list_string_free(&ptr->requested_outputs);
+  warden_backend_inference_list_parameter_free(&ptr->parameters);
+}
+
+void warden_backend_inference_result_response_error_free(warden_backend_inference_result_response_error_t *ptr) {
+  if (!ptr->is_err) {
+    warden_backend_inference_response_free(&ptr->val.ok);
+  } else {
+    warden_backend_inference_error_free(&ptr->val.err);
+  }
+}
+
+void warden_backend_inference_result_call_handle_error_free(warden_backend_inference_result_call_handle_error_t *ptr) {
+  if (!ptr->is_err) {
+  } else {
+    warden_backend_inference_error_free(&ptr->val.err);
+  }
+}
+
+void warden_backend_inference_option_response_free(warden_backend_inference_option_response_t *ptr) {
+  if (ptr->is_some) {
+    warden_backend_inference_response_free(&ptr->val);
+  }
+}
+
+void warden_backend_inference_result_option_response_error_free(warden_backend_inference_result_option_response_error_t *ptr) {
+  if (!ptr->is_err) {
+    warden_backend_inference_option_response_free(&ptr->val.ok);
+  } else {
+    warden_backend_inference_error_free(&ptr->val.err);
+  }
+}
+
+__attribute__((__import_module__("wasi:io/poll@0.2.12"), __import_name__("[resource-drop]pollable")))
+extern void __wasm_import_wasi_io_poll_pollable_drop(int32_t handle);
+
+void wasi_io_poll_pollable_drop_own(wasi_io_poll_own_pollable_t handle) {
+  __wasm_import_wasi_io_poll_pollable_drop(handle.__handle);
+}
+
+void wasi_io_poll_pollable_drop_borrow(wasi_io_poll_borrow_pollable_t handle) {
+  __wasm_import_wasi_io_poll_pollable_drop(handle.__handle);
+}
+
+wasi_io_poll_borrow_pollable_t wasi_io_poll_borrow_pollable(wasi_io_poll_own_pollable_t arg) {
+  return (wasi_io_poll_borrow_pollable_t) { arg.__handle };
+}
+
+void wasi_io_poll_list_borrow_pollable_free(wasi_io_poll_list_borrow_pollable_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    wasi_io_poll_borrow_pollable_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+    }
+    free(list_ptr);
+  }
+}
+
+void sandboxed_backend_list_u32_free(sandboxed_backend_list_u32_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    uint32_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+    }
+    free(list_ptr);
+  }
+}
+
 void warden_backend_host_error_free(warden_backend_host_error_t *ptr) {
   warden_backend_types_error_free(ptr);
 }
@@ -325,17 +503,17 @@ void exports_warden_backend_backend_instance_context_free(exports_warden_backend
   sandboxed_backend_string_free(&ptr->name);
 }
 
-__attribute__((__import_module__("[export]warden:backend/backend@0.1.0"), __import_name__("[resource-drop]model")))
+__attribute__((__import_module__("[export]warden:backend/backend@0.1.1"), __import_name__("[resource-drop]model")))
 extern void __wasm_import_exports_warden_backend_backend_model_drop(int32_t handle);
 
 void exports_warden_backend_backend_model_drop_own(exports_warden_backend_backend_own_model_t handle) {
   __wasm_import_exports_warden_backend_backend_model_drop(handle.__handle);
 }
 
-__attribute__(( __import_module__("[export]warden:backend/backend@0.1.0"), __import_name__("[resource-new]model")))
+__attribute__(( __import_module__("[export]warden:backend/backend@0.1.1"), __import_name__("[resource-new]model")))
 extern int32_t __wasm_import_exports_warden_backend_backend_model_new(int32_t);
 
-__attribute__((__import_module__("[export]warden:backend/backend@0.1.0"), __import_name__("[resource-rep]model")))
+__attribute__((__import_module__("[export]warden:backend/backend@0.1.1"), __import_name__("[resource-rep]model")))
 extern int32_t __wasm_import_exports_warden_backend_backend_model_rep(int32_t);
 
 exports_warden_backend_backend_own_model_t exports_warden_backend_backend_model_new(exports_warden_backend_backend_model_t *rep) {
@@ -346,22 +524,22 @@ exports_warden_backend_backend_model_t* exports_warden_backend_backend_model_rep
   return (exports_warden_backend_backend_model_t*) __wasm_import_exports_warden_backend_backend_model_rep(handle.__handle);
 }
 
-__attribute__((__export_name__("warden:backend/backend@0.1.0#[dtor]model")))
+__attribute__((__export_name__("warden:backend/backend@0.1.1#[dtor]model")))
 void __wasm_export_exports_warden_backend_backend_model_dtor(exports_warden_backend_backend_model_t* arg) {
   exports_warden_backend_backend_model_destructor(arg);
 }
 
-__attribute__((__import_module__("[export]warden:backend/backend@0.1.0"), __import_name__("[resource-drop]instance")))
+__attribute__((__import_module__("[export]warden:backend/backend@0.1.1"), __import_name__("[resource-drop]instance")))
 extern void __wasm_import_exports_warden_backend_backend_instance_drop(int32_t handle);
 
 void exports_warden_backend_backend_instance_drop_own(exports_warden_backend_backend_own_instance_t handle) {
   __wasm_import_exports_warden_backend_backend_instance_drop(handle.__handle);
 }
 
-__attribute__(( __import_module__("[export]warden:backend/backend@0.1.0"), __import_name__("[resource-new]instance")))
+__attribute__(( __import_module__("[export]warden:backend/backend@0.1.1"), __import_name__("[resource-new]instance")))
 extern int32_t __wasm_import_exports_warden_backend_backend_instance_new(int32_t);
 
-__attribute__((__import_module__("[export]warden:backend/backend@0.1.0"), __import_name__("[resource-rep]instance")))
+__attribute__((__import_module__("[export]warden:backend/backend@0.1.1"), __import_name__("[resource-rep]instance")))
 extern int32_t __wasm_import_exports_warden_backend_backend_instance_rep(int32_t);
 
 exports_warden_backend_backend_own_instance_t exports_warden_backend_backend_instance_new(exports_warden_backend_backend_instance_t *rep) {
@@ -372,7 +550,7 @@ exports_warden_backend_backend_instance_t* exports_warden_backend_backend_instan
   return (exports_warden_backend_backend_instance_t*) __wasm_import_exports_warden_backend_backend_instance_rep(handle.__handle);
 }
 
-__attribute__((__export_name__("warden:backend/backend@0.1.0#[dtor]instance")))
+__attribute__((__export_name__("warden:backend/backend@0.1.1#[dtor]instance")))
 void __wasm_export_exports_warden_backend_backend_instance_dtor(exports_warden_backend_backend_instance_t* arg) {
   exports_warden_backend_backend_instance_destructor(arg);
 }
@@ -447,6 +625,215 @@ void sandboxed_backend_string_free(sandboxed_backend_string_t *ret) {
 }
 
 // Component Adapters
+
+bool warden_backend_inference_infer(warden_backend_inference_inference_request_t *request, warden_backend_inference_response_t *ret, warden_backend_inference_error_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(5*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_warden_backend_inference_infer((uint8_t *) ((*request).model_name).ptr, ((*request).model_name).len, (*request).model_version, (uint8_t *) ((*request).id).ptr, ((*request).id).len, (uint8_t *) ((*request).inputs).ptr, ((*request).inputs).len, (uint8_t *) ((*request).requested_outputs).ptr, ((*request).requested_outputs).len, (uint8_t *) ((*request).parameters).ptr, ((*request).parameters).len, (int64_t) ((*request).timeout_us), ptr);
+  warden_backend_inference_result_response_error_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      result.val.ok = (warden_backend_types_response_t) {
+        (warden_backend_types_list_tensor_t) (warden_backend_types_list_tensor_t) { (warden_backend_types_tensor_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) },
+        (warden_backend_types_list_parameter_t) (warden_backend_types_list_parameter_t) { (warden_backend_types_parameter_t*)(*((uint8_t **) (ptr + (3*sizeof(void*))))), (*((size_t*) (ptr + (4*sizeof(void*))))) },
+      };
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (warden_backend_types_error_t) {
+        (warden_backend_types_error_code_t) (int32_t) *((uint8_t*) (ptr + sizeof(void*))),
+        (sandboxed_backend_string_t) (sandboxed_backend_string_t) { (uint8_t*)(*((uint8_t **) (ptr + (2*sizeof(void*))))), (*((size_t*) (ptr + (3*sizeof(void*))))) },
+      };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+bool warden_backend_inference_start(warden_backend_inference_inference_request_t *request, warden_backend_inference_call_handle_t *ret, warden_backend_inference_error_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(4*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_warden_backend_inference_start((uint8_t *) ((*request).model_name).ptr, ((*request).model_name).len, (*request).model_version, (uint8_t *) ((*request).id).ptr, ((*request).id).len, (uint8_t *) ((*request).inputs).ptr, ((*request).inputs).len, (uint8_t *) ((*request).requested_outputs).ptr, ((*request).requested_outputs).len, (uint8_t *) ((*request).parameters).ptr, ((*request).parameters).len, (int64_t) ((*request).timeout_us), ptr);
+  warden_backend_inference_result_call_handle_error_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      result.val.ok = (uint32_t) (*((int32_t*) (ptr + sizeof(void*))));
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (warden_backend_types_error_t) {
+        (warden_backend_types_error_code_t) (int32_t) *((uint8_t*) (ptr + sizeof(void*))),
+        (sandboxed_backend_string_t) (sandboxed_backend_string_t) { (uint8_t*)(*((uint8_t **) (ptr + (2*sizeof(void*))))), (*((size_t*) (ptr + (3*sizeof(void*))))) },
+      };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+bool warden_backend_inference_next(warden_backend_inference_call_handle_t call, warden_backend_inference_option_response_t *ret, warden_backend_inference_error_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(6*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_warden_backend_inference_next((int32_t) (call), ptr);
+  warden_backend_inference_result_option_response_error_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      warden_backend_inference_option_response_t option;
+      switch ((int32_t) *((uint8_t*) (ptr + sizeof(void*)))) {
+        case 0: {
+          option.is_some = false;
+          break;
+        }
+        case 1: {
+          option.is_some = true;
+          option.val = (warden_backend_types_response_t) {
+            (warden_backend_types_list_tensor_t) (warden_backend_types_list_tensor_t) { (warden_backend_types_tensor_t*)(*((uint8_t **) (ptr + (2*sizeof(void*))))), (*((size_t*) (ptr + (3*sizeof(void*))))) },
+            (warden_backend_types_list_parameter_t) (warden_backend_types_list_parameter_t) { (warden_backend_types_parameter_t*)(*((uint8_t **) (ptr + (4*sizeof(void*))))), (*((size_t*) (ptr + (5*sizeof(void*))))) },
+          };
+          break;
+        }
+      }
+
+      result.val.ok = option;
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (warden_backend_types_error_t) {
+        (warden_backend_types_error_code_t) (int32_t) *((uint8_t*) (ptr + sizeof(void*))),
+        (sandboxed_backend_string_t) (sandboxed_backend_string_t) { (uint8_t*)(*((uint8_t **) (ptr + (2*sizeof(void*))))), (*((size_t*) (ptr + (3*sizeof(void*))))) },
+      };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+void warden_backend_inference_cancel(warden_backend_inference_call_handle_t call) {
+  __wasm_import_warden_backend_inference_cancel((int32_t) (call));
+}
+
+bool wasi_io_poll_method_pollable_ready(wasi_io_poll_borrow_pollable_t self) {
+  int32_t ret = __wasm_import_wasi_io_poll_method_pollable_ready((self).__handle);
+  return ret;
+}
+
+void wasi_io_poll_method_pollable_block(wasi_io_poll_borrow_pollable_t self) {
+  __wasm_import_wasi_io_poll_method_pollable_block((self).__handle);
+}
+
+void wasi_io_poll_poll(wasi_io_poll_list_borrow_pollable_t *in, sandboxed_backend_list_u32_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasi_io_poll_poll((uint8_t *) (*in).ptr, (*in).len, ptr);
+  *ret = (sandboxed_backend_list_u32_t) { (uint32_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+wasi_clocks_monotonic_clock_instant_t wasi_clocks_monotonic_clock_now(void) {
+  int64_t ret = __wasm_import_wasi_clocks_monotonic_clock_now();
+  return (uint64_t) (ret);
+}
+
+wasi_clocks_monotonic_clock_duration_t wasi_clocks_monotonic_clock_resolution(void) {
+  int64_t ret = __wasm_import_wasi_clocks_monotonic_clock_resolution();
+  return (uint64_t) (ret);
+}
+
+wasi_clocks_monotonic_clock_own_pollable_t wasi_clocks_monotonic_clock_subscribe_instant(wasi_clocks_monotonic_clock_instant_t when) {
+  int32_t ret = __wasm_import_wasi_clocks_monotonic_clock_subscribe_instant((int64_t) (when));
+  return (wasi_clocks_monotonic_clock_own_pollable_t) { ret };
+}
+
+wasi_clocks_monotonic_clock_own_pollable_t wasi_clocks_monotonic_clock_subscribe_duration(wasi_clocks_monotonic_clock_duration_t when) {
+  int32_t ret = __wasm_import_wasi_clocks_monotonic_clock_subscribe_duration((int64_t) (when));
+  return (wasi_clocks_monotonic_clock_own_pollable_t) { ret };
+}
+
+void wasi_clocks_wall_clock_now(wasi_clocks_wall_clock_datetime_t *ret) {
+  __attribute__((__aligned__(8)))
+  uint8_t ret_area[16];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasi_clocks_wall_clock_now(ptr);
+  *ret = (wasi_clocks_wall_clock_datetime_t) {
+    (uint64_t) (uint64_t) (*((int64_t*) (ptr + 0))),
+    (uint32_t) (uint32_t) (*((int32_t*) (ptr + 8))),
+  };
+}
+
+void wasi_clocks_wall_clock_resolution(wasi_clocks_wall_clock_datetime_t *ret) {
+  __attribute__((__aligned__(8)))
+  uint8_t ret_area[16];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasi_clocks_wall_clock_resolution(ptr);
+  *ret = (wasi_clocks_wall_clock_datetime_t) {
+    (uint64_t) (uint64_t) (*((int64_t*) (ptr + 0))),
+    (uint32_t) (uint32_t) (*((int32_t*) (ptr + 8))),
+  };
+}
+
+void wasi_random_random_get_random_bytes(uint64_t len, sandboxed_backend_list_u8_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasi_random_random_get_random_bytes((int64_t) (len), ptr);
+  *ret = (sandboxed_backend_list_u8_t) { (uint8_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+uint64_t wasi_random_random_get_random_u64(void) {
+  int64_t ret = __wasm_import_wasi_random_random_get_random_u64();
+  return (uint64_t) (ret);
+}
+
+void wasi_random_insecure_get_insecure_random_bytes(uint64_t len, sandboxed_backend_list_u8_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasi_random_insecure_get_insecure_random_bytes((int64_t) (len), ptr);
+  *ret = (sandboxed_backend_list_u8_t) { (uint8_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+uint64_t wasi_random_insecure_get_insecure_random_u64(void) {
+  int64_t ret = __wasm_import_wasi_random_insecure_get_insecure_random_u64();
+  return (uint64_t) (ret);
+}
+
+void wasi_random_insecure_seed_insecure_seed(sandboxed_backend_tuple2_u64_u64_t *ret) {
+  __attribute__((__aligned__(8)))
+  uint8_t ret_area[16];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasi_random_insecure_seed_insecure_seed(ptr);
+  *ret = (sandboxed_backend_tuple2_u64_u64_t) {
+    (uint64_t) (uint64_t) (*((int64_t*) (ptr + 0))),
+    (uint64_t) (uint64_t) (*((int64_t*) (ptr + 8))),
+  };
+}
 
 void warden_backend_host_log(warden_backend_host_log_level_t level, sandboxed_backend_string_t *message) {
   __wasm_import_warden_backend_host_log((int32_t) level, (uint8_t *) (*message).ptr, (*message).len);
@@ -591,7 +978,7 @@ bool warden_backend_host_list_files(sandboxed_backend_list_string_t *ret, warden
   }
 }
 
-__attribute__((__export_name__("warden:backend/backend@0.1.0#[static]model.create")))
+__attribute__((__export_name__("warden:backend/backend@0.1.1#[static]model.create")))
 uint8_t * __wasm_export_exports_warden_backend_backend_static_model_create(uint8_t * arg, size_t arg0, int64_t arg1, uint8_t * arg2, size_t arg3) {
   exports_warden_backend_backend_model_context_t arg4 = (exports_warden_backend_backend_model_context_t) {
     (sandboxed_backend_string_t) (sandboxed_backend_string_t) { (uint8_t*)(arg), (arg0) },
@@ -621,7 +1008,7 @@ uint8_t * __wasm_export_exports_warden_backend_backend_static_model_create(uint8
   return ptr;
 }
 
-__attribute__((__export_name__("warden:backend/backend@0.1.0#[static]instance.create")))
+__attribute__((__export_name__("warden:backend/backend@0.1.1#[static]instance.create")))
 uint8_t * __wasm_export_exports_warden_backend_backend_static_instance_create(int32_t arg, uint8_t * arg0, size_t arg1, int32_t arg2, int32_t arg3) {
   exports_warden_backend_backend_instance_context_t arg4 = (exports_warden_backend_backend_instance_context_t) {
     (sandboxed_backend_string_t) (sandboxed_backend_string_t) { (uint8_t*)(arg0), (arg1) },
@@ -651,7 +1038,7 @@ uint8_t * __wasm_export_exports_warden_backend_backend_static_instance_create(in
   return ptr;
 }
 
-__attribute__((__export_name__("warden:backend/backend@0.1.0#[method]instance.execute")))
+__attribute__((__export_name__("warden:backend/backend@0.1.1#[method]instance.execute")))
 uint8_t * __wasm_export_exports_warden_backend_backend_method_instance_execute(uint8_t * arg, uint8_t * arg0, size_t arg1) {
   exports_warden_backend_backend_list_request_t arg3 = (exports_warden_backend_backend_list_request_t) { (exports_warden_backend_backend_request_t*)(arg0), (arg1) };
   exports_warden_backend_backend_list_result_response_error_t ret;

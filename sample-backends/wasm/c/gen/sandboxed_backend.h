@@ -211,6 +211,113 @@ typedef struct warden_backend_types_response_t {
   warden_backend_types_list_parameter_t   parameters;
 } warden_backend_types_response_t;
 
+typedef warden_backend_types_error_t warden_backend_inference_error_t;
+
+typedef warden_backend_types_tensor_t warden_backend_inference_tensor_t;
+
+typedef warden_backend_types_parameter_t warden_backend_inference_parameter_t;
+
+typedef warden_backend_types_response_t warden_backend_inference_response_t;
+
+// A call started with `start`, valid until `next` returned its last result (`ok(none)` or
+// `err`), `cancel`, or the end of the `execute` that started it.
+typedef uint32_t warden_backend_inference_call_handle_t;
+
+typedef struct {
+  warden_backend_inference_tensor_t *ptr;
+  size_t len;
+} warden_backend_inference_list_tensor_t;
+
+typedef struct {
+  warden_backend_inference_parameter_t *ptr;
+  size_t len;
+} warden_backend_inference_list_parameter_t;
+
+// An inference request on another model (`TRITONSERVER_InferenceRequest`, spec §7.2
+// `pb_utils.InferenceRequest`).
+typedef struct warden_backend_inference_inference_request_t {
+  // Model to call: a name the configuration grants.
+  sandboxed_backend_string_t   model_name;
+  // Version to call; -1: the version the server picks (the highest ready one, per the
+  // model's version policy). Must be one the grant allows.
+  int64_t   model_version;
+  // Request id (may be empty).
+  sandboxed_backend_string_t   id;
+  // Input tensors (name, datatype, shape, little-endian data; BYTES elements each a 4-byte
+  // little-endian length and the bytes), as in a client request.
+  warden_backend_inference_list_tensor_t   inputs;
+  // Outputs wanted; empty: every output of the callee.
+  sandboxed_backend_list_string_t   requested_outputs;
+  // Request parameters.
+  warden_backend_inference_list_parameter_t   parameters;
+  // Timeout of the call in µs; 0: the rest of the caller's execute deadline. Never more than
+  // that rest.
+  uint64_t   timeout_us;
+} warden_backend_inference_inference_request_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    warden_backend_inference_response_t ok;
+    warden_backend_inference_error_t err;
+  } val;
+} warden_backend_inference_result_response_error_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    warden_backend_inference_call_handle_t ok;
+    warden_backend_inference_error_t err;
+  } val;
+} warden_backend_inference_result_call_handle_error_t;
+
+typedef struct {
+  bool is_some;
+  warden_backend_inference_response_t val;
+} warden_backend_inference_option_response_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    warden_backend_inference_option_response_t ok;
+    warden_backend_inference_error_t err;
+  } val;
+} warden_backend_inference_result_option_response_error_t;
+
+typedef struct wasi_io_poll_own_pollable_t {
+  int32_t __handle;
+} wasi_io_poll_own_pollable_t;
+
+typedef struct wasi_io_poll_borrow_pollable_t {
+  int32_t __handle;
+} wasi_io_poll_borrow_pollable_t;
+
+typedef struct {
+  wasi_io_poll_borrow_pollable_t *ptr;
+  size_t len;
+} wasi_io_poll_list_borrow_pollable_t;
+
+typedef struct {
+  uint32_t *ptr;
+  size_t len;
+} sandboxed_backend_list_u32_t;
+
+typedef uint64_t wasi_clocks_monotonic_clock_instant_t;
+
+typedef uint64_t wasi_clocks_monotonic_clock_duration_t;
+
+typedef wasi_io_poll_own_pollable_t wasi_clocks_monotonic_clock_own_pollable_t;
+
+typedef struct wasi_clocks_wall_clock_datetime_t {
+  uint64_t   seconds;
+  uint32_t   nanoseconds;
+} wasi_clocks_wall_clock_datetime_t;
+
+typedef struct {
+  uint64_t f0;
+  uint64_t f1;
+} sandboxed_backend_tuple2_u64_u64_t;
+
 typedef warden_backend_types_error_t warden_backend_host_error_t;
 
 typedef warden_backend_types_response_t warden_backend_host_response_t;
@@ -341,7 +448,53 @@ typedef struct {
   size_t len;
 } exports_warden_backend_backend_list_result_response_error_t;
 
-// Imported Functions from `warden:backend/host@0.1.0`
+// Imported Functions from `warden:backend/inference@0.1.1`
+// Calls a model that sends one response per request (not decoupled) and waits for it.
+// Errors: the callee's error response; `not-found` for a model that is not granted, or does
+// not exist, or is not ready; `invalid-arg` for a bad request, a decoupled callee (use
+// `start` and `next`), a call past the depth limit or back into its own chain;
+// `unavailable` when the caller's deadline passes first, past the in-flight limit or the
+// memory limit, or when the owner is over its rate or quota; `unsupported` outside `execute`.
+extern bool warden_backend_inference_infer(warden_backend_inference_inference_request_t *request, warden_backend_inference_response_t *ret, warden_backend_inference_error_t *err);
+// Starts a call and returns at once; its responses are read with `next`. Any callee,
+// decoupled or not. Same errors as `infer`, for what can be checked before the call runs.
+extern bool warden_backend_inference_start(warden_backend_inference_inference_request_t *request, warden_backend_inference_call_handle_t *ret, warden_backend_inference_error_t *err);
+// The next response of a started call, waiting until it arrives (or the caller's deadline):
+// `ok(some)` a response; `ok(none)` the call is complete (after its final response, or a
+// decoupled callee's flags-only final); `err` an error response, which completes the call.
+// After `ok(none)` or `err`, the handle is gone: `err(not-found)`.
+extern bool warden_backend_inference_next(warden_backend_inference_call_handle_t call, warden_backend_inference_option_response_t *ret, warden_backend_inference_error_t *err);
+// Cancels a started call (`TRITONSERVER_InferenceRequestCancel`); the handle is gone. An
+// unknown handle is ignored.
+extern void warden_backend_inference_cancel(warden_backend_inference_call_handle_t call);
+
+// Imported Functions from `wasi:io/poll@0.2.12`
+extern bool wasi_io_poll_method_pollable_ready(wasi_io_poll_borrow_pollable_t self);
+extern void wasi_io_poll_method_pollable_block(wasi_io_poll_borrow_pollable_t self);
+extern void wasi_io_poll_poll(wasi_io_poll_list_borrow_pollable_t *in, sandboxed_backend_list_u32_t *ret);
+
+// Imported Functions from `wasi:clocks/monotonic-clock@0.2.12`
+extern wasi_clocks_monotonic_clock_instant_t wasi_clocks_monotonic_clock_now(void);
+extern wasi_clocks_monotonic_clock_duration_t wasi_clocks_monotonic_clock_resolution(void);
+extern wasi_clocks_monotonic_clock_own_pollable_t wasi_clocks_monotonic_clock_subscribe_instant(wasi_clocks_monotonic_clock_instant_t when);
+extern wasi_clocks_monotonic_clock_own_pollable_t wasi_clocks_monotonic_clock_subscribe_duration(wasi_clocks_monotonic_clock_duration_t when);
+
+// Imported Functions from `wasi:clocks/wall-clock@0.2.12`
+extern void wasi_clocks_wall_clock_now(wasi_clocks_wall_clock_datetime_t *ret);
+extern void wasi_clocks_wall_clock_resolution(wasi_clocks_wall_clock_datetime_t *ret);
+
+// Imported Functions from `wasi:random/random@0.2.12`
+extern void wasi_random_random_get_random_bytes(uint64_t len, sandboxed_backend_list_u8_t *ret);
+extern uint64_t wasi_random_random_get_random_u64(void);
+
+// Imported Functions from `wasi:random/insecure@0.2.12`
+extern void wasi_random_insecure_get_insecure_random_bytes(uint64_t len, sandboxed_backend_list_u8_t *ret);
+extern uint64_t wasi_random_insecure_get_insecure_random_u64(void);
+
+// Imported Functions from `wasi:random/insecure-seed@0.2.12`
+extern void wasi_random_insecure_seed_insecure_seed(sandboxed_backend_tuple2_u64_u64_t *ret);
+
+// Imported Functions from `warden:backend/host@0.1.1`
 // Writes a line to the model's log (`TRITONSERVER_LogMessage`). The host tags it with the
 // model name, version and instance. Each instance has a log budget per call into the
 // backend (start-up, each `execute`), shared with stdout and stderr: a byte budget (the
@@ -389,7 +542,7 @@ extern bool warden_backend_host_read_file(sandboxed_backend_string_t *path, sand
 // directory only.
 extern bool warden_backend_host_list_files(sandboxed_backend_list_string_t *ret, warden_backend_host_error_t *err);
 
-// Exported Functions from `warden:backend/backend@0.1.0`
+// Exported Functions from `warden:backend/backend@0.1.1`
 bool exports_warden_backend_backend_static_model_create(exports_warden_backend_backend_model_context_t *context, exports_warden_backend_backend_own_model_t *ret, exports_warden_backend_backend_error_t *err);
 bool exports_warden_backend_backend_static_instance_create(exports_warden_backend_backend_borrow_model_t model, exports_warden_backend_backend_instance_context_t *context, exports_warden_backend_backend_own_instance_t *ret, exports_warden_backend_backend_error_t *err);
 void exports_warden_backend_backend_method_instance_execute(exports_warden_backend_backend_borrow_instance_t self, exports_warden_backend_backend_list_request_t *requests, exports_warden_backend_backend_list_result_response_error_t *ret);
@@ -419,6 +572,38 @@ void warden_backend_types_list_parameter_free(warden_backend_types_list_paramete
 void warden_backend_types_request_free(warden_backend_types_request_t *ptr);
 
 void warden_backend_types_response_free(warden_backend_types_response_t *ptr);
+
+void warden_backend_inference_error_free(warden_backend_inference_error_t *ptr);
+
+void warden_backend_inference_tensor_free(warden_backend_inference_tensor_t *ptr);
+
+void warden_backend_inference_parameter_free(warden_backend_inference_parameter_t *ptr);
+
+void warden_backend_inference_response_free(warden_backend_inference_response_t *ptr);
+
+void warden_backend_inference_list_tensor_free(warden_backend_inference_list_tensor_t *ptr);
+
+void warden_backend_inference_list_parameter_free(warden_backend_inference_list_parameter_t *ptr);
+
+void warden_backend_inference_inference_request_free(warden_backend_inference_inference_request_t *ptr);
+
+void warden_backend_inference_result_response_error_free(warden_backend_inference_result_response_error_t *ptr);
+
+void warden_backend_inference_result_call_handle_error_free(warden_backend_inference_result_call_handle_error_t *ptr);
+
+void warden_backend_inference_option_response_free(warden_backend_inference_option_response_t *ptr);
+
+void warden_backend_inference_result_option_response_error_free(warden_backend_inference_result_option_response_error_t *ptr);
+
+extern void wasi_io_poll_pollable_drop_own(wasi_io_poll_own_pollable_t handle);
+
+extern void wasi_io_poll_pollable_drop_borrow(wasi_io_poll_borrow_pollable_t handle);
+
+extern wasi_io_poll_borrow_pollable_t wasi_io_poll_borrow_pollable(wasi_io_poll_own_pollable_t handle);
+
+void wasi_io_poll_list_borrow_pollable_free(wasi_io_poll_list_borrow_pollable_t *ptr);
+
+void sandboxed_backend_list_u32_free(sandboxed_backend_list_u32_t *ptr);
 
 void warden_backend_host_error_free(warden_backend_host_error_t *ptr);
 

@@ -141,7 +141,7 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
   }
 
   /**
-   * Starts a sandbox worker for the instance.
+   * Starts a sandbox worker for the instance (with `opts.released`, none: the first execute starts it).
    * @throws TritonError as {@link SandboxEngine.instantiate}; INTERNAL for a component compiled
    *   by another engine
    */
@@ -153,11 +153,15 @@ export class V8Engine implements SandboxEngine<V8Compiled> {
     logger: Logger,
     memory?: SandboxMemory,
     modelLog?: ModelLogWriter,
+    opts: { released?: boolean } = {},
   ) {
     if (compiled.engine !== V8_ENGINE) throw err.engineMismatch(V8_ENGINE, compiled.engine);
-    const init = { ...host, glueUrl: compiled.glueUrl, modules: compiled.modules, memoryCounts: compiled.memoryCounts, maxMemories: compiled.memories };
+    // the calls capability stays on this thread (./instance.ts answers the worker's calls)
+    const { calls, ...forWorker } = host;
+    const init = { ...forWorker, glueUrl: compiled.glueUrl, modules: compiled.modules, memoryCounts: compiled.memoryCounts, maxMemories: compiled.memories };
     const idleMs = host.limits.idleMs ?? this.idleMs;
-    return SandboxInstance.start({ init, spec, logger, modelLog, executeMs, workers: this.workers, idleMs, memory, spares: this.spares });
+    const p = { init, spec, logger, modelLog, executeMs, workers: this.workers, idleMs, memory, spares: this.spares, calls };
+    return opts.released ? SandboxInstance.released(p) : SandboxInstance.start(p);
   }
 
   /** Instances' sandbox workers alive; spares (./spares.ts) are not sandboxes until an instance takes one. */

@@ -12,7 +12,7 @@
  * (statics and methods are own properties only). `checkComponent` already refuses members the
  * sandbox world does not define; this is the second line.
  */
-import { BACKEND_API_VERSION } from '../component-check.js';
+import { SUPPORTED_BACKEND_API_VERSIONS } from '../component-check.js';
 import { listFiles, readFile } from '../host/files.js';
 import type { HostState } from '../host/index.js';
 import { log, type LogLevel } from '../host/log.js';
@@ -20,6 +20,7 @@ import { isCancelled, sendFinal, sendResponse } from '../host/responses.js';
 import { createWasi } from '../host/wasi/index.js';
 import type * as WitHost from '../wit-types/interfaces/warden-backend-host.js';
 import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
+import type * as WitInference from '../wit-types/interfaces/warden-backend-inference.js';
 
 /** WASI version the glue's versioned keys carry (the sandbox world's WIT deps). */
 const WASI_VERSION = '0.2.12';
@@ -70,22 +71,38 @@ function interfaceObject(members: Record<string, unknown>): Readonly<Record<stri
   return bare(members);
 }
 
+/** `warden:backend/inference` as the worker implements it (./worker.ts: each call waits for the host). */
+export interface InferenceImports {
+  infer(request: WitInference.InferenceRequest): WitTypes.Response;
+  /** @param decoupled false for `infer`'s own start: a decoupled callee is refused */
+  start(request: WitInference.InferenceRequest, decoupled?: boolean): number;
+  next(call: number): WitTypes.Response | undefined;
+  cancel(call: number): void;
+}
+
 /**
  * The import object for jco's `instantiate(getCoreModule, imports)`: every interface under its
- * unversioned key (what the glue asks for at run time) and its versioned key (what the `.d.ts`
- * names); no prototypes anywhere, frozen.
+ * unversioned key (what the glue asks for at run time) and its versioned keys (what the `.d.ts`
+ * names, for every served `warden:backend` version); no prototypes anywhere, frozen.
  */
-export function buildImports(host: HostState): Readonly<Record<string, Readonly<Record<string, unknown>>>> {
+export function buildImports(host: HostState, inference: InferenceImports): Readonly<Record<string, Readonly<Record<string, unknown>>>> {
   const unversioned: Record<string, Record<string, unknown>> = {
     'warden:backend/host': hostInterface(host),
     'warden:backend/types': {},
+    'warden:backend/inference': {
+      infer: (r: WitInference.InferenceRequest) => inference.infer(r),
+      start: (r: WitInference.InferenceRequest) => inference.start(r),
+      next: (call: number) => inference.next(call),
+      cancel: (call: number) => inference.cancel(call),
+    },
     ...createWasi(host.stdio),
   };
   const imports: Record<string, Readonly<Record<string, unknown>>> = {};
   for (const [k, v] of Object.entries(unversioned)) {
     const iface = interfaceObject(v);
     imports[k] = iface;
-    imports[`${k}@${k.startsWith('warden:') ? BACKEND_API_VERSION : WASI_VERSION}`] = iface;
+    const versions = k.startsWith('warden:') ? SUPPORTED_BACKEND_API_VERSIONS : [WASI_VERSION];
+    for (const version of versions) imports[`${k}@${version}`] = iface;
   }
   return bare(imports);
 }

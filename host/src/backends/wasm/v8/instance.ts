@@ -13,7 +13,7 @@
  * sandbox memory before it is created and releases it at its exit; while it runs nothing (and the
  * idle policy is on) the reservation is marked idle, so that the budget may release it early.
  */
-import type { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { ModelLogWriter } from '../../../contract/model-log.js';
 import { deliverLogLine } from '../host/log.js';
@@ -24,7 +24,8 @@ import { Supervisor } from '../../supervisor.js';
 import type { SandboxedInstance, SandboxStats } from '../engine.js';
 import type { Reservation, SandboxMemory } from '../memory-budget.js';
 import { WireHandles, deliverResults, deliverSend, toWireRequests, type WireError } from '../wire.js';
-import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
+import { beginCalls, cancelCall, createInferenceState, endCalls, nextOutcome, startCall, type InferenceCalls, type InferenceState } from '../host/inference.js';
+import { CANCEL_SLOTS, type CallAnswer, type CallToHost, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 import { startSandboxWorker, type SpareWorkers } from './spares.js';
 
 /** Time allowed for a worker to boot and instantiate, on top of the execute deadline (ms). */
@@ -37,7 +38,9 @@ export interface WorkerCounter {
 
 /** What the model hands each instance. */
 export interface SandboxParams {
-  init: Omit<WorkerInit, 'cancelFlags' | 'instance'>;
+  init: Omit<WorkerInit, 'cancelFlags' | 'instance' | 'callChannel'>;
+  /** The models the instance may call (../host/inference.ts); none: no grants. */
+  calls?: InferenceCalls;
   spec: InstanceSpec;
   logger: Logger;
   /** The model's own log, where guest lines also go (contract/model-log.ts). */
@@ -94,9 +97,15 @@ export class SandboxInstance implements SandboxedInstance {
   private cold?: Promise<Worker>;
   /** Each worker's memory reservation (released at its exit). */
   private readonly leases = new WeakMap<Worker, Reservation>();
+  /** The calls of the execute in flight (`warden:backend/inference`). */
+  private readonly inference: InferenceState;
+  /** Where each worker's waiting host calls are answered (its `callChannel`), and the signal it waits on. */
+  private readonly callPorts = new WeakMap<Worker, MessagePort>();
+  private readonly callSignal = new Int32Array(new SharedArrayBuffer(4));
 
   private constructor(private readonly p: SandboxParams) {
     this.log = p.logger.child({ instance: p.spec.name });
+    this.inference = createInferenceState(p.calls);
     this.sup = new Supervisor<Worker, TritonError>({
       start: () => this.spawn(),
       stop: (w) => void w.terminate(),
@@ -118,6 +127,20 @@ export class SandboxInstance implements SandboxedInstance {
     const inst = new SandboxInstance(p);
     await inst.sup.start();
     inst.armIdle();
+    return inst;
+  }
+
+  /**
+   * The instance without a sandbox, exactly as after an idle release: no worker, no memory
+   * reserved; the first execute cold-starts one (a `create` error is then that request's error,
+   * as for any cold start).
+   */
+  static released(p: SandboxParams): SandboxInstance {
+    const inst = new SandboxInstance(p);
+    // stands for the released worker until the first cold start swaps a real one in
+    const none = { terminate: () => Promise.resolve(0) } as unknown as Worker;
+    inst.sup.adopt(none);
+    inst.released = none;
     return inst;
   }
 
@@ -157,6 +180,7 @@ export class SandboxInstance implements SandboxedInstance {
    * one waits (./spares.ts) — and gives it this instance; resolves with it once it is ready.
    */
   private boot(lease: Reservation | undefined): Promise<Worker> {
+    const channel = new MessageChannel();
     const init: WorkerInit = {
       ...this.p.init,
       instance: {
@@ -165,17 +189,20 @@ export class SandboxInstance implements SandboxedInstance {
         deviceId: this.p.spec.deviceId,
       },
       cancelFlags: this.cancelFlags,
+      callChannel: { port: channel.port2, signal: this.callSignal.buffer as SharedArrayBuffer },
     };
     this.stats.starts++;
     let worker: Worker | undefined;
     try {
       worker = this.p.spares ? this.p.spares.take() : startSandboxWorker();
-      worker.postMessage({ t: 'init', init } satisfies ToWorker);
+      worker.postMessage({ t: 'init', init } satisfies ToWorker, [channel.port2]);
     } catch (e) {
       void worker?.terminate();
+      channel.port1.close();
       lease?.release();
       throw e;
     }
+    this.callPorts.set(worker, channel.port1);
     this.booting = worker;
     const workers = this.p.workers;
     workers.live++;
@@ -183,6 +210,7 @@ export class SandboxInstance implements SandboxedInstance {
     worker.once('exit', () => {
       workers.live--;
       lease?.release();
+      channel.port1.close();
     });
     const started = new Promise<Worker>((resolve, reject) => {
       const limitMs = this.p.executeMs + BOOT_ALLOWANCE_MS;
@@ -254,8 +282,44 @@ export class SandboxInstance implements SandboxedInstance {
       case 'trap':
         this.kill(worker, 'trap', err.trapped(this.p.init.model.name, m.message));
         return;
+      case 'call':
+        this.onCall(worker, m);
+        return;
       default:
         return;
+    }
+  }
+
+  /**
+   * A guest's `warden:backend/inference` call (../host/inference.ts), answered on the worker's call
+   * channel (it waits in `Atomics.wait`); tensors are copied into buffers of their own and moved.
+   */
+  private onCall(worker: Worker, m: CallToHost): void {
+    const answer = (a: CallAnswer): void => {
+      const port = this.callPorts.get(worker);
+      if (!port || worker !== this.worker) return; // killed meanwhile: nobody waits
+      const transfer: ArrayBuffer[] = [];
+      if ('ok' in a && a.ok !== null && typeof a.ok === 'object') {
+        const outputs = a.ok.outputs.map((t) => {
+          const data = new Uint8Array(t.data);
+          transfer.push(data.buffer);
+          return { name: t.name, datatype: t.datatype, shape: t.shape, data };
+        });
+        a = { ok: a.ok.parameters ? { outputs, parameters: a.ok.parameters } : { outputs } };
+      }
+      port.postMessage(a, transfer);
+      Atomics.add(this.callSignal, 0, 1);
+      Atomics.notify(this.callSignal, 0);
+    };
+    if (m.fn === 'cancel') cancelCall(this.inference, m.handle);
+    else if (m.fn === 'next') nextOutcome(this.inference, m.handle, answer);
+    else {
+      try {
+        answer({ ok: startCall(this.inference, m.request, m.decoupled) });
+      } catch (e) {
+        const t = e instanceof TritonError ? e : err.sandboxFailed(this.p.init.model.name, String(e));
+        answer({ err: { code: t.code, message: t.message } });
+      }
     }
   }
 
@@ -329,6 +393,7 @@ export class SandboxInstance implements SandboxedInstance {
   }
 
   private settle(p: Pending): void {
+    endCalls(this.inference);
     clearTimeout(p.timer);
     if (p.cancelPoll) clearInterval(p.cancelPoll);
     this.pending = undefined;
@@ -427,6 +492,7 @@ export class SandboxInstance implements SandboxedInstance {
         }, 20);
       }
       this.pending = p;
+      beginCalls(this.inference, requests, this.p.executeMs);
       worker.postMessage({ t: 'exec', seq, requests: wire } satisfies ToWorker, transfer);
     });
   }

@@ -15,8 +15,8 @@
  * EvalError instead of compiling source. The worker gets no environment (`env: {}`) and the glue
  * is an ES module (no `require`).
  */
-import { parentPort } from 'node:worker_threads';
-import { fromWitError, toWitRequest } from '../convert.js';
+import { parentPort, receiveMessageOnPort } from 'node:worker_threads';
+import { fromWitCallRequest, fromWitError, ResponseCheckError, toWitRequest, toWitResponse } from '../convert.js';
 import { createHostState, endCall } from '../host/index.js';
 import { beginExecute, finishExecute } from '../host/responses.js';
 import { GuestExit } from '../host/wasi/index.js';
@@ -25,9 +25,12 @@ import type { WireError, WireResponse, WireResult } from '../wire.js';
 import type * as WitBackend from '../wit-types/interfaces/warden-backend-backend.js';
 import type * as WitTypes from '../wit-types/interfaces/warden-backend-types.js';
 import { lowerThisThreadPriority } from '../../../threads/priority.js';
-import { buildImports } from './imports.js';
+import { buildImports, type InferenceImports } from './imports.js';
+import { BACKEND_EXPORTS } from '../component-check.js';
+import { witErr } from '../host/errors.js';
+import type * as WitInference from '../wit-types/interfaces/warden-backend-inference.js';
 import { closeCodeGeneration } from './realm.js';
-import { CANCEL_SLOTS, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
+import { CANCEL_SLOTS, type CallAnswer, type CallToHost, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 
 // A sandbox computes for one tenant; the event loop serves every tenant. Guest code runs at
 // background priority, so a tenant keeping its sandboxes busy yields the core to the loop
@@ -58,6 +61,63 @@ function transferListOf(resp: WireResponse | undefined): ArrayBuffer[] {
 
 let host: ReturnType<typeof createHostState>;
 let begun = false;
+
+/**
+ * Asks the host and waits for its answer (`warden:backend/inference`): the guest is synchronous, so
+ * the worker blocks in `Atomics.wait` until the host has answered on the call channel. The host
+ * ends a wait that outlives the execute deadline by terminating the worker.
+ */
+function callHost(call: CallToHost): CallAnswer {
+  const { port, signal } = init.callChannel;
+  const seen = new Int32Array(signal);
+  post({ t: 'call', ...call });
+  for (;;) {
+    const before = Atomics.load(seen, 0);
+    const got = receiveMessageOnPort(port);
+    if (got) return got.message as CallAnswer;
+    Atomics.wait(seen, 0, before);
+  }
+}
+
+/** The host's `err` as the guest's (jco: a thrown `{ payload }` is the `err` of a `result`). */
+function answerError(a: CallAnswer): never {
+  const e = 'err' in a ? a.err : { code: 'INTERNAL' as const, message: 'malformed answer from the host' };
+  throw witErr(e.code.toLowerCase().replace('_', '-') as Parameters<typeof witErr>[0], e.message);
+}
+
+/** The guest's request, or its `invalid-arg` error. */
+function callRequest(r: WitInference.InferenceRequest) {
+  try {
+    return fromWitCallRequest(r);
+  } catch (e) {
+    if (e instanceof ResponseCheckError) throw witErr('invalid-arg', e.message);
+    throw e;
+  }
+}
+
+const inference: InferenceImports = {
+  start(r, decoupled = true) {
+    const a = callHost({ fn: 'start', request: callRequest(r), decoupled });
+    if ('ok' in a && typeof a.ok === 'number') return a.ok;
+    return answerError(a);
+  },
+  next(call) {
+    const a = callHost({ fn: 'next', handle: call });
+    if (!('ok' in a) || typeof a.ok === 'number') return answerError(a);
+    return a.ok === null ? undefined : toWitResponse(a.ok);
+  },
+  cancel(call) {
+    post({ t: 'call', fn: 'cancel', handle: call });
+  },
+  infer(r) {
+    const call = inference.start(r, false);
+    const first = inference.next(call);
+    if (first === undefined) throw witErr('internal', `the call to model '${r.modelName}' ended without a response`);
+    // a non-decoupled callee sends one final response: the call's end follows at once
+    inference.next(call);
+    return first;
+  },
+};
 
 /** Takes the instance's data (the worker may have waited for it as a spare), then starts the guest. */
 function begin(given: WorkerInit): void {
@@ -151,14 +211,16 @@ async function start(): Promise<void> {
         if (!m) throw new Error(`no core module '${name}'`);
         return m;
       },
-      buildImports(host),
+      buildImports(host, inference),
       countingInstantiate(),
     );
   } catch (e) {
     trap(e, 'create');
     return;
   }
-  const backend = (exports['warden:backend/backend@0.1.0'] ?? exports['backend']) as GuestBackend | undefined;
+  // the export under the served version the component names (checked at load), or jco's short name
+  const name = BACKEND_EXPORTS.find((n) => n in exports);
+  const backend = (name !== undefined ? exports[name] : exports['backend']) as GuestBackend | undefined;
   if (!backend?.Model?.create || !backend.Instance?.create) {
     post({
       t: 'create-error',

@@ -7,8 +7,9 @@
  * (spec §6.7); conversions of the host's values follow ../convert.ts (`toWitRequest`).
  */
 import type * as Wit from '../wit-types/interfaces/warden-backend-types.js';
-import { toWitDataType, witCorrelationId, witParameters } from '../convert.js';
-import type { WireRequest } from '../wire.js';
+import { fromWitCallRequest, toWitDataType, witCorrelationId, witParameters } from '../convert.js';
+import type { CallRequest } from '../host/inference.js';
+import type { WireRequest, WireResponse } from '../wire.js';
 import { LittleEndianReader } from '../../le-reader.js';
 
 /** WIT `data-type` cases in declaration order: a datatype's code is its index. */
@@ -230,4 +231,49 @@ export function decodeResults(desc: Uint8Array, buffers: readonly Uint8Array[]):
  */
 export function decodeSentResult(buffers: readonly Uint8Array[]): DecodedResult {
   return new DescriptorReader(buffers[buffers.length - 1] ?? new Uint8Array(0)).result(buffers);
+}
+
+/**
+ * A guest's `inference-request` as the sandbox thread sends it (native inference.rs): JSON `meta`
+ * (`model`, `version`, `id`, `requestedOutputs`, `timeoutUs`; 64-bit integers as decimal strings)
+ * and the tensors and parameters as a result descriptor in the last buffer.
+ * @throws ResponseCheckError for values the server does not carry (an `invalid-arg` for the guest),
+ *   RangeError for a malformed descriptor
+ */
+export function decodeCallRequest(meta: unknown, buffers: readonly Uint8Array[]): CallRequest {
+  const m = (meta ?? {}) as Record<string, unknown>;
+  const parts = decodeSentResult(buffers);
+  if (parts.tag !== 'ok') throw new RangeError('call request descriptor holds an error');
+  const bigint = (v: unknown): bigint => {
+    const s = typeof v === 'string' && /^-?\d{1,20}$/.test(v) ? v : '0';
+    return BigInt(s);
+  };
+  return fromWitCallRequest({
+    modelName: typeof m.model === 'string' ? m.model : '',
+    modelVersion: bigint(m.version),
+    id: typeof m.id === 'string' ? m.id : '',
+    inputs: parts.val.outputs,
+    requestedOutputs: Array.isArray(m.requestedOutputs) ? m.requestedOutputs.map(String) : [],
+    parameters: parts.val.parameters,
+    timeoutUs: BigInt.asUintN(64, bigint(m.timeoutUs)),
+  });
+}
+
+/**
+ * A call's response as the sandbox thread reads it (native inference.rs `response_of`): output
+ * metadata and parameters as JSON (a datatype as its code, an integer as a decimal string); each
+ * output's data appended to `bufs`, in order.
+ */
+export function encodeCallOutcome(r: WireResponse, bufs: Uint8Array[]): object {
+  const outputs = r.outputs.map((t) => {
+    bufs.push(t.data);
+    return { name: t.name, datatype: DATATYPE_CODE.get(toWitDataType(t.datatype)) ?? 0, shape: t.shape };
+  });
+  const parameters = Object.entries(r.parameters ?? {}).map(([key, v]) => {
+    if (typeof v === 'string') return { key, string: v };
+    if (typeof v === 'boolean') return { key, bool: v };
+    if (typeof v === 'bigint' || Number.isSafeInteger(v)) return { key, int: String(v) };
+    return { key, double: v };
+  });
+  return { outputs, parameters };
 }

@@ -32,12 +32,13 @@ import type { Reservation, SandboxMemory } from '../memory-budget.js';
 import { createHostState, endCall, type HostState } from '../host/index.js';
 import type { HostCallError } from '../host/errors.js';
 import { listFiles, readFile } from '../host/files.js';
+import { beginCalls, cancelCall, createInferenceState, endCalls, nextOutcome, startCall, type CallOutcome, type InferenceState } from '../host/inference.js';
 import { chargeLog, deliverLogLine, log, type LogLevel } from '../host/log.js';
 import type { ModelLogWriter } from '../../../contract/model-log.js';
 import { beginExecute, finishExecute, isCancelled, sendFinal, sendResponse, type ResponseSend } from '../host/responses.js';
 import { writeOutput } from '../host/wasi/stdio.js';
 import { WireHandles, deliverResults, deliverSend, toWireRequests, type WireRequest } from '../wire.js';
-import { decodeResults, decodeSentResult, DescriptorWriter, encodeRequests, type DecodedResults } from './descriptor.js';
+import { decodeCallRequest, decodeResults, decodeSentResult, DescriptorWriter, encodeCallOutcome, encodeRequests, type DecodedResults } from './descriptor.js';
 import { MSG, type ComponentHandle, type InstanceHandle } from './native.js';
 import { Supervisor } from '../../supervisor.js';
 
@@ -71,6 +72,11 @@ interface Pending {
 
 /** JSON as sent by the native side: 64-bit integers are decimal strings. */
 type J = Record<string, unknown>;
+
+/** A host error as a WIT `error` (`{code: 'not-found', message}`). */
+function witError(e: { code: string; message: string }): { code: string; message: string } {
+  return { code: e.code.toLowerCase().replace('_', '-'), message: e.message };
+}
 
 function isHostCallError(e: unknown): e is HostCallError {
   return typeof e === 'object' && e !== null && 'payload' in e;
@@ -122,6 +128,8 @@ export class WasmtimeInstance implements SandboxedInstance {
   private readonly exiting = new Map<number, Reservation>();
   /** Listeners of {@link wasmtimeThread}'s answer. */
   private readonly threadListeners: (() => void)[] = [];
+  /** The calls of the execute in flight (`warden:backend/inference`). */
+  private readonly inference: InferenceState;
 
   private constructor(
     private readonly port: InstancePort,
@@ -134,6 +142,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     private readonly memory?: SandboxMemory,
   ) {
     this.log = logger.child({ instance: spec.name });
+    this.inference = createInferenceState(config.calls);
     this.sup = new Supervisor<number, TritonError>({
       start: () => this.nextGeneration(),
       stop: () => undefined, // nothing to stop: finalize ends the thread
@@ -336,10 +345,26 @@ export class WasmtimeInstance implements SandboxedInstance {
   private onCall(m: J, buffers: Uint8Array[]): void {
     const handle = this.handle;
     if (!handle) return;
+    // the native side matches a reply to its call by this number (a late one is dropped there)
+    const seq = Number(m.seq);
     let out: unknown = null;
     const replyBufs: Uint8Array[] = [];
     try {
       switch (m.fn) {
+        case 'infer-start':
+          out = startCall(this.inference, decodeCallRequest(m.request, buffers), m.decoupled === true);
+          break;
+        case 'infer-next': {
+          const tid = this.threadId;
+          nextOutcome(this.inference, Number(m.handle), (o: CallOutcome) => {
+            // the thread that asked may be gone (deadline, release): nobody waits then
+            if (this.handle === handle && this.threadId === tid) this.replyOutcome(handle, seq, o);
+          });
+          return;
+        }
+        case 'infer-cancel':
+          cancelCall(this.inference, Number(m.handle));
+          break;
         case 'send-response':
           sendResponse(this.host.responses, Number(m.handle), decodeSentResult(buffers), m.final === true);
           break;
@@ -358,11 +383,26 @@ export class WasmtimeInstance implements SandboxedInstance {
         default:
           throw { payload: { code: 'unsupported', message: `unknown host call '${String(m.fn)}'` } };
       }
-      this.port.reply(handle, JSON.stringify({ ok: out }), replyBufs);
+      this.port.reply(handle, JSON.stringify({ ok: out, seq }), replyBufs);
     } catch (e) {
-      const err = isHostCallError(e) ? e.payload : { code: 'internal', message: `host error: ${(e as Error)?.message ?? String(e)}` };
-      this.port.reply(handle, JSON.stringify({ err }), []);
+      const err = isHostCallError(e)
+        ? e.payload
+        : e instanceof TritonError
+          ? witError(e)
+          : { code: 'internal', message: `host error: ${(e as Error)?.message ?? String(e)}` };
+      this.port.reply(handle, JSON.stringify({ err, seq }), []);
     }
+  }
+
+  /** Answers an `infer-next` (./descriptor.ts `encodeCallOutcome`: JSON and one buffer per output). */
+  private replyOutcome(handle: InstanceHandle, seq: number, o: CallOutcome): void {
+    if ('err' in o) {
+      this.port.reply(handle, JSON.stringify({ err: witError(o.err), seq }), []);
+      return;
+    }
+    const bufs: Uint8Array[] = [];
+    const ok = o.ok === null ? null : encodeCallOutcome(o.ok, bufs);
+    this.port.reply(handle, JSON.stringify({ ok, seq }), bufs);
   }
 
   private startFailed(e: TritonError): void {
@@ -427,6 +467,7 @@ export class WasmtimeInstance implements SandboxedInstance {
   private failPending(error: TritonError): void {
     const p = this.pending;
     if (!p) return;
+    endCalls(this.inference);
     this.pending = undefined;
     this.host.responses.inFlight = new Map();
     p.senders.forEach((s, i) => {
@@ -451,6 +492,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       return;
     }
     this.pending = undefined;
+    endCalls(this.inference);
     const returned = m.results;
     const results = finishExecute(this.host.responses, p.wire, returned);
     endCall(this.host);
@@ -546,6 +588,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     beginExecute(this.host.responses, wire);
     return new Promise<ExecuteTimings | void>((resolve) => {
       this.pending = { requests, senders, wire, handles, finals: requests.map(() => false), resolve };
+      beginCalls(this.inference, requests, this.config.limits.executeMs);
       this.port.hold(true);
       let held = this.inputsHeld.get(this.threadId);
       if (!held) this.inputsHeld.set(this.threadId, (held = []));
@@ -563,7 +606,9 @@ export class WasmtimeInstance implements SandboxedInstance {
    * releases the thread behind the data path's back).
    */
   wasmtimeThread(): { handle: object; executeMs: number } | undefined {
-    if (this.finalized || !this.handle || this.starting || this.freshThread || this.idleMs > 0 || this.sup.state !== 'up') return undefined;
+    // a model that calls other models (config.calls) runs its executes here: its calls belong to them
+    if (this.finalized || !this.handle || this.starting || this.freshThread || this.idleMs > 0 || this.sup.state !== 'up' || this.config.calls)
+      return undefined;
     return { handle: this.handle, executeMs: this.config.limits.executeMs };
   }
 

@@ -1,6 +1,7 @@
-// world warden:backend/sandbox@0.1.0
-export type * as WardenBackendHost010 from './interfaces/warden-backend-host.js'; // import warden:backend/host@0.1.0
-export type * as WardenBackendTypes010 from './interfaces/warden-backend-types.js'; // import warden:backend/types@0.1.0
+// world warden:backend/sandbox@0.1.1
+export type * as WardenBackendHost011 from './interfaces/warden-backend-host.js'; // import warden:backend/host@0.1.1
+export type * as WardenBackendInference011 from './interfaces/warden-backend-inference.js'; // import warden:backend/inference@0.1.1
+export type * as WardenBackendTypes011 from './interfaces/warden-backend-types.js'; // import warden:backend/types@0.1.1
 export type * as WasiCliEnvironment0212 from './interfaces/wasi-cli-environment.js'; // import wasi:cli/environment@0.2.12
 export type * as WasiCliExit0212 from './interfaces/wasi-cli-exit.js'; // import wasi:cli/exit@0.2.12
 export type * as WasiCliStderr0212 from './interfaces/wasi-cli-stderr.js'; // import wasi:cli/stderr@0.2.12
@@ -19,4 +20,4 @@ export type * as WasiIoStreams0212 from './interfaces/wasi-io-streams.js'; // im
 export type * as WasiRandomInsecureSeed0212 from './interfaces/wasi-random-insecure-seed.js'; // import wasi:random/insecure-seed@0.2.12
 export type * as WasiRandomInsecure0212 from './interfaces/wasi-random-insecure.js'; // import wasi:random/insecure@0.2.12
 export type * as WasiRandomRandom0212 from './interfaces/wasi-random-random.js'; // import wasi:random/random@0.2.12
-export * as backend from './interfaces/warden-backend-backend.js'; // export warden:backend/backend@0.1.0
+export * as backend from './interfaces/warden-backend-backend.js'; // export warden:backend/backend@0.1.1

@@ -1,4 +1,4 @@
-/** @module Interface warden:backend/backend@0.1.0 **/
+/** @module Interface warden:backend/backend@0.1.1 **/
 export type Error = import('./warden-backend-types.js').Error;
 export type Request = import('./warden-backend-types.js').Request;
 export type Response = import('./warden-backend-types.js').Response;

@@ -1,4 +1,4 @@
-/** @module Interface warden:backend/host@0.1.0 **/
+/** @module Interface warden:backend/host@0.1.1 **/
 /**
  * Writes a line to the model's log (`TRITONSERVER_LogMessage`). The host tags it with the
  * model name, version and instance. Each instance has a log budget per call into the

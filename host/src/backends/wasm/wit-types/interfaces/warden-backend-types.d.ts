@@ -1,4 +1,4 @@
-/** @module Interface warden:backend/types@0.1.0 **/
+/** @module Interface warden:backend/types@0.1.1 **/
 /**
  * A Triton datatype (spec §1.9). The cases are in `TRITONSERVER_DataType` order, so the C
  * enum value of a case is its index + 1 (`INVALID` = 0 has no case: it can never travel).
