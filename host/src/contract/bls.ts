@@ -92,3 +92,14 @@ export function checkChain(chain: BlsChain, key: ModelKey, name: string): void {
   if (chain.includes(chainEntry(key))) throw errors.chainCycle(name);
   if (chain.length >= MAX_BLS_DEPTH) throw errors.chainTooDeep(name, MAX_BLS_DEPTH);
 }
+
+/**
+ * The chain of a call `key` makes while `requests` wait on it: every model their chains hold, in
+ * order of first appearance, then `key`.
+ */
+export function extendChain(requests: Iterable<{ readonly blsChain?: BlsChain }>, key: ModelKey): BlsChain {
+  const chain: string[] = [];
+  for (const r of requests) for (const m of r.blsChain ?? []) if (!chain.includes(m)) chain.push(m);
+  chain.push(chainEntry(key));
+  return chain;
+}

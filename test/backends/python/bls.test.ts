@@ -176,6 +176,18 @@ class TritonPythonModel:
     });
   }
 
+  it('a call back into the model itself is refused (recursion: it would wait on itself), as for sandboxed backends', async () => {
+    const r = await postJson(`${py.s.httpUrl}/v2/models/bls_generic_py/infer`, {
+      parameters: { target: 'bls_generic_py' },
+      inputs: [
+        { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
+        { name: 'INPUT1', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
+      ],
+    });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatch(/call to model 'bls_generic_py' refused: the model is already on this call chain \(recursion\).*\|3$/);
+  });
+
   it('pb_utils.is_model_ready asks Warden', async () => {
     const r = await infer(py.s, 'bls_generic_py', [tensor('INPUT0', 'FP32', [4], new Float32Array(4)), tensor('INPUT1', 'FP32', [4], new Float32Array(4))], {
       parameters: { mode: 'ready' },

@@ -13,7 +13,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { opsConfig, OpsResolver, opsSeen } from '../../ensemble/ops-backend.js';
 import { fetchAs, tempRepo } from '../../helpers/repo.js';
 import { until } from '../../helpers/wait.js';
-import { tenantServerPerSuite, testTokens } from '../../helpers/servers.js';
+import { serverPerSuite, tenantServerPerSuite, testTokens } from '../../helpers/servers.js';
 import * as h from './helpers.js';
 
 const TOKENS = testTokens('acme', 'beta', 'admin');
@@ -197,5 +197,57 @@ describe.each(h.ENGINES)('sandboxed BLS on %s', (engine) => {
     const held = [...opsSeen.held];
     expect(held).toHaveLength(1);
     await until(() => held[0]!.cancelled, { within: 2000, what: 'the call cancelled' });
+  });
+});
+
+describe('recursion through an ensemble', () => {
+  const ensemble = (step: string) => ({
+    platform: 'ensemble',
+    max_batch_size: 0,
+    input: io(['INPUT0', 'INPUT1'], [1, 16]),
+    output: io(['OUTPUT0', 'OUTPUT1'], [1, 16]),
+    ensemble_scheduling: {
+      step: [
+        {
+          model_name: step,
+          model_version: -1,
+          input_map: { INPUT0: 'INPUT0', INPUT1: 'INPUT1' },
+          output_map: { OUTPUT0: 'OUTPUT0', OUTPUT1: 'OUTPUT1' },
+        },
+      ],
+    },
+  });
+  const suite = serverPerSuite(async () => ({ repo: tempRepo(['simple']), opts: { loadModels: ['simple'] } }), 120_000);
+  const post = (path: string, body: unknown) => fetchAs(undefined, 'POST', `${suite.server.httpUrl}${path}`, body);
+  // an ensemble's upload holds an empty version folder's one file
+  const load = (name: string, config: unknown, component?: string) =>
+    post(`/v2/repository/models/${name}/load`, {
+      parameters: {
+        config: typeof config === 'string' ? config : JSON.stringify(config),
+        ...(component ? { 'file:1/model.wasm': component } : { 'file:1/.keep': '' }),
+      },
+    });
+
+  beforeAll(async () => {
+    // outer -> ens -> inner -> simple
+    expect((await load('inner', callerConfig('v8', ['simple']), CALLER())).status).toBe(200);
+    const e = await load('ens', ensemble('inner'));
+    expect(e.status, e.text).toBe(200);
+    expect((await load('outer', callerConfig('v8', ['ens'], { callee: 'ens' }), CALLER())).status).toBe(200);
+  }, 120_000);
+
+  it("a chain through an ensemble serves; once the ensemble's step is the caller itself, the call is refused, not waited on", async () => {
+    const ok = await post('/v2/models/outer/infer', simpleBody());
+    expect(ok.status, ok.text).toBe(200);
+    // inner doubles the inputs, outer post-processes that again: (2a + 2b, 2a - 2b)
+    const out = Object.fromEntries(ok.json.outputs.map((o: { name: string; data: number[] }) => [o.name, o.data]));
+    expect(out.OUTPUT0).toEqual(INPUT0.map((x, i) => 2 * x + 2 * INPUT1[i]!));
+    expect(out.OUTPUT1).toEqual(INPUT0.map((x, i) => 2 * x - 2 * INPUT1[i]!));
+    // the ensemble now runs `outer` itself: outer -> ens -> outer
+    const reload = await load('ens', ensemble('outer'));
+    expect(reload.status, reload.text).toBe(200);
+    const r = await post('/v2/models/outer/infer', simpleBody());
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatch(/call to model 'outer' refused: the model is already on this call chain \(recursion\)/);
   });
 });

@@ -139,7 +139,7 @@ export class PythonBackend implements Backend {
           modelName: ctx.name,
           instanceName: spec.name,
           logger: ctx.logger,
-          bls: () => new BlsBridge(ctx.server, principal, ctx.logger),
+          bls: () => new BlsBridge(ctx.server, principal, ctx.logger, ctx.key),
           metrics: this.opts.metrics,
         }),
       finalize: async () => {},

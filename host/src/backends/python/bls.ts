@@ -10,7 +10,8 @@ import type { Logger } from 'pino';
 import { asTritonError, type TritonError } from '../../contract/errors.js';
 import * as errors from './python.errors.js';
 import { fileOverridePath, parseConfigOverride } from '../../repository/overrides.js';
-import type { InferenceServerHandle, ParameterValue, Principal, ResponseSender } from '../../contract/types.js';
+import { extendChain } from '../../contract/bls.js';
+import type { InferenceRequest, InferenceServerHandle, ModelKey, ParameterValue, Principal, ResponseSender } from '../../contract/types.js';
 import type { Region } from './shm.js';
 import type { StubProcess } from './stub.js';
 import { readTensors, writeTensors } from './wire.js';
@@ -31,10 +32,17 @@ export class BlsBridge {
     private readonly server: InferenceServerHandle,
     private readonly principal: Principal,
     private readonly logger: Logger,
+    /** The calling model: the last entry of each call's chain (contract/bls.ts). */
+    private readonly key?: ModelKey,
   ) {}
 
-  /** Handle a `bls` message from `stub`. Never throws: failures become the call's error response. */
-  handle(stub: StubProcess, msg: Record<string, unknown>): void {
+  /**
+   * Handle a `bls` message from `stub`. Never throws: failures become the call's error response.
+   * @param waiting the requests of the model not yet answered: the call extends their call chains
+   *   (contract/bls.ts), so that a call back into this model, directly or through others, is
+   *   refused instead of waiting on itself
+   */
+  handle(stub: StubProcess, msg: Record<string, unknown>, waiting: Iterable<InferenceRequest> = []): void {
     const cid = Number(msg.cid);
     const reply = (body: Record<string, unknown>) => stub.send({ op: 'bls_response', cid, ...body });
     const fail = (e: unknown) => reply({ final: true, error: errorWire(asTritonError(e)) });
@@ -101,6 +109,7 @@ export class BlsBridge {
           flags: Number(msg.flags) | 0,
           priority: 0,
           timeoutUs: Math.max(0, Number(msg.timeout) || 0),
+          ...(this.key ? { blsChain: extendChain(waiting, this.key) } : {}),
         },
         sender,
         abort.signal,

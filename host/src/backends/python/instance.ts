@@ -277,7 +277,11 @@ export class PythonInstance implements BackendModelInstance {
       case 'metric':
         return this.opts.metrics.apply(this.opts.modelName, m);
       case 'bls':
-        return this.bls!.handle(stub, m);
+        return this.bls!.handle(
+          stub,
+          m,
+          [...this.inflight.values()].map((f) => f.request),
+        );
       case 'is_ready_result':
         return this.onReadyResult(stub, m);
       case 'is_model_ready':

@@ -19,7 +19,7 @@
  * - cancellation: once every request of the execute is cancelled by its client, the calls are.
  */
 import { asTritonError, type TritonError } from '../../../contract/errors.js';
-import { chainEntry, granted, type BlsChain, type BlsGrants } from '../../../contract/bls.js';
+import { extendChain, granted, type BlsChain, type BlsGrants } from '../../../contract/bls.js';
 import * as blsErrors from '../../../contract/bls.errors.js';
 import { ownerPrincipal } from '../../../contract/load-context.js';
 import { modelNotFound, versionNotFound } from '../../../contract/model-lookup.errors.js';
@@ -110,9 +110,7 @@ function responseBytes(r: WireResponse): number {
 export function beginCalls(state: InferenceState, requests: readonly InferenceRequest[], executeMs: number): void {
   endCalls(state);
   if (!state.calls) return;
-  const chain: string[] = [];
-  for (const r of requests) for (const m of r.blsChain ?? []) if (!chain.includes(m)) chain.push(m);
-  chain.push(chainEntry(state.calls.key));
+  const chain = extendChain(requests, state.calls.key);
   state.scope = { requests, chain, deadlineAt: performance.now() + executeMs, calls: new Map(), nextHandle: 1, heldBytes: 0 };
 }
 
