@@ -198,6 +198,8 @@ async function readLog() {
 // ---- views ----
 
 const fmtMs = (v) => (v === undefined ? '–' : v.toFixed(3));
+/** `p50 / p90 / p99` in ms of one `latency_percentiles_us` entry (µs), or a dash before the first timed request. */
+const fmtPercentiles = (p) => (p ? [p.p50, p.p90, p.p99].map((us) => fmtMs(us / 1000)).join(' / ') : '–');
 const param = (config, key) => config?.parameters?.[key]?.string_value;
 
 function SignIn({ s }) {
@@ -503,7 +505,9 @@ function StatsTable({ stats, withTenant }) {
         <th scope="col">Succeeded</th>
         <th scope="col">Failed</th>
         <th scope="col">Mean latency (ms)</th>
+        <th scope="col">Latency p50 / p90 / p99 (ms)</th>
         <th scope="col">Mean queue time (ms)</th>
+        <th scope="col">Queue time p50 / p90 / p99 (ms)</th>
         <th scope="col">Mean compute (ms)</th>
         <th scope="col">Pending</th>
       </tr>
@@ -519,7 +523,9 @@ function StatsTable({ stats, withTenant }) {
           <td>${st.success?.count ?? 0}</td>
           <td>${st.fail?.count ?? 0}</td>
           <td>${fmtMs(meanMs(st.success))}</td>
+          <td class="latency-percentiles">${fmtPercentiles(m.latency_percentiles_us?.request)}</td>
           <td>${fmtMs(meanMs(st.queue))}</td>
+          <td class="queue-percentiles">${fmtPercentiles(m.latency_percentiles_us?.queue)}</td>
           <td>${fmtMs(meanMs(st.compute_infer))}</td>
           <td>${m.pending_count ?? 0}</td>
         </tr>`;

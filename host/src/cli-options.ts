@@ -17,6 +17,7 @@ import { DEFAULT_REPOSITORY_CACHE_BYTES } from './repository/open-repositories.j
 import { readFileSync } from 'node:fs';
 import { parseRedisCacheConfig } from './cache/redis-config.js';
 import { TritonError } from './contract/errors.js';
+import { type MetricsConfig, parseMetricsConfig } from './metrics/config.js';
 
 export const USAGE = `Usage: warden --model-repository=<path> [options]
 
@@ -126,6 +127,8 @@ tritonserver flags Warden honours as Triton does:
   --metrics-interval-ms=<ms>      refresh period of the interval (CPU) metrics (default 2000)
   --allow-cpu-metrics=<bool>      nv_cpu_utilization, nv_cpu_memory_{total,used}_bytes (default true)
   --allow-gpu-metrics=<bool>      accepted (Warden runs no GPU models: no GPU metrics)
+  --metrics-config=<setting>=<value>  repeatable: counter_latencies=<bool> (default true), summary_latencies=<bool>
+                                  (nv_inference_*_summary_us, default false), summary_quantiles=<q>:<err>,...
   --exit-timeout-secs=<n>         bound on draining in-flight requests at exit / unload (default 30)
   --model-load-thread-count=<n>   models loaded concurrently at start (default 4)
   --log-info / --log-warning / --log-error=<bool>   enable each severity (default true)
@@ -245,7 +248,6 @@ export const IGNORED_TRITON_FLAGS: readonly string[] = [
   'vertex-ai-default-model',
   'reuse-http-port',
   'http-header-forward-pattern',
-  'metrics-config',
   'cache-directory',
   'rate-limit',
   'rate-limit-resource',
@@ -470,6 +472,22 @@ function cacheOptions(v: Record<string, unknown>, ignored: string[]): Pick<Serve
   return { responseCacheBytes: size };
 }
 
+/**
+ * `--metrics-config=<setting>=<value>` (repeatable; metrics/config.ts): settings Warden does not
+ * act on are added to `ignored`. @throws UsageError for a malformed argument or value
+ */
+function metricsConfigOptions(given: string[] | undefined, ignored: string[]): MetricsConfig | undefined {
+  if (given === undefined) return undefined;
+  try {
+    const parsed = parseMetricsConfig(given);
+    ignored.push(...parsed.ignored);
+    return parsed.config;
+  } catch (e) {
+    if (e instanceof TritonError) throw new UsageError(e.message);
+    throw e;
+  }
+}
+
 /** Parse argv (without node and script). @throws UsageError */
 export function parseCli(argv: string[]): ServerOptions & { help?: boolean; version?: boolean; logStyle?: LogStyle; notes: CliNotes } {
   const str = { type: 'string' } as const;
@@ -556,6 +574,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
         'metrics-interval-ms': str,
         'allow-cpu-metrics': str,
         'allow-gpu-metrics': str,
+        'metrics-config': multi,
         'exit-timeout-secs': str,
         'model-load-thread-count': str,
         'log-info': str,
@@ -608,6 +627,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
   if (logFormat !== 'default' && logFormat !== 'ISO8601') throw new UsageError(`invalid argument for --log-format, got: ${logFormat}`);
   const logStyle = (v['log-style'] as string | undefined) ?? 'auto';
   if (!isLogStyle(logStyle)) throw new UsageError(`--log-style must be auto, pretty or json, got '${logStyle}'`);
+  const metricsConfig = metricsConfigOptions(v['metrics-config'] as string[] | undefined, ignoredFlags);
   const metricsIntervalMs = Number(v['metrics-interval-ms'] ?? 2000);
   if (!Number.isFinite(metricsIntervalMs) || metricsIntervalMs <= 0)
     throw new UsageError(`--metrics-interval-ms expects a positive number, got '${String(v['metrics-interval-ms'])}'`);
@@ -655,6 +675,7 @@ export function parseCli(argv: string[]): ServerOptions & { help?: boolean; vers
     httpThreadCount: int('http-thread-count', str1('http-thread-count'), 8, 1),
     metricsAddress: str1('metrics-address'),
     metricsIntervalMs,
+    metricsConfig,
     allowCpuMetrics: bool('allow-cpu-metrics', str1('allow-cpu-metrics'), true),
     metricsAuth: bool('metrics-auth', str1('metrics-auth'), true),
     metricsTenantLabels: bool('metrics-tenant-labels', str1('metrics-tenant-labels'), false),

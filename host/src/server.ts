@@ -43,6 +43,7 @@ import type { RedisCacheConfig } from './cache/redis-config.js';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './frontend/http/limits.js';
 import { DEFAULT_ENSEMBLE_LIMITS, type EnsembleLimits } from './ensemble/budget.js';
 import { TenantExecutionArbiter } from './scheduler/tenant-arbiter.js';
+import type { MetricsConfig } from './metrics/config.js';
 import { ServerMetrics } from './metrics/prometheus.js';
 import { buildMetricsApp, type MetricsAccess } from './metrics/server.js';
 
@@ -209,6 +210,8 @@ export interface ServerOptions {
   metricsAuth?: boolean;
   /** `--metrics-tenant-labels` (multi-tenant mode; default false): per-model series carry a `tenant` label. */
   metricsTenantLabels?: boolean;
+  /** `--metrics-config` (metrics/config.ts): latency counters (default on) and Triton's latency summaries (default off). */
+  metricsConfig?: MetricsConfig;
   /**
    * `--exit-timeout-secs` (default 30, as Triton): how long stop() waits for in-flight requests
    * (and an unload for its version's requests) before failing them and finishing anyway.
@@ -450,7 +453,7 @@ async function createResolvers(
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const logger = opts.logger ?? pino({ level: opts.logLevel ?? 'info', base: { service: 'warden' } });
   // DESIGN "Multi-tenancy": tenant ids reach the series only when the operator asks for them.
-  const metrics = new ServerMetrics({ tenantLabel: opts.tenantsFile !== undefined && opts.metricsTenantLabels === true });
+  const metrics = new ServerMetrics({ tenantLabel: opts.tenantsFile !== undefined && opts.metricsTenantLabels === true, config: opts.metricsConfig });
   const tenants = opts.tenantsFile ? await TenantRegistry.open(opts.tenantsFile, { logger: logger.child({ component: 'tenants' }), jwt: opts.jwt }) : undefined;
   const wasmLimits = opts.wasmLimits ?? DEFAULT_WASM_LIMITS;
   const serverAdmission = new ServerAdmission(opts.caps ?? DEFAULT_SERVER_CAPS, (origin) =>

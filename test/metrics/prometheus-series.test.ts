@@ -1,6 +1,8 @@
 /** Per-model counter series (host/src/metrics/prometheus.ts): buffered increments, exact at every scrape. */
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_METRICS_CONFIG } from '../../host/src/metrics/config.js';
 import { ServerMetrics } from '../../host/src/metrics/prometheus.js';
+import { ModelStatistics } from '../../host/src/metrics/stats.js';
 
 const line = (text: string, name: string, labels: string) => text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
 
@@ -65,5 +67,71 @@ describe('ServerMetrics per-model series', () => {
     expect(() => s.success.inc(-1)).toThrow(RangeError);
     expect(() => s.requestDurationUs.inc(Number.NaN)).toThrow(RangeError);
     expect(() => s.requestDurationUs.inc(Infinity)).toThrow(RangeError);
+  });
+
+  it("summary_latencies=true: Triton's five summaries per model version, with their quantiles, count and sum", async () => {
+    const m = new ServerMetrics({ tenantLabel: true, config: { ...DEFAULT_METRICS_CONFIG, summaryLatencies: true } });
+    const stats = new ModelStatistics(m.forModel('simple', 1, 'acme'));
+    for (let i = 1; i <= 100; i++) {
+      stats.recordSuccess(BigInt(i) * 1_000_000n, 1); // request: i ms = i·1000 µs
+      stats.recordRequestTimes(BigInt(i) * 1000n, 0n, 5000n, 0n); // queue: i µs; compute infer: 5 µs
+    }
+    // Sums only (the native data path): counted by the counters, not observed by the summaries.
+    stats.absorb({
+      successCount: 50,
+      successNs: 50e9,
+      failCount: 0,
+      failNs: 0,
+      timedCount: 50,
+      queueNs: 50e9,
+      computeInputNs: 0,
+      computeInferNs: 0,
+      computeOutputNs: 0,
+      inferenceCount: 50,
+      executionCount: 50,
+      batch1Count: 0,
+      batch1InputNs: 0,
+      batch1InferNs: 0,
+      batch1OutputNs: 0,
+      lastInferenceMs: 0,
+    });
+    const text = await m.registry.metrics();
+    const l = 'model="simple",version="1",tenant="acme"';
+    expect(text).toContain('# TYPE nv_inference_request_summary_us summary');
+    for (const name of ['request', 'queue', 'compute_input', 'compute_infer', 'compute_output']) {
+      expect(line(text, `nv_inference_${name}_summary_us_count`, l), name).toBe(`nv_inference_${name}_summary_us_count{${l}} 100`);
+    }
+    expect(line(text, 'nv_inference_request_summary_us_sum', l)).toBe(`nv_inference_request_summary_us_sum{${l}} 5050000`);
+    expect(line(text, 'nv_inference_request_success', l)).toMatch(/ 150$/);
+    const quantile = (name: string, q: string) => Number(line(text, `nv_inference_${name}_summary_us`, `quantile="${q}",${l}`)?.split(' ')[1]);
+    // t-digest estimates: within 2 % of the exact quantile.
+    const near = (v: number, exact: number) => expect(Math.abs(v - exact), `${v} vs ${exact}`).toBeLessThanOrEqual(exact * 0.02);
+    near(quantile('request', '0.5'), 50_000);
+    near(quantile('request', '0.99'), 99_000);
+    near(quantile('queue', '0.9'), 90);
+    expect(quantile('compute_infer', '0.999')).toBe(5);
+  });
+
+  it('without summary_latencies no summary; counter_latencies=false leaves the latency counters out, not the request counts', async () => {
+    const plain = new ServerMetrics();
+    new ModelStatistics(plain.forModel('simple', 1)).recordSuccess(1000n, 1);
+    const text = await plain.registry.metrics();
+    expect(text).not.toContain('_summary_us');
+    expect(line(text, 'nv_inference_request_duration_us', 'model="simple",version="1"')).toMatch(/ 1$/);
+    const off = new ServerMetrics({ config: { ...DEFAULT_METRICS_CONFIG, counterLatencies: false } });
+    const stats = new ModelStatistics(off.forModel('simple', 1));
+    stats.recordSuccess(1000n, 1);
+    stats.recordRequestTimes(1000n, 1000n, 1000n, 1000n);
+    stats.recordCacheMiss(1000n);
+    const offText = await off.registry.metrics();
+    expect(line(offText, 'nv_inference_request_success', 'model="simple",version="1"')).toMatch(/ 1$/);
+    for (const name of [
+      'nv_inference_request_duration_us',
+      'nv_inference_queue_duration_us',
+      'nv_inference_compute_infer_duration_us',
+      'nv_cache_num_misses_per_model',
+    ]) {
+      expect(offText, name).not.toContain(name);
+    }
   });
 });

@@ -4,11 +4,15 @@
  * `--metrics-tenant-labels=true` every per-model series also carries `tenant` (the model's
  * namespace, '' for the operator's models), so two tenants' models of the same name are separate
  * series; without it (the default) they add into one series and no tenant id is shown
- * (DESIGN "Multi-tenancy").
+ * (DESIGN "Multi-tenancy"). `--metrics-config` (metrics/config.ts) turns the latency counters off
+ * or Triton's latency summaries on: prom-client `Summary` series over a 60 s sliding window, fed
+ * per request — statistics the native data path hands over as sums (`ModelStatistics.absorb`)
+ * reach the counters but cannot reach a summary.
  */
 import { cpus, freemem, totalmem } from 'node:os';
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, Summary, collectDefaultMetrics } from 'prom-client';
 import { TRITON_PROTOCOL_VERSION, WARDEN_VERSION } from '../project.js';
+import { DEFAULT_METRICS_CONFIG, type MetricsConfig, SUMMARY_AGE_BUCKETS, SUMMARY_MAX_AGE_SECONDS } from './config.js';
 
 /** Busy and total CPU time of the machine, summed over its CPUs (ms). */
 function cpuTimes(): { busy: number; total: number } {
@@ -82,6 +86,27 @@ class BufferedCounter {
   }
 }
 
+/** A series that counts nothing (a latency counter `--metrics-config=counter_latencies=false` turned off). */
+const NO_COUNT: CountSeries = { inc: () => undefined };
+
+/** One summary series (one label set): each observation lands in its sliding window, count and sum. */
+export interface ObserveSeries {
+  /**
+   * Observe one value (µs).
+   * @throws TypeError for a value that is not finite (prom-client's own check)
+   */
+  observe(value: number): void;
+}
+
+/** Triton's per-model latency summaries (`--metrics-config=summary_latencies=true`), in µs. */
+export interface LatencySummaries {
+  request: ObserveSeries;
+  queue: ObserveSeries;
+  computeInput: ObserveSeries;
+  computeInfer: ObserveSeries;
+  computeOutput: ObserveSeries;
+}
+
 /** Counter series bound to one model version. */
 export interface ModelMetricSeries {
   success: CountSeries;
@@ -95,6 +120,8 @@ export interface ModelMetricSeries {
   computeOutputDurationUs: CountSeries;
   /** The response cache's series (created on first use: only models with a cache show them). */
   cache(): CacheMetricSeries;
+  /** The latency summaries, present when `--metrics-config=summary_latencies=true`. */
+  summaries?: LatencySummaries;
 }
 
 /** Triton's per-model response cache counters. */
@@ -117,25 +144,31 @@ export class ServerMetrics {
   private readonly failure;
   private readonly inferenceCount;
   private readonly execCount;
-  private readonly requestDuration;
-  private readonly queueDuration;
-  private readonly computeInput;
-  private readonly computeInfer;
-  private readonly computeOutput;
+  private readonly requestDuration: BufferedCounter | undefined;
+  private readonly queueDuration: BufferedCounter | undefined;
+  private readonly computeInput: BufferedCounter | undefined;
+  private readonly computeInfer: BufferedCounter | undefined;
+  private readonly computeOutput: BufferedCounter | undefined;
   private readonly loadDuration;
-  private readonly cacheHits;
-  private readonly cacheMisses;
-  private readonly cacheHitDuration;
-  private readonly cacheMissDuration;
+  private readonly cacheHits: BufferedCounter | undefined;
+  private readonly cacheMisses: BufferedCounter | undefined;
+  private readonly cacheHitDuration: BufferedCounter | undefined;
+  private readonly cacheMissDuration: BufferedCounter | undefined;
+  /** The latency summaries (request, queue, compute input / infer / output), when turned on. */
+  private readonly summaries: Record<keyof LatencySummaries, Summary> | undefined;
   private pendingSource: PendingSource = () => [];
   private instanceSource: InstanceSource = () => [];
   private readonly textSources: (() => string)[] = [];
 
   private readonly tenantLabel: boolean;
 
-  /** @param opts.tenantLabel add the `tenant` label to per-model series (multi-tenant mode) */
-  constructor(opts: { tenantLabel?: boolean } = {}) {
+  /**
+   * @param opts.tenantLabel add the `tenant` label to per-model series (multi-tenant mode)
+   * @param opts.config `--metrics-config`: latency counters (default on) and summaries (default off)
+   */
+  constructor(opts: { tenantLabel?: boolean; config?: MetricsConfig } = {}) {
     this.tenantLabel = opts.tenantLabel ?? false;
+    const config = opts.config ?? DEFAULT_METRICS_CONFIG;
     const registers = [this.registry];
     // Warden's own identity (clients see Triton's in server metadata, spec §1.4).
     new Gauge({
@@ -148,6 +181,8 @@ export class ServerMetrics {
       .set(1);
     const labelNames: string[] = this.tenantLabel ? ['model', 'version', 'tenant'] : ['model', 'version'];
     const counter = (name: string, help: string) => new BufferedCounter({ name, help, labelNames, registers });
+    // Triton's latency counters, unless `counter_latencies=false` (core MetricModelReporter::InitializeCounters).
+    const latency = (name: string, help: string) => (config.counterLatencies ? counter(name, help) : undefined);
     this.success = counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes');
     this.failure = new BufferedCounter({
       name: 'nv_inference_request_failure',
@@ -157,24 +192,50 @@ export class ServerMetrics {
     });
     this.inferenceCount = counter('nv_inference_count', 'Number of inferences performed (does not include cached requests)');
     this.execCount = counter('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)');
-    this.requestDuration = counter('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)');
-    this.queueDuration = counter('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)');
-    this.computeInput = counter(
+    this.requestDuration = latency('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)');
+    this.queueDuration = latency('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)');
+    this.computeInput = latency(
       'nv_inference_compute_input_duration_us',
       'Cumulative compute input duration in microseconds (does not include cached requests)',
     );
-    this.computeInfer = counter(
+    this.computeInfer = latency(
       'nv_inference_compute_infer_duration_us',
       'Cumulative compute inference duration in microseconds (does not include cached requests)',
     );
-    this.computeOutput = counter(
+    this.computeOutput = latency(
       'nv_inference_compute_output_duration_us',
       'Cumulative inference compute output duration in microseconds (does not include cached requests)',
     );
-    this.cacheHits = counter('nv_cache_num_hits_per_model', 'Number of cache hits per model');
-    this.cacheMisses = counter('nv_cache_num_misses_per_model', 'Number of cache misses per model');
-    this.cacheHitDuration = counter('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds');
-    this.cacheMissDuration = counter('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds');
+    this.cacheHits = latency('nv_cache_num_hits_per_model', 'Number of cache hits per model');
+    this.cacheMisses = latency('nv_cache_num_misses_per_model', 'Number of cache misses per model');
+    this.cacheHitDuration = latency('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds');
+    this.cacheMissDuration = latency('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds');
+    // Triton's latency summaries (core Metrics: the `nv_inference_*_summary_us` families, their help texts).
+    if (config.summaryLatencies) {
+      const summary = (name: string, help: string) =>
+        new Summary({
+          name,
+          help,
+          labelNames,
+          registers,
+          percentiles: config.summaryQuantiles.map((q) => q.quantile),
+          maxAgeSeconds: SUMMARY_MAX_AGE_SECONDS,
+          ageBuckets: SUMMARY_AGE_BUCKETS,
+        });
+      this.summaries = {
+        request: summary('nv_inference_request_summary_us', 'Summary of inference request duration in microseconds (includes cached requests)'),
+        queue: summary('nv_inference_queue_summary_us', 'Summary of inference queuing duration in microseconds (includes cached requests)'),
+        computeInput: summary('nv_inference_compute_input_summary_us', 'Cumulative compute input duration in microseconds (does not include cached requests)'),
+        computeInfer: summary(
+          'nv_inference_compute_infer_summary_us',
+          'Cumulative compute inference duration in microseconds (does not include cached requests)',
+        ),
+        computeOutput: summary(
+          'nv_inference_compute_output_summary_us',
+          'Cumulative inference compute output duration in microseconds (does not include cached requests)',
+        ),
+      };
+    }
     const self = this;
     new Gauge({
       name: 'nv_inference_pending_request_count',
@@ -216,25 +277,41 @@ export class ServerMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'warden_process_' });
   }
 
-  /** Counter series for one model version (one object per label set, reused across reloads). */
+  /**
+   * Counter series for one model version (one object per label set, reused across reloads), and
+   * its summary series when summaries are on (a reload observes into the same series).
+   */
   forModel(model: string, version: number, tenant = ''): ModelMetricSeries {
     const labels = this.labels(model, String(version), tenant);
+    const child = (c: BufferedCounter | undefined) => c?.child(labels) ?? NO_COUNT;
+    const s = this.summaries;
     return {
       success: this.success.child(labels),
       failure: (reason) => this.failure.child({ ...labels, reason }),
       inferenceCount: this.inferenceCount.child(labels),
       execCount: this.execCount.child(labels),
-      requestDurationUs: this.requestDuration.child(labels),
-      queueDurationUs: this.queueDuration.child(labels),
-      computeInputDurationUs: this.computeInput.child(labels),
-      computeInferDurationUs: this.computeInfer.child(labels),
-      computeOutputDurationUs: this.computeOutput.child(labels),
+      requestDurationUs: child(this.requestDuration),
+      queueDurationUs: child(this.queueDuration),
+      computeInputDurationUs: child(this.computeInput),
+      computeInferDurationUs: child(this.computeInfer),
+      computeOutputDurationUs: child(this.computeOutput),
       cache: () => ({
-        hits: this.cacheHits.child(labels),
-        misses: this.cacheMisses.child(labels),
-        hitDurationUs: this.cacheHitDuration.child(labels),
-        missDurationUs: this.cacheMissDuration.child(labels),
+        hits: child(this.cacheHits),
+        misses: child(this.cacheMisses),
+        hitDurationUs: child(this.cacheHitDuration),
+        missDurationUs: child(this.cacheMissDuration),
       }),
+      ...(s
+        ? {
+            summaries: {
+              request: s.request.labels(labels),
+              queue: s.queue.labels(labels),
+              computeInput: s.computeInput.labels(labels),
+              computeInfer: s.computeInfer.labels(labels),
+              computeOutput: s.computeOutput.labels(labels),
+            },
+          }
+        : {}),
     };
   }
 

@@ -1,9 +1,12 @@
+import { type LatencyPercentiles, LatencyWindow } from './latency-window.js';
 import type { ModelMetricSeries } from './prometheus.js';
 
 /**
  * Per-model-version inference statistics (spec §3.2, the `statistics` extension). Durations are
  * accumulated in ns; `inference_count` counts batch elements, `execution_count` backend executions
- * (batch statistics), `last_inference` the time of the latest batch statistic.
+ * (batch statistics), `last_inference` the time of the latest batch statistic. Warden adds the
+ * percentiles of the latest successful requests' durations and queue times
+ * (`latency_percentiles_us`, metrics/latency-window.ts).
  */
 
 /** `{count, ns}` as the statistics extension prints it. */
@@ -80,6 +83,9 @@ export class ModelStatistics {
   readonly cacheHit = zero();
   readonly cacheMiss = zero();
   private readonly batches = new Map<number, BatchStat>();
+  /** The latest successful requests' end-to-end durations and the latest queue times (µs), for `latency_percentiles_us`. */
+  private readonly requestWindow = new LatencyWindow();
+  private readonly queueWindow = new LatencyWindow();
   /** Token usage of the OpenAI-compatible requests this version served, by the caller's tenant ('' the operator). */
   private readonly tokens = new Map<string, TokenUsage>();
 
@@ -111,10 +117,13 @@ export class ModelStatistics {
   recordSuccess(durationNs: bigint, batchSize: number): void {
     add(this.success, durationNs);
     this.inferenceCount += batchSize;
+    const u = us(durationNs);
+    this.requestWindow.record(u);
     if (this.metrics) {
       this.metrics.success.inc();
       this.metrics.inferenceCount.inc(batchSize);
-      this.metrics.requestDurationUs.inc(us(durationNs));
+      this.metrics.requestDurationUs.inc(u);
+      this.metrics.summaries?.request.observe(u);
     }
   }
 
@@ -135,9 +144,14 @@ export class ModelStatistics {
     add(this.success, durationNs);
     add(this.queue, 0n);
     add(this.cacheHit, lookupNs);
+    const u = us(durationNs);
+    this.requestWindow.record(u);
+    this.queueWindow.record(0);
     if (this.metrics) {
       this.metrics.success.inc();
-      this.metrics.requestDurationUs.inc(us(durationNs));
+      this.metrics.requestDurationUs.inc(u);
+      this.metrics.summaries?.request.observe(u);
+      this.metrics.summaries?.queue.observe(0);
       const c = this.metrics.cache();
       c.hits.inc();
       c.hitDurationUs.inc(us(lookupNs));
@@ -160,11 +174,21 @@ export class ModelStatistics {
     add(this.computeInput, inputNs);
     add(this.computeInfer, inferNs);
     add(this.computeOutput, outputNs);
-    if (this.metrics) {
-      this.metrics.queueDurationUs.inc(us(queueNs));
-      this.metrics.computeInputDurationUs.inc(us(inputNs));
-      this.metrics.computeInferDurationUs.inc(us(inferNs));
-      this.metrics.computeOutputDurationUs.inc(us(outputNs));
+    const queueUs = us(queueNs);
+    this.queueWindow.record(queueUs);
+    const m = this.metrics;
+    if (m) {
+      m.queueDurationUs.inc(queueUs);
+      m.computeInputDurationUs.inc(us(inputNs));
+      m.computeInferDurationUs.inc(us(inferNs));
+      m.computeOutputDurationUs.inc(us(outputNs));
+      const sm = m.summaries;
+      if (sm) {
+        sm.queue.observe(queueUs);
+        sm.computeInput.observe(us(inputNs));
+        sm.computeInfer.observe(us(inferNs));
+        sm.computeOutput.observe(us(outputNs));
+      }
     }
   }
 
@@ -193,7 +217,8 @@ export class ModelStatistics {
   /**
    * Adds what another path counted for this version since its last take (the native data path's
    * route statistics, native/rust/data-path/src/stats.rs): the same fields the record* methods
-   * move, in bulk, with their Prometheus series.
+   * move, in bulk, with their Prometheus counters. Sums carry no single durations: these requests
+   * reach neither the latency summaries nor `latency_percentiles_us`.
    */
   absorb(s: AbsorbedStats): void {
     if (s.successCount > 0) {
@@ -245,12 +270,25 @@ export class ModelStatistics {
   }
 
   /**
+   * Percentiles (µs) of the latest successful requests' end-to-end durations and of the latest
+   * queue times ({@link LatencyWindow}: at most 512 of each), or undefined before the first.
+   */
+  latencyPercentiles(): { request?: LatencyPercentiles; queue?: LatencyPercentiles } | undefined {
+    const request = this.requestWindow.percentiles();
+    const queue = this.queueWindow.percentiles();
+    if (!request && !queue) return undefined;
+    return { ...(request ? { request } : {}), ...(queue ? { queue } : {}) };
+  }
+
+  /**
    * The JSON of one `model_stats` entry (spec §3.2); with Warden's `token_usage` (prompt and
-   * completion tokens of the OpenAI-compatible requests served) once there was one.
+   * completion tokens of the OpenAI-compatible requests served) once there was one, and Warden's
+   * `latency_percentiles_us` ({@link latencyPercentiles}) once a request was timed.
    */
   toJson(name: string, version: number): Record<string, unknown> {
     this.pull?.();
     const tokens = this.tokenUsage();
+    const percentiles = this.latencyPercentiles();
     return {
       name,
       version: String(version),
@@ -271,6 +309,7 @@ export class ModelStatistics {
       batch_stats: [...this.batches.values()].sort((a, b) => a.batch_size - b.batch_size),
       memory_usage: [],
       ...(tokens ? { token_usage: tokens.total } : {}),
+      ...(percentiles ? { latency_percentiles_us: percentiles } : {}),
     };
   }
 }

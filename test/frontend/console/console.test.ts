@@ -182,6 +182,10 @@ describe.skipIf(!CHROMIUM)('the web console in headless Chromium', () => {
       return Number(await page.$eval(cell, (el) => el.textContent));
     };
     expect(await requests(0)).toBe(0);
+    const row = '#stats tr[data-model="chatty"]';
+    // No timed request yet: the percentile cells show a dash.
+    expect(await textOf(page, `${row} .latency-percentiles`)).toBe('–');
+    expect(await textOf(page, `${row} .queue-percentiles`)).toBe('–');
     await openView(page, 'infer', 'Test inference');
     await page.select('#infer-model', 'chatty');
     // The form fills a request from the model's metadata.
@@ -198,6 +202,16 @@ describe.skipIf(!CHROMIUM)('the web console in headless Chromium', () => {
     await page.click('#infer-submit');
     await page.waitForSelector('#notice');
     expect(await requests(2)).toBe(2);
+    // p50 / p90 / p99 of the two requests (ms, from the statistics' latency_percentiles_us): ordered, latency above zero.
+    const percentiles = async (cls: string) => (await textOf(page, `${row} .${cls}`)).split(' / ').map(Number);
+    const latency = await percentiles('latency-percentiles');
+    expect(latency).toHaveLength(3);
+    expect(latency[0]).toBeGreaterThan(0);
+    expect(latency[0]).toBeLessThanOrEqual(latency[1]!);
+    expect(latency[1]).toBeLessThanOrEqual(latency[2]!);
+    const queue = await percentiles('queue-percentiles');
+    expect(queue).toHaveLength(3);
+    expect(queue.every((q) => q >= 0 && Number.isFinite(q))).toBe(true);
     await shot('statistics');
   });
 

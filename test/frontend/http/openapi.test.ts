@@ -137,6 +137,9 @@ describe('the OpenAPI description against the server', () => {
       expect((await c.call(s, 'post', `${base}/generate_stream`, params, json(generate))).type).toBe('text/event-stream');
       expect((await c.call(s, 'post', `${base}/generate_stream`, missing, json(generate))).status).toBe(404);
     }
+    // After the inferences above, a version's statistics carry Warden's latency percentiles (validated against the schema by call).
+    const stats = JSON.parse((await c.call(s, 'get', '/v2/models/{model}/versions/{version}/stats', { model: 'simple', version: '1' })).body.toString());
+    expect(stats.model_stats[0].latency_percentiles_us.request.count).toBeGreaterThanOrEqual(2);
     await c.call(s, 'get', '/v2/models/{model}/trace/setting', { model: 'simple' });
     expect((await c.call(s, 'get', '/v2/models/{model}/trace/setting', { model: 'nope' })).status).toBe(400);
     await c.call(s, 'post', '/v2/models/{model}/trace/setting', { model: 'simple' }, json({ trace_rate: null }));

@@ -34,9 +34,22 @@ const durations = (names: string[]): JsonSchema => ({
   properties: Object.fromEntries(names.map((n) => [n, ref('StatDuration')])),
 });
 
+const percentiles: JsonSchema = {
+  type: 'object',
+  required: ['count', 'p50', 'p90', 'p99'],
+  additionalProperties: false,
+  properties: {
+    count: { type: 'integer', minimum: 1, maximum: 512, description: 'Samples the percentiles are over (the latest, at most 512).' },
+    p50: { type: 'number', minimum: 0 },
+    p90: { type: 'number', minimum: 0 },
+    p99: { type: 'number', minimum: 0 },
+  },
+};
+
 /** The statistics group's component schemas. */
 export const STATISTICS_SCHEMAS: Record<string, JsonSchema> = {
   StatDuration: duration,
+  LatencyPercentiles: percentiles,
   Statistics: {
     type: 'object',
     required: ['model_stats'],
@@ -94,6 +107,14 @@ export const STATISTICS_SCHEMAS: Record<string, JsonSchema> = {
             },
           },
         },
+      },
+      latency_percentiles_us: {
+        type: 'object',
+        additionalProperties: false,
+        minProperties: 1,
+        description:
+          "Warden's addition, once the version timed a request: nearest-rank percentiles in microseconds of the latest successful requests' end-to-end durations (`request`) and of the latest queue times (`queue`), at most 512 of each. Requests the native HTTP data path served are counted in sums only and are not in these.",
+        properties: { request: ref('LatencyPercentiles'), queue: ref('LatencyPercentiles') },
       },
     },
   },
