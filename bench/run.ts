@@ -13,7 +13,7 @@
  *   bench/vs-triton.ts exporting `benchVsTriton(ctx: BenchContext): Promise<unknown>` (the real tritonserver of the pinned wheel; skips where it cannot run)
  * Each suite prints its own lines and records its tables with `ctx.section(title, body)`; the
  * summary at the end repeats every section. Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (2),
- * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, flood, alloc, hop, owner, mlserver, wasm, native, tenancy, json, grpc, python, python-gpu, openai, fleet, density, vs-triton;
+ * BENCH_ROUNDS (3), BENCH_ONLY (comma list of suite names: http, flood, alloc, hop, owner, mlserver, wasm, bls, native, tenancy, json, grpc, python, python-gpu, openai, fleet, density, vs-triton;
  * names given as arguments, `npm run bench -- vs-triton`, count the same).
  *
  * Exit status: 0 when every suite ran (targets missed are reported, not fatal), 1 when one failed.
@@ -72,6 +72,7 @@ async function main(): Promise<number> {
     ['owner', async () => benchOwner],
     ['mlserver', async () => benchMlserver],
     ['wasm', () => optionalSuite('./wasm.js', 'benchWasm')],
+    ['bls', () => optionalSuite('./bls.js', 'benchBls')],
     ['native', () => optionalSuite('./native.js', 'benchNative')],
     ['tenancy', () => optionalSuite('./tenancy.js', 'benchTenancy')],
     ['json', () => optionalSuite('./json.js', 'benchJson')],

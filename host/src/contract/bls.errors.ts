@@ -3,7 +3,7 @@
  * backends/wasm/host/inference.ts), one function per message. Warden's text (Triton has no
  * capabilities or limits on BLS).
  */
-import { type TritonError, invalidArg, unavailable, unsupported } from './errors.js';
+import { type TritonError, internal, invalidArg, unavailable, unsupported } from './errors.js';
 
 /** INVALID_ARG: a grant parameter whose key names no valid model. */
 export function grantName(model: string, key: string, problem: string): TritonError {
@@ -63,4 +63,9 @@ export function outsideExecute(): TritonError {
 /** INVALID_ARG: a call handle the execute does not have. */
 export function unknownCall(handle: number): TritonError {
   return invalidArg(`no call ${handle} in flight in this execute`);
+}
+
+/** INTERNAL: a non-decoupled callee that ended its call without a response. */
+export function noResponse(callee: string): TritonError {
+  return internal(`the call to model '${callee}' ended without a response`);
 }

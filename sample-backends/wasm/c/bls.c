@@ -81,6 +81,16 @@ static const warden_backend_types_parameter_t *param(const wg_request_t *req,
   return NULL;
 }
 
+// The model `req` calls: its parameter `callee`, else the configuration's.
+static sandboxed_backend_string_t
+callee_of(const exports_warden_backend_backend_model_t *m,
+          const wg_request_t *req) {
+  const warden_backend_types_parameter_t *c = param(req, "callee");
+  if (c && c->value.tag == WARDEN_BACKEND_TYPES_PARAMETER_VALUE_STRING)
+    return c->value.val.string;
+  return (sandboxed_backend_string_t){(uint8_t *)m->callee, strlen(m->callee)};
+}
+
 // The call of `req` on `callee`: its inputs as they are, every output, no
 // parameters.
 static warden_backend_inference_inference_request_t
@@ -149,12 +159,7 @@ static void fail_with(exports_warden_backend_backend_result_response_error_t *r,
 static void answer(const exports_warden_backend_backend_model_t *m,
                    const wg_request_t *req,
                    exports_warden_backend_backend_result_response_error_t *r) {
-  const warden_backend_types_parameter_t *c = param(req, "callee");
-  sandboxed_backend_string_t callee =
-      c && c->value.tag == WARDEN_BACKEND_TYPES_PARAMETER_VALUE_STRING
-          ? c->value.val.string
-          : (sandboxed_backend_string_t){(uint8_t *)m->callee,
-                                         strlen(m->callee)};
+  sandboxed_backend_string_t callee = callee_of(m, req);
   const warden_backend_types_parameter_t *k = param(req, "calls");
   int64_t calls = k && k->value.tag == WARDEN_BACKEND_TYPES_PARAMETER_VALUE_INT
                       ? k->value.val.int_
@@ -219,12 +224,7 @@ static void answer(const exports_warden_backend_backend_model_t *m,
 // One decoupled request: every response of the callee, sent on.
 static void stream(const exports_warden_backend_backend_model_t *m,
                    const wg_request_t *req) {
-  const warden_backend_types_parameter_t *c = param(req, "callee");
-  sandboxed_backend_string_t callee =
-      c && c->value.tag == WARDEN_BACKEND_TYPES_PARAMETER_VALUE_STRING
-          ? c->value.val.string
-          : (sandboxed_backend_string_t){(uint8_t *)m->callee,
-                                         strlen(m->callee)};
+  sandboxed_backend_string_t callee = callee_of(m, req);
   warden_backend_inference_inference_request_t call = call_of(req, callee);
   warden_backend_types_error_t e = {0}, ignored;
   warden_backend_inference_call_handle_t h;

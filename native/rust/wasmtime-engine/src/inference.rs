@@ -1,8 +1,8 @@
 //! `warden:backend/inference` (wit/inference.wit): a guest's calls to other models. The capability
 //! itself — grants, the owner's principal, the deadline and in-flight limits, the memory held for
 //! the guest — lives in TypeScript (host/src/backends/wasm/host/inference.ts), shared with the V8
-//! engine: each function here is one host call to the JS thread (`infer-start`, `infer-next`,
-//! `infer-cancel`), waiting for its answer within the execute deadline.
+//! engine: each function here is one host call to the JS thread (`infer-call`, `infer-start`,
+//! `infer-next`, `infer-cancel`), waiting for its answer within the execute deadline.
 //!
 //! A request travels as JSON (`model`, `version`, `id`, `requestedOutputs`, `timeoutUs`, 64-bit
 //! integers as decimal strings) plus its tensors and parameters as a results descriptor
@@ -12,6 +12,7 @@
 use crate::bindings::warden::backend::inference::{Host, InferenceRequest, Tensor};
 use crate::bindings::warden::backend::types::{Error, ErrorCode, ParameterResult, ParameterValueResult, Response};
 use crate::descriptor::{self, DATATYPES};
+use crate::ffi_types::Reply;
 use crate::host::Guest;
 use crate::wire;
 use serde_json::{json, Value};
@@ -65,20 +66,43 @@ fn response_of(v: &Value, bufs: Vec<Vec<u8>>) -> Result<Response, Error> {
     Ok(Response { outputs, parameters })
 }
 
-impl Guest {
-    fn start_call(&mut self, request: InferenceRequest, decoupled: bool) -> wasmtime::Result<Result<u32, Error>> {
-        let meta = json!({
-            "model": request.model_name,
-            "version": request.model_version.to_string(),
-            "id": request.id,
-            "requestedOutputs": request.requested_outputs,
-            "timeoutUs": request.timeout_us.to_string(),
-        });
-        let mut bufs = Vec::new();
-        let desc =
-            descriptor::result(Ok(Response { outputs: request.inputs, parameters: request.parameters }), &mut bufs);
-        bufs.push(desc);
-        let r = self.io.call(json!({ "fn": "infer-start", "decoupled": decoupled, "request": meta }), bufs)?;
+/// A request's JSON and buffers (module docs): its tensors and parameters as a results descriptor.
+fn request_parts(request: InferenceRequest) -> (Value, Vec<Vec<u8>>) {
+    let meta = json!({
+        "model": request.model_name,
+        "version": request.model_version.to_string(),
+        "id": request.id,
+        "requestedOutputs": request.requested_outputs,
+        "timeoutUs": request.timeout_us.to_string(),
+    });
+    let mut bufs = Vec::new();
+    let desc = descriptor::result(Ok(Response { outputs: request.inputs, parameters: request.parameters }), &mut bufs);
+    bufs.push(desc);
+    (meta, bufs)
+}
+
+/// A reply whose `ok` is a response (null: none) or whose `err` is the call's error.
+fn outcome_of(r: Reply) -> Result<Option<Response>, Error> {
+    if let Some(e) = r.json.get("err") {
+        return Err(wire::error_from(e));
+    }
+    match r.json.get("ok") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => response_of(v, r.bufs).map(Some),
+    }
+}
+
+impl Host for Guest {
+    fn infer(&mut self, request: InferenceRequest) -> wasmtime::Result<Result<Response, Error>> {
+        // one host call: the JS thread answers with the response itself
+        let (meta, bufs) = request_parts(request);
+        let r = self.io.call(json!({ "fn": "infer-call", "request": meta }), bufs)?;
+        Ok(outcome_of(r).and_then(|o| o.ok_or_else(|| invalid("no response"))))
+    }
+
+    fn start(&mut self, request: InferenceRequest) -> wasmtime::Result<Result<u32, Error>> {
+        let (meta, bufs) = request_parts(request);
+        let r = self.io.call(json!({ "fn": "infer-start", "request": meta }), bufs)?;
         if let Some(e) = r.json.get("err") {
             return Ok(Err(wire::error_from(e)));
         }
@@ -87,43 +111,10 @@ impl Guest {
             _ => Ok(Err(invalid("call handle"))),
         }
     }
-}
-
-impl Host for Guest {
-    fn infer(&mut self, request: InferenceRequest) -> wasmtime::Result<Result<Response, Error>> {
-        let model = request.model_name.clone();
-        let call = match self.start_call(request, false)? {
-            Ok(h) => h,
-            Err(e) => return Ok(Err(e)),
-        };
-        let first = match self.next(call)? {
-            Ok(Some(r)) => r,
-            Ok(None) => {
-                return Ok(Err(Error {
-                    code: ErrorCode::Internal,
-                    message: format!("the call to model '{model}' ended without a response"),
-                }))
-            }
-            Err(e) => return Ok(Err(e)),
-        };
-        // a non-decoupled callee sends one final response: the call's end follows at once
-        let _ = self.next(call)?;
-        Ok(Ok(first))
-    }
-
-    fn start(&mut self, request: InferenceRequest) -> wasmtime::Result<Result<u32, Error>> {
-        self.start_call(request, true)
-    }
 
     fn next(&mut self, call: u32) -> wasmtime::Result<Result<Option<Response>, Error>> {
         let r = self.io.call(json!({ "fn": "infer-next", "handle": call }), vec![])?;
-        if let Some(e) = r.json.get("err") {
-            return Ok(Err(wire::error_from(e)));
-        }
-        match r.json.get("ok") {
-            None | Some(Value::Null) => Ok(Ok(None)),
-            Some(v) => Ok(response_of(v, r.bufs).map(Some)),
-        }
+        Ok(outcome_of(r))
     }
 
     fn cancel(&mut self, call: u32) -> wasmtime::Result<()> {

@@ -293,3 +293,24 @@ export function cancelCall(state: InferenceState, handle: number): void {
   scope.heldBytes -= call.bytes;
   call.queue.length = 0;
 }
+
+/**
+ * `inference.infer`: a call to a non-decoupled callee and its one response, in one host call —
+ * `reply` gets the response (or the error) when it arrives; the call is gone after it.
+ * Never throws: a refused start is an `err` too.
+ */
+export function inferCall(state: InferenceState, req: CallRequest, reply: (o: CallOutcome) => void): void {
+  let handle: number;
+  try {
+    handle = startCall(state, req, false);
+  } catch (e) {
+    const t = asTritonError(e);
+    reply({ err: wireError(t) });
+    return;
+  }
+  nextOutcome(state, handle, (o) => {
+    // a response is followed by the call's end: nothing to wait for
+    if ('ok' in o && o.ok !== null) cancelCall(state, handle);
+    reply('ok' in o && o.ok === null ? { err: wireError(blsErrors.noResponse(req.model)) } : o);
+  });
+}

@@ -74,8 +74,7 @@ function interfaceObject(members: Record<string, unknown>): Readonly<Record<stri
 /** `warden:backend/inference` as the worker implements it (./worker.ts: each call waits for the host). */
 export interface InferenceImports {
   infer(request: WitInference.InferenceRequest): WitTypes.Response;
-  /** @param decoupled false for `infer`'s own start: a decoupled callee is refused */
-  start(request: WitInference.InferenceRequest, decoupled?: boolean): number;
+  start(request: WitInference.InferenceRequest): number;
   next(call: number): WitTypes.Response | undefined;
   cancel(call: number): void;
 }

@@ -24,7 +24,7 @@ import { Supervisor } from '../../supervisor.js';
 import type { SandboxedInstance, SandboxStats } from '../engine.js';
 import type { Reservation, SandboxMemory } from '../memory-budget.js';
 import { WireHandles, deliverResults, deliverSend, toWireRequests, type WireError } from '../wire.js';
-import { beginCalls, cancelCall, createInferenceState, endCalls, nextOutcome, startCall, type InferenceCalls, type InferenceState } from '../host/inference.js';
+import * as bls from '../host/inference.js';
 import { CANCEL_SLOTS, type CallAnswer, type CallToHost, type FromWorker, type ToWorker, type WorkerInit } from './messages.js';
 import { startSandboxWorker, type SpareWorkers } from './spares.js';
 
@@ -40,7 +40,7 @@ export interface WorkerCounter {
 export interface SandboxParams {
   init: Omit<WorkerInit, 'cancelFlags' | 'instance' | 'callChannel'>;
   /** The models the instance may call (../host/inference.ts); none: no grants. */
-  calls?: InferenceCalls;
+  calls?: bls.InferenceCalls;
   spec: InstanceSpec;
   logger: Logger;
   /** The model's own log, where guest lines also go (contract/model-log.ts). */
@@ -98,14 +98,14 @@ export class SandboxInstance implements SandboxedInstance {
   /** Each worker's memory reservation (released at its exit). */
   private readonly leases = new WeakMap<Worker, Reservation>();
   /** The calls of the execute in flight (`warden:backend/inference`). */
-  private readonly inference: InferenceState;
+  private readonly inference: bls.InferenceState;
   /** Where each worker's waiting host calls are answered (its `callChannel`), and the signal it waits on. */
   private readonly callPorts = new WeakMap<Worker, MessagePort>();
   private readonly callSignal = new Int32Array(new SharedArrayBuffer(4));
 
   private constructor(private readonly p: SandboxParams) {
     this.log = p.logger.child({ instance: p.spec.name });
-    this.inference = createInferenceState(p.calls);
+    this.inference = bls.createInferenceState(p.calls);
     this.sup = new Supervisor<Worker, TritonError>({
       start: () => this.spawn(),
       stop: (w) => void w.terminate(),
@@ -311,11 +311,12 @@ export class SandboxInstance implements SandboxedInstance {
       Atomics.add(this.callSignal, 0, 1);
       Atomics.notify(this.callSignal, 0);
     };
-    if (m.fn === 'cancel') cancelCall(this.inference, m.handle);
-    else if (m.fn === 'next') nextOutcome(this.inference, m.handle, answer);
+    if (m.fn === 'cancel') bls.cancelCall(this.inference, m.handle);
+    else if (m.fn === 'next') bls.nextOutcome(this.inference, m.handle, answer);
+    else if (m.fn === 'infer') bls.inferCall(this.inference, m.request, answer);
     else {
       try {
-        answer({ ok: startCall(this.inference, m.request, m.decoupled) });
+        answer({ ok: bls.startCall(this.inference, m.request, m.decoupled) });
       } catch (e) {
         const t = e instanceof TritonError ? e : err.sandboxFailed(this.p.init.model.name, String(e));
         answer({ err: { code: t.code, message: t.message } });
@@ -393,7 +394,7 @@ export class SandboxInstance implements SandboxedInstance {
   }
 
   private settle(p: Pending): void {
-    endCalls(this.inference);
+    bls.endCalls(this.inference);
     clearTimeout(p.timer);
     if (p.cancelPoll) clearInterval(p.cancelPoll);
     this.pending = undefined;
@@ -492,7 +493,7 @@ export class SandboxInstance implements SandboxedInstance {
         }, 20);
       }
       this.pending = p;
-      beginCalls(this.inference, requests, this.p.executeMs);
+      bls.beginCalls(this.inference, requests, this.p.executeMs);
       worker.postMessage({ t: 'exec', seq, requests: wire } satisfies ToWorker, transfer);
     });
   }

@@ -32,9 +32,13 @@ export interface WorkerInit extends Omit<HostConfig, 'calls'> {
 }
 
 /** A `warden:backend/inference` call of the guest (../host/inference.ts); `cancel` gets no answer. */
-export type CallToHost = { fn: 'start'; request: CallRequest; decoupled: boolean } | { fn: 'next'; handle: number } | { fn: 'cancel'; handle: number };
+export type CallToHost =
+  | { fn: 'infer'; request: CallRequest }
+  | { fn: 'start'; request: CallRequest; decoupled: boolean }
+  | { fn: 'next'; handle: number }
+  | { fn: 'cancel'; handle: number };
 
-/** The host's answer to a `start` (`ok`: the handle) or a `next` (`ok`: a response, or null at the end). */
+/** The host's answer to a `start` (`ok`: the handle), a `next` (`ok`: a response, or null at the end) or an `infer` (`ok`: the response). */
 export type CallAnswer = { ok: number | WireResponse | null } | { err: WireError };
 
 /**

@@ -96,8 +96,8 @@ function callRequest(r: WitInference.InferenceRequest) {
 }
 
 const inference: InferenceImports = {
-  start(r, decoupled = true) {
-    const a = callHost({ fn: 'start', request: callRequest(r), decoupled });
+  start(r) {
+    const a = callHost({ fn: 'start', request: callRequest(r), decoupled: true });
     if ('ok' in a && typeof a.ok === 'number') return a.ok;
     return answerError(a);
   },
@@ -110,12 +110,9 @@ const inference: InferenceImports = {
     post({ t: 'call', fn: 'cancel', handle: call });
   },
   infer(r) {
-    const call = inference.start(r, false);
-    const first = inference.next(call);
-    if (first === undefined) throw witErr('internal', `the call to model '${r.modelName}' ended without a response`);
-    // a non-decoupled callee sends one final response: the call's end follows at once
-    inference.next(call);
-    return first;
+    const a = callHost({ fn: 'infer', request: callRequest(r) });
+    if ('ok' in a && a.ok !== null && typeof a.ok === 'object') return toWitResponse(a.ok);
+    return answerError(a);
   },
 };
 

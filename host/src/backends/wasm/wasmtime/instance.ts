@@ -32,7 +32,7 @@ import type { Reservation, SandboxMemory } from '../memory-budget.js';
 import { createHostState, endCall, type HostState } from '../host/index.js';
 import type { HostCallError } from '../host/errors.js';
 import { listFiles, readFile } from '../host/files.js';
-import { beginCalls, cancelCall, createInferenceState, endCalls, nextOutcome, startCall, type CallOutcome, type InferenceState } from '../host/inference.js';
+import * as bls from '../host/inference.js';
 import { chargeLog, deliverLogLine, log, type LogLevel } from '../host/log.js';
 import type { ModelLogWriter } from '../../../contract/model-log.js';
 import { beginExecute, finishExecute, isCancelled, sendFinal, sendResponse, type ResponseSend } from '../host/responses.js';
@@ -129,7 +129,7 @@ export class WasmtimeInstance implements SandboxedInstance {
   /** Listeners of {@link wasmtimeThread}'s answer. */
   private readonly threadListeners: (() => void)[] = [];
   /** The calls of the execute in flight (`warden:backend/inference`). */
-  private readonly inference: InferenceState;
+  private readonly inference: bls.InferenceState;
 
   private constructor(
     private readonly port: InstancePort,
@@ -142,7 +142,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     private readonly memory?: SandboxMemory,
   ) {
     this.log = logger.child({ instance: spec.name });
-    this.inference = createInferenceState(config.calls);
+    this.inference = bls.createInferenceState(config.calls);
     this.sup = new Supervisor<number, TritonError>({
       start: () => this.nextGeneration(),
       stop: () => undefined, // nothing to stop: finalize ends the thread
@@ -352,18 +352,25 @@ export class WasmtimeInstance implements SandboxedInstance {
     try {
       switch (m.fn) {
         case 'infer-start':
-          out = startCall(this.inference, decodeCallRequest(m.request, buffers), m.decoupled === true);
+          out = bls.startCall(this.inference, decodeCallRequest(m.request, buffers), true);
           break;
+        case 'infer-call': {
+          const tid = this.threadId;
+          bls.inferCall(this.inference, decodeCallRequest(m.request, buffers), (o: bls.CallOutcome) => {
+            if (this.handle === handle && this.threadId === tid) this.replyOutcome(handle, seq, o);
+          });
+          return;
+        }
         case 'infer-next': {
           const tid = this.threadId;
-          nextOutcome(this.inference, Number(m.handle), (o: CallOutcome) => {
+          bls.nextOutcome(this.inference, Number(m.handle), (o: bls.CallOutcome) => {
             // the thread that asked may be gone (deadline, release): nobody waits then
             if (this.handle === handle && this.threadId === tid) this.replyOutcome(handle, seq, o);
           });
           return;
         }
         case 'infer-cancel':
-          cancelCall(this.inference, Number(m.handle));
+          bls.cancelCall(this.inference, Number(m.handle));
           break;
         case 'send-response':
           sendResponse(this.host.responses, Number(m.handle), decodeSentResult(buffers), m.final === true);
@@ -395,7 +402,7 @@ export class WasmtimeInstance implements SandboxedInstance {
   }
 
   /** Answers an `infer-next` (./descriptor.ts `encodeCallOutcome`: JSON and one buffer per output). */
-  private replyOutcome(handle: InstanceHandle, seq: number, o: CallOutcome): void {
+  private replyOutcome(handle: InstanceHandle, seq: number, o: bls.CallOutcome): void {
     if ('err' in o) {
       this.port.reply(handle, JSON.stringify({ err: witError(o.err), seq }), []);
       return;
@@ -467,7 +474,7 @@ export class WasmtimeInstance implements SandboxedInstance {
   private failPending(error: TritonError): void {
     const p = this.pending;
     if (!p) return;
-    endCalls(this.inference);
+    bls.endCalls(this.inference);
     this.pending = undefined;
     this.host.responses.inFlight = new Map();
     p.senders.forEach((s, i) => {
@@ -492,7 +499,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       return;
     }
     this.pending = undefined;
-    endCalls(this.inference);
+    bls.endCalls(this.inference);
     const returned = m.results;
     const results = finishExecute(this.host.responses, p.wire, returned);
     endCall(this.host);
@@ -588,7 +595,7 @@ export class WasmtimeInstance implements SandboxedInstance {
     beginExecute(this.host.responses, wire);
     return new Promise<ExecuteTimings | void>((resolve) => {
       this.pending = { requests, senders, wire, handles, finals: requests.map(() => false), resolve };
-      beginCalls(this.inference, requests, this.config.limits.executeMs);
+      bls.beginCalls(this.inference, requests, this.config.limits.executeMs);
       this.port.hold(true);
       let held = this.inputsHeld.get(this.threadId);
       if (!held) this.inputsHeld.set(this.threadId, (held = []));
