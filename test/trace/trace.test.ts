@@ -3,18 +3,20 @@
  * file with the request timestamps, and the OpenTelemetry mode's spans against a local OTLP/HTTP
  * collector stub.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { getJson, postJson, simpleRequest } from '../helpers/repo.js';
+import { PROJECT_ROOT, getJson, postJson, simpleRequest, type TempRepo } from '../helpers/repo.js';
 import { perTestServers } from '../helpers/servers.js';
 import { parseCli } from '../../host/src/cli-options.js';
 import { otlpUrl } from '../../host/src/trace/opentelemetry.js';
+import { TraceManager } from '../../host/src/trace/trace-manager.js';
 import { simpleInfer as grpcSimpleInfer, tritonGrpcClient, unaryCall } from '../helpers/grpc.js';
 import { sleep, until } from '../helpers/wait.js';
+import { pythonEnvironment } from '../backends/python/helpers.js';
 
 const grpcSimple = () => grpcSimpleInfer(Array(16).fill(1), Array(16).fill(2));
 
@@ -158,6 +160,127 @@ describe('trace output', () => {
   });
 });
 
+/** The two-input INT32 [1,16] body of `simple`-shaped models (bls_wasm, bls_python). */
+const pairBody = () => ({
+  inputs: [
+    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(3) },
+    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(1) },
+  ],
+});
+/** add_sub_ensemble's FP32 [16] body. */
+const ensembleBody = () => ({
+  inputs: [
+    { name: 'INPUT0', datatype: 'FP32', shape: [16], data: Array(16).fill(3) },
+    { name: 'INPUT1', datatype: 'FP32', shape: [16], data: Array(16).fill(1) },
+  ],
+});
+
+/** The trace file's heads (`{"id","model_name",...}` entries) and each id's timestamp names. */
+function traceFile(file: string): { heads: any[]; stamps: Map<number, string[]> } {
+  const entries = JSON.parse(readFileSync(file, 'utf8')) as any[];
+  const stamps = new Map<number, string[]>();
+  for (const e of entries.filter((x) => x.timestamps !== undefined))
+    stamps.set(
+      e.id,
+      e.timestamps.map((t: any) => t.name),
+    );
+  return { heads: entries.filter((x) => x.model_name !== undefined), stamps };
+}
+
+const ALL_STAMPS = ['REQUEST_START', 'QUEUE_START', 'COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END', 'REQUEST_END'];
+
+const pythonSkip = await pythonEnvironment();
+
+/** A temporary repository holding copies of the default repository's (model_repository/) `models`. */
+function defaultModels(...models: string[]): TempRepo {
+  const repo = repository([]);
+  for (const m of models) cpSync(join(PROJECT_ROOT, 'model_repository', m), join(repo.path, m), { recursive: true });
+  return repo;
+}
+
+describe('traces of nested requests (Triton mode: parent_id)', () => {
+  // count 1: the caller takes the only sampled trace; its nested requests are traced as its children anyway.
+  const traced = { level: ['TIMESTAMPS'] as ['TIMESTAMPS'], rate: 1, count: 1 };
+
+  it('an ensemble request and its steps: each step trace carries the ensemble trace id as parent_id', async () => {
+    const file = join(tempDir(), 'ensemble.json');
+    const s = await serve(defaultModels('add_sub_wasm', 'addsub_onnx', 'add_sub_ensemble'), {
+      loadModels: ['add_sub_wasm', 'addsub_onnx', 'add_sub_ensemble'],
+      trace: { file, ...traced },
+    });
+    const r = await postJson(`${s.httpUrl}/v2/models/add_sub_ensemble/infer`, { id: 'e1', ...ensembleBody() });
+    expect(r.status, r.text).toBe(200);
+    // count spent: a later request, and its steps, are not traced
+    expect((await postJson(`${s.httpUrl}/v2/models/add_sub_ensemble/infer`, ensembleBody())).status).toBe(200);
+    await s.stop();
+    const { heads, stamps } = traceFile(file);
+    const top = heads.find((h) => h.model_name === 'add_sub_ensemble');
+    expect(top).toEqual({ id: 1, model_name: 'add_sub_ensemble', model_version: 1, request_id: 'e1' });
+    const steps = heads.filter((h) => h.model_name !== 'add_sub_ensemble').sort((a, b) => a.id - b.id);
+    expect(steps).toEqual([
+      { id: 2, model_name: 'add_sub_wasm', model_version: 1, request_id: 'e1', parent_id: 1 },
+      { id: 3, model_name: 'addsub_onnx', model_version: 1, request_id: 'e1', parent_id: 1 },
+    ]);
+    for (const h of steps) expect(stamps.get(h.id)).toEqual(ALL_STAMPS);
+  });
+
+  it("only a trace of the same manager is a parent: a look-alike or another server's trace is sampled as any request's", () => {
+    const tracer = new TraceManager({ level: ['TIMESTAMPS'], rate: 3, count: -1 });
+    const other = new TraceManager({ level: ['TIMESTAMPS'], rate: 1, count: -1 });
+    const foreign = other.sample('m', 1, '')!;
+    expect(foreign).toBeDefined();
+    // rate 3: the 1st and 2nd requests of the scope are not sampled, the 3rd is
+    expect(tracer.sample('m', 1, '', undefined, { id: 1 })).toBeUndefined();
+    expect(tracer.sample('m', 1, '', undefined, foreign)).toBeUndefined();
+    const parent = tracer.sample('m', 1, '')!;
+    expect(parent.parentTrace).toBeUndefined();
+    // a child of a trace of its own: traced whatever the rate, with the parent's id
+    const child = tracer.sample('n', 1, 'r', undefined, parent)!;
+    expect(child.parentTrace).toBe(parent);
+    expect(JSON.parse(`[${child.toJson()}]`)[0]).toEqual({ id: parent.id + 1, model_name: 'n', model_version: 1, request_id: 'r', parent_id: parent.id });
+    // and the rate's count is untouched: the next two requests are not sampled, the third is
+    expect([tracer.sample('m', 1, ''), tracer.sample('m', 1, ''), tracer.sample('m', 1, '')].map((t) => t !== undefined)).toEqual([false, false, true]);
+  });
+
+  it("a sandboxed model's BLS call (bls_wasm calls simple) is traced as the caller's child", async () => {
+    const file = join(tempDir(), 'bls.json');
+    const s = await serve(defaultModels('simple', 'bls_wasm'), { loadModels: ['simple', 'bls_wasm'], trace: { file, ...traced } });
+    const r = await postJson(`${s.httpUrl}/v2/models/bls_wasm/infer`, pairBody());
+    expect(r.status, r.text).toBe(200);
+    await s.stop();
+    const { heads, stamps } = traceFile(file);
+    expect(heads.sort((a, b) => a.id - b.id)).toEqual([
+      { id: 1, model_name: 'bls_wasm', model_version: 1 },
+      { id: 2, model_name: 'simple', model_version: 1, parent_id: 1 },
+    ]);
+    expect(stamps.get(2)).toEqual(ALL_STAMPS);
+  });
+
+  it("an untraced request's BLS call is sampled as any request, with no parent_id", async () => {
+    const file = join(tempDir(), 'untraced.json');
+    // only simple traces (a model setting): bls_wasm's request is not traced, its call to simple is, on its own
+    const s = await serve(defaultModels('simple', 'bls_wasm'), { loadModels: ['simple', 'bls_wasm'], trace: { file, rate: 1, count: -1 } });
+    expect((await postJson(`${s.httpUrl}/v2/models/simple/trace/setting`, { trace_level: ['TIMESTAMPS'] })).status).toBe(200);
+    expect((await postJson(`${s.httpUrl}/v2/models/bls_wasm/infer`, pairBody())).status).toBe(200);
+    await s.stop();
+    expect(traceFile(file).heads).toEqual([{ id: 1, model_name: 'simple', model_version: 1 }]);
+  });
+
+  it.skipIf(pythonSkip !== undefined)("a Python model's BLS call (bls_python calls simple) is traced as the caller's child", async () => {
+    const file = join(tempDir(), 'bls-python.json');
+    const repo = defaultModels('simple', 'bls_python');
+    const s = await serve(repo, { loadModels: ['simple', 'bls_python'], cacheDir: join(repo.path, '.cache'), trace: { file, ...traced } });
+    const r = await postJson(`${s.httpUrl}/v2/models/bls_python/infer`, pairBody());
+    expect(r.status, r.text).toBe(200);
+    await s.stop();
+    const { heads } = traceFile(file);
+    expect(heads.sort((a, b) => a.id - b.id)).toEqual([
+      { id: 1, model_name: 'bls_python', model_version: 1 },
+      { id: 2, model_name: 'simple', model_version: 1, parent_id: 1 },
+    ]);
+  });
+});
+
 /** A local OTLP/HTTP collector stub: records every JSON export request posted to /v1/traces. */
 async function otlpCollector(): Promise<{ url: string; exports: any[]; paths: string[] }> {
   const exports: any[] = [];
@@ -271,6 +394,55 @@ describe('OpenTelemetry trace mode (--trace-config mode=opentelemetry)', () => {
       expect(model?.traceId).toBe(top.traceId);
       expect(top.traceState).toBe('vendor=x');
     }
+  });
+
+  it("a traced request's nested requests (ensemble steps, a sandboxed BLS call) have their model spans under the caller's, in its trace, whatever the rate", async () => {
+    const collector = await otlpCollector();
+    // rate 0: only requests with a client context are sampled; their nested requests are traced as their children
+    const s = await serve(defaultModels('simple', 'bls_wasm', 'add_sub_wasm', 'addsub_onnx', 'add_sub_ensemble'), {
+      loadModels: ['simple', 'bls_wasm', 'add_sub_wasm', 'addsub_onnx', 'add_sub_ensemble'],
+      trace: { mode: 'opentelemetry', level: ['TIMESTAMPS'], rate: 0, count: -1, opentelemetry: { url: collector.url, bspScheduleDelayMs: 50 } },
+    });
+    const CLIENT = ['6bf92f3577b34da6a3ce929d0e0e4738', '20f067aa0ba902b9'] as const;
+    const header = { traceparent: `00-${CLIENT[0]}-${CLIENT[1]}-01` };
+    expect((await postJson(`${s.httpUrl}/v2/models/add_sub_ensemble/infer`, ensembleBody(), header)).status).toBe(200);
+    expect(
+      (await postJson(`${s.httpUrl}/v2/models/bls_wasm/infer`, pairBody(), { traceparent: `00-${CLIENT[0].replace('6', '7')}-${CLIENT[1]}-01` })).status,
+    ).toBe(200);
+    expect((await postJson(`${s.httpUrl}/v2/models/bls_wasm/infer`, pairBody())).status).toBe(200); // no context: nothing traced
+    await s.stop();
+    const spans = collector.exports.flatMap((e) => e.resourceSpans).flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans));
+    const attrs = (x: any) => Object.fromEntries(x.attributes.map((a: any) => [a.key, Object.values(a.value)[0]]));
+    const named = (name: string) => spans.filter((x: any) => x.name === name);
+    // one InferRequest per client request; nested requests have none of their own
+    expect(
+      named('InferRequest')
+        .map((t: any) => [t.traceId, t.parentSpanId])
+        .sort(),
+    ).toEqual(
+      [
+        [CLIENT[0], CLIENT[1]],
+        [CLIENT[0].replace('6', '7'), CLIENT[1]],
+      ].sort(),
+    );
+    const [ensemble] = named('add_sub_ensemble');
+    const [caller] = named('bls_wasm');
+    expect(named('add_sub_ensemble')).toHaveLength(1);
+    expect(named('bls_wasm')).toHaveLength(1);
+    for (const [child, parent] of [
+      [named('add_sub_wasm'), ensemble],
+      [named('addsub_onnx'), ensemble],
+      [named('simple'), caller],
+    ]) {
+      expect(child).toHaveLength(1);
+      expect(child[0].traceId).toBe(parent.traceId);
+      expect(child[0].parentSpanId, `${child[0].name} under ${parent.name}`).toBe(parent.spanId);
+      expect(Number(attrs(child[0]).trace_parent_id)).toBe(Number(attrs(parent).trace_id));
+      // its compute span under its own model span
+      expect(spans.find((x: any) => x.name === 'compute' && x.parentSpanId === child[0].spanId)).toBeDefined();
+    }
+    expect(ensemble.traceId).toBe(CLIENT[0]);
+    expect(Number(attrs(ensemble).trace_parent_id)).toBe(0);
   });
 
   it('an unreachable collector costs nothing but the spans: requests succeed and shutdown stays bounded', async () => {

@@ -75,6 +75,15 @@ export interface TraceContextCarrier {
 }
 
 /**
+ * A traced request's trace (trace/trace-manager.ts `RequestTrace`), as a request made on its behalf
+ * refers to it: Triton's parent of a child trace (core `InferenceTrace::SpawnChildTrace`).
+ */
+export interface TraceRef {
+  /** The trace's id: Triton's `id` in the trace file, the child's `parent_id`. */
+  readonly id: number;
+}
+
+/**
  * One inference request as a backend sees it, after validation against the model config.
  * Inputs carry the shapes the backend expects (after `reshape`).
  */
@@ -86,6 +95,18 @@ export interface InferenceRequest {
    * traced whatever the rate and count, and its spans continue the client's trace.
    */
   traceContext?: TraceContextCarrier;
+  /**
+   * Set by the model version when it samples the request for tracing (spec §3.5): its trace, the
+   * parent of the traces of requests made on its behalf. Never set by a client or a caller.
+   */
+  trace?: TraceRef;
+  /**
+   * Set on a request made on behalf of another (an ensemble step, a backend's BLS call) when that
+   * one is traced: its trace. The request is then traced too, whatever the trace rate and count,
+   * as its child (Triton's `parent_id`; in OpenTelemetry mode, spans under the parent's). Never
+   * set by a client.
+   */
+  parentTrace?: TraceRef;
   /** Resolved model name and version. */
   model: string;
   version: number;
@@ -310,7 +331,7 @@ export interface CancellationSignal {
  * InferenceRequest the client controls. `version` may be -1 (let the server pick the highest
  * ready version) and an empty `requestedOutputs` means every output in the config (spec §1.12).
  */
-export type InferenceRequestInit = Omit<InferenceRequest, 'batchSize' | 'cancelled' | 'onTimes'> & {
+export type InferenceRequestInit = Omit<InferenceRequest, 'batchSize' | 'cancelled' | 'onTimes' | 'trace'> & {
   /**
    * Requested outputs to return as classification results (spec §3.10), by name → K (top K).
    * Applied by the data plane to the backend's outputs; absent = none.

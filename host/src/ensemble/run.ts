@@ -261,6 +261,8 @@ export class EnsembleRun {
       timeoutUs: r.timeoutUs,
       ensemble: this.budget ? { budget: this.budget, depth: this.depth } : undefined,
       blsChain: this.request.blsChain,
+      // A traced ensemble request's steps are traced as its children (Triton's SpawnChildTrace).
+      parentTrace: this.request.trace,
     };
     const outputs = new Map(step.outputs);
     const take = (response: InferenceResponse | null): void => {

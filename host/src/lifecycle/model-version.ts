@@ -437,8 +437,10 @@ export class ModelVersion {
     const clock = this.clock;
     const tracked = new TrackedSender(this, request, sender, start);
     if (this.tracer?.active) {
-      const t = (tracked.trace = this.tracer.sample(this.name, this.version, request.id, request.traceContext));
+      const t = (tracked.trace = this.tracer.sample(this.name, this.version, request.id, request.traceContext, request.parentTrace));
       if (t) {
+        // The parent of the traces of requests made on its behalf (ensemble steps, BLS calls).
+        request.trace = t;
         t.stamp('REQUEST_START', start);
         t.stamp('QUEUE_START', clock.now());
       }

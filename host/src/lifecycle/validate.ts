@@ -150,6 +150,7 @@ export function compileRequestValidator(config: ModelConfig, version: number): R
         priority: init.priority,
         timeoutUs: init.timeoutUs,
         traceContext: init.traceContext,
+        parentTrace: init.parentTrace,
         batchSize: mbs > 0 ? Math.max(batch, 1) : 1,
         cancelled: false,
       };

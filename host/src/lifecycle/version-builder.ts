@@ -144,6 +144,8 @@ export class VersionBuilder {
           arbiter: this.opts.arbiter,
           fairness: this.opts.fairness,
           responseCache: this.opts.responseCache,
+          // Traced as any model's requests; its steps' traces are the request's children.
+          tracer: this.opts.tracer,
           ensemble: { plan: compiled.plan, server, principal: ownerPrincipal(key) },
         }),
       );

@@ -14,11 +14,18 @@
  *
  * A request that carried a client's W3C trace context (`traceparent` / `tracestate`, context.ts)
  * has its `InferRequest` span made a child of the client's span, in the client's trace.
+ *
+ * A request made on behalf of a traced one (an ensemble step, a backend's BLS call: a child trace)
+ * has no `InferRequest` span: its model span is a child of the parent's model span, in the
+ * parent's trace (Triton server `tracer.cc`, `TraceManager::Trace::StartSpan`). Spans are built
+ * when a trace finishes, and a child finishes before its parent, so every trace's model-span ids
+ * are drawn when it is sampled ({@link OpenTelemetryTraceExporter.assign}) and its model span is
+ * given them when built.
  */
-import { ROOT_CONTEXT, trace, type Context, type HrTime, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, TraceFlags, trace, type Context, type HrTime, type SpanContext, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, RandomIdGenerator, type IdGenerator } from '@opentelemetry/sdk-trace-base';
 import type { TraceTimestamp } from './trace-manager.js';
 
 /** `--trace-config opentelemetry,<setting>=<value>` settings (defaults as Triton's). */
@@ -45,6 +52,33 @@ export interface FinishedTrace {
   timestamps: readonly { name: TraceTimestamp; ns: bigint }[];
   /** The client's span, if it sent a valid trace context (context.ts): `InferRequest`'s parent. */
   parent?: Context;
+  /** A child trace's parent's id (Triton's `parent_id`); undefined for a request of its own. */
+  parentId?: number;
+  /** The model span's trace and span ids, drawn when the trace was sampled ({@link OpenTelemetryTraceExporter.assign}). */
+  span?: SpanContext;
+  /** A child trace's parent's model span ({@link span} of the parent): the child's model span's parent, instead of an `InferRequest` span. */
+  parentSpan?: SpanContext;
+}
+
+/**
+ * The SDK's random ids, except the next trace id / span id when one is preset: how a span gets
+ * the ids drawn for it in advance. `startSpan` is synchronous, so a preset is consumed by the very
+ * span started after it is set (the SDK draws the span id first, then the trace id of a root span).
+ */
+class PresetIds implements IdGenerator {
+  private readonly random = new RandomIdGenerator();
+  nextTraceId: string | undefined;
+  nextSpanId: string | undefined;
+  generateTraceId(): string {
+    const id = this.nextTraceId ?? this.random.generateTraceId();
+    this.nextTraceId = undefined;
+    return id;
+  }
+  generateSpanId(): string {
+    const id = this.nextSpanId ?? this.random.generateSpanId();
+    this.nextSpanId = undefined;
+    return id;
+  }
 }
 
 const MODEL_EVENTS: readonly TraceTimestamp[] = ['REQUEST_START', 'QUEUE_START', 'REQUEST_END'];
@@ -63,6 +97,7 @@ export function otlpUrl(url: string | undefined): string {
 export class OpenTelemetryTraceExporter {
   private readonly provider: BasicTracerProvider;
   private readonly tracer: Tracer;
+  private readonly ids = new PresetIds();
   /** Wall-clock ns minus monotonic ns, taken once. */
   private readonly offsetNs: bigint;
   readonly url: string;
@@ -78,6 +113,7 @@ export class OpenTelemetryTraceExporter {
     this.provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ 'service.name': 'triton-inference-server', ...(opts.resource ?? {}) }),
       spanProcessors: [processor],
+      idGenerator: this.ids,
     });
     this.tracer = this.provider.getTracer('warden');
     this.offsetNs = BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6)) - process.hrtime.bigint();
@@ -86,6 +122,16 @@ export class OpenTelemetryTraceExporter {
   private wall(ns: bigint): HrTime {
     const t = ns + this.offsetNs;
     return [Number(t / 1_000_000_000n), Number(t % 1_000_000_000n)];
+  }
+
+  /**
+   * The ids a sampled trace's model span will have: in `parent`'s trace (a parent trace's model
+   * span, or the client's span), with its sampled flag, or in a new sampled trace.
+   */
+  assign(parent?: SpanContext): SpanContext {
+    const spanId = this.ids.generateSpanId();
+    if (parent) return { traceId: parent.traceId, spanId, traceFlags: parent.traceFlags, traceState: parent.traceState };
+    return { traceId: this.ids.generateTraceId(), spanId, traceFlags: TraceFlags.SAMPLED };
   }
 
   /** Turn one finished trace into its spans (ended; the batch processor sends them). */
@@ -97,9 +143,21 @@ export class OpenTelemetryTraceExporter {
     // The final response may leave inside the backend's execute, before COMPUTE_END is taken:
     // the request's spans end with the later of the two, so they enclose their compute span.
     const end = all.reduce((a, b) => (b > a ? b : a));
-    const attributes = { model_name: t.model, model_version: t.version, request_id: t.requestId, trace_id: t.id };
-    const top = this.tracer.startSpan('InferRequest', { startTime: this.wall(start) }, t.parent ?? ROOT_CONTEXT);
-    const model = this.tracer.startSpan(t.model, { startTime: this.wall(start), attributes }, trace.setSpan(ROOT_CONTEXT, top));
+    const attributes = { model_name: t.model, model_version: t.version, request_id: t.requestId, trace_id: t.id, trace_parent_id: t.parentId ?? 0 };
+    // A child trace continues its parent's model span; any other trace gets its own InferRequest
+    // span (in the client's trace, or in the trace drawn for it at sampling).
+    let top;
+    let modelParent: Context;
+    if (t.parentSpan) modelParent = trace.setSpanContext(ROOT_CONTEXT, t.parentSpan);
+    else {
+      this.ids.nextTraceId = t.span?.traceId;
+      top = this.tracer.startSpan('InferRequest', { startTime: this.wall(start) }, t.parent ?? ROOT_CONTEXT);
+      this.ids.nextTraceId = undefined;
+      modelParent = trace.setSpan(ROOT_CONTEXT, top);
+    }
+    this.ids.nextSpanId = t.span?.spanId;
+    const model = this.tracer.startSpan(t.model, { startTime: this.wall(start), attributes }, modelParent);
+    this.ids.nextSpanId = undefined;
     for (const name of MODEL_EVENTS) {
       const ns = at.get(name);
       if (ns !== undefined) model.addEvent(name, this.wall(ns));
@@ -115,7 +173,7 @@ export class OpenTelemetryTraceExporter {
       compute.end(this.wall(cEnd));
     }
     model.end(this.wall(end));
-    top.end(this.wall(end));
+    top?.end(this.wall(end));
   }
 
   /** Send what is queued and stop (server shutdown). Export errors are the SDK's to log. */

@@ -11,13 +11,18 @@
  * COMPUTE_INPUT_END, COMPUTE_OUTPUT_START, COMPUTE_END, REQUEST_END (what the scheduler's
  * execution record and the response path measure). TENSORS level is accepted and reported but
  * records timestamps only.
+ *
+ * A request made on behalf of a traced one (an ensemble step, a backend's BLS call;
+ * `InferenceRequest.parentTrace`) is traced too, whatever the rate and count, as its child:
+ * Triton's child traces (core `InferenceTrace::SpawnChildTrace`), whose trace file head carries
+ * `"parent_id"` (server `tracer.cc`), and whose OpenTelemetry spans hang under the parent's.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import * as err from './trace-settings.errors.js';
-import type { Context } from '@opentelemetry/api';
-import type { TraceContextCarrier } from '../contract/types.js';
+import { trace, type Context, type SpanContext } from '@opentelemetry/api';
+import type { TraceContextCarrier, TraceRef } from '../contract/types.js';
 import { clientContext } from './context.js';
 import { OpenTelemetryTraceExporter, type FinishedTrace, type OpenTelemetryOptions } from './opentelemetry.js';
 
@@ -70,18 +75,38 @@ const ORDER: readonly TraceTimestamp[] = [
   'REQUEST_END',
 ];
 
+/** Where a trace sits among others: its client's span, its parent trace, its own span ids. */
+interface TraceLinks {
+  /** The client's span (OpenTelemetry mode, trace context propagation), which the exported spans continue. */
+  parent?: Context;
+  /** The trace of the request this one was made on behalf of (a child trace). */
+  parentTrace?: RequestTrace;
+  /** OpenTelemetry mode: the model span's ids, drawn at sampling (children name it as their parent). */
+  span?: SpanContext;
+}
+
 /** One sampled request's trace. */
-export class RequestTrace {
+export class RequestTrace implements TraceRef {
   private readonly stamps: { name: TraceTimestamp; ns: bigint }[] = [];
+  /** The client's span (OpenTelemetry mode, trace context propagation), which the exported spans continue. */
+  readonly parent?: Context;
+  /** A child trace's parent (Triton's `parent_id`). */
+  readonly parentTrace?: RequestTrace;
+  /** OpenTelemetry mode: the ids its model span gets. */
+  readonly span?: SpanContext;
   constructor(
-    private readonly sink: TraceManager,
+    /** The manager that sampled it (a child is traced only by its parent's). */
+    readonly sink: TraceManager,
     readonly id: number,
     readonly model: string,
     readonly version: number,
     readonly requestId: string,
-    /** The client's span (OpenTelemetry mode, trace context propagation), which the exported spans continue. */
-    readonly parent?: Context,
-  ) {}
+    links: TraceLinks = {},
+  ) {
+    this.parent = links.parent;
+    this.parentTrace = links.parentTrace;
+    this.span = links.span;
+  }
   /** Record a timestamp (monotonic ns). */
   stamp(name: TraceTimestamp, ns: bigint): void {
     this.stamps.push({ name, ns });
@@ -99,12 +124,23 @@ export class RequestTrace {
   finished(): FinishedTrace {
     const order = (n: TraceTimestamp) => ORDER.indexOf(n);
     const timestamps = [...this.stamps].sort((a, b) => order(a.name) - order(b.name));
-    return { id: this.id, model: this.model, version: this.version, requestId: this.requestId, timestamps, parent: this.parent };
+    return {
+      id: this.id,
+      model: this.model,
+      version: this.version,
+      requestId: this.requestId,
+      timestamps,
+      parent: this.parent,
+      parentId: this.parentTrace?.id,
+      span: this.span,
+      parentSpan: this.parentTrace?.span,
+    };
   }
-  /** The two JSON entries Triton writes for a trace; timestamps in Triton's order. */
+  /** The two JSON entries Triton writes for a trace (`parent_id` for a child, after `request_id`); timestamps in Triton's order. */
   toJson(): string {
     const head: Record<string, unknown> = { id: this.id, model_name: this.model, model_version: this.version };
     if (this.requestId) head.request_id = this.requestId;
+    if (this.parentTrace) head.parent_id = this.parentTrace.id;
     const ts = this.finished()
       .timestamps.map((s) => `{"name":"${s.name}","ns":${s.ns}}`)
       .join(',');
@@ -245,13 +281,21 @@ export class TraceManager {
    * Whether to trace this request of `model` (call only when {@link active}): every `rate`-th
    * request of its scope is traced while the scope's count lasts. In `opentelemetry` mode a request
    * with a valid client trace context is traced whatever the rate and count (and uses none of the
-   * count), as Triton does; its spans continue the client's trace.
+   * count), as Triton does; its spans continue the client's trace. A request made on behalf of a
+   * request this manager traces (`InferenceRequest.parentTrace`) is traced whatever its
+   * model's settings, rate and count (and uses none of the count), as its child: Triton spawns a
+   * child trace from the parent's, never samples it.
    */
-  sample(model: string, version: number, requestId: string, context?: TraceContextCarrier): RequestTrace | undefined {
+  sample(model: string, version: number, requestId: string, context?: TraceContextCarrier, parentTrace?: TraceRef): RequestTrace | undefined {
+    // Only a trace of this manager's own making is a parent (never a look-alike object).
+    if (parentTrace instanceof RequestTrace && parentTrace.sink === this) {
+      const span = this.otel && parentTrace.span ? this.otel.assign(parentTrace.span) : undefined;
+      return new RequestTrace(this, this.nextId++, model, version, requestId, { parentTrace, span });
+    }
     const own = this.models.get(model);
     const s = this.effective(model);
     const parent = this.otel && context && s.level.length > 0 ? clientContext(context) : undefined;
-    if (parent) return new RequestTrace(this, this.nextId++, model, version, requestId, parent);
+    if (parent) return new RequestTrace(this, this.nextId++, model, version, requestId, { parent, span: this.otel!.assign(trace.getSpanContext(parent)) });
     if (s.level.length === 0 || s.rate === 0 || s.count === 0) return undefined;
     const scope = own?.rate !== undefined || own?.count !== undefined ? model : '';
     const n = (this.seen.get(scope) ?? 0) + 1;
@@ -262,7 +306,7 @@ export class TraceManager {
       else this.global.count--;
       if (this.effective(model).count === 0) this.refresh();
     }
-    return new RequestTrace(this, this.nextId++, model, version, requestId);
+    return new RequestTrace(this, this.nextId++, model, version, requestId, { span: this.otel?.assign() });
   }
 
   /** A finished trace: exported (opentelemetry), or kept until the next write (log_frequency traces, or shutdown). */

@@ -24,6 +24,21 @@ export const MAX_BLS_INFLIGHT = 1024;
 
 const errorWire = (e: TritonError) => ({ code: e.code, message: e.message });
 
+/**
+ * The parent trace of a BLS call (spec §3.5): the stub's calls name no request they are made for,
+ * so the one traced request among the model's waiting ones, if exactly one is traced; none when
+ * none or several are (the call is then sampled as any request).
+ */
+function soleTrace(waiting: Iterable<InferenceRequest>): InferenceRequest['trace'] {
+  let found: InferenceRequest['trace'];
+  for (const r of waiting) {
+    if (r.trace === undefined) continue;
+    if (found !== undefined) return undefined;
+    found = r.trace;
+  }
+  return found;
+}
+
 /** The BLS calls of one stub process; {@link abortAll} when the process ends. */
 export class BlsBridge {
   private readonly pending = new Map<number, AbortController>();
@@ -88,6 +103,7 @@ export class BlsBridge {
       },
     };
     const corr = msg.correlation_id;
+    const requests = [...waiting];
     try {
       const target = this.server.inferenceTarget?.(this.principal, String(msg.model ?? ''), Number.isSafeInteger(msg.version) ? Number(msg.version) : -1);
       if (target?.decoupled && msg.decoupled !== true) {
@@ -109,7 +125,8 @@ export class BlsBridge {
           flags: Number(msg.flags) | 0,
           priority: 0,
           timeoutUs: Math.max(0, Number(msg.timeout) || 0),
-          ...(this.key ? { blsChain: extendChain(waiting, this.key) } : {}),
+          ...(this.key ? { blsChain: extendChain(requests, this.key) } : {}),
+          parentTrace: soleTrace(requests),
         },
         sender,
         abort.signal,

@@ -209,6 +209,7 @@ export function startCall(state: InferenceState, req: CallRequest, wantDecoupled
         priority: 0,
         timeoutUs,
         blsChain: scope.chain,
+        parentTrace: scope.requests.find((r) => r.trace !== undefined)?.trace,
       },
       sender,
       call.abort.signal,
