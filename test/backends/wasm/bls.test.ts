@@ -16,7 +16,7 @@ import { until } from '../../helpers/wait.js';
 import { serverPerSuite, tenantServerPerSuite, testTokens } from '../../helpers/servers.js';
 import * as h from './helpers.js';
 
-const TOKENS = testTokens('acme', 'beta', 'admin');
+const TOKENS = testTokens('acme', 'beta', 'gamma', 'admin');
 const CALLER = () => readFileSync(join(h.REPO, 'bls_wasm', '1', 'model.wasm')).toString('base64');
 
 const io = (names: string[], dims: number[]) => names.map((name) => ({ name, data_type: 'TYPE_INT32', dims }));
@@ -78,6 +78,8 @@ describe.each(h.ENGINES)('sandboxed BLS on %s', (engine) => {
       tenants: [
         { id: 'acme', token: TOKENS.acme, shared_models: ['simple'] },
         { id: 'beta', token: TOKENS.beta, shared_models: ['simple', 'repeat_native', 'slow'] },
+        // one request in flight at a time: a call made while serving one is over the quota
+        { id: 'gamma', token: TOKENS.gamma, shared_models: ['simple'], quotas: { max_inflight: 1 } },
         { id: 'admin', token: TOKENS.admin, role: 'admin' },
       ],
       opts: { loadModels: ['*'], separateUploads: true, backendResolvers: [new OpsResolver()] },
@@ -142,6 +144,15 @@ describe.each(h.ENGINES)('sandboxed BLS on %s', (engine) => {
     const bad = await upload('acme', 'malformed', callerConfig(engine, [], { 'bls_model:simple': 'latest' }));
     expect(bad.status).toBe(400);
     expect(bad.json.error).toMatch(/parameter 'bls_model:simple' must be '\*' or comma-separated version numbers/);
+  });
+
+  it("the calls are the owner's requests: its max_inflight quota counts them", async () => {
+    expect((await upload('gamma', 'caller', callerConfig(engine, ['simple']))).status).toBe(200);
+    const r = await infer('gamma', 'caller');
+    expect(r.status).toBe(503);
+    expect(r.json.error).toBe("tenant 'gamma' has 1 inference requests in flight, its quota (max_inflight)");
+    // the same call made by the client directly is within the quota
+    expect((await as('gamma', 'POST', '/v2/models/simple/infer', simpleBody())).status).toBe(200);
   });
 
   it('a fan-out bomb stops at the in-flight limit, and the instance serves again', async () => {
