@@ -4,13 +4,13 @@
  * tenant's token; and the kit's failures carrying the server's own error texts. Each template is
  * built once (beforeAll).
  */
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkComponent } from '../../host/src/backends/wasm/component-check.js';
 import { ENGINE_NAMES } from '../../host/src/backends/wasm/engines.js';
 import { BACKEND_API_VERSION, SUPPORTED_BACKEND_API_VERSIONS } from '../../host/src/backends/wasm/component-check.js';
-import { fetchAs } from '../helpers/repo.js';
+import { fetchAs, PROJECT_ROOT } from '../helpers/repo.js';
 import { startTenantServer, testTokens, type TenantServer } from '../helpers/servers.js';
 import { backendOk, normalized, printedOutputs, runBackend, scratch, softmax } from './helpers.js';
 
@@ -91,6 +91,22 @@ describe.each(TEMPLATES)('the $lang template', (t) => {
     expect((await inferAs(undefined, model, t.datatype, [...t.input])).status).toBe(401);
   });
 });
+
+it('a C project for the world with calls to other models builds, and check sees its inference import (docs/tenant-guide.md "Calling other models")', async () => {
+  const dir = join(work.dir, 'kit_bls');
+  cpSync(project('c'), dir, { recursive: true });
+  const manifestFile = join(dir, 'warden-backend.json');
+  const manifest = JSON.parse(readFileSync(manifestFile, 'utf8'));
+  writeFileSync(
+    manifestFile,
+    JSON.stringify({ ...manifest, name: 'kit_bls', world: 'sandboxed-backend-with-inference', sources: ['bls.c', 'warden_guest.c'] }),
+  );
+  copyFileSync(join(PROJECT_ROOT, 'sample-backends', 'wasm', 'c', 'bls.c'), join(dir, 'src', 'bls.c'));
+  await backendOk('build', dir);
+  const r = await backendOk('check', dir);
+  expect(r.stdout).toContain("passes the server's load-time checks");
+  expect(r.stdout).toContain(`warden:backend/inference@${BACKEND_API_VERSION}`);
+}, 120_000);
 
 it("test runs on the engine the model's `engine` parameter names unless --engine says otherwise; an unknown one is the server's error", async () => {
   const dir = join(work.dir, 'engine-param');

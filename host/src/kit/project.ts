@@ -22,7 +22,7 @@ export interface Manifest {
   lang: Language;
   /** Version of the `warden:backend` WIT package in `wit/` (e.g. `0.1.0`). */
   wit: string;
-  /** The world of `wit/` the component targets (`sandboxed-backend` or `sandboxed-backend-with-clocks`). */
+  /** The world of `wit/` the component targets (`sandboxed-backend`, `sandboxed-backend-with-clocks`, `sandboxed-backend-with-inference`). */
   world: string;
   /** ts: the entry module (under `src/`); c: the C sources; py: the entry module first, then the others; rust: the crate's sources (all under `src/`). */
   sources: string[];
