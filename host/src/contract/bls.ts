@@ -103,3 +103,18 @@ export function extendChain(requests: Iterable<{ readonly blsChain?: BlsChain }>
   chain.push(chainEntry(key));
   return chain;
 }
+
+/**
+ * The trace a call made on behalf of `waiting` continues: the one traced request among them, or
+ * none when none or several are traced (a backend's calls carry no link to the request they serve;
+ * a call is then sampled as any request).
+ */
+export function soleParentTrace<T>(waiting: Iterable<{ readonly trace?: T }>): T | undefined {
+  let found: T | undefined;
+  for (const r of waiting) {
+    if (r.trace === undefined) continue;
+    if (found !== undefined) return undefined;
+    found = r.trace;
+  }
+  return found;
+}

@@ -43,6 +43,8 @@ const native = nativeServerPerFile(
     bls(repo, 'bls_isolated', 'identity_native', idIo, 'parameters { key: "warden.isolation" value { string_value: "process" } }');
     bls(repo, 'bls_slow', 'identity_slow', idIo, 'instance_group { kind: KIND_CPU count: 2 }');
     bls(repo, 'bls_missing', 'no_such_model', idIo);
+    // calls itself: refused as recursion (the call chain of its waiting request holds it), not waited on
+    bls(repo, 'bls_self', 'bls_self', idIo);
     bls(repo, 'bls_evil', '../../../etc', idIo);
     bls(repo, 'bls_repeat', 'repeat_native', [
       io('input', 'IN', 'TYPE_INT32', '[ -1 ]'),
@@ -110,6 +112,12 @@ describe('BLS: a native backend calls other models through TRITONSERVER_ServerIn
     const missing = await infer('bls_missing', { inputs: [f32('INPUT0', [1])] });
     expect(missing.status).toBe(503);
     expect(missing.json.error).toBe("bls: target model 'no_such_model' is not ready");
+  });
+
+  it('a call back into the calling model is refused as recursion, as for Python and sandboxed backends', async () => {
+    const r = await infer('bls_self', { inputs: [f32('INPUT0', [1])] });
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatch(/call to model 'bls_self' refused: the model is already on this call chain \(recursion\)/);
   });
 
   it('TRITONSERVER_InferenceRequestCancel: a queued in-process request is dropped with CANCELLED, the other completes', async () => {

@@ -91,7 +91,9 @@ export class NativeBackend implements Backend {
     }
     const be = await this.backend();
     const bridge = nativeServerBridge(nativeAddon());
-    const serverOwner = bridge.register(ctx, this.opts.serverCalls?.());
+    // the model's calls carry the call chain and trace of the requests it holds (set once it exists)
+    const loaded: { model?: NativeModel } = {};
+    const serverOwner = bridge.register(ctx, this.opts.serverCalls?.(), () => loaded.model?.waitingRequests() ?? []);
     let model: ModelHandle;
     try {
       model = await be.loadModel({
@@ -130,13 +132,14 @@ export class NativeBackend implements Backend {
       bridge.unregister(serverOwner);
       throw e;
     }
-    return new NativeModel(model, completed, completed ?? ctx.config, parallelInstanceLoading, ctx.logger, {
+    loaded.model = new NativeModel(model, completed, completed ?? ctx.config, parallelInstanceLoading, ctx.logger, {
       executeTimeoutMs: timeoutMs,
       onFinalized: (leaks) => {
         bridge.unregister(serverOwner);
         this.opts.onLeaks?.(ctx.name, ctx.version, leaks);
       },
     });
+    return loaded.model;
   }
 
   /** TRITONBACKEND_Finalize and dlclose (server shutdown, after every model was unloaded). */

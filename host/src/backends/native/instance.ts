@@ -104,6 +104,12 @@ async function waitUntil(p: Promise<unknown>, deadlineMs: number): Promise<boole
 
 export class NativeModelInstance implements BackendModelInstance {
   private readonly pending = new Map<number, Pending>();
+
+  /** The requests handed to the backend and not yet answered FINAL (whose calls a backend's in-process requests serve). */
+  *waitingRequests(): Iterable<InferenceRequest> {
+    for (const p of this.pending.values()) if (!p.final) yield p.request;
+  }
+
   private nextToken = 1;
   private finalizing?: Promise<void>;
   private drained?: () => void;

@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { ModelConfig } from '../../contract/model-config.js';
 import { positiveIntParam } from '../../config/parameters.js';
-import type { BackendModel, BackendModelInstance, InstanceSpec } from '../../contract/types.js';
+import type { BackendModel, BackendModelInstance, InferenceRequest, InstanceSpec } from '../../contract/types.js';
 import { fromAddonError, type ModelHandle } from '../../platform/addon.js';
 import { NativeModelInstance } from './instance.js';
 
@@ -56,6 +56,11 @@ export class NativeModel implements BackendModel {
    * TRITONBACKEND_ModelInstanceInitialize for one instance, on its own native thread.
    * @throws TritonError from the backend, or INVALID_ARG for KIND_GPU (no CUDA in this host).
    */
+  /** The requests its instances hold, not yet answered FINAL. */
+  *waitingRequests(): Iterable<InferenceRequest> {
+    for (const i of this.instances) yield* i.waitingRequests();
+  }
+
   async createInstance(spec: InstanceSpec): Promise<BackendModelInstance> {
     const inst = await NativeModelInstance.create(this.handle, spec, this.effectiveConfig, this.logger, {
       executeTimeoutMs: this.opts.executeTimeoutMs,

@@ -12,10 +12,13 @@ import { modelConfigToJson } from '../../config/json.js';
 import { ERROR_CODES, TritonError } from '../../contract/errors.js';
 import * as errors from './native.errors.js';
 import { ownerPrincipal } from '../../contract/load-context.js';
+import { extendChain, soleParentTrace } from '../../contract/bls.js';
 import type {
+  InferenceRequest,
   InferenceRequestInit,
   InferenceResponse,
   InferenceServerHandle,
+  ModelKey,
   ModelLoadContext,
   ParameterValue,
   Principal,
@@ -70,6 +73,11 @@ export interface Owner {
   server: InferenceServerHandle;
   principal: Principal;
   logger: Logger;
+  /**
+   * The calling model and the requests it holds unanswered: its calls extend their call chains
+   * and continue the one traced among them (contract/bls.ts), as Python and sandboxed calls do.
+   */
+  caller?: { key: ModelKey; waiting: () => Iterable<InferenceRequest> };
 }
 
 /** The addon's error convention: `tritonCode` carries the TRITONSERVER_Error_Code. */
@@ -195,6 +203,12 @@ export class ServerCalls implements ServerCallHandler {
       priority: p.priority,
       timeoutUs: p.timeoutUs,
     };
+    const caller = this.owner.caller;
+    if (caller) {
+      const waiting = [...caller.waiting()];
+      init.blsChain = extendChain(waiting, caller.key);
+      init.parentTrace = soleParentTrace(waiting);
+    }
     const abort = new AbortController();
     const target = { model: p.model, version: p.version };
     const respond = (response: object | null, final: boolean): void => {
@@ -238,12 +252,13 @@ export class NativeServerBridge {
    * run as {@link ownerPrincipal}(ctx.key) on `ctx.server`, or go to `handler` when given (a
    * backend-host process forwards them to Warden). Opens the bridge on first use.
    */
-  register(ctx: Pick<ModelLoadContext, 'key' | 'server' | 'logger'>, handler?: ServerCallHandler): number {
+  register(ctx: Pick<ModelLoadContext, 'key' | 'server' | 'logger'>, handler?: ServerCallHandler, waiting?: () => Iterable<InferenceRequest>): number {
     const id = this.nextOwner++;
+    const caller = waiting ? { key: ctx.key, waiting } : undefined;
     this.owners.set(
       id,
       handler ??
-        new ServerCalls({ server: ctx.server, principal: ownerPrincipal(ctx.key), logger: ctx.logger }, (t, r, f) => this.addon.serverRespond(t, r, f)),
+        new ServerCalls({ server: ctx.server, principal: ownerPrincipal(ctx.key), logger: ctx.logger, caller }, (t, r, f) => this.addon.serverRespond(t, r, f)),
     );
     if (!this.open) {
       this.addon.setServerHandler((kind, owner, payload) => this.handle(kind, owner, payload));

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { asTritonError, type TritonError } from '../../contract/errors.js';
 import * as errors from './python.errors.js';
 import { fileOverridePath, parseConfigOverride } from '../../repository/overrides.js';
-import { extendChain } from '../../contract/bls.js';
+import { extendChain, soleParentTrace } from '../../contract/bls.js';
 import type { InferenceRequest, InferenceServerHandle, ModelKey, ParameterValue, Principal, ResponseSender } from '../../contract/types.js';
 import type { Region } from './shm.js';
 import type { StubProcess } from './stub.js';
@@ -23,21 +23,6 @@ export const MAX_LOAD_FILES = 4096;
 export const MAX_BLS_INFLIGHT = 1024;
 
 const errorWire = (e: TritonError) => ({ code: e.code, message: e.message });
-
-/**
- * The parent trace of a BLS call (spec §3.5): the stub's calls name no request they are made for,
- * so the one traced request among the model's waiting ones, if exactly one is traced; none when
- * none or several are (the call is then sampled as any request).
- */
-function soleTrace(waiting: Iterable<InferenceRequest>): InferenceRequest['trace'] {
-  let found: InferenceRequest['trace'];
-  for (const r of waiting) {
-    if (r.trace === undefined) continue;
-    if (found !== undefined) return undefined;
-    found = r.trace;
-  }
-  return found;
-}
 
 /** The BLS calls of one stub process; {@link abortAll} when the process ends. */
 export class BlsBridge {
@@ -126,7 +111,7 @@ export class BlsBridge {
           priority: 0,
           timeoutUs: Math.max(0, Number(msg.timeout) || 0),
           ...(this.key ? { blsChain: extendChain(requests, this.key) } : {}),
-          parentTrace: soleTrace(requests),
+          parentTrace: soleParentTrace(requests),
         },
         sender,
         abort.signal,
