@@ -130,6 +130,9 @@ void Worker::Post(std::function<void()> job) {
 }
 
 void Worker::Run(std::shared_ptr<Queue> q) {
+  // A thread inherits its creator's CPU mask: created while the JS thread is pinned beside a
+  // thread it placed (wake.cc), it would stay on that one CPU for good.
+  WARDEN_WakeAffinityRestore();
   q->tid.store(CurrentThreadId(), std::memory_order_relaxed);
   for (;;) {
     std::function<void()> job;

@@ -182,6 +182,7 @@ impl WwEngine {
             let tick = Duration::from_millis(opts.tick_ms);
             let grace_ticks = (IDLE_GRACE.as_millis() as u64).div_ceil(opts.tick_ms).max(1);
             std::thread::Builder::new().name("warden-wasmtime-epoch".into()).spawn(move || {
+                crate::wake::restore_home_mask();
                 // Starts parked: no guest call has run yet.
                 let mut idle_ticks = grace_ticks;
                 while !state.stop.load(Ordering::Acquire) {

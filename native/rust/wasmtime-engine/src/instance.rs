@@ -105,6 +105,7 @@ impl WwInstance {
         let wake = Arc::new(WakeSlot::default());
         let thread_wake = wake.clone();
         let handle = std::thread::Builder::new().name(format!("warden-wasm-{id}")).stack_size(8 << 20).spawn(move || {
+            crate::wake::restore_home_mask();
             let notifier2 = notifier.clone();
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let io = Io { id, notifier: notifier.clone(), replies: reply_rx, deadline: None, log: LogFilter::new(params.log_bytes, params.log_messages), direct: None, posted: false, call_seq: 0 };

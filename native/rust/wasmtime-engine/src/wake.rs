@@ -24,6 +24,15 @@ extern "C" {
     fn WARDEN_WakeAffinityPlace(tid: i32, recent_work_ns: u64) -> bool;
     fn WARDEN_WakeAffinityBegin(moved: bool);
     fn WARDEN_WakeAffinityEnd();
+    fn WARDEN_WakeAffinityRestore();
+}
+
+/// Gives the calling thread the process's CPU mask back. A new thread inherits its creator's mask,
+/// and a thread created while the JS thread is pinned beside a thread it placed (wake.cc) would
+/// otherwise stay on that one CPU for good: every thread the engine spawns calls this first.
+pub fn restore_home_mask() {
+    // SAFETY: a plain call into libtritonserver.so, which the addon links (module docs).
+    unsafe { WARDEN_WakeAffinityRestore() }
 }
 
 /// Shared between an instance thread and its poster (the JS thread, the only sender of commands).
