@@ -36,6 +36,11 @@ export function fromWitError(e: unknown): WireError {
   return { code, message };
 }
 
+/** A host error → WIT `error` (the inverse of {@link fromWitError}: `NOT_FOUND` → `not-found`). */
+export function toWitError(e: WireError): Wit.Error {
+  return { code: e.code.toLowerCase().replace('_', '-') as Wit.ErrorCode, message: e.message };
+}
+
 /** Host request parameters → WIT `parameter`s (safe integers and bigints as `int`, other numbers as `double`). */
 export function witParameters(params: Record<string, ParameterValue>): Wit.Parameter[] {
   const out: Wit.Parameter[] = [];

@@ -120,15 +120,18 @@ export function endCalls(state: InferenceState): void {
   if (!scope) return;
   state.scope = undefined;
   clearInterval(scope.cancelPoll);
-  for (const call of scope.calls.values()) {
-    call.ended = true;
-    call.abort.abort();
-    for (const o of call.queue) if ('ok' in o && o.ok) releaseOutputs(o.ok);
-    call.queue.length = 0;
-    // nobody waits any more: the execute returned, or its sandbox is gone
-    call.waiter = undefined;
-  }
+  // nobody waits any more: the execute returned, or its sandbox is gone
+  for (const call of scope.calls.values()) discard(call);
   scope.calls.clear();
+}
+
+/** Ends `call`: its request is cancelled, what it queued for the guest released, nobody waits. */
+function discard(call: Call): void {
+  call.ended = true;
+  call.abort.abort();
+  for (const o of call.queue) if ('ok' in o && o.ok) releaseOutputs(o.ok);
+  call.queue.length = 0;
+  call.waiter = undefined;
 }
 
 /** Output tensors the data plane lent (a memory owner) are given back once the guest has them. */
@@ -288,11 +291,8 @@ export function cancelCall(state: InferenceState, handle: number): void {
   const call = scope?.calls.get(handle);
   if (!scope || !call) return;
   scope.calls.delete(handle);
-  call.ended = true;
-  call.abort.abort();
-  for (const o of call.queue) if ('ok' in o && o.ok) releaseOutputs(o.ok);
   scope.heldBytes -= call.bytes;
-  call.queue.length = 0;
+  discard(call);
 }
 
 /**

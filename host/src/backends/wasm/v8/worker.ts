@@ -16,7 +16,7 @@
  * is an ES module (no `require`).
  */
 import { parentPort, receiveMessageOnPort } from 'node:worker_threads';
-import { fromWitCallRequest, fromWitError, ResponseCheckError, toWitRequest, toWitResponse } from '../convert.js';
+import { fromWitCallRequest, fromWitError, ResponseCheckError, toWitError, toWitRequest, toWitResponse } from '../convert.js';
 import { createHostState, endCall } from '../host/index.js';
 import { beginExecute, finishExecute } from '../host/responses.js';
 import { GuestExit } from '../host/wasi/index.js';
@@ -82,7 +82,7 @@ function callHost(call: CallToHost): CallAnswer {
 /** The host's `err` as the guest's (jco: a thrown `{ payload }` is the `err` of a `result`). */
 function answerError(a: CallAnswer): never {
   const e = 'err' in a ? a.err : { code: 'INTERNAL' as const, message: 'malformed answer from the host' };
-  throw witErr(e.code.toLowerCase().replace('_', '-') as Parameters<typeof witErr>[0], e.message);
+  throw { payload: toWitError(e) };
 }
 
 /** The guest's request, or its `invalid-arg` error. */

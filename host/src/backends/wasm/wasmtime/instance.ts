@@ -26,7 +26,7 @@ import type { Logger } from 'pino';
 import { TritonError } from '../../../contract/errors.js';
 import * as errors from '../sandbox.errors.js';
 import type { ExecuteTimings, InferenceRequest, InstanceSpec, InstanceUsage, ResponseSender } from '../../../contract/types.js';
-import { fromWitError } from '../convert.js';
+import { fromWitError, toWitError } from '../convert.js';
 import type { HostConfig, SandboxedInstance, SandboxStats } from '../engine.js';
 import type { Reservation, SandboxMemory } from '../memory-budget.js';
 import { createHostState, endCall, type HostState } from '../host/index.js';
@@ -72,11 +72,6 @@ interface Pending {
 
 /** JSON as sent by the native side: 64-bit integers are decimal strings. */
 type J = Record<string, unknown>;
-
-/** A host error as a WIT `error` (`{code: 'not-found', message}`). */
-function witError(e: { code: string; message: string }): { code: string; message: string } {
-  return { code: e.code.toLowerCase().replace('_', '-'), message: e.message };
-}
 
 function isHostCallError(e: unknown): e is HostCallError {
   return typeof e === 'object' && e !== null && 'payload' in e;
@@ -395,7 +390,7 @@ export class WasmtimeInstance implements SandboxedInstance {
       const err = isHostCallError(e)
         ? e.payload
         : e instanceof TritonError
-          ? witError(e)
+          ? toWitError(e)
           : { code: 'internal', message: `host error: ${(e as Error)?.message ?? String(e)}` };
       this.port.reply(handle, JSON.stringify({ err, seq }), []);
     }
@@ -404,7 +399,7 @@ export class WasmtimeInstance implements SandboxedInstance {
   /** Answers an `infer-next` (./descriptor.ts `encodeCallOutcome`: JSON and one buffer per output). */
   private replyOutcome(handle: InstanceHandle, seq: number, o: bls.CallOutcome): void {
     if ('err' in o) {
-      this.port.reply(handle, JSON.stringify({ err: witError(o.err), seq }), []);
+      this.port.reply(handle, JSON.stringify({ err: toWitError(o.err), seq }), []);
       return;
     }
     const bufs: Uint8Array[] = [];
