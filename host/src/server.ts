@@ -343,7 +343,10 @@ async function startDataPath(
   // plain /infer requests of models without a route: read natively, answered in this process as
   // the fast path answers them (not with an `inference` restriction, which the listener checks)
   // (a body over --http-max-input-size is left to the listener, which refuses it with its own text)
-  if (frontend.claims && frontend.claimRestriction === undefined) dataPath.handOver(frontend.serveRing, Math.min(OFFLOAD_BYTES, maxInputSize + 1));
+  // and the keep-alive connections they came on move to this thread after the answer (DESIGN
+  // "Moving a connection"): what follows on them is served as the default path serves it
+  if (frontend.claims && frontend.claimRestriction === undefined)
+    dataPath.handOver(frontend.serveRing, Math.min(OFFLOAD_BYTES, maxInputSize + 1), { server: http.server, closeFd: (fd) => addon.closeFd(fd) });
   return { dataPath, port: bound.port };
 }
 

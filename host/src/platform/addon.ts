@@ -269,6 +269,8 @@ export interface DataPathCounters {
   grpcForwarded: number;
   /** `/infer` requests read natively and answered by the control plane in-process ({@link DataPathBinding.setJsInfer}). */
   handedOver: number;
+  /** Connections moved to the control plane's HTTP server after a handed-over request ({@link DataPathBinding.setJsInfer}'s `onConnection`). */
+  movedConnections: number;
 }
 
 /** A request handed over by the data path (opaque; answer or decline it once). */
@@ -320,7 +322,10 @@ export interface DataPathBinding {
    * Hands the plain `/infer` requests of models without a route (bodies shorter than
    * `maxBodyBytes`) to `onRequest` on the JS thread instead of forwarding them; `onCancel` hears
    * of a request whose client went away. Each request is answered ({@link answerJs}) or declined
-   * ({@link declineJs}, then forwarded to the internal listener) once.
+   * ({@link declineJs}, then forwarded to the internal listener) once. With `onConnection`, the
+   * keep-alive connection such a request came on moves to JS once it is answered: `fd` is its
+   * socket (owned by the callee), and {@link releaseConnection} with `token` frees its slot under
+   * the connection caps once it is closed.
    * @throws Error when set already
    */
   setJsInfer(
@@ -336,7 +341,10 @@ export interface DataPathBinding {
       authorization: string | undefined,
     ) => void,
     onCancel: (token: number) => void,
+    onConnection?: (fd: number, token: number) => void,
   ): void;
+  /** A moved connection ({@link setJsInfer}'s `onConnection`) closed; nothing once the server is closed. */
+  releaseConnection(server: DataPathServer, token: number): void;
   /** Answers a handed-over request: status, headers as `[name, value, name, value, ...]`, body. @throws Error when answered already */
   answerJs(request: DataPathRequest, status: number, headers: string[], body: Buffer | string): void;
   /** Declines a handed-over request: the data path forwards it to the internal listener. @throws Error when answered already */

@@ -54,6 +54,7 @@ typedef struct WdCounters {
   uint64_t served, forwarded, replayed, refused_connections, open_connections;
   uint64_t grpc_served, grpc_forwarded; /* gRPC calls served natively / forwarded to the gRPC server */
   uint64_t handed_over;                 /* /infer requests read here and answered by the control plane in-process */
+  uint64_t moved_connections;           /* connections given to the control plane (wd_server_move_connections) */
 } WdCounters;
 
 typedef struct WdServer WdServer;
@@ -115,6 +116,13 @@ void wd_js_answer(WdJsRequest* request, uint16_t status, const uint8_t* const* n
                   size_t body_len);
 /* Declines and frees the request: the data path forwards it to the control plane's internal listener. */
 void wd_js_decline(WdJsRequest* request);
+/* Moving connections (data-path/src/moving.rs): a keep-alive connection that sent a handed-over request
+ * is given to the control plane once that request is answered: `give` gets its socket (owned by the
+ * callee from here on) and a token; the callee calls wd_server_release_connection(token) once it has
+ * closed it (its slot under the connection caps is taken until then). INVALID_ARG when set already. */
+typedef void (*WdMoveFn)(void* ctx, int fd, uint64_t token);
+WardenError* wd_server_move_connections(const WdServer* server, WdMoveFn give, void* ctx);
+void wd_server_release_connection(const WdServer* server, uint64_t token);
 uint64_t wd_route_inflight(const WdRoute* route);
 void wd_route_take_stats(const WdRoute* route, WdRouteStats* out);
 void wd_route_free(WdRoute* route);

@@ -14,6 +14,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError, parseCli } from '../../../host/src/cli-options.js';
+import { DEFAULT_HTTP_LIMITS } from '../../../host/src/frontend/http/limits.js';
 import type { RunningServer } from '../../../host/src/server.js';
 import {
   INPUT0,
@@ -254,6 +255,57 @@ describe('the native data path answers as the TypeScript path does', () => {
     expect(native.dataPath!.counters().handedOver).toBe(handedBefore + 1);
   });
 
+  describe('a connection that sends a handed-over request moves to the JavaScript thread (DESIGN "Moving a connection")', () => {
+    const echo = raw('POST', '/v2/models/echo/infer', '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}', JSON_TYPE);
+    const identity = raw('POST', '/v2/models/identity_native/infer', id([5, 6]), JSON_TYPE);
+    const counts = () => native.dataPath!.counters();
+    const delta = (before: ReturnType<typeof counts>) => {
+      const now = counts();
+      return { handed: now.handedOver - before.handedOver, moved: now.movedConnections - before.movedConnections, served: now.served - before.served };
+    };
+
+    it('after its answer: what follows on it is answered by the TypeScript path, as on the default path', async () => {
+      const before = counts();
+      const moved = () => until(() => counts().movedConnections > before.movedConnections, { what: 'the move' });
+      const a = await exchange(portOf(native), [echo, moved, echo, () => sleep(50), identity, () => sleep(50), echo], 4);
+      const b = await exchange(portOf(js), [echo, () => sleep(50), echo, () => sleep(50), identity, () => sleep(50), echo], 4);
+      expect(a.map(canon)).toEqual(b.map(canon));
+      expect(a.map((r) => r.head.split(' ')[1])).toEqual(['200', '200', '200', '200']);
+      // one request handed over, then the connection moved; the native model's request on it went to the TypeScript path
+      expect(delta(before)).toEqual({ handed: 1, moved: 1, served: 0 });
+    });
+
+    it('pipelined requests are all answered, in order, before the connection moves', async () => {
+      const before = counts();
+      const a = await exchange(portOf(native), Buffer.concat([echo, identity, echo]), 3);
+      const b = await exchange(portOf(js), Buffer.concat([echo, identity, echo]), 3);
+      expect(a.map(canon)).toEqual(b.map(canon));
+      expect(delta(before).moved).toBe(1);
+    });
+
+    it('a request cut in two across the move is read whole: the connection stays on the data path', async () => {
+      const before = counts();
+      const half = Math.floor(echo.length / 2);
+      const steps = [Buffer.concat([echo, echo.subarray(0, half)]), () => sleep(150), echo.subarray(half), () => sleep(50), identity];
+      const a = await exchange(portOf(native), steps, 3);
+      const b = await exchange(portOf(js), steps, 3);
+      expect(a.map(canon)).toEqual(b.map(canon));
+      expect(delta(before)).toEqual({ handed: 2, moved: 0, served: 1 });
+    });
+
+    it('a request asking to close is answered and the connection closes: nothing moves', async () => {
+      const before = counts();
+      const closing = raw('POST', '/v2/models/echo/infer', '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}', {
+        ...JSON_TYPE,
+        Connection: 'close',
+      });
+      const a = await exchange(portOf(native), [closing, () => sleep(100), echo], 2);
+      expect(a).toHaveLength(1);
+      expect(a[0]!.head).toMatch(/^HTTP\/1.1 200/);
+      expect(delta(before)).toEqual({ handed: 1, moved: 0, served: 0 });
+    });
+  });
+
   for (const c of matrix()) {
     it(`a JavaScript model's answer comes through unchanged: ${c.name}`, async () => {
       const a = await exchange(portOf(native), c.bytes, c.count ?? 1, c.heads);
@@ -392,6 +444,54 @@ function onnxMatrix(): NativeCase[] {
     },
   ];
 }
+
+describe('a moved connection keeps its slot under the connection caps until it closes', () => {
+  it('a second connection from the address is refused while the moved one is open, admitted once it closed; stop does not wait on it', async () => {
+    requireNativeBuild();
+    writeDataPathModels(repoPath());
+    const server = await startMatrixServer(repoPath(), {
+      backendDirectory: BACKEND_DIR,
+      modelControlMode: 'explicit',
+      loadModels: ['echo'],
+      httpDataPath: 'native',
+      httpLimits: { ...DEFAULT_HTTP_LIMITS, maxConnectionsPerAddress: 1 },
+    });
+    try {
+      const echo = raw('POST', '/v2/models/echo/infer', '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}', JSON_TYPE);
+      const first = connect(portOf(server), '127.0.0.1');
+      let got = '';
+      first.on('data', (d) => (got += d.toString('latin1')));
+      first.write(echo);
+      await until(() => server.dataPath!.counters().movedConnections === 1, { what: 'the move' });
+      expect(got).toMatch(/^HTTP\/1.1 200/);
+      // the moved connection still holds the address's one slot
+      const refused = await exchange(portOf(server), echo);
+      expect(refused).toHaveLength(0);
+      // and it is served on: a second request on it
+      got = '';
+      first.write(echo);
+      await until(() => /\r\n\r\n\{/.test(got), { what: 'the answer on the moved connection' });
+      expect(got).toMatch(/^HTTP\/1.1 200/);
+      first.destroy();
+      await until(() => server.dataPath!.counters().openConnections === 0, { what: 'the slot released' });
+      const again = await exchange(portOf(server), echo);
+      expect(again[0]?.head).toMatch(/^HTTP\/1.1 200/);
+      // an idle moved connection does not hold the shutdown
+      await until(() => server.dataPath!.counters().openConnections === 0, { what: 'that slot released too' });
+      const movedBefore = server.dataPath!.counters().movedConnections;
+      const idle = connect(portOf(server), '127.0.0.1');
+      idle.on('error', () => undefined);
+      idle.write(echo);
+      await until(() => server.dataPath!.counters().movedConnections === movedBefore + 1, { what: 'the idle connection moved' });
+      const t0 = Date.now();
+      await server.stop();
+      expect(Date.now() - t0).toBeLessThan(3000);
+      idle.destroy();
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
+});
 
 describe('ONNX Runtime models on the native data path answer as the TypeScript path does', () => {
   let repo: TempRepo;

@@ -9,17 +9,16 @@
  * Node's own listener would build a `net.Socket` for every connection before any code could refuse
  * it; here the refused ones cost the event loop nothing. The server is never `listen()`ed: its
  * connection tracking (the one `headersTimeout`, `requestTimeout` and `closeIdleConnections` use)
- * starts from the `listening` event this module emits, and {@link NativeListener.close} waits for
- * the adopted sockets itself, since `server.close()` counts only the connections Node accepted.
+ * starts from the `listening` event adopted-sockets.ts emits, and {@link NativeListener.close} waits
+ * for the adopted sockets itself, since `server.close()` counts only the connections Node accepted.
  */
-import { Socket } from 'node:net';
 import type { Server } from 'node:http';
 import type { NativeAcceptorHandle, NativeAddon } from '../../platform/addon.js';
+import { AdoptedSockets } from './adopted-sockets.js';
 
 export class NativeListener {
   private readonly handle: NativeAcceptorHandle;
-  private readonly open = new Set<Socket>();
-  private drained: (() => void) | undefined;
+  private readonly sockets: AdoptedSockets;
   private closing: Promise<void> | undefined;
 
   /**
@@ -28,18 +27,12 @@ export class NativeListener {
    * @param maxPerAddress connections one client address may hold; 0 = no per-address cap
    * @throws Error (INVALID_ARG) from the addon when `fd` is not a listening socket
    */
-  constructor(
-    private readonly server: Server,
-    Acceptor: NativeAddon['Acceptor'],
-    fd: number,
-    maxOpen: number,
-    maxPerAddress: number,
-    private readonly closeFd: (fd: number) => void,
-  ) {
-    this.handle = new Acceptor(fd, maxOpen, maxPerAddress, (batch) => this.adopt(batch));
-    // node:http starts tracking connections (the headers / request timeouts, idle-connection
-    // closing) on `listening`; nothing else listens for it on a server that is never listen()ed.
-    server.emit('listening');
+  constructor(server: Server, Acceptor: NativeAddon['Acceptor'], fd: number, maxOpen: number, maxPerAddress: number, closeFd: (fd: number) => void) {
+    const handle = new Acceptor(fd, maxOpen, maxPerAddress, (batch) => {
+      for (let i = 0; i + 1 < batch.length; i += 2) this.sockets.adopt(batch[i]!, batch[i + 1]!);
+    });
+    this.handle = handle;
+    this.sockets = new AdoptedSockets(server, (id) => handle.release(id), closeFd);
   }
 
   /**
@@ -47,38 +40,7 @@ export class NativeListener {
    * connection has closed — what `server.close()` does for the connections Node accepts itself.
    */
   close(): Promise<void> {
-    this.closing ??= new Promise<void>((resolve) => {
-      this.handle.close();
-      // A connection that has not sent a byte holds no request: close it now rather than let it
-      // hold the shutdown until the exit timeout (node:http counts it neither idle nor expired).
-      for (const socket of this.open) if (socket.bytesRead === 0) socket.destroy();
-      if (this.open.size === 0) resolve();
-      else this.drained = resolve;
-    });
+    this.closing ??= (this.handle.close(), this.sockets.close());
     return this.closing;
-  }
-
-  private adopt(batch: number[]): void {
-    for (let i = 0; i + 1 < batch.length; i += 2) {
-      const fd = batch[i]!;
-      const id = batch[i + 1]!;
-      let socket: Socket;
-      try {
-        // As net.Server makes the sockets it accepts for node:http (which always asks for
-        // allowHalfOpen; TCP_NODELAY, its noDelay default, is set on the descriptor natively).
-        socket = new Socket({ fd, readable: true, writable: true, allowHalfOpen: true });
-      } catch {
-        this.closeFd(fd);
-        this.handle.release(id);
-        continue;
-      }
-      this.open.add(socket);
-      socket.once('close', () => {
-        this.open.delete(socket);
-        this.handle.release(id);
-        if (this.open.size === 0 && this.drained) this.drained();
-      });
-      this.server.emit('connection', socket);
-    }
   }
 }

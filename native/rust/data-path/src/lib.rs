@@ -15,6 +15,7 @@ pub mod grpc;
 pub mod grpc_proxy;
 pub mod host;
 pub mod js_infer;
+pub mod moving;
 pub mod ort_exec;
 pub mod proxy;
 pub mod route;
@@ -56,6 +57,7 @@ pub struct WdCounters {
     pub grpc_served: u64,
     pub grpc_forwarded: u64,
     pub handed_over: u64,
+    pub moved_connections: u64,
 }
 
 /// A published route as the control plane holds it (statistics, drain).
@@ -251,6 +253,7 @@ pub extern "C" fn wd_server_counters(server: &Server, out: &mut WdCounters) {
         grpc_served: c.grpc_served.load(Ordering::Relaxed),
         grpc_forwarded: c.grpc_forwarded.load(Ordering::Relaxed),
         handed_over: c.handed_over.load(Ordering::Relaxed),
+        moved_connections: c.moved_connections.load(Ordering::Relaxed),
     };
 }
 
@@ -272,6 +275,32 @@ pub unsafe extern "C" fn wd_server_set_js_infer(
     guarded("the data path", || {
         server.shared.js.set(js).map_err(|_| WardenError::invalid_arg("the hand-over is set already".to_string()))
     })
+}
+
+/// Moves each keep-alive connection that sent a handed-over request to the control plane once that
+/// request is answered (moving.rs): `give` receives its socket and a token for
+/// [`wd_server_release_connection`]. INVALID_ARG when asked twice.
+///
+/// # Safety
+/// `give` may be called with `ctx` from any data path thread until the server is freed.
+#[no_mangle]
+pub unsafe extern "C" fn wd_server_move_connections(
+    server: &Server,
+    give: moving::MoveFn,
+    ctx: *mut std::ffi::c_void,
+) -> Option<Box<WardenError>> {
+    // SAFETY: the caller's contract.
+    let mover = unsafe { moving::Mover::new(give, ctx) };
+    guarded("the data path", || {
+        server.shared.mover.set(mover).map_err(|_| WardenError::invalid_arg("connections move already".to_string()))
+    })
+}
+
+/// The control plane closed the moved connection `token` (or could not take it): its slot under
+/// the connection caps is free again. Unknown tokens are ignored.
+#[no_mangle]
+pub extern "C" fn wd_server_release_connection(server: &Server, token: u64) {
+    server::release_moved(&server.shared, token);
 }
 
 /// While `paused`, every request goes to the control plane.

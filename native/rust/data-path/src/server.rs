@@ -6,6 +6,7 @@ use crate::decode::decode;
 use crate::encode::{encode, OutputView};
 use crate::exec::{monotonic_ns, submit, Outcome};
 use crate::host::{HostApi, HostError, MEMORY_CPU};
+use crate::moving::{EndSignal, MovableIo, MoveState};
 use crate::proxy::{Body, Fallback};
 use crate::route::{Route, Routes};
 use bytes::Bytes;
@@ -17,7 +18,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::ffi::{c_char, c_void, CStr};
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -56,6 +59,8 @@ pub struct Counters {
     pub grpc_forwarded: AtomicU64,
     /// `/infer` requests read here and handed to the control plane in-process (js_infer.rs).
     pub handed_over: AtomicU64,
+    /// Connections moved to the control plane's HTTP server (moving.rs).
+    pub moved_connections: AtomicU64,
 }
 
 pub struct Shared {
@@ -67,6 +72,9 @@ pub struct Shared {
     /// Where `/infer` requests of models without a route are handed over, once the control plane
     /// asked for them (js_infer.rs).
     pub js: std::sync::OnceLock<crate::js_infer::JsInfer>,
+    /// Where connections that sent a handed-over request move to, once the control plane asked
+    /// for them (moving.rs).
+    pub mover: std::sync::OnceLock<crate::moving::Mover>,
     pub options: Options,
     pub counters: Counters,
     open: Mutex<HashMap<IpAddr, u64>>,
@@ -143,11 +151,21 @@ fn claim_js<'r>(shared: &Shared, js: &crate::js_infer::JsInfer, req: &'r Request
     (plain(h, js.max_body_bytes) && text("inference-header-content-length") && text("authorization")).then_some(target)
 }
 
-async fn handle(shared: Arc<Shared>, req: Request<Incoming>, client: Arc<str>) -> Result<Response<Body>, Infallible> {
+async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+    client: Arc<str>,
+    moves: Arc<MoveState>,
+) -> Result<Response<Body>, Infallible> {
     let Some(route) = claim(&shared, &req) else {
         if let Some(js) = shared.js.get() {
             if let Some((model, version)) = claim_js(&shared, js, &req) {
                 let model = model.to_string();
+                // the requests that follow on this connection are likely the same model's: the
+                // connection moves to the control plane once this one is answered (moving.rs)
+                if shared.mover.get().is_some() {
+                    moves.ask();
+                }
                 return Ok(hand_over(&shared, js, req, model, version, &client).await);
             }
         }
@@ -498,6 +516,7 @@ impl Server {
             fallback: Arc::new(Fallback::new(fallback)),
             grpc_fallback: std::sync::OnceLock::new(),
             js: std::sync::OnceLock::new(),
+            mover: std::sync::OnceLock::new(),
             options,
             counters: Counters::default(),
             open: Mutex::new(HashMap::new()),
@@ -597,21 +616,83 @@ async fn accept_loop(
                 return;
             }
             let client: Arc<str> = Arc::from(ip.to_string());
-            let svc_shared = shared2.clone();
-            let svc = hyper::service::service_fn(move |req| handle(svc_shared.clone(), req, client.clone()));
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder.timer(TokioTimer::new()).header_read_timeout(shared2.options.header_timeout).keep_alive(true);
-            let conn = builder.serve_connection(TokioIo::new(stream), svc);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = stop.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.as_mut().await;
-                }
+            if serve_http1(&shared2, stream, client, &mut stop)
+                .await
+                .is_ok_and(|tcp| move_connection(&shared2, tcp, ip))
+            {
+                return; // the control plane holds the connection (and its slot) now
             }
             release(&shared2, ip);
         });
+    }
+}
+
+/// Serves one HTTP/1.1 connection until it ends or the server closes (then: the request in
+/// flight is answered, and the connection closes).
+/// @returns the socket when the connection is to move to the control plane (moving.rs), else Err
+async fn serve_http1(
+    shared: &Arc<Shared>,
+    stream: tokio::net::TcpStream,
+    client: Arc<str>,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<tokio::net::TcpStream, ()> {
+    let moves = Arc::new(MoveState::default());
+    let mut io = MovableIo::new(stream, moves.clone());
+    loop {
+        let (svc_shared, client, moves2) = (shared.clone(), client.clone(), moves.clone());
+        let svc = hyper::service::service_fn(move |req| {
+            // a request read ahead while the connection moves holds the move until it is answered
+            if moves2.moving() {
+                moves2.ask();
+            }
+            let (shared, client, moves) = (svc_shared.clone(), client.clone(), moves2.clone());
+            Box::pin(async move {
+                let r = handle(shared, req, client, moves.clone()).await?;
+                Ok::<_, Infallible>(if moves.moving() { r.map(|b| EndSignal::new(b, moves).boxed()) } else { r })
+            }) as Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>
+        });
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder.timer(TokioTimer::new()).header_read_timeout(shared.options.header_timeout).keep_alive(true);
+        let mut conn = builder.serve_connection(TokioIo::new(io), svc);
+        tokio::select! {
+            _ = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => {}
+            _ = stop.changed() => {
+                Pin::new(&mut conn).graceful_shutdown();
+                let _ = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)).await;
+                return Err(());
+            }
+        }
+        if !moves.ended_for_move() {
+            return Err(());
+        }
+        let parts = conn.into_parts();
+        let back = parts.io.into_inner();
+        if parts.read_buf.is_empty() {
+            return Ok(back.into_inner());
+        }
+        // bytes read ahead (a pipelined request): served here, and the connection stays
+        moves.never();
+        io = back.with_prefix(parts.read_buf);
+    }
+}
+
+/// Gives `tcp` to the control plane's HTTP server; its slot is released when the control plane
+/// closes it (`wd_server_release_connection`). @returns false when it could not be given (closed).
+fn move_connection(shared: &Shared, tcp: tokio::net::TcpStream, ip: IpAddr) -> bool {
+    let Some(mover) = shared.mover.get() else { return false };
+    if shared.closing.load(Ordering::Acquire) {
+        return false;
+    }
+    let Ok(std) = tcp.into_std() else { return false };
+    shared.counters.moved_connections.fetch_add(1, Ordering::Relaxed);
+    mover.give(std, ip);
+    true
+}
+
+/// Releases the slot of a connection the control plane closed (`token` from [`Mover::give`]).
+pub fn release_moved(shared: &Shared, token: u64) {
+    if let Some(ip) = shared.mover.get().and_then(|m| m.take(token)) {
+        release(shared, ip);
     }
 }
 

@@ -1,9 +1,10 @@
 // The addon's binding of the native data path (native/rust/data-path, C ABI in
 // warden/data_path.h): `dataPath.start(fd, socketPath, options)` → a server external, and
-// `listenGrpc` / `publish` / `publishOrt` / `publishWasm` / `setJsInfer` / `answerJs` / `declineJs` / `unpublish` /
-// `inflight` / `takeStats` / `counters` / `beginClose` / `close` over it. The host API table points the data path at
-// this process's libtritonserver.so.
+// `listenGrpc` / `publish` / `publishOrt` / `publishWasm` / `setJsInfer` / `answerJs` / `declineJs` /
+// `releaseConnection` / `unpublish` / `inflight` / `takeStats` / `counters` / `beginClose` / `close` over it. The host
+// API table points the data path at this process's libtritonserver.so.
 #include <napi.h>
+#include <unistd.h>
 
 #include <mutex>
 #include <string>
@@ -22,15 +23,18 @@ using warden_addon::InstanceHandle;
 using warden_addon::TritonError;
 
 // The hand-over's queue (wd_server_set_js_infer): requests and cancellations from the data path's
-// threads, drained on the JS thread by one wake-up per batch (js_wake.h).
+// threads, and the connections moving to JS (wd_server_move_connections), drained on the JS thread
+// by one wake-up per batch (js_wake.h).
 struct HandOver {
   std::mutex mu;
   std::vector<std::pair<WdJsRequest*, uint64_t>> queue;  // (request, 0) or (NULL, cancelled token)
+  std::vector<std::pair<int, uint64_t>> moves;           // (socket, token)
   bool scheduled = false;
   bool closed = false;
   std::shared_ptr<warden::JsWake> wake;
   Napi::FunctionReference on_request;  // JS thread only
   Napi::FunctionReference on_cancel;
+  Napi::FunctionReference on_connection;  // empty: connections do not move
 };
 
 struct ServerRef {
@@ -49,13 +53,16 @@ void CloseHandOver(ServerRef* ref) {
   if (h == nullptr) return;
   ref->hand_over = nullptr;
   std::vector<std::pair<WdJsRequest*, uint64_t>> left;
+  std::vector<std::pair<int, uint64_t>> moves;
   {
     std::lock_guard<std::mutex> lock(h->mu);
     h->closed = true;
     left.swap(h->queue);
+    moves.swap(h->moves);
   }
   for (auto& [r, _] : left)
     if (r != nullptr) wd_js_decline(r);
+  for (auto& [fd, _] : moves) close(fd);
   h->wake->Close();
   delete h;
 }
@@ -217,6 +224,22 @@ void NotifyJs(void* p, WdJsRequest* request, uint64_t cancelled) {
   h->wake->Send();
 }
 
+// Any data path thread: queues a moving connection and wakes the JS thread once per batch.
+void MoveToJs(void* p, int fd, uint64_t token) {
+  auto* h = static_cast<HandOver*>(p);
+  {
+    std::lock_guard<std::mutex> lock(h->mu);
+    if (h->closed) {
+      close(fd);
+      return;
+    }
+    h->moves.emplace_back(fd, token);
+    if (h->scheduled) return;
+    h->scheduled = true;
+  }
+  h->wake->Send();
+}
+
 Napi::Value OptionalString(Napi::Env env, const uint8_t* p, int64_t len) {
   if (len < 0) return env.Undefined();
   return Napi::String::New(env, reinterpret_cast<const char*>(p), size_t(len));
@@ -224,12 +247,21 @@ Napi::Value OptionalString(Napi::Env env, const uint8_t* p, int64_t len) {
 
 void DrainHandOver(Napi::Env env, HandOver* h) {
   std::vector<std::pair<WdJsRequest*, uint64_t>> batch;
+  std::vector<std::pair<int, uint64_t>> moves;
   {
     std::lock_guard<std::mutex> lock(h->mu);
     batch.swap(h->queue);
+    moves.swap(h->moves);
     h->scheduled = false;
   }
   Napi::HandleScope scope(env);
+  for (auto& [fd, token] : moves) {
+    try {
+      h->on_connection.Call({Napi::Number::New(env, fd), Napi::Number::New(env, double(token))});
+    } catch (const Napi::Error& e) {
+      fprintf(stderr, "[warden data path] connection handler threw: %s\n", e.Message().c_str());
+    }
+  }
   for (auto& [r, cancelled] : batch) {
     try {
       if (r == nullptr) {
@@ -257,7 +289,9 @@ void DrainHandOver(Napi::Env env, HandOver* h) {
 }
 
 // setJsInfer(server, maxBodyBytes, onRequest(handle, token, model, version, body, headerLength?, authorization?),
-//            onCancel(token)): hands plain /infer requests of models without a route to JS.
+//            onCancel(token), onConnection?(fd, token)): hands plain /infer requests of models without a route
+// to JS; with onConnection, the keep-alive connections they came on move to JS after their answer
+// (JS owns `fd` and calls releaseConnection(server, token) once it is closed).
 Napi::Value SetJsInfer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   WdServer* server = ServerOf(info[0]);
@@ -268,8 +302,12 @@ Napi::Value SetJsInfer(const Napi::CallbackInfo& info) {
   auto* h = new HandOver;
   h->on_request = Napi::Persistent(info[2].As<Napi::Function>());
   h->on_cancel = Napi::Persistent(info[3].As<Napi::Function>());
+  bool moves = info[4].IsFunction();
+  if (moves) h->on_connection = Napi::Persistent(info[4].As<Napi::Function>());
   h->wake = warden::JsWake::Create(env, "warden-data-path", [h](Napi::Env e) { DrainHandOver(e, h); });
-  if (WardenError* err = wd_server_set_js_infer(server, NotifyJs, h, max_body)) {
+  WardenError* err = wd_server_set_js_infer(server, NotifyJs, h, max_body);
+  if (err == nullptr && moves) err = wd_server_move_connections(server, MoveToJs, h);
+  if (err != nullptr) {
     h->wake->Close();
     delete h;
     throw TritonError(env, err);
@@ -330,6 +368,15 @@ Napi::Value DeclineJs(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// releaseConnection(server, token): a moved connection closed (nothing once the server is closed).
+Napi::Value ReleaseConnection(const Napi::CallbackInfo& info) {
+  if (!info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "expected a data path server");
+  ServerRef* ref = info[0].As<Napi::External<ServerRef>>().Data();
+  if (ref->server != nullptr)
+    wd_server_release_connection(ref->server, uint64_t(info[1].As<Napi::Number>().Int64Value()));
+  return info.Env().Undefined();
+}
+
 Napi::Value Unpublish(const Napi::CallbackInfo& info) {
   wd_server_unpublish(ServerOf(info[0]), RouteOf(info[1]));
   return info.Env().Undefined();
@@ -362,6 +409,7 @@ Napi::Value Counters(const Napi::CallbackInfo& info) {
   o.Set("grpcServed", double(c.grpc_served));
   o.Set("grpcForwarded", double(c.grpc_forwarded));
   o.Set("handedOver", double(c.handed_over));
+  o.Set("movedConnections", double(c.moved_connections));
   return o;
 }
 
@@ -395,6 +443,7 @@ Napi::Object InitBinding(Napi::Env env) {
   o.Set("setJsInfer", Napi::Function::New(env, SetJsInfer, "setJsInfer"));
   o.Set("answerJs", Napi::Function::New(env, AnswerJs, "answerJs"));
   o.Set("declineJs", Napi::Function::New(env, DeclineJs, "declineJs"));
+  o.Set("releaseConnection", Napi::Function::New(env, ReleaseConnection, "releaseConnection"));
   o.Set("unpublish", Napi::Function::New(env, Unpublish, "unpublish"));
   o.Set("inflight", Napi::Function::New(env, Inflight, "inflight"));
   o.Set("takeStats", Napi::Function::New(env, TakeStats, "takeStats"));

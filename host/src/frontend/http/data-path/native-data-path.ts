@@ -12,7 +12,7 @@
  * before a version retires, after their in-flight requests drained), statistics are taken from
  * the routes into each version's statistics before they are read, and tracing pauses the data path.
  */
-import type { RequestListener } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { CancellationSignal, ModelKey } from '../../../contract/types.js';
 import type { ModelVersion } from '../../../lifecycle/model-version.js';
@@ -21,6 +21,7 @@ import type { AbsorbedStats } from '../../../metrics/stats.js';
 import type { DataPathBinding, DataPathCounters, DataPathOptions, DataPathRoute, DataPathServer } from '../../../platform/addon.js';
 import { type InternalServerSettings, type NativeErrorRenderer, type NativeGrpcErrorRenderer, InternalListener } from '../internal-listener.js';
 import { ManualSignal } from '../../cancellation.js';
+import { AdoptedSockets } from '../adopted-sockets.js';
 import { answerHeaders } from '../claim.js';
 import type { HttpAnswer } from '../routing.js';
 import type { RingRequest } from '../threads/messages.js';
@@ -71,6 +72,8 @@ export class NativeDataPath {
   /** The wasmtime versions whose instances' thread changes are followed. */
   private readonly followed = new WeakSet<ModelVersion>();
   private closed = false;
+  /** The connections moved to the public `node:http` server ({@link handOver}'s `moveTo`). */
+  private moved: AdoptedSockets | undefined;
 
   private constructor(
     private readonly binding: DataPathBinding,
@@ -130,10 +133,17 @@ export class NativeDataPath {
    * native data path"): the data path reads them and hands them to `serve` — the entry point of the
    * front-end threads' claimed requests (app.ts `serveRing`: the TypeScript decode, data plane,
    * encode and error answers) — and writes its answer; what `serve` declines (undefined) goes to
-   * the internal listener. A client that goes away cancels its request.
+   * the internal listener. A client that goes away cancels its request. With `moveTo`, the
+   * keep-alive connection such a request came on then moves to `moveTo.server` (the public
+   * `node:http` server, never listened on), which serves the requests that follow on it as the
+   * default path does (DESIGN "Moving a connection").
    * @param maxBodyBytes only bodies shorter than this are handed over (the fast path's bound)
    */
-  handOver(serve: (r: RingRequest, signal: CancellationSignal) => Promise<HttpAnswer | undefined>, maxBodyBytes: number): void {
+  handOver(
+    serve: (r: RingRequest, signal: CancellationSignal) => Promise<HttpAnswer | undefined>,
+    maxBodyBytes: number,
+    moveTo?: { server: Server; closeFd: (fd: number) => void },
+  ): void {
     const signals = new Map<number, ManualSignal>();
     const binding = this.binding;
     binding.setJsInfer(
@@ -160,7 +170,9 @@ export class NativeDataPath {
         });
       },
       (token) => signals.get(token)?.abort(),
+      moveTo && ((fd, token) => this.moved!.adopt(fd, token)),
     );
+    if (moveTo) this.moved = new AdoptedSockets(moveTo.server, (token) => binding.releaseConnection(this.server, token), moveTo.closeFd);
   }
 
   /** While tracing is on, every request goes through the TypeScript path (it traces). */
@@ -193,6 +205,9 @@ export class NativeDataPath {
       `warden_data_path_requests_total{handled="replayed"} ${c.replayed}`,
       `warden_data_path_requests_total{handled="forwarded"} ${c.forwarded}`,
       `warden_data_path_requests_total{handled="handed_over"} ${c.handedOver}`,
+      '# HELP warden_data_path_moved_connections_total Connections the native data path moved to the JavaScript thread after a handed-over request',
+      '# TYPE warden_data_path_moved_connections_total counter',
+      `warden_data_path_moved_connections_total ${c.movedConnections}`,
       '# HELP warden_data_path_refused_connections_total Connections the native data path closed over the connection caps',
       '# TYPE warden_data_path_refused_connections_total counter',
       `warden_data_path_refused_connections_total ${c.refusedConnections}`,
@@ -327,6 +342,7 @@ export class NativeDataPath {
   /** {@link beginClose}, resolving once every public connection has closed. */
   async drain(): Promise<void> {
     this.beginClose();
+    void this.moved?.close();
     while (!this.closed && this.binding.counters(this.server).openConnections > 0) await new Promise((r) => setTimeout(r, 10));
   }
 
