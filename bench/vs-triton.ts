@@ -38,7 +38,7 @@ import type { ToolResult } from './load-output.js';
 import { findTool, runGhz, runH2loadGrpc, runWrk, wrkScript, type WrkRequest } from './load-tools.js';
 import { IDENTITY_INPUT, identityRequest, simpleRequest } from './requests.js';
 
-type ServerKind = 'triton' | 'warden' | 'warden-baseline' | 'warden-threads' | 'warden-native' | 'warden-tp';
+type ServerKind = 'triton' | 'warden' | 'warden-baseline' | 'warden-threads' | 'warden-js' | 'warden-tp';
 type Tool = 'wrk' | 'ghz' | 'h2load';
 
 /** A server of one round: HTTP base URL, gRPC address (host:port, when it serves gRPC), stop. */
@@ -89,15 +89,18 @@ interface Row {
 }
 
 const THREADS_FLAGS = ['--http-threads=2', '--http-main-listener=false'];
-/** The native data path (frontend/http/data-path/): identity's /infer never reaches the JavaScript thread. */
-const NATIVE_FLAGS = ['--http-data-path=native'];
+/**
+ * The JavaScript HTTP path, beside the default native data path (frontend/http/data-path/, on which
+ * identity's /infer never reaches the JavaScript thread).
+ */
+const JS_FLAGS = ['--http-data-path=js'];
 /** How the summary names each server. */
 const SERVER_NAMES: Record<ServerKind, string> = {
   triton: 'tritonserver',
   warden: 'Warden',
   'warden-baseline': 'the baseline build of Warden',
   'warden-threads': `Warden ${THREADS_FLAGS.join(' ')}`,
-  'warden-native': `Warden ${NATIVE_FLAGS.join(' ')}`,
+  'warden-js': `Warden ${JS_FLAGS.join(' ')}`,
   'warden-tp': "Warden hosting Triton's libtriton_python.so",
 };
 const BIG_ELEMENTS = 4 * 1024 * 1024; // 16 MiB of FP32
@@ -111,10 +114,10 @@ const WASM_IDENTITY = 'identity_c_wasmtime';
  * the native identity, both JSON, as time per request (1 / rate at one connection).
  */
 function sandboxCost(summary: (id: string) => { rps: number }): string {
-  const wasm = summary('warden-native wasmtime C identity JSON c=1').rps;
-  const native = summary('warden-native identity JSON c=1').rps;
+  const wasm = summary('warden wasmtime C identity JSON c=1').rps;
+  const native = summary('warden identity JSON c=1').rps;
   const us = 1e6 / wasm - 1e6 / native;
-  return `Sandbox cost at c=1 (wasmtime C guest − native identity, both ${NATIVE_FLAGS.join(' ')}): ${fmt(us, 1)} µs per request (target ≤ 15 µs).`;
+  return `Sandbox cost at c=1 (wasmtime C guest − native identity, both on the native data path): ${fmt(us, 1)} µs per request (target ≤ 15 µs).`;
 }
 
 /** An interpreter with pip for the wheel: the compat venv's (test/compat/venv.ts), else $WARDEN_PYTHON or python3. */
@@ -281,12 +284,12 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
     for (const c of CONCURRENCY) {
       for (const on of ['triton', 'warden'] as const) cases.push(httpCase(on, 'identity JSON', c, idJson.path, json, idJson.body as string, idJsonCheck));
       rows.push({ group: 'identity', label: `identity, HTTP JSON, c=${c}`, triton: `triton identity JSON c=${c}`, warden: `warden identity JSON c=${c}` });
-      cases.push(httpCase('warden-native', 'identity JSON', c, idJson.path, json, idJson.body as string, idJsonCheck));
+      cases.push(httpCase('warden-js', 'identity JSON', c, idJson.path, json, idJson.body as string, idJsonCheck));
       rows.push({
         group: 'identity',
-        label: `same, ${NATIVE_FLAGS.join(' ')}`,
+        label: `same, ${JS_FLAGS.join(' ')}`,
         triton: `triton identity JSON c=${c}`,
-        warden: `warden-native identity JSON c=${c}`,
+        warden: `warden-js identity JSON c=${c}`,
       });
       if (c > 1) {
         cases.push(httpCase('warden-threads', 'identity JSON', c, idJson.path, json, idJson.body as string, idJsonCheck));
@@ -306,12 +309,12 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
         triton: `triton identity binary c=${c}`,
         warden: `warden identity binary c=${c}`,
       });
-      cases.push(httpCase('warden-native', 'identity binary', c, idJson.path, idBin.headers, idBin.body, idBinCheck));
+      cases.push(httpCase('warden-js', 'identity binary', c, idJson.path, idBin.headers, idBin.body, idBinCheck));
       rows.push({
         group: 'identity',
-        label: `same, ${NATIVE_FLAGS.join(' ')}`,
+        label: `same, ${JS_FLAGS.join(' ')}`,
         triton: `triton identity binary c=${c}`,
-        warden: `warden-native identity binary c=${c}`,
+        warden: `warden-js identity binary c=${c}`,
       });
     }
     for (const [tool, present] of [
@@ -327,12 +330,12 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
           triton: `triton identity gRPC ${tool} c=${c}`,
           warden: `warden identity gRPC ${tool} c=${c}`,
         });
-        cases.push({ key: `identity gRPC ${tool} c=${c}`, tool, connections: c, on: 'warden-native' });
+        cases.push({ key: `identity gRPC ${tool} c=${c}`, tool, connections: c, on: 'warden-js' });
         rows.push({
           group: 'identity',
-          label: `same, ${NATIVE_FLAGS.join(' ')}`,
+          label: `same, ${JS_FLAGS.join(' ')}`,
           triton: `triton identity gRPC ${tool} c=${c}`,
-          warden: `warden-native identity gRPC ${tool} c=${c}`,
+          warden: `warden-js identity gRPC ${tool} c=${c}`,
         });
       }
     }
@@ -348,9 +351,8 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
         triton: `triton add_sub c=${c}`,
         warden: `warden add_sub c=${c}`,
       });
-      // the data path reads the request and hands it to the TypeScript data plane in process
-      cases.push(httpCase('warden-native', 'add_sub', c, addSub.path, json, addSub.body, addSubCheck));
-      rows.push({ group: 'python', label: `same, ${NATIVE_FLAGS.join(' ')}`, triton: `triton add_sub c=${c}`, warden: `warden-native add_sub c=${c}` });
+      cases.push(httpCase('warden-js', 'add_sub', c, addSub.path, json, addSub.body, addSubCheck));
+      rows.push({ group: 'python', label: `same, ${JS_FLAGS.join(' ')}`, triton: `triton add_sub c=${c}`, warden: `warden-js add_sub c=${c}` });
       if (baseline) {
         cases.push(httpCase('warden-baseline', 'add_sub', c, addSub.path, json, addSub.body, addSubCheck));
         rows.push({ group: 'python', label: `same, baseline build (${baseline})`, triton: `triton add_sub c=${c}`, warden: `warden-baseline add_sub c=${c}` });
@@ -371,12 +373,12 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
       warden: 'warden identity 16 MiB c=1',
       bytesPerRequest: BIG_ELEMENTS * 4,
     });
-    cases.push(httpCase('warden-native', 'identity 16 MiB', 1, idJson.path, big.headers, big.body, binaryAnswerCheck(Buffer.from(bigValues.buffer))));
+    cases.push(httpCase('warden-js', 'identity 16 MiB', 1, idJson.path, big.headers, big.body, binaryAnswerCheck(Buffer.from(bigValues.buffer))));
     rows.push({
       group: 'big',
-      label: `same, ${NATIVE_FLAGS.join(' ')}`,
+      label: `same, ${JS_FLAGS.join(' ')}`,
       triton: 'triton identity 16 MiB c=1',
-      warden: 'warden-native identity 16 MiB c=1',
+      warden: 'warden-js identity 16 MiB c=1',
       bytesPerRequest: BIG_ELEMENTS * 4,
     });
     const simpleCheck = jsonOutputCheck(
@@ -391,28 +393,27 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
         triton: `triton identity JSON c=${c}`,
         warden: `warden simple (ONNX) c=${c}`,
       });
-      // the native data path runs the ONNX Runtime engine's session itself (DESIGN "The native data path")
-      cases.push(httpCase('warden-native', 'simple (ONNX)', c, simple.path, json, simple.body as string, simpleCheck));
+      cases.push(httpCase('warden-js', 'simple (ONNX)', c, simple.path, json, simple.body as string, simpleCheck));
       rows.push({
         group: 'onnx',
-        label: `same, ${NATIVE_FLAGS.join(' ')}`,
+        label: `same, ${JS_FLAGS.join(' ')}`,
         triton: `triton identity JSON c=${c}`,
-        warden: `warden-native simple (ONNX) c=${c}`,
+        warden: `warden-js simple (ONNX) c=${c}`,
       });
     }
 
     // the sandboxed C guest on wasmtime, served by the native data path without the JavaScript thread
     const wasmJson = identityRequest(WASM_IDENTITY);
     for (const c of CONCURRENCY) {
-      cases.push(httpCase('warden-native', 'wasmtime C identity JSON', c, wasmJson.path, json, wasmJson.body as string, idJsonCheck));
+      cases.push(httpCase('warden', 'wasmtime C identity JSON', c, wasmJson.path, json, wasmJson.body as string, idJsonCheck));
       rows.push({
         group: 'wasm',
-        label: `identity as a C guest on wasmtime, HTTP JSON, ${NATIVE_FLAGS.join(' ')}, c=${c}`,
+        label: `identity as a C guest on wasmtime, HTTP JSON, c=${c}`,
         triton: `triton identity JSON c=${c}`,
-        warden: `warden-native wasmtime C identity JSON c=${c}`,
+        warden: `warden wasmtime C identity JSON c=${c}`,
       });
     }
-    rows.push({ group: 'wasm', label: `native identity, same flags, c=1`, triton: 'triton identity JSON c=1', warden: 'warden-native identity JSON c=1' });
+    rows.push({ group: 'wasm', label: `native identity, c=1`, triton: 'triton identity JSON c=1', warden: 'warden identity JSON c=1' });
 
     rows = rows.filter((row) => wanted.has(row.group));
     const compared = new Set(rows.flatMap((row) => [row.triton, row.warden]));
@@ -466,7 +467,7 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
               nativeDir,
               `--grpc-port=${grpcPort}`,
               ...(on === 'warden-threads' ? THREADS_FLAGS : []),
-              ...(on === 'warden-native' ? NATIVE_FLAGS : []),
+              ...(on === 'warden-js' ? JS_FLAGS : []),
             ];
       const w = await ctx.startWarden(repo, args);
       return { url: w.url, grpc: `127.0.0.1:${grpcPort}`, output: () => w.output().slice(-3000), stop: () => w.stop() };
@@ -495,7 +496,7 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
     };
 
     const results = new Map<string, ToolResult[]>();
-    const order: ServerKind[] = ['triton', 'warden', 'warden-baseline', 'warden-threads', 'warden-native', 'warden-tp'];
+    const order: ServerKind[] = ['triton', 'warden', 'warden-baseline', 'warden-threads', 'warden-js', 'warden-tp'];
     for (let r = 0; r < ctx.rounds; r++) {
       for (const on of order) {
         const mine = cases.filter((k) => k.on === on);

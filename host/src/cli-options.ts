@@ -96,8 +96,10 @@ export const USAGE = `Usage: warden --model-repository=<path> [options]
   --http-main-listener=<bool>     with --http-threads: the main thread accepts HTTP connections too
                                   (default true); false leaves the port to the threads
   --http-data-path=js|native      native: the HTTP port is served on native threads, and /infer of models
-                                  on in-process Triton C-API backends never reaches the JavaScript thread
-                                  (single-tenant mode, no --http-threads; default js; docs/architecture.md)
+                                  on in-process Triton C-API backends, the ONNX Runtime engine and wasmtime
+                                  never reaches the JavaScript thread (single-tenant mode, no
+                                  --http-threads; default native where the addon has it, else js;
+                                  docs/architecture.md)
   --http-data-path-threads=<n>    the native data path's threads (default: the machine's cores)
   --upload-directory=<path>       where uploads are stored (default <first repository>/.warden-uploads)
   --upload-store=s3://...         tenants' uploads kept in this object store, shared by every replica
@@ -183,9 +185,9 @@ function engineOption(v: string | undefined): ServerOptions['wasmEngine'] {
   }
 }
 
-/** `--http-data-path`: `js` (default) or `native`. @throws UsageError otherwise */
-function httpDataPath(v: string | undefined): 'js' | 'native' {
-  if (v === undefined || v === 'js' || v === 'native') return v ?? 'js';
+/** `--http-data-path`: `js` or `native` (absent: the server's default, native where it can). @throws UsageError otherwise */
+function httpDataPath(v: string | undefined): 'js' | 'native' | undefined {
+  if (v === undefined || v === 'js' || v === 'native') return v;
   throw new UsageError(`--http-data-path must be js or native, got '${v}'`);
 }
 

@@ -187,10 +187,13 @@ export interface ServerOptions {
    */
   httpMainListener?: boolean;
   /**
-   * `--http-data-path` (default `js`): `native` serves the HTTP port on native threads
-   * (frontend/http/data-path/): `/infer` requests of models whose instances are in-process Triton
-   * C-API backend instances are answered there without the JavaScript thread; everything else is
-   * forwarded to the TypeScript path. Single-tenant mode without front-end threads; needs the addon.
+   * `--http-data-path`: `native` serves the HTTP port on native threads (frontend/http/data-path/):
+   * `/infer` requests of models the data path runs (in-process Triton C-API backends, the
+   * in-process ONNX Runtime engine, wasmtime sandboxes) are answered there without the JavaScript
+   * thread; other `/infer` requests are handed to the TypeScript path in-process, everything else
+   * forwarded to it. Single-tenant mode without front-end threads. Default: `native` where the
+   * addon carries the data path and the mode allows it, else `js` (Node's listener, or the native
+   * acceptor); `native` asked for without the addon is an error.
    */
   httpDataPath?: 'js' | 'native';
   /** `--http-data-path-threads`: the native data path's threads (default: the machine's cores). */
@@ -303,6 +306,17 @@ async function listenNatively(
   }
 }
 
+/** Whether the addon carries the native data path (the default HTTP path where it does). */
+async function dataPathBuilt(logger: Logger): Promise<boolean> {
+  try {
+    const { nativeAddon } = await import('./platform/addon.js');
+    return nativeAddon().dataPath !== undefined;
+  } catch (e) {
+    logger.debug({ err: e }, 'native addon unavailable: the HTTP port is served by JavaScript');
+    return false;
+  }
+}
+
 /**
  * Serves the HTTP port through the native data path (frontend/http/data-path/): a listening
  * socket handed to the addon's threads, and the internal listener they forward to.
@@ -336,6 +350,8 @@ async function startDataPath(
       headerTimeoutMs: settings.headersTimeout,
       bodyTimeoutMs: settings.requestTimeout,
       maxJsonOutputBytes: (opts.httpLimits ?? DEFAULT_HTTP_LIMITS).maxJsonOutputBytes ?? DEFAULT_HTTP_LIMITS.maxJsonOutputBytes,
+      // /infer requests without the restriction's header reach the TypeScript path, which refuses them
+      inferRestriction: frontend.claimRestriction && { header: frontend.claimRestriction.header, value: frontend.claimRestriction.value },
     },
     frontend.nativeErrorAnswer,
     logger.child({ component: 'data-path' }),
@@ -343,8 +359,8 @@ async function startDataPath(
   // plain /infer requests of models without a route: read natively, answered in this process as
   // the fast path answers them (not with an `inference` restriction, which the listener checks)
   // (a body over --http-max-input-size is left to the listener, which refuses it with its own text)
-  // and the keep-alive connections they came on move to this thread after the answer (DESIGN
-  // "Moving a connection"): what follows on them is served as the default path serves it
+  // and the keep-alive connections they came on move to this thread after the answer (DESIGN "The
+  // native data path"): what follows on them is served as the default path serves it
   if (frontend.claims && frontend.claimRestriction === undefined)
     dataPath.handOver(frontend.serveRing, Math.min(OFFLOAD_BYTES, maxInputSize + 1), { server: http.server, closeFd: (fd) => addon.closeFd(fd) });
   return { dataPath, port: bound.port };
@@ -672,7 +688,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       await manager.shutdown();
       throw e;
     }
-  } else if (allowHttp && opts.httpDataPath === 'native' && !tenants) {
+  } else if (allowHttp && !tenants && (opts.httpDataPath === 'native' || (opts.httpDataPath === undefined && (await dataPathBuilt(logger))))) {
     const started = await startDataPath(http, frontend, host, opts, perAddressConnections, maxInputSize, logger).catch(async (e: unknown) => {
       await http.close().catch(() => undefined);
       await manager.shutdown();

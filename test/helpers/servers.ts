@@ -31,12 +31,13 @@ export function startTestServer(repo: TempRepo | string | readonly (TempRepo | s
 export type TestTenant = { id: string; token: string; role?: 'tenant' | 'admin' } & Record<string, unknown>;
 
 /**
- * The ways Warden answers HTTP, as `[label, options]` rows for `describe.each`: Fastify's routes,
- * the `/infer` fast path, and a front-end thread (the main listener off).
+ * The ways Warden answers HTTP, as `[label, options]` rows for `describe.each`: Fastify's routes
+ * and the `/infer` fast path on the JavaScript listener, a front-end thread (the main listener
+ * off), and the native data path (the default where the addon has it).
  */
 export const HTTP_FRONT_ENDS = [
-  ['Fastify', { httpFastPath: false }],
-  ['fast path', { httpFastPath: true }],
+  ['Fastify', { httpFastPath: false, httpDataPath: 'js' }],
+  ['fast path', { httpFastPath: true, httpDataPath: 'js' }],
   ['a front-end thread', { httpThreads: 1, httpMainListener: false }],
   ['the native data path', { httpDataPath: 'native' }],
 ] as const satisfies readonly (readonly [string, Partial<ServerOptions>])[];

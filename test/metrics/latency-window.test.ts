@@ -55,10 +55,7 @@ describe('ModelStatistics latency_percentiles_us', () => {
     computeOutputNs: 0,
     inferenceCount: count,
     executionCount: count,
-    batch1Count: count,
-    batch1InputNs: 0,
-    batch1InferNs: 0,
-    batch1OutputNs: 0,
+    batches: [{ batchSize: 1, count, inputNs: 0, inferNs: 0, outputNs: 0 }],
     lastInferenceMs: Date.now(),
   });
 

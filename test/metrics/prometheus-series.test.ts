@@ -89,10 +89,7 @@ describe('ServerMetrics per-model series', () => {
       computeOutputNs: 0,
       inferenceCount: 50,
       executionCount: 50,
-      batch1Count: 0,
-      batch1InputNs: 0,
-      batch1InferNs: 0,
-      batch1OutputNs: 0,
+      batches: [],
       lastInferenceMs: 0,
     });
     const text = await m.registry.metrics();

@@ -57,11 +57,8 @@ export interface AbsorbedStats {
   computeOutputNs: number;
   inferenceCount: number;
   executionCount: number;
-  /** Executions of batch size 1 with their compute sums. */
-  batch1Count: number;
-  batch1InputNs: number;
-  batch1InferNs: number;
-  batch1OutputNs: number;
+  /** Executions by batch size with their compute sums. */
+  batches: readonly { batchSize: number; count: number; inputNs: number; inferNs: number; outputNs: number }[];
   /** Epoch ms of the latest inference. */
   lastInferenceMs: number;
 }
@@ -236,11 +233,12 @@ export class ModelStatistics {
       this.executionCount += s.executionCount;
       this.lastInferenceMs = Math.max(this.lastInferenceMs, s.lastInferenceMs);
     }
-    if (s.batch1Count > 0) {
-      const b = this.batch(1);
-      addMany(b.compute_input, s.batch1Count, s.batch1InputNs);
-      addMany(b.compute_infer, s.batch1Count, s.batch1InferNs);
-      addMany(b.compute_output, s.batch1Count, s.batch1OutputNs);
+    for (const r of s.batches) {
+      if (r.count === 0) continue;
+      const b = this.batch(r.batchSize);
+      addMany(b.compute_input, r.count, r.inputNs);
+      addMany(b.compute_infer, r.count, r.inferNs);
+      addMany(b.compute_output, r.count, r.outputNs);
     }
     const m = this.metrics;
     if (!m) return;

@@ -254,6 +254,8 @@ export interface DataPathOptions {
   bodyTimeoutMs: number;
   /** Bound of the JSON text of a response's tensors (`--http-max-json-output-bytes`). */
   maxJsonOutputBytes: number;
+  /** `--http-restricted-api`'s `inference` restriction: requests without it are left to the control plane. */
+  inferRestriction?: { header: string; value: string };
 }
 
 /** The data path's counters (requests since start; connections now). */
@@ -314,7 +316,7 @@ export interface DataPathBinding {
   unpublish(server: DataPathServer, route: DataPathRoute): void;
   /** Requests of the route submitted and not yet answered and released. */
   inflight(route: DataPathRoute): number;
-  /** Reads and resets the route's statistics (WdRouteStats field order). */
+  /** Reads and resets the route's statistics (WdRouteStats field order, then WdBatchStats rows of 5). */
   takeStats(route: DataPathRoute): Float64Array;
   counters(server: DataPathServer): DataPathCounters;
   setPaused(server: DataPathServer, paused: boolean): void;

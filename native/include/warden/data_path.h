@@ -39,6 +39,12 @@ typedef struct WdServerOptions {
   uint64_t header_timeout_ms;
   uint64_t body_timeout_ms;
   uint64_t max_json_output_bytes; /* bound of a response's JSON tensor text (--http-max-json-output-bytes) */
+  /* --http-restricted-api's `inference` restriction: only requests whose first header of this name
+   * (lower case, NUL-terminated; NULL: none) holds exactly these bytes are served natively; the rest
+   * go to the control plane, which refuses them. */
+  const char* infer_restriction_header;
+  const uint8_t* infer_restriction_value;
+  size_t infer_restriction_value_len;
 } WdServerOptions;
 
 /* Statistics of one route since the last take (ns; see data-path/src/stats.rs). */
@@ -125,6 +131,12 @@ WardenError* wd_server_move_connections(const WdServer* server, WdMoveFn give, v
 void wd_server_release_connection(const WdServer* server, uint64_t token);
 uint64_t wd_route_inflight(const WdRoute* route);
 void wd_route_take_stats(const WdRoute* route, WdRouteStats* out);
+/* Executions of one batch size other than 1 since the last take (ns). */
+typedef struct WdBatchStats {
+  uint64_t batch_size, count, input_ns, infer_ns, output_ns;
+} WdBatchStats;
+/* Moves up to `cap` batch sizes' rows into `out`; returns how many (fewer than `cap`: none are left). */
+size_t wd_route_take_batch_stats(const WdRoute* route, WdBatchStats* out, size_t cap);
 void wd_route_free(WdRoute* route);
 void wd_server_counters(const WdServer* server, WdCounters* out);
 void wd_server_set_paused(const WdServer* server, bool paused);

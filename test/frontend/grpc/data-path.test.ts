@@ -124,7 +124,10 @@ describe('the native data path serves gRPC as the TypeScript path does', () => {
     requireNativeBuild();
     writeDataPathModels(repoPath());
     const opts = { backendDirectory: BACKEND_DIR, metricsPort: 0, grpcPort: 0, modelControlMode: 'explicit', loadModels: ['*'] };
-    [native, js] = await Promise.all([startMatrixServer(repoPath(), { ...opts, httpDataPath: 'native' }), startMatrixServer(repoPath(), opts)]);
+    [native, js] = await Promise.all([
+      startMatrixServer(repoPath(), { ...opts, httpDataPath: 'native' }),
+      startMatrixServer(repoPath(), { ...opts, httpDataPath: 'js' }),
+    ]);
     nc = tritonGrpcClient(native.grpcUrl!);
     jc = tritonGrpcClient(js.grpcUrl!);
   }, 60_000);
@@ -252,7 +255,7 @@ describe('an ONNX Runtime model on the native data path serves gRPC as the TypeS
     repo = tempRepo(['simple']);
     cpSync(join(PROJECT_ROOT, 'model_repository', 'addsub_onnx'), join(repo.path, 'addsub_onnx'), { recursive: true });
     const opts = { grpcPort: 0, loadModels: ['*'] };
-    [native, js] = await Promise.all([startTestServer(repo, { ...opts, httpDataPath: 'native' }), startTestServer(repo, opts)]);
+    [native, js] = await Promise.all([startTestServer(repo, { ...opts, httpDataPath: 'native' }), startTestServer(repo, { ...opts, httpDataPath: 'js' })]);
     await until(() => native.dataPath!.routes.includes('simple'), { what: 'the ONNX Runtime route' });
     nc = tritonGrpcClient(native.grpcUrl!);
     jc = tritonGrpcClient(js.grpcUrl!);
@@ -302,7 +305,7 @@ describe('wasmtime sandboxes on the native data path serve gRPC as the TypeScrip
     writeDataPathWasmModels(repo.path);
     // each server its own engine (and sandbox memory budget)
     const opts = () => ({ backendResolvers: [newResolver('wasmtime')], grpcPort: 0, modelControlMode: 'explicit' as const, loadModels: ['*'] });
-    [native, js] = await Promise.all([startTestServer(repo, { ...opts(), httpDataPath: 'native' }), startTestServer(repo, opts())]);
+    [native, js] = await Promise.all([startTestServer(repo, { ...opts(), httpDataPath: 'native' }), startTestServer(repo, { ...opts(), httpDataPath: 'js' })]);
     nc = tritonGrpcClient(native.grpcUrl!);
     jc = tritonGrpcClient(js.grpcUrl!);
   }, 120_000);

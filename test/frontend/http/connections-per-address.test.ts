@@ -24,6 +24,7 @@ afterEach(async () => {
 async function serve(threads: number, perAddress: number): Promise<number> {
   const s = await startTestServer(`${PROJECT_ROOT}/model_repository`, {
     httpThreads: threads,
+    httpDataPath: 'js', // the native acceptor and the front-end threads; the data path's caps: data-path.test.ts
     httpLimits: { headerTimeoutMs: 10_000, requestTimeoutMs: 10_000, maxConnections: 100, maxConnectionsPerAddress: perAddress },
   });
   running.push(s);

@@ -92,7 +92,10 @@ describe('the native data path serves wasmtime sandboxes as the TypeScript path 
       loadModels: ['*'],
       httpLimits: { ...DEFAULT_HTTP_LIMITS, maxJsonOutputBytes: JSON_BOUND },
     });
-    [native, js] = await Promise.all([startTestServer(repo.path, { ...opts(), httpDataPath: 'native' }), startTestServer(repo.path, opts())]);
+    [native, js] = await Promise.all([
+      startTestServer(repo.path, { ...opts(), httpDataPath: 'native' }),
+      startTestServer(repo.path, { ...opts(), httpDataPath: 'js' }),
+    ]);
   }, 120_000);
   afterAll(async () => {
     await Promise.all([native?.stop(), js?.stop()]);

@@ -190,8 +190,9 @@ function handedMatrix(): NativeCase[] {
 }
 
 describe('--http-data-path', () => {
-  it('defaults to js; native is accepted; nonsense is refused', () => {
-    expect(parseCli(['--model-repository=/m']).httpDataPath).toBe('js');
+  it('leaves the default to the server (native where the addon has it); js and native are accepted; nonsense is refused', () => {
+    expect(parseCli(['--model-repository=/m']).httpDataPath).toBeUndefined();
+    expect(parseCli(['--model-repository=/m', '--http-data-path=js']).httpDataPath).toBe('js');
     expect(parseCli(['--model-repository=/m', '--http-data-path=native']).httpDataPath).toBe('native');
     expect(() => parseCli(['--model-repository=/m', '--http-data-path=rust'])).toThrow(UsageError);
   });
@@ -204,7 +205,10 @@ describe('the native data path answers as the TypeScript path does', () => {
     requireNativeBuild();
     writeDataPathModels(repoPath());
     const opts = { backendDirectory: BACKEND_DIR, metricsPort: 0, modelControlMode: 'explicit', loadModels: ['*'] };
-    [native, js] = await Promise.all([startMatrixServer(repoPath(), { ...opts, httpDataPath: 'native' }), startMatrixServer(repoPath(), opts)]);
+    [native, js] = await Promise.all([
+      startMatrixServer(repoPath(), { ...opts, httpDataPath: 'native' }),
+      startMatrixServer(repoPath(), { ...opts, httpDataPath: 'js' }),
+    ]);
     // the matrix's `simple` is ONNX Runtime's: published once its engine session is open
     await until(() => native.dataPath!.routes.includes('simple'), { what: "simple's route", within: 30_000 });
   }, 60_000);
@@ -255,7 +259,7 @@ describe('the native data path answers as the TypeScript path does', () => {
     expect(native.dataPath!.counters().handedOver).toBe(handedBefore + 1);
   });
 
-  describe('a connection that sends a handed-over request moves to the JavaScript thread (DESIGN "Moving a connection")', () => {
+  describe('a connection that sends a handed-over request moves to the JavaScript thread (DESIGN "The native data path")', () => {
     const echo = raw('POST', '/v2/models/echo/infer', '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,4],"data":[1,2,3,4]}]}', JSON_TYPE);
     const identity = raw('POST', '/v2/models/identity_native/infer', id([5, 6]), JSON_TYPE);
     const counts = () => native.dataPath!.counters();
@@ -505,7 +509,7 @@ describe('ONNX Runtime models on the native data path answer as the TypeScript p
     const config = readFileSync(join(PROJECT_ROOT, 'model_repository', 'addsub_onnx', 'config.pbtxt'), 'utf8');
     repo.write('addsub_misdeclared/config.pbtxt', config.replace('"addsub_onnx"', '"addsub_misdeclared"').replaceAll('dims: [ 16 ]', 'dims: [ 8 ]'));
     const opts = { loadModels: ['*'] };
-    [native, js] = await Promise.all([startTestServer(repo, { ...opts, httpDataPath: 'native' }), startTestServer(repo, opts)]);
+    [native, js] = await Promise.all([startTestServer(repo, { ...opts, httpDataPath: 'native' }), startTestServer(repo, { ...opts, httpDataPath: 'js' })]);
     // an ONNX Runtime route is published once its instances' engine sessions are open
     await until(() => native.dataPath!.routes.length === 3, { what: 'the ONNX Runtime routes' });
   }, 60_000);
@@ -519,6 +523,33 @@ describe('ONNX Runtime models on the native data path answer as the TypeScript p
   });
 
   compareCases(onnxMatrix, () => [native, js]);
+
+  it("batch statistics are kept by the requests' batch sizes, as the TypeScript path keeps them", async () => {
+    const batchStats = async (s: RunningServer) => {
+      const m = (
+        (await (await fetch(`${s.httpUrl}/v2/models/simple/stats`)).json()) as {
+          model_stats: { batch_stats: { batch_size: number; compute_infer: { count: number } }[] }[];
+        }
+      ).model_stats[0]!;
+      return Object.fromEntries(m.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]));
+    };
+    const batched = (n: number) =>
+      raw(
+        'POST',
+        '/v2/models/simple/infer',
+        JSON.stringify({ inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'INT32', shape: [n, 16], data: Array(n * 16).fill(1) })) }),
+        JSON_TYPE,
+      );
+    const before = await Promise.all([batchStats(native), batchStats(js)]);
+    const served = native.dataPath!.counters().served;
+    for (const s of [native, js]) for (const n of [8, 1, 4, 8]) await exchange(portOf(s), batched(n));
+    expect(native.dataPath!.counters().served).toBe(served + 4);
+    const [a, b] = await Promise.all([batchStats(native), batchStats(js)]);
+    const added = (now: Record<string, number>, then: Record<string, number>) =>
+      Object.fromEntries(Object.entries(now).flatMap(([k, v]) => (v > (then[k] ?? 0) ? [[k, v - (then[k] ?? 0)]] : [])));
+    expect(added(a, before[0])).toEqual({ 1: 1, 4: 1, 8: 2 });
+    expect(added(a, before[0])).toEqual(added(b, before[1]));
+  });
 
   it('concurrent requests on one instance all come back right', async () => {
     const answers = await Promise.all(

@@ -33,7 +33,8 @@ import { sleep, until } from '../../helpers/wait.js';
 
 const repoPath = useMatrixRepository();
 
-const start = (fast: boolean, extra: object = {}) => startMatrixServer(repoPath(), { httpFastPath: fast, ...extra });
+// the JavaScript listener's own paths (the native data path has its own suite, data-path.test.ts)
+const start = (fast: boolean, extra: object = {}) => startMatrixServer(repoPath(), { httpFastPath: fast, httpDataPath: 'js', ...extra });
 
 describe('--http-fast-path', () => {
   it('defaults to on; false turns it off; nonsense is refused', () => {

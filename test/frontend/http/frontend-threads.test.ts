@@ -35,7 +35,8 @@ import { sleep, until } from '../../helpers/wait.js';
 
 const repoPath = useMatrixRepository();
 
-const start = (threads: number, extra: object = {}) => startMatrixServer(repoPath(), { httpThreads: threads, ...extra });
+// the JavaScript listener and its threads (the native data path has its own suite, data-path.test.ts)
+const start = (threads: number, extra: object = {}) => startMatrixServer(repoPath(), { httpThreads: threads, httpDataPath: 'js', ...extra });
 
 describe('--http-threads', () => {
   it('defaults to 0; 0..64 accepted; anything else refused with a clear error', () => {

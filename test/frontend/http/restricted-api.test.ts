@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/wait.js';
 import { parseCli, UsageError } from '../../../host/src/cli-options.js';
 import { fastPathCounters } from '../../../host/src/frontend/http/fast-path.js';
 import type { RunningServer } from '../../../host/src/server.js';
@@ -117,6 +118,19 @@ describe('--http-restricted-api: a client without the header (single-user)', () 
     for (const path of ['/v2/models/simple/generate', '/v2/models/simple/generate_stream'])
       expect((await send(port, 'POST', path, JSON_TYPE, '{}')).status, path).toBe(403);
     expect((await send(port, 'GET', '/v2/models/simple/infer')).status).toBe(403);
+  });
+
+  it('on the native data path (the default): only requests holding the header are served natively, the rest get the 403', async () => {
+    const dataPath = server.dataPath!;
+    await until(() => dataPath.routes.includes('simple'), { what: "simple's native route" });
+    const served = dataPath.counters().served;
+    for (const headers of [{}, { 'infer-key': 'abd' }, { 'infer-key': 'ab' }, { 'infer-key': 'abcd' }] as Record<string, string>[]) {
+      const r = await send(port, 'POST', '/v2/models/simple/infer', { ...JSON_TYPE, ...headers }, simpleJson());
+      expect([r.status, r.text], JSON.stringify(headers)).toEqual([403, JSON.stringify({ error: INFER })]);
+    }
+    expect(dataPath.counters().served).toBe(served);
+    expect((await send(port, 'POST', '/v2/models/simple/infer', { ...JSON_TYPE, 'INFER-KEY': 'abc' }, simpleJson())).status).toBe(200);
+    expect(dataPath.counters().served).toBe(served + 1);
   });
 
   it('with the header (any letter case of its name) the same requests are served; unrestricted groups need none', async () => {

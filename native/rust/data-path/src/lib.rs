@@ -43,6 +43,9 @@ pub struct WdServerOptions {
     pub header_timeout_ms: u64,
     pub body_timeout_ms: u64,
     pub max_json_output_bytes: u64,
+    pub infer_restriction_header: *const c_char,
+    pub infer_restriction_value: *const u8,
+    pub infer_restriction_value_len: usize,
 }
 
 /// `WdCounters` (warden/data_path.h).
@@ -79,6 +82,18 @@ pub unsafe extern "C" fn wd_server_start(
     let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
     // SAFETY: the caller's contract.
     let path = unsafe { CStr::from_ptr(socket_path) }.to_string_lossy().into_owned();
+    let infer_restriction = (!options.infer_restriction_header.is_null()).then(|| {
+        // SAFETY: the caller's contract: a NUL-terminated name and `infer_restriction_value_len` bytes.
+        let header = unsafe { CStr::from_ptr(options.infer_restriction_header) }.to_string_lossy().to_ascii_lowercase();
+        let value = if options.infer_restriction_value.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: as above.
+            unsafe { std::slice::from_raw_parts(options.infer_restriction_value, options.infer_restriction_value_len) }
+                .to_vec()
+        };
+        (header, value)
+    });
     let o = Options {
         threads: options.threads as usize,
         max_connections: options.max_connections.max(1),
@@ -87,6 +102,7 @@ pub unsafe extern "C" fn wd_server_start(
         header_timeout: Duration::from_millis(options.header_timeout_ms.max(1)),
         body_timeout: Duration::from_millis(options.body_timeout_ms.max(1)),
         max_json_output_bytes: options.max_json_output_bytes,
+        infer_restriction,
     };
     let api = *api;
     guarded("the data path", || {
@@ -238,6 +254,21 @@ pub extern "C" fn wd_route_take_stats(route: &WdRoute, out: &mut StatsSnapshot) 
 #[no_mangle]
 pub extern "C" fn wd_route_free(route: Option<Box<WdRoute>>) {
     warden_ffi::free(route);
+}
+
+/// Moves up to `cap` batch sizes' execution statistics (sizes other than 1, which
+/// `wd_route_take_stats` carries) into `out`. @returns how many; fewer than `cap`: none are left.
+///
+/// # Safety
+/// `out` points to `cap` writable `WdBatchStats`.
+#[no_mangle]
+pub unsafe extern "C" fn wd_route_take_batch_stats(route: &WdRoute, out: *mut stats::BatchStats, cap: usize) -> usize {
+    if out.is_null() || cap == 0 {
+        return 0;
+    }
+    // SAFETY: the caller's contract.
+    let out = unsafe { std::slice::from_raw_parts_mut(out, cap) };
+    route.0.stats.take_batches(out)
 }
 
 /// The server's counters.

@@ -1,4 +1,4 @@
-//! Connections that move to the control plane (DESIGN "The native data path", "Moving a
+//! Connections that move to the control plane (DESIGN "The native data path", its "Moving a
 //! connection"): once a keep-alive HTTP/1.1 connection has sent an `/infer` request the data path
 //! hands over (a model without a route), the connection itself goes to the control plane's HTTP
 //! server after that request's answer is written, so the requests that follow on it reach the

@@ -8,7 +8,7 @@
 //! configuration's, in its order, when it names none), in that order, each with the datatype the
 //! configuration declares, refused when ONNX Runtime's element type differs; a failed run as
 //! `onnxruntime execute failure: <ONNX Runtime's message>` (INTERNAL); queue and compute times
-//! reported per request and per execution (batch size 1).
+//! reported per request and per execution (of the request's batch size).
 use crate::decode::{Data, Decoded};
 use crate::encode::OutputView;
 use crate::exec::monotonic_ns;
@@ -176,6 +176,7 @@ pub async fn run(route: &Arc<Route>, req: Decoded, body: Bytes) -> Result<OrtAns
     route.inflight.fetch_add(1, Ordering::AcqRel);
     let inflight = Inflight(route.clone());
     let enqueued_ns = monotonic_ns();
+    let batch = req.batch;
     let instance = &ort.instances[route.next_index(ort.instances.len())];
     let session = instance.session;
     let guard = instance.lock.clone().lock_owned().await;
@@ -243,7 +244,7 @@ pub async fn run(route: &Arc<Route>, req: Decoded, body: Bytes) -> Result<OrtAns
                     exec_end.saturating_sub(compute_end),
                 );
                 route.stats.request_times(queue, input, infer, output);
-                route.stats.execution(1, input, infer, output);
+                route.stats.execution(batch, input, infer, output);
                 Ok(OrtAnswer { outputs, wanted })
             }
             Err(e) => {

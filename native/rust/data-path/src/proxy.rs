@@ -29,8 +29,9 @@ pub const INTERNAL_CLOSE: &str = "x-warden-connection";
 const INTERNAL_ONLY: &str = crate::server::NATIVE_ERROR;
 const DROP_REQUEST: [&str; 8] =
     ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "expect", CLIENT_ADDRESS];
-/// Response headers the public connection writes itself.
-const DROP_RESPONSE: [&str; 3] = ["date", "keep-alive", "transfer-encoding"];
+/// Response headers the public connection writes itself (`connection` is the internal hop's; an
+/// answer that closes says so with [`INTERNAL_CLOSE`]).
+const DROP_RESPONSE: [&str; 4] = ["date", "connection", "keep-alive", "transfer-encoding"];
 
 /// A pool of HTTP/1.1 connections to the internal listener.
 pub struct Fallback {

@@ -43,6 +43,9 @@ pub struct Options {
     /// Bound of the JSON text of a response's tensors (bytes): an answer that could print more is
     /// refused before any of it is printed (infer-response.ts checkJsonOutputSize).
     pub max_json_output_bytes: u64,
+    /// `--http-restricted-api`'s `inference` restriction (header name in lower case, value):
+    /// requests without it are not claimed (the control plane refuses them with its 403).
+    pub infer_restriction: Option<(String, Vec<u8>)>,
 }
 
 /// Counters the control plane reads (`wd_server_counters`).
@@ -117,7 +120,18 @@ fn claim(shared: &Shared, req: &Request<Incoming>) -> Option<Arc<Route>> {
     if version.is_some_and(|v| v != route.version_text) {
         return None;
     }
+    if let Some((header, value)) = &shared.options.infer_restriction {
+        // the first of repeated headers counts, as the control plane reads it (frontend/http/restricted.ts)
+        if !req.headers().get(header.as_str()).is_some_and(|v| constant_time_eq(v.as_bytes(), value)) {
+            return None;
+        }
+    }
     plain(req.headers(), shared.options.max_body_bytes).then_some(route)
+}
+
+/// Byte equality whose time does not depend on where the bytes differ (a restriction's value is a secret).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 /// The header rules of the fast paths' claim (frontend/http/claim.ts plainRequest): a

@@ -3,6 +3,7 @@
 //! statistics (spec §3.2, the `statistics` extension) and Prometheus series: one set of figures
 //! whichever path served a request.
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Counters since the last take. Durations in ns.
 #[derive(Default)]
@@ -19,12 +20,25 @@ pub struct RouteStats {
     timed_count: AtomicU64,
     inference_count: AtomicU64,
     execution_count: AtomicU64,
-    /// Executions with batch statistics, by batch size 1 (the data path submits one request per execute).
+    /// Executions with batch statistics of batch size 1 (the data path submits one request per
+    /// execute, so most are), and of every other size in `batches`.
     batch1_count: AtomicU64,
     batch1_input_ns: AtomicU64,
     batch1_infer_ns: AtomicU64,
     batch1_output_ns: AtomicU64,
+    batches: Mutex<Vec<BatchStats>>,
     last_inference_ms: AtomicU64,
+}
+
+/// `WdBatchStats` (warden/data_path.h): executions of one batch size other than 1 since the last take.
+#[repr(C)]
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchStats {
+    pub batch_size: u64,
+    pub count: u64,
+    pub input_ns: u64,
+    pub infer_ns: u64,
+    pub output_ns: u64,
 }
 
 /// `WdRouteStats` (warden/data_path.h): what {@link RouteStats::take} returns.
@@ -85,7 +99,32 @@ impl RouteStats {
             add(&self.batch1_input_ns, input);
             add(&self.batch1_infer_ns, infer);
             add(&self.batch1_output_ns, output);
+            return;
         }
+        let mut rows = self.batches.lock().unwrap_or_else(|e| e.into_inner());
+        let i = match rows.iter().position(|r| r.batch_size == batch) {
+            Some(i) => i,
+            None => {
+                rows.push(BatchStats { batch_size: batch, ..BatchStats::default() });
+                rows.len() - 1
+            }
+        };
+        let r = &mut rows[i];
+        r.count += 1;
+        r.input_ns += input;
+        r.infer_ns += infer;
+        r.output_ns += output;
+    }
+
+    /// Moves up to `out.len()` batch sizes' rows (other than 1) into `out`.
+    /// @returns how many (fewer than `out.len()`: none are left)
+    pub fn take_batches(&self, out: &mut [BatchStats]) -> usize {
+        let mut rows = self.batches.lock().unwrap_or_else(|e| e.into_inner());
+        let n = rows.len().min(out.len());
+        for (slot, row) in out.iter_mut().zip(rows.drain(..n)) {
+            *slot = row;
+        }
+        n
     }
 
     /// Reads and resets every counter (last_inference_ms is kept: it is a time, not a sum).
@@ -109,5 +148,27 @@ impl RouteStats {
             batch1_output_ns: t(&self.batch1_output_ns),
             last_inference_ms: self.last_inference_ms.load(Ordering::Relaxed),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn executions_are_kept_by_batch_size() {
+        let s = RouteStats::default();
+        s.execution(1, 1, 2, 3);
+        s.execution(8, 10, 20, 30);
+        s.execution(4, 1, 1, 1);
+        s.execution(8, 10, 20, 30);
+        let snap = s.take();
+        assert_eq!((snap.execution_count, snap.batch1_count, snap.batch1_infer_ns), (4, 1, 2));
+        let mut out = [BatchStats::default(); 1];
+        assert_eq!(s.take_batches(&mut out), 1);
+        assert_eq!(out[0], BatchStats { batch_size: 8, count: 2, input_ns: 20, infer_ns: 40, output_ns: 60 });
+        assert_eq!(s.take_batches(&mut out), 1);
+        assert_eq!(out[0].batch_size, 4);
+        assert_eq!(s.take_batches(&mut out), 0, "taken");
     }
 }

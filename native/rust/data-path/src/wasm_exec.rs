@@ -408,6 +408,7 @@ pub async fn run(route: &Arc<Route>, req: Decoded, body: Bytes) -> Answer {
     };
     route.inflight.fetch_add(1, Ordering::AcqRel);
     let _inflight = Inflight(route.clone());
+    let req_batch = req.batch;
     let instance = &wasm.instances[route.next_index(wasm.instances.len())];
     let handle = instance.take_handle();
     let mut requested = vec![req.formats.requested.is_empty(); route.outputs.len()];
@@ -458,7 +459,7 @@ pub async fn run(route: &Arc<Route>, req: Decoded, body: Bytes) -> Answer {
                 end.saturating_sub(compute_end),
             );
             route.stats.request_times(0, input, infer, output);
-            route.stats.execution(1, input, infer, output);
+            route.stats.execution(req_batch, input, infer, output);
         }
         // as the TypeScript path times a failed execute: all of it compute, no execution statistic
         None => route.stats.request_times(0, 0, end.saturating_sub(submitted), 0),

@@ -109,7 +109,7 @@ uint64_t U64(const Napi::Object& o, const char* key, uint64_t fallback) {
 }
 
 // start(fd, socketPath, {threads, maxConnections, maxConnectionsPerAddress, maxBodyBytes, headerTimeoutMs,
-// bodyTimeoutMs})
+// bodyTimeoutMs, maxJsonOutputBytes, inferRestriction?: {header, value}})
 Napi::Value Start(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int fd = info[0].As<Napi::Number>().Int32Value();
@@ -123,6 +123,15 @@ Napi::Value Start(const Napi::CallbackInfo& info) {
   opts.header_timeout_ms = U64(o, "headerTimeoutMs", 60000);
   opts.body_timeout_ms = U64(o, "bodyTimeoutMs", 300000);
   opts.max_json_output_bytes = U64(o, "maxJsonOutputBytes", 64 << 20);
+  std::string restrict_header, restrict_value;
+  if (o.Get("inferRestriction").IsObject()) {
+    Napi::Object r = o.Get("inferRestriction").As<Napi::Object>();
+    restrict_header = r.Get("header").As<Napi::String>().Utf8Value();
+    restrict_value = r.Get("value").As<Napi::String>().Utf8Value();
+    opts.infer_restriction_header = restrict_header.c_str();
+    opts.infer_restriction_value = reinterpret_cast<const uint8_t*>(restrict_value.data());
+    opts.infer_restriction_value_len = restrict_value.size();
+  }
   WdServer* server = nullptr;
   if (WardenError* err = wd_server_start(&kHostApi, fd, path.c_str(), &opts, &server)) throw TritonError(env, err);
   return Napi::External<ServerRef>::New(env, new ServerRef{server}, [](Napi::Env, ServerRef* ref) {
@@ -386,14 +395,27 @@ Napi::Value Inflight(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), double(wd_route_inflight(RouteOf(info[0]))));
 }
 
-// takeStats(route) → Float64Array in WdRouteStats order
+// takeStats(route) → Float64Array: WdRouteStats's fields in order, then WdBatchStats rows (5 fields each)
 Napi::Value TakeStats(const Napi::CallbackInfo& info) {
+  const WdRoute* route = RouteOf(info[0]);
   WdRouteStats s{};
-  wd_route_take_stats(RouteOf(info[0]), &s);
+  wd_route_take_stats(route, &s);
+  std::vector<WdBatchStats> rows;
+  constexpr size_t kChunk = 32;
+  for (;;) {
+    size_t at = rows.size();
+    rows.resize(at + kChunk);
+    size_t got = wd_route_take_batch_stats(route, rows.data() + at, kChunk);
+    rows.resize(at + got);
+    if (got < kChunk) break;
+  }
   const uint64_t* fields = reinterpret_cast<const uint64_t*>(&s);
   constexpr size_t n = sizeof(WdRouteStats) / sizeof(uint64_t);
-  Napi::Float64Array out = Napi::Float64Array::New(info.Env(), n);
+  constexpr size_t per_row = sizeof(WdBatchStats) / sizeof(uint64_t);
+  Napi::Float64Array out = Napi::Float64Array::New(info.Env(), n + rows.size() * per_row);
   for (size_t i = 0; i < n; i++) out[i] = double(fields[i]);
+  const uint64_t* row_fields = reinterpret_cast<const uint64_t*>(rows.data());
+  for (size_t i = 0; i < rows.size() * per_row; i++) out[n + i] = double(row_fields[i]);
   return out;
 }
 

@@ -41,8 +41,15 @@ interface Published {
   drained?: Promise<void>;
 }
 
-/** WdRouteStats (warden/data_path.h) as {@link AbsorbedStats}. */
+/** Fields of WdRouteStats, and of each WdBatchStats row after them (warden/data_path.h). */
+const ROUTE_STATS_FIELDS = 16;
+const BATCH_STATS_FIELDS = 5;
+
+/** WdRouteStats and its WdBatchStats rows (warden/data_path.h) as {@link AbsorbedStats}. */
 function absorbed(f: Float64Array): AbsorbedStats {
+  const batches = [{ batchSize: 1, count: f[11]!, inputNs: f[12]!, inferNs: f[13]!, outputNs: f[14]! }];
+  for (let i = ROUTE_STATS_FIELDS; i + BATCH_STATS_FIELDS <= f.length; i += BATCH_STATS_FIELDS)
+    batches.push({ batchSize: f[i]!, count: f[i + 1]!, inputNs: f[i + 2]!, inferNs: f[i + 3]!, outputNs: f[i + 4]! });
   return {
     successCount: f[0]!,
     successNs: f[1]!,
@@ -55,10 +62,7 @@ function absorbed(f: Float64Array): AbsorbedStats {
     computeOutputNs: f[8]!,
     inferenceCount: f[9]!,
     executionCount: f[10]!,
-    batch1Count: f[11]!,
-    batch1InputNs: f[12]!,
-    batch1InferNs: f[13]!,
-    batch1OutputNs: f[14]!,
+    batches,
     lastInferenceMs: f[15]!,
   };
 }
@@ -136,7 +140,7 @@ export class NativeDataPath {
    * the internal listener. A client that goes away cancels its request. With `moveTo`, the
    * keep-alive connection such a request came on then moves to `moveTo.server` (the public
    * `node:http` server, never listened on), which serves the requests that follow on it as the
-   * default path does (DESIGN "Moving a connection").
+   * default path does (DESIGN "The native data path").
    * @param maxBodyBytes only bodies shorter than this are handed over (the fast path's bound)
    */
   handOver(
