@@ -705,8 +705,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       serving.set(id, e);
     }
     for (const { key, versions } of serving.values()) dataPath.servingChanged(key, versions);
-    dataPath.setPaused(trace.active);
-    trace.onActiveChange((on) => dataPath?.setPaused(on));
+    // Traces and Triton's latency summaries need each request on the TypeScript path (the data
+    // path hands over sums and the latest durations only).
+    const summaries = opts.metricsConfig?.summaryLatencies === true;
+    dataPath.setPaused(trace.active || summaries);
+    trace.onActiveChange((on) => dataPath?.setPaused(on || summaries));
   } else if (allowHttp) {
     const listener = await listenNatively(http, host, opts.httpPort ?? 8000, perAddressConnections, logger);
     if (listener) {

@@ -61,6 +61,9 @@ export interface AbsorbedStats {
   batches: readonly { batchSize: number; count: number; inputNs: number; inferNs: number; outputNs: number }[];
   /** Epoch ms of the latest inference. */
   lastInferenceMs: number;
+  /** The latest successful requests' end-to-end durations and queue times (µs, oldest first; at most a window's worth). */
+  recentRequestUs?: ArrayLike<number>;
+  recentQueueUs?: ArrayLike<number>;
 }
 
 /** Mutable statistics of one model version; also feeds its Prometheus series when given. */
@@ -214,10 +217,13 @@ export class ModelStatistics {
   /**
    * Adds what another path counted for this version since its last take (the native data path's
    * route statistics, native/rust/data-path/src/stats.rs): the same fields the record* methods
-   * move, in bulk, with their Prometheus counters. Sums carry no single durations: these requests
-   * reach neither the latency summaries nor `latency_percentiles_us`.
+   * move, in bulk, with their Prometheus counters, and the latest single durations for
+   * `latency_percentiles_us`. These requests do not reach the latency summaries (with
+   * `summary_latencies` on, the data path hands every request to the TypeScript path).
    */
   absorb(s: AbsorbedStats): void {
+    for (let i = 0; i < (s.recentRequestUs?.length ?? 0); i++) this.requestWindow.record(s.recentRequestUs![i]!);
+    for (let i = 0; i < (s.recentQueueUs?.length ?? 0); i++) this.queueWindow.record(s.recentQueueUs![i]!);
     if (s.successCount > 0) {
       addMany(this.success, s.successCount, s.successNs);
       this.inferenceCount += s.inferenceCount;

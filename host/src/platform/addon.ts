@@ -318,6 +318,8 @@ export interface DataPathBinding {
   inflight(route: DataPathRoute): number;
   /** Reads and resets the route's statistics (WdRouteStats field order, then WdBatchStats rows of 5). */
   takeStats(route: DataPathRoute): Float64Array;
+  /** The latest end-to-end durations of successful requests (`queue` false) or queue times (µs) since the last take, oldest first (at most 512). */
+  takeRecent(route: DataPathRoute, queue: boolean): Uint32Array;
   counters(server: DataPathServer): DataPathCounters;
   setPaused(server: DataPathServer, paused: boolean): void;
   /**

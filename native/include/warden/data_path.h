@@ -137,6 +137,10 @@ typedef struct WdBatchStats {
 } WdBatchStats;
 /* Moves up to `cap` batch sizes' rows into `out`; returns how many (fewer than `cap`: none are left). */
 size_t wd_route_take_batch_stats(const WdRoute* route, WdBatchStats* out, size_t cap);
+/* The latest end-to-end durations of successful requests (`queue` false) or queue times (`queue` true)
+ * since the last take, in µs, oldest first: up to WD_RECENT into `out`; returns how many. */
+#define WD_RECENT 512
+size_t wd_route_take_recent(const WdRoute* route, bool queue, uint32_t out[WD_RECENT]);
 void wd_route_free(WdRoute* route);
 void wd_server_counters(const WdServer* server, WdCounters* out);
 void wd_server_set_paused(const WdServer* server, bool paused);

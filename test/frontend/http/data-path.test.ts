@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError, parseCli } from '../../../host/src/cli-options.js';
 import { DEFAULT_HTTP_LIMITS } from '../../../host/src/frontend/http/limits.js';
-import type { RunningServer } from '../../../host/src/server.js';
+import type { RunningServer, ServerOptions } from '../../../host/src/server.js';
+import { DEFAULT_METRICS_CONFIG } from '../../../host/src/metrics/config.js';
 import {
   INPUT0,
   INPUT1,
@@ -448,6 +449,45 @@ function onnxMatrix(): NativeCase[] {
     },
   ];
 }
+
+describe('latencies of natively served requests', () => {
+  const start = (opts: Partial<ServerOptions> = {}) =>
+    startMatrixServer(repoPath(), { backendDirectory: BACKEND_DIR, modelControlMode: 'explicit', loadModels: ['identity_native'], metricsPort: 0, ...opts });
+  const identity = raw('POST', '/v2/models/identity_native/infer', id([1, 2]), JSON_TYPE);
+
+  it('reach latency_percentiles_us (the route keeps the latest durations)', async () => {
+    requireNativeBuild();
+    writeDataPathModels(repoPath());
+    const server = await start({ httpDataPath: 'native' });
+    try {
+      for (let i = 0; i < 5; i++) await exchange(portOf(server), identity);
+      expect(server.dataPath!.counters().served).toBe(5);
+      const stats = (await (await fetch(`${server.httpUrl}/v2/models/identity_native/stats`)).json()) as {
+        model_stats: { latency_percentiles_us?: { request?: { p50: number; p99: number }; queue?: { p50: number } } }[];
+      };
+      const p = stats.model_stats[0]!.latency_percentiles_us;
+      expect(p?.request?.p50).toBeGreaterThan(0);
+      expect(p!.request!.p99).toBeGreaterThanOrEqual(p!.request!.p50);
+      expect(p?.queue).toBeDefined();
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("with Triton's latency summaries on, every request goes through the TypeScript path (the summaries see each one)", async () => {
+    requireNativeBuild();
+    writeDataPathModels(repoPath());
+    const server = await start({ httpDataPath: 'native', metricsConfig: { ...DEFAULT_METRICS_CONFIG, summaryLatencies: true } });
+    try {
+      for (let i = 0; i < 4; i++) await exchange(portOf(server), identity);
+      expect(server.dataPath!.counters().served).toBe(0);
+      const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+      expect(text).toMatch(/nv_inference_request_summary_us_count\{model="identity_native",version="1"\} 4/);
+    } finally {
+      await server.stop();
+    }
+  });
+});
 
 describe('a moved connection keeps its slot under the connection caps until it closes', () => {
   it('a second connection from the address is refused while the moved one is open, admitted once it closed; stop does not wait on it', async () => {

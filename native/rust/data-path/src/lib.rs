@@ -271,6 +271,17 @@ pub unsafe extern "C" fn wd_route_take_batch_stats(route: &WdRoute, out: *mut st
     route.0.stats.take_batches(out)
 }
 
+/// The latest end-to-end durations of successful requests (`queue` false) or queue times (`queue`
+/// true) since the last take, in µs, oldest first: up to 512 into `out`. @returns how many
+#[no_mangle]
+pub extern "C" fn wd_route_take_recent(route: &WdRoute, queue: bool, out: &mut [u32; stats::RECENT]) -> usize {
+    if queue {
+        route.0.stats.take_recent_queues(out)
+    } else {
+        route.0.stats.take_recent_requests(out)
+    }
+}
+
 /// The server's counters.
 #[no_mangle]
 pub extern "C" fn wd_server_counters(server: &Server, out: &mut WdCounters) {

@@ -2,7 +2,7 @@
 //! taken (read and reset) by the control plane, which adds them to the model version's own
 //! statistics (spec §3.2, the `statistics` extension) and Prometheus series: one set of figures
 //! whichever path served a request.
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// Counters since the last take. Durations in ns.
@@ -28,6 +28,55 @@ pub struct RouteStats {
     batch1_output_ns: AtomicU64,
     batches: Mutex<Vec<BatchStats>>,
     last_inference_ms: AtomicU64,
+    /// The latest successful requests' end-to-end durations and the latest queue times (µs), for
+    /// the control plane's `latency_percentiles_us` (metrics/latency-window.ts keeps as many).
+    recent_request_us: Recent,
+    recent_queue_us: Recent,
+}
+
+/// How many of the latest durations a route keeps between takes (metrics/latency-window.ts's window).
+pub const RECENT: usize = 512;
+
+/// The latest [`RECENT`] values written, without a lock: a writer claims a slot by a counter; a
+/// take reads the slots written since the last one (at most [`RECENT`], the newest). A slot
+/// overwritten while it is read gives a newer value, which a window of latest durations tolerates.
+pub struct Recent {
+    slots: [AtomicU32; RECENT],
+    written: AtomicU64,
+    taken: AtomicU64,
+}
+
+impl Default for Recent {
+    fn default() -> Recent {
+        Recent {
+            slots: std::array::from_fn(|_| AtomicU32::new(0)),
+            written: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Recent {
+    fn push(&self, v: u32) {
+        let i = self.written.fetch_add(1, Ordering::Relaxed);
+        self.slots[(i % RECENT as u64) as usize].store(v, Ordering::Relaxed);
+    }
+
+    /// Copies the values written since the last take, oldest first, into `out`. @returns how many
+    pub fn take(&self, out: &mut [u32; RECENT]) -> usize {
+        let end = self.written.load(Ordering::Acquire);
+        let start = self.taken.swap(end, Ordering::AcqRel).max(end.saturating_sub(RECENT as u64));
+        let n = end.saturating_sub(start) as usize;
+        for (k, slot) in out.iter_mut().take(n).enumerate() {
+            *slot = self.slots[((start + k as u64) % RECENT as u64) as usize].load(Ordering::Relaxed);
+        }
+        n
+    }
+}
+
+/// ns as whole µs, saturating (a duration past 71 minutes reads as u32::MAX µs).
+fn us(ns: u64) -> u32 {
+    u32::try_from(ns / 1000).unwrap_or(u32::MAX)
 }
 
 /// `WdBatchStats` (warden/data_path.h): executions of one batch size other than 1 since the last take.
@@ -74,6 +123,7 @@ impl RouteStats {
         add(&self.success_ns, ns);
         add(&self.inference_count, batch);
         self.last_inference_ms.fetch_max(now_ms, Ordering::Relaxed);
+        self.recent_request_us.push(us(ns));
     }
 
     /// A request that failed after `ns`.
@@ -86,6 +136,7 @@ impl RouteStats {
     pub fn request_times(&self, queue: u64, input: u64, infer: u64, output: u64) {
         add(&self.timed_count, 1);
         add(&self.queue_ns, queue);
+        self.recent_queue_us.push(us(queue));
         add(&self.compute_input_ns, input);
         add(&self.compute_infer_ns, infer);
         add(&self.compute_output_ns, output);
@@ -114,6 +165,16 @@ impl RouteStats {
         r.input_ns += input;
         r.infer_ns += infer;
         r.output_ns += output;
+    }
+
+    /// The latest end-to-end durations of successful requests (µs) since the last take, oldest first.
+    pub fn take_recent_requests(&self, out: &mut [u32; RECENT]) -> usize {
+        self.recent_request_us.take(out)
+    }
+
+    /// The latest queue times (µs) since the last take, oldest first.
+    pub fn take_recent_queues(&self, out: &mut [u32; RECENT]) -> usize {
+        self.recent_queue_us.take(out)
     }
 
     /// Moves up to `out.len()` batch sizes' rows (other than 1) into `out`.
@@ -170,5 +231,22 @@ mod tests {
         assert_eq!(s.take_batches(&mut out), 1);
         assert_eq!(out[0].batch_size, 4);
         assert_eq!(s.take_batches(&mut out), 0, "taken");
+    }
+
+    #[test]
+    fn the_latest_durations_are_kept_between_takes() {
+        let s = RouteStats::default();
+        let mut out = [0u32; RECENT];
+        assert_eq!(s.take_recent_requests(&mut out), 0);
+        s.success(5_000, 1, 0);
+        s.success(7_999, 1, 0);
+        assert_eq!(s.take_recent_requests(&mut out), 2);
+        assert_eq!(&out[..2], &[5, 7], "µs, oldest first");
+        assert_eq!(s.take_recent_requests(&mut out), 0, "taken");
+        for i in 0..(RECENT as u64 + 100) {
+            s.request_times(i * 1000, 0, 0, 0);
+        }
+        assert_eq!(s.take_recent_queues(&mut out), RECENT, "at most the window");
+        assert_eq!((out[0], out[RECENT - 1]), (100, RECENT as u32 + 99), "the newest");
     }
 }

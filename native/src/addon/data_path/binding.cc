@@ -419,6 +419,16 @@ Napi::Value TakeStats(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// takeRecent(route, queue: boolean) → Uint32Array: the latest request (or queue) durations in µs since
+// the last take, oldest first (at most WD_RECENT)
+Napi::Value TakeRecent(const Napi::CallbackInfo& info) {
+  uint32_t buf[WD_RECENT];
+  size_t n = wd_route_take_recent(RouteOf(info[0]), info[1].ToBoolean().Value(), buf);
+  Napi::Uint32Array out = Napi::Uint32Array::New(info.Env(), n);
+  for (size_t i = 0; i < n; i++) out[i] = buf[i];
+  return out;
+}
+
 Napi::Value Counters(const Napi::CallbackInfo& info) {
   WdCounters c{};
   wd_server_counters(ServerOf(info[0]), &c);
@@ -469,6 +479,7 @@ Napi::Object InitBinding(Napi::Env env) {
   o.Set("unpublish", Napi::Function::New(env, Unpublish, "unpublish"));
   o.Set("inflight", Napi::Function::New(env, Inflight, "inflight"));
   o.Set("takeStats", Napi::Function::New(env, TakeStats, "takeStats"));
+  o.Set("takeRecent", Napi::Function::New(env, TakeRecent, "takeRecent"));
   o.Set("counters", Napi::Function::New(env, Counters, "counters"));
   o.Set("setPaused", Napi::Function::New(env, SetPaused, "setPaused"));
   o.Set("beginClose", Napi::Function::New(env, BeginClose, "beginClose"));

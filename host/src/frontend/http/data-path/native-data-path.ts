@@ -314,7 +314,10 @@ export class NativeDataPath {
   }
 
   private pull(p: Published): void {
-    p.version.stats.absorb(absorbed(this.binding.takeStats(p.route)));
+    const s = absorbed(this.binding.takeStats(p.route));
+    s.recentRequestUs = this.binding.takeRecent(p.route, false);
+    s.recentQueueUs = this.binding.takeRecent(p.route, true);
+    p.version.stats.absorb(s);
   }
 
   private pullAll(): void {
