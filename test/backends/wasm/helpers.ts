@@ -260,6 +260,7 @@ export const DATA_PATH_GUESTS: Record<string, { fixture: string; extra?: string;
   wrong_name_c: { fixture: 'wrong_name' },
   send_after_c: { fixture: 'send_after' },
   echo_meta_c: { fixture: 'echo_meta' },
+  wait_cancel_c: { fixture: 'wait_cancel', extra: 'parameters { key: "execute_timeout_ms" value { string_value: "20000" } }' },
 };
 
 /** Writes {@link DATA_PATH_GUESTS} and the add_sub_wasm sample into `repo` (FP32 [-1] in and out). */

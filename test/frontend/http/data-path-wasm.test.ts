@@ -7,7 +7,9 @@
  * sandbox, response parameters, a guest that traps, runs past its deadline or sends what it may
  * not. The data path's counters prove it served them; statistics count them as their own.
  */
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sleep, until } from '../../helpers/wait.js';
 import type { RunningServer } from '../../../host/src/server.js';
 import { DEFAULT_HTTP_LIMITS } from '../../../host/src/frontend/http/limits.js';
 import { type NativeCase, canon, compareCases, statCounts } from '../../helpers/data-path-compare.js';
@@ -119,6 +121,30 @@ describe('the native data path serves wasmtime sandboxes as the TypeScript path 
     expect(native.dataPath!.counters().served).toBe(before.served + 1);
     const log = await (await fetch(`${native.metricsUrl}/metrics`)).text();
     expect(log).toMatch(/warden_data_path_requests_total\{handled="native"\} [1-9]/);
+  });
+
+  it('a client that goes away cancels its request: the guest sees is-cancelled, on both paths', async () => {
+    for (const s of [native, js]) {
+      const before = s.dataPath?.counters();
+      const sock = connect(portOf(s), '127.0.0.1');
+      sock.on('error', () => undefined);
+      await new Promise<void>((resolve) => sock.on('connect', resolve));
+      sock.write(infer('wait_cancel_c', body([1])));
+      await sleep(200);
+      sock.destroy();
+      // the guest spins until is-cancelled; its deadline is 20 s, so only the cancel ends it in time
+      const seen = async () => {
+        const log = (await (await fetch(`${s.httpUrl}/v2/models/wait_cancel_c/log`)).json()) as { lines: { message: string }[] };
+        return log.lines.filter((l) => l.message === 'cancel seen').length;
+      };
+      await until(async () => (await seen()) === 1, { what: `the guest seeing the cancel (${s === native ? 'native' : 'js'} path)`, within: 3000 });
+      // on the data path, executed there: neither replayed nor handed over (and not counted as
+      // served: its client is gone; the log reads above were forwarded)
+      if (before) {
+        const after = s.dataPath!.counters();
+        expect([after.served, after.replayed, after.handedOver]).toEqual([before.served, before.replayed, before.handedOver]);
+      }
+    }
   });
 
   it('statistics count what the data path served as the TypeScript path counts it', async () => {

@@ -321,9 +321,10 @@ impl DirectSink for Sink {
         Ok(())
     }
 
-    fn is_cancelled(&mut self, _handle: u32) -> bool {
-        // The data path does not cancel a request once submitted (DESIGN "The native data path").
-        false
+    /// A request whose client went away is cancelled: hyper dropped its future, and with it the
+    /// receiver of this sink's answer.
+    fn is_cancelled(&mut self, handle: u32) -> bool {
+        handle == self.handle && self.tx.as_ref().is_none_or(|tx| tx.is_closed())
     }
 
     fn finish(mut self: Box<Self>, outcome: DirectOutcome) {
