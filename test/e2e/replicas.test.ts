@@ -67,7 +67,8 @@ async function startReplica(i: number): Promise<void> {
   const { args } = replicas[i]!;
   const cli = spawnCli(args);
   replicas[i]!.cli = cli;
-  await cli.started();
+  // three replicas start at once (object store sync, Redis) beside the rest of the suite
+  await cli.started(undefined, 90_000);
 }
 
 beforeAll(async () => {

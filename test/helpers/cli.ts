@@ -37,9 +37,9 @@ export interface CliProcess {
   /**
    * Resolves once the log line "Warden started" was written (to stdout or stderr; with `inFile`, to
    * that log file instead).
-   * @throws Error after 30 s without it.
+   * @throws Error after `withinMs` (default 30 s) without it, with the process's latest output.
    */
-  started(inFile?: () => string): Promise<void>;
+  started(inFile?: () => string, withinMs?: number): Promise<void>;
 }
 
 /** Start `warden <args>` in the project root; stdout and stderr are piped and collected. */
@@ -72,6 +72,9 @@ export function spawnCli(args: readonly string[]): CliProcess {
       return output;
     },
     exited,
-    started: (inFile) => until(() => (inFile ? inFile() : output).includes('Warden started'), { within: 30_000, every: 100, what: 'Warden started' }),
+    started: (inFile, withinMs = 30_000) =>
+      until(() => (inFile ? inFile() : output).includes('Warden started'), { within: withinMs, every: 100, what: 'Warden started' }).catch((e: Error) => {
+        throw new Error(`${e.message}; its latest output:\n${(inFile ? inFile() : output).slice(-2000)}`);
+      }),
   };
 }
