@@ -66,7 +66,7 @@ export function parseH2load(text: string): ToolResult {
 /**
  * ghz's JSON report (`-O json`): `rps`, `latencyDistribution` (ns), `statusCodeDistribution`
  * (gRPC status names → counts) and `errorDistribution` (error texts → counts). Calls ghz itself
- * cuts off when `-z` ends (`Canceled`, or `Unavailable` reading from the connection it closed)
+ * cuts off when `-z` ends (`Canceled`, or `Unavailable` from the connection it closed)
  * are reported apart as `cancelledAtEnd`, not as failures.
  * @throws Error when the text is not such a report
  */
@@ -82,8 +82,12 @@ export function parseGhz(text: string): ToolResult {
   const codes = r.statusCodeDistribution ?? {};
   const ok = codes.OK ?? 0;
   // ghz ends a -z run by cancelling what is in flight and closing its connection: those calls
-  // end as Canceled or as Unavailable "use of closed network connection" (the client's own close).
-  const closedByGhz = Object.entries(r.errorDistribution ?? {}).reduce((n, [k, v]) => (/use of closed network connection/.test(k) ? n + v : n), 0);
+  // end as Canceled or as Unavailable "use of closed network connection" / "transport is closing"
+  // (grpc-go's texts for the client's own close; the caller bounds them by the concurrency).
+  const closedByGhz = Object.entries(r.errorDistribution ?? {}).reduce(
+    (n, [k, v]) => (/use of closed network connection|transport is closing/.test(k) ? n + v : n),
+    0,
+  );
   const cancelledAtEnd = (codes.Canceled ?? 0) + closedByGhz;
   const failures = Object.entries(codes).reduce((n, [k, v]) => (k === 'OK' || k === 'Canceled' ? n : n + v), 0) - closedByGhz;
   const p99 = r.latencyDistribution?.find((d) => d.percentage === 99)?.latency;

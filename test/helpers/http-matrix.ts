@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { startServer, type RunningServer } from '../../host/src/server.js';
 import { echoConfig, JsBackendResolver, REPEAT_CONFIG } from './js-backend.js';
 import { tempRepo, type TempRepo } from './repo.js';
-import { writeTenantsFile } from './servers.js';
+import { TEST_HTTP_DATA_PATH, writeTenantsFile } from './servers.js';
 
 export interface RawResponse {
   /** Status line and headers, `Date` removed. */
@@ -246,6 +246,7 @@ export const startMatrixServer = (repoPath: string, options: object = {}): Promi
     logLevel: 'silent',
     backendResolvers: [new JsBackendResolver()],
     maxInputSize: MAX_INPUT,
+    ...TEST_HTTP_DATA_PATH,
     ...options,
   });
 

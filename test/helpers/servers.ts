@@ -15,8 +15,25 @@ import { hashToken } from '../../host/src/tenancy/token.js';
 import { tritonGrpcClient, type TritonGrpcClient } from './grpc.js';
 import { tempRepo, type TempRepo } from './repo.js';
 
+/**
+ * The HTTP path test servers take unless a test names one: the server's default (the native data
+ * path where it can run), or `WARDEN_TEST_HTTP_DATA_PATH=js|native` — to run the suite on the other
+ * path (`WARDEN_TEST_HTTP_DATA_PATH=js npx vitest run`; servers a test starts from the CLI keep the default).
+ */
+export const TEST_HTTP_DATA_PATH: Partial<ServerOptions> = ((v) => {
+  if (v === undefined || v === '') return {};
+  if (v !== 'js' && v !== 'native') throw new Error(`WARDEN_TEST_HTTP_DATA_PATH must be js or native, got '${v}'`);
+  return { httpDataPath: v };
+})(process.env.WARDEN_TEST_HTTP_DATA_PATH);
+
 /** What every test server starts with: explicit model control, an ephemeral HTTP port, no metrics port, silent. */
-export const TEST_SERVER: Readonly<Partial<ServerOptions>> = Object.freeze({ modelControlMode: 'explicit', httpPort: 0, metricsPort: -1, logLevel: 'silent' });
+export const TEST_SERVER: Readonly<Partial<ServerOptions>> = Object.freeze({
+  modelControlMode: 'explicit',
+  httpPort: 0,
+  metricsPort: -1,
+  logLevel: 'silent',
+  ...TEST_HTTP_DATA_PATH,
+});
 
 /** Warden on `repo` (or several repositories, in order) with {@link TEST_SERVER}'s options, `opts` over them. The caller stops it. */
 export function startTestServer(repo: TempRepo | string | readonly (TempRepo | string)[], opts: Partial<ServerOptions> = {}): Promise<RunningServer> {

@@ -90,6 +90,8 @@ describe('bench load generator reports', () => {
     const cut = parseGhz(ghz({ OK: 100, Canceled: 2, Unavailable: 3 }, { [closed]: 1, 'rpc error: code = Unavailable desc = connection refused': 2 }));
     expect(cut).toMatchObject({ ok: 100, cancelledAtEnd: 3, failures: 2 });
     expect(cut.rps).toBeCloseTo((8149.086276808753 * 100) / 105, 6);
+    const closing = parseGhz(ghz({ OK: 50, Unavailable: 1 }, { 'rpc error: code = Unavailable desc = transport is closing': 1 }));
+    expect(closing).toMatchObject({ ok: 50, cancelledAtEnd: 1, failures: 0 });
     expect(() => parseGhz('{"error":"x"}')).toThrow(/not a ghz JSON report/);
   });
 });
