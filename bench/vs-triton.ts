@@ -496,6 +496,7 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
     };
 
     const results = new Map<string, ToolResult[]>();
+    const failedRounds: string[] = [];
     const order: ServerKind[] = ['triton', 'warden', 'warden-baseline', 'warden-threads', 'warden-js', 'warden-tp'];
     for (let r = 0; r < ctx.rounds; r++) {
       for (const on of order) {
@@ -504,17 +505,36 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
         ctx.log(`  round ${r + 1}/${ctx.rounds}: ${on} (${mine.length} cases)`);
         const s = await start(on);
         servers.push(s);
-        const named = (e: unknown) => new Error(`${on}: ${e instanceof Error ? e.message : String(e)}\n${on} printed:\n${s.output()}`, { cause: e });
+        const why = (e: unknown) => {
+          const cause = e instanceof Error ? (e.cause as { code?: string; message?: string } | undefined) : undefined;
+          return `${e instanceof Error ? e.message : String(e)}${cause ? ` (${cause.code ?? cause.message})` : ''}`;
+        };
+        const named = (e: unknown) => new Error(`${on}: ${why(e)}\n${on} printed:\n${s.output()}`, { cause: e });
         try {
-          for (const k of mine) await check(s, k).catch((e: unknown) => Promise.reject(named(e)));
+          const unchecked = await (async () => {
+            for (const k of mine) await check(s, k);
+          })().then(
+            () => undefined,
+            (e: unknown) => why(e),
+          );
+          if (unchecked !== undefined) {
+            // a server whose answers are wrong this round measures nothing this round
+            failedRounds.push(`${on} in round ${r + 1}: ${unchecked}`);
+            ctx.log(`    left out: ${on} in round ${r + 1}: ${unchecked}\n${s.output().slice(-1500)}`);
+            continue;
+          }
           for (const k of mine) await measureOnce(s, k, 1).catch((e: unknown) => Promise.reject(named(e))); // warm-up
           for (const k of mine) {
             const res = await measureOnce(s, k, ctx.durationS).catch((e: unknown) => Promise.reject(named(e)));
-            if (res.failures > 0 || res.ok === 0 || (res.cancelledAtEnd ?? 0) > k.connections)
-              throw new Error(
-                `${on} ${k.key}: ${res.failures} failures, ${res.cancelledAtEnd ?? 0} cancelled, ${res.ok} ok in round ${r + 1} ${JSON.stringify(res.errors ?? {})}`,
-              );
             const id = `${on} ${k.key}`;
+            if (res.failures > 0 || res.ok === 0 || (res.cancelledAtEnd ?? 0) > k.connections) {
+              // a round with failed requests is no measurement of that case: it is left out of the
+              // medians and named in the report (a case no round measured shows –)
+              const what = `${id}: ${res.failures} failures, ${res.cancelledAtEnd ?? 0} cancelled, ${res.ok} ok in round ${r + 1} ${JSON.stringify(res.errors ?? {})}`;
+              failedRounds.push(what);
+              ctx.log(`    left out: ${what}`);
+              continue;
+            }
             results.set(id, [...(results.get(id) ?? []), res]);
             ctx.log(`    ${id.padEnd(40)} ${fmt(res.rps).padStart(9)} /s  p99 ${fmt(res.p99Ms, 2)} ms`);
           }
@@ -564,7 +584,8 @@ export async function benchVsTriton(ctx: BenchContext): Promise<{ skipped?: stri
       `Same backend file (build/backends/warden_identity) for both servers; Python add_sub is the same model.py on each server's Python backend. ` +
       `MB/s counts the request's input tensor (16 MiB) per second.` +
       (wanted.has('wasm') ? `\n${sandboxCost(summary)}` : '') +
-      (toolSkips.length ? `\nSkipped: ${toolSkips.join('; ')}.` : '');
+      (toolSkips.length ? `\nSkipped: ${toolSkips.join('; ')}.` : '') +
+      (failedRounds.length ? `\nRounds left out (requests failed): ${failedRounds.join('; ')}.` : '');
     ctx.log('\n' + body);
     ctx.section(title, body);
     return {};
