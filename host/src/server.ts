@@ -285,14 +285,8 @@ async function listenNatively(
   perAddress: number,
   logger: Logger,
 ): Promise<{ listener: NativeListener; port: number } | undefined> {
-  let addon: NativeAddon;
-  try {
-    const { nativeAddon } = await import('./platform/addon.js');
-    addon = nativeAddon();
-  } catch (e) {
-    logger.debug({ err: e }, "native addon unavailable: the HTTP port uses Node's listener");
-    return undefined;
-  }
+  const addon = await builtAddon(logger, "the HTTP port uses Node's listener");
+  if (!addon) return undefined;
   const bound = addon.reusePortListen(host, port, 511, false);
   try {
     await http.ready();
@@ -306,14 +300,14 @@ async function listenNatively(
   }
 }
 
-/** Whether the addon carries the native data path (the default HTTP path where it does). */
-async function dataPathBuilt(logger: Logger): Promise<boolean> {
+/** The native addon, or undefined (logged at debug with what that means, `without`) when it was not built. */
+async function builtAddon(logger: Logger, without: string): Promise<NativeAddon | undefined> {
   try {
     const { nativeAddon } = await import('./platform/addon.js');
-    return nativeAddon().dataPath !== undefined;
+    return nativeAddon();
   } catch (e) {
-    logger.debug({ err: e }, 'native addon unavailable: the HTTP port is served by JavaScript');
-    return false;
+    logger.debug({ err: e }, `native addon unavailable: ${without}`);
+    return undefined;
   }
 }
 
@@ -351,7 +345,7 @@ async function startDataPath(
       bodyTimeoutMs: settings.requestTimeout,
       maxJsonOutputBytes: (opts.httpLimits ?? DEFAULT_HTTP_LIMITS).maxJsonOutputBytes ?? DEFAULT_HTTP_LIMITS.maxJsonOutputBytes,
       // /infer requests without the restriction's header reach the TypeScript path, which refuses them
-      inferRestriction: frontend.claimRestriction && { header: frontend.claimRestriction.header, value: frontend.claimRestriction.value },
+      inferRestriction: frontend.claimRestriction,
     },
     frontend.nativeErrorAnswer,
     logger.child({ component: 'data-path' }),
@@ -688,7 +682,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       await manager.shutdown();
       throw e;
     }
-  } else if (allowHttp && !tenants && (opts.httpDataPath === 'native' || (opts.httpDataPath === undefined && (await dataPathBuilt(logger))))) {
+  } else if (
+    allowHttp &&
+    !tenants &&
+    (opts.httpDataPath === 'native' ||
+      (opts.httpDataPath === undefined && (await builtAddon(logger, 'the HTTP port is served by JavaScript'))?.dataPath !== undefined))
+  ) {
     const started = await startDataPath(http, frontend, host, opts, perAddressConnections, maxInputSize, logger).catch(async (e: unknown) => {
       await http.close().catch(() => undefined);
       await manager.shutdown();

@@ -29,11 +29,6 @@ export class AdoptedSockets {
     server.emit('listening');
   }
 
-  /** Connections adopted and still open. */
-  get size(): number {
-    return this.open.size;
-  }
-
   /** Makes a socket of `fd` (owned from here on) and hands it to the server. */
   adopt(fd: number, id: number): void {
     if (this.closing) {
